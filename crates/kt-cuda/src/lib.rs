@@ -1,0 +1,1 @@
+//! CUDA source analysis (being written).

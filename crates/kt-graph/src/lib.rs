@@ -1,0 +1,1 @@
+//! Typed state-graph engine (being written).

@@ -1,0 +1,1 @@
+//! LLM providers (being written).

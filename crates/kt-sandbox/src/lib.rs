@@ -1,0 +1,1 @@
+//! Running untrusted programs (being written).

@@ -1,0 +1,1 @@
+//! Embedded auto-tuner (being written).
