@@ -21,6 +21,24 @@ pub struct Cli {
 pub enum Command {
     /// Check everything kt needs (CUDA driver, NVRTC, GPU, python3 + numpy, LLM endpoint, run storage).
     Doctor(commands::doctor::DoctorArgs),
+    /// Show what kt sees in a CUDA file: each kernel's parameters, helpers, macros, launch assumptions.
+    Inspect(commands::inspect::InspectArgs),
+    /// Talk to the configured LLM directly (`kt llm ask "..."`): check a provider, a model or a schema.
+    Llm(commands::llm::LlmArgs),
+    /// Stage 1: what a kernel computes, its problem size, its outputs (checked against the signature); with a
+    /// sidecar, where the LLM disagrees with it.
+    Analyze(commands::analyze::AnalyzeArgs),
+    /// Stages 1 and 2: make tests (generated inputs, expected outputs, reference times) in a run directory.
+    Testgen(commands::testgen::TestgenArgs),
     /// Transform a naive kernel into a fast, tuned one (the main job).
     Transform(commands::transform::TransformArgs),
+    /// Tune a kernel's parameters (block sizes, tiling, …) on this GPU: compile, verify and time every configuration.
+    Tune(commands::tune::TuneArgs),
+    /// Check a candidate kernel against a reference on the same inputs: every output of every test.
+    Verify(commands::verify::VerifyArgs),
+    /// Check that kt works on this machine end to end (`kt selftest --gpu` on a GPU machine).
+    Selftest(commands::selftest::SelftestArgs),
+    /// The GPU worker process kt-tuner starts (internal).
+    #[command(name = "__tuner-worker", hide = true)]
+    TunerWorker(commands::tuner_worker::TunerWorkerArgs),
 }

@@ -34,48 +34,105 @@ pub enum LlmError {
         "{provider}: authentication failed (HTTP {status}): {body}; check the API key in ${key_env} \
          (or `api_key_env` in the [llm] section of kt.toml)"
     )]
-    Auth { provider: String, status: u16, body: String, key_env: String },
+    Auth {
+        provider: String,
+        status: u16,
+        body: String,
+        key_env: String,
+    },
 
     #[error(
         "{provider}: rate limited (HTTP 429{}) after {attempts} attempt(s): {body}; wait, lower the request rate, \
          or raise the retry limit",
         retry_after.map(|d| format!(", Retry-After {:.1}s", d.as_secs_f64())).unwrap_or_default()
     )]
-    RateLimited { provider: String, retry_after: Option<Duration>, attempts: u32, body: String },
+    RateLimited {
+        provider: String,
+        retry_after: Option<Duration>,
+        attempts: u32,
+        body: String,
+    },
 
     #[error(
         "{provider}: {phase} timeout after {:.1}s ({url}); the server is slow or unreachable: raise the \
          timeout (`--timeout`, `[llm] timeout_secs`) or check the endpoint with `kt doctor`",
         after.as_secs_f64()
     )]
-    Timeout { provider: String, phase: TimeoutPhase, after: Duration, url: String },
+    Timeout {
+        provider: String,
+        phase: TimeoutPhase,
+        after: Duration,
+        url: String,
+    },
 
-    #[error("{provider}: server error HTTP {status} after {attempts} attempt(s): {body}; retry later")]
-    Server { provider: String, status: u16, attempts: u32, body: String },
+    #[error(
+        "{provider}: server error HTTP {status} after {attempts} attempt(s): {body}; retry later"
+    )]
+    Server {
+        provider: String,
+        status: u16,
+        attempts: u32,
+        body: String,
+        /// A `Retry-After` sent with the error (common with 503).
+        retry_after: Option<Duration>,
+    },
 
     #[error("{provider}: request rejected with HTTP {status}: {body}; {hint}")]
-    BadRequest { provider: String, status: u16, body: String, hint: String },
+    BadRequest {
+        provider: String,
+        status: u16,
+        body: String,
+        hint: String,
+    },
 
-    #[error("{provider}: cannot connect to {url}: {detail}; is the server running and the base URL right?")]
-    Connection { provider: String, url: String, detail: String },
+    #[error(
+        "{provider}: cannot connect to {url}: {detail}; is the server running and the base URL right?"
+    )]
+    Connection {
+        provider: String,
+        url: String,
+        detail: String,
+    },
 
     #[error("{provider}: unusable response: {detail}; body starts: {body}")]
-    BadResponse { provider: String, detail: String, body: String },
+    BadResponse {
+        provider: String,
+        detail: String,
+        body: String,
+    },
 
-    #[error("no code block in the answer{}: {detail}; answer starts: {excerpt}", node_suffix(node))]
-    NoCode { node: Option<String>, detail: String, excerpt: String },
+    #[error(
+        "no code block in the answer{}: {detail}; answer starts: {excerpt}",
+        node_suffix(node)
+    )]
+    NoCode {
+        node: Option<String>,
+        detail: String,
+        excerpt: String,
+    },
 
     #[error(
         "node `{node}`: answer does not match the schema of {type_name} after {attempts} attempt(s): {error}; \
          answer starts: {excerpt}; try the `separate` or `hybrid` structured mode or a stronger model"
     )]
-    SchemaMismatch { node: String, type_name: String, attempts: u32, error: String, excerpt: String },
+    SchemaMismatch {
+        node: String,
+        type_name: String,
+        attempts: u32,
+        error: String,
+        excerpt: String,
+    },
 
     #[error(
         "node `{node}`: the cassette {} has no recorded answer for this request (hash {hash}); {hint}",
         cassette.display()
     )]
-    ReplayMiss { node: String, hash: String, cassette: PathBuf, hint: String },
+    ReplayMiss {
+        node: String,
+        hash: String,
+        cassette: PathBuf,
+        hint: String,
+    },
 
     #[error(
         "node `{node}` needs a human answer: the prompt is in {}; write the answer to a file and continue with \
@@ -89,7 +146,11 @@ pub enum LlmError {
          add an [[answers]] entry",
         script.display()
     )]
-    ScriptExhausted { node: String, call: usize, script: PathBuf },
+    ScriptExhausted {
+        node: String,
+        call: usize,
+        script: PathBuf,
+    },
 
     #[error("LLM configuration: {detail}; {fix}")]
     Config { detail: String, fix: String },
@@ -104,7 +165,9 @@ pub enum LlmError {
 }
 
 fn node_suffix(node: &Option<String>) -> String {
-    node.as_ref().map(|n| format!(" of node `{n}`")).unwrap_or_default()
+    node.as_ref()
+        .map(|n| format!(" of node `{n}`"))
+        .unwrap_or_default()
 }
 
 impl LlmError {
@@ -124,7 +187,9 @@ impl LlmError {
     /// The server's requested wait before the next attempt, if it sent one.
     pub fn retry_after(&self) -> Option<Duration> {
         match self {
-            LlmError::RateLimited { retry_after, .. } => *retry_after,
+            LlmError::RateLimited { retry_after, .. } | LlmError::Server { retry_after, .. } => {
+                *retry_after
+            }
             _ => None,
         }
     }
@@ -132,14 +197,24 @@ impl LlmError {
     /// Records how many attempts were made, for errors that report it.
     pub(crate) fn with_attempts(mut self, n: u32) -> Self {
         match &mut self {
-            LlmError::RateLimited { attempts, .. } | LlmError::Server { attempts, .. } => *attempts = n,
+            LlmError::RateLimited { attempts, .. } | LlmError::Server { attempts, .. } => {
+                *attempts = n
+            }
             _ => {}
         }
         self
     }
 
-    pub(crate) fn io(path: impl Into<PathBuf>, action: &'static str, source: std::io::Error) -> Self {
-        LlmError::Io { path: path.into(), action, source }
+    pub(crate) fn io(
+        path: impl Into<PathBuf>,
+        action: &'static str,
+        source: std::io::Error,
+    ) -> Self {
+        LlmError::Io {
+            path: path.into(),
+            action,
+            source,
+        }
     }
 }
 

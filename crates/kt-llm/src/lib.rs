@@ -1,1 +1,71 @@
-//! LLM providers (being written).
+//! Reliable LLM calls for kt: every stage of the pipeline asks an LLM something, and this crate makes that
+//! one call dependable. Providers behind one trait ([`Provider`]): OpenAI-compatible chat completions
+//! (OpenAI, Together, DeepSeek, vLLM, llama.cpp's llama-server, Ollama), Anthropic Messages, scripted answers
+//! from a file, replay of a recorded run, and a human answering through a file. Around them the
+//! [`LlmClient`] adds timeouts, retries with backoff honouring `Retry-After`, thinking removal, structured
+//! output for Rust types (schemars schema, serde parse, bounded re-asks), token and cost accounting, and an
+//! append-only record (`llm.jsonl`) that the replay provider reads back.
+//!
+//! It deliberately knows nothing of CUDA, prompts or the graph: callers bring the messages and a `node`
+//! label; checkpointing and interrupting a run on [`LlmError::NeedsHumanAnswer`] are the graph's business.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), kt_llm::LlmError> {
+//! use kt_llm::{LlmConfig, LlmRequest, Recorder, StructuredMode, extract_code};
+//!
+//! let (config, _file) = LlmConfig::load(std::path::Path::new("."))?;
+//! let llm = config.build_client()?.with_recorder(Recorder::open("kt-runs/r1/llm.jsonl")?);
+//!
+//! // Free text, then the kernel out of its ```cuda block.
+//! let answer = llm.complete(LlmRequest::new("apply").system("You optimise CUDA.").user("Tile this: ...")).await?;
+//! let code = extract_code(&answer.text)?;
+//!
+//! // A typed answer.
+//! #[derive(serde::Deserialize, schemars::JsonSchema)]
+//! struct Plan { steps: Vec<String> }
+//! let (plan, _response) = llm.structured::<Plan>(LlmRequest::new("plan").user("Plan it."), StructuredMode::Native).await?;
+//! println!("{} steps; so far {}", plan.steps.len(), llm.totals().run.summary());
+//! # let _ = code; Ok(()) }
+//! ```
+
+// Tests may unwrap: a panic there is a failed test with its message, which is what a test should do.
+#![cfg_attr(test, allow(clippy::unwrap_used))]
+
+mod client;
+mod code;
+mod config;
+mod error;
+mod price;
+mod probe;
+mod provider;
+mod providers;
+mod recorder;
+mod request;
+mod response;
+mod retry;
+mod structured;
+#[cfg(test)]
+mod testing;
+mod thinking;
+mod transport;
+mod usage;
+
+pub use client::{DEFAULT_PARSE_RETRIES, LlmClient};
+pub use code::extract_code;
+pub use config::LlmConfig;
+pub use error::{LlmError, TimeoutPhase};
+pub use price::{Price, PriceTable};
+pub use probe::{EndpointCheck, check_endpoint};
+pub use provider::{Call, Provider};
+pub use providers::{
+    ANTHROPIC_VERSION, AnthropicProvider, Endpoint, ManualProvider, OpenAiProvider, ReplayProvider,
+    ScriptedProvider,
+};
+pub use recorder::{Record, Recorder, read_records};
+pub use request::{LlmRequest, Message, OutputSchema, Params, Role};
+pub use response::{LlmResponse, ProviderReply};
+pub use retry::{RetryPolicy, parse_retry_after};
+pub use structured::{StructuredMode, json_candidate};
+pub use thinking::{Stripped, ThinkTags};
+pub use transport::{ApiKey, Timeouts, install_crypto_provider};
+pub use usage::{Usage, UsageSum, UsageTotals};

@@ -6,6 +6,19 @@
 //! strategy (one-prompt, explicit, autonomous) loaded from `strategies/` with prompts from `prompts/`.
 //! This crate wires the leaf crates together; it does not talk HTTP, parse C, or launch kernels itself.
 
+pub mod error;
 pub mod kernel_info;
+pub mod prepare;
+pub mod problem_size;
+pub mod prompt;
+pub mod run_dir;
+pub mod stage1;
+pub mod stage2;
+pub mod stage3;
+pub mod strategy;
 
+pub use error::PipelineError;
 pub use kernel_info::{KernelInfo, ProblemDimension};
+pub use problem_size::SizeExpression;
+pub use prompt::{PromptLibrary, PromptTemplate, RenderedPrompt};
+pub use run_dir::{NewRun, RunDir, RunLlm, RunMeta, RunSettings, RunStatus};

@@ -1,1 +1,42 @@
-//! Running untrusted programs (being written).
+//! Running untrusted programs: the Python/numpy input generators an LLM writes, and the tuner's long-lived GPU
+//! worker.
+//!
+//! A [`Sandbox`] runs a program under a [`Policy`]: its own empty work directory, a scrubbed environment (no API
+//! keys, no proxies), a wall-clock timeout that kills its whole process group, rlimits on CPU time, address space,
+//! file size, open files and (when kt is root, by switching to a fresh unprivileged uid) processes, a cap on
+//! captured output, and no network (a network namespace). What works depends on the machine; [`Protections`]
+//! detects it once and says so (`kt doctor`). A run ends in a typed [`Outcome`] that names the limit that stopped
+//! it. On top of that, [`python`] finds or provisions a Python with numpy, and [`generator`] runs an LLM-written
+//! generator through kt's own harness and writes a content-addressed test directory (see the tests format).
+//!
+//! What it deliberately does not do: it is no defence against a determined attacker with a kernel exploit (no
+//! seccomp filter, no pid namespace), it knows nothing of CUDA kernels (the pipeline maps kernel parameters to
+//! [`generator::ArgSpec`]), and it does not talk to an LLM. All `unsafe` code lives in `confine.rs`.
+
+// Tests may unwrap (COMMON rules); library code may not.
+#![cfg_attr(test, allow(clippy::unwrap_used))]
+
+mod capture;
+mod child;
+mod confine;
+pub mod environment;
+mod error;
+pub mod generator;
+mod identity;
+mod outcome;
+mod policy;
+mod protections;
+pub mod python;
+mod sandbox;
+mod view;
+mod workdir;
+
+pub use child::SandboxedChild;
+pub use error::SandboxError;
+pub use generator::{ArgSpec, GeneratedTest, GeneratorError, GeneratorSpec, run_generator};
+pub use outcome::{Ending, Limit, Outcome};
+pub use policy::{EnvPolicy, NetworkIsolation, Policy, StderrMode, UserPolicy};
+pub use protections::Protections;
+pub use python::{PythonError, PythonRuntime};
+pub use sandbox::{Sandbox, SpawnOptions};
+pub use workdir::Workdir;

@@ -1,1 +1,41 @@
-//! Embedded auto-tuner (being written).
+//! kt-tuner: kt's embedded auto-tuner. It takes a CUDA kernel with named tunable parameters, a search space
+//! and a set of tests, and finds the fastest configuration that computes the right answer: NVRTC compiles
+//! each configuration straight to a CUBIN on a pool of threads (cached in memory and on disk); a separate
+//! worker process owns the GPU, so a kernel that hangs or faults costs one configuration, not the run; every
+//! output of every test is verified on the GPU against poisoned buffers; times are medians of CUDA-event
+//! samples; strategies range from brute force to a genetic algorithm; results go to an append-only cache
+//! and export to Kernel Tuner's formats.
+//!
+//! It deliberately does not rewrite kernels or talk to an LLM (kt-pipeline does), and it does not parse
+//! CUDA beyond asking kt-cuda for the kernel signature.
+
+#![cfg_attr(test, allow(clippy::unwrap_used))]
+
+pub mod args;
+pub mod cache;
+pub mod device_kernels;
+pub mod dtype;
+pub mod error;
+pub mod export;
+pub mod expr;
+pub mod geometry;
+pub mod measure;
+pub mod module_cache;
+pub mod npy;
+pub mod nvrtc;
+pub mod search;
+pub mod selftest;
+pub mod session;
+pub mod space;
+pub mod suite;
+pub mod verify;
+pub mod worker;
+
+pub use args::{ArrayArg, ArraySource, Distribution, KernelTest, ParamSpec, SizeChoice, SuiteInputs, TestArg, TestSet};
+pub use error::TunerError;
+pub use geometry::{Geometry, LaunchDims};
+pub use measure::{TimingPolicy, TimingStats};
+pub use search::Strategy;
+pub use session::{Measurement, Phases, Progress, TunableKernel, TuneOptions, TuneResult, Tuner, Verdict, VerifyReport};
+pub use space::{Config, Restriction, SearchSpace, TunableParam};
+pub use verify::{OutputReport, Tolerance};

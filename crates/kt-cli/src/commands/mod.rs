@@ -1,7 +1,15 @@
 //! One module per subcommand. `run` dispatches; each module exposes `<Name>Args` and `run(args)`.
 
+pub mod analyze;
 pub mod doctor;
+pub mod inspect;
+pub mod llm;
+pub mod selftest;
+pub mod testgen;
 pub mod transform;
+pub mod tune;
+pub mod tuner_worker;
+pub mod verify;
 
 use std::process::ExitCode;
 
@@ -9,7 +17,15 @@ use crate::cli::{Cli, Command};
 
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
+        Command::Analyze(args) => analyze::run(args),
         Command::Doctor(args) => doctor::run(args),
+        Command::Inspect(args) => inspect::run(args),
+        Command::Llm(args) => llm::run(args),
+        Command::Testgen(args) => testgen::run(args),
         Command::Transform(args) => transform::run(args),
+        Command::Tune(args) => tune::run(args),
+        Command::Verify(args) => verify::run(args),
+        Command::Selftest(args) => selftest::run(args),
+        Command::TunerWorker(args) => tuner_worker::run(args),
     }
 }

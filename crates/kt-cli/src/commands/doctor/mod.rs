@@ -4,7 +4,9 @@
 //! when every line is ok. Probes never panic: a missing CUDA library or python3 is a line, not a crash.
 
 mod cuda;
+mod llm;
 mod python;
+mod sandbox;
 mod storage;
 
 use std::process::ExitCode;
@@ -59,6 +61,8 @@ struct Report {
 pub fn collect() -> Vec<Check> {
     let mut checks = cuda::probe();
     checks.extend(python::probe());
+    checks.push(sandbox::probe());
+    checks.push(llm::probe());
     checks.push(storage::probe());
     checks
 }
@@ -111,7 +115,7 @@ mod tests {
     #[test]
     fn every_probe_reports_at_least_one_line_and_never_panics() {
         let checks = collect();
-        for name in ["cuda driver", "nvrtc", "python3", "numpy", "run storage"] {
+        for name in ["cuda driver", "nvrtc", "python3", "numpy", "sandbox", "llm endpoint", "run storage"] {
             assert!(checks.iter().any(|c| c.name == name), "no line for {name}: {checks:?}");
         }
         for c in &checks {

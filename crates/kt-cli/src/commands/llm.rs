@@ -1,0 +1,151 @@
+//! `kt llm ask`: one question to the configured LLM, printing the answer and a usage line. The provider comes
+//! from kt.toml / `$KT_CONFIG` / `~/.config/kt/config.toml` (`[llm]`), then `KT_LLM`, then `--llm`, then the
+//! individual flags.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::{Args, Subcommand};
+use kt_llm::{LlmConfig, LlmRequest, OutputSchema, Recorder, StructuredMode};
+
+#[derive(Debug, Args)]
+pub struct LlmArgs {
+    #[command(subcommand)]
+    pub command: LlmCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum LlmCommand {
+    /// Ask the configured LLM one question; print the answer (or JSON) and a usage line (tokens, time, cost).
+    Ask(AskArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct AskArgs {
+    /// The question.
+    pub prompt: String,
+    /// Provider and model in one: openai:gpt-4.1, anthropic:claude-sonnet-4-0, llama-server:local,
+    /// replay:kt-runs/ID/llm.jsonl, scripted:answers.toml, manual:prompts/.
+    #[arg(long, value_name = "PROVIDER:MODEL")]
+    pub llm: Option<String>,
+    /// openai, anthropic, together, deepseek, vllm, llama-server, ollama, scripted, replay or manual.
+    #[arg(long)]
+    pub provider: Option<String>,
+    /// API base URL including the version, e.g. http://127.0.0.1:8080/v1.
+    #[arg(long, value_name = "URL")]
+    pub base_url: Option<String>,
+    #[arg(long, value_name = "NAME")]
+    pub model: Option<String>,
+    /// Environment variable that holds the API key (default per provider, e.g. OPENAI_API_KEY).
+    #[arg(long, value_name = "VAR")]
+    pub api_key_env: Option<String>,
+    /// Limit for one attempt, in seconds.
+    #[arg(long, value_name = "SECS")]
+    pub timeout: Option<f64>,
+    /// Ask for JSON following this JSON schema file; prints the parsed JSON.
+    #[arg(long, value_name = "FILE")]
+    pub json_schema: Option<PathBuf>,
+    /// How to get JSON: native, instruction, separate or hybrid.
+    #[arg(long, value_name = "MODE")]
+    pub mode: Option<StructuredMode>,
+    /// A system message to send first.
+    #[arg(long)]
+    pub system: Option<String>,
+    /// Append the call to this llm.jsonl record.
+    #[arg(long, value_name = "FILE")]
+    pub record: Option<PathBuf>,
+    /// Node label of the call (scripted answers and records key on it).
+    #[arg(long, default_value = "ask")]
+    pub node: String,
+    /// Print the answer, thought and usage as one JSON object.
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn run(args: LlmArgs) -> anyhow::Result<ExitCode> {
+    match args.command {
+        LlmCommand::Ask(a) => ask(a),
+    }
+}
+
+fn ask(a: AskArgs) -> anyhow::Result<ExitCode> {
+    let cwd = std::env::current_dir().context("reading the current directory")?;
+    let (mut config, _file) = LlmConfig::load(&cwd)?;
+    if let Some(spec) = &a.llm {
+        config.overlay(LlmConfig::parse_spec(spec)?);
+    }
+    config.overlay(LlmConfig {
+        provider: a.provider.clone(),
+        base_url: a.base_url.clone(),
+        model: a.model.clone(),
+        api_key_env: a.api_key_env.clone(),
+        timeout_secs: a.timeout,
+        ..LlmConfig::default()
+    });
+    let mut client = config.build_client()?;
+    if let Some(path) = &a.record {
+        client = client.with_recorder(Recorder::open(path)?);
+    }
+    let mut request = LlmRequest::new(&a.node);
+    if let Some(system) = &a.system {
+        request = request.system(system);
+    }
+    request = request.user(&a.prompt);
+    let schema = match &a.json_schema {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("reading {}", path.display()))?;
+            let schema: serde_json::Value = serde_json::from_str(&text)
+                .with_context(|| format!("{} is not JSON", path.display()))?;
+            let name = path
+                .file_stem()
+                .and_then(|s| s.to_str())
+                .unwrap_or("answer");
+            let name: String = name
+                .chars()
+                .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+                .collect();
+            Some(OutputSchema { name, schema })
+        }
+        None => None,
+    };
+    let mode = a.mode.or(config.structured_mode).unwrap_or_default();
+
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let (parsed, response) = runtime.block_on(async {
+        match schema {
+            Some(s) => client
+                .structured_value(request, s, mode)
+                .await
+                .map(|(v, r)| (Some(v), r)),
+            None => client.complete(request).await.map(|r| (None, r)),
+        }
+    })?;
+
+    let usage = client.totals().run.summary();
+    if a.json {
+        let out = serde_json::json!({
+            "answer": response.text,
+            "json": parsed,
+            "thought": response.thought,
+            "provider": response.provider,
+            "model": response.model,
+            "usage": response.usage,
+            "cost_usd": response.cost_usd,
+            "elapsed_ms": response.elapsed.as_millis() as u64,
+            "attempts": response.attempts,
+        });
+        println!("{}", serde_json::to_string_pretty(&out)?);
+    } else {
+        match parsed {
+            Some(v) => println!("{}", serde_json::to_string_pretty(&v)?),
+            None => println!("{}", response.text),
+        }
+        // On stderr, so that the answer can be piped on its own.
+        eprintln!("{} {}: {usage}", response.provider, response.model);
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,184 @@
+//! `kt testgen FILE`: Stages 1 and 2. Makes a run directory with `kernel_info.json` and `tests/` (inputs from
+//! a generator program run in the sandbox, expected outputs and reference times from the original kernel on
+//! the GPU). `--script GEN.py` runs a hand-written generator through the same harness without an LLM.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::Context as _;
+use clap::Args;
+use kt_llm::Recorder;
+use kt_pipeline::prepare::{KernelSource, Prepared, TestgenSettings, prepare};
+use kt_pipeline::stage2::{ReferenceRunner, Stage2Options, TimeBounds};
+use kt_pipeline::{NewRun, PipelineError, PromptLibrary, RunDir, RunLlm, RunSettings, RunStatus};
+use kt_sandbox::{Policy, PythonRuntime, Sandbox};
+
+use super::analyze::{llm_client, print_disagreements, print_info, runtime, stage1_source, understood_json};
+
+#[derive(Debug, Args)]
+pub struct TestgenArgs {
+    /// The CUDA source file holding the kernel.
+    pub file: PathBuf,
+    /// The kernel when the file holds several.
+    #[arg(long)]
+    pub kernel: Option<String>,
+    /// How many tests to make (different seeds; at least one has sizes that are not multiples of 32).
+    #[arg(short = 'n', long = "tests", default_value_t = 3)]
+    pub tests: usize,
+    /// LLM as PROVIDER:MODEL (openai:gpt-4.1, scripted:experiments/scripted/matmul.toml, ...); default:
+    /// kt.toml / KT_LLM.
+    #[arg(long, value_name = "PROVIDER:MODEL")]
+    pub llm: Option<String>,
+    /// A hand-written generator (`def generate(seed: int) -> list`) to use instead of asking the LLM.
+    #[arg(long, value_name = "GEN.py")]
+    pub script: Option<PathBuf>,
+    /// Take Stage 1 from the kernel's sidecar (FILE.toml) instead of asking an LLM.
+    #[arg(long)]
+    pub info_from_sidecar: bool,
+    /// Where to create the run directory (default: $KT_RUNS_DIR or ./kt-runs).
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Shortest acceptable run time of the original kernel on a test, in milliseconds.
+    #[arg(long, default_value_t = TimeBounds::default().min_ms)]
+    pub min_ms: f64,
+    /// Longest acceptable run time of the original kernel on a test, in milliseconds.
+    #[arg(long, default_value_t = TimeBounds::default().max_ms)]
+    pub max_ms: f64,
+    /// Seed of the first test (test i uses seed + i).
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Largest total size of one test's arguments, in MiB.
+    #[arg(long, default_value_t = 4096)]
+    pub max_total_mib: u64,
+    /// How many times one question or one generator may be asked again after a refusal or failure.
+    #[arg(long, default_value_t = kt_pipeline::stage1::DEFAULT_ATTEMPTS)]
+    pub attempts: u32,
+    /// Prompt templates directory (default: KT_PROMPTS_DIR, a prompts/ directory above, else built in).
+    #[arg(long, value_name = "DIR")]
+    pub prompts: Option<PathBuf>,
+    /// Print the result as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// The reference runner of this machine: without a CUDA driver, Stage 2 writes the tests' inputs and says so.
+fn reference_runner() -> Arc<dyn ReferenceRunner> {
+    // SAFETY: only tries to dlopen the driver library; no CUDA call is made.
+    let reason = if !unsafe { cudarc::driver::sys::is_culib_present() } {
+        "no CUDA driver on this machine (libcuda.so.1 not found)".to_string()
+    } else {
+        "kt-tuner in this build cannot yet write expected outputs to a tests directory".to_string()
+    };
+    Arc::new(kt_pipeline::stage2::Unavailable { reason })
+}
+
+pub fn run(args: TestgenArgs) -> anyhow::Result<ExitCode> {
+    if args.tests == 0 {
+        anyhow::bail!("--tests must be at least 1");
+    }
+    if !(args.min_ms > 0.0 && args.min_ms < args.max_ms) {
+        anyhow::bail!("--min-ms must be positive and below --max-ms (got {} and {})", args.min_ms, args.max_ms);
+    }
+    let source = KernelSource::read(&args.file, args.kernel.as_deref())?;
+    let script = match &args.script {
+        Some(path) => Some(std::fs::read_to_string(path).with_context(|| format!("reading the generator {}", path.display()))?),
+        None => None,
+    };
+    // An LLM is needed for Stage 1 unless the sidecar answers it, and for Stage 2 unless a script is given.
+    let needs_llm = !args.info_from_sidecar || script.is_none();
+    let mut llm = if needs_llm { llm_client(args.llm.as_deref())? } else { None };
+    if script.is_none() && llm.is_none() {
+        anyhow::bail!(
+            "Stage 2 needs an LLM to write the input generator: pass --llm PROVIDER:MODEL, or --script GEN.py \
+             with a hand-written `def generate(seed: int) -> list`"
+        );
+    }
+    let python = PythonRuntime::find_or_provision()?;
+    let kernel_name = match (&args.kernel, &source.sidecar) {
+        (Some(k), _) => k.clone(),
+        (None, Some(s)) => s.kernel.clone(),
+        (None, None) => kt_cuda::parse(&source.text)?.select_kernel(None)?.name.clone(),
+    };
+    let run = RunDir::create(
+        &RunDir::base_dir(args.out.as_deref()),
+        NewRun {
+            kernel_file: &args.file,
+            kernel: &kernel_name,
+            strategy: "testgen",
+            settings: RunSettings { tests: Some(args.tests as u32), ..RunSettings::default() },
+            llm: match &llm {
+                Some((client, _)) => RunLlm { provider: client.provider_name().into(), model: client.model().into() },
+                None => RunLlm { provider: "none".into(), model: String::new() },
+            },
+        },
+    )?;
+    if let Some((client, _)) = llm.as_mut() {
+        *client = client.clone().with_recorder(Recorder::open(run.llm_jsonl())?);
+    }
+    let stage1 = stage1_source(args.info_from_sidecar, llm.as_ref(), args.prompts.as_deref(), args.attempts)?;
+    let settings = TestgenSettings {
+        llm: llm.as_ref().map(|(c, _)| c.clone()),
+        prompts: Arc::new(PromptLibrary::locate(args.prompts.as_deref())?),
+        script,
+        options: Stage2Options {
+            tests: args.tests,
+            first_seed: args.seed,
+            bounds: TimeBounds { min_ms: args.min_ms, max_ms: args.max_ms },
+            attempts: args.attempts,
+            max_total_bytes: args.max_total_mib << 20,
+            ..Stage2Options::default()
+        },
+        sandbox: Sandbox::new(Policy::for_generator()),
+        python,
+        reference: reference_runner(),
+    };
+
+    let result = runtime()?.block_on(prepare(&run, &source, stage1, settings));
+    let prepared = match result {
+        Ok(p) => p,
+        Err(err) => {
+            run.set_status(RunStatus::Failed)?;
+            return Err(anyhow::Error::new(err).context(format!("kt testgen failed; what it did is in {}", run.root().display())));
+        }
+    };
+    report(&run, &prepared, args.json, !args.info_from_sidecar)?;
+    if let Some(reason) = &prepared.tests.expected_missing {
+        run.set_status(RunStatus::Failed)?;
+        return Err(PipelineError::NoGpu { reason: reason.clone() }.into());
+    }
+    run.set_status(RunStatus::Finished)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn report(run: &RunDir, p: &Prepared, json: bool, compared: bool) -> anyhow::Result<()> {
+    let t = &p.tests;
+    if json {
+        let mut value = understood_json(&p.understood);
+        value["run_dir"] = serde_json::json!(run.root());
+        value["tests_dir"] = serde_json::json!(t.tests_dir);
+        value["tests"] = serde_json::to_value(&t.tests)?;
+        value["warnings"] = serde_json::json!(t.warnings);
+        value["expected_missing"] = serde_json::json!(t.expected_missing);
+        println!("{}", serde_json::to_string_pretty(&value)?);
+        return Ok(());
+    }
+    print_info(&p.understood.stage1.info);
+    print_disagreements(&p.understood, compared);
+    println!();
+    println!("{} tests in {}:", t.tests.len(), t.tests_dir.display());
+    for test in &t.tests {
+        let size = test.problem_size.map(|s| format!("{}x{}x{}", s[0], s[1], s[2])).unwrap_or_else(|| "?".into());
+        let time = match test.reference_time_ms {
+            Some(ms) => format!("{ms:.3} ms"),
+            None => "no expected outputs yet".into(),
+        };
+        let tail = if test.tail { ", tail" } else { "" };
+        println!("  {}  seed {}  size {size}{tail}  {time}", test.id, test.seed);
+    }
+    for w in &t.warnings {
+        println!("warning: {w}");
+    }
+    println!("run directory: {}", run.root().display());
+    Ok(())
+}

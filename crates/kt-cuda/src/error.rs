@@ -1,0 +1,84 @@
+//! The one error type of kt-cuda.
+
+use std::path::PathBuf;
+
+use crate::kernel::Location;
+
+/// One place where tree-sitter could not make sense of the source.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize, PartialEq)]
+pub struct SyntaxProblem {
+    pub location: Location,
+    /// `unexpected input` for ERROR nodes, `missing X` for MISSING nodes.
+    pub message: String,
+    /// The offending line as written, for showing the user.
+    pub line_text: String,
+}
+
+impl std::fmt::Display for SyntaxProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "line {}, column {}: {}\n    {}",
+            self.location.line,
+            self.location.column,
+            self.message,
+            self.line_text.trim_end()
+        )
+    }
+}
+
+fn list_problems(problems: &[SyntaxProblem]) -> String {
+    problems
+        .iter()
+        .map(|p| format!("  {p}"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum CudaError {
+    #[error("cannot read {path}: {source}")]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+
+    #[error(
+        "{what} does not look like CUDA source: {reason}; kt needs a .cu file with a __global__ kernel"
+    )]
+    NotCuda { what: String, reason: String },
+
+    #[error("syntax errors in {what} (fix these, then run again):\n{}", list_problems(.problems))]
+    Syntax {
+        what: String,
+        problems: Vec<SyntaxProblem>,
+    },
+
+    #[error("no __global__ function found in {what}; kt needs a CUDA kernel")]
+    NoKernel { what: String },
+
+    #[error("{what} has {} kernels ({}); choose one with --kernel NAME", .available.len(), .available.join(", "))]
+    KernelNotChosen {
+        what: String,
+        available: Vec<String>,
+    },
+
+    #[error("no kernel named `{requested}` in {what}; available: {}", .available.join(", "))]
+    KernelNotFound {
+        what: String,
+        requested: String,
+        available: Vec<String>,
+    },
+
+    #[error(
+        "tree-sitter could not load the CUDA grammar: {0}; the tree-sitter and tree-sitter-cuda versions do not match"
+    )]
+    Grammar(String),
+
+    #[error("cannot rewrite the source: {0}")]
+    Rewrite(String),
+
+    #[error("sidecar {path}: {message}")]
+    Sidecar { path: PathBuf, message: String },
+}

@@ -1,0 +1,221 @@
+//! The report behind `kt inspect`: a stable JSON document (schema in docs/inspect-schema.md, versioned by
+//! `schema_version`) and a readable text summary of each kernel.
+
+use std::fmt::Write as _;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::CudaError;
+use crate::kernel::Kernel;
+use crate::source::{CudaSource, DeviceFunction, MacroDefinition};
+
+/// Bumped whenever a field of [`InspectReport`] (or of a type inside it) is renamed, removed or changes
+/// meaning; adding a field does not bump it.
+pub const INSPECT_SCHEMA_VERSION: u32 = 1;
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct InspectReport {
+    pub schema_version: u32,
+    /// The file as the user named it.
+    pub file: String,
+    /// All kernels in source order, or only the one asked for.
+    pub kernels: Vec<Kernel>,
+    pub device_functions: Vec<DeviceFunction>,
+    pub defines: Vec<MacroDefinition>,
+    pub constants: Vec<String>,
+}
+
+impl InspectReport {
+    /// A report of `source`; with `kernel`, only that kernel (an error lists the available ones).
+    pub fn new(file: &str, source: &CudaSource, kernel: Option<&str>) -> Result<Self, CudaError> {
+        let kernels = match kernel {
+            Some(_) => vec![source.select_kernel_in(kernel, file)?.clone()],
+            None => source.kernels().to_vec(),
+        };
+        Ok(InspectReport {
+            schema_version: INSPECT_SCHEMA_VERSION,
+            file: file.to_string(),
+            kernels,
+            device_functions: source.device_functions.clone(),
+            defines: source.defines.clone(),
+            constants: source.constants.clone(),
+        })
+    }
+
+    /// A summary for people: one block per kernel.
+    pub fn human(&self) -> String {
+        let mut out = String::new();
+        let count = self.kernels.len();
+        let _ = writeln!(
+            out,
+            "{}: {count} kernel{}",
+            self.file,
+            if count == 1 { "" } else { "s" }
+        );
+        for k in &self.kernels {
+            out.push('\n');
+            out.push_str(&describe_kernel(k));
+        }
+        out
+    }
+}
+
+fn list_or_none(items: &[String]) -> String {
+    if items.is_empty() {
+        "none".to_string()
+    } else {
+        items.join(", ")
+    }
+}
+
+fn describe_kernel(k: &Kernel) -> String {
+    let mut out = String::new();
+    let linkage = if k.extern_c {
+        "extern \"C\""
+    } else {
+        "C++ linkage: name is mangled"
+    };
+    let _ = writeln!(
+        out,
+        "kernel {} (lines {}-{}, {linkage})",
+        k.name, k.span.start.line, k.span.end.line
+    );
+    if k.is_template() {
+        let params: Vec<String> = k
+            .template_params
+            .iter()
+            .map(|t| match &t.default {
+                Some(d) => format!("{} {} = {d}", t.kind, t.name),
+                None => format!("{} {}", t.kind, t.name),
+            })
+            .collect();
+        let _ = writeln!(out, "  template <{}>", params.join(", "));
+    }
+    let _ = writeln!(out, "  parameters:");
+    let width = k.params.iter().map(|p| p.name.len()).max().unwrap_or(0);
+    let type_width = k
+        .params
+        .iter()
+        .map(|p| p.type_text.len())
+        .max()
+        .unwrap_or(0);
+    for (i, p) in k.params.iter().enumerate() {
+        let mut notes = vec![if p.is_pointer() { "pointer" } else { "scalar" }.to_string()];
+        if p.is_const {
+            notes.push("const".into());
+        }
+        if p.is_restrict {
+            notes.push("restrict".into());
+        }
+        if !p.array_dims.is_empty() {
+            notes.push(format!("array [{}]", p.array_dims.join("][")));
+        }
+        let _ = writeln!(
+            out,
+            "    {i:>2}  {:<width$}  {:<type_width$}  {}",
+            p.name,
+            p.type_text,
+            notes.join(", ")
+        );
+    }
+    if let Some(b) = &k.launch_bounds {
+        let min = b
+            .min_blocks_per_sm
+            .as_ref()
+            .map(|m| format!(", min {m} blocks/SM"))
+            .unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "  launch bounds: max {} threads/block{min}",
+            b.max_threads_per_block
+        );
+    }
+    let _ = writeln!(out, "  helpers: {}", list_or_none(&k.helpers));
+    let _ = writeln!(out, "  macros used: {}", list_or_none(&k.macros_used));
+    let _ = writeln!(
+        out,
+        "  constants used: {}",
+        list_or_none(&k.constexprs_used)
+    );
+    let f = &k.features;
+    let mut uses = Vec::new();
+    for (on, name) in [
+        (f.uses_block_dim, "blockDim"),
+        (f.uses_grid_dim, "gridDim"),
+        (
+            f.uses_shared_memory && !f.uses_dynamic_shared_memory,
+            "shared memory",
+        ),
+        (f.uses_dynamic_shared_memory, "dynamic shared memory"),
+        (f.uses_syncthreads, "__syncthreads"),
+    ] {
+        if on {
+            uses.push(name.to_string());
+        }
+    }
+    uses.extend(f.atomics.iter().cloned());
+    uses.extend(f.warp_intrinsics.iter().cloned());
+    let _ = writeln!(out, "  uses: {}", list_or_none(&uses));
+    if k.launch_assumptions.is_empty() {
+        let _ = writeln!(
+            out,
+            "  launch assumptions: none (block size read from blockDim or not used)"
+        );
+    } else {
+        let _ = writeln!(out, "  launch assumptions:");
+        for a in &k.launch_assumptions {
+            let why = match a.kind {
+                crate::kernel::AssumptionKind::LiteralBlockSize => "fixed block size",
+                crate::kernel::AssumptionKind::FixedSharedArray => "fixed shared array size",
+                crate::kernel::AssumptionKind::LiteralThreadBound => "fixed thread bound",
+            };
+            let _ = writeln!(
+                out,
+                "    line {}: {} ({why} {})",
+                a.location.line, a.text, a.value
+            );
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::source::parse;
+
+    #[test]
+    fn human_summary_names_each_parameter_and_the_linkage() {
+        let s = parse("extern \"C\" __global__ void add(const float *a, float *b, int n) { b[threadIdx.x] = a[blockIdx.x * 128]; }").unwrap();
+        let text = InspectReport::new("add.cu", &s, None).unwrap().human();
+        assert!(text.starts_with("add.cu: 1 kernel\n"), "{text}");
+        assert!(
+            text.contains("kernel add (lines 1-1, extern \"C\")"),
+            "{text}"
+        );
+        assert!(text.contains("a  const float *  pointer, const"), "{text}");
+        assert!(text.contains("fixed block size 128"), "{text}");
+    }
+
+    #[test]
+    fn a_named_kernel_limits_the_report_and_a_wrong_name_fails() {
+        let s = parse("__global__ void a() {}\n__global__ void b() {}").unwrap();
+        assert_eq!(
+            InspectReport::new("f.cu", &s, None).unwrap().kernels.len(),
+            2
+        );
+        assert_eq!(
+            InspectReport::new("f.cu", &s, Some("b")).unwrap().kernels[0].name,
+            "b"
+        );
+        let err = InspectReport::new("f.cu", &s, Some("z")).unwrap_err();
+        assert!(err.to_string().contains("available: a, b"), "{err}");
+    }
+
+    #[test]
+    fn json_carries_the_schema_version() {
+        let s = parse("__global__ void a() {}").unwrap();
+        let json = serde_json::to_value(InspectReport::new("f.cu", &s, None).unwrap()).unwrap();
+        assert_eq!(json["schema_version"], 1);
+    }
+}

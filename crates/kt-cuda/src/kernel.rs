@@ -1,0 +1,159 @@
+//! What kt knows about one `__global__` function after parsing: its signature and the static facts the
+//! strategies and the tuner need (launch assumptions, helpers, macros, intrinsics).
+
+use serde::{Deserialize, Serialize};
+
+/// A position in the user's original source (1-based line and column, column counted in bytes), so that
+/// messages point at what the user wrote even when kt substituted macros before parsing.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Location {
+    pub line: usize,
+    pub column: usize,
+}
+
+impl std::fmt::Display for Location {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}", self.line, self.column)
+    }
+}
+
+/// A start..end range in the user's original source (end is exclusive).
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Span {
+    pub start: Location,
+    pub end: Location,
+}
+
+impl std::fmt::Display for Span {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}-{}", self.start, self.end)
+    }
+}
+
+/// One parameter of a kernel, in declaration order.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct KernelParam {
+    pub name: String,
+    /// The full type text as written (whitespace collapsed), e.g. `const float * __restrict__`.
+    pub type_text: String,
+    /// The element type without qualifiers or pointers, e.g. `float`, `float3`, `unsigned int`, `uint8_t`.
+    /// Object-like macros that name qualifiers or builtin types are expanded here.
+    pub base_type: String,
+    /// Number of `*` (array parameters decay to pointers but are counted in `array_dims`, not here).
+    pub pointer_depth: u8,
+    /// `const` applies to the pointee or to the value anywhere in the declaration.
+    pub is_const: bool,
+    pub is_restrict: bool,
+    /// Dimensions of `float a[16]`-style parameters, as written (`""` for `a[]`).
+    pub array_dims: Vec<String>,
+}
+
+impl KernelParam {
+    /// A parameter the host passes as device memory (pointer or array).
+    pub fn is_pointer(&self) -> bool {
+        self.pointer_depth > 0 || !self.array_dims.is_empty()
+    }
+}
+
+/// `__launch_bounds__(max_threads[, min_blocks])` as written (the arguments may be macros or expressions).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct LaunchBounds {
+    pub max_threads_per_block: String,
+    pub min_blocks_per_sm: Option<String>,
+}
+
+/// One template parameter of a templated kernel, e.g. `int BLOCK` or `typename T`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct TemplateParam {
+    pub name: String,
+    /// `typename`/`class` for type parameters, otherwise the value's type text (`int`, `unsigned`).
+    pub kind: String,
+    pub default: Option<String>,
+}
+
+/// Why a literal in the kernel looks like a hard-coded launch assumption.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum AssumptionKind {
+    /// A literal multiplied with or dividing `blockIdx`/`threadIdx` (`blockIdx.x * 256`): the kernel assumes
+    /// that block size instead of reading `blockDim`.
+    LiteralBlockSize,
+    /// A `__shared__` array whose size is a literal or macro: the block size it fits is fixed at compile time.
+    FixedSharedArray,
+    /// A comparison of `threadIdx` with a literal (`if (threadIdx.x < 128)`).
+    LiteralThreadBound,
+}
+
+/// A spot where the kernel assumes a launch configuration instead of reading it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct LaunchAssumption {
+    pub kind: AssumptionKind,
+    /// The expression or declaration as written.
+    pub text: String,
+    /// The literal or macro size involved (`256`, `TILE`).
+    pub value: String,
+    pub location: Location,
+}
+
+/// Which CUDA built-ins and features the kernel's body (and its helpers) use.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct KernelFeatures {
+    pub uses_block_dim: bool,
+    pub uses_grid_dim: bool,
+    /// Static `__shared__` arrays or `extern __shared__` (dynamic) declarations.
+    pub uses_shared_memory: bool,
+    pub uses_dynamic_shared_memory: bool,
+    pub uses_syncthreads: bool,
+    /// Atomic functions called, sorted, e.g. `["atomicAdd"]`.
+    pub atomics: Vec<String>,
+    /// Warp-level intrinsics called, sorted, e.g. `["__shfl_down_sync"]`.
+    pub warp_intrinsics: Vec<String>,
+}
+
+/// One `__global__` function.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Kernel {
+    pub name: String,
+    pub params: Vec<KernelParam>,
+    /// Declared inside `extern "C"` (block or prefix): the symbol is not mangled. When false, a tuner must
+    /// resolve the C++-mangled name (NVRTC's name expressions) before looking the kernel up.
+    pub extern_c: bool,
+    pub launch_bounds: Option<LaunchBounds>,
+    /// Template parameters; empty when the kernel is not a template.
+    pub template_params: Vec<TemplateParam>,
+    /// `__device__` functions called, transitively, in first-call order.
+    pub helpers: Vec<String>,
+    /// Object-like and function-like `#define`s the kernel (or its helpers) refers to, sorted.
+    pub macros_used: Vec<String>,
+    /// File-scope `constexpr`/`const` variables the kernel (or its helpers) refers to, sorted.
+    pub constexprs_used: Vec<String>,
+    pub launch_assumptions: Vec<LaunchAssumption>,
+    pub features: KernelFeatures,
+    /// From the first token of the definition (template or qualifiers included) to its closing brace.
+    pub span: Span,
+    /// Where the name is written.
+    pub name_location: Location,
+}
+
+impl Kernel {
+    pub fn is_template(&self) -> bool {
+        !self.template_params.is_empty()
+    }
+
+    pub fn param(&self, name: &str) -> Option<&KernelParam> {
+        self.params.iter().find(|p| p.name == name)
+    }
+
+    /// The expression NVRTC needs (`nvrtcAddNameExpression`, then `nvrtcGetLoweredName`) to find the mangled
+    /// symbol of a kernel with C++ linkage: `&name`, or `&name<args>` for a template instantiated with
+    /// `template_args`. `None` for `extern "C"` kernels, whose symbol is simply `name`.
+    pub fn name_expression(&self, template_args: &[&str]) -> Option<String> {
+        if self.extern_c {
+            None
+        } else if template_args.is_empty() {
+            Some(format!("&{}", self.name))
+        } else {
+            Some(format!("&{}<{}>", self.name, template_args.join(", ")))
+        }
+    }
+}

@@ -1,0 +1,393 @@
+//! The static facts about one kernel beyond its signature: helpers it calls (transitively), macros and
+//! constants it uses, CUDA features it touches, and literal sizes that tie it to one launch configuration.
+//! Facts of the helpers a kernel calls count as the kernel's own: a `__syncthreads` in a helper constrains the
+//! kernel just the same.
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+
+use tree_sitter::Node;
+
+use crate::kernel::{
+    AssumptionKind, Kernel, KernelFeatures, LaunchAssumption, LaunchBounds, TemplateParam,
+};
+use crate::preprocess::Prepared;
+use crate::signature;
+use crate::source::{FileScope, FoundKernel, span_of};
+
+const WARP_INTRINSICS: &[&str] = &[
+    "__ballot_sync",
+    "__ballot",
+    "__any_sync",
+    "__all_sync",
+    "__uni_sync",
+    "__activemask",
+    "__syncwarp",
+    "__match_any_sync",
+    "__match_all_sync",
+];
+
+fn is_warp_intrinsic(name: &str) -> bool {
+    name.starts_with("__shfl")
+        || name.starts_with("__reduce_") && name.ends_with("_sync")
+        || WARP_INTRINSICS.contains(&name)
+}
+
+fn is_atomic(name: &str) -> bool {
+    name.starts_with("atomic") && name.len() > "atomic".len()
+}
+
+fn is_syncthreads(name: &str) -> bool {
+    name.starts_with("__syncthreads")
+}
+
+pub(crate) fn analyse(prepared: &Prepared, file: &FileScope, found: &FoundKernel) -> Kernel {
+    let text = &prepared.text;
+    let definition = found.definition;
+    let name = signature::function_name(definition, text).unwrap_or_default();
+    let name_location = signature::function_declarator(definition)
+        .and_then(|f| f.child_by_field_name("declarator"))
+        .map_or_else(
+            || prepared.location(definition.start_byte()),
+            |n| prepared.location(n.start_byte()),
+        );
+    let outer = found.template.unwrap_or(definition);
+    // a definition inside `extern "C" { … }` or after `extern "C"` starts at the linkage keyword
+    let span_node = match outer.parent() {
+        Some(p)
+            if p.kind() == "linkage_specification"
+                && p.child_by_field_name("body") == Some(outer) =>
+        {
+            p
+        }
+        _ => outer,
+    };
+
+    let template_params = found
+        .template
+        .map(|t| template_params(prepared, t))
+        .unwrap_or_default();
+    let macro_bodies: HashMap<&str, &str> = prepared
+        .defines
+        .iter()
+        .map(|d| (d.name.as_str(), d.body.as_str()))
+        .collect();
+    let mut scan = Scan {
+        prepared,
+        file,
+        macro_bodies: &macro_bodies,
+        compile_time_names: template_params.iter().map(|p| p.name.clone()).collect(),
+        features: KernelFeatures::default(),
+        atomics: BTreeSet::new(),
+        warp: BTreeSet::new(),
+        macros: BTreeSet::new(),
+        constants: BTreeSet::new(),
+        helpers: Vec::new(),
+        visited: HashSet::from([name.clone()]),
+        assumptions: Vec::new(),
+    };
+    // the whole definition, not only the body: macros and constants also appear in the parameter list,
+    // in `__launch_bounds__` and in template defaults
+    scan.walk(outer);
+    scan.macros
+        .extend(prepared.substituted_macros(span_node.start_byte(), span_node.end_byte()));
+    // macros used by the macros the kernel uses
+    let mut pending: Vec<String> = scan.macros.iter().cloned().collect();
+    while let Some(m) = pending.pop() {
+        for word in macro_bodies
+            .get(m.as_str())
+            .into_iter()
+            .flat_map(|b| b.split(|c: char| !(c.is_alphanumeric() || c == '_')))
+        {
+            if macro_bodies.contains_key(word) && scan.macros.insert(word.to_string()) {
+                pending.push(word.to_string());
+            }
+        }
+    }
+
+    let mut features = scan.features;
+    features.atomics = scan.atomics.into_iter().collect();
+    features.warp_intrinsics = scan.warp.into_iter().collect();
+    Kernel {
+        name,
+        params: signature::params(prepared, definition),
+        extern_c: found.extern_c,
+        launch_bounds: launch_bounds(prepared, definition),
+        template_params,
+        helpers: scan.helpers,
+        macros_used: scan.macros.into_iter().collect(),
+        constexprs_used: scan.constants.into_iter().collect(),
+        launch_assumptions: scan.assumptions,
+        features,
+        span: span_of(prepared, span_node),
+        name_location,
+    }
+}
+
+fn launch_bounds(prepared: &Prepared, definition: Node) -> Option<LaunchBounds> {
+    let mut cursor = definition.walk();
+    let node = definition
+        .children(&mut cursor)
+        .find(|c| c.kind() == "launch_bounds")?;
+    let mut c = node.walk();
+    let args: Vec<String> = node
+        .named_children(&mut c)
+        .map(|a| {
+            prepared
+                .original_text(a.start_byte(), a.end_byte())
+                .to_string()
+        })
+        .collect();
+    Some(LaunchBounds {
+        max_threads_per_block: args.first().cloned().unwrap_or_default(),
+        min_blocks_per_sm: args.get(1).cloned(),
+    })
+}
+
+fn template_params(prepared: &Prepared, template: Node) -> Vec<TemplateParam> {
+    let text = &prepared.text;
+    let Some(list) = template.child_by_field_name("parameters") else {
+        return Vec::new();
+    };
+    let mut cursor = list.walk();
+    list.named_children(&mut cursor)
+        .filter_map(|p| {
+            let original = |n: Node| {
+                prepared
+                    .original_text(n.start_byte(), n.end_byte())
+                    .to_string()
+            };
+            match p.kind() {
+                "type_parameter_declaration"
+                | "optional_type_parameter_declaration"
+                | "variadic_type_parameter_declaration" => {
+                    let name = p
+                        .child_by_field_name("name")
+                        .or_else(|| p.named_child(0))
+                        .map(|n| text[n.byte_range()].to_string())?;
+                    let kind = p
+                        .child(0)
+                        .map_or("typename".to_string(), |k| text[k.byte_range()].to_string());
+                    Some(TemplateParam {
+                        name,
+                        kind,
+                        default: p.child_by_field_name("default_type").map(original),
+                    })
+                }
+                "parameter_declaration"
+                | "optional_parameter_declaration"
+                | "variadic_parameter_declaration" => {
+                    let declarator = p.child_by_field_name("declarator")?;
+                    let name = signature::declared_name(declarator, text)
+                        .unwrap_or_else(|| text[declarator.byte_range()].to_string());
+                    let kind = p
+                        .child_by_field_name("type")
+                        .map(original)
+                        .unwrap_or_default();
+                    Some(TemplateParam {
+                        name,
+                        kind,
+                        default: p.child_by_field_name("default_value").map(original),
+                    })
+                }
+                _ => None,
+            }
+        })
+        .collect()
+}
+
+struct Scan<'a, 't> {
+    prepared: &'a Prepared,
+    file: &'a FileScope<'t>,
+    macro_bodies: &'a HashMap<&'a str, &'a str>,
+    compile_time_names: HashSet<String>,
+    features: KernelFeatures,
+    atomics: BTreeSet<String>,
+    warp: BTreeSet<String>,
+    macros: BTreeSet<String>,
+    constants: BTreeSet<String>,
+    helpers: Vec<String>,
+    visited: HashSet<String>,
+    assumptions: Vec<LaunchAssumption>,
+}
+
+impl<'t> Scan<'_, 't> {
+    fn text(&self, node: Node) -> &str {
+        &self.prepared.text[node.byte_range()]
+    }
+
+    fn original(&self, node: Node) -> String {
+        self.prepared
+            .original_text(node.start_byte(), node.end_byte())
+            .to_string()
+    }
+
+    fn walk(&mut self, node: Node<'t>) {
+        match node.kind() {
+            "identifier" | "type_identifier" => {
+                let name = self.text(node).to_string();
+                match name.as_str() {
+                    "blockDim" => self.features.uses_block_dim = true,
+                    "gridDim" => self.features.uses_grid_dim = true,
+                    _ => {}
+                }
+                if self.macro_bodies.contains_key(name.as_str()) {
+                    self.macros.insert(name.clone());
+                }
+                if self.file.constants.contains(&name) {
+                    self.constants.insert(name);
+                }
+            }
+            "call_expression" => self.call(node),
+            "declaration" => self.declaration(node),
+            "binary_expression" => self.binary(node),
+            _ => {}
+        }
+        let mut cursor = node.walk();
+        for child in node.children(&mut cursor) {
+            self.walk(child);
+        }
+    }
+
+    fn call(&mut self, node: Node<'t>) {
+        let Some(function) = node.child_by_field_name("function") else {
+            return;
+        };
+        // `f<T>(…)` names the function through a template_function node
+        let callee = match function.kind() {
+            "template_function" => function.child_by_field_name("name").unwrap_or(function),
+            _ => function,
+        };
+        if callee.kind() != "identifier" {
+            return;
+        }
+        let name = self.text(callee).to_string();
+        if is_atomic(&name) {
+            self.atomics.insert(name);
+        } else if is_warp_intrinsic(&name) {
+            self.warp.insert(name);
+        } else if is_syncthreads(&name) {
+            self.features.uses_syncthreads = true;
+        } else if let Some(&helper) = self.file.device_by_name.get(&name)
+            && self.visited.insert(name.clone())
+        {
+            self.helpers.push(name);
+            self.macros.extend(
+                self.prepared
+                    .substituted_macros(helper.start_byte(), helper.end_byte()),
+            );
+            self.walk(helper);
+        }
+    }
+
+    fn declaration(&mut self, node: Node<'t>) {
+        let mut cursor = node.walk();
+        let words: Vec<String> = node
+            .children(&mut cursor)
+            .filter(|c| matches!(c.kind(), "type_qualifier" | "storage_class_specifier"))
+            .map(|c| self.text(c).to_string())
+            .collect();
+        if !words.iter().any(|w| w == "__shared__") {
+            return;
+        }
+        self.features.uses_shared_memory = true;
+        if words.iter().any(|w| w == "extern") {
+            self.features.uses_dynamic_shared_memory = true;
+            return;
+        }
+        let mut cursor = node.walk();
+        for declarator in node.children_by_field_name("declarator", &mut cursor) {
+            let mut d = Some(declarator);
+            while let Some(current) = d {
+                if current.kind() == "array_declarator"
+                    && let Some(size) = current.child_by_field_name("size")
+                {
+                    self.assumptions.push(LaunchAssumption {
+                        kind: AssumptionKind::FixedSharedArray,
+                        text: collapse(&self.original(node)),
+                        value: collapse(&self.original(size)),
+                        location: self.prepared.location(node.start_byte()),
+                    });
+                }
+                d = current.child_by_field_name("declarator");
+            }
+        }
+    }
+
+    /// `blockIdx.x * 256`, `threadIdx.x < 128`: a literal (or macro, or template constant) where the launch
+    /// configuration should be read from `blockDim`.
+    fn binary(&mut self, node: Node<'t>) {
+        let (Some(left), Some(op), Some(right)) = (
+            node.child_by_field_name("left"),
+            node.child_by_field_name("operator"),
+            node.child_by_field_name("right"),
+        ) else {
+            return;
+        };
+        let op = self.text(op).to_string();
+        let kind = match op.as_str() {
+            "*" => AssumptionKind::LiteralBlockSize,
+            "<" | "<=" | ">" | ">=" => AssumptionKind::LiteralThreadBound,
+            _ => return,
+        };
+        // `blockIdx.x * 256` (indexing) and `256 * gridDim.x` (a grid-stride loop) both assume the block size
+        let builtins: &[&str] = match kind {
+            AssumptionKind::LiteralBlockSize => &["blockIdx", "gridDim"],
+            _ => &["threadIdx"],
+        };
+        let pairs = [(left, right), (right, left)];
+        for (index_side, size_side) in pairs {
+            let is_builtin = builtins
+                .iter()
+                .any(|b| self.is_builtin_component(index_side, b));
+            if is_builtin && self.is_fixed_size(size_side) {
+                self.assumptions.push(LaunchAssumption {
+                    kind,
+                    text: collapse(&self.original(node)),
+                    value: collapse(&self.original(size_side)),
+                    location: self.prepared.location(node.start_byte()),
+                });
+                return;
+            }
+        }
+    }
+
+    fn is_builtin_component(&self, node: Node, builtin: &str) -> bool {
+        let node = strip_parens(node);
+        node.kind() == "field_expression"
+            && node
+                .child_by_field_name("argument")
+                .is_some_and(|a| self.text(a) == builtin)
+    }
+
+    fn is_fixed_size(&self, node: Node) -> bool {
+        let node = strip_parens(node);
+        match node.kind() {
+            "number_literal" => self
+                .text(node)
+                .trim_end_matches(|c: char| c.is_ascii_alphabetic())
+                .parse::<u64>()
+                .is_ok_and(|v| v > 1),
+            "identifier" => {
+                let name = self.text(node);
+                self.compile_time_names.contains(name)
+                    || self.file.constants.contains(name)
+                    || self.macro_bodies.get(name).is_some_and(|b| !b.is_empty())
+            }
+            _ => false,
+        }
+    }
+}
+
+fn strip_parens(mut node: Node) -> Node {
+    while node.kind() == "parenthesized_expression" {
+        match node.named_child(0) {
+            Some(inner) => node = inner,
+            None => break,
+        }
+    }
+    node
+}
+
+fn collapse(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}

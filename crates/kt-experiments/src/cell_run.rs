@@ -1,0 +1,199 @@
+//! Running one cell to its end: decide between recording an existing final result, resuming a
+//! half-finished run and starting a new one; watch the process against the cell's budget and the stop
+//! signal; and describe how it ended. Used by the scheduler's workers and by `kt experiment run-cell` (one
+//! SLURM array task).
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use crate::budget::{BudgetKind, LlmTally};
+use crate::cell::Cell;
+use crate::error::ExperimentError;
+use crate::interrupt::StopSignal;
+use crate::launch::{CellProcess, KtBinary, log_tail};
+use crate::ledger::{CellRecord, CellStatus, now_rfc3339, relative_path};
+use crate::run_dir::{RunState, locate};
+
+/// What the coordinator remembers about a cell between attempts: `<out>/cells/<id>/cell-state.json`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+struct CellState {
+    attempts: u32,
+    elapsed_s: f64,
+}
+
+/// How a cell's turn ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CellOutcome {
+    /// The cell reached a record (finished, failed, over budget, or crashed); write it to the ledger.
+    Recorded { record: Box<CellRecord>, launched: bool },
+    /// Stopped by the stop signal before it ended; it stays resumable and gets no record.
+    Interrupted,
+}
+
+/// Runs cells of one experiment directory.
+#[derive(Debug, Clone)]
+pub struct CellRunner {
+    pub kt: KtBinary,
+    /// The design's root: kernel and provider paths are relative to it, and children run in it.
+    pub root: PathBuf,
+    /// The experiment directory (`--out`).
+    pub out: PathBuf,
+    /// How long a stopped cell gets between SIGINT and SIGKILL.
+    pub grace: Duration,
+    /// How often a running cell is checked (exit, stop, budget).
+    pub poll: Duration,
+}
+
+impl CellRunner {
+    pub fn new(kt: KtBinary, root: impl Into<PathBuf>, out: impl Into<PathBuf>) -> CellRunner {
+        CellRunner {
+            kt,
+            root: root.into(),
+            out: out.into(),
+            grace: Duration::from_secs(60),
+            poll: Duration::from_millis(200),
+        }
+    }
+
+    pub fn cell_dir(&self, cell: &Cell) -> PathBuf {
+        self.out.join("cells").join(cell.id.as_str())
+    }
+
+    /// Runs `cell` on `gpu` (None: inherit the environment's GPUs) until it ends or `stop` trips.
+    pub fn run(&self, cell: &Cell, gpu: Option<&str>, stop: &StopSignal) -> Result<CellOutcome, ExperimentError> {
+        let cell_dir = self.cell_dir(cell);
+        std::fs::create_dir_all(&cell_dir).map_err(|e| ExperimentError::io(&cell_dir, "creating the cell directory", e))?;
+        let state_path = cell_dir.join("cell-state.json");
+        let mut state: CellState = std::fs::read_to_string(&state_path)
+            .ok()
+            .and_then(|t| serde_json::from_str(&t).ok())
+            .unwrap_or_default();
+
+        let cmd = match locate(&cell_dir)? {
+            RunState::Final { dir, raw, .. } => {
+                // Finished earlier but never recorded (the coordinator died in between): record, do not rerun.
+                let record = self.final_record(cell, &state, &dir, raw)?;
+                return Ok(CellOutcome::Recorded { record: Box::new(record), launched: false });
+            }
+            RunState::Partial { dir } => {
+                tracing::info!(cell = %cell.id, run = %dir.display(), "resuming");
+                self.kt.resume(cell, &dir)
+            }
+            RunState::Missing => self.kt.transform(cell, &self.root, &cell_dir),
+        };
+        if stop.is_stopped() {
+            return Ok(CellOutcome::Interrupted);
+        }
+        let mut cmd = cmd;
+        cmd.current_dir(&self.root);
+        state.attempts += 1;
+        let log = cell_dir.join(format!("attempt-{}.log", state.attempts));
+        let mut process = CellProcess::spawn(cmd, cell.id.as_str(), gpu, &log)?;
+        tracing::debug!(cell = %cell.id, pid = process.id(), gpu, "started");
+
+        let started = Instant::now();
+        let before = Duration::from_secs_f64(state.elapsed_s);
+        let mut llm = LlmTally::default();
+        let mut run_dir: Option<PathBuf> = None;
+        let mut over: Option<BudgetKind> = None;
+        let mut stopped_by_signal = false;
+        let exit = loop {
+            if let Some(status) = process.try_wait()? {
+                break status;
+            }
+            if stop.is_stopped() {
+                stopped_by_signal = true;
+                break process.stop(self.grace, stop.is_immediate())?;
+            }
+            if cell.budget.watches_llm() {
+                if run_dir.is_none() {
+                    run_dir = started_run(&cell_dir)?;
+                }
+                if let Some(dir) = &run_dir {
+                    llm.update(&dir.join("llm.jsonl"))?;
+                }
+            }
+            if let Some(kind) = cell.budget.exceeded(before + started.elapsed(), &llm) {
+                tracing::info!(cell = %cell.id, "over its {kind} budget: stopping it");
+                over = Some(kind);
+                break process.stop(self.grace, false)?;
+            }
+            std::thread::sleep(self.poll);
+        };
+        state.elapsed_s += started.elapsed().as_secs_f64();
+        write_state(&state_path, &state)?;
+
+        let run = locate(&cell_dir)?;
+        if let RunState::Final { dir, raw, .. } = run {
+            // A run that reached its final result as it was being stopped counts as what it reports.
+            let record = self.final_record(cell, &state, &dir, raw)?;
+            return Ok(CellOutcome::Recorded { record: Box::new(record), launched: true });
+        }
+        if stopped_by_signal {
+            return Ok(CellOutcome::Interrupted);
+        }
+        let dir = match run {
+            RunState::Partial { dir } => Some(dir),
+            _ => None,
+        };
+        if let Some(d) = &dir {
+            llm = LlmTally::default();
+            llm.update(&d.join("llm.jsonl"))?;
+        }
+        let status = if over.is_some() { CellStatus::OverBudget } else { CellStatus::Crashed };
+        let mut record = CellRecord::for_cell(cell, status);
+        record.over_budget = over;
+        record.attempts = state.attempts;
+        record.elapsed_s = state.elapsed_s;
+        record.llm_tokens = llm.tokens;
+        record.llm_cost_usd = llm.dollars;
+        record.run_dir = dir.as_deref().map(|d| relative_path(d, &self.out));
+        record.result = dir.as_deref().and_then(|d| crate::run_dir::read_result(&d.join("result.json")).ok());
+        record.error = Some(match over {
+            Some(kind) => format!("stopped after exceeding its {kind} budget; the run is resumable"),
+            None => format!("kt exited with {exit} and no final result.json; last lines of {}:\n{}", log.display(), log_tail(&log, 15)),
+        });
+        record.recorded = now_rfc3339();
+        Ok(CellOutcome::Recorded { record: Box::new(record), launched: true })
+    }
+
+    fn final_record(
+        &self,
+        cell: &Cell,
+        state: &CellState,
+        dir: &Path,
+        raw: serde_json::Value,
+    ) -> Result<CellRecord, ExperimentError> {
+        let result = crate::run_dir::RunResult::from_value(&raw);
+        let status = match result.status.as_deref() {
+            Some("finished") => CellStatus::Finished,
+            _ => CellStatus::Failed,
+        };
+        let mut llm = LlmTally::default();
+        llm.update(&dir.join("llm.jsonl"))?;
+        let mut record = CellRecord::for_cell(cell, status);
+        record.attempts = state.attempts;
+        record.elapsed_s = state.elapsed_s;
+        record.llm_tokens = llm.tokens;
+        record.llm_cost_usd = llm.dollars;
+        record.run_dir = Some(relative_path(dir, &self.out));
+        record.error = result.error.clone();
+        record.result = Some(raw);
+        Ok(record)
+    }
+}
+
+/// The run directory a child created under the cell directory, once it exists.
+fn started_run(cell_dir: &Path) -> Result<Option<PathBuf>, ExperimentError> {
+    Ok(match locate(cell_dir)? {
+        RunState::Final { dir, .. } | RunState::Partial { dir } => Some(dir),
+        RunState::Missing => None,
+    })
+}
+
+fn write_state(path: &Path, state: &CellState) -> Result<(), ExperimentError> {
+    let json = serde_json::to_string(state).unwrap_or_default();
+    std::fs::write(path, json).map_err(|e| ExperimentError::io(path, "writing the cell state", e))
+}

@@ -1,0 +1,337 @@
+//! The coordinator end to end with a fake `kt` (tests/fake-kt.sh): a full matrix interrupted halfway and
+//! rerun to completion without running any cell twice, budgets, crashes, the report of a real ledger, plots,
+//! and the SLURM scripts (checked with shellcheck and by running the array script for every index).
+
+use std::collections::BTreeMap;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use kt_experiments::{
+    CellStatus, Design, KtBinary, Ledger, Report, ReportFormat, RunOptions, RunState, SlurmOptions, StopSignal, expand,
+    run_dir, run_experiment, write_plots, write_slurm,
+};
+
+const FAKE_KT: &str = include_str!("fake-kt.sh");
+
+/// 2 kernels × 3 strategies × 2 settings × 2 repeats = 24 cells.
+const MATRIX: &str = r#"
+name = "matrix"
+kernels = ["k/*.cu"]
+models = ["scripted:s.toml"]
+repeats = 2
+strategies = [
+  { name = "one-prompt", grid = { tests = [1, 3] } },
+  { name = "explicit", grid = { tests = [1, 3] } },
+  { name = "autonomous", grid = { replan = [0, 3] } },
+]
+"#;
+
+struct Setup {
+    _dir: tempfile::TempDir,
+    root: PathBuf,
+    out: PathBuf,
+    log: PathBuf,
+    fake: PathBuf,
+}
+
+fn setup(design: &str) -> (Setup, Design) {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().to_path_buf();
+    std::fs::create_dir_all(root.join("k")).unwrap();
+    for k in ["alpha", "beta"] {
+        std::fs::write(root.join(format!("k/{k}.cu")), "__global__ void k(float* a) {}\n").unwrap();
+    }
+    std::fs::write(root.join("exp.toml"), design).unwrap();
+    let fake = root.join("fake-kt.sh");
+    std::fs::write(&fake, FAKE_KT).unwrap();
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::create_dir_all(root.join("locks")).unwrap();
+    let design = Design::load(&root.join("exp.toml")).unwrap();
+    let s = Setup { out: root.join("out"), log: root.join("invocations.log"), fake, root, _dir: dir };
+    (s, design)
+}
+
+/// The fake, run through `env` so that each test has its own settings (the test process's environment is
+/// shared by all tests).
+fn fake_kt(s: &Setup, vars: &[(&str, &str)]) -> KtBinary {
+    let mut kt = KtBinary::new("/usr/bin/env");
+    kt.prefix_args.push(format!("FAKE_KT_LOG={}", s.log.display()));
+    kt.prefix_args.push(format!("FAKE_KT_LOCKS={}", s.root.join("locks").display()));
+    kt.prefix_args.extend(vars.iter().map(|(k, v)| format!("{k}={v}")));
+    kt.prefix_args.push(s.fake.display().to_string());
+    kt
+}
+
+fn options(s: &Setup, kt: KtBinary) -> RunOptions {
+    let mut o = RunOptions::new(&s.out, kt);
+    o.grace = Duration::from_secs(5);
+    o.poll = Duration::from_millis(20);
+    o.progress = false;
+    o
+}
+
+fn invocations(s: &Setup) -> Vec<(String, String)> {
+    std::fs::read_to_string(&s.log)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| {
+            let (a, b) = l.split_once(' ').unwrap_or((l, ""));
+            (a.to_string(), b.to_string())
+        })
+        .collect()
+}
+
+fn ledger_lines(s: &Setup) -> usize {
+    std::fs::read_to_string(s.out.join("cells.jsonl")).map_or(0, |t| t.lines().count())
+}
+
+#[test]
+fn an_interrupted_matrix_reruns_to_completion_without_running_any_cell_twice() {
+    let (s, design) = setup(MATRIX);
+    let cells = expand(&design).unwrap();
+    assert_eq!(cells.len(), 24);
+    let mut opts = options(&s, fake_kt(&s, &[("FAKE_KT_SLEEP", "0.05"), ("FAKE_KT_SLOW_ON", "-beta-")]));
+    opts.gpus = vec!["0".into(), "1".into()];
+
+    // First pass: the 12 alpha cells finish quickly, the beta cells would take 30 s each. Stop (as Ctrl-C
+    // would) once the alpha cells are recorded and two beta cells are at work, one on each GPU.
+    let stop = StopSignal::new();
+    let first = std::thread::scope(|scope| {
+        let watcher = stop.clone();
+        let s = &s;
+        scope.spawn(move || {
+            let deadline = Instant::now() + Duration::from_secs(60);
+            let working_on_beta =
+                || invocations(s).iter().filter(|(what, dir)| what == "working" && dir.contains("beta")).count();
+            while (ledger_lines(s) < 12 || working_on_beta() < 2) && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            watcher.stop();
+        });
+        run_experiment(&design, &cells, &opts, &stop).unwrap()
+    });
+    assert!(!first.complete(), "{first:?}");
+    assert_eq!(first.finished, 12, "{first:?}");
+    assert_eq!(first.not_done, 12, "2 stopped while running, 10 never started: {first:?}");
+    let recorded_first = ledger_lines(&s);
+    assert_eq!(recorded_first, 12);
+    let partial = cells
+        .iter()
+        .filter(|c| matches!(run_dir::locate(&s.out.join("cells").join(c.id.as_str())).unwrap(), RunState::Partial { .. }))
+        .count();
+    assert_eq!(partial, 2, "the two cells running at the stop were interrupted and are resumable");
+
+    // Second pass, at normal speed: completes.
+    let opts = RunOptions { kt: fake_kt(&s, &[("FAKE_KT_SLEEP", "0.05")]), ..opts };
+    let second = run_experiment(&design, &cells, &opts, &StopSignal::new()).unwrap();
+    assert!(second.complete(), "{second:?}");
+    assert_eq!(second.skipped, recorded_first);
+    assert_eq!(second.finished + second.skipped, 24);
+
+    // Every cell was started by exactly one `transform`, the interrupted ones resumed once, and no GPU ever
+    // ran two cells at once.
+    let calls = invocations(&s);
+    assert!(!calls.iter().any(|(what, _)| what == "overlap"), "{calls:?}");
+    let mut transforms: BTreeMap<String, usize> = BTreeMap::new();
+    for (what, dir) in &calls {
+        if what == "transform" {
+            *transforms.entry(dir.clone()).or_default() += 1;
+        }
+    }
+    assert_eq!(transforms.len(), 24);
+    assert!(transforms.values().all(|&n| n == 1), "{transforms:?}");
+    let resumes = calls.iter().filter(|(what, _)| what == "resume").count();
+    assert_eq!(resumes, partial);
+
+    // One ledger line per cell, all finished.
+    assert_eq!(ledger_lines(&s), 24);
+    let records = Ledger::new(&s.out).load().unwrap();
+    assert_eq!(records.len(), 24);
+    assert!(records.values().all(|r| r.status == CellStatus::Finished));
+
+    // A third pass has nothing to do.
+    let third = run_experiment(&design, &cells, &opts, &StopSignal::new()).unwrap();
+    assert_eq!(third.skipped, 24);
+    assert_eq!(invocations(&s).len(), calls.len());
+
+    // The report of this ledger: the fake's speedups are 1.1, 1.5 and 2.0 by strategy.
+    let (report, _) = Report::load(&s.out, None).unwrap();
+    assert_eq!(report.strategies.len(), 6, "3 strategies × 2 settings");
+    for summary in &report.strategies {
+        let expected = match summary.variant.split('[').next().unwrap() {
+            "one-prompt" => 1.1,
+            "explicit" => 1.5,
+            _ => 2.0,
+        };
+        assert_eq!(summary.cells, 4);
+        assert!((summary.geomean_speedup.unwrap() - expected).abs() < 1e-9, "{summary:?}");
+        assert!((summary.mean_gain_pct.unwrap() - (expected - 1.0) * 100.0).abs() < 1e-9);
+    }
+    let md = report.render(ReportFormat::Markdown);
+    assert!(md.contains("autonomous[replan=3]"), "{md}");
+    let plots = write_plots(&report, &s.out.join("report")).unwrap();
+    assert_eq!(plots.len(), 6);
+    for p in &plots {
+        assert!(std::fs::metadata(p).unwrap().len() > 1000, "{} has content", p.display());
+    }
+}
+
+#[test]
+fn budgets_stop_cells_resumably_and_mark_them_over_budget() {
+    let design_text = r#"
+name = "budgets"
+kernels = ["k/alpha.cu"]
+strategies = ["explicit"]
+[[study]]
+name = "time"
+models = ["scripted:time.toml"]
+budget = { time = "300ms" }
+[[study]]
+name = "tokens"
+models = ["scripted:tokens.toml"]
+budget = { tokens = 150 }
+[[study]]
+name = "dollars"
+models = ["scripted:dollars.toml"]
+budget = { dollars = 0.015 }
+"#;
+    let (s, design) = setup(design_text);
+    let cells = expand(&design).unwrap();
+    assert_eq!(cells.len(), 3);
+    let mut opts = options(&s, fake_kt(&s, &[("FAKE_KT_SLEEP", "30"), ("FAKE_KT_TOKENS", "100"), ("FAKE_KT_COST", "0.01")]));
+    opts.jobs = Some(3);
+    let start = Instant::now();
+    let summary = run_experiment(&design, &cells, &opts, &StopSignal::new()).unwrap();
+    assert!(start.elapsed() < Duration::from_secs(10), "stopped long before the 30 s of work");
+    assert_eq!(summary.over_budget, 3, "{summary:?}");
+    let records = Ledger::new(&s.out).load().unwrap();
+    let kinds: BTreeMap<String, String> =
+        records.values().map(|r| (r.studies[0].clone(), r.over_budget.unwrap().to_string())).collect();
+    assert_eq!(kinds["time"], "time");
+    assert_eq!(kinds["tokens"], "tokens");
+    assert_eq!(kinds["dollars"], "dollars");
+    for r in records.values() {
+        assert_eq!(r.result.as_ref().unwrap()["status"], "interrupted", "stopped with SIGINT, so resumable");
+        assert_eq!(r.llm_tokens, 200);
+    }
+    // Over budget is final: a rerun starts nothing.
+    let before = invocations(&s).len();
+    let again = run_experiment(&design, &cells, &opts, &StopSignal::new()).unwrap();
+    assert_eq!(again.skipped, 3);
+    assert_eq!(invocations(&s).len(), before);
+}
+
+#[test]
+fn a_cell_that_ignores_sigint_is_killed_after_the_grace_period() {
+    let (s, design) =
+        setup("name = \"g\"\nkernels = [\"k/alpha.cu\"]\nstrategies = [\"explicit\"]\nmodels = [\"scripted:s.toml\"]\nbudget = { time = \"200ms\" }\n");
+    let cells = expand(&design).unwrap();
+    let mut opts = options(&s, fake_kt(&s, &[("FAKE_KT_SLEEP", "30"), ("FAKE_KT_IGNORE_INT", "1")]));
+    opts.grace = Duration::from_millis(300);
+    let start = Instant::now();
+    let summary = run_experiment(&design, &cells, &opts, &StopSignal::new()).unwrap();
+    assert!(start.elapsed() < Duration::from_secs(10));
+    assert_eq!(summary.over_budget, 1);
+}
+
+#[test]
+fn crashed_cells_are_recorded_and_resumed_by_the_next_run() {
+    let (s, design) = setup(MATRIX);
+    let cells = expand(&design).unwrap();
+    let opts = {
+        let mut o = options(&s, fake_kt(&s, &[("FAKE_KT_DIE_ON", "-beta-"), ("FAKE_KT_FAIL_ON", "-alpha-one-prompt-")]));
+        o.jobs = Some(4);
+        o
+    };
+    let first = run_experiment(&design, &cells, &opts, &StopSignal::new()).unwrap();
+    assert_eq!(first.crashed, 12, "{first:?}");
+    assert_eq!(first.failed, 4, "{first:?}");
+    assert!(!first.complete());
+    let records = Ledger::new(&s.out).load().unwrap();
+    let crashed = records.values().find(|r| r.status == CellStatus::Crashed).unwrap();
+    assert!(crashed.error.as_deref().unwrap().contains("crashing as told"), "{:?}", crashed.error);
+
+    let opts = RunOptions { kt: fake_kt(&s, &[]), ..opts };
+    let second = run_experiment(&design, &cells, &opts, &StopSignal::new()).unwrap();
+    assert!(second.complete(), "{second:?}");
+    assert_eq!(second.finished, 12);
+    let calls = invocations(&s);
+    assert_eq!(calls.iter().filter(|(w, _)| w == "transform").count(), 24);
+    assert_eq!(calls.iter().filter(|(w, _)| w == "resume").count(), 12);
+    let (report, _) = Report::load(&s.out, None).unwrap();
+    let failed: usize = report.strategies.iter().map(|x| x.failed).sum();
+    assert_eq!(failed, 4);
+}
+
+fn shellcheck_available() -> bool {
+    let found = std::process::Command::new("shellcheck").arg("--version").output().is_ok_and(|o| o.status.success());
+    if !found {
+        let msg = "shellcheck is not installed (Debian: apt-get install shellcheck; scripts/install-test-deps.sh does it)";
+        assert!(std::env::var("CI").as_deref() != Ok("true"), "{msg}: it is required when CI=true");
+        eprintln!("skipping the shellcheck part: {msg}");
+    }
+    found
+}
+
+#[test]
+fn slurm_scripts_pass_shellcheck_and_map_each_array_index_to_exactly_one_cell() {
+    let (s, design) = setup(MATRIX);
+    let cells = expand(&design).unwrap();
+    // A stand-in for kt that prints the cell it was asked to run.
+    let echo_kt = s.root.join("echo-kt.sh");
+    std::fs::write(&echo_kt, "#!/usr/bin/env bash\nprintf '%s\\n' \"$@\"\n").unwrap();
+    std::fs::set_permissions(&echo_kt, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let opts = SlurmOptions {
+        partition: "gpu".into(),
+        time: "04:00:00".into(),
+        gpus_per_job: 1,
+        cpus_per_task: 4,
+        out: s.root.join("out dir"),
+        kt: PathBuf::from("/opt/kt/bin/kt"),
+    };
+    let scripts = write_slurm(&design.name, &design.file, &cells, &opts).unwrap();
+    assert_eq!(scripts.tasks, 24);
+    let array = std::fs::read_to_string(&scripts.array).unwrap();
+    assert!(array.contains("#SBATCH --array=0-23\n"), "{array}");
+    assert!(array.contains("#SBATCH --partition=gpu\n"));
+
+    if shellcheck_available() {
+        for script in [&scripts.array, &scripts.collect, &scripts.submit] {
+            let out = std::process::Command::new("shellcheck").arg(script).output().unwrap();
+            assert!(
+                out.status.success(),
+                "shellcheck {}:\n{}",
+                script.display(),
+                String::from_utf8_lossy(&out.stdout)
+            );
+        }
+    }
+
+    let mut seen = Vec::new();
+    for index in 0..scripts.tasks {
+        let out = std::process::Command::new("bash")
+            .arg(&scripts.array)
+            .env("KT", &echo_kt)
+            .env("SLURM_ARRAY_TASK_ID", index.to_string())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "task {index}: {}", String::from_utf8_lossy(&out.stderr));
+        let args: Vec<String> = String::from_utf8_lossy(&out.stdout).lines().map(str::to_string).collect();
+        assert_eq!(args[..2], ["experiment", "run-cell"]);
+        assert_eq!(Path::new(&args[2]), design.file);
+        assert_eq!(args[3], "--cell");
+        assert_eq!(args[5..], ["--out".to_string(), opts.out.display().to_string()]);
+        seen.push(args[4].clone());
+    }
+    let expected: Vec<String> = cells.iter().map(|c| c.id.to_string()).collect();
+    assert_eq!(seen, expected, "array index i runs cell i, each cell exactly once");
+
+    let past_end = std::process::Command::new("bash")
+        .arg(&scripts.array)
+        .env("KT", &echo_kt)
+        .env("SLURM_ARRAY_TASK_ID", "24")
+        .output()
+        .unwrap();
+    assert!(!past_end.status.success(), "an index past the list is an error, not a silent no-op");
+}

@@ -1,0 +1,147 @@
+//! One behaviour suite every [`CheckpointStore`] backend must pass.
+
+use super::CheckpointStore;
+use crate::checkpoint::{
+    BranchInfo, Breakpoints, Checkpoint, CheckpointSource, FieldOp, RunMeta, StateRecord, Task,
+};
+use crate::error::GraphError;
+use crate::ids::{BranchId, CheckpointId, RunId};
+use serde_json::json;
+
+fn meta(run: &str) -> RunMeta {
+    RunMeta {
+        run: RunId::new(run),
+        fingerprint: "fp".into(),
+        breakpoints: Breakpoints::default(),
+        branches: vec![BranchInfo {
+            id: BranchId(0),
+            origin: None,
+            inherits_effects: false,
+        }],
+        stopped: None,
+    }
+}
+
+fn checkpoint(id: u64, parent: Option<u64>) -> Checkpoint {
+    Checkpoint {
+        id: CheckpointId(id),
+        parent: parent.map(CheckpointId),
+        branch: BranchId(0),
+        step: id,
+        fingerprint: "fp".into(),
+        next: vec![Task::single("a")],
+        timings: vec![],
+        failures: vec![],
+        source: CheckpointSource::Step,
+        created_ms: 1,
+        state: if parent.is_none() {
+            StateRecord::Full(json!({"n": 0}).as_object().cloned().unwrap_or_default())
+        } else {
+            StateRecord::Delta(vec![FieldOp::Set("n".into(), json!(id))])
+        },
+    }
+}
+
+/// A run with checkpoints 0 and 1.
+pub(crate) fn seed(store: &dyn CheckpointStore, run: &str) {
+    store.create_run(&meta(run)).unwrap();
+    let id = RunId::new(run);
+    store.put_checkpoint(&id, &checkpoint(0, None)).unwrap();
+    store.put_checkpoint(&id, &checkpoint(1, Some(0))).unwrap();
+}
+
+pub(crate) fn run_all(store: &dyn CheckpointStore) {
+    runs_are_created_once_and_updated(store);
+    checkpoints_round_trip_in_id_order(store);
+    task_writes_are_cleared_when_the_step_commits(store);
+    effects_are_kept_per_branch(store);
+    missing_things_are_none_not_errors(store);
+}
+
+fn runs_are_created_once_and_updated(store: &dyn CheckpointStore) {
+    let mut m = meta("runs");
+    store.create_run(&m).unwrap();
+    assert!(matches!(
+        store.create_run(&m),
+        Err(GraphError::RunExists { .. })
+    ));
+    m.breakpoints.before.push("x".into());
+    store.update_run(&m).unwrap();
+    assert_eq!(store.get_run(&m.run).unwrap(), Some(m.clone()));
+    assert!(store.list_runs().unwrap().contains(&m.run));
+    assert!(matches!(
+        store.update_run(&meta("never-created")),
+        Err(GraphError::RunNotFound { .. })
+    ));
+}
+
+fn checkpoints_round_trip_in_id_order(store: &dyn CheckpointStore) {
+    seed(store, "cps");
+    let run = RunId::new("cps");
+    store.put_checkpoint(&run, &checkpoint(2, Some(1))).unwrap();
+    assert_eq!(
+        store.get_checkpoint(&run, CheckpointId(2)).unwrap(),
+        Some(checkpoint(2, Some(1)))
+    );
+    assert_eq!(
+        store.latest_checkpoint(&run).unwrap(),
+        Some(CheckpointId(2))
+    );
+    let ids: Vec<u64> = store
+        .list_checkpoints(&run)
+        .unwrap()
+        .iter()
+        .map(|c| c.id.0)
+        .collect();
+    assert_eq!(ids, vec![0, 1, 2]);
+}
+
+fn task_writes_are_cleared_when_the_step_commits(store: &dyn CheckpointStore) {
+    seed(store, "writes");
+    let run = RunId::new("writes");
+    store
+        .put_task_write(&run, CheckpointId(1), "b#1", &json!({"x": 1}))
+        .unwrap();
+    store
+        .put_task_write(&run, CheckpointId(1), "b#0", &json!({"x": 0}))
+        .unwrap();
+    let w = store.task_writes(&run, CheckpointId(1)).unwrap();
+    assert_eq!(
+        w,
+        vec![
+            ("b#0".to_string(), json!({"x": 0})),
+            ("b#1".to_string(), json!({"x": 1}))
+        ]
+    );
+    store.put_checkpoint(&run, &checkpoint(2, Some(1))).unwrap();
+    assert!(store.task_writes(&run, CheckpointId(1)).unwrap().is_empty());
+}
+
+fn effects_are_kept_per_branch(store: &dyn CheckpointStore) {
+    seed(store, "effects");
+    let run = RunId::new("effects");
+    store
+        .put_effect(&run, BranchId(0), "1/a#0/0/llm/0", &json!("answer"))
+        .unwrap();
+    assert_eq!(
+        store
+            .get_effect(&run, BranchId(0), "1/a#0/0/llm/0")
+            .unwrap(),
+        Some(json!("answer"))
+    );
+    assert_eq!(
+        store
+            .get_effect(&run, BranchId(1), "1/a#0/0/llm/0")
+            .unwrap(),
+        None
+    );
+    assert_eq!(store.count_effects(&run).unwrap(), 1);
+}
+
+fn missing_things_are_none_not_errors(store: &dyn CheckpointStore) {
+    let run = RunId::new("nothing-here");
+    assert_eq!(store.get_run(&run).unwrap(), None);
+    assert_eq!(store.get_checkpoint(&run, CheckpointId(7)).unwrap(), None);
+    assert_eq!(store.latest_checkpoint(&run).unwrap(), None);
+    assert!(store.list_checkpoints(&run).unwrap().is_empty());
+}

@@ -1,0 +1,72 @@
+//! What a call returns.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::usage::Usage;
+
+/// The answer of one call, with its accounting.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LlmResponse {
+    /// The answer with any thinking removed.
+    pub text: String,
+    /// The model's thinking (tagged passages or a separate reasoning field), kept for the record.
+    pub thought: Option<String>,
+    pub usage: Usage,
+    /// USD; `None` when the model is not in the price table.
+    pub cost_usd: Option<f64>,
+    /// From sending the first attempt to the last byte of the answer, retries and waits included.
+    #[serde(with = "millis")]
+    pub elapsed: Duration,
+    pub node: String,
+    pub provider: String,
+    pub model: String,
+    /// How many attempts it took (1 = no retry).
+    pub attempts: u32,
+    pub finish_reason: Option<String>,
+    /// [`crate::LlmRequest::stable_hash`] of the request.
+    pub request_hash: String,
+}
+
+impl LlmResponse {
+    /// The code block of the answer (see [`crate::extract_code`]), with this response's node in the error.
+    pub fn code(&self) -> Result<String, crate::LlmError> {
+        crate::extract_code(&self.text).map_err(|e| match e {
+            crate::LlmError::NoCode {
+                detail, excerpt, ..
+            } => crate::LlmError::NoCode {
+                node: Some(self.node.clone()),
+                detail,
+                excerpt,
+            },
+            other => other,
+        })
+    }
+}
+
+/// What a provider hands back for one attempt, before the client strips thinking and prices it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ProviderReply {
+    pub text: String,
+    /// Thinking the server returned in a separate field (`reasoning_content`, Anthropic `thinking` blocks).
+    pub thought: Option<String>,
+    /// Token counts from the server, if it sent them.
+    pub usage: Option<Usage>,
+    /// The model the server says answered, if it said.
+    pub model: Option<String>,
+    pub finish_reason: Option<String>,
+}
+
+pub(crate) mod millis {
+    use std::time::Duration;
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u64(d.as_millis() as u64)
+    }
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        Ok(Duration::from_millis(u64::deserialize(d)?))
+    }
+}

@@ -1,0 +1,4 @@
+//! Test support: a loopback HTTP server that plays scripted faults, and the behaviour tests that use it.
+
+mod faults;
+pub(crate) mod server;

@@ -1,0 +1,443 @@
+//! HTTP for the providers that talk to a server: one reqwest client, the three request deadlines (connect,
+//! first byte, total) plus the stream idle deadline, and the mapping of HTTP statuses to typed errors.
+//! API keys live in [`ApiKey`], which never prints and never serialises.
+
+use std::collections::BTreeMap;
+use std::sync::Once;
+use std::time::{Duration, Instant, SystemTime};
+
+use futures::StreamExt;
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue, RETRY_AFTER};
+use serde::{Deserialize, Serialize};
+
+use crate::error::{LlmError, TimeoutPhase, excerpt};
+use crate::retry::parse_retry_after;
+
+/// A secret. `Debug` shows `***`, and there is deliberately no `Serialize` or `Display`, so a key cannot end up
+/// in a record, a log line or an error message by accident.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ApiKey(String);
+
+impl ApiKey {
+    pub fn new(key: impl Into<String>) -> Self {
+        Self(key.into())
+    }
+    /// Reads the key from environment variable `var`; `None` when unset or empty.
+    pub fn from_env(var: &str) -> Option<Self> {
+        std::env::var(var)
+            .ok()
+            .filter(|k| !k.trim().is_empty())
+            .map(|k| Self(k.trim().to_string()))
+    }
+    pub(crate) fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for ApiKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ApiKey(***)")
+    }
+}
+
+/// Request deadlines.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Timeouts {
+    #[serde(with = "crate::response::millis")]
+    pub connect: Duration,
+    /// From sending the request to receiving the response headers (a loaded server queues here).
+    #[serde(with = "crate::response::millis")]
+    pub first_byte: Duration,
+    /// The whole attempt.
+    #[serde(with = "crate::response::millis")]
+    pub total: Duration,
+    /// Longest silence between two chunks of a streamed answer.
+    #[serde(with = "crate::response::millis")]
+    pub idle: Duration,
+}
+
+impl Default for Timeouts {
+    fn default() -> Self {
+        Self {
+            connect: Duration::from_secs(10),
+            first_byte: Duration::from_secs(120),
+            total: Duration::from_secs(600),
+            idle: Duration::from_secs(60),
+        }
+    }
+}
+
+impl Timeouts {
+    /// One overall limit; the others are derived so that none is longer than it.
+    pub fn with_total(total: Duration) -> Self {
+        let d = Self::default();
+        Self {
+            connect: d.connect.min(total),
+            first_byte: d.first_byte.min(total),
+            total,
+            idle: d.idle.min(total),
+        }
+    }
+}
+
+/// Installs ring as rustls's crypto provider, once per process; a no-op if someone already installed one.
+pub fn install_crypto_provider() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        // Err means another provider is installed already, which serves just as well.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    });
+}
+
+/// Sends JSON requests to one server.
+#[derive(Debug, Clone)]
+pub(crate) struct Transport {
+    client: reqwest::Client,
+    provider: String,
+    timeouts: Timeouts,
+    /// Named in authentication errors so the user knows which variable to fix.
+    key_env: String,
+    /// Only to scrub it from error bodies: some servers echo the key they rejected.
+    secret: Option<ApiKey>,
+    headers: HeaderMap,
+}
+
+impl Transport {
+    pub fn new(
+        provider: &str,
+        timeouts: Timeouts,
+        key_env: &str,
+        secret: Option<ApiKey>,
+        extra_headers: &BTreeMap<String, String>,
+    ) -> Result<Self, LlmError> {
+        install_crypto_provider();
+        let client = reqwest::Client::builder()
+            .connect_timeout(timeouts.connect)
+            .build()
+            .map_err(|e| LlmError::Config {
+                detail: format!("cannot build the HTTP client: {e}"),
+                fix: "report this as a bug".into(),
+            })?;
+        let mut headers = HeaderMap::new();
+        for (name, value) in extra_headers {
+            let bad = |what: &str| LlmError::Config {
+                detail: format!("extra header `{name}` has an invalid {what}"),
+                fix: "use ASCII header names and values in `[llm.headers]`".into(),
+            };
+            let n = HeaderName::from_bytes(name.as_bytes()).map_err(|_| bad("name"))?;
+            let v = HeaderValue::from_str(value).map_err(|_| bad("value"))?;
+            headers.insert(n, v);
+        }
+        Ok(Self {
+            client,
+            provider: provider.to_string(),
+            timeouts,
+            key_env: key_env.to_string(),
+            secret,
+            headers,
+        })
+    }
+
+    /// POSTs `body` and returns the parsed JSON answer.
+    pub async fn post_json(
+        &self,
+        url: &str,
+        auth: &[(&'static str, String)],
+        body: &serde_json::Value,
+    ) -> Result<serde_json::Value, LlmError> {
+        let work = async {
+            let resp = self.send(url, auth, body).await?;
+            let text = resp
+                .text()
+                .await
+                .map_err(|e| self.transport_error(url, e))?;
+            serde_json::from_str(&text).map_err(|e| LlmError::BadResponse {
+                provider: self.provider.clone(),
+                detail: format!("the answer is not valid JSON ({e})"),
+                body: excerpt(&self.redact(&text)),
+            })
+        };
+        self.within_total(url, work).await
+    }
+
+    /// POSTs `body` and feeds the `data:` payload of every server-sent event to `on_data` until it returns
+    /// `true` (done) or the stream ends. Each chunk must arrive within the idle deadline.
+    pub async fn post_sse(
+        &self,
+        url: &str,
+        auth: &[(&'static str, String)],
+        body: &serde_json::Value,
+        mut on_data: impl FnMut(&str) -> Result<bool, LlmError> + Send,
+    ) -> Result<(), LlmError> {
+        let work = async {
+            let resp = self.send(url, auth, body).await?;
+            let mut stream = resp.bytes_stream();
+            let mut buf: Vec<u8> = Vec::new();
+            loop {
+                let chunk = match tokio::time::timeout(self.timeouts.idle, stream.next()).await {
+                    Err(_) => {
+                        return Err(self.timeout(url, TimeoutPhase::Idle, self.timeouts.idle));
+                    }
+                    Ok(None) => break,
+                    Ok(Some(chunk)) => chunk.map_err(|e| self.transport_error(url, e))?,
+                };
+                buf.extend_from_slice(&chunk);
+                while let Some((event, rest)) = split_event(&buf) {
+                    let data = event_data(&event);
+                    buf = rest;
+                    if let Some(data) = data
+                        && on_data(&data)?
+                    {
+                        return Ok(());
+                    }
+                }
+            }
+            // A last event without the blank line that should end it.
+            if let Some(data) = event_data(&buf) {
+                on_data(&data)?;
+            }
+            Ok(())
+        };
+        self.within_total(url, work).await
+    }
+
+    /// GETs `url` with a short deadline and returns the status (for `kt doctor`).
+    pub async fn get_status(
+        &self,
+        url: &str,
+        auth: &[(&'static str, String)],
+        limit: Duration,
+    ) -> Result<u16, LlmError> {
+        let mut req = self.client.get(url).headers(self.headers.clone());
+        for (k, v) in auth {
+            req = req.header(*k, v);
+        }
+        match tokio::time::timeout(limit, req.send()).await {
+            Err(_) => Err(self.timeout(url, TimeoutPhase::FirstByte, limit)),
+            Ok(Err(e)) => Err(self.transport_error(url, e)),
+            Ok(Ok(resp)) => Ok(resp.status().as_u16()),
+        }
+    }
+
+    async fn within_total<T>(
+        &self,
+        url: &str,
+        work: impl Future<Output = Result<T, LlmError>>,
+    ) -> Result<T, LlmError> {
+        match tokio::time::timeout(self.timeouts.total, work).await {
+            Ok(result) => result,
+            Err(_) => Err(self.timeout(url, TimeoutPhase::Total, self.timeouts.total)),
+        }
+    }
+
+    /// Sends the request and returns the response if its status is a success; otherwise the typed error.
+    async fn send(
+        &self,
+        url: &str,
+        auth: &[(&'static str, String)],
+        body: &serde_json::Value,
+    ) -> Result<reqwest::Response, LlmError> {
+        let mut req = self
+            .client
+            .post(url)
+            .headers(self.headers.clone())
+            .json(body);
+        for (k, v) in auth {
+            req = req.header(*k, v);
+        }
+        let started = Instant::now();
+        let resp = match tokio::time::timeout(self.timeouts.first_byte, req.send()).await {
+            Err(_) => {
+                return Err(self.timeout(url, TimeoutPhase::FirstByte, self.timeouts.first_byte));
+            }
+            Ok(Err(e)) => return Err(self.transport_error(url, e)),
+            Ok(Ok(resp)) => resp,
+        };
+        tracing::debug!(provider = %self.provider, status = resp.status().as_u16(), ms = started.elapsed().as_millis() as u64, "response headers");
+        let status = resp.status().as_u16();
+        if (200..300).contains(&status) {
+            return Ok(resp);
+        }
+        let retry_after = resp
+            .headers()
+            .get(RETRY_AFTER)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| parse_retry_after(v, SystemTime::now()));
+        // The body of an error is small; if reading it fails we still have the status.
+        let body = resp.text().await.unwrap_or_default();
+        Err(self.status_error(status, retry_after, &body))
+    }
+
+    pub fn status_error(&self, status: u16, retry_after: Option<Duration>, body: &str) -> LlmError {
+        let provider = self.provider.clone();
+        let body = excerpt(&self.redact(body.trim()));
+        match status {
+            401 | 403 => LlmError::Auth {
+                provider,
+                status,
+                body,
+                key_env: self.key_env.clone(),
+            },
+            429 => LlmError::RateLimited {
+                provider,
+                retry_after,
+                attempts: 1,
+                body,
+            },
+            408 | 500..=599 => LlmError::Server {
+                provider,
+                status,
+                attempts: 1,
+                body,
+                retry_after,
+            },
+            _ => {
+                let hint = match status {
+                    404 => "check the base URL (it usually ends in /v1) and the model name",
+                    413 => {
+                        "the prompt is too long for this server: shorten it or raise the server's limit"
+                    }
+                    400 | 422 => {
+                        "check the model name and parameters; some servers reject `response_format` or \
+                         `stream_options` (try another structured mode or `stream = false`)"
+                    }
+                    _ => "this will not succeed by retrying: fix the request or the configuration",
+                };
+                LlmError::BadRequest {
+                    provider,
+                    status,
+                    body,
+                    hint: hint.into(),
+                }
+            }
+        }
+    }
+
+    /// `text` with the API key replaced by `***`.
+    fn redact(&self, text: &str) -> String {
+        match &self.secret {
+            Some(k) if !k.expose().is_empty() => text.replace(k.expose(), "***"),
+            _ => text.to_string(),
+        }
+    }
+
+    fn timeout(&self, url: &str, phase: TimeoutPhase, after: Duration) -> LlmError {
+        LlmError::Timeout {
+            provider: self.provider.clone(),
+            phase,
+            after,
+            url: url.to_string(),
+        }
+    }
+
+    fn transport_error(&self, url: &str, e: reqwest::Error) -> LlmError {
+        if e.is_connect() && e.is_timeout() {
+            return self.timeout(url, TimeoutPhase::Connect, self.timeouts.connect);
+        }
+        if e.is_timeout() {
+            return self.timeout(url, TimeoutPhase::Total, self.timeouts.total);
+        }
+        // reqwest's own message repeats the URL; the innermost cause says what actually went wrong
+        // (refused, reset, DNS).
+        let mut detail = e.to_string();
+        let mut source = std::error::Error::source(&e);
+        while let Some(s) = source {
+            detail = s.to_string();
+            source = s.source();
+        }
+        LlmError::Connection {
+            provider: self.provider.clone(),
+            url: url.to_string(),
+            detail,
+        }
+    }
+}
+
+/// Splits the first complete server-sent event (ended by a blank line) off `buf`.
+fn split_event(buf: &[u8]) -> Option<(Vec<u8>, Vec<u8>)> {
+    let mut i = 0;
+    while i < buf.len() {
+        if buf[i..].starts_with(b"\n\n") {
+            return Some((buf[..i].to_vec(), buf[i + 2..].to_vec()));
+        }
+        if buf[i..].starts_with(b"\r\n\r\n") {
+            return Some((buf[..i].to_vec(), buf[i + 4..].to_vec()));
+        }
+        i += 1;
+    }
+    None
+}
+
+/// The joined `data:` lines of one event, or `None` for events without data (comments, keep-alives).
+fn event_data(event: &[u8]) -> Option<String> {
+    let text = String::from_utf8_lossy(event);
+    let lines: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .map(|d| d.strip_prefix(' ').unwrap_or(d))
+        .collect();
+    (!lines.is_empty()).then(|| lines.join("\n"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn api_key_debug_is_redacted() {
+        let k = ApiKey::new("sk-secret");
+        assert_eq!(format!("{k:?}"), "ApiKey(***)");
+    }
+
+    #[test]
+    fn sse_events_split_on_blank_lines_and_join_data_lines() {
+        let (ev, rest) = split_event(b"data: a\ndata: b\n\ndata: c").unwrap();
+        assert_eq!(event_data(&ev).as_deref(), Some("a\nb"));
+        assert_eq!(rest, b"data: c");
+        assert_eq!(event_data(b": keep-alive"), None);
+        let (ev, _) = split_event(b"data: x\r\n\r\n").unwrap();
+        assert_eq!(event_data(&ev).as_deref(), Some("x"));
+    }
+
+    #[test]
+    fn statuses_map_to_typed_errors() {
+        let t = Transport::new(
+            "openai",
+            Timeouts::default(),
+            "OPENAI_API_KEY",
+            Some(ApiKey::new("sk-echoed")),
+            &BTreeMap::new(),
+        )
+        .unwrap();
+        assert!(
+            !t.status_error(401, None, "bad key sk-echoed")
+                .to_string()
+                .contains("sk-echoed")
+        );
+        assert!(matches!(
+            t.status_error(401, None, "no"),
+            LlmError::Auth { status: 401, .. }
+        ));
+        assert!(matches!(
+            t.status_error(403, None, ""),
+            LlmError::Auth { .. }
+        ));
+        assert!(matches!(
+            t.status_error(429, None, ""),
+            LlmError::RateLimited { .. }
+        ));
+        assert!(matches!(
+            t.status_error(503, None, ""),
+            LlmError::Server { status: 503, .. }
+        ));
+        assert!(matches!(
+            t.status_error(400, None, ""),
+            LlmError::BadRequest { status: 400, .. }
+        ));
+        assert!(
+            t.status_error(401, None, "")
+                .to_string()
+                .contains("OPENAI_API_KEY")
+        );
+    }
+}

@@ -1,0 +1,149 @@
+//! Stages 1 and 2 for one kernel file, as `kt analyze`, `kt testgen` and `kt transform` run them: read the
+//! file, find its sidecar, take Stage 1 from the LLM (or the sidecar), compare with the sidecar, and make the
+//! tests in a run directory with checkpoints in its `run.sqlite`.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use kt_graph::{CheckpointStore, MemoryStore, RunId, SqliteStore};
+use kt_llm::{LlmClient, StructuredMode};
+use kt_sandbox::{PythonRuntime, Sandbox};
+
+use crate::error::PipelineError;
+use crate::prompt::PromptLibrary;
+use crate::run_dir::RunDir;
+use crate::stage1::{self, SidecarDisagreement, SidecarFacts, Stage1Deps, Stage1Outcome};
+use crate::stage2::{self, ReferenceRunner, Stage2Deps, Stage2Options, Stage2Outcome};
+
+/// A kernel file and the kernel chosen in it.
+#[derive(Debug, Clone)]
+pub struct KernelSource {
+    pub path: PathBuf,
+    pub text: String,
+    /// `--kernel`; None: the only kernel (or the sidecar's).
+    pub kernel: Option<String>,
+    /// The sidecar next to the file, when there is one.
+    pub sidecar: Option<SidecarFacts>,
+}
+
+impl KernelSource {
+    pub fn read(path: &Path, kernel: Option<&str>) -> Result<KernelSource, PipelineError> {
+        let bytes = std::fs::read(path).map_err(|e| PipelineError::io("reading the kernel file", path, e))?;
+        let text = kt_cuda::decode(&bytes, &path.display().to_string())?;
+        let sidecar = match SidecarFacts::path_for(path) {
+            Some(p) => Some(SidecarFacts::load(&p)?),
+            None => None,
+        };
+        Ok(KernelSource { path: path.to_path_buf(), text, kernel: kernel.map(str::to_string), sidecar })
+    }
+}
+
+/// How Stage 1 is answered.
+#[derive(Clone)]
+pub enum Stage1Source {
+    /// Ask the LLM; `attempts` bounds each question.
+    Llm { llm: LlmClient, prompts: Arc<PromptLibrary>, mode: StructuredMode, attempts: u32 },
+    /// Take the facts from the kernel's sidecar (suite kernels; no LLM).
+    Sidecar,
+}
+
+/// Stage 1's result with the sidecar comparison.
+#[derive(Debug, Clone)]
+pub struct Understood {
+    pub stage1: Stage1Outcome,
+    /// Empty when there is no sidecar, or when Stage 1 came from it.
+    pub disagreements: Vec<SidecarDisagreement>,
+}
+
+/// Runs Stage 1 on `source` with checkpoints in `store` under run id `run`.
+pub async fn understand(
+    source: &KernelSource,
+    how: Stage1Source,
+    store: Arc<dyn CheckpointStore>,
+    run: RunId,
+) -> Result<Understood, PipelineError> {
+    match how {
+        Stage1Source::Sidecar => {
+            let sidecar = source.sidecar.as_ref().ok_or_else(|| PipelineError::Sidecar {
+                path: kt_cuda::Sidecar::path_for(&source.path),
+                message: "--info-from-sidecar needs this file next to the kernel; without it, pass --llm".into(),
+            })?;
+            let stage1 = stage1::from_sidecar(&source.text, source.kernel.as_deref(), sidecar)?;
+            Ok(Understood { stage1, disagreements: Vec::new() })
+        }
+        Stage1Source::Llm { llm, prompts, mode, attempts } => {
+            let deps = Stage1Deps { llm, prompts, mode };
+            let block = source.sidecar.as_ref().and_then(|s| s.default_block);
+            let stage1 = stage1::analyze(deps, attempts, &source.text, source.kernel.as_deref(), block, store, run).await?;
+            let disagreements =
+                source.sidecar.as_ref().map(|s| stage1::compare_with_sidecar(&stage1.info, s)).unwrap_or_default();
+            Ok(Understood { stage1, disagreements })
+        }
+    }
+}
+
+/// Stage 1 on its own, checkpointed in memory (`kt analyze`).
+pub async fn analyze_file(source: &KernelSource, how: Stage1Source) -> Result<Understood, PipelineError> {
+    understand(source, how, Arc::new(MemoryStore::new()), RunId::new("analyze")).await
+}
+
+/// What Stage 2 runs with, apart from the kernel.
+#[derive(Clone)]
+pub struct TestgenSettings {
+    /// None: `script` must be set.
+    pub llm: Option<LlmClient>,
+    pub prompts: Arc<PromptLibrary>,
+    /// A hand-written generator (`--script`), run through the same harness; no LLM is asked for one.
+    pub script: Option<String>,
+    pub options: Stage2Options,
+    pub sandbox: Sandbox,
+    pub python: PythonRuntime,
+    pub reference: Arc<dyn ReferenceRunner>,
+}
+
+/// Everything Stages 1 and 2 produced for a run.
+#[derive(Debug, Clone)]
+pub struct Prepared {
+    pub understood: Understood,
+    pub tests: Stage2Outcome,
+}
+
+/// Runs Stages 1 and 2 into `run`: `kernel_info.json`, `tests/`, checkpoints in `run.sqlite` (run ids
+/// `<run-id>/stage1` and `<run-id>/stage2`). The caller sets the run's final status.
+pub async fn prepare(
+    run: &RunDir,
+    source: &KernelSource,
+    stage1_from: Stage1Source,
+    settings: TestgenSettings,
+) -> Result<Prepared, PipelineError> {
+    let store: Arc<dyn CheckpointStore> = Arc::new(
+        SqliteStore::open(run.sqlite()).map_err(|e| PipelineError::Graph { stage: "stage 1", message: e.to_string() })?,
+    );
+    let id = run.run_id();
+    // The sidecar's array sizes let the harness check a generator's arrays; they are ground truth, so they are
+    // used (and shown in prompts) only when no LLM is being measured on them.
+    let use_sidecar_sizes = matches!(stage1_from, Stage1Source::Sidecar) || settings.script.is_some();
+    let understood = understand(source, stage1_from, store.clone(), RunId::new(format!("{id}/stage1"))).await?;
+    run.save_kernel_info(&understood.stage1.info)?;
+    let mut options = settings.options.clone();
+    if options.array_sizes.is_empty()
+        && use_sidecar_sizes
+        && let Some(sidecar) = &source.sidecar
+    {
+        options.array_sizes = sidecar.sizes.clone();
+    }
+    let deps = Stage2Deps {
+        llm: settings.llm,
+        prompts: settings.prompts,
+        sandbox: settings.sandbox,
+        python: settings.python,
+        reference: settings.reference,
+        tests_dir: run.tests_dir(),
+        options,
+    };
+    let info = &understood.stage1.info;
+    let kernel = &understood.stage1.kernel;
+    let tests =
+        stage2::make_tests(deps, &source.text, kernel, info, settings.script, store, RunId::new(format!("{id}/stage2"))).await?;
+    Ok(Prepared { understood, tests })
+}

@@ -1,0 +1,332 @@
+//! The directory a kt run leaves on disk (RUN_FORMAT.md): creating it with its `run.json`, the path of every
+//! file in it, `kernel_info.json`, and the tests it holds. Other crates (kt-cli debug commands,
+//! kt-experiments) read runs through this type rather than by spelling paths themselves.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::PipelineError;
+use crate::kernel_info::KernelInfo;
+
+/// The environment variable naming where run directories are created.
+pub const RUNS_DIR_ENV: &str = "KT_RUNS_DIR";
+
+/// Where a run ends up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RunStatus {
+    Running,
+    Finished,
+    Failed,
+    Interrupted,
+}
+
+/// The settings a run was started with. Stage 3 knobs are absent (null) for runs that do not transform.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunSettings {
+    pub replan: Option<u32>,
+    pub breakdown: Option<u32>,
+    pub candidates: Option<u32>,
+    pub tests: Option<u32>,
+}
+
+/// Which LLM a run used (`provider` only, e.g. `scripted` or `none`, when there is no model).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunLlm {
+    pub provider: String,
+    pub model: String,
+}
+
+/// `run.json`: written at start, updated at the end.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunMeta {
+    pub run_id: String,
+    pub kernel_file: String,
+    pub kernel: String,
+    pub strategy: String,
+    pub settings: RunSettings,
+    pub llm: RunLlm,
+    pub status: RunStatus,
+    /// RFC 3339, UTC.
+    pub started: String,
+    pub finished: Option<String>,
+    pub kt_version: String,
+}
+
+/// A run directory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunDir {
+    root: PathBuf,
+}
+
+/// What a new run is: everything of `run.json` that is known at the start.
+#[derive(Debug, Clone)]
+pub struct NewRun<'a> {
+    pub kernel_file: &'a Path,
+    pub kernel: &'a str,
+    /// `autonomous`, `explicit`, `one-prompt`, or `testgen` for runs that stop after Stage 2.
+    pub strategy: &'a str,
+    pub settings: RunSettings,
+    pub llm: RunLlm,
+}
+
+impl RunDir {
+    /// `--out` when given, else `$KT_RUNS_DIR`, else `./kt-runs`.
+    pub fn base_dir(out: Option<&Path>) -> PathBuf {
+        if let Some(out) = out {
+            return out.to_path_buf();
+        }
+        match std::env::var_os(RUNS_DIR_ENV).filter(|v| !v.is_empty()) {
+            Some(dir) => PathBuf::from(dir),
+            None => PathBuf::from("kt-runs"),
+        }
+    }
+
+    /// Creates `base/<run-id>/` with `run.json` (status `running`) and `input.cu` (a copy of the kernel file).
+    pub fn create(base: &Path, run: NewRun<'_>) -> Result<RunDir, PipelineError> {
+        let now = time::OffsetDateTime::now_utc();
+        std::fs::create_dir_all(base).map_err(|e| PipelineError::io("creating the runs directory", base, e))?;
+        // The 4 hex digits only need to keep two runs started in the same second apart; retry on a clash.
+        let mut attempt = 0u32;
+        let root = loop {
+            let id = run_id(now, run.kernel, run.strategy, attempt);
+            let root = base.join(&id);
+            match std::fs::create_dir(&root) {
+                Ok(()) => break root,
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && attempt < 16 => attempt += 1,
+                Err(e) => return Err(PipelineError::io("creating the run directory", root, e)),
+            }
+        };
+        let dir = RunDir { root };
+        let source = std::fs::read(run.kernel_file).map_err(|e| PipelineError::io("reading the kernel file", run.kernel_file, e))?;
+        write_file(&dir.input_cu(), &source)?;
+        let meta = RunMeta {
+            run_id: dir.run_id(),
+            kernel_file: run.kernel_file.display().to_string(),
+            kernel: run.kernel.to_string(),
+            strategy: run.strategy.to_string(),
+            settings: run.settings,
+            llm: run.llm,
+            status: RunStatus::Running,
+            started: rfc3339(now),
+            finished: None,
+            kt_version: env!("CARGO_PKG_VERSION").to_string(),
+        };
+        dir.write_meta(&meta)?;
+        Ok(dir)
+    }
+
+    /// An existing run directory (it must hold `run.json`).
+    pub fn open(root: impl Into<PathBuf>) -> Result<RunDir, PipelineError> {
+        let dir = RunDir { root: root.into() };
+        if !dir.run_json().is_file() {
+            return Err(PipelineError::BadFile {
+                path: dir.root.clone(),
+                what: "run directory",
+                message: "it has no run.json; give a directory that `kt transform` or `kt testgen` created".into(),
+            });
+        }
+        Ok(dir)
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+    /// The directory name.
+    pub fn run_id(&self) -> String {
+        self.root.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default()
+    }
+    pub fn run_json(&self) -> PathBuf {
+        self.root.join("run.json")
+    }
+    pub fn sqlite(&self) -> PathBuf {
+        self.root.join("run.sqlite")
+    }
+    pub fn input_cu(&self) -> PathBuf {
+        self.root.join("input.cu")
+    }
+    pub fn kernel_info_json(&self) -> PathBuf {
+        self.root.join("kernel_info.json")
+    }
+    pub fn tests_dir(&self) -> PathBuf {
+        self.root.join("tests")
+    }
+    pub fn kernels_dir(&self) -> PathBuf {
+        self.root.join("kernels")
+    }
+    pub fn llm_jsonl(&self) -> PathBuf {
+        self.root.join("llm.jsonl")
+    }
+    pub fn tuning_dir(&self) -> PathBuf {
+        self.root.join("tuning")
+    }
+    pub fn best_cu(&self) -> PathBuf {
+        self.root.join("best.cu")
+    }
+    pub fn best_params_json(&self) -> PathBuf {
+        self.root.join("best_params.json")
+    }
+    pub fn kernel_tuner_dir(&self) -> PathBuf {
+        self.root.join("kernel_tuner")
+    }
+    pub fn result_json(&self) -> PathBuf {
+        self.root.join("result.json")
+    }
+    pub fn report_md(&self) -> PathBuf {
+        self.root.join("report.md")
+    }
+
+    pub fn read_meta(&self) -> Result<RunMeta, PipelineError> {
+        read_json(&self.run_json(), "run.json")
+    }
+
+    pub fn write_meta(&self, meta: &RunMeta) -> Result<(), PipelineError> {
+        write_json(&self.run_json(), meta)
+    }
+
+    /// Sets the status in `run.json`, and the finish time when the status is final.
+    pub fn set_status(&self, status: RunStatus) -> Result<(), PipelineError> {
+        let mut meta = self.read_meta()?;
+        meta.status = status;
+        meta.finished = (status != RunStatus::Running).then(|| rfc3339(time::OffsetDateTime::now_utc()));
+        self.write_meta(&meta)
+    }
+
+    pub fn save_kernel_info(&self, info: &KernelInfo) -> Result<(), PipelineError> {
+        write_json(&self.kernel_info_json(), info)
+    }
+
+    pub fn load_kernel_info(&self) -> Result<KernelInfo, PipelineError> {
+        read_json(&self.kernel_info_json(), "kernel_info.json")
+    }
+
+    /// The tests in `tests/`, sorted by id (empty when Stage 2 has not run).
+    pub fn list_tests(&self) -> Result<Vec<crate::stage2::StoredTest>, PipelineError> {
+        crate::stage2::list_tests(&self.tests_dir())
+    }
+}
+
+/// `<UTC yyyymmdd-HHMMSS>-<kernel>-<strategy>-<4 hex>`.
+fn run_id(now: time::OffsetDateTime, kernel: &str, strategy: &str, salt: u32) -> String {
+    let stamp = format!(
+        "{:04}{:02}{:02}-{:02}{:02}{:02}",
+        now.year(),
+        u8::from(now.month()),
+        now.day(),
+        now.hour(),
+        now.minute(),
+        now.second()
+    );
+    let seed = format!("{}-{}-{}-{}", now.unix_timestamp_nanos(), std::process::id(), kernel, salt);
+    let hex = &blake3::hash(seed.as_bytes()).to_hex()[..4];
+    format!("{stamp}-{}-{}-{hex}", slug(kernel), slug(strategy))
+}
+
+/// Keeps a name safe as a path component.
+fn slug(name: &str) -> String {
+    name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' }).collect()
+}
+
+pub(crate) fn rfc3339(t: time::OffsetDateTime) -> String {
+    t.format(&time::format_description::well_known::Rfc3339).unwrap_or_else(|_| t.unix_timestamp().to_string())
+}
+
+pub(crate) fn write_file(path: &Path, bytes: &[u8]) -> Result<(), PipelineError> {
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).map_err(|e| PipelineError::io("creating directory", parent, e))?;
+    }
+    // Write then rename so a crash never leaves a half-written JSON file behind.
+    let tmp = path.with_extension("tmp-write");
+    std::fs::write(&tmp, bytes).map_err(|e| PipelineError::io("writing", &tmp, e))?;
+    std::fs::rename(&tmp, path).map_err(|e| PipelineError::io("renaming into place", path, e))
+}
+
+pub(crate) fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<(), PipelineError> {
+    let mut text = serde_json::to_string_pretty(value)
+        .map_err(|e| PipelineError::BadFile { path: path.to_path_buf(), what: "JSON", message: e.to_string() })?;
+    text.push('\n');
+    write_file(path, text.as_bytes())
+}
+
+pub(crate) fn read_json<T: serde::de::DeserializeOwned>(path: &Path, what: &'static str) -> Result<T, PipelineError> {
+    let text = std::fs::read_to_string(path).map_err(|e| PipelineError::io("reading", path, e))?;
+    serde_json::from_str(&text).map_err(|e| PipelineError::BadFile { path: path.to_path_buf(), what, message: e.to_string() })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernel_info::ProblemDimension;
+
+    fn new_run(file: &Path) -> NewRun<'_> {
+        NewRun {
+            kernel_file: file,
+            kernel: "vectorAdd",
+            strategy: "testgen",
+            settings: RunSettings { tests: Some(3), ..RunSettings::default() },
+            llm: RunLlm { provider: "scripted".into(), model: "scripted".into() },
+        }
+    }
+
+    #[test]
+    fn created_run_has_run_json_input_copy_and_a_well_formed_id() {
+        let tmp = tempfile::tempdir().unwrap();
+        let cu = tmp.path().join("k.cu");
+        std::fs::write(&cu, "__global__ void vectorAdd() {}").unwrap();
+        let run = RunDir::create(&tmp.path().join("runs"), new_run(&cu)).unwrap();
+        let id = run.run_id();
+        // 20261122-031500-vectorAdd-testgen-3fa2
+        let parts: Vec<&str> = id.split('-').collect();
+        assert_eq!(parts.len(), 5, "{id}");
+        assert_eq!(parts[0].len(), 8);
+        assert_eq!(parts[1].len(), 6);
+        assert_eq!(&parts[2..4], ["vectorAdd", "testgen"]);
+        assert_eq!(parts[4].len(), 4);
+        assert_eq!(std::fs::read_to_string(run.input_cu()).unwrap(), "__global__ void vectorAdd() {}");
+        let meta = run.read_meta().unwrap();
+        assert_eq!(meta.status, RunStatus::Running);
+        assert_eq!(meta.run_id, id);
+        assert!(meta.finished.is_none());
+        run.set_status(RunStatus::Failed).unwrap();
+        let meta = RunDir::open(run.root()).unwrap().read_meta().unwrap();
+        assert_eq!(meta.status, RunStatus::Failed);
+        assert!(meta.finished.is_some());
+    }
+
+    #[test]
+    fn two_runs_in_the_same_second_get_different_directories() {
+        let tmp = tempfile::tempdir().unwrap();
+        let cu = tmp.path().join("k.cu");
+        std::fs::write(&cu, "x").unwrap();
+        let a = RunDir::create(tmp.path(), new_run(&cu)).unwrap();
+        let b = RunDir::create(tmp.path(), new_run(&cu)).unwrap();
+        assert_ne!(a.root(), b.root());
+    }
+
+    #[test]
+    fn kernel_info_round_trips_and_open_refuses_a_non_run() {
+        let tmp = tempfile::tempdir().unwrap();
+        let cu = tmp.path().join("k.cu");
+        std::fs::write(&cu, "x").unwrap();
+        let run = RunDir::create(tmp.path(), new_run(&cu)).unwrap();
+        let info = KernelInfo {
+            name: "vectorAdd".into(),
+            parameters: vec!["a".into(), "n".into()],
+            description: "adds".into(),
+            problem_size: vec![ProblemDimension { expression: "n".into() }],
+            outputs: vec!["a".into()],
+            inputs_and_outputs: vec!["a".into()],
+            default_block: [256, 1, 1],
+        };
+        run.save_kernel_info(&info).unwrap();
+        assert_eq!(run.load_kernel_info().unwrap(), info);
+        let err = RunDir::open(tmp.path()).unwrap_err();
+        assert!(err.to_string().contains("run.json"), "{err}");
+    }
+
+    #[test]
+    fn base_dir_prefers_the_flag() {
+        assert_eq!(RunDir::base_dir(Some(Path::new("/x/y"))), PathBuf::from("/x/y"));
+    }
+}

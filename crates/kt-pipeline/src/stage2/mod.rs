@@ -1,0 +1,126 @@
+//! Stage 2: tests. The LLM writes a numpy program (`def generate(seed: int) -> list`, arguments in parameter
+//! order); kt-sandbox's harness runs it and writes content-addressed test directories (TESTS_FORMAT.md); the
+//! original kernel runs on each to record expected outputs and its time, and the LLM resizes tests whose time
+//! is outside the bounds. With `--script`, a hand-written program goes through exactly the same harness
+//! without any LLM.
+
+pub mod answers;
+pub mod graph;
+pub mod reference;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use kt_cuda::Kernel;
+use kt_graph::{CheckpointStore, Executor, RunId, RunOptions, RunOutcome};
+use kt_sandbox::generator::TestManifest;
+
+pub use answers::GeneratorScript;
+pub use graph::{Revision, Stage2Deps, Stage2Options, Stage2State, TestRecord, TimeBounds, generator_spec, has_tail};
+pub use reference::{ReferenceJob, ReferenceRun, ReferenceRunner, Unavailable, record_in_manifest};
+
+use crate::error::PipelineError;
+use crate::kernel_info::KernelInfo;
+
+/// What Stage 2 produced.
+#[derive(Debug, Clone)]
+pub struct Stage2Outcome {
+    pub tests_dir: PathBuf,
+    pub tests: Vec<TestRecord>,
+    /// The generator program of the last accepted test.
+    pub script: String,
+    /// Things the user should know (a test outside the time bounds, no tail test).
+    pub warnings: Vec<String>,
+    /// Why expected outputs are missing (no GPU); None when every test has them.
+    pub expected_missing: Option<String>,
+}
+
+/// Runs the Stage 2 graph: makes `deps.options.tests` tests of `kernel` under `deps.tests_dir`. With
+/// `script` set the program is used as given (and `deps.llm` may be None); otherwise the LLM writes it.
+pub async fn make_tests(
+    deps: Stage2Deps,
+    source: &str,
+    kernel: &Kernel,
+    info: &KernelInfo,
+    script: Option<String>,
+    store: Arc<dyn CheckpointStore>,
+    run: RunId,
+) -> Result<Stage2Outcome, PipelineError> {
+    if script.is_none() && deps.llm.is_none() {
+        return Err(PipelineError::NoLlm);
+    }
+    std::fs::create_dir_all(&deps.tests_dir).map_err(|e| PipelineError::io("creating the tests directory", &deps.tests_dir, e))?;
+    let expected_missing = deps.reference.availability().err();
+    let tests_dir = deps.tests_dir.clone();
+    let graph = graph::build(deps)?;
+    let executor = Executor::new(graph, store);
+    let initial = Stage2State {
+        source: source.to_string(),
+        kernel: Some(kernel.clone()),
+        info: Some(info.clone()),
+        script,
+        ..Stage2State::default()
+    };
+    let outcome = executor
+        .start(run, initial, RunOptions::default())
+        .await
+        .map_err(|e| PipelineError::Graph { stage: "stage 2", message: e.to_string() })?;
+    let state = match outcome {
+        RunOutcome::Finished { state, .. } => state,
+        other => {
+            return Err(PipelineError::Graph {
+                stage: "stage 2",
+                message: format!("the run stopped before its end at {}", other.checkpoint()),
+            });
+        }
+    };
+    Ok(Stage2Outcome {
+        tests_dir,
+        tests: state.tests,
+        script: state.script.unwrap_or_default(),
+        warnings: state.warnings,
+        expected_missing,
+    })
+}
+
+/// One test directory as found on disk.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredTest {
+    pub id: String,
+    pub dir: PathBuf,
+    pub manifest: TestManifest,
+}
+
+impl StoredTest {
+    /// Expected outputs exist for every output.
+    pub fn has_expected(&self) -> bool {
+        let expected = self.manifest.expected.as_ref();
+        self.manifest.outputs.iter().all(|o| expected.and_then(|e| e.get(o)).is_some_and(|f| self.dir.join(f).is_file()))
+    }
+}
+
+/// Every test under `tests_dir` (sub-directories with a manifest.json), sorted by id. This is what
+/// `kt tune --tests DIR` and Stage 3 reuse.
+pub fn list_tests(tests_dir: &Path) -> Result<Vec<StoredTest>, PipelineError> {
+    let entries = match std::fs::read_dir(tests_dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(PipelineError::io("listing the tests directory", tests_dir, e)),
+    };
+    let mut out = Vec::new();
+    for entry in entries {
+        let entry = entry.map_err(|e| PipelineError::io("listing the tests directory", tests_dir, e))?;
+        let dir = entry.path();
+        let manifest_path = dir.join("manifest.json");
+        if !manifest_path.is_file() {
+            continue;
+        }
+        let manifest: TestManifest = crate::run_dir::read_json(&manifest_path, "test manifest")?;
+        out.push(StoredTest { id: entry.file_name().to_string_lossy().to_string(), dir, manifest });
+    }
+    out.sort_by(|a, b| a.id.cmp(&b.id));
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests;

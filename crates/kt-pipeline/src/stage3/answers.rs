@@ -1,0 +1,93 @@
+//! The typed answers of the Stage 3 LLM calls. Each prompt template names one of these types in its front
+//! matter (`answer = "Plan"`), and the JSON schema generated from the type is what structured output asks for.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// `stage3-plan`, `stage3-replan`: the optimisation steps to take, in order. Empty means "nothing more to do".
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Plan {
+    /// Each step is one change to the kernel's device code, described in one or two sentences.
+    pub steps: Vec<String>,
+}
+
+/// `stage3-validate-step`: whether a step is a device-code change kt can apply and measure.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct StepValidation {
+    /// False for host-code changes, profiling, libraries (cuBLAS, CUTLASS, Thrust), compiler flags, or changes
+    /// to the kernel's signature or launch.
+    pub valid: bool,
+    /// Why, in one sentence.
+    pub reason: String,
+}
+
+/// `stage3-breakdown`: sub-steps for a step too large to apply at once. Empty means "apply it as it is".
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Breakdown {
+    pub substeps: Vec<String>,
+}
+
+/// A tunable parameter: a name the kernel uses as a compile-time constant and the values to try.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+pub struct TunableParameter {
+    pub name: String,
+    pub values: Vec<i64>,
+}
+
+/// How the grid shrinks when a thread or block does more work: per dimension, the names whose product divides
+/// the problem size (Kernel Tuner's grid divisors). A missing dimension keeps the default `block_size_<d>`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct GridDivisors {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub x: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub y: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub z: Option<Vec<String>>,
+}
+
+/// `stage3-apply-step`, `stage3-one-prompt`, `stage3-explicit-*`: the rewritten kernel and its parameters.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct KernelRewrite {
+    /// The complete CUDA source of the new kernel (same name and parameters as before). Tunable parameters are
+    /// used as macros and are not `#define`d in the code: kt defines them for each configuration.
+    pub code: String,
+    /// Every tunable parameter the new code uses, with the values to try.
+    #[serde(default)]
+    pub parameters: Vec<TunableParameter>,
+    #[serde(default)]
+    pub grid_divisors: GridDivisors,
+    /// Dynamic shared memory in bytes as an expression over parameter names, when the code uses
+    /// `extern __shared__`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dynamic_shared_memory: Option<String>,
+    /// What changed, in a few sentences.
+    #[serde(default)]
+    pub explanation: String,
+}
+
+/// One rename of the naming pass.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Rename {
+    pub from: String,
+    pub to: String,
+}
+
+/// `stage3-parameter-names`: renames that make the tunable parameter names distinct and conventional.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ParameterRenames {
+    pub renames: Vec<Rename>,
+}
+
+/// `stage3-restrictions`: boolean expressions over tunable parameter names that every configuration must meet.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Restrictions {
+    pub restrictions: Vec<String>,
+}
+
+/// `stage3-explicit-worth-it`: whether an explicit step is worth doing for this kernel.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct WorthIt {
+    pub worth_it: bool,
+    pub reason: String,
+}

@@ -1,0 +1,124 @@
+//! One Stage 3 LLM call: render the call's template (a fresh conversation: the system prompt and this one
+//! question, never an earlier conversation), ask for the typed answer, and journal it as a graph effect so that
+//! resuming or replaying the run reuses the answer instead of paying for it again.
+
+use std::time::Instant;
+
+use kt_graph::{EffectError, NodeContext};
+use kt_llm::{LlmError, LlmRequest};
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+
+use super::context::Stage3Context;
+use super::failure::FailureKind;
+use super::state::LlmCallRecord;
+use crate::error::PipelineError;
+
+/// The template every Stage 3 call uses as its system message.
+pub const SYSTEM_TEMPLATE: &str = "stage3-system";
+
+/// A typed answer with the record of the call that produced it.
+#[derive(Debug, Clone)]
+pub(crate) struct Asked<T> {
+    pub answer: T,
+    pub call: LlmCallRecord,
+}
+
+/// What the journal keeps of one call.
+#[derive(Serialize, Deserialize)]
+struct Journaled<T> {
+    answer: T,
+    tokens_in: u64,
+    tokens_out: u64,
+    cost_usd: Option<f64>,
+    seconds: f64,
+}
+
+/// Why a call gave no answer.
+#[derive(Debug)]
+pub(crate) enum AskError {
+    /// Worth another attempt at the step: the answer was unusable, or the service failed after its retries.
+    Recoverable { kind: FailureKind, message: String },
+    /// Not worth retrying (no LLM, bad credentials, replay miss, template error): the run stops, resumable.
+    Fatal(PipelineError),
+}
+
+impl From<PipelineError> for AskError {
+    fn from(e: PipelineError) -> Self {
+        AskError::Fatal(e)
+    }
+}
+
+/// The last path segment of a type name: the name templates declare in `answer = "..."`.
+pub(crate) fn answer_name<T>() -> &'static str {
+    let full = std::any::type_name::<T>();
+    full.rsplit("::").next().unwrap_or(full)
+}
+
+fn classify(node: &str, e: LlmError) -> AskError {
+    match e {
+        LlmError::NoCode { .. } | LlmError::SchemaMismatch { .. } | LlmError::BadResponse { .. } => {
+            AskError::Recoverable { kind: FailureKind::BadAnswer, message: e.to_string() }
+        }
+        LlmError::RateLimited { .. }
+        | LlmError::Timeout { .. }
+        | LlmError::Server { .. }
+        | LlmError::Connection { .. } => {
+            AskError::Recoverable { kind: FailureKind::LlmUnavailable, message: e.to_string() }
+        }
+        other => AskError::Fatal(PipelineError::Llm { node: node.to_string(), source: other }),
+    }
+}
+
+/// Asks the question of template `template` with `vars`, as graph node `node`, for a `T`.
+pub(crate) async fn ask<T, V>(
+    cx: &Stage3Context,
+    nctx: &NodeContext,
+    node: &str,
+    template: &str,
+    vars: &V,
+) -> Result<Asked<T>, AskError>
+where
+    T: JsonSchema + DeserializeOwned + Serialize + Send + 'static,
+    V: Serialize,
+{
+    let rendered = cx.prompts.render_as(template, answer_name::<T>(), vars)?;
+    let system = cx.prompts.render(SYSTEM_TEMPLATE, &serde_json::json!({}))?;
+    let llm = cx.llm()?;
+    let request = LlmRequest::new(node).system(system.text).user(rendered.text.clone());
+    let mode = cx.structured_mode;
+    let result = nctx
+        .effect("llm", || async move {
+            let started = Instant::now();
+            let (answer, response) = llm.structured::<T>(request, mode).await?;
+            Ok::<_, LlmError>(Journaled {
+                answer,
+                tokens_in: response.usage.input_tokens,
+                tokens_out: response.usage.output_tokens,
+                cost_usd: response.cost_usd,
+                seconds: started.elapsed().as_secs_f64(),
+            })
+        })
+        .await;
+    let journaled = match result {
+        Ok(j) => j,
+        Err(EffectError::Failed { source, .. }) => return Err(classify(node, source)),
+        Err(EffectError::Journal { source, .. }) => {
+            return Err(AskError::Fatal(PipelineError::Journal { node: node.to_string(), message: source.to_string() }));
+        }
+    };
+    Ok(Asked {
+        answer: journaled.answer,
+        call: LlmCallRecord {
+            node: node.to_string(),
+            template: template.to_string(),
+            template_hash: rendered.template_hash,
+            prompt_hash: rendered.text_hash,
+            tokens_in: journaled.tokens_in,
+            tokens_out: journaled.tokens_out,
+            cost_usd: journaled.cost_usd,
+            seconds: journaled.seconds,
+        },
+    })
+}

@@ -1,0 +1,135 @@
+//! [`TuningBackend`]: everything Stage 3 needs from a GPU, behind one trait — measure the original kernel, and
+//! compile + verify on every test + tune a candidate. The real implementation drives kt-tuner; the fake one
+//! ([`super::fake_backend`]) lets every graph path run in CPU tests. Results are plain data so they can be
+//! recorded as graph effects and replayed without a GPU.
+
+use std::collections::BTreeMap;
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+
+use super::tunable_kernel::TunableKernel;
+
+/// The first elements where a candidate's output differs from the expected output.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Mismatch {
+    /// Flat element index.
+    pub index: u64,
+    pub expected: String,
+    pub got: String,
+}
+
+/// What happened to a candidate. Only `Verified` may ever become the best kernel.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "verdict", rename_all = "snake_case")]
+pub enum Outcome {
+    /// Correct on every test; timed at its best configuration.
+    Verified {
+        time_ms: f64,
+        noise_ms: f64,
+        best_params: BTreeMap<String, i64>,
+        configs_tried: u32,
+        configs_failed: u32,
+        percent_of_peak: Option<f64>,
+    },
+    /// No configuration compiled; `log` is the compiler's output for a representative one.
+    CompileError { config: String, log: String },
+    /// Compiled and ran, but computed something else than the original kernel.
+    WrongAnswer {
+        config: String,
+        /// Test id (directory name under tests/).
+        test: String,
+        output: String,
+        mismatches: Vec<Mismatch>,
+        /// How many elements differ in all.
+        mismatched: u64,
+        total: u64,
+        /// The tuner's own description, when it says more than the fields above.
+        #[serde(default)]
+        detail: String,
+    },
+    /// A launch did not finish in time and was killed.
+    Timeout { config: String, seconds: f64 },
+    /// A launch faulted (illegal address, misaligned access, ...).
+    Crashed { config: String, detail: String },
+    /// No configuration could run: every one was excluded by restrictions or used too many resources.
+    NoValidConfig { detail: String },
+}
+
+impl Outcome {
+    pub fn is_verified(&self) -> bool {
+        matches!(self, Outcome::Verified { .. })
+    }
+
+    /// Short name of the verdict, for reports and file names.
+    pub fn verdict(&self) -> &'static str {
+        match self {
+            Outcome::Verified { .. } => "verified",
+            Outcome::CompileError { .. } => "compile error",
+            Outcome::WrongAnswer { .. } => "wrong answer",
+            Outcome::Timeout { .. } => "timeout",
+            Outcome::Crashed { .. } => "crashed",
+            Outcome::NoValidConfig { .. } => "no valid configuration",
+        }
+    }
+}
+
+/// The original kernel at its default launch.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Reference {
+    pub time_ms: f64,
+    pub noise_ms: f64,
+    pub percent_of_peak: Option<f64>,
+    /// The device it ran on, for the report.
+    pub device: String,
+}
+
+/// Why the backend could not do its job at all (as opposed to a candidate failing, which is an [`Outcome`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, thiserror::Error)]
+pub enum BackendError {
+    /// No GPU, driver or NVRTC: the run stops here and can be resumed on a machine that has them.
+    #[error("a CUDA GPU is needed from here on: {detail}")]
+    GpuUnavailable { detail: String },
+    /// Anything else the tuner reports (bad tests directory, worker failure that is not the candidate's fault).
+    #[error("tuning failed: {detail}")]
+    Failed { detail: String },
+}
+
+/// Progress of a tuning run, for the progress bar.
+pub trait TuningProgress: Send + Sync {
+    fn update(&self, label: &str, done: u64, total: u64);
+}
+
+/// A progress sink that ignores updates.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoProgress;
+
+impl TuningProgress for NoProgress {
+    fn update(&self, _label: &str, _done: u64, _total: u64) {}
+}
+
+/// Compile, verify and tune; measure the reference. Implementations own the tests and the device.
+#[async_trait]
+pub trait TuningBackend: Send + Sync {
+    /// Times the original kernel at its default launch (the baseline of every speedup).
+    async fn reference(&self, original: &TunableKernel) -> Result<Reference, BackendError>;
+
+    /// Compiles every configuration of `kernel`, verifies it on every test, times it, and reports the best
+    /// verified configuration, or why there is none. `label` names the candidate in logs and caches.
+    async fn evaluate(
+        &self,
+        label: &str,
+        kernel: &TunableKernel,
+        progress: &dyn TuningProgress,
+    ) -> Result<Outcome, BackendError>;
+
+    /// Writes the Kernel Tuner export (cache JSON and a `tune_<kernel>.py`) of `kernel` into `dir`. Backends
+    /// without tuning records write nothing.
+    fn export_kernel_tuner(
+        &self,
+        _kernel: &TunableKernel,
+        _dir: &std::path::Path,
+    ) -> Result<Vec<std::path::PathBuf>, BackendError> {
+        Ok(Vec::new())
+    }
+}

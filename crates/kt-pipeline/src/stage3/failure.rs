@@ -1,0 +1,51 @@
+//! [`FailureKind`]: why a candidate attempt failed, so retry handlers can pick their wording and the report can
+//! count failures by kind.
+
+use serde::{Deserialize, Serialize};
+
+/// Why one attempt at a step produced no usable kernel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FailureKind {
+    /// The answer held no code or was not the JSON asked for (after the client's own re-asks).
+    BadAnswer,
+    /// kt's static checks refused the rewrite (signature changed, host code, parameter names, restrictions).
+    Refused,
+    CompileError,
+    WrongAnswer,
+    Timeout,
+    Crashed,
+    NoValidConfig,
+    /// The LLM could not be reached or answered with an error after the client's retries.
+    LlmUnavailable,
+}
+
+impl std::fmt::Display for FailureKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            FailureKind::BadAnswer => "unusable answer",
+            FailureKind::Refused => "rewrite refused",
+            FailureKind::CompileError => "compile error",
+            FailureKind::WrongAnswer => "wrong answer",
+            FailureKind::Timeout => "timeout",
+            FailureKind::Crashed => "crash",
+            FailureKind::NoValidConfig => "no valid configuration",
+            FailureKind::LlmUnavailable => "LLM unavailable",
+        })
+    }
+}
+
+impl FailureKind {
+    /// The kind of a failed tuner verdict.
+    pub fn of_outcome(outcome: &super::backend::Outcome) -> Option<Self> {
+        use super::backend::Outcome;
+        Some(match outcome {
+            Outcome::Verified { .. } => return None,
+            Outcome::CompileError { .. } => FailureKind::CompileError,
+            Outcome::WrongAnswer { .. } => FailureKind::WrongAnswer,
+            Outcome::Timeout { .. } => FailureKind::Timeout,
+            Outcome::Crashed { .. } => FailureKind::Crashed,
+            Outcome::NoValidConfig { .. } => FailureKind::NoValidConfig,
+        })
+    }
+}

@@ -1,0 +1,178 @@
+//! A [`TuningBackend`] without a GPU, for tests and for recording demo cassettes. A candidate's outcome is
+//! read from a marker comment in its code, so a scripted LLM answer says what "the GPU" will make of it:
+//!
+//! ```text
+//! // fake-tuning: ok 4.5            verified, 4.5 ms (noise 1% unless `noise 0.2` follows)
+//! // fake-tuning: compile-error 'x' undeclared
+//! // fake-tuning: wrong-answer
+//! // fake-tuning: timeout
+//! // fake-tuning: crash
+//! ```
+//! Code without a marker is verified at the reference time (correct, but no faster). The backend remembers every
+//! kernel it was asked about, so tests can check what reached the GPU.
+
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+
+use async_trait::async_trait;
+
+use super::backend::{BackendError, Mismatch, Outcome, Reference, TuningBackend, TuningProgress};
+use super::tunable_kernel::TunableKernel;
+
+const MARKER: &str = "fake-tuning:";
+
+#[derive(Debug)]
+pub struct FakeBackend {
+    reference_ms: f64,
+    /// When set, every call fails as if there were no GPU.
+    no_gpu: bool,
+    evaluated: Mutex<Vec<(String, TunableKernel)>>,
+}
+
+impl FakeBackend {
+    /// A fake GPU on which the original kernel takes `reference_ms`.
+    pub fn new(reference_ms: f64) -> Self {
+        Self { reference_ms, no_gpu: false, evaluated: Mutex::new(Vec::new()) }
+    }
+
+    /// A machine without a GPU: every call returns [`BackendError::GpuUnavailable`].
+    pub fn without_gpu() -> Self {
+        Self { reference_ms: 0.0, no_gpu: true, evaluated: Mutex::new(Vec::new()) }
+    }
+
+    /// Every `(label, kernel)` evaluated so far, in call order.
+    pub fn evaluated(&self) -> Vec<(String, TunableKernel)> {
+        self.evaluated.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    fn check_gpu(&self) -> Result<(), BackendError> {
+        if self.no_gpu {
+            return Err(BackendError::GpuUnavailable {
+                detail: "no CUDA device (fake backend configured without a GPU)".into(),
+            });
+        }
+        Ok(())
+    }
+
+    fn first_config(kernel: &TunableKernel) -> String {
+        kernel
+            .parameters
+            .iter()
+            .map(|p| format!("{}={}", p.name, p.values.first().copied().unwrap_or_default()))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    fn outcome_of(&self, kernel: &TunableKernel) -> Outcome {
+        let config = Self::first_config(kernel);
+        let marker = kernel.code.lines().find_map(|l| l.split_once(MARKER).map(|(_, rest)| rest.trim().to_string()));
+        let best_params: BTreeMap<String, i64> = kernel
+            .parameters
+            .iter()
+            .map(|p| (p.name.clone(), p.values.last().copied().unwrap_or_default()))
+            .collect();
+        let verified = |time_ms: f64, noise_ms: f64| Outcome::Verified {
+            time_ms,
+            noise_ms,
+            best_params: best_params.clone(),
+            configs_tried: kernel.space_size().min(u64::from(u32::MAX)) as u32,
+            configs_failed: 0,
+            percent_of_peak: None,
+        };
+        let Some(marker) = marker else {
+            return verified(self.reference_ms, self.reference_ms * 0.01);
+        };
+        let mut words = marker.split_whitespace();
+        match words.next().unwrap_or_default() {
+            "ok" => {
+                let time: f64 = words.next().and_then(|w| w.parse().ok()).unwrap_or(self.reference_ms);
+                let noise = match (words.next(), words.next()) {
+                    (Some("noise"), Some(n)) => n.parse().unwrap_or(time * 0.01),
+                    _ => time * 0.01,
+                };
+                verified(time, noise)
+            }
+            "compile-error" => Outcome::CompileError {
+                config,
+                log: format!("kernel.cu(12): error: {}", words.collect::<Vec<_>>().join(" ")),
+            },
+            "wrong-answer" => Outcome::WrongAnswer {
+                config,
+                test: "t1".into(),
+                output: "C".into(),
+                mismatches: vec![
+                    Mismatch { index: 4097, expected: "1.25".into(), got: "NaN (never written)".into() },
+                    Mismatch { index: 4098, expected: "-0.5".into(), got: "NaN (never written)".into() },
+                ],
+                mismatched: 93,
+                total: 7161,
+                detail: String::new(),
+            },
+            "timeout" => Outcome::Timeout { config, seconds: 10.0 },
+            "crash" => Outcome::Crashed { config, detail: "CUDA_ERROR_ILLEGAL_ADDRESS".into() },
+            "no-valid-config" => Outcome::NoValidConfig { detail: "every configuration uses too many registers".into() },
+            other => Outcome::Crashed { config, detail: format!("fake backend: unknown marker `{other}`") },
+        }
+    }
+}
+
+#[async_trait]
+impl TuningBackend for FakeBackend {
+    async fn reference(&self, _original: &TunableKernel) -> Result<Reference, BackendError> {
+        self.check_gpu()?;
+        Ok(Reference {
+            time_ms: self.reference_ms,
+            noise_ms: self.reference_ms * 0.01,
+            percent_of_peak: None,
+            device: "fake GPU".into(),
+        })
+    }
+
+    async fn evaluate(
+        &self,
+        label: &str,
+        kernel: &TunableKernel,
+        progress: &dyn TuningProgress,
+    ) -> Result<Outcome, BackendError> {
+        self.check_gpu()?;
+        self.evaluated.lock().unwrap_or_else(|p| p.into_inner()).push((label.to_string(), kernel.clone()));
+        let total = kernel.space_size();
+        progress.update(label, total, total);
+        Ok(self.outcome_of(kernel))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stage3::backend::NoProgress;
+
+    fn kernel(code: &str) -> TunableKernel {
+        TunableKernel {
+            code: code.into(),
+            parameters: vec![],
+            restrictions: vec![],
+            grid_divisors: crate::stage3::tunable_kernel::default_grid_divisors(),
+            dynamic_shared_memory: None,
+        }
+    }
+
+    #[tokio::test]
+    async fn markers_choose_the_outcome() {
+        let b = FakeBackend::new(10.0);
+        let ok = b.evaluate("a", &kernel("// fake-tuning: ok 4.5 noise 0.2\n"), &NoProgress).await.unwrap();
+        assert!(matches!(ok, Outcome::Verified { time_ms, noise_ms, .. } if time_ms == 4.5 && noise_ms == 0.2));
+        let ce = b.evaluate("b", &kernel("// fake-tuning: compile-error 'x' undeclared"), &NoProgress).await.unwrap();
+        assert!(matches!(&ce, Outcome::CompileError { log, .. } if log.contains("'x' undeclared")));
+        let plain = b.evaluate("c", &kernel("__global__ void k() {}"), &NoProgress).await.unwrap();
+        assert!(matches!(plain, Outcome::Verified { time_ms, .. } if time_ms == 10.0));
+        assert_eq!(b.evaluated().len(), 3);
+    }
+
+    #[tokio::test]
+    async fn without_gpu_every_call_says_a_gpu_is_needed() {
+        let b = FakeBackend::without_gpu();
+        let err = b.reference(&kernel("")).await.unwrap_err();
+        assert!(err.to_string().contains("GPU is needed"), "{err}");
+    }
+}

@@ -1,0 +1,168 @@
+//! Each strategy as a kt-graph graph. The routes are declared with their targets, so `kt graph export` draws
+//! exactly what can run. Loops (the plan/next-step cycle, explicit steps, planner retries) are bounded by the
+//! plan length, the replan and planner-failure limits, and the strategy's graph step limit.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use kt_graph::{CompiledGraph, END, GraphBuilder, Retry, START};
+
+use super::context::Stage3Context;
+use super::nodes::{Apply, Baseline, Breakdown, Finish, NextExplicit, NextStep, Planner, Prepare, Select, Validate, WorthItCheck};
+use super::state::Stage3State;
+use crate::error::PipelineError;
+use crate::strategy::StrategyKind;
+
+/// Node names, shared by the graph, the live view and scripted answers' documentation.
+pub mod node {
+    pub const BASELINE: &str = "baseline";
+    pub const PLAN: &str = "plan";
+    pub const NEXT_STEP: &str = "next_step";
+    pub const VALIDATE: &str = "validate";
+    pub const BREAKDOWN: &str = "breakdown";
+    pub const PREPARE: &str = "prepare";
+    pub const APPLY: &str = "apply";
+    pub const SELECT: &str = "select";
+    pub const REPLAN: &str = "replan";
+    pub const NEXT_EXPLICIT: &str = "next_explicit";
+    pub const WORTH_IT: &str = "worth_it";
+    pub const FINISH: &str = "finish";
+}
+
+use node::*;
+
+/// The fields `apply` writes: the only node that runs in parallel, so the only one whose writes matter to
+/// the compile-time conflict check.
+const APPLY_WRITES: &[&str] = &["candidates", "llm_calls"];
+
+fn apply_retry(max_attempts: u32) -> Retry<Stage3State, PipelineError> {
+    Retry::up_to(max_attempts)
+        // A fix-up is a new question, not a transient failure: no need to wait.
+        .backoff(Duration::ZERO, 1.0, Duration::ZERO)
+        .jitter(0.0)
+        .retry_if(|e| matches!(e, PipelineError::CandidateFailed { .. }))
+        .no_retry_on_timeout()
+        .before_retry(
+            |e| matches!(e, PipelineError::CandidateFailed { .. }),
+            |e: &PipelineError, s: &mut Stage3State| {
+                if let PipelineError::CandidateFailed { feedback, calls, .. } = e {
+                    s.feedback.push(feedback.clone());
+                    s.carried_calls.extend(calls.iter().cloned());
+                }
+            },
+        )
+}
+
+/// Adds prepare → apply×N → select, with select leading to `after_select`.
+fn add_candidate_round(b: &mut GraphBuilder<Stage3State>, cx: &Arc<Stage3Context>, after_select: &str) {
+    let settings = &cx.strategy.settings;
+    b.node(PREPARE, Prepare).writes(&["round", "current"]);
+    b.node(APPLY, Apply(cx.clone())).retry(apply_retry(settings.max_attempts)).writes(APPLY_WRITES);
+    b.node(SELECT, Select(cx.clone()));
+    let n = settings.candidates.max(1) as usize;
+    b.fan_out(PREPARE, APPLY, move |_| n);
+    b.edge(APPLY, SELECT);
+    b.edge(SELECT, after_select);
+}
+
+/// The graph of `cx.strategy`.
+pub fn build_graph(cx: Arc<Stage3Context>) -> Result<CompiledGraph<Stage3State>, PipelineError> {
+    let mut b = GraphBuilder::<Stage3State>::new();
+    b.node(BASELINE, Baseline(cx.clone()));
+    b.node(FINISH, Finish);
+    b.edge(START, BASELINE);
+    b.edge(FINISH, END);
+    let settings = cx.strategy.settings.clone();
+    match cx.strategy.kind {
+        StrategyKind::OnePrompt => {
+            b.node(NEXT_STEP, OnePromptStep(cx.clone()));
+            b.edge(BASELINE, NEXT_STEP);
+            b.edge(NEXT_STEP, PREPARE);
+            add_candidate_round(&mut b, &cx, FINISH);
+        }
+        StrategyKind::Explicit => {
+            b.node(NEXT_EXPLICIT, NextExplicit(cx.clone()));
+            b.node(WORTH_IT, WorthItCheck(cx.clone()));
+            b.edge(BASELINE, NEXT_EXPLICIT);
+            let total = cx.strategy.steps.len();
+            b.route(NEXT_EXPLICIT, &[WORTH_IT, PREPARE, NEXT_EXPLICIT, FINISH], move |s: &Stage3State| {
+                match &s.current {
+                    Some(c) if c.ask_if_worth_it => WORTH_IT,
+                    Some(_) => PREPARE,
+                    None if s.explicit_done.len() >= total => FINISH,
+                    None => NEXT_EXPLICIT,
+                }
+            });
+            b.route(WORTH_IT, &[PREPARE, NEXT_EXPLICIT], |s: &Stage3State| {
+                if s.current.is_some() { PREPARE } else { NEXT_EXPLICIT }
+            });
+            add_candidate_round(&mut b, &cx, NEXT_EXPLICIT);
+        }
+        StrategyKind::Autonomous => {
+            b.node(PLAN, Planner { cx: cx.clone(), replan: false });
+            b.node(REPLAN, Planner { cx: cx.clone(), replan: true });
+            b.node(NEXT_STEP, NextStep(cx.clone()));
+            b.node(VALIDATE, Validate(cx.clone()));
+            b.node(BREAKDOWN, Breakdown(cx.clone()));
+            b.edge(BASELINE, PLAN);
+            let max_failures = settings.max_planner_failures;
+            let after_plan = move |retry_node: &'static str| {
+                move |s: &Stage3State| {
+                    if !s.plan.is_empty() {
+                        NEXT_STEP
+                    } else if s.last_plan_failed && s.planner_failures < max_failures {
+                        retry_node
+                    } else {
+                        FINISH
+                    }
+                }
+            };
+            b.route(PLAN, &[NEXT_STEP, PLAN, FINISH], after_plan(PLAN));
+            b.route(REPLAN, &[NEXT_STEP, REPLAN, FINISH], after_plan(REPLAN));
+            let max_replans = settings.max_replans;
+            b.route(NEXT_STEP, &[VALIDATE, REPLAN, FINISH], move |s: &Stage3State| {
+                if s.current.is_some() {
+                    VALIDATE
+                } else if s.replans_used < max_replans && s.planner_failures < max_failures {
+                    REPLAN
+                } else {
+                    FINISH
+                }
+            });
+            let limit = cx.strategy.breakdown_limit();
+            b.route(VALIDATE, &[BREAKDOWN, PREPARE, NEXT_STEP], move |s: &Stage3State| match &s.current {
+                None => NEXT_STEP,
+                Some(c) if c.breakdown_depth < limit => BREAKDOWN,
+                Some(_) => PREPARE,
+            });
+            b.route(BREAKDOWN, &[NEXT_STEP, PREPARE], |s: &Stage3State| {
+                if s.current.is_some() { PREPARE } else { NEXT_STEP }
+            });
+            add_candidate_round(&mut b, &cx, NEXT_STEP);
+        }
+    }
+    b.compile().map_err(|e| PipelineError::Graph { stage: "stage 3", message: e.to_string() })
+}
+
+/// `next_step` of the one-prompt strategy: the single step, with the one-prompt template.
+struct OnePromptStep(Arc<Stage3Context>);
+
+impl kt_graph::Node<Stage3State> for OnePromptStep {
+    type Error = kt_graph::NoError;
+
+    async fn run(
+        &self,
+        state: Arc<Stage3State>,
+        _ctx: kt_graph::NodeContext,
+    ) -> Result<super::state::Stage3Update, kt_graph::NoError> {
+        Ok(super::state::Stage3Update::default().current(Some(super::state::CurrentStep {
+            id: Some("one-prompt".into()),
+            description: "Optimise the kernel and make it tunable".into(),
+            template: self.0.strategy.prompts.one_prompt.clone(),
+            suggested_parameters: Vec::new(),
+            breakdown_depth: 0,
+            ask_if_worth_it: false,
+            round: state.round,
+        })))
+    }
+}

@@ -1,0 +1,49 @@
+//! Stage 3: a strategy changes the kernel step by step. After every change kt checks the rewrite (signature,
+//! device code only, parameter names, restrictions asked with the new code), compiles it, verifies it on every
+//! test and tunes it, and keeps it only if it is correct and faster than the best so far by more than the
+//! measured noise. The result is always a verified kernel: the best one found, or the original.
+//!
+//! Each strategy is a kt-graph graph ([`build_graph`]); every LLM answer and tuning result is a journaled
+//! effect, so a resumed or replayed run reuses them. All GPU work goes through [`TuningBackend`], so every
+//! path of every graph runs in CPU tests with [`FakeBackend`] and scripted answers.
+//!
+//! It deliberately does not parse CUDA (kt-cuda), talk to LLM services (kt-llm), launch kernels (kt-tuner), or
+//! run Stage 1/2.
+
+mod answers;
+mod ask;
+mod backend;
+mod context;
+mod failure;
+mod fake_backend;
+mod feedback;
+mod graph;
+mod nodes;
+mod prompt_vars;
+mod result;
+mod rewrite_check;
+mod state;
+mod tunable_kernel;
+mod tuner_backend;
+
+#[cfg(test)]
+mod graph_tests;
+
+pub use answers::{
+    Breakdown, GridDivisors, KernelRewrite, ParameterRenames, Plan, Rename, Restrictions, StepValidation,
+    TunableParameter, WorthIt,
+};
+pub use ask::SYSTEM_TEMPLATE;
+pub use backend::{BackendError, Mismatch, NoProgress, Outcome, Reference, TuningBackend, TuningProgress};
+pub use context::{KernelFacts, Stage3Context};
+pub use failure::FailureKind;
+pub use fake_backend::FakeBackend;
+pub use feedback::failure_feedback;
+pub use graph::{build_graph, node};
+pub use result::{LlmTotals, RunResult, StepSummary, WallTimes, build_result, llm_totals, report_markdown, write_result};
+pub use rewrite_check::{MAX_SPACE_SIZE, check_restrictions, check_rewrite, code_of, normalize_names};
+pub use state::{
+    CandidateOutcome, CurrentStep, LlmCallRecord, PlannedStep, Stage3State, Stage3Update, StepRecord, StepStatus,
+};
+pub use tuner_backend::{TunerBackend, TunerBackendConfig};
+pub use tunable_kernel::{BLOCK_SIZE_NAMES, KernelVersion, TunableKernel, default_grid_divisors};

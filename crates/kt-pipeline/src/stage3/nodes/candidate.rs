@@ -1,0 +1,491 @@
+//! The nodes that turn a step into a kernel: `prepare` opens a best-of-N round, `apply` (N parallel tasks)
+//! asks for a rewrite and takes it through the naming pass, the static checks, the restrictions (asked with the
+//! *new* code) and the tuner, and `select` keeps the fastest verified candidate if it beats the best kernel by
+//! more than the noise.
+//!
+//! `apply` fails an attempt with [`PipelineError::CandidateFailed`]; the graph's retry policy sends the failure
+//! back to the LLM (the handler appends it to the next attempt's prompt). The last attempt records the failure
+//! instead of failing, so a step that keeps failing is dropped and the run goes on.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use kt_graph::{EffectError, Node, NodeContext};
+use serde::Serialize;
+
+use crate::KernelInfo;
+use crate::error::PipelineError;
+use crate::stage3::answers::{KernelRewrite, ParameterRenames, Restrictions, TunableParameter};
+use crate::stage3::ask::{AskError, ask};
+use crate::stage3::backend::Outcome;
+use crate::stage3::context::Stage3Context;
+use crate::stage3::failure::FailureKind;
+use crate::stage3::feedback::failure_feedback;
+use crate::stage3::prompt_vars::{KernelVar, LaunchVar, kernel_var, launch_var};
+use crate::stage3::rewrite_check::{check_restrictions, check_rewrite, code_of, normalize_names};
+use crate::stage3::state::{CandidateOutcome, CurrentStep, LlmCallRecord, Stage3State, Stage3Update, StepRecord, StepStatus};
+use crate::stage3::tunable_kernel::{KernelVersion, TunableKernel};
+
+fn no_step() -> PipelineError {
+    PipelineError::Graph { stage: "stage 3", message: "no current step to apply".into() }
+}
+
+/// `prepare`: starts a new candidate round for the current step.
+pub(crate) struct Prepare;
+
+impl Node<Stage3State> for Prepare {
+    type Error = PipelineError;
+
+    async fn run(&self, state: Arc<Stage3State>, _ctx: NodeContext) -> Result<Stage3Update, PipelineError> {
+        let mut current = state.current.clone().ok_or_else(no_step)?;
+        let round = state.round + 1;
+        current.round = round;
+        Ok(Stage3Update::default().round(round).current(Some(current)))
+    }
+}
+
+#[derive(Serialize)]
+struct ApplyVars<'a> {
+    kernel: KernelVar,
+    info: &'a KernelInfo,
+    launch: LaunchVar,
+    step: &'a str,
+    suggested: &'a [TunableParameter],
+    errors: &'a [String],
+}
+
+#[derive(Serialize)]
+struct NamesVars<'a> {
+    kernel: KernelVar,
+    info: &'a KernelInfo,
+    launch: LaunchVar,
+    conflicts: &'a [String],
+    errors: &'a [String],
+}
+
+#[derive(Serialize)]
+struct RestrictionVars<'a> {
+    kernel: KernelVar,
+    info: &'a KernelInfo,
+    launch: LaunchVar,
+    errors: &'a [String],
+}
+
+/// A failed attempt: what went wrong and what the LLM is told.
+struct Failed {
+    kind: FailureKind,
+    feedback: String,
+    kernel: Option<TunableKernel>,
+    outcome: Option<Outcome>,
+}
+
+enum AttemptError {
+    Failed(Failed),
+    Fatal(PipelineError),
+}
+
+impl From<PipelineError> for AttemptError {
+    fn from(e: PipelineError) -> Self {
+        AttemptError::Fatal(e)
+    }
+}
+
+fn refused(feedback: String, kernel: Option<TunableKernel>) -> AttemptError {
+    AttemptError::Failed(Failed { kind: FailureKind::Refused, feedback, kernel, outcome: None })
+}
+
+fn from_ask(e: AskError) -> AttemptError {
+    match e {
+        AskError::Recoverable { kind, message } => {
+            AttemptError::Failed(Failed { kind, feedback: message, kernel: None, outcome: None })
+        }
+        AskError::Fatal(e) => AttemptError::Fatal(e),
+    }
+}
+
+fn draft(code: &str, parameters: &[TunableParameter], divisors: &[Vec<String>; 3]) -> TunableKernel {
+    TunableKernel {
+        code: code.to_string(),
+        parameters: parameters.to_vec(),
+        restrictions: Vec::new(),
+        grid_divisors: divisors.clone(),
+        dynamic_shared_memory: None,
+    }
+}
+
+/// `apply`: one candidate of the current round.
+pub(crate) struct Apply(pub Arc<Stage3Context>);
+
+impl Apply {
+    async fn attempt(
+        &self,
+        state: &Stage3State,
+        ctx: &NodeContext,
+        step: &CurrentStep,
+        calls: &mut Vec<LlmCallRecord>,
+    ) -> Result<(TunableKernel, Outcome, String), AttemptError> {
+        let cx = &self.0;
+        let settings = &cx.strategy.settings;
+        let best = state.best.as_ref().ok_or_else(|| PipelineError::Graph {
+            stage: "stage 3",
+            message: "no best kernel: the baseline has not run".into(),
+        })?;
+        // 1. The rewrite, from the step's own template and the best kernel so far.
+        let vars = ApplyVars {
+            kernel: kernel_var(cx, &best.kernel),
+            info: &cx.kernel.info,
+            launch: launch_var(&cx.kernel.info),
+            step: &step.description,
+            suggested: &step.suggested_parameters,
+            errors: &state.feedback,
+        };
+        let asked = ask::<KernelRewrite, _>(cx, ctx, "stage3.apply", &step.template, &vars).await.map_err(from_ask)?;
+        calls.push(asked.call);
+        let rewrite = asked.answer;
+        let explanation = rewrite.explanation.clone();
+        let code = code_of(&rewrite.code);
+        let divisors = TunableKernel::divisors_from(&rewrite.grid_divisors);
+
+        // 2. Naming pass: kt's own fixes first, the LLM only for what needs a decision about meaning.
+        let mut named = normalize_names(&code, &rewrite.parameters, &divisors);
+        if !named.unresolved.is_empty() {
+            let vars = NamesVars {
+                kernel: kernel_var(cx, &draft(&named.code, &named.parameters, &named.divisors)),
+                info: &cx.kernel.info,
+                launch: launch_var(&cx.kernel.info),
+                conflicts: &named.unresolved,
+                errors: &[],
+            };
+            let asked = ask::<ParameterRenames, _>(cx, ctx, "stage3.names", &cx.strategy.prompts.names, &vars)
+                .await
+                .map_err(from_ask)?;
+            calls.push(asked.call);
+            let mut code = named.code.clone();
+            let mut parameters = named.parameters.clone();
+            let mut divisors = named.divisors.clone();
+            for r in &asked.answer.renames {
+                code = kt_cuda::rename_identifiers(&code, &[(r.from.as_str(), r.to.as_str())]).map_err(|e| {
+                    refused(format!("naming pass: {e}"), Some(draft(&named.code, &named.parameters, &named.divisors)))
+                })?;
+                for p in parameters.iter_mut().filter(|p| p.name == r.from) {
+                    p.name = r.to.clone();
+                }
+                for d in divisors.iter_mut() {
+                    for n in d.iter_mut().filter(|n| **n == r.from) {
+                        *n = r.to.clone();
+                    }
+                }
+            }
+            named = normalize_names(&code, &parameters, &divisors);
+            if !named.unresolved.is_empty() {
+                return Err(refused(
+                    format!(
+                        "tunable parameter names collide with names in the code: {}. Use one distinct name per knob.",
+                        named.unresolved.join("; ")
+                    ),
+                    Some(draft(&named.code, &named.parameters, &named.divisors)),
+                ));
+            }
+        }
+        for note in &named.notes {
+            tracing::info!(step = %step.description, "{note}");
+        }
+
+        // 3. Static checks: same signature, device code only, parameters used, divisors known.
+        let problems = check_rewrite(&cx.kernel.signature, &named.code, &named.parameters, &named.divisors);
+        if !problems.is_empty() {
+            return Err(refused(
+                format!("kt refused the rewrite: {}", problems.join("; ")),
+                Some(draft(&named.code, &named.parameters, &named.divisors)),
+            ));
+        }
+
+        // 4. Restrictions, asked with the new code and its parameters, checked before use.
+        let mut kernel = draft(&named.code, &named.parameters, &named.divisors);
+        kernel.dynamic_shared_memory = rewrite.dynamic_shared_memory.clone();
+        let mut errors: Vec<String> = Vec::new();
+        let mut restrictions = None;
+        for _ in 0..=settings.max_reasks {
+            let vars = RestrictionVars {
+                kernel: kernel_var(cx, &kernel),
+                info: &cx.kernel.info,
+                launch: launch_var(&cx.kernel.info),
+                errors: &errors,
+            };
+            let asked =
+                ask::<Restrictions, _>(cx, ctx, "stage3.restrictions", &cx.strategy.prompts.restrictions, &vars)
+                    .await
+                    .map_err(from_ask)?;
+            calls.push(asked.call);
+            let list: Vec<String> =
+                asked.answer.restrictions.into_iter().map(|r| r.trim().to_string()).filter(|r| !r.is_empty()).collect();
+            let problems = check_restrictions(&list, &kernel.parameters);
+            if problems.is_empty() {
+                restrictions = Some(list);
+                break;
+            }
+            errors = problems;
+        }
+        let Some(restrictions) = restrictions else {
+            return Err(refused(format!("the restrictions stayed invalid: {}", errors.join("; ")), Some(kernel)));
+        };
+        kernel.restrictions = restrictions;
+
+        // 5. The GPU: compile, verify on every test, tune.
+        let backend = cx.backend()?;
+        let label = format!("r{}-c{}-a{}", step.round, ctx.task_index(), ctx.attempt());
+        let progress = cx.progress.clone();
+        let outcome = ctx
+            .effect("tuning.evaluate", || backend.evaluate(&label, &kernel, progress.as_ref()))
+            .await
+            .map_err(|e| match e {
+                EffectError::Failed { source, .. } => AttemptError::Fatal(PipelineError::Tuning(source)),
+                EffectError::Journal { source, .. } => AttemptError::Fatal(PipelineError::Journal {
+                    node: ctx.node().to_string(),
+                    message: source.to_string(),
+                }),
+            })?;
+        if let Some(kind) = FailureKind::of_outcome(&outcome) {
+            let feedback = failure_feedback(&outcome).unwrap_or_default();
+            return Err(AttemptError::Failed(Failed { kind, feedback, kernel: Some(kernel), outcome: Some(outcome) }));
+        }
+        Ok((kernel, outcome, explanation))
+    }
+}
+
+impl Node<Stage3State> for Apply {
+    type Error = PipelineError;
+
+    async fn run(&self, state: Arc<Stage3State>, ctx: NodeContext) -> Result<Stage3Update, PipelineError> {
+        let step = state.current.clone().ok_or_else(no_step)?;
+        let max_attempts = self.0.strategy.settings.max_attempts;
+        let mut calls = Vec::new();
+        let result = self.attempt(&state, &ctx, &step, &mut calls).await;
+        let mut all_calls = state.carried_calls.clone();
+        let candidate = |kernel, outcome, failure: Option<&Failed>, explanation: String| CandidateOutcome {
+            round: step.round,
+            index: ctx.task_index() as u32,
+            kernel,
+            outcome,
+            failure: failure.map(|f| f.feedback.clone()),
+            failure_kind: failure.map(|f| f.kind),
+            attempts: ctx.attempt(),
+            feedback: state.feedback.clone(),
+            explanation,
+        };
+        match result {
+            Ok((kernel, outcome, explanation)) => {
+                all_calls.extend(calls);
+                Ok(Stage3Update::default()
+                    .candidates(vec![candidate(Some(kernel), Some(outcome), None, explanation)])
+                    .llm_calls(all_calls))
+            }
+            Err(AttemptError::Failed(f)) if ctx.attempt() < max_attempts => Err(PipelineError::CandidateFailed {
+                step: step.description.clone(),
+                kind: f.kind,
+                feedback: f.feedback,
+                calls,
+            }),
+            Err(AttemptError::Failed(f)) => {
+                tracing::warn!(step = %step.description, kind = %f.kind, "last attempt failed; the candidate is dropped");
+                all_calls.extend(calls);
+                let c = candidate(f.kernel.clone(), f.outcome.clone(), Some(&f), String::new());
+                Ok(Stage3Update::default().candidates(vec![c]).llm_calls(all_calls))
+            }
+            Err(AttemptError::Fatal(e)) => Err(e),
+        }
+    }
+}
+
+/// Whether `time_ms` (with its noise) beats the best kernel: by more than either measurement's noise and by more
+/// than `threshold` of the best time. A gain smaller than the noise is not a gain.
+pub(crate) fn is_gain(best: &KernelVersion, time_ms: f64, noise_ms: f64, threshold: f64) -> bool {
+    let gain = best.time_ms - time_ms;
+    gain > best.noise_ms.max(noise_ms) && gain > threshold * best.time_ms
+}
+
+/// A file-name slug: the first words of a step, lower case, joined by dashes.
+pub(crate) fn slug(text: &str) -> String {
+    let words: Vec<String> = text
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .take(6)
+        .map(|w| w.to_ascii_lowercase())
+        .collect();
+    if words.is_empty() { "step".into() } else { words.join("-") }
+}
+
+/// Writes `kernels/NNN-<slug>.cu` and its `.json` (verdict and tuning summary) when the run has a directory.
+/// Returns the `.cu` path relative to the run directory.
+pub(crate) fn write_kernel_file(
+    cx: &Stage3Context,
+    number: u32,
+    name: &str,
+    kernel: &TunableKernel,
+    outcome: Option<&Outcome>,
+    best_params: &BTreeMap<String, i64>,
+) -> Result<Option<String>, PipelineError> {
+    let Some(dir) = &cx.run_dir else { return Ok(None) };
+    let kernels = dir.join("kernels");
+    std::fs::create_dir_all(&kernels).map_err(|e| PipelineError::io("creating", &kernels, e))?;
+    let stem = format!("{number:03}-{}", slug(name));
+    let cu = kernels.join(format!("{stem}.cu"));
+    std::fs::write(&cu, &kernel.code).map_err(|e| PipelineError::io("writing", &cu, e))?;
+    let json = kernels.join(format!("{stem}.json"));
+    let summary = serde_json::json!({
+        "step": name,
+        "parameters": kernel.parameters,
+        "restrictions": kernel.restrictions,
+        "grid_divisors": kernel.grid_divisors,
+        "dynamic_shared_memory": kernel.dynamic_shared_memory,
+        "verdict": outcome.map(Outcome::verdict),
+        "outcome": outcome,
+        "best_params": best_params,
+    });
+    let text = serde_json::to_string_pretty(&summary).map_err(|e| PipelineError::BadFile {
+        path: json.clone(),
+        what: "JSON",
+        message: e.to_string(),
+    })?;
+    std::fs::write(&json, text).map_err(|e| PipelineError::io("writing", &json, e))?;
+    Ok(Some(format!("kernels/{stem}.cu")))
+}
+
+/// `select`: the barrier after a round. Writes every candidate to `kernels/`, keeps the fastest verified one if
+/// it is a gain, and records the step. Only a verified candidate can become the best kernel.
+pub(crate) struct Select(pub Arc<Stage3Context>);
+
+impl Node<Stage3State> for Select {
+    type Error = PipelineError;
+
+    async fn run(&self, state: Arc<Stage3State>, _ctx: NodeContext) -> Result<Stage3Update, PipelineError> {
+        let cx = &self.0;
+        let step = state.current.clone().ok_or_else(no_step)?;
+        let best = state.best.clone().ok_or_else(|| PipelineError::Graph {
+            stage: "stage 3",
+            message: "no best kernel: the baseline has not run".into(),
+        })?;
+        let mut round: Vec<&CandidateOutcome> = state.round_candidates().collect();
+        round.sort_by_key(|c| c.index);
+        let several = round.len() > 1;
+        let mut number = state.kernels_written;
+        let mut files: BTreeMap<u32, String> = BTreeMap::new();
+        for c in &round {
+            if let Some(kernel) = &c.kernel {
+                let name = if several { format!("{} c{}", step.description, c.index) } else { step.description.clone() };
+                let params = match &c.outcome {
+                    Some(Outcome::Verified { best_params, .. }) => best_params.clone(),
+                    _ => BTreeMap::new(),
+                };
+                if let Some(f) = write_kernel_file(cx, number, &name, kernel, c.outcome.as_ref(), &params)? {
+                    files.insert(c.index, f);
+                }
+                number += 1;
+            }
+        }
+        let attempts = round.iter().map(|c| c.attempts).max().unwrap_or(0);
+        let fastest = round
+            .iter()
+            .filter_map(|c| c.verified_time().map(|t| (*c, t)))
+            .min_by(|a, b| a.1.total_cmp(&b.1));
+        let mut update = Stage3Update::default().kernels_written(number).current(None);
+        let mut record = StepRecord {
+            step: step.description.clone(),
+            id: step.id.clone(),
+            status: StepStatus::Dropped,
+            reason: String::new(),
+            time_ms: None,
+            best_before_ms: Some(best.time_ms),
+            kernel_file: None,
+            attempts,
+        };
+        match fastest {
+            Some((c, time_ms)) => {
+                let (noise_ms, best_params, percent_of_peak) = match &c.outcome {
+                    Some(Outcome::Verified { noise_ms, best_params, percent_of_peak, .. }) => {
+                        (*noise_ms, best_params.clone(), *percent_of_peak)
+                    }
+                    _ => (0.0, BTreeMap::new(), None),
+                };
+                record.time_ms = Some(time_ms);
+                record.kernel_file = files.get(&c.index).cloned();
+                let threshold = cx.strategy.settings.acceptance_threshold;
+                if let (true, Some(kernel)) = (is_gain(&best, time_ms, noise_ms, threshold), c.kernel.clone()) {
+                    record.status = StepStatus::Accepted;
+                    record.reason = "verified on every test and faster than the best kernel by more than the \
+                                     measured noise"
+                        .into();
+                    update = update.best(Some(KernelVersion {
+                        kernel,
+                        time_ms,
+                        noise_ms,
+                        best_params,
+                        step: step.description.clone(),
+                        file: record.kernel_file.clone(),
+                        percent_of_peak,
+                    }));
+                } else {
+                    record.status = StepStatus::Rejected;
+                    record.reason = format!(
+                        "verified on every test, but not faster than the best kernel by more than the measured \
+                         noise and {:.0}% of its time",
+                        threshold * 100.0
+                    );
+                }
+            }
+            None => {
+                let kinds: Vec<String> = round
+                    .iter()
+                    .filter_map(|c| c.failure_kind.map(|k| k.to_string()))
+                    .collect::<std::collections::BTreeSet<_>>()
+                    .into_iter()
+                    .collect();
+                record.reason = format!(
+                    "no candidate verified after {attempts} attempt(s); last failure: {}",
+                    if kinds.is_empty() { "unknown".to_string() } else { kinds.join(", ") }
+                );
+                record.kernel_file = files.values().next().cloned();
+            }
+        }
+        Ok(update.history(vec![record]))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn version(time_ms: f64, noise_ms: f64) -> KernelVersion {
+        KernelVersion {
+            kernel: TunableKernel {
+                code: String::new(),
+                parameters: vec![],
+                restrictions: vec![],
+                grid_divisors: crate::stage3::tunable_kernel::default_grid_divisors(),
+                dynamic_shared_memory: None,
+            },
+            time_ms,
+            noise_ms,
+            best_params: BTreeMap::new(),
+            step: "original".into(),
+            file: None,
+            percent_of_peak: None,
+        }
+    }
+
+    #[test]
+    fn a_gain_within_the_noise_is_not_a_gain() {
+        let best = version(10.0, 0.5);
+        assert!(!is_gain(&best, 9.6, 0.1, 0.0), "0.4 ms gain < 0.5 ms noise of the best");
+        assert!(!is_gain(&best, 9.6, 0.6, 0.0));
+        assert!(is_gain(&best, 9.0, 0.1, 0.01));
+        assert!(!is_gain(&best, 9.0, 0.1, 0.2), "10% gain under a 20% threshold");
+        assert!(!is_gain(&best, 11.0, 0.1, 0.0));
+    }
+
+    #[test]
+    fn slugs_are_short_and_file_safe() {
+        assert_eq!(slug("Tile A and B in shared memory (tunable tile_k)!"), "tile-a-and-b-in-shared");
+        assert_eq!(slug("***"), "step");
+    }
+}

@@ -1,0 +1,15 @@
+//! The Stage 3 graph nodes, one concept per file. Each node is a struct holding the shared
+//! [`Stage3Context`](super::Stage3Context) and implementing `kt_graph::Node`; routing between them lives in
+//! [`super::graph`].
+
+mod baseline;
+mod candidate;
+mod explicit_steps;
+mod finish;
+mod planning;
+
+pub(crate) use baseline::Baseline;
+pub(crate) use candidate::{Apply, Prepare, Select};
+pub(crate) use explicit_steps::{NextExplicit, WorthItCheck};
+pub(crate) use finish::Finish;
+pub(crate) use planning::{Breakdown, NextStep, Planner, Validate};

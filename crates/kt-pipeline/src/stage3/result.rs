@@ -1,0 +1,278 @@
+//! What a finished (or stopped) transform leaves behind (RUN_FORMAT.md): `best.cu` with its tunable parameters
+//! and best values in a header comment, `best_params.json`, the Kernel Tuner export, `result.json` and
+//! `report.md` with the accepted and rejected steps. The best kernel is always a verified one, or the
+//! original.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use super::backend::TuningBackend;
+use super::state::{Stage3State, StepStatus};
+use crate::error::PipelineError;
+use crate::run_dir::{RunDir, RunLlm, RunSettings, RunStatus};
+
+/// One step in `result.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepSummary {
+    pub name: String,
+    pub accepted: bool,
+    pub status: StepStatus,
+    pub reason: String,
+    pub time_ms: Option<f64>,
+}
+
+/// Wall time per stage, in seconds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct WallTimes {
+    pub stage1: f64,
+    pub stage2: f64,
+    pub stage3: f64,
+    pub total: f64,
+}
+
+/// `result.json` (schema_version 1).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunResult {
+    pub schema_version: u32,
+    pub run_id: String,
+    pub kernel: String,
+    pub kernel_file: String,
+    pub strategy: String,
+    pub settings: RunSettings,
+    pub llm: RunLlm,
+    pub status: RunStatus,
+    /// The best kernel was verified on every test (the original counts as correct).
+    pub correct: bool,
+    pub naive_time_ms: Option<f64>,
+    pub best_time_ms: Option<f64>,
+    pub speedup: Option<f64>,
+    pub best_params: BTreeMap<String, i64>,
+    pub percent_of_peak: Option<f64>,
+    pub steps: Vec<StepSummary>,
+    pub tokens_in: u64,
+    pub tokens_out: u64,
+    pub cost_usd: Option<f64>,
+    pub wall_time_s: WallTimes,
+    pub error: Option<String>,
+}
+
+/// Token and cost totals of a run, read from its `llm.jsonl` (every call of every stage, resumed runs included).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct LlmTotals {
+    pub tokens_in: u64,
+    pub tokens_out: u64,
+    /// `None` when some call had no known price.
+    pub cost_usd: Option<f64>,
+}
+
+/// Sums `llm.jsonl`; a missing file means no calls.
+pub fn llm_totals(llm_jsonl: &Path) -> Result<LlmTotals, PipelineError> {
+    if !llm_jsonl.is_file() {
+        return Ok(LlmTotals { cost_usd: Some(0.0), ..LlmTotals::default() });
+    }
+    let records = kt_llm::read_records(llm_jsonl).map_err(|e| PipelineError::BadFile {
+        path: llm_jsonl.to_path_buf(),
+        what: "LLM record",
+        message: e.to_string(),
+    })?;
+    let mut t = LlmTotals { cost_usd: Some(0.0), ..LlmTotals::default() };
+    for r in records {
+        if let Some(u) = r.usage {
+            t.tokens_in += u.input_tokens;
+            t.tokens_out += u.output_tokens;
+        }
+        t.cost_usd = match (t.cost_usd, r.cost_usd) {
+            (Some(sum), Some(c)) => Some(sum + c),
+            // Replayed and scripted answers cost nothing; a real call without a price makes the total unknown.
+            (Some(sum), None) if matches!(r.provider.as_str(), "scripted" | "replay" | "manual") => Some(sum),
+            _ => None,
+        };
+    }
+    Ok(t)
+}
+
+/// The header comment of `best.cu`: how to use the kernel and the values kt found best.
+fn best_cu_text(state: &Stage3State) -> Option<String> {
+    let best = state.best.as_ref()?;
+    let mut head = String::new();
+    head.push_str(&format!("// kt: best verified kernel (from step: {})\n", best.step));
+    head.push_str("// Tunable parameters: define each before compiling (e.g. -Dname=value, or #define lines as kt does).\n");
+    for p in &best.kernel.parameters {
+        let value = best.best_params.get(&p.name).map(|v| v.to_string()).unwrap_or_else(|| "?".into());
+        let tried: Vec<String> = p.values.iter().map(|v| v.to_string()).collect();
+        head.push_str(&format!("//   {} = {value}   (tried: {})\n", p.name, tried.join(", ")));
+    }
+    if !best.kernel.restrictions.is_empty() {
+        head.push_str(&format!("// Restrictions: {}\n", best.kernel.restrictions.join("; ")));
+    }
+    let dims = ["x", "y", "z"];
+    let divs: Vec<String> = best
+        .kernel
+        .grid_divisors
+        .iter()
+        .enumerate()
+        .map(|(d, l)| format!("{}: ceil(problem / ({}))", dims[d], if l.is_empty() { "1".into() } else { l.join(" * ") }))
+        .collect();
+    head.push_str(&format!("// Launch: block = (block_size_x, block_size_y, block_size_z); grid {}\n", divs.join(", ")));
+    head.push_str(&format!("// Median time at the best values: {:.4} ms\n\n", best.time_ms));
+    Some(head + &best.kernel.code)
+}
+
+/// Builds the result of a run from Stage 3's final state (or what there is of it).
+#[allow(clippy::too_many_arguments)]
+pub fn build_result(
+    dir: &RunDir,
+    state: Option<&Stage3State>,
+    status: RunStatus,
+    wall: WallTimes,
+    error: Option<String>,
+) -> Result<RunResult, PipelineError> {
+    let meta = dir.read_meta()?;
+    let totals = llm_totals(&dir.llm_jsonl())?;
+    let naive = state.and_then(|s| s.reference.as_ref()).map(|r| r.time_ms);
+    let best = state.and_then(|s| s.best.as_ref());
+    let best_time = best.map(|b| b.time_ms);
+    let steps = state
+        .map(|s| {
+            s.history
+                .iter()
+                .map(|r| StepSummary {
+                    name: r.step.clone(),
+                    accepted: r.status == StepStatus::Accepted,
+                    status: r.status,
+                    reason: r.reason.clone(),
+                    time_ms: r.time_ms,
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    Ok(RunResult {
+        schema_version: 1,
+        run_id: meta.run_id,
+        kernel: meta.kernel,
+        kernel_file: meta.kernel_file,
+        strategy: meta.strategy,
+        settings: meta.settings,
+        llm: meta.llm,
+        status,
+        // Only verified kernels ever become `best`, and the original is the reference.
+        correct: best.is_some(),
+        naive_time_ms: naive,
+        best_time_ms: best_time,
+        speedup: match (naive, best_time) {
+            (Some(n), Some(b)) if b > 0.0 => Some(n / b),
+            _ => None,
+        },
+        best_params: best.map(|b| b.best_params.clone()).unwrap_or_default(),
+        percent_of_peak: best.and_then(|b| b.percent_of_peak),
+        steps,
+        tokens_in: totals.tokens_in,
+        tokens_out: totals.tokens_out,
+        cost_usd: totals.cost_usd,
+        wall_time_s: wall,
+        error,
+    })
+}
+
+/// The report: what was tried, what was kept, and why.
+pub fn report_markdown(result: &RunResult, state: Option<&Stage3State>) -> String {
+    let mut md = String::new();
+    md.push_str(&format!("# kt transform: `{}` ({})\n\n", result.kernel, result.kernel_file));
+    md.push_str(&format!("- run: `{}`, strategy **{}**, status **{:?}**\n", result.run_id, result.strategy, result.status));
+    md.push_str(&format!("- LLM: {} {}\n", result.llm.provider, result.llm.model));
+    let ms = |v: Option<f64>| v.map(|t| format!("{t:.4} ms")).unwrap_or_else(|| "not measured".into());
+    md.push_str(&format!("- naive kernel at its default launch: {}\n", ms(result.naive_time_ms)));
+    md.push_str(&format!("- best verified kernel: {}", ms(result.best_time_ms)));
+    if let Some(s) = result.speedup {
+        md.push_str(&format!(" — **{s:.2}x** the naive kernel"));
+    }
+    md.push('\n');
+    md.push_str(&format!(
+        "- percent of measured peak: {}\n",
+        result.percent_of_peak.map(|p| format!("{p:.1}%")).unwrap_or_else(|| "unknown".into())
+    ));
+    if !result.best_params.is_empty() {
+        let params: Vec<String> = result.best_params.iter().map(|(k, v)| format!("`{k}={v}`")).collect();
+        md.push_str(&format!("- best parameters: {}\n", params.join(", ")));
+    }
+    md.push_str(&format!(
+        "- LLM tokens: {} in, {} out; cost {}\n",
+        result.tokens_in,
+        result.tokens_out,
+        result.cost_usd.map(|c| format!("${c:.4}")).unwrap_or_else(|| "unknown".into())
+    ));
+    let w = result.wall_time_s;
+    md.push_str(&format!(
+        "- wall time: stage 1 {:.1} s, stage 2 {:.1} s, stage 3 {:.1} s, total {:.1} s\n",
+        w.stage1, w.stage2, w.stage3, w.total
+    ));
+    if let Some(e) = &result.error {
+        md.push_str(&format!("\n**Stopped:** {e}\n"));
+    }
+    md.push_str("\n## Steps\n\n| # | step | outcome | time (ms) | kernel | why |\n|---|---|---|---|---|---|\n");
+    if let Some(s) = state {
+        for (i, r) in s.history.iter().enumerate() {
+            md.push_str(&format!(
+                "| {} | {} | {} | {} | {} | {} |\n",
+                i + 1,
+                r.step.replace('|', "\\|"),
+                r.status,
+                r.time_ms.map(|t| format!("{t:.4}")).unwrap_or_default(),
+                r.kernel_file.clone().unwrap_or_default(),
+                r.reason.replace('|', "\\|").replace('\n', " ")
+            ));
+        }
+        if s.planner_failures > 0 {
+            md.push_str(&format!("\nThe planner gave no usable plan {} time(s).\n", s.planner_failures));
+        }
+        let failed: Vec<String> = s
+            .candidates
+            .iter()
+            .flat_map(|c| c.feedback.iter().chain(c.failure.iter()))
+            .map(|f| format!("- {}", super::feedback::cut(f, 400).replace('\n', " ")))
+            .collect();
+        if !failed.is_empty() {
+            md.push_str("\n## Failed attempts (what the LLM was told)\n\n");
+            md.push_str(&failed.join("\n"));
+            md.push('\n');
+        }
+    }
+    md
+}
+
+/// Writes best.cu, best_params.json, the Kernel Tuner export, result.json and report.md.
+pub fn write_result(
+    dir: &RunDir,
+    state: Option<&Stage3State>,
+    backend: Option<&dyn TuningBackend>,
+    status: RunStatus,
+    wall: WallTimes,
+    error: Option<String>,
+) -> Result<RunResult, PipelineError> {
+    let write = |path: &Path, text: &str| std::fs::write(path, text).map_err(|e| PipelineError::io("writing", path, e));
+    if let Some(s) = state
+        && let Some(text) = best_cu_text(s)
+    {
+        write(&dir.best_cu(), &text)?;
+        let best = s.best.as_ref().map(|b| b.best_params.clone()).unwrap_or_default();
+        write(&dir.best_params_json(), &serde_json::to_string_pretty(&best).unwrap_or_default())?;
+        if let (Some(backend), Some(b)) = (backend, s.best.as_ref()) {
+            let kt_dir = dir.kernel_tuner_dir();
+            std::fs::create_dir_all(&kt_dir).map_err(|e| PipelineError::io("creating", &kt_dir, e))?;
+            if let Err(e) = backend.export_kernel_tuner(&b.kernel, &kt_dir) {
+                tracing::warn!("Kernel Tuner export failed: {e}");
+            }
+        }
+    }
+    let result = build_result(dir, state, status, wall, error)?;
+    let json = serde_json::to_string_pretty(&result).map_err(|e| PipelineError::BadFile {
+        path: dir.result_json(),
+        what: "JSON",
+        message: e.to_string(),
+    })?;
+    write(&dir.result_json(), &json)?;
+    write(&dir.report_md(), &report_markdown(&result, state))?;
+    Ok(result)
+}

@@ -1,0 +1,124 @@
+//! [`TunableKernel`]: a kernel version as the tuner sees it (source, parameters, restrictions, launch
+//! geometry), and [`KernelVersion`]: one that was verified and timed.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::answers::{GridDivisors, TunableParameter};
+use crate::KernelInfo;
+
+/// A kernel source with its search space and launch geometry (Kernel Tuner's conventions: parameters become
+/// `#define`s, the block is `block_size_x/y/z`, the grid is ceil(problem size / product of the divisors)).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TunableKernel {
+    pub code: String,
+    pub parameters: Vec<TunableParameter>,
+    /// Boolean expressions over parameter names that every configuration must meet.
+    pub restrictions: Vec<String>,
+    /// Per dimension x, y, z: the names whose product divides the problem size.
+    pub grid_divisors: [Vec<String>; 3],
+    /// Dynamic shared memory in bytes, as an expression over parameter names.
+    pub dynamic_shared_memory: Option<String>,
+}
+
+/// The launch-geometry names kt defines for every configuration, whether or not they are tuned.
+pub const BLOCK_SIZE_NAMES: [&str; 3] = ["block_size_x", "block_size_y", "block_size_z"];
+
+impl TunableKernel {
+    /// The user's kernel as given, launched the way the naive code expects: its default block as single-valued
+    /// block-size parameters, so that "tuning" it measures exactly the default launch.
+    pub fn original(code: &str, info: &KernelInfo) -> Self {
+        let mut parameters = Vec::new();
+        for (d, name) in BLOCK_SIZE_NAMES.iter().enumerate().take(info.dimensions().clamp(1, 3)) {
+            parameters.push(TunableParameter { name: name.to_string(), values: vec![i64::from(info.default_block[d])] });
+        }
+        Self {
+            code: code.to_string(),
+            parameters,
+            restrictions: Vec::new(),
+            grid_divisors: default_grid_divisors(),
+            dynamic_shared_memory: None,
+        }
+    }
+
+    /// A rewrite's grid divisors, filling unset dimensions with the defaults.
+    pub fn divisors_from(answer: &GridDivisors) -> [Vec<String>; 3] {
+        let [dx, dy, dz] = default_grid_divisors();
+        [answer.x.clone().unwrap_or(dx), answer.y.clone().unwrap_or(dy), answer.z.clone().unwrap_or(dz)]
+    }
+
+    /// Number of configurations before restrictions.
+    pub fn space_size(&self) -> u64 {
+        self.parameters.iter().map(|p| p.values.len() as u64).product()
+    }
+
+    pub fn parameter_names(&self) -> Vec<&str> {
+        self.parameters.iter().map(|p| p.name.as_str()).collect()
+    }
+
+    /// Short content hash, for file names and effect keys.
+    pub fn content_hash(&self) -> String {
+        let json = serde_json::to_vec(self).unwrap_or_default();
+        blake3::hash(&json).to_hex()[..16].to_string()
+    }
+}
+
+/// Kernel Tuner's default divisors: one block per `block_size_<d>` elements.
+pub fn default_grid_divisors() -> [Vec<String>; 3] {
+    BLOCK_SIZE_NAMES.map(|n| vec![n.to_string()])
+}
+
+/// A kernel that was verified on every test and timed at its best configuration.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct KernelVersion {
+    pub kernel: TunableKernel,
+    /// Median time of the best configuration, in milliseconds.
+    pub time_ms: f64,
+    /// The measured spread of that time (ms): a gain smaller than this is not a gain.
+    pub noise_ms: f64,
+    pub best_params: BTreeMap<String, i64>,
+    /// The step that produced it (`original` for the user's kernel).
+    pub step: String,
+    /// `kernels/NNN-<slug>.cu` of this version, once written.
+    pub file: Option<String>,
+    pub percent_of_peak: Option<f64>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ProblemDimension;
+
+    #[test]
+    fn original_kernel_is_launched_with_its_default_block_and_nothing_else() {
+        let info = KernelInfo {
+            name: "matrixMultiply".into(),
+            parameters: vec![],
+            description: String::new(),
+            problem_size: vec![
+                ProblemDimension { expression: "B_width".into() },
+                ProblemDimension { expression: "A_height".into() },
+            ],
+            outputs: vec!["C".into()],
+            inputs_and_outputs: vec![],
+            default_block: [16, 16, 1],
+        };
+        let k = TunableKernel::original("code", &info);
+        assert_eq!(k.space_size(), 1);
+        assert_eq!(k.parameter_names(), ["block_size_x", "block_size_y"]);
+        assert_eq!(k.parameters[1].values, vec![16]);
+        assert_eq!(k.grid_divisors[0], vec!["block_size_x".to_string()]);
+    }
+
+    #[test]
+    fn unset_grid_divisors_keep_the_block_size_default() {
+        let d = TunableKernel::divisors_from(&GridDivisors {
+            x: Some(vec!["block_size_x".into(), "tile_size_x".into()]),
+            y: None,
+            z: None,
+        });
+        assert_eq!(d[0].len(), 2);
+        assert_eq!(d[1], vec!["block_size_y".to_string()]);
+    }
+}

@@ -1,0 +1,361 @@
+//! The real [`TuningBackend`]: kt-tuner on the GPU. The tuner (and its worker process) starts on the first
+//! call, not when the backend is made, so a run on a machine without a GPU gets as far as Stage 3's first GPU
+//! step and stops there with the tuner's own reason. The tuner is synchronous and owns the device; calls run
+//! on a blocking thread, one at a time.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use kt_tuner::search::Limits;
+use kt_tuner::session::{TuneOptions, TuneResult, Tuner, TunerConfig};
+use kt_tuner::args::TestArg;
+use kt_tuner::{Config, Measurement, ParamSpec, Restriction, TestSet, TunableParam, TunerError, Verdict};
+
+use super::backend::{BackendError, Mismatch, Outcome, Reference, TuningBackend, TuningProgress};
+use super::tunable_kernel::TunableKernel;
+
+/// How the real backend is set up.
+#[derive(Debug, Clone)]
+pub struct TunerBackendConfig {
+    /// The tests directory (TESTS_FORMAT.md), with expected outputs.
+    pub tests_dir: PathBuf,
+    /// The original kernel's parsed signature (argument order and types).
+    pub kernel: kt_cuda::Kernel,
+    /// Problem size per dimension, x first.
+    pub problem_size: Vec<String>,
+    /// Per-output tolerances (sidecar); missing outputs get the dtype default.
+    pub tolerances: BTreeMap<String, kt_tuner::verify::Tolerance>,
+    /// Tuner caches (compiled modules, results): the run's `tuning/` directory.
+    pub cache_dir: PathBuf,
+    /// FLOPs and bytes per launch, as expressions over scalar arguments (sidecar), for % of peak.
+    pub flops: Option<String>,
+    pub bytes: Option<String>,
+    pub strategy: kt_tuner::Strategy,
+    /// Bounds per candidate.
+    pub max_evals: Option<usize>,
+    pub time_limit: Option<Duration>,
+    /// The user's kernel at its default launch: the ground truth when the tests hold no expected outputs.
+    pub original: TunableKernel,
+}
+
+/// How many of a candidate's fastest configurations are checked against the original kernel, when the tests
+/// hold no expected outputs, before the candidate counts as wrong.
+const VERIFY_FASTEST: usize = 8;
+
+struct Session {
+    tuner: Tuner,
+    tests: TestSet,
+}
+
+/// A tuning run and, when the tests hold no expected outputs, the outcome of checking its fastest
+/// configurations against the original kernel (the first that passed, or the first failure).
+struct Tuned {
+    result: TuneResult,
+    checked: Option<Result<Measurement, Measurement>>,
+}
+
+/// kt-tuner behind [`TuningBackend`].
+pub struct TunerBackend {
+    config: TunerBackendConfig,
+    session: Arc<Mutex<Option<Session>>>,
+    /// The tuning result of every kernel tuned in this process, by content hash, for the Kernel Tuner export.
+    results: Mutex<HashMap<String, (kt_tuner::TunableKernel, TuneResult)>>,
+    device: Mutex<String>,
+}
+
+impl std::fmt::Debug for TunerBackend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TunerBackend").field("tests_dir", &self.config.tests_dir).finish()
+    }
+}
+
+fn backend_error(e: TunerError) -> BackendError {
+    match e {
+        TunerError::NoDriver(_) | TunerError::NoNvrtc | TunerError::NoGpu(_) => {
+            BackendError::GpuUnavailable { detail: e.to_string() }
+        }
+        other => BackendError::Failed { detail: other.to_string() },
+    }
+}
+
+/// Robust noise of a timing: the interquartile range of its samples (half the full range when too few).
+fn noise_ms(m: &Measurement) -> f64 {
+    let Some(t) = &m.timing else { return 0.0 };
+    let mut s = t.samples_ms.clone();
+    s.sort_by(f64::total_cmp);
+    if s.len() >= 4 {
+        s[(3 * s.len()) / 4] - s[s.len() / 4]
+    } else {
+        (t.max_ms - t.min_ms) / 2.0
+    }
+}
+
+impl TunerBackend {
+    /// The backend; nothing starts until the first call.
+    pub fn new(config: TunerBackendConfig) -> Self {
+        Self { config, session: Arc::new(Mutex::new(None)), results: Mutex::new(HashMap::new()), device: Mutex::new(String::new()) }
+    }
+
+    fn to_tuner_kernel(&self, kernel: &TunableKernel) -> kt_tuner::TunableKernel {
+        let mut k = kt_tuner::TunableKernel::new(
+            kernel.code.clone(),
+            self.config.kernel.name.clone(),
+            self.config.problem_size.clone(),
+        );
+        k.params = kernel.parameters.iter().map(|p| TunableParam::new(p.name.clone(), p.values.clone())).collect();
+        k.restrictions = kernel.restrictions.iter().cloned().map(Restriction::Expr).collect();
+        k.geometry.grid_div = kernel.grid_divisors.clone();
+        k.geometry.shared_mem = kernel.dynamic_shared_memory.clone();
+        k.flops = self.config.flops.clone();
+        k.bytes = self.config.bytes.clone();
+        k
+    }
+
+    fn options(&self, kernel_hash: &str) -> TuneOptions {
+        TuneOptions {
+            strategy: self.config.strategy,
+            limits: Limits { max_evals: self.config.max_evals, time_limit: self.config.time_limit },
+            results_cache: Some(self.config.cache_dir.join(format!("results-{kernel_hash}.jsonl"))),
+            ..TuneOptions::default()
+        }
+    }
+
+    /// Runs one tuning job on the blocking pool, starting the tuner first if needed.
+    async fn tune(
+        &self,
+        label: &str,
+        kernel: kt_tuner::TunableKernel,
+        options: TuneOptions,
+        progress: &dyn TuningProgress,
+    ) -> Result<Result<Tuned, TunerError>, BackendError> {
+        let session = self.session.clone();
+        let config = self.config.clone();
+        // Progress crosses to the blocking thread through a channel; the bar is updated here.
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(u64, u64)>();
+        let original = self.to_tuner_kernel(&self.config.original);
+        let original_config = Config(
+            self.config.original.parameters.iter().filter_map(|p| p.values.first().map(|v| (p.name.clone(), *v))).collect(),
+        );
+        let job = tokio::task::spawn_blocking(move || -> Result<Result<Tuned, TunerError>, BackendError> {
+            let mut guard = session.lock().unwrap_or_else(|p| p.into_inner());
+            if guard.is_none() {
+                std::fs::create_dir_all(&config.cache_dir)
+                    .map_err(|e| BackendError::Failed { detail: format!("creating {}: {e}", config.cache_dir.display()) })?;
+                let tuner = Tuner::new(TunerConfig { cache_dir: Some(config.cache_dir.clone()), ..TunerConfig::default() })
+                    .map_err(backend_error)?;
+                let params = ParamSpec::from_kernel(&config.kernel);
+                let tests = TestSet::load_dir(&config.tests_dir, &params, &config.tolerances).map_err(|e| {
+                    BackendError::Failed { detail: format!("loading the tests in {}: {e}", config.tests_dir.display()) }
+                })?;
+                *guard = Some(Session { tuner, tests });
+            }
+            let Some(s) = guard.as_mut() else {
+                return Err(BackendError::Failed { detail: "the tuner session was not created".into() });
+            };
+            let has_expected = s.tests.tests.iter().all(|t| {
+                t.args.iter().all(|a| match a {
+                    TestArg::Array(arr) => !arr.is_output || arr.expected.is_some(),
+                    TestArg::Scalar(_) => true,
+                })
+            });
+            let mut options = options;
+            // Without expected outputs on disk, the tuner's own check would compare a candidate with itself:
+            // time without it, then check the fastest configurations against the original kernel.
+            options.verify &= has_expected;
+            let result = match s.tuner.tune(&kernel, &s.tests, &options, &mut |p| {
+                let _ = tx.send((p.done as u64, p.total as u64));
+            }) {
+                Ok(r) => r,
+                Err(e) => return Ok(Err(e)),
+            };
+            if has_expected {
+                return Ok(Ok(Tuned { result, checked: None }));
+            }
+            let mut ok: Vec<&Measurement> = result.measurements.iter().filter(|m| m.objective_ms().is_some()).collect();
+            ok.sort_by(|a, b| a.objective.unwrap_or(f64::MAX).total_cmp(&b.objective.unwrap_or(f64::MAX)));
+            let mut first_failure = None;
+            for m in ok.into_iter().take(VERIFY_FASTEST) {
+                let report = match s.tuner.verify(&original, &original_config, &kernel, &m.config, &s.tests) {
+                    Ok(r) => r,
+                    Err(e) => return Ok(Err(e)),
+                };
+                if report.passed() {
+                    let chosen = m.clone();
+                    return Ok(Ok(Tuned { result, checked: Some(Ok(chosen)) }));
+                }
+                if first_failure.is_none() {
+                    let bad = report.tests.into_iter().find(|t| !t.verdict.is_ok());
+                    first_failure = bad.map(|t| {
+                        let mut failed = m.clone();
+                        failed.verdict = t.verdict;
+                        failed
+                    });
+                }
+            }
+            Ok(Ok(Tuned { result, checked: first_failure.map(Err) }))
+        });
+        let mut job = std::pin::pin!(job);
+        loop {
+            tokio::select! {
+                update = rx.recv() => {
+                    if let Some((done, total)) = update {
+                        progress.update(label, done, total);
+                    }
+                }
+                joined = &mut job => {
+                    return joined.map_err(|e| BackendError::Failed { detail: format!("the tuning thread failed: {e}") })?;
+                }
+            }
+        }
+    }
+
+    fn outcome(tuned: &Tuned) -> Outcome {
+        let result = &tuned.result;
+        let failed = result.measurements.iter().filter(|m| !m.verdict.is_ok()).count() as u32;
+        let best = match &tuned.checked {
+            None => result.best.as_ref().filter(|b| b.verdict.is_ok()),
+            Some(Ok(m)) => Some(m),
+            Some(Err(_)) => None,
+        };
+        if let Some(best) = best
+            && let Some(time_ms) = best.objective_ms()
+        {
+            return Outcome::Verified {
+                time_ms,
+                noise_ms: noise_ms(best),
+                best_params: best.config.0.iter().cloned().collect(),
+                configs_tried: result.measurements.len() as u32,
+                configs_failed: failed,
+                percent_of_peak: best.percent_of_peak,
+            };
+        }
+        // No configuration verified: report the most telling failure (wrong answers first, then crashes,
+        // hangs, compile errors), so the LLM fixes the real problem.
+        let rank = |v: &Verdict| match v {
+            Verdict::WrongAnswer { .. } => 0,
+            Verdict::Crashed { .. } => 1,
+            Verdict::Timeout { .. } => 2,
+            Verdict::CompileError { .. } => 3,
+            Verdict::Invalid { .. } => 4,
+            Verdict::Ok => 5,
+        };
+        let checked_failure = match &tuned.checked {
+            Some(Err(m)) => Some(m),
+            _ => None,
+        };
+        let worst = result.measurements.iter().filter(|m| !m.verdict.is_ok()).min_by_key(|m| rank(&m.verdict));
+        let Some(m) = checked_failure.or(worst) else {
+            return Outcome::NoValidConfig { detail: "no configuration was measured".into() };
+        };
+        let config = m.config.to_string();
+        match &m.verdict {
+            Verdict::WrongAnswer { details, reports } => {
+                let test = details
+                    .first()
+                    .and_then(|d| d.strip_prefix("test "))
+                    .and_then(|d| d.split(':').next())
+                    .unwrap_or("?")
+                    .to_string();
+                let report = reports.first();
+                Outcome::WrongAnswer {
+                    config,
+                    test,
+                    output: report.map(|r| r.name.clone()).unwrap_or_default(),
+                    mismatches: report
+                        .and_then(|r| r.first_mismatch.as_ref())
+                        .map(|f| Mismatch {
+                            index: f.index,
+                            expected: f.expected.to_string(),
+                            got: if f.never_written { "nothing (never written)".into() } else { f.got.to_string() },
+                        })
+                        .into_iter()
+                        .collect(),
+                    mismatched: report.map(|r| r.mismatches).unwrap_or_default(),
+                    total: report.map(|r| r.elements).unwrap_or_default(),
+                    detail: details.join("; "),
+                }
+            }
+            Verdict::CompileError { log } => Outcome::CompileError { config, log: log.clone() },
+            Verdict::Timeout { after_s } => Outcome::Timeout { config, seconds: *after_s },
+            Verdict::Crashed { reason } => Outcome::Crashed { config, detail: reason.clone() },
+            Verdict::Invalid { reason } => Outcome::NoValidConfig { detail: reason.clone() },
+            Verdict::Ok => Outcome::NoValidConfig { detail: "no configuration verified".into() },
+        }
+    }
+}
+
+#[async_trait]
+impl TuningBackend for TunerBackend {
+    async fn reference(&self, original: &TunableKernel) -> Result<Reference, BackendError> {
+        let kernel = self.to_tuner_kernel(original);
+        let options = self.options(&original.content_hash());
+        let result = self.tune("original", kernel, options, &super::backend::NoProgress).await?.map_err(backend_error)?.result;
+        let m = result.reference.as_ref().or(result.best.as_ref()).ok_or_else(|| BackendError::Failed {
+            detail: "the original kernel produced no measurement at its default launch".into(),
+        })?;
+        let time_ms = m.objective_ms().or(m.timing.as_ref().map(|t| t.median_ms)).ok_or_else(|| BackendError::Failed {
+            detail: format!("the original kernel failed at its default launch: {}", m.verdict.short()),
+        })?;
+        *self.device.lock().unwrap_or_else(|p| p.into_inner()) = result.device.name.clone();
+        Ok(Reference { time_ms, noise_ms: noise_ms(m), percent_of_peak: m.percent_of_peak, device: result.device.name })
+    }
+
+    async fn evaluate(
+        &self,
+        label: &str,
+        kernel: &TunableKernel,
+        progress: &dyn TuningProgress,
+    ) -> Result<Outcome, BackendError> {
+        let tk = self.to_tuner_kernel(kernel);
+        let hash = kernel.content_hash();
+        let options = self.options(&hash);
+        match self.tune(label, tk.clone(), options, progress).await? {
+            Ok(tuned) => {
+                let outcome = Self::outcome(&tuned);
+                self.results.lock().unwrap_or_else(|p| p.into_inner()).insert(hash, (tk, tuned.result));
+                Ok(outcome)
+            }
+            // The candidate's own reference launch disagreed with the tests' expected outputs: a wrong answer.
+            Err(TunerError::Reference { test, reason }) => Ok(Outcome::WrongAnswer {
+                config: "the first configuration".into(),
+                test,
+                output: String::new(),
+                mismatches: Vec::new(),
+                mismatched: 0,
+                total: 0,
+                detail: reason,
+            }),
+            Err(TunerError::Space(detail)) => Ok(Outcome::NoValidConfig { detail }),
+            Err(TunerError::Source(detail)) => Ok(Outcome::CompileError { config: "all".into(), log: detail }),
+            Err(e) => Err(backend_error(e)),
+        }
+    }
+
+    fn export_kernel_tuner(&self, kernel: &TunableKernel, dir: &Path) -> Result<Vec<PathBuf>, BackendError> {
+        let results = self.results.lock().unwrap_or_else(|p| p.into_inner());
+        let Some((tk, result)) = results.get(&kernel.content_hash()) else {
+            return Ok(Vec::new());
+        };
+        let session = self.session.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(test) = session.as_ref().and_then(|s| s.tests.tests.first()) else {
+            return Ok(Vec::new());
+        };
+        let problem = result
+            .best
+            .as_ref()
+            .and_then(|b| tk.geometry.problem(&b.config, &test.scalars()).ok())
+            .unwrap_or([1, 1, 1]);
+        let io = |path: &Path, e: std::io::Error| BackendError::Failed { detail: format!("writing {}: {e}", path.display()) };
+        let cache = dir.join(format!("{}_cache.json", tk.kernel_name));
+        let text = serde_json::to_string_pretty(&kt_tuner::export::kernel_tuner_cache(tk, result, problem))
+            .map_err(|e| BackendError::Failed { detail: e.to_string() })?;
+        std::fs::write(&cache, text).map_err(|e| io(&cache, e))?;
+        let script = dir.join(format!("tune_{}.py", tk.kernel_name));
+        std::fs::write(&script, kt_tuner::export::kernel_tuner_script(tk, test, result, "../best.cu"))
+            .map_err(|e| io(&script, e))?;
+        Ok(vec![cache, script])
+    }
+}

@@ -1,0 +1,216 @@
+//! Turning what the harness wrote into a content-addressed test directory: re-check every file against the spec
+//! (the harness shares its process with untrusted code), hash, and move into place atomically.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use super::error::GeneratorError;
+use super::manifest::{FORMAT, ManifestArg, TestManifest};
+use super::npy;
+use super::spec::{GeneratorSpec, dtype_size};
+
+/// Checks the harness's argument list against the spec and the .npy files in `out`, returning the manifest.
+pub(crate) fn validate(
+    spec: &GeneratorSpec,
+    seed: u64,
+    args: Vec<ManifestArg>,
+    problem_size: Option<Vec<i64>>,
+    out: &Path,
+) -> Result<TestManifest, GeneratorError> {
+    let invalid = |detail: String| GeneratorError::OutputInvalid { detail };
+    if args.len() != spec.params.len() {
+        return Err(invalid(format!(
+            "{} arguments reported for {} parameters",
+            args.len(),
+            spec.params.len()
+        )));
+    }
+    let mut total = 0u64;
+    for (arg, param) in args.iter().zip(&spec.params) {
+        let element = param.element()?;
+        match arg {
+            ManifestArg::Array {
+                name,
+                dtype,
+                shape,
+                file,
+                ..
+            } => {
+                if name != &param.name
+                    || param.pointer_depth != 1
+                    || dtype != element.dtype
+                    || file != &format!("args/{name}.npy")
+                {
+                    return Err(invalid(format!(
+                        "array entry `{name}` ({dtype}, {file}) does not match parameter `{}`",
+                        param.name
+                    )));
+                }
+                let path = out.join(file);
+                let header = npy::read_header(&path).map_err(invalid)?;
+                let descr = npy::descr_of(dtype).unwrap_or("?");
+                if header.descr != descr || header.fortran_order || &header.shape != shape {
+                    return Err(invalid(format!(
+                        "{file}: header {header:?} does not match {dtype} {shape:?}"
+                    )));
+                }
+                if element.lanes > 1 && shape.last() != Some(&(element.lanes as u64)) {
+                    return Err(invalid(format!(
+                        "{file}: last dimension is not {}",
+                        element.lanes
+                    )));
+                }
+                let elements = shape
+                    .iter()
+                    .try_fold(1u64, |acc, d| acc.checked_mul(*d))
+                    .ok_or_else(|| invalid(format!("{file}: shape overflows")))?;
+                let data = elements
+                    .checked_mul(dtype_size(dtype).unwrap_or(0))
+                    .ok_or_else(|| invalid(format!("{file}: size overflows")))?;
+                let len = std::fs::metadata(&path)
+                    .map_err(|source| GeneratorError::Io {
+                        what: "inspect",
+                        path: path.clone(),
+                        source,
+                    })?
+                    .len();
+                if elements == 0 || len != header.data_offset + data {
+                    return Err(invalid(format!(
+                        "{file}: {len} bytes on disk, header promises {} + {data}",
+                        header.data_offset
+                    )));
+                }
+                total = total.saturating_add(data);
+            }
+            ManifestArg::Scalar { name, dtype, value } => {
+                if name != &param.name || param.pointer_depth != 0 || dtype != element.dtype {
+                    return Err(invalid(format!(
+                        "scalar entry `{name}` ({dtype}) does not match parameter `{}`",
+                        param.name
+                    )));
+                }
+                let integral = !dtype.starts_with("float");
+                if integral && !(value.is_i64() || value.is_u64()) {
+                    return Err(invalid(format!(
+                        "scalar `{name}` of type {dtype} has the non-integer value {value}"
+                    )));
+                }
+            }
+        }
+    }
+    if total > spec.max_total_bytes {
+        return Err(GeneratorError::TooLarge {
+            bytes: total,
+            limit: spec.max_total_bytes,
+        });
+    }
+    let problem_size = match problem_size {
+        Some(v) if v.len() == 3 => Some([v[0], v[1], v[2]]),
+        Some(v) => {
+            return Err(invalid(format!(
+                "problem size {v:?} does not have 3 entries"
+            )));
+        }
+        None => None,
+    };
+    Ok(TestManifest {
+        format: FORMAT,
+        kernel: spec.kernel.clone(),
+        seed,
+        args,
+        outputs: spec.outputs.clone(),
+        problem_size,
+        expected: None,
+        reference_time_ms: None,
+    })
+}
+
+/// The test id: the first 16 hex digits of blake3 over the manifest's argument list (canonical JSON) followed by
+/// every array file's bytes in parameter order. The seed and kernel name are deliberately left out: two seeds that
+/// happen to produce the same data are the same test.
+pub(crate) fn content_id(manifest: &TestManifest, out: &Path) -> Result<String, GeneratorError> {
+    let mut hasher = blake3::Hasher::new();
+    let args_json =
+        serde_json::to_vec(&manifest.args).map_err(|e| GeneratorError::OutputInvalid {
+            detail: e.to_string(),
+        })?;
+    hasher.update(&(args_json.len() as u64).to_le_bytes());
+    hasher.update(&args_json);
+    let mut buf = vec![0u8; 1 << 20];
+    for arg in &manifest.args {
+        if let ManifestArg::Array { file, .. } = arg {
+            let path = out.join(file);
+            let mut f = std::fs::File::open(&path).map_err(|source| GeneratorError::Io {
+                what: "read",
+                path: path.clone(),
+                source,
+            })?;
+            loop {
+                let n = f.read(&mut buf).map_err(|source| GeneratorError::Io {
+                    what: "read",
+                    path: path.clone(),
+                    source,
+                })?;
+                if n == 0 {
+                    break;
+                }
+                hasher.update(&buf[..n]);
+            }
+        }
+    }
+    Ok(hasher.finalize().to_hex()[..16].to_string())
+}
+
+/// Places the test under `dest/<id>`; when that directory already holds a test, it is reused (same content).
+/// Returns the test directory and whether it was reused.
+pub(crate) fn place(
+    manifest: &TestManifest,
+    id: &str,
+    out: &Path,
+    dest: &Path,
+) -> Result<(PathBuf, bool), GeneratorError> {
+    let io = |what, path: &Path| {
+        let path = path.to_path_buf();
+        move |source| GeneratorError::Io { what, path, source }
+    };
+    let final_dir = dest.join(id);
+    if final_dir.join("manifest.json").is_file() {
+        return Ok((final_dir, true));
+    }
+    std::fs::create_dir_all(dest).map_err(io("create", dest))?;
+    // Build in a sibling temporary directory and rename: a crash never leaves a half-written test under its id.
+    let staging = tempfile::Builder::new()
+        .prefix(&format!(".{id}-"))
+        .tempdir_in(dest)
+        .map_err(io("create a directory in", dest))?;
+    let args_dir = staging.path().join("args");
+    std::fs::create_dir_all(&args_dir).map_err(io("create", &args_dir))?;
+    for arg in &manifest.args {
+        if let ManifestArg::Array { file, .. } = arg {
+            let (from, to) = (out.join(file), staging.path().join(file));
+            std::fs::copy(&from, &to).map_err(io("copy", &from))?;
+        }
+    }
+    let manifest_path = staging.path().join("manifest.json");
+    let json = serde_json::to_vec_pretty(manifest).map_err(|e| GeneratorError::OutputInvalid {
+        detail: e.to_string(),
+    })?;
+    std::fs::write(&manifest_path, json).map_err(io("write", &manifest_path))?;
+    let staged = staging.keep();
+    match std::fs::rename(&staged, &final_dir) {
+        Ok(()) => Ok((final_dir, false)),
+        // Another run placed the same content first: keep theirs.
+        Err(_) if final_dir.join("manifest.json").is_file() => {
+            let _ = std::fs::remove_dir_all(&staged);
+            Ok((final_dir, true))
+        }
+        Err(source) => {
+            let _ = std::fs::remove_dir_all(&staged);
+            Err(GeneratorError::Io {
+                what: "move into place",
+                path: final_dir,
+                source,
+            })
+        }
+    }
+}

@@ -1,0 +1,177 @@
+//! What a sandboxed program may use: time, memory, files, processes, output, network, environment, identity.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Whether the program gets a network namespace of its own (no interfaces but a loopback that is down).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NetworkIsolation {
+    /// Refuse to run when a network namespace cannot be created here (the user asked for strict mode).
+    Required,
+    /// Isolate when possible; otherwise run with the host's network and say so in [`crate::Protections`].
+    BestEffort,
+    /// Share the host's network.
+    Off,
+}
+
+/// Which identity the program runs as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UserPolicy {
+    /// When kt runs as root, switch to a fresh unprivileged uid/gid for this run only. As root RLIMIT_NPROC is
+    /// not enforced (CAP_SYS_RESOURCE) and every file is writable; an unprivileged uid of its own makes the
+    /// process limit count only this run's processes and makes writes outside its work directory fail.
+    DropIfRoot,
+    /// Keep kt's identity (the GPU worker needs the driver and kt's cache directories).
+    Keep,
+}
+
+/// What happens to the program's stderr in [`crate::Sandbox::spawn`] (a one-shot run always captures it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StderrMode {
+    /// Keep the last `tail_bytes` bytes, readable with [`crate::SandboxedChild::stderr_tail`].
+    Capture { tail_bytes: usize },
+    /// Write straight to kt's own stderr.
+    Inherit,
+}
+
+/// Which environment variables reach the program. The child starts from an empty environment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EnvPolicy {
+    /// Names copied from kt's environment when set; a trailing `*` matches a prefix (`PYTHON*`). Names that look
+    /// like credentials or proxies are dropped even when listed (see [`crate::environment`]).
+    pub pass: Vec<String>,
+    /// Variables set explicitly (after `pass`; these win and are not scrubbed: the caller chose them).
+    pub set: Vec<(String, String)>,
+    /// Point HOME at the work directory instead of passing kt's own (so nothing reads or writes the real home).
+    pub home_is_workdir: bool,
+}
+
+/// Limits and isolation for one kind of sandboxed program. `None` means "no limit".
+#[derive(Debug, Clone, PartialEq)]
+pub struct Policy {
+    /// Wall-clock time after which the whole process group is killed.
+    pub wall_timeout: Option<Duration>,
+    /// RLIMIT_CPU in seconds (SIGXCPU at the limit, SIGKILL one second later).
+    pub cpu_seconds: Option<u64>,
+    /// RLIMIT_AS in bytes: allocations past it fail (Python raises MemoryError).
+    pub address_space: Option<u64>,
+    /// RLIMIT_FSIZE in bytes: the largest file the program may write.
+    pub file_size: Option<u64>,
+    /// RLIMIT_NPROC: processes and threads. Only enforced when the program runs as a non-root uid of its own.
+    pub processes: Option<u64>,
+    /// RLIMIT_NOFILE.
+    pub open_files: Option<u64>,
+    /// Bytes of stdout + stderr kept for a one-shot run; past it the program is killed (OutputTooLarge).
+    pub output_cap: usize,
+    pub network: NetworkIsolation,
+    pub user: UserPolicy,
+    pub env: EnvPolicy,
+    /// Run in this directory instead of a fresh empty temporary one.
+    pub workdir: Option<PathBuf>,
+    /// Directories the program must be able to read even when they lie under a directory the unprivileged uid
+    /// cannot enter (a Python installed under /root, say). They are bind-mounted read-only into its view.
+    pub readable_paths: Vec<PathBuf>,
+    /// Give the program a private, empty /tmp, /var/tmp and /dev/shm (needs a mount namespace; best effort),
+    /// so that world-writable directories do not let it leave files behind.
+    pub private_tmp: bool,
+    pub stderr: StderrMode,
+}
+
+const GIB: u64 = 1 << 30;
+
+impl Policy {
+    /// Limits for an LLM-written input generator (Python + numpy): generous enough for arrays of a few GB,
+    /// tight enough that a runaway program ends within two minutes and leaves nothing behind.
+    pub fn for_generator() -> Self {
+        Self {
+            wall_timeout: Some(Duration::from_secs(120)),
+            cpu_seconds: Some(100),
+            address_space: Some(16 * GIB),
+            file_size: Some(8 * GIB),
+            processes: Some(64),
+            open_files: Some(256),
+            output_cap: 1 << 20,
+            network: NetworkIsolation::BestEffort,
+            user: UserPolicy::DropIfRoot,
+            env: EnvPolicy {
+                pass: [
+                    "PATH",
+                    "LANG",
+                    "LC_ALL",
+                    "LC_CTYPE",
+                    "TZ",
+                    "PYTHONPATH",
+                    "PYTHONHOME",
+                ]
+                .map(String::from)
+                .to_vec(),
+                // One BLAS thread: threads count against the process limit, and results stay reproducible.
+                set: [
+                    ("OMP_NUM_THREADS", "1"),
+                    ("OPENBLAS_NUM_THREADS", "1"),
+                    ("MKL_NUM_THREADS", "1"),
+                    ("PYTHONDONTWRITEBYTECODE", "1"),
+                    ("PYTHONHASHSEED", "0"),
+                ]
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .to_vec(),
+                home_is_workdir: true,
+            },
+            workdir: None,
+            readable_paths: Vec::new(),
+            private_tmp: true,
+            stderr: StderrMode::Capture {
+                tail_bytes: 64 * 1024,
+            },
+        }
+    }
+
+    /// Limits for the tuner's long-lived GPU worker. No address-space limit (CUDA reserves huge virtual ranges),
+    /// no wall timeout (the tuner's watchdog decides when a kernel hangs), kt's own identity (the driver and the
+    /// module cache), CUDA's variables kept; credentials and proxies are still scrubbed and the network is
+    /// isolated when possible (the worker needs none).
+    pub fn for_gpu_worker() -> Self {
+        Self {
+            wall_timeout: None,
+            cpu_seconds: None,
+            address_space: None,
+            file_size: None,
+            processes: None,
+            open_files: Some(4096),
+            output_cap: 1 << 20,
+            network: NetworkIsolation::BestEffort,
+            user: UserPolicy::Keep,
+            env: EnvPolicy {
+                pass: [
+                    "PATH",
+                    "HOME",
+                    "LANG",
+                    "LC_ALL",
+                    "LD_LIBRARY_PATH",
+                    "CUDA_VISIBLE_DEVICES",
+                    "CUDA_*",
+                    "NVIDIA_*",
+                    "KT_*",
+                    "RUST_LOG",
+                    "RUST_BACKTRACE",
+                ]
+                .map(String::from)
+                .to_vec(),
+                set: Vec::new(),
+                home_is_workdir: false,
+            },
+            workdir: None,
+            readable_paths: Vec::new(),
+            private_tmp: false,
+            stderr: StderrMode::Capture {
+                tail_bytes: 64 * 1024,
+            },
+        }
+    }
+
+    /// Adds an explicitly set environment variable.
+    pub fn with_env(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.env.set.push((name.into(), value.into()));
+        self
+    }
+}

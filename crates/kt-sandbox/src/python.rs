@@ -1,0 +1,304 @@
+//! The Python interpreter that runs generators: a python3 with numpy, found or provisioned once.
+//!
+//! Order: `KT_PYTHON` when set (the user's choice is final: no fallback that would hide a typo), else `python3` on
+//! PATH if it imports numpy, else kt's own virtual environment (created on first use with a pinned numpy under
+//! `$KT_HOME/venv`, else `$XDG_DATA_HOME/kt/venv`, else `~/.local/share/kt/venv`).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde::{Deserialize, Serialize};
+
+/// numpy version installed into kt's own virtual environment (a version known to build arrays the tests format
+/// expects; pinned so that generated tests are reproducible across machines).
+pub const PINNED_NUMPY: &str = "2.4.6";
+
+/// Where a runtime came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RuntimeSource {
+    /// `KT_PYTHON`.
+    EnvVar,
+    /// `python3` found on PATH.
+    Path,
+    /// kt's own virtual environment.
+    ManagedVenv,
+}
+
+/// A Python interpreter that imports numpy.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PythonRuntime {
+    /// The real interpreter binary (`sys.executable`), not a shim.
+    pub interpreter: PathBuf,
+    pub version: String,
+    pub numpy_version: String,
+    pub source: RuntimeSource,
+    /// Directories the interpreter reads (prefixes, numpy's site directory); a sandbox that switches to an
+    /// unprivileged uid must be able to read them ([`crate::Policy::readable_paths`]).
+    pub readable_paths: Vec<PathBuf>,
+}
+
+/// Why no usable Python is available.
+#[derive(Debug, thiserror::Error)]
+pub enum PythonError {
+    #[error(
+        "`{python}` cannot be started: {source}; install python3 (e.g. `apt-get install python3`) or point KT_PYTHON at one"
+    )]
+    NotFound {
+        python: String,
+        source: std::io::Error,
+    },
+
+    #[error(
+        "`{python}` does not work: {detail}; install python3 or point KT_PYTHON at a working one"
+    )]
+    Broken { python: String, detail: String },
+
+    #[error(
+        "`{python}` cannot import numpy ({detail}); run scripts/install-test-deps.sh or `{python} -m pip install numpy`"
+    )]
+    NumpyMissing { python: String, detail: String },
+
+    #[error(
+        "could not create kt's Python environment in {dir} ({step}): {detail}; check that python3-venv is installed \
+         (`apt-get install python3-venv`) and that the package index (pypi.org or PIP_INDEX_URL) is reachable, \
+         or install numpy yourself and set KT_PYTHON"
+    )]
+    Provision {
+        dir: PathBuf,
+        step: &'static str,
+        detail: String,
+    },
+}
+
+/// What the probe script prints, as JSON on one line.
+#[derive(Debug, Deserialize)]
+struct ProbeReport {
+    executable: String,
+    version: String,
+    prefix: String,
+    base_prefix: String,
+    numpy: Option<String>,
+    numpy_dir: Option<String>,
+    numpy_error: Option<String>,
+}
+
+const PROBE_SCRIPT: &str = r#"
+import json, os, sys
+r = {"executable": os.path.realpath(sys.executable), "version": sys.version.split()[0],
+     "prefix": sys.prefix, "base_prefix": sys.base_prefix, "numpy": None, "numpy_dir": None, "numpy_error": None}
+try:
+    import numpy
+    r["numpy"] = numpy.__version__
+    r["numpy_dir"] = os.path.dirname(os.path.dirname(os.path.realpath(numpy.__file__)))
+except Exception as e:
+    r["numpy_error"] = "%s: %s" % (type(e).__name__, e)
+print(json.dumps(r))
+"#;
+
+impl PythonRuntime {
+    /// Finds a python3 with numpy without installing anything: `KT_PYTHON`, else `python3` on PATH, else kt's
+    /// virtual environment if one was created earlier. This is what `kt doctor` reports.
+    pub fn probe() -> Result<PythonRuntime, PythonError> {
+        if let Some(python) = std::env::var_os("KT_PYTHON") {
+            return inspect(&python.to_string_lossy(), RuntimeSource::EnvVar);
+        }
+        match inspect("python3", RuntimeSource::Path) {
+            Ok(rt) => Ok(rt),
+            Err(err) => {
+                let venv_python = managed_venv_dir().join("bin/python3");
+                if venv_python.exists() {
+                    inspect(&venv_python.to_string_lossy(), RuntimeSource::ManagedVenv).or(Err(err))
+                } else {
+                    Err(err)
+                }
+            }
+        }
+    }
+
+    /// Like [`PythonRuntime::probe`], but when `python3` lacks numpy (and KT_PYTHON is unset) creates kt's own
+    /// virtual environment with numpy [`PINNED_NUMPY`] (needs python3-venv and the package index; minutes once).
+    pub fn find_or_provision() -> Result<PythonRuntime, PythonError> {
+        match Self::probe() {
+            Ok(rt) => Ok(rt),
+            Err(PythonError::NumpyMissing { .. }) if std::env::var_os("KT_PYTHON").is_none() => {
+                provision(&managed_venv_dir(), "python3")
+            }
+            Err(err) => Err(err),
+        }
+    }
+
+    /// Adds what this interpreter needs to read to a sandbox policy.
+    pub fn apply_to(&self, policy: &mut crate::Policy) {
+        for path in &self.readable_paths {
+            if !policy.readable_paths.contains(path) {
+                policy.readable_paths.push(path.clone());
+            }
+        }
+    }
+}
+
+/// kt's data directory for its own virtual environment.
+pub fn managed_venv_dir() -> PathBuf {
+    if let Some(home) = std::env::var_os("KT_HOME") {
+        return PathBuf::from(home).join("venv");
+    }
+    if let Some(data) = std::env::var_os("XDG_DATA_HOME") {
+        return PathBuf::from(data).join("kt/venv");
+    }
+    let home = std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("."));
+    home.join(".local/share/kt/venv")
+}
+
+fn inspect(python: &str, source: RuntimeSource) -> Result<PythonRuntime, PythonError> {
+    let out = Command::new(python)
+        .args(["-c", PROBE_SCRIPT])
+        .output()
+        .map_err(|e| PythonError::NotFound {
+            python: python.to_string(),
+            source: e,
+        })?;
+    if !out.status.success() {
+        return Err(PythonError::Broken {
+            python: python.to_string(),
+            detail: last_line(&out.stderr),
+        });
+    }
+    let report: ProbeReport =
+        serde_json::from_slice(&out.stdout).map_err(|e| PythonError::Broken {
+            python: python.to_string(),
+            detail: format!("unexpected probe output ({e}); is it Python 3?"),
+        })?;
+    let Some(numpy_version) = report.numpy else {
+        return Err(PythonError::NumpyMissing {
+            python: python.to_string(),
+            detail: report.numpy_error.unwrap_or_else(|| "import failed".into()),
+        });
+    };
+    let mut readable_paths = Vec::new();
+    for p in [
+        Some(report.prefix),
+        Some(report.base_prefix),
+        report.numpy_dir,
+    ]
+    .into_iter()
+    .flatten()
+    {
+        let p = PathBuf::from(p);
+        if p.is_dir() && !readable_paths.contains(&p) {
+            readable_paths.push(p);
+        }
+    }
+    Ok(PythonRuntime {
+        interpreter: PathBuf::from(report.executable),
+        version: report.version,
+        numpy_version,
+        source,
+        readable_paths,
+    })
+}
+
+/// Creates (or completes) a virtual environment in `dir` with `base_python` and installs the pinned numpy.
+fn provision(dir: &Path, base_python: &str) -> Result<PythonRuntime, PythonError> {
+    let err = |step: &'static str, detail: String| PythonError::Provision {
+        dir: dir.to_path_buf(),
+        step,
+        detail,
+    };
+    if let Some(parent) = dir.parent() {
+        std::fs::create_dir_all(parent)
+            .map_err(|e| err("creating the data directory", e.to_string()))?;
+    }
+    tracing::info!(dir = %dir.display(), numpy = PINNED_NUMPY, "creating kt's Python environment (once)");
+    let python = dir.join("bin/python3");
+    if !python.exists() {
+        run_step(
+            Command::new(base_python).arg("-m").arg("venv").arg(dir),
+            "python3 -m venv",
+        )
+        .map_err(|d| err("python3 -m venv", d))?;
+    }
+    run_step(
+        Command::new(&python).args([
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            &format!("numpy=={PINNED_NUMPY}"),
+        ]),
+        "pip install numpy",
+    )
+    .map_err(|d| err("pip install numpy", d))?;
+    inspect(&python.to_string_lossy(), RuntimeSource::ManagedVenv)
+}
+
+fn run_step(command: &mut Command, what: &str) -> Result<(), String> {
+    let out = command
+        .output()
+        .map_err(|e| format!("{what} could not start: {e}"))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(last_line(&out.stderr))
+    }
+}
+
+fn last_line(bytes: &[u8]) -> String {
+    let text = String::from_utf8_lossy(bytes);
+    text.lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("no error output")
+        .trim()
+        .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn this_machine_has_a_python_with_numpy_or_says_how_to_get_one() {
+        match PythonRuntime::probe() {
+            Ok(rt) => {
+                assert!(rt.interpreter.is_absolute(), "{rt:?}");
+                assert!(!rt.readable_paths.is_empty(), "{rt:?}");
+            }
+            Err(err) => {
+                panic!("{err} (the sandbox tests need numpy: run scripts/install-test-deps.sh)")
+            }
+        }
+    }
+
+    #[test]
+    fn provisioning_without_python3_fails_with_an_actionable_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let err = provision(&dir.path().join("venv"), "/nonexistent/python3").unwrap_err();
+        let text = err.to_string();
+        assert!(
+            matches!(
+                err,
+                PythonError::Provision {
+                    step: "python3 -m venv",
+                    ..
+                }
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("python3-venv") && text.contains("KT_PYTHON"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_missing_interpreter_is_reported_with_a_fix() {
+        let err = inspect("/nonexistent/python3", RuntimeSource::EnvVar).unwrap_err();
+        let text = err.to_string();
+        assert!(matches!(err, PythonError::NotFound { .. }), "{text}");
+        assert!(text.contains("KT_PYTHON"), "{text}");
+    }
+}

@@ -1,0 +1,671 @@
+//! [`Sandbox`]: runs a program under a [`Policy`], once (blocking, output captured) or long-lived (piped).
+
+use std::ffi::OsStr;
+use std::io::Write;
+use std::os::fd::AsRawFd;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use nix::sys::resource::Resource;
+
+use crate::capture::{Capture, OutputTail};
+use crate::child::SandboxedChild;
+use crate::confine::{self, Confinement, Rlimit};
+use crate::environment;
+use crate::error::SandboxError;
+use crate::identity::RunIdentity;
+use crate::outcome::{Ending, Outcome, classify};
+use crate::policy::{NetworkIsolation, Policy, StderrMode, UserPolicy};
+use crate::protections::Protections;
+use crate::view;
+use crate::workdir::Workdir;
+
+/// Runs untrusted programs under one policy. Cheap to create; every run gets a fresh work directory (unless the
+/// policy names one) and, when kt is root, a fresh unprivileged uid.
+#[derive(Debug, Clone)]
+pub struct Sandbox {
+    policy: Policy,
+    machine: Protections,
+}
+
+/// Extra plumbing for [`Sandbox::spawn_with`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SpawnOptions {
+    /// Open a pipe whose write end the child gets as this descriptor (e.g. 3) and whose read end
+    /// [`SandboxedChild::take_replies`] returns: a protocol channel that kernel `printf` on stdout cannot corrupt.
+    pub reply_fd: Option<i32>,
+    /// Fold stdout into the captured tail (with stderr) instead of piping it to the caller; needs
+    /// `StderrMode::Capture`.
+    pub stdout_to_tail: bool,
+}
+
+/// A command ready to spawn, with what must outlive the spawn.
+struct Prepared {
+    command: Command,
+    confinement: Confinement,
+    identity: Option<RunIdentity>,
+    pids_enforced: bool,
+}
+
+impl Prepared {
+    /// Passes the parent's descriptor `source` to the child as `target`.
+    fn confinement_extra_fd(&mut self, source: std::os::fd::RawFd, target: std::os::fd::RawFd) {
+        self.confinement.extra_fd = Some((source, target));
+    }
+
+    /// Installs the confinement; the command is then ready to spawn.
+    fn finish(self) -> (Command, Option<RunIdentity>) {
+        let Prepared {
+            mut command,
+            confinement,
+            identity,
+            ..
+        } = self;
+        confine::install(&mut command, confinement);
+        (command, identity)
+    }
+}
+
+/// How often a one-shot run checks its child, its deadline and its output cap.
+const POLL: Duration = Duration::from_millis(5);
+/// How long to wait for output pipes to drain once the program has ended.
+const DRAIN_GRACE: Duration = Duration::from_secs(2);
+
+impl Sandbox {
+    pub fn new(policy: Policy) -> Self {
+        Self {
+            policy,
+            machine: Protections::detect(),
+        }
+    }
+
+    pub fn policy(&self) -> &Policy {
+        &self.policy
+    }
+
+    /// The protections runs of this sandbox get: what the machine supports, narrowed by the policy.
+    pub fn protections(&self) -> Protections {
+        let m = self.machine;
+        let unprivileged_user = m.unprivileged_user && self.policy.user == UserPolicy::DropIfRoot;
+        Protections {
+            network_namespace: m.network_namespace && self.policy.network != NetworkIsolation::Off,
+            mount_namespace: m.mount_namespace && self.policy.private_tmp,
+            unprivileged_user,
+            pids_limit: unprivileged_user && self.policy.processes.is_some(),
+            ..m
+        }
+    }
+
+    /// A fresh work directory (or the policy's), to put input files in before [`Sandbox::run_in`].
+    pub fn workdir(&self) -> Result<Workdir, SandboxError> {
+        match &self.policy.workdir {
+            Some(path) => Workdir::existing(path),
+            None => Workdir::fresh(),
+        }
+    }
+
+    /// Runs `program` to completion in a fresh work directory, feeding it `stdin`, and reports how it ended.
+    pub fn run<S: AsRef<OsStr>>(
+        &self,
+        program: impl AsRef<OsStr>,
+        args: &[S],
+        stdin: Option<&[u8]>,
+    ) -> Result<Outcome, SandboxError> {
+        let workdir = self.workdir()?;
+        self.run_in(&workdir, program, args, stdin)
+    }
+
+    /// Like [`Sandbox::run`], in a work directory the caller prepared (and reads afterwards).
+    pub fn run_in<S: AsRef<OsStr>>(
+        &self,
+        workdir: &Workdir,
+        program: impl AsRef<OsStr>,
+        args: &[S],
+        stdin: Option<&[u8]>,
+    ) -> Result<Outcome, SandboxError> {
+        let program = program.as_ref();
+        let mut prepared = self.prepare(workdir, program, args)?;
+        prepared.command.stdin(if stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        });
+        prepared
+            .command
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let pids_enforced = prepared.pids_enforced;
+        let (mut command, identity) = prepared.finish();
+        let start = Instant::now();
+        let mut child = command
+            .spawn()
+            .map_err(|source| self.spawn_error(program, source))?;
+        let pid = child.id();
+        let raw_pid = pid as libc::pid_t;
+        tracing::debug!(pid, program = %program.to_string_lossy(), workdir = %workdir.path().display(), "sandboxed run started");
+
+        if let (Some(input), Some(mut pipe)) = (stdin, child.stdin.take()) {
+            let input = input.to_vec();
+            // A separate thread: a program that does not read its stdin must not block kt.
+            std::thread::spawn(move || {
+                let _ = pipe.write_all(&input);
+            });
+        }
+        let capture = Capture::start(
+            child.stdout.take(),
+            child.stderr.take(),
+            self.policy.output_cap,
+        );
+
+        let deadline = self.policy.wall_timeout.map(|t| start + t);
+        let mut forced: Option<Ending> = None;
+        loop {
+            if confine::has_exited(raw_pid).map_err(|source| SandboxError::Wait { pid, source })? {
+                break;
+            }
+            if forced.is_none() {
+                if capture.overflowed() {
+                    forced = Some(Ending::OutputTooLarge {
+                        limit: self.policy.output_cap,
+                    });
+                } else if deadline.is_some_and(|d| Instant::now() >= d) {
+                    forced = Some(Ending::TimedOut {
+                        limit: self.policy.wall_timeout.unwrap_or_default(),
+                    });
+                }
+                if forced.is_some() {
+                    confine::kill_group(raw_pid);
+                }
+            }
+            std::thread::sleep(POLL);
+        }
+        let elapsed = start.elapsed();
+        // The leader is a zombie, so its group id cannot have been recycled: kill what it left running.
+        confine::kill_group(raw_pid);
+        if let Some(id) = identity {
+            confine::kill_all_of_uid(id.uid, id.gid);
+        }
+        let reaped = confine::reap(raw_pid).map_err(|source| SandboxError::Wait { pid, source })?;
+        let (stdout, stderr, overflowed) = capture.finish(DRAIN_GRACE);
+        let cpu_time = Duration::from_micros(reaped.cpu_micros);
+        let status = reaped.status;
+        let ending = if overflowed {
+            Ending::OutputTooLarge {
+                limit: self.policy.output_cap,
+            }
+        } else if let Some(forced) = forced {
+            forced
+        } else {
+            let exit_code = libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status));
+            let signal = libc::WIFSIGNALED(status).then(|| libc::WTERMSIG(status));
+            classify(
+                &self.policy,
+                pids_enforced,
+                exit_code,
+                signal,
+                cpu_time,
+                &stderr,
+            )
+        };
+        tracing::debug!(pid, ?ending, ?elapsed, ?cpu_time, "sandboxed run ended");
+        Ok(Outcome {
+            ending,
+            stdout,
+            stderr,
+            elapsed,
+            cpu_time,
+        })
+    }
+
+    /// Starts a long-lived program with piped stdin and stdout in a fresh work directory (kept as long as the
+    /// child; pass absolute paths to it). Its stderr is captured (last bytes kept) or inherited per the policy. The
+    /// output cap and wall timeout do not apply: the caller owns the protocol and its own watchdog.
+    pub fn spawn<S: AsRef<OsStr>>(
+        &self,
+        program: impl AsRef<OsStr>,
+        args: &[S],
+    ) -> Result<SandboxedChild, SandboxError> {
+        self.spawn_with(program, args, &SpawnOptions::default())
+    }
+
+    /// Like [`Sandbox::spawn`], with a reply pipe on an extra descriptor and/or stdout folded into the tail.
+    pub fn spawn_with<S: AsRef<OsStr>>(
+        &self,
+        program: impl AsRef<OsStr>,
+        args: &[S],
+        options: &SpawnOptions,
+    ) -> Result<SandboxedChild, SandboxError> {
+        let workdir = self.workdir()?;
+        let program = program.as_ref();
+        let mut prepared = self.prepare(&workdir, program, args)?;
+        let reply_pipe = match options.reply_fd {
+            Some(target) => {
+                let (read, write) =
+                    nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|e| {
+                        SandboxError::Pipe {
+                            pid: 0,
+                            what: format!("creating the reply pipe: {e}"),
+                        }
+                    })?;
+                prepared.confinement_extra_fd(write.as_raw_fd(), target);
+                Some((read, write))
+            }
+            None => None,
+        };
+        let tail_bytes = match self.policy.stderr {
+            StderrMode::Capture { tail_bytes } => Some(tail_bytes),
+            StderrMode::Inherit => None,
+        };
+        prepared.command.stdin(Stdio::piped());
+        prepared.command.stdout(Stdio::piped());
+        prepared.command.stderr(if tail_bytes.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::inherit()
+        });
+        let (mut command, identity) = prepared.finish();
+        let mut child = command
+            .spawn()
+            .map_err(|source| self.spawn_error(program, source))?;
+        // The parent's copy of the write end must go, or the reader would never see end-of-file.
+        let replies = reply_pipe.map(|(read, write)| {
+            drop(write);
+            std::fs::File::from(read)
+        });
+        let tail = tail_bytes.map(|keep| {
+            let tail = OutputTail::default();
+            if let Some(stream) = child.stderr.take() {
+                tail.follow(stream, keep);
+            }
+            if options.stdout_to_tail
+                && let Some(stream) = child.stdout.take()
+            {
+                tail.follow(stream, keep);
+            }
+            tail
+        });
+        tracing::debug!(pid = child.id(), program = %program.to_string_lossy(), "sandboxed child spawned");
+        Ok(SandboxedChild::new(child, identity, tail, replies, workdir))
+    }
+
+    fn spawn_error(&self, program: &OsStr, source: std::io::Error) -> SandboxError {
+        let hint = if source.kind() == std::io::ErrorKind::PermissionDenied
+            && self.protections().unprivileged_user
+        {
+            " by an unprivileged user (if it lies under a directory such as /root, add that path to Policy::readable_paths)".to_string()
+        } else {
+            String::new()
+        };
+        SandboxError::Spawn {
+            program: program.to_string_lossy().into_owned(),
+            source,
+            hint,
+        }
+    }
+
+    fn prepare<S: AsRef<OsStr>>(
+        &self,
+        workdir: &Workdir,
+        program: &OsStr,
+        args: &[S],
+    ) -> Result<Prepared, SandboxError> {
+        let p = &self.policy;
+        let active = self.protections();
+        if p.network == NetworkIsolation::Required && !active.network_namespace {
+            return Err(SandboxError::NetworkIsolationUnavailable {
+                why: if active.running_as_root {
+                    "unshare(CLONE_NEWNET) failed even as root (a container without CAP_SYS_ADMIN?)"
+                        .into()
+                } else {
+                    "kt is not root and user namespaces are not available".into()
+                },
+            });
+        }
+        let identity = active.unprivileged_user.then(RunIdentity::allocate);
+        if let Some(id) = identity {
+            workdir.grant(id)?;
+        }
+        let mut confinement = Confinement {
+            workdir: Some(path_cstring(workdir.path())?),
+            ..Confinement::default()
+        };
+        if active.network_namespace {
+            confinement.unshare_flags |= libc::CLONE_NEWNET;
+        }
+        let needs_view =
+            active.mount_namespace || (active.unprivileged_user && !p.readable_paths.is_empty());
+        if needs_view && self.machine.mount_namespace {
+            let view = view::plan(
+                workdir.path(),
+                &p.readable_paths,
+                active.mount_namespace,
+                identity.is_some(),
+            )?;
+            if !view.ops.is_empty() {
+                confinement.unshare_flags |= libc::CLONE_NEWNS;
+                confinement.mounts = view.ops;
+            }
+        }
+        if confinement.unshare_flags != 0 && active.user_namespace {
+            confinement.unshare_flags |= libc::CLONE_NEWUSER;
+            let (uid, gid) = (
+                nix::unistd::geteuid().as_raw(),
+                nix::unistd::getegid().as_raw(),
+            );
+            confinement.id_maps = Some((
+                format!("{uid} {uid} 1\n").into_bytes(),
+                format!("{gid} {gid} 1\n").into_bytes(),
+            ));
+        }
+        let mut limit = |resource, value: Option<u64>, extra: u64| {
+            if let Some(v) = value {
+                confinement.rlimits.push(Rlimit {
+                    resource,
+                    soft: v,
+                    hard: v.saturating_add(extra),
+                });
+            }
+        };
+        // CPU: SIGXCPU at the soft limit, SIGKILL a second later if the program ignores it.
+        limit(Resource::RLIMIT_CPU, p.cpu_seconds, 1);
+        limit(Resource::RLIMIT_AS, p.address_space, 0);
+        limit(Resource::RLIMIT_FSIZE, p.file_size, 0);
+        limit(Resource::RLIMIT_NOFILE, p.open_files, 0);
+        // No core files from untrusted programs: they would land in the work directory, possibly gigabytes.
+        limit(Resource::RLIMIT_CORE, Some(0), 0);
+        let pids_enforced = identity.is_some() && p.processes.is_some();
+        if pids_enforced {
+            limit(Resource::RLIMIT_NPROC, p.processes, 0);
+        }
+        confinement.identity = identity.map(|id| (id.uid, id.gid));
+
+        let mut command = Command::new(program);
+        command.args(args).env_clear().envs(environment::build(
+            &p.env,
+            std::env::vars_os(),
+            workdir.path(),
+        ));
+        Ok(Prepared {
+            confinement,
+            command,
+            identity,
+            pids_enforced,
+        })
+    }
+}
+
+fn path_cstring(path: &std::path::Path) -> Result<std::ffi::CString, SandboxError> {
+    use std::os::unix::ffi::OsStrExt;
+    std::ffi::CString::new(path.as_os_str().as_bytes()).map_err(|_| SandboxError::Workdir {
+        path: path.to_path_buf(),
+        source: std::io::Error::new(std::io::ErrorKind::InvalidInput, "path contains a NUL byte"),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+    use crate::outcome::Limit;
+
+    fn shell_policy() -> Policy {
+        let mut p = Policy::for_generator();
+        p.wall_timeout = Some(Duration::from_secs(10));
+        p.cpu_seconds = Some(5);
+        p.address_space = Some(1 << 30);
+        p.output_cap = 64 * 1024;
+        p
+    }
+
+    fn sh(policy: Policy, script: &str) -> Outcome {
+        Sandbox::new(policy)
+            .run("/bin/sh", &["-c", script], None)
+            .unwrap()
+    }
+
+    #[test]
+    fn exit_code_stdout_and_stderr_are_captured() {
+        let o = sh(shell_policy(), "echo out; echo err >&2; exit 3");
+        assert_eq!(o.ending, Ending::Finished { exit_code: 3 });
+        assert_eq!(
+            (o.stdout_text().as_str(), o.stderr_text().as_str()),
+            ("out\n", "err\n")
+        );
+    }
+
+    #[test]
+    fn stdin_reaches_the_program() {
+        let o = Sandbox::new(shell_policy())
+            .run("/bin/cat", &[] as &[&str], Some(b"numbers 1 2 3"))
+            .unwrap();
+        assert!(o.success(), "{o:?}");
+        assert_eq!(o.stdout, b"numbers 1 2 3");
+    }
+
+    #[test]
+    fn program_starts_in_an_empty_private_work_directory_with_home_there() {
+        let o = sh(shell_policy(), "ls -A; echo \"$PWD\"; echo \"$HOME\"");
+        let out = o.stdout_text();
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(lines.len(), 2, "the directory must be empty: {out}");
+        assert_eq!(lines[0], lines[1], "HOME is the work directory: {out}");
+        assert!(lines[0].contains("kt-sandbox-"), "{out}");
+    }
+
+    #[test]
+    fn timeout_kills_the_whole_process_group_including_background_children() {
+        let mut p = shell_policy();
+        p.wall_timeout = Some(Duration::from_millis(300));
+        let start = Instant::now();
+        let o = sh(p, "sleep 100 & sleep 100 & wait");
+        assert_eq!(
+            o.ending,
+            Ending::TimedOut {
+                limit: Duration::from_millis(300)
+            }
+        );
+        // Background sleeps hold the output pipes; if they survived, draining would wait the full grace period.
+        assert!(
+            start.elapsed() < Duration::from_secs(2),
+            "took {:?}",
+            start.elapsed()
+        );
+    }
+
+    #[test]
+    fn busy_loop_is_stopped_by_the_cpu_limit() {
+        let mut p = shell_policy();
+        p.cpu_seconds = Some(1);
+        let o = sh(p, "while :; do :; done");
+        assert_eq!(o.ending, Ending::KilledByLimit { which: Limit::Cpu });
+        assert!(o.cpu_time >= Duration::from_millis(900), "{:?}", o.cpu_time);
+    }
+
+    #[test]
+    fn writing_a_file_past_the_size_limit_is_reported_as_the_file_size_limit() {
+        let mut p = shell_policy();
+        p.file_size = Some(1 << 20);
+        let o = sh(p, "exec head -c 10000000 /dev/zero > big");
+        assert_eq!(
+            o.ending,
+            Ending::KilledByLimit {
+                which: Limit::FileSize
+            }
+        );
+    }
+
+    #[test]
+    fn endless_output_is_cut_at_the_cap_and_the_program_killed() {
+        let o = sh(shell_policy(), "yes kt");
+        assert_eq!(o.ending, Ending::OutputTooLarge { limit: 64 * 1024 });
+        assert_eq!(o.stdout.len(), 64 * 1024);
+    }
+
+    #[test]
+    fn no_network_interface_is_up_inside_the_namespace() {
+        let sandbox = Sandbox::new(shell_policy());
+        if !sandbox.protections().network_namespace {
+            println!("SKIPPED: network namespaces are unavailable here");
+            return;
+        }
+        let o = sandbox.run("/bin/cat", &["/proc/net/dev"], None).unwrap();
+        let interfaces: Vec<String> = o
+            .stdout_text()
+            .lines()
+            .skip(2)
+            .map(|l| l.split(':').next().unwrap_or("").trim().to_string())
+            .collect();
+        assert_eq!(interfaces, ["lo"], "{}", o.stdout_text());
+    }
+
+    #[test]
+    fn strict_network_mode_refuses_to_run_only_when_isolation_is_impossible() {
+        let mut p = shell_policy();
+        p.network = NetworkIsolation::Required;
+        let sandbox = Sandbox::new(p);
+        let result = sandbox.run("/bin/true", &[] as &[&str], None);
+        if sandbox.protections().network_namespace {
+            assert!(result.unwrap().success());
+        } else {
+            assert!(
+                matches!(
+                    result,
+                    Err(SandboxError::NetworkIsolationUnavailable { .. })
+                ),
+                "{result:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn program_runs_as_a_fresh_unprivileged_user_when_kt_is_root() {
+        let sandbox = Sandbox::new(shell_policy());
+        let o = sandbox.run("/usr/bin/id", &["-u"], None).unwrap();
+        let uid: u32 = o.stdout_text().trim().parse().unwrap();
+        if sandbox.protections().unprivileged_user {
+            assert!(uid >= crate::identity::UID_BASE, "{uid}");
+        } else {
+            assert_eq!(uid, nix::unistd::geteuid().as_raw());
+        }
+    }
+
+    #[test]
+    fn a_missing_program_is_a_spawn_error_not_an_outcome() {
+        let err = Sandbox::new(shell_policy())
+            .run("/nonexistent/kt-program", &[] as &[&str], None)
+            .unwrap_err();
+        assert!(matches!(err, SandboxError::Spawn { .. }), "{err}");
+    }
+
+    #[test]
+    fn long_lived_child_talks_over_pipes_and_kill_takes_its_whole_group() {
+        use std::io::{BufRead, BufReader, Write};
+        let sandbox = Sandbox::new(Policy::for_gpu_worker());
+        // The shell starts a background sleeper, reports both pids, then echoes lines like a worker protocol.
+        let mut child = sandbox
+            .spawn(
+                "/bin/sh",
+                &[
+                    "-c",
+                    "sleep 100 & echo $$ $!; while read line; do echo \"got $line\"; done",
+                ],
+            )
+            .unwrap();
+        let mut stdout = BufReader::new(child.take_stdout().unwrap());
+        let mut line = String::new();
+        stdout.read_line(&mut line).unwrap();
+        let pids: Vec<i32> = line
+            .split_whitespace()
+            .map(|p| p.parse().unwrap())
+            .collect();
+        assert_eq!(pids[0] as u32, child.pid());
+        writeln!(child.stdin().unwrap(), "ping").unwrap();
+        child.stdin().unwrap().flush().unwrap();
+        line.clear();
+        stdout.read_line(&mut line).unwrap();
+        assert_eq!(line, "got ping\n");
+        assert_eq!(child.try_wait().unwrap(), None);
+        let status = child.kill().unwrap();
+        assert!(!status.success());
+        let gone = |pid: i32| {
+            !Path::new(&format!("/proc/{pid}")).exists()
+                || std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                    .is_ok_and(|s| s.contains(") Z "))
+        };
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while !gone(pids[1]) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert!(
+            gone(pids[1]),
+            "the background sleeper must die with its group"
+        );
+    }
+
+    #[test]
+    fn dropping_a_child_kills_it_and_wait_timeout_reports_a_running_child() {
+        let sandbox = Sandbox::new(Policy::for_gpu_worker());
+        let mut child = sandbox.spawn("/bin/sleep", &["100"]).unwrap();
+        let pid = child.pid();
+        assert_eq!(child.wait_timeout(Duration::from_millis(50)).unwrap(), None);
+        drop(child);
+        assert!(
+            !Path::new(&format!("/proc/{pid}")).exists(),
+            "dropped child {pid} must be killed and reaped"
+        );
+    }
+
+    #[test]
+    fn reply_pipe_on_fd_3_carries_the_protocol_while_stdout_goes_to_the_tail() {
+        use std::io::Read;
+        let sandbox = Sandbox::new(Policy::for_gpu_worker());
+        let options = SpawnOptions {
+            reply_fd: Some(3),
+            stdout_to_tail: true,
+        };
+        let script =
+            "echo kernel-printf-noise; echo cuda-warning >&2; echo reply >&3; exec 3>&-; read _";
+        let mut child = sandbox
+            .spawn_with("/bin/sh", &["-c", script], &options)
+            .unwrap();
+        let mut replies = child.take_replies().unwrap();
+        let mut text = String::new();
+        replies.read_to_string(&mut text).unwrap();
+        assert_eq!(
+            text, "reply\n",
+            "end-of-file once the child closed fd 3: the parent holds no write end"
+        );
+        assert!(child.stdout().is_none(), "stdout is folded into the tail");
+        let deadline = Instant::now() + Duration::from_secs(2);
+        let tail = loop {
+            let tail = String::from_utf8_lossy(&child.stderr_tail()).into_owned();
+            if (tail.contains("kernel-printf-noise") && tail.contains("cuda-warning"))
+                || Instant::now() > deadline
+            {
+                break tail;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        assert!(
+            tail.contains("kernel-printf-noise") && tail.contains("cuda-warning"),
+            "{tail:?}"
+        );
+        child.kill().unwrap();
+    }
+
+    #[test]
+    fn gpu_worker_keeps_kt_identity_and_has_no_address_space_limit() {
+        let sandbox = Sandbox::new(Policy::for_gpu_worker());
+        let o = sandbox
+            .run("/bin/sh", &["-c", "id -u; ulimit -v"], None)
+            .unwrap();
+        let out = o.stdout_text();
+        let mut lines = out.lines();
+        assert_eq!(
+            lines.next().unwrap().parse::<u32>().unwrap(),
+            nix::unistd::geteuid().as_raw()
+        );
+        assert_eq!(lines.next().unwrap(), "unlimited");
+    }
+}

@@ -1,0 +1,188 @@
+//! The sandboxed program's view of the file system, built in its own mount namespace.
+//!
+//! Two problems, one mechanism (a tmpfs over a directory, then read-only or writable bind mounts of what must stay
+//! visible under it):
+//! - world-writable directories (/tmp, /var/tmp, /dev/shm) would let an unprivileged program leave files behind:
+//!   each gets a fresh private tmpfs;
+//! - a directory the unprivileged uid cannot enter (a Python installed under /root, mode 0700) would make the
+//!   interpreter unusable: the directory is replaced by an empty tmpfs that holds only bind mounts of the paths
+//!   the program needs, so it can run Python without seeing anything else of /root.
+//!
+//! The child opens every kept path (`O_PATH`) right after entering its mount namespace and before mounting any
+//! tmpfs, then bind-mounts `/proc/self/fd/N`, so no path is resolved after a tmpfs has covered it.
+
+use std::collections::BTreeSet;
+use std::ffi::CString;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+use crate::confine::{BindSource, MountOp};
+use crate::error::SandboxError;
+
+/// The mount steps for the child.
+#[derive(Debug, Default)]
+pub(crate) struct View {
+    pub ops: Vec<MountOp>,
+}
+
+const PRIVATE_TMP_DIRS: [&str; 3] = ["/tmp", "/var/tmp", "/dev/shm"];
+
+/// Plans the view. `unprivileged` says whether the program runs as a uid that depends on "other" permission bits
+/// (then inaccessible ancestors of needed paths are masked).
+pub(crate) fn plan(
+    workdir: &Path,
+    readable: &[PathBuf],
+    private_tmp: bool,
+    unprivileged: bool,
+) -> Result<View, SandboxError> {
+    let mut hides: BTreeSet<PathBuf> = BTreeSet::new();
+    let mut tmp_hides: BTreeSet<PathBuf> = BTreeSet::new();
+    if private_tmp {
+        for dir in PRIVATE_TMP_DIRS {
+            if let Ok(real) = Path::new(dir).canonicalize()
+                && real.is_dir()
+                && real != Path::new("/")
+            {
+                tmp_hides.insert(real);
+            }
+        }
+    }
+    let mut keeps: Vec<(PathBuf, bool)> = Vec::new();
+    for path in readable {
+        let real = path
+            .canonicalize()
+            .map_err(|source| SandboxError::ReadablePath {
+                path: path.clone(),
+                source,
+            })?;
+        if unprivileged && let Some(blocker) = first_closed_ancestor(&real) {
+            hides.insert(blocker);
+            keeps.push((real, true));
+        }
+    }
+    if unprivileged && let Some(blocker) = first_closed_ancestor(workdir) {
+        hides.insert(blocker);
+    }
+    hides.extend(tmp_hides.iter().cloned());
+    // Keep only the topmost of nested hides: a tmpfs inside a tmpfs would need its mount point created first.
+    let all: Vec<PathBuf> = hides.iter().cloned().collect();
+    hides.retain(|h| !all.iter().any(|o| o != h && h.starts_with(o)));
+    if hides.iter().any(|h| workdir.starts_with(h)) {
+        keeps.push((workdir.to_path_buf(), false));
+    }
+    keeps.retain(|(k, _)| hides.iter().any(|h| k.starts_with(h)) && !hides.contains(k));
+    // A kept path inside another kept path is already visible through the outer bind mount.
+    let kept: Vec<PathBuf> = keeps.iter().map(|(k, _)| k.clone()).collect();
+    keeps.retain(|(k, _)| !kept.iter().any(|o| o != k && k.starts_with(o)));
+
+    let mut view = View::default();
+    for hide in &hides {
+        let data = if tmp_hides.contains(hide) {
+            "mode=1777,size=64m"
+        } else {
+            "mode=0755,size=1m"
+        };
+        view.ops.push(MountOp::Tmpfs {
+            target: cstring(hide)?,
+            data: cstring(Path::new(data))?,
+        });
+    }
+    for (keep, readonly) in keeps {
+        let Some(hide) = hides.iter().find(|h| keep.starts_with(h)) else {
+            continue;
+        };
+        let mut dir = hide.clone();
+        if let Ok(rest) = keep.strip_prefix(hide) {
+            for part in rest.components() {
+                dir.push(part);
+                view.ops.push(MountOp::Mkdir {
+                    path: cstring(&dir)?,
+                });
+            }
+        }
+        let path = cstring(&keep)?;
+        view.ops.push(MountOp::Bind {
+            source: path.clone(),
+            target: path,
+            readonly,
+            fd: BindSource::default(),
+        });
+    }
+    Ok(view)
+}
+
+/// The first directory on the way to `path` (excluding `/`) that "other" may not enter (no o+x).
+fn first_closed_ancestor(path: &Path) -> Option<PathBuf> {
+    path.ancestors()
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+        .skip(1)
+        .filter(|p| *p != path)
+        .find(|p| std::fs::metadata(p).is_ok_and(|m| m.permissions().mode() & 0o001 == 0))
+        .map(Path::to_path_buf)
+}
+
+fn cstring(path: &Path) -> Result<CString, SandboxError> {
+    CString::new(path.as_os_str().as_bytes()).map_err(|_| SandboxError::ReadablePath {
+        path: path.to_path_buf(),
+        source: std::io::Error::new(std::io::ErrorKind::InvalidInput, "path contains a NUL byte"),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn targets(view: &View) -> Vec<String> {
+        view.ops
+            .iter()
+            .map(|op| match op {
+                MountOp::Tmpfs { target, .. } => format!("tmpfs {}", target.to_string_lossy()),
+                MountOp::Mkdir { path } => format!("mkdir {}", path.to_string_lossy()),
+                MountOp::Bind {
+                    target, readonly, ..
+                } => format!(
+                    "bind{} {}",
+                    if *readonly { "-ro" } else { "" },
+                    target.to_string_lossy()
+                ),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_work_directory_in_tmp_stays_visible_inside_the_private_tmp() {
+        let dir = tempfile::tempdir().unwrap();
+        let work = dir.path().canonicalize().unwrap();
+        let view = plan(&work, &[], true, true).unwrap();
+        let ops = targets(&view);
+        let tmp = Path::new("/tmp").canonicalize().unwrap();
+        assert!(ops.contains(&format!("tmpfs {}", tmp.display())), "{ops:?}");
+        assert!(ops.contains(&format!("bind {}", work.display())), "{ops:?}");
+    }
+
+    #[test]
+    fn a_readable_path_under_a_closed_directory_is_bound_read_only_into_an_empty_tmpfs() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        let closed = dir.path().join("home");
+        let inner = closed.join("py/lib");
+        std::fs::create_dir_all(&inner).unwrap();
+        std::fs::set_permissions(&closed, std::fs::Permissions::from_mode(0o700)).unwrap();
+        let closed = closed.canonicalize().unwrap();
+        let view = plan(Path::new("/"), std::slice::from_ref(&inner), false, true).unwrap();
+        let ops = targets(&view);
+        let inner = inner.canonicalize().unwrap();
+        assert_eq!(
+            ops,
+            [
+                format!("tmpfs {}", closed.display()),
+                format!("mkdir {}", closed.join("py").display()),
+                format!("mkdir {}", inner.display()),
+                format!("bind-ro {}", inner.display()),
+            ]
+        );
+    }
+}

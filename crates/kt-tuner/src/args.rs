@@ -1,0 +1,492 @@
+//! Kernel arguments and the tests that supply them: arrays (from .npy files of a tests directory, or
+//! generated from a sidecar's distributions with a seeded generator on the GPU) and scalars typed from the
+//! kernel signature. Only descriptions travel to the worker; array bytes are read or generated there, so
+//! gigabytes never pass through the protocol pipe.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::dtype::DType;
+use crate::error::TunerError;
+use crate::expr::{Bindings, eval_count};
+use crate::npy::read_header;
+use crate::verify::Tolerance;
+
+/// How the worker fills an array.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum Distribution {
+    /// Standard normal.
+    Randn,
+    /// Uniform in [0, 1).
+    Rand,
+    Zeros,
+    Ones,
+    /// Uniform integers in [lo, hi).
+    RandInt { lo: i64, hi: i64 },
+}
+
+impl Distribution {
+    pub fn parse(text: &str) -> Result<Self, TunerError> {
+        Ok(match text {
+            "randn" => Distribution::Randn,
+            "rand" => Distribution::Rand,
+            "zeros" => Distribution::Zeros,
+            "ones" => Distribution::Ones,
+            t if t.starts_with("randint:") => {
+                let parts: Vec<&str> = t.split(':').collect();
+                let bad = || TunerError::Arguments(format!("`{t}`: write randint:LO:HI with integers LO < HI"));
+                if parts.len() != 3 {
+                    return Err(bad());
+                }
+                let lo: i64 = parts[1].parse().map_err(|_| bad())?;
+                let hi: i64 = parts[2].parse().map_err(|_| bad())?;
+                if lo >= hi {
+                    return Err(bad());
+                }
+                Distribution::RandInt { lo, hi }
+            }
+            other => return Err(TunerError::Arguments(format!("unknown distribution `{other}` (randn, rand, zeros, ones, randint:LO:HI)"))),
+        })
+    }
+}
+
+/// Where an array's bytes come from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum ArraySource {
+    Npy { path: PathBuf, offset: u64 },
+    Generate { dist: Distribution, seed: u64 },
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ArrayArg {
+    pub name: String,
+    pub dtype: DType,
+    /// Lanes of a struct element (3 for float3), 1 for plain arrays.
+    pub lanes: u32,
+    /// Scalar elements in total (struct elements × lanes).
+    pub elements: u64,
+    pub source: ArraySource,
+    pub is_output: bool,
+    /// Expected contents (tests directory `expected/`); without it the reference launch provides them.
+    pub expected: Option<ArraySource>,
+}
+
+impl ArrayArg {
+    pub fn bytes(&self) -> u64 {
+        self.elements * self.dtype.size() as u64
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ScalarArg {
+    pub name: String,
+    pub dtype: DType,
+    pub value: f64,
+    pub bytes: Vec<u8>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum TestArg {
+    Array(ArrayArg),
+    Scalar(ScalarArg),
+}
+
+impl TestArg {
+    pub fn name(&self) -> &str {
+        match self {
+            TestArg::Array(a) => &a.name,
+            TestArg::Scalar(s) => &s.name,
+        }
+    }
+}
+
+/// One set of inputs (and, once known, expected outputs) for a kernel.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct KernelTest {
+    pub id: String,
+    pub args: Vec<TestArg>,
+    pub tolerances: BTreeMap<String, Tolerance>,
+}
+
+impl KernelTest {
+    /// Scalar arguments by name, for problem-size and flops/bytes expressions.
+    pub fn scalars(&self) -> Bindings {
+        self.args
+            .iter()
+            .filter_map(|a| match a {
+                TestArg::Scalar(s) => Some((s.name.clone(), s.value)),
+                TestArg::Array(_) => None,
+            })
+            .collect()
+    }
+
+    pub fn arrays(&self) -> impl Iterator<Item = &ArrayArg> {
+        self.args.iter().filter_map(|a| match a {
+            TestArg::Array(x) => Some(x),
+            TestArg::Scalar(_) => None,
+        })
+    }
+
+    /// Bytes of all arrays: what the worker keeps on the GPU (twice: working copy + pristine copy).
+    pub fn array_bytes(&self) -> u64 {
+        self.arrays().map(|a| a.bytes()).sum()
+    }
+
+    /// Identity of the inputs for result caching.
+    pub fn fingerprint(&self) -> String {
+        let text = serde_json::to_string(&self.args).unwrap_or_default();
+        blake3::hash(text.as_bytes()).to_hex()[..16].to_string()
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TestSet {
+    pub tests: Vec<KernelTest>,
+}
+
+/// What the tuner needs to know of each kernel parameter, taken from the parsed signature.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ParamSpec {
+    pub name: String,
+    pub is_pointer: bool,
+    /// Element type (pointee for pointers); None for types the tuner cannot size (user structs).
+    pub dtype: Option<(DType, u32)>,
+}
+
+impl ParamSpec {
+    pub fn from_kernel(kernel: &kt_cuda::Kernel) -> Vec<ParamSpec> {
+        kernel
+            .params
+            .iter()
+            .map(|p| ParamSpec {
+                name: p.name.clone(),
+                is_pointer: p.pointer_depth > 0 || !p.array_dims.is_empty(),
+                dtype: DType::from_c_type(&p.base_type),
+            })
+            .collect()
+    }
+}
+
+#[derive(Debug, Deserialize)]
+struct Manifest {
+    args: Vec<ManifestArg>,
+    #[serde(default)]
+    outputs: Vec<String>,
+    #[serde(default)]
+    expected: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Deserialize)]
+struct ManifestArg {
+    name: String,
+    kind: String,
+    dtype: String,
+    #[serde(default)]
+    file: Option<String>,
+    #[serde(default)]
+    value: Option<f64>,
+    #[serde(default, rename = "struct")]
+    struct_name: Option<String>,
+    #[serde(default)]
+    shape: Option<Vec<u64>>,
+}
+
+/// Checks that the arguments line up with the signature: same names in the same order, arrays for
+/// pointers, scalars whose dtype is the parameter's C type.
+fn check_against_signature(id: &str, args: &[TestArg], params: &[ParamSpec]) -> Result<(), TunerError> {
+    if args.len() != params.len() {
+        return Err(TunerError::Arguments(format!("test {id}: {} arguments for a kernel with {} parameters", args.len(), params.len())));
+    }
+    for (a, p) in args.iter().zip(params) {
+        if a.name() != p.name {
+            return Err(TunerError::Arguments(format!("test {id}: argument `{}` where the kernel has `{}`", a.name(), p.name)));
+        }
+        match (a, p.is_pointer) {
+            (TestArg::Array(arr), true) => {
+                if let Some((d, _)) = p.dtype
+                    && d != arr.dtype
+                {
+                    return Err(TunerError::Arguments(format!("test {id}: array `{}` is {} but the kernel takes {}", arr.name, arr.dtype.numpy_name(), d.numpy_name())));
+                }
+            }
+            (TestArg::Scalar(s), false) => match p.dtype {
+                Some((d, 1)) if d == s.dtype => {}
+                Some((d, _)) => {
+                    return Err(TunerError::Arguments(format!("test {id}: scalar `{}` is {} but the kernel parameter is {}", s.name, s.dtype.numpy_name(), d.numpy_name())));
+                }
+                None => return Err(TunerError::Arguments(format!("test {id}: scalar `{}` has a type the tuner cannot pass by value", s.name))),
+            },
+            (TestArg::Array(_), false) => return Err(TunerError::Arguments(format!("test {id}: `{}` is an array but the kernel takes a scalar", a.name()))),
+            (TestArg::Scalar(_), true) => return Err(TunerError::Arguments(format!("test {id}: `{}` is a scalar but the kernel takes a pointer", a.name()))),
+        }
+    }
+    Ok(())
+}
+
+impl TestSet {
+    /// Reads a tests directory (one sub-directory per test with manifest.json, args/, expected/).
+    pub fn load_dir(dir: &Path, params: &[ParamSpec], tolerance: &BTreeMap<String, Tolerance>) -> Result<TestSet, TunerError> {
+        let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
+            .map_err(|e| TunerError::io(dir, e))?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.join("manifest.json").is_file())
+            .collect();
+        entries.sort();
+        if entries.is_empty() {
+            return Err(TunerError::io(dir, "no test sub-directory with a manifest.json"));
+        }
+        let mut tests = Vec::new();
+        for t in entries {
+            let id = t.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
+            let mpath = t.join("manifest.json");
+            let text = std::fs::read_to_string(&mpath).map_err(|e| TunerError::io(&mpath, e))?;
+            let m: Manifest = serde_json::from_str(&text).map_err(|e| TunerError::io(&mpath, e))?;
+            let mut args = Vec::new();
+            for a in &m.args {
+                let (dtype, _) = DType::parse_numpy(&a.dtype)?;
+                match a.kind.as_str() {
+                    "array" => {
+                        let file = a.file.as_ref().ok_or_else(|| TunerError::Arguments(format!("test {id}: array `{}` has no file", a.name)))?;
+                        let path = t.join(file);
+                        let info = read_header(&path)?;
+                        if info.dtype != dtype {
+                            return Err(TunerError::Arguments(format!("test {id}: {} holds {} but the manifest says {}", path.display(), info.dtype.numpy_name(), dtype.numpy_name())));
+                        }
+                        if let Some(shape) = &a.shape
+                            && shape != &info.shape
+                        {
+                            return Err(TunerError::Arguments(format!("test {id}: {} has shape {:?}, manifest says {shape:?}", path.display(), info.shape)));
+                        }
+                        let lanes = match &a.struct_name {
+                            Some(s) => DType::from_c_type(s).map(|(_, l)| l).unwrap_or(1),
+                            None => 1,
+                        };
+                        let expected = match m.expected.get(&a.name) {
+                            Some(f) => {
+                                let p = t.join(f);
+                                let e = read_header(&p)?;
+                                if e.elements() != info.elements() || e.dtype != dtype {
+                                    return Err(TunerError::Arguments(format!("test {id}: expected {} does not match the argument's dtype/size", p.display())));
+                                }
+                                Some(ArraySource::Npy { path: p, offset: e.data_offset })
+                            }
+                            None => None,
+                        };
+                        args.push(TestArg::Array(ArrayArg {
+                            name: a.name.clone(),
+                            dtype,
+                            lanes,
+                            elements: info.elements(),
+                            source: ArraySource::Npy { path, offset: info.data_offset },
+                            is_output: m.outputs.contains(&a.name),
+                            expected,
+                        }));
+                    }
+                    "scalar" => {
+                        let value = a.value.ok_or_else(|| TunerError::Arguments(format!("test {id}: scalar `{}` has no value", a.name)))?;
+                        args.push(TestArg::Scalar(ScalarArg { name: a.name.clone(), dtype, value, bytes: dtype.encode_scalar(&a.name, value)? }));
+                    }
+                    other => return Err(TunerError::Arguments(format!("test {id}: argument kind `{other}` (array or scalar)"))),
+                }
+            }
+            check_against_signature(&id, &args, params)?;
+            tests.push(KernelTest { id, args, tolerances: tolerance.clone() });
+        }
+        Ok(TestSet { tests })
+    }
+}
+
+/// The part of a suite sidecar (naive-kernels/NAME.toml) that says how to make inputs.
+#[derive(Debug, Clone, Deserialize)]
+pub struct SuiteInputs {
+    #[serde(default)]
+    pub outputs: Vec<String>,
+    #[serde(default)]
+    pub bench: BTreeMap<String, f64>,
+    #[serde(default)]
+    pub test: BTreeMap<String, f64>,
+    #[serde(default)]
+    pub inputs: BTreeMap<String, String>,
+    #[serde(default)]
+    pub dtypes: BTreeMap<String, String>,
+    #[serde(default)]
+    pub sizes: BTreeMap<String, String>,
+    #[serde(default)]
+    pub rtol: BTreeMap<String, f64>,
+    #[serde(default)]
+    pub atol: BTreeMap<String, f64>,
+    #[serde(default)]
+    pub max_mismatch_fraction: BTreeMap<String, f64>,
+}
+
+/// Which of the sidecar's sizes to use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum SizeChoice {
+    Bench,
+    Test,
+}
+
+impl SuiteInputs {
+    /// The input description of a suite sidecar (kt-cuda owns the format and its checks).
+    pub fn from_sidecar(s: &kt_cuda::Sidecar) -> Self {
+        let num = |v: &kt_cuda::ScalarValue| match v {
+            kt_cuda::ScalarValue::Int(i) => *i as f64,
+            kt_cuda::ScalarValue::Float(f) => *f,
+        };
+        SuiteInputs {
+            outputs: s.outputs.clone(),
+            bench: s.bench.iter().map(|(k, v)| (k.clone(), num(v))).collect(),
+            test: s.test.as_ref().map(|t| t.iter().map(|(k, v)| (k.clone(), num(v))).collect()).unwrap_or_default(),
+            inputs: s.inputs.clone(),
+            dtypes: s.dtypes.clone(),
+            sizes: s.sizes.iter().map(|(k, v)| (k.clone(), v.text())).collect(),
+            rtol: s.rtol.clone(),
+            atol: s.atol.clone(),
+            max_mismatch_fraction: s.max_mismatch_fraction.clone(),
+        }
+    }
+
+    pub fn tolerances(&self) -> BTreeMap<String, Tolerance> {
+        self.outputs
+            .iter()
+            .map(|o| {
+                let d = Tolerance::default();
+                let t = Tolerance {
+                    rtol: self.rtol.get(o).copied().unwrap_or(d.rtol),
+                    atol: self.atol.get(o).copied().unwrap_or(d.atol),
+                    max_mismatch_fraction: self.max_mismatch_fraction.get(o).copied().unwrap_or(0.0),
+                };
+                (o.clone(), t)
+            })
+            .collect()
+    }
+
+    /// Builds `count` tests with seeds 1.. from the distributions. `overrides` replaces scalar values
+    /// (`--size n=1000`).
+    pub fn make_tests(&self, params: &[ParamSpec], size: SizeChoice, overrides: &BTreeMap<String, f64>, count: usize) -> Result<TestSet, TunerError> {
+        let mut values = match size {
+            SizeChoice::Bench => self.bench.clone(),
+            SizeChoice::Test => if self.test.is_empty() { self.bench.clone() } else { self.test.clone() },
+        };
+        values.extend(overrides.iter().map(|(k, v)| (k.clone(), *v)));
+        if let Some(p) = params.iter().find(|p| !p.is_pointer && !values.contains_key(&p.name)) {
+            return Err(TunerError::Arguments(format!("no value for scalar `{}` (give it in the sidecar or with --size {}=V)", p.name, p.name)));
+        }
+        let mut tests = Vec::new();
+        for seed in 1..=count.max(1) as u64 {
+            let mut args = Vec::new();
+            for p in params {
+                if p.is_pointer {
+                    let dist_text = self.inputs.get(&p.name).ok_or_else(|| TunerError::Arguments(format!("sidecar has no `inputs` entry for array `{}`", p.name)))?;
+                    let (dtype, lanes) = match self.dtypes.get(&p.name) {
+                        Some(d) => DType::parse_numpy(d)?,
+                        None => p.dtype.ok_or_else(|| TunerError::Arguments(format!("array `{}`: no dtype in the sidecar and its C type is not a known scalar", p.name)))?,
+                    };
+                    let size_expr = self.sizes.get(&p.name).ok_or_else(|| TunerError::Arguments(format!("sidecar has no `sizes` entry for array `{}`", p.name)))?;
+                    let count = eval_count(size_expr, &values)?;
+                    args.push(TestArg::Array(ArrayArg {
+                        name: p.name.clone(),
+                        dtype,
+                        lanes,
+                        elements: count * lanes as u64,
+                        source: ArraySource::Generate { dist: Distribution::parse(dist_text)?, seed: seed * 1000 + args.len() as u64 },
+                        is_output: self.outputs.contains(&p.name),
+                        expected: None,
+                    }));
+                } else {
+                    let value = *values.get(&p.name).ok_or_else(|| TunerError::Arguments(format!("no value for scalar `{}` (give it in the sidecar or with --size {}=V)", p.name, p.name)))?;
+                    let (dtype, _) = p.dtype.ok_or_else(|| TunerError::Arguments(format!("scalar `{}` has a type the tuner cannot pass", p.name)))?;
+                    args.push(TestArg::Scalar(ScalarArg { name: p.name.clone(), dtype, value, bytes: dtype.encode_scalar(&p.name, value)? }));
+                }
+            }
+            tests.push(KernelTest { id: format!("gen{seed}"), args, tolerances: self.tolerances() });
+        }
+        Ok(TestSet { tests })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn matmul_params() -> Vec<ParamSpec> {
+        let f = Some((DType::Float32, 1));
+        let i = Some((DType::Int32, 1));
+        vec![
+            ParamSpec { name: "A".into(), is_pointer: true, dtype: f },
+            ParamSpec { name: "B".into(), is_pointer: true, dtype: f },
+            ParamSpec { name: "C".into(), is_pointer: true, dtype: f },
+            ParamSpec { name: "A_width".into(), is_pointer: false, dtype: i },
+            ParamSpec { name: "A_height".into(), is_pointer: false, dtype: i },
+            ParamSpec { name: "B_width".into(), is_pointer: false, dtype: i },
+        ]
+    }
+
+    const SIDECAR: &str = r#"
+outputs = ["C"]
+bench = { A_width = 4096, A_height = 4096, B_width = 4096 }
+test = { A_width = 100, A_height = 77, B_width = 93 }
+inputs = { A = "randn", B = "randn", C = "zeros" }
+dtypes = { A = "float32", B = "float32", C = "float32" }
+sizes = { A = "A_width*A_height", B = "A_width*B_width", C = "A_height*B_width" }
+rtol = { C = 1e-4 }
+"#;
+
+    #[test]
+    fn sidecar_makes_typed_tests_at_the_chosen_size() {
+        let s: SuiteInputs = toml::from_str(SIDECAR).unwrap();
+        let set = s.make_tests(&matmul_params(), SizeChoice::Test, &BTreeMap::new(), 2).unwrap();
+        assert_eq!(set.tests.len(), 2);
+        let t = &set.tests[0];
+        let c = t.arrays().find(|a| a.name == "C").unwrap();
+        assert_eq!(c.elements, 77 * 93);
+        assert!(c.is_output);
+        assert_eq!(t.scalars()["A_width"], 100.0);
+        assert_eq!(t.tolerances["C"].rtol, 1e-4);
+        assert_ne!(set.tests[0].fingerprint(), set.tests[1].fingerprint());
+    }
+
+    #[test]
+    fn missing_scalar_value_names_the_flag_to_use() {
+        let mut s: SuiteInputs = toml::from_str(SIDECAR).unwrap();
+        s.test.remove("B_width");
+        let err = s.make_tests(&matmul_params(), SizeChoice::Test, &BTreeMap::new(), 1).unwrap_err();
+        assert!(err.to_string().contains("--size B_width"), "{err}");
+    }
+
+    #[test]
+    fn tests_dir_is_read_and_checked_against_the_signature() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = dir.path().join("t0");
+        std::fs::create_dir_all(t.join("args")).unwrap();
+        for n in ["A", "B", "C"] {
+            crate::npy::write_npy(&t.join(format!("args/{n}.npy")), "<f4", &[2, 2], &[0u8; 16]);
+        }
+        let manifest = r#"{"format":1,"kernel":"matrixMultiply","seed":1,"args":[
+            {"name":"A","kind":"array","dtype":"float32","shape":[2,2],"file":"args/A.npy"},
+            {"name":"B","kind":"array","dtype":"float32","shape":[2,2],"file":"args/B.npy"},
+            {"name":"C","kind":"array","dtype":"float32","shape":[2,2],"file":"args/C.npy"},
+            {"name":"A_width","kind":"scalar","dtype":"int32","value":2},
+            {"name":"A_height","kind":"scalar","dtype":"int32","value":2},
+            {"name":"B_width","kind":"scalar","dtype":"int32","value":2}],
+            "outputs":["C"],"problem_size":[2,2,1]}"#;
+        std::fs::write(t.join("manifest.json"), manifest).unwrap();
+        let set = TestSet::load_dir(dir.path(), &matmul_params(), &BTreeMap::new()).unwrap();
+        assert_eq!(set.tests[0].id, "t0");
+        assert!(set.tests[0].arrays().any(|a| a.name == "C" && a.is_output));
+
+        let mut wrong = matmul_params();
+        wrong[3].dtype = Some((DType::Int64, 1));
+        let err = TestSet::load_dir(dir.path(), &wrong, &BTreeMap::new()).unwrap_err();
+        assert!(err.to_string().contains("A_width"), "{err}");
+    }
+
+    #[test]
+    fn distributions_parse() {
+        assert_eq!(Distribution::parse("randint:0:256").unwrap(), Distribution::RandInt { lo: 0, hi: 256 });
+        assert!(Distribution::parse("randint:5:5").is_err());
+        assert!(Distribution::parse("gauss").is_err());
+    }
+}

@@ -1,0 +1,173 @@
+//! kt-tuner's own CUDA kernels, compiled once per device (and cached like any module): filling arrays from
+//! a seeded counter-based generator (so multi-GB inputs are made on the GPU in milliseconds and are the same
+//! on every run), poisoning outputs, and comparing an output with its expected values on the GPU.
+
+use crate::dtype::DType;
+
+/// Kernel-name suffix for a dtype.
+pub fn suffix(dtype: DType) -> &'static str {
+    match dtype {
+        DType::Float16 => "f16",
+        DType::Float32 => "f32",
+        DType::Float64 => "f64",
+        DType::Int8 => "i8",
+        DType::Int16 => "i16",
+        DType::Int32 => "i32",
+        DType::Int64 => "i64",
+        DType::Uint8 => "u8",
+        DType::Uint16 => "u16",
+        DType::Uint32 => "u32",
+        DType::Uint64 => "u64",
+    }
+}
+
+/// Distribution codes shared with the fill kernels.
+pub const DIST_RANDN: i32 = 0;
+pub const DIST_RAND: i32 = 1;
+pub const DIST_CONST: i32 = 2;
+pub const DIST_RANDINT: i32 = 3;
+
+/// Layout of the compare kernel's result block (u64 words).
+pub const CMP_MISMATCHES: usize = 0;
+pub const CMP_FIRST: usize = 1;
+pub const CMP_POISON: usize = 2;
+pub const CMP_MAX_ABS: usize = 3;
+pub const CMP_MAX_REL: usize = 4;
+pub const CMP_WORDS: usize = 5;
+
+pub const SOURCE: &str = r#"
+typedef unsigned long long u64;
+typedef unsigned short f16bits;
+
+__device__ __forceinline__ u64 kt_mix(u64 x) {
+    x += 0x9E3779B97F4A7C15ull;
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+    return x ^ (x >> 31);
+}
+__device__ __forceinline__ double kt_uniform(u64 seed, u64 i, u64 stream) {
+    return (double)(kt_mix(seed * 0x632BE59BD9B4E019ull ^ kt_mix(i * 2 + stream)) >> 11) * (1.0 / 9007199254740992.0);
+}
+__device__ double kt_sample(int dist, double a, double b, u64 seed, u64 i) {
+    if (dist == 0) {
+        double u1 = kt_uniform(seed, i, 0), u2 = kt_uniform(seed, i, 1);
+        if (u1 < 1e-300) u1 = 1e-300;
+        return sqrt(-2.0 * log(u1)) * cospi(2.0 * u2);
+    }
+    if (dist == 1) return kt_uniform(seed, i, 0);
+    if (dist == 2) return a;
+    return a + floor(kt_uniform(seed, i, 0) * (b - a));
+}
+__device__ f16bits kt_to_half(float v) {
+    unsigned int bits = __float_as_uint(v);
+    unsigned short sign = (bits >> 16) & 0x8000;
+    int e = (int)((bits >> 23) & 0xff) - 127 + 15;
+    unsigned int m = bits & 0x7fffff;
+    if (e <= 0) return sign;
+    if (e >= 31) return sign | 0x7c00;
+    unsigned short h = sign | (e << 10) | (m >> 13);
+    if ((m & 0x1fff) > 0x1000 || ((m & 0x1fff) == 0x1000 && (h & 1))) h++;
+    return h;
+}
+__device__ double kt_from_half(f16bits h) {
+    int e = (h >> 10) & 0x1f, m = h & 0x3ff;
+    double s = (h & 0x8000) ? -1.0 : 1.0;
+    if (e == 0) return s * ldexp((double)m, -24);
+    if (e == 31) return m ? __longlong_as_double(0x7ff8000000000000ll) : s * __longlong_as_double(0x7ff0000000000000ll);
+    return s * ldexp((double)(m + 1024), e - 25);
+}
+
+template <typename T> __device__ void kt_fill(T* p, u64 n, int dist, double a, double b, u64 seed) {
+    for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x)
+        p[i] = (T)kt_sample(dist, a, b, seed, i);
+}
+template <typename T> __device__ void kt_poison(T* p, u64 n, T v) {
+    for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x) p[i] = v;
+}
+__device__ void kt_record(u64* out, u64 i, double abs_err, double rel_err, bool bad, bool poison) {
+    if (abs_err == abs_err && abs_err > 0.0) atomicMax(&out[3], (u64)__double_as_longlong(abs_err));
+    if (rel_err == rel_err && rel_err > 0.0) atomicMax(&out[4], (u64)__double_as_longlong(rel_err));
+    if (bad) {
+        atomicAdd(&out[0], 1ull);
+        atomicMin(&out[1], i);
+        if (poison) atomicAdd(&out[2], 1ull);
+    }
+}
+template <typename T> __device__ void kt_cmp_float(const T* got, const T* exp, u64 n, double atol, double rtol, T poison, u64* out) {
+    for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x) {
+        T gv = got[i];
+        double g = (double)gv, e = (double)exp[i];
+        bool is_poison = memcmp_bits(gv, poison);
+        double d = fabs(g - e);
+        bool ok = !is_poison && (g == e || d <= atol + rtol * fabs(e));
+        kt_record(out, i, d, e != 0.0 ? d / fabs(e) : 0.0, !ok, is_poison);
+    }
+}
+template <typename T> __device__ void kt_cmp_int(const T* got, const T* exp, u64 n, T poison, u64* out) {
+    for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x) {
+        T g = got[i], e = exp[i];
+        double d = g > e ? (double)(g - e) : (double)(e - g);
+        kt_record(out, i, d, e != 0 ? d / fabs((double)e) : 0.0, g != e, g != e && g == poison);
+    }
+}
+"#;
+
+/// The per-dtype `extern "C"` entry points, generated so that every dtype has the same three kernels.
+pub fn full_source() -> String {
+    let mut s = String::from(SOURCE);
+    s.insert_str(0, "__device__ __forceinline__ bool memcmp_bits(float a, float b) { return __float_as_uint(a) == __float_as_uint(b); }\n__device__ __forceinline__ bool memcmp_bits(double a, double b) { return __double_as_longlong(a) == __double_as_longlong(b); }\n");
+    let ints = [("i8", "signed char"), ("i16", "short"), ("i32", "int"), ("i64", "long long"), ("u8", "unsigned char"), ("u16", "unsigned short"), ("u32", "unsigned int"), ("u64", "unsigned long long")];
+    for (sfx, t) in ints {
+        s.push_str(&format!(
+            "extern \"C\" __global__ void kt_fill_{sfx}({t}* p, u64 n, int dist, double a, double b, u64 seed) {{ kt_fill<{t}>(p, n, dist, a, b, seed); }}\n\
+             extern \"C\" __global__ void kt_poison_{sfx}({t}* p, u64 n, u64 v) {{ kt_poison<{t}>(p, n, ({t})v); }}\n\
+             extern \"C\" __global__ void kt_compare_{sfx}(const {t}* g, const {t}* e, u64 n, double atol, double rtol, u64 poison, u64* out) {{ kt_cmp_int<{t}>(g, e, n, ({t})poison, out); }}\n"
+        ));
+    }
+    for (sfx, t, conv) in [("f32", "float", "__uint_as_float((unsigned int)v)"), ("f64", "double", "__longlong_as_double((long long)v)")] {
+        s.push_str(&format!(
+            "extern \"C\" __global__ void kt_fill_{sfx}({t}* p, u64 n, int dist, double a, double b, u64 seed) {{ kt_fill<{t}>(p, n, dist, a, b, seed); }}\n\
+             extern \"C\" __global__ void kt_poison_{sfx}({t}* p, u64 n, u64 v) {{ kt_poison<{t}>(p, n, {conv}); }}\n\
+             extern \"C\" __global__ void kt_compare_{sfx}(const {t}* g, const {t}* e, u64 n, double atol, double rtol, u64 v, u64* out) {{ kt_cmp_float<{t}>(g, e, n, atol, rtol, {conv}, out); }}\n"
+        ));
+    }
+    // half: stored as raw 16-bit patterns, converted by hand (no cuda_fp16.h needed under NVRTC)
+    s.push_str(
+        "extern \"C\" __global__ void kt_fill_f16(f16bits* p, u64 n, int dist, double a, double b, u64 seed) {\n\
+           for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x) p[i] = kt_to_half((float)kt_sample(dist, a, b, seed, i)); }\n\
+         extern \"C\" __global__ void kt_poison_f16(f16bits* p, u64 n, u64 v) { kt_poison<f16bits>(p, n, (f16bits)v); }\n\
+         extern \"C\" __global__ void kt_compare_f16(const f16bits* got, const f16bits* exp, u64 n, double atol, double rtol, u64 v, u64* out) {\n\
+           for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x) {\n\
+             double g = kt_from_half(got[i]), e = kt_from_half(exp[i]); bool is_poison = got[i] == (f16bits)v;\n\
+             double d = fabs(g - e); bool ok = !is_poison && (g == e || d <= atol + rtol * fabs(e));\n\
+             kt_record(out, i, d, e != 0.0 ? d / fabs(e) : 0.0, !ok, is_poison); } }\n",
+    );
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_dtype_has_fill_poison_and_compare() {
+        let s = full_source();
+        for d in [DType::Float16, DType::Float32, DType::Float64, DType::Int8, DType::Int16, DType::Int32, DType::Int64, DType::Uint8, DType::Uint16, DType::Uint32, DType::Uint64] {
+            for k in ["fill", "poison", "compare"] {
+                assert!(s.contains(&format!("void kt_{k}_{}(", suffix(d))), "{k} {d:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn utility_kernels_compile_when_nvrtc_is_present() {
+        if crate::nvrtc::ensure_available().is_err() {
+            println!("skipped: libnvrtc not present on this machine");
+            return;
+        }
+        let r = crate::nvrtc::compile(&full_source(), &[crate::nvrtc::arch_option((8, 0))]).unwrap();
+        if let Err(f) = r {
+            panic!("{}", f.log);
+        }
+    }
+}

@@ -1,0 +1,41 @@
+//! The one error type of kt-tuner. Per-config failures (a kernel that does not compile, hangs or writes
+//! wrong values) are *not* errors: they are `Verdict`s inside a successful `TuneResult`, because one bad
+//! configuration must never abort a tuning run. Errors are what stops the whole run.
+
+use std::path::PathBuf;
+
+#[derive(Debug, thiserror::Error)]
+pub enum TunerError {
+    #[error("no CUDA driver found (libcuda.so): run on a machine with an NVIDIA GPU and driver ({0})")]
+    NoDriver(String),
+    #[error("NVRTC not found (libnvrtc.so): install the CUDA toolkit's NVRTC and make it visible to the loader (LD_LIBRARY_PATH)")]
+    NoNvrtc,
+    #[error("no usable GPU: {0}")]
+    NoGpu(String),
+    #[error("CUDA call failed: {context}: {message}")]
+    Cuda { context: String, message: String },
+    #[error("NVRTC failed outside the compilation itself: {0}")]
+    Nvrtc(String),
+    #[error("invalid expression `{expr}`: {message}")]
+    Expression { expr: String, message: String },
+    #[error("invalid search space: {0}")]
+    Space(String),
+    #[error("invalid kernel arguments: {0}")]
+    Arguments(String),
+    #[error("cannot read {path}: {message}")]
+    Io { path: PathBuf, message: String },
+    #[error("kernel source problem: {0}")]
+    Source(String),
+    #[error("the GPU worker failed: {0}")]
+    Worker(String),
+    #[error("the reference launch failed on test {test}: {reason}; expected outputs cannot be computed, fix the reference kernel or its inputs")]
+    Reference { test: String, reason: String },
+    #[error("tuning cache {path}: {message}")]
+    Cache { path: PathBuf, message: String },
+}
+
+impl TunerError {
+    pub(crate) fn io(path: impl Into<PathBuf>, err: impl std::fmt::Display) -> Self {
+        TunerError::Io { path: path.into(), message: err.to_string() }
+    }
+}

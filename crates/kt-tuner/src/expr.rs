@@ -1,0 +1,177 @@
+//! Expressions over names (parameter names, scalar arguments): restrictions such as
+//! `block_size_x*block_size_y >= 32 and block_size_x % 32 == 0`, problem sizes such as `n / 4`, shared memory
+//! sizes, flops/bytes counts. Kernel Tuner writes restrictions in Python syntax, so `and`, `or` and `not` are
+//! accepted beside `&&`, `||`, `!`; `min`, `max` and `ceil_div` are available as functions.
+
+use std::collections::BTreeMap;
+
+use evalexpr::{
+    ContextWithMutableFunctions, ContextWithMutableVariables, DefaultNumericTypes, EvalexprError,
+    Function, HashMapContext, Value,
+};
+
+use crate::error::TunerError;
+
+/// A value a name can take in an expression.
+pub type Bindings = BTreeMap<String, f64>;
+
+/// Rewrites Python-style boolean words into evalexpr operators, outside identifiers. `not x > 8` becomes
+/// `!(x > 8)`: Python's `not` binds looser than comparisons, evalexpr's `!` tighter.
+fn normalise(expr: &str) -> String {
+    let mut out = String::with_capacity(expr.len() + 8);
+    let mut word = String::new();
+    let mut depth = 0i32;
+    // parenthesis depths at which a `not` opened `!(` that is still to be closed
+    let mut open_nots: Vec<i32> = Vec::new();
+    let close_nots = |out: &mut String, open: &mut Vec<i32>, depth: i32| {
+        while open.last().is_some_and(|d| *d >= depth) {
+            open.pop();
+            out.push(')');
+        }
+    };
+    let flush = |word: &mut String, out: &mut String, open: &mut Vec<i32>, depth: i32| {
+        match word.as_str() {
+            "and" => {
+                close_nots(out, open, depth);
+                out.push_str("&&");
+            }
+            "or" => {
+                close_nots(out, open, depth);
+                out.push_str("||");
+            }
+            "not" => {
+                out.push_str("!(");
+                open.push(depth);
+            }
+            "True" => out.push_str("true"),
+            "False" => out.push_str("false"),
+            _ => out.push_str(word),
+        }
+        word.clear();
+    };
+    let chars: Vec<char> = expr.chars().collect();
+    let mut i = 0;
+    while i < chars.len() {
+        let ch = chars[i];
+        if ch.is_alphanumeric() || ch == '_' || (ch == '.' && !word.is_empty() && word.chars().all(|c| c.is_ascii_digit())) {
+            word.push(ch);
+        } else {
+            flush(&mut word, &mut out, &mut open_nots, depth);
+            let two: String = chars[i..(i + 2).min(chars.len())].iter().collect();
+            if two == "&&" || two == "||" {
+                close_nots(&mut out, &mut open_nots, depth);
+                out.push_str(&two);
+                i += 2;
+                continue;
+            }
+            match ch {
+                '(' => depth += 1,
+                ')' => {
+                    close_nots(&mut out, &mut open_nots, depth);
+                    depth -= 1;
+                }
+                _ => {}
+            }
+            out.push(ch);
+        }
+        i += 1;
+    }
+    flush(&mut word, &mut out, &mut open_nots, depth);
+    close_nots(&mut out, &mut open_nots, i32::MIN);
+    out
+}
+
+fn context(bindings: &Bindings) -> Result<HashMapContext<DefaultNumericTypes>, EvalexprError> {
+    let mut ctx = HashMapContext::<DefaultNumericTypes>::new();
+    for (name, value) in bindings {
+        // Integral values stay integers so that `%` and integer division behave as in C and Python.
+        let v = if value.fract() == 0.0 && value.abs() < 9.0e15 { Value::Int(*value as i64) } else { Value::Float(*value) };
+        ctx.set_value(name.clone(), v)?;
+    }
+    ctx.set_function(
+        "ceil_div".into(),
+        Function::new(|arg| {
+            let t = arg.as_tuple()?;
+            if t.len() != 2 {
+                return Err(EvalexprError::CustomMessage("ceil_div takes two arguments".into()));
+            }
+            let (a, b): (f64, f64) = (t[0].as_number()?, t[1].as_number()?);
+            if b == 0.0 {
+                return Err(EvalexprError::CustomMessage("ceil_div by zero".into()));
+            }
+            Ok(Value::Int((a / b).ceil() as i64))
+        }),
+    )?;
+    Ok(ctx)
+}
+
+fn evaluate(expr: &str, bindings: &Bindings) -> Result<Value, TunerError> {
+    let err = |e: EvalexprError| TunerError::Expression { expr: expr.to_string(), message: e.to_string() };
+    let ctx = context(bindings).map_err(err)?;
+    evalexpr::eval_with_context(&normalise(expr), &ctx).map_err(err)
+}
+
+/// Evaluates a numeric expression (integer or float result).
+pub fn eval_number(expr: &str, bindings: &Bindings) -> Result<f64, TunerError> {
+    match evaluate(expr, bindings)? {
+        Value::Int(i) => Ok(i as f64),
+        Value::Float(f) => Ok(f),
+        Value::Boolean(b) => Ok(if b { 1.0 } else { 0.0 }),
+        other => Err(TunerError::Expression { expr: expr.to_string(), message: format!("expected a number, got {other:?}") }),
+    }
+}
+
+/// Evaluates a numeric expression that must be a non-negative integer (sizes, counts).
+pub fn eval_count(expr: &str, bindings: &Bindings) -> Result<u64, TunerError> {
+    let v = eval_number(expr, bindings)?;
+    if v < 0.0 || v.fract() != 0.0 || !v.is_finite() {
+        return Err(TunerError::Expression { expr: expr.to_string(), message: format!("expected a non-negative integer, got {v}") });
+    }
+    Ok(v as u64)
+}
+
+/// Evaluates a condition. Numbers count as true when non-zero (as in Python and C).
+pub fn eval_bool(expr: &str, bindings: &Bindings) -> Result<bool, TunerError> {
+    match evaluate(expr, bindings)? {
+        Value::Boolean(b) => Ok(b),
+        Value::Int(i) => Ok(i != 0),
+        Value::Float(f) => Ok(f != 0.0),
+        other => Err(TunerError::Expression { expr: expr.to_string(), message: format!("expected true/false, got {other:?}") }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn b(pairs: &[(&str, f64)]) -> Bindings {
+        pairs.iter().map(|(k, v)| (k.to_string(), *v)).collect()
+    }
+
+    #[test]
+    fn python_style_restrictions_evaluate() {
+        let env = b(&[("block_size_x", 64.0), ("block_size_y", 4.0)]);
+        assert!(eval_bool("block_size_x*block_size_y >= 32 and block_size_x % 32 == 0", &env).unwrap());
+        assert!(!eval_bool("block_size_x < 32 or block_size_y > 8", &env).unwrap());
+        assert!(eval_bool("not block_size_y > 8", &env).unwrap());
+        assert!(eval_bool("not (block_size_y > 8) and not block_size_x == 32", &env).unwrap());
+        assert!(!eval_bool("not block_size_y > 2 or block_size_x < 8", &env).unwrap());
+        assert!(eval_bool("block_size_x*block_size_y <= 1024 && block_size_y != 3", &env).unwrap());
+    }
+
+    #[test]
+    fn integer_arithmetic_and_functions() {
+        let env = b(&[("n", 1000.0), ("t", 256.0)]);
+        assert_eq!(eval_count("ceil_div(n, t)", &env).unwrap(), 4);
+        assert_eq!(eval_count("n / 4", &env).unwrap(), 250);
+        assert_eq!(eval_count("min(n, t)", &env).unwrap(), 256);
+        assert_eq!(eval_number("max(n, t) * 2", &env).unwrap(), 2000.0);
+        assert_eq!(eval_number("0.5 * t", &env).unwrap(), 128.0);
+    }
+
+    #[test]
+    fn unknown_name_is_an_error_that_names_the_expression() {
+        let err = eval_bool("block_size_z > 1", &Bindings::new()).unwrap_err();
+        assert!(err.to_string().contains("block_size_z > 1"), "{err}");
+    }
+}

@@ -1,0 +1,159 @@
+//! Launch geometry from a configuration, Kernel Tuner's way: the block is `block_size_x/y/z` (defaults
+//! 256/1/1 when not tuned), the grid is ceil(problem_size / product of the grid divisors) per dimension, so a
+//! kernel that does more work per thread gets a smaller grid when its divisor lists say so.
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::TunerError;
+use crate::expr::{Bindings, eval_count};
+use crate::space::Config;
+
+/// How a configuration maps to a launch. Expressions may use parameter names and scalar argument names.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Geometry {
+    /// Problem size per dimension (x first); missing dimensions are 1.
+    pub problem_size: Vec<String>,
+    /// Grid divisors per dimension: the grid is ceil(problem_size / product of these). Default:
+    /// `block_size_x`, `block_size_y`, `block_size_z`.
+    pub grid_div: [Vec<String>; 3],
+    /// Dynamic shared memory in bytes, as an expression (e.g. `block_size_x*4`); none means 0.
+    pub shared_mem: Option<String>,
+}
+
+impl Geometry {
+    pub fn new(problem_size: Vec<String>) -> Self {
+        Geometry {
+            problem_size,
+            grid_div: [vec!["block_size_x".into()], vec!["block_size_y".into()], vec!["block_size_z".into()]],
+            shared_mem: None,
+        }
+    }
+}
+
+/// A concrete launch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LaunchDims {
+    pub grid: [u32; 3],
+    pub block: [u32; 3],
+    pub shared_mem: u32,
+}
+
+/// Kernel Tuner's defaults: a parameter the user does not tune gets these values.
+pub fn default_define(name: &str) -> Option<i64> {
+    match name {
+        "block_size_x" => Some(256),
+        "block_size_y" | "block_size_z" => Some(1),
+        _ => None,
+    }
+}
+
+/// Bindings for a configuration: scalar arguments, then the block-size defaults, then the configuration.
+pub fn bindings(config: &Config, scalars: &Bindings) -> Bindings {
+    let mut env = scalars.clone();
+    for n in ["block_size_x", "block_size_y", "block_size_z"] {
+        env.insert(n.to_string(), default_define(n).unwrap_or(1) as f64);
+    }
+    env.extend(config.bindings());
+    env
+}
+
+fn to_u32(v: u64, what: &str) -> Result<u32, TunerError> {
+    u32::try_from(v).map_err(|_| TunerError::Space(format!("{what} = {v} does not fit a CUDA launch dimension")))
+}
+
+impl Geometry {
+    pub fn problem(&self, config: &Config, scalars: &Bindings) -> Result<[u64; 3], TunerError> {
+        let env = bindings(config, scalars);
+        let mut p = [1u64; 3];
+        for (d, e) in self.problem_size.iter().take(3).enumerate() {
+            p[d] = eval_count(e, &env)?;
+        }
+        Ok(p)
+    }
+
+    pub fn launch(&self, config: &Config, scalars: &Bindings) -> Result<LaunchDims, TunerError> {
+        let env = bindings(config, scalars);
+        let problem = self.problem(config, scalars)?;
+        let mut block = [1u32; 3];
+        for (d, n) in ["block_size_x", "block_size_y", "block_size_z"].iter().enumerate() {
+            block[d] = to_u32(eval_count(n, &env)?, n)?;
+        }
+        let mut grid = [1u32; 3];
+        for d in 0..3 {
+            let mut div = 1u64;
+            for e in &self.grid_div[d] {
+                div = div.saturating_mul(eval_count(e, &env)?);
+            }
+            if div == 0 {
+                return Err(TunerError::Space(format!("grid divisor for dimension {d} is 0 in {config}")));
+            }
+            grid[d] = to_u32(problem[d].div_ceil(div).max(1), "grid size")?;
+        }
+        let shared_mem = match &self.shared_mem {
+            Some(e) => to_u32(eval_count(e, &env)?, "dynamic shared memory")?,
+            None => 0,
+        };
+        Ok(LaunchDims { grid, block, shared_mem })
+    }
+
+    /// The `#define` lines a configuration adds in front of the kernel source (Kernel Tuner's convention):
+    /// every parameter, the block-size defaults for those not tuned, and the grid size.
+    pub fn defines(&self, config: &Config, scalars: &Bindings) -> Result<Vec<(String, String)>, TunerError> {
+        let dims = self.launch(config, scalars)?;
+        let mut out: Vec<(String, String)> = config.0.iter().map(|(n, v)| (n.clone(), v.to_string())).collect();
+        for (i, n) in ["block_size_x", "block_size_y", "block_size_z"].iter().enumerate() {
+            if config.get(n).is_none() {
+                out.push((n.to_string(), dims.block[i].to_string()));
+            }
+        }
+        for (i, n) in ["grid_size_x", "grid_size_y", "grid_size_z"].iter().enumerate() {
+            out.push((n.to_string(), dims.grid[i].to_string()));
+        }
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg(pairs: &[(&str, i64)]) -> Config {
+        Config(pairs.iter().map(|(n, v)| (n.to_string(), *v)).collect())
+    }
+
+    #[test]
+    fn grid_is_ceil_of_problem_over_block() {
+        let g = Geometry::new(vec!["B_width".into(), "A_height".into()]);
+        let s: Bindings = [("B_width".to_string(), 100.0), ("A_height".to_string(), 77.0)].into();
+        let d = g.launch(&cfg(&[("block_size_x", 32), ("block_size_y", 8)]), &s).unwrap();
+        assert_eq!(d.grid, [4, 10, 1]);
+        assert_eq!(d.block, [32, 8, 1]);
+    }
+
+    #[test]
+    fn work_per_thread_shrinks_the_grid_through_divisors() {
+        let mut g = Geometry::new(vec!["n".into()]);
+        g.grid_div[0] = vec!["block_size_x".into(), "work_per_thread_x".into()];
+        let s: Bindings = [("n".to_string(), 1000.0)].into();
+        let d = g.launch(&cfg(&[("block_size_x", 128), ("work_per_thread_x", 4)]), &s).unwrap();
+        assert_eq!(d.grid, [2, 1, 1]);
+    }
+
+    #[test]
+    fn untuned_block_sizes_default_like_kernel_tuner() {
+        let g = Geometry::new(vec!["n".into()]);
+        let s: Bindings = [("n".to_string(), 1024.0)].into();
+        let defs = g.defines(&cfg(&[("tile", 2)]), &s).unwrap();
+        assert!(defs.contains(&("block_size_x".into(), "256".into())));
+        assert!(defs.contains(&("grid_size_x".into(), "4".into())));
+        assert!(defs.contains(&("tile".into(), "2".into())));
+    }
+
+    #[test]
+    fn shared_memory_expression_is_evaluated() {
+        let mut g = Geometry::new(vec!["n".into()]);
+        g.shared_mem = Some("block_size_x * 4 * 2".into());
+        let s: Bindings = [("n".to_string(), 10.0)].into();
+        assert_eq!(g.launch(&cfg(&[("block_size_x", 64)]), &s).unwrap().shared_mem, 512);
+    }
+}

@@ -1,0 +1,119 @@
+//! Timing policy and statistics. Samples come from CUDA event pairs around single launches (taken in the
+//! worker); this module decides when enough samples were taken and summarises them. The objective is the
+//! median: Kernel Tuner's mean is pulled up by slow first runs.
+
+use serde::{Deserialize, Serialize};
+
+/// How long to keep sampling one configuration.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct TimingPolicy {
+    pub min_reps: u32,
+    pub max_reps: u32,
+    /// Stop once (max - min) / median of the samples is below this.
+    pub target_spread: f64,
+    /// Stop once the samples add up to this many milliseconds (after `min_reps`).
+    pub max_total_ms: f64,
+    /// Write a buffer larger than L2 between samples, so every sample starts with a cold cache.
+    pub flush_l2: bool,
+    /// Stop after the first sample when it is this many times the best median so far.
+    pub abort_factor: f64,
+}
+
+impl Default for TimingPolicy {
+    fn default() -> Self {
+        TimingPolicy { min_reps: 3, max_reps: 20, target_spread: 0.03, max_total_ms: 500.0, flush_l2: false, abort_factor: 3.0 }
+    }
+}
+
+impl TimingPolicy {
+    /// Whether another sample is needed. `best_ms` is the best median of the run so far.
+    pub fn wants_more(&self, samples: &[f64], best_ms: Option<f64>) -> bool {
+        let n = samples.len() as u32;
+        if n == 0 {
+            return true;
+        }
+        if n == 1
+            && let Some(best) = best_ms
+            && samples[0] > self.abort_factor * best
+        {
+            return false;
+        }
+        if n < self.min_reps {
+            return true;
+        }
+        if n >= self.max_reps || samples.iter().sum::<f64>() >= self.max_total_ms {
+            return false;
+        }
+        TimingStats::from_samples(samples).is_some_and(|s| s.spread > self.target_spread)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TimingStats {
+    pub median_ms: f64,
+    pub min_ms: f64,
+    pub mean_ms: f64,
+    pub max_ms: f64,
+    /// (max - min) / median.
+    pub spread: f64,
+    pub samples_ms: Vec<f64>,
+    /// True when sampling stopped after one sample because it was far slower than the best so far.
+    pub aborted_early: bool,
+}
+
+impl TimingStats {
+    pub fn from_samples(samples: &[f64]) -> Option<TimingStats> {
+        if samples.is_empty() {
+            return None;
+        }
+        let mut s = samples.to_vec();
+        s.sort_by(f64::total_cmp);
+        let n = s.len();
+        let median = if n % 2 == 1 { s[n / 2] } else { 0.5 * (s[n / 2 - 1] + s[n / 2]) };
+        let mean = s.iter().sum::<f64>() / n as f64;
+        Some(TimingStats {
+            median_ms: median,
+            min_ms: s[0],
+            mean_ms: mean,
+            max_ms: s[n - 1],
+            spread: if median > 0.0 { (s[n - 1] - s[0]) / median } else { 0.0 },
+            samples_ms: samples.to_vec(),
+            aborted_early: false,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn median_min_mean_and_spread() {
+        let s = TimingStats::from_samples(&[3.0, 1.0, 2.0, 10.0]).unwrap();
+        assert_eq!(s.median_ms, 2.5);
+        assert_eq!(s.min_ms, 1.0);
+        assert_eq!(s.mean_ms, 4.0);
+        assert!((s.spread - 3.6).abs() < 1e-12);
+    }
+
+    #[test]
+    fn stops_at_min_reps_when_samples_agree() {
+        let p = TimingPolicy::default();
+        assert!(p.wants_more(&[1.0, 1.0], None));
+        assert!(!p.wants_more(&[1.0, 1.0, 1.01], None));
+        assert!(p.wants_more(&[1.0, 1.5, 1.0], None));
+    }
+
+    #[test]
+    fn noisy_samples_stop_at_the_time_cap() {
+        let p = TimingPolicy { max_total_ms: 10.0, ..TimingPolicy::default() };
+        assert!(!p.wants_more(&[4.0, 2.0, 5.0], None));
+    }
+
+    #[test]
+    fn far_slower_first_sample_aborts() {
+        let p = TimingPolicy::default();
+        assert!(!p.wants_more(&[10.0], Some(2.0)));
+        assert!(p.wants_more(&[5.0], Some(2.0)));
+    }
+}

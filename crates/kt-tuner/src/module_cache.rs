@@ -1,0 +1,224 @@
+//! Compiled modules keyed by what determines their bytes: hash(source with defines, options, NVRTC version).
+//! The architecture is one of the options. A module is compiled once and reused by every test and every
+//! repetition; an on-disk directory (CUBIN + NVRTC log, or the log of a failed compile) makes a resumed run
+//! compile nothing twice. Compilation runs on a pool of threads that works ahead of the GPU.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::mpsc::{Receiver, Sender, channel};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+
+use crate::error::TunerError;
+use crate::nvrtc;
+
+/// The result of compiling one module.
+#[derive(Debug, Clone)]
+pub enum ModuleOutcome {
+    Compiled { key: String, cubin: Arc<Vec<u8>>, log: String, ms: f64, from_disk: bool },
+    Failed { key: String, log: String },
+}
+
+impl ModuleOutcome {
+    pub fn key(&self) -> &str {
+        match self {
+            ModuleOutcome::Compiled { key, .. } | ModuleOutcome::Failed { key, .. } => key,
+        }
+    }
+}
+
+/// blake3 over every input that changes the CUBIN.
+pub fn module_key(source: &str, options: &[String], nvrtc_version: (i32, i32)) -> String {
+    let mut h = blake3::Hasher::new();
+    h.update(b"kt-tuner module v1\0");
+    h.update(source.as_bytes());
+    h.update(b"\0");
+    for o in options {
+        h.update(o.as_bytes());
+        h.update(b"\0");
+    }
+    h.update(format!("nvrtc {}.{}", nvrtc_version.0, nvrtc_version.1).as_bytes());
+    h.finalize().to_hex()[..32].to_string()
+}
+
+/// The on-disk half of the cache.
+#[derive(Debug, Clone)]
+pub struct DiskCache {
+    dir: Option<PathBuf>,
+}
+
+impl DiskCache {
+    pub fn new(dir: Option<PathBuf>) -> Self {
+        DiskCache { dir }
+    }
+
+    fn load(&self, key: &str) -> Option<ModuleOutcome> {
+        let dir = self.dir.as_ref()?;
+        if let Ok(cubin) = std::fs::read(dir.join(format!("{key}.cubin"))) {
+            let log = std::fs::read_to_string(dir.join(format!("{key}.log"))).unwrap_or_default();
+            return Some(ModuleOutcome::Compiled { key: key.into(), cubin: Arc::new(cubin), log, ms: 0.0, from_disk: true });
+        }
+        let log = std::fs::read_to_string(dir.join(format!("{key}.error.log"))).ok()?;
+        Some(ModuleOutcome::Failed { key: key.into(), log })
+    }
+
+    fn store(&self, outcome: &ModuleOutcome) {
+        let Some(dir) = &self.dir else { return };
+        if std::fs::create_dir_all(dir).is_err() {
+            return;
+        }
+        // Written to a temporary name and renamed, so a killed run never leaves a truncated CUBIN behind.
+        let write = |name: String, bytes: &[u8]| {
+            let tmp = dir.join(format!("{name}.tmp{}", std::process::id()));
+            if std::fs::write(&tmp, bytes).is_ok() {
+                let _ = std::fs::rename(&tmp, dir.join(name));
+            }
+        };
+        match outcome {
+            ModuleOutcome::Compiled { key, cubin, log, .. } => {
+                write(format!("{key}.log"), log.as_bytes());
+                write(format!("{key}.cubin"), cubin);
+            }
+            ModuleOutcome::Failed { key, log } => write(format!("{key}.error.log"), log.as_bytes()),
+        }
+    }
+}
+
+struct Job {
+    ticket: usize,
+    key: String,
+    source: String,
+    options: Vec<String>,
+}
+
+/// What the pool hands back for one submitted job.
+pub type Finished = (usize, Result<Arc<ModuleOutcome>, TunerError>);
+
+/// A pool of compiler threads in front of a memory + disk cache.
+pub struct CompilePool {
+    jobs: Option<Sender<Job>>,
+    results_tx: Sender<Finished>,
+    results: Receiver<Finished>,
+    memory: Arc<Mutex<HashMap<String, Arc<ModuleOutcome>>>>,
+    disk: DiskCache,
+    nvrtc_version: (i32, i32),
+    workers: Vec<JoinHandle<()>>,
+}
+
+impl CompilePool {
+    pub fn new(threads: usize, disk: DiskCache) -> Result<Self, TunerError> {
+        let nvrtc_version = nvrtc::version()?;
+        let (jobs_tx, jobs_rx) = channel::<Job>();
+        let jobs_rx = Arc::new(Mutex::new(jobs_rx));
+        let (results_tx, results) = channel();
+        let memory: Arc<Mutex<HashMap<String, Arc<ModuleOutcome>>>> = Arc::default();
+        let mut workers = Vec::new();
+        for _ in 0..threads.max(1) {
+            let jobs_rx = jobs_rx.clone();
+            let tx = results_tx.clone();
+            let memory = memory.clone();
+            let disk = disk.clone();
+            workers.push(std::thread::spawn(move || {
+                loop {
+                    let job = match jobs_rx.lock() {
+                        Ok(rx) => rx.recv(),
+                        Err(_) => return,
+                    };
+                    let Ok(job) = job else { return };
+                    let outcome = nvrtc::compile(&job.source, &job.options).map(|r| {
+                        let o = match r {
+                            Ok(c) => ModuleOutcome::Compiled { key: job.key.clone(), cubin: Arc::new(c.cubin), log: c.log, ms: c.ms, from_disk: false },
+                            Err(f) => ModuleOutcome::Failed { key: job.key.clone(), log: f.log },
+                        };
+                        disk.store(&o);
+                        let o = Arc::new(o);
+                        if let Ok(mut m) = memory.lock() {
+                            m.insert(job.key.clone(), o.clone());
+                        }
+                        o
+                    });
+                    if tx.send((job.ticket, outcome)).is_err() {
+                        return;
+                    }
+                }
+            }));
+        }
+        Ok(CompilePool { jobs: Some(jobs_tx), results_tx, results, memory, disk, nvrtc_version, workers })
+    }
+
+    pub fn nvrtc_version(&self) -> (i32, i32) {
+        self.nvrtc_version
+    }
+
+    /// Queues a compilation; its outcome arrives through `next_finished` tagged with `ticket`. A module
+    /// already in memory or on disk is answered at once without compiling.
+    pub fn submit(&self, ticket: usize, source: String, options: Vec<String>) -> String {
+        let key = module_key(&source, &options, self.nvrtc_version);
+        let known = self.memory.lock().ok().and_then(|m| m.get(&key).cloned());
+        let known = known.or_else(|| {
+            let o = Arc::new(self.disk.load(&key)?);
+            if let Ok(mut m) = self.memory.lock() {
+                m.insert(key.clone(), o.clone());
+            }
+            Some(o)
+        });
+        match known {
+            Some(o) => {
+                let _ = self.results_tx.send((ticket, Ok(o)));
+            }
+            None => {
+                if let Some(jobs) = &self.jobs {
+                    let _ = jobs.send(Job { ticket, key: key.clone(), source, options });
+                }
+            }
+        }
+        key
+    }
+
+    /// Blocks until some submitted job is done.
+    pub fn next_finished(&self) -> Option<Finished> {
+        self.results.recv().ok()
+    }
+}
+
+impl Drop for CompilePool {
+    fn drop(&mut self) {
+        self.jobs.take();
+        for w in self.workers.drain(..) {
+            let _ = w.join();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn key_changes_with_source_options_and_compiler() {
+        let o = vec!["--gpu-architecture=sm_90".to_string()];
+        let k = module_key("a", &o, (13, 0));
+        assert_eq!(k, module_key("a", &o, (13, 0)));
+        assert_ne!(k, module_key("b", &o, (13, 0)));
+        assert_ne!(k, module_key("a", &["--gpu-architecture=sm_80".to_string()], (13, 0)));
+        assert_ne!(k, module_key("a", &o, (13, 1)));
+    }
+
+    #[test]
+    fn disk_cache_round_trips_cubins_and_failures() {
+        let dir = tempfile::tempdir().unwrap();
+        let disk = DiskCache::new(Some(dir.path().to_path_buf()));
+        disk.store(&ModuleOutcome::Compiled { key: "k1".into(), cubin: Arc::new(vec![1, 2, 3]), log: "warn".into(), ms: 5.0, from_disk: false });
+        disk.store(&ModuleOutcome::Failed { key: "k2".into(), log: "error: x".into() });
+        match disk.load("k1").unwrap() {
+            ModuleOutcome::Compiled { cubin, log, from_disk, .. } => {
+                assert_eq!(*cubin, vec![1, 2, 3]);
+                assert_eq!(log, "warn");
+                assert!(from_disk);
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(disk.load("k2").unwrap(), ModuleOutcome::Failed { log, .. } if log == "error: x"));
+        assert!(disk.load("k3").is_none());
+    }
+}

@@ -1,0 +1,230 @@
+//! The search space: ordered tunable parameters, each with its list of values, cut down by restrictions
+//! (expressions over parameter names or Rust closures) and by the device's limit on threads per block.
+
+use std::fmt;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::TunerError;
+use crate::expr::{Bindings, eval_bool};
+
+/// One tunable parameter, e.g. `block_size_x` ∈ {16, 32, 64}.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TunableParam {
+    pub name: String,
+    pub values: Vec<i64>,
+}
+
+impl TunableParam {
+    pub fn new(name: impl Into<String>, values: impl IntoIterator<Item = i64>) -> Self {
+        TunableParam { name: name.into(), values: values.into_iter().collect() }
+    }
+}
+
+/// One point of the space: a value for each parameter, in the space's parameter order.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Config(pub Vec<(String, i64)>);
+
+impl Config {
+    pub fn get(&self, name: &str) -> Option<i64> {
+        self.0.iter().find(|(n, _)| n == name).map(|(_, v)| *v)
+    }
+
+    pub fn bindings(&self) -> Bindings {
+        self.0.iter().map(|(n, v)| (n.clone(), *v as f64)).collect()
+    }
+
+    /// Kernel Tuner's cache key: the values joined by commas, in parameter order.
+    pub fn kt_key(&self) -> String {
+        self.0.iter().map(|(_, v)| v.to_string()).collect::<Vec<_>>().join(",")
+    }
+}
+
+impl fmt::Display for Config {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let parts: Vec<String> = self.0.iter().map(|(n, v)| format!("{n}={v}")).collect();
+        write!(f, "{}", parts.join(" "))
+    }
+}
+
+type Predicate = Arc<dyn Fn(&Config) -> bool + Send + Sync>;
+
+/// A condition every configuration must meet.
+#[derive(Clone)]
+pub enum Restriction {
+    /// An expression over parameter names (Python or C syntax), e.g. `block_size_x*block_size_y <= 512`.
+    Expr(String),
+    /// A Rust predicate, for conditions an expression cannot state.
+    Closure(Predicate),
+}
+
+impl Restriction {
+    pub fn closure(f: impl Fn(&Config) -> bool + Send + Sync + 'static) -> Self {
+        Restriction::Closure(Arc::new(f))
+    }
+
+    fn allows(&self, config: &Config, extra: &Bindings) -> Result<bool, TunerError> {
+        match self {
+            Restriction::Expr(expr) => {
+                let mut env = extra.clone();
+                env.extend(config.bindings());
+                eval_bool(expr, &env)
+            }
+            Restriction::Closure(f) => Ok(f(config)),
+        }
+    }
+}
+
+impl fmt::Debug for Restriction {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Restriction::Expr(e) => write!(f, "Expr({e:?})"),
+            Restriction::Closure(_) => write!(f, "Closure(..)"),
+        }
+    }
+}
+
+/// The valid configurations, enumerated once (Kernel Tuner's spaces are at most a few hundred thousand points).
+#[derive(Debug, Clone)]
+pub struct SearchSpace {
+    pub params: Vec<TunableParam>,
+    pub configs: Vec<Config>,
+}
+
+impl SearchSpace {
+    /// Builds the space. `extra` binds names restrictions may use besides the parameters (scalar arguments).
+    /// `max_threads` is the device's limit on threads per block: configurations above it are dropped.
+    pub fn build(
+        params: &[TunableParam],
+        restrictions: &[Restriction],
+        extra: &Bindings,
+        max_threads: Option<u64>,
+    ) -> Result<Self, TunerError> {
+        for p in params {
+            if p.values.is_empty() {
+                return Err(TunerError::Space(format!("parameter `{}` has no values", p.name)));
+            }
+        }
+        let total: usize = params.iter().map(|p| p.values.len()).product();
+        if total > 5_000_000 {
+            return Err(TunerError::Space(format!("{total} configurations before restrictions: too many to enumerate; narrow the value lists")));
+        }
+        let mut configs = Vec::new();
+        let mut index = vec![0usize; params.len()];
+        'outer: for _ in 0..total {
+            let config = Config(params.iter().zip(&index).map(|(p, &i)| (p.name.clone(), p.values[i])).collect());
+            // advance the odometer, last parameter fastest (Kernel Tuner's itertools.product order)
+            for d in (0..params.len()).rev() {
+                index[d] += 1;
+                if index[d] < params[d].values.len() {
+                    break;
+                }
+                index[d] = 0;
+            }
+            if let Some(limit) = max_threads {
+                let threads: i64 = ["block_size_x", "block_size_y", "block_size_z"].iter().map(|n| config.get(n).unwrap_or(1)).product();
+                if threads <= 0 || threads as u64 > limit {
+                    continue 'outer;
+                }
+            }
+            for r in restrictions {
+                if !r.allows(&config, extra)? {
+                    continue 'outer;
+                }
+            }
+            configs.push(config);
+        }
+        Ok(SearchSpace { params: params.to_vec(), configs })
+    }
+
+    pub fn len(&self) -> usize {
+        self.configs.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.configs.is_empty()
+    }
+
+    pub fn index_of(&self, config: &Config) -> Option<usize> {
+        self.configs.iter().position(|c| c == config)
+    }
+
+    /// Configurations that differ from `config` in exactly one parameter, by one step in its value list.
+    pub fn neighbours(&self, config: &Config) -> Vec<usize> {
+        let pos: Vec<Option<usize>> = self
+            .params
+            .iter()
+            .map(|p| config.get(&p.name).and_then(|v| p.values.iter().position(|x| *x == v)))
+            .collect();
+        self.configs
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| {
+                let mut changed = 0;
+                for (p, own) in self.params.iter().zip(&pos) {
+                    let other = c.get(&p.name).and_then(|v| p.values.iter().position(|x| *x == v));
+                    match (own, other) {
+                        (Some(a), Some(b)) if a == &b => {}
+                        (Some(a), Some(b)) if a.abs_diff(b) == 1 => changed += 1,
+                        _ => return false,
+                    }
+                }
+                changed == 1
+            })
+            .map(|(i, _)| i)
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn matmul_params() -> Vec<TunableParam> {
+        vec![
+            TunableParam::new("block_size_x", [8, 16, 32, 64, 128, 256]),
+            TunableParam::new("block_size_y", [1, 2, 4, 8, 16, 32]),
+        ]
+    }
+
+    #[test]
+    fn matmul_space_has_the_27_configs_kernel_tuner_finds() {
+        let r = vec![Restriction::Expr("32 <= block_size_x*block_size_y and block_size_x*block_size_y <= 1024".into())];
+        let space = SearchSpace::build(&matmul_params(), &r, &Bindings::new(), Some(1024)).unwrap();
+        assert_eq!(space.len(), 27);
+        assert_eq!(space.configs[0].to_string(), "block_size_x=8 block_size_y=4");
+    }
+
+    #[test]
+    fn device_thread_limit_drops_oversized_blocks() {
+        let space = SearchSpace::build(&matmul_params(), &[], &Bindings::new(), Some(256)).unwrap();
+        assert!(space.configs.iter().all(|c| c.get("block_size_x").unwrap() * c.get("block_size_y").unwrap() <= 256));
+        assert_eq!(space.len(), 21);
+    }
+
+    #[test]
+    fn closure_restrictions_apply() {
+        let r = vec![Restriction::closure(|c| c.get("block_size_x") == Some(32))];
+        let space = SearchSpace::build(&matmul_params(), &r, &Bindings::new(), None).unwrap();
+        assert_eq!(space.len(), 6);
+    }
+
+    #[test]
+    fn neighbours_change_one_parameter_by_one_step() {
+        let space = SearchSpace::build(&matmul_params(), &[], &Bindings::new(), None).unwrap();
+        let c = Config(vec![("block_size_x".into(), 32), ("block_size_y".into(), 4)]);
+        let mut n: Vec<String> = space.neighbours(&c).into_iter().map(|i| space.configs[i].to_string()).collect();
+        n.sort();
+        assert_eq!(n, vec![
+            "block_size_x=16 block_size_y=4", "block_size_x=32 block_size_y=2",
+            "block_size_x=32 block_size_y=8", "block_size_x=64 block_size_y=4",
+        ]);
+    }
+
+    #[test]
+    fn empty_value_list_is_rejected() {
+        let err = SearchSpace::build(&[TunableParam::new("x", [])], &[], &Bindings::new(), None).unwrap_err();
+        assert!(err.to_string().contains("`x`"));
+    }
+}

@@ -1,0 +1,172 @@
+//! Verification: tolerances by dtype, poison values, and the report of a comparison.
+//!
+//! Before each verifying run every output the reference kernel is known to overwrite is *poisoned* (NaN for
+//! floats, a 0xDEADBEEF pattern for integers). Without that, a candidate that skips part of the output would
+//! pass whenever the stale contents of the buffer happen to be right (zeros, or the previous config's
+//! result); with it, an element never written stays poison and is reported as such. Outputs that the
+//! reference accumulates into (a histogram's bins) are detected at set-up and reset instead of poisoned.
+//!
+//! The comparison itself runs on the GPU (see `device_kernels`), so gigabytes are never copied back; this
+//! module holds the same rule for the host (tests, small arrays) and the report types.
+
+use serde::{Deserialize, Serialize};
+
+use crate::dtype::DType;
+
+/// |got - expected| <= atol + rtol * |expected| for floats; NaN never passes; integers compare exactly.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Tolerance {
+    pub rtol: f64,
+    pub atol: f64,
+    /// Fraction of elements allowed to differ (chaotic kernels such as mandelbrot); 0 for everything else.
+    #[serde(default)]
+    pub max_mismatch_fraction: f64,
+}
+
+impl Default for Tolerance {
+    /// float32 arithmetic reordered by a faster kernel lands far below 1e-4 relative error.
+    fn default() -> Self {
+        Tolerance { rtol: 1e-4, atol: 1e-5, max_mismatch_fraction: 0.0 }
+    }
+}
+
+impl Tolerance {
+    pub fn accepts(&self, dtype: DType, got: f64, expected: f64) -> bool {
+        if !dtype.is_float() {
+            return got == expected;
+        }
+        if got.is_nan() || expected.is_nan() {
+            return false;
+        }
+        if got == expected {
+            return true; // equal infinities
+        }
+        (got - expected).abs() <= self.atol + self.rtol * expected.abs()
+    }
+}
+
+/// The poison bit pattern of one element of `dtype`, little-endian, as a u64 (low bytes used).
+pub fn poison_bits(dtype: DType) -> u64 {
+    match dtype {
+        // quiet NaNs with a recognisable payload, distinct from the canonical NaN a kernel computes
+        DType::Float16 => 0x7E5B,
+        DType::Float32 => 0x7FC0_FFEE,
+        DType::Float64 => 0x7FF8_DEAD_BEEF_0FEE,
+        DType::Int8 | DType::Uint8 => 0xEF,
+        DType::Int16 | DType::Uint16 => 0xBEEF,
+        DType::Int32 | DType::Uint32 => 0xDEAD_BEEF,
+        DType::Int64 | DType::Uint64 => 0xDEAD_BEEF_DEAD_BEEF,
+    }
+}
+
+/// What comparing one output found.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OutputReport {
+    pub name: String,
+    pub elements: u64,
+    pub mismatches: u64,
+    /// Elements still holding the poison after the run: the kernel never wrote them.
+    pub never_written: u64,
+    pub max_abs_error: f64,
+    pub max_rel_error: f64,
+    /// First mismatching element index, with the values there.
+    pub first_mismatch: Option<Mismatch>,
+    /// Mismatches tolerated by `max_mismatch_fraction` (never-written elements are never tolerated).
+    #[serde(default)]
+    pub allowed_mismatches: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Mismatch {
+    pub index: u64,
+    pub expected: f64,
+    pub got: f64,
+    pub never_written: bool,
+}
+
+impl OutputReport {
+    pub fn passed(&self) -> bool {
+        self.mismatches <= self.allowed_mismatches && self.never_written == 0
+    }
+
+    /// One line a user can act on: "output C: 12 of 4096 elements wrong (3 never written); first at index
+    /// 4097: expected 1.25, got NaN (never written); max abs error 0.5, max rel error 0.4".
+    pub fn describe(&self) -> String {
+        if self.mismatches == 0 {
+            return format!("output {}: all {} elements match (max abs error {:.3e}, max rel error {:.3e})", self.name, self.elements, self.max_abs_error, self.max_rel_error);
+        }
+        let mut s = format!("output {}: {} of {} elements wrong", self.name, self.mismatches, self.elements);
+        if self.never_written > 0 {
+            s.push_str(&format!(" ({} never written)", self.never_written));
+        }
+        if let Some(m) = &self.first_mismatch {
+            s.push_str(&format!("; first at index {}: expected {}, got {}", m.index, m.expected, if m.never_written { "poison (never written)".to_string() } else { m.got.to_string() }));
+        }
+        s.push_str(&format!("; max abs error {:.3e}, max rel error {:.3e}", self.max_abs_error, self.max_rel_error));
+        s
+    }
+}
+
+/// Host-side comparison with the same rule as the GPU kernel.
+pub fn compare_host(name: &str, dtype: DType, tol: Tolerance, got: &[f64], got_is_poison: &[bool], expected: &[f64]) -> OutputReport {
+    let mut r = OutputReport { name: name.into(), elements: got.len() as u64, mismatches: 0, never_written: 0, max_abs_error: 0.0, max_rel_error: 0.0, first_mismatch: None, allowed_mismatches: (tol.max_mismatch_fraction * got.len() as f64) as u64 };
+    for (i, ((&g, &e), &p)) in got.iter().zip(expected).zip(got_is_poison).enumerate() {
+        if !g.is_nan() && !e.is_nan() {
+            let abs = (g - e).abs();
+            if abs.is_finite() {
+                r.max_abs_error = r.max_abs_error.max(abs);
+                if e != 0.0 {
+                    r.max_rel_error = r.max_rel_error.max(abs / e.abs());
+                }
+            }
+        }
+        if p || !tol.accepts(dtype, g, e) {
+            r.mismatches += 1;
+            if p {
+                r.never_written += 1;
+            }
+            if r.first_mismatch.is_none() {
+                r.first_mismatch = Some(Mismatch { index: i as u64, expected: e, got: g, never_written: p });
+            }
+        }
+    }
+    r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nan_never_passes_and_integers_are_exact() {
+        let t = Tolerance { rtol: 1e-3, atol: 1e-3, max_mismatch_fraction: 0.0 };
+        assert!(!t.accepts(DType::Float32, f64::NAN, f64::NAN));
+        assert!(t.accepts(DType::Float32, 1.0005, 1.0));
+        assert!(!t.accepts(DType::Float32, 1.01, 1.0));
+        assert!(!t.accepts(DType::Int32, 2.0, 1.0));
+        assert!(t.accepts(DType::Int32, 7.0, 7.0));
+        assert!(t.accepts(DType::Float64, f64::INFINITY, f64::INFINITY));
+    }
+
+    #[test]
+    fn poison_for_floats_is_nan() {
+        assert!(f32::from_bits(poison_bits(DType::Float32) as u32).is_nan());
+        assert!(f64::from_bits(poison_bits(DType::Float64)).is_nan());
+    }
+
+    #[test]
+    fn report_names_first_index_and_never_written() {
+        let got = [1.0, 2.0, f64::NAN, 4.5];
+        let poison = [false, false, true, false];
+        let exp = [1.0, 2.0, 3.0, 4.0];
+        let r = compare_host("C", DType::Float32, Tolerance::default(), &got, &poison, &exp);
+        assert_eq!(r.mismatches, 2);
+        assert_eq!(r.never_written, 1);
+        let m = r.first_mismatch.clone().unwrap();
+        assert_eq!(m.index, 2);
+        assert!(m.never_written);
+        assert!((r.max_abs_error - 0.5).abs() < 1e-12);
+        let text = r.describe();
+        assert!(text.contains("index 2") && text.contains("never written"), "{text}");
+    }
+}

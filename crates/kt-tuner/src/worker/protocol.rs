@@ -1,0 +1,166 @@
+//! The parent–worker protocol: length-prefixed frames, each a JSON header plus an optional raw payload
+//! (CUBIN bytes travel raw, never as JSON arrays). Frame = u32 header length, u64 payload length (both
+//! little-endian), header, payload.
+
+use std::io::{Read, Write};
+
+use serde::{Deserialize, Serialize};
+
+use crate::args::KernelTest;
+use crate::geometry::LaunchDims;
+use crate::measure::{TimingPolicy, TimingStats};
+use crate::verify::OutputReport;
+
+/// Header sizes above this are garbage, not a message (a real header is a few KB at most).
+const MAX_HEADER: u32 = 64 << 20;
+const MAX_PAYLOAD: u64 = 1 << 32;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DeviceInfo {
+    pub ordinal: usize,
+    pub name: String,
+    pub uuid: String,
+    pub compute_capability: (i32, i32),
+    pub sm_count: i32,
+    pub max_threads_per_block: i32,
+    pub max_threads_per_sm: i32,
+    pub max_shared_per_block: i32,
+    pub max_shared_per_block_optin: i32,
+    pub registers_per_block: i32,
+    pub l2_bytes: i32,
+    pub total_memory: usize,
+    pub driver_version: i32,
+    /// Milliseconds the worker spent creating its context.
+    pub context_ms: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum LaunchArg {
+    /// A device array of the current test, by name.
+    Array(String),
+    /// A by-value argument, already encoded.
+    Scalar(Vec<u8>),
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunRequest {
+    pub module: String,
+    pub test: String,
+    pub args: Vec<LaunchArg>,
+    pub dims: LaunchDims,
+    /// Poison outputs, run once, compare every output with its expected values and inputs with their
+    /// pristine copies. This run doubles as the untimed warm-up.
+    pub verify: bool,
+    pub timing: Option<TimingPolicy>,
+    pub best_ms: Option<f64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum Request {
+    Hello { ordinal: usize },
+    /// kt's own kernels (fill, poison, compare); CUBIN in the payload.
+    LoadUtilities,
+    Upload { test: KernelTest },
+    /// A user module; CUBIN in the payload.
+    Load { key: String, kernel: String, dynamic_shared: u32 },
+    /// Runs the reference launch of a test: its outputs become the expected values (unless the test brings
+    /// its own), and a second, poisoned run finds which outputs the kernel fully overwrites.
+    Reference { run: RunRequest },
+    Run { run: RunRequest },
+    MeasureBandwidth { bytes: u64 },
+    Shutdown,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FunctionInfo {
+    pub registers: i32,
+    pub local_bytes: i32,
+    pub static_shared_bytes: i32,
+    pub max_threads_per_block: i32,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum RunStatus {
+    Ok,
+    /// The launch was refused (too many resources, invalid configuration): the config is invalid.
+    Invalid(String),
+    /// The kernel faulted; the context is gone and the worker exits after this reply.
+    Crashed(String),
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunOutcome {
+    pub status: RunStatus,
+    pub outputs: Vec<OutputReport>,
+    pub inputs_modified: Vec<String>,
+    pub timing: Option<TimingStats>,
+    /// Achieved occupancy bound: active warps per SM / maximum, from the occupancy calculator.
+    pub occupancy: Option<f64>,
+    /// Reference runs only: outputs that depend on their initial contents (reset, never poisoned).
+    pub accumulating_outputs: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum Reply {
+    Hello(DeviceInfo),
+    Done { ms: f64 },
+    Loaded(FunctionInfo),
+    LoadFailed(String),
+    Ran(RunOutcome),
+    Bandwidth { gbps: f64 },
+    /// A request the worker could not serve; `fatal` means it exits next.
+    Error { message: String, fatal: bool },
+}
+
+pub fn write_frame<T: Serialize>(w: &mut impl Write, header: &T, payload: &[u8]) -> std::io::Result<()> {
+    let h = serde_json::to_vec(header).map_err(std::io::Error::other)?;
+    let mut buf = Vec::with_capacity(12 + h.len());
+    buf.extend((h.len() as u32).to_le_bytes());
+    buf.extend((payload.len() as u64).to_le_bytes());
+    buf.extend(&h);
+    w.write_all(&buf)?;
+    w.write_all(payload)?;
+    w.flush()
+}
+
+pub fn read_frame<T: for<'de> Deserialize<'de>>(r: &mut impl Read) -> std::io::Result<(T, Vec<u8>)> {
+    let mut len = [0u8; 12];
+    r.read_exact(&mut len)?;
+    let hl = u32::from_le_bytes([len[0], len[1], len[2], len[3]]);
+    let mut pl_bytes = [0u8; 8];
+    pl_bytes.copy_from_slice(&len[4..]);
+    let pl = u64::from_le_bytes(pl_bytes);
+    if hl > MAX_HEADER || pl > MAX_PAYLOAD {
+        return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, format!("frame sizes {hl}/{pl} are not a protocol frame")));
+    }
+    let mut h = vec![0u8; hl as usize];
+    r.read_exact(&mut h)?;
+    let mut p = vec![0u8; pl as usize];
+    r.read_exact(&mut p)?;
+    let header = serde_json::from_slice(&h).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
+    Ok((header, p))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frames_round_trip_with_raw_payload() {
+        let mut buf = Vec::new();
+        write_frame(&mut buf, &Request::Load { key: "k".into(), kernel: "f".into(), dynamic_shared: 0 }, &[0, 1, 2, 255]).unwrap();
+        write_frame(&mut buf, &Request::Shutdown, &[]).unwrap();
+        let mut r = &buf[..];
+        let (a, p): (Request, _) = read_frame(&mut r).unwrap();
+        assert_eq!(a, Request::Load { key: "k".into(), kernel: "f".into(), dynamic_shared: 0 });
+        assert_eq!(p, vec![0, 1, 2, 255]);
+        let (b, _): (Request, _) = read_frame(&mut r).unwrap();
+        assert_eq!(b, Request::Shutdown);
+    }
+
+    #[test]
+    fn garbage_is_an_error_not_a_huge_allocation() {
+        let mut r: &[u8] = b"hello world, this is printf output";
+        assert!(read_frame::<Reply>(&mut r).is_err());
+    }
+}

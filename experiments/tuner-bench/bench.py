@@ -1,0 +1,188 @@
+#!/usr/bin/env python3
+"""kt-tuner against Kernel Tuner on the same GPU, same kernels, same spaces (run by run.sh on the GPU machine).
+
+Wall time is measured around the whole `kt tune` process (start-up, NVRTC, context, inputs, reference launch,
+every configuration verified and timed) and around Kernel Tuner's `tune_kernel` call (inputs already in host
+memory). Each kt run gets an empty module cache ("cold") unless marked "warm".
+"""
+import argparse, json, os, shutil, subprocess, sys, tempfile, time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[2]
+NK = ROOT / "naive-kernels"
+rows = []  # (benchmark, tool, wall_s, best_config, best_ms, note)
+
+
+def log(*a):
+    print(*a, flush=True)
+
+
+def kt(args, kt_bin, out_dir, name):
+    t0 = time.perf_counter()
+    p = subprocess.run([kt_bin, "tune", *args, "--json"], capture_output=True, text=True)
+    wall = time.perf_counter() - t0
+    (out_dir / f"{name}.json").write_text(p.stdout)
+    (out_dir / f"{name}.stderr").write_text(p.stderr)
+    if p.returncode != 0:
+        log(f"kt {name} failed rc={p.returncode}: {p.stderr[-2000:]}")
+        return wall, None
+    return wall, json.loads(p.stdout)
+
+
+def cfg_text(c):
+    return " ".join(f"{k}={v}" for k, v in c)
+
+
+def kt_summary(res):
+    b = res["best"]
+    bad = {}
+    for m in res["measurements"]:
+        if m["verdict"]["kind"] != "ok":
+            bad[m["verdict"]["kind"]] = bad.get(m["verdict"]["kind"], 0) + 1
+    return cfg_text(b["config"]), b["objective"], b.get("gbps"), b.get("percent_of_peak"), bad
+
+
+def write_tests(dirpath, kernel, arrays, scalars, outputs):
+    t = dirpath / "t0"
+    (t / "args").mkdir(parents=True, exist_ok=True)
+    args = []
+    for name, arr in arrays:
+        np.save(t / "args" / f"{name}.npy", arr)
+        args.append({"name": name, "kind": "array", "dtype": str(arr.dtype), "shape": list(arr.shape), "file": f"args/{name}.npy"})
+    for name, dtype, value in scalars:
+        args.append({"name": name, "kind": "scalar", "dtype": dtype, "value": value})
+    (t / "manifest.json").write_text(json.dumps({"format": 1, "kernel": kernel, "seed": 1, "args": args, "outputs": outputs}))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--kt", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--skip-kt-python", action="store_true")
+    a = ap.parse_args()
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    kt_bin = str(Path(a.kt).resolve())
+    work = Path(tempfile.mkdtemp(prefix="tuner-bench-"))
+    gpu = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"], capture_output=True, text=True).stdout.strip()
+    log("GPU:", gpu)
+    have_kt = False
+    if not a.skip_kt_python:
+        try:
+            import kernel_tuner  # noqa: F401
+            have_kt = True
+            log("kernel_tuner", kernel_tuner.__version__ if hasattr(kernel_tuner, "__version__") else "")
+        except Exception as e:  # report and go on with kt alone
+            log("Kernel Tuner not importable:", e)
+
+    # ---------------- 1. naive matmul 4096^3, 27 configs ----------------
+    n = 4096
+    rng = np.random.default_rng(1)
+    A = rng.standard_normal((n, n), dtype=np.float32)
+    B = rng.standard_normal((n, n), dtype=np.float32)
+    C = np.zeros((n, n), dtype=np.float32)
+    mm_tests = work / "matmul-tests"
+    write_tests(mm_tests, "matrixMultiply", [("A", A), ("B", B), ("C", C)], [("A_width", "int32", n), ("A_height", "int32", n), ("B_width", "int32", n)], ["C"])
+    bx, by = [8, 16, 32, 64, 128, 256], [1, 2, 4, 8, 16, 32]
+    restrict = "32 <= block_size_x*block_size_y and block_size_x*block_size_y <= 1024"
+    kt_mm = ["--param", "block_size_x=" + ",".join(map(str, bx)), "--param", "block_size_y=" + ",".join(map(str, by)), "--restrict", restrict]
+    kt_times = {}
+    if have_kt:
+        import kernel_tuner
+        args = [A.ravel(), B.ravel(), C.ravel(), np.int32(n), np.int32(n), np.int32(n)]
+        t0 = time.perf_counter()
+        res, env = kernel_tuner.tune_kernel("matrixMultiply", str(NK / "matmul.cu"), (n, n), args, {"block_size_x": bx, "block_size_y": by},
+                                            restrictions=[restrict], lang="cupy", verbose=False, quiet=True)
+        wall = time.perf_counter() - t0
+        best = min(res, key=lambda r: r["time"])
+        kt_times["matmul"] = {f"block_size_x={r['block_size_x']} block_size_y={r['block_size_y']}": r["time"] for r in res}
+        rows.append(("matmul 4096^3, 27 cfg", "Kernel Tuner 1.5", wall, f"block_size_x={best['block_size_x']} block_size_y={best['block_size_y']}", best["time"], f"{len(res)} configs; time = KT mean of 7"))
+    cache = work / "cache-mm"
+    for label, extra in [("kt (npy tests, cold)", ["--tests", str(mm_tests), "--cache-dir", str(cache)]),
+                         ("kt (npy tests, warm module cache)", ["--tests", str(mm_tests), "--cache-dir", str(cache)]),
+                         ("kt (inputs made on GPU, cold)", ["--cache-dir", str(work / "cache-mm2")])]:
+        wall, res = kt([str(NK / "matmul.cu"), *kt_mm, "--no-peak", *extra], kt_bin, out, "matmul-" + label.split()[1].strip("(,") + str(len(rows)))
+        if res:
+            c, ms, g, pct, bad = kt_summary(res)
+            ph = res["phases"]
+            note = f"{len(res['measurements'])} cfg, verified; phases ms: ctx {ph['context_ms']:.0f} upload {ph['upload_ms']:.0f} ref {ph['reference_ms']:.0f} bench {ph['benchmark_ms']:.0f} total {ph['total_ms']:.0f}; failed {bad}"
+            if "matmul" in kt_times:
+                note += f"; KT's time for this config {kt_times['matmul'].get(c, float('nan')):.3f} ms"
+            rows.append(("matmul 4096^3, 27 cfg", label, wall, c, ms, note))
+
+    # ---------------- 2. matrixAdd 16384^2, 19 configs ----------------
+    w = h = 16384
+    if have_kt:
+        import kernel_tuner
+        A2 = rng.standard_normal(w * h, dtype=np.float32)
+        B2 = rng.standard_normal(w * h, dtype=np.float32)
+        C2 = np.zeros(w * h, dtype=np.float32)
+        tp = {"block_size_x": [16, 32, 64, 128, 256], "block_size_y": [1, 2, 4, 8, 16]}
+        r2 = ["block_size_x*block_size_y >= 64", "block_size_x*block_size_y <= 1024"]
+        t0 = time.perf_counter()
+        res, env = kernel_tuner.tune_kernel("matrixAdd", str(NK / "matrixAdd.cu"), (w, h), [A2, B2, C2, np.int32(w), np.int32(h)], tp,
+                                            restrictions=r2, lang="cupy", verbose=False, quiet=True)
+        wall = time.perf_counter() - t0
+        best = min(res, key=lambda r: r["time"])
+        rows.append(("matrixAdd 16384^2, 19 cfg", "Kernel Tuner 1.5", wall, f"block_size_x={best['block_size_x']} block_size_y={best['block_size_y']}", best["time"], f"{len(res)} configs"))
+        del A2, B2, C2
+    for label, cdir in [("kt (inputs made on GPU, cold)", work / "cache-ma"), ("kt (warm module cache)", work / "cache-ma")]:
+        wall, res = kt([str(NK / "matrixAdd.cu"), "--no-peak", "--cache-dir", str(cdir)], kt_bin, out, "matrixAdd-" + str(len(rows)))
+        if res:
+            c, ms, g, pct, bad = kt_summary(res)
+            ph = res["phases"]
+            rows.append(("matrixAdd 16384^2, 19 cfg", label, wall, c, ms, f"{len(res['measurements'])} cfg verified; {g:.0f} GB/s; phases ms: ctx {ph['context_ms']:.0f} upload {ph['upload_ms']:.0f} ref {ph['reference_ms']:.0f} bench {ph['benchmark_ms']:.0f} total {ph['total_ms']:.0f}; failed {bad}"))
+
+    # ---------------- 3. bandwidth after tuning ----------------
+    bw = []
+    pc = work / "cache-bw"
+    for name in ["matrixAdd", "sigmoidActivation", "verlet_integration"]:
+        wall, res = kt([str(NK / f"{name}.cu"), "--cache-dir", str(pc)], kt_bin, out, f"bw-{name}")
+        if res:
+            c, ms, g, pct, bad = kt_summary(res)
+            bw.append((name + " (naive)", c, ms, g, pct, res.get("peak_gbps"), res["reference"]["objective"]))
+    variants = [
+        ("matrixAdd", "matrixAdd_tunable.cu", "matrixAdd.toml",
+         ["--param", "block_size_x=32,64,128,256,512", "--param", "block_size_y=1,2,4", "--param", "vector_width=1,2,4", "--param", "tile_y=1,2,4",
+          "--restrict", "block_size_x*block_size_y >= 64 and block_size_x*block_size_y <= 1024",
+          "--grid-div-x", "block_size_x,vector_width", "--grid-div-y", "block_size_y,tile_y"]),
+        ("sigmoidActivation", "sigmoid_tunable.cu", "sigmoidActivation.toml",
+         ["--param", "block_size_x=64,128,256,512,1024", "--param", "vector_width=1,2,4", "--param", "work_per_thread=1,2,4,8",
+          "--grid-div-x", "block_size_x,vector_width,work_per_thread"]),
+    ]
+    vdir = work / "variants"
+    vdir.mkdir(exist_ok=True)
+    for name, cu, toml, extra in variants:
+        shutil.copy(Path(__file__).parent / cu, vdir / cu)
+        shutil.copy(NK / toml, vdir / (Path(cu).stem + ".toml"))
+        wall, res = kt([str(vdir / cu), *extra, "--cache-dir", str(pc)], kt_bin, out, f"bw-{name}-tunable")
+        if res:
+            c, ms, g, pct, bad = kt_summary(res)
+            bw.append((name + " (tunable variant)", c, ms, g, pct, res.get("peak_gbps"), res["reference"]["objective"]))
+            # the variant's best config against the naive kernel, on fresh inputs at bench size
+            params = [x for kv in res["best"]["config"] for x in ("--param", f"{kv[0]}={kv[1]}")]
+            gd = [extra[i + 1] for i in range(len(extra)) if extra[i].startswith("--grid-div")]
+            gdf = []
+            if name == "matrixAdd":
+                gdf = ["--grid-div-x", gd[0], "--grid-div-y", gd[1]]
+            else:
+                gdf = ["--grid-div-x", gd[0]]
+            p = subprocess.run([kt_bin, "verify", str(NK / f"{name}.cu"), str(vdir / cu), *params, *gdf, "--bench-size", "--tests-count", "2"], capture_output=True, text=True)
+            log(f"kt verify naive {name} vs tunable best ({' '.join(params)}): rc={p.returncode}\n{p.stdout[-1500:]}{p.stderr[-1500:]}")
+
+    # ---------------- final tables ----------------
+    log("\n=== wall time: kt-tuner vs Kernel Tuner (GPU: %s) ===" % gpu)
+    log(f"{'benchmark':<26} {'tool':<36} {'wall s':>7} {'best config':<40} {'best ms':>8}  notes")
+    for b, tool, wall, c, ms, note in rows:
+        log(f"{b:<26} {tool:<36} {wall:7.2f} {c:<40} {ms:8.3f}  {note}")
+    log("\n=== achieved bandwidth after tuning (bytes from the sidecar's expression) ===")
+    log(f"{'kernel':<34} {'best config':<62} {'ms':>7} {'GB/s':>7} {'% copy':>7} {'copy GB/s':>9} {'default ms':>10}")
+    for name, c, ms, g, pct, peak, ref in bw:
+        log(f"{name:<34} {c:<62} {ms:7.3f} {g or 0:7.0f} {pct or 0:6.1f}% {peak or 0:9.0f} {ref:10.3f}")
+    (out / "summary.json").write_text(json.dumps({"gpu": gpu, "rows": rows, "bandwidth": bw}, indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,158 @@
+//! End-to-end tests of `kt inspect` through the real binary.
+
+#![allow(clippy::unwrap_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn kt(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_kt"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("kt runs")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn write_temp(dir: &Path, name: &str, text: &[u8]) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// The JSON of one suite kernel is compared with a checked-in golden file. After an intended change to the
+/// schema or to naive-kernels/matmul.cu, regenerate it with `KT_BLESS=1 cargo test --test inspect`.
+#[test]
+fn inspect_json_of_matmul_matches_the_golden_file() {
+    let out = kt(&["inspect", "naive-kernels/matmul.cu", "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let actual: serde_json::Value = serde_json::from_slice(&out.stdout).expect("valid JSON");
+    let golden_path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/inspect-matmul.json");
+    if std::env::var_os("KT_BLESS").is_some() {
+        std::fs::write(
+            &golden_path,
+            serde_json::to_string_pretty(&actual).unwrap() + "\n",
+        )
+        .unwrap();
+    }
+    let golden: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&golden_path).unwrap())
+            .expect("golden file is JSON");
+    assert_eq!(
+        actual, golden,
+        "kt inspect --json changed; if intended, rerun with KT_BLESS=1"
+    );
+    assert_eq!(actual["schema_version"], 1);
+    let names: Vec<&str> = actual["kernels"][0]["params"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["A", "B", "C", "A_width", "A_height", "B_width"]);
+}
+
+#[test]
+fn inspect_prints_a_readable_summary() {
+    let out = kt(&["inspect", "naive-kernels/matmul.cu"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains("kernel matrixMultiply"), "{text}");
+    assert!(text.contains("A_width"), "{text}");
+    assert!(text.contains("uses: blockDim"), "{text}");
+}
+
+#[test]
+fn several_kernels_are_all_shown_and_kernel_picks_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = write_temp(
+        dir.path(),
+        "two.cu",
+        b"__global__ void a(int n) {}\n__global__ void b(float *x) {}\n",
+    );
+    let file = file.to_str().unwrap();
+    let all = kt(&["inspect", file, "--json"]);
+    assert!(all.status.success(), "{}", stderr(&all));
+    let json: serde_json::Value = serde_json::from_slice(&all.stdout).unwrap();
+    assert_eq!(json["kernels"].as_array().unwrap().len(), 2);
+
+    let one = kt(&["inspect", file, "--kernel", "b", "--json"]);
+    let json: serde_json::Value = serde_json::from_slice(&one.stdout).unwrap();
+    assert_eq!(json["kernels"].as_array().unwrap().len(), 1);
+    assert_eq!(json["kernels"][0]["name"], "b");
+
+    let wrong = kt(&["inspect", file, "--kernel", "c"]);
+    assert!(!wrong.status.success());
+    assert!(
+        stderr(&wrong).contains("available: a, b"),
+        "{}",
+        stderr(&wrong)
+    );
+}
+
+#[test]
+fn bad_input_fails_with_a_message_a_user_can_act_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let no_kernel = write_temp(dir.path(), "host.cu", b"int main() { return 0; }\n");
+    let out = kt(&["inspect", no_kernel.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("no __global__ function found in"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(
+        stderr(&out).contains("kt needs a CUDA kernel"),
+        "{}",
+        stderr(&out)
+    );
+
+    let python = write_temp(
+        dir.path(),
+        "gen.py",
+        b"import numpy as np\ndef main():\n    return np.zeros(3)\n",
+    );
+    let out = kt(&["inspect", python.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("does not look like CUDA"),
+        "{}",
+        stderr(&out)
+    );
+
+    let binary = write_temp(
+        dir.path(),
+        "a.out",
+        &[0x7f, b'E', b'L', b'F', 2, 1, 1, 0, 0, 0],
+    );
+    let out = kt(&["inspect", binary.to_str().unwrap()]);
+    assert!(
+        stderr(&out).contains("does not look like CUDA"),
+        "{}",
+        stderr(&out)
+    );
+
+    let broken = write_temp(
+        dir.path(),
+        "broken.cu",
+        b"__global__ void k(float *a) {\n  a[0] = ;\n}\n",
+    );
+    let out = kt(&["inspect", broken.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("line 2, column"), "{}", stderr(&out));
+
+    let out = kt(&["inspect", "does/not/exist.cu"]);
+    assert!(
+        stderr(&out).contains("cannot read does/not/exist.cu"),
+        "{}",
+        stderr(&out)
+    );
+}
