@@ -13,6 +13,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[2]
 NK = ROOT / "naive-kernels"
 rows = []  # (benchmark, tool, wall_s, best_config, best_ms, note)
+runs = {}  # every kt run's full JSON result, by name (written to results.json)
 
 
 def log(*a):
@@ -23,12 +24,13 @@ def kt(args, kt_bin, out_dir, name):
     t0 = time.perf_counter()
     p = subprocess.run([kt_bin, "tune", *args, "--json"], capture_output=True, text=True)
     wall = time.perf_counter() - t0
-    (out_dir / f"{name}.json").write_text(p.stdout)
-    (out_dir / f"{name}.stderr").write_text(p.stderr)
     if p.returncode != 0:
         log(f"kt {name} failed rc={p.returncode}: {p.stderr[-2000:]}")
+        runs[name] = {"error": p.stderr[-4000:], "wall_s": wall}
         return wall, None
-    return wall, json.loads(p.stdout)
+    res = json.loads(p.stdout)
+    runs[name] = {"wall_s": wall, "result": res}
+    return wall, res
 
 
 def cfg_text(c):
@@ -36,7 +38,7 @@ def cfg_text(c):
 
 
 def kt_summary(res):
-    b = res["best"]
+    b = res.get("best") or {"config": [], "objective": float("nan")}
     bad = {}
     for m in res["measurements"]:
         if m["verdict"]["kind"] != "ok":
@@ -133,7 +135,7 @@ def main():
         if res:
             c, ms, g, pct, bad = kt_summary(res)
             ph = res["phases"]
-            rows.append(("matrixAdd 16384^2, 19 cfg", label, wall, c, ms, f"{len(res['measurements'])} cfg verified; {g:.0f} GB/s; phases ms: ctx {ph['context_ms']:.0f} upload {ph['upload_ms']:.0f} ref {ph['reference_ms']:.0f} bench {ph['benchmark_ms']:.0f} total {ph['total_ms']:.0f}; failed {bad}"))
+            rows.append(("matrixAdd 16384^2, 19 cfg", label, wall, c, ms, f"{len(res['measurements'])} cfg verified; {g or 0:.0f} GB/s; phases ms: ctx {ph['context_ms']:.0f} upload {ph['upload_ms']:.0f} ref {ph['reference_ms']:.0f} bench {ph['benchmark_ms']:.0f} total {ph['total_ms']:.0f}; failed {bad}"))
 
     # ---------------- 3. bandwidth after tuning ----------------
     bw = []
@@ -142,7 +144,7 @@ def main():
         wall, res = kt([str(NK / f"{name}.cu"), "--cache-dir", str(pc)], kt_bin, out, f"bw-{name}")
         if res:
             c, ms, g, pct, bad = kt_summary(res)
-            bw.append((name + " (naive)", c, ms, g, pct, res.get("peak_gbps"), res["reference"]["objective"]))
+            bw.append((name + " (naive)", c, ms, g, pct, res.get("peak_gbps"), (res.get("reference") or {}).get("objective") or float("nan")))
     variants = [
         ("matrixAdd", "matrixAdd_tunable.cu", "matrixAdd.toml",
          ["--param", "block_size_x=32,64,128,256,512", "--param", "block_size_y=1,2,4", "--param", "vector_width=1,2,4", "--param", "tile_y=1,2,4",
@@ -160,8 +162,10 @@ def main():
         wall, res = kt([str(vdir / cu), *extra, "--cache-dir", str(pc)], kt_bin, out, f"bw-{name}-tunable")
         if res:
             c, ms, g, pct, bad = kt_summary(res)
-            bw.append((name + " (tunable variant)", c, ms, g, pct, res.get("peak_gbps"), res["reference"]["objective"]))
+            bw.append((name + " (tunable variant)", c, ms, g, pct, res.get("peak_gbps"), (res.get("reference") or {}).get("objective") or float("nan")))
             # the variant's best config against the naive kernel, on fresh inputs at bench size
+            if not res.get("best"):
+                continue
             params = [x for kv in res["best"]["config"] for x in ("--param", f"{kv[0]}={kv[1]}")]
             gd = [extra[i + 1] for i in range(len(extra)) if extra[i].startswith("--grid-div")]
             gdf = []
@@ -182,6 +186,7 @@ def main():
     for name, c, ms, g, pct, peak, ref in bw:
         log(f"{name:<34} {c:<62} {ms:7.3f} {g or 0:7.0f} {pct or 0:6.1f}% {peak or 0:9.0f} {ref:10.3f}")
     (out / "summary.json").write_text(json.dumps({"gpu": gpu, "rows": rows, "bandwidth": bw}, indent=1))
+    (out / "results.json").write_text(json.dumps(runs))
 
 
 if __name__ == "__main__":

@@ -8,4 +8,4 @@ export PYTHONUNBUFFERED=1
 if ls .whl/*.whl >/dev/null 2>&1; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site
 fi
-python3 experiments/tuner-bench/bench.py --kt "${KT:-.device/bin/kt}" --out "${OUT:-/tmp/tuner-bench}/tuner-bench"
+python3 experiments/tuner-bench/bench.py --kt "${KT:-.device/bin/kt}" --out "${OUT:-/tmp/tuner-bench}"

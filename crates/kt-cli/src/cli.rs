@@ -30,8 +30,14 @@ pub enum Command {
     Analyze(commands::analyze::AnalyzeArgs),
     /// Stages 1 and 2: make tests (generated inputs, expected outputs, reference times) in a run directory.
     Testgen(commands::testgen::TestgenArgs),
+    /// Run, resume, report on or export to SLURM an experiment: kernels × strategies × settings × models × repeats.
+    Experiment(commands::experiment::ExperimentArgs),
     /// Transform a naive kernel into a fast, tuned one (the main job).
     Transform(commands::transform::TransformArgs),
+    /// Continue a stopped `kt transform` run from its last checkpoint (recorded answers and tunings are reused).
+    Resume(commands::resume::ResumeArgs),
+    /// Show a strategy's state graph (`kt graph export autonomous --format mermaid|dot`).
+    Graph(commands::graph::GraphArgs),
     /// Tune a kernel's parameters (block sizes, tiling, …) on this GPU: compile, verify and time every configuration.
     Tune(commands::tune::TuneArgs),
     /// Check a candidate kernel against a reference on the same inputs: every output of every test.

@@ -30,7 +30,9 @@
 //! coordinator and may not appear. A cell's settings are the file's `settings`, then the study's, then the
 //! strategy's fixed `settings`, then one point of its `grid` (later wins). The seed reaches the run as the
 //! environment variable `KT_SEED`. Paths of file-based providers (`replay:`, `scripted:`, `manual:`) are
-//! relative to `root` like kernel paths.
+//! relative to `root` like kernel paths, and `{kernel}` in a model spec stands for the kernel file's stem
+//! (`scripted:experiments/scripted/{kernel}.toml` gives each kernel its own answers while the report still
+//! treats it as one model).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

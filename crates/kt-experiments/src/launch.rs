@@ -41,7 +41,8 @@ impl KtBinary {
         let mut cmd = self.base();
         cmd.arg("transform").arg(root.join(&cell.kernel_file));
         cmd.arg("--strategy").arg(&cell.strategy);
-        cmd.arg("--llm").arg(resolve_model(&cell.model, root));
+        let stem = Path::new(&cell.kernel_file).file_stem().and_then(|s| s.to_str()).unwrap_or(&cell.kernel);
+        cmd.arg("--llm").arg(resolve_model(&cell.model.replace("{kernel}", stem), root));
         cmd.arg("--out").arg(cell_dir);
         if let Some(k) = &cell.kernel_choice {
             cmd.arg("--kernel").arg(k);
@@ -223,6 +224,11 @@ mod tests {
             ]
         );
         assert_eq!(resolve_model("openai:gpt-4.1", Path::new("/repo")), "openai:gpt-4.1");
+
+        let per_kernel = Cell { model: "scripted:answers/{kernel}.toml".into(), ..cell };
+        let cmd = KtBinary::new("/bin/kt").transform(&per_kernel, Path::new("/repo"), Path::new("/exp/cells/c"));
+        let args: Vec<String> = cmd.get_args().map(|a| a.to_string_lossy().into_owned()).collect();
+        assert!(args.contains(&"scripted:/repo/answers/multi.toml".to_string()), "{args:?}");
     }
 
     #[test]

@@ -12,6 +12,8 @@
 //!
 //! The design file format and the cell-id scheme are documented in [`design`] and [`cell`].
 
+#![cfg_attr(test, allow(clippy::unwrap_used))]
+
 pub mod budget;
 pub mod cell;
 pub mod cell_run;

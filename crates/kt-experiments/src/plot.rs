@@ -138,7 +138,7 @@ fn gain_per_kernel<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, report: &R
         .map_err(|e| e.to_string())?;
 
     let width = 0.8 / variants.len().max(1) as f64;
-    for (vi, variant) in variants.iter().enumerate() {
+    for vi in 0..variants.len() {
         let colour = PALETTE[vi % PALETTE.len()];
         let mine: Vec<&(usize, usize, f64, f64)> = bars.iter().filter(|b| b.1 == vi).collect();
         let x0 = |k: usize| k as f64 - 0.4 + vi as f64 * width;
@@ -238,7 +238,7 @@ fn legend<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, variants: &[String]
     Ok(())
 }
 
-/// Distinct values in first-seen order, then sorted (kernels and strategies appear alphabetically).
+/// Distinct values, sorted (kernels and strategies appear alphabetically, in every plot alike).
 fn ordered(items: impl Iterator<Item = String>) -> Vec<String> {
     let mut v: Vec<String> = items.collect();
     v.sort();

@@ -84,7 +84,7 @@ impl RunResult {
 #[derive(Debug, Clone, PartialEq)]
 pub enum RunState {
     /// A run with a final `result.json`: nothing to do but record it.
-    Final { dir: PathBuf, result: RunResult, raw: serde_json::Value },
+    Final { dir: PathBuf, result: Box<RunResult>, raw: serde_json::Value },
     /// A run that started (it has `run.json`) but has no final result: resume it.
     Partial { dir: PathBuf },
     /// No run yet: start one.
@@ -114,7 +114,7 @@ pub fn locate(cell_dir: &Path) -> Result<RunState, ExperimentError> {
         let raw = read_result(&result_path)?;
         let result = RunResult::from_value(&raw);
         if result.is_final() {
-            return Ok(RunState::Final { dir: dir.clone(), result, raw });
+            return Ok(RunState::Final { dir: dir.clone(), result: Box::new(result), raw });
         }
     }
     Ok(runs.pop().map_or(RunState::Missing, |dir| RunState::Partial { dir }))

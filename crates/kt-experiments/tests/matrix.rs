@@ -2,6 +2,8 @@
 //! rerun to completion without running any cell twice, budgets, crashes, the report of a real ledger, plots,
 //! and the SLURM scripts (checked with shellcheck and by running the array script for every index).
 
+#![allow(clippy::unwrap_used)] // a failed unwrap is a failed test
+
 use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -157,6 +159,8 @@ fn an_interrupted_matrix_reruns_to_completion_without_running_any_cell_twice() {
 
     // The report of this ledger: the fake's speedups are 1.1, 1.5 and 2.0 by strategy.
     let (report, _) = Report::load(&s.out, None).unwrap();
+    assert_eq!((report.planned, report.recorded), (Some(24), 24));
+    assert_eq!(report.experiment.as_deref(), Some("matrix"));
     assert_eq!(report.strategies.len(), 6, "3 strategies × 2 settings");
     for summary in &report.strategies {
         let expected = match summary.variant.split('[').next().unwrap() {
@@ -334,4 +338,26 @@ fn slurm_scripts_pass_shellcheck_and_map_each_array_index_to_exactly_one_cell() 
         .output()
         .unwrap();
     assert!(!past_end.status.success(), "an index past the list is an error, not a silent no-op");
+}
+
+#[test]
+fn the_shipped_designs_expand_to_the_documented_cell_counts() {
+    let experiments = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments");
+    let thesis = Design::load(&experiments.join("thesis.toml")).unwrap();
+    let cells = expand(&thesis).unwrap();
+    assert_eq!(cells.len(), 288 + 96);
+    let main = cells.iter().filter(|c| c.studies == ["main"]).count();
+    assert_eq!(main, 8 * 3 * 4 * 3);
+    let kernels: std::collections::BTreeSet<&str> = cells.iter().map(|c| c.kernel.as_str()).collect();
+    assert_eq!(kernels.len(), 8);
+    assert!(cells.iter().all(|c| c.budget.time == Some(Duration::from_secs(4 * 3600))));
+
+    let smoke = Design::load(&experiments.join("smoke.toml")).unwrap();
+    let cells = expand(&smoke).unwrap();
+    assert_eq!(cells.len(), 8);
+    for c in &cells {
+        let stem = Path::new(&c.kernel_file).file_stem().unwrap().to_str().unwrap();
+        let answers = smoke.root.join(format!("experiments/scripted/{stem}.toml"));
+        assert!(answers.is_file(), "{} has scripted answers", c.kernel_file);
+    }
 }

@@ -5,9 +5,11 @@ use crate::context::NodeContext;
 use crate::events::{Event, EventKind};
 use crate::policy::Retry;
 use crate::state::State;
+use futures::FutureExt;
 use futures::future::BoxFuture;
 use serde_json::Value;
 use std::future::Future;
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::Duration;
 use tracing::Instrument;
@@ -112,19 +114,27 @@ impl<S: State, N: Node<S>> RunTask<S> for Policied<S, N> {
                             attempt,
                         },
                     );
-                    let call = node.run(state.clone(), ctx.clone());
+                    // A panicking node fails its task like an error (reported, routable), instead of
+                    // unwinding through the engine and losing the step's other work.
+                    let call =
+                        AssertUnwindSafe(node.run(state.clone(), ctx.clone())).catch_unwind();
                     let result = match timeout {
                         Some(limit) => tokio::time::timeout(limit, call).await.map_err(|_| limit),
                         None => Ok(call.await),
                     };
                     let (message, retryable, edit) = match result {
-                        Ok(Ok(update)) => {
+                        Ok(Err(panic)) => (
+                            format!("panicked: {}", panic_message(panic.as_ref())),
+                            false,
+                            None,
+                        ),
+                        Ok(Ok(Ok(update))) => {
                             return TaskResult {
                                 outcome: Ok(update),
                                 attempts: attempt,
                             };
                         }
-                        Ok(Err(error)) => {
+                        Ok(Ok(Err(error))) => {
                             if let Some(question) = ctx.take_raised() {
                                 return TaskResult {
                                     outcome: Err(TaskFailure::Interrupted(question)),
@@ -185,6 +195,16 @@ impl<S: State, N: Node<S>> RunTask<S> for Policied<S, N> {
             }
             .instrument(span),
         )
+    }
+}
+
+fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = panic.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = panic.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "a non-string panic payload".to_string()
     }
 }
 

@@ -2,6 +2,8 @@
 //! the public API only. Skipped unless `KT_LLM_LIVE_URL` names the server's base URL
 //! (`KT_LLM_LIVE_URL=http://127.0.0.1:8080/v1 cargo test -p kt-llm --test live_endpoint`).
 
+#![allow(clippy::unwrap_used)] // a failed unwrap is a failed test, with its message
+
 use std::time::Duration;
 
 use kt_llm::{

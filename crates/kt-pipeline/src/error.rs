@@ -46,7 +46,7 @@ pub enum PipelineError {
     #[error("problem-size expression `{expression}`: {message}")]
     SizeExpression { expression: String, message: String },
     #[error("{0}")]
-    Cuda(#[from] kt_cuda::CudaError),
+    Cuda(#[source] Box<kt_cuda::CudaError>),
     #[error("LLM call `{node}` failed: {source}")]
     Llm {
         node: String,
@@ -68,7 +68,7 @@ pub enum PipelineError {
     #[error("`{node}`: {reason}")]
     GeneratorRefused { node: String, reason: String, script: Option<String> },
     #[error("the generator could not be run: {0}")]
-    Generator(#[source] kt_sandbox::generator::GeneratorError),
+    Generator(#[source] Box<kt_sandbox::generator::GeneratorError>),
     #[error(
         "no GPU to run the original kernel on the generated tests ({reason}); their inputs are written, but \
          expected outputs and reference times need a machine with a CUDA GPU (`kt doctor` checks one)"
@@ -99,6 +99,19 @@ pub enum PipelineError {
     NoLlmForStage3,
     #[error("the journal of node `{node}` failed: {message}")]
     Journal { node: String, message: String },
+}
+
+// Boxed: these errors are large, and every `Result` of the crate would carry their size.
+impl From<kt_cuda::CudaError> for PipelineError {
+    fn from(e: kt_cuda::CudaError) -> Self {
+        Self::Cuda(Box::new(e))
+    }
+}
+
+impl From<kt_sandbox::generator::GeneratorError> for PipelineError {
+    fn from(e: kt_sandbox::generator::GeneratorError) -> Self {
+        Self::Generator(Box::new(e))
+    }
 }
 
 impl PipelineError {

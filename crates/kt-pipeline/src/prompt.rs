@@ -132,10 +132,10 @@ impl PromptLibrary {
         if let Some(dir) = std::env::var_os(PROMPTS_DIR_ENV).filter(|v| !v.is_empty()) {
             return Self::from_dir(Path::new(&dir));
         }
-        if let Ok(cwd) = std::env::current_dir() {
-            if let Some(dir) = find_prompts_dir(&cwd) {
-                return Self::from_dir(&dir);
-            }
+        if let Ok(cwd) = std::env::current_dir()
+            && let Some(dir) = find_prompts_dir(&cwd)
+        {
+            return Self::from_dir(&dir);
         }
         Self::builtin()
     }

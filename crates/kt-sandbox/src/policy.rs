@@ -66,7 +66,8 @@ pub struct Policy {
     pub network: NetworkIsolation,
     pub user: UserPolicy,
     pub env: EnvPolicy,
-    /// Run in this directory instead of a fresh empty temporary one.
+    /// Run in this directory instead of a fresh empty temporary one (when kt is root it is handed to the run's
+    /// unprivileged uid, mode 0700).
     pub workdir: Option<PathBuf>,
     /// Directories the program must be able to read even when they lie under a directory the unprivileged uid
     /// cannot enter (a Python installed under /root, say). They are bind-mounted read-only into its view.

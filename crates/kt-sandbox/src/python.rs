@@ -28,7 +28,8 @@ pub enum RuntimeSource {
 /// A Python interpreter that imports numpy.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct PythonRuntime {
-    /// The real interpreter binary (`sys.executable`), not a shim.
+    /// The interpreter binary (`sys.executable`: the real binary behind a pyenv shim; inside a virtual
+    /// environment its bin/python3, not the base interpreter it links to, so the environment stays active).
     pub interpreter: PathBuf,
     pub version: String,
     pub numpy_version: String,
@@ -85,7 +86,7 @@ struct ProbeReport {
 
 const PROBE_SCRIPT: &str = r#"
 import json, os, sys
-r = {"executable": os.path.realpath(sys.executable), "version": sys.version.split()[0],
+r = {"executable": os.path.abspath(sys.executable), "version": sys.version.split()[0],
      "prefix": sys.prefix, "base_prefix": sys.base_prefix, "numpy": None, "numpy_dir": None, "numpy_error": None}
 try:
     import numpy

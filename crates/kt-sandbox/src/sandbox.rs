@@ -359,10 +359,14 @@ impl Sandbox {
         }
         let mut limit = |resource, value: Option<u64>, extra: u64| {
             if let Some(v) = value {
+                // Without privileges a hard limit can only be lowered: clamp to the current one rather than fail.
+                let current_hard = nix::sys::resource::getrlimit(resource)
+                    .map(|(_, hard)| hard)
+                    .unwrap_or(libc::RLIM_INFINITY);
                 confinement.rlimits.push(Rlimit {
                     resource,
-                    soft: v,
-                    hard: v.saturating_add(extra),
+                    soft: v.min(current_hard),
+                    hard: v.saturating_add(extra).min(current_hard),
                 });
             }
         };

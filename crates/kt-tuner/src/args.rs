@@ -24,7 +24,10 @@ pub enum Distribution {
     Zeros,
     Ones,
     /// Uniform integers in [lo, hi).
-    RandInt { lo: i64, hi: i64 },
+    RandInt {
+        lo: i64,
+        hi: i64,
+    },
 }
 
 impl Distribution {
@@ -36,7 +39,11 @@ impl Distribution {
             "ones" => Distribution::Ones,
             t if t.starts_with("randint:") => {
                 let parts: Vec<&str> = t.split(':').collect();
-                let bad = || TunerError::Arguments(format!("`{t}`: write randint:LO:HI with integers LO < HI"));
+                let bad = || {
+                    TunerError::Arguments(format!(
+                        "`{t}`: write randint:LO:HI with integers LO < HI"
+                    ))
+                };
                 if parts.len() != 3 {
                     return Err(bad());
                 }
@@ -47,7 +54,11 @@ impl Distribution {
                 }
                 Distribution::RandInt { lo, hi }
             }
-            other => return Err(TunerError::Arguments(format!("unknown distribution `{other}` (randn, rand, zeros, ones, randint:LO:HI)"))),
+            other => {
+                return Err(TunerError::Arguments(format!(
+                    "unknown distribution `{other}` (randn, rand, zeros, ones, randint:LO:HI)"
+                )));
+            }
         })
     }
 }
@@ -195,31 +206,68 @@ struct ManifestArg {
 
 /// Checks that the arguments line up with the signature: same names in the same order, arrays for
 /// pointers, scalars whose dtype is the parameter's C type.
-fn check_against_signature(id: &str, args: &[TestArg], params: &[ParamSpec]) -> Result<(), TunerError> {
+fn check_against_signature(
+    id: &str,
+    args: &[TestArg],
+    params: &[ParamSpec],
+) -> Result<(), TunerError> {
     if args.len() != params.len() {
-        return Err(TunerError::Arguments(format!("test {id}: {} arguments for a kernel with {} parameters", args.len(), params.len())));
+        return Err(TunerError::Arguments(format!(
+            "test {id}: {} arguments for a kernel with {} parameters",
+            args.len(),
+            params.len()
+        )));
     }
     for (a, p) in args.iter().zip(params) {
         if a.name() != p.name {
-            return Err(TunerError::Arguments(format!("test {id}: argument `{}` where the kernel has `{}`", a.name(), p.name)));
+            return Err(TunerError::Arguments(format!(
+                "test {id}: argument `{}` where the kernel has `{}`",
+                a.name(),
+                p.name
+            )));
         }
         match (a, p.is_pointer) {
             (TestArg::Array(arr), true) => {
                 if let Some((d, _)) = p.dtype
                     && d != arr.dtype
                 {
-                    return Err(TunerError::Arguments(format!("test {id}: array `{}` is {} but the kernel takes {}", arr.name, arr.dtype.numpy_name(), d.numpy_name())));
+                    return Err(TunerError::Arguments(format!(
+                        "test {id}: array `{}` is {} but the kernel takes {}",
+                        arr.name,
+                        arr.dtype.numpy_name(),
+                        d.numpy_name()
+                    )));
                 }
             }
             (TestArg::Scalar(s), false) => match p.dtype {
                 Some((d, 1)) if d == s.dtype => {}
                 Some((d, _)) => {
-                    return Err(TunerError::Arguments(format!("test {id}: scalar `{}` is {} but the kernel parameter is {}", s.name, s.dtype.numpy_name(), d.numpy_name())));
+                    return Err(TunerError::Arguments(format!(
+                        "test {id}: scalar `{}` is {} but the kernel parameter is {}",
+                        s.name,
+                        s.dtype.numpy_name(),
+                        d.numpy_name()
+                    )));
                 }
-                None => return Err(TunerError::Arguments(format!("test {id}: scalar `{}` has a type the tuner cannot pass by value", s.name))),
+                None => {
+                    return Err(TunerError::Arguments(format!(
+                        "test {id}: scalar `{}` has a type the tuner cannot pass by value",
+                        s.name
+                    )));
+                }
             },
-            (TestArg::Array(_), false) => return Err(TunerError::Arguments(format!("test {id}: `{}` is an array but the kernel takes a scalar", a.name()))),
-            (TestArg::Scalar(_), true) => return Err(TunerError::Arguments(format!("test {id}: `{}` is a scalar but the kernel takes a pointer", a.name()))),
+            (TestArg::Array(_), false) => {
+                return Err(TunerError::Arguments(format!(
+                    "test {id}: `{}` is an array but the kernel takes a scalar",
+                    a.name()
+                )));
+            }
+            (TestArg::Scalar(_), true) => {
+                return Err(TunerError::Arguments(format!(
+                    "test {id}: `{}` is a scalar but the kernel takes a pointer",
+                    a.name()
+                )));
+            }
         }
     }
     Ok(())
@@ -227,7 +275,11 @@ fn check_against_signature(id: &str, args: &[TestArg], params: &[ParamSpec]) -> 
 
 impl TestSet {
     /// Reads a tests directory (one sub-directory per test with manifest.json, args/, expected/).
-    pub fn load_dir(dir: &Path, params: &[ParamSpec], tolerance: &BTreeMap<String, Tolerance>) -> Result<TestSet, TunerError> {
+    pub fn load_dir(
+        dir: &Path,
+        params: &[ParamSpec],
+        tolerance: &BTreeMap<String, Tolerance>,
+    ) -> Result<TestSet, TunerError> {
         let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
             .map_err(|e| TunerError::io(dir, e))?
             .filter_map(|e| e.ok().map(|e| e.path()))
@@ -235,11 +287,17 @@ impl TestSet {
             .collect();
         entries.sort();
         if entries.is_empty() {
-            return Err(TunerError::io(dir, "no test sub-directory with a manifest.json"));
+            return Err(TunerError::io(
+                dir,
+                "no test sub-directory with a manifest.json",
+            ));
         }
         let mut tests = Vec::new();
         for t in entries {
-            let id = t.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
+            let id = t
+                .file_name()
+                .map(|n| n.to_string_lossy().to_string())
+                .unwrap_or_default();
             let mpath = t.join("manifest.json");
             let text = std::fs::read_to_string(&mpath).map_err(|e| TunerError::io(&mpath, e))?;
             let m: Manifest = serde_json::from_str(&text).map_err(|e| TunerError::io(&mpath, e))?;
@@ -248,16 +306,30 @@ impl TestSet {
                 let (dtype, _) = DType::parse_numpy(&a.dtype)?;
                 match a.kind.as_str() {
                     "array" => {
-                        let file = a.file.as_ref().ok_or_else(|| TunerError::Arguments(format!("test {id}: array `{}` has no file", a.name)))?;
+                        let file = a.file.as_ref().ok_or_else(|| {
+                            TunerError::Arguments(format!(
+                                "test {id}: array `{}` has no file",
+                                a.name
+                            ))
+                        })?;
                         let path = t.join(file);
                         let info = read_header(&path)?;
                         if info.dtype != dtype {
-                            return Err(TunerError::Arguments(format!("test {id}: {} holds {} but the manifest says {}", path.display(), info.dtype.numpy_name(), dtype.numpy_name())));
+                            return Err(TunerError::Arguments(format!(
+                                "test {id}: {} holds {} but the manifest says {}",
+                                path.display(),
+                                info.dtype.numpy_name(),
+                                dtype.numpy_name()
+                            )));
                         }
                         if let Some(shape) = &a.shape
                             && shape != &info.shape
                         {
-                            return Err(TunerError::Arguments(format!("test {id}: {} has shape {:?}, manifest says {shape:?}", path.display(), info.shape)));
+                            return Err(TunerError::Arguments(format!(
+                                "test {id}: {} has shape {:?}, manifest says {shape:?}",
+                                path.display(),
+                                info.shape
+                            )));
                         }
                         let lanes = match &a.struct_name {
                             Some(s) => DType::from_c_type(s).map(|(_, l)| l).unwrap_or(1),
@@ -268,9 +340,15 @@ impl TestSet {
                                 let p = t.join(f);
                                 let e = read_header(&p)?;
                                 if e.elements() != info.elements() || e.dtype != dtype {
-                                    return Err(TunerError::Arguments(format!("test {id}: expected {} does not match the argument's dtype/size", p.display())));
+                                    return Err(TunerError::Arguments(format!(
+                                        "test {id}: expected {} does not match the argument's dtype/size",
+                                        p.display()
+                                    )));
                                 }
-                                Some(ArraySource::Npy { path: p, offset: e.data_offset })
+                                Some(ArraySource::Npy {
+                                    path: p,
+                                    offset: e.data_offset,
+                                })
                             }
                             None => None,
                         };
@@ -279,20 +357,41 @@ impl TestSet {
                             dtype,
                             lanes,
                             elements: info.elements(),
-                            source: ArraySource::Npy { path, offset: info.data_offset },
+                            source: ArraySource::Npy {
+                                path,
+                                offset: info.data_offset,
+                            },
                             is_output: m.outputs.contains(&a.name),
                             expected,
                         }));
                     }
                     "scalar" => {
-                        let value = a.value.ok_or_else(|| TunerError::Arguments(format!("test {id}: scalar `{}` has no value", a.name)))?;
-                        args.push(TestArg::Scalar(ScalarArg { name: a.name.clone(), dtype, value, bytes: dtype.encode_scalar(&a.name, value)? }));
+                        let value = a.value.ok_or_else(|| {
+                            TunerError::Arguments(format!(
+                                "test {id}: scalar `{}` has no value",
+                                a.name
+                            ))
+                        })?;
+                        args.push(TestArg::Scalar(ScalarArg {
+                            name: a.name.clone(),
+                            dtype,
+                            value,
+                            bytes: dtype.encode_scalar(&a.name, value)?,
+                        }));
                     }
-                    other => return Err(TunerError::Arguments(format!("test {id}: argument kind `{other}` (array or scalar)"))),
+                    other => {
+                        return Err(TunerError::Arguments(format!(
+                            "test {id}: argument kind `{other}` (array or scalar)"
+                        )));
+                    }
                 }
             }
             check_against_signature(&id, &args, params)?;
-            tests.push(KernelTest { id, args, tolerances: tolerance.clone() });
+            tests.push(KernelTest {
+                id,
+                args,
+                tolerances: tolerance.clone(),
+            });
         }
         Ok(TestSet { tests })
     }
@@ -338,7 +437,11 @@ impl SuiteInputs {
         SuiteInputs {
             outputs: s.outputs.clone(),
             bench: s.bench.iter().map(|(k, v)| (k.clone(), num(v))).collect(),
-            test: s.test.as_ref().map(|t| t.iter().map(|(k, v)| (k.clone(), num(v))).collect()).unwrap_or_default(),
+            test: s
+                .test
+                .as_ref()
+                .map(|t| t.iter().map(|(k, v)| (k.clone(), num(v))).collect())
+                .unwrap_or_default(),
             inputs: s.inputs.clone(),
             dtypes: s.dtypes.clone(),
             sizes: s.sizes.iter().map(|(k, v)| (k.clone(), v.text())).collect(),
@@ -356,7 +459,11 @@ impl SuiteInputs {
                 let t = Tolerance {
                     rtol: self.rtol.get(o).copied().unwrap_or(d.rtol),
                     atol: self.atol.get(o).copied().unwrap_or(d.atol),
-                    max_mismatch_fraction: self.max_mismatch_fraction.get(o).copied().unwrap_or(0.0),
+                    max_mismatch_fraction: self
+                        .max_mismatch_fraction
+                        .get(o)
+                        .copied()
+                        .unwrap_or(0.0),
                 };
                 (o.clone(), t)
             })
@@ -365,43 +472,93 @@ impl SuiteInputs {
 
     /// Builds `count` tests with seeds 1.. from the distributions. `overrides` replaces scalar values
     /// (`--size n=1000`).
-    pub fn make_tests(&self, params: &[ParamSpec], size: SizeChoice, overrides: &BTreeMap<String, f64>, count: usize) -> Result<TestSet, TunerError> {
+    pub fn make_tests(
+        &self,
+        params: &[ParamSpec],
+        size: SizeChoice,
+        overrides: &BTreeMap<String, f64>,
+        count: usize,
+    ) -> Result<TestSet, TunerError> {
         let mut values = match size {
             SizeChoice::Bench => self.bench.clone(),
-            SizeChoice::Test => if self.test.is_empty() { self.bench.clone() } else { self.test.clone() },
+            SizeChoice::Test => {
+                if self.test.is_empty() {
+                    self.bench.clone()
+                } else {
+                    self.test.clone()
+                }
+            }
         };
         values.extend(overrides.iter().map(|(k, v)| (k.clone(), *v)));
-        if let Some(p) = params.iter().find(|p| !p.is_pointer && !values.contains_key(&p.name)) {
-            return Err(TunerError::Arguments(format!("no value for scalar `{}` (give it in the sidecar or with --size {}=V)", p.name, p.name)));
+        if let Some(p) = params
+            .iter()
+            .find(|p| !p.is_pointer && !values.contains_key(&p.name))
+        {
+            return Err(TunerError::Arguments(format!(
+                "no value for scalar `{}` (give it in the sidecar or with --size {}=V)",
+                p.name, p.name
+            )));
         }
         let mut tests = Vec::new();
         for seed in 1..=count.max(1) as u64 {
             let mut args = Vec::new();
             for p in params {
                 if p.is_pointer {
-                    let dist_text = self.inputs.get(&p.name).ok_or_else(|| TunerError::Arguments(format!("sidecar has no `inputs` entry for array `{}`", p.name)))?;
+                    let dist_text = self.inputs.get(&p.name).ok_or_else(|| {
+                        TunerError::Arguments(format!(
+                            "sidecar has no `inputs` entry for array `{}`",
+                            p.name
+                        ))
+                    })?;
                     let (dtype, lanes) = match self.dtypes.get(&p.name) {
                         Some(d) => DType::parse_numpy(d)?,
                         None => p.dtype.ok_or_else(|| TunerError::Arguments(format!("array `{}`: no dtype in the sidecar and its C type is not a known scalar", p.name)))?,
                     };
-                    let size_expr = self.sizes.get(&p.name).ok_or_else(|| TunerError::Arguments(format!("sidecar has no `sizes` entry for array `{}`", p.name)))?;
+                    let size_expr = self.sizes.get(&p.name).ok_or_else(|| {
+                        TunerError::Arguments(format!(
+                            "sidecar has no `sizes` entry for array `{}`",
+                            p.name
+                        ))
+                    })?;
                     let count = eval_count(size_expr, &values)?;
                     args.push(TestArg::Array(ArrayArg {
                         name: p.name.clone(),
                         dtype,
                         lanes,
                         elements: count * lanes as u64,
-                        source: ArraySource::Generate { dist: Distribution::parse(dist_text)?, seed: seed * 1000 + args.len() as u64 },
+                        source: ArraySource::Generate {
+                            dist: Distribution::parse(dist_text)?,
+                            seed: seed * 1000 + args.len() as u64,
+                        },
                         is_output: self.outputs.contains(&p.name),
                         expected: None,
                     }));
                 } else {
-                    let value = *values.get(&p.name).ok_or_else(|| TunerError::Arguments(format!("no value for scalar `{}` (give it in the sidecar or with --size {}=V)", p.name, p.name)))?;
-                    let (dtype, _) = p.dtype.ok_or_else(|| TunerError::Arguments(format!("scalar `{}` has a type the tuner cannot pass", p.name)))?;
-                    args.push(TestArg::Scalar(ScalarArg { name: p.name.clone(), dtype, value, bytes: dtype.encode_scalar(&p.name, value)? }));
+                    let value = *values.get(&p.name).ok_or_else(|| {
+                        TunerError::Arguments(format!(
+                            "no value for scalar `{}` (give it in the sidecar or with --size {}=V)",
+                            p.name, p.name
+                        ))
+                    })?;
+                    let (dtype, _) = p.dtype.ok_or_else(|| {
+                        TunerError::Arguments(format!(
+                            "scalar `{}` has a type the tuner cannot pass",
+                            p.name
+                        ))
+                    })?;
+                    args.push(TestArg::Scalar(ScalarArg {
+                        name: p.name.clone(),
+                        dtype,
+                        value,
+                        bytes: dtype.encode_scalar(&p.name, value)?,
+                    }));
                 }
             }
-            tests.push(KernelTest { id: format!("gen{seed}"), args, tolerances: self.tolerances() });
+            tests.push(KernelTest {
+                id: format!("gen{seed}"),
+                args,
+                tolerances: self.tolerances(),
+            });
         }
         Ok(TestSet { tests })
     }
@@ -415,12 +572,36 @@ mod tests {
         let f = Some((DType::Float32, 1));
         let i = Some((DType::Int32, 1));
         vec![
-            ParamSpec { name: "A".into(), is_pointer: true, dtype: f },
-            ParamSpec { name: "B".into(), is_pointer: true, dtype: f },
-            ParamSpec { name: "C".into(), is_pointer: true, dtype: f },
-            ParamSpec { name: "A_width".into(), is_pointer: false, dtype: i },
-            ParamSpec { name: "A_height".into(), is_pointer: false, dtype: i },
-            ParamSpec { name: "B_width".into(), is_pointer: false, dtype: i },
+            ParamSpec {
+                name: "A".into(),
+                is_pointer: true,
+                dtype: f,
+            },
+            ParamSpec {
+                name: "B".into(),
+                is_pointer: true,
+                dtype: f,
+            },
+            ParamSpec {
+                name: "C".into(),
+                is_pointer: true,
+                dtype: f,
+            },
+            ParamSpec {
+                name: "A_width".into(),
+                is_pointer: false,
+                dtype: i,
+            },
+            ParamSpec {
+                name: "A_height".into(),
+                is_pointer: false,
+                dtype: i,
+            },
+            ParamSpec {
+                name: "B_width".into(),
+                is_pointer: false,
+                dtype: i,
+            },
         ]
     }
 
@@ -437,7 +618,9 @@ rtol = { C = 1e-4 }
     #[test]
     fn sidecar_makes_typed_tests_at_the_chosen_size() {
         let s: SuiteInputs = toml::from_str(SIDECAR).unwrap();
-        let set = s.make_tests(&matmul_params(), SizeChoice::Test, &BTreeMap::new(), 2).unwrap();
+        let set = s
+            .make_tests(&matmul_params(), SizeChoice::Test, &BTreeMap::new(), 2)
+            .unwrap();
         assert_eq!(set.tests.len(), 2);
         let t = &set.tests[0];
         let c = t.arrays().find(|a| a.name == "C").unwrap();
@@ -452,7 +635,9 @@ rtol = { C = 1e-4 }
     fn missing_scalar_value_names_the_flag_to_use() {
         let mut s: SuiteInputs = toml::from_str(SIDECAR).unwrap();
         s.test.remove("B_width");
-        let err = s.make_tests(&matmul_params(), SizeChoice::Test, &BTreeMap::new(), 1).unwrap_err();
+        let err = s
+            .make_tests(&matmul_params(), SizeChoice::Test, &BTreeMap::new(), 1)
+            .unwrap_err();
         assert!(err.to_string().contains("--size B_width"), "{err}");
     }
 
@@ -485,7 +670,10 @@ rtol = { C = 1e-4 }
 
     #[test]
     fn distributions_parse() {
-        assert_eq!(Distribution::parse("randint:0:256").unwrap(), Distribution::RandInt { lo: 0, hi: 256 });
+        assert_eq!(
+            Distribution::parse("randint:0:256").unwrap(),
+            Distribution::RandInt { lo: 0, hi: 256 }
+        );
         assert!(Distribution::parse("randint:5:5").is_err());
         assert!(Distribution::parse("gauss").is_err());
     }

@@ -21,7 +21,13 @@ pub struct CacheScope {
 }
 
 impl CacheScope {
-    pub fn new(device_uuid: &str, source: &str, kernel_name: &str, options: &[String], problem: &str) -> Self {
+    pub fn new(
+        device_uuid: &str,
+        source: &str,
+        kernel_name: &str,
+        options: &[String],
+        problem: &str,
+    ) -> Self {
         let mut h = blake3::Hasher::new();
         h.update(source.as_bytes());
         h.update(b"\0");
@@ -30,7 +36,11 @@ impl CacheScope {
             h.update(b"\0");
             h.update(o.as_bytes());
         }
-        CacheScope { device_uuid: device_uuid.into(), source_hash: h.finalize().to_hex()[..32].to_string(), problem: problem.into() }
+        CacheScope {
+            device_uuid: device_uuid.into(),
+            source_hash: h.finalize().to_hex()[..32].to_string(),
+            problem: problem.into(),
+        }
     }
 }
 
@@ -61,7 +71,11 @@ impl ResultCache {
                 }
             }
         }
-        Ok(ResultCache { path: path.to_path_buf(), scope, known })
+        Ok(ResultCache {
+            path: path.to_path_buf(),
+            scope,
+            known,
+        })
     }
 
     pub fn get(&self, config: &Config) -> Option<&Measurement> {
@@ -77,12 +91,26 @@ impl ResultCache {
     }
 
     pub fn append(&mut self, m: &Measurement) -> Result<(), TunerError> {
-        let err = |e: std::io::Error| TunerError::Cache { path: self.path.clone(), message: e.to_string() };
+        let err = |e: std::io::Error| TunerError::Cache {
+            path: self.path.clone(),
+            message: e.to_string(),
+        };
         if let Some(dir) = self.path.parent() {
             std::fs::create_dir_all(dir).map_err(err)?;
         }
-        let line = serde_json::to_string(&Line { scope: self.scope.clone(), measurement: m.clone() }).map_err(|e| TunerError::Cache { path: self.path.clone(), message: e.to_string() })?;
-        let mut f = std::fs::OpenOptions::new().create(true).append(true).open(&self.path).map_err(err)?;
+        let line = serde_json::to_string(&Line {
+            scope: self.scope.clone(),
+            measurement: m.clone(),
+        })
+        .map_err(|e| TunerError::Cache {
+            path: self.path.clone(),
+            message: e.to_string(),
+        })?;
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.path)
+            .map_err(err)?;
         // one write call per line: appends from one process never interleave mid-line
         f.write_all(format!("{line}\n").as_bytes()).map_err(err)?;
         self.known.insert(m.config.clone(), m.clone());
@@ -96,7 +124,11 @@ mod tests {
     use crate::session::Verdict;
 
     fn m(x: i64, ms: f64) -> Measurement {
-        Measurement::synthetic(Config(vec![("block_size_x".into(), x)]), Verdict::Ok, Some(ms))
+        Measurement::synthetic(
+            Config(vec![("block_size_x".into(), x)]),
+            Verdict::Ok,
+            Some(ms),
+        )
     }
 
     #[test]
@@ -108,15 +140,28 @@ mod tests {
         c.append(&m(32, 1.5)).unwrap();
         c.append(&m(64, 1.2)).unwrap();
         // a torn line from a killed run
-        std::fs::OpenOptions::new().append(true).open(&path).unwrap().write_all(b"{\"scope\":").unwrap();
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap()
+            .write_all(b"{\"scope\":")
+            .unwrap();
 
         let again = ResultCache::open(&path, scope).unwrap();
         assert_eq!(again.len(), 2);
-        assert_eq!(again.get(&m(64, 0.0).config).unwrap().objective_ms(), Some(1.2));
+        assert_eq!(
+            again.get(&m(64, 0.0).config).unwrap().objective_ms(),
+            Some(1.2)
+        );
 
-        let changed = ResultCache::open(&path, CacheScope::new("GPU-1", "src changed", "k", &[], "p")).unwrap();
+        let changed = ResultCache::open(
+            &path,
+            CacheScope::new("GPU-1", "src changed", "k", &[], "p"),
+        )
+        .unwrap();
         assert!(changed.is_empty());
-        let other_gpu = ResultCache::open(&path, CacheScope::new("GPU-2", "src", "k", &[], "p")).unwrap();
+        let other_gpu =
+            ResultCache::open(&path, CacheScope::new("GPU-2", "src", "k", &[], "p")).unwrap();
         assert!(other_gpu.is_empty());
     }
 }

@@ -112,19 +112,44 @@ template <typename T> __device__ void kt_cmp_int(const T* got, const T* exp, u64
 }
 "#;
 
-/// The per-dtype `extern "C"` entry points, generated so that every dtype has the same three kernels.
-pub fn full_source() -> String {
+/// The dtypes a test set needs kernels for: its arrays' dtypes, plus bytes (inputs are checked unchanged
+/// byte by byte). Compiling only these keeps the cold-start compile short.
+pub fn needed_dtypes(dtypes: impl IntoIterator<Item = DType>) -> Vec<DType> {
+    let mut v: Vec<DType> = dtypes.into_iter().chain([DType::Uint8]).collect();
+    v.sort_by_key(|d| suffix(*d));
+    v.dedup();
+    v
+}
+
+/// The per-dtype `extern "C"` entry points (fill, poison, compare) for `dtypes`.
+pub fn full_source(dtypes: &[DType]) -> String {
     let mut s = String::from(SOURCE);
     s.insert_str(0, "__device__ __forceinline__ bool memcmp_bits(float a, float b) { return __float_as_uint(a) == __float_as_uint(b); }\n__device__ __forceinline__ bool memcmp_bits(double a, double b) { return __double_as_longlong(a) == __double_as_longlong(b); }\n");
-    let ints = [("i8", "signed char"), ("i16", "short"), ("i32", "int"), ("i64", "long long"), ("u8", "unsigned char"), ("u16", "unsigned short"), ("u32", "unsigned int"), ("u64", "unsigned long long")];
-    for (sfx, t) in ints {
+    let ints = [
+        ("i8", "signed char"),
+        ("i16", "short"),
+        ("i32", "int"),
+        ("i64", "long long"),
+        ("u8", "unsigned char"),
+        ("u16", "unsigned short"),
+        ("u32", "unsigned int"),
+        ("u64", "unsigned long long"),
+    ];
+    let wanted = |sfx: &str| dtypes.iter().any(|d| suffix(*d) == sfx);
+    for (sfx, t) in ints.into_iter().filter(|(sfx, _)| wanted(sfx)) {
         s.push_str(&format!(
             "extern \"C\" __global__ void kt_fill_{sfx}({t}* p, u64 n, int dist, double a, double b, u64 seed) {{ kt_fill<{t}>(p, n, dist, a, b, seed); }}\n\
              extern \"C\" __global__ void kt_poison_{sfx}({t}* p, u64 n, u64 v) {{ kt_poison<{t}>(p, n, ({t})v); }}\n\
              extern \"C\" __global__ void kt_compare_{sfx}(const {t}* g, const {t}* e, u64 n, double atol, double rtol, u64 poison, u64* out) {{ kt_cmp_int<{t}>(g, e, n, ({t})poison, out); }}\n"
         ));
     }
-    for (sfx, t, conv) in [("f32", "float", "__uint_as_float((unsigned int)v)"), ("f64", "double", "__longlong_as_double((long long)v)")] {
+    for (sfx, t, conv) in [
+        ("f32", "float", "__uint_as_float((unsigned int)v)"),
+        ("f64", "double", "__longlong_as_double((long long)v)"),
+    ]
+    .into_iter()
+    .filter(|(sfx, _, _)| wanted(sfx))
+    {
         s.push_str(&format!(
             "extern \"C\" __global__ void kt_fill_{sfx}({t}* p, u64 n, int dist, double a, double b, u64 seed) {{ kt_fill<{t}>(p, n, dist, a, b, seed); }}\n\
              extern \"C\" __global__ void kt_poison_{sfx}({t}* p, u64 n, u64 v) {{ kt_poison<{t}>(p, n, {conv}); }}\n\
@@ -132,6 +157,9 @@ pub fn full_source() -> String {
         ));
     }
     // half: stored as raw 16-bit patterns, converted by hand (no cuda_fp16.h needed under NVRTC)
+    if !wanted("f16") {
+        return s;
+    }
     s.push_str(
         "extern \"C\" __global__ void kt_fill_f16(f16bits* p, u64 n, int dist, double a, double b, u64 seed) {\n\
            for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x) p[i] = kt_to_half((float)kt_sample(dist, a, b, seed, i)); }\n\
@@ -151,12 +179,37 @@ mod tests {
 
     #[test]
     fn every_dtype_has_fill_poison_and_compare() {
-        let s = full_source();
-        for d in [DType::Float16, DType::Float32, DType::Float64, DType::Int8, DType::Int16, DType::Int32, DType::Int64, DType::Uint8, DType::Uint16, DType::Uint32, DType::Uint64] {
+        let all = [
+            DType::Float16,
+            DType::Float32,
+            DType::Float64,
+            DType::Int8,
+            DType::Int16,
+            DType::Int32,
+            DType::Int64,
+            DType::Uint8,
+            DType::Uint16,
+            DType::Uint32,
+            DType::Uint64,
+        ];
+        let s = full_source(&all);
+        for d in all {
             for k in ["fill", "poison", "compare"] {
-                assert!(s.contains(&format!("void kt_{k}_{}(", suffix(d))), "{k} {d:?}");
+                assert!(
+                    s.contains(&format!("void kt_{k}_{}(", suffix(d))),
+                    "{k} {d:?}"
+                );
             }
         }
+    }
+
+    #[test]
+    fn only_the_needed_dtypes_are_generated() {
+        let d = needed_dtypes([DType::Float32, DType::Float32]);
+        assert_eq!(d, vec![DType::Float32, DType::Uint8]);
+        let s = full_source(&d);
+        assert!(s.contains("kt_compare_f32(") && s.contains("kt_compare_u8("));
+        assert!(!s.contains("kt_compare_f64(") && !s.contains("kt_fill_f16("));
     }
 
     #[test]
@@ -165,7 +218,15 @@ mod tests {
             println!("skipped: libnvrtc not present on this machine");
             return;
         }
-        let r = crate::nvrtc::compile(&full_source(), &[crate::nvrtc::arch_option((8, 0))]).unwrap();
+        let r = crate::nvrtc::compile(
+            &full_source(&needed_dtypes([
+                DType::Float32,
+                DType::Float16,
+                DType::Int32,
+            ])),
+            &[crate::nvrtc::arch_option((8, 0))],
+        )
+        .unwrap();
         if let Err(f) = r {
             panic!("{}", f.log);
         }

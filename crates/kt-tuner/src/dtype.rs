@@ -54,7 +54,9 @@ impl DType {
     /// A numpy name, optionally with a struct lane suffix (`float32x3` is a float3). Returns (dtype, lanes).
     pub fn parse_numpy(name: &str) -> Result<(DType, u32), TunerError> {
         let (base, lanes) = match name.rsplit_once('x') {
-            Some((b, l)) if !l.is_empty() && l.chars().all(|c| c.is_ascii_digit()) => (b, l.parse::<u32>().unwrap_or(1)),
+            Some((b, l)) if !l.is_empty() && l.chars().all(|c| c.is_ascii_digit()) => {
+                (b, l.parse::<u32>().unwrap_or(1))
+            }
             _ => (name, 1),
         };
         let d = match base {
@@ -69,7 +71,11 @@ impl DType {
             "uint16" => DType::Uint16,
             "uint32" => DType::Uint32,
             "uint64" => DType::Uint64,
-            _ => return Err(TunerError::Arguments(format!("unknown dtype `{name}` (use numpy names such as float32, int32, uint8, or float32x3 for a float3)"))),
+            _ => {
+                return Err(TunerError::Arguments(format!(
+                    "unknown dtype `{name}` (use numpy names such as float32, int32, uint8, or float32x3 for a float3)"
+                )));
+            }
         };
         Ok((d, lanes.max(1)))
     }
@@ -98,7 +104,10 @@ impl DType {
 
     /// The dtype of a C scalar type as written in a kernel signature, and the lanes of CUDA vector types.
     pub fn from_c_type(base_type: &str) -> Option<(DType, u32)> {
-        let t: Vec<&str> = base_type.split_whitespace().filter(|w| !matches!(*w, "const" | "volatile" | "__restrict__" | "restrict")).collect();
+        let t: Vec<&str> = base_type
+            .split_whitespace()
+            .filter(|w| !matches!(*w, "const" | "volatile" | "__restrict__" | "restrict"))
+            .collect();
         let t = t.join(" ");
         let vector = |prefix: &str, d: DType| -> Option<(DType, u32)> {
             let lanes: u32 = t.strip_prefix(prefix)?.parse().ok()?;
@@ -110,27 +119,40 @@ impl DType {
             "half" | "__half" => (DType::Float16, 1),
             "int" | "signed" | "signed int" | "int32_t" => (DType::Int32, 1),
             "unsigned" | "unsigned int" | "uint32_t" | "uint" => (DType::Uint32, 1),
-            "long" | "long int" | "long long" | "long long int" | "signed long" | "int64_t" | "ssize_t" | "ptrdiff_t" => (DType::Int64, 1),
-            "unsigned long" | "unsigned long int" | "unsigned long long" | "unsigned long long int" | "size_t" | "uint64_t" => (DType::Uint64, 1),
+            "long" | "long int" | "long long" | "long long int" | "signed long" | "int64_t"
+            | "ssize_t" | "ptrdiff_t" => (DType::Int64, 1),
+            "unsigned long"
+            | "unsigned long int"
+            | "unsigned long long"
+            | "unsigned long long int"
+            | "size_t"
+            | "uint64_t" => (DType::Uint64, 1),
             "short" | "short int" | "int16_t" => (DType::Int16, 1),
             "unsigned short" | "unsigned short int" | "uint16_t" => (DType::Uint16, 1),
             "char" | "signed char" | "int8_t" => (DType::Int8, 1),
             "unsigned char" | "uint8_t" | "bool" => (DType::Uint8, 1),
-            _ => return vector("float", DType::Float32)
-                .or_else(|| vector("double", DType::Float64))
-                .or_else(|| vector("int", DType::Int32))
-                .or_else(|| vector("uint", DType::Uint32))
-                .or_else(|| vector("longlong", DType::Int64))
-                .or_else(|| vector("ulonglong", DType::Uint64))
-                .or_else(|| vector("char", DType::Int8))
-                .or_else(|| vector("uchar", DType::Uint8)),
+            _ => {
+                return vector("float", DType::Float32)
+                    .or_else(|| vector("double", DType::Float64))
+                    .or_else(|| vector("int", DType::Int32))
+                    .or_else(|| vector("uint", DType::Uint32))
+                    .or_else(|| vector("longlong", DType::Int64))
+                    .or_else(|| vector("ulonglong", DType::Uint64))
+                    .or_else(|| vector("char", DType::Int8))
+                    .or_else(|| vector("uchar", DType::Uint8));
+            }
         })
     }
 
     /// Encodes a scalar value as the little-endian bytes the kernel parameter expects; a value that does not
     /// fit the type (3.5 for an int, 300 for a uint8, -1 for a size_t) is an error, never silently wrapped.
     pub fn encode_scalar(self, name: &str, value: f64) -> Result<Vec<u8>, TunerError> {
-        let bad = || TunerError::Arguments(format!("scalar `{name}` = {value} does not fit its type {}", self.numpy_name()));
+        let bad = || {
+            TunerError::Arguments(format!(
+                "scalar `{name}` = {value} does not fit its type {}",
+                self.numpy_name()
+            ))
+        };
         if !self.is_float() {
             if value.fract() != 0.0 || !value.is_finite() {
                 return Err(bad());
@@ -188,7 +210,11 @@ fn f32_to_f16(v: f32) -> u16 {
         return sign | 0x7c00;
     }
     let half = sign | ((exp as u16) << 10) | (mant >> 13) as u16;
-    if (mant & 0x1fff) > 0x1000 || ((mant & 0x1fff) == 0x1000 && (half & 1) == 1) { half + 1 } else { half }
+    if (mant & 0x1fff) > 0x1000 || ((mant & 0x1fff) == 0x1000 && (half & 1) == 1) {
+        half + 1
+    } else {
+        half
+    }
 }
 
 #[cfg(test)]
@@ -198,7 +224,10 @@ mod tests {
     #[test]
     fn c_types_map_to_dtypes() {
         assert_eq!(DType::from_c_type("int"), Some((DType::Int32, 1)));
-        assert_eq!(DType::from_c_type("const unsigned int"), Some((DType::Uint32, 1)));
+        assert_eq!(
+            DType::from_c_type("const unsigned int"),
+            Some((DType::Uint32, 1))
+        );
         assert_eq!(DType::from_c_type("size_t"), Some((DType::Uint64, 1)));
         assert_eq!(DType::from_c_type("float3"), Some((DType::Float32, 3)));
         assert_eq!(DType::from_c_type("MyStruct"), None);
@@ -210,14 +239,26 @@ mod tests {
         assert!(DType::Uint64.encode_scalar("n", -1.0).is_err());
         assert!(DType::Uint8.encode_scalar("n", 300.0).is_err());
         assert!(DType::Int32.encode_scalar("n", 3e9).is_err());
-        assert_eq!(DType::Int32.encode_scalar("n", 4096.0).unwrap(), 4096i32.to_le_bytes());
-        assert_eq!(DType::Float32.encode_scalar("dt", 0.01).unwrap(), 0.01f32.to_le_bytes());
-        assert_eq!(DType::Float16.encode_scalar("h", 1.0).unwrap(), 0x3c00u16.to_le_bytes());
+        assert_eq!(
+            DType::Int32.encode_scalar("n", 4096.0).unwrap(),
+            4096i32.to_le_bytes()
+        );
+        assert_eq!(
+            DType::Float32.encode_scalar("dt", 0.01).unwrap(),
+            0.01f32.to_le_bytes()
+        );
+        assert_eq!(
+            DType::Float16.encode_scalar("h", 1.0).unwrap(),
+            0x3c00u16.to_le_bytes()
+        );
     }
 
     #[test]
     fn numpy_names_with_lanes() {
-        assert_eq!(DType::parse_numpy("float32x3").unwrap(), (DType::Float32, 3));
+        assert_eq!(
+            DType::parse_numpy("float32x3").unwrap(),
+            (DType::Float32, 3)
+        );
         assert_eq!(DType::parse_numpy("uint8").unwrap(), (DType::Uint8, 1));
         assert!(DType::parse_numpy("complex64").is_err());
         assert_eq!(DType::from_npy_descr("<f4"), Some(DType::Float32));

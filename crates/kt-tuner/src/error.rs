@@ -6,9 +6,13 @@ use std::path::PathBuf;
 
 #[derive(Debug, thiserror::Error)]
 pub enum TunerError {
-    #[error("no CUDA driver found (libcuda.so): run on a machine with an NVIDIA GPU and driver ({0})")]
+    #[error(
+        "no CUDA driver found (libcuda.so): run on a machine with an NVIDIA GPU and driver ({0})"
+    )]
     NoDriver(String),
-    #[error("NVRTC not found (libnvrtc.so): install the CUDA toolkit's NVRTC and make it visible to the loader (LD_LIBRARY_PATH)")]
+    #[error(
+        "NVRTC not found (libnvrtc.so): install the CUDA toolkit's NVRTC and make it visible to the loader (LD_LIBRARY_PATH)"
+    )]
     NoNvrtc,
     #[error("no usable GPU: {0}")]
     NoGpu(String),
@@ -28,7 +32,9 @@ pub enum TunerError {
     Source(String),
     #[error("the GPU worker failed: {0}")]
     Worker(String),
-    #[error("the reference launch failed on test {test}: {reason}; expected outputs cannot be computed, fix the reference kernel or its inputs")]
+    #[error(
+        "the reference launch failed on test {test}: {reason}; expected outputs cannot be computed, fix the reference kernel or its inputs"
+    )]
     Reference { test: String, reason: String },
     #[error("tuning cache {path}: {message}")]
     Cache { path: PathBuf, message: String },
@@ -36,6 +42,9 @@ pub enum TunerError {
 
 impl TunerError {
     pub(crate) fn io(path: impl Into<PathBuf>, err: impl std::fmt::Display) -> Self {
-        TunerError::Io { path: path.into(), message: err.to_string() }
+        TunerError::Io {
+            path: path.into(),
+            message: err.to_string(),
+        }
     }
 }

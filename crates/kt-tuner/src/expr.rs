@@ -53,7 +53,10 @@ fn normalise(expr: &str) -> String {
     let mut i = 0;
     while i < chars.len() {
         let ch = chars[i];
-        if ch.is_alphanumeric() || ch == '_' || (ch == '.' && !word.is_empty() && word.chars().all(|c| c.is_ascii_digit())) {
+        if ch.is_alphanumeric()
+            || ch == '_'
+            || (ch == '.' && !word.is_empty() && word.chars().all(|c| c.is_ascii_digit()))
+        {
             word.push(ch);
         } else {
             flush(&mut word, &mut out, &mut open_nots, depth);
@@ -85,7 +88,11 @@ fn context(bindings: &Bindings) -> Result<HashMapContext<DefaultNumericTypes>, E
     let mut ctx = HashMapContext::<DefaultNumericTypes>::new();
     for (name, value) in bindings {
         // Integral values stay integers so that `%` and integer division behave as in C and Python.
-        let v = if value.fract() == 0.0 && value.abs() < 9.0e15 { Value::Int(*value as i64) } else { Value::Float(*value) };
+        let v = if value.fract() == 0.0 && value.abs() < 9.0e15 {
+            Value::Int(*value as i64)
+        } else {
+            Value::Float(*value)
+        };
         ctx.set_value(name.clone(), v)?;
     }
     ctx.set_function(
@@ -93,7 +100,9 @@ fn context(bindings: &Bindings) -> Result<HashMapContext<DefaultNumericTypes>, E
         Function::new(|arg| {
             let t = arg.as_tuple()?;
             if t.len() != 2 {
-                return Err(EvalexprError::CustomMessage("ceil_div takes two arguments".into()));
+                return Err(EvalexprError::CustomMessage(
+                    "ceil_div takes two arguments".into(),
+                ));
             }
             let (a, b): (f64, f64) = (t[0].as_number()?, t[1].as_number()?);
             if b == 0.0 {
@@ -106,7 +115,10 @@ fn context(bindings: &Bindings) -> Result<HashMapContext<DefaultNumericTypes>, E
 }
 
 fn evaluate(expr: &str, bindings: &Bindings) -> Result<Value, TunerError> {
-    let err = |e: EvalexprError| TunerError::Expression { expr: expr.to_string(), message: e.to_string() };
+    let err = |e: EvalexprError| TunerError::Expression {
+        expr: expr.to_string(),
+        message: e.to_string(),
+    };
     let ctx = context(bindings).map_err(err)?;
     evalexpr::eval_with_context(&normalise(expr), &ctx).map_err(err)
 }
@@ -117,7 +129,10 @@ pub fn eval_number(expr: &str, bindings: &Bindings) -> Result<f64, TunerError> {
         Value::Int(i) => Ok(i as f64),
         Value::Float(f) => Ok(f),
         Value::Boolean(b) => Ok(if b { 1.0 } else { 0.0 }),
-        other => Err(TunerError::Expression { expr: expr.to_string(), message: format!("expected a number, got {other:?}") }),
+        other => Err(TunerError::Expression {
+            expr: expr.to_string(),
+            message: format!("expected a number, got {other:?}"),
+        }),
     }
 }
 
@@ -125,7 +140,10 @@ pub fn eval_number(expr: &str, bindings: &Bindings) -> Result<f64, TunerError> {
 pub fn eval_count(expr: &str, bindings: &Bindings) -> Result<u64, TunerError> {
     let v = eval_number(expr, bindings)?;
     if v < 0.0 || v.fract() != 0.0 || !v.is_finite() {
-        return Err(TunerError::Expression { expr: expr.to_string(), message: format!("expected a non-negative integer, got {v}") });
+        return Err(TunerError::Expression {
+            expr: expr.to_string(),
+            message: format!("expected a non-negative integer, got {v}"),
+        });
     }
     Ok(v as u64)
 }
@@ -136,7 +154,10 @@ pub fn eval_bool(expr: &str, bindings: &Bindings) -> Result<bool, TunerError> {
         Value::Boolean(b) => Ok(b),
         Value::Int(i) => Ok(i != 0),
         Value::Float(f) => Ok(f != 0.0),
-        other => Err(TunerError::Expression { expr: expr.to_string(), message: format!("expected true/false, got {other:?}") }),
+        other => Err(TunerError::Expression {
+            expr: expr.to_string(),
+            message: format!("expected true/false, got {other:?}"),
+        }),
     }
 }
 
@@ -151,12 +172,24 @@ mod tests {
     #[test]
     fn python_style_restrictions_evaluate() {
         let env = b(&[("block_size_x", 64.0), ("block_size_y", 4.0)]);
-        assert!(eval_bool("block_size_x*block_size_y >= 32 and block_size_x % 32 == 0", &env).unwrap());
+        assert!(
+            eval_bool(
+                "block_size_x*block_size_y >= 32 and block_size_x % 32 == 0",
+                &env
+            )
+            .unwrap()
+        );
         assert!(!eval_bool("block_size_x < 32 or block_size_y > 8", &env).unwrap());
         assert!(eval_bool("not block_size_y > 8", &env).unwrap());
         assert!(eval_bool("not (block_size_y > 8) and not block_size_x == 32", &env).unwrap());
         assert!(!eval_bool("not block_size_y > 2 or block_size_x < 8", &env).unwrap());
-        assert!(eval_bool("block_size_x*block_size_y <= 1024 && block_size_y != 3", &env).unwrap());
+        assert!(
+            eval_bool(
+                "block_size_x*block_size_y <= 1024 && block_size_y != 3",
+                &env
+            )
+            .unwrap()
+        );
     }
 
     #[test]

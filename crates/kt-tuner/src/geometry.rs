@@ -24,7 +24,11 @@ impl Geometry {
     pub fn new(problem_size: Vec<String>) -> Self {
         Geometry {
             problem_size,
-            grid_div: [vec!["block_size_x".into()], vec!["block_size_y".into()], vec!["block_size_z".into()]],
+            grid_div: [
+                vec!["block_size_x".into()],
+                vec!["block_size_y".into()],
+                vec!["block_size_z".into()],
+            ],
             shared_mem: None,
         }
     }
@@ -58,7 +62,9 @@ pub fn bindings(config: &Config, scalars: &Bindings) -> Bindings {
 }
 
 fn to_u32(v: u64, what: &str) -> Result<u32, TunerError> {
-    u32::try_from(v).map_err(|_| TunerError::Space(format!("{what} = {v} does not fit a CUDA launch dimension")))
+    u32::try_from(v).map_err(|_| {
+        TunerError::Space(format!("{what} = {v} does not fit a CUDA launch dimension"))
+    })
 }
 
 impl Geometry {
@@ -75,7 +81,10 @@ impl Geometry {
         let env = bindings(config, scalars);
         let problem = self.problem(config, scalars)?;
         let mut block = [1u32; 3];
-        for (d, n) in ["block_size_x", "block_size_y", "block_size_z"].iter().enumerate() {
+        for (d, n) in ["block_size_x", "block_size_y", "block_size_z"]
+            .iter()
+            .enumerate()
+        {
             block[d] = to_u32(eval_count(n, &env)?, n)?;
         }
         let mut grid = [1u32; 3];
@@ -85,7 +94,9 @@ impl Geometry {
                 div = div.saturating_mul(eval_count(e, &env)?);
             }
             if div == 0 {
-                return Err(TunerError::Space(format!("grid divisor for dimension {d} is 0 in {config}")));
+                return Err(TunerError::Space(format!(
+                    "grid divisor for dimension {d} is 0 in {config}"
+                )));
             }
             grid[d] = to_u32(problem[d].div_ceil(div).max(1), "grid size")?;
         }
@@ -93,20 +104,38 @@ impl Geometry {
             Some(e) => to_u32(eval_count(e, &env)?, "dynamic shared memory")?,
             None => 0,
         };
-        Ok(LaunchDims { grid, block, shared_mem })
+        Ok(LaunchDims {
+            grid,
+            block,
+            shared_mem,
+        })
     }
 
     /// The `#define` lines a configuration adds in front of the kernel source (Kernel Tuner's convention):
     /// every parameter, the block-size defaults for those not tuned, and the grid size.
-    pub fn defines(&self, config: &Config, scalars: &Bindings) -> Result<Vec<(String, String)>, TunerError> {
+    pub fn defines(
+        &self,
+        config: &Config,
+        scalars: &Bindings,
+    ) -> Result<Vec<(String, String)>, TunerError> {
         let dims = self.launch(config, scalars)?;
-        let mut out: Vec<(String, String)> = config.0.iter().map(|(n, v)| (n.clone(), v.to_string())).collect();
-        for (i, n) in ["block_size_x", "block_size_y", "block_size_z"].iter().enumerate() {
+        let mut out: Vec<(String, String)> = config
+            .0
+            .iter()
+            .map(|(n, v)| (n.clone(), v.to_string()))
+            .collect();
+        for (i, n) in ["block_size_x", "block_size_y", "block_size_z"]
+            .iter()
+            .enumerate()
+        {
             if config.get(n).is_none() {
                 out.push((n.to_string(), dims.block[i].to_string()));
             }
         }
-        for (i, n) in ["grid_size_x", "grid_size_y", "grid_size_z"].iter().enumerate() {
+        for (i, n) in ["grid_size_x", "grid_size_y", "grid_size_z"]
+            .iter()
+            .enumerate()
+        {
             out.push((n.to_string(), dims.grid[i].to_string()));
         }
         Ok(out)
@@ -124,8 +153,14 @@ mod tests {
     #[test]
     fn grid_is_ceil_of_problem_over_block() {
         let g = Geometry::new(vec!["B_width".into(), "A_height".into()]);
-        let s: Bindings = [("B_width".to_string(), 100.0), ("A_height".to_string(), 77.0)].into();
-        let d = g.launch(&cfg(&[("block_size_x", 32), ("block_size_y", 8)]), &s).unwrap();
+        let s: Bindings = [
+            ("B_width".to_string(), 100.0),
+            ("A_height".to_string(), 77.0),
+        ]
+        .into();
+        let d = g
+            .launch(&cfg(&[("block_size_x", 32), ("block_size_y", 8)]), &s)
+            .unwrap();
         assert_eq!(d.grid, [4, 10, 1]);
         assert_eq!(d.block, [32, 8, 1]);
     }
@@ -135,7 +170,9 @@ mod tests {
         let mut g = Geometry::new(vec!["n".into()]);
         g.grid_div[0] = vec!["block_size_x".into(), "work_per_thread_x".into()];
         let s: Bindings = [("n".to_string(), 1000.0)].into();
-        let d = g.launch(&cfg(&[("block_size_x", 128), ("work_per_thread_x", 4)]), &s).unwrap();
+        let d = g
+            .launch(&cfg(&[("block_size_x", 128), ("work_per_thread_x", 4)]), &s)
+            .unwrap();
         assert_eq!(d.grid, [2, 1, 1]);
     }
 
@@ -154,6 +191,11 @@ mod tests {
         let mut g = Geometry::new(vec!["n".into()]);
         g.shared_mem = Some("block_size_x * 4 * 2".into());
         let s: Bindings = [("n".to_string(), 10.0)].into();
-        assert_eq!(g.launch(&cfg(&[("block_size_x", 64)]), &s).unwrap().shared_mem, 512);
+        assert_eq!(
+            g.launch(&cfg(&[("block_size_x", 64)]), &s)
+                .unwrap()
+                .shared_mem,
+            512
+        );
     }
 }

@@ -31,11 +31,17 @@ pub mod suite;
 pub mod verify;
 pub mod worker;
 
-pub use args::{ArrayArg, ArraySource, Distribution, KernelTest, ParamSpec, SizeChoice, SuiteInputs, TestArg, TestSet};
+pub use args::{
+    ArrayArg, ArraySource, Distribution, KernelTest, ParamSpec, SizeChoice, SuiteInputs, TestArg,
+    TestSet,
+};
 pub use error::TunerError;
 pub use geometry::{Geometry, LaunchDims};
 pub use measure::{TimingPolicy, TimingStats};
 pub use search::Strategy;
-pub use session::{Measurement, Phases, Progress, TunableKernel, TuneOptions, TuneResult, Tuner, Verdict, VerifyReport};
+pub use session::{
+    Measurement, Phases, Progress, TunableKernel, TuneOptions, TuneResult, Tuner, Verdict,
+    VerifyReport,
+};
 pub use space::{Config, Restriction, SearchSpace, TunableParam};
 pub use verify::{OutputReport, Tolerance};

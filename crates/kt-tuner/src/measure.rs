@@ -21,7 +21,14 @@ pub struct TimingPolicy {
 
 impl Default for TimingPolicy {
     fn default() -> Self {
-        TimingPolicy { min_reps: 3, max_reps: 20, target_spread: 0.03, max_total_ms: 500.0, flush_l2: false, abort_factor: 3.0 }
+        TimingPolicy {
+            min_reps: 3,
+            max_reps: 20,
+            target_spread: 0.03,
+            max_total_ms: 500.0,
+            flush_l2: false,
+            abort_factor: 3.0,
+        }
     }
 }
 
@@ -69,14 +76,22 @@ impl TimingStats {
         let mut s = samples.to_vec();
         s.sort_by(f64::total_cmp);
         let n = s.len();
-        let median = if n % 2 == 1 { s[n / 2] } else { 0.5 * (s[n / 2 - 1] + s[n / 2]) };
+        let median = if n % 2 == 1 {
+            s[n / 2]
+        } else {
+            0.5 * (s[n / 2 - 1] + s[n / 2])
+        };
         let mean = s.iter().sum::<f64>() / n as f64;
         Some(TimingStats {
             median_ms: median,
             min_ms: s[0],
             mean_ms: mean,
             max_ms: s[n - 1],
-            spread: if median > 0.0 { (s[n - 1] - s[0]) / median } else { 0.0 },
+            spread: if median > 0.0 {
+                (s[n - 1] - s[0]) / median
+            } else {
+                0.0
+            },
             samples_ms: samples.to_vec(),
             aborted_early: false,
         })
@@ -106,7 +121,10 @@ mod tests {
 
     #[test]
     fn noisy_samples_stop_at_the_time_cap() {
-        let p = TimingPolicy { max_total_ms: 10.0, ..TimingPolicy::default() };
+        let p = TimingPolicy {
+            max_total_ms: 10.0,
+            ..TimingPolicy::default()
+        };
         assert!(!p.wants_more(&[4.0, 2.0, 5.0], None));
     }
 

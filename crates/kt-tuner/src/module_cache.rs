@@ -15,8 +15,17 @@ use crate::nvrtc;
 /// The result of compiling one module.
 #[derive(Debug, Clone)]
 pub enum ModuleOutcome {
-    Compiled { key: String, cubin: Arc<Vec<u8>>, log: String, ms: f64, from_disk: bool },
-    Failed { key: String, log: String },
+    Compiled {
+        key: String,
+        cubin: Arc<Vec<u8>>,
+        log: String,
+        ms: f64,
+        from_disk: bool,
+    },
+    Failed {
+        key: String,
+        log: String,
+    },
 }
 
 impl ModuleOutcome {
@@ -56,10 +65,19 @@ impl DiskCache {
         let dir = self.dir.as_ref()?;
         if let Ok(cubin) = std::fs::read(dir.join(format!("{key}.cubin"))) {
             let log = std::fs::read_to_string(dir.join(format!("{key}.log"))).unwrap_or_default();
-            return Some(ModuleOutcome::Compiled { key: key.into(), cubin: Arc::new(cubin), log, ms: 0.0, from_disk: true });
+            return Some(ModuleOutcome::Compiled {
+                key: key.into(),
+                cubin: Arc::new(cubin),
+                log,
+                ms: 0.0,
+                from_disk: true,
+            });
         }
         let log = std::fs::read_to_string(dir.join(format!("{key}.error.log"))).ok()?;
-        Some(ModuleOutcome::Failed { key: key.into(), log })
+        Some(ModuleOutcome::Failed {
+            key: key.into(),
+            log,
+        })
     }
 
     fn store(&self, outcome: &ModuleOutcome) {
@@ -75,7 +93,9 @@ impl DiskCache {
             }
         };
         match outcome {
-            ModuleOutcome::Compiled { key, cubin, log, .. } => {
+            ModuleOutcome::Compiled {
+                key, cubin, log, ..
+            } => {
                 write(format!("{key}.log"), log.as_bytes());
                 write(format!("{key}.cubin"), cubin);
             }
@@ -127,8 +147,17 @@ impl CompilePool {
                     let Ok(job) = job else { return };
                     let outcome = nvrtc::compile(&job.source, &job.options).map(|r| {
                         let o = match r {
-                            Ok(c) => ModuleOutcome::Compiled { key: job.key.clone(), cubin: Arc::new(c.cubin), log: c.log, ms: c.ms, from_disk: false },
-                            Err(f) => ModuleOutcome::Failed { key: job.key.clone(), log: f.log },
+                            Ok(c) => ModuleOutcome::Compiled {
+                                key: job.key.clone(),
+                                cubin: Arc::new(c.cubin),
+                                log: c.log,
+                                ms: c.ms,
+                                from_disk: false,
+                            },
+                            Err(f) => ModuleOutcome::Failed {
+                                key: job.key.clone(),
+                                log: f.log,
+                            },
                         };
                         disk.store(&o);
                         let o = Arc::new(o);
@@ -143,7 +172,15 @@ impl CompilePool {
                 }
             }));
         }
-        Ok(CompilePool { jobs: Some(jobs_tx), results_tx, results, memory, disk, nvrtc_version, workers })
+        Ok(CompilePool {
+            jobs: Some(jobs_tx),
+            results_tx,
+            results,
+            memory,
+            disk,
+            nvrtc_version,
+            workers,
+        })
     }
 
     pub fn nvrtc_version(&self) -> (i32, i32) {
@@ -168,7 +205,12 @@ impl CompilePool {
             }
             None => {
                 if let Some(jobs) = &self.jobs {
-                    let _ = jobs.send(Job { ticket, key: key.clone(), source, options });
+                    let _ = jobs.send(Job {
+                        ticket,
+                        key: key.clone(),
+                        source,
+                        options,
+                    });
                 }
             }
         }
@@ -200,7 +242,10 @@ mod tests {
         let k = module_key("a", &o, (13, 0));
         assert_eq!(k, module_key("a", &o, (13, 0)));
         assert_ne!(k, module_key("b", &o, (13, 0)));
-        assert_ne!(k, module_key("a", &["--gpu-architecture=sm_80".to_string()], (13, 0)));
+        assert_ne!(
+            k,
+            module_key("a", &["--gpu-architecture=sm_80".to_string()], (13, 0))
+        );
         assert_ne!(k, module_key("a", &o, (13, 1)));
     }
 
@@ -208,17 +253,33 @@ mod tests {
     fn disk_cache_round_trips_cubins_and_failures() {
         let dir = tempfile::tempdir().unwrap();
         let disk = DiskCache::new(Some(dir.path().to_path_buf()));
-        disk.store(&ModuleOutcome::Compiled { key: "k1".into(), cubin: Arc::new(vec![1, 2, 3]), log: "warn".into(), ms: 5.0, from_disk: false });
-        disk.store(&ModuleOutcome::Failed { key: "k2".into(), log: "error: x".into() });
+        disk.store(&ModuleOutcome::Compiled {
+            key: "k1".into(),
+            cubin: Arc::new(vec![1, 2, 3]),
+            log: "warn".into(),
+            ms: 5.0,
+            from_disk: false,
+        });
+        disk.store(&ModuleOutcome::Failed {
+            key: "k2".into(),
+            log: "error: x".into(),
+        });
         match disk.load("k1").unwrap() {
-            ModuleOutcome::Compiled { cubin, log, from_disk, .. } => {
+            ModuleOutcome::Compiled {
+                cubin,
+                log,
+                from_disk,
+                ..
+            } => {
                 assert_eq!(*cubin, vec![1, 2, 3]);
                 assert_eq!(log, "warn");
                 assert!(from_disk);
             }
             other => panic!("{other:?}"),
         }
-        assert!(matches!(disk.load("k2").unwrap(), ModuleOutcome::Failed { log, .. } if log == "error: x"));
+        assert!(
+            matches!(disk.load("k2").unwrap(), ModuleOutcome::Failed { log, .. } if log == "error: x")
+        );
         assert!(disk.load("k3").is_none());
     }
 }

@@ -23,36 +23,69 @@ impl NpyInfo {
 pub fn read_header(path: &Path) -> Result<NpyInfo, TunerError> {
     let mut f = std::fs::File::open(path).map_err(|e| TunerError::io(path, e))?;
     let mut prefix = [0u8; 12];
-    f.read_exact(&mut prefix[..10]).map_err(|e| TunerError::io(path, e))?;
+    f.read_exact(&mut prefix[..10])
+        .map_err(|e| TunerError::io(path, e))?;
     if &prefix[..6] != b"\x93NUMPY" {
         return Err(TunerError::io(path, "not a .npy file (bad magic)"));
     }
     let (header_len, start) = if prefix[6] == 1 {
         (u16::from_le_bytes([prefix[8], prefix[9]]) as u64, 10u64)
     } else {
-        f.read_exact(&mut prefix[10..12]).map_err(|e| TunerError::io(path, e))?;
-        (u32::from_le_bytes([prefix[8], prefix[9], prefix[10], prefix[11]]) as u64, 12u64)
+        f.read_exact(&mut prefix[10..12])
+            .map_err(|e| TunerError::io(path, e))?;
+        (
+            u32::from_le_bytes([prefix[8], prefix[9], prefix[10], prefix[11]]) as u64,
+            12u64,
+        )
     };
     let f = std::fs::File::open(path).map_err(|e| TunerError::io(path, e))?;
-    let npy = npyz::NpyFile::new(std::io::BufReader::new(f)).map_err(|e| TunerError::io(path, e))?;
+    let npy =
+        npyz::NpyFile::new(std::io::BufReader::new(f)).map_err(|e| TunerError::io(path, e))?;
     if npy.order() != npyz::Order::C {
-        return Err(TunerError::io(path, "Fortran-ordered array: save it C-contiguous (np.ascontiguousarray)"));
+        return Err(TunerError::io(
+            path,
+            "Fortran-ordered array: save it C-contiguous (np.ascontiguousarray)",
+        ));
     }
     let descr = match npy.dtype() {
         npyz::DType::Plain(t) => t.to_string(),
-        other => return Err(TunerError::io(path, format!("structured dtype {other:?} is not supported: store structs as a plain array with a lane dimension"))),
+        other => {
+            return Err(TunerError::io(
+                path,
+                format!(
+                    "structured dtype {other:?} is not supported: store structs as a plain array with a lane dimension"
+                ),
+            ));
+        }
     };
-    let dtype = DType::from_npy_descr(&descr).ok_or_else(|| TunerError::io(path, format!("dtype {descr} is not supported (little-endian numeric only)")))?;
-    Ok(NpyInfo { dtype, shape: npy.shape().to_vec(), data_offset: start + header_len })
+    let dtype = DType::from_npy_descr(&descr).ok_or_else(|| {
+        TunerError::io(
+            path,
+            format!("dtype {descr} is not supported (little-endian numeric only)"),
+        )
+    })?;
+    Ok(NpyInfo {
+        dtype,
+        shape: npy.shape().to_vec(),
+        data_offset: start + header_len,
+    })
 }
 
 #[cfg(test)]
 pub(crate) fn write_npy(path: &Path, descr: &str, shape: &[u64], data: &[u8]) {
     let shape_text = match shape.len() {
         1 => format!("({},)", shape[0]),
-        _ => format!("({})", shape.iter().map(|s| s.to_string()).collect::<Vec<_>>().join(", ")),
+        _ => format!(
+            "({})",
+            shape
+                .iter()
+                .map(|s| s.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
     };
-    let mut header = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {shape_text}, }}");
+    let mut header =
+        format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {shape_text}, }}");
     while (10 + header.len() + 1) % 64 != 0 {
         header.push(' ');
     }
@@ -72,7 +105,10 @@ mod tests {
     fn header_gives_dtype_shape_and_offset() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("a.npy");
-        let data: Vec<u8> = [1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0].iter().flat_map(|v| v.to_le_bytes()).collect();
+        let data: Vec<u8> = [1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0]
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect();
         write_npy(&p, "<f4", &[2, 3], &data);
         let info = read_header(&p).unwrap();
         assert_eq!(info.dtype, DType::Float32);

@@ -27,7 +27,11 @@ pub struct CompileFailure {
 /// Fails with a clear error instead of the panic cudarc's dynamic loader gives when libnvrtc is absent.
 pub fn ensure_available() -> Result<(), TunerError> {
     // SAFETY: only tries to dlopen libnvrtc; no NVRTC function is called.
-    if unsafe { sys::is_culib_present() } { Ok(()) } else { Err(TunerError::NoNvrtc) }
+    if unsafe { sys::is_culib_present() } {
+        Ok(())
+    } else {
+        Err(TunerError::NoNvrtc)
+    }
 }
 
 /// NVRTC's version, part of every module key (a new compiler may produce different code).
@@ -60,17 +64,26 @@ pub fn arch_option(cc: (i32, i32)) -> String {
 
 /// Compiles `source` (already carrying its defines) to a CUBIN. `Ok(Err(..))` is a compile error in the
 /// user's code (kept with its log); `Err(..)` is NVRTC itself failing.
-pub fn compile(source: &str, options: &[String]) -> Result<Result<Compiled, CompileFailure>, TunerError> {
+pub fn compile(
+    source: &str,
+    options: &[String],
+) -> Result<Result<Compiled, CompileFailure>, TunerError> {
     ensure_available()?;
     let start = Instant::now();
-    let src = CString::new(source).map_err(|_| TunerError::Source("the kernel source contains a NUL byte".into()))?;
-    let prog = result::create_program(&src, Some(c"kernel.cu")).map_err(|e| TunerError::Nvrtc(format!("create program: {e:?}")))?;
+    let src = CString::new(source)
+        .map_err(|_| TunerError::Source("the kernel source contains a NUL byte".into()))?;
+    let prog = result::create_program(&src, Some(c"kernel.cu"))
+        .map_err(|e| TunerError::Nvrtc(format!("create program: {e:?}")))?;
     // SAFETY: prog was just created and is destroyed exactly once below; the option strings outlive the call.
     let compiled = unsafe { result::compile_program(prog, options) };
     // SAFETY: prog is valid until destroy_program.
     let log = unsafe { result::get_program_log(prog) }
         .map(|chars| {
-            let bytes: Vec<u8> = chars.iter().map(|&c| c as u8).take_while(|&b| b != 0).collect();
+            let bytes: Vec<u8> = chars
+                .iter()
+                .map(|&c| c as u8)
+                .take_while(|&b| b != 0)
+                .collect();
             String::from_utf8_lossy(&bytes).trim().to_string()
         })
         .unwrap_or_default();
@@ -80,15 +93,27 @@ pub fn compile(source: &str, options: &[String]) -> Result<Result<Compiled, Comp
             let mut size = 0usize;
             // SAFETY: prog compiled successfully; NVRTC writes the size, then exactly `size` bytes.
             let cubin = unsafe {
-                sys::nvrtcGetCUBINSize(prog, &mut size).result().map_err(|e| TunerError::Nvrtc(format!("nvrtcGetCUBINSize: {e:?}")))?;
+                sys::nvrtcGetCUBINSize(prog, &mut size)
+                    .result()
+                    .map_err(|e| TunerError::Nvrtc(format!("nvrtcGetCUBINSize: {e:?}")))?;
                 let mut buf = vec![0u8; size];
-                sys::nvrtcGetCUBIN(prog, buf.as_mut_ptr() as *mut _).result().map_err(|e| TunerError::Nvrtc(format!("nvrtcGetCUBIN: {e:?}")))?;
+                sys::nvrtcGetCUBIN(prog, buf.as_mut_ptr() as *mut _)
+                    .result()
+                    .map_err(|e| TunerError::Nvrtc(format!("nvrtcGetCUBIN: {e:?}")))?;
                 buf
             };
             if cubin.is_empty() {
-                Ok(Err(CompileFailure { log: format!("{log}\nNVRTC produced no CUBIN: is --gpu-architecture a real sm_XY?") }))
+                Ok(Err(CompileFailure {
+                    log: format!(
+                        "{log}\nNVRTC produced no CUBIN: is --gpu-architecture a real sm_XY?"
+                    ),
+                }))
             } else {
-                Ok(Ok(Compiled { cubin, log, ms: start.elapsed().as_secs_f64() * 1e3 }))
+                Ok(Ok(Compiled {
+                    cubin,
+                    log,
+                    ms: start.elapsed().as_secs_f64() * 1e3,
+                }))
             }
         }
     };
@@ -103,8 +128,14 @@ mod tests {
 
     #[test]
     fn defines_come_first_and_line_numbers_restart() {
-        let s = full_source(&[("block_size_x".into(), "32".into())], "__global__ void k() {}\n");
-        assert_eq!(s, "#define block_size_x 32\n#line 1\n__global__ void k() {}\n");
+        let s = full_source(
+            &[("block_size_x".into(), "32".into())],
+            "__global__ void k() {}\n",
+        );
+        assert_eq!(
+            s,
+            "#define block_size_x 32\n#line 1\n__global__ void k() {}\n"
+        );
     }
 
     #[test]
@@ -118,9 +149,17 @@ mod tests {
             println!("skipped: libnvrtc not present on this machine");
             return;
         }
-        let ok = compile("extern \"C\" __global__ void k(float* x) { x[threadIdx.x] = 1.0f; }", &[arch_option((8, 0))]).unwrap();
+        let ok = compile(
+            "extern \"C\" __global__ void k(float* x) { x[threadIdx.x] = 1.0f; }",
+            &[arch_option((8, 0))],
+        )
+        .unwrap();
         assert!(ok.unwrap().cubin.len() > 100);
-        let bad = compile("extern \"C\" __global__ void k(float* x) { x[threadIdx.x] = undefined_name; }", &[arch_option((8, 0))]).unwrap();
+        let bad = compile(
+            "extern \"C\" __global__ void k(float* x) { x[threadIdx.x] = undefined_name; }",
+            &[arch_option((8, 0))],
+        )
+        .unwrap();
         assert!(bad.unwrap_err().log.contains("undefined_name"));
     }
 }

@@ -26,12 +26,36 @@ pub struct Check {
 }
 
 const SUITE: &[(&str, &str, &str)] = &[
-    ("vectorAdd", include_str!("../../../naive-kernels/vectorAdd.cu"), include_str!("../../../naive-kernels/vectorAdd.toml")),
-    ("matrixAdd", include_str!("../../../naive-kernels/matrixAdd.cu"), include_str!("../../../naive-kernels/matrixAdd.toml")),
-    ("matmul", include_str!("../../../naive-kernels/matmul.cu"), include_str!("../../../naive-kernels/matmul.toml")),
-    ("saxpy", include_str!("../../../naive-kernels/saxpy.cu"), include_str!("../../../naive-kernels/saxpy.toml")),
-    ("histogram", include_str!("../../../naive-kernels/histogram.cu"), include_str!("../../../naive-kernels/histogram.toml")),
-    ("verlet_integration", include_str!("../../../naive-kernels/verlet_integration.cu"), include_str!("../../../naive-kernels/verlet_integration.toml")),
+    (
+        "vectorAdd",
+        include_str!("../../../naive-kernels/vectorAdd.cu"),
+        include_str!("../../../naive-kernels/vectorAdd.toml"),
+    ),
+    (
+        "matrixAdd",
+        include_str!("../../../naive-kernels/matrixAdd.cu"),
+        include_str!("../../../naive-kernels/matrixAdd.toml"),
+    ),
+    (
+        "matmul",
+        include_str!("../../../naive-kernels/matmul.cu"),
+        include_str!("../../../naive-kernels/matmul.toml"),
+    ),
+    (
+        "saxpy",
+        include_str!("../../../naive-kernels/saxpy.cu"),
+        include_str!("../../../naive-kernels/saxpy.toml"),
+    ),
+    (
+        "histogram",
+        include_str!("../../../naive-kernels/histogram.cu"),
+        include_str!("../../../naive-kernels/histogram.toml"),
+    ),
+    (
+        "verlet_integration",
+        include_str!("../../../naive-kernels/verlet_integration.cu"),
+        include_str!("../../../naive-kernels/verlet_integration.toml"),
+    ),
 ];
 
 /// A vector add whose `mode` parameter selects a failure.
@@ -64,41 +88,87 @@ extern "C" __global__ void __launch_bounds__(BOUND) broken(const float* a, const
 "#;
 
 fn options() -> TuneOptions {
-    TuneOptions { strategy: Strategy::BruteForce, timing: TimingPolicy { max_total_ms: 50.0, ..TimingPolicy::default() }, measure_peak: false, ..TuneOptions::default() }
+    TuneOptions {
+        strategy: Strategy::BruteForce,
+        timing: TimingPolicy {
+            max_total_ms: 50.0,
+            ..TimingPolicy::default()
+        },
+        measure_peak: false,
+        ..TuneOptions::default()
+    }
 }
 
 fn suite_kernel(name: &str, source: &str, toml: &str) -> Result<(SuiteKernel, usize), TunerError> {
-    let sc = kt_cuda::Sidecar::from_toml(toml, std::path::Path::new(&format!("{name}.toml"))).map_err(|e| TunerError::Source(e.to_string()))?;
+    let sc = kt_cuda::Sidecar::from_toml(toml, std::path::Path::new(&format!("{name}.toml")))
+        .map_err(|e| TunerError::Source(e.to_string()))?;
     let dims = sc.problem_size.len();
     Ok((SuiteKernel::new(source, &sc, None)?, dims))
 }
 
-fn tune_suite(tuner: &mut Tuner, name: &str, source: &str, toml: &str) -> Result<TuneResult, TunerError> {
+fn tune_suite(
+    tuner: &mut Tuner,
+    name: &str,
+    source: &str,
+    toml: &str,
+) -> Result<TuneResult, TunerError> {
     let (sk, dims) = suite_kernel(name, source, toml)?;
     let (params, restrict) = default_block_space(dims);
     let mut sk = sk.with_params(params);
-    sk.kernel.restrictions = restrict.into_iter().map(crate::space::Restriction::Expr).collect();
-    let tests = sk.inputs.make_tests(&sk.params, SizeChoice::Test, &BTreeMap::new(), 2)?;
+    sk.kernel.restrictions = restrict
+        .into_iter()
+        .map(crate::space::Restriction::Expr)
+        .collect();
+    let tests = sk
+        .inputs
+        .make_tests(&sk.params, SizeChoice::Test, &BTreeMap::new(), 2)?;
     tuner.tune(&sk.kernel, &tests, &options(), &mut |_| {})
 }
 
 /// Runs every check; `Err` only when no GPU session could be set up at all.
 pub fn run(config: TunerConfig) -> Result<Vec<Check>, TunerError> {
     let mut checks = Vec::new();
-    let mut push = |name: &str, passed: bool, detail: String| checks.push(Check { name: name.into(), passed, detail });
+    let mut push = |name: &str, passed: bool, detail: String| {
+        checks.push(Check {
+            name: name.into(),
+            passed,
+            detail,
+        })
+    };
     let mut tuner = Tuner::new(config)?;
-    push("nvrtc + driver", true, format!("compiling for sm_{}{}", tuner.arch().0, tuner.arch().1));
+    push(
+        "nvrtc + driver",
+        true,
+        format!("compiling for sm_{}{}", tuner.arch().0, tuner.arch().1),
+    );
 
     for (name, source, toml) in SUITE {
         match tune_suite(&mut tuner, name, source, toml) {
             Ok(r) => {
-                let bad: Vec<String> = r.measurements.iter().filter(|m| !m.verdict.is_ok()).map(|m| format!("{}: {:?}", m.config, m.verdict)).collect();
+                let bad: Vec<String> = r
+                    .measurements
+                    .iter()
+                    .filter(|m| !m.verdict.is_ok())
+                    .map(|m| format!("{}: {:?}", m.config, m.verdict))
+                    .collect();
                 let best = r.best.as_ref().and_then(|b| b.objective_ms());
                 let ok = bad.is_empty() && best.is_some();
                 push(
                     &format!("tune {name} (test size, 2 tests, {} configs)", r.space_size),
                     ok,
-                    if ok { format!("all verified; best {} at {:.4} ms; device {}", r.best.as_ref().map(|b| b.config.to_string()).unwrap_or_default(), best.unwrap_or(0.0), r.device.name) } else { bad.join("; ") },
+                    if ok {
+                        format!(
+                            "all verified; best {} at {:.4} ms; device {}",
+                            r.best
+                                .as_ref()
+                                .map(|b| b.config.to_string())
+                                .unwrap_or_default(),
+                            best.unwrap_or(0.0),
+                            r.device.name
+                        )
+                    } else {
+                        bad.join("; ")
+                    },
                 );
             }
             Err(e) => push(&format!("tune {name}"), false, e.to_string()),
@@ -107,57 +177,121 @@ pub fn run(config: TunerConfig) -> Result<Vec<Check>, TunerError> {
 
     // The broken kernel: every failure mode in one tuning run.
     let (vk, _) = suite_kernel("vectorAdd", SUITE[0].1, SUITE[0].2)?;
-    let params = vec![TunableParam::new("mode", 0..7), TunableParam::new("block_size_x", [256])];
+    let params = vec![
+        TunableParam::new("mode", 0..7),
+        TunableParam::new("block_size_x", [256]),
+    ];
     let mut bk = vk.clone().with_params(params);
     bk.kernel.source = BROKEN_KERNEL.to_string();
     bk.kernel.kernel_name = "broken".into();
-    bk.kernel.reference = Some(Config(vec![("mode".into(), 0), ("block_size_x".into(), 256)]));
-    let tests = bk.inputs.make_tests(&bk.params, SizeChoice::Test, &BTreeMap::new(), 1)?;
+    bk.kernel.reference = Some(Config(vec![
+        ("mode".into(), 0),
+        ("block_size_x".into(), 256),
+    ]));
+    let tests = bk
+        .inputs
+        .make_tests(&bk.params, SizeChoice::Test, &BTreeMap::new(), 1)?;
     match tuner.tune(&bk.kernel, &tests, &options(), &mut |_| {}) {
         Ok(r) => {
-            let verdict = |mode: i64| r.measurements.iter().find(|m| m.config.get("mode") == Some(mode)).map(|m| m.verdict.clone());
+            let verdict = |mode: i64| {
+                r.measurements
+                    .iter()
+                    .find(|m| m.config.get("mode") == Some(mode))
+                    .map(|m| m.verdict.clone())
+            };
             let expect: [Expectation; 7] = [
-                (0, "correct configuration passes", |v| matches!(v, Verdict::Ok)),
-                (1, "hung kernel is killed by the watchdog", |v| matches!(v, Verdict::Timeout { .. })),
-                (2, "out-of-bounds write is caught as a crash", |v| matches!(v, Verdict::Crashed { .. })),
-                (3, "wrong answer is found with its index", |v| matches!(v, Verdict::WrongAnswer { reports, .. } if reports.iter().any(|r| r.mismatches == 1 && r.never_written == 0))),
-                (4, "unwritten element is reported as never written", |v| matches!(v, Verdict::WrongAnswer { reports, .. } if reports.iter().any(|r| r.never_written == 1))),
-                (5, "compile error keeps NVRTC's log", |v| matches!(v, Verdict::CompileError { log } if log.contains("error"))),
-                (6, "too many threads for the launch bounds is invalid", |v| matches!(v, Verdict::Invalid { .. })),
+                (0, "correct configuration passes", |v| {
+                    matches!(v, Verdict::Ok)
+                }),
+                (1, "hung kernel is killed by the watchdog", |v| {
+                    matches!(v, Verdict::Timeout { .. })
+                }),
+                (2, "out-of-bounds write is caught as a crash", |v| {
+                    matches!(v, Verdict::Crashed { .. })
+                }),
+                (
+                    3,
+                    "wrong answer is found with its index",
+                    |v| matches!(v, Verdict::WrongAnswer { reports, .. } if reports.iter().any(|r| r.mismatches == 1 && r.never_written == 0)),
+                ),
+                (
+                    4,
+                    "unwritten element is reported as never written",
+                    |v| matches!(v, Verdict::WrongAnswer { reports, .. } if reports.iter().any(|r| r.never_written == 1)),
+                ),
+                (
+                    5,
+                    "compile error keeps NVRTC's log",
+                    |v| matches!(v, Verdict::CompileError { log } if log.contains("error")),
+                ),
+                (
+                    6,
+                    "too many threads for the launch bounds is invalid",
+                    |v| matches!(v, Verdict::Invalid { .. }),
+                ),
             ];
             for (mode, what, ok) in expect {
                 let v = verdict(mode);
                 let passed = v.as_ref().is_some_and(ok);
                 let detail = match &v {
                     Some(Verdict::WrongAnswer { details, .. }) => details.join("; "),
-                    Some(Verdict::CompileError { log }) => log.lines().next().unwrap_or("").to_string(),
+                    Some(Verdict::CompileError { log }) => {
+                        log.lines().next().unwrap_or("").to_string()
+                    }
                     Some(other) => format!("{other:?}"),
                     None => "not measured".into(),
                 };
                 push(&format!("broken mode={mode}: {what}"), passed, detail);
             }
-            push("tuning continued past every failure", r.measurements.len() == 7 && r.best.as_ref().and_then(|b| b.config.get("mode")) == Some(0), format!("{} configs measured, {} worker restarts", r.measurements.len(), r.worker_restarts));
+            push(
+                "tuning continued past every failure",
+                r.measurements.len() == 7
+                    && r.best.as_ref().and_then(|b| b.config.get("mode")) == Some(0),
+                format!(
+                    "{} configs measured, {} worker restarts",
+                    r.measurements.len(),
+                    r.worker_restarts
+                ),
+            );
         }
         Err(e) => push("broken kernel tuning run", false, e.to_string()),
     }
 
     // verify: candidate against reference on the same inputs.
-    let tests = vk.inputs.make_tests(&vk.params, SizeChoice::Test, &BTreeMap::new(), 2)?;
+    let tests = vk
+        .inputs
+        .make_tests(&vk.params, SizeChoice::Test, &BTreeMap::new(), 2)?;
     let cfg = |m: i64| Config(vec![("mode".into(), m), ("block_size_x".into(), 256)]);
     let ref_cfg = Config(vec![]);
     match tuner.verify(&vk.kernel, &ref_cfg, &bk.kernel, &cfg(0), &tests) {
-        Ok(rep) => push("verify: correct candidate passes every test", rep.passed() && rep.tests.len() == 2, format!("{} tests", rep.tests.len())),
+        Ok(rep) => push(
+            "verify: correct candidate passes every test",
+            rep.passed() && rep.tests.len() == 2,
+            format!("{} tests", rep.tests.len()),
+        ),
         Err(e) => push("verify: correct candidate", false, e.to_string()),
     }
     match tuner.verify(&vk.kernel, &ref_cfg, &bk.kernel, &cfg(3), &tests) {
-        Ok(rep) => push("verify: wrong candidate fails every test", rep.tests.iter().all(|t| !t.verdict.is_ok()), rep.tests.iter().map(|t| format!("{}: {}", t.test, t.verdict.short())).collect::<Vec<_>>().join(", ")),
+        Ok(rep) => push(
+            "verify: wrong candidate fails every test",
+            rep.tests.iter().all(|t| !t.verdict.is_ok()),
+            rep.tests
+                .iter()
+                .map(|t| format!("{}: {}", t.test, t.verdict.short()))
+                .collect::<Vec<_>>()
+                .join(", "),
+        ),
         Err(e) => push("verify: wrong candidate", false, e.to_string()),
     }
 
     // peak bandwidth
     let device = tuner.device_info();
     match device.map(|d| tuner.measure_peak(&d)) {
-        Some(Ok(g)) => push("copy bandwidth measured", g > 10.0, format!("{g:.0} GB/s (read + write)")),
+        Some(Ok(g)) => push(
+            "copy bandwidth measured",
+            g > 10.0,
+            format!("{g:.0} GB/s (read + write)"),
+        ),
         Some(Err(e)) => push("copy bandwidth measured", false, e.to_string()),
         None => push("copy bandwidth measured", false, "no device".into()),
     }

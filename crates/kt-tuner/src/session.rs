@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 use crate::args::{KernelTest, TestArg, TestSet};
 use crate::cache::{CacheScope, ResultCache};
 use crate::device_kernels;
+use crate::dtype::DType;
 use crate::error::TunerError;
 use crate::expr::{Bindings, eval_number};
 use crate::geometry::{Geometry, LaunchDims, default_define};
@@ -27,7 +28,9 @@ use crate::space::{Config, Restriction, SearchSpace, TunableParam};
 use crate::verify::OutputReport;
 use crate::worker::client::{WorkerClient, WorkerFailure};
 use crate::worker::process::WorkerCommand;
-use crate::worker::protocol::{DeviceInfo, FunctionInfo, LaunchArg, Reply, Request, RunOutcome, RunRequest, RunStatus};
+use crate::worker::protocol::{
+    DeviceInfo, FunctionInfo, LaunchArg, Reply, Request, RunOutcome, RunRequest, RunStatus,
+};
 
 /// A kernel with named tunable parameters.
 #[derive(Debug, Clone)]
@@ -48,7 +51,11 @@ pub struct TunableKernel {
 }
 
 impl TunableKernel {
-    pub fn new(source: impl Into<String>, kernel_name: impl Into<String>, problem_size: Vec<String>) -> Self {
+    pub fn new(
+        source: impl Into<String>,
+        kernel_name: impl Into<String>,
+        problem_size: Vec<String>,
+    ) -> Self {
         TunableKernel {
             source: source.into(),
             kernel_name: kernel_name.into(),
@@ -80,7 +87,15 @@ pub struct TuneOptions {
 
 impl Default for TuneOptions {
     fn default() -> Self {
-        TuneOptions { strategy: Strategy::BruteForce, limits: Limits::default(), seed: 1, timing: TimingPolicy::default(), verify: true, results_cache: None, measure_peak: true }
+        TuneOptions {
+            strategy: Strategy::BruteForce,
+            limits: Limits::default(),
+            seed: 1,
+            timing: TimingPolicy::default(),
+            verify: true,
+            results_cache: None,
+            measure_peak: true,
+        }
     }
 }
 
@@ -99,8 +114,17 @@ pub struct TunerConfig {
 
 impl Default for TunerConfig {
     fn default() -> Self {
-        let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(4);
-        TunerConfig { device: 0, compile_threads: threads, cache_dir: None, worker: None, timeout_floor: Duration::from_secs(2), timeout_factor: 50.0 }
+        let threads = std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(4);
+        TunerConfig {
+            device: 0,
+            compile_threads: threads,
+            cache_dir: None,
+            worker: None,
+            timeout_floor: Duration::from_secs(2),
+            timeout_factor: 50.0,
+        }
     }
 }
 
@@ -109,11 +133,22 @@ impl Default for TunerConfig {
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Verdict {
     Ok,
-    WrongAnswer { details: Vec<String>, reports: Vec<OutputReport> },
-    CompileError { log: String },
-    Invalid { reason: String },
-    Timeout { after_s: f64 },
-    Crashed { reason: String },
+    WrongAnswer {
+        details: Vec<String>,
+        reports: Vec<OutputReport>,
+    },
+    CompileError {
+        log: String,
+    },
+    Invalid {
+        reason: String,
+    },
+    Timeout {
+        after_s: f64,
+    },
+    Crashed {
+        reason: String,
+    },
 }
 
 impl Verdict {
@@ -157,7 +192,11 @@ pub struct Measurement {
 
 impl Measurement {
     pub fn objective_ms(&self) -> Option<f64> {
-        if self.verdict.is_ok() { self.objective } else { None }
+        if self.verdict.is_ok() {
+            self.objective
+        } else {
+            None
+        }
     }
 
     /// A measurement without a GPU (for tests of strategies, caches and exports).
@@ -260,6 +299,7 @@ struct Worker {
     client: WorkerClient,
     device: DeviceInfo,
     loaded: HashSet<String>,
+    util_dtypes: Vec<Vec<DType>>,
 }
 
 /// What the session knows about one module across worker restarts.
@@ -276,7 +316,9 @@ pub struct Tuner {
     pool: CompilePool,
     arch: (i32, i32),
     max_threads: u64,
-    util: Option<Arc<Vec<u8>>>,
+    /// kt's own kernels per dtype set: compile ticket, then the CUBIN once it is known.
+    util_tickets: HashMap<Vec<DType>, usize>,
+    util_cubins: HashMap<Vec<DType>, Arc<Vec<u8>>>,
     modules: HashMap<String, ModuleEntry>,
     /// Tests uploaded into the current worker, and the reference module each one's expected values came from.
     uploaded: Vec<(KernelTest, Option<ReferenceLaunch>)>,
@@ -284,8 +326,6 @@ pub struct Tuner {
     restoring: bool,
     ticket: usize,
 }
-
-const UTIL_TICKET: usize = usize::MAX;
 
 fn device_error(e: cudarc::driver::DriverError) -> TunerError {
     TunerError::NoGpu(format!("{:?}", e.0))
@@ -303,15 +343,20 @@ fn query_device(ordinal: usize) -> Result<((i32, i32), u64), TunerError> {
     result::init().map_err(|e| TunerError::NoDriver(format!("cuInit: {:?}", e.0)))?;
     let count = result::device::get_count().map_err(device_error)?;
     if count <= ordinal as i32 {
-        return Err(TunerError::NoGpu(format!("device {ordinal} requested, the driver reports {count} device(s)")));
+        return Err(TunerError::NoGpu(format!(
+            "device {ordinal} requested, the driver reports {count} device(s)"
+        )));
     }
     let dev = result::device::get(ordinal as i32).map_err(device_error)?;
     // SAFETY: dev is a valid device handle.
     let (major, minor, threads) = unsafe {
         (
-            result::device::get_attribute(dev, A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR).map_err(device_error)?,
-            result::device::get_attribute(dev, A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR).map_err(device_error)?,
-            result::device::get_attribute(dev, A::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK).map_err(device_error)?,
+            result::device::get_attribute(dev, A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)
+                .map_err(device_error)?,
+            result::device::get_attribute(dev, A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)
+                .map_err(device_error)?,
+            result::device::get_attribute(dev, A::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK)
+                .map_err(device_error)?,
         )
     };
     Ok(((major, minor), threads as u64))
@@ -325,6 +370,10 @@ fn launch_args(test: &KernelTest) -> Vec<LaunchArg> {
             TestArg::Scalar(s) => LaunchArg::Scalar(s.bytes.clone()),
         })
         .collect()
+}
+
+fn test_dtypes(test: &KernelTest) -> Vec<DType> {
+    device_kernels::needed_dtypes(test.arrays().map(|a| a.dtype))
 }
 
 fn worker_failure(e: WorkerFailure) -> TunerError {
@@ -346,14 +395,32 @@ impl Tuner {
         // the worker creates its context while this process initialises the driver and NVRTC
         let started = Instant::now();
         let mut client = WorkerClient::start(&cmd)?;
-        client.send(&Request::Hello { ordinal: config.device }, &[]).map_err(worker_failure)?;
+        client
+            .send(
+                &Request::Hello {
+                    ordinal: config.device,
+                },
+                &[],
+            )
+            .map_err(worker_failure)?;
         let (arch, max_threads) = query_device(config.device)?;
         let disk = DiskCache::new(config.cache_dir.as_ref().map(|d| d.join("modules")));
         let pool = CompilePool::new(config.compile_threads, disk)?;
-        // kt's own kernels go first in the compile queue: the worker needs them to make the inputs.
-        let util_options = vec![nvrtc::arch_option(arch)];
-        pool.submit(UTIL_TICKET, device_kernels::full_source(), util_options);
-        Ok(Tuner { config, worker: None, pending_hello: Some((client, started)), pool, arch, max_threads, util: None, modules: HashMap::new(), uploaded: Vec::new(), restarts: 0, restoring: false, ticket: 0 })
+        Ok(Tuner {
+            config,
+            worker: None,
+            pending_hello: Some((client, started)),
+            pool,
+            arch,
+            max_threads,
+            util_tickets: HashMap::new(),
+            util_cubins: HashMap::new(),
+            modules: HashMap::new(),
+            uploaded: Vec::new(),
+            restarts: 0,
+            restoring: false,
+            ticket: 0,
+        })
     }
 
     pub fn arch(&self) -> (i32, i32) {
@@ -366,7 +433,11 @@ impl Tuner {
     }
 
     /// Waits for the pool to finish `ticket`, keeping other results that arrive meanwhile.
-    fn wait_ticket(&mut self, ticket: usize, finished: &mut HashMap<usize, Result<Arc<ModuleOutcome>, TunerError>>) -> Result<Arc<ModuleOutcome>, TunerError> {
+    fn wait_ticket(
+        &mut self,
+        ticket: usize,
+        finished: &mut HashMap<usize, Result<Arc<ModuleOutcome>, TunerError>>,
+    ) -> Result<Arc<ModuleOutcome>, TunerError> {
         loop {
             if let Some(r) = finished.remove(&ticket) {
                 return r;
@@ -380,21 +451,78 @@ impl Tuner {
         }
     }
 
-    fn ensure_util(&mut self, finished: &mut HashMap<usize, Result<Arc<ModuleOutcome>, TunerError>>) -> Result<Arc<Vec<u8>>, TunerError> {
-        if let Some(u) = &self.util {
-            return Ok(u.clone());
+    /// Queues the compilation of kt's own kernels for these dtypes (first in the queue: the worker needs
+    /// them to make the inputs).
+    fn submit_util(&mut self, dtypes: &[DType]) {
+        if self.util_tickets.contains_key(dtypes) || self.util_cubins.contains_key(dtypes) {
+            return;
         }
-        match &*self.wait_ticket(UTIL_TICKET, finished)? {
-            ModuleOutcome::Compiled { cubin, .. } => {
-                self.util = Some(cubin.clone());
-                Ok(cubin.clone())
+        let ticket = self.next_ticket();
+        self.pool.submit(
+            ticket,
+            device_kernels::full_source(dtypes),
+            vec![nvrtc::arch_option(self.arch)],
+        );
+        self.util_tickets.insert(dtypes.to_vec(), ticket);
+    }
+
+    /// Makes sure the live worker has kt's kernels for these dtypes.
+    fn ensure_util(
+        &mut self,
+        dtypes: &[DType],
+        finished: &mut HashMap<usize, Result<Arc<ModuleOutcome>, TunerError>>,
+    ) -> Result<(), TunerError> {
+        if self
+            .worker(finished)?
+            .util_dtypes
+            .iter()
+            .any(|d| d == dtypes)
+        {
+            return Ok(());
+        }
+        let cubin = match self.util_cubins.get(dtypes) {
+            Some(c) => c.clone(),
+            None => {
+                self.submit_util(dtypes);
+                let ticket = self
+                    .util_tickets
+                    .remove(dtypes)
+                    .ok_or_else(|| TunerError::Nvrtc("utility kernels were not queued".into()))?;
+                match &*self.wait_ticket(ticket, finished)? {
+                    ModuleOutcome::Compiled { cubin, .. } => {
+                        self.util_cubins.insert(dtypes.to_vec(), cubin.clone());
+                        cubin.clone()
+                    }
+                    ModuleOutcome::Failed { log, .. } => {
+                        return Err(TunerError::Nvrtc(format!(
+                            "kt's utility kernels did not compile for sm_{}{}: {log}",
+                            self.arch.0, self.arch.1
+                        )));
+                    }
+                }
             }
-            ModuleOutcome::Failed { log, .. } => Err(TunerError::Nvrtc(format!("kt's utility kernels did not compile for sm_{}{}: {log}", self.arch.0, self.arch.1))),
+        };
+        let w = self.worker(finished)?;
+        match w
+            .client
+            .request(&Request::LoadUtilities, &cubin, Duration::from_secs(60))
+            .map_err(worker_failure)?
+        {
+            (Reply::Done { .. }, _) => {
+                w.util_dtypes.push(dtypes.to_vec());
+                Ok(())
+            }
+            (other, _) => Err(TunerError::Worker(format!(
+                "loading utility kernels: {other:?}"
+            ))),
         }
     }
 
     /// The live worker, started (and its utilities loaded) if needed.
-    fn worker(&mut self, finished: &mut HashMap<usize, Result<Arc<ModuleOutcome>, TunerError>>) -> Result<&mut Worker, TunerError> {
+    fn worker(
+        &mut self,
+        finished: &mut HashMap<usize, Result<Arc<ModuleOutcome>, TunerError>>,
+    ) -> Result<&mut Worker, TunerError> {
         if self.worker.as_ref().is_some_and(|w| w.client.is_dead()) {
             self.worker = None;
         }
@@ -408,21 +536,34 @@ impl Tuner {
                         None => WorkerCommand::current_exe()?,
                     };
                     let mut c = WorkerClient::start(&cmd)?;
-                    c.send(&Request::Hello { ordinal: self.config.device }, &[]).map_err(worker_failure)?;
+                    c.send(
+                        &Request::Hello {
+                            ordinal: self.config.device,
+                        },
+                        &[],
+                    )
+                    .map_err(worker_failure)?;
                     (c, Instant::now())
                 }
             };
-            let device = match client.wait(Duration::from_secs(120)).map_err(worker_failure)? {
+            let device = match client
+                .wait(Duration::from_secs(120))
+                .map_err(worker_failure)?
+            {
                 (Reply::Hello(d), _) => d,
                 (Reply::Error { message, .. }, _) => return Err(TunerError::NoGpu(message)),
-                (other, _) => return Err(TunerError::Worker(format!("unexpected reply to Hello: {other:?}"))),
+                (other, _) => {
+                    return Err(TunerError::Worker(format!(
+                        "unexpected reply to Hello: {other:?}"
+                    )));
+                }
             };
-            let util = self.ensure_util(finished)?;
-            match client.request(&Request::LoadUtilities, &util, Duration::from_secs(60)).map_err(worker_failure)? {
-                (Reply::Done { .. }, _) => {}
-                (other, _) => return Err(TunerError::Worker(format!("loading utility kernels: {other:?}"))),
-            }
-            self.worker = Some(Worker { client, device, loaded: HashSet::new() });
+            self.worker = Some(Worker {
+                client,
+                device,
+                loaded: HashSet::new(),
+                util_dtypes: Vec::new(),
+            });
             if !first {
                 // a fresh worker after a hang or a fault: bring back the tests and their expected values
                 if self.restoring {
@@ -435,34 +576,71 @@ impl Tuner {
                 restored?;
             }
         }
-        self.worker.as_mut().ok_or_else(|| TunerError::Worker("no worker".into()))
+        self.worker
+            .as_mut()
+            .ok_or_else(|| TunerError::Worker("no worker".into()))
     }
 
     /// Uploads the tests (arrays generated or read in the worker) and runs the reference launch on each.
-    fn prepare(&mut self, tests: &[KernelTest], reference: Option<(String, Vec<Vec<LaunchArg>>, Vec<LaunchDims>)>, finished: &mut HashMap<usize, Result<Arc<ModuleOutcome>, TunerError>>) -> Result<(), TunerError> {
+    fn prepare(
+        &mut self,
+        tests: &[KernelTest],
+        reference: Option<(String, Vec<Vec<LaunchArg>>, Vec<LaunchDims>)>,
+        finished: &mut HashMap<usize, Result<Arc<ModuleOutcome>, TunerError>>,
+    ) -> Result<(), TunerError> {
         self.uploaded.clear();
         for (i, t) in tests.iter().enumerate() {
+            let dtypes = test_dtypes(t);
+            self.ensure_util(&dtypes, finished)?;
             let w = self.worker(finished)?;
-            match w.client.request(&Request::Upload { test: t.clone() }, &[], Duration::from_secs(600)).map_err(worker_failure)? {
+            match w
+                .client
+                .request(
+                    &Request::Upload { test: t.clone() },
+                    &[],
+                    Duration::from_secs(600),
+                )
+                .map_err(worker_failure)?
+            {
                 (Reply::Done { .. }, _) => {}
-                (Reply::Error { message, .. }, _) => return Err(TunerError::Arguments(format!("test {}: {message}", t.id))),
+                (Reply::Error { message, .. }, _) => {
+                    return Err(TunerError::Arguments(format!("test {}: {message}", t.id)));
+                }
                 (other, _) => return Err(TunerError::Worker(format!("upload: {other:?}"))),
             }
-            let r = reference.as_ref().map(|(k, args, dims)| (k.clone(), args[i].clone(), dims[i]));
+            let r = reference
+                .as_ref()
+                .map(|(k, args, dims)| (k.clone(), args[i].clone(), dims[i]));
             self.uploaded.push((t.clone(), r));
         }
         Ok(())
     }
 
     /// Loads a module into the worker if it is not there yet.
-    fn load(&mut self, key: &str, finished: &mut HashMap<usize, Result<Arc<ModuleOutcome>, TunerError>>) -> Result<Result<FunctionInfo, String>, TunerError> {
-        let entry = self.modules.get(key).ok_or_else(|| TunerError::Worker(format!("unknown module {key}")))?;
+    fn load(
+        &mut self,
+        key: &str,
+        finished: &mut HashMap<usize, Result<Arc<ModuleOutcome>, TunerError>>,
+    ) -> Result<Result<FunctionInfo, String>, TunerError> {
+        let entry = self
+            .modules
+            .get(key)
+            .ok_or_else(|| TunerError::Worker(format!("unknown module {key}")))?;
         let ModuleOutcome::Compiled { cubin, .. } = &*entry.outcome else {
             return Ok(Err("did not compile".into()));
         };
-        let (cubin, kernel, dynamic_shared) = (cubin.clone(), entry.kernel.clone(), entry.dynamic_shared);
+        let (cubin, kernel, dynamic_shared) =
+            (cubin.clone(), entry.kernel.clone(), entry.dynamic_shared);
         let w = self.worker(finished)?;
-        match w.client.request(&Request::Load { key: key.to_string(), kernel, dynamic_shared }, &cubin, Duration::from_secs(60)) {
+        match w.client.request(
+            &Request::Load {
+                key: key.to_string(),
+                kernel,
+                dynamic_shared,
+            },
+            &cubin,
+            Duration::from_secs(60),
+        ) {
             Ok((Reply::Loaded(info), _)) => {
                 w.loaded.insert(key.to_string());
                 Ok(Ok(info))
@@ -474,20 +652,56 @@ impl Tuner {
     }
 
     /// Brings a fresh worker to the state the old one had: tests uploaded, expected values recomputed.
-    fn restore(&mut self, finished: &mut HashMap<usize, Result<Arc<ModuleOutcome>, TunerError>>) -> Result<(), TunerError> {
+    fn restore(
+        &mut self,
+        finished: &mut HashMap<usize, Result<Arc<ModuleOutcome>, TunerError>>,
+    ) -> Result<(), TunerError> {
         let uploaded = std::mem::take(&mut self.uploaded);
         for (t, reference) in &uploaded {
+            self.ensure_util(&test_dtypes(t), finished)?;
             let w = self.worker(finished)?;
-            w.client.request(&Request::Upload { test: t.clone() }, &[], Duration::from_secs(600)).map_err(worker_failure)?;
+            w.client
+                .request(
+                    &Request::Upload { test: t.clone() },
+                    &[],
+                    Duration::from_secs(600),
+                )
+                .map_err(worker_failure)?;
             if let Some((key, args, dims)) = reference {
                 if let Err(m) = self.load(key, finished)? {
-                    return Err(TunerError::Reference { test: t.id.clone(), reason: m });
+                    return Err(TunerError::Reference {
+                        test: t.id.clone(),
+                        reason: m,
+                    });
                 }
-                let run = RunRequest { module: key.clone(), test: t.id.clone(), args: args.clone(), dims: *dims, verify: false, timing: None, best_ms: None };
+                let run = RunRequest {
+                    module: key.clone(),
+                    test: t.id.clone(),
+                    args: args.clone(),
+                    dims: *dims,
+                    verify: false,
+                    timing: None,
+                    best_ms: None,
+                };
                 let w = self.worker(finished)?;
-                match w.client.request(&Request::Reference { run }, &[], Duration::from_secs(300)).map_err(worker_failure)? {
-                    (Reply::Ran(RunOutcome { status: RunStatus::Ok, .. }), _) => {}
-                    (other, _) => return Err(TunerError::Reference { test: t.id.clone(), reason: format!("{other:?}") }),
+                match w
+                    .client
+                    .request(&Request::Reference { run }, &[], Duration::from_secs(300))
+                    .map_err(worker_failure)?
+                {
+                    (
+                        Reply::Ran(RunOutcome {
+                            status: RunStatus::Ok,
+                            ..
+                        }),
+                        _,
+                    ) => {}
+                    (other, _) => {
+                        return Err(TunerError::Reference {
+                            test: t.id.clone(),
+                            reason: format!("{other:?}"),
+                        });
+                    }
                 }
             }
         }
@@ -497,7 +711,13 @@ impl Tuner {
 
     /// Runs one request on the worker; a hang or death restarts the worker (restoring its tests) and is
     /// returned as the configuration's verdict.
-    fn run_on_worker(&mut self, key: &str, req: Request, timeout: Duration, finished: &mut HashMap<usize, Result<Arc<ModuleOutcome>, TunerError>>) -> Result<Result<RunOutcome, Verdict>, TunerError> {
+    fn run_on_worker(
+        &mut self,
+        key: &str,
+        req: Request,
+        timeout: Duration,
+        finished: &mut HashMap<usize, Result<Arc<ModuleOutcome>, TunerError>>,
+    ) -> Result<Result<RunOutcome, Verdict>, TunerError> {
         let already_loaded = self.worker(finished)?.loaded.contains(key);
         if !already_loaded && let Err(m) = self.load(key, finished)? {
             return Ok(Err(Verdict::Invalid { reason: m }));
@@ -517,12 +737,18 @@ impl Tuner {
                 }
                 Ok(Ok(o))
             }
-            Ok((other, _)) => Ok(Err(Verdict::Crashed { reason: format!("unexpected reply {other:?}") })),
+            Ok((other, _)) => Ok(Err(Verdict::Crashed {
+                reason: format!("unexpected reply {other:?}"),
+            })),
             Err(f) => {
                 self.worker = None;
                 let verdict = match f {
-                    WorkerFailure::Timeout { after } => Verdict::Timeout { after_s: after.as_secs_f64() },
-                    other => Verdict::Crashed { reason: other.to_string() },
+                    WorkerFailure::Timeout { after } => Verdict::Timeout {
+                        after_s: after.as_secs_f64(),
+                    },
+                    other => Verdict::Crashed {
+                        reason: other.to_string(),
+                    },
                 };
                 Ok(Err(verdict))
             }
@@ -536,7 +762,13 @@ impl Tuner {
     }
 
     /// Submits a configuration's compilation; returns its ticket and module key.
-    fn submit(&mut self, kernel: &TunableKernel, config: &Config, scalars: &Bindings, grid_defines: bool) -> Result<(usize, String, u32), TunerError> {
+    fn submit(
+        &mut self,
+        kernel: &TunableKernel,
+        config: &Config,
+        scalars: &Bindings,
+        grid_defines: bool,
+    ) -> Result<(usize, String, u32), TunerError> {
         let mut defines = kernel.geometry.defines(config, scalars)?;
         if !grid_defines {
             defines.retain(|(n, _)| !n.starts_with("grid_size_"));
@@ -550,23 +782,52 @@ impl Tuner {
     }
 
     /// Tunes `kernel` on `tests`. Per-config failures become verdicts; only set-up failures are errors.
-    pub fn tune(&mut self, kernel: &TunableKernel, tests: &TestSet, options: &TuneOptions, progress: &mut dyn FnMut(&Progress)) -> Result<TuneResult, TunerError> {
+    pub fn tune(
+        &mut self,
+        kernel: &TunableKernel,
+        tests: &TestSet,
+        options: &TuneOptions,
+        progress: &mut dyn FnMut(&Progress),
+    ) -> Result<TuneResult, TunerError> {
         let start = Instant::now();
         let mut phases = Phases::default();
         let mut finished = HashMap::new();
         let tests = &tests.tests;
-        let first = tests.first().ok_or_else(|| TunerError::Arguments("no tests to tune on".into()))?;
+        let first = tests
+            .first()
+            .ok_or_else(|| TunerError::Arguments("no tests to tune on".into()))?;
         let scalars0 = first.scalars();
-        let space = SearchSpace::build(&kernel.params, &kernel.restrictions, &scalars0, Some(self.max_threads))?;
+        let space = SearchSpace::build(
+            &kernel.params,
+            &kernel.restrictions,
+            &scalars0,
+            Some(self.max_threads),
+        )?;
         if space.is_empty() {
-            return Err(TunerError::Space("no configuration satisfies the restrictions and the device's thread limit".into()));
+            return Err(TunerError::Space(
+                "no configuration satisfies the restrictions and the device's thread limit".into(),
+            ));
         }
         // grid_size_* defines only when every test has the same launch, else one module per test would be needed
-        let grid_defines = tests.iter().all(|t| kernel.geometry.problem(&space.configs[0], &t.scalars()).ok() == kernel.geometry.problem(&space.configs[0], &scalars0).ok());
-        let reference = kernel.reference.clone().unwrap_or_else(|| space.configs[0].clone());
+        let grid_defines = tests.iter().all(|t| {
+            kernel
+                .geometry
+                .problem(&space.configs[0], &t.scalars())
+                .ok()
+                == kernel.geometry.problem(&space.configs[0], &scalars0).ok()
+        });
+        let reference = kernel
+            .reference
+            .clone()
+            .unwrap_or_else(|| space.configs[0].clone());
 
-        // Compile the reference and the strategy's first batch now, before waiting for the worker.
-        let (ref_ticket, ref_key, ref_shared) = self.submit(kernel, &reference, &scalars0, grid_defines)?;
+        // Compile kt's own kernels, the reference and the strategy's first batch now, before waiting for
+        // the worker.
+        for t in tests {
+            self.submit_util(&test_dtypes(t));
+        }
+        let (ref_ticket, ref_key, ref_shared) =
+            self.submit(kernel, &reference, &scalars0, grid_defines)?;
         let mut strategy = options.strategy.build(options.seed);
         let mut history = History::default();
         let mut cached = HashMap::new();
@@ -587,7 +848,13 @@ impl Tuner {
         let mut results = match &options.results_cache {
             Some(path) => {
                 let problem: Vec<String> = tests.iter().map(|t| t.fingerprint()).collect();
-                let scope = CacheScope::new(&device.uuid, &kernel.source, &kernel.kernel_name, &self.options_for(kernel), &format!("{}|{:?}", problem.join(","), options.timing));
+                let scope = CacheScope::new(
+                    &device.uuid,
+                    &kernel.source,
+                    &kernel.kernel_name,
+                    &self.options_for(kernel),
+                    &format!("{}|{:?}", problem.join(","), options.timing),
+                );
                 Some(ResultCache::open(path, scope)?)
             }
             None => None,
@@ -595,11 +862,6 @@ impl Tuner {
 
         // Upload tests, then the reference launch on each.
         let t_up = Instant::now();
-        let ref_outcome = self.wait_ticket(ref_ticket, &mut finished)?;
-        if let ModuleOutcome::Failed { log, .. } = &*ref_outcome {
-            return Err(TunerError::Reference { test: first.id.clone(), reason: format!("the default configuration {reference} does not compile:\n{log}") });
-        }
-        self.modules.insert(ref_key.clone(), ModuleEntry { outcome: ref_outcome.clone(), kernel: kernel.kernel_name.clone(), dynamic_shared: ref_shared });
         let mut ref_args = Vec::new();
         let mut ref_dims = Vec::new();
         for t in tests {
@@ -609,27 +871,82 @@ impl Tuner {
         self.prepare(tests, None, &mut finished)?;
         phases.upload_ms = t_up.elapsed().as_secs_f64() * 1e3;
 
+        // the reference compiled meanwhile on the pool
+        let ref_outcome = self.wait_ticket(ref_ticket, &mut finished)?;
+        if let ModuleOutcome::Failed { log, .. } = &*ref_outcome {
+            return Err(TunerError::Reference {
+                test: first.id.clone(),
+                reason: format!("the default configuration {reference} does not compile:\n{log}"),
+            });
+        }
+        self.modules.insert(
+            ref_key.clone(),
+            ModuleEntry {
+                outcome: ref_outcome.clone(),
+                kernel: kernel.kernel_name.clone(),
+                dynamic_shared: ref_shared,
+            },
+        );
+
         let t_ref = Instant::now();
         let mut ref_times = Vec::new();
         let mut ref_first_timing = None;
         let ref_info = match self.load(&ref_key, &mut finished)? {
             Ok(i) => i,
-            Err(m) => return Err(TunerError::Reference { test: first.id.clone(), reason: m }),
+            Err(m) => {
+                return Err(TunerError::Reference {
+                    test: first.id.clone(),
+                    reason: m,
+                });
+            }
         };
         for (i, t) in tests.iter().enumerate() {
-            let run = RunRequest { module: ref_key.clone(), test: t.id.clone(), args: ref_args[i].clone(), dims: ref_dims[i], verify: false, timing: Some(options.timing), best_ms: None };
-            let w = self.worker(&mut finished)?;
-            let outcome = match w.client.request(&Request::Reference { run }, &[], Duration::from_secs(300)) {
-                Ok((Reply::Ran(o), _)) => o,
-                Ok((other, _)) => return Err(TunerError::Reference { test: t.id.clone(), reason: format!("{other:?}") }),
-                Err(f) => return Err(TunerError::Reference { test: t.id.clone(), reason: f.to_string() }),
+            let run = RunRequest {
+                module: ref_key.clone(),
+                test: t.id.clone(),
+                args: ref_args[i].clone(),
+                dims: ref_dims[i],
+                verify: false,
+                timing: Some(options.timing),
+                best_ms: None,
             };
+            let w = self.worker(&mut finished)?;
+            let outcome =
+                match w
+                    .client
+                    .request(&Request::Reference { run }, &[], Duration::from_secs(300))
+                {
+                    Ok((Reply::Ran(o), _)) => o,
+                    Ok((other, _)) => {
+                        return Err(TunerError::Reference {
+                            test: t.id.clone(),
+                            reason: format!("{other:?}"),
+                        });
+                    }
+                    Err(f) => {
+                        return Err(TunerError::Reference {
+                            test: t.id.clone(),
+                            reason: f.to_string(),
+                        });
+                    }
+                };
             match &outcome.status {
                 RunStatus::Ok => {}
-                RunStatus::Invalid(m) | RunStatus::Crashed(m) => return Err(TunerError::Reference { test: t.id.clone(), reason: m.clone() }),
+                RunStatus::Invalid(m) | RunStatus::Crashed(m) => {
+                    return Err(TunerError::Reference {
+                        test: t.id.clone(),
+                        reason: m.clone(),
+                    });
+                }
             }
             if let Some(bad) = outcome.outputs.iter().find(|o| !o.passed()) {
-                return Err(TunerError::Reference { test: t.id.clone(), reason: format!("the reference launch disagrees with the test's expected values: {}", bad.describe()) });
+                return Err(TunerError::Reference {
+                    test: t.id.clone(),
+                    reason: format!(
+                        "the reference launch disagrees with the test's expected values: {}",
+                        bad.describe()
+                    ),
+                });
             }
             let ms = outcome.timing.as_ref().map(|s| s.median_ms).unwrap_or(0.0);
             if ref_first_timing.is_none() {
@@ -642,7 +959,8 @@ impl Tuner {
         }
         phases.reference_ms = t_ref.elapsed().as_secs_f64() * 1e3;
         let ref_total: f64 = ref_times.iter().sum();
-        let mut reference_m = Measurement::synthetic(reference.clone(), Verdict::Ok, Some(ref_total));
+        let mut reference_m =
+            Measurement::synthetic(reference.clone(), Verdict::Ok, Some(ref_total));
         reference_m.timing = ref_first_timing;
         reference_m.per_test_ms = ref_times.clone();
         reference_m.launch = ref_dims.first().copied();
@@ -655,11 +973,18 @@ impl Tuner {
         let t_bench = Instant::now();
         let mut measurements: Vec<Measurement> = Vec::new();
         let mut best_per_test: Vec<Option<f64>> = vec![None; tests.len()];
-        let total = options.limits.max_evals.unwrap_or(space.len()).min(space.len());
+        let total = options
+            .limits
+            .max_evals
+            .unwrap_or(space.len())
+            .min(space.len());
         let mut done = 0usize;
         let mut setup_error: Option<TunerError> = None;
         {
-            let mut wrapper = Prefetched { first: Some(prefetched), inner: strategy.as_mut() };
+            let mut wrapper = Prefetched {
+                first: Some(prefetched),
+                inner: strategy.as_mut(),
+            };
             let timing = options.timing;
             let mut evaluate = |batch: &[usize]| -> Vec<f64> {
                 let mut out = Vec::new();
@@ -689,7 +1014,18 @@ impl Tuner {
                         c.from_cache = true;
                         c
                     } else {
-                        match self.evaluate(kernel, &space.configs[i], tickets.get(&i).cloned(), tests, &timing, options.verify, &ref_times, &mut best_per_test, &mut finished, &mut phases) {
+                        match self.evaluate(
+                            kernel,
+                            &space.configs[i],
+                            tickets.get(&i).cloned(),
+                            tests,
+                            &timing,
+                            options.verify,
+                            &ref_times,
+                            &mut best_per_test,
+                            &mut finished,
+                            &mut phases,
+                        ) {
                             Ok(m) => {
                                 if let Some(r) = results.as_mut()
                                     && let Err(e) = r.append(&m)
@@ -707,24 +1043,54 @@ impl Tuner {
                     };
                     let v = m.objective_ms().unwrap_or(f64::INFINITY);
                     done += 1;
-                    let best = measurements.iter().filter_map(|m| m.objective_ms()).chain(std::iter::once(v)).filter(|v| v.is_finite()).min_by(f64::total_cmp);
-                    progress(&Progress { done, total, config: m.config.clone(), verdict: m.verdict.short().to_string(), time_ms: m.objective_ms(), best_ms: best });
+                    let best = measurements
+                        .iter()
+                        .filter_map(|m| m.objective_ms())
+                        .chain(std::iter::once(v))
+                        .filter(|v| v.is_finite())
+                        .min_by(f64::total_cmp);
+                    progress(&Progress {
+                        done,
+                        total,
+                        config: m.config.clone(),
+                        verdict: m.verdict.short().to_string(),
+                        time_ms: m.objective_ms(),
+                        best_ms: best,
+                    });
                     measurements.push(m);
                     out.push(v);
                 }
                 out
             };
-            drive(&mut wrapper, &space, options.limits, &mut history, &mut evaluate);
+            drive(
+                &mut wrapper,
+                &space,
+                options.limits,
+                &mut history,
+                &mut evaluate,
+            );
         }
         if let Some(e) = setup_error {
             return Err(e);
         }
         phases.benchmark_ms = t_bench.elapsed().as_secs_f64() * 1e3;
 
-        let best = measurements.iter().filter(|m| m.objective_ms().is_some_and(f64::is_finite)).min_by(|a, b| a.objective.unwrap_or(f64::INFINITY).total_cmp(&b.objective.unwrap_or(f64::INFINITY))).cloned();
+        let best = measurements
+            .iter()
+            .filter(|m| m.objective_ms().is_some_and(f64::is_finite))
+            .min_by(|a, b| {
+                a.objective
+                    .unwrap_or(f64::INFINITY)
+                    .total_cmp(&b.objective.unwrap_or(f64::INFINITY))
+            })
+            .cloned();
         phases.total_ms = start.elapsed().as_secs_f64() * 1e3;
 
-        let peak = if options.measure_peak { self.peak_bandwidth(&device, &mut finished).ok() } else { None };
+        let peak = if options.measure_peak {
+            self.peak_bandwidth(&device, &mut finished).ok()
+        } else {
+            None
+        };
         let mut result = TuneResult {
             kernel_name: kernel.kernel_name.clone(),
             device,
@@ -738,20 +1104,37 @@ impl Tuner {
             worker_restarts: self.restarts,
         };
         if let Some(p) = peak {
-            for m in result.measurements.iter_mut().chain(result.best.iter_mut()).chain(result.reference.iter_mut()) {
+            for m in result
+                .measurements
+                .iter_mut()
+                .chain(result.best.iter_mut())
+                .chain(result.reference.iter_mut())
+            {
                 m.percent_of_peak = m.gbps.map(|g| 100.0 * g / p);
             }
         }
         Ok(result)
     }
 
-    fn fill_rates(&self, kernel: &TunableKernel, scalars: &Bindings, m: &mut Measurement, _peak: Option<f64>) {
-        let Some(ms) = m.per_test_ms.first().copied().filter(|v| *v > 0.0) else { return };
+    fn fill_rates(
+        &self,
+        kernel: &TunableKernel,
+        scalars: &Bindings,
+        m: &mut Measurement,
+        _peak: Option<f64>,
+    ) {
+        let Some(ms) = m.per_test_ms.first().copied().filter(|v| *v > 0.0) else {
+            return;
+        };
         if let Some(b) = &kernel.bytes {
-            m.gbps = eval_number(b, scalars).ok().map(|bytes| bytes / (ms * 1e-3) / 1e9);
+            m.gbps = eval_number(b, scalars)
+                .ok()
+                .map(|bytes| bytes / (ms * 1e-3) / 1e9);
         }
         if let Some(f) = &kernel.flops {
-            m.gflops = eval_number(f, scalars).ok().map(|flops| flops / (ms * 1e-3) / 1e9);
+            m.gflops = eval_number(f, scalars)
+                .ok()
+                .map(|flops| flops / (ms * 1e-3) / 1e9);
         }
     }
 
@@ -772,7 +1155,9 @@ impl Tuner {
         let mut m = Measurement::synthetic(config.clone(), Verdict::Ok, None);
         m.timing = None;
         let Some((ticket, key, shared)) = ticket else {
-            return Err(TunerError::Worker(format!("configuration {config} was never submitted for compilation")));
+            return Err(TunerError::Worker(format!(
+                "configuration {config} was never submitted for compilation"
+            )));
         };
         let t_wait = Instant::now();
         let outcome = self.wait_ticket(ticket, finished)?;
@@ -787,7 +1172,14 @@ impl Tuner {
                 phases.compile_cpu_ms += ms;
             }
         }
-        self.modules.insert(key.clone(), ModuleEntry { outcome: outcome.clone(), kernel: kernel.kernel_name.clone(), dynamic_shared: shared });
+        self.modules.insert(
+            key.clone(),
+            ModuleEntry {
+                outcome: outcome.clone(),
+                kernel: kernel.kernel_name.clone(),
+                dynamic_shared: shared,
+            },
+        );
         let t_bench = Instant::now();
         match self.load(&key, finished)? {
             Ok(info) => {
@@ -807,10 +1199,20 @@ impl Tuner {
             m.launch.get_or_insert(dims);
             let ref_ms = ref_times.get(i).copied().unwrap_or(1.0);
             let budget_ms = timing.max_total_ms * 2.0 + ref_ms * (timing.max_reps as f64 + 2.0);
-            let timeout = self.config.timeout_floor.max(Duration::from_secs_f64((self.config.timeout_factor * ref_ms + budget_ms) / 1e3));
+            let timeout = self.config.timeout_floor.max(Duration::from_secs_f64(
+                (self.config.timeout_factor * ref_ms + budget_ms) / 1e3,
+            ));
             // the default launch's time bounds the abort threshold until something faster is found
             let best = best_per_test[i].map(|b| b.min(ref_ms)).or(Some(ref_ms));
-            let run = RunRequest { module: key.clone(), test: t.id.clone(), args: launch_args(t), dims, verify, timing: Some(*timing), best_ms: best };
+            let run = RunRequest {
+                module: key.clone(),
+                test: t.id.clone(),
+                args: launch_args(t),
+                dims,
+                verify,
+                timing: Some(*timing),
+                best_ms: best,
+            };
             let outcome = match self.run_on_worker(&key, Request::Run { run }, timeout, finished)? {
                 Ok(o) => o,
                 Err(v) => {
@@ -830,9 +1232,20 @@ impl Tuner {
             }
             let bad: Vec<&OutputReport> = outcome.outputs.iter().filter(|o| !o.passed()).collect();
             if !bad.is_empty() || !outcome.inputs_modified.is_empty() {
-                let mut details: Vec<String> = bad.iter().map(|o| format!("test {}: {}", t.id, o.describe())).collect();
-                details.extend(outcome.inputs_modified.iter().map(|n| format!("test {}: input {n} was modified by the kernel", t.id)));
-                m.verdict = Verdict::WrongAnswer { details, reports: bad.into_iter().cloned().collect() };
+                let mut details: Vec<String> = bad
+                    .iter()
+                    .map(|o| format!("test {}: {}", t.id, o.describe()))
+                    .collect();
+                details.extend(
+                    outcome
+                        .inputs_modified
+                        .iter()
+                        .map(|n| format!("test {}: input {n} was modified by the kernel", t.id)),
+                );
+                m.verdict = Verdict::WrongAnswer {
+                    details,
+                    reports: bad.into_iter().cloned().collect(),
+                };
                 break;
             }
             let Some(stats) = outcome.timing else { break };
@@ -874,8 +1287,16 @@ impl Tuner {
         self.peak_bandwidth(device, &mut finished)
     }
 
-    fn peak_bandwidth(&mut self, device: &DeviceInfo, finished: &mut HashMap<usize, Result<Arc<ModuleOutcome>, TunerError>>) -> Result<f64, TunerError> {
-        let file = self.config.cache_dir.as_ref().map(|d| d.join(format!("peak-{}.json", device.uuid)));
+    fn peak_bandwidth(
+        &mut self,
+        device: &DeviceInfo,
+        finished: &mut HashMap<usize, Result<Arc<ModuleOutcome>, TunerError>>,
+    ) -> Result<f64, TunerError> {
+        let file = self
+            .config
+            .cache_dir
+            .as_ref()
+            .map(|d| d.join(format!("peak-{}.json", device.uuid)));
         if let Some(f) = &file
             && let Ok(text) = std::fs::read_to_string(f)
             && let Ok(v) = serde_json::from_str::<serde_json::Value>(&text)
@@ -885,7 +1306,15 @@ impl Tuner {
         }
         let bytes = (device.total_memory as u64 / 16).clamp(64 << 20, 2 << 30);
         let w = self.worker(finished)?;
-        let gbps = match w.client.request(&Request::MeasureBandwidth { bytes }, &[], Duration::from_secs(60)).map_err(worker_failure)? {
+        let gbps = match w
+            .client
+            .request(
+                &Request::MeasureBandwidth { bytes },
+                &[],
+                Duration::from_secs(60),
+            )
+            .map_err(worker_failure)?
+        {
             (Reply::Bandwidth { gbps }, _) => gbps,
             (other, _) => return Err(TunerError::Worker(format!("bandwidth: {other:?}"))),
         };
@@ -893,74 +1322,181 @@ impl Tuner {
             if let Some(d) = f.parent() {
                 let _ = std::fs::create_dir_all(d);
             }
-            let _ = std::fs::write(f, serde_json::json!({ "device": device.name, "copy_gbps": gbps, "bytes": bytes }).to_string());
+            let _ = std::fs::write(
+                f,
+                serde_json::json!({ "device": device.name, "copy_gbps": gbps, "bytes": bytes })
+                    .to_string(),
+            );
         }
         Ok(gbps)
     }
 
     /// Runs `reference` (its configuration's launch) to get expected outputs, then `candidate`, on the same
     /// inputs; reports every output of every test.
-    pub fn verify(&mut self, reference: &TunableKernel, reference_config: &Config, candidate: &TunableKernel, candidate_config: &Config, tests: &TestSet) -> Result<VerifyReport, TunerError> {
+    pub fn verify(
+        &mut self,
+        reference: &TunableKernel,
+        reference_config: &Config,
+        candidate: &TunableKernel,
+        candidate_config: &Config,
+        tests: &TestSet,
+    ) -> Result<VerifyReport, TunerError> {
         let mut finished = HashMap::new();
         let tests = &tests.tests;
-        let first = tests.first().ok_or_else(|| TunerError::Arguments("no tests to verify on".into()))?;
+        let first = tests
+            .first()
+            .ok_or_else(|| TunerError::Arguments("no tests to verify on".into()))?;
         let s0 = first.scalars();
+        for t in tests {
+            self.submit_util(&test_dtypes(t));
+        }
         let (rt, rkey, rshared) = self.submit(reference, reference_config, &s0, false)?;
         let (ct, ckey, cshared) = self.submit(candidate, candidate_config, &s0, false)?;
         self.worker(&mut finished)?;
         let ro = self.wait_ticket(rt, &mut finished)?;
         if let ModuleOutcome::Failed { log, .. } = &*ro {
-            return Err(TunerError::Reference { test: first.id.clone(), reason: format!("the reference does not compile:\n{log}") });
+            return Err(TunerError::Reference {
+                test: first.id.clone(),
+                reason: format!("the reference does not compile:\n{log}"),
+            });
         }
-        self.modules.insert(rkey.clone(), ModuleEntry { outcome: ro, kernel: reference.kernel_name.clone(), dynamic_shared: rshared });
+        self.modules.insert(
+            rkey.clone(),
+            ModuleEntry {
+                outcome: ro,
+                kernel: reference.kernel_name.clone(),
+                dynamic_shared: rshared,
+            },
+        );
         let co = self.wait_ticket(ct, &mut finished)?;
         let compile_failure = match &*co {
             ModuleOutcome::Failed { log, .. } => Some(log.clone()),
             _ => None,
         };
-        self.modules.insert(ckey.clone(), ModuleEntry { outcome: co, kernel: candidate.kernel_name.clone(), dynamic_shared: cshared });
+        self.modules.insert(
+            ckey.clone(),
+            ModuleEntry {
+                outcome: co,
+                kernel: candidate.kernel_name.clone(),
+                dynamic_shared: cshared,
+            },
+        );
         let mut refs = Vec::new();
         for t in tests {
-            refs.push((launch_args(t), reference.geometry.launch(reference_config, &t.scalars())?));
+            refs.push((
+                launch_args(t),
+                reference.geometry.launch(reference_config, &t.scalars())?,
+            ));
         }
-        self.prepare(tests, Some((rkey.clone(), refs.iter().map(|r| r.0.clone()).collect(), refs.iter().map(|r| r.1).collect())), &mut finished)?;
+        self.prepare(
+            tests,
+            Some((
+                rkey.clone(),
+                refs.iter().map(|r| r.0.clone()).collect(),
+                refs.iter().map(|r| r.1).collect(),
+            )),
+            &mut finished,
+        )?;
         if let Err(m) = self.load(&rkey, &mut finished)? {
-            return Err(TunerError::Reference { test: first.id.clone(), reason: m });
+            return Err(TunerError::Reference {
+                test: first.id.clone(),
+                reason: m,
+            });
         }
         let mut report = VerifyReport { tests: Vec::new() };
         for (i, t) in tests.iter().enumerate() {
-            let run = RunRequest { module: rkey.clone(), test: t.id.clone(), args: refs[i].0.clone(), dims: refs[i].1, verify: false, timing: None, best_ms: None };
+            let run = RunRequest {
+                module: rkey.clone(),
+                test: t.id.clone(),
+                args: refs[i].0.clone(),
+                dims: refs[i].1,
+                verify: false,
+                timing: None,
+                best_ms: None,
+            };
             let w = self.worker(&mut finished)?;
-            match w.client.request(&Request::Reference { run }, &[], Duration::from_secs(300)).map_err(|f| TunerError::Reference { test: t.id.clone(), reason: f.to_string() })? {
-                (Reply::Ran(RunOutcome { status: RunStatus::Ok, .. }), _) => {}
-                (other, _) => return Err(TunerError::Reference { test: t.id.clone(), reason: format!("{other:?}") }),
+            match w
+                .client
+                .request(&Request::Reference { run }, &[], Duration::from_secs(300))
+                .map_err(|f| TunerError::Reference {
+                    test: t.id.clone(),
+                    reason: f.to_string(),
+                })? {
+                (
+                    Reply::Ran(RunOutcome {
+                        status: RunStatus::Ok,
+                        ..
+                    }),
+                    _,
+                ) => {}
+                (other, _) => {
+                    return Err(TunerError::Reference {
+                        test: t.id.clone(),
+                        reason: format!("{other:?}"),
+                    });
+                }
             }
             if let Some(log) = &compile_failure {
-                report.tests.push(TestVerdict { test: t.id.clone(), verdict: Verdict::CompileError { log: log.clone() }, outputs: vec![], inputs_modified: vec![] });
+                report.tests.push(TestVerdict {
+                    test: t.id.clone(),
+                    verdict: Verdict::CompileError { log: log.clone() },
+                    outputs: vec![],
+                    inputs_modified: vec![],
+                });
                 continue;
             }
             let dims = candidate.geometry.launch(candidate_config, &t.scalars())?;
-            let run = RunRequest { module: ckey.clone(), test: t.id.clone(), args: launch_args(t), dims, verify: true, timing: None, best_ms: None };
-            let timeout = self.config.timeout_floor.max(Duration::from_secs(30));
-            let tv = match self.run_on_worker(&ckey, Request::Run { run }, timeout, &mut finished)? {
-                Err(v) => TestVerdict { test: t.id.clone(), verdict: v, outputs: vec![], inputs_modified: vec![] },
-                Ok(o) => {
-                    let verdict = match &o.status {
-                        RunStatus::Ok => {
-                            let bad: Vec<&OutputReport> = o.outputs.iter().filter(|r| !r.passed()).collect();
-                            if bad.is_empty() && o.inputs_modified.is_empty() {
-                                Verdict::Ok
-                            } else {
-                                let mut details: Vec<String> = bad.iter().map(|r| r.describe()).collect();
-                                details.extend(o.inputs_modified.iter().map(|n| format!("input {n} was modified")));
-                                Verdict::WrongAnswer { details, reports: bad.into_iter().cloned().collect() }
-                            }
-                        }
-                        RunStatus::Invalid(r) | RunStatus::Crashed(r) => Verdict::Invalid { reason: r.clone() },
-                    };
-                    TestVerdict { test: t.id.clone(), verdict, outputs: o.outputs, inputs_modified: o.inputs_modified }
-                }
+            let run = RunRequest {
+                module: ckey.clone(),
+                test: t.id.clone(),
+                args: launch_args(t),
+                dims,
+                verify: true,
+                timing: None,
+                best_ms: None,
             };
+            let timeout = self.config.timeout_floor.max(Duration::from_secs(30));
+            let tv =
+                match self.run_on_worker(&ckey, Request::Run { run }, timeout, &mut finished)? {
+                    Err(v) => TestVerdict {
+                        test: t.id.clone(),
+                        verdict: v,
+                        outputs: vec![],
+                        inputs_modified: vec![],
+                    },
+                    Ok(o) => {
+                        let verdict = match &o.status {
+                            RunStatus::Ok => {
+                                let bad: Vec<&OutputReport> =
+                                    o.outputs.iter().filter(|r| !r.passed()).collect();
+                                if bad.is_empty() && o.inputs_modified.is_empty() {
+                                    Verdict::Ok
+                                } else {
+                                    let mut details: Vec<String> =
+                                        bad.iter().map(|r| r.describe()).collect();
+                                    details.extend(
+                                        o.inputs_modified
+                                            .iter()
+                                            .map(|n| format!("input {n} was modified")),
+                                    );
+                                    Verdict::WrongAnswer {
+                                        details,
+                                        reports: bad.into_iter().cloned().collect(),
+                                    }
+                                }
+                            }
+                            RunStatus::Invalid(r) | RunStatus::Crashed(r) => {
+                                Verdict::Invalid { reason: r.clone() }
+                            }
+                        };
+                        TestVerdict {
+                            test: t.id.clone(),
+                            verdict,
+                            outputs: o.outputs,
+                            inputs_modified: o.inputs_modified,
+                        }
+                    }
+                };
             report.tests.push(tv);
         }
         Ok(report)
@@ -994,8 +1530,14 @@ impl SearchStrategy for Prefetched<'_> {
 /// Kernel Tuner style reference configuration from a default block: `block_size_x/y/z` set to it and every
 /// other tunable parameter at its first value.
 pub fn config_from_block(params: &[TunableParam], block: [i64; 3]) -> Config {
-    let mut values: Vec<(String, i64)> = params.iter().map(|p| (p.name.clone(), p.values[0])).collect();
-    for (i, n) in ["block_size_x", "block_size_y", "block_size_z"].iter().enumerate() {
+    let mut values: Vec<(String, i64)> = params
+        .iter()
+        .map(|p| (p.name.clone(), p.values[0]))
+        .collect();
+    for (i, n) in ["block_size_x", "block_size_y", "block_size_z"]
+        .iter()
+        .enumerate()
+    {
         match values.iter_mut().find(|(name, _)| name == n) {
             Some(v) => v.1 = block[i],
             None => {

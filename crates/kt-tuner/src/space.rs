@@ -18,7 +18,10 @@ pub struct TunableParam {
 
 impl TunableParam {
     pub fn new(name: impl Into<String>, values: impl IntoIterator<Item = i64>) -> Self {
-        TunableParam { name: name.into(), values: values.into_iter().collect() }
+        TunableParam {
+            name: name.into(),
+            values: values.into_iter().collect(),
+        }
     }
 }
 
@@ -37,7 +40,11 @@ impl Config {
 
     /// Kernel Tuner's cache key: the values joined by commas, in parameter order.
     pub fn kt_key(&self) -> String {
-        self.0.iter().map(|(_, v)| v.to_string()).collect::<Vec<_>>().join(",")
+        self.0
+            .iter()
+            .map(|(_, v)| v.to_string())
+            .collect::<Vec<_>>()
+            .join(",")
     }
 }
 
@@ -103,17 +110,28 @@ impl SearchSpace {
     ) -> Result<Self, TunerError> {
         for p in params {
             if p.values.is_empty() {
-                return Err(TunerError::Space(format!("parameter `{}` has no values", p.name)));
+                return Err(TunerError::Space(format!(
+                    "parameter `{}` has no values",
+                    p.name
+                )));
             }
         }
         let total: usize = params.iter().map(|p| p.values.len()).product();
         if total > 5_000_000 {
-            return Err(TunerError::Space(format!("{total} configurations before restrictions: too many to enumerate; narrow the value lists")));
+            return Err(TunerError::Space(format!(
+                "{total} configurations before restrictions: too many to enumerate; narrow the value lists"
+            )));
         }
         let mut configs = Vec::new();
         let mut index = vec![0usize; params.len()];
         'outer: for _ in 0..total {
-            let config = Config(params.iter().zip(&index).map(|(p, &i)| (p.name.clone(), p.values[i])).collect());
+            let config = Config(
+                params
+                    .iter()
+                    .zip(&index)
+                    .map(|(p, &i)| (p.name.clone(), p.values[i]))
+                    .collect(),
+            );
             // advance the odometer, last parameter fastest (Kernel Tuner's itertools.product order)
             for d in (0..params.len()).rev() {
                 index[d] += 1;
@@ -123,7 +141,10 @@ impl SearchSpace {
                 index[d] = 0;
             }
             if let Some(limit) = max_threads {
-                let threads: i64 = ["block_size_x", "block_size_y", "block_size_z"].iter().map(|n| config.get(n).unwrap_or(1)).product();
+                let threads: i64 = ["block_size_x", "block_size_y", "block_size_z"]
+                    .iter()
+                    .map(|n| config.get(n).unwrap_or(1))
+                    .product();
                 if threads <= 0 || threads as u64 > limit {
                     continue 'outer;
                 }
@@ -135,7 +156,10 @@ impl SearchSpace {
             }
             configs.push(config);
         }
-        Ok(SearchSpace { params: params.to_vec(), configs })
+        Ok(SearchSpace {
+            params: params.to_vec(),
+            configs,
+        })
     }
 
     pub fn len(&self) -> usize {
@@ -155,7 +179,11 @@ impl SearchSpace {
         let pos: Vec<Option<usize>> = self
             .params
             .iter()
-            .map(|p| config.get(&p.name).and_then(|v| p.values.iter().position(|x| *x == v)))
+            .map(|p| {
+                config
+                    .get(&p.name)
+                    .and_then(|v| p.values.iter().position(|x| *x == v))
+            })
             .collect();
         self.configs
             .iter()
@@ -163,7 +191,9 @@ impl SearchSpace {
             .filter(|(_, c)| {
                 let mut changed = 0;
                 for (p, own) in self.params.iter().zip(&pos) {
-                    let other = c.get(&p.name).and_then(|v| p.values.iter().position(|x| *x == v));
+                    let other = c
+                        .get(&p.name)
+                        .and_then(|v| p.values.iter().position(|x| *x == v));
                     match (own, other) {
                         (Some(a), Some(b)) if a == &b => {}
                         (Some(a), Some(b)) if a.abs_diff(b) == 1 => changed += 1,
@@ -190,16 +220,26 @@ mod tests {
 
     #[test]
     fn matmul_space_has_the_27_configs_kernel_tuner_finds() {
-        let r = vec![Restriction::Expr("32 <= block_size_x*block_size_y and block_size_x*block_size_y <= 1024".into())];
+        let r = vec![Restriction::Expr(
+            "32 <= block_size_x*block_size_y and block_size_x*block_size_y <= 1024".into(),
+        )];
         let space = SearchSpace::build(&matmul_params(), &r, &Bindings::new(), Some(1024)).unwrap();
         assert_eq!(space.len(), 27);
-        assert_eq!(space.configs[0].to_string(), "block_size_x=8 block_size_y=4");
+        assert_eq!(
+            space.configs[0].to_string(),
+            "block_size_x=8 block_size_y=4"
+        );
     }
 
     #[test]
     fn device_thread_limit_drops_oversized_blocks() {
         let space = SearchSpace::build(&matmul_params(), &[], &Bindings::new(), Some(256)).unwrap();
-        assert!(space.configs.iter().all(|c| c.get("block_size_x").unwrap() * c.get("block_size_y").unwrap() <= 256));
+        assert!(
+            space
+                .configs
+                .iter()
+                .all(|c| c.get("block_size_x").unwrap() * c.get("block_size_y").unwrap() <= 256)
+        );
         assert_eq!(space.len(), 21);
     }
 
@@ -213,18 +253,31 @@ mod tests {
     #[test]
     fn neighbours_change_one_parameter_by_one_step() {
         let space = SearchSpace::build(&matmul_params(), &[], &Bindings::new(), None).unwrap();
-        let c = Config(vec![("block_size_x".into(), 32), ("block_size_y".into(), 4)]);
-        let mut n: Vec<String> = space.neighbours(&c).into_iter().map(|i| space.configs[i].to_string()).collect();
-        n.sort();
-        assert_eq!(n, vec![
-            "block_size_x=16 block_size_y=4", "block_size_x=32 block_size_y=2",
-            "block_size_x=32 block_size_y=8", "block_size_x=64 block_size_y=4",
+        let c = Config(vec![
+            ("block_size_x".into(), 32),
+            ("block_size_y".into(), 4),
         ]);
+        let mut n: Vec<String> = space
+            .neighbours(&c)
+            .into_iter()
+            .map(|i| space.configs[i].to_string())
+            .collect();
+        n.sort();
+        assert_eq!(
+            n,
+            vec![
+                "block_size_x=16 block_size_y=4",
+                "block_size_x=32 block_size_y=2",
+                "block_size_x=32 block_size_y=8",
+                "block_size_x=64 block_size_y=4",
+            ]
+        );
     }
 
     #[test]
     fn empty_value_list_is_rejected() {
-        let err = SearchSpace::build(&[TunableParam::new("x", [])], &[], &Bindings::new(), None).unwrap_err();
+        let err = SearchSpace::build(&[TunableParam::new("x", [])], &[], &Bindings::new(), None)
+            .unwrap_err();
         assert!(err.to_string().contains("`x`"));
     }
 }

@@ -26,7 +26,11 @@ pub struct Tolerance {
 impl Default for Tolerance {
     /// float32 arithmetic reordered by a faster kernel lands far below 1e-4 relative error.
     fn default() -> Self {
-        Tolerance { rtol: 1e-4, atol: 1e-5, max_mismatch_fraction: 0.0 }
+        Tolerance {
+            rtol: 1e-4,
+            atol: 1e-5,
+            max_mismatch_fraction: 0.0,
+        }
     }
 }
 
@@ -93,23 +97,57 @@ impl OutputReport {
     /// 4097: expected 1.25, got NaN (never written); max abs error 0.5, max rel error 0.4".
     pub fn describe(&self) -> String {
         if self.mismatches == 0 {
-            return format!("output {}: all {} elements match (max abs error {:.3e}, max rel error {:.3e})", self.name, self.elements, self.max_abs_error, self.max_rel_error);
+            return format!(
+                "output {}: all {} elements match (max abs error {:.3e}, max rel error {:.3e})",
+                self.name, self.elements, self.max_abs_error, self.max_rel_error
+            );
         }
-        let mut s = format!("output {}: {} of {} elements wrong", self.name, self.mismatches, self.elements);
+        let mut s = format!(
+            "output {}: {} of {} elements wrong",
+            self.name, self.mismatches, self.elements
+        );
         if self.never_written > 0 {
             s.push_str(&format!(" ({} never written)", self.never_written));
         }
         if let Some(m) = &self.first_mismatch {
-            s.push_str(&format!("; first at index {}: expected {}, got {}", m.index, m.expected, if m.never_written { "poison (never written)".to_string() } else { m.got.to_string() }));
+            s.push_str(&format!(
+                "; first at index {}: expected {}, got {}",
+                m.index,
+                m.expected,
+                if m.never_written {
+                    "poison (never written)".to_string()
+                } else {
+                    m.got.to_string()
+                }
+            ));
         }
-        s.push_str(&format!("; max abs error {:.3e}, max rel error {:.3e}", self.max_abs_error, self.max_rel_error));
+        s.push_str(&format!(
+            "; max abs error {:.3e}, max rel error {:.3e}",
+            self.max_abs_error, self.max_rel_error
+        ));
         s
     }
 }
 
 /// Host-side comparison with the same rule as the GPU kernel.
-pub fn compare_host(name: &str, dtype: DType, tol: Tolerance, got: &[f64], got_is_poison: &[bool], expected: &[f64]) -> OutputReport {
-    let mut r = OutputReport { name: name.into(), elements: got.len() as u64, mismatches: 0, never_written: 0, max_abs_error: 0.0, max_rel_error: 0.0, first_mismatch: None, allowed_mismatches: (tol.max_mismatch_fraction * got.len() as f64) as u64 };
+pub fn compare_host(
+    name: &str,
+    dtype: DType,
+    tol: Tolerance,
+    got: &[f64],
+    got_is_poison: &[bool],
+    expected: &[f64],
+) -> OutputReport {
+    let mut r = OutputReport {
+        name: name.into(),
+        elements: got.len() as u64,
+        mismatches: 0,
+        never_written: 0,
+        max_abs_error: 0.0,
+        max_rel_error: 0.0,
+        first_mismatch: None,
+        allowed_mismatches: (tol.max_mismatch_fraction * got.len() as f64) as u64,
+    };
     for (i, ((&g, &e), &p)) in got.iter().zip(expected).zip(got_is_poison).enumerate() {
         if !g.is_nan() && !e.is_nan() {
             let abs = (g - e).abs();
@@ -126,7 +164,12 @@ pub fn compare_host(name: &str, dtype: DType, tol: Tolerance, got: &[f64], got_i
                 r.never_written += 1;
             }
             if r.first_mismatch.is_none() {
-                r.first_mismatch = Some(Mismatch { index: i as u64, expected: e, got: g, never_written: p });
+                r.first_mismatch = Some(Mismatch {
+                    index: i as u64,
+                    expected: e,
+                    got: g,
+                    never_written: p,
+                });
             }
         }
     }
@@ -139,7 +182,11 @@ mod tests {
 
     #[test]
     fn nan_never_passes_and_integers_are_exact() {
-        let t = Tolerance { rtol: 1e-3, atol: 1e-3, max_mismatch_fraction: 0.0 };
+        let t = Tolerance {
+            rtol: 1e-3,
+            atol: 1e-3,
+            max_mismatch_fraction: 0.0,
+        };
         assert!(!t.accepts(DType::Float32, f64::NAN, f64::NAN));
         assert!(t.accepts(DType::Float32, 1.0005, 1.0));
         assert!(!t.accepts(DType::Float32, 1.01, 1.0));
@@ -159,7 +206,14 @@ mod tests {
         let got = [1.0, 2.0, f64::NAN, 4.5];
         let poison = [false, false, true, false];
         let exp = [1.0, 2.0, 3.0, 4.0];
-        let r = compare_host("C", DType::Float32, Tolerance::default(), &got, &poison, &exp);
+        let r = compare_host(
+            "C",
+            DType::Float32,
+            Tolerance::default(),
+            &got,
+            &poison,
+            &exp,
+        );
         assert_eq!(r.mismatches, 2);
         assert_eq!(r.never_written, 1);
         let m = r.first_mismatch.clone().unwrap();
@@ -167,6 +221,9 @@ mod tests {
         assert!(m.never_written);
         assert!((r.max_abs_error - 0.5).abs() < 1e-12);
         let text = r.describe();
-        assert!(text.contains("index 2") && text.contains("never written"), "{text}");
+        assert!(
+            text.contains("index 2") && text.contains("never written"),
+            "{text}"
+        );
     }
 }

@@ -33,13 +33,26 @@ fn selftest_passes_every_check_on_the_gpu() {
     }
     let worker = WorkerCommand {
         program: std::env::current_exe().unwrap(),
-        args: vec!["--exact".into(), "gpu_worker_entry".into(), "--nocapture".into(), "--test-threads=1".into()],
+        args: vec![
+            "--exact".into(),
+            "gpu_worker_entry".into(),
+            "--nocapture".into(),
+            "--test-threads=1".into(),
+        ],
         env: vec![],
     };
-    let config = TunerConfig { worker: Some(worker), ..TunerConfig::default() };
+    let config = TunerConfig {
+        worker: Some(worker),
+        ..TunerConfig::default()
+    };
     let checks = kt_tuner::selftest::run(config).expect("a GPU session");
     for c in &checks {
-        println!("{} {}: {}", if c.passed { "PASS" } else { "FAIL" }, c.name, c.detail);
+        println!(
+            "{} {}: {}",
+            if c.passed { "PASS" } else { "FAIL" },
+            c.name,
+            c.detail
+        );
     }
     assert!(checks.iter().all(|c| c.passed), "some checks failed");
 }

@@ -43,6 +43,14 @@ pub struct AskArgs {
     /// Limit for one attempt, in seconds.
     #[arg(long, value_name = "SECS")]
     pub timeout: Option<f64>,
+    /// Most tokens to generate.
+    #[arg(long, value_name = "N")]
+    pub max_tokens: Option<u32>,
+    #[arg(long, value_name = "T")]
+    pub temperature: Option<f64>,
+    /// Stream the answer (server-sent events), guarded by the idle timeout.
+    #[arg(long)]
+    pub stream: bool,
     /// Ask for JSON following this JSON schema file; prints the parsed JSON.
     #[arg(long, value_name = "FILE")]
     pub json_schema: Option<PathBuf>,
@@ -81,6 +89,9 @@ fn ask(a: AskArgs) -> anyhow::Result<ExitCode> {
         model: a.model.clone(),
         api_key_env: a.api_key_env.clone(),
         timeout_secs: a.timeout,
+        max_tokens: a.max_tokens,
+        temperature: a.temperature,
+        stream: a.stream.then_some(true),
         ..LlmConfig::default()
     });
     let mut client = config.build_client()?;

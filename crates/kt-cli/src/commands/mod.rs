@@ -2,8 +2,11 @@
 
 pub mod analyze;
 pub mod doctor;
+pub mod experiment;
+pub mod graph;
 pub mod inspect;
 pub mod llm;
+pub mod resume;
 pub mod selftest;
 pub mod testgen;
 pub mod transform;
@@ -19,6 +22,9 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Analyze(args) => analyze::run(args),
         Command::Doctor(args) => doctor::run(args),
+        Command::Experiment(args) => experiment::run(args),
+        Command::Graph(args) => graph::run(args),
+        Command::Resume(args) => resume::run(args),
         Command::Inspect(args) => inspect::run(args),
         Command::Llm(args) => llm::run(args),
         Command::Testgen(args) => testgen::run(args),

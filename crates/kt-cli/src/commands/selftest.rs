@@ -18,17 +18,29 @@ pub struct SelftestArgs {
 
 pub fn run(args: SelftestArgs) -> anyhow::Result<ExitCode> {
     if !args.gpu {
-        anyhow::bail!("only the GPU self-test exists so far: run `kt selftest --gpu` on a machine with an NVIDIA GPU");
+        anyhow::bail!(
+            "only the GPU self-test exists so far: run `kt selftest --gpu` on a machine with an NVIDIA GPU"
+        );
     }
-    let checks = kt_tuner::selftest::run(TunerConfig::default()).context("the GPU self-test could not start (`kt doctor` shows what is missing)")?;
+    let checks = kt_tuner::selftest::run(TunerConfig::default())
+        .context("the GPU self-test could not start (`kt doctor` shows what is missing)")?;
     let failed = checks.iter().filter(|c| !c.passed).count();
     if args.json {
         println!("{}", serde_json::to_string_pretty(&checks)?);
     } else {
         for c in &checks {
-            println!("{} {}: {}", if c.passed { "PASS" } else { "FAIL" }, c.name, c.detail);
+            println!(
+                "{} {}: {}",
+                if c.passed { "PASS" } else { "FAIL" },
+                c.name,
+                c.detail
+            );
         }
         println!("{} passed, {} failed", checks.len() - failed, failed);
     }
-    Ok(if failed == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+    Ok(if failed == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }

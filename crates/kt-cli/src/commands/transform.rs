@@ -1,48 +1,276 @@
-//! `kt transform`: the main job. The strategies (Stage 3) are not wired in yet; until they are, this command
-//! accepts its full argument list and fails with a message that says so, rather than pretending to work.
+//! `kt transform FILE`: the main job. Stages 1 and 2 (what the kernel means, tests), then the chosen strategy
+//! (Stage 3) with a live view of the graph's current node and a progress bar while tuning. Ctrl-C leaves a
+//! resumable run; so does a machine without a GPU (the run goes as far as it can and says what is missing).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 
+use anyhow::Context as _;
 use clap::Args;
+use kt_graph::{CancelToken, Event, EventKind};
+use kt_llm::{LlmClient, LlmConfig, Recorder};
+use kt_pipeline::prepare::{KernelSource, TestgenSettings};
+use kt_pipeline::stage2::{ReferenceRunner, Stage2Options, Unavailable};
+use kt_pipeline::stage3::{RunResult, Stage3Settings, TransformOutcome, TuningProgress, tuner_backend};
+use kt_pipeline::strategy::{Strategy, StrategyOverrides, load_strategy};
+use kt_pipeline::{NewRun, PipelineError, PromptLibrary, RunDir, RunLlm, RunSettings};
+use kt_sandbox::{Policy, PythonRuntime, Sandbox};
+
+use super::analyze::{llm_client, runtime, stage1_source};
 
 #[derive(Debug, Args)]
 pub struct TransformArgs {
     /// The CUDA source file holding the naive kernel.
     pub file: PathBuf,
-    /// Which strategy to run: one-prompt, explicit or autonomous.
+    /// Strategy: one-prompt, explicit, autonomous (or a path to a strategy .toml).
     #[arg(long, default_value = "autonomous")]
     pub strategy: String,
     /// Kernel to transform when the file holds several.
     #[arg(long)]
     pub kernel: Option<String>,
-    /// How many times the autonomous strategy may replan when its plan runs out.
+    /// Autonomous: how many times to replan when the plan runs out (default: the strategy file's).
     #[arg(long)]
     pub replan: Option<u32>,
-    /// How many times a step may be broken down into sub-steps.
+    /// Autonomous: how deep a step may be broken down into sub-steps; 0 turns breakdown off.
     #[arg(long)]
     pub breakdown: Option<u32>,
-    /// Variants asked for per step (best-of-N).
+    /// Variants asked for per step, in parallel; the best verified one is kept (best-of-N).
     #[arg(long)]
     pub candidates: Option<u32>,
-    /// Number of generated tests.
-    #[arg(long)]
-    pub tests: Option<u32>,
-    /// LLM as PROVIDER:MODEL (e.g. openai:gpt-4.1, anthropic:claude-sonnet-4, replay:CASSETTE).
-    #[arg(long)]
+    /// Number of generated tests (different seeds; at least one size not a multiple of 32).
+    #[arg(long, default_value_t = 3)]
+    pub tests: u32,
+    /// LLM as PROVIDER:MODEL (openai:gpt-4.1, anthropic:claude-sonnet-4, replay:CASSETTE.jsonl,
+    /// scripted:ANSWERS.toml); default: kt.toml's [llm] section or KT_LLM.
+    #[arg(long, value_name = "PROVIDER:MODEL")]
     pub llm: Option<String>,
-    /// Where to put the run directory (default: ./kt-runs).
-    #[arg(long)]
+    /// Where to create the run directory (default: $KT_RUNS_DIR or ./kt-runs).
+    #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
+    /// Prompt templates directory (default: KT_PROMPTS_DIR, a prompts/ directory above, else built in).
+    #[arg(long, value_name = "DIR")]
+    pub prompts: Option<PathBuf>,
+    /// Print result.json instead of the summary.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// The message for a machine with no LLM configured.
+pub(crate) const NO_LLM: &str = "kt transform needs an LLM and none is configured. Either pass \
+    --llm PROVIDER:MODEL (e.g. --llm openai:gpt-4.1 with OPENAI_API_KEY set, --llm anthropic:claude-sonnet-4 with \
+    ANTHROPIC_API_KEY, or --llm replay:experiments/cassettes/matmul-autonomous.jsonl to replay a recorded run \
+    without a key), or add to kt.toml:\n\n[llm]\nprovider = \"openai\"\nmodel = \"gpt-4.1\"\n";
+
+/// Live view: the graph's current node on a spinner line, and a progress bar while a candidate is tuned.
+pub(crate) struct LiveView {
+    bar: indicatif::ProgressBar,
+}
+
+impl LiveView {
+    pub(crate) fn new(hidden: bool) -> Arc<Self> {
+        let bar = if hidden { indicatif::ProgressBar::hidden() } else { indicatif::ProgressBar::new_spinner() };
+        bar.set_style(
+            indicatif::ProgressStyle::with_template("{spinner} [{elapsed_precise}] {msg} {bar:25} {pos}/{len}")
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
+        );
+        bar.enable_steady_tick(std::time::Duration::from_millis(200));
+        Arc::new(Self { bar })
+    }
+
+    pub(crate) fn on_event(&self, event: &Event) {
+        match &event.kind {
+            EventKind::NodeStarted { node, index, attempt } => {
+                let mut msg = format!("stage 3: {node}");
+                if *index > 0 {
+                    msg.push_str(&format!(" #{index}"));
+                }
+                if *attempt > 1 {
+                    msg.push_str(&format!(" (attempt {attempt})"));
+                }
+                self.bar.set_length(0);
+                self.bar.set_position(0);
+                self.bar.set_message(msg);
+            }
+            EventKind::NodeFailed { node, attempt, error, will_retry, .. } => {
+                let first_line = error.lines().next().unwrap_or_default();
+                let next = if *will_retry { "sent back to the LLM" } else { "giving up" };
+                self.bar.println(format!("  {node}, attempt {attempt}: {first_line} ({next})"));
+            }
+            _ => {}
+        }
+    }
+
+    pub(crate) fn finish(&self) {
+        self.bar.finish_and_clear();
+    }
+}
+
+impl TuningProgress for LiveView {
+    fn update(&self, label: &str, done: u64, total: u64) {
+        self.bar.set_message(format!("stage 3: tuning {label}"));
+        self.bar.set_length(total);
+        self.bar.set_position(done);
+    }
+}
+
+/// Stage 2's reference runs need a GPU runner this build does not have; Stage 3 then checks every candidate
+/// against the original kernel directly, so the run loses nothing but the tests' stored expected outputs.
+fn reference_runner() -> Arc<dyn ReferenceRunner> {
+    let reason = if cudarc::driver::sys::is_culib_present() {
+        "expected outputs are computed in Stage 3 from the original kernel".to_string()
+    } else {
+        "no CUDA driver on this machine (libcuda.so.1 not found)".to_string()
+    };
+    Arc::new(Unavailable { reason })
+}
+
+/// The strategy with the command line's overrides, or a clear error.
+pub(crate) fn strategy_with(name: &str, overrides: StrategyOverrides) -> anyhow::Result<Strategy> {
+    Ok(load_strategy(name, None)?.with_overrides(&overrides))
+}
+
+/// Ctrl-C cancels the graph at the next step boundary; the checkpoint before it stays.
+pub(crate) fn cancel_on_ctrl_c(rt: &tokio::runtime::Runtime) -> CancelToken {
+    let cancel = CancelToken::new();
+    let c = cancel.clone();
+    rt.spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            eprintln!("\ninterrupted: stopping at the next checkpoint (Ctrl-C again to kill)");
+            c.cancel();
+            let _ = tokio::signal::ctrl_c().await;
+            std::process::exit(130);
+        }
+    });
+    cancel
+}
+
+pub(crate) fn stage3_settings(
+    strategy: Strategy,
+    client: LlmClient,
+    config: &LlmConfig,
+    prompts: Arc<PromptLibrary>,
+    view: &Arc<LiveView>,
+    cancel: CancelToken,
+) -> Stage3Settings {
+    let sink = view.clone();
+    Stage3Settings {
+        strategy,
+        llm: Arc::new(client),
+        prompts,
+        mode: config.structured_mode.unwrap_or_default(),
+        backend: Arc::new(tuner_backend),
+        progress: view.clone(),
+        events: Some(Arc::new(move |e: &Event| sink.on_event(e))),
+        cancel,
+    }
 }
 
 pub fn run(args: TransformArgs) -> anyhow::Result<ExitCode> {
     if !args.file.is_file() {
         anyhow::bail!("{} is not a file: give the path of a .cu source holding a __global__ kernel", args.file.display());
     }
-    anyhow::bail!(
-        "`kt transform` is not available in this build yet: the {} strategy (Stage 3) has not landed. \
-         `kt doctor` checks the machine meanwhile.",
-        args.strategy
-    )
+    let overrides = StrategyOverrides { replan: args.replan, breakdown: args.breakdown, candidates: args.candidates };
+    let strategy = strategy_with(&args.strategy, overrides)?;
+    let Some((client, config)) = llm_client(args.llm.as_deref())? else {
+        anyhow::bail!("{NO_LLM}");
+    };
+    let source = KernelSource::read(&args.file, args.kernel.as_deref())?;
+    let kernel_name = match (&args.kernel, &source.sidecar) {
+        (Some(k), _) => k.clone(),
+        (None, Some(s)) => s.kernel.clone(),
+        (None, None) => kt_cuda::parse(&source.text)?.select_kernel(None)?.name.clone(),
+    };
+    let python = PythonRuntime::find_or_provision()?;
+    let run = RunDir::create(
+        &RunDir::base_dir(args.out.as_deref()),
+        NewRun {
+            kernel_file: &args.file,
+            kernel: &kernel_name,
+            strategy: &strategy.name,
+            settings: RunSettings {
+                replan: Some(strategy.settings.max_replans),
+                breakdown: Some(strategy.breakdown_limit()),
+                candidates: Some(strategy.settings.candidates),
+                tests: Some(args.tests),
+            },
+            llm: RunLlm { provider: client.provider_name().into(), model: client.model().into() },
+        },
+    )?;
+    eprintln!("run directory: {}", run.root().display());
+    let client = client.with_recorder(Recorder::open(run.llm_jsonl())?);
+    let llm_pair = (client.clone(), config.clone());
+    let stage1 = stage1_source(false, Some(&llm_pair), args.prompts.as_deref(), kt_pipeline::stage1::DEFAULT_ATTEMPTS)?;
+    let prompts = Arc::new(PromptLibrary::locate(args.prompts.as_deref())?);
+    let testgen = TestgenSettings {
+        llm: Some(client.clone()),
+        prompts: prompts.clone(),
+        script: None,
+        options: Stage2Options { tests: args.tests.max(1) as usize, ..Stage2Options::default() },
+        sandbox: Sandbox::new(Policy::for_generator()),
+        python,
+        reference: reference_runner(),
+    };
+    let rt = runtime()?;
+    let cancel = cancel_on_ctrl_c(&rt);
+    let view = LiveView::new(args.json);
+    let settings = stage3_settings(strategy, client, &config, prompts, &view, cancel);
+    let outcome = rt.block_on(kt_pipeline::stage3::transform(&run, &source, stage1, testgen, settings));
+    view.finish();
+    report(&run, outcome, args.json)
+}
+
+/// Prints the summary (or result.json) and picks the exit code; a stopped run says how to continue it.
+pub(crate) fn report(run: &RunDir, outcome: Result<TransformOutcome, PipelineError>, json: bool) -> anyhow::Result<ExitCode> {
+    match outcome {
+        Ok(done) => {
+            if json {
+                println!("{}", serde_json::to_string_pretty(&done.result)?);
+            } else {
+                print_summary(run, &done.result);
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(PipelineError::Tuning(e)) => {
+            eprintln!("{e}");
+            eprintln!(
+                "Stages up to this point are saved in {}; on a machine with an NVIDIA GPU, continue with:\n  kt resume {}",
+                run.root().display(),
+                run.root().display()
+            );
+            Ok(ExitCode::from(2))
+        }
+        Err(e) => Err(anyhow::Error::new(e)).with_context(|| {
+            format!("kt transform stopped; what it did is in {} (report.md, result.json)", run.root().display())
+        }),
+    }
+}
+
+fn print_summary(run: &RunDir, r: &RunResult) {
+    println!("kernel {} — strategy {} — {:?}", r.kernel, r.strategy, r.status);
+    for (i, s) in r.steps.iter().enumerate() {
+        let t = s.time_ms.map(|t| format!("{t:.4} ms")).unwrap_or_else(|| "-".into());
+        println!("  {:>2}. {:<12} {:>12}  {}", i + 1, s.status.to_string(), t, s.name);
+    }
+    match (r.naive_time_ms, r.best_time_ms) {
+        (Some(n), Some(b)) => println!("naive {n:.4} ms -> best {b:.4} ms: {:.2}x", n / b),
+        _ => println!("no timing"),
+    }
+    if let Some(p) = r.percent_of_peak {
+        println!("{p:.1}% of measured peak");
+    }
+    if !r.best_params.is_empty() {
+        let params: Vec<String> = r.best_params.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        println!("best parameters: {}", params.join(" "));
+    }
+    println!(
+        "LLM: {} tokens in, {} out, cost {}; wall {:.1} s (stage 3: {:.1} s)",
+        r.tokens_in,
+        r.tokens_out,
+        r.cost_usd.map(|c| format!("${c:.4}")).unwrap_or_else(|| "unknown".into()),
+        r.wall_time_s.total,
+        r.wall_time_s.stage3
+    );
+    println!("best kernel: {}", run.best_cu().display());
+    println!("report: {}", run.report_md().display());
 }

@@ -9,7 +9,9 @@ use anyhow::{Context as _, bail};
 use clap::Args;
 use kt_tuner::args::{ParamSpec, SizeChoice, SuiteInputs, TestSet};
 use kt_tuner::search::{Limits, Strategy};
-use kt_tuner::session::{TunableKernel, TuneOptions, TuneResult, Tuner, TunerConfig, config_from_block};
+use kt_tuner::session::{
+    TunableKernel, TuneOptions, TuneResult, Tuner, TunerConfig, config_from_block,
+};
 use kt_tuner::space::{Restriction, TunableParam};
 use kt_tuner::suite::{SuiteKernel, default_block_space};
 use kt_tuner::{TimingPolicy, export};
@@ -98,7 +100,9 @@ pub struct TuneArgs {
 }
 
 pub(crate) fn parse_kv(text: &str) -> anyhow::Result<(String, String)> {
-    let (k, v) = text.split_once('=').with_context(|| format!("`{text}`: expected NAME=VALUE"))?;
+    let (k, v) = text
+        .split_once('=')
+        .with_context(|| format!("`{text}`: expected NAME=VALUE"))?;
     Ok((k.trim().to_string(), v.trim().to_string()))
 }
 
@@ -106,8 +110,12 @@ pub(crate) fn parse_params(list: &[String]) -> anyhow::Result<Vec<TunableParam>>
     list.iter()
         .map(|p| {
             let (name, values) = parse_kv(p)?;
-            let values: Result<Vec<i64>, _> = values.split(',').map(|v| v.trim().parse::<i64>()).collect();
-            Ok(TunableParam::new(name, values.with_context(|| format!("`{p}`: values must be integers"))?))
+            let values: Result<Vec<i64>, _> =
+                values.split(',').map(|v| v.trim().parse::<i64>()).collect();
+            Ok(TunableParam::new(
+                name,
+                values.with_context(|| format!("`{p}`: values must be integers"))?,
+            ))
         })
         .collect()
 }
@@ -116,13 +124,20 @@ pub(crate) fn parse_sizes(list: &[String]) -> anyhow::Result<BTreeMap<String, f6
     list.iter()
         .map(|s| {
             let (k, v) = parse_kv(s)?;
-            Ok((k, v.parse::<f64>().with_context(|| format!("`{s}`: value must be a number"))?))
+            Ok((
+                k,
+                v.parse::<f64>()
+                    .with_context(|| format!("`{s}`: value must be a number"))?,
+            ))
         })
         .collect()
 }
 
 pub(crate) fn default_cache_dir() -> Option<PathBuf> {
-    std::env::var_os("XDG_CACHE_HOME").map(PathBuf::from).or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache"))).map(|d| d.join("kt").join("tuner"))
+    std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+        .map(|d| d.join("kt").join("tuner"))
 }
 
 /// The kernel, its parameter specs and how to make inputs: from the sidecar when there is one.
@@ -135,33 +150,63 @@ pub(crate) struct Loaded {
 }
 
 pub(crate) fn load_kernel(file: &Path, kernel: Option<&str>) -> anyhow::Result<Loaded> {
-    let source = std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
+    let source =
+        std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
     let sidecar_path = kt_cuda::Sidecar::path_for(file);
     if sidecar_path.is_file() {
         let sc = kt_cuda::Sidecar::load(&sidecar_path)?;
         let dims = sc.problem_size.len();
         let sk = SuiteKernel::new(&source, &sc, kernel)?;
-        return Ok(Loaded { kernel: sk.kernel, params: sk.params, inputs: Some(sk.inputs), default_block: Some(sk.default_block), dims });
+        return Ok(Loaded {
+            kernel: sk.kernel,
+            params: sk.params,
+            inputs: Some(sk.inputs),
+            default_block: Some(sk.default_block),
+            dims,
+        });
     }
     let parsed = kt_cuda::parse(&source)?;
     let k = parsed.select_kernel(kernel)?;
-    Ok(Loaded { kernel: TunableKernel::new(source.clone(), k.name.clone(), Vec::new()), params: ParamSpec::from_kernel(k), inputs: None, default_block: None, dims: 0 })
+    Ok(Loaded {
+        kernel: TunableKernel::new(source.clone(), k.name.clone(), Vec::new()),
+        params: ParamSpec::from_kernel(k),
+        inputs: None,
+        default_block: None,
+        dims: 0,
+    })
 }
 
-pub(crate) fn load_tests(loaded: &Loaded, tests: Option<&Path>, test_size: bool, count: usize, sizes: &BTreeMap<String, f64>) -> anyhow::Result<TestSet> {
-    let tolerances = loaded.inputs.as_ref().map(|i| i.tolerances()).unwrap_or_default();
+pub(crate) fn load_tests(
+    loaded: &Loaded,
+    tests: Option<&Path>,
+    test_size: bool,
+    count: usize,
+    sizes: &BTreeMap<String, f64>,
+) -> anyhow::Result<TestSet> {
+    let tolerances = loaded
+        .inputs
+        .as_ref()
+        .map(|i| i.tolerances())
+        .unwrap_or_default();
     if let Some(dir) = tests {
         return Ok(TestSet::load_dir(dir, &loaded.params, &tolerances)?);
     }
     let Some(inputs) = &loaded.inputs else {
         bail!("no sidecar next to the kernel, so inputs cannot be generated: give --tests DIR");
     };
-    let size = if test_size { SizeChoice::Test } else { SizeChoice::Bench };
+    let size = if test_size {
+        SizeChoice::Test
+    } else {
+        SizeChoice::Bench
+    };
     Ok(inputs.make_tests(&loaded.params, size, sizes, count)?)
 }
 
 fn split_list(s: &str) -> Vec<String> {
-    s.split(',').map(|x| x.trim().to_string()).filter(|x| !x.is_empty()).collect()
+    s.split(',')
+        .map(|x| x.trim().to_string())
+        .filter(|x| !x.is_empty())
+        .collect()
 }
 
 pub fn run(args: TuneArgs) -> anyhow::Result<ExitCode> {
@@ -171,9 +216,14 @@ pub fn run(args: TuneArgs) -> anyhow::Result<ExitCode> {
         loaded.dims = loaded.kernel.geometry.problem_size.len();
     }
     if loaded.kernel.geometry.problem_size.is_empty() {
-        bail!("no problem size: give --problem-size (names or expressions over scalar arguments, x first)");
+        bail!(
+            "no problem size: give --problem-size (names or expressions over scalar arguments, x first)"
+        );
     }
-    for (d, g) in [&args.grid_div_x, &args.grid_div_y, &args.grid_div_z].into_iter().enumerate() {
+    for (d, g) in [&args.grid_div_x, &args.grid_div_y, &args.grid_div_z]
+        .into_iter()
+        .enumerate()
+    {
         if let Some(g) = g {
             loaded.kernel.geometry.grid_div[d] = split_list(g);
         }
@@ -193,52 +243,128 @@ pub fn run(args: TuneArgs) -> anyhow::Result<ExitCode> {
     loaded.kernel.restrictions = restrictions.into_iter().map(Restriction::Expr).collect();
     loaded.kernel.compiler_options = args.nvrtc_options.clone();
     let sizes = parse_sizes(&args.sizes)?;
-    let tests = load_tests(&loaded, args.tests.as_deref(), args.test_size, args.tests_count, &sizes)?;
+    let tests = load_tests(
+        &loaded,
+        args.tests.as_deref(),
+        args.test_size,
+        args.tests_count,
+        &sizes,
+    )?;
 
-    let strategy = Strategy::parse(&args.strategy).with_context(|| format!("unknown strategy `{}` (brute_force, random, greedy, annealing, genetic)", args.strategy))?;
+    let strategy = Strategy::parse(&args.strategy).with_context(|| {
+        format!(
+            "unknown strategy `{}` (brute_force, random, greedy, annealing, genetic)",
+            args.strategy
+        )
+    })?;
     let options = TuneOptions {
         strategy,
-        limits: Limits { max_evals: args.max_evals, time_limit: args.time_limit.map(Duration::from_secs_f64) },
+        limits: Limits {
+            max_evals: args.max_evals,
+            time_limit: args.time_limit.map(Duration::from_secs_f64),
+        },
         seed: args.seed,
-        timing: TimingPolicy { flush_l2: args.flush_l2, min_reps: args.min_reps.max(1), ..TimingPolicy::default() },
+        timing: TimingPolicy {
+            flush_l2: args.flush_l2,
+            min_reps: args.min_reps.max(1),
+            ..TimingPolicy::default()
+        },
         verify: !args.no_verify,
         results_cache: args.results.clone(),
         measure_peak: !args.no_peak,
     };
-    let config = TunerConfig { cache_dir: args.cache_dir.clone().or_else(default_cache_dir), ..TunerConfig::default() };
+    let config = TunerConfig {
+        cache_dir: args.cache_dir.clone().or_else(default_cache_dir),
+        ..TunerConfig::default()
+    };
     let mut tuner = Tuner::new(config).context("starting the tuner (this needs an NVIDIA GPU, its driver and NVRTC; `kt doctor` checks them)")?;
     let bar = indicatif::ProgressBar::new(0);
     if !args.json {
-        bar.set_style(indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} {msg}").unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()));
+        bar.set_style(
+            indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} {msg}")
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
     } else {
         bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());
     }
     let result = tuner.tune(&loaded.kernel, &tests, &options, &mut |p| {
         bar.set_length(p.total as u64);
         bar.set_position(p.done as u64);
-        bar.set_message(format!("{} {} best {}", p.config, p.verdict, p.best_ms.map(|b| format!("{b:.4} ms")).unwrap_or("-".into())));
+        bar.set_message(format!(
+            "{} {} best {}",
+            p.config,
+            p.verdict,
+            p.best_ms
+                .map(|b| format!("{b:.4} ms"))
+                .unwrap_or("-".into())
+        ));
     })?;
     bar.finish_and_clear();
 
     if let Some(path) = &args.export_kt_cache {
-        let problem = tests.tests.first().and_then(|t| loaded.kernel.geometry.problem(result.best.as_ref().map(|b| &b.config).unwrap_or(&kt_tuner::Config(vec![])), &t.scalars()).ok()).unwrap_or([1, 1, 1]);
-        std::fs::write(path, serde_json::to_string_pretty(&export::kernel_tuner_cache(&loaded.kernel, &result, problem))?)?;
+        let problem = tests
+            .tests
+            .first()
+            .and_then(|t| {
+                loaded
+                    .kernel
+                    .geometry
+                    .problem(
+                        result
+                            .best
+                            .as_ref()
+                            .map(|b| &b.config)
+                            .unwrap_or(&kt_tuner::Config(vec![])),
+                        &t.scalars(),
+                    )
+                    .ok()
+            })
+            .unwrap_or([1, 1, 1]);
+        std::fs::write(
+            path,
+            serde_json::to_string_pretty(&export::kernel_tuner_cache(
+                &loaded.kernel,
+                &result,
+                problem,
+            ))?,
+        )?;
     }
     if let Some(path) = &args.export_kt_script
         && let Some(t) = tests.tests.first()
     {
-        std::fs::write(path, export::kernel_tuner_script(&loaded.kernel, t, &result, &args.file.display().to_string()))?;
+        std::fs::write(
+            path,
+            export::kernel_tuner_script(
+                &loaded.kernel,
+                t,
+                &result,
+                &args.file.display().to_string(),
+            ),
+        )?;
     }
     if args.json {
         println!("{}", serde_json::to_string_pretty(&result)?);
     } else {
         print_summary(&result);
     }
-    Ok(if result.best.is_some() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+    Ok(if result.best.is_some() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }
 
 fn print_summary(r: &TuneResult) {
-    println!("device: {} ({} SMs, sm_{}{}), strategy {:?}, {} configs in the space, {} measured", r.device.name, r.device.sm_count, r.device.compute_capability.0, r.device.compute_capability.1, r.strategy, r.space_size, r.measurements.len());
+    println!(
+        "device: {} ({} SMs, sm_{}{}), strategy {:?}, {} configs in the space, {} measured",
+        r.device.name,
+        r.device.sm_count,
+        r.device.compute_capability.0,
+        r.device.compute_capability.1,
+        r.strategy,
+        r.space_size,
+        r.measurements.len()
+    );
     let mut failed: BTreeMap<&str, usize> = BTreeMap::new();
     for m in &r.measurements {
         if !m.verdict.is_ok() {
@@ -253,14 +379,21 @@ fn print_summary(r: &TuneResult) {
             "{:<10} {:<40} {:>10} {:>10} {:>10} {:>8} {:>5}",
             label,
             m.config.to_string(),
-            m.objective_ms().map(|t| format!("{t:.4}")).unwrap_or("-".into()),
+            m.objective_ms()
+                .map(|t| format!("{t:.4}"))
+                .unwrap_or("-".into()),
             m.gbps.map(|g| format!("{g:.1}")).unwrap_or("-".into()),
             m.gflops.map(|g| format!("{g:.1}")).unwrap_or("-".into()),
-            m.percent_of_peak.map(|p| format!("{p:.1}%")).unwrap_or("-".into()),
+            m.percent_of_peak
+                .map(|p| format!("{p:.1}%"))
+                .unwrap_or("-".into()),
             m.registers.map(|r| r.to_string()).unwrap_or("-".into()),
         );
     };
-    println!("{:<10} {:<40} {:>10} {:>10} {:>10} {:>8} {:>5}", "", "config", "median ms", "GB/s", "GFLOP/s", "of peak", "regs");
+    println!(
+        "{:<10} {:<40} {:>10} {:>10} {:>10} {:>8} {:>5}",
+        "", "config", "median ms", "GB/s", "GFLOP/s", "of peak", "regs"
+    );
     if let Some(d) = &r.reference {
         row("default", d);
     }
@@ -276,6 +409,12 @@ fn print_summary(r: &TuneResult) {
     let p = &r.phases;
     println!(
         "phases (ms): context {:.0}, upload {:.0}, reference {:.0}, benchmark {:.0}, compile wait {:.0}, compile cpu {:.0}, total {:.0}",
-        p.context_ms, p.upload_ms, p.reference_ms, p.benchmark_ms, p.compile_wait_ms, p.compile_cpu_ms, p.total_ms
+        p.context_ms,
+        p.upload_ms,
+        p.reference_ms,
+        p.benchmark_ms,
+        p.compile_wait_ms,
+        p.compile_cpu_ms,
+        p.total_ms
     );
 }

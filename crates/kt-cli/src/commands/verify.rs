@@ -49,13 +49,20 @@ pub struct VerifyArgs {
 
 pub fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
     let reference = load_kernel(&args.reference, args.kernel.as_deref())?;
-    let name = args.candidate_kernel.clone().or_else(|| Some(reference.kernel.kernel_name.clone()));
-    let cand_source = std::fs::read_to_string(&args.candidate).with_context(|| format!("reading {}", args.candidate.display()))?;
+    let name = args
+        .candidate_kernel
+        .clone()
+        .or_else(|| Some(reference.kernel.kernel_name.clone()));
+    let cand_source = std::fs::read_to_string(&args.candidate)
+        .with_context(|| format!("reading {}", args.candidate.display()))?;
     let parsed = kt_cuda::parse(&cand_source)?;
     let ck = parsed.select_kernel(name.as_deref())?;
     let ref_names: Vec<&str> = reference.params.iter().map(|p| p.name.as_str()).collect();
     let cand_names: Vec<&str> = ck.params.iter().map(|p| p.name.as_str()).collect();
-    anyhow::ensure!(ref_names == cand_names, "the candidate's parameters {cand_names:?} differ from the reference's {ref_names:?}: both kernels must take the same arguments");
+    anyhow::ensure!(
+        ref_names == cand_names,
+        "the candidate's parameters {cand_names:?} differ from the reference's {ref_names:?}: both kernels must take the same arguments"
+    );
     let mut candidate = reference.kernel.clone();
     candidate.source = cand_source;
     candidate.kernel_name = ck.name.clone();
@@ -70,35 +77,78 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
         .iter()
         .map(|p| {
             let (k, v) = parse_kv(p)?;
-            Ok((k, v.parse::<i64>().with_context(|| format!("`{p}`: value must be an integer"))?))
+            Ok((
+                k,
+                v.parse::<i64>()
+                    .with_context(|| format!("`{p}`: value must be an integer"))?,
+            ))
         })
         .collect();
     let cand_config = Config(values?);
-    let ref_config = reference.default_block.map(|b| config_from_block(&[], b)).unwrap_or(Config(vec![]));
+    let ref_config = reference
+        .default_block
+        .map(|b| config_from_block(&[], b))
+        .unwrap_or(Config(vec![]));
     let sizes = parse_sizes(&args.sizes)?;
-    let tests = load_tests(&reference, args.tests.as_deref(), !args.bench_size, args.tests_count, &sizes)?;
-    let config = TunerConfig { cache_dir: default_cache_dir(), ..TunerConfig::default() };
+    let tests = load_tests(
+        &reference,
+        args.tests.as_deref(),
+        !args.bench_size,
+        args.tests_count,
+        &sizes,
+    )?;
+    let config = TunerConfig {
+        cache_dir: default_cache_dir(),
+        ..TunerConfig::default()
+    };
     let mut tuner = Tuner::new(config).context("starting the tuner (this needs an NVIDIA GPU, its driver and NVRTC; `kt doctor` checks them)")?;
-    let report = tuner.verify(&reference.kernel, &ref_config, &candidate, &cand_config, &tests)?;
+    let report = tuner.verify(
+        &reference.kernel,
+        &ref_config,
+        &candidate,
+        &cand_config,
+        &tests,
+    )?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
         for t in &report.tests {
-            println!("test {}: {}", t.test, if t.verdict.is_ok() { "PASS" } else { "FAIL" });
+            println!(
+                "test {}: {}",
+                t.test,
+                if t.verdict.is_ok() { "PASS" } else { "FAIL" }
+            );
             for o in &t.outputs {
-                println!("  {} {}", if o.passed() { "pass" } else { "FAIL" }, o.describe());
+                println!(
+                    "  {} {}",
+                    if o.passed() { "pass" } else { "FAIL" },
+                    o.describe()
+                );
             }
             for i in &t.inputs_modified {
                 println!("  FAIL input {i} was modified by the candidate");
             }
             match &t.verdict {
                 Verdict::CompileError { log } => println!("  compile error:\n{log}"),
-                Verdict::Invalid { reason } | Verdict::Crashed { reason } => println!("  {}: {reason}", t.verdict.short()),
+                Verdict::Invalid { reason } | Verdict::Crashed { reason } => {
+                    println!("  {}: {reason}", t.verdict.short())
+                }
                 Verdict::Timeout { after_s } => println!("  timeout after {after_s:.1} s"),
                 _ => {}
             }
         }
-        println!("{}", if report.passed() { "all tests passed" } else { "verification FAILED" });
+        println!(
+            "{}",
+            if report.passed() {
+                "all tests passed"
+            } else {
+                "verification FAILED"
+            }
+        );
     }
-    Ok(if report.passed() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+    Ok(if report.passed() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }

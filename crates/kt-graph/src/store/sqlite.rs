@@ -87,7 +87,7 @@ impl SqliteStore {
 fn classify(location: &str, operation: &str, e: rusqlite::Error) -> GraphError {
     let corrupt = matches!(
         e.sqlite_error_code(),
-        Some(ErrorCode::DatabaseCorrupt | ErrorCode::NotADatabase | ErrorCode::CannotOpen)
+        Some(ErrorCode::DatabaseCorrupt | ErrorCode::NotADatabase)
     );
     if corrupt {
         GraphError::StoreCorrupt {
@@ -341,6 +341,20 @@ mod tests {
         super::super::conformance::run_all(
             &SqliteStore::open(dir.path().join("run.sqlite")).unwrap(),
         );
+    }
+
+    #[test]
+    fn a_path_that_cannot_be_opened_names_the_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("missing-dir").join("run.sqlite");
+        let err = SqliteStore::open(&path)
+            .err()
+            .expect("a missing directory cannot hold a database");
+        assert!(
+            matches!(err, GraphError::Store { ref operation, .. } if operation == "open"),
+            "{err}"
+        );
+        assert!(err.to_string().contains("missing-dir"), "{err}");
     }
 
     #[test]

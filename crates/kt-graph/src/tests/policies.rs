@@ -315,3 +315,39 @@ async fn custom_merge_combines_parallel_writers_and_checkpoints_the_result() {
     assert_eq!(out.state().seen, vec![5, 42, 7]);
     assert_eq!(ex.state_at(&run, out.checkpoint()).unwrap(), *out.state());
 }
+
+#[tokio::test]
+async fn a_panicking_node_fails_its_task_and_can_take_the_error_route() {
+    let mut b = GraphBuilder::<Loop>::new();
+    b.node(
+        "boom",
+        node_fn(|s: Arc<Loop>, _c: NodeContext| async move {
+            if s.counter == 0 {
+                panic!("index out of range in candidate 3");
+            }
+            Ok::<_, NoError>(LoopUpdate::default())
+        }),
+    )
+    .on_exhausted("recover");
+    b.node(
+        "recover",
+        node_fn(|_s: Arc<Loop>, _c: NodeContext| async {
+            Ok::<_, NoError>(LoopUpdate::default().counter(1))
+        }),
+    );
+    b.edge(START, "boom").edge("boom", END).edge("recover", END);
+    let ex = Executor::new(b.compile().unwrap(), Arc::new(MemoryStore::new()));
+    let out = ex
+        .start(RunId::new("p"), Loop::default(), RunOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(out.state().counter, 1);
+    let h = ex.history(&RunId::new("p")).unwrap();
+    assert!(
+        h[1].failures[0]
+            .message
+            .contains("panicked: index out of range in candidate 3"),
+        "{:?}",
+        h[1].failures
+    );
+}

@@ -255,6 +255,8 @@ impl<Q: Question> kt_graph::Node<Stage1State> for Ask<Q> {
                 QuestionContext { kernel: PromptKernel::new(kernel, &state.source), dimensions: state.dimensions, errors: &state.feedback };
             let prompt = deps.prompts.render_as(Q::TEMPLATE, Q::ANSWER, &context)?;
             tracing::debug!(node = %label, template_hash = %prompt.template_hash, text_hash = %prompt.text_hash, "asking");
+            // Which template (and which exact text) produced the call, for the run's event stream.
+            ctx.emit("prompt", serde_json::json!({ "node": label, "template": prompt.name, "template_hash": prompt.template_hash, "text_hash": prompt.text_hash }));
             let request = LlmRequest::new(label.clone()).user(prompt.text);
             let llm = deps.llm.clone();
             let answer: Q::Answer = ctx

@@ -266,10 +266,10 @@ async fn make_test(deps: &Stage2Deps, state: &Stage2State, ctx: &NodeContext) ->
     let spec = generator_spec(kernel, info, opts);
     let generated = run_generator(deps, ctx, &script, &spec, seed).await.map_err(|e| match e {
         GeneratorError::Io { .. } | GeneratorError::Sandbox(_) | GeneratorError::Python(_) | GeneratorError::SpecInvalid { .. } => {
-            PipelineError::Generator(e)
+            e.into()
         }
         e if deps.llm.is_some() && e.is_generator_fault() => refused(format!("with seed {seed} the program failed: {e}")),
-        e => PipelineError::Generator(e),
+        e => e.into(),
     })?;
     let fresh = !generated.reused;
     let discard = || {
@@ -391,6 +391,8 @@ async fn ask_for_script(
     };
     let prompt = deps.prompts.render_as(template, ANSWER, &context)?;
     tracing::debug!(node = label, template_hash = %prompt.template_hash, text_hash = %prompt.text_hash, "asking");
+    // Which template (and which exact text) produced the call, for the run's event stream.
+    ctx.emit("prompt", serde_json::json!({ "node": label, "template": prompt.name, "template_hash": prompt.template_hash, "text_hash": prompt.text_hash }));
     let request = LlmRequest::new(label).user(prompt.text);
     let llm = llm.clone();
     let text: String = ctx

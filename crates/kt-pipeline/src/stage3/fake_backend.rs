@@ -26,18 +26,37 @@ pub struct FakeBackend {
     reference_ms: f64,
     /// When set, every call fails as if there were no GPU.
     no_gpu: bool,
+    /// Outcomes handed out in call order before markers are consulted (for kernels without markers).
+    queued: Mutex<std::collections::VecDeque<Outcome>>,
     evaluated: Mutex<Vec<(String, TunableKernel)>>,
 }
 
 impl FakeBackend {
     /// A fake GPU on which the original kernel takes `reference_ms`.
     pub fn new(reference_ms: f64) -> Self {
-        Self { reference_ms, no_gpu: false, evaluated: Mutex::new(Vec::new()) }
+        Self { reference_ms, no_gpu: false, queued: Mutex::default(), evaluated: Mutex::new(Vec::new()) }
+    }
+
+    /// A fake GPU that answers the first evaluations with `times` (verified, in ms, 1% noise) in call order,
+    /// then falls back to markers.
+    pub fn with_times(reference_ms: f64, times: &[f64]) -> Self {
+        let queued = times
+            .iter()
+            .map(|&t| Outcome::Verified {
+                time_ms: t,
+                noise_ms: t * 0.01,
+                best_params: BTreeMap::new(),
+                configs_tried: 1,
+                configs_failed: 0,
+                percent_of_peak: None,
+            })
+            .collect();
+        Self { reference_ms, no_gpu: false, queued: Mutex::new(queued), evaluated: Mutex::new(Vec::new()) }
     }
 
     /// A machine without a GPU: every call returns [`BackendError::GpuUnavailable`].
     pub fn without_gpu() -> Self {
-        Self { reference_ms: 0.0, no_gpu: true, evaluated: Mutex::new(Vec::new()) }
+        Self { reference_ms: 0.0, no_gpu: true, queued: Mutex::default(), evaluated: Mutex::new(Vec::new()) }
     }
 
     /// Every `(label, kernel)` evaluated so far, in call order.
@@ -138,7 +157,20 @@ impl TuningBackend for FakeBackend {
         self.evaluated.lock().unwrap_or_else(|p| p.into_inner()).push((label.to_string(), kernel.clone()));
         let total = kernel.space_size();
         progress.update(label, total, total);
-        Ok(self.outcome_of(kernel))
+        let queued = self.queued.lock().unwrap_or_else(|p| p.into_inner()).pop_front();
+        Ok(match queued {
+            Some(Outcome::Verified { time_ms, noise_ms, configs_tried, configs_failed, percent_of_peak, .. }) => {
+                // The queued time stands for the best configuration: report the kernel's own parameters.
+                let best_params = kernel
+                    .parameters
+                    .iter()
+                    .map(|p| (p.name.clone(), p.values.first().copied().unwrap_or_default()))
+                    .collect();
+                Outcome::Verified { time_ms, noise_ms, best_params, configs_tried, configs_failed, percent_of_peak }
+            }
+            Some(other) => other,
+            None => self.outcome_of(kernel),
+        })
     }
 }
 

@@ -166,3 +166,57 @@ impl kt_graph::Node<Stage3State> for OnePromptStep {
         })))
     }
 }
+
+/// Diagram formats of [`export_graph`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GraphFormat {
+    Mermaid,
+    Dot,
+}
+
+/// The diagram of a strategy's graph. The shape depends only on the strategy, and no node runs here, so the
+/// nodes are built around a minimal kernel rather than a user's.
+pub fn export_graph(strategy: crate::strategy::Strategy, format: GraphFormat) -> Result<String, PipelineError> {
+    const SHAPE_ONLY: &str = "extern \"C\" __global__ void kernel(float* out, int n) {}\n";
+    let parsed = kt_cuda::parse(SHAPE_ONLY)?;
+    let signature = parsed.select_kernel(None)?.clone();
+    let info = crate::KernelInfo {
+        name: signature.name.clone(),
+        parameters: signature.params.iter().map(|p| p.name.clone()).collect(),
+        description: String::new(),
+        problem_size: vec![crate::ProblemDimension { expression: "n".into() }],
+        outputs: vec!["out".into()],
+        inputs_and_outputs: Vec::new(),
+        default_block: [256, 1, 1],
+    };
+    let facts = super::context::KernelFacts { info, signature, source: SHAPE_ONLY.into() };
+    let prompts = Arc::new(crate::PromptLibrary::builtin()?);
+    let graph = build_graph(Arc::new(Stage3Context::new(strategy, facts, prompts)))?;
+    let opts = kt_graph::ExportOptions::default();
+    Ok(match format {
+        GraphFormat::Mermaid => graph.to_mermaid(&opts),
+        GraphFormat::Dot => graph.to_dot(&opts),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::strategy::load_strategy;
+
+    #[test]
+    fn every_strategy_compiles_to_a_graph_and_exports_its_routes() {
+        for name in ["one-prompt", "explicit", "autonomous"] {
+            let s = load_strategy(name, None).unwrap();
+            let mermaid = export_graph(s.clone(), GraphFormat::Mermaid).unwrap();
+            assert!(mermaid.starts_with("flowchart"), "{mermaid}");
+            assert!(mermaid.contains("n_apply") && mermaid.contains("fan-out"), "{name}: {mermaid}");
+            let dot = export_graph(s, GraphFormat::Dot).unwrap();
+            assert!(dot.contains("digraph"), "{dot}");
+        }
+        let auto = export_graph(load_strategy("autonomous", None).unwrap(), GraphFormat::Mermaid).unwrap();
+        for node in ["n_plan", "n_validate", "n_breakdown", "n_replan", "n_select", "n_finish"] {
+            assert!(auto.contains(node), "{node} missing:\n{auto}");
+        }
+    }
+}

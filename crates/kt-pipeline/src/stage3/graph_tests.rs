@@ -565,3 +565,50 @@ async fn without_an_llm_the_first_llm_node_says_how_to_configure_one() {
         .to_string();
     assert!(err.contains("--llm PROVIDER:MODEL") && err.contains("kt.toml"), "{err}");
 }
+
+/// The demo's scripted Stage 3 answers, as `kt transform ... --llm scripted:` reads them.
+fn demo_answers() -> Vec<(String, String)> {
+    #[derive(serde::Deserialize)]
+    struct Script {
+        answers: Vec<Entry>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Entry {
+        node: String,
+        text: String,
+    }
+    let text = include_str!("../../../../experiments/cassettes/matmul-autonomous.toml");
+    let script: Script = toml::from_str(text).unwrap();
+    script.answers.into_iter().filter(|a| a.node.starts_with("stage3.")).map(|a| (a.node, a.text)).collect()
+}
+
+#[tokio::test]
+async fn demo_script_passes_every_check_and_ends_after_one_useful_replan() {
+    let answers = demo_answers();
+    let borrowed: Vec<(&str, String)> = answers.iter().map(|(n, t)| (n.as_str(), t.clone())).collect();
+    let h = harness_with(
+        "autonomous",
+        StrategyOverrides { replan: Some(3), breakdown: None, candidates: None },
+        &borrowed,
+        FakeBackend::with_times(25.0, &[20.0, 15.0, 3.0]),
+    );
+    let s = run(&h).await.unwrap();
+    let got: Vec<StepStatus> = s.history.iter().map(|r| r.status).collect();
+    assert_eq!(
+        got,
+        [StepStatus::Accepted, StepStatus::Accepted, StepStatus::Accepted, StepStatus::Invalid],
+        "{:?}",
+        s.history
+    );
+    assert_eq!(s.replans_used, 2);
+    assert_eq!(best_time(&s), 3.0);
+    // Every rewrite reached the tuner as written: no refusal, no retry.
+    assert!(s.candidates.iter().all(|c| c.attempts == 1 && c.failure.is_none()));
+    let tiled = &h.backend.evaluated()[2].1;
+    assert_eq!(tiled.grid_divisors[0], vec!["block_size_x".to_string(), "tile_size_x".to_string()]);
+    assert_eq!(tiled.restrictions.len(), 6);
+    // The demo kernels parse cleanly (no tree-sitter syntax problems).
+    for (_, k) in h.backend.evaluated() {
+        kt_cuda::parse(&k.code).unwrap();
+    }
+}

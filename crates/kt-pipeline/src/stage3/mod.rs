@@ -23,9 +23,12 @@ mod prompt_vars;
 mod result;
 mod rewrite_check;
 mod state;
+mod transform;
 mod tunable_kernel;
 mod tuner_backend;
 
+#[cfg(test)]
+mod cassette_tests;
 #[cfg(test)]
 mod graph_tests;
 
@@ -39,11 +42,14 @@ pub use context::{KernelFacts, Stage3Context};
 pub use failure::FailureKind;
 pub use fake_backend::FakeBackend;
 pub use feedback::failure_feedback;
-pub use graph::{build_graph, node};
+pub use graph::{GraphFormat, build_graph, export_graph, node};
 pub use result::{LlmTotals, RunResult, StepSummary, WallTimes, build_result, llm_totals, report_markdown, write_result};
 pub use rewrite_check::{MAX_SPACE_SIZE, check_restrictions, check_rewrite, code_of, normalize_names};
 pub use state::{
     CandidateOutcome, CurrentStep, LlmCallRecord, PlannedStep, Stage3State, Stage3Update, StepRecord, StepStatus,
+};
+pub use transform::{
+    BackendFactory, BackendInputs, EventSink, Stage3Settings, TransformOutcome, resume, transform, tuner_backend,
 };
 pub use tuner_backend::{TunerBackend, TunerBackendConfig};
 pub use tunable_kernel::{BLOCK_SIZE_NAMES, KernelVersion, TunableKernel, default_grid_divisors};

@@ -71,6 +71,8 @@ def report_exception(exc, during):
             fail("network_denied", traceback=tb)
         if code in (errno.EACCES, errno.EPERM, errno.EROFS):
             fail("permission_denied", path=getattr(exc, "filename", None) or "", traceback=tb)
+    if isinstance(exc, RuntimeError) and "can't start new thread" in str(exc):
+        fail("limit", which="processes", traceback=tb)
     if isinstance(exc, SystemExit):
         fail("raised", exception="SystemExit", traceback="the generator called sys.exit(%r) %s" % (exc.code, during))
     fail("raised", exception=type(exc).__name__, traceback=tb)

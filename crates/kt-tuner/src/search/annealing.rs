@@ -16,7 +16,11 @@ pub struct Annealing {
 
 impl Annealing {
     pub fn new(rng: StdRng) -> Self {
-        Annealing { rng, current: None, temperature: 1.0 }
+        Annealing {
+            rng,
+            current: None,
+            temperature: 1.0,
+        }
     }
 }
 
@@ -61,6 +65,8 @@ impl SearchStrategy for Annealing {
                 return Vec::new();
             }
         }
-        random_unevaluated(&mut self.rng, space, history).into_iter().collect()
+        random_unevaluated(&mut self.rng, space, history)
+            .into_iter()
+            .collect()
     }
 }

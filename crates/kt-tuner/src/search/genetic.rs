@@ -20,19 +20,37 @@ pub struct Genetic {
 
 impl Genetic {
     pub fn new(rng: StdRng) -> Self {
-        Genetic { rng, population: Vec::new(), lookup: None }
+        Genetic {
+            rng,
+            population: Vec::new(),
+            lookup: None,
+        }
     }
 
     fn tournament(&mut self, history: &History) -> usize {
         let a = self.population[self.rng.random_range(0..self.population.len())];
         let b = self.population[self.rng.random_range(0..self.population.len())];
-        if history.get(a).unwrap_or(f64::INFINITY) <= history.get(b).unwrap_or(f64::INFINITY) { a } else { b }
+        if history.get(a).unwrap_or(f64::INFINITY) <= history.get(b).unwrap_or(f64::INFINITY) {
+            a
+        } else {
+            b
+        }
     }
 }
 
 impl SearchStrategy for Genetic {
     fn next_batch(&mut self, space: &SearchSpace, history: &History) -> Vec<usize> {
-        let lookup = self.lookup.get_or_insert_with(|| space.configs.iter().enumerate().map(|(i, c)| (c.clone(), i)).collect()).clone();
+        let lookup = self
+            .lookup
+            .get_or_insert_with(|| {
+                space
+                    .configs
+                    .iter()
+                    .enumerate()
+                    .map(|(i, c)| (c.clone(), i))
+                    .collect()
+            })
+            .clone();
         if self.population.is_empty() {
             let mut batch = Vec::new();
             for _ in 0..POPULATION {
@@ -48,7 +66,12 @@ impl SearchStrategy for Genetic {
             return batch;
         }
         // survivors: the best of the population and of last generation's children
-        self.population.sort_by(|a, b| history.get(*a).unwrap_or(f64::INFINITY).total_cmp(&history.get(*b).unwrap_or(f64::INFINITY)));
+        self.population.sort_by(|a, b| {
+            history
+                .get(*a)
+                .unwrap_or(f64::INFINITY)
+                .total_cmp(&history.get(*b).unwrap_or(f64::INFINITY))
+        });
         self.population.dedup();
         self.population.truncate(POPULATION);
         let mut children = Vec::new();
@@ -58,7 +81,17 @@ impl SearchStrategy for Genetic {
             }
             let (pa, pb) = (self.tournament(history), self.tournament(history));
             let (a, b) = (&space.configs[pa], &space.configs[pb]);
-            let mut child: Vec<(String, i64)> = a.0.iter().zip(&b.0).map(|(x, y)| if self.rng.random::<bool>() { x.clone() } else { y.clone() }).collect();
+            let mut child: Vec<(String, i64)> =
+                a.0.iter()
+                    .zip(&b.0)
+                    .map(|(x, y)| {
+                        if self.rng.random::<bool>() {
+                            x.clone()
+                        } else {
+                            y.clone()
+                        }
+                    })
+                    .collect();
             let mut found = None;
             for _ in 0..8 {
                 if self.rng.random::<f64>() < 0.5 || found.is_none() {

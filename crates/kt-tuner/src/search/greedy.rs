@@ -26,12 +26,19 @@ impl SearchStrategy for Greedy {
                 return start.into_iter().collect();
             };
             let neighbours = space.neighbours(&space.configs[cur]);
-            let open: Vec<usize> = neighbours.iter().copied().filter(|i| !history.contains(*i)).collect();
+            let open: Vec<usize> = neighbours
+                .iter()
+                .copied()
+                .filter(|i| !history.contains(*i))
+                .collect();
             if !open.is_empty() {
                 return open;
             }
             let here = history.get(cur).unwrap_or(f64::INFINITY);
-            let best = neighbours.iter().map(|&i| (i, history.get(i).unwrap_or(f64::INFINITY))).min_by(|a, b| a.1.total_cmp(&b.1));
+            let best = neighbours
+                .iter()
+                .map(|&i| (i, history.get(i).unwrap_or(f64::INFINITY)))
+                .min_by(|a, b| a.1.total_cmp(&b.1));
             match best {
                 Some((i, v)) if v < here => self.current = Some(i),
                 _ => self.current = None, // local optimum: restart

@@ -40,7 +40,11 @@ impl History {
     }
 
     pub fn best(&self) -> Option<(usize, f64)> {
-        self.order.iter().map(|&i| (i, self.objective[&i])).filter(|(_, v)| v.is_finite()).min_by(|a, b| a.1.total_cmp(&b.1))
+        self.order
+            .iter()
+            .map(|&i| (i, self.objective[&i]))
+            .filter(|(_, v)| v.is_finite())
+            .min_by(|a, b| a.1.total_cmp(&b.1))
     }
 }
 
@@ -92,14 +96,22 @@ pub struct Limits {
 }
 
 /// Runs a strategy to the end or to the limits. `evaluate` gets a batch and returns one objective per entry.
-pub fn drive(strategy: &mut dyn SearchStrategy, space: &SearchSpace, limits: Limits, history: &mut History, mut evaluate: impl FnMut(&[usize]) -> Vec<f64>) {
+pub fn drive(
+    strategy: &mut dyn SearchStrategy,
+    space: &SearchSpace,
+    limits: Limits,
+    history: &mut History,
+    mut evaluate: impl FnMut(&[usize]) -> Vec<f64>,
+) {
     let start = Instant::now();
     let mut idle_rounds = 0;
     loop {
         if limits.time_limit.is_some_and(|t| start.elapsed() >= t) {
             return;
         }
-        let remaining = limits.max_evals.map(|m| m.saturating_sub(history.order.len()));
+        let remaining = limits
+            .max_evals
+            .map(|m| m.saturating_sub(history.order.len()));
         if remaining == Some(0) {
             return;
         }
@@ -129,10 +141,18 @@ pub fn drive(strategy: &mut dyn SearchStrategy, space: &SearchSpace, limits: Lim
 }
 
 /// A uniformly random configuration not yet evaluated.
-pub(crate) fn random_unevaluated(rng: &mut StdRng, space: &SearchSpace, history: &History) -> Option<usize> {
+pub(crate) fn random_unevaluated(
+    rng: &mut StdRng,
+    space: &SearchSpace,
+    history: &History,
+) -> Option<usize> {
     use rand::RngExt;
     let open: Vec<usize> = (0..space.len()).filter(|i| !history.contains(*i)).collect();
-    if open.is_empty() { None } else { Some(open[rng.random_range(0..open.len())]) }
+    if open.is_empty() {
+        None
+    } else {
+        Some(open[rng.random_range(0..open.len())])
+    }
 }
 
 #[cfg(test)]
@@ -144,12 +164,22 @@ mod tests {
     /// A bowl with its minimum at (13, 7); configurations with x == 5 "fail".
     fn synthetic() -> (SearchSpace, impl Fn(usize) -> f64 + Clone) {
         let params = vec![TunableParam::new("x", 0..20), TunableParam::new("y", 0..20)];
-        let space = SearchSpace::build(&params, &[Restriction::Expr("x + y != 39".into())], &Bindings::new(), None).unwrap();
+        let space = SearchSpace::build(
+            &params,
+            &[Restriction::Expr("x + y != 39".into())],
+            &Bindings::new(),
+            None,
+        )
+        .unwrap();
         let s2 = space.clone();
         let cost = move |i: usize| {
             let c = &s2.configs[i];
             let (x, y) = (c.get("x").unwrap() as f64, c.get("y").unwrap() as f64);
-            if x == 5.0 { f64::INFINITY } else { (x - 13.0).powi(2) + (y - 7.0).powi(2) + 1.0 }
+            if x == 5.0 {
+                f64::INFINITY
+            } else {
+                (x - 13.0).powi(2) + (y - 7.0).powi(2) + 1.0
+            }
         };
         (space, cost)
     }
@@ -158,7 +188,16 @@ mod tests {
         let (space, cost) = synthetic();
         let mut h = History::default();
         let mut s = strategy.build(seed);
-        drive(s.as_mut(), &space, Limits { max_evals, time_limit: None }, &mut h, |b| b.iter().map(|&i| cost(i)).collect());
+        drive(
+            s.as_mut(),
+            &space,
+            Limits {
+                max_evals,
+                time_limit: None,
+            },
+            &mut h,
+            |b| b.iter().map(|&i| cost(i)).collect(),
+        );
         (h, space)
     }
 
@@ -171,7 +210,13 @@ mod tests {
 
     #[test]
     fn max_evals_is_respected_by_every_strategy() {
-        for s in [Strategy::BruteForce, Strategy::Random, Strategy::Greedy, Strategy::Annealing, Strategy::Genetic] {
+        for s in [
+            Strategy::BruteForce,
+            Strategy::Random,
+            Strategy::Greedy,
+            Strategy::Annealing,
+            Strategy::Genetic,
+        ] {
             let (h, _) = run(s, 1, Some(37));
             assert!(h.order.len() <= 37, "{s:?} evaluated {}", h.order.len());
             assert!(!h.order.is_empty());
@@ -188,7 +233,10 @@ mod tests {
                     found += 1;
                 }
             }
-            assert!(found >= 4, "{s:?} found the minimum in only {found} of 5 seeds");
+            assert!(
+                found >= 4,
+                "{s:?} found the minimum in only {found} of 5 seeds"
+            );
         }
     }
 

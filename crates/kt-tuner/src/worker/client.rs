@@ -23,7 +23,11 @@ pub enum WorkerFailure {
 impl std::fmt::Display for WorkerFailure {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            WorkerFailure::Timeout { after } => write!(f, "no reply within {:.1} s (hung kernel?); worker killed", after.as_secs_f64()),
+            WorkerFailure::Timeout { after } => write!(
+                f,
+                "no reply within {:.1} s (hung kernel?); worker killed",
+                after.as_secs_f64()
+            ),
             WorkerFailure::Died { detail } => write!(f, "worker died: {detail}"),
             WorkerFailure::Garbage { detail } => write!(f, "worker sent a garbled reply: {detail}"),
         }
@@ -39,7 +43,10 @@ pub struct WorkerClient {
 impl WorkerClient {
     pub fn start(cmd: &WorkerCommand) -> Result<Self, TunerError> {
         let process = WorkerProcess::spawn(cmd)?;
-        let mut reader = process.replies.try_clone().map_err(|e| TunerError::Worker(e.to_string()))?;
+        let mut reader = process
+            .replies
+            .try_clone()
+            .map_err(|e| TunerError::Worker(e.to_string()))?;
         let (tx, replies) = channel();
         // A reader thread turns the blocking pipe into a channel, so waiting can have a deadline.
         std::thread::spawn(move || {
@@ -51,7 +58,11 @@ impl WorkerClient {
                 }
             }
         });
-        Ok(WorkerClient { process, replies, dead: false })
+        Ok(WorkerClient {
+            process,
+            replies,
+            dead: false,
+        })
     }
 
     pub fn is_dead(&self) -> bool {
@@ -59,7 +70,12 @@ impl WorkerClient {
     }
 
     /// Sends a request and waits at most `timeout` for its reply.
-    pub fn request(&mut self, req: &Request, payload: &[u8], timeout: Duration) -> Result<(Reply, Vec<u8>), WorkerFailure> {
+    pub fn request(
+        &mut self,
+        req: &Request,
+        payload: &[u8],
+        timeout: Duration,
+    ) -> Result<(Reply, Vec<u8>), WorkerFailure> {
         self.send(req, payload)?;
         self.wait(timeout)
     }
@@ -67,7 +83,9 @@ impl WorkerClient {
     /// Sends a request without waiting, so the parent can work while the worker does (context creation).
     pub fn send(&mut self, req: &Request, payload: &[u8]) -> Result<(), WorkerFailure> {
         if self.dead {
-            return Err(WorkerFailure::Died { detail: "worker already stopped".into() });
+            return Err(WorkerFailure::Died {
+                detail: "worker already stopped".into(),
+            });
         }
         if let Err(e) = write_frame(&mut self.process.stdin, req, payload) {
             return Err(self.fail_died(format!("cannot send request: {e}")));
@@ -78,14 +96,20 @@ impl WorkerClient {
     /// Waits at most `timeout` for the reply to the oldest request not yet answered.
     pub fn wait(&mut self, timeout: Duration) -> Result<(Reply, Vec<u8>), WorkerFailure> {
         if self.dead {
-            return Err(WorkerFailure::Died { detail: "worker already stopped".into() });
+            return Err(WorkerFailure::Died {
+                detail: "worker already stopped".into(),
+            });
         }
         match self.replies.recv_timeout(timeout) {
             Ok(Ok(frame)) => Ok(frame),
-            Ok(Err(e)) if e.kind() == std::io::ErrorKind::UnexpectedEof => Err(self.fail_died(String::new())),
+            Ok(Err(e)) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
+                Err(self.fail_died(String::new()))
+            }
             Ok(Err(e)) => {
                 self.kill();
-                Err(WorkerFailure::Garbage { detail: e.to_string() })
+                Err(WorkerFailure::Garbage {
+                    detail: e.to_string(),
+                })
             }
             Err(RecvTimeoutError::Timeout) => {
                 self.kill();

@@ -37,7 +37,15 @@ impl Fake {
                 }),
                 false,
             ),
-            Request::Load { .. } => (Reply::Loaded(FunctionInfo { registers: 8, local_bytes: 0, static_shared_bytes: 0, max_threads_per_block: 1024 }), false),
+            Request::Load { .. } => (
+                Reply::Loaded(FunctionInfo {
+                    registers: 8,
+                    local_bytes: 0,
+                    static_shared_bytes: 0,
+                    max_threads_per_block: 1024,
+                }),
+                false,
+            ),
             Request::Run { run } | Request::Reference { run } => match self.mode.as_str() {
                 "hang" => loop {
                     std::thread::sleep(std::time::Duration::from_secs(3600));
@@ -54,7 +62,17 @@ impl Fake {
                 }
                 _ => {
                     let t = (run.dims.block[0] as f64 - 64.0).abs() / 64.0 + 1.0;
-                    (Reply::Ran(RunOutcome { status: RunStatus::Ok, outputs: vec![], inputs_modified: vec![], timing: TimingStats::from_samples(&[t, t, t]), occupancy: Some(1.0), accumulating_outputs: vec![] }), false)
+                    (
+                        Reply::Ran(RunOutcome {
+                            status: RunStatus::Ok,
+                            outputs: vec![],
+                            inputs_modified: vec![],
+                            timing: TimingStats::from_samples(&[t, t, t]),
+                            occupancy: Some(1.0),
+                            accumulating_outputs: vec![],
+                        }),
+                        false,
+                    )
                 }
             },
             Request::MeasureBandwidth { .. } => (Reply::Bandwidth { gbps: 1000.0 }, false),

@@ -14,11 +14,15 @@ use cudarc::driver::sys::{self, CUdevice_attribute as A, CUfunction_attribute as
 use cudarc::driver::{CudaContext, DriverError, result};
 
 use crate::args::{ArrayArg, ArraySource, Distribution, KernelTest};
-use crate::device_kernels::{self as dk, CMP_FIRST, CMP_MAX_ABS, CMP_MAX_REL, CMP_MISMATCHES, CMP_POISON, CMP_WORDS};
+use crate::device_kernels::{
+    self as dk, CMP_FIRST, CMP_MAX_ABS, CMP_MAX_REL, CMP_MISMATCHES, CMP_POISON, CMP_WORDS,
+};
 use crate::dtype::DType;
 use crate::measure::{TimingPolicy, TimingStats};
 use crate::verify::{Mismatch, OutputReport, Tolerance, poison_bits};
-use crate::worker::protocol::{DeviceInfo, FunctionInfo, LaunchArg, Reply, Request, RunOutcome, RunRequest, RunStatus};
+use crate::worker::protocol::{
+    DeviceInfo, FunctionInfo, LaunchArg, Reply, Request, RunOutcome, RunRequest, RunStatus,
+};
 
 type Ptr = sys::CUdeviceptr;
 
@@ -33,7 +37,17 @@ struct DevArray {
 
 /// A snapshot of one array for a run: name, working, pristine and expected pointers, dtype, elements,
 /// is-output, poisonable, tolerance.
-type ArrayView = (String, Ptr, Ptr, Option<Ptr>, DType, u64, bool, bool, Tolerance);
+type ArrayView = (
+    String,
+    Ptr,
+    Ptr,
+    Option<Ptr>,
+    DType,
+    u64,
+    bool,
+    bool,
+    Tolerance,
+);
 
 struct DevTest {
     arrays: Vec<DevArray>,
@@ -49,7 +63,8 @@ struct Loaded {
 pub struct GpuWorker {
     ctx: Option<Arc<CudaContext>>,
     info: Option<DeviceInfo>,
-    util: Option<sys::CUmodule>,
+    /// kt's own modules, newest last (each covers the dtypes of the tests that needed it).
+    util: Vec<sys::CUmodule>,
     util_funcs: HashMap<String, sys::CUfunction>,
     tests: HashMap<String, DevTest>,
     modules: HashMap<String, Loaded>,
@@ -66,7 +81,10 @@ fn cuda(context: &str, e: DriverError) -> String {
 fn is_config_error(e: &DriverError) -> bool {
     matches!(
         e.0,
-        CUresult::CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES | CUresult::CUDA_ERROR_INVALID_VALUE | CUresult::CUDA_ERROR_INVALID_HANDLE | CUresult::CUDA_ERROR_NOT_SUPPORTED
+        CUresult::CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES
+            | CUresult::CUDA_ERROR_INVALID_VALUE
+            | CUresult::CUDA_ERROR_INVALID_HANDLE
+            | CUresult::CUDA_ERROR_NOT_SUPPORTED
     )
 }
 
@@ -84,11 +102,25 @@ impl GpuWorker {
     }
 
     fn handle(&mut self, req: Request, payload: Vec<u8>) -> (Reply, bool) {
-        let err = |message: String| (Reply::Error { message, fatal: false }, false);
+        let err = |message: String| {
+            (
+                Reply::Error {
+                    message,
+                    fatal: false,
+                },
+                false,
+            )
+        };
         match req {
             Request::Hello { ordinal } => match self.hello(ordinal) {
                 Ok(info) => (Reply::Hello(info), false),
-                Err(m) => (Reply::Error { message: m, fatal: true }, true),
+                Err(m) => (
+                    Reply::Error {
+                        message: m,
+                        fatal: true,
+                    },
+                    true,
+                ),
             },
             Request::LoadUtilities => match self.load_utilities(&payload) {
                 Ok(()) => (Reply::Done { ms: 0.0 }, false),
@@ -97,11 +129,20 @@ impl GpuWorker {
             Request::Upload { test } => {
                 let t = Instant::now();
                 match self.upload(test) {
-                    Ok(()) => (Reply::Done { ms: t.elapsed().as_secs_f64() * 1e3 }, false),
+                    Ok(()) => (
+                        Reply::Done {
+                            ms: t.elapsed().as_secs_f64() * 1e3,
+                        },
+                        false,
+                    ),
                     Err(m) => err(m),
                 }
             }
-            Request::Load { key, kernel, dynamic_shared } => match self.load(key, &kernel, dynamic_shared, &payload) {
+            Request::Load {
+                key,
+                kernel,
+                dynamic_shared,
+            } => match self.load(key, &kernel, dynamic_shared, &payload) {
                 Ok(info) => (Reply::Loaded(info), false),
                 Err(m) => (Reply::LoadFailed(m), false),
             },
@@ -126,7 +167,14 @@ impl GpuWorker {
         let uuid = ctx.uuid().map_err(|e| cuda("device uuid", e))?;
         let b: Vec<u8> = uuid.bytes.iter().map(|&c| c as u8).collect();
         let hex: String = b.iter().map(|x| format!("{x:02x}")).collect();
-        let uuid = format!("GPU-{}-{}-{}-{}-{}", &hex[0..8], &hex[8..12], &hex[12..16], &hex[16..20], &hex[20..32]);
+        let uuid = format!(
+            "GPU-{}-{}-{}-{}-{}",
+            &hex[0..8],
+            &hex[8..12],
+            &hex[12..16],
+            &hex[16..20],
+            &hex[20..32]
+        );
         let mut driver_version = 0;
         // SAFETY: writes one int.
         let _ = unsafe { sys::cuDriverGetVersion(&mut driver_version) };
@@ -134,12 +182,16 @@ impl GpuWorker {
             ordinal,
             name: ctx.name().map_err(|e| cuda("device name", e))?,
             uuid,
-            compute_capability: ctx.compute_capability().map_err(|e| cuda("compute capability", e))?,
+            compute_capability: ctx
+                .compute_capability()
+                .map_err(|e| cuda("compute capability", e))?,
             sm_count: a(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?,
             max_threads_per_block: a(A::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK)?,
             max_threads_per_sm: a(A::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR)?,
             max_shared_per_block: a(A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK)?,
-            max_shared_per_block_optin: a(A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)?,
+            max_shared_per_block_optin: a(
+                A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+            )?,
             registers_per_block: a(A::CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK)?,
             l2_bytes: a(A::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)?,
             total_memory: ctx.total_mem().map_err(|e| cuda("total memory", e))?,
@@ -147,13 +199,19 @@ impl GpuWorker {
             context_ms: 0.0,
         };
         // Events with default flags: the `None` flags of some helpers disable timing.
-        let e0 = result::event::create(sys::CUevent_flags::CU_EVENT_DEFAULT).map_err(|e| cuda("event", e))?;
-        let e1 = result::event::create(sys::CUevent_flags::CU_EVENT_DEFAULT).map_err(|e| cuda("event", e))?;
+        let e0 = result::event::create(sys::CUevent_flags::CU_EVENT_DEFAULT)
+            .map_err(|e| cuda("event", e))?;
+        let e1 = result::event::create(sys::CUevent_flags::CU_EVENT_DEFAULT)
+            .map_err(|e| cuda("event", e))?;
         self.events = Some((e0, e1));
         // SAFETY: plain allocation in the current context.
-        self.cmp = unsafe { result::malloc_sync(CMP_WORDS * 8) }.map_err(|e| cuda("allocating the compare buffer", e))?;
+        self.cmp = unsafe { result::malloc_sync(CMP_WORDS * 8) }
+            .map_err(|e| cuda("allocating the compare buffer", e))?;
         self.ctx = Some(ctx);
-        let info = DeviceInfo { context_ms: t.elapsed().as_secs_f64() * 1e3, ..info };
+        let info = DeviceInfo {
+            context_ms: t.elapsed().as_secs_f64() * 1e3,
+            ..info
+        };
         self.info = Some(info.clone());
         Ok(info)
     }
@@ -162,8 +220,9 @@ impl GpuWorker {
         let mut image = cubin.to_vec();
         image.push(0);
         // SAFETY: a CUBIN image produced by NVRTC for this device.
-        let m = unsafe { result::module::load_data(image.as_ptr() as *const c_void) }.map_err(|e| cuda("loading kt's utility kernels", e))?;
-        self.util = Some(m);
+        let m = unsafe { result::module::load_data(image.as_ptr() as *const c_void) }
+            .map_err(|e| cuda("loading kt's utility kernels", e))?;
+        self.util.push(m);
         Ok(())
     }
 
@@ -171,12 +230,15 @@ impl GpuWorker {
         if let Some(f) = self.util_funcs.get(name) {
             return Ok(*f);
         }
-        let m = self.util.ok_or("utility kernels not loaded")?;
         let c = CString::new(name).map_err(|e| e.to_string())?;
-        // SAFETY: module is loaded.
-        let f = unsafe { result::module::get_function(m, c) }.map_err(|e| cuda(name, e))?;
-        self.util_funcs.insert(name.to_string(), f);
-        Ok(f)
+        for m in self.util.iter().rev() {
+            // SAFETY: module is loaded.
+            if let Ok(f) = unsafe { result::module::get_function(*m, c.clone()) } {
+                self.util_funcs.insert(name.to_string(), f);
+                return Ok(f);
+            }
+        }
+        Err(format!("utility kernel {name} not loaded"))
     }
 
     /// Launches a utility kernel over `n` elements with a grid-stride loop.
@@ -184,12 +246,22 @@ impl GpuWorker {
         let f = self.util_fn(name)?;
         let sms = self.info.as_ref().map(|i| i.sm_count).unwrap_or(80).max(1) as u64;
         let blocks = n.div_ceil(256).clamp(1, sms * 16) as u32;
-        let mut ptrs: Vec<*mut c_void> = params.iter_mut().map(|p| p.as_mut_ptr() as *mut c_void).collect();
+        let mut ptrs: Vec<*mut c_void> = params
+            .iter_mut()
+            .map(|p| p.as_mut_ptr() as *mut c_void)
+            .collect();
         // SAFETY: parameters match the utility kernel's signature (built by the callers below).
-        unsafe { result::launch_kernel(f, (blocks, 1, 1), (256, 1, 1), 0, STREAM, &mut ptrs) }.map_err(|e| cuda(name, e))
+        unsafe { result::launch_kernel(f, (blocks, 1, 1), (256, 1, 1), 0, STREAM, &mut ptrs) }
+            .map_err(|e| cuda(name, e))
     }
 
-    fn fill(&mut self, ptr: Ptr, a: &ArrayArg, dist: &Distribution, seed: u64) -> Result<(), String> {
+    fn fill(
+        &mut self,
+        ptr: Ptr,
+        a: &ArrayArg,
+        dist: &Distribution,
+        seed: u64,
+    ) -> Result<(), String> {
         let (code, x, y) = match dist {
             Distribution::Randn => (dk::DIST_RANDN, 0.0, 0.0),
             Distribution::Rand => (dk::DIST_RAND, 0.0, 0.0),
@@ -197,20 +269,44 @@ impl GpuWorker {
             Distribution::Ones => (dk::DIST_CONST, 1.0, 0.0),
             Distribution::RandInt { lo, hi } => (dk::DIST_RANDINT, *lo as f64, *hi as f64),
         };
-        let mut p = vec![ptr.to_le_bytes().to_vec(), a.elements.to_le_bytes().to_vec(), code.to_le_bytes().to_vec(), x.to_le_bytes().to_vec(), y.to_le_bytes().to_vec(), seed.to_le_bytes().to_vec()];
-        self.util_launch(&format!("kt_fill_{}", dk::suffix(a.dtype)), a.elements, &mut p)
+        let mut p = vec![
+            ptr.to_le_bytes().to_vec(),
+            a.elements.to_le_bytes().to_vec(),
+            code.to_le_bytes().to_vec(),
+            x.to_le_bytes().to_vec(),
+            y.to_le_bytes().to_vec(),
+            seed.to_le_bytes().to_vec(),
+        ];
+        self.util_launch(
+            &format!("kt_fill_{}", dk::suffix(a.dtype)),
+            a.elements,
+            &mut p,
+        )
     }
 
     fn poison(&mut self, ptr: Ptr, dtype: DType, n: u64) -> Result<(), String> {
-        let mut p = vec![ptr.to_le_bytes().to_vec(), n.to_le_bytes().to_vec(), poison_bits(dtype).to_le_bytes().to_vec()];
+        let mut p = vec![
+            ptr.to_le_bytes().to_vec(),
+            n.to_le_bytes().to_vec(),
+            poison_bits(dtype).to_le_bytes().to_vec(),
+        ];
         self.util_launch(&format!("kt_poison_{}", dk::suffix(dtype)), n, &mut p)
     }
 
     /// Compares on the GPU; copies back only the five result words and, on mismatch, two elements.
-    fn compare(&mut self, name: &str, got: Ptr, expected: Ptr, dtype: DType, n: u64, tol: Tolerance) -> Result<OutputReport, String> {
+    fn compare(
+        &mut self,
+        name: &str,
+        got: Ptr,
+        expected: Ptr,
+        dtype: DType,
+        n: u64,
+        tol: Tolerance,
+    ) -> Result<OutputReport, String> {
         let init: [u64; CMP_WORDS] = [0, u64::MAX, 0, 0, 0];
         // SAFETY: cmp holds CMP_WORDS u64.
-        unsafe { result::memcpy_htod_sync(self.cmp, &init) }.map_err(|e| cuda("compare init", e))?;
+        unsafe { result::memcpy_htod_sync(self.cmp, &init) }
+            .map_err(|e| cuda("compare init", e))?;
         let mut p = vec![
             got.to_le_bytes().to_vec(),
             expected.to_le_bytes().to_vec(),
@@ -223,7 +319,8 @@ impl GpuWorker {
         self.util_launch(&format!("kt_compare_{}", dk::suffix(dtype)), n, &mut p)?;
         let mut out = [0u64; CMP_WORDS];
         // SAFETY: synchronous copy of CMP_WORDS u64.
-        unsafe { result::memcpy_dtoh_sync(&mut out, self.cmp) }.map_err(|e| cuda("compare result", e))?;
+        unsafe { result::memcpy_dtoh_sync(&mut out, self.cmp) }
+            .map_err(|e| cuda("compare result", e))?;
         let mut r = OutputReport {
             name: name.to_string(),
             elements: n,
@@ -238,7 +335,12 @@ impl GpuWorker {
             let i = out[CMP_FIRST];
             let g = self.element(got, dtype, i)?;
             let e = self.element(expected, dtype, i)?;
-            r.first_mismatch = Some(Mismatch { index: i, expected: e.0, got: g.0, never_written: g.1 });
+            r.first_mismatch = Some(Mismatch {
+                index: i,
+                expected: e.0,
+                got: g.0,
+                never_written: g.1,
+            });
         }
         Ok(r)
     }
@@ -248,7 +350,8 @@ impl GpuWorker {
         let size = dtype.size();
         let mut b = [0u8; 8];
         // SAFETY: index is inside the array (the compare kernel found it there).
-        unsafe { result::memcpy_dtoh_sync(&mut b[..size], ptr + i * size as u64) }.map_err(|e| cuda("reading an element", e))?;
+        unsafe { result::memcpy_dtoh_sync(&mut b[..size], ptr + i * size as u64) }
+            .map_err(|e| cuda("reading an element", e))?;
         let bits = u64::from_le_bytes(b);
         let v = match dtype {
             DType::Float16 => half_to_f64(bits as u16),
@@ -266,10 +369,17 @@ impl GpuWorker {
     fn upload_source(&mut self, ptr: Ptr, a: &ArrayArg, src: &ArraySource) -> Result<(), String> {
         match src {
             ArraySource::Npy { path, offset } => {
-                let mut f = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
-                f.seek(SeekFrom::Start(*offset)).map_err(|e| format!("{}: {e}", path.display()))?;
+                let mut f =
+                    std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+                f.seek(SeekFrom::Start(*offset))
+                    .map_err(|e| format!("{}: {e}", path.display()))?;
                 let mut buf = vec![0u8; a.bytes() as usize];
-                f.read_exact(&mut buf).map_err(|e| format!("{}: {e} (file shorter than its header says?)", path.display()))?;
+                f.read_exact(&mut buf).map_err(|e| {
+                    format!(
+                        "{}: {e} (file shorter than its header says?)",
+                        path.display()
+                    )
+                })?;
                 // SAFETY: ptr holds a.bytes() bytes.
                 unsafe { result::memcpy_htod_sync(ptr, &buf) }.map_err(|e| cuda("uploading", e))
             }
@@ -280,7 +390,10 @@ impl GpuWorker {
     fn free_test(&mut self, id: &str) {
         if let Some(t) = self.tests.remove(id) {
             for a in t.arrays {
-                for p in [Some(a.work), Some(a.pristine), a.expected].into_iter().flatten() {
+                for p in [Some(a.work), Some(a.pristine), a.expected]
+                    .into_iter()
+                    .flatten()
+                {
                     // SAFETY: allocated by malloc_sync and freed once.
                     let _ = unsafe { result::free_sync(p) };
                 }
@@ -294,46 +407,93 @@ impl GpuWorker {
         for a in test.arrays() {
             let bytes = (a.bytes() as usize).max(1);
             // SAFETY: plain allocations.
-            let work = unsafe { result::malloc_sync(bytes) }.map_err(|e| cuda(&format!("allocating {} ({} bytes)", a.name, bytes), e))?;
-            let pristine = unsafe { result::malloc_sync(bytes) }.map_err(|e| cuda(&format!("allocating {} ({} bytes)", a.name, bytes), e))?;
-            let mut d = DevArray { meta: a.clone(), work, pristine, expected: None, poison: false };
+            let work = unsafe { result::malloc_sync(bytes) }
+                .map_err(|e| cuda(&format!("allocating {} ({} bytes)", a.name, bytes), e))?;
+            let pristine = unsafe { result::malloc_sync(bytes) }
+                .map_err(|e| cuda(&format!("allocating {} ({} bytes)", a.name, bytes), e))?;
+            let mut d = DevArray {
+                meta: a.clone(),
+                work,
+                pristine,
+                expected: None,
+                poison: false,
+            };
             self.upload_source(pristine, a, &a.source)?;
             if let Some(exp) = &a.expected {
-                let e = unsafe { result::malloc_sync(bytes) }.map_err(|e| cuda("allocating expected", e))?;
+                let e = unsafe { result::malloc_sync(bytes) }
+                    .map_err(|e| cuda("allocating expected", e))?;
                 self.upload_source(e, a, exp)?;
                 d.expected = Some(e);
             }
             // SAFETY: both hold `bytes`.
-            unsafe { result::memcpy_dtod_sync(work, pristine, bytes) }.map_err(|e| cuda("copy", e))?;
+            unsafe { result::memcpy_dtod_sync(work, pristine, bytes) }
+                .map_err(|e| cuda("copy", e))?;
             arrays.push(d);
         }
         result::ctx::synchronize().map_err(|e| cuda("upload", e))?;
-        self.tests.insert(test.id.clone(), DevTest { arrays, tolerances: test.tolerances.into_iter().collect() });
+        self.tests.insert(
+            test.id.clone(),
+            DevTest {
+                arrays,
+                tolerances: test.tolerances.into_iter().collect(),
+            },
+        );
         Ok(())
     }
 
-    fn load(&mut self, key: String, kernel: &str, dynamic_shared: u32, cubin: &[u8]) -> Result<FunctionInfo, String> {
+    fn load(
+        &mut self,
+        key: String,
+        kernel: &str,
+        dynamic_shared: u32,
+        cubin: &[u8],
+    ) -> Result<FunctionInfo, String> {
         let func = match self.modules.get(&key) {
             Some(l) => l.func,
             None => {
                 let mut image = cubin.to_vec();
                 image.push(0);
                 // SAFETY: a CUBIN from NVRTC for this device's architecture.
-                let module = unsafe { result::module::load_data(image.as_ptr() as *const c_void) }.map_err(|e| cuda("loading the module", e))?;
+                let module = unsafe { result::module::load_data(image.as_ptr() as *const c_void) }
+                    .map_err(|e| cuda("loading the module", e))?;
                 let name = CString::new(kernel).map_err(|e| e.to_string())?;
                 // SAFETY: module just loaded.
-                let func = unsafe { result::module::get_function(module, name) }
-                    .map_err(|e| format!("{}; is the kernel `{kernel}` declared extern \"C\"?", cuda("finding the kernel", e)))?;
-                self.modules.insert(key.clone(), Loaded { _module: module, func });
+                let func = unsafe { result::module::get_function(module, name) }.map_err(|e| {
+                    format!(
+                        "{}; is the kernel `{kernel}` declared extern \"C\"?",
+                        cuda("finding the kernel", e)
+                    )
+                })?;
+                self.modules.insert(
+                    key.clone(),
+                    Loaded {
+                        _module: module,
+                        func,
+                    },
+                );
                 func
             }
         };
         // SAFETY: func is a loaded function.
-        let attr = |a| unsafe { result::function::get_function_attribute(func, a) }.map_err(|e| cuda("function attribute", e));
+        let attr = |a| {
+            unsafe { result::function::get_function_attribute(func, a) }
+                .map_err(|e| cuda("function attribute", e))
+        };
         if dynamic_shared > 48 * 1024 {
             // SAFETY: as above; raising the opt-in limit for dynamic shared memory above 48 KB.
-            unsafe { result::function::set_function_attribute(func, F::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, dynamic_shared as i32) }
-                .map_err(|e| cuda(&format!("allowing {dynamic_shared} bytes of dynamic shared memory"), e))?;
+            unsafe {
+                result::function::set_function_attribute(
+                    func,
+                    F::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                    dynamic_shared as i32,
+                )
+            }
+            .map_err(|e| {
+                cuda(
+                    &format!("allowing {dynamic_shared} bytes of dynamic shared memory"),
+                    e,
+                )
+            })?;
         }
         Ok(FunctionInfo {
             registers: attr(F::CU_FUNC_ATTRIBUTE_NUM_REGS)?,
@@ -344,23 +504,51 @@ impl GpuWorker {
     }
 
     /// Launches the kernel once and checks both the launch and the last error.
-    fn launch(&self, func: sys::CUfunction, r: &RunRequest, params: &mut [Vec<u8>], timed: bool) -> Result<f64, LaunchError> {
-        let mut ptrs: Vec<*mut c_void> = params.iter_mut().map(|p| p.as_mut_ptr() as *mut c_void).collect();
-        let (e0, e1) = self.events.ok_or_else(|| LaunchError::Crashed("no context".into()))?;
+    fn launch(
+        &self,
+        func: sys::CUfunction,
+        r: &RunRequest,
+        params: &mut [Vec<u8>],
+        timed: bool,
+    ) -> Result<f64, LaunchError> {
+        let mut ptrs: Vec<*mut c_void> = params
+            .iter_mut()
+            .map(|p| p.as_mut_ptr() as *mut c_void)
+            .collect();
+        let (e0, e1) = self
+            .events
+            .ok_or_else(|| LaunchError::Crashed("no context".into()))?;
         let d = r.dims;
         if timed {
             // SAFETY: events belong to this context.
-            unsafe { result::event::record(e0, STREAM) }.map_err(|e| LaunchError::Crashed(cuda("event", e)))?;
+            unsafe { result::event::record(e0, STREAM) }
+                .map_err(|e| LaunchError::Crashed(cuda("event", e)))?;
         }
         // SAFETY: arguments were built from the test's device arrays and encoded scalars in signature order.
-        if let Err(e) = unsafe { result::launch_kernel(func, (d.grid[0], d.grid[1], d.grid[2]), (d.block[0], d.block[1], d.block[2]), d.shared_mem, STREAM, &mut ptrs) } {
-            return Err(if is_config_error(&e) { LaunchError::Invalid(cuda("launch refused", e)) } else { LaunchError::Crashed(cuda("launch", e)) });
+        if let Err(e) = unsafe {
+            result::launch_kernel(
+                func,
+                (d.grid[0], d.grid[1], d.grid[2]),
+                (d.block[0], d.block[1], d.block[2]),
+                d.shared_mem,
+                STREAM,
+                &mut ptrs,
+            )
+        } {
+            return Err(if is_config_error(&e) {
+                LaunchError::Invalid(cuda("launch refused", e))
+            } else {
+                LaunchError::Crashed(cuda("launch", e))
+            });
         }
         if timed {
             // SAFETY: as above.
-            unsafe { result::event::record(e1, STREAM) }.map_err(|e| LaunchError::Crashed(cuda("event", e)))?;
-            unsafe { result::event::synchronize(e1) }.map_err(|e| LaunchError::Crashed(cuda("kernel failed", e)))?;
-            let ms = unsafe { result::event::elapsed(e0, e1) }.map_err(|e| LaunchError::Crashed(cuda("event timing", e)))?;
+            unsafe { result::event::record(e1, STREAM) }
+                .map_err(|e| LaunchError::Crashed(cuda("event", e)))?;
+            unsafe { result::event::synchronize(e1) }
+                .map_err(|e| LaunchError::Crashed(cuda("kernel failed", e)))?;
+            let ms = unsafe { result::event::elapsed(e0, e1) }
+                .map_err(|e| LaunchError::Crashed(cuda("event timing", e)))?;
             return Ok(ms as f64);
         }
         result::ctx::synchronize().map_err(|e| LaunchError::Crashed(cuda("kernel failed", e)))?;
@@ -370,20 +558,51 @@ impl GpuWorker {
     fn run(&mut self, r: &RunRequest, reference: bool) -> (Reply, bool) {
         match self.run_inner(r, reference) {
             Ok(outcome) => (Reply::Ran(outcome), false),
-            Err(LaunchError::Invalid(m)) => (Reply::Ran(RunOutcome { status: RunStatus::Invalid(m), outputs: vec![], inputs_modified: vec![], timing: None, occupancy: None, accumulating_outputs: vec![] }), false),
-            Err(LaunchError::Crashed(m)) => (Reply::Ran(RunOutcome { status: RunStatus::Crashed(m), outputs: vec![], inputs_modified: vec![], timing: None, occupancy: None, accumulating_outputs: vec![] }), true),
+            Err(LaunchError::Invalid(m)) => (
+                Reply::Ran(RunOutcome {
+                    status: RunStatus::Invalid(m),
+                    outputs: vec![],
+                    inputs_modified: vec![],
+                    timing: None,
+                    occupancy: None,
+                    accumulating_outputs: vec![],
+                }),
+                false,
+            ),
+            Err(LaunchError::Crashed(m)) => (
+                Reply::Ran(RunOutcome {
+                    status: RunStatus::Crashed(m),
+                    outputs: vec![],
+                    inputs_modified: vec![],
+                    timing: None,
+                    occupancy: None,
+                    accumulating_outputs: vec![],
+                }),
+                true,
+            ),
         }
     }
 
     fn run_inner(&mut self, r: &RunRequest, reference: bool) -> Result<RunOutcome, LaunchError> {
         let inv = LaunchError::Invalid;
-        let func = self.modules.get(&r.module).map(|l| l.func).ok_or_else(|| inv(format!("module {} not loaded", r.module)))?;
-        let test = self.tests.get(&r.test).ok_or_else(|| inv(format!("test {} not uploaded", r.test)))?;
+        let func = self
+            .modules
+            .get(&r.module)
+            .map(|l| l.func)
+            .ok_or_else(|| inv(format!("module {} not loaded", r.module)))?;
+        let test = self
+            .tests
+            .get(&r.test)
+            .ok_or_else(|| inv(format!("test {} not uploaded", r.test)))?;
         let mut params: Vec<Vec<u8>> = Vec::new();
         for a in &r.args {
             match a {
                 LaunchArg::Array(name) => {
-                    let d = test.arrays.iter().find(|x| &x.meta.name == name).ok_or_else(|| inv(format!("no array `{name}` in test {}", r.test)))?;
+                    let d = test
+                        .arrays
+                        .iter()
+                        .find(|x| &x.meta.name == name)
+                        .ok_or_else(|| inv(format!("no array `{name}` in test {}", r.test)))?;
                     params.push(d.work.to_le_bytes().to_vec());
                 }
                 LaunchArg::Scalar(b) => params.push(b.clone()),
@@ -391,22 +610,57 @@ impl GpuWorker {
         }
         let threads = (r.dims.block[0] * r.dims.block[1] * r.dims.block[2]) as i32;
         // SAFETY: func is loaded.
-        let occupancy = unsafe { result::occupancy::max_active_block_per_multiprocessor(func, threads, r.dims.shared_mem as usize) }
-            .ok()
-            .and_then(|b| self.info.as_ref().map(|i| (b * threads) as f64 / i.max_threads_per_sm.max(1) as f64));
+        let occupancy = unsafe {
+            result::occupancy::max_active_block_per_multiprocessor(
+                func,
+                threads,
+                r.dims.shared_mem as usize,
+            )
+        }
+        .ok()
+        .and_then(|b| {
+            self.info
+                .as_ref()
+                .map(|i| (b * threads) as f64 / i.max_threads_per_sm.max(1) as f64)
+        });
         let arrays: Vec<ArrayView> = test
             .arrays
             .iter()
-            .map(|a| (a.meta.name.clone(), a.work, a.pristine, a.expected, a.meta.dtype, a.meta.elements, a.meta.is_output, a.poison, test.tolerances.get(&a.meta.name).copied().unwrap_or_default()))
+            .map(|a| {
+                (
+                    a.meta.name.clone(),
+                    a.work,
+                    a.pristine,
+                    a.expected,
+                    a.meta.dtype,
+                    a.meta.elements,
+                    a.meta.is_output,
+                    a.poison,
+                    test.tolerances
+                        .get(&a.meta.name)
+                        .copied()
+                        .unwrap_or_default(),
+                )
+            })
             .collect();
         let c = |e: String| LaunchError::Crashed(e);
-        let mut outcome = RunOutcome { status: RunStatus::Ok, outputs: vec![], inputs_modified: vec![], timing: None, occupancy, accumulating_outputs: vec![] };
+        let mut outcome = RunOutcome {
+            status: RunStatus::Ok,
+            outputs: vec![],
+            inputs_modified: vec![],
+            timing: None,
+            occupancy,
+            accumulating_outputs: vec![],
+        };
 
         if reference {
             for (_, work, pristine, _, dt, n, out, _, _) in &arrays {
                 if *out {
                     // SAFETY: same-size device buffers.
-                    unsafe { result::memcpy_dtod_sync(*work, *pristine, (*n as usize) * dt.size()) }.map_err(|e| c(cuda("reset", e)))?;
+                    unsafe {
+                        result::memcpy_dtod_sync(*work, *pristine, (*n as usize) * dt.size())
+                    }
+                    .map_err(|e| c(cuda("reset", e)))?;
                 }
             }
             self.launch(func, r, &mut params, false)?;
@@ -425,8 +679,10 @@ impl GpuWorker {
                     None => {
                         let bytes = (*n as usize * dt.size()).max(1);
                         // SAFETY: plain allocation and same-size copy.
-                        let e = unsafe { result::malloc_sync(bytes) }.map_err(|e| c(cuda("allocating expected", e)))?;
-                        unsafe { result::memcpy_dtod_sync(e, *work, bytes) }.map_err(|e| c(cuda("copy", e)))?;
+                        let e = unsafe { result::malloc_sync(bytes) }
+                            .map_err(|e| c(cuda("allocating expected", e)))?;
+                        unsafe { result::memcpy_dtod_sync(e, *work, bytes) }
+                            .map_err(|e| c(cuda("copy", e)))?;
                         e
                     }
                 };
@@ -453,7 +709,8 @@ impl GpuWorker {
                     outcome.accumulating_outputs.push(name.clone());
                 }
                 // SAFETY: same-size buffers.
-                unsafe { result::memcpy_dtod_sync(*work, *pristine, *n as usize * dt.size()) }.map_err(|e| c(cuda("reset", e)))?;
+                unsafe { result::memcpy_dtod_sync(*work, *pristine, *n as usize * dt.size()) }
+                    .map_err(|e| c(cuda("reset", e)))?;
             }
             if let Some(t) = self.tests.get_mut(&r.test) {
                 for a in &mut t.arrays {
@@ -470,24 +727,45 @@ impl GpuWorker {
                         self.poison(*work, *dt, *n).map_err(c)?;
                     } else {
                         // SAFETY: same-size buffers.
-                        unsafe { result::memcpy_dtod_sync(*work, *pristine, *n as usize * dt.size()) }.map_err(|e| c(cuda("reset", e)))?;
+                        unsafe {
+                            result::memcpy_dtod_sync(*work, *pristine, *n as usize * dt.size())
+                        }
+                        .map_err(|e| c(cuda("reset", e)))?;
                     }
                 }
             }
             self.launch(func, r, &mut params, false)?;
             for (name, work, pristine, exp, dt, n, out, _, tol) in &arrays {
                 if *out {
-                    let Some(e) = exp else { return Err(inv(format!("no expected values for output {name}: run the reference first"))) };
+                    let Some(e) = exp else {
+                        return Err(inv(format!(
+                            "no expected values for output {name}: run the reference first"
+                        )));
+                    };
                     let rep = self.compare(name, *work, *e, *dt, *n, *tol).map_err(c)?;
                     outcome.outputs.push(rep);
                 } else {
                     // inputs must come out unchanged: exact byte comparison with the pristine copy
                     let bytes = *n * dt.size() as u64;
-                    let rep = self.compare(name, *work, *pristine, DType::Uint8, bytes, Tolerance { rtol: 0.0, atol: 0.0, max_mismatch_fraction: 0.0 }).map_err(c)?;
+                    let rep = self
+                        .compare(
+                            name,
+                            *work,
+                            *pristine,
+                            DType::Uint8,
+                            bytes,
+                            Tolerance {
+                                rtol: 0.0,
+                                atol: 0.0,
+                                max_mismatch_fraction: 0.0,
+                            },
+                        )
+                        .map_err(c)?;
                     if !rep.passed() {
                         outcome.inputs_modified.push(name.clone());
                         // SAFETY: same-size buffers; later configs must see the original inputs.
-                        unsafe { result::memcpy_dtod_sync(*work, *pristine, bytes as usize) }.map_err(|e| c(cuda("reset", e)))?;
+                        unsafe { result::memcpy_dtod_sync(*work, *pristine, bytes as usize) }
+                            .map_err(|e| c(cuda("reset", e)))?;
                     }
                 }
             }
@@ -498,7 +776,8 @@ impl GpuWorker {
             for (_, work, pristine, _, dt, n, out, poison, _) in &arrays {
                 if *out && (!*poison || !r.verify) {
                     // SAFETY: same-size buffers.
-                    unsafe { result::memcpy_dtod_sync(*work, *pristine, *n as usize * dt.size()) }.map_err(|e| c(cuda("reset", e)))?;
+                    unsafe { result::memcpy_dtod_sync(*work, *pristine, *n as usize * dt.size()) }
+                        .map_err(|e| c(cuda("reset", e)))?;
                 }
             }
             if !r.verify && !reference {
@@ -509,22 +788,33 @@ impl GpuWorker {
         Ok(outcome)
     }
 
-    fn time(&mut self, func: sys::CUfunction, r: &RunRequest, params: &mut [Vec<u8>], policy: &TimingPolicy) -> Result<TimingStats, LaunchError> {
+    fn time(
+        &mut self,
+        func: sys::CUfunction,
+        r: &RunRequest,
+        params: &mut [Vec<u8>],
+        policy: &TimingPolicy,
+    ) -> Result<TimingStats, LaunchError> {
         let mut samples = Vec::new();
         if policy.flush_l2 && self.flush.is_none() {
-            let bytes = (self.info.as_ref().map(|i| i.l2_bytes).unwrap_or(64 << 20) as usize).max(1 << 20) * 2;
+            let bytes = (self.info.as_ref().map(|i| i.l2_bytes).unwrap_or(64 << 20) as usize)
+                .max(1 << 20)
+                * 2;
             // SAFETY: plain allocation.
-            let p = unsafe { result::malloc_sync(bytes) }.map_err(|e| LaunchError::Crashed(cuda("L2 flush buffer", e)))?;
+            let p = unsafe { result::malloc_sync(bytes) }
+                .map_err(|e| LaunchError::Crashed(cuda("L2 flush buffer", e)))?;
             self.flush = Some((p, bytes));
         }
         while policy.wants_more(&samples, r.best_ms) {
             if let Some((p, bytes)) = self.flush {
                 // SAFETY: writes the whole flush buffer, evicting the kernel's data from L2.
-                unsafe { result::memset_d8_async(p, (samples.len() & 0xff) as u8, bytes, STREAM) }.map_err(|e| LaunchError::Crashed(cuda("L2 flush", e)))?;
+                unsafe { result::memset_d8_async(p, (samples.len() & 0xff) as u8, bytes, STREAM) }
+                    .map_err(|e| LaunchError::Crashed(cuda("L2 flush", e)))?;
             }
             samples.push(self.launch(func, r, params, true)?);
         }
-        let mut s = TimingStats::from_samples(&samples).ok_or_else(|| LaunchError::Crashed("no samples".into()))?;
+        let mut s = TimingStats::from_samples(&samples)
+            .ok_or_else(|| LaunchError::Crashed("no samples".into()))?;
         s.aborted_early = samples.len() == 1 && policy.min_reps > 1;
         Ok(s)
     }
@@ -543,7 +833,8 @@ impl GpuWorker {
                 result::memcpy_dtod_async(b, a, bytes, STREAM).map_err(|e| cuda("copy", e))?;
                 result::event::record(e1, STREAM).map_err(|e| cuda("event", e))?;
                 result::event::synchronize(e1).map_err(|e| cuda("copy", e))?;
-                best = best.min(result::event::elapsed(e0, e1).map_err(|e| cuda("event", e))? as f64);
+                best =
+                    best.min(result::event::elapsed(e0, e1).map_err(|e| cuda("event", e))? as f64);
             }
             let _ = result::free_sync(a);
             let _ = result::free_sync(b);
@@ -559,7 +850,13 @@ fn half_to_f64(h: u16) -> f64 {
     let s = if h & 0x8000 != 0 { -1.0 } else { 1.0 };
     match e {
         0 => s * m * 2f64.powi(-24),
-        31 => if m == 0.0 { s * f64::INFINITY } else { f64::NAN },
+        31 => {
+            if m == 0.0 {
+                s * f64::INFINITY
+            } else {
+                f64::NAN
+            }
+        }
         _ => s * (m + 1024.0) * 2f64.powi(e - 25),
     }
 }

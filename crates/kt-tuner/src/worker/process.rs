@@ -30,8 +30,16 @@ pub struct WorkerCommand {
 impl WorkerCommand {
     /// `<this executable> __tuner-worker`: what the `kt` binary uses.
     pub fn current_exe() -> Result<Self, TunerError> {
-        let program = std::env::current_exe().map_err(|e| TunerError::Worker(format!("cannot find the running executable to start the worker: {e}")))?;
-        Ok(WorkerCommand { program, args: vec!["__tuner-worker".into()], env: Vec::new() })
+        let program = std::env::current_exe().map_err(|e| {
+            TunerError::Worker(format!(
+                "cannot find the running executable to start the worker: {e}"
+            ))
+        })?;
+        Ok(WorkerCommand {
+            program,
+            args: vec!["__tuner-worker".into()],
+            env: Vec::new(),
+        })
     }
 }
 
@@ -67,13 +75,21 @@ impl WorkerProcess {
         let mut fds = [0i32; 2];
         // SAFETY: pipe2 writes two fds into the array.
         if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-            return Err(TunerError::Worker(format!("pipe2: {}", std::io::Error::last_os_error())));
+            return Err(TunerError::Worker(format!(
+                "pipe2: {}",
+                std::io::Error::last_os_error()
+            )));
         }
         // SAFETY: both fds were just created and are owned here exactly once.
-        let (read_end, write_end) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+        let (read_end, write_end) =
+            unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
         let write_raw = fds[1];
         let mut c = Command::new(&cmd.program);
-        c.args(&cmd.args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).env(PROTOCOL_ENV, PROTOCOL_FD.to_string());
+        c.args(&cmd.args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .env(PROTOCOL_ENV, PROTOCOL_FD.to_string());
         for (k, v) in &cmd.env {
             c.env(k, v);
         }
@@ -90,9 +106,14 @@ impl WorkerProcess {
                 Ok(())
             });
         }
-        let mut child = c.spawn().map_err(|e| TunerError::Worker(format!("cannot start {}: {e}", cmd.program.display())))?;
+        let mut child = c.spawn().map_err(|e| {
+            TunerError::Worker(format!("cannot start {}: {e}", cmd.program.display()))
+        })?;
         drop(write_end);
-        let stdin = child.stdin.take().ok_or_else(|| TunerError::Worker("worker has no stdin".into()))?;
+        let stdin = child
+            .stdin
+            .take()
+            .ok_or_else(|| TunerError::Worker("worker has no stdin".into()))?;
         let output_tail: Arc<Mutex<VecDeque<u8>>> = Arc::default();
         if let Some(out) = child.stdout.take() {
             keep_tail(out, output_tail.clone());
@@ -100,7 +121,12 @@ impl WorkerProcess {
         if let Some(err) = child.stderr.take() {
             keep_tail(err, output_tail.clone());
         }
-        Ok(WorkerProcess { child, stdin, replies: File::from(read_end), output_tail })
+        Ok(WorkerProcess {
+            child,
+            stdin,
+            replies: File::from(read_end),
+            output_tail,
+        })
     }
 
     /// Kills the whole process group and reaps the child.
@@ -115,6 +141,13 @@ impl WorkerProcess {
     }
 
     pub fn tail_text(&self) -> String {
-        self.output_tail.lock().map(|t| String::from_utf8_lossy(&t.iter().copied().collect::<Vec<u8>>()).trim().to_string()).unwrap_or_default()
+        self.output_tail
+            .lock()
+            .map(|t| {
+                String::from_utf8_lossy(&t.iter().copied().collect::<Vec<u8>>())
+                    .trim()
+                    .to_string()
+            })
+            .unwrap_or_default()
     }
 }

@@ -57,17 +57,31 @@ pub struct RunRequest {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum Request {
-    Hello { ordinal: usize },
+    Hello {
+        ordinal: usize,
+    },
     /// kt's own kernels (fill, poison, compare); CUBIN in the payload.
     LoadUtilities,
-    Upload { test: KernelTest },
+    Upload {
+        test: KernelTest,
+    },
     /// A user module; CUBIN in the payload.
-    Load { key: String, kernel: String, dynamic_shared: u32 },
+    Load {
+        key: String,
+        kernel: String,
+        dynamic_shared: u32,
+    },
     /// Runs the reference launch of a test: its outputs become the expected values (unless the test brings
     /// its own), and a second, poisoned run finds which outputs the kernel fully overwrites.
-    Reference { run: RunRequest },
-    Run { run: RunRequest },
-    MeasureBandwidth { bytes: u64 },
+    Reference {
+        run: RunRequest,
+    },
+    Run {
+        run: RunRequest,
+    },
+    MeasureBandwidth {
+        bytes: u64,
+    },
     Shutdown,
 }
 
@@ -103,16 +117,27 @@ pub struct RunOutcome {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum Reply {
     Hello(DeviceInfo),
-    Done { ms: f64 },
+    Done {
+        ms: f64,
+    },
     Loaded(FunctionInfo),
     LoadFailed(String),
     Ran(RunOutcome),
-    Bandwidth { gbps: f64 },
+    Bandwidth {
+        gbps: f64,
+    },
     /// A request the worker could not serve; `fatal` means it exits next.
-    Error { message: String, fatal: bool },
+    Error {
+        message: String,
+        fatal: bool,
+    },
 }
 
-pub fn write_frame<T: Serialize>(w: &mut impl Write, header: &T, payload: &[u8]) -> std::io::Result<()> {
+pub fn write_frame<T: Serialize>(
+    w: &mut impl Write,
+    header: &T,
+    payload: &[u8],
+) -> std::io::Result<()> {
     let h = serde_json::to_vec(header).map_err(std::io::Error::other)?;
     let mut buf = Vec::with_capacity(12 + h.len());
     buf.extend((h.len() as u32).to_le_bytes());
@@ -123,7 +148,9 @@ pub fn write_frame<T: Serialize>(w: &mut impl Write, header: &T, payload: &[u8])
     w.flush()
 }
 
-pub fn read_frame<T: for<'de> Deserialize<'de>>(r: &mut impl Read) -> std::io::Result<(T, Vec<u8>)> {
+pub fn read_frame<T: for<'de> Deserialize<'de>>(
+    r: &mut impl Read,
+) -> std::io::Result<(T, Vec<u8>)> {
     let mut len = [0u8; 12];
     r.read_exact(&mut len)?;
     let hl = u32::from_le_bytes([len[0], len[1], len[2], len[3]]);
@@ -131,13 +158,17 @@ pub fn read_frame<T: for<'de> Deserialize<'de>>(r: &mut impl Read) -> std::io::R
     pl_bytes.copy_from_slice(&len[4..]);
     let pl = u64::from_le_bytes(pl_bytes);
     if hl > MAX_HEADER || pl > MAX_PAYLOAD {
-        return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, format!("frame sizes {hl}/{pl} are not a protocol frame")));
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("frame sizes {hl}/{pl} are not a protocol frame"),
+        ));
     }
     let mut h = vec![0u8; hl as usize];
     r.read_exact(&mut h)?;
     let mut p = vec![0u8; pl as usize];
     r.read_exact(&mut p)?;
-    let header = serde_json::from_slice(&h).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
+    let header = serde_json::from_slice(&h)
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
     Ok((header, p))
 }
 
@@ -148,11 +179,27 @@ mod tests {
     #[test]
     fn frames_round_trip_with_raw_payload() {
         let mut buf = Vec::new();
-        write_frame(&mut buf, &Request::Load { key: "k".into(), kernel: "f".into(), dynamic_shared: 0 }, &[0, 1, 2, 255]).unwrap();
+        write_frame(
+            &mut buf,
+            &Request::Load {
+                key: "k".into(),
+                kernel: "f".into(),
+                dynamic_shared: 0,
+            },
+            &[0, 1, 2, 255],
+        )
+        .unwrap();
         write_frame(&mut buf, &Request::Shutdown, &[]).unwrap();
         let mut r = &buf[..];
         let (a, p): (Request, _) = read_frame(&mut r).unwrap();
-        assert_eq!(a, Request::Load { key: "k".into(), kernel: "f".into(), dynamic_shared: 0 });
+        assert_eq!(
+            a,
+            Request::Load {
+                key: "k".into(),
+                kernel: "f".into(),
+                dynamic_shared: 0
+            }
+        );
         assert_eq!(p, vec![0, 1, 2, 255]);
         let (b, _): (Request, _) = read_frame(&mut r).unwrap();
         assert_eq!(b, Request::Shutdown);

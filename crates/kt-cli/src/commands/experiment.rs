@@ -1,0 +1,270 @@
+//! `kt experiment`: run a matrix of transformations (kernels × strategies × settings × models × repeats) as
+//! ordinary kt runs, resume it, report on it, or export it to SLURM. Logic lives in kt-experiments.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::{Args, Subcommand};
+use kt_experiments::{
+    CellRunner, Design, KtBinary, Report, ReportFormat, RunOptions, SlurmOptions, StopSignal, expand, prepare_out_dir,
+    run_experiment, run_one_cell, write_plots, write_slurm,
+};
+
+#[derive(Debug, Args)]
+pub struct ExperimentArgs {
+    #[command(subcommand)]
+    pub command: ExperimentCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ExperimentCommand {
+    /// Run every cell of a design (finished cells are skipped, half-finished ones resumed).
+    Run(RunArgs),
+    /// Run one cell by id (what each SLURM array task does).
+    #[command(name = "run-cell")]
+    RunCell(RunCellArgs),
+    /// List the cells a design expands to, with their ids.
+    Cells(CellsArgs),
+    /// Write a SLURM job-array script (one task per cell) plus the collection job.
+    Slurm(SlurmArgs),
+    /// Aggregate finished cells: per kernel × strategy × model tables and plots.
+    Report(ReportArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The experiment design (TOML), e.g. experiments/smoke.toml.
+    pub file: PathBuf,
+    /// GPUs to use, one cell at a time on each (sets CUDA_VISIBLE_DEVICES per cell), e.g. 0,1,2,3.
+    #[arg(long, value_delimiter = ',')]
+    pub gpus: Vec<String>,
+    /// Most cells at once (default: one per GPU, or 1 without --gpus).
+    #[arg(long)]
+    pub jobs: Option<usize>,
+    /// Experiment directory (default: $KT_EXPERIMENTS_DIR/<name> or ./kt-experiments/<name>).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Seconds a stopped cell gets to checkpoint after SIGINT before it is killed.
+    #[arg(long, default_value_t = 60)]
+    pub grace: u64,
+    /// The kt binary that runs cells (default: this one).
+    #[arg(long, env = "KT_EXPERIMENT_KT")]
+    pub kt_bin: Option<PathBuf>,
+    /// No progress bar.
+    #[arg(long, short)]
+    pub quiet: bool,
+    /// Print the run summary as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct RunCellArgs {
+    /// The experiment design (TOML).
+    pub file: PathBuf,
+    /// The cell id (see `kt experiment cells FILE`).
+    #[arg(long)]
+    pub cell: String,
+    /// Experiment directory (default as for `run`).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// GPU for the cell (default: the GPUs the environment gives, e.g. SLURM's CUDA_VISIBLE_DEVICES).
+    #[arg(long)]
+    pub gpu: Option<String>,
+    /// Seconds a stopped cell gets to checkpoint after SIGINT/SIGTERM before it is killed.
+    #[arg(long, default_value_t = 60)]
+    pub grace: u64,
+    /// The kt binary that runs the cell (default: this one).
+    #[arg(long, env = "KT_EXPERIMENT_KT")]
+    pub kt_bin: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct CellsArgs {
+    /// The experiment design (TOML).
+    pub file: PathBuf,
+    /// Print the cells as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct SlurmArgs {
+    /// The experiment design (TOML).
+    pub file: PathBuf,
+    /// SLURM partition for the array tasks.
+    #[arg(long)]
+    pub partition: String,
+    /// Time limit of each array task (HH:MM:SS).
+    #[arg(long, default_value = "04:00:00")]
+    pub time: String,
+    /// GPUs per array task.
+    #[arg(long, default_value_t = 1)]
+    pub gpus_per_job: u32,
+    /// CPUs per array task.
+    #[arg(long, default_value_t = 8)]
+    pub cpus_per_task: u32,
+    /// Experiment directory (default as for `run`); the scripts go to <out>/slurm/.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// The kt binary the tasks run (default: this one).
+    #[arg(long, env = "KT_EXPERIMENT_KT")]
+    pub kt_bin: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// A design file (its results are in --out or the default directory) or an experiment directory.
+    pub path: PathBuf,
+    /// md, csv or json.
+    #[arg(long, default_value = "md")]
+    pub format: String,
+    /// Experiment directory, when PATH is a design file.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Skip the plots (PNG and SVG in <dir>/report/).
+    #[arg(long)]
+    pub no_plots: bool,
+}
+
+pub fn run(args: ExperimentArgs) -> anyhow::Result<ExitCode> {
+    match args.command {
+        ExperimentCommand::Run(a) => run_all(a),
+        ExperimentCommand::RunCell(a) => run_cell(a),
+        ExperimentCommand::Cells(a) => cells(a),
+        ExperimentCommand::Slurm(a) => slurm(a),
+        ExperimentCommand::Report(a) => report(a),
+    }
+}
+
+fn kt_binary(path: Option<PathBuf>) -> anyhow::Result<KtBinary> {
+    Ok(match path {
+        Some(p) => KtBinary::new(p),
+        None => KtBinary::current()?,
+    })
+}
+
+fn load(file: &Path) -> anyhow::Result<(Design, Vec<kt_experiments::Cell>)> {
+    let design = Design::load(file)?;
+    let cells = expand(&design)?;
+    Ok((design, cells))
+}
+
+fn run_all(a: RunArgs) -> anyhow::Result<ExitCode> {
+    let (design, cells) = load(&a.file)?;
+    let out = a.out.unwrap_or_else(|| design.default_out_dir());
+    let mut opts = RunOptions::new(&out, kt_binary(a.kt_bin)?);
+    opts.gpus = a.gpus.into_iter().map(|g| g.trim().to_string()).filter(|g| !g.is_empty()).collect();
+    opts.jobs = a.jobs;
+    opts.grace = Duration::from_secs(a.grace);
+    opts.progress = !a.quiet && !a.json;
+    let stop = StopSignal::on_interrupt()?;
+    let summary = run_experiment(&design, &cells, &opts, &stop)?;
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&summary)?);
+    } else {
+        println!(
+            "{}: {} cells — {} already done, {} finished, {} failed, {} over budget, {} crashed, {} not done; results in {}",
+            design.name,
+            summary.total,
+            summary.skipped,
+            summary.finished,
+            summary.failed,
+            summary.over_budget,
+            summary.crashed,
+            summary.not_done,
+            out.join("cells.jsonl").display()
+        );
+        if !summary.complete() {
+            println!("run the same command again to continue (finished cells are skipped, stopped ones resume)");
+        }
+    }
+    Ok(if summary.not_done > 0 {
+        ExitCode::from(130)
+    } else if summary.crashed > 0 {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+fn run_cell(a: RunCellArgs) -> anyhow::Result<ExitCode> {
+    let (design, cells) = load(&a.file)?;
+    let out = a.out.unwrap_or_else(|| design.default_out_dir());
+    prepare_out_dir(&design, &cells, &out)?;
+    let mut runner = CellRunner::new(kt_binary(a.kt_bin)?, design.root.clone(), &out);
+    runner.grace = Duration::from_secs(a.grace);
+    let stop = StopSignal::on_interrupt()?;
+    let status = run_one_cell(&design, &cells, &a.cell, &runner, a.gpu.as_deref(), &stop)?;
+    match status {
+        Some(s) => {
+            println!("{} {}", s.as_str(), a.cell);
+            Ok(if s.is_final() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+        }
+        None => {
+            println!("stopped {} (resumable: run it again)", a.cell);
+            Ok(ExitCode::from(130))
+        }
+    }
+}
+
+fn cells(a: CellsArgs) -> anyhow::Result<ExitCode> {
+    let (design, cells) = load(&a.file)?;
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&cells)?);
+    } else {
+        for c in &cells {
+            println!("{}\t{}\t{}\t{}\tr{}\tseed {}", c.id, c.kernel, c.variant(), c.model, c.repeat, c.seed);
+        }
+        eprintln!("{}: {} cells", design.name, cells.len());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn slurm(a: SlurmArgs) -> anyhow::Result<ExitCode> {
+    let (design, cells) = load(&a.file)?;
+    let out = a.out.unwrap_or_else(|| design.default_out_dir());
+    prepare_out_dir(&design, &cells, &out)?;
+    // Tasks run on other nodes, in other directories: give them absolute paths.
+    let out = std::fs::canonicalize(&out).with_context(|| format!("resolving {}", out.display()))?;
+    let file = std::fs::canonicalize(&a.file).with_context(|| format!("resolving {}", a.file.display()))?;
+    let kt = kt_binary(a.kt_bin)?.program;
+    let opts = SlurmOptions {
+        partition: a.partition,
+        time: a.time,
+        gpus_per_job: a.gpus_per_job,
+        cpus_per_task: a.cpus_per_task,
+        out,
+        kt,
+    };
+    let scripts = write_slurm(&design.name, &file, &cells, &opts)?;
+    println!("{} array tasks, one per cell, in {}", scripts.tasks, scripts.dir.display());
+    println!("  cell list:  {}", scripts.cell_list.display());
+    println!("  array job:  {}", scripts.array.display());
+    println!("  collection: {}", scripts.collect.display());
+    println!("submit both with: {}", scripts.submit.display());
+    Ok(ExitCode::SUCCESS)
+}
+
+fn report(a: ReportArgs) -> anyhow::Result<ExitCode> {
+    let format: ReportFormat = a.format.parse()?;
+    let (report, dir) = Report::load(&a.path, a.out.as_deref())?;
+    let text = report.render(format);
+    let report_dir = dir.join("report");
+    std::fs::create_dir_all(&report_dir).with_context(|| format!("creating {}", report_dir.display()))?;
+    let ext = match format {
+        ReportFormat::Markdown => "md",
+        ReportFormat::Csv => "csv",
+        ReportFormat::Json => "json",
+    };
+    let file = report_dir.join(format!("report.{ext}"));
+    std::fs::write(&file, &text).with_context(|| format!("writing {}", file.display()))?;
+    print!("{text}");
+    if !a.no_plots {
+        let plots = write_plots(&report, &report_dir)?;
+        eprintln!("{} plots and {} written to {}", plots.len(), file.display(), report_dir.display());
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,191 @@
+//! `kt runs`: list the recorded runs, show one step by step, or write its HTML report. Logic lives in kt-runs.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::{Args, Subcommand};
+use kt_runs::{
+    GraphFormat, LlmChoice, ReportInputs, RunRecord, Setup, Stage3Binding, export, format_duration, list_runs,
+    render_html, resolve_run, runs_base, session_dir, show,
+};
+
+#[derive(Debug, Args)]
+pub struct RunsArgs {
+    #[command(subcommand)]
+    pub command: RunsCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum RunsCommand {
+    /// Every run: id, kernel, strategy, model, status, best speedup, start and duration.
+    List(ListArgs),
+    /// One run step by step: node, outcome, time, tokens; then the accepted and rejected kernels.
+    Show(ShowArgs),
+    /// Write a self-contained HTML page of a run (graph with the path taken, timeline, prompts and answers,
+    /// kernel diffs, tuning tables, speedup chart).
+    Report(ReportArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ListArgs {
+    /// Where runs live (default: $KT_RUNS_DIR, else ./kt-runs).
+    #[arg(long)]
+    pub runs_dir: Option<PathBuf>,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ShowArgs {
+    /// A run id (or a unique prefix of one) under the runs directory, or a run directory.
+    pub run: String,
+    /// Where runs live (default: $KT_RUNS_DIR, else ./kt-runs).
+    #[arg(long)]
+    pub runs_dir: Option<PathBuf>,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// A run id (or a unique prefix of one) under the runs directory, or a run directory.
+    pub run: String,
+    /// Write HTML (the only format so far; required so that later formats stay explicit).
+    #[arg(long, required = true)]
+    pub html: bool,
+    /// Output file (default: RUN/report.html).
+    #[arg(long, short)]
+    pub out: Option<PathBuf>,
+    /// Where runs live (default: $KT_RUNS_DIR, else ./kt-runs).
+    #[arg(long)]
+    pub runs_dir: Option<PathBuf>,
+    /// Print where the report went as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn run(args: RunsArgs) -> anyhow::Result<ExitCode> {
+    match args.command {
+        RunsCommand::List(a) => list(a),
+        RunsCommand::Show(a) => show_run(a),
+        RunsCommand::Report(a) => report(a),
+    }
+}
+
+fn list(a: ListArgs) -> anyhow::Result<ExitCode> {
+    let base = runs_base(a.runs_dir.as_deref());
+    let runs = list_runs(&base)?;
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&runs)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    if runs.is_empty() {
+        println!("no runs under {}", base.display());
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!(
+        "{:<52} {:<18} {:<11} {:<22} {:<11} {:>8} {:<20} {:>8}",
+        "ID", "KERNEL", "STRATEGY", "MODEL", "STATUS", "SPEEDUP", "STARTED", "DURATION"
+    );
+    for r in runs {
+        println!(
+            "{:<52} {:<18} {:<11} {:<22} {:<11} {:>8} {:<20} {:>8}",
+            r.id,
+            r.kernel,
+            r.strategy,
+            r.model,
+            r.status,
+            r.speedup.map(|s| format!("{s:.2}x")).unwrap_or_else(|| "-".into()),
+            r.started.chars().take(19).collect::<String>(),
+            r.duration_s.map(format_duration).unwrap_or_else(|| "-".into()),
+        );
+        if let Some(p) = r.problem {
+            println!("    ({p})");
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn show_run(a: ShowArgs) -> anyhow::Result<ExitCode> {
+    let dir = resolve_run(&a.run, &runs_base(a.runs_dir.as_deref()))?;
+    let record = RunRecord::open(dir)?;
+    let s = show(&record)?;
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&s)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    let m = &s.summary;
+    println!("run       {}", m.id);
+    println!("kernel    {}   strategy {}   model {}", m.kernel, m.strategy, m.model);
+    println!(
+        "status    {}   speedup {}   started {}   duration {}",
+        m.status,
+        m.speedup.map(|v| format!("{v:.2}x")).unwrap_or_else(|| "-".into()),
+        m.started,
+        m.duration_s.map(format_duration).unwrap_or_else(|| "-".into())
+    );
+    if let Some(stop) = &s.stopped {
+        println!("stopped   {stop}");
+    }
+    println!("\npath ({}):", s.graph_run);
+    println!("{:>5} {:>5}  {:<28} {:>9} {:>13}  OUTCOME", "CP", "STEP", "NODE(S)", "TIME", "TOKENS IN/OUT");
+    for p in &s.path {
+        let nodes: Vec<String> =
+            p.nodes.iter().map(|n| if n.index > 0 { format!("{}#{}", n.node, n.index) } else { n.node.clone() }).collect();
+        let secs = p.nodes.iter().map(|n| n.seconds).fold(0.0, f64::max);
+        println!(
+            "{:>5} {:>5}  {:<28} {:>8.3}s {:>13}  {}",
+            format!("#{}", p.checkpoint),
+            p.step,
+            if nodes.is_empty() { format!("({})", p.source) } else { nodes.join(",") },
+            secs,
+            format!("{}/{}", p.tokens_in, p.tokens_out),
+            p.outcome
+        );
+    }
+    if !s.kernels.is_empty() {
+        println!("\nkernels:");
+        for k in &s.kernels {
+            println!(
+                "  {:<12} {:<36} {:>10}  {}{}",
+                k.status,
+                k.step,
+                k.time_ms.map(|t| format!("{t:.4} ms")).unwrap_or_default(),
+                k.reason,
+                k.kernel_file.as_ref().map(|f| format!("  [{f}]")).unwrap_or_default()
+            );
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn report(a: ReportArgs) -> anyhow::Result<ExitCode> {
+    let dir = resolve_run(&a.run, &runs_base(a.runs_dir.as_deref()))?;
+    let record = RunRecord::open(dir)?;
+    // The graph comes from the run's strategy when it can be rebuilt; otherwise the page draws the path alone.
+    let setup = Setup::new(LlmChoice::Replay, session_dir(&record, "report"));
+    let dot = match record.head() {
+        Ok(head) => export(&Stage3Binding::default(), &record, &setup, GraphFormat::Dot, Some(head)),
+        Err(e) => Err(e),
+    };
+    let dot = match dot {
+        Ok(d) => Some(d),
+        Err(e) => {
+            tracing::warn!("drawing the path only: the run's graph could not be rebuilt ({e})");
+            None
+        }
+    };
+    let inputs = ReportInputs::collect(&record, dot.as_deref())?;
+    let html = render_html(&inputs);
+    let out = a.out.unwrap_or_else(|| record.root().join("report.html"));
+    std::fs::write(&out, html).with_context(|| format!("writing {}", out.display()))?;
+    if a.json {
+        println!("{}", serde_json::json!({"report": out, "run": inputs.summary.id}));
+    } else {
+        println!("wrote {}", out.display());
+    }
+    Ok(ExitCode::SUCCESS)
+}

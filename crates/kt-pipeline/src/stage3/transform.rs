@@ -1,0 +1,266 @@
+//! The whole `kt transform` job in one run directory: Stages 1 and 2 (through [`crate::prepare`]), then the
+//! strategy's graph with checkpoints in the run's `run.sqlite`, then the result files. Whatever happens — a
+//! missing GPU, Ctrl-C, an error — the result files say where the run stopped, and `kt resume` continues it
+//! from its last checkpoint (recorded LLM answers and tuning results are reused, not paid for again).
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use kt_graph::{CancelToken, CheckpointStore, Event, Executor, GraphError, RunId, RunOptions, RunOutcome, SqliteStore};
+use kt_llm::{LlmClient, StructuredMode};
+
+use super::backend::{BackendError, TuningBackend, TuningProgress};
+use super::context::{KernelFacts, Stage3Context};
+use super::graph::build_graph;
+use super::result::{RunResult, WallTimes, write_result};
+use super::state::Stage3State;
+use super::tunable_kernel::TunableKernel;
+use super::tuner_backend::{TunerBackend, TunerBackendConfig};
+use crate::error::PipelineError;
+use crate::prepare::{KernelSource, Stage1Source, TestgenSettings, prepare};
+use crate::run_dir::{RunDir, RunStatus};
+use crate::strategy::Strategy;
+use crate::{KernelInfo, PromptLibrary};
+
+/// Receives the graph's events (the live view).
+pub type EventSink = Arc<dyn Fn(&Event) + Send + Sync>;
+
+/// Builds the tuning backend once the tests exist. The default is [`TunerBackend`]; tests plug in a fake.
+pub type BackendFactory = Arc<dyn Fn(&BackendInputs<'_>) -> Arc<dyn TuningBackend> + Send + Sync>;
+
+/// What a backend needs to know about the run.
+#[derive(Debug, Clone, Copy)]
+pub struct BackendInputs<'a> {
+    pub run: &'a RunDir,
+    pub source: &'a str,
+    pub kernel: &'a kt_cuda::Kernel,
+    pub info: &'a KernelInfo,
+    pub original: &'a TunableKernel,
+    /// The kernel file's sidecar, when there is one (tolerances, FLOPs and bytes for % of peak).
+    pub sidecar: Option<&'a kt_cuda::Sidecar>,
+}
+
+/// The real backend: kt-tuner on this machine's GPU, brute force over each candidate's space.
+pub fn tuner_backend(inputs: &BackendInputs<'_>) -> Arc<dyn TuningBackend> {
+    let tolerances = inputs.sidecar.map(|s| kt_tuner::SuiteInputs::from_sidecar(s).tolerances()).unwrap_or_default();
+    Arc::new(TunerBackend::new(TunerBackendConfig {
+        tests_dir: inputs.run.tests_dir(),
+        kernel: inputs.kernel.clone(),
+        problem_size: inputs.info.problem_size.iter().map(|d| d.expression.clone()).collect(),
+        tolerances,
+        cache_dir: inputs.run.tuning_dir(),
+        flops: inputs.sidecar.map(|s| s.flops.text()),
+        bytes: inputs.sidecar.map(|s| s.bytes.text()),
+        strategy: kt_tuner::Strategy::BruteForce,
+        max_evals: Some(400),
+        time_limit: Some(std::time::Duration::from_secs(600)),
+        original: inputs.original.clone(),
+    }))
+}
+
+/// Everything Stage 3 runs with.
+#[derive(Clone)]
+pub struct Stage3Settings {
+    pub strategy: Strategy,
+    pub llm: Arc<LlmClient>,
+    pub prompts: Arc<PromptLibrary>,
+    pub mode: StructuredMode,
+    pub backend: BackendFactory,
+    pub progress: Arc<dyn TuningProgress>,
+    pub events: Option<EventSink>,
+    pub cancel: CancelToken,
+}
+
+/// How a transform ended.
+#[derive(Debug, Clone)]
+pub struct TransformOutcome {
+    pub result: RunResult,
+    pub state: Option<Stage3State>,
+}
+
+fn stage3_run_id(run: &RunDir) -> RunId {
+    RunId::new(format!("{}/stage3", run.run_id()))
+}
+
+fn open_store(run: &RunDir) -> Result<Arc<dyn CheckpointStore>, PipelineError> {
+    let store = SqliteStore::open(run.sqlite()).map_err(|e| PipelineError::Graph { stage: "stage 3", message: e.to_string() })?;
+    Ok(Arc::new(store))
+}
+
+/// The wall times recorded by an earlier part of this run (a resumed run adds to them).
+fn earlier_wall(run: &RunDir) -> WallTimes {
+    std::fs::read_to_string(run.result_json())
+        .ok()
+        .and_then(|t| serde_json::from_str::<RunResult>(&t).ok())
+        .map(|r| r.wall_time_s)
+        .unwrap_or_default()
+}
+
+/// Runs Stages 1, 2 and 3 into `run`.
+pub async fn transform(
+    run: &RunDir,
+    source: &KernelSource,
+    stage1: Stage1Source,
+    testgen: TestgenSettings,
+    stage3: Stage3Settings,
+) -> Result<TransformOutcome, PipelineError> {
+    let started = Instant::now();
+    let mut wall = WallTimes::default();
+    let prepared = match prepare(run, source, stage1, testgen).await {
+        Ok(p) => p,
+        Err(e) => {
+            wall.total = started.elapsed().as_secs_f64();
+            wall.stage1 = wall.total;
+            return finish(run, None, None, wall, Err(e));
+        }
+    };
+    // prepare() does not say how its time split; Stage 2 dominates it (generators, reference runs).
+    wall.stage2 = started.elapsed().as_secs_f64();
+    let stage1 = prepared.understood.stage1;
+    run_stage3(run, &source.text, &stage1.kernel, &stage1.info, source.sidecar.as_ref().map(|s| s.path.clone()), stage3, wall, false).await
+}
+
+/// Continues a run's Stage 3 from its last checkpoint (Stages 1 and 2 must have finished).
+pub async fn resume(run: &RunDir, stage3: Stage3Settings) -> Result<TransformOutcome, PipelineError> {
+    let source = std::fs::read_to_string(run.input_cu()).map_err(|e| PipelineError::io("reading", run.input_cu(), e))?;
+    let info = run.load_kernel_info().map_err(|e| PipelineError::Graph {
+        stage: "stage 1",
+        message: format!("this run has no finished Stage 1 ({e}); start a new run with `kt transform`"),
+    })?;
+    if !run.tests_dir().is_dir() {
+        return Err(PipelineError::Graph {
+            stage: "stage 2",
+            message: "this run has no tests: Stage 2 did not finish; start a new run with `kt transform`".into(),
+        });
+    }
+    let parsed = kt_cuda::parse(&source)?;
+    let kernel = parsed.select_kernel(Some(&info.name))?.clone();
+    let meta = run.read_meta()?;
+    let sidecar = kt_cuda::Sidecar::path_for(std::path::Path::new(&meta.kernel_file));
+    let sidecar = sidecar.is_file().then_some(sidecar);
+    run.set_status(RunStatus::Running)?;
+    run_stage3(run, &source, &kernel, &info, sidecar, stage3, earlier_wall(run), true).await
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn run_stage3(
+    run: &RunDir,
+    source: &str,
+    kernel: &kt_cuda::Kernel,
+    info: &KernelInfo,
+    sidecar_path: Option<std::path::PathBuf>,
+    settings: Stage3Settings,
+    mut wall: WallTimes,
+    resuming: bool,
+) -> Result<TransformOutcome, PipelineError> {
+    let started = Instant::now();
+    let sidecar = match &sidecar_path {
+        Some(p) => Some(kt_cuda::Sidecar::load(p)?),
+        None => None,
+    };
+    let original = TunableKernel::original(source, info);
+    let backend = (settings.backend)(&BackendInputs {
+        run,
+        source,
+        kernel,
+        info,
+        original: &original,
+        sidecar: sidecar.as_ref(),
+    });
+    let facts = KernelFacts { info: info.clone(), signature: kernel.clone(), source: source.to_string() };
+    let cx = Stage3Context::new(settings.strategy.clone(), facts, settings.prompts.clone())
+        .with_llm(settings.llm.clone())
+        .with_backend(backend.clone())
+        .with_run_dir(run.root())
+        .with_progress(settings.progress.clone())
+        .with_structured_mode(settings.mode);
+    let graph = build_graph(Arc::new(cx))?;
+    let store = open_store(run)?;
+    let executor = Executor::new(graph, store);
+    let forward = settings.events.clone().map(|sink| {
+        let mut rx = executor.subscribe();
+        tokio::spawn(async move {
+            while let Some(event) = rx.recv().await {
+                sink(&event);
+            }
+        })
+    });
+    let id = stage3_run_id(run);
+    let opts = RunOptions {
+        step_limit: settings.strategy.settings.max_graph_steps,
+        cancel: settings.cancel.clone(),
+        ..RunOptions::default()
+    };
+    let exists = executor.run_meta(&id).is_ok();
+    let outcome = if resuming && exists {
+        executor.resume(&id, opts).await
+    } else {
+        executor.start(id.clone(), Stage3State::new(original), opts).await
+    };
+    if let Some(task) = forward {
+        task.abort();
+    }
+    wall.stage3 += started.elapsed().as_secs_f64();
+    wall.total = wall.stage1 + wall.stage2 + wall.stage3;
+    // The state to report from: the final one, or the last checkpoint's when the run stopped early.
+    let last_state = |exec: &Executor<Stage3State>| exec.latest(&id).ok().and_then(|cp| exec.state_at(&id, cp).ok());
+    let result = match outcome {
+        Ok(RunOutcome::Finished { state, .. }) => Ok(state),
+        Ok(other) => Err((
+            RunStatus::Interrupted,
+            format!("the run stopped at checkpoint {} before its end; `kt resume {}` continues it", other.checkpoint(), run.root().display()),
+            Some(other.into_state()),
+        )),
+        Err(GraphError::Cancelled { .. }) => Err((
+            RunStatus::Interrupted,
+            format!("interrupted; `kt resume {}` continues from the last checkpoint", run.root().display()),
+            last_state(&executor),
+        )),
+        Err(e) => {
+            let message = e.to_string();
+            let status = if message.contains("CUDA GPU is needed") { RunStatus::Interrupted } else { RunStatus::Failed };
+            Err((status, message, last_state(&executor)))
+        }
+    };
+    match result {
+        Ok(state) => finish(run, Some(state), Some(backend.as_ref()), wall, Ok(())),
+        Err((status, message, state)) => {
+            let written = write_result(run, state.as_ref(), Some(backend.as_ref()), status, wall, Some(message.clone()));
+            run.set_status(status)?;
+            written?;
+            if status == RunStatus::Interrupted && message.contains("CUDA GPU is needed") {
+                return Err(PipelineError::Tuning(BackendError::GpuUnavailable { detail: strip_gpu_prefix(&message) }));
+            }
+            Err(PipelineError::Graph { stage: "stage 3", message })
+        }
+    }
+}
+
+/// The reason inside a "a CUDA GPU is needed from here on: …" message, without the engine's wrapping.
+fn strip_gpu_prefix(message: &str) -> String {
+    match message.split_once("a CUDA GPU is needed from here on: ") {
+        Some((_, rest)) => rest.split("; the run is saved").next().unwrap_or(rest).to_string(),
+        None => message.to_string(),
+    }
+}
+
+fn finish(
+    run: &RunDir,
+    state: Option<Stage3State>,
+    backend: Option<&dyn TuningBackend>,
+    wall: WallTimes,
+    outcome: Result<(), PipelineError>,
+) -> Result<TransformOutcome, PipelineError> {
+    match outcome {
+        Ok(()) => {
+            let result = write_result(run, state.as_ref(), backend, RunStatus::Finished, wall, None)?;
+            run.set_status(RunStatus::Finished)?;
+            Ok(TransformOutcome { result, state })
+        }
+        Err(e) => {
+            let _ = write_result(run, state.as_ref(), backend, RunStatus::Failed, wall, Some(e.to_string()));
+            run.set_status(RunStatus::Failed)?;
+            Err(e)
+        }
+    }
+}

@@ -1,0 +1,228 @@
+//! LLM calls made while debugging: which provider answers (`live`, the run's recording, or a script), what
+//! each call was sent and what came back raw, and the prompt override. All of it sits at the provider layer,
+//! under the client: nodes render and ask exactly as in a real run, so what is shown is what a run would send.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use kt_llm::{Call, LlmClient, LlmConfig, LlmError, Provider, ProviderReply, ReplayProvider, Role, ScriptedProvider};
+use serde::Serialize;
+
+use crate::error::RunsError;
+
+/// Who answers a node's LLM calls.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "mode", content = "file", rename_all = "snake_case")]
+pub enum LlmChoice {
+    /// Recorded answers: the run's effect journal first, then its `llm.jsonl` by request. Nothing is paid for.
+    Replay,
+    /// The configured LLM (kt.toml / KT_LLM), asked anew.
+    Live,
+    /// Answers from a script file (kt-llm's scripted provider format).
+    Scripted(PathBuf),
+}
+
+impl LlmChoice {
+    /// `live`, `replay` or `scripted:FILE`.
+    pub fn parse(spec: &str) -> Result<Self, RunsError> {
+        match spec {
+            "live" => Ok(LlmChoice::Live),
+            "replay" => Ok(LlmChoice::Replay),
+            s => match s.strip_prefix("scripted:") {
+                Some(file) if !file.is_empty() => Ok(LlmChoice::Scripted(PathBuf::from(file))),
+                _ => Err(RunsError::BadSetting {
+                    spec: spec.to_string(),
+                    reason: "expected `live`, `replay` or `scripted:FILE`".into(),
+                }),
+            },
+        }
+    }
+
+    /// Whether recorded effects (LLM answers and tuning results) are reused.
+    pub fn reuses_journal(&self) -> bool {
+        matches!(self, LlmChoice::Replay)
+    }
+}
+
+/// One LLM call as it went out and came back.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CapturedCall {
+    /// The request's label (e.g. `stage3.apply`).
+    pub label: String,
+    pub attempt: u32,
+    pub system: String,
+    /// The user message(s) as sent (after any override).
+    pub prompt: String,
+    /// The raw answer text; absent when the call failed.
+    pub answer: Option<String>,
+    pub error: Option<String>,
+    /// True when `prompt` is the override, not the rendered template.
+    pub overridden: bool,
+    /// Where this record comes from: `asked` (sent during this debug run) or `recorded` (the run's llm.jsonl).
+    pub origin: &'static str,
+}
+
+/// Collects the calls of one debugging session. Cheap to clone.
+#[derive(Debug, Clone, Default)]
+pub struct CallLog {
+    calls: Arc<Mutex<Vec<CapturedCall>>>,
+}
+
+impl CallLog {
+    pub fn calls(&self) -> Vec<CapturedCall> {
+        self.calls.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+    fn push(&self, call: CapturedCall) {
+        self.calls.lock().unwrap_or_else(|p| p.into_inner()).push(call);
+    }
+}
+
+/// Wraps a provider: records every call, and replaces the first call's user prompt with an override.
+#[derive(Debug)]
+struct Capturing {
+    inner: Arc<dyn Provider>,
+    log: CallLog,
+    /// Consumed by the first call (the node's main question); later calls (fix-ups) go out as rendered.
+    prompt_override: Mutex<Option<String>>,
+}
+
+#[async_trait]
+impl Provider for Capturing {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+    fn model(&self) -> &str {
+        self.inner.model()
+    }
+    fn native_schema(&self) -> bool {
+        self.inner.native_schema()
+    }
+    async fn send(&self, call: Call<'_>) -> Result<ProviderReply, LlmError> {
+        let replacement = self.prompt_override.lock().unwrap_or_else(|p| p.into_inner()).take();
+        let mut request = call.request.clone();
+        let overridden = replacement.is_some();
+        if let Some(text) = replacement
+            && let Some(m) = request.messages.iter_mut().find(|m| m.role == Role::User)
+        {
+            m.content = text;
+        }
+        let join = |role: Role| {
+            request.messages.iter().filter(|m| m.role == role).map(|m| m.content.as_str()).collect::<Vec<_>>().join("\n\n")
+        };
+        let (system, prompt) = (join(Role::System), join(Role::User));
+        let result = self.inner.send(Call { request: &request, hash: call.hash, attempt: call.attempt }).await;
+        self.log.push(CapturedCall {
+            label: request.node.clone(),
+            attempt: call.attempt,
+            system,
+            prompt,
+            answer: result.as_ref().ok().map(|r| r.text.clone()),
+            error: result.as_ref().err().map(|e| e.to_string()),
+            overridden,
+            origin: "asked",
+        });
+        result
+    }
+}
+
+/// The client a debugging session's nodes use. `run_llm_jsonl` is the run's recording (the replay cassette).
+pub fn debug_client(
+    choice: &LlmChoice,
+    run_llm_jsonl: &Path,
+    prompt_override: Option<String>,
+    log: &CallLog,
+) -> Result<Arc<LlmClient>, RunsError> {
+    if prompt_override.is_some() && choice.reuses_journal() {
+        return Err(RunsError::Usage(
+            "a prompt override needs a fresh answer: add `--llm live` or `--llm scripted:FILE` \
+             (replay would return the answer recorded for the original prompt)"
+                .into(),
+        ));
+    }
+    let (inner, config): (Arc<dyn Provider>, Option<LlmConfig>) = match choice {
+        LlmChoice::Replay => {
+            if !run_llm_jsonl.is_file() {
+                // Without a recording, only journaled answers can be replayed; a call that misses says so.
+                (Arc::new(ScriptedProvider::from_answers(run_llm_jsonl.to_path_buf(), Vec::new())), None)
+            } else {
+                (Arc::new(ReplayProvider::open(run_llm_jsonl)?), None)
+            }
+        }
+        LlmChoice::Scripted(file) => (Arc::new(ScriptedProvider::load(file)?), None),
+        LlmChoice::Live => {
+            let cwd = std::env::current_dir().map_err(|e| RunsError::io("reading", ".", e))?;
+            let (config, _) = LlmConfig::load(&cwd)?;
+            (config.build_provider()?, Some(config))
+        }
+    };
+    let provider = Capturing { inner, log: log.clone(), prompt_override: Mutex::new(prompt_override) };
+    let mut client = LlmClient::from_arc(Arc::new(provider));
+    match config {
+        Some(c) => client = client.with_defaults(c.params()).with_retry(c.retry_policy()),
+        // Recorded and scripted answers are what they are: re-asking would only consume the next one.
+        None => client = client.with_parse_retries(0),
+    }
+    Ok(Arc::new(client))
+}
+
+/// The recorded call (from `llm.jsonl`) whose user prompt hashes (blake3, hex) to `prompt_hash`.
+pub fn recorded_call(run_llm_jsonl: &Path, prompt_hash: &str) -> Option<CapturedCall> {
+    let records = kt_llm::read_records(run_llm_jsonl).ok()?;
+    records.into_iter().find_map(|r| {
+        let user: Vec<&str> =
+            r.messages.iter().filter(|m| m.role == Role::User).map(|m| m.content.as_str()).collect();
+        let hit = user.iter().any(|u| blake3::hash(u.as_bytes()).to_hex().as_str() == prompt_hash);
+        hit.then(|| CapturedCall {
+            label: r.node.clone(),
+            attempt: r.attempts,
+            system: r.messages.iter().filter(|m| m.role == Role::System).map(|m| m.content.clone()).collect::<Vec<_>>().join("\n\n"),
+            prompt: user.join("\n\n"),
+            answer: r.answer.clone(),
+            error: r.error.clone(),
+            overridden: false,
+            origin: "recorded",
+        })
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn llm_choices_parse_and_bad_ones_say_what_is_accepted() {
+        assert_eq!(LlmChoice::parse("live").unwrap(), LlmChoice::Live);
+        assert_eq!(LlmChoice::parse("replay").unwrap(), LlmChoice::Replay);
+        assert_eq!(LlmChoice::parse("scripted:a.toml").unwrap(), LlmChoice::Scripted("a.toml".into()));
+        let err = LlmChoice::parse("scripted:").unwrap_err().to_string();
+        assert!(err.contains("scripted:FILE"), "{err}");
+    }
+
+    #[test]
+    fn a_prompt_override_with_replay_is_refused() {
+        let err = debug_client(&LlmChoice::Replay, Path::new("/nonexistent"), Some("x".into()), &CallLog::default())
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("--llm live"), "{err}");
+    }
+
+    #[tokio::test]
+    async fn the_override_replaces_the_first_prompt_only_and_every_call_is_captured() {
+        let dir = tempfile::tempdir().unwrap();
+        let script = dir.path().join("a.json");
+        std::fs::write(&script, r#"{"answers": [{"text": "one"}, {"text": "two"}]}"#).unwrap();
+        let log = CallLog::default();
+        let client =
+            debug_client(&LlmChoice::Scripted(script), Path::new("/none"), Some("OVERRIDE".into()), &log).unwrap();
+        let a = client.complete(kt_llm::LlmRequest::new("n").system("sys").user("rendered 1")).await.unwrap();
+        let b = client.complete(kt_llm::LlmRequest::new("n").user("rendered 2")).await.unwrap();
+        assert_eq!((a.text.as_str(), b.text.as_str()), ("one", "two"));
+        let calls = log.calls();
+        assert_eq!(calls.len(), 2);
+        assert_eq!((calls[0].prompt.as_str(), calls[0].overridden), ("OVERRIDE", true));
+        assert_eq!(calls[0].system, "sys");
+        assert_eq!((calls[1].prompt.as_str(), calls[1].overridden), ("rendered 2", false));
+        assert_eq!(calls[1].answer.as_deref(), Some("two"));
+    }
+}

@@ -1,0 +1,160 @@
+//! `kt runs list`: one line per run directory, from its `run.json` and (when the run got that far) its
+//! `result.json`. Directories that are not runs are skipped; runs whose files are unreadable are listed with
+//! the problem instead of hiding them.
+
+use std::path::{Path, PathBuf};
+
+use kt_pipeline::RunDir;
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::error::RunsError;
+
+/// What `kt runs list` shows of one run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunSummary {
+    pub id: String,
+    pub path: PathBuf,
+    pub kernel: String,
+    pub strategy: String,
+    /// `provider:model`.
+    pub model: String,
+    /// running | finished | failed | interrupted, or `unreadable` when run.json does not parse.
+    pub status: String,
+    /// From result.json; absent while running or when nothing was measured.
+    pub speedup: Option<f64>,
+    /// RFC 3339, UTC.
+    pub started: String,
+    pub duration_s: Option<f64>,
+    /// Why the run's files could not be read, when they could not.
+    pub problem: Option<String>,
+}
+
+/// Every run under `base`, oldest first (run ids start with their UTC start time).
+pub fn list_runs(base: &Path) -> Result<Vec<RunSummary>, RunsError> {
+    let entries = match std::fs::read_dir(base) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(RunsError::io("listing runs in", base, e)),
+    };
+    let mut dirs: Vec<PathBuf> =
+        entries.flatten().map(|e| e.path()).filter(|p| p.join("run.json").is_file()).collect();
+    dirs.sort();
+    Ok(dirs.iter().map(|d| summarize(d)).collect())
+}
+
+/// The summary of one run directory.
+pub fn summarize(dir: &Path) -> RunSummary {
+    let id = dir.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
+    let mut summary = RunSummary {
+        id,
+        path: dir.to_path_buf(),
+        kernel: String::new(),
+        strategy: String::new(),
+        model: String::new(),
+        status: "unreadable".into(),
+        speedup: None,
+        started: String::new(),
+        duration_s: None,
+        problem: None,
+    };
+    let run = match RunDir::open(dir).and_then(|r| r.read_meta().map(|m| (r, m))) {
+        Ok(x) => x,
+        Err(e) => {
+            summary.problem = Some(e.to_string());
+            return summary;
+        }
+    };
+    let (run, meta) = run;
+    summary.id = meta.run_id.clone();
+    summary.kernel = meta.kernel.clone();
+    summary.strategy = meta.strategy.clone();
+    summary.model = if meta.llm.model.is_empty() {
+        meta.llm.provider.clone()
+    } else {
+        format!("{}:{}", meta.llm.provider, meta.llm.model)
+    };
+    summary.status = serde_json::to_value(meta.status)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default();
+    summary.started = meta.started.clone();
+    let result = read_result(&run);
+    summary.speedup = result.as_ref().and_then(|r| r.get("speedup")).and_then(Value::as_f64);
+    summary.duration_s = match (parse_time(&meta.started), meta.finished.as_deref().and_then(parse_time)) {
+        (Some(a), Some(b)) => Some((b - a).as_seconds_f64().max(0.0)),
+        _ => result.as_ref().and_then(|r| r.pointer("/wall_time_s/total")).and_then(Value::as_f64),
+    };
+    summary
+}
+
+/// `result.json` as loose JSON (absent while the run has not written it).
+pub fn read_result(run: &RunDir) -> Option<Value> {
+    let text = std::fs::read_to_string(run.result_json()).ok()?;
+    serde_json::from_str(&text).ok()
+}
+
+fn parse_time(text: &str) -> Option<time::OffsetDateTime> {
+    time::OffsetDateTime::parse(text, &time::format_description::well_known::Rfc3339).ok()
+}
+
+/// `1h02m`, `3m05s`, `12.3s`: short enough for a table column.
+pub fn format_duration(seconds: f64) -> String {
+    if seconds < 60.0 {
+        return format!("{seconds:.1}s");
+    }
+    let total = seconds.round() as u64;
+    if total < 3600 {
+        format!("{}m{:02}s", total / 60, total % 60)
+    } else {
+        format!("{}h{:02}m", total / 3600, (total % 3600) / 60)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn runs_are_listed_with_speedup_and_duration_and_broken_ones_are_flagged() {
+        let base = tempfile::tempdir().unwrap();
+        let good = base.path().join("20261122-031500-mm-autonomous-aaaa");
+        std::fs::create_dir_all(&good).unwrap();
+        std::fs::write(
+            good.join("run.json"),
+            json!({"run_id": "20261122-031500-mm-autonomous-aaaa", "kernel_file": "mm.cu", "kernel": "mm",
+                   "strategy": "autonomous", "settings": {}, "llm": {"provider": "openai", "model": "gpt-4.1"},
+                   "status": "finished", "started": "2026-11-22T03:15:00Z", "finished": "2026-11-22T03:17:05Z",
+                   "kt_version": "0.1.0"})
+            .to_string(),
+        )
+        .unwrap();
+        std::fs::write(good.join("result.json"), json!({"speedup": 6.28}).to_string()).unwrap();
+        let bad = base.path().join("20261122-041500-broken");
+        std::fs::create_dir_all(&bad).unwrap();
+        std::fs::write(bad.join("run.json"), "{not json").unwrap();
+        std::fs::create_dir_all(base.path().join("not-a-run")).unwrap();
+
+        let runs = list_runs(base.path()).unwrap();
+        assert_eq!(runs.len(), 2);
+        assert_eq!(runs[0].model, "openai:gpt-4.1");
+        assert_eq!(runs[0].status, "finished");
+        assert_eq!(runs[0].speedup, Some(6.28));
+        assert_eq!(runs[0].duration_s, Some(125.0));
+        assert_eq!(runs[1].status, "unreadable");
+        assert!(runs[1].problem.is_some());
+    }
+
+    #[test]
+    fn a_missing_runs_directory_lists_nothing() {
+        assert!(list_runs(Path::new("/nonexistent/kt-runs")).unwrap().is_empty());
+    }
+
+    #[test]
+    fn durations_are_short() {
+        assert_eq!(format_duration(12.34), "12.3s");
+        assert_eq!(format_duration(125.0), "2m05s");
+        assert_eq!(format_duration(3725.0), "1h02m");
+    }
+}

@@ -1,0 +1,60 @@
+//! The crate's one error type. Each variant names the run, checkpoint, node or file involved and says what to
+//! do about it.
+
+use std::path::PathBuf;
+
+/// Everything that can go wrong finding, reading, debugging or reporting on a run.
+#[derive(Debug, thiserror::Error)]
+pub enum RunsError {
+    #[error("no run `{arg}`: it is neither a run directory nor a run id under {searched}; `kt runs list` shows the runs there (or pass --runs-dir)")]
+    RunNotFound { arg: String, searched: PathBuf },
+    #[error("run directory {run}: {source}")]
+    Pipeline {
+        run: PathBuf,
+        #[source]
+        source: kt_pipeline::PipelineError,
+    },
+    #[error("run directory {run} has no graph history (run.sqlite is missing or holds no run){detail}")]
+    NoHistory { run: PathBuf, detail: String },
+    #[error("run `{run}`: {source}")]
+    Graph {
+        run: String,
+        #[source]
+        source: kt_graph::GraphError,
+    },
+    #[error("`{spec}` is not a checkpoint: give a number from `kt debug history` (e.g. 7 or #7), `input` or `latest`")]
+    BadCheckpoint { spec: String },
+    #[error("run `{run}` has no checkpoint #{checkpoint}; `kt debug history` lists them")]
+    NoCheckpoint { run: String, checkpoint: u64 },
+    #[error("the state has no field `{field}`; its fields are: {known}")]
+    UnknownField { field: String, known: String },
+    #[error("the graph has no node `{node}`; its nodes are: {known}")]
+    UnknownNode { node: String, known: String },
+    #[error("`{spec}`: {reason}")]
+    BadSetting { spec: String, reason: String },
+    #[error("{action} {path}: {source}")]
+    Io {
+        action: &'static str,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path} is not valid JSON of the expected shape: {reason}")]
+    BadJson { path: PathBuf, reason: String },
+    #[error("LLM: {0}")]
+    Llm(#[from] kt_llm::LlmError),
+    #[error("{0}")]
+    Usage(String),
+    #[error("could not copy the run's history to a scratch store for a dry run: {0}")]
+    Scratch(String),
+}
+
+impl RunsError {
+    pub(crate) fn io(action: &'static str, path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        RunsError::Io { action, path: path.into(), source }
+    }
+
+    pub(crate) fn graph(run: &kt_graph::RunId, source: kt_graph::GraphError) -> Self {
+        RunsError::Graph { run: run.to_string(), source }
+    }
+}

@@ -1,0 +1,210 @@
+//! [`RunRecord`]: a run directory's graph history read straight from its `run.sqlite`, as JSON.
+//!
+//! Reading needs neither the graph nor the state type: checkpoints are per-field JSON, so history, state,
+//! diffs, the path a run took and breakpoints work on any run, even one whose strategy has changed since (or
+//! one written by a newer kt). Only running something (a node, a replay) needs the graph; see
+//! [`crate::binding`].
+
+use std::path::Path;
+use std::sync::Arc;
+
+use kt_graph::{
+    BranchId, Checkpoint, CheckpointId, CheckpointStore, FieldOp, RunId, RunMeta as GraphRunMeta, SqliteStore,
+    StateRecord,
+};
+use kt_pipeline::RunDir;
+use serde_json::{Map, Value};
+
+use crate::error::RunsError;
+
+/// The state of a checkpoint, field by field.
+pub type Fields = Map<String, Value>;
+
+/// The graph history of one run directory.
+#[derive(Clone)]
+pub struct RunRecord {
+    dir: RunDir,
+    store: Arc<dyn CheckpointStore>,
+    graph_run: RunId,
+}
+
+impl std::fmt::Debug for RunRecord {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunRecord").field("dir", &self.dir.root()).field("graph_run", &self.graph_run).finish()
+    }
+}
+
+/// Which graph of a run directory to read when it holds several (Stage 1, 2 and 3 each record one).
+pub const DEFAULT_GRAPH: &str = "stage3";
+
+impl RunRecord {
+    /// Opens the Stage 3 graph of `dir` (or the run's only graph when it has no Stage 3 yet).
+    pub fn open(dir: RunDir) -> Result<Self, RunsError> {
+        Self::open_graph(dir, None)
+    }
+
+    /// Opens graph `graph` (`stage1`, `stage2`, `stage3`, or a full graph run id) of `dir`.
+    pub fn open_graph(dir: RunDir, graph: Option<&str>) -> Result<Self, RunsError> {
+        let path = dir.sqlite();
+        if !path.is_file() {
+            return Err(RunsError::NoHistory {
+                run: dir.root().to_path_buf(),
+                detail: ": the run stopped before its first graph step".into(),
+            });
+        }
+        // Opening would create an empty database for a missing file; checked above.
+        let store = SqliteStore::open(&path).map_err(|e| RunsError::Graph { run: dir.run_id(), source: e })?;
+        let runs = store.list_runs().map_err(|e| RunsError::Graph { run: dir.run_id(), source: e })?;
+        let wanted = graph.unwrap_or(DEFAULT_GRAPH);
+        let pick = runs
+            .iter()
+            .find(|r| r.as_str() == wanted || r.as_str().ends_with(&format!("/{wanted}")))
+            .or_else(|| if graph.is_none() { runs.last() } else { None })
+            .cloned();
+        let Some(graph_run) = pick else {
+            return Err(RunsError::NoHistory {
+                run: dir.root().to_path_buf(),
+                detail: format!(
+                    " for graph `{wanted}` (it has: {})",
+                    runs.iter().map(RunId::as_str).collect::<Vec<_>>().join(", ")
+                ),
+            });
+        };
+        Ok(Self { dir, store: Arc::new(store), graph_run })
+    }
+
+    /// A record over an already opened store (tests, and callers that share one store with an executor).
+    pub fn with_store(dir: RunDir, store: Arc<dyn CheckpointStore>, graph_run: RunId) -> Self {
+        Self { dir, store, graph_run }
+    }
+
+    pub fn dir(&self) -> &RunDir {
+        &self.dir
+    }
+    pub fn root(&self) -> &Path {
+        self.dir.root()
+    }
+    pub fn store(&self) -> Arc<dyn CheckpointStore> {
+        self.store.clone()
+    }
+    /// The graph run's id inside `run.sqlite` (e.g. `<run-id>/stage3`).
+    pub fn graph_run(&self) -> &RunId {
+        &self.graph_run
+    }
+
+    fn graph_err(&self, e: kt_graph::GraphError) -> RunsError {
+        RunsError::graph(&self.graph_run, e)
+    }
+
+    /// Breakpoints, branches and where the run stopped.
+    pub fn meta(&self) -> Result<GraphRunMeta, RunsError> {
+        self.store
+            .get_run(&self.graph_run)
+            .map_err(|e| self.graph_err(e))?
+            .ok_or_else(|| self.graph_err(kt_graph::GraphError::RunNotFound { run: self.graph_run.clone() }))
+    }
+
+    /// Every checkpoint, all branches, in creation order.
+    pub fn checkpoints(&self) -> Result<Vec<Checkpoint>, RunsError> {
+        self.store.list_checkpoints(&self.graph_run).map_err(|e| self.graph_err(e))
+    }
+
+    pub fn checkpoint(&self, id: CheckpointId) -> Result<Checkpoint, RunsError> {
+        self.store
+            .get_checkpoint(&self.graph_run, id)
+            .map_err(|e| self.graph_err(e))?
+            .ok_or_else(|| RunsError::NoCheckpoint { run: self.graph_run.to_string(), checkpoint: id.0 })
+    }
+
+    /// The most recently written checkpoint (any branch): where `resume` continues.
+    pub fn latest(&self) -> Result<CheckpointId, RunsError> {
+        self.store
+            .latest_checkpoint(&self.graph_run)
+            .map_err(|e| self.graph_err(e))?
+            .ok_or_else(|| RunsError::NoCheckpoint { run: self.graph_run.to_string(), checkpoint: 0 })
+    }
+
+    /// The last checkpoint of branch 0: the run as it was recorded, whatever was replayed or forked since.
+    pub fn head(&self) -> Result<CheckpointId, RunsError> {
+        self.checkpoints()?
+            .iter()
+            .filter(|c| c.branch == BranchId(0))
+            .map(|c| c.id)
+            .max()
+            .ok_or_else(|| RunsError::NoCheckpoint { run: self.graph_run.to_string(), checkpoint: 0 })
+    }
+
+    /// `7`, `#7`, `input` (checkpoint 0), `latest` (newest, any branch) or `head` (newest of branch 0).
+    pub fn resolve(&self, spec: &str) -> Result<CheckpointId, RunsError> {
+        let s = spec.trim();
+        match s {
+            "input" => Ok(CheckpointId(0)),
+            "latest" => self.latest(),
+            "head" => self.head(),
+            _ => {
+                let n: u64 = s
+                    .trim_start_matches('#')
+                    .parse()
+                    .map_err(|_| RunsError::BadCheckpoint { spec: spec.to_string() })?;
+                self.checkpoint(CheckpointId(n)).map(|c| c.id)
+            }
+        }
+    }
+
+    /// The checkpoints from the input to `to`, following parents (across the branches it was copied from).
+    pub fn lineage(&self, to: CheckpointId) -> Result<Vec<Checkpoint>, RunsError> {
+        let mut chain = Vec::new();
+        let mut cur = Some(to);
+        while let Some(id) = cur {
+            let cp = self.checkpoint(id)?;
+            cur = cp.parent;
+            chain.push(cp);
+        }
+        chain.reverse();
+        Ok(chain)
+    }
+
+    /// The state at `id` as JSON fields: the nearest full snapshot, then the deltas after it.
+    pub fn fields_at(&self, id: CheckpointId) -> Result<Fields, RunsError> {
+        let mut deltas = Vec::new();
+        let mut cur = self.checkpoint(id)?;
+        let mut fields = loop {
+            match cur.state {
+                StateRecord::Full(map) => break map,
+                StateRecord::Delta(ops) => {
+                    deltas.push(ops);
+                    let parent = cur.parent.ok_or_else(|| RunsError::NoCheckpoint {
+                        run: self.graph_run.to_string(),
+                        checkpoint: cur.id.0,
+                    })?;
+                    cur = self.checkpoint(parent)?;
+                }
+            }
+        };
+        for ops in deltas.iter().rev() {
+            apply_ops(&mut fields, ops);
+        }
+        Ok(fields)
+    }
+}
+
+/// Applies a checkpoint's field operations (the engine's own folding rule: set, or append to a list/map).
+pub(crate) fn apply_ops(fields: &mut Fields, ops: &[FieldOp]) {
+    for op in ops {
+        match op {
+            FieldOp::Set(name, value) => {
+                fields.insert(name.clone(), value.clone());
+            }
+            FieldOp::Extend(name, items) => {
+                let slot = fields.entry(name.clone()).or_insert(Value::Null);
+                match (slot, items) {
+                    (Value::Array(have), Value::Array(new)) => have.extend(new.iter().cloned()),
+                    (Value::Object(have), Value::Object(new)) => {
+                        have.extend(new.iter().map(|(k, v)| (k.clone(), v.clone())))
+                    }
+                    (slot, new) => *slot = new.clone(),
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,223 @@
+//! Gathering what the report shows from a run directory.
+
+use std::path::Path;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::graph_svg::{GraphShape, parse_dot};
+use crate::catalog::{RunSummary, read_result, summarize};
+use crate::error::RunsError;
+use crate::field_diff::unified;
+use crate::inspect::{KernelVerdict, verdicts};
+use crate::record::RunRecord;
+use crate::steps::{PathStep, run_path};
+
+/// One recorded LLM call.
+#[derive(Debug, Clone, Serialize)]
+pub struct LlmExchange {
+    pub node: String,
+    pub time: String,
+    pub prompt: String,
+    pub answer: String,
+    pub tokens_in: u64,
+    pub tokens_out: u64,
+    pub error: Option<String>,
+}
+
+/// One file of `kernels/`, with its diff against the previous one.
+#[derive(Debug, Clone, Serialize)]
+pub struct KernelFile {
+    pub name: String,
+    pub code: String,
+    /// The sidecar JSON (verdict, tuning summary), when there is one.
+    pub meta: Option<Value>,
+    /// Unified diff against the previous file (none for the first).
+    pub diff: Option<String>,
+}
+
+/// One measured candidate.
+#[derive(Debug, Clone, Serialize)]
+pub struct TuningRow {
+    pub round: u64,
+    pub index: u64,
+    pub verdict: String,
+    pub time_ms: Option<f64>,
+    pub noise_ms: Option<f64>,
+    pub best_params: String,
+    pub configs_tried: Option<u64>,
+    pub configs_failed: Option<u64>,
+    pub detail: String,
+}
+
+/// Speedup after one step (for the chart).
+#[derive(Debug, Clone, Serialize)]
+pub struct StepPoint {
+    pub label: String,
+    pub status: String,
+    /// The step's own speedup over the original (its best candidate), when it verified.
+    pub step_speedup: Option<f64>,
+    /// The best speedup so far after this step.
+    pub best_speedup: f64,
+}
+
+/// Everything the page shows.
+#[derive(Debug, Clone, Serialize)]
+pub struct ReportInputs {
+    pub summary: RunSummary,
+    pub result: Option<Value>,
+    pub graph_run: String,
+    /// Nodes and edges to draw; from the run's graph (DOT) when it could be rebuilt, else from the path.
+    pub graph: GraphShape,
+    pub path: Vec<PathStep>,
+    pub verdicts: Vec<KernelVerdict>,
+    pub llm: Vec<LlmExchange>,
+    pub kernels: Vec<KernelFile>,
+    pub tuning: Vec<TuningRow>,
+    pub points: Vec<StepPoint>,
+    pub naive_time_ms: Option<f64>,
+}
+
+impl ReportInputs {
+    /// Reads the run; `graph_dot` is the run's graph as DOT (with the path highlighted), when available.
+    pub fn collect(record: &RunRecord, graph_dot: Option<&str>) -> Result<Self, RunsError> {
+        let head = record.head()?;
+        let path = run_path(record, Some(head))?;
+        let fields = record.fields_at(head)?;
+        let graph = match graph_dot {
+            Some(dot) => parse_dot(dot),
+            None => GraphShape::from_path(&path),
+        };
+        let naive_time_ms = fields.get("reference").and_then(|r| r.get("time_ms")).and_then(Value::as_f64);
+        let verdicts = verdicts(fields.get("history"));
+        Ok(Self {
+            summary: summarize(record.root()),
+            result: read_result(record.dir()),
+            graph_run: record.graph_run().to_string(),
+            graph,
+            points: points(fields.get("history"), naive_time_ms),
+            tuning: tuning_rows(fields.get("candidates")),
+            verdicts,
+            llm: llm_exchanges(&record.dir().llm_jsonl()),
+            kernels: kernel_files(&record.dir().kernels_dir())?,
+            path,
+            naive_time_ms,
+        })
+    }
+}
+
+fn llm_exchanges(path: &Path) -> Vec<LlmExchange> {
+    let Ok(records) = kt_llm::read_records(path) else { return Vec::new() };
+    records
+        .into_iter()
+        .map(|r| LlmExchange {
+            node: r.node,
+            time: r.time,
+            prompt: r
+                .messages
+                .iter()
+                .map(|m| format!("[{}]\n{}", role_name(m.role), m.content))
+                .collect::<Vec<_>>()
+                .join("\n\n"),
+            answer: r.answer.unwrap_or_default(),
+            tokens_in: r.usage.as_ref().map_or(0, |u| u.input_tokens),
+            tokens_out: r.usage.as_ref().map_or(0, |u| u.output_tokens),
+            error: r.error,
+        })
+        .collect()
+}
+
+fn role_name(role: kt_llm::Role) -> String {
+    serde_json::to_value(role).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default()
+}
+
+fn kernel_files(dir: &Path) -> Result<Vec<KernelFile>, RunsError> {
+    let mut names: Vec<String> = match std::fs::read_dir(dir) {
+        Ok(entries) => entries
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().to_string())
+            .filter(|n| n.ends_with(".cu"))
+            .collect(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(RunsError::io("listing", dir, e)),
+    };
+    names.sort();
+    let mut out: Vec<KernelFile> = Vec::new();
+    for name in names {
+        let path = dir.join(&name);
+        let code = std::fs::read_to_string(&path).map_err(|e| RunsError::io("reading", &path, e))?;
+        let meta = std::fs::read_to_string(path.with_extension("json")).ok().and_then(|t| serde_json::from_str(&t).ok());
+        let diff = out.last().map(|prev: &KernelFile| kernel_diff(&prev.code, &code, &prev.name, &name));
+        out.push(KernelFile { name, code, meta, diff });
+    }
+    Ok(out)
+}
+
+/// Unified diff of two kernel files, headed with their names.
+fn kernel_diff(old: &str, new: &str, old_name: &str, new_name: &str) -> String {
+    unified("kernel", old, new)
+        .replacen("--- a/kernel", &format!("--- {old_name}"), 1)
+        .replacen("+++ b/kernel", &format!("+++ {new_name}"), 1)
+}
+
+fn tuning_rows(candidates: Option<&Value>) -> Vec<TuningRow> {
+    let Some(Value::Array(items)) = candidates else { return Vec::new() };
+    items
+        .iter()
+        .map(|c| {
+            let o = c.get("outcome");
+            let num = |k: &str| o.and_then(|o| o.get(k)).and_then(Value::as_f64);
+            let int = |k: &str| o.and_then(|o| o.get(k)).and_then(Value::as_u64);
+            let verdict = o
+                .and_then(|o| o.get("verdict"))
+                .and_then(Value::as_str)
+                .map(|v| v.replace('_', " "))
+                .unwrap_or_else(|| "not measured".into());
+            let detail = c
+                .get("failure")
+                .and_then(Value::as_str)
+                .or_else(|| o.and_then(|o| o.get("detail")).and_then(Value::as_str))
+                .unwrap_or_default()
+                .to_string();
+            let best_params = o
+                .and_then(|o| o.get("best_params"))
+                .and_then(Value::as_object)
+                .map(|m| m.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(", "))
+                .unwrap_or_default();
+            TuningRow {
+                round: c.get("round").and_then(Value::as_u64).unwrap_or(0),
+                index: c.get("index").and_then(Value::as_u64).unwrap_or(0),
+                verdict,
+                time_ms: num("time_ms"),
+                noise_ms: num("noise_ms"),
+                best_params,
+                configs_tried: int("configs_tried"),
+                configs_failed: int("configs_failed"),
+                detail,
+            }
+        })
+        .collect()
+}
+
+fn points(history: Option<&Value>, naive: Option<f64>) -> Vec<StepPoint> {
+    let (Some(Value::Array(items)), Some(naive)) = (history, naive) else { return Vec::new() };
+    let mut best = 1.0f64;
+    items
+        .iter()
+        .map(|i| {
+            let status = i.get("status").and_then(Value::as_str).unwrap_or("").replace('_', " ");
+            let step_speedup = i.get("time_ms").and_then(Value::as_f64).filter(|t| *t > 0.0).map(|t| naive / t);
+            if status == "accepted"
+                && let Some(s) = step_speedup
+            {
+                best = best.max(s);
+            }
+            StepPoint {
+                label: i.get("step").and_then(Value::as_str).unwrap_or("?").to_string(),
+                status,
+                step_speedup,
+                best_speedup: best,
+            }
+        })
+        .collect()
+}
