@@ -38,6 +38,14 @@ pub enum Command {
     Resume(commands::resume::ResumeArgs),
     /// Show a strategy's state graph (`kt graph export autonomous --format mermaid|dot`).
     Graph(commands::graph::GraphArgs),
+    /// Recorded runs: list them, show one step by step, or write its HTML report.
+    Runs(commands::runs::RunsArgs),
+    /// Inside a recorded run: history, state, per-field diffs, one node run again, breakpoints.
+    Debug(commands::debug::DebugArgs),
+    /// Run a recorded run again from a checkpoint on a new branch (recorded answers and tunings reused).
+    Replay(commands::replay::ReplayArgs),
+    /// Copy a checkpoint to a new branch with edited fields (`kt resume` continues from it).
+    Fork(commands::fork::ForkArgs),
     /// Tune a kernel's parameters (block sizes, tiling, …) on this GPU: compile, verify and time every configuration.
     Tune(commands::tune::TuneArgs),
     /// Check a candidate kernel against a reference on the same inputs: every output of every test.

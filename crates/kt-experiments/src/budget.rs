@@ -72,13 +72,17 @@ pub fn parse_duration(text: &str) -> Option<Duration> {
     let mut total = 0.0_f64;
     let mut rest = text;
     while !rest.is_empty() {
-        let num_len = rest.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(rest.len());
+        let num_len = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(rest.len());
         if num_len == 0 {
             return None;
         }
         let value: f64 = rest[..num_len].parse().ok()?;
         rest = &rest[num_len..];
-        let unit_len = rest.find(|c: char| c.is_ascii_digit() || c == '.').unwrap_or(rest.len());
+        let unit_len = rest
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(rest.len());
         let factor = match &rest[..unit_len] {
             "ms" => 0.001,
             "s" => 1.0,
@@ -132,9 +136,11 @@ impl LlmTally {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
             Err(e) => return Err(ExperimentError::io(path, "opening the LLM record", e)),
         };
-        file.seek(SeekFrom::Start(self.offset)).map_err(|e| ExperimentError::io(path, "seeking in the LLM record", e))?;
+        file.seek(SeekFrom::Start(self.offset))
+            .map_err(|e| ExperimentError::io(path, "seeking in the LLM record", e))?;
         let mut text = String::new();
-        file.read_to_string(&mut text).map_err(|e| ExperimentError::io(path, "reading the LLM record", e))?;
+        file.read_to_string(&mut text)
+            .map_err(|e| ExperimentError::io(path, "reading the LLM record", e))?;
         // Only complete lines count; the rest is read again next time.
         let complete = text.rfind('\n').map_or(0, |i| i + 1);
         for line in text[..complete].lines().filter(|l| !l.trim().is_empty()) {
@@ -196,7 +202,11 @@ mod tests {
         assert_eq!(tally.calls, 0);
 
         let mut f = File::create(&path).unwrap();
-        writeln!(f, r#"{{"node":"a","usage":{{"input_tokens":100,"output_tokens":20}},"cost_usd":0.5}}"#).unwrap();
+        writeln!(
+            f,
+            r#"{{"node":"a","usage":{{"input_tokens":100,"output_tokens":20}},"cost_usd":0.5}}"#
+        )
+        .unwrap();
         write!(f, r#"{{"node":"b","usage":{{"input_tokens":7"#).unwrap();
         f.flush().unwrap();
         tally.update(&path).unwrap();
@@ -211,14 +221,27 @@ mod tests {
 
     #[test]
     fn the_first_exceeded_limit_is_reported() {
-        let budget = Budget { time: Some(Duration::from_secs(10)), tokens: Some(100), dollars: Some(1.0) };
+        let budget = Budget {
+            time: Some(Duration::from_secs(10)),
+            tokens: Some(100),
+            dollars: Some(1.0),
+        };
         let mut llm = LlmTally::default();
         assert_eq!(budget.exceeded(Duration::from_secs(5), &llm), None);
         llm.tokens = 101;
-        assert_eq!(budget.exceeded(Duration::from_secs(5), &llm), Some(BudgetKind::Tokens));
-        assert_eq!(budget.exceeded(Duration::from_secs(11), &llm), Some(BudgetKind::Time));
+        assert_eq!(
+            budget.exceeded(Duration::from_secs(5), &llm),
+            Some(BudgetKind::Tokens)
+        );
+        assert_eq!(
+            budget.exceeded(Duration::from_secs(11), &llm),
+            Some(BudgetKind::Time)
+        );
         llm.tokens = 0;
         llm.dollars = 1.5;
-        assert_eq!(budget.exceeded(Duration::from_secs(1), &llm), Some(BudgetKind::Dollars));
+        assert_eq!(
+            budget.exceeded(Duration::from_secs(1), &llm),
+            Some(BudgetKind::Dollars)
+        );
     }
 }

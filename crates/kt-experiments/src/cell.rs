@@ -116,7 +116,10 @@ pub fn variant_label(strategy: &str, grid: &BTreeMap<String, SettingValue>) -> S
 pub fn model_short_name(spec: &str) -> String {
     match spec.split_once(':') {
         Some((provider, rest)) if matches!(provider, "replay" | "scripted" | "manual") => {
-            let stem = std::path::Path::new(rest).file_stem().and_then(|s| s.to_str()).unwrap_or(rest);
+            let stem = std::path::Path::new(rest)
+                .file_stem()
+                .and_then(|s| s.to_str())
+                .unwrap_or(rest);
             format!("{provider}-{stem}")
         }
         Some((_, model)) if !model.is_empty() => model.to_string(),
@@ -125,8 +128,16 @@ pub fn model_short_name(spec: &str) -> String {
 }
 
 fn sanitise(text: &str) -> String {
-    let mapped: String =
-        text.chars().map(|c| if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') { c } else { '-' }).collect();
+    let mapped: String = text
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
     // Collapse runs of dashes that replacements create.
     let mut out = String::with_capacity(mapped.len());
     for c in mapped.chars() {
@@ -165,8 +176,14 @@ mod tests {
     #[test]
     fn id_is_a_readable_slug_plus_a_hash_of_the_identity() {
         let id = cell().compute_id();
-        assert!(id.0.starts_with("matrixMultiply-autonomous-replan3-gpt-4.1-r2-"), "{id}");
-        assert_eq!(id.0.len(), "matrixMultiply-autonomous-replan3-gpt-4.1-r2-".len() + 8);
+        assert!(
+            id.0.starts_with("matrixMultiply-autonomous-replan3-gpt-4.1-r2-"),
+            "{id}"
+        );
+        assert_eq!(
+            id.0.len(),
+            "matrixMultiply-autonomous-replan3-gpt-4.1-r2-".len() + 8
+        );
     }
 
     #[test]
@@ -179,7 +196,11 @@ mod tests {
 
         let mut other = base.clone();
         other.settings.insert("tests".into(), SettingValue::Int(5));
-        assert_ne!(base.compute_id(), other.compute_id(), "a fixed setting is part of the identity");
+        assert_ne!(
+            base.compute_id(),
+            other.compute_id(),
+            "a fixed setting is part of the identity"
+        );
         let mut other = base.clone();
         other.seed = 9;
         assert_ne!(base.compute_id(), other.compute_id());
@@ -188,7 +209,10 @@ mod tests {
     #[test]
     fn model_names_are_shortened_for_slugs() {
         assert_eq!(model_short_name("openai:gpt-4.1"), "gpt-4.1");
-        assert_eq!(model_short_name("replay:experiments/cassettes/demo.jsonl"), "replay-demo");
+        assert_eq!(
+            model_short_name("replay:experiments/cassettes/demo.jsonl"),
+            "replay-demo"
+        );
         assert_eq!(model_short_name("ollama:qwen3:8b"), "qwen3:8b");
         assert_eq!(sanitise("qwen3:8b//x"), "qwen3-8b-x");
     }

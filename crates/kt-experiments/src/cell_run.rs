@@ -27,7 +27,10 @@ struct CellState {
 #[derive(Debug, Clone, PartialEq)]
 pub enum CellOutcome {
     /// The cell reached a record (finished, failed, over budget, or crashed); write it to the ledger.
-    Recorded { record: Box<CellRecord>, launched: bool },
+    Recorded {
+        record: Box<CellRecord>,
+        launched: bool,
+    },
     /// Stopped by the stop signal before it ended; it stays resumable and gets no record.
     Interrupted,
 }
@@ -62,9 +65,15 @@ impl CellRunner {
     }
 
     /// Runs `cell` on `gpu` (None: inherit the environment's GPUs) until it ends or `stop` trips.
-    pub fn run(&self, cell: &Cell, gpu: Option<&str>, stop: &StopSignal) -> Result<CellOutcome, ExperimentError> {
+    pub fn run(
+        &self,
+        cell: &Cell,
+        gpu: Option<&str>,
+        stop: &StopSignal,
+    ) -> Result<CellOutcome, ExperimentError> {
         let cell_dir = self.cell_dir(cell);
-        std::fs::create_dir_all(&cell_dir).map_err(|e| ExperimentError::io(&cell_dir, "creating the cell directory", e))?;
+        std::fs::create_dir_all(&cell_dir)
+            .map_err(|e| ExperimentError::io(&cell_dir, "creating the cell directory", e))?;
         let state_path = cell_dir.join("cell-state.json");
         let mut state: CellState = std::fs::read_to_string(&state_path)
             .ok()
@@ -75,7 +84,10 @@ impl CellRunner {
             RunState::Final { dir, raw, .. } => {
                 // Finished earlier but never recorded (the coordinator died in between): record, do not rerun.
                 let record = self.final_record(cell, &state, &dir, raw)?;
-                return Ok(CellOutcome::Recorded { record: Box::new(record), launched: false });
+                return Ok(CellOutcome::Recorded {
+                    record: Box::new(record),
+                    launched: false,
+                });
             }
             RunState::Partial { dir } => {
                 tracing::info!(cell = %cell.id, run = %dir.display(), "resuming");
@@ -129,7 +141,10 @@ impl CellRunner {
         if let RunState::Final { dir, raw, .. } = run {
             // A run that reached its final result as it was being stopped counts as what it reports.
             let record = self.final_record(cell, &state, &dir, raw)?;
-            return Ok(CellOutcome::Recorded { record: Box::new(record), launched: true });
+            return Ok(CellOutcome::Recorded {
+                record: Box::new(record),
+                launched: true,
+            });
         }
         if stopped_by_signal {
             return Ok(CellOutcome::Interrupted);
@@ -142,7 +157,11 @@ impl CellRunner {
             llm = LlmTally::default();
             llm.update(&d.join("llm.jsonl"))?;
         }
-        let status = if over.is_some() { CellStatus::OverBudget } else { CellStatus::Crashed };
+        let status = if over.is_some() {
+            CellStatus::OverBudget
+        } else {
+            CellStatus::Crashed
+        };
         let mut record = CellRecord::for_cell(cell, status);
         record.over_budget = over;
         record.attempts = state.attempts;
@@ -150,13 +169,24 @@ impl CellRunner {
         record.llm_tokens = llm.tokens;
         record.llm_cost_usd = llm.dollars;
         record.run_dir = dir.as_deref().map(|d| relative_path(d, &self.out));
-        record.result = dir.as_deref().and_then(|d| crate::run_dir::read_result(&d.join("result.json")).ok());
+        record.result = dir
+            .as_deref()
+            .and_then(|d| crate::run_dir::read_result(&d.join("result.json")).ok());
         record.error = Some(match over {
-            Some(kind) => format!("stopped after exceeding its {kind} budget; the run is resumable"),
-            None => format!("kt exited with {exit} and no final result.json; last lines of {}:\n{}", log.display(), log_tail(&log, 15)),
+            Some(kind) => {
+                format!("stopped after exceeding its {kind} budget; the run is resumable")
+            }
+            None => format!(
+                "kt exited with {exit} and no final result.json; last lines of {}:\n{}",
+                log.display(),
+                log_tail(&log, 15)
+            ),
         });
         record.recorded = now_rfc3339();
-        Ok(CellOutcome::Recorded { record: Box::new(record), launched: true })
+        Ok(CellOutcome::Recorded {
+            record: Box::new(record),
+            launched: true,
+        })
     }
 
     fn final_record(

@@ -163,15 +163,20 @@ struct DesignFile {
 impl Design {
     /// Reads and validates a design file.
     pub fn load(path: &Path) -> Result<Design, ExperimentError> {
-        let text = std::fs::read_to_string(path).map_err(|e| ExperimentError::io(path, "reading the design", e))?;
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| ExperimentError::io(path, "reading the design", e))?;
         Design::parse(&text, path)
     }
 
     /// Parses `text` as if it were the file at `path` (which sets the root).
     pub fn parse(text: &str, path: &Path) -> Result<Design, ExperimentError> {
-        let file: DesignFile = toml::from_str(text).map_err(|e| ExperimentError::design(path, e.to_string()))?;
+        let file: DesignFile =
+            toml::from_str(text).map_err(|e| ExperimentError::design(path, e.to_string()))?;
         check_slug(path, "name", &file.name)?;
-        let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        let dir = path
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
         let root = match &file.root {
             Some(r) if r.is_absolute() => r.clone(),
             Some(r) => dir.join(r),
@@ -198,40 +203,62 @@ impl Design {
                 let study = resolve_study(path, &defaults, s)
                     .map_err(|e| with_context(e, &format!("study {}", i + 1)))?;
                 if !names.insert(study.name.clone()) {
-                    return Err(ExperimentError::design(path, format!("two studies are named `{}`", study.name)));
+                    return Err(ExperimentError::design(
+                        path,
+                        format!("two studies are named `{}`", study.name),
+                    ));
                 }
                 studies.push(study);
             }
             studies
         };
-        Ok(Design { name: file.name, description: file.description, file: path.to_path_buf(), root, studies })
+        Ok(Design {
+            name: file.name,
+            description: file.description,
+            file: path.to_path_buf(),
+            root,
+            studies,
+        })
     }
 
     /// Where `kt experiment run` writes when no `--out` is given: `$KT_EXPERIMENTS_DIR/<name>`, else
     /// `./kt-experiments/<name>`.
     pub fn default_out_dir(&self) -> PathBuf {
-        let base = std::env::var_os("KT_EXPERIMENTS_DIR").map_or_else(|| PathBuf::from("kt-experiments"), PathBuf::from);
+        let base = std::env::var_os("KT_EXPERIMENTS_DIR")
+            .map_or_else(|| PathBuf::from("kt-experiments"), PathBuf::from);
         base.join(&self.name)
     }
 }
 
 fn with_context(e: ExperimentError, context: &str) -> ExperimentError {
     match e {
-        ExperimentError::Design { path, detail } => ExperimentError::Design { path, detail: format!("{context}: {detail}") },
+        ExperimentError::Design { path, detail } => ExperimentError::Design {
+            path,
+            detail: format!("{context}: {detail}"),
+        },
         other => other,
     }
 }
 
 fn check_slug(path: &Path, what: &str, value: &str) -> Result<(), ExperimentError> {
-    let ok = !value.is_empty() && value.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+    let ok = !value.is_empty()
+        && value
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
     if ok {
         Ok(())
     } else {
-        Err(ExperimentError::design(path, format!("{what} `{value}` must be letters, digits, `-`, `_` or `.`")))
+        Err(ExperimentError::design(
+            path,
+            format!("{what} `{value}` must be letters, digits, `-`, `_` or `.`"),
+        ))
     }
 }
 
-fn check_settings(path: &Path, keys: impl IntoIterator<Item = impl AsRef<str>>) -> Result<(), ExperimentError> {
+fn check_settings(
+    path: &Path,
+    keys: impl IntoIterator<Item = impl AsRef<str>>,
+) -> Result<(), ExperimentError> {
     for key in keys {
         let key = key.as_ref();
         if !is_flag_name(key) {
@@ -243,20 +270,36 @@ fn check_settings(path: &Path, keys: impl IntoIterator<Item = impl AsRef<str>>) 
         if RESERVED.contains(&key) {
             return Err(ExperimentError::design(
                 path,
-                format!("setting `{key}` is set by the experiment itself; use kernels/strategies/models instead"),
+                format!(
+                    "setting `{key}` is set by the experiment itself; use kernels/strategies/models instead"
+                ),
             ));
         }
     }
     Ok(())
 }
 
-fn resolve_study(path: &Path, defaults: &StudyFile, study: StudyFile) -> Result<Study, ExperimentError> {
-    let name = study.name.or_else(|| defaults.name.clone()).unwrap_or_default();
+fn resolve_study(
+    path: &Path,
+    defaults: &StudyFile,
+    study: StudyFile,
+) -> Result<Study, ExperimentError> {
+    let name = study
+        .name
+        .or_else(|| defaults.name.clone())
+        .unwrap_or_default();
     check_slug(path, "study name", &name)?;
-    let missing = |what: &str| ExperimentError::design(path, format!("study `{name}` has no {what}"));
+    let missing =
+        |what: &str| ExperimentError::design(path, format!("study `{name}` has no {what}"));
 
-    let kernels = study.kernels.or_else(|| defaults.kernels.clone()).ok_or_else(|| missing("kernels"))?;
-    let models = study.models.or_else(|| defaults.models.clone()).ok_or_else(|| missing("models"))?;
+    let kernels = study
+        .kernels
+        .or_else(|| defaults.kernels.clone())
+        .ok_or_else(|| missing("kernels"))?;
+    let models = study
+        .models
+        .or_else(|| defaults.models.clone())
+        .ok_or_else(|| missing("models"))?;
     let strategies_file = match study.strategies {
         Some(s) => s,
         None => defaults
@@ -266,32 +309,52 @@ fn resolve_study(path: &Path, defaults: &StudyFile, study: StudyFile) -> Result<
             .ok_or_else(|| missing("strategies"))?,
     };
     if kernels.is_empty() || models.is_empty() || strategies_file.is_empty() {
-        return Err(ExperimentError::design(path, format!("study `{name}` has an empty kernels, models or strategies list")));
+        return Err(ExperimentError::design(
+            path,
+            format!("study `{name}` has an empty kernels, models or strategies list"),
+        ));
     }
     for model in &models {
         if model.trim().is_empty() {
-            return Err(ExperimentError::design(path, format!("study `{name}` lists an empty model")));
+            return Err(ExperimentError::design(
+                path,
+                format!("study `{name}` lists an empty model"),
+            ));
         }
     }
 
     let mut strategies = Vec::new();
     for s in strategies_file {
         let spec = match s {
-            StrategyFile::Name(name) => StrategySpec { name, settings: BTreeMap::new(), grid: BTreeMap::new() },
-            StrategyFile::Full(t) => StrategySpec { name: t.name, settings: t.settings, grid: t.grid },
+            StrategyFile::Name(name) => StrategySpec {
+                name,
+                settings: BTreeMap::new(),
+                grid: BTreeMap::new(),
+            },
+            StrategyFile::Full(t) => StrategySpec {
+                name: t.name,
+                settings: t.settings,
+                grid: t.grid,
+            },
         };
         check_slug(path, "strategy", &spec.name)?;
         check_settings(path, spec.settings.keys())?;
         check_settings(path, spec.grid.keys())?;
         if let Some((key, _)) = spec.grid.iter().find(|(_, values)| values.is_empty()) {
-            return Err(ExperimentError::design(path, format!("grid `{key}` of strategy `{}` has no values", spec.name)));
+            return Err(ExperimentError::design(
+                path,
+                format!("grid `{key}` of strategy `{}` has no values", spec.name),
+            ));
         }
         strategies.push(spec);
     }
 
     let repeats = study.repeats.or(defaults.repeats).unwrap_or(1);
     if repeats == 0 {
-        return Err(ExperimentError::design(path, format!("study `{name}`: repeats must be at least 1")));
+        return Err(ExperimentError::design(
+            path,
+            format!("study `{name}`: repeats must be at least 1"),
+        ));
     }
     let seeds = study.seeds.or_else(|| defaults.seeds.clone());
     if let Some(seeds) = &seeds
@@ -299,7 +362,10 @@ fn resolve_study(path: &Path, defaults: &StudyFile, study: StudyFile) -> Result<
     {
         return Err(ExperimentError::design(
             path,
-            format!("study `{name}`: {} seeds for {repeats} repeats; give one seed per repeat", seeds.len()),
+            format!(
+                "study `{name}`: {} seeds for {repeats} repeats; give one seed per repeat",
+                seeds.len()
+            ),
         ));
     }
 
@@ -310,29 +376,57 @@ fn resolve_study(path: &Path, defaults: &StudyFile, study: StudyFile) -> Result<
     let budget_file = merge_budget(defaults.budget.as_ref(), study.budget);
     let time = match &budget_file.time {
         Some(t) => Some(parse_duration(t).ok_or_else(|| {
-            ExperimentError::design(path, format!("budget time `{t}` is not a duration (90s, 30m, 1h30m, or seconds)"))
+            ExperimentError::design(
+                path,
+                format!("budget time `{t}` is not a duration (90s, 30m, 1h30m, or seconds)"),
+            )
         })?),
         None => None,
     };
-    if budget_file.dollars.is_some_and(|d| !(d.is_finite() && d >= 0.0)) {
-        return Err(ExperimentError::design(path, "budget dollars must be a non-negative number"));
+    if budget_file
+        .dollars
+        .is_some_and(|d| !(d.is_finite() && d >= 0.0))
+    {
+        return Err(ExperimentError::design(
+            path,
+            "budget dollars must be a non-negative number",
+        ));
     }
-    let budget = Budget { time, tokens: budget_file.tokens, dollars: budget_file.dollars };
+    let budget = Budget {
+        time,
+        tokens: budget_file.tokens,
+        dollars: budget_file.dollars,
+    };
 
-    Ok(Study { name, description: study.description, kernels, strategies, models, repeats, seeds, settings, budget })
+    Ok(Study {
+        name,
+        description: study.description,
+        kernels,
+        strategies,
+        models,
+        repeats,
+        seeds,
+        settings,
+        budget,
+    })
 }
 
 fn clone_strategy(s: &StrategyFile) -> StrategyFile {
     match s {
         StrategyFile::Name(n) => StrategyFile::Name(n.clone()),
-        StrategyFile::Full(t) => {
-            StrategyFile::Full(StrategyTable { name: t.name.clone(), settings: t.settings.clone(), grid: t.grid.clone() })
-        }
+        StrategyFile::Full(t) => StrategyFile::Full(StrategyTable {
+            name: t.name.clone(),
+            settings: t.settings.clone(),
+            grid: t.grid.clone(),
+        }),
     }
 }
 
 fn merge_budget(defaults: Option<&BudgetFile>, study: Option<BudgetFile>) -> BudgetFile {
-    let d = defaults.map_or_else(BudgetFile::default, |b| BudgetFile { time: b.time.clone(), ..*b });
+    let d = defaults.map_or_else(BudgetFile::default, |b| BudgetFile {
+        time: b.time.clone(),
+        ..*b
+    });
     match study {
         None => d,
         Some(s) => BudgetFile {
@@ -369,7 +463,10 @@ mod tests {
         assert_eq!(s.name, "small");
         assert_eq!(s.repeats, 2);
         assert_eq!(s.kernels[1].kernel(), Some("kb"));
-        assert_eq!(s.strategies[1].grid["replan"], vec![SettingValue::Int(0), SettingValue::Int(3)]);
+        assert_eq!(
+            s.strategies[1].grid["replan"],
+            vec![SettingValue::Int(0), SettingValue::Int(3)]
+        );
         assert_eq!(s.budget.time, Some(std::time::Duration::from_secs(600)));
         assert_eq!(s.budget.tokens, Some(1000));
     }
@@ -385,13 +482,19 @@ mod tests {
         assert_eq!(d.studies[1].repeats, 1);
         assert_eq!(d.studies[1].models, ["openai:gpt-4.1"]);
         assert_eq!(d.studies[1].budget.dollars, Some(2.5));
-        assert_eq!(d.studies[1].budget.tokens, Some(1000), "unset budget fields come from the defaults");
+        assert_eq!(
+            d.studies[1].budget.tokens,
+            Some(1000),
+            "unset budget fields come from the defaults"
+        );
     }
 
     #[test]
     fn reserved_or_malformed_settings_are_rejected_with_the_key() {
         let bad = SMALL.replace("settings = { tests = 1 }", "settings = { llm = 1 }");
-        let e = Design::parse(&bad, Path::new("x.toml")).unwrap_err().to_string();
+        let e = Design::parse(&bad, Path::new("x.toml"))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("`llm`"), "{e}");
         let bad = SMALL.replace("settings = { tests = 1 }", "settings = { Tests = 1 }");
         assert!(Design::parse(&bad, Path::new("x.toml")).is_err());
@@ -400,7 +503,9 @@ mod tests {
     #[test]
     fn seeds_must_match_repeats_and_unknown_keys_are_errors() {
         let bad = SMALL.replace("repeats = 2", "repeats = 2\nseeds = [1]");
-        let e = Design::parse(&bad, Path::new("x.toml")).unwrap_err().to_string();
+        let e = Design::parse(&bad, Path::new("x.toml"))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("1 seeds for 2 repeats"), "{e}");
         let bad = SMALL.replace("repeats = 2", "repeat = 2");
         assert!(Design::parse(&bad, Path::new("x.toml")).is_err());
@@ -409,7 +514,9 @@ mod tests {
     #[test]
     fn a_bad_budget_time_names_the_value() {
         let bad = SMALL.replace("\"10m\"", "\"ten minutes\"");
-        let e = Design::parse(&bad, Path::new("x.toml")).unwrap_err().to_string();
+        let e = Design::parse(&bad, Path::new("x.toml"))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("ten minutes"), "{e}");
     }
 }

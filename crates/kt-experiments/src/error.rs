@@ -12,22 +12,36 @@ pub enum ExperimentError {
         source: std::io::Error,
     },
 
-    #[error("{path}: not a valid experiment design: {detail}. See the format in kt-experiments' design module docs")]
+    #[error(
+        "{path}: not a valid experiment design: {detail}. See the format in kt-experiments' design module docs"
+    )]
     Design { path: PathBuf, detail: String },
 
-    #[error("{path}: kernel pattern `{pattern}` matches no file; fix the path (it is relative to the design's root {root})")]
-    NoKernel { path: PathBuf, pattern: String, root: PathBuf },
+    #[error(
+        "{path}: kernel pattern `{pattern}` matches no file; fix the path (it is relative to the design's root {root})"
+    )]
+    NoKernel {
+        path: PathBuf,
+        pattern: String,
+        root: PathBuf,
+    },
 
     #[error("no cell `{id}` in {path}; list the cells with `kt experiment cells {path}`")]
     UnknownCell { id: String, path: PathBuf },
 
     #[error("{path} line {line}: not a cell record ({detail}); remove or fix that line")]
-    Ledger { path: PathBuf, line: usize, detail: String },
+    Ledger {
+        path: PathBuf,
+        line: usize,
+        detail: String,
+    },
 
     #[error("{path}: cannot read result.json: {detail}")]
     Result { path: PathBuf, detail: String },
 
-    #[error("cannot start `{program}` for cell {cell}: {source}. Check that the kt binary exists and is executable")]
+    #[error(
+        "cannot start `{program}` for cell {cell}: {source}. Check that the kt binary exists and is executable"
+    )]
     Spawn {
         program: PathBuf,
         cell: String,
@@ -36,12 +50,18 @@ pub enum ExperimentError {
     },
 
     #[error("cannot signal process {pid} of cell {cell}: {detail}")]
-    Signal { pid: i32, cell: String, detail: String },
+    Signal {
+        pid: i32,
+        cell: String,
+        detail: String,
+    },
 
     #[error("cannot install the Ctrl-C handler: {detail}")]
     Interrupt { detail: String },
 
-    #[error("no cell records under {dir}: run `kt experiment run` first, or point at the experiment's output directory")]
+    #[error(
+        "no cell records under {dir}: run `kt experiment run` first, or point at the experiment's output directory"
+    )]
     NoRecords { dir: PathBuf },
 
     #[error("plot {path}: {detail}")]
@@ -53,10 +73,17 @@ pub enum ExperimentError {
 
 impl ExperimentError {
     pub(crate) fn io(path: impl AsRef<Path>, action: &'static str, source: std::io::Error) -> Self {
-        ExperimentError::Io { path: path.as_ref().to_path_buf(), action, source }
+        ExperimentError::Io {
+            path: path.as_ref().to_path_buf(),
+            action,
+            source,
+        }
     }
 
     pub(crate) fn design(path: impl AsRef<Path>, detail: impl Into<String>) -> Self {
-        ExperimentError::Design { path: path.as_ref().to_path_buf(), detail: detail.into() }
+        ExperimentError::Design {
+            path: path.as_ref().to_path_buf(),
+            detail: detail.into(),
+        }
     }
 }

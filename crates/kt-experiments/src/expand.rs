@@ -36,7 +36,10 @@ pub fn expand(design: &Design) -> Result<Vec<Cell>, ExperimentError> {
                     settings.extend(point.clone());
                     for model in &study.models {
                         for repeat in 0..study.repeats {
-                            let seed = study.seeds.as_ref().map_or(u64::from(repeat), |s| s[repeat as usize]);
+                            let seed = study
+                                .seeds
+                                .as_ref()
+                                .map_or(u64::from(repeat), |s| s[repeat as usize]);
                             let mut cell = Cell {
                                 id: CellId(String::new()),
                                 studies: vec![study.name.clone()],
@@ -96,7 +99,10 @@ fn resolve_kernels(design: &Design, spec: &KernelSpec) -> Result<Vec<KernelFile>
         let full = design.root.join(pattern);
         let full = full.to_string_lossy();
         let paths = glob::glob(&full).map_err(|e| {
-            ExperimentError::design(&design.file, format!("kernel pattern `{pattern}` is not a valid glob: {e}"))
+            ExperimentError::design(
+                &design.file,
+                format!("kernel pattern `{pattern}` is not a valid glob: {e}"),
+            )
         })?;
         let mut found: Vec<String> = paths
             .filter_map(Result::ok)
@@ -120,7 +126,11 @@ fn resolve_kernels(design: &Design, spec: &KernelSpec) -> Result<Vec<KernelFile>
     Ok(relatives
         .into_iter()
         .map(|relative| {
-            let stem = Path::new(&relative).file_stem().and_then(|s| s.to_str()).unwrap_or(&relative).to_string();
+            let stem = Path::new(&relative)
+                .file_stem()
+                .and_then(|s| s.to_str())
+                .unwrap_or(&relative)
+                .to_string();
             KernelFile {
                 name: spec.kernel().map_or(stem, str::to_string),
                 choice: spec.kernel().map(str::to_string),
@@ -132,7 +142,10 @@ fn resolve_kernels(design: &Design, spec: &KernelSpec) -> Result<Vec<KernelFile>
 
 fn relative_to(path: &Path, root: &Path) -> Option<String> {
     let rel = path.strip_prefix(root).ok()?;
-    let parts: Vec<String> = rel.components().map(|c| c.as_os_str().to_string_lossy().into_owned()).collect();
+    let parts: Vec<String> = rel
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
     Some(parts.join("/"))
 }
 

@@ -20,7 +20,9 @@ impl StopSignal {
 
     /// Asks for a stop; a second call escalates to an immediate one.
     pub fn stop(&self) {
-        let _ = self.level.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |l| Some((l + 1).min(2)));
+        let _ = self
+            .level
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |l| Some((l + 1).min(2)));
     }
 
     /// Whether any stop was asked for.
@@ -40,14 +42,21 @@ impl StopSignal {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_io()
             .build()
-            .map_err(|e| ExperimentError::Interrupt { detail: e.to_string() })?;
+            .map_err(|e| ExperimentError::Interrupt {
+                detail: e.to_string(),
+            })?;
         // Register the handlers before returning, so a Ctrl-C right after start-up is not lost.
         let (mut int, mut term) = runtime
             .block_on(async {
                 use tokio::signal::unix::{SignalKind, signal};
-                Ok::<_, std::io::Error>((signal(SignalKind::interrupt())?, signal(SignalKind::terminate())?))
+                Ok::<_, std::io::Error>((
+                    signal(SignalKind::interrupt())?,
+                    signal(SignalKind::terminate())?,
+                ))
             })
-            .map_err(|e| ExperimentError::Interrupt { detail: e.to_string() })?;
+            .map_err(|e| ExperimentError::Interrupt {
+                detail: e.to_string(),
+            })?;
         let watcher = signal.clone();
         std::thread::Builder::new()
             .name("kt-experiment-signals".into())

@@ -27,12 +27,16 @@ pub struct KtBinary {
 
 impl KtBinary {
     pub fn new(program: impl Into<PathBuf>) -> KtBinary {
-        KtBinary { program: program.into(), prefix_args: Vec::new() }
+        KtBinary {
+            program: program.into(),
+            prefix_args: Vec::new(),
+        }
     }
 
     /// The running executable: when `kt experiment run` runs, cells run the very same `kt`.
     pub fn current() -> Result<KtBinary, ExperimentError> {
-        let exe = std::env::current_exe().map_err(|e| ExperimentError::io("<current executable>", "locating kt", e))?;
+        let exe = std::env::current_exe()
+            .map_err(|e| ExperimentError::io("<current executable>", "locating kt", e))?;
         Ok(KtBinary::new(exe))
     }
 
@@ -41,8 +45,12 @@ impl KtBinary {
         let mut cmd = self.base();
         cmd.arg("transform").arg(root.join(&cell.kernel_file));
         cmd.arg("--strategy").arg(&cell.strategy);
-        let stem = Path::new(&cell.kernel_file).file_stem().and_then(|s| s.to_str()).unwrap_or(&cell.kernel);
-        cmd.arg("--llm").arg(resolve_model(&cell.model.replace("{kernel}", stem), root));
+        let stem = Path::new(&cell.kernel_file)
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .unwrap_or(&cell.kernel);
+        cmd.arg("--llm")
+            .arg(resolve_model(&cell.model.replace("{kernel}", stem), root));
         cmd.arg("--out").arg(cell_dir);
         if let Some(k) = &cell.kernel_choice {
             cmd.arg("--kernel").arg(k);
@@ -73,7 +81,9 @@ impl KtBinary {
 /// made absolute. Other specs pass through.
 pub fn resolve_model(spec: &str, root: &Path) -> String {
     match spec.split_once(':') {
-        Some((provider @ ("replay" | "scripted" | "manual"), path)) if !Path::new(path).is_absolute() => {
+        Some((provider @ ("replay" | "scripted" | "manual"), path))
+            if !Path::new(path).is_absolute() =>
+        {
             format!("{provider}:{}", root.join(path).display())
         }
         _ => spec.to_string(),
@@ -90,17 +100,27 @@ pub struct CellProcess {
 
 impl CellProcess {
     /// Starts `cmd` with the given GPU, output appended to `log`, in a new process group.
-    pub fn spawn(mut cmd: Command, cell: &str, gpu: Option<&str>, log: &Path) -> Result<CellProcess, ExperimentError> {
+    pub fn spawn(
+        mut cmd: Command,
+        cell: &str,
+        gpu: Option<&str>,
+        log: &Path,
+    ) -> Result<CellProcess, ExperimentError> {
         let out = OpenOptions::new()
             .create(true)
             .append(true)
             .open(log)
             .map_err(|e| ExperimentError::io(log, "opening the cell log", e))?;
-        let err = out.try_clone().map_err(|e| ExperimentError::io(log, "opening the cell log", e))?;
+        let err = out
+            .try_clone()
+            .map_err(|e| ExperimentError::io(log, "opening the cell log", e))?;
         if let Some(gpu) = gpu {
             cmd.env("CUDA_VISIBLE_DEVICES", gpu);
         }
-        cmd.stdin(Stdio::null()).stdout(out).stderr(err).process_group(0);
+        cmd.stdin(Stdio::null())
+            .stdout(out)
+            .stderr(err)
+            .process_group(0);
         // A coordinator started with SIGINT ignored (nohup, `cmd &` in a script) would pass that on, and a
         // child cannot always undo it (bash cannot trap a signal ignored at entry), so the graceful stop would
         // degrade to a kill. Restore the default dispositions in the child.
@@ -116,8 +136,16 @@ impl CellProcess {
             });
         }
         let program = PathBuf::from(cmd.get_program());
-        let child = cmd.spawn().map_err(|source| ExperimentError::Spawn { program, cell: cell.to_string(), source })?;
-        Ok(CellProcess { child, cell: cell.to_string(), log: log.to_path_buf() })
+        let child = cmd.spawn().map_err(|source| ExperimentError::Spawn {
+            program,
+            cell: cell.to_string(),
+            source,
+        })?;
+        Ok(CellProcess {
+            child,
+            cell: cell.to_string(),
+            log: log.to_path_buf(),
+        })
     }
 
     pub fn id(&self) -> u32 {
@@ -135,7 +163,11 @@ impl CellProcess {
 
     /// Stops the cell: SIGINT to its process group (a kt run checkpoints and exits as `interrupted`), then
     /// SIGKILL if it is still alive after `grace` (or at once when `immediate`). Returns its exit status.
-    pub fn stop(&mut self, grace: Duration, immediate: bool) -> Result<std::process::ExitStatus, ExperimentError> {
+    pub fn stop(
+        &mut self,
+        grace: Duration,
+        immediate: bool,
+    ) -> Result<std::process::ExitStatus, ExperimentError> {
         if !immediate {
             self.signal(Signal::SIGINT)?;
             let deadline = Instant::now() + grace;
@@ -159,9 +191,11 @@ impl CellProcess {
         match killpg(Pid::from_raw(pid_of(self.child.id())), signal) {
             // The group is already gone: nothing left to stop.
             Ok(()) | Err(nix::errno::Errno::ESRCH) => Ok(()),
-            Err(e) => {
-                Err(ExperimentError::Signal { pid: pid_of(self.child.id()), cell: self.cell.clone(), detail: e.to_string() })
-            }
+            Err(e) => Err(ExperimentError::Signal {
+                pid: pid_of(self.child.id()),
+                cell: self.cell.clone(),
+                detail: e.to_string(),
+            }),
         }
     }
 }
@@ -204,8 +238,15 @@ mod tests {
             seed: 7,
             budget: Budget::default(),
         };
-        let cmd = KtBinary::new("/bin/kt").transform(&cell, Path::new("/repo"), Path::new("/exp/cells/c"));
-        let args: Vec<String> = cmd.get_args().map(|a| a.to_string_lossy().into_owned()).collect();
+        let cmd = KtBinary::new("/bin/kt").transform(
+            &cell,
+            Path::new("/repo"),
+            Path::new("/exp/cells/c"),
+        );
+        let args: Vec<String> = cmd
+            .get_args()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
         assert_eq!(
             args,
             [
@@ -223,12 +264,28 @@ mod tests {
                 "3"
             ]
         );
-        assert_eq!(resolve_model("openai:gpt-4.1", Path::new("/repo")), "openai:gpt-4.1");
+        assert_eq!(
+            resolve_model("openai:gpt-4.1", Path::new("/repo")),
+            "openai:gpt-4.1"
+        );
 
-        let per_kernel = Cell { model: "scripted:answers/{kernel}.toml".into(), ..cell };
-        let cmd = KtBinary::new("/bin/kt").transform(&per_kernel, Path::new("/repo"), Path::new("/exp/cells/c"));
-        let args: Vec<String> = cmd.get_args().map(|a| a.to_string_lossy().into_owned()).collect();
-        assert!(args.contains(&"scripted:/repo/answers/multi.toml".to_string()), "{args:?}");
+        let per_kernel = Cell {
+            model: "scripted:answers/{kernel}.toml".into(),
+            ..cell
+        };
+        let cmd = KtBinary::new("/bin/kt").transform(
+            &per_kernel,
+            Path::new("/repo"),
+            Path::new("/exp/cells/c"),
+        );
+        let args: Vec<String> = cmd
+            .get_args()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        assert!(
+            args.contains(&"scripted:/repo/answers/multi.toml".to_string()),
+            "{args:?}"
+        );
     }
 
     #[test]

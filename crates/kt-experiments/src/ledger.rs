@@ -115,7 +115,10 @@ impl CellRecord {
 
     /// The typed view of the run's result (empty when there is none).
     pub fn run_result(&self) -> RunResult {
-        self.result.as_ref().map(RunResult::from_value).unwrap_or_default()
+        self.result
+            .as_ref()
+            .map(RunResult::from_value)
+            .unwrap_or_default()
     }
 }
 
@@ -138,13 +141,17 @@ impl Ledger {
     /// JSONL file with a single write so concurrent writers do not interleave within a line.
     pub fn append(&self, record: &CellRecord) -> Result<(), ExperimentError> {
         let cell_dir = self.out.join("cells").join(record.cell_id.as_str());
-        std::fs::create_dir_all(&cell_dir).map_err(|e| ExperimentError::io(&cell_dir, "creating the cell directory", e))?;
-        let json = serde_json::to_string(record)
-            .map_err(|e| ExperimentError::Option { detail: format!("cannot serialise the record of {}: {e}", record.cell_id) })?;
+        std::fs::create_dir_all(&cell_dir)
+            .map_err(|e| ExperimentError::io(&cell_dir, "creating the cell directory", e))?;
+        let json = serde_json::to_string(record).map_err(|e| ExperimentError::Option {
+            detail: format!("cannot serialise the record of {}: {e}", record.cell_id),
+        })?;
         let copy = cell_dir.join("cell-record.json");
         let tmp = cell_dir.join("cell-record.json.tmp");
-        std::fs::write(&tmp, &json).map_err(|e| ExperimentError::io(&tmp, "writing the cell record", e))?;
-        std::fs::rename(&tmp, &copy).map_err(|e| ExperimentError::io(&copy, "writing the cell record", e))?;
+        std::fs::write(&tmp, &json)
+            .map_err(|e| ExperimentError::io(&tmp, "writing the cell record", e))?;
+        std::fs::rename(&tmp, &copy)
+            .map_err(|e| ExperimentError::io(&copy, "writing the cell record", e))?;
 
         let path = self.path();
         let mut file = OpenOptions::new()
@@ -153,7 +160,8 @@ impl Ledger {
             .open(&path)
             .map_err(|e| ExperimentError::io(&path, "opening the ledger", e))?;
         let line = format!("{json}\n");
-        file.write_all(line.as_bytes()).map_err(|e| ExperimentError::io(&path, "appending to the ledger", e))
+        file.write_all(line.as_bytes())
+            .map_err(|e| ExperimentError::io(&path, "appending to the ledger", e))
     }
 
     /// The latest record of every cell: `cells.jsonl` lines (last wins), completed by per-cell copies whose
@@ -177,7 +185,11 @@ impl Ledger {
                             tracing::warn!(path = %path.display(), "ignoring a truncated last line: {e}");
                         }
                         Err(e) => {
-                            return Err(ExperimentError::Ledger { path: path.clone(), line: i + 1, detail: e.to_string() });
+                            return Err(ExperimentError::Ledger {
+                                path: path.clone(),
+                                line: i + 1,
+                                detail: e.to_string(),
+                            });
                         }
                     }
                 }
@@ -189,7 +201,10 @@ impl Ledger {
         Ok(records)
     }
 
-    fn merge_cell_copies(&self, records: &mut BTreeMap<CellId, CellRecord>) -> Result<(), ExperimentError> {
+    fn merge_cell_copies(
+        &self,
+        records: &mut BTreeMap<CellId, CellRecord>,
+    ) -> Result<(), ExperimentError> {
         let cells = self.out.join("cells");
         let Ok(entries) = std::fs::read_dir(&cells) else {
             return Ok(());
@@ -206,7 +221,9 @@ impl Ledger {
                     continue;
                 }
             };
-            let newer = records.get(&record.cell_id).is_none_or(|r| r.recorded < record.recorded);
+            let newer = records
+                .get(&record.cell_id)
+                .is_none_or(|r| r.recorded < record.recorded);
             if newer {
                 records.insert(record.cell_id.clone(), record);
             }
@@ -216,12 +233,17 @@ impl Ledger {
 }
 
 pub(crate) fn now_rfc3339() -> String {
-    time::OffsetDateTime::now_utc().format(&time::format_description::well_known::Rfc3339).unwrap_or_default()
+    time::OffsetDateTime::now_utc()
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_default()
 }
 
 /// `path` relative to `base` when it lies under it (records stay valid when the experiment directory moves).
 pub(crate) fn relative_path(path: &Path, base: &Path) -> String {
-    path.strip_prefix(base).unwrap_or(path).to_string_lossy().into_owned()
+    path.strip_prefix(base)
+        .unwrap_or(path)
+        .to_string_lossy()
+        .into_owned()
 }
 
 #[cfg(test)]
@@ -250,11 +272,15 @@ mod tests {
     fn the_last_record_of_a_cell_wins_and_lines_are_plain_json() {
         let dir = tempfile::tempdir().unwrap();
         let ledger = Ledger::new(dir.path());
-        ledger.append(&CellRecord::for_cell(&cell("a"), CellStatus::Crashed)).unwrap();
+        ledger
+            .append(&CellRecord::for_cell(&cell("a"), CellStatus::Crashed))
+            .unwrap();
         let mut done = CellRecord::for_cell(&cell("a"), CellStatus::Finished);
         done.recorded = "9999".into();
         ledger.append(&done).unwrap();
-        ledger.append(&CellRecord::for_cell(&cell("b"), CellStatus::Failed)).unwrap();
+        ledger
+            .append(&CellRecord::for_cell(&cell("b"), CellStatus::Failed))
+            .unwrap();
         let records = ledger.load().unwrap();
         assert_eq!(records.len(), 2);
         assert_eq!(records[&CellId("a".into())].status, CellStatus::Finished);
@@ -269,7 +295,9 @@ mod tests {
     fn a_record_missing_from_the_jsonl_is_found_in_the_cell_directory() {
         let dir = tempfile::tempdir().unwrap();
         let ledger = Ledger::new(dir.path());
-        ledger.append(&CellRecord::for_cell(&cell("a"), CellStatus::Finished)).unwrap();
+        ledger
+            .append(&CellRecord::for_cell(&cell("a"), CellStatus::Finished))
+            .unwrap();
         std::fs::remove_file(ledger.path()).unwrap();
         assert_eq!(ledger.load().unwrap().len(), 1);
     }
@@ -278,12 +306,16 @@ mod tests {
     fn a_truncated_last_line_is_skipped_but_a_bad_middle_line_is_an_error() {
         let dir = tempfile::tempdir().unwrap();
         let ledger = Ledger::new(dir.path());
-        ledger.append(&CellRecord::for_cell(&cell("a"), CellStatus::Finished)).unwrap();
+        ledger
+            .append(&CellRecord::for_cell(&cell("a"), CellStatus::Finished))
+            .unwrap();
         let mut f = OpenOptions::new().append(true).open(ledger.path()).unwrap();
         write!(f, "{{\"cell_id\": \"b\", \"ker").unwrap();
         assert_eq!(ledger.load().unwrap().len(), 1);
         writeln!(f).unwrap();
-        ledger.append(&CellRecord::for_cell(&cell("c"), CellStatus::Finished)).unwrap();
+        ledger
+            .append(&CellRecord::for_cell(&cell("c"), CellStatus::Finished))
+            .unwrap();
         let e = ledger.load().unwrap_err().to_string();
         assert!(e.contains("line 2"), "{e}");
     }

@@ -59,7 +59,11 @@ impl Plot {
         }
     }
 
-    fn draw<DB: DrawingBackend>(self, root: &DrawingArea<DB, Shift>, report: &Report) -> Result<(), String> {
+    fn draw<DB: DrawingBackend>(
+        self,
+        root: &DrawingArea<DB, Shift>,
+        report: &Report,
+    ) -> Result<(), String> {
         match self {
             Plot::GainPerKernel => gain_per_kernel(root, report),
             Plot::TimeVsGain => time_vs_gain(root, report),
@@ -73,11 +77,15 @@ const SIZE: (u32, u32) = (1200, 700);
 /// Writes every plot of `report` into `dir` as PNG and SVG; returns the files written.
 pub fn write_plots(report: &Report, dir: &Path) -> Result<Vec<PathBuf>, ExperimentError> {
     register_font();
-    std::fs::create_dir_all(dir).map_err(|e| ExperimentError::io(dir, "creating the plot directory", e))?;
+    std::fs::create_dir_all(dir)
+        .map_err(|e| ExperimentError::io(dir, "creating the plot directory", e))?;
     let mut written = Vec::new();
     for plot in Plot::ALL {
         let png = dir.join(format!("{}.png", plot.file_stem()));
-        let fail = |path: &Path, detail: String| ExperimentError::Plot { path: path.to_path_buf(), detail };
+        let fail = |path: &Path, detail: String| ExperimentError::Plot {
+            path: path.to_path_buf(),
+            detail,
+        };
         {
             let root = BitMapBackend::new(&png, SIZE).into_drawing_area();
             plot.draw(&root, report).map_err(|d| fail(&png, d))?;
@@ -94,7 +102,10 @@ pub fn write_plots(report: &Report, dir: &Path) -> Result<Vec<PathBuf>, Experime
     Ok(written)
 }
 
-fn gain_per_kernel<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, report: &Report) -> Result<(), String> {
+fn gain_per_kernel<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    report: &Report,
+) -> Result<(), String> {
     root.fill(&WHITE).map_err(|e| e.to_string())?;
     let (root, legend_area) = root.split_horizontally(LEGEND_X);
     let root = &root;
@@ -124,7 +135,11 @@ fn gain_per_kernel<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, report: &R
         .map_err(|e| e.to_string())?;
     let label_of = |x: &f64| {
         let i = x.round();
-        if (x - i).abs() < 1e-6 && i >= 0.0 { kernels.get(i as usize).cloned().unwrap_or_default() } else { String::new() }
+        if (x - i).abs() < 1e-6 && i >= 0.0 {
+            kernels.get(i as usize).cloned().unwrap_or_default()
+        } else {
+            String::new()
+        }
     };
     chart
         .configure_mesh()
@@ -143,30 +158,57 @@ fn gain_per_kernel<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, report: &R
         let mine: Vec<&(usize, usize, f64, f64)> = bars.iter().filter(|b| b.1 == vi).collect();
         let x0 = |k: usize| k as f64 - 0.4 + vi as f64 * width;
         chart
-            .draw_series(mine.iter().map(|b| Rectangle::new([(x0(b.0), 0.0), (x0(b.0) + width * 0.9, b.2)], colour.filled())))
+            .draw_series(mine.iter().map(|b| {
+                Rectangle::new(
+                    [(x0(b.0), 0.0), (x0(b.0) + width * 0.9, b.2)],
+                    colour.filled(),
+                )
+            }))
             .map_err(|e| e.to_string())?;
         // Error bars: a vertical line from mean − std to mean + std.
         chart
             .draw_series(mine.iter().filter(|b| b.3 > 0.0).map(|b| {
                 let xc = x0(b.0) + width * 0.45;
-                PathElement::new(vec![(xc, b.2 - b.3), (xc, b.2 + b.3)], BLACK.stroke_width(1))
+                PathElement::new(
+                    vec![(xc, b.2 - b.3), (xc, b.2 + b.3)],
+                    BLACK.stroke_width(1),
+                )
             }))
             .map_err(|e| e.to_string())?;
     }
     chart
-        .draw_series(std::iter::once(PathElement::new(vec![(-0.5, 0.0), (n - 0.5, 0.0)], BLACK.stroke_width(1))))
+        .draw_series(std::iter::once(PathElement::new(
+            vec![(-0.5, 0.0), (n - 0.5, 0.0)],
+            BLACK.stroke_width(1),
+        )))
         .map_err(|e| e.to_string())?;
     legend(&legend_area, &variants, Marker::Bar)
 }
 
-fn time_vs_gain<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, report: &Report) -> Result<(), String> {
-    scatter(root, report, "Gain against transformation time (one point per cell)", "transformation time (s)", |p| {
-        p.time_s
-    })
+fn time_vs_gain<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    report: &Report,
+) -> Result<(), String> {
+    scatter(
+        root,
+        report,
+        "Gain against transformation time (one point per cell)",
+        "transformation time (s)",
+        |p| p.time_s,
+    )
 }
 
-fn tokens_vs_gain<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, report: &Report) -> Result<(), String> {
-    scatter(root, report, "Gain against LLM tokens (one point per cell)", "tokens (input + output)", |p| p.tokens as f64)
+fn tokens_vs_gain<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    report: &Report,
+) -> Result<(), String> {
+    scatter(
+        root,
+        report,
+        "Gain against LLM tokens (one point per cell)",
+        "tokens (input + output)",
+        |p| p.tokens as f64,
+    )
 }
 
 fn scatter<DB: DrawingBackend>(
@@ -180,9 +222,23 @@ fn scatter<DB: DrawingBackend>(
     let (root, legend_area) = root.split_horizontally(LEGEND_X);
     let root = &root;
     let variants: Vec<String> = ordered(report.points.iter().map(|p| p.variant.clone()));
-    let x_max = report.points.iter().map(&x_of).fold(0.0_f64, f64::max).max(1.0) * 1.05;
-    let y_lo = report.points.iter().map(|p| p.gain_pct).fold(0.0_f64, f64::min);
-    let y_hi = report.points.iter().map(|p| p.gain_pct).fold(1.0_f64, f64::max);
+    let x_max = report
+        .points
+        .iter()
+        .map(&x_of)
+        .fold(0.0_f64, f64::max)
+        .max(1.0)
+        * 1.05;
+    let y_lo = report
+        .points
+        .iter()
+        .map(|p| p.gain_pct)
+        .fold(0.0_f64, f64::min);
+    let y_hi = report
+        .points
+        .iter()
+        .map(|p| p.gain_pct)
+        .fold(1.0_f64, f64::max);
     let pad = (y_hi - y_lo) * 0.08;
     let mut chart = ChartBuilder::on(root)
         .caption(title, (FAMILY, 24))
@@ -223,8 +279,13 @@ enum Marker {
 }
 
 /// The strategies' colours in a column right of the chart, so the legend never hides data.
-fn legend<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, variants: &[String], marker: Marker) -> Result<(), String> {
-    area.draw(&Text::new("strategy", (10, 40), (FAMILY, 16))).map_err(|e| e.to_string())?;
+fn legend<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    variants: &[String],
+    marker: Marker,
+) -> Result<(), String> {
+    area.draw(&Text::new("strategy", (10, 40), (FAMILY, 16)))
+        .map_err(|e| e.to_string())?;
     for (i, variant) in variants.iter().enumerate() {
         let colour = PALETTE[i % PALETTE.len()];
         let y = 70 + 24 * i32::try_from(i).unwrap_or(i32::MAX / 48);
@@ -233,7 +294,8 @@ fn legend<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, variants: &[String]
             Marker::Dot => area.draw(&Circle::new((17, y), 6, colour.filled())),
         }
         .map_err(|e| e.to_string())?;
-        area.draw(&Text::new(variant.as_str(), (32, y - 8), (FAMILY, 14))).map_err(|e| e.to_string())?;
+        area.draw(&Text::new(variant.as_str(), (32, y - 8), (FAMILY, 14)))
+            .map_err(|e| e.to_string())?;
     }
     Ok(())
 }

@@ -25,7 +25,11 @@ impl Progress {
     /// `visible` false hides the bar (tests, `--quiet`, or output that is not a terminal, which indicatif
     /// detects by itself).
     pub fn new(total: usize, already_done: usize, workers: usize, visible: bool) -> Progress {
-        let target = if visible { ProgressDrawTarget::stderr() } else { ProgressDrawTarget::hidden() };
+        let target = if visible {
+            ProgressDrawTarget::stderr()
+        } else {
+            ProgressDrawTarget::hidden()
+        };
         let bar = ProgressBar::with_draw_target(Some(total as u64), target);
         let style = ProgressStyle::with_template("{bar:32.cyan/blue} {pos}/{len} cells  {msg}")
             .unwrap_or_else(|_| ProgressStyle::default_bar());
@@ -77,9 +81,16 @@ impl Progress {
         if self.ran == 0 {
             return None;
         }
-        let remaining = self.bar.length().unwrap_or(0).saturating_sub(self.bar.position());
+        let remaining = self
+            .bar
+            .length()
+            .unwrap_or(0)
+            .saturating_sub(self.bar.position());
         let mean = self.ran_time / u32::try_from(self.ran).unwrap_or(u32::MAX);
-        Some(mean * u32::try_from(remaining).unwrap_or(u32::MAX) / u32::try_from(self.workers).unwrap_or(1))
+        Some(
+            mean * u32::try_from(remaining).unwrap_or(u32::MAX)
+                / u32::try_from(self.workers).unwrap_or(1),
+        )
     }
 
     pub fn finish(&self) {
@@ -91,7 +102,10 @@ impl Progress {
     }
 
     fn refresh(&mut self) {
-        let eta = self.eta().map_or_else(|| "ETA unknown".to_string(), |d| format!("ETA {}", human(d)));
+        let eta = self.eta().map_or_else(
+            || "ETA unknown".to_string(),
+            |d| format!("ETA {}", human(d)),
+        );
         self.bar.set_message(format!(
             "running {} · failed {} · over budget {} · crashed {} · {eta}",
             self.running, self.failed, self.over_budget, self.crashed

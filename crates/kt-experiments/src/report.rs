@@ -40,7 +40,9 @@ impl std::str::FromStr for ReportFormat {
             "md" | "markdown" => Ok(ReportFormat::Markdown),
             "csv" => Ok(ReportFormat::Csv),
             "json" => Ok(ReportFormat::Json),
-            other => Err(ExperimentError::Option { detail: format!("unknown report format `{other}`: use md, csv or json") }),
+            other => Err(ExperimentError::Option {
+                detail: format!("unknown report format `{other}`: use md, csv or json"),
+            }),
         }
     }
 }
@@ -67,7 +69,14 @@ impl CellPoint {
     pub fn from_record(r: &CellRecord) -> CellPoint {
         let result = r.run_result();
         let correct = r.status == CellStatus::Finished && result.correct == Some(true);
-        let speedup = if correct { result.speedup.filter(|s| s.is_finite() && *s > 0.0).unwrap_or(1.0) } else { 1.0 };
+        let speedup = if correct {
+            result
+                .speedup
+                .filter(|s| s.is_finite() && *s > 0.0)
+                .unwrap_or(1.0)
+        } else {
+            1.0
+        };
         CellPoint {
             cell_id: r.cell_id.to_string(),
             kernel: r.kernel.clone(),
@@ -79,9 +88,15 @@ impl CellPoint {
             speedup,
             gain_pct: gain_percent(speedup),
             percent_of_peak: result.percent_of_peak.filter(|_| correct),
-            time_s: result.wall_time_s.as_ref().and_then(|w| w.total).unwrap_or(r.elapsed_s),
+            time_s: result
+                .wall_time_s
+                .as_ref()
+                .and_then(|w| w.total)
+                .unwrap_or(r.elapsed_s),
             tokens: result.tokens().unwrap_or(r.llm_tokens),
-            cost_usd: result.cost_usd.or((r.llm_cost_usd > 0.0).then_some(r.llm_cost_usd)),
+            cost_usd: result
+                .cost_usd
+                .or((r.llm_cost_usd > 0.0).then_some(r.llm_cost_usd)),
         }
     }
 }
@@ -114,7 +129,12 @@ pub struct Summary {
 }
 
 impl Summary {
-    pub fn of(kernel: Option<String>, variant: String, model: Option<String>, points: &[&CellPoint]) -> Summary {
+    pub fn of(
+        kernel: Option<String>,
+        variant: String,
+        model: Option<String>,
+        points: &[&CellPoint],
+    ) -> Summary {
         let speedups: Vec<f64> = points.iter().map(|p| p.speedup).collect();
         let gains: Vec<f64> = points.iter().map(|p| p.gain_pct).collect();
         let pairs: Vec<(bool, f64)> = points.iter().map(|p| (p.correct, p.speedup)).collect();
@@ -177,23 +197,41 @@ impl Report {
         records: impl IntoIterator<Item = &'a CellRecord>,
     ) -> Report {
         let records: Vec<&CellRecord> = records.into_iter().collect();
-        let points: Vec<CellPoint> =
-            records.iter().filter(|r| r.status.is_final()).map(|r| CellPoint::from_record(r)).collect();
+        let points: Vec<CellPoint> = records
+            .iter()
+            .filter(|r| r.status.is_final())
+            .map(|r| CellPoint::from_record(r))
+            .collect();
         let mut groups: BTreeMap<(String, String, String), Vec<&CellPoint>> = BTreeMap::new();
         let mut strategy_models: BTreeMap<(String, String), Vec<&CellPoint>> = BTreeMap::new();
         let mut strategies: BTreeMap<String, Vec<&CellPoint>> = BTreeMap::new();
         for p in &points {
-            groups.entry((p.kernel.clone(), p.variant.clone(), p.model.clone())).or_default().push(p);
-            strategy_models.entry((p.variant.clone(), p.model.clone())).or_default().push(p);
+            groups
+                .entry((p.kernel.clone(), p.variant.clone(), p.model.clone()))
+                .or_default()
+                .push(p);
+            strategy_models
+                .entry((p.variant.clone(), p.model.clone()))
+                .or_default()
+                .push(p);
             strategies.entry(p.variant.clone()).or_default().push(p);
         }
         Report {
             experiment,
             planned,
             recorded: records.len(),
-            groups: groups.into_iter().map(|((k, v, m), ps)| Summary::of(Some(k), v, Some(m), &ps)).collect(),
-            strategy_models: strategy_models.into_iter().map(|((v, m), ps)| Summary::of(None, v, Some(m), &ps)).collect(),
-            strategies: strategies.into_iter().map(|(v, ps)| Summary::of(None, v, None, &ps)).collect(),
+            groups: groups
+                .into_iter()
+                .map(|((k, v, m), ps)| Summary::of(Some(k), v, Some(m), &ps))
+                .collect(),
+            strategy_models: strategy_models
+                .into_iter()
+                .map(|((v, m), ps)| Summary::of(None, v, Some(m), &ps))
+                .collect(),
+            strategies: strategies
+                .into_iter()
+                .map(|(v, ps)| Summary::of(None, v, None, &ps))
+                .collect(),
             points,
         }
     }
@@ -240,7 +278,9 @@ impl Report {
         let mut s = String::new();
         let title = self.experiment.as_deref().unwrap_or("experiment");
         let _ = writeln!(s, "# Report: {title}\n");
-        let planned = self.planned.map_or_else(String::new, |p| format!(" of {p} planned"));
+        let planned = self
+            .planned
+            .map_or_else(String::new, |p| format!(" of {p} planned"));
         let _ = writeln!(s, "{} cells recorded{planned}.\n", self.recorded);
         let _ = writeln!(
             s,
@@ -263,9 +303,11 @@ impl Report {
         let mut s = String::from(
             "level,kernel,strategy,model,cells,finished,failed,over_budget,crashed,correct_rate,geomean_speedup,median_speedup,mean_gain_pct,std_gain_pct,fast_1.0,fast_1.2,fast_2,mean_percent_of_peak,mean_time_s,mean_tokens,mean_cost_usd,total_cost_usd\n",
         );
-        for (level, rows) in
-            [("strategy", &self.strategies), ("strategy_model", &self.strategy_models), ("kernel_strategy_model", &self.groups)]
-        {
+        for (level, rows) in [
+            ("strategy", &self.strategies),
+            ("strategy_model", &self.strategy_models),
+            ("kernel_strategy_model", &self.groups),
+        ] {
             for r in rows {
                 let num = |v: Option<f64>| v.map_or_else(String::new, |v| format!("{v}"));
                 let mut fields = vec![
@@ -300,7 +342,11 @@ impl Report {
 }
 
 fn csv_field(v: &str) -> String {
-    if v.contains([',', '"', '\n']) { format!("\"{}\"", v.replace('"', "\"\"")) } else { v.to_string() }
+    if v.contains([',', '"', '\n']) {
+        format!("\"{}\"", v.replace('"', "\"\""))
+    } else {
+        v.to_string()
+    }
 }
 
 fn table(s: &mut String, rows: &[Summary], with_kernel: bool, with_model: bool) {
@@ -313,12 +359,24 @@ fn table(s: &mut String, rows: &[Summary], with_kernel: bool, with_model: bool) 
         head.push("model");
     }
     head.extend([
-        "cells", "correct", "geomean ×", "median ×", "gain % (mean ± std)", "fast_1.0", "fast_1.2", "fast_2", "% peak",
-        "time s", "tokens", "cost $",
+        "cells",
+        "correct",
+        "geomean ×",
+        "median ×",
+        "gain % (mean ± std)",
+        "fast_1.0",
+        "fast_1.2",
+        "fast_2",
+        "% peak",
+        "time s",
+        "tokens",
+        "cost $",
     ]);
     let _ = writeln!(s, "| {} |", head.join(" | "));
     let _ = writeln!(s, "|{}", "---|".repeat(head.len()));
-    let f = |v: Option<f64>, digits: usize| v.map_or_else(|| "–".to_string(), |v| format!("{v:.digits$}"));
+    let f = |v: Option<f64>, digits: usize| {
+        v.map_or_else(|| "–".to_string(), |v| format!("{v:.digits$}"))
+    };
     let pct = |v: Option<f64>| v.map_or_else(|| "–".to_string(), |v| format!("{:.0}%", v * 100.0));
     for r in rows {
         let mut cells = Vec::new();
@@ -359,7 +417,14 @@ mod tests {
     use super::*;
     use crate::cell::CellId;
 
-    fn record(id: &str, kernel: &str, variant: &str, status: CellStatus, correct: bool, speedup: f64) -> CellRecord {
+    fn record(
+        id: &str,
+        kernel: &str,
+        variant: &str,
+        status: CellStatus,
+        correct: bool,
+        speedup: f64,
+    ) -> CellRecord {
         CellRecord {
             cell_id: CellId(id.into()),
             kernel: kernel.into(),
@@ -429,34 +494,71 @@ mod tests {
     #[test]
     fn strategy_summaries_span_kernels_and_failed_cells_count_as_no_gain() {
         let records = [
-            record("a", "k1", "autonomous[replan=3]", CellStatus::Finished, true, 2.0),
-            record("b", "k2", "autonomous[replan=3]", CellStatus::Failed, true, 5.0),
+            record(
+                "a",
+                "k1",
+                "autonomous[replan=3]",
+                CellStatus::Finished,
+                true,
+                2.0,
+            ),
+            record(
+                "b",
+                "k2",
+                "autonomous[replan=3]",
+                CellStatus::Failed,
+                true,
+                5.0,
+            ),
             record("c", "k1", "one-prompt", CellStatus::Finished, true, 1.1),
             record("z", "k1", "one-prompt", CellStatus::Crashed, false, 1.0),
         ];
         let report = Report::from_records(None, None, &records);
         assert_eq!(report.groups.len(), 3);
         assert_eq!(report.recorded, 4);
-        let auto = report.strategies.iter().find(|s| s.variant.starts_with("autonomous")).unwrap();
+        let auto = report
+            .strategies
+            .iter()
+            .find(|s| s.variant.starts_with("autonomous"))
+            .unwrap();
         assert_eq!((auto.cells, auto.failed), (2, 1));
         assert!(close(auto.geomean_speedup, 2.0_f64.sqrt()));
         assert!(close(auto.mean_gain_pct, 50.0));
-        let one = report.strategies.iter().find(|s| s.variant == "one-prompt").unwrap();
+        let one = report
+            .strategies
+            .iter()
+            .find(|s| s.variant == "one-prompt")
+            .unwrap();
         assert_eq!(one.cells, 1, "crashed cells are not final and are left out");
     }
 
     #[test]
     fn renderings_carry_the_numbers() {
         let records = [
-            record("a", "k", "autonomous[breakdown=0,replan=3]", CellStatus::Finished, true, 2.0),
-            record("b", "k", "autonomous[breakdown=0,replan=3]", CellStatus::Finished, true, 2.0),
+            record(
+                "a",
+                "k",
+                "autonomous[breakdown=0,replan=3]",
+                CellStatus::Finished,
+                true,
+                2.0,
+            ),
+            record(
+                "b",
+                "k",
+                "autonomous[breakdown=0,replan=3]",
+                CellStatus::Finished,
+                true,
+                2.0,
+            ),
         ];
         let report = Report::from_records(Some("t".into()), None, &records);
         let md = report.render(ReportFormat::Markdown);
         assert!(md.contains("| k | autonomous[breakdown=0,replan=3] | m | 2 | 100% | 2.00 | 2.00 | +100.0 ± 0.0 |"), "{md}");
         let csv = report.render(ReportFormat::Csv);
         assert!(csv.contains("kernel_strategy_model,k,\"autonomous[breakdown=0,replan=3]\",m,2,2,0,0,0,1,2,2,100,0,"), "{csv}");
-        let json: serde_json::Value = serde_json::from_str(&report.render(ReportFormat::Json)).unwrap();
+        let json: serde_json::Value =
+            serde_json::from_str(&report.render(ReportFormat::Json)).unwrap();
         assert_eq!(json["strategies"][0]["geomean_speedup"], 2.0);
     }
 }

@@ -84,7 +84,11 @@ impl RunResult {
 #[derive(Debug, Clone, PartialEq)]
 pub enum RunState {
     /// A run with a final `result.json`: nothing to do but record it.
-    Final { dir: PathBuf, result: Box<RunResult>, raw: serde_json::Value },
+    Final {
+        dir: PathBuf,
+        result: Box<RunResult>,
+        raw: serde_json::Value,
+    },
     /// A run that started (it has `run.json`) but has no final result: resume it.
     Partial { dir: PathBuf },
     /// No run yet: start one.
@@ -98,7 +102,13 @@ pub fn locate(cell_dir: &Path) -> Result<RunState, ExperimentError> {
     let entries = match std::fs::read_dir(cell_dir) {
         Ok(e) => e,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(RunState::Missing),
-        Err(e) => return Err(ExperimentError::io(cell_dir, "listing the cell directory", e)),
+        Err(e) => {
+            return Err(ExperimentError::io(
+                cell_dir,
+                "listing the cell directory",
+                e,
+            ));
+        }
     };
     let mut runs: Vec<PathBuf> = entries
         .filter_map(Result::ok)
@@ -114,17 +124,27 @@ pub fn locate(cell_dir: &Path) -> Result<RunState, ExperimentError> {
         let raw = read_result(&result_path)?;
         let result = RunResult::from_value(&raw);
         if result.is_final() {
-            return Ok(RunState::Final { dir: dir.clone(), result: Box::new(result), raw });
+            return Ok(RunState::Final {
+                dir: dir.clone(),
+                result: Box::new(result),
+                raw,
+            });
         }
     }
-    Ok(runs.pop().map_or(RunState::Missing, |dir| RunState::Partial { dir }))
+    Ok(runs
+        .pop()
+        .map_or(RunState::Missing, |dir| RunState::Partial { dir }))
 }
 
 /// Reads `result.json` as JSON. A file that is being written may be truncated; the caller sees an error
 /// naming it and the cell stays unrecorded.
 pub fn read_result(path: &Path) -> Result<serde_json::Value, ExperimentError> {
-    let text = std::fs::read_to_string(path).map_err(|e| ExperimentError::io(path, "reading result.json", e))?;
-    serde_json::from_str(&text).map_err(|e| ExperimentError::Result { path: path.to_path_buf(), detail: e.to_string() })
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| ExperimentError::io(path, "reading result.json", e))?;
+    serde_json::from_str(&text).map_err(|e| ExperimentError::Result {
+        path: path.to_path_buf(),
+        detail: e.to_string(),
+    })
 }
 
 #[cfg(test)]
@@ -136,8 +156,11 @@ mod tests {
         std::fs::create_dir_all(&d).unwrap();
         std::fs::write(d.join("run.json"), "{}").unwrap();
         if let Some(status) = result {
-            std::fs::write(d.join("result.json"), format!(r#"{{"status":"{status}","speedup":2.5,"correct":true}}"#))
-                .unwrap();
+            std::fs::write(
+                d.join("result.json"),
+                format!(r#"{{"status":"{status}","speedup":2.5,"correct":true}}"#),
+            )
+            .unwrap();
         }
         d
     }
@@ -154,8 +177,15 @@ mod tests {
     fn an_interrupted_run_is_partial_and_a_finished_one_final() {
         let dir = tempfile::tempdir().unwrap();
         let a = run(dir.path(), "20261122-010000-k-s-0001", Some("interrupted"));
-        assert_eq!(locate(dir.path()).unwrap(), RunState::Partial { dir: a.clone() });
-        std::fs::write(a.join("result.json"), r#"{"status":"finished","speedup":2.5,"correct":true}"#).unwrap();
+        assert_eq!(
+            locate(dir.path()).unwrap(),
+            RunState::Partial { dir: a.clone() }
+        );
+        std::fs::write(
+            a.join("result.json"),
+            r#"{"status":"finished","speedup":2.5,"correct":true}"#,
+        )
+        .unwrap();
         match locate(dir.path()).unwrap() {
             RunState::Final { result, .. } => {
                 assert_eq!(result.speedup, Some(2.5));
@@ -170,12 +200,16 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         run(dir.path(), "20261122-010000-k-s-0001", None);
         let newer = run(dir.path(), "20261122-020000-k-s-0002", None);
-        assert_eq!(locate(dir.path()).unwrap(), RunState::Partial { dir: newer });
+        assert_eq!(
+            locate(dir.path()).unwrap(),
+            RunState::Partial { dir: newer }
+        );
     }
 
     #[test]
     fn wrongly_typed_fields_read_as_absent_not_as_an_error() {
-        let v: serde_json::Value = serde_json::json!({"status": "finished", "speedup": "fast", "tokens_in": 5});
+        let v: serde_json::Value =
+            serde_json::json!({"status": "finished", "speedup": "fast", "tokens_in": 5});
         let r = RunResult::from_value(&v);
         assert_eq!(r.speedup, None);
         assert_eq!(r.tokens(), Some(5));

@@ -64,7 +64,9 @@ impl RunOptions {
         if self.gpus.is_empty() {
             vec![None; self.jobs.unwrap_or(1).max(1)]
         } else {
-            let n = self.jobs.map_or(self.gpus.len(), |j| j.clamp(1, self.gpus.len()));
+            let n = self
+                .jobs
+                .map_or(self.gpus.len(), |j| j.clamp(1, self.gpus.len()));
             self.gpus.iter().take(n).cloned().map(Some).collect()
         }
     }
@@ -94,7 +96,11 @@ impl RunSummary {
 
 enum Event {
     Started,
-    Ended { cell: Box<Cell>, outcome: Result<CellOutcome, ExperimentError>, took: Duration },
+    Ended {
+        cell: Box<Cell>,
+        outcome: Result<CellOutcome, ExperimentError>,
+        took: Duration,
+    },
 }
 
 /// Runs the cells of `design` (already expanded into `cells`) into `opts.out`.
@@ -113,7 +119,11 @@ pub fn run_experiment(
         .filter(|c| !records.get(&c.id).is_some_and(|r| r.status.is_final()))
         .cloned()
         .collect();
-    let mut summary = RunSummary { total: cells.len(), skipped: cells.len() - pending.len(), ..RunSummary::default() };
+    let mut summary = RunSummary {
+        total: cells.len(),
+        skipped: cells.len() - pending.len(),
+        ..RunSummary::default()
+    };
     let workers = opts.workers();
     tracing::info!(
         cells = cells.len(),
@@ -147,7 +157,11 @@ pub fn run_experiment(
                     let _ = tx.send(Event::Started);
                     let start = Instant::now();
                     let outcome = runner.run(&cell, gpu.as_deref(), stop);
-                    let _ = tx.send(Event::Ended { cell: Box::new(cell), outcome, took: start.elapsed() });
+                    let _ = tx.send(Event::Ended {
+                        cell: Box::new(cell),
+                        outcome,
+                        took: start.elapsed(),
+                    });
                 }
             });
         }
@@ -156,7 +170,11 @@ pub fn run_experiment(
         for event in rx {
             match event {
                 Event::Started => progress.started(),
-                Event::Ended { cell, outcome, took } => match outcome {
+                Event::Ended {
+                    cell,
+                    outcome,
+                    took,
+                } => match outcome {
                     Ok(CellOutcome::Recorded { record, launched }) => {
                         if let Err(e) = ledger.append(&record) {
                             tracing::error!(cell = %cell.id, "cannot record the cell: {e}");
@@ -169,9 +187,21 @@ pub fn run_experiment(
                             CellStatus::OverBudget => summary.over_budget += 1,
                             CellStatus::Crashed => summary.crashed += 1,
                         }
-                        let speed = record.run_result().speedup.map_or_else(String::new, |s| format!(" {s:.2}×"));
-                        let line = format!("{:<11} {}{speed} ({})", record.status.as_str(), cell.id, human(took));
-                        progress.ended(Some(record.status), if launched { took } else { Duration::ZERO }, &line);
+                        let speed = record
+                            .run_result()
+                            .speedup
+                            .map_or_else(String::new, |s| format!(" {s:.2}×"));
+                        let line = format!(
+                            "{:<11} {}{speed} ({})",
+                            record.status.as_str(),
+                            cell.id,
+                            human(took)
+                        );
+                        progress.ended(
+                            Some(record.status),
+                            if launched { took } else { Duration::ZERO },
+                            &line,
+                        );
                     }
                     Ok(CellOutcome::Interrupted) => {
                         summary.not_done += 1;
@@ -180,7 +210,11 @@ pub fn run_experiment(
                     Err(e) => {
                         tracing::error!(cell = %cell.id, "{e}");
                         summary.not_done += 1;
-                        progress.ended(None, Duration::ZERO, &format!("error       {}: {e}", cell.id));
+                        progress.ended(
+                            None,
+                            Duration::ZERO,
+                            &format!("error       {}: {e}", cell.id),
+                        );
                         first_error.get_or_insert(e);
                         stop.stop();
                     }
@@ -208,11 +242,17 @@ pub struct Plan {
 /// Creates the experiment directory with a copy of the design (`experiment.toml`) and `plan.json` (the
 /// design's name and every cell id in order), so the directory explains itself and `report DIR` knows how
 /// many cells were planned.
-pub fn prepare_out_dir(design: &Design, cells: &[Cell], out: &std::path::Path) -> Result<(), ExperimentError> {
-    std::fs::create_dir_all(out).map_err(|e| ExperimentError::io(out, "creating the experiment directory", e))?;
+pub fn prepare_out_dir(
+    design: &Design,
+    cells: &[Cell],
+    out: &std::path::Path,
+) -> Result<(), ExperimentError> {
+    std::fs::create_dir_all(out)
+        .map_err(|e| ExperimentError::io(out, "creating the experiment directory", e))?;
     let copy = out.join("experiment.toml");
     if std::fs::canonicalize(&design.file).ok() != std::fs::canonicalize(&copy).ok() {
-        std::fs::copy(&design.file, &copy).map_err(|e| ExperimentError::io(&copy, "copying the design", e))?;
+        std::fs::copy(&design.file, &copy)
+            .map_err(|e| ExperimentError::io(&copy, "copying the design", e))?;
     }
     let plan = Plan {
         experiment: design.name.clone(),
@@ -234,12 +274,20 @@ pub fn run_one_cell(
     gpu: Option<&str>,
     stop: &StopSignal,
 ) -> Result<Option<CellStatus>, ExperimentError> {
-    let cell = cells
-        .iter()
-        .find(|c| c.id.as_str() == id)
-        .ok_or_else(|| ExperimentError::UnknownCell { id: id.to_string(), path: design.file.clone() })?;
+    let cell =
+        cells
+            .iter()
+            .find(|c| c.id.as_str() == id)
+            .ok_or_else(|| ExperimentError::UnknownCell {
+                id: id.to_string(),
+                path: design.file.clone(),
+            })?;
     let ledger = Ledger::new(&runner.out);
-    if let Some(r) = ledger.load()?.get(&CellId(id.to_string())).filter(|r| r.status.is_final()) {
+    if let Some(r) = ledger
+        .load()?
+        .get(&CellId(id.to_string()))
+        .filter(|r| r.status.is_final())
+    {
         tracing::info!(cell = id, status = r.status.as_str(), "already recorded");
         return Ok(Some(r.status));
     }
@@ -263,7 +311,10 @@ mod tests {
         o.jobs = Some(3);
         assert_eq!(o.workers().len(), 3);
         o.gpus = vec!["0".into(), "1".into()];
-        assert_eq!(o.workers(), vec![Some("0".to_string()), Some("1".to_string())]);
+        assert_eq!(
+            o.workers(),
+            vec![Some("0".to_string()), Some("1".to_string())]
+        );
         o.jobs = Some(1);
         assert_eq!(o.workers(), vec![Some("0".to_string())]);
         o.jobs = None;

@@ -50,19 +50,27 @@ pub fn write_slurm(
     opts: &SlurmOptions,
 ) -> Result<SlurmScripts, ExperimentError> {
     if cells.is_empty() {
-        return Err(ExperimentError::Option { detail: "the design has no cells".into() });
+        return Err(ExperimentError::Option {
+            detail: "the design has no cells".into(),
+        });
     }
     if opts.partition.trim().is_empty() {
-        return Err(ExperimentError::Option { detail: "--partition must name a SLURM partition".into() });
+        return Err(ExperimentError::Option {
+            detail: "--partition must name a SLURM partition".into(),
+        });
     }
     if !valid_time(&opts.time) {
         return Err(ExperimentError::Option {
-            detail: format!("--time `{}` is not a SLURM time (HH:MM:SS, MM:SS, D-HH:MM:SS or minutes)", opts.time),
+            detail: format!(
+                "--time `{}` is not a SLURM time (HH:MM:SS, MM:SS, D-HH:MM:SS or minutes)",
+                opts.time
+            ),
         });
     }
     let dir = opts.out.join("slurm");
     let logs = dir.join("logs");
-    std::fs::create_dir_all(&logs).map_err(|e| ExperimentError::io(&logs, "creating the SLURM directory", e))?;
+    std::fs::create_dir_all(&logs)
+        .map_err(|e| ExperimentError::io(&logs, "creating the SLURM directory", e))?;
 
     let cell_list = dir.join("cells.txt");
     let list: String = cells.iter().map(|c| format!("{}\n", c.id)).collect();
@@ -159,12 +167,22 @@ echo "submitted array job $array_job ({n} cells) and collection job $collect_job
     for script in [&array, &collect, &submit] {
         make_executable(script)?;
     }
-    Ok(SlurmScripts { dir, cell_list, array, collect, submit, tasks: n })
+    Ok(SlurmScripts {
+        dir,
+        cell_list,
+        array,
+        collect,
+        submit,
+        tasks: n,
+    })
 }
 
 /// Single-quotes a word for bash.
 pub(crate) fn quote(s: &str) -> String {
-    if !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || "-_./:=@%+,".contains(c)) {
+    if !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./:=@%+,".contains(c))
+    {
         s.to_string()
     } else {
         format!("'{}'", s.replace('\'', r"'\''"))
@@ -177,7 +195,10 @@ fn valid_time(t: &str) -> bool {
         None => (None, t),
     };
     let digits = |s: &str| !s.is_empty() && s.chars().all(|c| c.is_ascii_digit());
-    days.is_none_or(digits) && !rest.is_empty() && rest.split(':').count() <= 3 && rest.split(':').all(digits)
+    days.is_none_or(digits)
+        && !rest.is_empty()
+        && rest.split(':').count() <= 3
+        && rest.split(':').all(digits)
 }
 
 fn write(path: &Path, text: &str) -> Result<(), ExperimentError> {

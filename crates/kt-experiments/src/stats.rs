@@ -17,7 +17,11 @@ pub fn median(xs: &[f64]) -> Option<f64> {
     let mut v = xs.to_vec();
     v.sort_by(f64::total_cmp);
     let n = v.len();
-    Some(if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 })
+    Some(if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    })
 }
 
 pub fn mean(xs: &[f64]) -> Option<f64> {
@@ -47,7 +51,10 @@ pub fn fast_p(cells: &[(bool, f64)], p: f64) -> Option<f64> {
     if cells.is_empty() {
         return None;
     }
-    let fast = cells.iter().filter(|(correct, s)| *correct && *s > p).count();
+    let fast = cells
+        .iter()
+        .filter(|(correct, s)| *correct && *s > p)
+        .count();
     Some(fast as f64 / cells.len() as f64)
 }
 
@@ -78,13 +85,22 @@ mod tests {
     #[test]
     fn sample_standard_deviation() {
         // mean 5, squared deviations 9+1+1+9 = 20, / 3
-        assert!(close(std_dev(&[2.0, 4.0, 6.0, 8.0]), (20.0_f64 / 3.0).sqrt()));
+        assert!(close(
+            std_dev(&[2.0, 4.0, 6.0, 8.0]),
+            (20.0_f64 / 3.0).sqrt()
+        ));
         assert_eq!(std_dev(&[1.0]), None);
     }
 
     #[test]
     fn fast_p_counts_only_correct_cells_strictly_above_p() {
-        let cells = [(true, 1.0), (true, 1.2), (true, 1.5), (false, 3.0), (true, 2.5)];
+        let cells = [
+            (true, 1.0),
+            (true, 1.2),
+            (true, 1.5),
+            (false, 3.0),
+            (true, 2.5),
+        ];
         assert!(close(fast_p(&cells, 1.0), 3.0 / 5.0));
         assert!(close(fast_p(&cells, 1.2), 2.0 / 5.0));
         assert!(close(fast_p(&cells, 2.0), 1.0 / 5.0));

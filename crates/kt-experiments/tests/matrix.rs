@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use kt_experiments::{
-    CellStatus, Design, KtBinary, Ledger, Report, ReportFormat, RunOptions, RunState, SlurmOptions, StopSignal, expand,
-    run_dir, run_experiment, write_plots, write_slurm,
+    CellStatus, Design, KtBinary, Ledger, Report, ReportFormat, RunOptions, RunState, SlurmOptions,
+    StopSignal, expand, run_dir, run_experiment, write_plots, write_slurm,
 };
 
 const FAKE_KT: &str = include_str!("fake-kt.sh");
@@ -42,7 +42,11 @@ fn setup(design: &str) -> (Setup, Design) {
     let root = dir.path().to_path_buf();
     std::fs::create_dir_all(root.join("k")).unwrap();
     for k in ["alpha", "beta"] {
-        std::fs::write(root.join(format!("k/{k}.cu")), "__global__ void k(float* a) {}\n").unwrap();
+        std::fs::write(
+            root.join(format!("k/{k}.cu")),
+            "__global__ void k(float* a) {}\n",
+        )
+        .unwrap();
     }
     std::fs::write(root.join("exp.toml"), design).unwrap();
     let fake = root.join("fake-kt.sh");
@@ -50,7 +54,13 @@ fn setup(design: &str) -> (Setup, Design) {
     std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
     std::fs::create_dir_all(root.join("locks")).unwrap();
     let design = Design::load(&root.join("exp.toml")).unwrap();
-    let s = Setup { out: root.join("out"), log: root.join("invocations.log"), fake, root, _dir: dir };
+    let s = Setup {
+        out: root.join("out"),
+        log: root.join("invocations.log"),
+        fake,
+        root,
+        _dir: dir,
+    };
     (s, design)
 }
 
@@ -58,9 +68,12 @@ fn setup(design: &str) -> (Setup, Design) {
 /// shared by all tests).
 fn fake_kt(s: &Setup, vars: &[(&str, &str)]) -> KtBinary {
     let mut kt = KtBinary::new("/usr/bin/env");
-    kt.prefix_args.push(format!("FAKE_KT_LOG={}", s.log.display()));
-    kt.prefix_args.push(format!("FAKE_KT_LOCKS={}", s.root.join("locks").display()));
-    kt.prefix_args.extend(vars.iter().map(|(k, v)| format!("{k}={v}")));
+    kt.prefix_args
+        .push(format!("FAKE_KT_LOG={}", s.log.display()));
+    kt.prefix_args
+        .push(format!("FAKE_KT_LOCKS={}", s.root.join("locks").display()));
+    kt.prefix_args
+        .extend(vars.iter().map(|(k, v)| format!("{k}={v}")));
     kt.prefix_args.push(s.fake.display().to_string());
     kt
 }
@@ -93,7 +106,13 @@ fn an_interrupted_matrix_reruns_to_completion_without_running_any_cell_twice() {
     let (s, design) = setup(MATRIX);
     let cells = expand(&design).unwrap();
     assert_eq!(cells.len(), 24);
-    let mut opts = options(&s, fake_kt(&s, &[("FAKE_KT_SLEEP", "0.05"), ("FAKE_KT_SLOW_ON", "-beta-")]));
+    let mut opts = options(
+        &s,
+        fake_kt(
+            &s,
+            &[("FAKE_KT_SLEEP", "0.05"), ("FAKE_KT_SLOW_ON", "-beta-")],
+        ),
+    );
     opts.gpus = vec!["0".into(), "1".into()];
 
     // First pass: the 12 alpha cells finish quickly, the beta cells would take 30 s each. Stop (as Ctrl-C
@@ -104,8 +123,12 @@ fn an_interrupted_matrix_reruns_to_completion_without_running_any_cell_twice() {
         let s = &s;
         scope.spawn(move || {
             let deadline = Instant::now() + Duration::from_secs(60);
-            let working_on_beta =
-                || invocations(s).iter().filter(|(what, dir)| what == "working" && dir.contains("beta")).count();
+            let working_on_beta = || {
+                invocations(s)
+                    .iter()
+                    .filter(|(what, dir)| what == "working" && dir.contains("beta"))
+                    .count()
+            };
             while (ledger_lines(s) < 12 || working_on_beta() < 2) && Instant::now() < deadline {
                 std::thread::sleep(Duration::from_millis(10));
             }
@@ -115,17 +138,31 @@ fn an_interrupted_matrix_reruns_to_completion_without_running_any_cell_twice() {
     });
     assert!(!first.complete(), "{first:?}");
     assert_eq!(first.finished, 12, "{first:?}");
-    assert_eq!(first.not_done, 12, "2 stopped while running, 10 never started: {first:?}");
+    assert_eq!(
+        first.not_done, 12,
+        "2 stopped while running, 10 never started: {first:?}"
+    );
     let recorded_first = ledger_lines(&s);
     assert_eq!(recorded_first, 12);
     let partial = cells
         .iter()
-        .filter(|c| matches!(run_dir::locate(&s.out.join("cells").join(c.id.as_str())).unwrap(), RunState::Partial { .. }))
+        .filter(|c| {
+            matches!(
+                run_dir::locate(&s.out.join("cells").join(c.id.as_str())).unwrap(),
+                RunState::Partial { .. }
+            )
+        })
         .count();
-    assert_eq!(partial, 2, "the two cells running at the stop were interrupted and are resumable");
+    assert_eq!(
+        partial, 2,
+        "the two cells running at the stop were interrupted and are resumable"
+    );
 
     // Second pass, at normal speed: completes.
-    let opts = RunOptions { kt: fake_kt(&s, &[("FAKE_KT_SLEEP", "0.05")]), ..opts };
+    let opts = RunOptions {
+        kt: fake_kt(&s, &[("FAKE_KT_SLEEP", "0.05")]),
+        ..opts
+    };
     let second = run_experiment(&design, &cells, &opts, &StopSignal::new()).unwrap();
     assert!(second.complete(), "{second:?}");
     assert_eq!(second.skipped, recorded_first);
@@ -134,7 +171,10 @@ fn an_interrupted_matrix_reruns_to_completion_without_running_any_cell_twice() {
     // Every cell was started by exactly one `transform`, the interrupted ones resumed once, and no GPU ever
     // ran two cells at once.
     let calls = invocations(&s);
-    assert!(!calls.iter().any(|(what, _)| what == "overlap"), "{calls:?}");
+    assert!(
+        !calls.iter().any(|(what, _)| what == "overlap"),
+        "{calls:?}"
+    );
     let mut transforms: BTreeMap<String, usize> = BTreeMap::new();
     for (what, dir) in &calls {
         if what == "transform" {
@@ -169,7 +209,10 @@ fn an_interrupted_matrix_reruns_to_completion_without_running_any_cell_twice() {
             _ => 2.0,
         };
         assert_eq!(summary.cells, 4);
-        assert!((summary.geomean_speedup.unwrap() - expected).abs() < 1e-9, "{summary:?}");
+        assert!(
+            (summary.geomean_speedup.unwrap() - expected).abs() < 1e-9,
+            "{summary:?}"
+        );
         assert!((summary.mean_gain_pct.unwrap() - (expected - 1.0) * 100.0).abs() < 1e-9);
     }
     let md = report.render(ReportFormat::Markdown);
@@ -177,7 +220,11 @@ fn an_interrupted_matrix_reruns_to_completion_without_running_any_cell_twice() {
     let plots = write_plots(&report, &s.out.join("report")).unwrap();
     assert_eq!(plots.len(), 6);
     for p in &plots {
-        assert!(std::fs::metadata(p).unwrap().len() > 1000, "{} has content", p.display());
+        assert!(
+            std::fs::metadata(p).unwrap().len() > 1000,
+            "{} has content",
+            p.display()
+        );
     }
 }
 
@@ -203,20 +250,39 @@ budget = { dollars = 0.015 }
     let (s, design) = setup(design_text);
     let cells = expand(&design).unwrap();
     assert_eq!(cells.len(), 3);
-    let mut opts = options(&s, fake_kt(&s, &[("FAKE_KT_SLEEP", "30"), ("FAKE_KT_TOKENS", "100"), ("FAKE_KT_COST", "0.01")]));
+    let mut opts = options(
+        &s,
+        fake_kt(
+            &s,
+            &[
+                ("FAKE_KT_SLEEP", "30"),
+                ("FAKE_KT_TOKENS", "100"),
+                ("FAKE_KT_COST", "0.01"),
+            ],
+        ),
+    );
     opts.jobs = Some(3);
     let start = Instant::now();
     let summary = run_experiment(&design, &cells, &opts, &StopSignal::new()).unwrap();
-    assert!(start.elapsed() < Duration::from_secs(10), "stopped long before the 30 s of work");
+    assert!(
+        start.elapsed() < Duration::from_secs(10),
+        "stopped long before the 30 s of work"
+    );
     assert_eq!(summary.over_budget, 3, "{summary:?}");
     let records = Ledger::new(&s.out).load().unwrap();
-    let kinds: BTreeMap<String, String> =
-        records.values().map(|r| (r.studies[0].clone(), r.over_budget.unwrap().to_string())).collect();
+    let kinds: BTreeMap<String, String> = records
+        .values()
+        .map(|r| (r.studies[0].clone(), r.over_budget.unwrap().to_string()))
+        .collect();
     assert_eq!(kinds["time"], "time");
     assert_eq!(kinds["tokens"], "tokens");
     assert_eq!(kinds["dollars"], "dollars");
     for r in records.values() {
-        assert_eq!(r.result.as_ref().unwrap()["status"], "interrupted", "stopped with SIGINT, so resumable");
+        assert_eq!(
+            r.result.as_ref().unwrap()["status"],
+            "interrupted",
+            "stopped with SIGINT, so resumable"
+        );
         assert_eq!(r.llm_tokens, 200);
     }
     // Over budget is final: a rerun starts nothing.
@@ -228,10 +294,14 @@ budget = { dollars = 0.015 }
 
 #[test]
 fn a_cell_that_ignores_sigint_is_killed_after_the_grace_period() {
-    let (s, design) =
-        setup("name = \"g\"\nkernels = [\"k/alpha.cu\"]\nstrategies = [\"explicit\"]\nmodels = [\"scripted:s.toml\"]\nbudget = { time = \"200ms\" }\n");
+    let (s, design) = setup(
+        "name = \"g\"\nkernels = [\"k/alpha.cu\"]\nstrategies = [\"explicit\"]\nmodels = [\"scripted:s.toml\"]\nbudget = { time = \"200ms\" }\n",
+    );
     let cells = expand(&design).unwrap();
-    let mut opts = options(&s, fake_kt(&s, &[("FAKE_KT_SLEEP", "30"), ("FAKE_KT_IGNORE_INT", "1")]));
+    let mut opts = options(
+        &s,
+        fake_kt(&s, &[("FAKE_KT_SLEEP", "30"), ("FAKE_KT_IGNORE_INT", "1")]),
+    );
     opts.grace = Duration::from_millis(300);
     let start = Instant::now();
     let summary = run_experiment(&design, &cells, &opts, &StopSignal::new()).unwrap();
@@ -244,7 +314,16 @@ fn crashed_cells_are_recorded_and_resumed_by_the_next_run() {
     let (s, design) = setup(MATRIX);
     let cells = expand(&design).unwrap();
     let opts = {
-        let mut o = options(&s, fake_kt(&s, &[("FAKE_KT_DIE_ON", "-beta-"), ("FAKE_KT_FAIL_ON", "-alpha-one-prompt-")]));
+        let mut o = options(
+            &s,
+            fake_kt(
+                &s,
+                &[
+                    ("FAKE_KT_DIE_ON", "-beta-"),
+                    ("FAKE_KT_FAIL_ON", "-alpha-one-prompt-"),
+                ],
+            ),
+        );
         o.jobs = Some(4);
         o
     };
@@ -253,10 +332,24 @@ fn crashed_cells_are_recorded_and_resumed_by_the_next_run() {
     assert_eq!(first.failed, 4, "{first:?}");
     assert!(!first.complete());
     let records = Ledger::new(&s.out).load().unwrap();
-    let crashed = records.values().find(|r| r.status == CellStatus::Crashed).unwrap();
-    assert!(crashed.error.as_deref().unwrap().contains("crashing as told"), "{:?}", crashed.error);
+    let crashed = records
+        .values()
+        .find(|r| r.status == CellStatus::Crashed)
+        .unwrap();
+    assert!(
+        crashed
+            .error
+            .as_deref()
+            .unwrap()
+            .contains("crashing as told"),
+        "{:?}",
+        crashed.error
+    );
 
-    let opts = RunOptions { kt: fake_kt(&s, &[]), ..opts };
+    let opts = RunOptions {
+        kt: fake_kt(&s, &[]),
+        ..opts
+    };
     let second = run_experiment(&design, &cells, &opts, &StopSignal::new()).unwrap();
     assert!(second.complete(), "{second:?}");
     assert_eq!(second.finished, 12);
@@ -269,10 +362,16 @@ fn crashed_cells_are_recorded_and_resumed_by_the_next_run() {
 }
 
 fn shellcheck_available() -> bool {
-    let found = std::process::Command::new("shellcheck").arg("--version").output().is_ok_and(|o| o.status.success());
+    let found = std::process::Command::new("shellcheck")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
     if !found {
         let msg = "shellcheck is not installed (Debian: apt-get install shellcheck; scripts/install-test-deps.sh does it)";
-        assert!(std::env::var("CI").as_deref() != Ok("true"), "{msg}: it is required when CI=true");
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "{msg}: it is required when CI=true"
+        );
         eprintln!("skipping the shellcheck part: {msg}");
     }
     found
@@ -302,7 +401,10 @@ fn slurm_scripts_pass_shellcheck_and_map_each_array_index_to_exactly_one_cell() 
 
     if shellcheck_available() {
         for script in [&scripts.array, &scripts.collect, &scripts.submit] {
-            let out = std::process::Command::new("shellcheck").arg(script).output().unwrap();
+            let out = std::process::Command::new("shellcheck")
+                .arg(script)
+                .output()
+                .unwrap();
             assert!(
                 out.status.success(),
                 "shellcheck {}:\n{}",
@@ -320,16 +422,29 @@ fn slurm_scripts_pass_shellcheck_and_map_each_array_index_to_exactly_one_cell() 
             .env("SLURM_ARRAY_TASK_ID", index.to_string())
             .output()
             .unwrap();
-        assert!(out.status.success(), "task {index}: {}", String::from_utf8_lossy(&out.stderr));
-        let args: Vec<String> = String::from_utf8_lossy(&out.stdout).lines().map(str::to_string).collect();
+        assert!(
+            out.status.success(),
+            "task {index}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let args: Vec<String> = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(str::to_string)
+            .collect();
         assert_eq!(args[..2], ["experiment", "run-cell"]);
         assert_eq!(Path::new(&args[2]), design.file);
         assert_eq!(args[3], "--cell");
-        assert_eq!(args[5..], ["--out".to_string(), opts.out.display().to_string()]);
+        assert_eq!(
+            args[5..],
+            ["--out".to_string(), opts.out.display().to_string()]
+        );
         seen.push(args[4].clone());
     }
     let expected: Vec<String> = cells.iter().map(|c| c.id.to_string()).collect();
-    assert_eq!(seen, expected, "array index i runs cell i, each cell exactly once");
+    assert_eq!(
+        seen, expected,
+        "array index i runs cell i, each cell exactly once"
+    );
 
     let past_end = std::process::Command::new("bash")
         .arg(&scripts.array)
@@ -337,7 +452,10 @@ fn slurm_scripts_pass_shellcheck_and_map_each_array_index_to_exactly_one_cell() 
         .env("SLURM_ARRAY_TASK_ID", "24")
         .output()
         .unwrap();
-    assert!(!past_end.status.success(), "an index past the list is an error, not a silent no-op");
+    assert!(
+        !past_end.status.success(),
+        "an index past the list is an error, not a silent no-op"
+    );
 }
 
 #[test]
@@ -348,15 +466,24 @@ fn the_shipped_designs_expand_to_the_documented_cell_counts() {
     assert_eq!(cells.len(), 288 + 96);
     let main = cells.iter().filter(|c| c.studies == ["main"]).count();
     assert_eq!(main, 8 * 3 * 4 * 3);
-    let kernels: std::collections::BTreeSet<&str> = cells.iter().map(|c| c.kernel.as_str()).collect();
+    let kernels: std::collections::BTreeSet<&str> =
+        cells.iter().map(|c| c.kernel.as_str()).collect();
     assert_eq!(kernels.len(), 8);
-    assert!(cells.iter().all(|c| c.budget.time == Some(Duration::from_secs(4 * 3600))));
+    assert!(
+        cells
+            .iter()
+            .all(|c| c.budget.time == Some(Duration::from_secs(4 * 3600)))
+    );
 
     let smoke = Design::load(&experiments.join("smoke.toml")).unwrap();
     let cells = expand(&smoke).unwrap();
     assert_eq!(cells.len(), 8);
     for c in &cells {
-        let stem = Path::new(&c.kernel_file).file_stem().unwrap().to_str().unwrap();
+        let stem = Path::new(&c.kernel_file)
+            .file_stem()
+            .unwrap()
+            .to_str()
+            .unwrap();
         let answers = smoke.root.join(format!("experiments/scripted/{stem}.toml"));
         assert!(answers.is_file(), "{} has scripted answers", c.kernel_file);
     }

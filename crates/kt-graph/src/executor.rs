@@ -192,14 +192,10 @@ enum Done<S: State> {
     Routed { message: String, to: String },
 }
 
-/// What a step ended with when it did not commit normally.
-enum StepEnd<S: State> {
+/// How a superstep ended (errors aside): committed, or stopped by a node's interrupt before committing.
+enum StepEnd {
     Committed(Checkpoint, Vec<Task>),
-    Interrupt {
-        node: String,
-        payload: Value,
-        _state: std::marker::PhantomData<S>,
-    },
+    Interrupt { node: String, payload: Value },
 }
 
 fn now_ms() -> u64 {
@@ -431,7 +427,7 @@ impl<S: State> Executor<S> {
             opts.effects,
             origin,
             opts.write,
-            &opts_cancel(),
+            &CancelToken::new(),
             None,
         );
         let result = compiled.task.run_task(Arc::new(state.clone()), ctx).await;
@@ -880,7 +876,7 @@ impl<S: State> Executor<S> {
                     .await;
                 let (cp, ran) = match end {
                     Ok(StepEnd::Committed(cp, ran)) => (cp, ran),
-                    Ok(StepEnd::Interrupt { node, payload, .. }) => {
+                    Ok(StepEnd::Interrupt { node, payload }) => {
                         let reason = StopReason::Interrupt { node, payload };
                         return self.stop(&mut meta, &head, state, reason);
                     }
@@ -954,7 +950,7 @@ impl<S: State> Executor<S> {
         answer: Option<(String, Value)>,
         id: CheckpointId,
         full: bool,
-    ) -> Result<StepEnd<S>, GraphError> {
+    ) -> Result<StepEnd, GraphError> {
         let branch = head.branch;
         let step = head.step + 1;
         let tasks = &head.next;
@@ -1117,11 +1113,7 @@ impl<S: State> Executor<S> {
             return Err(e);
         }
         if let Some((node, payload)) = interrupt {
-            return Ok(StepEnd::Interrupt {
-                node,
-                payload,
-                _state: std::marker::PhantomData,
-            });
+            return Ok(StepEnd::Interrupt { node, payload });
         }
 
         // Merge in task order, whatever order the tasks finished in.
@@ -1243,10 +1235,6 @@ impl<S: State> Executor<S> {
         );
         Ok(StepEnd::Committed(cp, tasks.clone()))
     }
-}
-
-fn opts_cancel() -> CancelToken {
-    CancelToken::new()
 }
 
 fn unwrap_arc<S: Clone>(s: Arc<S>) -> S {

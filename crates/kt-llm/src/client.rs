@@ -153,11 +153,17 @@ impl LlmClient {
         let usage = reply
             .usage
             .unwrap_or_else(|| Usage::estimate(sent.prompt_chars(), reply.text.chars().count()));
-        let asked = sent.model.clone().unwrap_or_else(|| self.provider.model().to_string());
+        let asked = sent
+            .model
+            .clone()
+            .unwrap_or_else(|| self.provider.model().to_string());
         let model = reply.model.unwrap_or_else(|| asked.clone());
         // The server's name is the more precise one (a dated version); a local server reports its file name,
         // so the name the user configured (e.g. "local") is the fallback for the price.
-        let cost_usd = self.prices.cost(&model, &usage).or_else(|| self.prices.cost(&asked, &usage));
+        let cost_usd = self
+            .prices
+            .cost(&model, &usage)
+            .or_else(|| self.prices.cost(&asked, &usage));
         self.totals
             .lock()
             .unwrap_or_else(|p| p.into_inner())

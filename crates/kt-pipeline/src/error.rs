@@ -94,7 +94,7 @@ pub enum PipelineError {
     },
     /// The GPU side could not work at all (no GPU, driver, NVRTC): the run stops, resumable.
     #[error("{0}; the run is saved: resume it with `kt resume RUN` on a machine with a CUDA GPU")]
-    Tuning(#[from] crate::stage3::BackendError),
+    Tuning(crate::stage3::BackendError),
     #[error("Stage 3 needs an LLM (none configured): pass --llm PROVIDER:MODEL (e.g. openai:gpt-4.1, or replay:CASSETTE.jsonl), or set [llm] provider and model in kt.toml")]
     NoLlmForStage3,
     #[error("the journal of node `{node}` failed: {message}")]

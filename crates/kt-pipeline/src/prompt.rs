@@ -318,6 +318,7 @@ fn parse_template(name: &str, text: &str, origin: String) -> Result<PromptTempla
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

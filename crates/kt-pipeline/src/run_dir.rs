@@ -255,6 +255,7 @@ pub(crate) fn read_json<T: serde::de::DeserializeOwned>(path: &Path, what: &'sta
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use crate::kernel_info::ProblemDimension;

@@ -172,7 +172,7 @@ pub fn recorded_call(run_llm_jsonl: &Path, prompt_hash: &str) -> Option<Captured
     records.into_iter().find_map(|r| {
         let user: Vec<&str> =
             r.messages.iter().filter(|m| m.role == Role::User).map(|m| m.content.as_str()).collect();
-        let hit = user.iter().any(|u| blake3::hash(u.as_bytes()).to_hex().as_str() == prompt_hash);
+        let hit = user.iter().any(|u| prompt_hashes_to(u, prompt_hash));
         hit.then(|| CapturedCall {
             label: r.node.clone(),
             attempt: r.attempts,
@@ -184,6 +184,13 @@ pub fn recorded_call(run_llm_jsonl: &Path, prompt_hash: &str) -> Option<Captured
             origin: "recorded",
         })
     })
+}
+
+/// Whether `sent` is the rendered prompt hashing to `hash`, possibly followed by text the client appended (the
+/// JSON schema for providers without native structured output goes after a blank line).
+fn prompt_hashes_to(sent: &str, hash: &str) -> bool {
+    let matches = |text: &str| blake3::hash(text.as_bytes()).to_hex().as_str() == hash;
+    matches(sent) || sent.match_indices("\n\n").any(|(i, _)| matches(&sent[..i]))
 }
 
 #[cfg(test)]

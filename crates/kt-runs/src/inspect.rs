@@ -65,7 +65,7 @@ pub fn history(record: &RunRecord) -> Result<History, RunsError> {
                 StateRecord::Full(m) => m.keys().cloned().collect(),
                 StateRecord::Delta(ops) => {
                     let mut names: Vec<String> = Vec::new();
-                    for (kt_graph::FieldOp::Set(n, _) | kt_graph::FieldOp::Extend(n, _)) in ops {
+                    for kt_graph::FieldOp::Set(n, _) | kt_graph::FieldOp::Extend(n, _) in ops {
                         if !names.contains(n) {
                             names.push(n.clone());
                         }

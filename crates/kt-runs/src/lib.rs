@@ -30,6 +30,8 @@ pub mod steps;
 
 #[cfg(test)]
 mod fake_run;
+#[cfg(test)]
+mod session_tests;
 
 pub use binding::{GraphBinding, Setup};
 pub use capture::{CallLog, CapturedCall, LlmChoice};
@@ -46,3 +48,5 @@ pub use session::{
 };
 pub use stage3::{RecordedBackend, Stage3Binding};
 pub use steps::{NodeRan, PathStep, run_path};
+/// The engine's types that appear in this crate's API.
+pub use kt_graph::{Breakpoints, CheckpointId};

@@ -73,7 +73,7 @@ mod tests {
         let by_id = resolve_run("20261122-041500-mm-explicit-0001", base.path()).unwrap();
         assert!(by_id.root().ends_with("20261122-041500-mm-explicit-0001"));
         let by_prefix = resolve_run("20261122-03", base.path()).unwrap();
-        assert!(by_prefix.root().ends_with("3fa2"));
+        assert!(by_prefix.root().to_string_lossy().ends_with("3fa2"));
     }
 
     #[test]

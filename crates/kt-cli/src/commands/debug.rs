@@ -6,9 +6,8 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::{Args, Subcommand};
-use kt_graph::Breakpoints;
 use kt_runs::{
-    LlmChoice, NodeDebug, RunRecord, Setup, Stage3Binding, debug_node, diff, graph_nodes, history, nodes_seen,
+    Breakpoints, CheckpointId, LlmChoice, NodeDebug, RunRecord, Setup, Stage3Binding, debug_node, diff, graph_nodes, history, nodes_seen,
     render_text, resolve_run, runs_base, session_dir, set_breakpoints, state_at,
 };
 
@@ -234,7 +233,7 @@ fn node(a: NodeArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// The first checkpoint of the recorded run (branch 0) at which `node` is the next to run.
-fn first_checkpoint_before(record: &RunRecord, node: &str) -> anyhow::Result<kt_graph::CheckpointId> {
+fn first_checkpoint_before(record: &RunRecord, node: &str) -> anyhow::Result<CheckpointId> {
     let cps = record.checkpoints()?;
     cps.iter()
         .find(|c| c.branch.0 == 0 && c.next.iter().any(|t| t.node == node))

@@ -10,7 +10,7 @@ use anyhow::Context as _;
 use clap::Args;
 use kt_llm::Recorder;
 use kt_pipeline::prepare::{KernelSource, Prepared, TestgenSettings, prepare};
-use kt_pipeline::stage2::{ReferenceRunner, Stage2Options, TimeBounds};
+use kt_pipeline::stage2::{ReferenceRunner, Stage2Options, TimeBounds, TunerReference, Unavailable};
 use kt_pipeline::{NewRun, PipelineError, PromptLibrary, RunDir, RunLlm, RunSettings, RunStatus};
 use kt_sandbox::{Policy, PythonRuntime, Sandbox};
 
@@ -62,15 +62,15 @@ pub struct TestgenArgs {
     pub json: bool,
 }
 
-/// The reference runner of this machine: without a CUDA driver, Stage 2 writes the tests' inputs and says so.
-fn reference_runner() -> Arc<dyn ReferenceRunner> {
+/// The reference runner of this machine: kt-tuner's worker when a CUDA driver is present (it says itself when
+/// no GPU answers), else one that makes Stage 2 write the tests' inputs and say why it stopped there.
+fn reference_runner(run: &RunDir) -> Arc<dyn ReferenceRunner> {
     // SAFETY: only tries to dlopen the driver library; no CUDA call is made.
-    let reason = if !unsafe { cudarc::driver::sys::is_culib_present() } {
-        "no CUDA driver on this machine (libcuda.so.1 not found)".to_string()
+    if unsafe { cudarc::driver::sys::is_culib_present() } {
+        Arc::new(TunerReference::new(run.tuning_dir()))
     } else {
-        "kt-tuner in this build cannot yet write expected outputs to a tests directory".to_string()
-    };
-    Arc::new(kt_pipeline::stage2::Unavailable { reason })
+        Arc::new(Unavailable { reason: "no CUDA driver on this machine (libcuda.so.1 not found)".into() })
+    }
 }
 
 pub fn run(args: TestgenArgs) -> anyhow::Result<ExitCode> {
@@ -131,7 +131,7 @@ pub fn run(args: TestgenArgs) -> anyhow::Result<ExitCode> {
         },
         sandbox: Sandbox::new(Policy::for_generator()),
         python,
-        reference: reference_runner(),
+        reference: reference_runner(&run),
     };
 
     let result = runtime()?.block_on(prepare(&run, &source, stage1, settings));

@@ -135,6 +135,7 @@ pub fn default_block(dimensions: usize) -> [u32; 3] {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

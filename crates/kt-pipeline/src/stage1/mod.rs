@@ -70,6 +70,7 @@ pub fn from_sidecar(source: &str, kernel_name: Option<&str>, sidecar: &SidecarFa
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use kt_graph::MemoryStore;

@@ -146,6 +146,7 @@ pub fn compare_with_sidecar(info: &KernelInfo, sidecar: &SidecarFacts) -> Vec<Si
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

@@ -67,6 +67,7 @@ fn fenced_blocks(text: &str) -> Vec<(String, String)> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

@@ -7,6 +7,7 @@
 pub mod answers;
 pub mod graph;
 pub mod reference;
+pub mod tuner_reference;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -18,6 +19,7 @@ use kt_sandbox::generator::TestManifest;
 pub use answers::GeneratorScript;
 pub use graph::{Revision, Stage2Deps, Stage2Options, Stage2State, TestRecord, TimeBounds, generator_spec, has_tail};
 pub use reference::{ReferenceJob, ReferenceRun, ReferenceRunner, Unavailable, record_in_manifest};
+pub use tuner_reference::TunerReference;
 
 use crate::error::PipelineError;
 use crate::kernel_info::KernelInfo;
@@ -123,4 +125,5 @@ pub fn list_tests(tests_dir: &Path) -> Result<Vec<StoredTest>, PipelineError> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests;

@@ -61,10 +61,14 @@ fn classify(node: &str, e: LlmError) -> AskError {
         LlmError::NoCode { .. } | LlmError::SchemaMismatch { .. } | LlmError::BadResponse { .. } => {
             AskError::Recoverable { kind: FailureKind::BadAnswer, message: e.to_string() }
         }
+        // A recording or script without this question ends the step (and the run goes on with what it has)
+        // rather than the run: a replay on a GPU that failed a kernel the recording's did not is still useful.
         LlmError::RateLimited { .. }
         | LlmError::Timeout { .. }
         | LlmError::Server { .. }
-        | LlmError::Connection { .. } => {
+        | LlmError::Connection { .. }
+        | LlmError::ReplayMiss { .. }
+        | LlmError::ScriptExhausted { .. } => {
             AskError::Recoverable { kind: FailureKind::LlmUnavailable, message: e.to_string() }
         }
         other => AskError::Fatal(PipelineError::Llm { node: node.to_string(), source: other }),

@@ -31,6 +31,9 @@ pub enum Outcome {
         configs_tried: u32,
         configs_failed: u32,
         percent_of_peak: Option<f64>,
+        /// Achieved GFLOP/s on the first test, when the kernel's FLOP count is known.
+        #[serde(default)]
+        gflops: Option<f64>,
     },
     /// No configuration compiled; `log` is the compiler's output for a representative one.
     CompileError { config: String, log: String },
@@ -80,6 +83,8 @@ pub struct Reference {
     pub time_ms: f64,
     pub noise_ms: f64,
     pub percent_of_peak: Option<f64>,
+    #[serde(default)]
+    pub gflops: Option<f64>,
     /// The device it ran on, for the report.
     pub device: String,
 }

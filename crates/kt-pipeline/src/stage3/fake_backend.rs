@@ -49,6 +49,7 @@ impl FakeBackend {
                 configs_tried: 1,
                 configs_failed: 0,
                 percent_of_peak: None,
+                gflops: None,
             })
             .collect();
         Self { reference_ms, no_gpu: false, queued: Mutex::new(queued), evaluated: Mutex::new(Vec::new()) }
@@ -97,6 +98,7 @@ impl FakeBackend {
             configs_tried: kernel.space_size().min(u64::from(u32::MAX)) as u32,
             configs_failed: 0,
             percent_of_peak: None,
+            gflops: None,
         };
         let Some(marker) = marker else {
             return verified(self.reference_ms, self.reference_ms * 0.01);
@@ -143,6 +145,7 @@ impl TuningBackend for FakeBackend {
             time_ms: self.reference_ms,
             noise_ms: self.reference_ms * 0.01,
             percent_of_peak: None,
+            gflops: None,
             device: "fake GPU".into(),
         })
     }
@@ -159,14 +162,14 @@ impl TuningBackend for FakeBackend {
         progress.update(label, total, total);
         let queued = self.queued.lock().unwrap_or_else(|p| p.into_inner()).pop_front();
         Ok(match queued {
-            Some(Outcome::Verified { time_ms, noise_ms, configs_tried, configs_failed, percent_of_peak, .. }) => {
+            Some(Outcome::Verified { time_ms, noise_ms, configs_tried, configs_failed, percent_of_peak, gflops, .. }) => {
                 // The queued time stands for the best configuration: report the kernel's own parameters.
                 let best_params = kernel
                     .parameters
                     .iter()
                     .map(|p| (p.name.clone(), p.values.first().copied().unwrap_or_default()))
                     .collect();
-                Outcome::Verified { time_ms, noise_ms, best_params, configs_tried, configs_failed, percent_of_peak }
+                Outcome::Verified { time_ms, noise_ms, best_params, configs_tried, configs_failed, percent_of_peak, gflops }
             }
             Some(other) => other,
             None => self.outcome_of(kernel),

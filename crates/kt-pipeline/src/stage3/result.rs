@@ -50,6 +50,12 @@ pub struct RunResult {
     pub speedup: Option<f64>,
     pub best_params: BTreeMap<String, i64>,
     pub percent_of_peak: Option<f64>,
+    /// Achieved GFLOP/s of the naive and the best kernel on the first test, when the FLOP count is known
+    /// (an addition to RUN_FORMAT.md's fields; times above are summed over every test).
+    #[serde(default)]
+    pub naive_gflops: Option<f64>,
+    #[serde(default)]
+    pub best_gflops: Option<f64>,
     pub steps: Vec<StepSummary>,
     pub tokens_in: u64,
     pub tokens_out: u64,
@@ -167,6 +173,8 @@ pub fn build_result(
         },
         best_params: best.map(|b| b.best_params.clone()).unwrap_or_default(),
         percent_of_peak: best.and_then(|b| b.percent_of_peak),
+        naive_gflops: state.and_then(|s| s.reference.as_ref()).and_then(|r| r.gflops),
+        best_gflops: best.and_then(|b| b.gflops),
         steps,
         tokens_in: totals.tokens_in,
         tokens_out: totals.tokens_out,
@@ -189,6 +197,9 @@ pub fn report_markdown(result: &RunResult, state: Option<&Stage3State>) -> Strin
         md.push_str(&format!(" — **{s:.2}x** the naive kernel"));
     }
     md.push('\n');
+    if let (Some(n), Some(b)) = (result.naive_gflops, result.best_gflops) {
+        md.push_str(&format!("- throughput on the first test: {n:.0} GFLOP/s naive, {b:.0} GFLOP/s best\n"));
+    }
     md.push_str(&format!(
         "- percent of measured peak: {}\n",
         result.percent_of_peak.map(|p| format!("{p:.1}%")).unwrap_or_else(|| "unknown".into())

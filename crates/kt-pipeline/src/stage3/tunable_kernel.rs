@@ -83,6 +83,8 @@ pub struct KernelVersion {
     /// `kernels/NNN-<slug>.cu` of this version, once written.
     pub file: Option<String>,
     pub percent_of_peak: Option<f64>,
+    #[serde(default)]
+    pub gflops: Option<f64>,
 }
 
 #[cfg(test)]

@@ -81,16 +81,16 @@ fn backend_error(e: TunerError) -> BackendError {
     }
 }
 
-/// Robust noise of a timing: the interquartile range of its samples (half the full range when too few).
+/// Robust noise of a measurement's objective: the interquartile range of the first test's samples (half the
+/// full range when too few), relative to that test's median and scaled to the objective (which sums the
+/// medians of every test).
 fn noise_ms(m: &Measurement) -> f64 {
     let Some(t) = &m.timing else { return 0.0 };
     let mut s = t.samples_ms.clone();
     s.sort_by(f64::total_cmp);
-    if s.len() >= 4 {
-        s[(3 * s.len()) / 4] - s[s.len() / 4]
-    } else {
-        (t.max_ms - t.min_ms) / 2.0
-    }
+    let spread = if s.len() >= 4 { s[(3 * s.len()) / 4] - s[s.len() / 4] } else { (t.max_ms - t.min_ms) / 2.0 };
+    let objective = m.objective.unwrap_or(t.median_ms);
+    if t.median_ms > 0.0 { spread / t.median_ms * objective } else { spread }
 }
 
 impl TunerBackend {
@@ -230,6 +230,7 @@ impl TunerBackend {
                 configs_tried: result.measurements.len() as u32,
                 configs_failed: failed,
                 percent_of_peak: best.percent_of_peak,
+                gflops: best.gflops,
             };
         }
         // No configuration verified: report the most telling failure (wrong answers first, then crashes,
@@ -300,7 +301,13 @@ impl TuningBackend for TunerBackend {
             detail: format!("the original kernel failed at its default launch: {}", m.verdict.short()),
         })?;
         *self.device.lock().unwrap_or_else(|p| p.into_inner()) = result.device.name.clone();
-        Ok(Reference { time_ms, noise_ms: noise_ms(m), percent_of_peak: m.percent_of_peak, device: result.device.name })
+        Ok(Reference {
+            time_ms,
+            noise_ms: noise_ms(m),
+            percent_of_peak: m.percent_of_peak,
+            gflops: m.gflops,
+            device: result.device.name,
+        })
     }
 
     async fn evaluate(

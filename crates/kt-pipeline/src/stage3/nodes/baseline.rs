@@ -52,6 +52,7 @@ impl Node<Stage3State> for Baseline {
             step: "original".into(),
             file,
             percent_of_peak: reference.percent_of_peak,
+            gflops: reference.gflops,
         };
         Ok(Stage3Update::default().reference(Some(reference)).best(Some(best)).kernels_written(1))
     }

@@ -401,11 +401,11 @@ impl Node<Stage3State> for Select {
         };
         match fastest {
             Some((c, time_ms)) => {
-                let (noise_ms, best_params, percent_of_peak) = match &c.outcome {
-                    Some(Outcome::Verified { noise_ms, best_params, percent_of_peak, .. }) => {
-                        (*noise_ms, best_params.clone(), *percent_of_peak)
+                let (noise_ms, best_params, percent_of_peak, gflops) = match &c.outcome {
+                    Some(Outcome::Verified { noise_ms, best_params, percent_of_peak, gflops, .. }) => {
+                        (*noise_ms, best_params.clone(), *percent_of_peak, *gflops)
                     }
-                    _ => (0.0, BTreeMap::new(), None),
+                    _ => (0.0, BTreeMap::new(), None, None),
                 };
                 record.time_ms = Some(time_ms);
                 record.kernel_file = files.get(&c.index).cloned();
@@ -423,6 +423,7 @@ impl Node<Stage3State> for Select {
                         step: step.description.clone(),
                         file: record.kernel_file.clone(),
                         percent_of_peak,
+                        gflops,
                     }));
                 } else {
                     record.status = StepStatus::Rejected;
@@ -470,6 +471,7 @@ mod tests {
             step: "original".into(),
             file: None,
             percent_of_peak: None,
+            gflops: None,
         }
     }
 
