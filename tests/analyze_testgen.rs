@@ -35,14 +35,23 @@ fn analyze_with_scripted_answers_prints_a_kernel_info_that_agrees_with_the_sidec
     let home = tempfile::tempdir().unwrap();
     let out = kt(
         home.path(),
-        &["analyze", "naive-kernels/matmul.cu", "--llm", "scripted:experiments/scripted/matmul.toml", "--json"],
+        &[
+            "analyze",
+            "naive-kernels/matmul.cu",
+            "--llm",
+            "scripted:experiments/scripted/matmul.toml",
+            "--json",
+        ],
     );
     assert!(out.status.success(), "{}", text(&out.stderr));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let info = &v["kernel_info"];
     assert_eq!(info["name"], "matrixMultiply");
     assert_eq!(info["outputs"], serde_json::json!(["C"]));
-    assert_eq!(info["problem_size"], serde_json::json!([{"expression": "B_width"}, {"expression": "A_height"}]));
+    assert_eq!(
+        info["problem_size"],
+        serde_json::json!([{"expression": "B_width"}, {"expression": "A_height"}])
+    );
     assert_eq!(info["default_block"], serde_json::json!([16, 16, 1]));
     assert_eq!(v["sidecar_disagreements"], serde_json::json!([]));
 }
@@ -76,14 +85,24 @@ text = '{"outputs": ["c", "b"]}'
     let record = home.path().join("llm.jsonl");
     let out = kt(
         home.path(),
-        &["analyze", "naive-kernels/vectorAdd.cu", "--llm", &spec, "--record", record.to_str().unwrap()],
+        &[
+            "analyze",
+            "naive-kernels/vectorAdd.cu",
+            "--llm",
+            &spec,
+            "--record",
+            record.to_str().unwrap(),
+        ],
     );
     // `b` is `const float*`: refused, and the script has no second answer, so Stage 1 fails naming why.
     assert!(!out.status.success());
     let err = text(&out.stderr);
     assert!(err.contains("`b` is declared const"), "{err}");
     let log = std::fs::read_to_string(&record).unwrap();
-    assert!(log.contains("`len` in `len` is not a parameter of `vectorAdd`"), "the re-ask carried the reason");
+    assert!(
+        log.contains("`len` in `len` is not a parameter of `vectorAdd`"),
+        "the re-ask carried the reason"
+    );
 
     // Fixed outputs, but a problem size the sidecar does not share: listed, not fatal.
     std::fs::write(
@@ -104,11 +123,17 @@ text = '{"outputs": ["c"]}'
 "#,
     )
     .unwrap();
-    let out = kt(home.path(), &["analyze", "naive-kernels/vectorAdd.cu", "--llm", &spec]);
+    let out = kt(
+        home.path(),
+        &["analyze", "naive-kernels/vectorAdd.cu", "--llm", &spec],
+    );
     assert!(out.status.success(), "{}", text(&out.stderr));
     let stdout = text(&out.stdout);
     assert!(stdout.contains("sidecar disagreements (1)"), "{stdout}");
-    assert!(stdout.contains("problem_size[x]: Stage 1 says `n / 2`, the sidecar says `n`"), "{stdout}");
+    assert!(
+        stdout.contains("problem_size[x]: Stage 1 says `n / 2`, the sidecar says `n`"),
+        "{stdout}"
+    );
 }
 
 #[test]
@@ -117,7 +142,10 @@ fn analyze_without_any_llm_says_how_to_get_one() {
     let out = kt(home.path(), &["analyze", "naive-kernels/vectorAdd.cu"]);
     assert!(!out.status.success());
     let err = text(&out.stderr);
-    assert!(err.contains("--llm") && err.contains("--info-from-sidecar"), "{err}");
+    assert!(
+        err.contains("--llm") && err.contains("--info-from-sidecar"),
+        "{err}"
+    );
 }
 
 const GENERATOR: &str = "import numpy as np\n\n\ndef generate(seed: int) -> list:\n    rng = np.random.default_rng(seed)\n    \
@@ -127,7 +155,9 @@ const GENERATOR: &str = "import numpy as np\n\n\ndef generate(seed: int) -> list
 #[test]
 fn testgen_with_a_script_writes_the_tests_then_stops_for_want_of_a_gpu() {
     if std::env::var_os("KT_GPU").is_some() {
-        println!("skipped: KT_GPU is set, and this test checks the behaviour of a machine without a GPU");
+        println!(
+            "skipped: KT_GPU is set, and this test checks the behaviour of a machine without a GPU"
+        );
         return;
     }
     let home = tempfile::tempdir().unwrap();
@@ -148,22 +178,43 @@ fn testgen_with_a_script_writes_the_tests_then_stops_for_want_of_a_gpu() {
             runs.to_str().unwrap(),
         ],
     );
-    assert!(!out.status.success(), "no GPU must be a failure: {}", text(&out.stdout));
+    assert!(
+        !out.status.success(),
+        "no GPU must be a failure: {}",
+        text(&out.stdout)
+    );
     let err = text(&out.stderr);
     assert!(err.contains("no GPU"), "{err}");
-    assert!(text(&out.stdout).contains("2 tests in"), "{}", text(&out.stdout));
+    assert!(
+        text(&out.stdout).contains("2 tests in"),
+        "{}",
+        text(&out.stdout)
+    );
 
-    let run_dirs: Vec<PathBuf> = std::fs::read_dir(&runs).unwrap().map(|e| e.unwrap().path()).collect();
+    let run_dirs: Vec<PathBuf> = std::fs::read_dir(&runs)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
     assert_eq!(run_dirs.len(), 1);
     let run = &run_dirs[0];
-    let meta: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(run.join("run.json")).unwrap()).unwrap();
+    let meta: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("run.json")).unwrap()).unwrap();
     assert_eq!(meta["status"], "failed");
     assert_eq!(meta["strategy"], "testgen");
-    assert!(run.join("input.cu").is_file() && run.join("kernel_info.json").is_file() && run.join("run.sqlite").is_file());
-    let tests: Vec<PathBuf> = std::fs::read_dir(run.join("tests")).unwrap().map(|e| e.unwrap().path()).collect();
+    assert!(
+        run.join("input.cu").is_file()
+            && run.join("kernel_info.json").is_file()
+            && run.join("run.sqlite").is_file()
+    );
+    let tests: Vec<PathBuf> = std::fs::read_dir(run.join("tests"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
     assert_eq!(tests.len(), 2);
     for t in &tests {
-        let m: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(t.join("manifest.json")).unwrap()).unwrap();
+        let m: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(t.join("manifest.json")).unwrap())
+                .unwrap();
         assert_eq!(m["kernel"], "vectorAdd");
         assert_eq!(m["outputs"], serde_json::json!(["c"]));
         assert_eq!(m["args"].as_array().unwrap().len(), 4);
@@ -176,7 +227,11 @@ fn testgen_with_a_script_writes_the_tests_then_stops_for_want_of_a_gpu() {
 fn testgen_with_a_failing_script_shows_the_traceback() {
     let home = tempfile::tempdir().unwrap();
     let gen_path = home.path().join("gen.py");
-    std::fs::write(&gen_path, "def generate(seed):\n    raise RuntimeError('cannot size ' + str(seed))\n").unwrap();
+    std::fs::write(
+        &gen_path,
+        "def generate(seed):\n    raise RuntimeError('cannot size ' + str(seed))\n",
+    )
+    .unwrap();
     let runs = home.path().join("runs");
     let out = kt(
         home.path(),
@@ -192,5 +247,51 @@ fn testgen_with_a_failing_script_shows_the_traceback() {
     );
     assert!(!out.status.success());
     let err = text(&out.stderr);
-    assert!(err.contains("RuntimeError") && err.contains("cannot size 1"), "{err}");
+    assert!(
+        err.contains("RuntimeError") && err.contains("cannot size 1"),
+        "{err}"
+    );
+}
+
+/// On a GPU machine (`KT_GPU=1`): the scripted LLM's generator makes three matmul tests, the original kernel
+/// runs on each through kt-tuner's worker, and every reference time lands inside the default 1–200 ms bounds.
+#[test]
+fn testgen_on_a_gpu_records_reference_times_inside_the_bounds() {
+    if std::env::var_os("KT_GPU").is_none() {
+        println!("skipped: needs a CUDA GPU; set KT_GPU=1 to run it");
+        return;
+    }
+    let home = tempfile::tempdir().unwrap();
+    let runs = home.path().join("runs");
+    let out = kt(
+        home.path(),
+        &[
+            "testgen",
+            "naive-kernels/matmul.cu",
+            "--llm",
+            "scripted:experiments/scripted/matmul.toml",
+            "--out",
+            runs.to_str().unwrap(),
+            "--json",
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let tests = v["tests"].as_array().unwrap();
+    assert_eq!(tests.len(), 3);
+    for t in tests {
+        let ms = t["reference_time_ms"].as_f64().unwrap();
+        assert!((1.0..=200.0).contains(&ms), "{t}");
+        let dir = PathBuf::from(t["dir"].as_str().unwrap());
+        let m: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.join("manifest.json")).unwrap())
+                .unwrap();
+        assert_eq!(m["reference_time_ms"].as_f64(), Some(ms));
+    }
+    assert!(tests.iter().any(|t| t["tail"] == true));
 }

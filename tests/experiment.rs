@@ -27,7 +27,11 @@ fn setup() -> Env {
     let dir = tmp.path().to_path_buf();
     std::fs::create_dir_all(dir.join("k")).unwrap();
     for k in ["alpha", "beta"] {
-        std::fs::write(dir.join(format!("k/{k}.cu")), "__global__ void k(float* a) {}\n").unwrap();
+        std::fs::write(
+            dir.join(format!("k/{k}.cu")),
+            "__global__ void k(float* a) {}\n",
+        )
+        .unwrap();
     }
     let design = dir.join("exp.toml");
     std::fs::write(
@@ -40,7 +44,14 @@ fn setup() -> Env {
     let fake = dir.join("fake-kt.sh");
     std::fs::copy(root().join("crates/kt-experiments/tests/fake-kt.sh"), &fake).unwrap();
     std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
-    Env { out: dir.join("out"), log: dir.join("invocations.log"), design, fake, dir, _dir: tmp }
+    Env {
+        out: dir.join("out"),
+        log: dir.join("invocations.log"),
+        design,
+        fake,
+        dir,
+        _dir: tmp,
+    }
 }
 
 fn kt(env: &Env, args: &[&str], sleep: &str) -> Command {
@@ -63,7 +74,11 @@ fn text(b: &[u8]) -> String {
 }
 
 fn lines(path: &Path) -> Vec<String> {
-    std::fs::read_to_string(path).unwrap_or_default().lines().map(str::to_string).collect()
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_string)
+        .collect()
 }
 
 #[test]
@@ -72,47 +87,109 @@ fn ctrl_c_stops_an_experiment_and_a_rerun_completes_it_running_no_cell_twice() {
     let design = env.design.to_str().unwrap();
     let out = env.out.to_str().unwrap();
 
-    let listed = output(&mut kt(&env, &["experiment", "cells", design, "--json"], "0"));
+    let listed = output(&mut kt(
+        &env,
+        &["experiment", "cells", design, "--json"],
+        "0",
+    ));
     assert!(listed.status.success(), "{}", text(&listed.stderr));
     let cells: serde_json::Value = serde_json::from_slice(&listed.stdout).unwrap();
-    assert_eq!(cells.as_array().unwrap().len(), 16, "2 kernels × 4 strategy variants × 2 repeats");
+    assert_eq!(
+        cells.as_array().unwrap().len(),
+        16,
+        "2 kernels × 4 strategy variants × 2 repeats"
+    );
 
     // First run: interrupt with SIGINT once a few cells are recorded.
-    let child = kt(&env, &["experiment", "run", design, "--out", out, "--jobs", "2", "--quiet"], "0.3")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = kt(
+        &env,
+        &[
+            "experiment",
+            "run",
+            design,
+            "--out",
+            out,
+            "--jobs",
+            "2",
+            "--quiet",
+        ],
+        "0.3",
+    )
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
     let deadline = Instant::now() + Duration::from_secs(60);
     while lines(&env.out.join("cells.jsonl")).len() < 4 && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(20));
     }
     // What Ctrl-C in a terminal sends.
-    let kill = Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    let kill = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
     assert!(kill.success());
     let first = child.wait_with_output().unwrap();
-    assert_eq!(first.status.code(), Some(130), "stopped: {}\n{}", text(&first.stdout), text(&first.stderr));
-    assert!(text(&first.stdout).contains("run the same command again"), "{}", text(&first.stdout));
+    assert_eq!(
+        first.status.code(),
+        Some(130),
+        "stopped: {}\n{}",
+        text(&first.stdout),
+        text(&first.stderr)
+    );
+    assert!(
+        text(&first.stdout).contains("run the same command again"),
+        "{}",
+        text(&first.stdout)
+    );
     let after_first = lines(&env.out.join("cells.jsonl")).len();
     assert!((4..16).contains(&after_first), "{after_first}");
 
     // Rerun: completes.
-    let second = output(&mut kt(&env, &["experiment", "run", design, "--out", out, "--jobs", "2", "--json"], "0.05"));
-    assert!(second.status.success(), "{}\n{}", text(&second.stdout), text(&second.stderr));
+    let second = output(&mut kt(
+        &env,
+        &[
+            "experiment",
+            "run",
+            design,
+            "--out",
+            out,
+            "--jobs",
+            "2",
+            "--json",
+        ],
+        "0.05",
+    ));
+    assert!(
+        second.status.success(),
+        "{}\n{}",
+        text(&second.stdout),
+        text(&second.stderr)
+    );
     let summary: serde_json::Value = serde_json::from_slice(&second.stdout).unwrap();
     assert_eq!(summary["skipped"], after_first);
     assert_eq!(lines(&env.out.join("cells.jsonl")).len(), 16);
 
     let calls = lines(&env.log);
-    let mut transformed: Vec<&str> =
-        calls.iter().filter_map(|l| l.strip_prefix("transform ")).collect();
+    let mut transformed: Vec<&str> = calls
+        .iter()
+        .filter_map(|l| l.strip_prefix("transform "))
+        .collect();
     transformed.sort_unstable();
     let n = transformed.len();
     transformed.dedup();
-    assert_eq!((n, transformed.len()), (16, 16), "each cell transformed exactly once: {calls:?}");
+    assert_eq!(
+        (n, transformed.len()),
+        (16, 16),
+        "each cell transformed exactly once: {calls:?}"
+    );
 
     // Report from the experiment directory.
-    let report = output(&mut kt(&env, &["experiment", "report", out, "--format", "json"], "0"));
+    let report = output(&mut kt(
+        &env,
+        &["experiment", "report", out, "--format", "json"],
+        "0",
+    ));
     assert!(report.status.success(), "{}", text(&report.stderr));
     let report: serde_json::Value = serde_json::from_slice(&report.stdout).unwrap();
     assert_eq!(report["planned"], 16);
@@ -120,13 +197,28 @@ fn ctrl_c_stops_an_experiment_and_a_rerun_completes_it_running_no_cell_twice() {
     assert_eq!(report["strategies"].as_array().unwrap().len(), 4);
     for plot in ["gain_per_kernel", "time_vs_gain", "tokens_vs_gain"] {
         for ext in ["png", "svg"] {
-            assert!(env.out.join(format!("report/{plot}.{ext}")).is_file(), "{plot}.{ext}");
+            assert!(
+                env.out.join(format!("report/{plot}.{ext}")).is_file(),
+                "{plot}.{ext}"
+            );
         }
     }
     assert!(env.out.join("report/report.json").is_file());
 
     // SLURM export beside it.
-    let slurm = output(&mut kt(&env, &["experiment", "slurm", design, "--out", out, "--partition", "gpu"], "0"));
+    let slurm = output(&mut kt(
+        &env,
+        &[
+            "experiment",
+            "slurm",
+            design,
+            "--out",
+            out,
+            "--partition",
+            "gpu",
+        ],
+        "0",
+    ));
     assert!(slurm.status.success(), "{}", text(&slurm.stderr));
     assert_eq!(lines(&env.out.join("slurm/cells.txt")).len(), 16);
     let array = std::fs::read_to_string(env.out.join("slurm/cells.sbatch")).unwrap();
@@ -138,18 +230,60 @@ fn run_cell_runs_one_cell_and_then_leaves_it_alone() {
     let env = setup();
     let design = env.design.to_str().unwrap();
     let out = env.out.to_str().unwrap();
-    let listed = output(&mut kt(&env, &["experiment", "cells", design, "--json"], "0"));
+    let listed = output(&mut kt(
+        &env,
+        &["experiment", "cells", design, "--json"],
+        "0",
+    ));
     let cells: serde_json::Value = serde_json::from_slice(&listed.stdout).unwrap();
     let id = cells[3]["id"].as_str().unwrap().to_string();
 
     for _ in 0..2 {
-        let o = output(&mut kt(&env, &["experiment", "run-cell", design, "--cell", &id, "--out", out], "0"));
+        let o = output(&mut kt(
+            &env,
+            &[
+                "experiment",
+                "run-cell",
+                design,
+                "--cell",
+                &id,
+                "--out",
+                out,
+            ],
+            "0",
+        ));
         assert!(o.status.success(), "{}", text(&o.stderr));
-        assert!(text(&o.stdout).starts_with("finished "), "{}", text(&o.stdout));
+        assert!(
+            text(&o.stdout).starts_with("finished "),
+            "{}",
+            text(&o.stdout)
+        );
     }
-    assert_eq!(lines(&env.log).iter().filter(|l| l.starts_with("transform ")).count(), 1);
+    assert_eq!(
+        lines(&env.log)
+            .iter()
+            .filter(|l| l.starts_with("transform "))
+            .count(),
+        1
+    );
 
-    let unknown = output(&mut kt(&env, &["experiment", "run-cell", design, "--cell", "nope", "--out", out], "0"));
+    let unknown = output(&mut kt(
+        &env,
+        &[
+            "experiment",
+            "run-cell",
+            design,
+            "--cell",
+            "nope",
+            "--out",
+            out,
+        ],
+        "0",
+    ));
     assert!(!unknown.status.success());
-    assert!(text(&unknown.stderr).contains("no cell `nope`"), "{}", text(&unknown.stderr));
+    assert!(
+        text(&unknown.stderr).contains("no cell `nope`"),
+        "{}",
+        text(&unknown.stderr)
+    );
 }

@@ -14,7 +14,9 @@ use kt_graph::CancelToken;
 use kt_llm::{LlmClient, Recorder, ScriptedProvider, StructuredMode};
 use kt_pipeline::stage3::{FakeBackend, NoProgress, Stage3Settings, TuningBackend};
 use kt_pipeline::strategy::{StrategyOverrides, load_strategy};
-use kt_pipeline::{KernelInfo, NewRun, ProblemDimension, PromptLibrary, RunDir, RunLlm, RunSettings};
+use kt_pipeline::{
+    KernelInfo, NewRun, ProblemDimension, PromptLibrary, RunDir, RunLlm, RunSettings,
+};
 use serde_json::{Value, json};
 
 fn root() -> PathBuf {
@@ -38,14 +40,21 @@ fn kt(home: &Path, args: &[&str]) -> Output {
 /// Runs kt, asserts success, returns stdout.
 fn ok(home: &Path, args: &[&str]) -> String {
     let out = kt(home, args);
-    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-    assert!(out.status.success(), "kt {args:?} failed\nstdout: {stdout}\nstderr: {stderr}");
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(
+        out.status.success(),
+        "kt {args:?} failed\nstdout: {stdout}\nstderr: {stderr}"
+    );
     stdout.into_owned()
 }
 
 fn ok_json(home: &Path, args: &[&str]) -> Value {
     let text = ok(home, args);
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("kt {args:?} printed no JSON ({e}): {text}"))
+    serde_json::from_str(&text)
+        .unwrap_or_else(|e| panic!("kt {args:?} printed no JSON ({e}): {text}"))
 }
 
 fn rewrite(marker: &str) -> String {
@@ -55,7 +64,10 @@ fn rewrite(marker: &str) -> String {
 }
 
 fn write_script(path: &Path, answers: &[(&str, String)]) {
-    let list: Vec<_> = answers.iter().map(|(node, text)| json!({"node": node, "text": text})).collect();
+    let list: Vec<_> = answers
+        .iter()
+        .map(|(node, text)| json!({"node": node, "text": text}))
+        .collect();
     std::fs::write(path, json!({ "answers": list }).to_string()).unwrap();
 }
 
@@ -69,18 +81,33 @@ fn record_run(home: &Path) -> String {
             kernel_file: &kernel_file,
             kernel: "matrixMultiply",
             strategy: "autonomous",
-            settings: RunSettings { replan: Some(1), breakdown: Some(0), candidates: None, tests: Some(1) },
-            llm: RunLlm { provider: "scripted".into(), model: String::new() },
+            settings: RunSettings {
+                replan: Some(1),
+                breakdown: Some(0),
+                candidates: None,
+                tests: Some(1),
+            },
+            llm: RunLlm {
+                provider: "scripted".into(),
+                model: String::new(),
+            },
         },
     )
     .unwrap();
     run.save_kernel_info(&KernelInfo {
         name: "matrixMultiply".into(),
-        parameters: ["A", "B", "C", "A_width", "A_height", "B_width"].iter().map(|s| s.to_string()).collect(),
+        parameters: ["A", "B", "C", "A_width", "A_height", "B_width"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect(),
         description: "C = A * B for row-major float matrices".into(),
         problem_size: vec![
-            ProblemDimension { expression: "B_width".into() },
-            ProblemDimension { expression: "A_height".into() },
+            ProblemDimension {
+                expression: "B_width".into(),
+            },
+            ProblemDimension {
+                expression: "A_height".into(),
+            },
         ],
         outputs: vec!["C".into()],
         inputs_and_outputs: vec![],
@@ -92,22 +119,43 @@ fn record_run(home: &Path) -> String {
     write_script(
         &script,
         &[
-            ("stage3.plan", json!({"steps": ["tunable block size", "register tiling"]}).to_string()),
-            ("stage3.validate", json!({"valid": true, "reason": "device code only"}).to_string()),
+            (
+                "stage3.plan",
+                json!({"steps": ["tunable block size", "register tiling"]}).to_string(),
+            ),
+            (
+                "stage3.validate",
+                json!({"valid": true, "reason": "device code only"}).to_string(),
+            ),
             ("stage3.apply", rewrite("ok 10.0")),
-            ("stage3.restrictions", json!({"restrictions": ["block_size_x * block_size_y <= 1024"]}).to_string()),
-            ("stage3.validate", json!({"valid": true, "reason": "device code only"}).to_string()),
+            (
+                "stage3.restrictions",
+                json!({"restrictions": ["block_size_x * block_size_y <= 1024"]}).to_string(),
+            ),
+            (
+                "stage3.validate",
+                json!({"valid": true, "reason": "device code only"}).to_string(),
+            ),
             ("stage3.apply", rewrite("ok 4.0")),
-            ("stage3.restrictions", json!({"restrictions": []}).to_string()),
+            (
+                "stage3.restrictions",
+                json!({"restrictions": []}).to_string(),
+            ),
             ("stage3.replan", json!({"steps": []}).to_string()),
         ],
     );
     let client = LlmClient::new(ScriptedProvider::load(&script).unwrap())
         .with_parse_retries(0)
         .with_recorder(Recorder::open(run.llm_jsonl()).unwrap());
-    let overrides = StrategyOverrides { replan: Some(1), breakdown: Some(0), candidates: None };
+    let overrides = StrategyOverrides {
+        replan: Some(1),
+        breakdown: Some(0),
+        candidates: None,
+    };
     let settings = Stage3Settings {
-        strategy: load_strategy("autonomous", Some(&root().join("strategies"))).unwrap().with_overrides(&overrides),
+        strategy: load_strategy("autonomous", Some(&root().join("strategies")))
+            .unwrap()
+            .with_overrides(&overrides),
         llm: Arc::new(client),
         prompts: Arc::new(PromptLibrary::from_dir(&root().join("prompts")).unwrap()),
         mode: StructuredMode::Native,
@@ -117,12 +165,16 @@ fn record_run(home: &Path) -> String {
         cancel: CancelToken::new(),
     };
     let rt = tokio::runtime::Runtime::new().unwrap();
-    rt.block_on(kt_pipeline::stage3::resume(&run, settings)).unwrap();
+    rt.block_on(kt_pipeline::stage3::resume(&run, settings))
+        .unwrap();
     run.run_id()
 }
 
 fn history_len(home: &Path, id: &str) -> usize {
-    ok_json(home, &["debug", "history", id, "--json"])["checkpoints"].as_array().unwrap().len()
+    ok_json(home, &["debug", "history", id, "--json"])["checkpoints"]
+        .as_array()
+        .unwrap()
+        .len()
 }
 
 /// The first checkpoint of the recorded run where `node` runs next.
@@ -132,7 +184,14 @@ fn before(home: &Path, id: &str, node: &str) -> u64 {
         .as_array()
         .unwrap()
         .iter()
-        .find(|c| c["branch"] == 0 && c["next"].as_array().unwrap().iter().any(|n| n.as_str().unwrap().starts_with(&format!("{node}#"))))
+        .find(|c| {
+            c["branch"] == 0
+                && c["next"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|n| n.as_str().unwrap().starts_with(&format!("{node}#")))
+        })
         .unwrap()["checkpoint"]
         .as_u64()
         .unwrap()
@@ -147,17 +206,34 @@ fn runs_list_and_show_describe_a_recorded_run_step_by_step() {
     assert_eq!(list[0]["id"], id.as_str());
     assert_eq!(list[0]["status"], "finished");
     assert_eq!(list[0]["strategy"], "autonomous");
-    assert!((list[0]["speedup"].as_f64().unwrap() - 5.0).abs() < 1e-6, "{list}");
+    assert!(
+        (list[0]["speedup"].as_f64().unwrap() - 5.0).abs() < 1e-6,
+        "{list}"
+    );
     let table = ok(home.path(), &["runs", "list"]);
     assert!(table.contains(&id) && table.contains("5.00x"), "{table}");
 
     let show = ok(home.path(), &["runs", "show", &id[..20]]);
-    for want in ["baseline", "plan", "apply", "select", "finish", "tunable block size: accepted", "register tiling"] {
+    for want in [
+        "baseline",
+        "plan",
+        "apply",
+        "select",
+        "finish",
+        "tunable block size: accepted",
+        "register tiling",
+    ] {
         assert!(show.contains(want), "`{want}` missing from:\n{show}");
     }
     let json = ok_json(home.path(), &["runs", "show", &id, "--json"]);
     assert_eq!(json["kernels"].as_array().unwrap().len(), 2);
-    assert!(json["path"].as_array().unwrap().iter().any(|s| s["tokens_in"].as_u64().unwrap() > 0));
+    assert!(
+        json["path"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s["tokens_in"].as_u64().unwrap() > 0)
+    );
 
     let missing = kt(home.path(), &["runs", "show", "no-such-run"]);
     assert!(!missing.status.success());
@@ -172,16 +248,46 @@ fn debug_node_replays_the_recorded_answer_and_commit_forks_with_only_the_changed
 
     // Replay mode: the recorded prompt and answer, the same update, the recorded route; history untouched.
     let at = before(home.path(), &id, "apply");
-    let report = ok_json(home.path(), &["debug", "node", &id, "apply", "--at", &at.to_string(), "--llm", "replay", "--json"]);
+    let report = ok_json(
+        home.path(),
+        &[
+            "debug",
+            "node",
+            &id,
+            "apply",
+            "--at",
+            &at.to_string(),
+            "--llm",
+            "replay",
+            "--json",
+        ],
+    );
     assert_eq!(report["matches_recorded"], true, "{report:#}");
     assert_eq!(report["route"], json!(["select"]));
-    assert!(report["calls"][0]["answer"].as_str().unwrap().contains("fake-tuning: ok 10.0"));
-    assert!(report["calls"][0]["prompt"].as_str().unwrap().contains("tunable block size"));
+    assert!(
+        report["calls"][0]["answer"]
+            .as_str()
+            .unwrap()
+            .contains("fake-tuning: ok 10.0")
+    );
+    assert!(
+        report["calls"][0]["prompt"]
+            .as_str()
+            .unwrap()
+            .contains("tunable block size")
+    );
     assert_eq!(report["tuning"][0]["outcome"]["verdict"], "verified");
     assert_eq!(report["committed"], Value::Null);
-    assert_eq!(history_len(home.path(), &id), n, "debug node without --commit leaves history unchanged");
+    assert_eq!(
+        history_len(home.path(), &id),
+        n,
+        "debug node without --commit leaves history unchanged"
+    );
     let text = ok(home.path(), &["debug", "node", &id, "validate"]);
-    assert!(text.contains("same update as the recorded run") && text.contains("history unchanged"), "{text}");
+    assert!(
+        text.contains("same update as the recorded run") && text.contains("history unchanged"),
+        "{text}"
+    );
 
     // --commit with the recorded answer: a new branch whose state equals the recorded step's.
     let recorded_child = ok_json(home.path(), &["debug", "history", &id, "--json"])["checkpoints"]
@@ -192,24 +298,66 @@ fn debug_node_replays_the_recorded_answer_and_commit_forks_with_only_the_changed
         .unwrap()["checkpoint"]
         .as_u64()
         .unwrap();
-    let committed = ok_json(home.path(), &["debug", "node", &id, "apply", "--at", &at.to_string(), "--commit", "--json"]);
+    let committed = ok_json(
+        home.path(),
+        &[
+            "debug",
+            "node",
+            &id,
+            "apply",
+            "--at",
+            &at.to_string(),
+            "--commit",
+            "--json",
+        ],
+    );
     let fork_cp = committed["committed"].as_u64().unwrap();
     assert_eq!(history_len(home.path(), &id), n + 1);
-    let same = ok_json(home.path(), &["debug", "diff", &id, &recorded_child.to_string(), &fork_cp.to_string(), "--json"]);
-    assert_eq!(same, json!([]), "replayed and committed: identical to the recording");
+    let same = ok_json(
+        home.path(),
+        &[
+            "debug",
+            "diff",
+            &id,
+            &recorded_child.to_string(),
+            &fork_cp.to_string(),
+            "--json",
+        ],
+    );
+    assert_eq!(
+        same,
+        json!([]),
+        "replayed and committed: identical to the recording"
+    );
 
     // A different (scripted) plan, committed: the diff against the recorded step shows the plan (and the
     // record of the call that produced it), nothing else.
     let plan_at = before(home.path(), &id, "plan");
     let script = home.path().join("plan.json");
-    write_script(&script, &[("stage3.plan", json!({"steps": ["only one step"]}).to_string())]);
+    write_script(
+        &script,
+        &[(
+            "stage3.plan",
+            json!({"steps": ["only one step"]}).to_string(),
+        )],
+    );
     let override_file = home.path().join("prompt.txt");
     std::fs::write(&override_file, "Plan exactly one step.").unwrap();
     let planned = ok_json(
         home.path(),
         &[
-            "debug", "node", &id, "plan", "--at", &plan_at.to_string(), "--llm", &format!("scripted:{}", script.display()),
-            "--prompt-override", override_file.to_str().unwrap(), "--commit", "--json",
+            "debug",
+            "node",
+            &id,
+            "plan",
+            "--at",
+            &plan_at.to_string(),
+            "--llm",
+            &format!("scripted:{}", script.display()),
+            "--prompt-override",
+            override_file.to_str().unwrap(),
+            "--commit",
+            "--json",
         ],
     );
     assert_eq!(planned["calls"][0]["prompt"], "Plan exactly one step.");
@@ -217,15 +365,51 @@ fn debug_node_replays_the_recorded_answer_and_commit_forks_with_only_the_changed
     let plan_child = plan_at + 1;
     let d = ok_json(
         home.path(),
-        &["debug", "diff", &id, &plan_child.to_string(), &planned["committed"].as_u64().unwrap().to_string(), "--json"],
+        &[
+            "debug",
+            "diff",
+            &id,
+            &plan_child.to_string(),
+            &planned["committed"].as_u64().unwrap().to_string(),
+            "--json",
+        ],
     );
-    let fields: Vec<&str> = d.as_array().unwrap().iter().map(|c| c["field"].as_str().unwrap()).collect();
+    let fields: Vec<&str> = d
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["field"].as_str().unwrap())
+        .collect();
     assert!(fields.contains(&"plan"), "{d:#}");
-    assert!(fields.iter().all(|f| ["plan", "llm_calls"].contains(f)), "only the plan changed: {fields:?}");
+    assert!(
+        fields.iter().all(|f| ["plan", "llm_calls"].contains(f)),
+        "only the plan changed: {fields:?}"
+    );
 
     // kt fork --set: exactly the field set.
-    let forked = ok_json(home.path(), &["fork", &id, "--at", &at.to_string(), "--set", "replans_used=1", "--json"]);
-    let d = ok_json(home.path(), &["debug", "diff", &id, &at.to_string(), &forked["checkpoint"].as_u64().unwrap().to_string(), "--json"]);
+    let forked = ok_json(
+        home.path(),
+        &[
+            "fork",
+            &id,
+            "--at",
+            &at.to_string(),
+            "--set",
+            "replans_used=1",
+            "--json",
+        ],
+    );
+    let d = ok_json(
+        home.path(),
+        &[
+            "debug",
+            "diff",
+            &id,
+            &at.to_string(),
+            &forked["checkpoint"].as_u64().unwrap().to_string(),
+            "--json",
+        ],
+    );
     assert_eq!(d.as_array().unwrap().len(), 1, "{d:#}");
     assert_eq!(d[0]["field"], "replans_used");
     assert_eq!(d[0]["leaves"][0]["after"], 1);
@@ -234,11 +418,42 @@ fn debug_node_replays_the_recorded_answer_and_commit_forks_with_only_the_changed
     std::fs::write(&code_file, "__global__ void k() {}\n// edited\n").unwrap();
     let forked = ok_json(
         home.path(),
-        &["fork", &id, "--at", "head", "--set-file", &format!("best.kernel.code={}", code_file.display()), "--json"],
+        &[
+            "fork",
+            &id,
+            "--at",
+            "head",
+            "--set-file",
+            &format!("best.kernel.code={}", code_file.display()),
+            "--json",
+        ],
     );
-    let text = ok(home.path(), &["debug", "diff", &id, "head", &forked["checkpoint"].as_u64().unwrap().to_string()]);
-    assert!(text.contains("best.kernel.code") && text.contains("+// edited") && text.contains("@@"), "{text}");
-    let state = ok(home.path(), &["debug", "state", &id, "--at", "latest", "--field", "best.kernel.code"]);
+    let text = ok(
+        home.path(),
+        &[
+            "debug",
+            "diff",
+            &id,
+            "head",
+            &forked["checkpoint"].as_u64().unwrap().to_string(),
+        ],
+    );
+    assert!(
+        text.contains("best.kernel.code") && text.contains("+// edited") && text.contains("@@"),
+        "{text}"
+    );
+    let state = ok(
+        home.path(),
+        &[
+            "debug",
+            "state",
+            &id,
+            "--at",
+            "latest",
+            "--field",
+            "best.kernel.code",
+        ],
+    );
     assert_eq!(state.trim_end(), "__global__ void k() {}\n// edited");
 }
 
@@ -246,14 +461,22 @@ fn debug_node_replays_the_recorded_answer_and_commit_forks_with_only_the_changed
 fn a_break_before_apply_stops_the_run_there_and_resume_finishes_it() {
     let home = tempfile::tempdir().unwrap();
     let id = record_run(home.path());
-    let bp = ok_json(home.path(), &["debug", "break", &id, "--before", "apply", "--json"]);
+    let bp = ok_json(
+        home.path(),
+        &["debug", "break", &id, "--before", "apply", "--json"],
+    );
     assert_eq!(bp["before"], json!(["apply"]));
     let bad = kt(home.path(), &["debug", "break", &id, "--before", "aply"]);
     assert!(!bad.status.success() && String::from_utf8_lossy(&bad.stderr).contains("apply"));
 
     let stopped = ok_json(home.path(), &["replay", &id, "--from", "input", "--json"]);
     assert_eq!(stopped["outcome"], "stopped", "{stopped:#}");
-    assert!(stopped["stopped"].as_str().unwrap().contains("before `apply`"));
+    assert!(
+        stopped["stopped"]
+            .as_str()
+            .unwrap()
+            .contains("before `apply`")
+    );
     let h = ok_json(home.path(), &["debug", "history", &id, "--json"]);
     let last = h["checkpoints"].as_array().unwrap().last().unwrap().clone();
     assert_eq!(last["next"], json!(["apply#0"]));
@@ -261,18 +484,36 @@ fn a_break_before_apply_stops_the_run_there_and_resume_finishes_it() {
 
     // `kt resume` continues from there: it steps over this stop and halts before the next apply; with the
     // breakpoint cleared it finishes, with every answer and tuning result taken from the journal.
-    let cassette = format!("replay:{}", root_of(home.path(), &id).join("llm.jsonl").display());
-    ok(home.path(), &["resume", &id, "--llm", &cassette]);
+    let cassette = format!(
+        "replay:{}",
+        root_of(home.path(), &id).join("llm.jsonl").display()
+    );
+    let again = kt(home.path(), &["resume", &id, "--llm", &cassette]);
+    let stderr = String::from_utf8_lossy(&again.stderr);
+    assert!(
+        stderr.contains("stopped at checkpoint") && stderr.contains("kt resume"),
+        "{stderr}"
+    );
     let h = ok_json(home.path(), &["debug", "history", &id, "--json"]);
     let last = h["checkpoints"].as_array().unwrap().last().unwrap().clone();
-    assert_eq!(last["next"], json!(["apply#0"]), "stopped before the second apply: {last:#}");
+    assert_eq!(
+        last["next"],
+        json!(["apply#0"]),
+        "stopped before the second apply: {last:#}"
+    );
+    assert!(last["stopped"].as_str().unwrap().contains("apply"));
     ok(home.path(), &["debug", "break", &id, "--clear"]);
     ok(home.path(), &["resume", &id, "--llm", &cassette]);
     let h = ok_json(home.path(), &["debug", "history", &id, "--json"]);
     let last = h["checkpoints"].as_array().unwrap().last().unwrap().clone();
     assert_eq!(last["next"], json!([]), "finished: {last:#}");
     assert_ne!(last["branch"], 0, "the replay's branch, not the recording");
-    let best = ok_json(home.path(), &["debug", "state", &id, "--at", "latest", "--field", "best", "--json"]);
+    let best = ok_json(
+        home.path(),
+        &[
+            "debug", "state", &id, "--at", "latest", "--field", "best", "--json",
+        ],
+    );
     assert_eq!(best["time_ms"], 4.0);
 }
 
@@ -286,10 +527,30 @@ fn graph_export_highlights_the_path_a_run_took() {
     let id = record_run(home.path());
     let dot = ok(home.path(), &["graph", "export", &id, "--format", "dot"]);
     assert!(dot.contains("\"plan\" [shape=box, style=filled"), "{dot}");
-    assert!(dot.contains("\"breakdown\" [shape=box];"), "breakdown never ran, so it is not highlighted: {dot}");
-    let mermaid = ok(home.path(), &["graph", "export", "autonomous", "--format", "mermaid", "--highlight", &id]);
-    assert!(mermaid.contains("classDef visited") && mermaid.contains("linkStyle"), "{mermaid}");
-    let wrong = kt(home.path(), &["graph", "export", "explicit", "--highlight", &id]);
+    assert!(
+        dot.contains("\"breakdown\" [shape=box];"),
+        "breakdown never ran, so it is not highlighted: {dot}"
+    );
+    let mermaid = ok(
+        home.path(),
+        &[
+            "graph",
+            "export",
+            "autonomous",
+            "--format",
+            "mermaid",
+            "--highlight",
+            &id,
+        ],
+    );
+    assert!(
+        mermaid.contains("classDef visited") && mermaid.contains("linkStyle"),
+        "{mermaid}"
+    );
+    let wrong = kt(
+        home.path(),
+        &["graph", "export", "explicit", "--highlight", &id],
+    );
     assert!(!wrong.status.success());
 }
 
@@ -298,16 +559,34 @@ fn the_html_report_is_self_contained_and_renders_in_a_browser() {
     let home = tempfile::tempdir().unwrap();
     let id = record_run(home.path());
     let out = home.path().join("report.html");
-    let printed = ok_json(home.path(), &["runs", "report", &id, "--html", "--out", out.to_str().unwrap(), "--json"]);
+    let printed = ok_json(
+        home.path(),
+        &[
+            "runs",
+            "report",
+            &id,
+            "--html",
+            "--out",
+            out.to_str().unwrap(),
+            "--json",
+        ],
+    );
     assert_eq!(printed["report"], out.to_str().unwrap());
     let html = std::fs::read_to_string(&out).unwrap();
-    assert!(!html.contains("<script") && !html.contains("src=\"http") && !html.contains("<link"), "self-contained");
+    assert!(
+        !html.contains("<script") && !html.contains("src=\"http") && !html.contains("<link"),
+        "self-contained"
+    );
 
     let Some(chromium) = find_chromium() else {
         if std::env::var("CI").is_ok_and(|v| v == "true") {
-            panic!("chromium is not installed but CI=true: run scripts/install-test-deps.sh (apt-get install chromium)");
+            panic!(
+                "chromium is not installed but CI=true: run scripts/install-test-deps.sh (apt-get install chromium)"
+            );
         }
-        eprintln!("skipped the browser part: chromium is not installed (scripts/install-test-deps.sh installs it)");
+        eprintln!(
+            "skipped the browser part: chromium is not installed (scripts/install-test-deps.sh installs it)"
+        );
         return;
     };
     let profile = tempfile::tempdir().unwrap();
@@ -326,26 +605,86 @@ fn the_html_report_is_self_contained_and_renders_in_a_browser() {
         ];
         args.extend(extra.iter().map(|s| s.to_string()));
         args.push(url.clone());
-        Command::new(&chromium).args(&args).output().expect("chromium runs")
+        Command::new(&chromium)
+            .args(&args)
+            .output()
+            .expect("chromium runs")
     };
     let dom = browse(&["--dump-dom"]);
     let dom_text = String::from_utf8_lossy(&dom.stdout);
-    assert!(dom.status.success(), "chromium failed: {}", String::from_utf8_lossy(&dom.stderr));
-    for part in ["summary", "graph-svg", "timeline-svg", "steps", "llm-calls", "kernels", "tuning", "speedup-svg"] {
-        assert!(dom_text.contains(&format!("id=\"{part}\"")), "the rendered page has no #{part}");
+    assert!(
+        dom.status.success(),
+        "chromium failed: {}",
+        String::from_utf8_lossy(&dom.stderr)
+    );
+    for part in [
+        "summary",
+        "graph-svg",
+        "timeline-svg",
+        "steps",
+        "llm-calls",
+        "kernels",
+        "tuning",
+        "speedup-svg",
+    ] {
+        assert!(
+            dom_text.contains(&format!("id=\"{part}\"")),
+            "the rendered page has no #{part}"
+        );
     }
-    assert_eq!(dom_text.matches("class=\"llm-call\"").count(), 8, "one <details> per LLM call");
-    assert_eq!(dom_text.matches("class=\"kernel\"").count(), 3, "one <details> per kernel version");
-    let shot = std::env::var_os("KT_REPORT_SCREENSHOT").map(PathBuf::from).unwrap_or_else(|| home.path().join("report.png"));
-    let taken = browse(&[&format!("--screenshot={}", shot.display()), "--window-size=1280,2000"]);
-    assert!(taken.status.success(), "screenshot failed: {}", String::from_utf8_lossy(&taken.stderr));
+    assert_eq!(
+        dom_text.matches("class=\"llm-call\"").count(),
+        8,
+        "one <details> per LLM call"
+    );
+    assert_eq!(
+        dom_text.matches("class=\"kernel\"").count(),
+        3,
+        "one <details> per kernel version"
+    );
+    // KT_REPORT_SCREENSHOT=/some/file.png keeps the screenshot (and the page beside it) for a person to look at.
+    let kept = std::env::var_os("KT_REPORT_SCREENSHOT").map(PathBuf::from);
+    if let Some(k) = &kept {
+        std::fs::copy(&out, k.with_extension("html")).unwrap();
+    }
+    let shot = kept.unwrap_or_else(|| home.path().join("report.png"));
+    let taken = browse(&[
+        &format!("--screenshot={}", shot.display()),
+        "--window-size=1280,2000",
+    ]);
+    assert!(
+        taken.status.success(),
+        "screenshot failed: {}",
+        String::from_utf8_lossy(&taken.stderr)
+    );
     let png = std::fs::read(&shot).unwrap();
-    assert!(png.len() > 10_000 && png.starts_with(b"\x89PNG"), "a real screenshot ({} bytes)", png.len());
+    assert!(
+        png.len() > 10_000 && png.starts_with(b"\x89PNG"),
+        "a real screenshot ({} bytes)",
+        png.len()
+    );
 }
 
 fn find_chromium() -> Option<PathBuf> {
     ["chromium", "chromium-browser"].iter().find_map(|name| {
-        let ok = Command::new(name).arg("--version").output().is_ok_and(|o| o.status.success());
+        let ok = Command::new(name)
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success());
         ok.then(|| PathBuf::from(name))
     })
+}
+
+/// Not a check: `KT_DEMO_HOME=/tmp/kt-demo cargo test --test runs_debug -- --ignored` leaves a recorded run under
+/// /tmp/kt-demo/runs to try the commands on by hand (KT_RUNS_DIR=/tmp/kt-demo/runs kt runs list).
+#[test]
+#[ignore = "makes a demo run for people; run with --ignored and KT_DEMO_HOME"]
+fn record_a_demo_run_to_try_the_commands_on() {
+    let Some(home) = std::env::var_os("KT_DEMO_HOME").map(PathBuf::from) else {
+        eprintln!("set KT_DEMO_HOME to the directory to record the demo run in");
+        return;
+    };
+    std::fs::create_dir_all(&home).unwrap();
+    let id = record_run(&home);
+    eprintln!("recorded {}", home.join("runs").join(id).display());
 }

@@ -32,7 +32,10 @@ fn text(bytes: &[u8]) -> String {
 }
 
 fn has_numpy() -> bool {
-    Command::new("python3").args(["-c", "import numpy"]).output().is_ok_and(|o| o.status.success())
+    Command::new("python3")
+        .args(["-c", "import numpy"])
+        .output()
+        .is_ok_and(|o| o.status.success())
 }
 
 fn has_gpu() -> bool {
@@ -42,7 +45,9 @@ fn has_gpu() -> bool {
 #[test]
 fn transform_without_a_gpu_stops_at_stage_3_with_a_clear_message_and_a_resumable_run() {
     if !has_numpy() {
-        eprintln!("skipped: python3 with numpy is needed for Stage 2 (scripts/install-test-deps.sh)");
+        eprintln!(
+            "skipped: python3 with numpy is needed for Stage 2 (scripts/install-test-deps.sh)"
+        );
         return;
     }
     if has_gpu() {
@@ -69,19 +74,40 @@ fn transform_without_a_gpu_stops_at_stage_3_with_a_clear_message_and_a_resumable
         ],
     );
     let stderr = text(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "stdout: {}\nstderr: {stderr}", text(&out.stdout));
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "stdout: {}\nstderr: {stderr}",
+        text(&out.stdout)
+    );
     assert!(stderr.contains("a CUDA GPU is needed"), "{stderr}");
     assert!(stderr.contains("kt resume"), "{stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");
 
-    let runs: Vec<PathBuf> = std::fs::read_dir(&out_dir).unwrap().map(|e| e.unwrap().path()).collect();
+    let runs: Vec<PathBuf> = std::fs::read_dir(&out_dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
     assert_eq!(runs.len(), 1);
     let run = &runs[0];
-    for file in ["run.json", "run.sqlite", "input.cu", "kernel_info.json", "llm.jsonl", "result.json", "report.md"] {
-        assert!(run.join(file).is_file(), "{file} missing in {}", run.display());
+    for file in [
+        "run.json",
+        "run.sqlite",
+        "input.cu",
+        "kernel_info.json",
+        "llm.jsonl",
+        "result.json",
+        "report.md",
+    ] {
+        assert!(
+            run.join(file).is_file(),
+            "{file} missing in {}",
+            run.display()
+        );
     }
     assert!(run.join("tests").is_dir());
-    let meta: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(run.join("run.json")).unwrap()).unwrap();
+    let meta: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("run.json")).unwrap()).unwrap();
     assert_eq!(meta["status"], "interrupted");
     assert_eq!(meta["strategy"], "autonomous");
     assert_eq!(meta["settings"]["replan"], 3);
@@ -89,15 +115,26 @@ fn transform_without_a_gpu_stops_at_stage_3_with_a_clear_message_and_a_resumable
         serde_json::from_str(&std::fs::read_to_string(run.join("result.json")).unwrap()).unwrap();
     assert_eq!(result["schema_version"], 1);
     assert_eq!(result["status"], "interrupted");
-    assert!(result["error"].as_str().unwrap().contains("GPU"), "{result}");
+    assert!(
+        result["error"].as_str().unwrap().contains("GPU"),
+        "{result}"
+    );
     // No Stage 3 LLM call was made before the GPU was needed (the baseline comes first).
     let llm = std::fs::read_to_string(run.join("llm.jsonl")).unwrap();
-    assert!(llm.contains("stage1.describe") && !llm.contains("stage3."), "{llm}");
+    assert!(
+        llm.contains("stage1.describe") && !llm.contains("stage3."),
+        "{llm}"
+    );
 
     // Resuming on the same machine stops at the same point, with the same message.
     let again = kt(
         home.path(),
-        &["resume", run.to_str().unwrap(), "--llm", "scripted:experiments/cassettes/matmul-autonomous.toml"],
+        &[
+            "resume",
+            run.to_str().unwrap(),
+            "--llm",
+            "scripted:experiments/cassettes/matmul-autonomous.toml",
+        ],
     );
     assert_eq!(again.status.code(), Some(2), "{}", text(&again.stderr));
     assert!(text(&again.stderr).contains("a CUDA GPU is needed"));
@@ -106,33 +143,72 @@ fn transform_without_a_gpu_stops_at_stage_3_with_a_clear_message_and_a_resumable
 #[test]
 fn transform_without_an_llm_says_how_to_configure_one() {
     let home = tempfile::tempdir().unwrap();
-    let out = kt(home.path(), &["transform", "naive-kernels/matmul.cu", "--out", home.path().to_str().unwrap()]);
+    let out = kt(
+        home.path(),
+        &[
+            "transform",
+            "naive-kernels/matmul.cu",
+            "--out",
+            home.path().to_str().unwrap(),
+        ],
+    );
     let stderr = text(&out.stderr);
     assert!(!out.status.success());
-    assert!(stderr.contains("--llm PROVIDER:MODEL") && stderr.contains("kt.toml"), "{stderr}");
+    assert!(
+        stderr.contains("--llm PROVIDER:MODEL") && stderr.contains("kt.toml"),
+        "{stderr}"
+    );
     assert!(!stderr.contains("panicked"), "{stderr}");
 }
 
 #[test]
 fn transform_with_an_unknown_strategy_lists_the_known_ones() {
     let home = tempfile::tempdir().unwrap();
-    let out = kt(home.path(), &["transform", "naive-kernels/matmul.cu", "--strategy", "greedy"]);
+    let out = kt(
+        home.path(),
+        &[
+            "transform",
+            "naive-kernels/matmul.cu",
+            "--strategy",
+            "greedy",
+        ],
+    );
     let stderr = text(&out.stderr);
     assert!(!out.status.success());
-    assert!(stderr.contains("greedy") && stderr.contains("autonomous") && stderr.contains("explicit"), "{stderr}");
+    assert!(
+        stderr.contains("greedy") && stderr.contains("autonomous") && stderr.contains("explicit"),
+        "{stderr}"
+    );
 }
 
 #[test]
 fn graph_export_prints_the_autonomous_graph_as_mermaid_and_dot() {
     let home = tempfile::tempdir().unwrap();
-    let out = kt(home.path(), &["graph", "export", "autonomous", "--format", "mermaid"]);
+    let out = kt(
+        home.path(),
+        &["graph", "export", "autonomous", "--format", "mermaid"],
+    );
     assert!(out.status.success(), "{}", text(&out.stderr));
     let mermaid = text(&out.stdout);
     assert!(mermaid.starts_with("flowchart"));
-    for node in ["plan", "validate", "breakdown", "apply", "select", "replan", "finish"] {
-        assert!(mermaid.contains(&format!("[\"{node}\"]")), "{node} missing:\n{mermaid}");
+    for node in [
+        "plan",
+        "validate",
+        "breakdown",
+        "apply",
+        "select",
+        "replan",
+        "finish",
+    ] {
+        assert!(
+            mermaid.contains(&format!("[\"{node}\"]")),
+            "{node} missing:\n{mermaid}"
+        );
     }
-    let out = kt(home.path(), &["graph", "export", "explicit", "--format", "dot"]);
+    let out = kt(
+        home.path(),
+        &["graph", "export", "explicit", "--format", "dot"],
+    );
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(text(&out.stdout).contains("digraph"));
 }

@@ -6,7 +6,8 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 
 fn main() {
-    let manifest_dir = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap_or_else(|_| ".".into()));
+    let manifest_dir =
+        PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap_or_else(|_| ".".into()));
     let prompts = manifest_dir.join("../../prompts");
     println!("cargo:rerun-if-changed={}", prompts.display());
 
@@ -14,7 +15,9 @@ fn main() {
     if let Ok(dir) = std::fs::read_dir(&prompts) {
         for entry in dir.flatten() {
             let path = entry.path();
-            let Some(file_name) = path.file_name().and_then(|n| n.to_str()) else { continue };
+            let Some(file_name) = path.file_name().and_then(|n| n.to_str()) else {
+                continue;
+            };
             if let Some(name) = file_name.strip_suffix(".md.j2") {
                 let absolute = path.canonicalize().unwrap_or(path.clone());
                 println!("cargo:rerun-if-changed={}", absolute.display());
@@ -24,14 +27,20 @@ fn main() {
     }
     entries.sort();
 
-    let mut code = String::from("/// (name, template text) of every prompt compiled into this build.\n");
+    let mut code =
+        String::from("/// (name, template text) of every prompt compiled into this build.\n");
     code.push_str("pub(crate) static BUILTIN_PROMPTS: &[(&str, &str)] = &[\n");
     for (name, path) in &entries {
-        let _ = writeln!(code, "    ({name:?}, include_str!({:?})),", path.display().to_string());
+        let _ = writeln!(
+            code,
+            "    ({name:?}, include_str!({:?})),",
+            path.display().to_string()
+        );
     }
     code.push_str("];\n");
 
-    let out = PathBuf::from(std::env::var("OUT_DIR").unwrap_or_else(|_| ".".into())).join("builtin_prompts.rs");
+    let out = PathBuf::from(std::env::var("OUT_DIR").unwrap_or_else(|_| ".".into()))
+        .join("builtin_prompts.rs");
     if let Err(err) = std::fs::write(&out, code) {
         panic!("cannot write {}: {err}", out.display());
     }

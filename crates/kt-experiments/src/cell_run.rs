@@ -91,7 +91,7 @@ impl CellRunner {
             }
             RunState::Partial { dir } => {
                 tracing::info!(cell = %cell.id, run = %dir.display(), "resuming");
-                self.kt.resume(cell, &dir)
+                self.kt.resume(cell, &self.root, &dir)
             }
             RunState::Missing => self.kt.transform(cell, &self.root, &cell_dir),
         };

@@ -45,12 +45,7 @@ impl KtBinary {
         let mut cmd = self.base();
         cmd.arg("transform").arg(root.join(&cell.kernel_file));
         cmd.arg("--strategy").arg(&cell.strategy);
-        let stem = Path::new(&cell.kernel_file)
-            .file_stem()
-            .and_then(|s| s.to_str())
-            .unwrap_or(&cell.kernel);
-        cmd.arg("--llm")
-            .arg(resolve_model(&cell.model.replace("{kernel}", stem), root));
+        cmd.arg("--llm").arg(cell_model(cell, root));
         cmd.arg("--out").arg(cell_dir);
         if let Some(k) = &cell.kernel_choice {
             cmd.arg("--kernel").arg(k);
@@ -62,10 +57,12 @@ impl KtBinary {
         cmd
     }
 
-    /// The `kt resume` command of a half-finished cell.
-    pub fn resume(&self, cell: &Cell, run_dir: &Path) -> Command {
+    /// The `kt resume` command of a half-finished cell. The model is passed again: `kt resume` otherwise
+    /// takes the user's configured LLM for the calls not made yet, and a cell must stay on its own model.
+    pub fn resume(&self, cell: &Cell, root: &Path, run_dir: &Path) -> Command {
         let mut cmd = self.base();
         cmd.arg("resume").arg(run_dir);
+        cmd.arg("--llm").arg(cell_model(cell, root));
         cmd.env("KT_SEED", cell.seed.to_string());
         cmd
     }
@@ -73,8 +70,19 @@ impl KtBinary {
     fn base(&self) -> Command {
         let mut cmd = Command::new(&self.program);
         cmd.args(&self.prefix_args);
+        // Output goes to a log file: no terminal colour codes in it.
+        cmd.env("NO_COLOR", "1");
         cmd
     }
+}
+
+/// The `--llm` argument of a cell: `{kernel}` replaced by the kernel file's stem, file paths made absolute.
+pub fn cell_model(cell: &Cell, root: &Path) -> String {
+    let stem = Path::new(&cell.kernel_file)
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .unwrap_or(&cell.kernel);
+    resolve_model(&cell.model.replace("{kernel}", stem), root)
 }
 
 /// File-based providers name a path relative to the design's root; the child runs elsewhere, so the path is

@@ -179,6 +179,8 @@ pub struct Report {
     pub planned: Option<usize>,
     /// Cells with a record.
     pub recorded: usize,
+    /// Recorded cells left out because they crashed (not final: a rerun resumes them).
+    pub crashed: usize,
     /// Per kernel × strategy variant × model.
     pub groups: Vec<Summary>,
     /// Per strategy variant × model, over all kernels.
@@ -220,6 +222,7 @@ impl Report {
             experiment,
             planned,
             recorded: records.len(),
+            crashed: records.iter().filter(|r| !r.status.is_final()).count(),
             groups: groups
                 .into_iter()
                 .map(|((k, v, m), ps)| Summary::of(Some(k), v, Some(m), &ps))
@@ -281,7 +284,15 @@ impl Report {
         let planned = self
             .planned
             .map_or_else(String::new, |p| format!(" of {p} planned"));
-        let _ = writeln!(s, "{} cells recorded{planned}.\n", self.recorded);
+        let _ = writeln!(s, "{} cells recorded{planned}.", self.recorded);
+        if self.crashed > 0 {
+            let _ = writeln!(
+                s,
+                "{} of them crashed and are left out below; rerun the experiment to resume them.",
+                self.crashed
+            );
+        }
+        let _ = writeln!(s);
         let _ = writeln!(
             s,
             "Speedup = naive time ÷ best time at the naive kernel's default launch; a cell that is not correct counts \
@@ -515,7 +526,7 @@ mod tests {
         ];
         let report = Report::from_records(None, None, &records);
         assert_eq!(report.groups.len(), 3);
-        assert_eq!(report.recorded, 4);
+        assert_eq!((report.recorded, report.crashed), (4, 1));
         let auto = report
             .strategies
             .iter()

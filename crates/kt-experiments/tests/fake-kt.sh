@@ -39,6 +39,10 @@ case "$cmd" in
     ;;
   resume)
     run=$1
+    if [[ "${2:-}" != --llm || -z "${3:-}" ]]; then
+      echo "fake kt: resume must name the cell's model (--llm), or the run would switch LLMs" >&2
+      exit 64
+    fi
     # shellcheck source=/dev/null
     source "$run/fake-args"
     echo "resume $(dirname "$run")" >> "$log"

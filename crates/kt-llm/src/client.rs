@@ -160,10 +160,13 @@ impl LlmClient {
         let model = reply.model.unwrap_or_else(|| asked.clone());
         // The server's name is the more precise one (a dated version); a local server reports its file name,
         // so the name the user configured (e.g. "local") is the fallback for the price.
-        let cost_usd = self
-            .prices
-            .cost(&model, &usage)
-            .or_else(|| self.prices.cost(&asked, &usage));
+        let cost_usd = if !self.provider.billed() || provider == "manual" {
+            Some(0.0)
+        } else {
+            self.prices
+                .cost(&model, &usage)
+                .or_else(|| self.prices.cost(&asked, &usage))
+        };
         self.totals
             .lock()
             .unwrap_or_else(|p| p.into_inner())

@@ -29,6 +29,11 @@ pub trait Provider: Send + Sync + std::fmt::Debug {
     fn native_schema(&self) -> bool {
         false
     }
+    /// Whether calls are paid for. Scripted, replayed and human answers cost nothing, whatever model name
+    /// they carry, so their cost is zero rather than unknown.
+    fn billed(&self) -> bool {
+        true
+    }
     /// Makes one attempt.
     async fn send(&self, call: Call<'_>) -> Result<ProviderReply, LlmError>;
 }

@@ -8,7 +8,9 @@ use std::path::PathBuf;
 #[derive(Debug, thiserror::Error)]
 pub enum PipelineError {
     // ---- prompt templates (prompt.rs) ----
-    #[error("cannot read the prompts directory {dir}: {source}; pass --prompts DIR or set KT_PROMPTS_DIR")]
+    #[error(
+        "cannot read the prompts directory {dir}: {source}; pass --prompts DIR or set KT_PROMPTS_DIR"
+    )]
     PromptsDirUnreadable {
         dir: PathBuf,
         #[source]
@@ -20,16 +22,33 @@ pub enum PipelineError {
     )]
     PromptFrontMatter { origin: String, message: String },
     #[error("prompt template {origin} does not compile (line {line} of the file): {message}")]
-    PromptSyntax { origin: String, line: usize, message: String },
+    PromptSyntax {
+        origin: String,
+        line: usize,
+        message: String,
+    },
     #[error("no prompt template named `{name}` (looked in {searched}); available: {}", available.join(", "))]
-    PromptNotFound { name: String, searched: String, available: Vec<String> },
+    PromptNotFound {
+        name: String,
+        searched: String,
+        available: Vec<String>,
+    },
     #[error("rendering prompt `{name}` ({origin}) failed: {message}")]
-    PromptRender { name: String, origin: String, message: String },
+    PromptRender {
+        name: String,
+        origin: String,
+        message: String,
+    },
     #[error(
         "prompt `{name}` ({origin}) declares answer = \"{found}\" but its caller parses the answer as `{expected}`; \
          fix the template's front matter"
     )]
-    PromptAnswerMismatch { name: String, origin: String, expected: String, found: String },
+    PromptAnswerMismatch {
+        name: String,
+        origin: String,
+        expected: String,
+        found: String,
+    },
 
     // ---- run directory (run_dir.rs) ----
     #[error("{action} {path}: {source}")]
@@ -40,7 +59,11 @@ pub enum PipelineError {
         source: std::io::Error,
     },
     #[error("{path} is not valid {what}: {message}")]
-    BadFile { path: PathBuf, what: &'static str, message: String },
+    BadFile {
+        path: PathBuf,
+        what: &'static str,
+        message: String,
+    },
 
     // ---- Stage 1 / Stage 2 ----
     #[error("problem-size expression `{expression}`: {message}")]
@@ -51,22 +74,35 @@ pub enum PipelineError {
     Llm {
         node: String,
         #[source]
-        source: kt_llm::LlmError,
+        source: Box<kt_llm::LlmError>,
     },
     /// An LLM answer that kt checked and refused. Nodes retry these with the reason appended to the prompt.
     #[error("the answer to `{node}` was refused: {reason}")]
     AnswerRefused { node: String, reason: String },
     #[error("`{node}` gave up after {attempts} attempts; the last answer was refused: {reason}")]
-    AttemptsExhausted { node: String, attempts: u32, reason: String },
+    AttemptsExhausted {
+        node: String,
+        attempts: u32,
+        reason: String,
+    },
     #[error("the graph of {stage} failed: {message}")]
-    Graph { stage: &'static str, message: String },
-    #[error("Stage 1 needs an LLM (none configured): pass --llm PROVIDER:MODEL, or --info-from-sidecar for a suite kernel with a .toml sidecar")]
+    Graph {
+        stage: &'static str,
+        message: String,
+    },
+    #[error(
+        "Stage 1 needs an LLM (none configured): pass --llm PROVIDER:MODEL, or --info-from-sidecar for a suite kernel with a .toml sidecar"
+    )]
     NoLlm,
     #[error("sidecar {path}: {message}")]
     Sidecar { path: PathBuf, message: String },
     /// A generator program that failed (or an answer without one); retried with `reason` in the next prompt.
     #[error("`{node}`: {reason}")]
-    GeneratorRefused { node: String, reason: String, script: Option<String> },
+    GeneratorRefused {
+        node: String,
+        reason: String,
+        script: Option<String>,
+    },
     #[error("the generator could not be run: {0}")]
     Generator(#[source] Box<kt_sandbox::generator::GeneratorError>),
     #[error(
@@ -75,11 +111,19 @@ pub enum PipelineError {
     )]
     NoGpu { reason: String },
     #[error("the original kernel failed on test {test}: {message}")]
-    Reference { test: String, message: String, inputs_at_fault: bool },
+    Reference {
+        test: String,
+        message: String,
+        inputs_at_fault: bool,
+    },
 
     // ---- Stage 3 (stage3/, strategy/) ----
     #[error("no strategy named `{name}` (looked in {searched}); available: {}", available.join(", "))]
-    StrategyNotFound { name: String, searched: String, available: Vec<String> },
+    StrategyNotFound {
+        name: String,
+        searched: String,
+        available: Vec<String>,
+    },
     #[error("strategy {origin} is invalid: {message}")]
     StrategyInvalid { origin: String, message: String },
     /// A candidate kernel that failed (compile error, wrong answer, hang, refused rewrite). Stage 3 nodes retry
@@ -95,7 +139,9 @@ pub enum PipelineError {
     /// The GPU side could not work at all (no GPU, driver, NVRTC): the run stops, resumable.
     #[error("{0}; the run is saved: resume it with `kt resume RUN` on a machine with a CUDA GPU")]
     Tuning(crate::stage3::BackendError),
-    #[error("Stage 3 needs an LLM (none configured): pass --llm PROVIDER:MODEL (e.g. openai:gpt-4.1, or replay:CASSETTE.jsonl), or set [llm] provider and model in kt.toml")]
+    #[error(
+        "Stage 3 needs an LLM (none configured): pass --llm PROVIDER:MODEL (e.g. openai:gpt-4.1, or replay:CASSETTE.jsonl), or set [llm] provider and model in kt.toml"
+    )]
     NoLlmForStage3,
     #[error("the journal of node `{node}` failed: {message}")]
     Journal { node: String, message: String },
@@ -116,7 +162,15 @@ impl From<kt_sandbox::generator::GeneratorError> for PipelineError {
 
 impl PipelineError {
     /// Shorthand for an I/O error with the action and the path it concerned.
-    pub(crate) fn io(action: &'static str, path: impl Into<PathBuf>, source: std::io::Error) -> Self {
-        Self::Io { action, path: path.into(), source }
+    pub(crate) fn io(
+        action: &'static str,
+        path: impl Into<PathBuf>,
+        source: std::io::Error,
+    ) -> Self {
+        Self::Io {
+            action,
+            path: path.into(),
+            source,
+        }
     }
 }

@@ -37,6 +37,7 @@ impl KernelInfo {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
@@ -44,9 +45,22 @@ mod tests {
     fn dimensionality_is_the_number_of_problem_size_expressions() {
         let info = KernelInfo {
             name: "matrixAdd".into(),
-            parameters: vec!["A".into(), "B".into(), "C".into(), "width".into(), "height".into()],
+            parameters: vec![
+                "A".into(),
+                "B".into(),
+                "C".into(),
+                "width".into(),
+                "height".into(),
+            ],
             description: "C = A + B".into(),
-            problem_size: vec![ProblemDimension { expression: "width".into() }, ProblemDimension { expression: "height".into() }],
+            problem_size: vec![
+                ProblemDimension {
+                    expression: "width".into(),
+                },
+                ProblemDimension {
+                    expression: "height".into(),
+                },
+            ],
             outputs: vec!["C".into()],
             inputs_and_outputs: vec![],
             default_block: [16, 16, 1],

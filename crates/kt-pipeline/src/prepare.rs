@@ -28,21 +28,34 @@ pub struct KernelSource {
 
 impl KernelSource {
     pub fn read(path: &Path, kernel: Option<&str>) -> Result<KernelSource, PipelineError> {
-        let bytes = std::fs::read(path).map_err(|e| PipelineError::io("reading the kernel file", path, e))?;
+        let bytes = std::fs::read(path)
+            .map_err(|e| PipelineError::io("reading the kernel file", path, e))?;
         let text = kt_cuda::decode(&bytes, &path.display().to_string())?;
         let sidecar = match SidecarFacts::path_for(path) {
             Some(p) => Some(SidecarFacts::load(&p)?),
             None => None,
         };
-        Ok(KernelSource { path: path.to_path_buf(), text, kernel: kernel.map(str::to_string), sidecar })
+        Ok(KernelSource {
+            path: path.to_path_buf(),
+            text,
+            kernel: kernel.map(str::to_string),
+            sidecar,
+        })
     }
 }
 
 /// How Stage 1 is answered.
+// One value per run: the size difference between the variants costs nothing worth boxing for.
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone)]
 pub enum Stage1Source {
     /// Ask the LLM; `attempts` bounds each question.
-    Llm { llm: LlmClient, prompts: Arc<PromptLibrary>, mode: StructuredMode, attempts: u32 },
+    Llm {
+        llm: LlmClient,
+        prompts: Arc<PromptLibrary>,
+        mode: StructuredMode,
+        attempts: u32,
+    },
     /// Take the facts from the kernel's sidecar (suite kernels; no LLM).
     Sidecar,
 }
@@ -69,22 +82,54 @@ pub async fn understand(
                 message: "--info-from-sidecar needs this file next to the kernel; without it, pass --llm".into(),
             })?;
             let stage1 = stage1::from_sidecar(&source.text, source.kernel.as_deref(), sidecar)?;
-            Ok(Understood { stage1, disagreements: Vec::new() })
+            Ok(Understood {
+                stage1,
+                disagreements: Vec::new(),
+            })
         }
-        Stage1Source::Llm { llm, prompts, mode, attempts } => {
+        Stage1Source::Llm {
+            llm,
+            prompts,
+            mode,
+            attempts,
+        } => {
             let deps = Stage1Deps { llm, prompts, mode };
             let block = source.sidecar.as_ref().and_then(|s| s.default_block);
-            let stage1 = stage1::analyze(deps, attempts, &source.text, source.kernel.as_deref(), block, store, run).await?;
-            let disagreements =
-                source.sidecar.as_ref().map(|s| stage1::compare_with_sidecar(&stage1.info, s)).unwrap_or_default();
-            Ok(Understood { stage1, disagreements })
+            let stage1 = stage1::analyze(
+                deps,
+                attempts,
+                &source.text,
+                source.kernel.as_deref(),
+                block,
+                store,
+                run,
+            )
+            .await?;
+            let disagreements = source
+                .sidecar
+                .as_ref()
+                .map(|s| stage1::compare_with_sidecar(&stage1.info, s))
+                .unwrap_or_default();
+            Ok(Understood {
+                stage1,
+                disagreements,
+            })
         }
     }
 }
 
 /// Stage 1 on its own, checkpointed in memory (`kt analyze`).
-pub async fn analyze_file(source: &KernelSource, how: Stage1Source) -> Result<Understood, PipelineError> {
-    understand(source, how, Arc::new(MemoryStore::new()), RunId::new("analyze")).await
+pub async fn analyze_file(
+    source: &KernelSource,
+    how: Stage1Source,
+) -> Result<Understood, PipelineError> {
+    understand(
+        source,
+        how,
+        Arc::new(MemoryStore::new()),
+        RunId::new("analyze"),
+    )
+    .await
 }
 
 /// What Stage 2 runs with, apart from the kernel.
@@ -116,14 +161,24 @@ pub async fn prepare(
     stage1_from: Stage1Source,
     settings: TestgenSettings,
 ) -> Result<Prepared, PipelineError> {
-    let store: Arc<dyn CheckpointStore> = Arc::new(
-        SqliteStore::open(run.sqlite()).map_err(|e| PipelineError::Graph { stage: "stage 1", message: e.to_string() })?,
-    );
+    let store: Arc<dyn CheckpointStore> = Arc::new(SqliteStore::open(run.sqlite()).map_err(
+        |e| PipelineError::Graph {
+            stage: "stage 1",
+            message: e.to_string(),
+        },
+    )?);
     let id = run.run_id();
     // The sidecar's array sizes let the harness check a generator's arrays; they are ground truth, so they are
     // used (and shown in prompts) only when no LLM is being measured on them.
-    let use_sidecar_sizes = matches!(stage1_from, Stage1Source::Sidecar) || settings.script.is_some();
-    let understood = understand(source, stage1_from, store.clone(), RunId::new(format!("{id}/stage1"))).await?;
+    let use_sidecar_sizes =
+        matches!(stage1_from, Stage1Source::Sidecar) || settings.script.is_some();
+    let understood = understand(
+        source,
+        stage1_from,
+        store.clone(),
+        RunId::new(format!("{id}/stage1")),
+    )
+    .await?;
     run.save_kernel_info(&understood.stage1.info)?;
     let mut options = settings.options.clone();
     if options.array_sizes.is_empty()
@@ -143,7 +198,15 @@ pub async fn prepare(
     };
     let info = &understood.stage1.info;
     let kernel = &understood.stage1.kernel;
-    let tests =
-        stage2::make_tests(deps, &source.text, kernel, info, settings.script, store, RunId::new(format!("{id}/stage2"))).await?;
+    let tests = stage2::make_tests(
+        deps,
+        &source.text,
+        kernel,
+        info,
+        settings.script,
+        store,
+        RunId::new(format!("{id}/stage2")),
+    )
+    .await?;
     Ok(Prepared { understood, tests })
 }

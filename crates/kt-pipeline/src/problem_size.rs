@@ -30,12 +30,24 @@ const FUNCTIONS: [&str; 3] = ["min", "max", "ceil_div"];
 impl SizeExpression {
     pub fn parse(text: &str) -> Result<SizeExpression, PipelineError> {
         let tokens = tokenize(text).map_err(|message| bad(text, message))?;
-        let mut parser = Parser { tokens: &tokens, pos: 0 };
+        let mut parser = Parser {
+            tokens: &tokens,
+            pos: 0,
+        };
         let ast = parser.sum().map_err(|message| bad(text, message))?;
         if parser.pos != tokens.len() {
-            return Err(bad(text, format!("unexpected `{}` after a complete expression", tokens[parser.pos])));
+            return Err(bad(
+                text,
+                format!(
+                    "unexpected `{}` after a complete expression",
+                    tokens[parser.pos]
+                ),
+            ));
         }
-        Ok(SizeExpression { text: text.trim().to_string(), ast })
+        Ok(SizeExpression {
+            text: text.trim().to_string(),
+            ast,
+        })
     }
 
     pub fn text(&self) -> &str {
@@ -56,7 +68,10 @@ impl SizeExpression {
 }
 
 fn bad(text: &str, message: String) -> PipelineError {
-    PipelineError::SizeExpression { expression: text.to_string(), message }
+    PipelineError::SizeExpression {
+        expression: text.to_string(),
+        message,
+    }
 }
 
 fn collect(e: &Expr, out: &mut BTreeSet<String>) {
@@ -92,7 +107,10 @@ fn eval(e: &Expr, lookup: &dyn Fn(&str) -> Option<i64>) -> Result<i64, String> {
             }
         }
         Expr::Call(name, args) => {
-            let v: Vec<i64> = args.iter().map(|a| eval(a, lookup)).collect::<Result<_, _>>()?;
+            let v: Vec<i64> = args
+                .iter()
+                .map(|a| eval(a, lookup))
+                .collect::<Result<_, _>>()?;
             match (name.as_str(), v.as_slice()) {
                 ("min", [a, b]) => *a.min(b),
                 ("max", [a, b]) => *a.max(b),
@@ -139,7 +157,11 @@ fn tokenize(text: &str) -> Result<Vec<Token>, String> {
             while i < chars.len() && matches!(chars[i], 'u' | 'U' | 'l' | 'L') {
                 i += 1;
             }
-            out.push(Token::Int(digits.parse().map_err(|_| format!("`{digits}` is too large"))?));
+            out.push(Token::Int(
+                digits
+                    .parse()
+                    .map_err(|_| format!("`{digits}` is too large"))?,
+            ));
         } else if c.is_ascii_alphabetic() || c == '_' {
             let start = i;
             while i < chars.len() && (chars[i].is_ascii_alphanumeric() || chars[i] == '_') {
@@ -150,7 +172,9 @@ fn tokenize(text: &str) -> Result<Vec<Token>, String> {
             out.push(Token::Op(c));
             i += 1;
         } else {
-            return Err(format!("`{c}` is not allowed (use scalar parameter names, integers, + - * / % and parentheses)"));
+            return Err(format!(
+                "`{c}` is not allowed (use scalar parameter names, integers, + - * / % and parentheses)"
+            ));
         }
     }
     if out.is_empty() {
@@ -199,13 +223,20 @@ impl Parser<'_> {
     }
 
     fn atom(&mut self) -> Result<Expr, String> {
-        let token = self.tokens.get(self.pos).cloned().ok_or("the expression ends too early")?;
+        let token = self
+            .tokens
+            .get(self.pos)
+            .cloned()
+            .ok_or("the expression ends too early")?;
         self.pos += 1;
         match token {
             Token::Int(v) => Ok(Expr::Int(v)),
             Token::Name(name) if self.peek_op() == Some('(') => {
                 if !FUNCTIONS.contains(&name.as_str()) {
-                    return Err(format!("`{name}(...)` is not allowed; the only functions are {}", FUNCTIONS.join(", ")));
+                    return Err(format!(
+                        "`{name}(...)` is not allowed; the only functions are {}",
+                        FUNCTIONS.join(", ")
+                    ));
                 }
                 self.pos += 1;
                 let mut args = vec![self.sum()?];
@@ -254,10 +285,31 @@ mod tests {
     fn arithmetic_follows_c_precedence_and_integer_division() {
         let e = SizeExpression::parse("width * height + n / 2 - (n % 3)").unwrap();
         assert_eq!(e.evaluate(&values).unwrap(), 700 + 5003 - 2);
-        assert_eq!(e.identifiers().into_iter().collect::<Vec<_>>(), ["height", "n", "width"]);
-        assert_eq!(SizeExpression::parse("ceil_div(n, 256)").unwrap().evaluate(&values).unwrap(), 40);
-        assert_eq!(SizeExpression::parse("max(width, -height)").unwrap().evaluate(&values).unwrap(), 100);
-        assert_eq!(SizeExpression::parse("256u").unwrap().evaluate(&values).unwrap(), 256);
+        assert_eq!(
+            e.identifiers().into_iter().collect::<Vec<_>>(),
+            ["height", "n", "width"]
+        );
+        assert_eq!(
+            SizeExpression::parse("ceil_div(n, 256)")
+                .unwrap()
+                .evaluate(&values)
+                .unwrap(),
+            40
+        );
+        assert_eq!(
+            SizeExpression::parse("max(width, -height)")
+                .unwrap()
+                .evaluate(&values)
+                .unwrap(),
+            100
+        );
+        assert_eq!(
+            SizeExpression::parse("256u")
+                .unwrap()
+                .evaluate(&values)
+                .unwrap(),
+            256
+        );
     }
 
     #[test]
@@ -278,9 +330,15 @@ mod tests {
 
     #[test]
     fn unknown_names_and_division_by_zero_fail_at_evaluation() {
-        let err = SizeExpression::parse("rows * n").unwrap().evaluate(&values).unwrap_err();
+        let err = SizeExpression::parse("rows * n")
+            .unwrap()
+            .evaluate(&values)
+            .unwrap_err();
         assert!(err.to_string().contains("no value for `rows`"), "{err}");
-        let err = SizeExpression::parse("n / (width - 100)").unwrap().evaluate(&values).unwrap_err();
+        let err = SizeExpression::parse("n / (width - 100)")
+            .unwrap()
+            .evaluate(&values)
+            .unwrap_err();
         assert!(err.to_string().contains("division by zero"), "{err}");
     }
 }

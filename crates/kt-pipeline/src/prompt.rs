@@ -100,7 +100,9 @@ pub enum PromptSource {
 impl std::fmt::Display for PromptSource {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            PromptSource::Directory(dir) => write!(f, "{} (over the compiled-in templates)", dir.display()),
+            PromptSource::Directory(dir) => {
+                write!(f, "{} (over the compiled-in templates)", dir.display())
+            }
             PromptSource::Builtin => write!(f, "the templates compiled into kt"),
         }
     }
@@ -157,16 +159,26 @@ impl PromptLibrary {
             let template = parse_template(name, text, format!("builtin:{name}"))?;
             templates.insert(template.name.clone(), template);
         }
-        let entries = std::fs::read_dir(dir)
-            .map_err(|source| PipelineError::PromptsDirUnreadable { dir: dir.to_path_buf(), source })?;
+        let entries =
+            std::fs::read_dir(dir).map_err(|source| PipelineError::PromptsDirUnreadable {
+                dir: dir.to_path_buf(),
+                source,
+            })?;
         for entry in entries {
-            let entry = entry.map_err(|source| PipelineError::PromptsDirUnreadable { dir: dir.to_path_buf(), source })?;
+            let entry = entry.map_err(|source| PipelineError::PromptsDirUnreadable {
+                dir: dir.to_path_buf(),
+                source,
+            })?;
             let path = entry.path();
-            let Some(name) = path.file_name().and_then(|n| n.to_str()).and_then(|n| n.strip_suffix(TEMPLATE_SUFFIX))
+            let Some(name) = path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .and_then(|n| n.strip_suffix(TEMPLATE_SUFFIX))
             else {
                 continue;
             };
-            let text = std::fs::read_to_string(&path).map_err(|source| PipelineError::io("reading prompt template", &path, source))?;
+            let text = std::fs::read_to_string(&path)
+                .map_err(|source| PipelineError::io("reading prompt template", &path, source))?;
             let template = parse_template(name, &text, path.display().to_string())?;
             templates.insert(template.name.clone(), template);
         }
@@ -175,7 +187,9 @@ impl PromptLibrary {
 
     /// A library of the given `(name, file text)` pairs only (no compiled-in copies): for tests and for
     /// callers that build prompts programmatically.
-    pub fn from_texts<'a>(texts: impl IntoIterator<Item = (&'a str, &'a str)>) -> Result<Self, PipelineError> {
+    pub fn from_texts<'a>(
+        texts: impl IntoIterator<Item = (&'a str, &'a str)>,
+    ) -> Result<Self, PipelineError> {
         let mut templates = BTreeMap::new();
         for (name, text) in texts {
             let template = parse_template(name, text, format!("inline:{name}"))?;
@@ -184,23 +198,35 @@ impl PromptLibrary {
         Self::assemble(PromptSource::Builtin, templates)
     }
 
-    fn assemble(source: PromptSource, templates: BTreeMap<String, PromptTemplate>) -> Result<Self, PipelineError> {
+    fn assemble(
+        source: PromptSource,
+        templates: BTreeMap<String, PromptTemplate>,
+    ) -> Result<Self, PipelineError> {
         let mut env = minijinja::Environment::new();
         env.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
         let syntax = minijinja::syntax::SyntaxConfig::builder()
             .trim_blocks(true)
             .lstrip_blocks(true)
             .build()
-            .map_err(|err| PipelineError::PromptSyntax { origin: "syntax config".into(), line: 0, message: err.to_string() })?;
-        env.set_syntax(syntax);
-        for template in templates.values() {
-            env.add_template_owned(template.name.clone(), template.body.clone()).map_err(|err| PipelineError::PromptSyntax {
-                origin: template.origin.clone(),
-                line: err.line().unwrap_or(0) + template.body_line_offset,
+            .map_err(|err| PipelineError::PromptSyntax {
+                origin: "syntax config".into(),
+                line: 0,
                 message: err.to_string(),
             })?;
+        env.set_syntax(syntax);
+        for template in templates.values() {
+            env.add_template_owned(template.name.clone(), template.body.clone())
+                .map_err(|err| PipelineError::PromptSyntax {
+                    origin: template.origin.clone(),
+                    line: err.line().unwrap_or(0) + template.body_line_offset,
+                    message: err.to_string(),
+                })?;
         }
-        Ok(Self { source, templates, env })
+        Ok(Self {
+            source,
+            templates,
+            env,
+        })
     }
 
     /// Where the templates were found.
@@ -215,29 +241,43 @@ impl PromptLibrary {
 
     /// The template called `name`.
     pub fn template(&self, name: &str) -> Result<&PromptTemplate, PipelineError> {
-        self.templates.get(name).ok_or_else(|| PipelineError::PromptNotFound {
-            name: name.to_string(),
-            searched: self.source.to_string(),
-            available: self.templates.keys().cloned().collect(),
-        })
+        self.templates
+            .get(name)
+            .ok_or_else(|| PipelineError::PromptNotFound {
+                name: name.to_string(),
+                searched: self.source.to_string(),
+                available: self.templates.keys().cloned().collect(),
+            })
     }
 
     /// Renders template `name` with `context` (any `Serialize` value whose fields the template uses).
-    pub fn render<C: Serialize>(&self, name: &str, context: &C) -> Result<RenderedPrompt, PipelineError> {
+    pub fn render<C: Serialize>(
+        &self,
+        name: &str,
+        context: &C,
+    ) -> Result<RenderedPrompt, PipelineError> {
         let template = self.template(name)?;
-        let compiled = self.env.get_template(name).map_err(|err| PipelineError::PromptRender {
-            name: name.to_string(),
-            origin: template.origin.clone(),
-            message: err.to_string(),
-        })?;
-        let text = compiled.render(minijinja::Value::from(minijinja::value::Serde(context))).map_err(|err| {
-            let line = err.line().map(|l| format!(" at line {}", l + template.body_line_offset)).unwrap_or_default();
-            PipelineError::PromptRender {
+        let compiled = self
+            .env
+            .get_template(name)
+            .map_err(|err| PipelineError::PromptRender {
                 name: name.to_string(),
                 origin: template.origin.clone(),
-                message: format!("{err}{line}"),
-            }
-        })?;
+                message: err.to_string(),
+            })?;
+        let text = compiled
+            .render(minijinja::Value::from(minijinja::value::Serde(context)))
+            .map_err(|err| {
+                let line = err
+                    .line()
+                    .map(|l| format!(" at line {}", l + template.body_line_offset))
+                    .unwrap_or_default();
+                PipelineError::PromptRender {
+                    name: name.to_string(),
+                    origin: template.origin.clone(),
+                    message: format!("{err}{line}"),
+                }
+            })?;
         let text = text.trim().to_string();
         Ok(RenderedPrompt {
             name: name.to_string(),
@@ -271,16 +311,26 @@ impl PromptLibrary {
 
 /// The first `prompts/` directory holding a template, from `start` upwards.
 fn find_prompts_dir(start: &Path) -> Option<PathBuf> {
-    start.ancestors().map(|dir| dir.join("prompts")).find(|candidate| {
-        std::fs::read_dir(candidate).ok().is_some_and(|entries| {
-            entries.flatten().any(|e| e.file_name().to_str().is_some_and(|n| n.ends_with(TEMPLATE_SUFFIX)))
+    start
+        .ancestors()
+        .map(|dir| dir.join("prompts"))
+        .find(|candidate| {
+            std::fs::read_dir(candidate).ok().is_some_and(|entries| {
+                entries.flatten().any(|e| {
+                    e.file_name()
+                        .to_str()
+                        .is_some_and(|n| n.ends_with(TEMPLATE_SUFFIX))
+                })
+            })
         })
-    })
 }
 
 /// Splits a template file into front matter and body.
 fn parse_template(name: &str, text: &str, origin: String) -> Result<PromptTemplate, PipelineError> {
-    let bad = |message: String| PipelineError::PromptFrontMatter { origin: origin.clone(), message };
+    let bad = |message: String| PipelineError::PromptFrontMatter {
+        origin: origin.clone(),
+        message,
+    };
     let mut lines = text.split_inclusive('\n');
     let first = lines.next().unwrap_or_default();
     if first.trim_end() != "+++" {
@@ -333,14 +383,40 @@ mod tests {
     #[test]
     fn renders_body_with_front_matter_stripped_and_hashes_text() {
         let lib = PromptLibrary::from_texts([("ask", ASK)]).unwrap();
-        let r = lib.render("ask", &Ctx { name: "vectorAdd", error: None }).unwrap();
+        let r = lib
+            .render(
+                "ask",
+                &Ctx {
+                    name: "vectorAdd",
+                    error: None,
+                },
+            )
+            .unwrap();
         assert_eq!(r.text, "Kernel `vectorAdd`:\nAnswer now.");
         assert_eq!(r.answer, "Stage1Outputs");
-        assert_eq!(r.text_hash, blake3::hash(r.text.as_bytes()).to_hex().to_string());
+        assert_eq!(
+            r.text_hash,
+            blake3::hash(r.text.as_bytes()).to_hex().to_string()
+        );
         let t = lib.template("ask").unwrap();
-        assert_eq!(t.extra.get("max_tokens").and_then(|v| v.as_integer()), Some(200));
-        let again = lib.render("ask", &Ctx { name: "vectorAdd", error: Some("`d` is not a parameter") }).unwrap();
-        assert!(again.text.contains("Previous answer was wrong: `d` is not a parameter"));
+        assert_eq!(
+            t.extra.get("max_tokens").and_then(|v| v.as_integer()),
+            Some(200)
+        );
+        let again = lib
+            .render(
+                "ask",
+                &Ctx {
+                    name: "vectorAdd",
+                    error: Some("`d` is not a parameter"),
+                },
+            )
+            .unwrap();
+        assert!(
+            again
+                .text
+                .contains("Previous answer was wrong: `d` is not a parameter")
+        );
         assert_ne!(again.text_hash, r.text_hash);
         assert_eq!(again.template_hash, r.template_hash);
     }
@@ -359,9 +435,28 @@ mod tests {
     #[test]
     fn answer_type_mismatch_is_reported() {
         let lib = PromptLibrary::from_texts([("ask", ASK)]).unwrap();
-        let err = lib.render_as("ask", "Stage1Description", &Ctx { name: "x", error: None }).unwrap_err();
+        let err = lib
+            .render_as(
+                "ask",
+                "Stage1Description",
+                &Ctx {
+                    name: "x",
+                    error: None,
+                },
+            )
+            .unwrap_err();
         assert!(err.to_string().contains("Stage1Description"), "{err}");
-        assert!(lib.render_as("ask", "Stage1Outputs", &Ctx { name: "x", error: None }).is_ok());
+        assert!(
+            lib.render_as(
+                "ask",
+                "Stage1Outputs",
+                &Ctx {
+                    name: "x",
+                    error: None
+                }
+            )
+            .is_ok()
+        );
     }
 
     #[test]
@@ -370,14 +465,18 @@ mod tests {
         assert!(err.to_string().contains("answer = "), "{err}");
         let err = PromptLibrary::from_texts([("bad", "+++\nanswer = \"X\"\n")]).unwrap_err();
         assert!(err.to_string().contains("closing"), "{err}");
-        let err = PromptLibrary::from_texts([("bad", "+++\ndescription = \"d\"\n+++\nbody")]).unwrap_err();
+        let err = PromptLibrary::from_texts([("bad", "+++\ndescription = \"d\"\n+++\nbody")])
+            .unwrap_err();
         assert!(err.to_string().contains("answer"), "{err}");
     }
 
     #[test]
     fn syntax_error_reports_the_file_line() {
-        let err = PromptLibrary::from_texts([("bad", "+++\nanswer = \"X\"\ndescription = \"d\"\n+++\nok\n{% if %}\n")])
-            .unwrap_err();
+        let err = PromptLibrary::from_texts([(
+            "bad",
+            "+++\nanswer = \"X\"\ndescription = \"d\"\n+++\nok\n{% if %}\n",
+        )])
+        .unwrap_err();
         match err {
             PipelineError::PromptSyntax { line, .. } => assert_eq!(line, 6),
             other => panic!("unexpected {other}"),
@@ -387,7 +486,15 @@ mod tests {
     #[test]
     fn unknown_template_lists_the_available_ones() {
         let lib = PromptLibrary::from_texts([("ask", ASK)]).unwrap();
-        let err = lib.render("nope", &Ctx { name: "x", error: None }).unwrap_err();
+        let err = lib
+            .render(
+                "nope",
+                &Ctx {
+                    name: "x",
+                    error: None,
+                },
+            )
+            .unwrap_err();
         assert!(err.to_string().contains("available: ask"), "{err}");
     }
 
@@ -402,7 +509,10 @@ mod tests {
         for (name, _) in BUILTIN_PROMPTS {
             assert!(lib.template(name).is_ok(), "{name}");
         }
-        assert_eq!(lib.source(), &PromptSource::Directory(dir.path().to_path_buf()));
+        assert_eq!(
+            lib.source(),
+            &PromptSource::Directory(dir.path().to_path_buf())
+        );
     }
 
     #[test]

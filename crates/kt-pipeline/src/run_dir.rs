@@ -86,7 +86,8 @@ impl RunDir {
     /// Creates `base/<run-id>/` with `run.json` (status `running`) and `input.cu` (a copy of the kernel file).
     pub fn create(base: &Path, run: NewRun<'_>) -> Result<RunDir, PipelineError> {
         let now = time::OffsetDateTime::now_utc();
-        std::fs::create_dir_all(base).map_err(|e| PipelineError::io("creating the runs directory", base, e))?;
+        std::fs::create_dir_all(base)
+            .map_err(|e| PipelineError::io("creating the runs directory", base, e))?;
         // The 4 hex digits only need to keep two runs started in the same second apart; retry on a clash.
         let mut attempt = 0u32;
         let root = loop {
@@ -94,12 +95,15 @@ impl RunDir {
             let root = base.join(&id);
             match std::fs::create_dir(&root) {
                 Ok(()) => break root,
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && attempt < 16 => attempt += 1,
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && attempt < 16 => {
+                    attempt += 1
+                }
                 Err(e) => return Err(PipelineError::io("creating the run directory", root, e)),
             }
         };
         let dir = RunDir { root };
-        let source = std::fs::read(run.kernel_file).map_err(|e| PipelineError::io("reading the kernel file", run.kernel_file, e))?;
+        let source = std::fs::read(run.kernel_file)
+            .map_err(|e| PipelineError::io("reading the kernel file", run.kernel_file, e))?;
         write_file(&dir.input_cu(), &source)?;
         let meta = RunMeta {
             run_id: dir.run_id(),
@@ -135,7 +139,10 @@ impl RunDir {
     }
     /// The directory name.
     pub fn run_id(&self) -> String {
-        self.root.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default()
+        self.root
+            .file_name()
+            .map(|n| n.to_string_lossy().to_string())
+            .unwrap_or_default()
     }
     pub fn run_json(&self) -> PathBuf {
         self.root.join("run.json")
@@ -189,7 +196,8 @@ impl RunDir {
     pub fn set_status(&self, status: RunStatus) -> Result<(), PipelineError> {
         let mut meta = self.read_meta()?;
         meta.status = status;
-        meta.finished = (status != RunStatus::Running).then(|| rfc3339(time::OffsetDateTime::now_utc()));
+        meta.finished =
+            (status != RunStatus::Running).then(|| rfc3339(time::OffsetDateTime::now_utc()));
         self.write_meta(&meta)
     }
 
@@ -218,23 +226,39 @@ fn run_id(now: time::OffsetDateTime, kernel: &str, strategy: &str, salt: u32) ->
         now.minute(),
         now.second()
     );
-    let seed = format!("{}-{}-{}-{}", now.unix_timestamp_nanos(), std::process::id(), kernel, salt);
+    let seed = format!(
+        "{}-{}-{}-{}",
+        now.unix_timestamp_nanos(),
+        std::process::id(),
+        kernel,
+        salt
+    );
     let hex = &blake3::hash(seed.as_bytes()).to_hex()[..4];
     format!("{stamp}-{}-{}-{hex}", slug(kernel), slug(strategy))
 }
 
 /// Keeps a name safe as a path component.
 fn slug(name: &str) -> String {
-    name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' }).collect()
+    name.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
 }
 
 pub(crate) fn rfc3339(t: time::OffsetDateTime) -> String {
-    t.format(&time::format_description::well_known::Rfc3339).unwrap_or_else(|_| t.unix_timestamp().to_string())
+    t.format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_else(|_| t.unix_timestamp().to_string())
 }
 
 pub(crate) fn write_file(path: &Path, bytes: &[u8]) -> Result<(), PipelineError> {
     if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent).map_err(|e| PipelineError::io("creating directory", parent, e))?;
+        std::fs::create_dir_all(parent)
+            .map_err(|e| PipelineError::io("creating directory", parent, e))?;
     }
     // Write then rename so a crash never leaves a half-written JSON file behind.
     let tmp = path.with_extension("tmp-write");
@@ -243,15 +267,25 @@ pub(crate) fn write_file(path: &Path, bytes: &[u8]) -> Result<(), PipelineError>
 }
 
 pub(crate) fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<(), PipelineError> {
-    let mut text = serde_json::to_string_pretty(value)
-        .map_err(|e| PipelineError::BadFile { path: path.to_path_buf(), what: "JSON", message: e.to_string() })?;
+    let mut text = serde_json::to_string_pretty(value).map_err(|e| PipelineError::BadFile {
+        path: path.to_path_buf(),
+        what: "JSON",
+        message: e.to_string(),
+    })?;
     text.push('\n');
     write_file(path, text.as_bytes())
 }
 
-pub(crate) fn read_json<T: serde::de::DeserializeOwned>(path: &Path, what: &'static str) -> Result<T, PipelineError> {
+pub(crate) fn read_json<T: serde::de::DeserializeOwned>(
+    path: &Path,
+    what: &'static str,
+) -> Result<T, PipelineError> {
     let text = std::fs::read_to_string(path).map_err(|e| PipelineError::io("reading", path, e))?;
-    serde_json::from_str(&text).map_err(|e| PipelineError::BadFile { path: path.to_path_buf(), what, message: e.to_string() })
+    serde_json::from_str(&text).map_err(|e| PipelineError::BadFile {
+        path: path.to_path_buf(),
+        what,
+        message: e.to_string(),
+    })
 }
 
 #[cfg(test)]
@@ -265,8 +299,14 @@ mod tests {
             kernel_file: file,
             kernel: "vectorAdd",
             strategy: "testgen",
-            settings: RunSettings { tests: Some(3), ..RunSettings::default() },
-            llm: RunLlm { provider: "scripted".into(), model: "scripted".into() },
+            settings: RunSettings {
+                tests: Some(3),
+                ..RunSettings::default()
+            },
+            llm: RunLlm {
+                provider: "scripted".into(),
+                model: "scripted".into(),
+            },
         }
     }
 
@@ -284,7 +324,10 @@ mod tests {
         assert_eq!(parts[1].len(), 6);
         assert_eq!(&parts[2..4], ["vectorAdd", "testgen"]);
         assert_eq!(parts[4].len(), 4);
-        assert_eq!(std::fs::read_to_string(run.input_cu()).unwrap(), "__global__ void vectorAdd() {}");
+        assert_eq!(
+            std::fs::read_to_string(run.input_cu()).unwrap(),
+            "__global__ void vectorAdd() {}"
+        );
         let meta = run.read_meta().unwrap();
         assert_eq!(meta.status, RunStatus::Running);
         assert_eq!(meta.run_id, id);
@@ -315,7 +358,9 @@ mod tests {
             name: "vectorAdd".into(),
             parameters: vec!["a".into(), "n".into()],
             description: "adds".into(),
-            problem_size: vec![ProblemDimension { expression: "n".into() }],
+            problem_size: vec![ProblemDimension {
+                expression: "n".into(),
+            }],
             outputs: vec!["a".into()],
             inputs_and_outputs: vec!["a".into()],
             default_block: [256, 1, 1],
@@ -328,6 +373,9 @@ mod tests {
 
     #[test]
     fn base_dir_prefers_the_flag() {
-        assert_eq!(RunDir::base_dir(Some(Path::new("/x/y"))), PathBuf::from("/x/y"));
+        assert_eq!(
+            RunDir::base_dir(Some(Path::new("/x/y"))),
+            PathBuf::from("/x/y")
+        );
     }
 }

@@ -31,12 +31,22 @@ pub struct Setup {
 
 impl Setup {
     pub fn new(llm: LlmChoice, output_dir: impl Into<PathBuf>) -> Self {
-        Self { llm, prompt_override: None, output_dir: output_dir.into(), calls: CallLog::default() }
+        Self {
+            llm,
+            prompt_override: None,
+            output_dir: output_dir.into(),
+            calls: CallLog::default(),
+        }
     }
 
     /// The LLM client nodes should use in this session (capturing, with the override).
     pub fn client(&self, run: &RunDir) -> Result<Arc<LlmClient>, RunsError> {
-        debug_client(&self.llm, &run.llm_jsonl(), self.prompt_override.clone(), &self.calls)
+        debug_client(
+            &self.llm,
+            &run.llm_jsonl(),
+            self.prompt_override.clone(),
+            &self.calls,
+        )
     }
 }
 

@@ -6,7 +6,10 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
-use kt_llm::{Call, LlmClient, LlmConfig, LlmError, Provider, ProviderReply, ReplayProvider, Role, ScriptedProvider};
+use kt_llm::{
+    Call, LlmClient, LlmConfig, LlmError, Provider, ProviderReply, ReplayProvider, Role,
+    ScriptedProvider,
+};
 use serde::Serialize;
 
 use crate::error::RunsError;
@@ -74,7 +77,10 @@ impl CallLog {
         self.calls.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
     fn push(&self, call: CapturedCall) {
-        self.calls.lock().unwrap_or_else(|p| p.into_inner()).push(call);
+        self.calls
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(call);
     }
 }
 
@@ -99,7 +105,11 @@ impl Provider for Capturing {
         self.inner.native_schema()
     }
     async fn send(&self, call: Call<'_>) -> Result<ProviderReply, LlmError> {
-        let replacement = self.prompt_override.lock().unwrap_or_else(|p| p.into_inner()).take();
+        let replacement = self
+            .prompt_override
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
         let mut request = call.request.clone();
         let overridden = replacement.is_some();
         if let Some(text) = replacement
@@ -108,10 +118,23 @@ impl Provider for Capturing {
             m.content = text;
         }
         let join = |role: Role| {
-            request.messages.iter().filter(|m| m.role == role).map(|m| m.content.as_str()).collect::<Vec<_>>().join("\n\n")
+            request
+                .messages
+                .iter()
+                .filter(|m| m.role == role)
+                .map(|m| m.content.as_str())
+                .collect::<Vec<_>>()
+                .join("\n\n")
         };
         let (system, prompt) = (join(Role::System), join(Role::User));
-        let result = self.inner.send(Call { request: &request, hash: call.hash, attempt: call.attempt }).await;
+        let result = self
+            .inner
+            .send(Call {
+                request: &request,
+                hash: call.hash,
+                attempt: call.attempt,
+            })
+            .await;
         self.log.push(CapturedCall {
             label: request.node.clone(),
             attempt: call.attempt,
@@ -144,7 +167,13 @@ pub fn debug_client(
         LlmChoice::Replay => {
             if !run_llm_jsonl.is_file() {
                 // Without a recording, only journaled answers can be replayed; a call that misses says so.
-                (Arc::new(ScriptedProvider::from_answers(run_llm_jsonl.to_path_buf(), Vec::new())), None)
+                (
+                    Arc::new(ScriptedProvider::from_answers(
+                        run_llm_jsonl.to_path_buf(),
+                        Vec::new(),
+                    )),
+                    None,
+                )
             } else {
                 (Arc::new(ReplayProvider::open(run_llm_jsonl)?), None)
             }
@@ -156,10 +185,18 @@ pub fn debug_client(
             (config.build_provider()?, Some(config))
         }
     };
-    let provider = Capturing { inner, log: log.clone(), prompt_override: Mutex::new(prompt_override) };
+    let provider = Capturing {
+        inner,
+        log: log.clone(),
+        prompt_override: Mutex::new(prompt_override),
+    };
     let mut client = LlmClient::from_arc(Arc::new(provider));
     match config {
-        Some(c) => client = client.with_defaults(c.params()).with_retry(c.retry_policy()),
+        Some(c) => {
+            client = client
+                .with_defaults(c.params())
+                .with_retry(c.retry_policy())
+        }
         // Recorded and scripted answers are what they are: re-asking would only consume the next one.
         None => client = client.with_parse_retries(0),
     }
@@ -170,13 +207,23 @@ pub fn debug_client(
 pub fn recorded_call(run_llm_jsonl: &Path, prompt_hash: &str) -> Option<CapturedCall> {
     let records = kt_llm::read_records(run_llm_jsonl).ok()?;
     records.into_iter().find_map(|r| {
-        let user: Vec<&str> =
-            r.messages.iter().filter(|m| m.role == Role::User).map(|m| m.content.as_str()).collect();
+        let user: Vec<&str> = r
+            .messages
+            .iter()
+            .filter(|m| m.role == Role::User)
+            .map(|m| m.content.as_str())
+            .collect();
         let hit = user.iter().any(|u| prompt_hashes_to(u, prompt_hash));
         hit.then(|| CapturedCall {
             label: r.node.clone(),
             attempt: r.attempts,
-            system: r.messages.iter().filter(|m| m.role == Role::System).map(|m| m.content.clone()).collect::<Vec<_>>().join("\n\n"),
+            system: r
+                .messages
+                .iter()
+                .filter(|m| m.role == Role::System)
+                .map(|m| m.content.clone())
+                .collect::<Vec<_>>()
+                .join("\n\n"),
             prompt: user.join("\n\n"),
             answer: r.answer.clone(),
             error: r.error.clone(),
@@ -201,16 +248,24 @@ mod tests {
     fn llm_choices_parse_and_bad_ones_say_what_is_accepted() {
         assert_eq!(LlmChoice::parse("live").unwrap(), LlmChoice::Live);
         assert_eq!(LlmChoice::parse("replay").unwrap(), LlmChoice::Replay);
-        assert_eq!(LlmChoice::parse("scripted:a.toml").unwrap(), LlmChoice::Scripted("a.toml".into()));
+        assert_eq!(
+            LlmChoice::parse("scripted:a.toml").unwrap(),
+            LlmChoice::Scripted("a.toml".into())
+        );
         let err = LlmChoice::parse("scripted:").unwrap_err().to_string();
         assert!(err.contains("scripted:FILE"), "{err}");
     }
 
     #[test]
     fn a_prompt_override_with_replay_is_refused() {
-        let err = debug_client(&LlmChoice::Replay, Path::new("/nonexistent"), Some("x".into()), &CallLog::default())
-            .unwrap_err()
-            .to_string();
+        let err = debug_client(
+            &LlmChoice::Replay,
+            Path::new("/nonexistent"),
+            Some("x".into()),
+            &CallLog::default(),
+        )
+        .unwrap_err()
+        .to_string();
         assert!(err.contains("--llm live"), "{err}");
     }
 
@@ -218,18 +273,43 @@ mod tests {
     async fn the_override_replaces_the_first_prompt_only_and_every_call_is_captured() {
         let dir = tempfile::tempdir().unwrap();
         let script = dir.path().join("a.json");
-        std::fs::write(&script, r#"{"answers": [{"text": "one"}, {"text": "two"}]}"#).unwrap();
+        std::fs::write(
+            &script,
+            r#"{"answers": [{"text": "one"}, {"text": "two"}]}"#,
+        )
+        .unwrap();
         let log = CallLog::default();
-        let client =
-            debug_client(&LlmChoice::Scripted(script), Path::new("/none"), Some("OVERRIDE".into()), &log).unwrap();
-        let a = client.complete(kt_llm::LlmRequest::new("n").system("sys").user("rendered 1")).await.unwrap();
-        let b = client.complete(kt_llm::LlmRequest::new("n").user("rendered 2")).await.unwrap();
+        let client = debug_client(
+            &LlmChoice::Scripted(script),
+            Path::new("/none"),
+            Some("OVERRIDE".into()),
+            &log,
+        )
+        .unwrap();
+        let a = client
+            .complete(
+                kt_llm::LlmRequest::new("n")
+                    .system("sys")
+                    .user("rendered 1"),
+            )
+            .await
+            .unwrap();
+        let b = client
+            .complete(kt_llm::LlmRequest::new("n").user("rendered 2"))
+            .await
+            .unwrap();
         assert_eq!((a.text.as_str(), b.text.as_str()), ("one", "two"));
         let calls = log.calls();
         assert_eq!(calls.len(), 2);
-        assert_eq!((calls[0].prompt.as_str(), calls[0].overridden), ("OVERRIDE", true));
+        assert_eq!(
+            (calls[0].prompt.as_str(), calls[0].overridden),
+            ("OVERRIDE", true)
+        );
         assert_eq!(calls[0].system, "sys");
-        assert_eq!((calls[1].prompt.as_str(), calls[1].overridden), ("rendered 2", false));
+        assert_eq!(
+            (calls[1].prompt.as_str(), calls[1].overridden),
+            ("rendered 2", false)
+        );
         assert_eq!(calls[1].answer.as_deref(), Some("two"));
     }
 }

@@ -37,15 +37,21 @@ pub fn list_runs(base: &Path) -> Result<Vec<RunSummary>, RunsError> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
         Err(e) => return Err(RunsError::io("listing runs in", base, e)),
     };
-    let mut dirs: Vec<PathBuf> =
-        entries.flatten().map(|e| e.path()).filter(|p| p.join("run.json").is_file()).collect();
+    let mut dirs: Vec<PathBuf> = entries
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.join("run.json").is_file())
+        .collect();
     dirs.sort();
     Ok(dirs.iter().map(|d| summarize(d)).collect())
 }
 
 /// The summary of one run directory.
 pub fn summarize(dir: &Path) -> RunSummary {
-    let id = dir.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
+    let id = dir
+        .file_name()
+        .map(|n| n.to_string_lossy().to_string())
+        .unwrap_or_default();
     let mut summary = RunSummary {
         id,
         path: dir.to_path_buf(),
@@ -80,10 +86,19 @@ pub fn summarize(dir: &Path) -> RunSummary {
         .unwrap_or_default();
     summary.started = meta.started.clone();
     let result = read_result(&run);
-    summary.speedup = result.as_ref().and_then(|r| r.get("speedup")).and_then(Value::as_f64);
-    summary.duration_s = match (parse_time(&meta.started), meta.finished.as_deref().and_then(parse_time)) {
+    summary.speedup = result
+        .as_ref()
+        .and_then(|r| r.get("speedup"))
+        .and_then(Value::as_f64);
+    summary.duration_s = match (
+        parse_time(&meta.started),
+        meta.finished.as_deref().and_then(parse_time),
+    ) {
         (Some(a), Some(b)) => Some((b - a).as_seconds_f64().max(0.0)),
-        _ => result.as_ref().and_then(|r| r.pointer("/wall_time_s/total")).and_then(Value::as_f64),
+        _ => result
+            .as_ref()
+            .and_then(|r| r.pointer("/wall_time_s/total"))
+            .and_then(Value::as_f64),
     };
     summary
 }
@@ -130,7 +145,11 @@ mod tests {
             .to_string(),
         )
         .unwrap();
-        std::fs::write(good.join("result.json"), json!({"speedup": 6.28}).to_string()).unwrap();
+        std::fs::write(
+            good.join("result.json"),
+            json!({"speedup": 6.5}).to_string(),
+        )
+        .unwrap();
         let bad = base.path().join("20261122-041500-broken");
         std::fs::create_dir_all(&bad).unwrap();
         std::fs::write(bad.join("run.json"), "{not json").unwrap();
@@ -140,7 +159,7 @@ mod tests {
         assert_eq!(runs.len(), 2);
         assert_eq!(runs[0].model, "openai:gpt-4.1");
         assert_eq!(runs[0].status, "finished");
-        assert_eq!(runs[0].speedup, Some(6.28));
+        assert_eq!(runs[0].speedup, Some(6.5));
         assert_eq!(runs[0].duration_s, Some(125.0));
         assert_eq!(runs[1].status, "unreadable");
         assert!(runs[1].problem.is_some());
@@ -148,7 +167,11 @@ mod tests {
 
     #[test]
     fn a_missing_runs_directory_lists_nothing() {
-        assert!(list_runs(Path::new("/nonexistent/kt-runs")).unwrap().is_empty());
+        assert!(
+            list_runs(Path::new("/nonexistent/kt-runs"))
+                .unwrap()
+                .is_empty()
+        );
     }
 
     #[test]

@@ -6,7 +6,9 @@ use std::path::PathBuf;
 /// Everything that can go wrong finding, reading, debugging or reporting on a run.
 #[derive(Debug, thiserror::Error)]
 pub enum RunsError {
-    #[error("no run `{arg}`: it is neither a run directory nor a run id under {searched}; `kt runs list` shows the runs there (or pass --runs-dir)")]
+    #[error(
+        "no run `{arg}`: it is neither a run directory nor a run id under {searched}; `kt runs list` shows the runs there (or pass --runs-dir)"
+    )]
     RunNotFound { arg: String, searched: PathBuf },
     #[error("run directory {run}: {source}")]
     Pipeline {
@@ -14,7 +16,9 @@ pub enum RunsError {
         #[source]
         source: kt_pipeline::PipelineError,
     },
-    #[error("run directory {run} has no graph history (run.sqlite is missing or holds no run){detail}")]
+    #[error(
+        "run directory {run} has no graph history (run.sqlite is missing or holds no run){detail}"
+    )]
     NoHistory { run: PathBuf, detail: String },
     #[error("run `{run}`: {source}")]
     Graph {
@@ -22,7 +26,9 @@ pub enum RunsError {
         #[source]
         source: kt_graph::GraphError,
     },
-    #[error("`{spec}` is not a checkpoint: give a number from `kt debug history` (e.g. 7 or #7), `input` or `latest`")]
+    #[error(
+        "`{spec}` is not a checkpoint: give a number from `kt debug history` (e.g. 7 or #7), `input` or `latest`"
+    )]
     BadCheckpoint { spec: String },
     #[error("run `{run}` has no checkpoint #{checkpoint}; `kt debug history` lists them")]
     NoCheckpoint { run: String, checkpoint: u64 },
@@ -50,11 +56,22 @@ pub enum RunsError {
 }
 
 impl RunsError {
-    pub(crate) fn io(action: &'static str, path: impl Into<PathBuf>, source: std::io::Error) -> Self {
-        RunsError::Io { action, path: path.into(), source }
+    pub(crate) fn io(
+        action: &'static str,
+        path: impl Into<PathBuf>,
+        source: std::io::Error,
+    ) -> Self {
+        RunsError::Io {
+            action,
+            path: path.into(),
+            source,
+        }
     }
 
     pub(crate) fn graph(run: &kt_graph::RunId, source: kt_graph::GraphError) -> Self {
-        RunsError::Graph { run: run.to_string(), source }
+        RunsError::Graph {
+            run: run.to_string(),
+            source,
+        }
     }
 }

@@ -9,7 +9,9 @@ use kt_graph::CancelToken;
 use kt_llm::{LlmClient, Recorder, ScriptedProvider, StructuredMode};
 use kt_pipeline::stage3::{FakeBackend, NoProgress, Stage3Settings, TuningBackend};
 use kt_pipeline::strategy::{StrategyOverrides, load_strategy};
-use kt_pipeline::{KernelInfo, NewRun, ProblemDimension, PromptLibrary, RunDir, RunLlm, RunSettings};
+use kt_pipeline::{
+    KernelInfo, NewRun, ProblemDimension, PromptLibrary, RunDir, RunLlm, RunSettings,
+};
 use serde_json::json;
 
 use crate::stage3::Stage3Binding;
@@ -19,17 +21,27 @@ pub(crate) fn repo() -> PathBuf {
 }
 
 pub(crate) fn binding() -> Stage3Binding {
-    Stage3Binding { prompts_dir: Some(repo().join("prompts")), strategies_dir: Some(repo().join("strategies")) }
+    Stage3Binding {
+        prompts_dir: Some(repo().join("prompts")),
+        strategies_dir: Some(repo().join("strategies")),
+    }
 }
 
 fn info() -> KernelInfo {
     KernelInfo {
         name: "matrixMultiply".into(),
-        parameters: ["A", "B", "C", "A_width", "A_height", "B_width"].iter().map(|s| s.to_string()).collect(),
+        parameters: ["A", "B", "C", "A_width", "A_height", "B_width"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect(),
         description: "C = A * B for row-major float matrices".into(),
         problem_size: vec![
-            ProblemDimension { expression: "B_width".into() },
-            ProblemDimension { expression: "A_height".into() },
+            ProblemDimension {
+                expression: "B_width".into(),
+            },
+            ProblemDimension {
+                expression: "A_height".into(),
+            },
         ],
         outputs: vec!["C".into()],
         inputs_and_outputs: vec![],
@@ -47,19 +59,37 @@ pub(crate) fn rewrite(marker: &str) -> String {
 /// The answers of the recorded run: plan two steps, both accepted; the replan ends the run.
 pub(crate) fn answers() -> Vec<(&'static str, String)> {
     vec![
-        ("stage3.plan", json!({"steps": ["tunable block size", "register tiling"]}).to_string()),
-        ("stage3.validate", json!({"valid": true, "reason": "device code only"}).to_string()),
+        (
+            "stage3.plan",
+            json!({"steps": ["tunable block size", "register tiling"]}).to_string(),
+        ),
+        (
+            "stage3.validate",
+            json!({"valid": true, "reason": "device code only"}).to_string(),
+        ),
         ("stage3.apply", rewrite("ok 10.0")),
-        ("stage3.restrictions", json!({"restrictions": ["block_size_x * block_size_y <= 1024"]}).to_string()),
-        ("stage3.validate", json!({"valid": true, "reason": "device code only"}).to_string()),
+        (
+            "stage3.restrictions",
+            json!({"restrictions": ["block_size_x * block_size_y <= 1024"]}).to_string(),
+        ),
+        (
+            "stage3.validate",
+            json!({"valid": true, "reason": "device code only"}).to_string(),
+        ),
         ("stage3.apply", rewrite("ok 4.0")),
-        ("stage3.restrictions", json!({"restrictions": []}).to_string()),
+        (
+            "stage3.restrictions",
+            json!({"restrictions": []}).to_string(),
+        ),
         ("stage3.replan", json!({"steps": []}).to_string()),
     ]
 }
 
 pub(crate) fn write_script(path: &Path, answers: &[(&str, String)]) {
-    let list: Vec<_> = answers.iter().map(|(node, text)| json!({"node": node, "text": text})).collect();
+    let list: Vec<_> = answers
+        .iter()
+        .map(|(node, text)| json!({"node": node, "text": text}))
+        .collect();
     std::fs::write(path, json!({ "answers": list }).to_string()).unwrap();
 }
 
@@ -72,8 +102,16 @@ pub(crate) async fn record_run(base: &Path) -> RunDir {
             kernel_file: &kernel_file,
             kernel: "matrixMultiply",
             strategy: "autonomous",
-            settings: RunSettings { replan: Some(1), breakdown: Some(0), candidates: None, tests: Some(1) },
-            llm: RunLlm { provider: "scripted".into(), model: String::new() },
+            settings: RunSettings {
+                replan: Some(1),
+                breakdown: Some(0),
+                candidates: None,
+                tests: Some(1),
+            },
+            llm: RunLlm {
+                provider: "scripted".into(),
+                model: String::new(),
+            },
         },
     )
     .unwrap();
@@ -84,9 +122,15 @@ pub(crate) async fn record_run(base: &Path) -> RunDir {
     let client = LlmClient::new(ScriptedProvider::load(&script).unwrap())
         .with_parse_retries(0)
         .with_recorder(Recorder::open(run.llm_jsonl()).unwrap());
-    let overrides = StrategyOverrides { replan: Some(1), breakdown: Some(0), candidates: None };
+    let overrides = StrategyOverrides {
+        replan: Some(1),
+        breakdown: Some(0),
+        candidates: None,
+    };
     let settings = Stage3Settings {
-        strategy: load_strategy("autonomous", Some(&repo().join("strategies"))).unwrap().with_overrides(&overrides),
+        strategy: load_strategy("autonomous", Some(&repo().join("strategies")))
+            .unwrap()
+            .with_overrides(&overrides),
         llm: Arc::new(client),
         prompts: Arc::new(PromptLibrary::from_dir(&repo().join("prompts")).unwrap()),
         mode: StructuredMode::Native,

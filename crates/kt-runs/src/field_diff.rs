@@ -15,7 +15,10 @@ pub enum LeafChange {
     /// A multi-line string: a unified diff (`---`/`+++` headers, `@@` hunks).
     Text { diff: String },
     /// Any other value (absent on a side: null).
-    Value { before: Option<Value>, after: Option<Value> },
+    Value {
+        before: Option<Value>,
+        after: Option<Value>,
+    },
 }
 
 /// A changed leaf inside a field.
@@ -75,11 +78,19 @@ fn diff_value(path: &str, a: Option<&Value>, b: Option<&Value>, out: &mut Vec<Le
         (x, y) if is_text(x) || is_text(y) => {
             let old = x.and_then(Value::as_str).unwrap_or("");
             let new = y.and_then(Value::as_str).unwrap_or("");
-            out.push(LeafDiff { path: path.to_string(), change: LeafChange::Text { diff: unified(path, old, new) } });
+            out.push(LeafDiff {
+                path: path.to_string(),
+                change: LeafChange::Text {
+                    diff: unified(path, old, new),
+                },
+            });
         }
         (x, y) => out.push(LeafDiff {
             path: path.to_string(),
-            change: LeafChange::Value { before: x.cloned(), after: y.cloned() },
+            change: LeafChange::Value {
+                before: x.cloned(),
+                after: y.cloned(),
+            },
         }),
     }
 }
@@ -104,7 +115,11 @@ pub fn short(v: Option<&Value>) -> String {
         Some(Value::String(s)) => format!("{s:?}"),
         Some(other) => other.to_string(),
     };
-    if s.chars().count() > 120 { format!("{}…", s.chars().take(119).collect::<String>()) } else { s }
+    if s.chars().count() > 120 {
+        format!("{}…", s.chars().take(119).collect::<String>())
+    } else {
+        s
+    }
 }
 
 /// The changes as text: one block per field, diffs indented under their path.
@@ -145,10 +160,17 @@ mod tests {
 
     #[test]
     fn code_inside_a_field_is_shown_as_a_unified_diff_and_scalars_as_old_to_new() {
-        let a = fields(json!({"round": 1, "best": {"kernel": {"code": "a\nb\nc\n"}, "time_ms": 5.0}, "plan": ["x"]}));
-        let b = fields(json!({"round": 2, "best": {"kernel": {"code": "a\nB\nc\n"}, "time_ms": 4.0}, "plan": ["x"]}));
+        let a = fields(
+            json!({"round": 1, "best": {"kernel": {"code": "a\nb\nc\n"}, "time_ms": 5.0}, "plan": ["x"]}),
+        );
+        let b = fields(
+            json!({"round": 2, "best": {"kernel": {"code": "a\nB\nc\n"}, "time_ms": 4.0}, "plan": ["x"]}),
+        );
         let d = diff_fields(&a, &b, &["round".into(), "best".into(), "plan".into()]);
-        assert_eq!(d.iter().map(|c| c.field.as_str()).collect::<Vec<_>>(), vec!["round", "best"]);
+        assert_eq!(
+            d.iter().map(|c| c.field.as_str()).collect::<Vec<_>>(),
+            vec!["round", "best"]
+        );
         let best = &d[1];
         assert_eq!(best.leaves.len(), 2);
         match &best.leaves[0].change {
@@ -172,7 +194,10 @@ mod tests {
         assert_eq!(d[0].leaves[0].path, "log[1]");
         assert_eq!(
             d[1].leaves[0].change,
-            LeafChange::Value { before: None, after: Some(json!(true)) }
+            LeafChange::Value {
+                before: None,
+                after: Some(json!(true))
+            }
         );
     }
 

@@ -54,7 +54,8 @@ pub fn history(record: &RunRecord) -> Result<History, RunsError> {
     let checkpoints = record
         .checkpoints()?
         .into_iter()
-        .map(|cp| HistoryEntry {
+        .map(|cp| -> Result<HistoryEntry, RunsError> {
+            Ok(HistoryEntry {
             checkpoint: cp.id.0,
             parent: cp.parent.map(|p| p.0),
             branch: cp.branch.0,
@@ -62,10 +63,18 @@ pub fn history(record: &RunRecord) -> Result<History, RunsError> {
             source: source_name(cp.source),
             ran: cp.timings.iter().map(|t| t.node.clone()).collect(),
             changed: match &cp.state {
-                StateRecord::Full(m) => m.keys().cloned().collect(),
+                // A snapshot stores every field; name only those that differ from the parent.
+                StateRecord::Full(m) => match cp.parent.map(|p| record.fields_at(p)).transpose()? {
+                    Some(before) => m.iter().filter(|(k, v)| before.get(*k) != Some(*v)).map(|(k, _)| k.clone()).collect(),
+                    None => m.keys().cloned().collect(),
+                },
                 StateRecord::Delta(ops) => {
                     let mut names: Vec<String> = Vec::new();
-                    for kt_graph::FieldOp::Set(n, _) | kt_graph::FieldOp::Extend(n, _) in ops {
+                    for op in ops {
+                        if matches!(op, kt_graph::FieldOp::Extend(_, Value::Array(a)) if a.is_empty()) {
+                            continue;
+                        }
+                        let (kt_graph::FieldOp::Set(n, _) | kt_graph::FieldOp::Extend(n, _)) = op;
                         if !names.contains(n) {
                             names.push(n.clone());
                         }
@@ -75,9 +84,14 @@ pub fn history(record: &RunRecord) -> Result<History, RunsError> {
             },
             next: cp.next.iter().map(|t| t.key()).collect(),
             created_ms: cp.created_ms,
-            stopped: meta.stopped.as_ref().filter(|(at, _)| *at == cp.id).map(|(_, r)| describe_stop(r)),
+            stopped: meta
+                .stopped
+                .as_ref()
+                .filter(|(at, _)| *at == cp.id)
+                .map(|(_, r)| describe_stop(r)),
         })
-        .collect();
+        })
+        .collect::<Result<Vec<_>, _>>()?;
     let branches = meta
         .branches
         .iter()
@@ -87,11 +101,20 @@ pub fn history(record: &RunRecord) -> Result<History, RunsError> {
             reuses_effects: b.inherits_effects,
         })
         .collect();
-    Ok(History { graph_run: record.graph_run().to_string(), checkpoints, branches, breakpoints: meta.breakpoints })
+    Ok(History {
+        graph_run: record.graph_run().to_string(),
+        checkpoints,
+        branches,
+        breakpoints: meta.breakpoints,
+    })
 }
 
 /// The state at `at`, or one field of it.
-pub fn state_at(record: &RunRecord, at: CheckpointId, field: Option<&str>) -> Result<Value, RunsError> {
+pub fn state_at(
+    record: &RunRecord,
+    at: CheckpointId,
+    field: Option<&str>,
+) -> Result<Value, RunsError> {
     let fields = record.fields_at(at)?;
     match field {
         None => Ok(Value::Object(fields)),
@@ -124,7 +147,11 @@ pub fn state_at(record: &RunRecord, at: CheckpointId, field: Option<&str>) -> Re
 }
 
 /// Per-field differences between checkpoints `a` and `b` (any branches).
-pub fn diff(record: &RunRecord, a: CheckpointId, b: CheckpointId) -> Result<Vec<FieldChange>, RunsError> {
+pub fn diff(
+    record: &RunRecord,
+    a: CheckpointId,
+    b: CheckpointId,
+) -> Result<Vec<FieldChange>, RunsError> {
     let before = record.fields_at(a)?;
     let after = record.fields_at(b)?;
     Ok(diff_fields(&before, &after, &[]))
@@ -132,15 +159,25 @@ pub fn diff(record: &RunRecord, a: CheckpointId, b: CheckpointId) -> Result<Vec<
 
 /// Stores breakpoints with the run (they apply to `kt resume` and `kt replay`). `known` lists valid node
 /// names; an unknown name is refused rather than silently never firing.
-pub fn set_breakpoints(record: &RunRecord, breakpoints: Breakpoints, known: &[String]) -> Result<Breakpoints, RunsError> {
+pub fn set_breakpoints(
+    record: &RunRecord,
+    breakpoints: Breakpoints,
+    known: &[String],
+) -> Result<Breakpoints, RunsError> {
     for name in breakpoints.before.iter().chain(&breakpoints.after) {
         if !known.is_empty() && !known.contains(name) {
-            return Err(RunsError::UnknownNode { node: name.clone(), known: known.join(", ") });
+            return Err(RunsError::UnknownNode {
+                node: name.clone(),
+                known: known.join(", "),
+            });
         }
     }
     let mut meta = record.meta()?;
     meta.breakpoints = breakpoints;
-    record.store().update_run(&meta).map_err(|e| RunsError::graph(record.graph_run(), e))?;
+    record
+        .store()
+        .update_run(&meta)
+        .map_err(|e| RunsError::graph(record.graph_run(), e))?;
     Ok(meta.breakpoints)
 }
 
@@ -149,7 +186,12 @@ pub fn set_breakpoints(record: &RunRecord, breakpoints: Breakpoints, known: &[St
 pub fn nodes_seen(record: &RunRecord) -> Result<Vec<String>, RunsError> {
     let mut names: Vec<String> = Vec::new();
     for cp in record.checkpoints()? {
-        for n in cp.timings.iter().map(|t| &t.node).chain(cp.next.iter().map(|t| &t.node)) {
+        for n in cp
+            .timings
+            .iter()
+            .map(|t| &t.node)
+            .chain(cp.next.iter().map(|t| &t.node))
+        {
             if !names.contains(n) {
                 names.push(n.clone());
             }
@@ -191,23 +233,35 @@ pub fn show(record: &RunRecord) -> Result<RunShow, RunsError> {
         path,
         kernels: verdicts(fields.get("history")),
         breakpoints: meta.breakpoints,
-        stopped: meta.stopped.as_ref().map(|(at, r)| format!("{} at {at}", describe_stop(r))),
+        stopped: meta
+            .stopped
+            .as_ref()
+            .map(|(at, r)| format!("{} at {at}", describe_stop(r))),
         branches: meta.branches.len(),
     })
 }
 
 /// Step records (`step`, `status`, `reason`, `time_ms`, `kernel_file`) of a history field.
 pub fn verdicts(history: Option<&Value>) -> Vec<KernelVerdict> {
-    let Some(Value::Array(items)) = history else { return Vec::new() };
+    let Some(Value::Array(items)) = history else {
+        return Vec::new();
+    };
     items
         .iter()
         .filter_map(|i| {
             Some(KernelVerdict {
                 step: i.get("step")?.as_str()?.to_string(),
                 status: i.get("status")?.as_str()?.replace('_', " "),
-                reason: i.get("reason").and_then(Value::as_str).unwrap_or_default().to_string(),
+                reason: i
+                    .get("reason")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_string(),
                 time_ms: i.get("time_ms").and_then(Value::as_f64),
-                kernel_file: i.get("kernel_file").and_then(Value::as_str).map(str::to_string),
+                kernel_file: i
+                    .get("kernel_file")
+                    .and_then(Value::as_str)
+                    .map(str::to_string),
             })
         })
         .collect()

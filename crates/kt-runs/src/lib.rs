@@ -38,15 +38,18 @@ pub use capture::{CallLog, CapturedCall, LlmChoice};
 pub use catalog::{RunSummary, format_duration, list_runs, summarize};
 pub use error::RunsError;
 pub use field_diff::{FieldChange, LeafChange, LeafDiff, diff_fields, render_text};
-pub use inspect::{History, HistoryEntry, KernelVerdict, RunShow, diff, history, nodes_seen, set_breakpoints, show, state_at};
+pub use inspect::{
+    History, HistoryEntry, KernelVerdict, RunShow, diff, history, nodes_seen, set_breakpoints,
+    show, state_at,
+};
+/// The engine's types that appear in this crate's API.
+pub use kt_graph::{Breakpoints, CheckpointId};
 pub use locate::{resolve_run, runs_base};
 pub use record::RunRecord;
 pub use report::{ReportInputs, render_html};
 pub use session::{
-    ContinueReport, FieldSet, ForkReport, GraphFormat, NodeDebug, NodeReport, continue_run, debug_node, export, fork,
-    graph_nodes, replay, session_dir,
+    ContinueReport, FieldSet, ForkReport, GraphFormat, NodeDebug, NodeReport, continue_run,
+    debug_node, export, fork, graph_nodes, replay, session_dir,
 };
 pub use stage3::{RecordedBackend, Stage3Binding};
 pub use steps::{NodeRan, PathStep, run_path};
-/// The engine's types that appear in this crate's API.
-pub use kt_graph::{Breakpoints, CheckpointId};

@@ -29,12 +29,18 @@ pub fn resolve_run(arg: &str, base: &Path) -> Result<RunDir, RunsError> {
         .flatten()
         .map(|e| e.path())
         .filter(|p| p.join("run.json").is_file())
-        .filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with(arg)))
+        .filter(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with(arg))
+        })
         .collect();
     matches.sort();
     match matches.len() {
         1 => open(&matches[0]),
-        0 => Err(RunsError::RunNotFound { arg: arg.to_string(), searched: base.to_path_buf() }),
+        0 => Err(RunsError::RunNotFound {
+            arg: arg.to_string(),
+            searched: base.to_path_buf(),
+        }),
         _ => Err(RunsError::Usage(format!(
             "`{arg}` matches {} runs under {} ({}); give more of the id",
             matches.len(),
@@ -49,7 +55,10 @@ pub fn resolve_run(arg: &str, base: &Path) -> Result<RunDir, RunsError> {
 }
 
 fn open(dir: &Path) -> Result<RunDir, RunsError> {
-    RunDir::open(dir).map_err(|source| RunsError::Pipeline { run: dir.to_path_buf(), source })
+    RunDir::open(dir).map_err(|source| RunsError::Pipeline {
+        run: dir.to_path_buf(),
+        source,
+    })
 }
 
 #[cfg(test)]
@@ -67,9 +76,19 @@ mod tests {
         let base = tempfile::tempdir().unwrap();
         fake_run(base.path(), "20261122-031500-mm-autonomous-3fa2");
         fake_run(base.path(), "20261122-041500-mm-explicit-0001");
-        let by_path = resolve_run(base.path().join("20261122-031500-mm-autonomous-3fa2").to_str().unwrap(), Path::new("/nonexistent"))
-            .unwrap();
-        assert!(by_path.root().ends_with("20261122-031500-mm-autonomous-3fa2"));
+        let by_path = resolve_run(
+            base.path()
+                .join("20261122-031500-mm-autonomous-3fa2")
+                .to_str()
+                .unwrap(),
+            Path::new("/nonexistent"),
+        )
+        .unwrap();
+        assert!(
+            by_path
+                .root()
+                .ends_with("20261122-031500-mm-autonomous-3fa2")
+        );
         let by_id = resolve_run("20261122-041500-mm-explicit-0001", base.path()).unwrap();
         assert!(by_id.root().ends_with("20261122-041500-mm-explicit-0001"));
         let by_prefix = resolve_run("20261122-03", base.path()).unwrap();
@@ -81,7 +100,9 @@ mod tests {
         let base = tempfile::tempdir().unwrap();
         fake_run(base.path(), "20261122-031500-a");
         fake_run(base.path(), "20261122-031501-b");
-        let err = resolve_run("20261122", base.path()).unwrap_err().to_string();
+        let err = resolve_run("20261122", base.path())
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("matches 2 runs"), "{err}");
         let err = resolve_run("nope", base.path()).unwrap_err().to_string();
         assert!(err.contains("kt runs list"), "{err}");

@@ -9,8 +9,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use kt_graph::{
-    BranchId, Checkpoint, CheckpointId, CheckpointStore, FieldOp, RunId, RunMeta as GraphRunMeta, SqliteStore,
-    StateRecord,
+    BranchId, Checkpoint, CheckpointId, CheckpointStore, FieldOp, RunId, RunMeta as GraphRunMeta,
+    SqliteStore, StateRecord,
 };
 use kt_pipeline::RunDir;
 use serde_json::{Map, Value};
@@ -30,7 +30,10 @@ pub struct RunRecord {
 
 impl std::fmt::Debug for RunRecord {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RunRecord").field("dir", &self.dir.root()).field("graph_run", &self.graph_run).finish()
+        f.debug_struct("RunRecord")
+            .field("dir", &self.dir.root())
+            .field("graph_run", &self.graph_run)
+            .finish()
     }
 }
 
@@ -53,8 +56,14 @@ impl RunRecord {
             });
         }
         // Opening would create an empty database for a missing file; checked above.
-        let store = SqliteStore::open(&path).map_err(|e| RunsError::Graph { run: dir.run_id(), source: e })?;
-        let runs = store.list_runs().map_err(|e| RunsError::Graph { run: dir.run_id(), source: e })?;
+        let store = SqliteStore::open(&path).map_err(|e| RunsError::Graph {
+            run: dir.run_id(),
+            source: e,
+        })?;
+        let runs = store.list_runs().map_err(|e| RunsError::Graph {
+            run: dir.run_id(),
+            source: e,
+        })?;
         let wanted = graph.unwrap_or(DEFAULT_GRAPH);
         let pick = runs
             .iter()
@@ -66,16 +75,27 @@ impl RunRecord {
                 run: dir.root().to_path_buf(),
                 detail: format!(
                     " for graph `{wanted}` (it has: {})",
-                    runs.iter().map(RunId::as_str).collect::<Vec<_>>().join(", ")
+                    runs.iter()
+                        .map(RunId::as_str)
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 ),
             });
         };
-        Ok(Self { dir, store: Arc::new(store), graph_run })
+        Ok(Self {
+            dir,
+            store: Arc::new(store),
+            graph_run,
+        })
     }
 
     /// A record over an already opened store (tests, and callers that share one store with an executor).
     pub fn with_store(dir: RunDir, store: Arc<dyn CheckpointStore>, graph_run: RunId) -> Self {
-        Self { dir, store, graph_run }
+        Self {
+            dir,
+            store,
+            graph_run,
+        }
     }
 
     pub fn dir(&self) -> &RunDir {
@@ -101,19 +121,28 @@ impl RunRecord {
         self.store
             .get_run(&self.graph_run)
             .map_err(|e| self.graph_err(e))?
-            .ok_or_else(|| self.graph_err(kt_graph::GraphError::RunNotFound { run: self.graph_run.clone() }))
+            .ok_or_else(|| {
+                self.graph_err(kt_graph::GraphError::RunNotFound {
+                    run: self.graph_run.clone(),
+                })
+            })
     }
 
     /// Every checkpoint, all branches, in creation order.
     pub fn checkpoints(&self) -> Result<Vec<Checkpoint>, RunsError> {
-        self.store.list_checkpoints(&self.graph_run).map_err(|e| self.graph_err(e))
+        self.store
+            .list_checkpoints(&self.graph_run)
+            .map_err(|e| self.graph_err(e))
     }
 
     pub fn checkpoint(&self, id: CheckpointId) -> Result<Checkpoint, RunsError> {
         self.store
             .get_checkpoint(&self.graph_run, id)
             .map_err(|e| self.graph_err(e))?
-            .ok_or_else(|| RunsError::NoCheckpoint { run: self.graph_run.to_string(), checkpoint: id.0 })
+            .ok_or_else(|| RunsError::NoCheckpoint {
+                run: self.graph_run.to_string(),
+                checkpoint: id.0,
+            })
     }
 
     /// The most recently written checkpoint (any branch): where `resume` continues.
@@ -121,7 +150,10 @@ impl RunRecord {
         self.store
             .latest_checkpoint(&self.graph_run)
             .map_err(|e| self.graph_err(e))?
-            .ok_or_else(|| RunsError::NoCheckpoint { run: self.graph_run.to_string(), checkpoint: 0 })
+            .ok_or_else(|| RunsError::NoCheckpoint {
+                run: self.graph_run.to_string(),
+                checkpoint: 0,
+            })
     }
 
     /// The last checkpoint of branch 0: the run as it was recorded, whatever was replayed or forked since.
@@ -131,7 +163,10 @@ impl RunRecord {
             .filter(|c| c.branch == BranchId(0))
             .map(|c| c.id)
             .max()
-            .ok_or_else(|| RunsError::NoCheckpoint { run: self.graph_run.to_string(), checkpoint: 0 })
+            .ok_or_else(|| RunsError::NoCheckpoint {
+                run: self.graph_run.to_string(),
+                checkpoint: 0,
+            })
     }
 
     /// `7`, `#7`, `input` (checkpoint 0), `latest` (newest, any branch) or `head` (newest of branch 0).
@@ -142,10 +177,12 @@ impl RunRecord {
             "latest" => self.latest(),
             "head" => self.head(),
             _ => {
-                let n: u64 = s
-                    .trim_start_matches('#')
-                    .parse()
-                    .map_err(|_| RunsError::BadCheckpoint { spec: spec.to_string() })?;
+                let n: u64 =
+                    s.trim_start_matches('#')
+                        .parse()
+                        .map_err(|_| RunsError::BadCheckpoint {
+                            spec: spec.to_string(),
+                        })?;
                 self.checkpoint(CheckpointId(n)).map(|c| c.id)
             }
         }

@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use kt_graph::{
-    CheckpointId, CheckpointSource, CheckpointStore, Executor, FieldOp, ReplayMode, RunNodeOptions, RunOptions,
-    RunOutcome, SqliteStore, State, StateRecord,
+    CheckpointId, CheckpointSource, CheckpointStore, Executor, FieldOp, ReplayMode, RunNodeOptions,
+    RunOptions, RunOutcome, SqliteStore, State, StateRecord,
 };
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -65,8 +65,10 @@ fn executor<B: GraphBinding>(
 /// A consistent copy of the run's store in `dir` (WAL content included).
 fn scratch_store(record: &RunRecord, dir: &Path) -> Result<Arc<dyn CheckpointStore>, RunsError> {
     let target = dir.join("run.sqlite");
-    let conn = rusqlite::Connection::open(record.dir().sqlite()).map_err(|e| RunsError::Scratch(e.to_string()))?;
-    conn.execute("VACUUM INTO ?1", [target.to_string_lossy().as_ref()]).map_err(|e| RunsError::Scratch(e.to_string()))?;
+    let conn = rusqlite::Connection::open(record.dir().sqlite())
+        .map_err(|e| RunsError::Scratch(e.to_string()))?;
+    conn.execute("VACUUM INTO ?1", [target.to_string_lossy().as_ref()])
+        .map_err(|e| RunsError::Scratch(e.to_string()))?;
     drop(conn);
     let store = SqliteStore::open(&target).map_err(|e| RunsError::graph(record.graph_run(), e))?;
     Ok(Arc::new(store))
@@ -101,23 +103,49 @@ pub async fn debug_node<B: GraphBinding>(
         setup_here.output_dir = dir.path().join("out");
     }
     let exec = executor(binding, record, store.clone(), &setup_here)?;
-    let known = exec.graph().node_names().iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    let known = exec
+        .graph()
+        .node_names()
+        .iter()
+        .map(|s| s.to_string())
+        .collect::<Vec<_>>();
     if !known.contains(&opts.node) {
-        return Err(RunsError::UnknownNode { node: opts.node.clone(), known: known.join(", ") });
+        return Err(RunsError::UnknownNode {
+            node: opts.node.clone(),
+            known: known.join(", "),
+        });
     }
-    let effects = if setup.llm.reuses_journal() { ReplayMode::Reuse } else { ReplayMode::Live };
+    let effects = if setup.llm.reuses_journal() {
+        ReplayMode::Reuse
+    } else {
+        ReplayMode::Live
+    };
     let run = record.graph_run().clone();
     let result = exec
-        .run_node(&run, opts.at, &opts.node, RunNodeOptions { write: true, effects })
+        .run_node(
+            &run,
+            opts.at,
+            &opts.node,
+            RunNodeOptions {
+                write: true,
+                effects,
+            },
+        )
         .await
         .map_err(|e| RunsError::graph(&run, e))?;
-    let new_cp = result.checkpoint.ok_or_else(|| RunsError::Usage("the engine wrote no checkpoint".into()))?;
+    let new_cp = result
+        .checkpoint
+        .ok_or_else(|| RunsError::Usage("the engine wrote no checkpoint".into()))?;
     let route = store
         .get_checkpoint(&run, new_cp)
         .map_err(|e| RunsError::graph(&run, e))?
         .map(|cp| cp.next.iter().map(|t| t.node.clone()).collect())
         .unwrap_or_default();
-    let update: Map<String, Value> = result.update.iter().map(|(k, v)| (k.to_string(), v.clone())).collect();
+    let update: Map<String, Value> = result
+        .update
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.clone()))
+        .collect();
     let recorded_update = recorded_update::<B::State>(record, opts.at, &opts.node)?;
     let mut calls = setup.calls.calls();
     if calls.is_empty() {
@@ -139,7 +167,10 @@ pub async fn debug_node<B: GraphBinding>(
 }
 
 fn tempfile_dir() -> Result<tempfile::TempDir, RunsError> {
-    tempfile::Builder::new().prefix("kt-debug-").tempdir().map_err(|e| RunsError::io("creating a scratch directory in", std::env::temp_dir(), e))
+    tempfile::Builder::new()
+        .prefix("kt-debug-")
+        .tempdir()
+        .map_err(|e| RunsError::io("creating a scratch directory in", std::env::temp_dir(), e))
 }
 
 /// The update the recorded run's step from `at` got from `node` alone (None when that step ran other nodes,
@@ -187,7 +218,10 @@ fn recorded_update<S: State>(
 }
 
 fn merge_of<S: State>(field: &str) -> Option<kt_graph::Merge> {
-    S::fields().iter().find(|f| f.name == field).map(|f| f.merge)
+    S::fields()
+        .iter()
+        .find(|f| f.name == field)
+        .map(|f| f.merge)
 }
 
 /// How a replay, resume or fork-and-run ended.
@@ -202,7 +236,10 @@ pub struct ContinueReport {
     pub path: Vec<PathStep>,
 }
 
-fn continue_report<S>(record: &RunRecord, outcome: &RunOutcome<S>) -> Result<ContinueReport, RunsError> {
+fn continue_report<S>(
+    record: &RunRecord,
+    outcome: &RunOutcome<S>,
+) -> Result<ContinueReport, RunsError> {
     let cp = record.checkpoint(outcome.checkpoint())?;
     let (name, stopped) = match outcome {
         RunOutcome::Finished { .. } => ("finished", None),
@@ -228,9 +265,20 @@ pub async fn replay<B: GraphBinding>(
     step_limit: u64,
 ) -> Result<ContinueReport, RunsError> {
     let exec = executor(binding, record, record.store(), setup)?;
-    let effects = if setup.llm.reuses_journal() { ReplayMode::Reuse } else { ReplayMode::Live };
-    let opts = RunOptions { effects, step_limit, ..RunOptions::default() };
-    let out = exec.replay(record.graph_run(), from, opts).await.map_err(|e| RunsError::graph(record.graph_run(), e))?;
+    let effects = if setup.llm.reuses_journal() {
+        ReplayMode::Reuse
+    } else {
+        ReplayMode::Live
+    };
+    let opts = RunOptions {
+        effects,
+        step_limit,
+        ..RunOptions::default()
+    };
+    let out = exec
+        .replay(record.graph_run(), from, opts)
+        .await
+        .map_err(|e| RunsError::graph(record.graph_run(), e))?;
     continue_report(record, &out)
 }
 
@@ -243,9 +291,20 @@ pub async fn continue_run<B: GraphBinding>(
     step_limit: u64,
 ) -> Result<ContinueReport, RunsError> {
     let exec = executor(binding, record, record.store(), setup)?;
-    let effects = if setup.llm.reuses_journal() { ReplayMode::Reuse } else { ReplayMode::Live };
-    let opts = RunOptions { effects, step_limit, ..RunOptions::default() };
-    let out = exec.resume(record.graph_run(), opts).await.map_err(|e| RunsError::graph(record.graph_run(), e))?;
+    let effects = if setup.llm.reuses_journal() {
+        ReplayMode::Reuse
+    } else {
+        ReplayMode::Live
+    };
+    let opts = RunOptions {
+        effects,
+        step_limit,
+        ..RunOptions::default()
+    };
+    let out = exec
+        .resume(record.graph_run(), opts)
+        .await
+        .map_err(|e| RunsError::graph(record.graph_run(), e))?;
     continue_report(record, &out)
 }
 
@@ -263,8 +322,12 @@ impl FieldSet {
             spec: spec.to_string(),
             reason: "expected FIELD=VALUE".into(),
         })?;
-        let value = serde_json::from_str(value).unwrap_or_else(|_| Value::String(value.to_string()));
-        Ok(Self { path: path.trim().to_string(), value })
+        let value =
+            serde_json::from_str(value).unwrap_or_else(|_| Value::String(value.to_string()));
+        Ok(Self {
+            path: path.trim().to_string(),
+            value,
+        })
     }
 
     /// `field=FILE`: the file's text as a string (a `.json` file is read as JSON).
@@ -275,16 +338,24 @@ impl FieldSet {
         })?;
         let text = std::fs::read_to_string(file).map_err(|e| RunsError::io("reading", file, e))?;
         let value = if file.ends_with(".json") {
-            serde_json::from_str(&text)
-                .map_err(|e| RunsError::BadJson { path: PathBuf::from(file), reason: e.to_string() })?
+            serde_json::from_str(&text).map_err(|e| RunsError::BadJson {
+                path: PathBuf::from(file),
+                reason: e.to_string(),
+            })?
         } else {
             Value::String(text)
         };
-        Ok(Self { path: path.trim().to_string(), value })
+        Ok(Self {
+            path: path.trim().to_string(),
+            value,
+        })
     }
 
     fn apply(&self, state: &mut Value) -> Result<(), RunsError> {
-        let bad = |reason: String| RunsError::BadSetting { spec: self.path.clone(), reason };
+        let bad = |reason: String| RunsError::BadSetting {
+            spec: self.path.clone(),
+            reason,
+        };
         let mut slot = state;
         for part in self.path.split('.') {
             let known = match &*slot {
@@ -324,16 +395,25 @@ pub fn fork<B: GraphBinding>(
 ) -> Result<ForkReport, RunsError> {
     let exec = executor(binding, record, record.store(), setup)?;
     let run = record.graph_run().clone();
-    let state = exec.state_at(&run, at).map_err(|e| RunsError::graph(&run, e))?;
-    let mut json = serde_json::to_value(&state).map_err(|e| RunsError::Usage(format!("state does not serialize: {e}")))?;
+    let state = exec
+        .state_at(&run, at)
+        .map_err(|e| RunsError::graph(&run, e))?;
+    let mut json = serde_json::to_value(&state)
+        .map_err(|e| RunsError::Usage(format!("state does not serialize: {e}")))?;
     for set in sets {
         set.apply(&mut json)?;
     }
     let edited: B::State = serde_json::from_value(json).map_err(|e| RunsError::BadSetting {
-        spec: sets.iter().map(|s| s.path.as_str()).collect::<Vec<_>>().join(", "),
+        spec: sets
+            .iter()
+            .map(|s| s.path.as_str())
+            .collect::<Vec<_>>()
+            .join(", "),
         reason: format!("the edited state is not valid: {e}"),
     })?;
-    let id = exec.fork(&run, at, move |s| *s = edited).map_err(|e| RunsError::graph(&run, e))?;
+    let id = exec
+        .fork(&run, at, move |s| *s = edited)
+        .map_err(|e| RunsError::graph(&run, e))?;
     let cp = record.checkpoint(id)?;
     Ok(ForkReport {
         from: at.0,
@@ -353,7 +433,10 @@ pub fn export<B: GraphBinding>(
 ) -> Result<String, RunsError> {
     let exec = executor(binding, record, record.store(), setup)?;
     let highlight = match highlight_to {
-        Some(cp) => Some(exec.path(record.graph_run(), cp).map_err(|e| RunsError::graph(record.graph_run(), e))?),
+        Some(cp) => Some(
+            exec.path(record.graph_run(), cp)
+                .map_err(|e| RunsError::graph(record.graph_run(), e))?,
+        ),
         None => None,
     };
     let opts = kt_graph::ExportOptions { highlight };
@@ -371,7 +454,11 @@ pub enum GraphFormat {
 }
 
 /// Node names of the run's graph as the binding builds it.
-pub fn graph_nodes<B: GraphBinding>(binding: &B, record: &RunRecord, setup: &Setup) -> Result<Vec<String>, RunsError> {
+pub fn graph_nodes<B: GraphBinding>(
+    binding: &B,
+    record: &RunRecord,
+    setup: &Setup,
+) -> Result<Vec<String>, RunsError> {
     let graph = binding.build(record.dir(), setup)?;
     Ok(graph.node_names().iter().map(|s| s.to_string()).collect())
 }

@@ -13,7 +13,13 @@ async fn recorded() -> (tempfile::TempDir, RunRecord) {
 }
 
 fn first_before(record: &RunRecord, node: &str) -> CheckpointId {
-    record.checkpoints().unwrap().iter().find(|c| c.branch.0 == 0 && c.next.iter().any(|t| t.node == node)).unwrap().id
+    record
+        .checkpoints()
+        .unwrap()
+        .iter()
+        .find(|c| c.branch.0 == 0 && c.next.iter().any(|t| t.node == node))
+        .unwrap()
+        .id
 }
 
 #[tokio::test]
@@ -22,16 +28,44 @@ async fn a_recorded_run_shows_its_path_tokens_and_kernel_verdicts() {
     assert!(record.graph_run().as_str().ends_with("/stage3"));
     let s = show(&record).unwrap();
     assert_eq!(s.summary.status, "finished");
-    assert!(s.summary.speedup.unwrap() > 4.9, "20 ms -> 4 ms: {:?}", s.summary.speedup);
-    let ran: Vec<&str> = s.path.iter().flat_map(|p| p.nodes.iter().map(|n| n.node.as_str())).collect();
+    assert!(
+        s.summary.speedup.unwrap() > 4.9,
+        "20 ms -> 4 ms: {:?}",
+        s.summary.speedup
+    );
+    let ran: Vec<&str> = s
+        .path
+        .iter()
+        .flat_map(|p| p.nodes.iter().map(|n| n.node.as_str()))
+        .collect();
     assert_eq!(ran[..3], ["baseline", "plan", "next_step"]);
-    assert!(ran.contains(&"apply") && ran.contains(&"select") && ran.ends_with(&["finish"]), "{ran:?}");
-    assert!(s.path.iter().any(|p| p.tokens_in > 0), "LLM tokens are counted per step");
+    assert!(
+        ran.contains(&"apply") && ran.contains(&"select") && ran.ends_with(&["finish"]),
+        "{ran:?}"
+    );
+    assert!(
+        s.path.iter().any(|p| p.tokens_in > 0),
+        "LLM tokens are counted per step"
+    );
     assert!(s.path.last().unwrap().outcome.contains("finished"));
-    let verdicts: Vec<(&str, &str)> = s.kernels.iter().map(|k| (k.step.as_str(), k.status.as_str())).collect();
-    assert_eq!(verdicts, vec![("tunable block size", "accepted"), ("register tiling", "accepted")]);
+    let verdicts: Vec<(&str, &str)> = s
+        .kernels
+        .iter()
+        .map(|k| (k.step.as_str(), k.status.as_str()))
+        .collect();
+    assert_eq!(
+        verdicts,
+        vec![
+            ("tunable block size", "accepted"),
+            ("register tiling", "accepted")
+        ]
+    );
     let h = history(&record).unwrap();
-    assert_eq!(h.checkpoints.len(), s.path.len(), "one branch, so history is the path");
+    assert_eq!(
+        h.checkpoints.len(),
+        s.path.len(),
+        "one branch, so history is the path"
+    );
 }
 
 #[tokio::test]
@@ -40,11 +74,20 @@ async fn state_and_diff_show_fields_and_kernel_code_as_unified_diffs() {
     let head = record.head().unwrap();
     let code = state_at(&record, head, Some("best.kernel.code")).unwrap();
     assert!(code.as_str().unwrap().contains("fake-tuning: ok 4.0"));
-    let err = state_at(&record, head, Some("nope")).unwrap_err().to_string();
-    assert!(err.contains("plan") && err.contains("best"), "the error lists the fields: {err}");
+    let err = state_at(&record, head, Some("nope"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("plan") && err.contains("best"),
+        "the error lists the fields: {err}"
+    );
     let changes = diff(&record, CheckpointId(1), head).unwrap();
     let best = changes.iter().find(|c| c.field == "best").unwrap();
-    let code_leaf = best.leaves.iter().find(|l| l.path == "best.kernel.code").unwrap();
+    let code_leaf = best
+        .leaves
+        .iter()
+        .find(|l| l.path == "best.kernel.code")
+        .unwrap();
     match &code_leaf.change {
         LeafChange::Text { diff } => assert!(diff.contains("+// fake-tuning: ok 4.0"), "{diff}"),
         other => panic!("code should be a unified diff, got {other:?}"),
@@ -57,20 +100,48 @@ async fn debug_node_in_replay_mode_reproduces_the_recorded_answer_and_leaves_his
     let before = record.checkpoints().unwrap();
     let at = first_before(&record, "apply");
     let setup = Setup::new(LlmChoice::Replay, record.root().join("debug/x"));
-    let report = debug_node(&binding(), &record, &setup, &NodeDebug { node: "apply".into(), at, commit: false })
-        .await
-        .unwrap();
-    assert_eq!(report.matches_recorded, Some(true), "update: {:?}\nrecorded: {:?}", report.update, report.recorded_update);
+    let report = debug_node(
+        &binding(),
+        &record,
+        &setup,
+        &NodeDebug {
+            node: "apply".into(),
+            at,
+            commit: false,
+        },
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        report.matches_recorded,
+        Some(true),
+        "update: {:?}\nrecorded: {:?}",
+        report.update,
+        report.recorded_update
+    );
     assert_eq!(report.route, vec!["select"]);
     // The prompts and raw answers behind the replayed update come from the run's llm.jsonl.
-    assert_eq!(report.calls.len(), 2, "apply asks for the rewrite, then for restrictions");
+    assert_eq!(
+        report.calls.len(),
+        2,
+        "apply asks for the rewrite, then for restrictions"
+    );
     assert!(report.calls.iter().all(|c| c.origin == "recorded"));
-    assert!(report.calls[0].answer.as_deref().unwrap().contains("fake-tuning: ok 10.0"));
+    assert!(
+        report.calls[0]
+            .answer
+            .as_deref()
+            .unwrap()
+            .contains("fake-tuning: ok 10.0")
+    );
     assert!(report.calls[0].prompt.contains("tunable block size"));
     assert_eq!(report.tuning.len(), 1);
     assert_eq!(report.tuning[0]["outcome"]["verdict"], "verified");
     assert_eq!(record.checkpoints().unwrap(), before, "history unchanged");
-    assert!(!record.root().join("debug/x").exists(), "a dry run writes nothing into the run directory");
+    assert!(
+        !record.root().join("debug/x").exists(),
+        "a dry run writes nothing into the run directory"
+    );
 }
 
 #[tokio::test]
@@ -78,13 +149,31 @@ async fn debug_node_with_a_script_and_prompt_override_sends_the_override_and_com
     let (base, record) = recorded().await;
     let at = first_before(&record, "plan");
     let script = base.path().join("plan.json");
-    write_script(&script, &[("stage3.plan", serde_json::json!({"steps": ["only one step"]}).to_string())]);
-    let mut setup = Setup::new(LlmChoice::Scripted(script), record.root().join("debug/plan"));
+    write_script(
+        &script,
+        &[(
+            "stage3.plan",
+            serde_json::json!({"steps": ["only one step"]}).to_string(),
+        )],
+    );
+    let mut setup = Setup::new(
+        LlmChoice::Scripted(script),
+        record.root().join("debug/plan"),
+    );
     setup.prompt_override = Some("Plan exactly one step.".into());
     let n_before = record.checkpoints().unwrap().len();
-    let report = debug_node(&binding(), &record, &setup, &NodeDebug { node: "plan".into(), at, commit: true })
-        .await
-        .unwrap();
+    let report = debug_node(
+        &binding(),
+        &record,
+        &setup,
+        &NodeDebug {
+            node: "plan".into(),
+            at,
+            commit: true,
+        },
+    )
+    .await
+    .unwrap();
     assert_eq!(report.calls.len(), 1);
     assert!(report.calls[0].overridden && report.calls[0].prompt == "Plan exactly one step.");
     assert_eq!(report.calls[0].origin, "asked");
@@ -109,9 +198,25 @@ async fn a_fork_differs_from_its_origin_only_in_the_fields_it_sets() {
     assert_eq!(fields, vec!["replans_used"]);
     let again = diff(&record, at, CheckpointId(report.checkpoint)).unwrap();
     assert_eq!(again.len(), 1);
-    let bad = fork(&binding(), &record, &setup, at, &[FieldSet::parse("round=\"x\"").unwrap()]).unwrap_err().to_string();
+    let bad = fork(
+        &binding(),
+        &record,
+        &setup,
+        at,
+        &[FieldSet::parse("round=\"x\"").unwrap()],
+    )
+    .unwrap_err()
+    .to_string();
     assert!(bad.contains("not valid"), "{bad}");
-    let unknown = fork(&binding(), &record, &setup, at, &[FieldSet::parse("nope=1").unwrap()]).unwrap_err().to_string();
+    let unknown = fork(
+        &binding(),
+        &record,
+        &setup,
+        at,
+        &[FieldSet::parse("nope=1").unwrap()],
+    )
+    .unwrap_err()
+    .to_string();
     assert!(unknown.contains("no `nope`"), "{unknown}");
 }
 
@@ -119,19 +224,54 @@ async fn a_fork_differs_from_its_origin_only_in_the_fields_it_sets() {
 async fn a_breakpoint_before_apply_stops_a_replay_and_continuing_finishes_like_the_recording() {
     let (_base, record) = recorded().await;
     let known = nodes_seen(&record).unwrap();
-    let err = set_breakpoints(&record, Breakpoints { before: vec!["nope".into()], after: vec![] }, &known).unwrap_err();
+    let err = set_breakpoints(
+        &record,
+        Breakpoints {
+            before: vec!["nope".into()],
+            after: vec![],
+        },
+        &known,
+    )
+    .unwrap_err();
     assert!(err.to_string().contains("apply"), "{err}");
-    set_breakpoints(&record, Breakpoints { before: vec!["apply".into()], after: vec![] }, &known).unwrap();
+    set_breakpoints(
+        &record,
+        Breakpoints {
+            before: vec!["apply".into()],
+            after: vec![],
+        },
+        &known,
+    )
+    .unwrap();
     let setup = Setup::new(LlmChoice::Replay, record.root().join("debug/replay"));
-    let stopped = replay(&binding(), &record, &setup, CheckpointId(0), 500).await.unwrap();
+    let stopped = replay(&binding(), &record, &setup, CheckpointId(0), 500)
+        .await
+        .unwrap();
     assert_eq!(stopped.outcome, "stopped");
-    assert!(stopped.stopped.as_deref().unwrap().contains("before `apply`"));
-    assert_eq!(record.checkpoint(CheckpointId(stopped.checkpoint)).unwrap().next[0].node, "apply");
+    assert!(
+        stopped
+            .stopped
+            .as_deref()
+            .unwrap()
+            .contains("before `apply`")
+    );
+    assert_eq!(
+        record
+            .checkpoint(CheckpointId(stopped.checkpoint))
+            .unwrap()
+            .next[0]
+            .node,
+        "apply"
+    );
     // Continue past it, then past the second apply, to the end.
-    let mut out = continue_run(&binding(), &record, &setup, 500).await.unwrap();
+    let mut out = continue_run(&binding(), &record, &setup, 500)
+        .await
+        .unwrap();
     let mut guard = 0;
     while out.outcome == "stopped" && guard < 5 {
-        out = continue_run(&binding(), &record, &setup, 500).await.unwrap();
+        out = continue_run(&binding(), &record, &setup, 500)
+            .await
+            .unwrap();
         guard += 1;
     }
     assert_eq!(out.outcome, "finished");
@@ -147,16 +287,45 @@ async fn the_graph_export_highlights_the_path_and_the_report_has_every_part() {
     let head = record.head().unwrap();
     let dot = export(&binding(), &record, &setup, GraphFormat::Dot, Some(head)).unwrap();
     assert!(dot.contains("\"plan\" [shape=box, style=filled"), "{dot}");
-    let mermaid = export(&binding(), &record, &setup, GraphFormat::Mermaid, Some(head)).unwrap();
-    assert!(mermaid.contains("class ") && mermaid.contains("visited"), "{mermaid}");
+    let mermaid = export(
+        &binding(),
+        &record,
+        &setup,
+        GraphFormat::Mermaid,
+        Some(head),
+    )
+    .unwrap();
+    assert!(
+        mermaid.contains("class ") && mermaid.contains("visited"),
+        "{mermaid}"
+    );
     let inputs = ReportInputs::collect(&record, Some(&dot)).unwrap();
-    assert_eq!(inputs.kernels.len(), 3, "original and two accepted candidates");
-    assert!(inputs.kernels[1].diff.as_deref().unwrap().contains("+// fake-tuning: ok 10.0"));
+    assert_eq!(
+        inputs.kernels.len(),
+        3,
+        "original and two accepted candidates"
+    );
+    assert!(
+        inputs.kernels[1]
+            .diff
+            .as_deref()
+            .unwrap()
+            .contains("+// fake-tuning: ok 10.0")
+    );
     assert_eq!(inputs.llm.len(), 8);
     assert_eq!(inputs.points.len(), 2);
     assert!((inputs.points[1].best_speedup - 5.0).abs() < 1e-9);
     let html = render_html(&inputs);
-    for id in ["summary", "graph-svg", "timeline-svg", "steps", "llm-calls", "kernels", "tuning", "speedup-svg"] {
+    for id in [
+        "summary",
+        "graph-svg",
+        "timeline-svg",
+        "steps",
+        "llm-calls",
+        "kernels",
+        "tuning",
+        "speedup-svg",
+    ] {
         assert!(html.contains(&format!("id=\"{id}\"")), "missing #{id}");
     }
     assert!(!html.contains("http://") || html.matches("http://").all(|_| true));

@@ -12,8 +12,8 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use kt_graph::CompiledGraph;
 use kt_pipeline::stage3::{
-    BackendError, BackendInputs, KernelFacts, Outcome, Reference, Stage3Context, Stage3State, TunableKernel,
-    TuningBackend, TuningProgress, build_graph, tuner_backend,
+    BackendError, BackendInputs, KernelFacts, Outcome, Reference, Stage3Context, Stage3State,
+    TunableKernel, TuningBackend, TuningProgress, build_graph, tuner_backend,
 };
 use kt_pipeline::strategy::{StrategyOverrides, load_strategy};
 use kt_pipeline::{PipelineError, PromptLibrary, RunDir};
@@ -34,7 +34,10 @@ pub struct Stage3Binding {
 }
 
 fn pipe(run: &RunDir) -> impl Fn(PipelineError) -> RunsError + '_ {
-    move |source| RunsError::Pipeline { run: run.root().to_path_buf(), source }
+    move |source| RunsError::Pipeline {
+        run: run.root().to_path_buf(),
+        source,
+    }
 }
 
 impl GraphBinding for Stage3Binding {
@@ -48,16 +51,24 @@ impl GraphBinding for Stage3Binding {
             breakdown: meta.settings.breakdown,
             candidates: meta.settings.candidates,
         };
-        let strategy =
-            load_strategy(&meta.strategy, self.strategies_dir.as_deref()).map_err(&err)?.with_overrides(&overrides);
+        let strategy = load_strategy(&meta.strategy, self.strategies_dir.as_deref())
+            .map_err(&err)?
+            .with_overrides(&overrides);
         let prompts = PromptLibrary::locate(self.prompts_dir.as_deref()).map_err(&err)?;
-        let source =
-            std::fs::read_to_string(run.input_cu()).map_err(|e| RunsError::io("reading", run.input_cu(), e))?;
+        let source = std::fs::read_to_string(run.input_cu())
+            .map_err(|e| RunsError::io("reading", run.input_cu(), e))?;
         let info = run.load_kernel_info().map_err(&err)?;
         let parsed = kt_cuda::parse(&source).map_err(|e| err(e.into()))?;
-        let kernel = parsed.select_kernel(Some(&info.name)).map_err(|e| err(e.into()))?.clone();
+        let kernel = parsed
+            .select_kernel(Some(&info.name))
+            .map_err(|e| err(e.into()))?
+            .clone();
         let sidecar_path = kt_cuda::Sidecar::path_for(Path::new(&meta.kernel_file));
-        let sidecar = if sidecar_path.is_file() { kt_cuda::Sidecar::load(&sidecar_path).ok() } else { None };
+        let sidecar = if sidecar_path.is_file() {
+            kt_cuda::Sidecar::load(&sidecar_path).ok()
+        } else {
+            None
+        };
         let original = TunableKernel::original(&source, &info);
         let live = tuner_backend(&BackendInputs {
             run,
@@ -68,7 +79,11 @@ impl GraphBinding for Stage3Binding {
             sidecar: sidecar.as_ref(),
         });
         let backend = RecordedBackend::from_run(run, live);
-        let facts = KernelFacts { info, signature: kernel, source };
+        let facts = KernelFacts {
+            info,
+            signature: kernel,
+            source,
+        };
         let cx = Stage3Context::new(strategy, facts, Arc::new(prompts))
             .with_llm(setup.client(run)?)
             .with_backend(Arc::new(backend))
@@ -119,17 +134,39 @@ pub struct RecordedBackend {
 impl RecordedBackend {
     /// Collects every measured candidate of every checkpoint of the run's Stage 3 history.
     pub fn from_run(run: &RunDir, live: Arc<dyn TuningBackend>) -> Self {
-        let mut me = Self { reference: None, outcomes: HashMap::new(), live };
-        let Ok(record) = RunRecord::open(run.clone()) else { return me };
-        let Ok(checkpoints) = record.checkpoints() else { return me };
+        let mut me = Self {
+            reference: None,
+            outcomes: HashMap::new(),
+            live,
+        };
+        let Ok(record) = RunRecord::open(run.clone()) else {
+            return me;
+        };
+        let Ok(checkpoints) = record.checkpoints() else {
+            return me;
+        };
         // Finished checkpoints of every branch hold every candidate of their line of history.
-        for cp in checkpoints.iter().filter(|c| c.is_finished() || c.id == checkpoints[checkpoints.len() - 1].id) {
-            let Ok(fields) = record.fields_at(cp.id) else { continue };
+        for cp in checkpoints
+            .iter()
+            .filter(|c| c.is_finished() || c.id == checkpoints[checkpoints.len() - 1].id)
+        {
+            let Ok(fields) = record.fields_at(cp.id) else {
+                continue;
+            };
             if me.reference.is_none() {
-                me.reference = fields.get("reference").and_then(|r| serde_json::from_value(r.clone()).ok());
+                me.reference = fields
+                    .get("reference")
+                    .and_then(|r| serde_json::from_value(r.clone()).ok());
             }
-            for c in fields.get("candidates").and_then(Value::as_array).into_iter().flatten() {
-                let (Some(kernel), Some(outcome)) = (c.get("kernel"), c.get("outcome")) else { continue };
+            for c in fields
+                .get("candidates")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                let (Some(kernel), Some(outcome)) = (c.get("kernel"), c.get("outcome")) else {
+                    continue;
+                };
                 let (Ok(kernel), Ok(outcome)) = (
                     serde_json::from_value::<TunableKernel>(kernel.clone()),
                     serde_json::from_value::<Outcome>(outcome.clone()),
@@ -169,7 +206,10 @@ impl TuningBackend for RecordedBackend {
     ) -> Result<Outcome, BackendError> {
         match self.outcomes.get(&key(kernel)) {
             Some(o) => {
-                tracing::info!(label, "kernel measured before in this run: reusing its tuning result");
+                tracing::info!(
+                    label,
+                    "kernel measured before in this run: reusing its tuning result"
+                );
                 Ok(o.clone())
             }
             None => self.live.evaluate(label, kernel, progress).await,

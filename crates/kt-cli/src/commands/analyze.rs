@@ -76,26 +76,49 @@ pub(crate) fn stage1_source(
 }
 
 pub(crate) fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
-    Ok(tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?)
+    Ok(tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?)
 }
 
 pub fn run(args: AnalyzeArgs) -> anyhow::Result<ExitCode> {
     let source = KernelSource::read(&args.file, args.kernel.as_deref())?;
-    let mut llm = if args.info_from_sidecar { None } else { llm_client(args.llm.as_deref())? };
+    let mut llm = if args.info_from_sidecar {
+        None
+    } else {
+        llm_client(args.llm.as_deref())?
+    };
     if let (Some((client, _)), Some(path)) = (llm.as_mut(), &args.record) {
         *client = client.clone().with_recorder(Recorder::open(path)?);
     }
-    let how = stage1_source(args.info_from_sidecar, llm.as_ref(), args.prompts.as_deref(), args.attempts)?;
+    let how = stage1_source(
+        args.info_from_sidecar,
+        llm.as_ref(),
+        args.prompts.as_deref(),
+        args.attempts,
+    )?;
     let understood = runtime()?.block_on(analyze_file(&source, how))?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&understood_json(&understood))?);
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&understood_json(&understood))?
+        );
     } else {
         print_info(&understood.stage1.info);
-        print_disagreements(&understood, source.sidecar.is_some() && !args.info_from_sidecar);
+        print_disagreements(
+            &understood,
+            source.sidecar.is_some() && !args.info_from_sidecar,
+        );
     }
     if let Some((client, _)) = &llm {
         let t = client.totals().run;
-        tracing::info!(calls = t.calls, tokens_in = t.input_tokens, tokens_out = t.output_tokens, "LLM usage");
+        tracing::info!(
+            calls = t.calls,
+            tokens_in = t.input_tokens,
+            tokens_out = t.output_tokens,
+            "LLM usage"
+        );
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -112,14 +135,21 @@ pub(crate) fn print_info(info: &KernelInfo) {
     println!("computes     {}", info.description);
     println!("parameters   {}", info.parameters.join(", "));
     let axes = ["x", "y", "z"];
-    let size: Vec<String> =
-        info.problem_size.iter().zip(axes).map(|(d, a)| format!("{a} = {}", d.expression)).collect();
+    let size: Vec<String> = info
+        .problem_size
+        .iter()
+        .zip(axes)
+        .map(|(d, a)| format!("{a} = {}", d.expression))
+        .collect();
     println!("problem size {} ({}-D)", size.join(", "), info.dimensions());
     println!("outputs      {}", info.outputs.join(", "));
     if !info.inputs_and_outputs.is_empty() {
         println!("read+written {}", info.inputs_and_outputs.join(", "));
     }
-    println!("block        {}x{}x{}", info.default_block[0], info.default_block[1], info.default_block[2]);
+    println!(
+        "block        {}x{}x{}",
+        info.default_block[0], info.default_block[1], info.default_block[2]
+    );
 }
 
 pub(crate) fn print_disagreements(u: &Understood, compared: bool) {

@@ -7,8 +7,9 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::{Args, Subcommand};
 use kt_runs::{
-    Breakpoints, CheckpointId, LlmChoice, NodeDebug, RunRecord, Setup, Stage3Binding, debug_node, diff, graph_nodes, history, nodes_seen,
-    render_text, resolve_run, runs_base, session_dir, set_breakpoints, state_at,
+    Breakpoints, CheckpointId, LlmChoice, NodeDebug, RunRecord, Setup, Stage3Binding, debug_node,
+    diff, graph_nodes, history, nodes_seen, render_text, resolve_run, runs_base, session_dir,
+    set_breakpoints, state_at,
 };
 
 #[derive(Debug, Args)]
@@ -128,20 +129,37 @@ fn show_history(a: RunArg) -> anyhow::Result<ExitCode> {
         println!("{}", serde_json::to_string_pretty(&h)?);
         return Ok(ExitCode::SUCCESS);
     }
-    println!("{}: {} checkpoints, {} branches", h.graph_run, h.checkpoints.len(), h.branches.len());
-    println!("{:>5} {:>6} {:>6} {:>5} {:<9} {:<22} {:<24} CHANGED", "CP", "PARENT", "BRANCH", "STEP", "SOURCE", "RAN", "NEXT");
+    println!(
+        "{}: {} checkpoints, {} branches",
+        h.graph_run,
+        h.checkpoints.len(),
+        h.branches.len()
+    );
+    println!(
+        "{:>5} {:>6} {:>6} {:>5} {:<9} {:<22} {:<24} CHANGED",
+        "CP", "PARENT", "BRANCH", "STEP", "SOURCE", "RAN", "NEXT"
+    );
     for c in &h.checkpoints {
         println!(
             "{:>5} {:>6} {:>6} {:>5} {:<9} {:<22} {:<24} {}{}",
             format!("#{}", c.checkpoint),
-            c.parent.map(|p| format!("#{p}")).unwrap_or_else(|| "-".into()),
+            c.parent
+                .map(|p| format!("#{p}"))
+                .unwrap_or_else(|| "-".into()),
             format!("b{}", c.branch),
             c.step,
             c.source,
             c.ran.join(","),
-            if c.next.is_empty() { "(end)".to_string() } else { c.next.join(",") },
+            if c.next.is_empty() {
+                "(end)".to_string()
+            } else {
+                c.next.join(",")
+            },
             c.changed.join(","),
-            c.stopped.as_ref().map(|s| format!("   <- stopped: {s}")).unwrap_or_default()
+            c.stopped
+                .as_ref()
+                .map(|s| format!("   <- stopped: {s}"))
+                .unwrap_or_default()
         );
     }
     for b in h.branches.iter().filter(|b| b.origin.is_some()) {
@@ -149,12 +167,19 @@ fn show_history(a: RunArg) -> anyhow::Result<ExitCode> {
             println!(
                 "branch b{} from b{ob} at #{oc} ({})",
                 b.branch,
-                if b.reuses_effects { "replay: reuses recorded effects" } else { "fork: asks anew" }
+                if b.reuses_effects {
+                    "replay: reuses recorded effects"
+                } else {
+                    "fork: asks anew"
+                }
             );
         }
     }
     if !h.breakpoints.before.is_empty() || !h.breakpoints.after.is_empty() {
-        println!("breakpoints: before {:?}, after {:?}", h.breakpoints.before, h.breakpoints.after);
+        println!(
+            "breakpoints: before {:?}, after {:?}",
+            h.breakpoints.before, h.breakpoints.after
+        );
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -186,6 +211,12 @@ fn show_diff(a: DiffArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn node(a: NodeArgs) -> anyhow::Result<ExitCode> {
+    if a.run.graph != "stage3" {
+        anyhow::bail!(
+            "running a node again is available for Stage 3 graphs (the strategies); `--graph {}` can be inspected with history, state and diff",
+            a.run.graph
+        );
+    }
     let record = a.run.open()?;
     let at = match &a.at {
         Some(spec) => record.resolve(spec)?,
@@ -194,15 +225,21 @@ fn node(a: NodeArgs) -> anyhow::Result<ExitCode> {
     let output = session_dir(&record, "node");
     let mut setup = Setup::new(LlmChoice::parse(&a.llm)?, &output);
     if let Some(file) = &a.prompt_override {
-        setup.prompt_override =
-            Some(std::fs::read_to_string(file).with_context(|| format!("reading the prompt override {}", file.display()))?);
+        setup.prompt_override = Some(
+            std::fs::read_to_string(file)
+                .with_context(|| format!("reading the prompt override {}", file.display()))?,
+        );
     }
     let rt = tokio::runtime::Runtime::new()?;
     let report = rt.block_on(debug_node(
         &Stage3Binding::default(),
         &record,
         &setup,
-        &NodeDebug { node: a.node.clone(), at, commit: a.commit },
+        &NodeDebug {
+            node: a.node.clone(),
+            at,
+            commit: a.commit,
+        },
     ))?;
     if a.run.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
@@ -210,23 +247,57 @@ fn node(a: NodeArgs) -> anyhow::Result<ExitCode> {
     }
     println!("node `{}` at #{} (llm: {})", report.node, report.at, a.llm);
     for (i, c) in report.calls.iter().enumerate() {
-        println!("\n--- call {} [{}] {} ({}) ---", i + 1, c.label, if c.overridden { "prompt OVERRIDDEN" } else { "prompt" }, c.origin);
+        println!(
+            "\n--- call {} [{}] {} ({}) ---",
+            i + 1,
+            c.label,
+            if c.overridden {
+                "prompt OVERRIDDEN"
+            } else {
+                "prompt"
+            },
+            c.origin
+        );
         println!("{}", c.prompt);
         println!("--- raw answer ---");
-        println!("{}", c.answer.as_deref().or(c.error.as_deref()).unwrap_or("(none)"));
+        println!(
+            "{}",
+            c.answer
+                .as_deref()
+                .or(c.error.as_deref())
+                .unwrap_or("(none)")
+        );
     }
-    println!("\n--- update ---\n{}", serde_json::to_string_pretty(&report.update)?);
+    println!(
+        "\n--- update ---\n{}",
+        serde_json::to_string_pretty(&report.update)?
+    );
     if !report.tuning.is_empty() {
-        println!("--- tuning ---\n{}", serde_json::to_string_pretty(&report.tuning)?);
+        println!(
+            "--- tuning ---\n{}",
+            serde_json::to_string_pretty(&report.tuning)?
+        );
     }
-    println!("route: {} -> {}", report.node, if report.route.is_empty() { "END".to_string() } else { report.route.join(", ") });
+    println!(
+        "route: {} -> {}",
+        report.node,
+        if report.route.is_empty() {
+            "END".to_string()
+        } else {
+            report.route.join(", ")
+        }
+    );
     match report.matches_recorded {
         Some(true) => println!("same update as the recorded run"),
-        Some(false) => println!("differs from the recorded run's update (see --json: recorded_update)"),
+        Some(false) => {
+            println!("differs from the recorded run's update (see --json: recorded_update)")
+        }
         None => println!("the recorded run did not run this node at #{}", report.at),
     }
     match report.committed {
-        Some(cp) => println!("committed as checkpoint #{cp} on a new branch; `kt resume` continues from it"),
+        Some(cp) => {
+            println!("committed as checkpoint #{cp} on a new branch; `kt resume` continues from it")
+        }
         None => println!("history unchanged (add --commit to keep the result)"),
     }
     Ok(ExitCode::SUCCESS)
@@ -238,18 +309,31 @@ fn first_checkpoint_before(record: &RunRecord, node: &str) -> anyhow::Result<Che
     cps.iter()
         .find(|c| c.branch.0 == 0 && c.next.iter().any(|t| t.node == node))
         .map(|c| c.id)
-        .with_context(|| format!("the recorded run never ran `{node}`; pass --at CHECKPOINT (see `kt debug history`)"))
+        .with_context(|| {
+            format!(
+                "the recorded run never ran `{node}`; pass --at CHECKPOINT (see `kt debug history`)"
+            )
+        })
 }
 
 fn breakpoints(a: BreakArgs) -> anyhow::Result<ExitCode> {
     let record = a.run.open()?;
     let setup = Setup::new(LlmChoice::Replay, session_dir(&record, "break"));
-    // Valid names come from the graph when it can be rebuilt, else from what the history mentions.
-    let known = match graph_nodes(&Stage3Binding::default(), &record, &setup) {
-        Ok(n) => n,
-        Err(_) => nodes_seen(&record)?,
+    // Valid names come from the graph when it can be rebuilt (Stage 3), else from what the history mentions.
+    let rebuilt = if a.run.graph == "stage3" {
+        graph_nodes(&Stage3Binding::default(), &record, &setup).ok()
+    } else {
+        None
     };
-    let mut bp = if a.clear { Breakpoints::default() } else { record.meta()?.breakpoints };
+    let known = match rebuilt {
+        Some(n) => n,
+        None => nodes_seen(&record)?,
+    };
+    let mut bp = if a.clear {
+        Breakpoints::default()
+    } else {
+        record.meta()?.breakpoints
+    };
     for n in a.before {
         if !bp.before.contains(&n) {
             bp.before.push(n);
@@ -266,7 +350,10 @@ fn breakpoints(a: BreakArgs) -> anyhow::Result<ExitCode> {
     } else if stored.before.is_empty() && stored.after.is_empty() {
         println!("no breakpoints");
     } else {
-        println!("breakpoints: before {:?}, after {:?}", stored.before, stored.after);
+        println!(
+            "breakpoints: before {:?}, after {:?}",
+            stored.before, stored.after
+        );
     }
     Ok(ExitCode::SUCCESS)
 }

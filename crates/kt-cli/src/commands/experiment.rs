@@ -8,8 +8,8 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::{Args, Subcommand};
 use kt_experiments::{
-    CellRunner, Design, KtBinary, Report, ReportFormat, RunOptions, SlurmOptions, StopSignal, expand, prepare_out_dir,
-    run_experiment, run_one_cell, write_plots, write_slurm,
+    CellRunner, Design, KtBinary, Report, ReportFormat, RunOptions, SlurmOptions, StopSignal,
+    expand, prepare_out_dir, run_experiment, run_one_cell, write_plots, write_slurm,
 };
 
 #[derive(Debug, Args)]
@@ -156,7 +156,12 @@ fn run_all(a: RunArgs) -> anyhow::Result<ExitCode> {
     let (design, cells) = load(&a.file)?;
     let out = a.out.unwrap_or_else(|| design.default_out_dir());
     let mut opts = RunOptions::new(&out, kt_binary(a.kt_bin)?);
-    opts.gpus = a.gpus.into_iter().map(|g| g.trim().to_string()).filter(|g| !g.is_empty()).collect();
+    opts.gpus = a
+        .gpus
+        .into_iter()
+        .map(|g| g.trim().to_string())
+        .filter(|g| !g.is_empty())
+        .collect();
     opts.jobs = a.jobs;
     opts.grace = Duration::from_secs(a.grace);
     opts.progress = !a.quiet && !a.json;
@@ -178,7 +183,9 @@ fn run_all(a: RunArgs) -> anyhow::Result<ExitCode> {
             out.join("cells.jsonl").display()
         );
         if !summary.complete() {
-            println!("run the same command again to continue (finished cells are skipped, stopped ones resume)");
+            println!(
+                "run the same command again to continue (finished cells are skipped, stopped ones resume)"
+            );
         }
     }
     Ok(if summary.not_done > 0 {
@@ -201,7 +208,11 @@ fn run_cell(a: RunCellArgs) -> anyhow::Result<ExitCode> {
     match status {
         Some(s) => {
             println!("{} {}", s.as_str(), a.cell);
-            Ok(if s.is_final() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+            Ok(if s.is_final() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            })
         }
         None => {
             println!("stopped {} (resumable: run it again)", a.cell);
@@ -216,7 +227,15 @@ fn cells(a: CellsArgs) -> anyhow::Result<ExitCode> {
         println!("{}", serde_json::to_string_pretty(&cells)?);
     } else {
         for c in &cells {
-            println!("{}\t{}\t{}\t{}\tr{}\tseed {}", c.id, c.kernel, c.variant(), c.model, c.repeat, c.seed);
+            println!(
+                "{}\t{}\t{}\t{}\tr{}\tseed {}",
+                c.id,
+                c.kernel,
+                c.variant(),
+                c.model,
+                c.repeat,
+                c.seed
+            );
         }
         eprintln!("{}: {} cells", design.name, cells.len());
     }
@@ -228,8 +247,10 @@ fn slurm(a: SlurmArgs) -> anyhow::Result<ExitCode> {
     let out = a.out.unwrap_or_else(|| design.default_out_dir());
     prepare_out_dir(&design, &cells, &out)?;
     // Tasks run on other nodes, in other directories: give them absolute paths.
-    let out = std::fs::canonicalize(&out).with_context(|| format!("resolving {}", out.display()))?;
-    let file = std::fs::canonicalize(&a.file).with_context(|| format!("resolving {}", a.file.display()))?;
+    let out =
+        std::fs::canonicalize(&out).with_context(|| format!("resolving {}", out.display()))?;
+    let file = std::fs::canonicalize(&a.file)
+        .with_context(|| format!("resolving {}", a.file.display()))?;
     let kt = kt_binary(a.kt_bin)?.program;
     let opts = SlurmOptions {
         partition: a.partition,
@@ -240,7 +261,11 @@ fn slurm(a: SlurmArgs) -> anyhow::Result<ExitCode> {
         kt,
     };
     let scripts = write_slurm(&design.name, &file, &cells, &opts)?;
-    println!("{} array tasks, one per cell, in {}", scripts.tasks, scripts.dir.display());
+    println!(
+        "{} array tasks, one per cell, in {}",
+        scripts.tasks,
+        scripts.dir.display()
+    );
     println!("  cell list:  {}", scripts.cell_list.display());
     println!("  array job:  {}", scripts.array.display());
     println!("  collection: {}", scripts.collect.display());
@@ -253,7 +278,8 @@ fn report(a: ReportArgs) -> anyhow::Result<ExitCode> {
     let (report, dir) = Report::load(&a.path, a.out.as_deref())?;
     let text = report.render(format);
     let report_dir = dir.join("report");
-    std::fs::create_dir_all(&report_dir).with_context(|| format!("creating {}", report_dir.display()))?;
+    std::fs::create_dir_all(&report_dir)
+        .with_context(|| format!("creating {}", report_dir.display()))?;
     let ext = match format {
         ReportFormat::Markdown => "md",
         ReportFormat::Csv => "csv",
@@ -264,7 +290,12 @@ fn report(a: ReportArgs) -> anyhow::Result<ExitCode> {
     print!("{text}");
     if !a.no_plots {
         let plots = write_plots(&report, &report_dir)?;
-        eprintln!("{} plots and {} written to {}", plots.len(), file.display(), report_dir.display());
+        eprintln!(
+            "{} plots and {} written to {}",
+            plots.len(),
+            file.display(),
+            report_dir.display()
+        );
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -5,7 +5,10 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
-use kt_runs::{FieldSet, LlmChoice, RunRecord, Setup, Stage3Binding, fork, render_text, resolve_run, runs_base, session_dir};
+use kt_runs::{
+    FieldSet, LlmChoice, RunRecord, Setup, Stage3Binding, fork, render_text, resolve_run,
+    runs_base, session_dir,
+};
 
 #[derive(Debug, Args)]
 pub struct ForkArgs {
@@ -32,21 +35,33 @@ pub struct ForkArgs {
 pub fn run(a: ForkArgs) -> anyhow::Result<ExitCode> {
     let record = RunRecord::open(resolve_run(&a.run, &runs_base(a.runs_dir.as_deref()))?)?;
     let at = record.resolve(&a.at)?;
-    let mut sets = a.sets.iter().map(|s| FieldSet::parse(s)).collect::<Result<Vec<_>, _>>()?;
+    let mut sets = a
+        .sets
+        .iter()
+        .map(|s| FieldSet::parse(s))
+        .collect::<Result<Vec<_>, _>>()?;
     for s in &a.set_files {
         sets.push(FieldSet::from_file(s)?);
     }
     if sets.is_empty() {
-        anyhow::bail!("nothing to change: give --set FIELD=VALUE or --set-file FIELD=FILE (`kt debug state` shows the fields)");
+        anyhow::bail!(
+            "nothing to change: give --set FIELD=VALUE or --set-file FIELD=FILE (`kt debug state` shows the fields)"
+        );
     }
     let setup = Setup::new(LlmChoice::Replay, session_dir(&record, "fork"));
     let report = fork(&Stage3Binding::default(), &record, &setup, at, &sets)?;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
-        println!("forked #{} to checkpoint #{} on branch b{}:", report.from, report.checkpoint, report.branch);
+        println!(
+            "forked #{} to checkpoint #{} on branch b{}:",
+            report.from, report.checkpoint, report.branch
+        );
         print!("{}", render_text(&report.changed));
-        println!("`kt resume {}` continues from #{}", a.run, report.checkpoint);
+        println!(
+            "`kt resume {}` continues from #{}",
+            a.run, report.checkpoint
+        );
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -63,9 +63,15 @@ fn highlighted_run(a: &ExportArgs) -> anyhow::Result<Option<kt_pipeline::RunDir>
     if let Some(run) = &a.highlight {
         let dir = kt_runs::resolve_run(run, &base)?;
         let ran = dir.read_meta()?.strategy;
-        let named = std::path::Path::new(&a.strategy).file_stem().map(|s| s.to_string_lossy().to_string());
+        let named = std::path::Path::new(&a.strategy)
+            .file_stem()
+            .map(|s| s.to_string_lossy().to_string());
         if named.as_deref() != Some(ran.as_str()) {
-            anyhow::bail!("run {} used the {ran} strategy, not {}: export `{ran}` to highlight it", dir.run_id(), a.strategy);
+            anyhow::bail!(
+                "run {} used the {ran} strategy, not {}: export `{ran}` to highlight it",
+                dir.run_id(),
+                a.strategy
+            );
         }
         return Ok(Some(dir));
     }
@@ -78,12 +84,24 @@ fn highlighted_run(a: &ExportArgs) -> anyhow::Result<Option<kt_pipeline::RunDir>
 /// The run's own graph (rebuilt from its directory) with the path to its recorded end highlighted.
 fn export_run(a: &ExportArgs, dir: &kt_pipeline::RunDir) -> anyhow::Result<ExitCode> {
     let record = kt_runs::RunRecord::open(dir.clone())?;
-    let setup = kt_runs::Setup::new(kt_runs::LlmChoice::Replay, kt_runs::session_dir(&record, "export"));
+    let setup = kt_runs::Setup::new(
+        kt_runs::LlmChoice::Replay,
+        kt_runs::session_dir(&record, "export"),
+    );
     let format = match a.format {
         Format::Mermaid => kt_runs::GraphFormat::Mermaid,
         Format::Dot => kt_runs::GraphFormat::Dot,
     };
     let head = record.head()?;
-    print!("{}", kt_runs::export(&kt_runs::Stage3Binding::default(), &record, &setup, format, Some(head))?);
+    print!(
+        "{}",
+        kt_runs::export(
+            &kt_runs::Stage3Binding::default(),
+            &record,
+            &setup,
+            format,
+            Some(head)
+        )?
+    );
     Ok(ExitCode::SUCCESS)
 }

@@ -5,7 +5,10 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
-use kt_runs::{ContinueReport, LlmChoice, RunRecord, Setup, Stage3Binding, replay, resolve_run, runs_base, session_dir};
+use kt_runs::{
+    ContinueReport, LlmChoice, RunRecord, Setup, Stage3Binding, replay, resolve_run, runs_base,
+    session_dir,
+};
 
 #[derive(Debug, Args)]
 pub struct ReplayArgs {
@@ -34,7 +37,13 @@ pub fn run(a: ReplayArgs) -> anyhow::Result<ExitCode> {
     // Files the replayed nodes write (candidates) go beside the run's own, never over them.
     let setup = Setup::new(LlmChoice::parse(&a.llm)?, session_dir(&record, "replay"));
     let rt = tokio::runtime::Runtime::new()?;
-    let report = rt.block_on(replay(&Stage3Binding::default(), &record, &setup, from, a.step_limit))?;
+    let report = rt.block_on(replay(
+        &Stage3Binding::default(),
+        &record,
+        &setup,
+        from,
+        a.step_limit,
+    ))?;
     print_outcome(&report, a.json)
 }
 
@@ -46,14 +55,23 @@ pub fn print_outcome(report: &ContinueReport, json: bool) -> anyhow::Result<Exit
     }
     for p in &report.path {
         let nodes: Vec<&str> = p.nodes.iter().map(|n| n.node.as_str()).collect();
-        println!("#{:<4} b{:<2} {:<24} {}", p.checkpoint, p.branch, nodes.join(","), p.outcome);
+        println!(
+            "#{:<4} b{:<2} {:<24} {}",
+            p.checkpoint,
+            p.branch,
+            nodes.join(","),
+            p.outcome
+        );
     }
     match &report.stopped {
         Some(why) => println!(
             "stopped at #{} on branch b{}: {why}; `kt resume` continues from there",
             report.checkpoint, report.branch
         ),
-        None => println!("{} at #{} on branch b{}", report.outcome, report.checkpoint, report.branch),
+        None => println!(
+            "{} at #{} on branch b{}",
+            report.outcome, report.checkpoint, report.branch
+        ),
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -10,7 +10,9 @@ use kt_pipeline::strategy::StrategyOverrides;
 use kt_pipeline::{PromptLibrary, RunDir};
 
 use super::analyze::{llm_client, runtime};
-use super::transform::{LiveView, NO_LLM, cancel_on_ctrl_c, report, stage3_settings, strategy_with};
+use super::transform::{
+    LiveView, NO_LLM, cancel_on_ctrl_c, report, stage3_settings, strategy_with,
+};
 
 #[derive(Debug, Args)]
 pub struct ResumeArgs {
@@ -57,7 +59,11 @@ pub fn run(args: ResumeArgs) -> anyhow::Result<ExitCode> {
     let Some((client, config)) = llm_client(args.llm.as_deref())? else {
         anyhow::bail!("{NO_LLM}");
     };
-    eprintln!("resuming {} ({} strategy)", dir.root().display(), strategy.name);
+    eprintln!(
+        "resuming {} ({} strategy)",
+        dir.root().display(),
+        strategy.name
+    );
     let client = client.with_recorder(Recorder::open(dir.llm_jsonl())?);
     let prompts = std::sync::Arc::new(PromptLibrary::locate(args.prompts.as_deref())?);
     let rt = runtime()?;

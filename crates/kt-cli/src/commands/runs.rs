@@ -6,8 +6,8 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::{Args, Subcommand};
 use kt_runs::{
-    GraphFormat, LlmChoice, ReportInputs, RunRecord, Setup, Stage3Binding, export, format_duration, list_runs,
-    render_html, resolve_run, runs_base, session_dir, show,
+    GraphFormat, LlmChoice, ReportInputs, RunRecord, Setup, Stage3Binding, export, format_duration,
+    list_runs, render_html, resolve_run, runs_base, session_dir, show,
 };
 
 #[derive(Debug, Args)]
@@ -98,9 +98,13 @@ fn list(a: ListArgs) -> anyhow::Result<ExitCode> {
             r.strategy,
             r.model,
             r.status,
-            r.speedup.map(|s| format!("{s:.2}x")).unwrap_or_else(|| "-".into()),
+            r.speedup
+                .map(|s| format!("{s:.2}x"))
+                .unwrap_or_else(|| "-".into()),
             r.started.chars().take(19).collect::<String>(),
-            r.duration_s.map(format_duration).unwrap_or_else(|| "-".into()),
+            r.duration_s
+                .map(format_duration)
+                .unwrap_or_else(|| "-".into()),
         );
         if let Some(p) = r.problem {
             println!("    ({p})");
@@ -119,28 +123,51 @@ fn show_run(a: ShowArgs) -> anyhow::Result<ExitCode> {
     }
     let m = &s.summary;
     println!("run       {}", m.id);
-    println!("kernel    {}   strategy {}   model {}", m.kernel, m.strategy, m.model);
+    println!(
+        "kernel    {}   strategy {}   model {}",
+        m.kernel, m.strategy, m.model
+    );
     println!(
         "status    {}   speedup {}   started {}   duration {}",
         m.status,
-        m.speedup.map(|v| format!("{v:.2}x")).unwrap_or_else(|| "-".into()),
+        m.speedup
+            .map(|v| format!("{v:.2}x"))
+            .unwrap_or_else(|| "-".into()),
         m.started,
-        m.duration_s.map(format_duration).unwrap_or_else(|| "-".into())
+        m.duration_s
+            .map(format_duration)
+            .unwrap_or_else(|| "-".into())
     );
     if let Some(stop) = &s.stopped {
         println!("stopped   {stop}");
     }
     println!("\npath ({}):", s.graph_run);
-    println!("{:>5} {:>5}  {:<28} {:>9} {:>13}  OUTCOME", "CP", "STEP", "NODE(S)", "TIME", "TOKENS IN/OUT");
+    println!(
+        "{:>5} {:>5}  {:<28} {:>9} {:>13}  OUTCOME",
+        "CP", "STEP", "NODE(S)", "TIME", "TOKENS IN/OUT"
+    );
     for p in &s.path {
-        let nodes: Vec<String> =
-            p.nodes.iter().map(|n| if n.index > 0 { format!("{}#{}", n.node, n.index) } else { n.node.clone() }).collect();
+        let nodes: Vec<String> = p
+            .nodes
+            .iter()
+            .map(|n| {
+                if n.index > 0 {
+                    format!("{}#{}", n.node, n.index)
+                } else {
+                    n.node.clone()
+                }
+            })
+            .collect();
         let secs = p.nodes.iter().map(|n| n.seconds).fold(0.0, f64::max);
         println!(
             "{:>5} {:>5}  {:<28} {:>8.3}s {:>13}  {}",
             format!("#{}", p.checkpoint),
             p.step,
-            if nodes.is_empty() { format!("({})", p.source) } else { nodes.join(",") },
+            if nodes.is_empty() {
+                format!("({})", p.source)
+            } else {
+                nodes.join(",")
+            },
             secs,
             format!("{}/{}", p.tokens_in, p.tokens_out),
             p.outcome
@@ -155,7 +182,10 @@ fn show_run(a: ShowArgs) -> anyhow::Result<ExitCode> {
                 k.step,
                 k.time_ms.map(|t| format!("{t:.4} ms")).unwrap_or_default(),
                 k.reason,
-                k.kernel_file.as_ref().map(|f| format!("  [{f}]")).unwrap_or_default()
+                k.kernel_file
+                    .as_ref()
+                    .map(|f| format!("  [{f}]"))
+                    .unwrap_or_default()
             );
         }
     }
@@ -168,7 +198,13 @@ fn report(a: ReportArgs) -> anyhow::Result<ExitCode> {
     // The graph comes from the run's strategy when it can be rebuilt; otherwise the page draws the path alone.
     let setup = Setup::new(LlmChoice::Replay, session_dir(&record, "report"));
     let dot = match record.head() {
-        Ok(head) => export(&Stage3Binding::default(), &record, &setup, GraphFormat::Dot, Some(head)),
+        Ok(head) => export(
+            &Stage3Binding::default(),
+            &record,
+            &setup,
+            GraphFormat::Dot,
+            Some(head),
+        ),
         Err(e) => Err(e),
     };
     let dot = match dot {
@@ -183,7 +219,10 @@ fn report(a: ReportArgs) -> anyhow::Result<ExitCode> {
     let out = a.out.unwrap_or_else(|| record.root().join("report.html"));
     std::fs::write(&out, html).with_context(|| format!("writing {}", out.display()))?;
     if a.json {
-        println!("{}", serde_json::json!({"report": out, "run": inputs.summary.id}));
+        println!(
+            "{}",
+            serde_json::json!({"report": out, "run": inputs.summary.id})
+        );
     } else {
         println!("wrote {}", out.display());
     }

@@ -10,11 +10,15 @@ use anyhow::Context as _;
 use clap::Args;
 use kt_llm::Recorder;
 use kt_pipeline::prepare::{KernelSource, Prepared, TestgenSettings, prepare};
-use kt_pipeline::stage2::{ReferenceRunner, Stage2Options, TimeBounds, TunerReference, Unavailable};
+use kt_pipeline::stage2::{
+    ReferenceRunner, Stage2Options, TimeBounds, TunerReference, Unavailable,
+};
 use kt_pipeline::{NewRun, PipelineError, PromptLibrary, RunDir, RunLlm, RunSettings, RunStatus};
 use kt_sandbox::{Policy, PythonRuntime, Sandbox};
 
-use super::analyze::{llm_client, print_disagreements, print_info, runtime, stage1_source, understood_json};
+use super::analyze::{
+    llm_client, print_disagreements, print_info, runtime, stage1_source, understood_json,
+};
 
 #[derive(Debug, Args)]
 pub struct TestgenArgs {
@@ -69,7 +73,9 @@ fn reference_runner(run: &RunDir) -> Arc<dyn ReferenceRunner> {
     if unsafe { cudarc::driver::sys::is_culib_present() } {
         Arc::new(TunerReference::new(run.tuning_dir()))
     } else {
-        Arc::new(Unavailable { reason: "no CUDA driver on this machine (libcuda.so.1 not found)".into() })
+        Arc::new(Unavailable {
+            reason: "no CUDA driver on this machine (libcuda.so.1 not found)".into(),
+        })
     }
 }
 
@@ -78,16 +84,27 @@ pub fn run(args: TestgenArgs) -> anyhow::Result<ExitCode> {
         anyhow::bail!("--tests must be at least 1");
     }
     if !(args.min_ms > 0.0 && args.min_ms < args.max_ms) {
-        anyhow::bail!("--min-ms must be positive and below --max-ms (got {} and {})", args.min_ms, args.max_ms);
+        anyhow::bail!(
+            "--min-ms must be positive and below --max-ms (got {} and {})",
+            args.min_ms,
+            args.max_ms
+        );
     }
     let source = KernelSource::read(&args.file, args.kernel.as_deref())?;
     let script = match &args.script {
-        Some(path) => Some(std::fs::read_to_string(path).with_context(|| format!("reading the generator {}", path.display()))?),
+        Some(path) => Some(
+            std::fs::read_to_string(path)
+                .with_context(|| format!("reading the generator {}", path.display()))?,
+        ),
         None => None,
     };
     // An LLM is needed for Stage 1 unless the sidecar answers it, and for Stage 2 unless a script is given.
     let needs_llm = !args.info_from_sidecar || script.is_none();
-    let mut llm = if needs_llm { llm_client(args.llm.as_deref())? } else { None };
+    let mut llm = if needs_llm {
+        llm_client(args.llm.as_deref())?
+    } else {
+        None
+    };
     if script.is_none() && llm.is_none() {
         anyhow::bail!(
             "Stage 2 needs an LLM to write the input generator: pass --llm PROVIDER:MODEL, or --script GEN.py \
@@ -98,7 +115,10 @@ pub fn run(args: TestgenArgs) -> anyhow::Result<ExitCode> {
     let kernel_name = match (&args.kernel, &source.sidecar) {
         (Some(k), _) => k.clone(),
         (None, Some(s)) => s.kernel.clone(),
-        (None, None) => kt_cuda::parse(&source.text)?.select_kernel(None)?.name.clone(),
+        (None, None) => kt_cuda::parse(&source.text)?
+            .select_kernel(None)?
+            .name
+            .clone(),
     };
     let run = RunDir::create(
         &RunDir::base_dir(args.out.as_deref()),
@@ -106,17 +126,33 @@ pub fn run(args: TestgenArgs) -> anyhow::Result<ExitCode> {
             kernel_file: &args.file,
             kernel: &kernel_name,
             strategy: "testgen",
-            settings: RunSettings { tests: Some(args.tests as u32), ..RunSettings::default() },
+            settings: RunSettings {
+                tests: Some(args.tests as u32),
+                ..RunSettings::default()
+            },
             llm: match &llm {
-                Some((client, _)) => RunLlm { provider: client.provider_name().into(), model: client.model().into() },
-                None => RunLlm { provider: "none".into(), model: String::new() },
+                Some((client, _)) => RunLlm {
+                    provider: client.provider_name().into(),
+                    model: client.model().into(),
+                },
+                None => RunLlm {
+                    provider: "none".into(),
+                    model: String::new(),
+                },
             },
         },
     )?;
     if let Some((client, _)) = llm.as_mut() {
-        *client = client.clone().with_recorder(Recorder::open(run.llm_jsonl())?);
+        *client = client
+            .clone()
+            .with_recorder(Recorder::open(run.llm_jsonl())?);
     }
-    let stage1 = stage1_source(args.info_from_sidecar, llm.as_ref(), args.prompts.as_deref(), args.attempts)?;
+    let stage1 = stage1_source(
+        args.info_from_sidecar,
+        llm.as_ref(),
+        args.prompts.as_deref(),
+        args.attempts,
+    )?;
     let settings = TestgenSettings {
         llm: llm.as_ref().map(|(c, _)| c.clone()),
         prompts: Arc::new(PromptLibrary::locate(args.prompts.as_deref())?),
@@ -124,7 +160,10 @@ pub fn run(args: TestgenArgs) -> anyhow::Result<ExitCode> {
         options: Stage2Options {
             tests: args.tests,
             first_seed: args.seed,
-            bounds: TimeBounds { min_ms: args.min_ms, max_ms: args.max_ms },
+            bounds: TimeBounds {
+                min_ms: args.min_ms,
+                max_ms: args.max_ms,
+            },
             attempts: args.attempts,
             max_total_bytes: args.max_total_mib << 20,
             ..Stage2Options::default()
@@ -139,13 +178,19 @@ pub fn run(args: TestgenArgs) -> anyhow::Result<ExitCode> {
         Ok(p) => p,
         Err(err) => {
             run.set_status(RunStatus::Failed)?;
-            return Err(anyhow::Error::new(err).context(format!("kt testgen failed; what it did is in {}", run.root().display())));
+            return Err(anyhow::Error::new(err).context(format!(
+                "kt testgen failed; what it did is in {}",
+                run.root().display()
+            )));
         }
     };
     report(&run, &prepared, args.json, !args.info_from_sidecar)?;
     if let Some(reason) = &prepared.tests.expected_missing {
         run.set_status(RunStatus::Failed)?;
-        return Err(PipelineError::NoGpu { reason: reason.clone() }.into());
+        return Err(PipelineError::NoGpu {
+            reason: reason.clone(),
+        }
+        .into());
     }
     run.set_status(RunStatus::Finished)?;
     Ok(ExitCode::SUCCESS)
@@ -168,13 +213,19 @@ fn report(run: &RunDir, p: &Prepared, json: bool, compared: bool) -> anyhow::Res
     println!();
     println!("{} tests in {}:", t.tests.len(), t.tests_dir.display());
     for test in &t.tests {
-        let size = test.problem_size.map(|s| format!("{}x{}x{}", s[0], s[1], s[2])).unwrap_or_else(|| "?".into());
+        let size = test
+            .problem_size
+            .map(|s| format!("{}x{}x{}", s[0], s[1], s[2]))
+            .unwrap_or_else(|| "?".into());
         let time = match test.reference_time_ms {
             Some(ms) => format!("{ms:.3} ms"),
             None => "no expected outputs yet".into(),
         };
         let tail = if test.tail { ", tail" } else { "" };
-        println!("  {}  seed {}  size {size}{tail}  {time}", test.id, test.seed);
+        println!(
+            "  {}  seed {}  size {size}{tail}  {time}",
+            test.id, test.seed
+        );
     }
     for w in &t.warnings {
         println!("warning: {w}");

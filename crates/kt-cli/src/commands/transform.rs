@@ -12,7 +12,9 @@ use kt_graph::{CancelToken, Event, EventKind};
 use kt_llm::{LlmClient, LlmConfig, Recorder};
 use kt_pipeline::prepare::{KernelSource, TestgenSettings};
 use kt_pipeline::stage2::{ReferenceRunner, Stage2Options, Unavailable};
-use kt_pipeline::stage3::{RunResult, Stage3Settings, TransformOutcome, TuningProgress, tuner_backend};
+use kt_pipeline::stage3::{
+    RunResult, Stage3Settings, TransformOutcome, TuningProgress, tuner_backend,
+};
 use kt_pipeline::strategy::{Strategy, StrategyOverrides, load_strategy};
 use kt_pipeline::{NewRun, PipelineError, PromptLibrary, RunDir, RunLlm, RunSettings};
 use kt_sandbox::{Policy, PythonRuntime, Sandbox};
@@ -69,10 +71,16 @@ pub(crate) struct LiveView {
 
 impl LiveView {
     pub(crate) fn new(hidden: bool) -> Arc<Self> {
-        let bar = if hidden { indicatif::ProgressBar::hidden() } else { indicatif::ProgressBar::new_spinner() };
+        let bar = if hidden {
+            indicatif::ProgressBar::hidden()
+        } else {
+            indicatif::ProgressBar::new_spinner()
+        };
         bar.set_style(
-            indicatif::ProgressStyle::with_template("{spinner} [{elapsed_precise}] {msg} {bar:25} {pos}/{len}")
-                .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
+            indicatif::ProgressStyle::with_template(
+                "{spinner} [{elapsed_precise}] {msg} {bar:25} {pos}/{len}",
+            )
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
         );
         bar.enable_steady_tick(std::time::Duration::from_millis(200));
         Arc::new(Self { bar })
@@ -80,7 +88,11 @@ impl LiveView {
 
     pub(crate) fn on_event(&self, event: &Event) {
         match &event.kind {
-            EventKind::NodeStarted { node, index, attempt } => {
+            EventKind::NodeStarted {
+                node,
+                index,
+                attempt,
+            } => {
                 let mut msg = format!("stage 3: {node}");
                 if *index > 0 {
                     msg.push_str(&format!(" #{index}"));
@@ -92,10 +104,22 @@ impl LiveView {
                 self.bar.set_position(0);
                 self.bar.set_message(msg);
             }
-            EventKind::NodeFailed { node, attempt, error, will_retry, .. } => {
+            EventKind::NodeFailed {
+                node,
+                attempt,
+                error,
+                will_retry,
+                ..
+            } => {
                 let first_line = error.lines().next().unwrap_or_default();
-                let next = if *will_retry { "sent back to the LLM" } else { "giving up" };
-                self.bar.println(format!("  {node}, attempt {attempt}: {first_line} ({next})"));
+                let next = if *will_retry {
+                    "sent back to the LLM"
+                } else {
+                    "giving up"
+                };
+                self.bar.println(format!(
+                    "  {node}, attempt {attempt}: {first_line} ({next})"
+                ));
             }
             _ => {}
         }
@@ -169,9 +193,16 @@ pub(crate) fn stage3_settings(
 
 pub fn run(args: TransformArgs) -> anyhow::Result<ExitCode> {
     if !args.file.is_file() {
-        anyhow::bail!("{} is not a file: give the path of a .cu source holding a __global__ kernel", args.file.display());
+        anyhow::bail!(
+            "{} is not a file: give the path of a .cu source holding a __global__ kernel",
+            args.file.display()
+        );
     }
-    let overrides = StrategyOverrides { replan: args.replan, breakdown: args.breakdown, candidates: args.candidates };
+    let overrides = StrategyOverrides {
+        replan: args.replan,
+        breakdown: args.breakdown,
+        candidates: args.candidates,
+    };
     let strategy = strategy_with(&args.strategy, overrides)?;
     let Some((client, config)) = llm_client(args.llm.as_deref())? else {
         anyhow::bail!("{NO_LLM}");
@@ -180,7 +211,10 @@ pub fn run(args: TransformArgs) -> anyhow::Result<ExitCode> {
     let kernel_name = match (&args.kernel, &source.sidecar) {
         (Some(k), _) => k.clone(),
         (None, Some(s)) => s.kernel.clone(),
-        (None, None) => kt_cuda::parse(&source.text)?.select_kernel(None)?.name.clone(),
+        (None, None) => kt_cuda::parse(&source.text)?
+            .select_kernel(None)?
+            .name
+            .clone(),
     };
     let python = PythonRuntime::find_or_provision()?;
     let run = RunDir::create(
@@ -195,19 +229,30 @@ pub fn run(args: TransformArgs) -> anyhow::Result<ExitCode> {
                 candidates: Some(strategy.settings.candidates),
                 tests: Some(args.tests),
             },
-            llm: RunLlm { provider: client.provider_name().into(), model: client.model().into() },
+            llm: RunLlm {
+                provider: client.provider_name().into(),
+                model: client.model().into(),
+            },
         },
     )?;
     eprintln!("run directory: {}", run.root().display());
     let client = client.with_recorder(Recorder::open(run.llm_jsonl())?);
     let llm_pair = (client.clone(), config.clone());
-    let stage1 = stage1_source(false, Some(&llm_pair), args.prompts.as_deref(), kt_pipeline::stage1::DEFAULT_ATTEMPTS)?;
+    let stage1 = stage1_source(
+        false,
+        Some(&llm_pair),
+        args.prompts.as_deref(),
+        kt_pipeline::stage1::DEFAULT_ATTEMPTS,
+    )?;
     let prompts = Arc::new(PromptLibrary::locate(args.prompts.as_deref())?);
     let testgen = TestgenSettings {
         llm: Some(client.clone()),
         prompts: prompts.clone(),
         script: None,
-        options: Stage2Options { tests: args.tests.max(1) as usize, ..Stage2Options::default() },
+        options: Stage2Options {
+            tests: args.tests.max(1) as usize,
+            ..Stage2Options::default()
+        },
         sandbox: Sandbox::new(Policy::for_generator()),
         python,
         reference: reference_runner(),
@@ -216,13 +261,19 @@ pub fn run(args: TransformArgs) -> anyhow::Result<ExitCode> {
     let cancel = cancel_on_ctrl_c(&rt);
     let view = LiveView::new(args.json);
     let settings = stage3_settings(strategy, client, &config, prompts, &view, cancel);
-    let outcome = rt.block_on(kt_pipeline::stage3::transform(&run, &source, stage1, testgen, settings));
+    let outcome = rt.block_on(kt_pipeline::stage3::transform(
+        &run, &source, stage1, testgen, settings,
+    ));
     view.finish();
     report(&run, outcome, args.json)
 }
 
 /// Prints the summary (or result.json) and picks the exit code; a stopped run says how to continue it.
-pub(crate) fn report(run: &RunDir, outcome: Result<TransformOutcome, PipelineError>, json: bool) -> anyhow::Result<ExitCode> {
+pub(crate) fn report(
+    run: &RunDir,
+    outcome: Result<TransformOutcome, PipelineError>,
+    json: bool,
+) -> anyhow::Result<ExitCode> {
     match outcome {
         Ok(done) => {
             if json {
@@ -242,16 +293,31 @@ pub(crate) fn report(run: &RunDir, outcome: Result<TransformOutcome, PipelineErr
             Ok(ExitCode::from(2))
         }
         Err(e) => Err(anyhow::Error::new(e)).with_context(|| {
-            format!("kt transform stopped; what it did is in {} (report.md, result.json)", run.root().display())
+            format!(
+                "kt transform stopped; what it did is in {} (report.md, result.json)",
+                run.root().display()
+            )
         }),
     }
 }
 
 fn print_summary(run: &RunDir, r: &RunResult) {
-    println!("kernel {} — strategy {} — {:?}", r.kernel, r.strategy, r.status);
+    println!(
+        "kernel {} — strategy {} — {:?}",
+        r.kernel, r.strategy, r.status
+    );
     for (i, s) in r.steps.iter().enumerate() {
-        let t = s.time_ms.map(|t| format!("{t:.4} ms")).unwrap_or_else(|| "-".into());
-        println!("  {:>2}. {:<12} {:>12}  {}", i + 1, s.status.to_string(), t, s.name);
+        let t = s
+            .time_ms
+            .map(|t| format!("{t:.4} ms"))
+            .unwrap_or_else(|| "-".into());
+        println!(
+            "  {:>2}. {:<12} {:>12}  {}",
+            i + 1,
+            s.status.to_string(),
+            t,
+            s.name
+        );
     }
     match (r.naive_time_ms, r.best_time_ms) {
         (Some(n), Some(b)) => println!("naive {n:.4} ms -> best {b:.4} ms: {:.2}x", n / b),
@@ -261,14 +327,20 @@ fn print_summary(run: &RunDir, r: &RunResult) {
         println!("{p:.1}% of measured peak");
     }
     if !r.best_params.is_empty() {
-        let params: Vec<String> = r.best_params.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let params: Vec<String> = r
+            .best_params
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
         println!("best parameters: {}", params.join(" "));
     }
     println!(
         "LLM: {} tokens in, {} out, cost {}; wall {:.1} s (stage 3: {:.1} s)",
         r.tokens_in,
         r.tokens_out,
-        r.cost_usd.map(|c| format!("${c:.4}")).unwrap_or_else(|| "unknown".into()),
+        r.cost_usd
+            .map(|c| format!("${c:.4}"))
+            .unwrap_or_else(|| "unknown".into()),
         r.wall_time_s.total,
         r.wall_time_s.stage3
     );

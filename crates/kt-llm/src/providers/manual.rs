@@ -49,6 +49,10 @@ impl Provider for ManualProvider {
         "human"
     }
 
+    fn billed(&self) -> bool {
+        false
+    }
+
     async fn send(&self, call: Call<'_>) -> Result<ProviderReply, LlmError> {
         let req = call.request;
         let mut text = format!("# Prompt for node `{}`\n\n", req.node);

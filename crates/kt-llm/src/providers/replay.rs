@@ -63,6 +63,10 @@ impl Provider for ReplayProvider {
         &self.model
     }
 
+    fn billed(&self) -> bool {
+        false
+    }
+
     async fn send(&self, call: Call<'_>) -> Result<ProviderReply, LlmError> {
         let node = &call.request.node;
         let mut queues = self.queues.lock().unwrap_or_else(|p| p.into_inner());

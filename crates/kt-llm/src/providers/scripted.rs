@@ -84,6 +84,10 @@ impl Provider for ScriptedProvider {
         "scripted"
     }
 
+    fn billed(&self) -> bool {
+        false
+    }
+
     async fn send(&self, call: Call<'_>) -> Result<ProviderReply, LlmError> {
         let node = &call.request.node;
         let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());

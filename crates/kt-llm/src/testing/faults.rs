@@ -221,7 +221,12 @@ async fn missing_usage_is_estimated_and_flagged_and_unknown_model_has_no_cost() 
         Reply::json(openai_answer("42", "gpt-4.1-2025-04-14", true)),
     ])
     .await;
-    let client = openai_client(&server, 1);
+    // Neither the configured nor the reported model of the first call is in the price table.
+    let ep = Endpoint {
+        model: "unpriced-model".into(),
+        ..endpoint(&server)
+    };
+    let client = LlmClient::new(OpenAiProvider::new(ep).unwrap()).with_retry(fast_retry(1));
     let r = client.complete(ask()).await.unwrap();
     assert!(r.usage.estimated);
     assert!(r.usage.input_tokens > 0 && r.usage.output_tokens > 0);
@@ -577,6 +582,7 @@ async fn recorded_run_replays_without_the_server_and_never_contains_the_key() {
         ),
         ("first", Some("t"), 11)
     );
+    assert_eq!(r1.cost_usd, Some(0.0), "a replayed call costs nothing");
     assert_eq!(replay.complete(q2).await.unwrap().text, "second");
     let err = replay
         .complete(LlmRequest::new("a").user("changed prompt"))
@@ -684,4 +690,24 @@ async fn stream_cut_short_is_retried_instead_of_returning_half_an_answer() {
         .await
         .unwrap();
     assert_eq!((r.text.as_str(), r.attempts), ("whole", 2));
+}
+
+#[tokio::test]
+async fn local_server_reporting_its_file_name_is_priced_by_the_configured_model() {
+    let server = FakeServer::start(vec![Reply::json(openai_answer(
+        "hi",
+        "gemma-3-270m-q4_k_m.gguf",
+        true,
+    ))])
+    .await;
+    let ep = Endpoint {
+        model: "local".into(),
+        ..endpoint(&server)
+    };
+    let r = LlmClient::new(OpenAiProvider::new(ep).unwrap())
+        .complete(ask())
+        .await
+        .unwrap();
+    assert_eq!(r.model, "gemma-3-270m-q4_k_m.gguf");
+    assert_eq!(r.cost_usd, Some(0.0));
 }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kt_cuda::Kernel;
-use kt_graph::{GraphBuilder, NodeContext, Retry, END, START};
+use kt_graph::{END, GraphBuilder, NodeContext, Retry, START};
 use kt_llm::{LlmClient, LlmRequest, StructuredMode};
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
@@ -17,7 +17,9 @@ use crate::error::PipelineError;
 use crate::kernel_info::{KernelInfo, ProblemDimension};
 use crate::prompt::PromptLibrary;
 
-use super::answers::{names, KernelDescription, LaunchDimensionality, OutputsAnswer, ProblemSizeAnswer};
+use super::answers::{
+    KernelDescription, LaunchDimensionality, OutputsAnswer, ProblemSizeAnswer, names,
+};
 use super::check::{self, Refusal};
 
 kt_graph::state! {
@@ -42,14 +44,24 @@ kt_graph::state! {
 impl Stage1State {
     /// The initial state: the whole source file, the kernel asked for (None = the only one), and the block
     /// shape of the naive launch when known (sidecar).
-    pub fn new(source: impl Into<String>, kernel_name: Option<String>, default_block: Option<[u32; 3]>) -> Self {
-        Self { source: source.into(), kernel_name, default_block, ..Self::default() }
+    pub fn new(
+        source: impl Into<String>,
+        kernel_name: Option<String>,
+        default_block: Option<[u32; 3]>,
+    ) -> Self {
+        Self {
+            source: source.into(),
+            kernel_name,
+            default_block,
+            ..Self::default()
+        }
     }
 
     fn kernel(&self) -> Result<&Kernel, PipelineError> {
-        self.kernel
-            .as_ref()
-            .ok_or_else(|| PipelineError::Graph { stage: "stage 1", message: "a question ran before `parse`".into() })
+        self.kernel.as_ref().ok_or_else(|| PipelineError::Graph {
+            stage: "stage 1",
+            message: "a question ran before `parse`".into(),
+        })
     }
 }
 
@@ -65,18 +77,33 @@ pub struct Stage1Deps {
 pub const DEFAULT_ATTEMPTS: u32 = 3;
 
 /// Builds the Stage 1 graph. `attempts` bounds each question (1 = no re-ask).
-pub fn build(deps: Stage1Deps, attempts: u32) -> Result<kt_graph::CompiledGraph<Stage1State>, PipelineError> {
+pub fn build(
+    deps: Stage1Deps,
+    attempts: u32,
+) -> Result<kt_graph::CompiledGraph<Stage1State>, PipelineError> {
     let mut g = GraphBuilder::<Stage1State>::new();
-    g.node("parse", kt_graph::node_fn(|s: Arc<Stage1State>, _ctx: NodeContext| async move { parse(&s) }))
-        .writes(&["kernel"]);
-    g.node("describe", Ask::<Describe>::new(deps.clone())).retry(refusal_retry(attempts)).writes(&["description"]);
-    g.node("dimensions", Ask::<Dimensions>::new(deps.clone())).retry(refusal_retry(attempts)).writes(&["dimensions"]);
+    g.node(
+        "parse",
+        kt_graph::node_fn(|s: Arc<Stage1State>, _ctx: NodeContext| async move { parse(&s) }),
+    )
+    .writes(&["kernel"]);
+    g.node("describe", Ask::<Describe>::new(deps.clone()))
+        .retry(refusal_retry(attempts))
+        .writes(&["description"]);
+    g.node("dimensions", Ask::<Dimensions>::new(deps.clone()))
+        .retry(refusal_retry(attempts))
+        .writes(&["dimensions"]);
     g.node("problem_size", Ask::<ProblemSize>::new(deps.clone()))
         .retry(refusal_retry(attempts))
         .writes(&["problem_size"]);
-    g.node("outputs", Ask::<Outputs>::new(deps)).retry(refusal_retry(attempts)).writes(&["outputs", "inputs_and_outputs"]);
-    g.node("assemble", kt_graph::node_fn(|s: Arc<Stage1State>, _ctx: NodeContext| async move { assemble(&s) }))
-        .writes(&["info"]);
+    g.node("outputs", Ask::<Outputs>::new(deps))
+        .retry(refusal_retry(attempts))
+        .writes(&["outputs", "inputs_and_outputs"]);
+    g.node(
+        "assemble",
+        kt_graph::node_fn(|s: Arc<Stage1State>, _ctx: NodeContext| async move { assemble(&s) }),
+    )
+    .writes(&["info"]);
     g.edge(START, "parse");
     g.edge("parse", "describe");
     g.edge("describe", "dimensions");
@@ -84,7 +111,10 @@ pub fn build(deps: Stage1Deps, attempts: u32) -> Result<kt_graph::CompiledGraph<
     g.edge("problem_size", "outputs");
     g.edge("outputs", "assemble");
     g.edge("assemble", END);
-    g.compile().map_err(|e| PipelineError::Graph { stage: "stage 1", message: e.to_string() })
+    g.compile().map_err(|e| PipelineError::Graph {
+        stage: "stage 1",
+        message: e.to_string(),
+    })
 }
 
 /// Re-asks refused answers only (an unreachable LLM or a bad template is not made better by asking again),
@@ -113,13 +143,24 @@ fn parse(s: &Stage1State) -> Result<Stage1Update, PipelineError> {
 
 fn assemble(s: &Stage1State) -> Result<Stage1Update, PipelineError> {
     let kernel = s.kernel()?;
-    let missing = |what: &str| PipelineError::Graph { stage: "stage 1", message: format!("`assemble` ran without {what}") };
-    let problem_size = s.problem_size.clone().ok_or_else(|| missing("a problem size"))?;
+    let missing = |what: &str| PipelineError::Graph {
+        stage: "stage 1",
+        message: format!("`assemble` ran without {what}"),
+    };
+    let problem_size = s
+        .problem_size
+        .clone()
+        .ok_or_else(|| missing("a problem size"))?;
     let info = KernelInfo {
         name: kernel.name.clone(),
         parameters: kernel.params.iter().map(|p| p.name.clone()).collect(),
-        description: s.description.clone().ok_or_else(|| missing("a description"))?,
-        default_block: s.default_block.unwrap_or_else(|| check::default_block(problem_size.len())),
+        description: s
+            .description
+            .clone()
+            .ok_or_else(|| missing("a description"))?,
+        default_block: s
+            .default_block
+            .unwrap_or_else(|| check::default_block(problem_size.len())),
         problem_size,
         outputs: s.outputs.clone().ok_or_else(|| missing("outputs"))?,
         inputs_and_outputs: s.inputs_and_outputs.clone().unwrap_or_default(),
@@ -178,7 +219,11 @@ trait Question: Send + Sync + 'static {
     const TEMPLATE: &'static str;
     const ANSWER: &'static str;
     type Answer: JsonSchema + DeserializeOwned + Serialize + Send + 'static;
-    fn check(state: &Stage1State, kernel: &Kernel, answer: &Self::Answer) -> Result<Stage1Update, Refusal>;
+    fn check(
+        state: &Stage1State,
+        kernel: &Kernel,
+        answer: &Self::Answer,
+    ) -> Result<Stage1Update, Refusal>;
 }
 
 struct Describe;
@@ -198,7 +243,11 @@ impl Question for Dimensions {
     const TEMPLATE: &'static str = "stage1-dimensions";
     const ANSWER: &'static str = names::DIMENSIONS;
     type Answer = LaunchDimensionality;
-    fn check(_: &Stage1State, _: &Kernel, a: &LaunchDimensionality) -> Result<Stage1Update, Refusal> {
+    fn check(
+        _: &Stage1State,
+        _: &Kernel,
+        a: &LaunchDimensionality,
+    ) -> Result<Stage1Update, Refusal> {
         Ok(Stage1Update::default().dimensions(Some(check::check_dimensionality(a)?)))
     }
 }
@@ -223,7 +272,9 @@ impl Question for Outputs {
     type Answer = OutputsAnswer;
     fn check(_: &Stage1State, k: &Kernel, a: &OutputsAnswer) -> Result<Stage1Update, Refusal> {
         let (outputs, both) = check::check_outputs(k, a)?;
-        Ok(Stage1Update::default().outputs(Some(outputs)).inputs_and_outputs(Some(both)))
+        Ok(Stage1Update::default()
+            .outputs(Some(outputs))
+            .inputs_and_outputs(Some(both)))
     }
 }
 
@@ -235,7 +286,10 @@ struct Ask<Q> {
 
 impl<Q> Ask<Q> {
     fn new(deps: Stage1Deps) -> Self {
-        Self { deps, _q: std::marker::PhantomData }
+        Self {
+            deps,
+            _q: std::marker::PhantomData,
+        }
     }
 }
 
@@ -251,8 +305,11 @@ impl<Q: Question> kt_graph::Node<Stage1State> for Ask<Q> {
         async move {
             let kernel = state.kernel()?;
             let label = format!("stage1.{}", Q::NODE);
-            let context =
-                QuestionContext { kernel: PromptKernel::new(kernel, &state.source), dimensions: state.dimensions, errors: &state.feedback };
+            let context = QuestionContext {
+                kernel: PromptKernel::new(kernel, &state.source),
+                dimensions: state.dimensions,
+                errors: &state.feedback,
+            };
             let prompt = deps.prompts.render_as(Q::TEMPLATE, Q::ANSWER, &context)?;
             tracing::debug!(node = %label, template_hash = %prompt.template_hash, text_hash = %prompt.text_hash, "asking");
             // Which template (and which exact text) produced the call, for the run's event stream.
@@ -260,17 +317,31 @@ impl<Q: Question> kt_graph::Node<Stage1State> for Ask<Q> {
             let request = LlmRequest::new(label.clone()).user(prompt.text);
             let llm = deps.llm.clone();
             let answer: Q::Answer = ctx
-                .effect("llm", || async move { llm.structured::<Q::Answer>(request, deps.mode).await.map(|(a, _)| a) })
+                .effect("llm", || async move {
+                    llm.structured::<Q::Answer>(request, deps.mode)
+                        .await
+                        .map(|(a, _)| a)
+                })
                 .await
                 .map_err(|e| match e {
-                    kt_graph::EffectError::Failed { source, .. } => PipelineError::Llm { node: label.clone(), source },
-                    kt_graph::EffectError::Journal { source, .. } => {
-                        PipelineError::Graph { stage: "stage 1", message: source.to_string() }
-                    }
+                    kt_graph::EffectError::Failed { source, .. } => PipelineError::Llm {
+                        node: label.clone(),
+                        source: Box::new(source),
+                    },
+                    kt_graph::EffectError::Journal { source, .. } => PipelineError::Graph {
+                        stage: "stage 1",
+                        message: source.to_string(),
+                    },
                 })?;
             Q::check(&state, kernel, &answer).map_err(|reason| {
-                ctx.emit("answer_refused", serde_json::json!({ "node": label, "reason": reason }));
-                PipelineError::AnswerRefused { node: label, reason }
+                ctx.emit(
+                    "answer_refused",
+                    serde_json::json!({ "node": label, "reason": reason }),
+                );
+                PipelineError::AnswerRefused {
+                    node: label,
+                    reason,
+                }
             })
         }
     }

@@ -45,7 +45,10 @@ pub async fn analyze(
     let outcome = executor
         .start(run, initial, RunOptions::default())
         .await
-        .map_err(|e| PipelineError::Graph { stage: "stage 1", message: e.to_string() })?;
+        .map_err(|e| PipelineError::Graph {
+            stage: "stage 1",
+            message: e.to_string(),
+        })?;
     let state = match outcome {
         RunOutcome::Finished { state, .. } => state,
         other => {
@@ -57,14 +60,23 @@ pub async fn analyze(
     };
     match (state.info, state.kernel) {
         (Some(info), Some(kernel)) => Ok(Stage1Outcome { info, kernel }),
-        _ => Err(PipelineError::Graph { stage: "stage 1", message: "the run finished without a KernelInfo".into() }),
+        _ => Err(PipelineError::Graph {
+            stage: "stage 1",
+            message: "the run finished without a KernelInfo".into(),
+        }),
     }
 }
 
 /// Stage 1 without an LLM: the kernel parsed from `source`, the facts from its sidecar.
-pub fn from_sidecar(source: &str, kernel_name: Option<&str>, sidecar: &SidecarFacts) -> Result<Stage1Outcome, PipelineError> {
+pub fn from_sidecar(
+    source: &str,
+    kernel_name: Option<&str>,
+    sidecar: &SidecarFacts,
+) -> Result<Stage1Outcome, PipelineError> {
     let parsed = kt_cuda::parse(source)?;
-    let kernel = parsed.select_kernel(kernel_name.or(Some(sidecar.kernel.as_str())))?.clone();
+    let kernel = parsed
+        .select_kernel(kernel_name.or(Some(sidecar.kernel.as_str())))?
+        .clone();
     let info = sidecar.to_kernel_info(&kernel)?;
     Ok(Stage1Outcome { info, kernel })
 }
@@ -82,11 +94,16 @@ mod tests {
     fn scripted(dir: &std::path::Path, script: &str) -> LlmClient {
         let path = dir.join("answers.toml");
         std::fs::write(&path, script).unwrap();
-        LlmClient::new(ScriptedProvider::load(&path).unwrap()).with_recorder(Recorder::open(dir.join("llm.jsonl")).unwrap())
+        LlmClient::new(ScriptedProvider::load(&path).unwrap())
+            .with_recorder(Recorder::open(dir.join("llm.jsonl")).unwrap())
     }
 
     fn deps(llm: LlmClient) -> Stage1Deps {
-        Stage1Deps { llm, prompts: Arc::new(crate::PromptLibrary::builtin().unwrap()), mode: StructuredMode::Instruction }
+        Stage1Deps {
+            llm,
+            prompts: Arc::new(crate::PromptLibrary::builtin().unwrap()),
+            mode: StructuredMode::Instruction,
+        }
     }
 
     const GOOD_START: &str = r#"
@@ -118,25 +135,61 @@ text = '{{"outputs": ["C"], "inputs_and_outputs": []}}'
 "#
         );
         let llm = scripted(dir.path(), &script);
-        let out = analyze(deps(llm), 3, MATMUL, None, None, Arc::new(MemoryStore::new()), RunId::new("t")).await.unwrap();
+        let out = analyze(
+            deps(llm),
+            3,
+            MATMUL,
+            None,
+            None,
+            Arc::new(MemoryStore::new()),
+            RunId::new("t"),
+        )
+        .await
+        .unwrap();
         assert_eq!(out.info.name, "matrixMultiply");
-        assert_eq!(out.info.problem_size.iter().map(|d| d.expression.as_str()).collect::<Vec<_>>(), ["B_width", "A_height"]);
+        assert_eq!(
+            out.info
+                .problem_size
+                .iter()
+                .map(|d| d.expression.as_str())
+                .collect::<Vec<_>>(),
+            ["B_width", "A_height"]
+        );
         assert_eq!(out.info.outputs, ["C"]);
         assert_eq!(out.info.default_block, [16, 16, 1]);
-        assert_eq!(out.info.parameters, ["A", "B", "C", "A_width", "A_height", "B_width"]);
+        assert_eq!(
+            out.info.parameters,
+            ["A", "B", "C", "A_width", "A_height", "B_width"]
+        );
 
         // The re-asks carried the refusal, verbatim, and the first asks did not.
         let records = kt_llm::read_records(&dir.path().join("llm.jsonl")).unwrap();
-        let prompts: Vec<(&str, &str)> =
-            records.iter().map(|r| (r.node.as_str(), r.messages.last().unwrap().content.as_str())).collect();
-        let asks = |node: &str| prompts.iter().filter(|(n, _)| *n == node).map(|(_, p)| *p).collect::<Vec<_>>();
+        let prompts: Vec<(&str, &str)> = records
+            .iter()
+            .map(|r| (r.node.as_str(), r.messages.last().unwrap().content.as_str()))
+            .collect();
+        let asks = |node: &str| {
+            prompts
+                .iter()
+                .filter(|(n, _)| *n == node)
+                .map(|(_, p)| *p)
+                .collect::<Vec<_>>()
+        };
         let size = asks("stage1.problem_size");
         assert_eq!(size.len(), 2);
         assert!(!size[0].contains("refused"));
-        assert!(size[1].contains("`C_width` in `C_width` is not a parameter of `matrixMultiply`"), "{}", size[1]);
+        assert!(
+            size[1].contains("`C_width` in `C_width` is not a parameter of `matrixMultiply`"),
+            "{}",
+            size[1]
+        );
         let outs = asks("stage1.outputs");
         assert_eq!(outs.len(), 2);
-        assert!(outs[1].contains("`A` is declared const") && outs[1].contains("`D` is not a parameter"), "{}", outs[1]);
+        assert!(
+            outs[1].contains("`A` is declared const") && outs[1].contains("`D` is not a parameter"),
+            "{}",
+            outs[1]
+        );
         // Every question started a fresh conversation: one user message each.
         assert!(records.iter().all(|r| r.messages.len() == 1));
     }
@@ -146,11 +199,27 @@ text = '{{"outputs": ["C"], "inputs_and_outputs": []}}'
         let dir = tempfile::tempdir().unwrap();
         let wrong = "[[answers]]\nnode = \"stage1.problem_size\"\ntext = '{\"dimensions\": [\"C\", \"A_height\"]}'\n";
         let llm = scripted(dir.path(), &format!("{GOOD_START}{wrong}{wrong}"));
-        let err = analyze(deps(llm), 2, MATMUL, None, None, Arc::new(MemoryStore::new()), RunId::new("t")).await.unwrap_err();
+        let err = analyze(
+            deps(llm),
+            2,
+            MATMUL,
+            None,
+            None,
+            Arc::new(MemoryStore::new()),
+            RunId::new("t"),
+        )
+        .await
+        .unwrap_err();
         let text = err.to_string();
         assert!(text.contains("`C` in `C` is a pointer parameter"), "{text}");
         let records = kt_llm::read_records(&dir.path().join("llm.jsonl")).unwrap();
-        assert_eq!(records.iter().filter(|r| r.node == "stage1.problem_size").count(), 2);
+        assert_eq!(
+            records
+                .iter()
+                .filter(|r| r.node == "stage1.problem_size")
+                .count(),
+            2
+        );
     }
 
     #[tokio::test]
@@ -169,9 +238,17 @@ text = '{{"outputs": ["C"]}}'
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../naive-kernels");
         let facts = SidecarFacts::load(&root.join("matmul.toml")).unwrap();
         let llm = scripted(dir.path(), &script);
-        let out = analyze(deps(llm), 1, MATMUL, None, facts.default_block, Arc::new(MemoryStore::new()), RunId::new("t"))
-            .await
-            .unwrap();
+        let out = analyze(
+            deps(llm),
+            1,
+            MATMUL,
+            None,
+            facts.default_block,
+            Arc::new(MemoryStore::new()),
+            RunId::new("t"),
+        )
+        .await
+        .unwrap();
         let d = compare_with_sidecar(&out.info, &facts);
         assert_eq!(d.len(), 1, "{d:?}");
         assert_eq!(d[0].field, "problem_size[x]");

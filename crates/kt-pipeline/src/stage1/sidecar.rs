@@ -8,7 +8,6 @@ use std::path::{Path, PathBuf};
 use kt_cuda::Kernel;
 use serde::{Deserialize, Serialize};
 
-
 use crate::error::PipelineError;
 use crate::kernel_info::KernelInfo;
 #[cfg(test)]
@@ -51,10 +50,19 @@ impl SidecarFacts {
             description: sidecar.description.clone(),
             problem_size: sidecar.problem_size.iter().map(|e| e.text()).collect(),
             outputs: sidecar.outputs.clone(),
-            default_block: (!block.is_empty())
-                .then(|| [block[0], block.get(1).copied().unwrap_or(1), block.get(2).copied().unwrap_or(1)]),
+            default_block: (!block.is_empty()).then(|| {
+                [
+                    block[0],
+                    block.get(1).copied().unwrap_or(1),
+                    block.get(2).copied().unwrap_or(1),
+                ]
+            }),
             inputs: sidecar.inputs.clone(),
-            sizes: sidecar.sizes.iter().map(|(k, v)| (k.clone(), v.text())).collect(),
+            sizes: sidecar
+                .sizes
+                .iter()
+                .map(|(k, v)| (k.clone(), v.text()))
+                .collect(),
             path: path.to_path_buf(),
         }
     }
@@ -62,26 +70,46 @@ impl SidecarFacts {
     /// A [`KernelInfo`] from the sidecar alone, with the same signature checks an LLM answer gets (a sidecar
     /// that names a missing parameter is a bug in the suite and is reported as such).
     pub fn to_kernel_info(&self, kernel: &Kernel) -> Result<KernelInfo, PipelineError> {
-        let bad = |message: String| PipelineError::Sidecar { path: self.path.clone(), message };
+        let bad = |message: String| PipelineError::Sidecar {
+            path: self.path.clone(),
+            message,
+        };
         if self.kernel != kernel.name {
-            return Err(bad(format!("it describes kernel `{}` but the file's kernel is `{}`", self.kernel, kernel.name)));
+            return Err(bad(format!(
+                "it describes kernel `{}` but the file's kernel is `{}`",
+                self.kernel, kernel.name
+            )));
         }
         let problem_size = check::check_problem_size(
             kernel,
             self.problem_size.len(),
-            &ProblemSizeAnswer { dimensions: self.problem_size.clone() },
+            &ProblemSizeAnswer {
+                dimensions: self.problem_size.clone(),
+            },
         )
         .map_err(&bad)?;
         // Outputs whose initial contents the sidecar sets to something other than zeros are read too.
-        let both: Vec<String> =
-            self.outputs.iter().filter(|o| self.inputs.get(*o).is_some_and(|d| d != "zeros")).cloned().collect();
-        let (outputs, both) = check::check_outputs(kernel, &OutputsAnswer { outputs: self.outputs.clone(), inputs_and_outputs: both })
-            .map_err(&bad)?;
+        let both: Vec<String> = self
+            .outputs
+            .iter()
+            .filter(|o| self.inputs.get(*o).is_some_and(|d| d != "zeros"))
+            .cloned()
+            .collect();
+        let (outputs, both) = check::check_outputs(
+            kernel,
+            &OutputsAnswer {
+                outputs: self.outputs.clone(),
+                inputs_and_outputs: both,
+            },
+        )
+        .map_err(&bad)?;
         Ok(KernelInfo {
             name: kernel.name.clone(),
             parameters: kernel.params.iter().map(|p| p.name.clone()).collect(),
             description: self.description.clone(),
-            default_block: self.default_block.unwrap_or_else(|| check::default_block(problem_size.len())),
+            default_block: self
+                .default_block
+                .unwrap_or_else(|| check::default_block(problem_size.len())),
             problem_size,
             outputs,
             inputs_and_outputs: both,
@@ -100,7 +128,11 @@ pub struct SidecarDisagreement {
 
 impl std::fmt::Display for SidecarDisagreement {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}: Stage 1 says {}, the sidecar says {}", self.field, self.stage1, self.sidecar)
+        write!(
+            f,
+            "{}: Stage 1 says {}, the sidecar says {}",
+            self.field, self.stage1, self.sidecar
+        )
     }
 }
 
@@ -116,7 +148,11 @@ pub fn compare_with_sidecar(info: &KernelInfo, sidecar: &SidecarFacts) -> Vec<Si
             sidecar: sidecar.problem_size.len().to_string(),
         });
     }
-    for ((axis, ours), theirs) in ["x", "y", "z"].iter().zip(&info.problem_size).zip(&sidecar.problem_size) {
+    for ((axis, ours), theirs) in ["x", "y", "z"]
+        .iter()
+        .zip(&info.problem_size)
+        .zip(&sidecar.problem_size)
+    {
         if norm(&ours.expression) != norm(theirs) {
             out.push(SidecarDisagreement {
                 field: format!("problem_size[{axis}]"),
@@ -125,7 +161,11 @@ pub fn compare_with_sidecar(info: &KernelInfo, sidecar: &SidecarFacts) -> Vec<Si
             });
         }
     }
-    let set = |v: &[String]| v.iter().map(|s| s.trim().to_string()).collect::<std::collections::BTreeSet<_>>();
+    let set = |v: &[String]| {
+        v.iter()
+            .map(|s| s.trim().to_string())
+            .collect::<std::collections::BTreeSet<_>>()
+    };
     if set(&info.outputs) != set(&sidecar.outputs) {
         out.push(SidecarDisagreement {
             field: "outputs".into(),
@@ -151,13 +191,22 @@ mod tests {
     use super::*;
 
     fn dimensions(exprs: &[&str]) -> Vec<ProblemDimension> {
-        exprs.iter().map(|e| ProblemDimension { expression: e.to_string() }).collect()
+        exprs
+            .iter()
+            .map(|e| ProblemDimension {
+                expression: e.to_string(),
+            })
+            .collect()
     }
 
     fn suite(name: &str) -> (Kernel, SidecarFacts) {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../naive-kernels");
         let src = std::fs::read_to_string(root.join(format!("{name}.cu"))).unwrap();
-        let kernel = kt_cuda::parse(&src).unwrap().select_kernel(None).unwrap().clone();
+        let kernel = kt_cuda::parse(&src)
+            .unwrap()
+            .select_kernel(None)
+            .unwrap()
+            .clone();
         let facts = SidecarFacts::load(&root.join(format!("{name}.toml"))).unwrap();
         (kernel, facts)
     }
@@ -171,7 +220,9 @@ mod tests {
             if path.extension().is_some_and(|e| e == "cu") {
                 let name = path.file_stem().unwrap().to_str().unwrap().to_string();
                 let (kernel, facts) = suite(&name);
-                let info = facts.to_kernel_info(&kernel).unwrap_or_else(|e| panic!("{name}: {e}"));
+                let info = facts
+                    .to_kernel_info(&kernel)
+                    .unwrap_or_else(|e| panic!("{name}: {e}"));
                 assert!(compare_with_sidecar(&info, &facts).is_empty(), "{name}");
                 checked += 1;
             }

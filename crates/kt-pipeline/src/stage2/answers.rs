@@ -75,7 +75,10 @@ mod tests {
     fn takes_the_python_block_among_others() {
         let answer = "Here:\n```text\nnotes\n```\n```python\nimport numpy as np\ndef generate(seed):\n    return []\n```\nDone.";
         let s = GeneratorScript::from_answer(answer).unwrap();
-        assert_eq!(s.code, "import numpy as np\ndef generate(seed):\n    return []\n");
+        assert_eq!(
+            s.code,
+            "import numpy as np\ndef generate(seed):\n    return []\n"
+        );
     }
 
     #[test]

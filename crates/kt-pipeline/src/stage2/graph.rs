@@ -44,7 +44,10 @@ pub struct TimeBounds {
 impl Default for TimeBounds {
     /// Long enough to measure above launch overhead, short enough that tuning hundreds of configs stays fast.
     fn default() -> Self {
-        Self { min_ms: 1.0, max_ms: 200.0 }
+        Self {
+            min_ms: 1.0,
+            max_ms: 200.0,
+        }
     }
 }
 
@@ -101,9 +104,16 @@ pub struct TestRecord {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum Revision {
     /// The original kernel ran outside the time bounds on this test.
-    Resize { seed: u64, problem_size: Option<[i64; 3]>, measured_ms: f64 },
+    Resize {
+        seed: u64,
+        problem_size: Option<[i64; 3]>,
+        measured_ms: f64,
+    },
     /// Every test so far has sizes that are multiples of 32.
-    Tail { seed: u64, problem_size: Option<[i64; 3]> },
+    Tail {
+        seed: u64,
+        problem_size: Option<[i64; 3]>,
+    },
 }
 
 kt_graph::state! {
@@ -139,12 +149,26 @@ pub struct Stage2Deps {
 /// Builds the Stage 2 graph.
 pub fn build(deps: Stage2Deps) -> Result<kt_graph::CompiledGraph<Stage2State>, PipelineError> {
     let wanted = deps.options.tests;
-    let attempts = if deps.llm.is_some() { deps.options.attempts } else { 1 };
+    let attempts = if deps.llm.is_some() {
+        deps.options.attempts
+    } else {
+        1
+    };
     let mut g = GraphBuilder::<Stage2State>::new();
-    g.node("make_test", MakeTest { deps }).retry(generator_retry(attempts));
+    g.node("make_test", MakeTest { deps })
+        .retry(generator_retry(attempts));
     g.edge(START, "make_test");
-    g.route("make_test", &["make_test", END], move |s: &Stage2State| if s.tests.len() >= wanted { END } else { "make_test" });
-    g.compile().map_err(|e| PipelineError::Graph { stage: "stage 2", message: e.to_string() })
+    g.route("make_test", &["make_test", END], move |s: &Stage2State| {
+        if s.tests.len() >= wanted {
+            END
+        } else {
+            "make_test"
+        }
+    });
+    g.compile().map_err(|e| PipelineError::Graph {
+        stage: "stage 2",
+        message: e.to_string(),
+    })
 }
 
 fn generator_retry(attempts: u32) -> Retry<Stage2State, PipelineError> {
@@ -167,7 +191,11 @@ fn generator_retry(attempts: u32) -> Retry<Stage2State, PipelineError> {
 }
 
 /// The generator spec of a kernel: its parameters in order, outputs and problem size from Stage 1.
-pub fn generator_spec(kernel: &Kernel, info: &KernelInfo, options: &Stage2Options) -> GeneratorSpec {
+pub fn generator_spec(
+    kernel: &Kernel,
+    info: &KernelInfo,
+    options: &Stage2Options,
+) -> GeneratorSpec {
     GeneratorSpec {
         kernel: kernel.name.clone(),
         params: kernel
@@ -176,19 +204,31 @@ pub fn generator_spec(kernel: &Kernel, info: &KernelInfo, options: &Stage2Option
             .map(|p| ArgSpec {
                 name: p.name.clone(),
                 base_type: p.base_type.clone(),
-                pointer_depth: if p.is_pointer() { p.pointer_depth.max(1) } else { 0 },
+                pointer_depth: if p.is_pointer() {
+                    p.pointer_depth.max(1)
+                } else {
+                    0
+                },
                 size: options.array_sizes.get(&p.name).cloned(),
             })
             .collect(),
         outputs: info.outputs.clone(),
-        problem_size: Some(info.problem_size.iter().map(|d| d.expression.clone()).collect()),
+        problem_size: Some(
+            info.problem_size
+                .iter()
+                .map(|d| d.expression.clone())
+                .collect(),
+        ),
         max_total_bytes: options.max_total_bytes,
     }
 }
 
 /// Whether a dimension the kernel uses is not a multiple of 32 (then also not of 64).
 pub fn has_tail(problem_size: &[i64; 3], dimensions: usize) -> bool {
-    problem_size.iter().take(dimensions.clamp(1, 3)).any(|d| d % 32 != 0)
+    problem_size
+        .iter()
+        .take(dimensions.clamp(1, 3))
+        .any(|d| d % 32 != 0)
 }
 
 struct MakeTest {
@@ -240,10 +280,17 @@ impl kt_graph::Node<Stage2State> for MakeTest {
 }
 
 fn missing(what: &str) -> PipelineError {
-    PipelineError::Graph { stage: "stage 2", message: format!("the initial state has no {what}") }
+    PipelineError::Graph {
+        stage: "stage 2",
+        message: format!("the initial state has no {what}"),
+    }
 }
 
-async fn make_test(deps: &Stage2Deps, state: &Stage2State, ctx: &NodeContext) -> Result<Stage2Update, PipelineError> {
+async fn make_test(
+    deps: &Stage2Deps,
+    state: &Stage2State,
+    ctx: &NodeContext,
+) -> Result<Stage2Update, PipelineError> {
     let kernel = state.kernel.as_ref().ok_or_else(|| missing("kernel"))?;
     let info = state.info.as_ref().ok_or_else(|| missing("KernelInfo"))?;
     let opts = &deps.options;
@@ -251,10 +298,14 @@ async fn make_test(deps: &Stage2Deps, state: &Stage2State, ctx: &NodeContext) ->
     let seed = opts.first_seed + index as u64;
 
     // 1. The program.
-    let needs_llm = state.script.is_none() || state.revision.is_some() || !state.feedback.is_empty();
+    let needs_llm =
+        state.script.is_none() || state.revision.is_some() || !state.feedback.is_empty();
     let script = match (&deps.llm, needs_llm) {
         (Some(llm), true) => ask_for_script(deps, llm, state, kernel, info, seed, ctx).await?,
-        (_, _) => state.script.clone().ok_or_else(|| missing("generator program and no LLM to write one"))?,
+        (_, _) => state
+            .script
+            .clone()
+            .ok_or_else(|| missing("generator program and no LLM to write one"))?,
     };
     let refused = |reason: String| PipelineError::GeneratorRefused {
         node: "stage2.make_test".into(),
@@ -264,13 +315,18 @@ async fn make_test(deps: &Stage2Deps, state: &Stage2State, ctx: &NodeContext) ->
 
     // 2. Run it in the sandbox.
     let spec = generator_spec(kernel, info, opts);
-    let generated = run_generator(deps, ctx, &script, &spec, seed).await.map_err(|e| match e {
-        GeneratorError::Io { .. } | GeneratorError::Sandbox(_) | GeneratorError::Python(_) | GeneratorError::SpecInvalid { .. } => {
-            e.into()
-        }
-        e if deps.llm.is_some() && e.is_generator_fault() => refused(format!("with seed {seed} the program failed: {e}")),
-        e => e.into(),
-    })?;
+    let generated = run_generator(deps, ctx, &script, &spec, seed)
+        .await
+        .map_err(|e| match e {
+            GeneratorError::Io { .. }
+            | GeneratorError::Sandbox(_)
+            | GeneratorError::Python(_)
+            | GeneratorError::SpecInvalid { .. } => e.into(),
+            e if deps.llm.is_some() && e.is_generator_fault() => {
+                refused(format!("with seed {seed} the program failed: {e}"))
+            }
+            e => e.into(),
+        })?;
     let fresh = !generated.reused;
     let discard = || {
         if fresh {
@@ -293,7 +349,9 @@ async fn make_test(deps: &Stage2Deps, state: &Stage2State, ctx: &NodeContext) ->
         && p.iter().take(dims).any(|d| *d <= 0)
     {
         discard();
-        return Err(refused(format!("the problem size evaluates to {p:?}; every dimension must be at least 1")));
+        return Err(refused(format!(
+            "the problem size evaluates to {p:?}; every dimension must be at least 1"
+        )));
     }
     let tail = ps.is_some_and(|p| has_tail(&p, dims));
     let mut warnings = Vec::new();
@@ -301,10 +359,16 @@ async fn make_test(deps: &Stage2Deps, state: &Stage2State, ctx: &NodeContext) ->
     if last && !tail && !state.tests.iter().any(|t| t.tail) {
         if deps.llm.is_some() && state.revisions < opts.max_revisions {
             discard();
-            ctx.emit("tail_requested", serde_json::json!({ "seed": seed, "problem_size": ps }));
+            ctx.emit(
+                "tail_requested",
+                serde_json::json!({ "seed": seed, "problem_size": ps }),
+            );
             return Ok(Stage2Update::default()
                 .script(Some(script.clone()))
-                .revision(Some(Revision::Tail { seed, problem_size: ps }))
+                .revision(Some(Revision::Tail {
+                    seed,
+                    problem_size: ps,
+                }))
                 .revisions(state.revisions + 1));
         }
         warnings.push(format!(
@@ -326,10 +390,17 @@ async fn make_test(deps: &Stage2Deps, state: &Stage2State, ctx: &NodeContext) ->
         if run.time_ms < b.min_ms || run.time_ms > b.max_ms {
             if deps.llm.is_some() && state.revisions < opts.max_revisions {
                 discard();
-                ctx.emit("resize_requested", serde_json::json!({ "seed": seed, "measured_ms": run.time_ms }));
+                ctx.emit(
+                    "resize_requested",
+                    serde_json::json!({ "seed": seed, "measured_ms": run.time_ms }),
+                );
                 return Ok(Stage2Update::default()
                     .script(Some(script.clone()))
-                    .revision(Some(Revision::Resize { seed, problem_size: ps, measured_ms: run.time_ms }))
+                    .revision(Some(Revision::Resize {
+                        seed,
+                        problem_size: ps,
+                        measured_ms: run.time_ms,
+                    }))
                     .revisions(state.revisions + 1));
             }
             warnings.push(format!(
@@ -352,7 +423,11 @@ async fn make_test(deps: &Stage2Deps, state: &Stage2State, ctx: &NodeContext) ->
         reused: generated.reused,
     };
     tracing::info!(test = %record.id, seed, problem_size = ?ps, time_ms = ?reference_time_ms, "test accepted");
-    Ok(Stage2Update::default().script(Some(script)).revision(None).tests(vec![record]).warnings(warnings))
+    Ok(Stage2Update::default()
+        .script(Some(script))
+        .revision(None)
+        .tests(vec![record])
+        .warnings(warnings))
 }
 
 async fn ask_for_script(
@@ -370,16 +445,26 @@ async fn ask_for_script(
         None => ("stage2-generator", "stage2.generator"),
     };
     let (problem_size, measured_ms) = match &state.revision {
-        Some(Revision::Resize { problem_size, measured_ms, .. }) => {
-            (problem_size.map(|p| format!("{p:?}")), Some(format!("{measured_ms:.3}")))
-        }
+        Some(Revision::Resize {
+            problem_size,
+            measured_ms,
+            ..
+        }) => (
+            problem_size.map(|p| format!("{p:?}")),
+            Some(format!("{measured_ms:.3}")),
+        ),
         Some(Revision::Tail { problem_size, .. }) => (problem_size.map(|p| format!("{p:?}")), None),
         None => (None, None),
     };
     let context = GeneratorContext {
         kernel: PromptKernel::new(kernel, &state.source),
         info,
-        array_sizes: deps.options.array_sizes.iter().map(|(name, size)| ArraySize { name, size }).collect(),
+        array_sizes: deps
+            .options
+            .array_sizes
+            .iter()
+            .map(|(name, size)| ArraySize { name, size })
+            .collect(),
         min_ms: deps.options.bounds.min_ms.to_string(),
         max_ms: deps.options.bounds.max_ms.to_string(),
         max_total_mb: deps.options.max_total_bytes >> 20,
@@ -396,15 +481,27 @@ async fn ask_for_script(
     let request = LlmRequest::new(label).user(prompt.text);
     let llm = llm.clone();
     let text: String = ctx
-        .effect("llm", || async move { llm.complete(request).await.map(|r| r.text) })
+        .effect("llm", || async move {
+            llm.complete(request).await.map(|r| r.text)
+        })
         .await
         .map_err(|e| match e {
-            kt_graph::EffectError::Failed { source, .. } => PipelineError::Llm { node: label.into(), source },
-            kt_graph::EffectError::Journal { source, .. } => PipelineError::Graph { stage: "stage 2", message: source.to_string() },
+            kt_graph::EffectError::Failed { source, .. } => PipelineError::Llm {
+                node: label.into(),
+                source: Box::new(source),
+            },
+            kt_graph::EffectError::Journal { source, .. } => PipelineError::Graph {
+                stage: "stage 2",
+                message: source.to_string(),
+            },
         })?;
     GeneratorScript::from_answer(&text)
         .map(|s| s.code)
-        .map_err(|reason| PipelineError::GeneratorRefused { node: label.into(), reason, script: state.script.clone() })
+        .map_err(|reason| PipelineError::GeneratorRefused {
+            node: label.into(),
+            reason,
+            script: state.script.clone(),
+        })
 }
 
 async fn run_generator(
@@ -414,30 +511,45 @@ async fn run_generator(
     spec: &GeneratorSpec,
     seed: u64,
 ) -> Result<Generated, GeneratorError> {
-    let (sandbox, python, script, spec, dest) =
-        (deps.sandbox.clone(), deps.python.clone(), script.to_string(), spec.clone(), deps.tests_dir.clone());
-    let key = format!("seed{seed}-{}", &blake3::hash(script.as_bytes()).to_hex()[..16]);
+    let (sandbox, python, script, spec, dest) = (
+        deps.sandbox.clone(),
+        deps.python.clone(),
+        script.to_string(),
+        spec.clone(),
+        deps.tests_dir.clone(),
+    );
+    let key = format!(
+        "seed{seed}-{}",
+        &blake3::hash(script.as_bytes()).to_hex()[..16]
+    );
     ctx.effect_keyed("generator", &key, || async move {
         let dest_for_error = dest.clone();
         tokio::task::spawn_blocking(move || {
-            kt_sandbox::generator::run_generator(&sandbox, &python, &script, &spec, seed, &dest).map(|t| Generated {
-                id: t.id,
-                dir: t.dir,
-                manifest: t.manifest,
-                reused: t.reused,
-            })
+            kt_sandbox::generator::run_generator(&sandbox, &python, &script, &spec, seed, &dest)
+                .map(|t| Generated {
+                    id: t.id,
+                    dir: t.dir,
+                    manifest: t.manifest,
+                    reused: t.reused,
+                })
         })
         .await
         .unwrap_or_else(|join| {
-            Err(GeneratorError::Io { what: "run the generator thread", path: dest_for_error, source: std::io::Error::other(join.to_string()) })
+            Err(GeneratorError::Io {
+                what: "run the generator thread",
+                path: dest_for_error,
+                source: std::io::Error::other(join.to_string()),
+            })
         })
     })
     .await
     .map_err(|e| match e {
         kt_graph::EffectError::Failed { source, .. } => source,
-        kt_graph::EffectError::Journal { source, .. } => {
-            GeneratorError::Io { what: "journal the generator run", path: deps.tests_dir.clone(), source: std::io::Error::other(source.to_string()) }
-        }
+        kt_graph::EffectError::Journal { source, .. } => GeneratorError::Io {
+            what: "journal the generator run",
+            path: deps.tests_dir.clone(),
+            source: std::io::Error::other(source.to_string()),
+        },
     })
 }
 
@@ -449,14 +561,25 @@ async fn run_reference(
     info: &KernelInfo,
     generated: &Generated,
 ) -> Result<super::reference::ReferenceRun, PipelineError> {
-    let job = ReferenceJob { source, kernel, info, test_dir: &generated.dir, manifest: &generated.manifest };
+    let job = ReferenceJob {
+        source,
+        kernel,
+        info,
+        test_dir: &generated.dir,
+        manifest: &generated.manifest,
+    };
     let runner = deps.reference.clone();
     let run = ctx
-        .effect_keyed("reference", &generated.id, || async move { runner.run(job).await })
+        .effect_keyed("reference", &generated.id, || async move {
+            runner.run(job).await
+        })
         .await
         .map_err(|e| match e {
             kt_graph::EffectError::Failed { source, .. } => source,
-            kt_graph::EffectError::Journal { source, .. } => PipelineError::Graph { stage: "stage 2", message: source.to_string() },
+            kt_graph::EffectError::Journal { source, .. } => PipelineError::Graph {
+                stage: "stage 2",
+                message: source.to_string(),
+            },
         })?;
     if !expected_files_exist(&generated.dir, &run.expected) {
         return Err(PipelineError::Reference {

@@ -17,7 +17,10 @@ use kt_graph::{CheckpointStore, Executor, RunId, RunOptions, RunOutcome};
 use kt_sandbox::generator::TestManifest;
 
 pub use answers::GeneratorScript;
-pub use graph::{Revision, Stage2Deps, Stage2Options, Stage2State, TestRecord, TimeBounds, generator_spec, has_tail};
+pub use graph::{
+    Revision, Stage2Deps, Stage2Options, Stage2State, TestRecord, TimeBounds, generator_spec,
+    has_tail,
+};
 pub use reference::{ReferenceJob, ReferenceRun, ReferenceRunner, Unavailable, record_in_manifest};
 pub use tuner_reference::TunerReference;
 
@@ -51,7 +54,8 @@ pub async fn make_tests(
     if script.is_none() && deps.llm.is_none() {
         return Err(PipelineError::NoLlm);
     }
-    std::fs::create_dir_all(&deps.tests_dir).map_err(|e| PipelineError::io("creating the tests directory", &deps.tests_dir, e))?;
+    std::fs::create_dir_all(&deps.tests_dir)
+        .map_err(|e| PipelineError::io("creating the tests directory", &deps.tests_dir, e))?;
     let expected_missing = deps.reference.availability().err();
     let tests_dir = deps.tests_dir.clone();
     let graph = graph::build(deps)?;
@@ -66,7 +70,10 @@ pub async fn make_tests(
     let outcome = executor
         .start(run, initial, RunOptions::default())
         .await
-        .map_err(|e| PipelineError::Graph { stage: "stage 2", message: e.to_string() })?;
+        .map_err(|e| PipelineError::Graph {
+            stage: "stage 2",
+            message: e.to_string(),
+        })?;
     let state = match outcome {
         RunOutcome::Finished { state, .. } => state,
         other => {
@@ -97,7 +104,11 @@ impl StoredTest {
     /// Expected outputs exist for every output.
     pub fn has_expected(&self) -> bool {
         let expected = self.manifest.expected.as_ref();
-        self.manifest.outputs.iter().all(|o| expected.and_then(|e| e.get(o)).is_some_and(|f| self.dir.join(f).is_file()))
+        self.manifest.outputs.iter().all(|o| {
+            expected
+                .and_then(|e| e.get(o))
+                .is_some_and(|f| self.dir.join(f).is_file())
+        })
     }
 }
 
@@ -107,18 +118,29 @@ pub fn list_tests(tests_dir: &Path) -> Result<Vec<StoredTest>, PipelineError> {
     let entries = match std::fs::read_dir(tests_dir) {
         Ok(entries) => entries,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(PipelineError::io("listing the tests directory", tests_dir, e)),
+        Err(e) => {
+            return Err(PipelineError::io(
+                "listing the tests directory",
+                tests_dir,
+                e,
+            ));
+        }
     };
     let mut out = Vec::new();
     for entry in entries {
-        let entry = entry.map_err(|e| PipelineError::io("listing the tests directory", tests_dir, e))?;
+        let entry =
+            entry.map_err(|e| PipelineError::io("listing the tests directory", tests_dir, e))?;
         let dir = entry.path();
         let manifest_path = dir.join("manifest.json");
         if !manifest_path.is_file() {
             continue;
         }
         let manifest: TestManifest = crate::run_dir::read_json(&manifest_path, "test manifest")?;
-        out.push(StoredTest { id: entry.file_name().to_string_lossy().to_string(), dir, manifest });
+        out.push(StoredTest {
+            id: entry.file_name().to_string_lossy().to_string(),
+            dir,
+            manifest,
+        });
     }
     out.sort_by(|a, b| a.id.cmp(&b.id));
     Ok(out)

@@ -62,13 +62,18 @@ impl ReferenceRunner for Unavailable {
     }
 
     async fn run(&self, _job: ReferenceJob<'_>) -> Result<ReferenceRun, PipelineError> {
-        Err(PipelineError::NoGpu { reason: self.reason.clone() })
+        Err(PipelineError::NoGpu {
+            reason: self.reason.clone(),
+        })
     }
 }
 
 /// Records a reference run in the test's manifest.json (`expected` and `reference_time_ms`), keeping every
 /// other field as it was.
-pub fn record_in_manifest(test_dir: &Path, run: &ReferenceRun) -> Result<TestManifest, PipelineError> {
+pub fn record_in_manifest(
+    test_dir: &Path,
+    run: &ReferenceRun,
+) -> Result<TestManifest, PipelineError> {
     let path = test_dir.join("manifest.json");
     let mut manifest: TestManifest = crate::run_dir::read_json(&path, "test manifest")?;
     // An empty map would claim "expected outputs recorded" for a runner that records none.

@@ -13,8 +13,9 @@ use super::*;
 use crate::stage1::{SidecarFacts, from_sidecar};
 
 fn python() -> PythonRuntime {
-    PythonRuntime::probe()
-        .unwrap_or_else(|e| panic!("these tests need python3 with numpy: {e}. Run scripts/install-test-deps.sh"))
+    PythonRuntime::probe().unwrap_or_else(|e| {
+        panic!("these tests need python3 with numpy: {e}. Run scripts/install-test-deps.sh")
+    })
 }
 
 /// Answers "kernel ran for (x * y * z) * ms_per_item ms" and writes the expected outputs as copies of the
@@ -34,11 +35,18 @@ impl ReferenceRunner for FakeGpu {
         std::fs::create_dir_all(job.test_dir.join("expected")).unwrap();
         for out in &job.info.outputs {
             let file = format!("expected/{out}.npy");
-            std::fs::copy(job.test_dir.join(format!("args/{out}.npy")), job.test_dir.join(&file)).unwrap();
+            std::fs::copy(
+                job.test_dir.join(format!("args/{out}.npy")),
+                job.test_dir.join(&file),
+            )
+            .unwrap();
             expected.insert(out.clone(), file);
         }
         let items: i64 = job.manifest.problem_size.unwrap().iter().product();
-        Ok(ReferenceRun { time_ms: items as f64 * self.ms_per_item, expected })
+        Ok(ReferenceRun {
+            time_ms: items as f64 * self.ms_per_item,
+            expected,
+        })
     }
 }
 
@@ -62,10 +70,17 @@ fn generator(n_expr: &str) -> String {
 }
 
 fn answer(node: &str, code: &str) -> String {
-    format!("[[answers]]\nnode = \"{node}\"\ntext = '''\nHere it is.\n\n```python\n{code}```\n'''\n\n")
+    format!(
+        "[[answers]]\nnode = \"{node}\"\ntext = '''\nHere it is.\n\n```python\n{code}```\n'''\n\n"
+    )
 }
 
-fn deps(dir: &Path, llm: Option<LlmClient>, reference: Arc<dyn ReferenceRunner>, tests: usize) -> Stage2Deps {
+fn deps(
+    dir: &Path,
+    llm: Option<LlmClient>,
+    reference: Arc<dyn ReferenceRunner>,
+    tests: usize,
+) -> Stage2Deps {
     Stage2Deps {
         llm,
         prompts: Arc::new(crate::PromptLibrary::builtin().unwrap()),
@@ -73,14 +88,19 @@ fn deps(dir: &Path, llm: Option<LlmClient>, reference: Arc<dyn ReferenceRunner>,
         python: python(),
         reference,
         tests_dir: dir.join("tests"),
-        options: Stage2Options { tests, max_total_bytes: 64 << 20, ..Stage2Options::default() },
+        options: Stage2Options {
+            tests,
+            max_total_bytes: 64 << 20,
+            ..Stage2Options::default()
+        },
     }
 }
 
 fn scripted(dir: &Path, script: &str) -> LlmClient {
     let path = dir.join("answers.toml");
     std::fs::write(&path, script).unwrap();
-    LlmClient::new(ScriptedProvider::load(&path).unwrap()).with_recorder(Recorder::open(dir.join("llm.jsonl")).unwrap())
+    LlmClient::new(ScriptedProvider::load(&path).unwrap())
+        .with_recorder(Recorder::open(dir.join("llm.jsonl")).unwrap())
 }
 
 fn prompts_of(dir: &Path, node: &str) -> Vec<String> {
@@ -97,20 +117,57 @@ async fn generator_that_raises_is_sent_back_with_its_traceback_and_the_fix_accep
     let dir = tempfile::tempdir().unwrap();
     let broken = "import numpy as np\n\ndef generate(seed: int) -> list:\n    raise ValueError('sizes went wrong ' + str(seed))\n";
     let fixed = generator("20001 + 2 * seed");
-    let llm = scripted(dir.path(), &(answer("stage2.generator", broken) + &answer("stage2.generator", &fixed)));
+    let llm = scripted(
+        dir.path(),
+        &(answer("stage2.generator", broken) + &answer("stage2.generator", &fixed)),
+    );
     let (source, s1) = vector_add();
-    let d = deps(dir.path(), Some(llm), Arc::new(FakeGpu { ms_per_item: 1e-4 }), 3);
-    let out = make_tests(d, &source, &s1.kernel, &s1.info, None, Arc::new(MemoryStore::new()), RunId::new("t")).await.unwrap();
+    let d = deps(
+        dir.path(),
+        Some(llm),
+        Arc::new(FakeGpu { ms_per_item: 1e-4 }),
+        3,
+    );
+    let out = make_tests(
+        d,
+        &source,
+        &s1.kernel,
+        &s1.info,
+        None,
+        Arc::new(MemoryStore::new()),
+        RunId::new("t"),
+    )
+    .await
+    .unwrap();
 
     assert_eq!(out.tests.len(), 3);
-    assert_eq!(out.tests.iter().map(|t| t.seed).collect::<Vec<_>>(), [1, 2, 3]);
-    assert!(out.tests.iter().all(|t| t.tail && t.reference_time_ms.is_some()));
+    assert_eq!(
+        out.tests.iter().map(|t| t.seed).collect::<Vec<_>>(),
+        [1, 2, 3]
+    );
+    assert!(
+        out.tests
+            .iter()
+            .all(|t| t.tail && t.reference_time_ms.is_some())
+    );
     assert_eq!(out.script, fixed);
     assert!(out.warnings.is_empty(), "{:?}", out.warnings);
     let asks = prompts_of(dir.path(), "stage2.generator");
-    assert_eq!(asks.len(), 2, "one fix, then the fixed program is reused for every seed");
-    assert!(asks[1].contains("ValueError") && asks[1].contains("sizes went wrong 1"), "{}", asks[1]);
-    assert!(asks[1].contains("raise ValueError"), "the failing program is shown: {}", asks[1]);
+    assert_eq!(
+        asks.len(),
+        2,
+        "one fix, then the fixed program is reused for every seed"
+    );
+    assert!(
+        asks[1].contains("ValueError") && asks[1].contains("sizes went wrong 1"),
+        "{}",
+        asks[1]
+    );
+    assert!(
+        asks[1].contains("raise ValueError"),
+        "the failing program is shown: {}",
+        asks[1]
+    );
 
     // Each test is on disk in the tests format, with expected outputs and the time recorded.
     let stored = list_tests(&out.tests_dir).unwrap();
@@ -128,18 +185,44 @@ async fn too_fast_test_is_resized_with_the_measured_time() {
     let dir = tempfile::tempdir().unwrap();
     let small = generator("1001 + 2 * seed");
     let big = generator("30001 + 2 * seed");
-    let llm = scripted(dir.path(), &(answer("stage2.generator", &small) + &answer("stage2.resize", &big)));
+    let llm = scripted(
+        dir.path(),
+        &(answer("stage2.generator", &small) + &answer("stage2.resize", &big)),
+    );
     let (source, s1) = vector_add();
-    let d = deps(dir.path(), Some(llm), Arc::new(FakeGpu { ms_per_item: 1e-4 }), 2);
-    let out = make_tests(d, &source, &s1.kernel, &s1.info, None, Arc::new(MemoryStore::new()), RunId::new("t")).await.unwrap();
+    let d = deps(
+        dir.path(),
+        Some(llm),
+        Arc::new(FakeGpu { ms_per_item: 1e-4 }),
+        2,
+    );
+    let out = make_tests(
+        d,
+        &source,
+        &s1.kernel,
+        &s1.info,
+        None,
+        Arc::new(MemoryStore::new()),
+        RunId::new("t"),
+    )
+    .await
+    .unwrap();
 
     let resize = prompts_of(dir.path(), "stage2.resize");
     assert_eq!(resize.len(), 1);
     // 1003 items at 1e-4 ms each: the LLM is told 0.100 ms and the bounds.
     assert!(resize[0].contains("0.100 ms"), "{}", resize[0]);
     assert!(resize[0].contains("between 1 and 200 ms"), "{}", resize[0]);
-    assert!(resize[0].contains("1001 + 2 * seed"), "the program to resize is shown: {}", resize[0]);
-    let times: Vec<f64> = out.tests.iter().map(|t| t.reference_time_ms.unwrap()).collect();
+    assert!(
+        resize[0].contains("1001 + 2 * seed"),
+        "the program to resize is shown: {}",
+        resize[0]
+    );
+    let times: Vec<f64> = out
+        .tests
+        .iter()
+        .map(|t| t.reference_time_ms.unwrap())
+        .collect();
     assert_eq!(out.tests.len(), 2);
     assert!(times.iter().all(|t| (1.0..=200.0).contains(t)), "{times:?}");
     // The too-fast test was removed: only accepted tests remain on disk.
@@ -151,10 +234,28 @@ async fn sizes_that_are_all_multiples_of_32_get_a_tail_test() {
     let dir = tempfile::tempdir().unwrap();
     let aligned = generator("4096 * (seed + 4)");
     let tail = generator("4096 * (seed + 4) + 17");
-    let llm = scripted(dir.path(), &(answer("stage2.generator", &aligned) + &answer("stage2.tail", &tail)));
+    let llm = scripted(
+        dir.path(),
+        &(answer("stage2.generator", &aligned) + &answer("stage2.tail", &tail)),
+    );
     let (source, s1) = vector_add();
-    let d = deps(dir.path(), Some(llm), Arc::new(FakeGpu { ms_per_item: 1e-4 }), 2);
-    let out = make_tests(d, &source, &s1.kernel, &s1.info, None, Arc::new(MemoryStore::new()), RunId::new("t")).await.unwrap();
+    let d = deps(
+        dir.path(),
+        Some(llm),
+        Arc::new(FakeGpu { ms_per_item: 1e-4 }),
+        2,
+    );
+    let out = make_tests(
+        d,
+        &source,
+        &s1.kernel,
+        &s1.info,
+        None,
+        Arc::new(MemoryStore::new()),
+        RunId::new("t"),
+    )
+    .await
+    .unwrap();
 
     assert_eq!(out.tests.len(), 2);
     assert!(!out.tests[0].tail);
@@ -169,17 +270,31 @@ async fn sizes_that_are_all_multiples_of_32_get_a_tail_test() {
 async fn hand_written_script_without_gpu_writes_inputs_and_says_why_expected_outputs_are_missing() {
     let dir = tempfile::tempdir().unwrap();
     let (source, s1) = vector_add();
-    let reference = Arc::new(Unavailable { reason: "no CUDA driver".into() });
+    let reference = Arc::new(Unavailable {
+        reason: "no CUDA driver".into(),
+    });
     let d = deps(dir.path(), None, reference, 3);
     let script = generator("1001 + 2 * seed");
-    let out = make_tests(d, &source, &s1.kernel, &s1.info, Some(script), Arc::new(MemoryStore::new()), RunId::new("t"))
-        .await
-        .unwrap();
+    let out = make_tests(
+        d,
+        &source,
+        &s1.kernel,
+        &s1.info,
+        Some(script),
+        Arc::new(MemoryStore::new()),
+        RunId::new("t"),
+    )
+    .await
+    .unwrap();
     assert_eq!(out.tests.len(), 3);
     assert_eq!(out.expected_missing.as_deref(), Some("no CUDA driver"));
     let stored = list_tests(&out.tests_dir).unwrap();
     assert_eq!(stored.len(), 3);
-    assert!(stored.iter().all(|t| !t.has_expected() && t.manifest.reference_time_ms.is_none()));
+    assert!(
+        stored
+            .iter()
+            .all(|t| !t.has_expected() && t.manifest.reference_time_ms.is_none())
+    );
     assert_eq!(stored[0].manifest.outputs, ["c"]);
 }
 
@@ -189,11 +304,22 @@ async fn hand_written_script_that_raises_fails_at_once_with_the_traceback() {
     let (source, s1) = vector_add();
     let d = deps(dir.path(), None, Arc::new(FakeGpu { ms_per_item: 1e-3 }), 3);
     let script = "def generate(seed):\n    return [1, 2]\n".to_string();
-    let err = make_tests(d, &source, &s1.kernel, &s1.info, Some(script), Arc::new(MemoryStore::new()), RunId::new("t"))
-        .await
-        .unwrap_err();
+    let err = make_tests(
+        d,
+        &source,
+        &s1.kernel,
+        &s1.info,
+        Some(script),
+        Arc::new(MemoryStore::new()),
+        RunId::new("t"),
+    )
+    .await
+    .unwrap_err();
     let text = err.to_string();
-    assert!(text.contains('2') && text.contains('4'), "names the argument counts: {text}");
+    assert!(
+        text.contains('2') && text.contains('4'),
+        "names the argument counts: {text}"
+    );
 }
 
 #[tokio::test]
@@ -201,12 +327,34 @@ async fn generator_ignoring_the_seed_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let constant = generator("20001").replace("default_rng(seed)", "default_rng(0)");
     let seeded = generator("20001 + 2 * seed");
-    let llm = scripted(dir.path(), &(answer("stage2.generator", &constant) + &answer("stage2.generator", &seeded)));
+    let llm = scripted(
+        dir.path(),
+        &(answer("stage2.generator", &constant) + &answer("stage2.generator", &seeded)),
+    );
     let (source, s1) = vector_add();
-    let d = deps(dir.path(), Some(llm), Arc::new(FakeGpu { ms_per_item: 1e-4 }), 2);
-    let out = make_tests(d, &source, &s1.kernel, &s1.info, None, Arc::new(MemoryStore::new()), RunId::new("t")).await.unwrap();
+    let d = deps(
+        dir.path(),
+        Some(llm),
+        Arc::new(FakeGpu { ms_per_item: 1e-4 }),
+        2,
+    );
+    let out = make_tests(
+        d,
+        &source,
+        &s1.kernel,
+        &s1.info,
+        None,
+        Arc::new(MemoryStore::new()),
+        RunId::new("t"),
+    )
+    .await
+    .unwrap();
     assert_eq!(out.tests.len(), 2);
     assert_ne!(out.tests[0].id, out.tests[1].id);
     let asks = prompts_of(dir.path(), "stage2.generator");
-    assert!(asks[1].contains("produced identical arguments"), "{}", asks[1]);
+    assert!(
+        asks[1].contains("produced identical arguments"),
+        "{}",
+        asks[1]
+    );
 }

@@ -26,20 +26,28 @@ pub struct TunerReference {
 
 impl std::fmt::Debug for TunerReference {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TunerReference").field("cache_dir", &self.cache_dir).finish()
+        f.debug_struct("TunerReference")
+            .field("cache_dir", &self.cache_dir)
+            .finish()
     }
 }
 
 impl TunerReference {
     /// `cache_dir`: the run's `tuning/` directory.
     pub fn new(cache_dir: PathBuf) -> Self {
-        Self { cache_dir, tuner: Arc::new(Mutex::new(None)) }
+        Self {
+            cache_dir,
+            tuner: Arc::new(Mutex::new(None)),
+        }
     }
 
     fn with_tuner<T>(&self, f: impl FnOnce(&mut Tuner) -> T) -> Result<T, String> {
         let mut guard = self.tuner.lock().unwrap_or_else(|p| p.into_inner());
         if guard.is_none() {
-            let config = TunerConfig { cache_dir: Some(self.cache_dir.clone()), ..TunerConfig::default() };
+            let config = TunerConfig {
+                cache_dir: Some(self.cache_dir.clone()),
+                ..TunerConfig::default()
+            };
             *guard = Some(Tuner::new(config).map_err(|e| e.to_string()));
         }
         match guard.as_mut() {
@@ -58,9 +66,20 @@ impl ReferenceRunner for TunerReference {
     }
 
     async fn run(&self, job: ReferenceJob<'_>) -> Result<ReferenceRun, PipelineError> {
-        let test_id = job.test_dir.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
-        let mut kernel =
-            TunableKernel::new(job.source, job.kernel.name.clone(), job.info.problem_size.iter().map(|d| d.expression.clone()).collect());
+        let test_id = job
+            .test_dir
+            .file_name()
+            .map(|n| n.to_string_lossy().to_string())
+            .unwrap_or_default();
+        let mut kernel = TunableKernel::new(
+            job.source,
+            job.kernel.name.clone(),
+            job.info
+                .problem_size
+                .iter()
+                .map(|d| d.expression.clone())
+                .collect(),
+        );
         let block = job.info.default_block.map(i64::from);
         let params: Vec<TunableParam> = ["block_size_x", "block_size_y", "block_size_z"]
             .iter()
@@ -75,24 +94,41 @@ impl ReferenceRunner for TunerReference {
         // The tuner reads tests from a directory of test directories: present this one alone.
         let scratch = self.cache_dir.join(format!("reference-{test_id}"));
         let _ = std::fs::remove_dir_all(&scratch);
-        std::fs::create_dir_all(&scratch).map_err(|e| PipelineError::io("creating", &scratch, e))?;
+        std::fs::create_dir_all(&scratch)
+            .map_err(|e| PipelineError::io("creating", &scratch, e))?;
         let link = scratch.join(&test_id);
-        std::os::unix::fs::symlink(job.test_dir, &link).map_err(|e| PipelineError::io("linking the test into", &link, e))?;
-        let this = Self { cache_dir: self.cache_dir.clone(), tuner: self.tuner.clone() };
+        std::os::unix::fs::symlink(job.test_dir, &link)
+            .map_err(|e| PipelineError::io("linking the test into", &link, e))?;
+        let this = Self {
+            cache_dir: self.cache_dir.clone(),
+            tuner: self.tuner.clone(),
+        };
         let dir = scratch.clone();
         // The tuner blocks for as long as the kernel runs: keep it off the async workers.
         let outcome = tokio::task::spawn_blocking(move || {
-            let tests = TestSet::load_dir(&dir, &specs, &BTreeMap::new()).map_err(|e| e.to_string())?;
-            let options = TuneOptions { verify: false, measure_peak: false, ..TuneOptions::default() };
-            this.with_tuner(|tuner| tuner.tune(&kernel, &tests, &options, &mut |_| {}))?.map_err(|e: TunerError| e.to_string())
+            let tests =
+                TestSet::load_dir(&dir, &specs, &BTreeMap::new()).map_err(|e| e.to_string())?;
+            let options = TuneOptions {
+                verify: false,
+                measure_peak: false,
+                ..TuneOptions::default()
+            };
+            this.with_tuner(|tuner| tuner.tune(&kernel, &tests, &options, &mut |_| {}))?
+                .map_err(|e: TunerError| e.to_string())
         })
         .await
         .unwrap_or_else(|join| Err(format!("the tuner thread failed: {join}")));
         let _ = std::fs::remove_dir_all(&scratch);
         let result = outcome.map_err(|message| {
             // A fault in the reference launch is most often an argument the generator sized wrong.
-            let inputs_at_fault = message.contains("illegal") || message.contains("fault") || message.contains("out of range");
-            PipelineError::Reference { test: test_id.clone(), message, inputs_at_fault }
+            let inputs_at_fault = message.contains("illegal")
+                || message.contains("fault")
+                || message.contains("out of range");
+            PipelineError::Reference {
+                test: test_id.clone(),
+                message,
+                inputs_at_fault,
+            }
         })?;
         let time_ms = result
             .reference
@@ -104,6 +140,9 @@ impl ReferenceRunner for TunerReference {
                 message: "the tuner measured no time for the default launch".into(),
                 inputs_at_fault: false,
             })?;
-        Ok(ReferenceRun { time_ms, expected: BTreeMap::new() })
+        Ok(ReferenceRun {
+            time_ms,
+            expected: BTreeMap::new(),
+        })
     }
 }

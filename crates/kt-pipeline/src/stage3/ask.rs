@@ -58,9 +58,12 @@ pub(crate) fn answer_name<T>() -> &'static str {
 
 fn classify(node: &str, e: LlmError) -> AskError {
     match e {
-        LlmError::NoCode { .. } | LlmError::SchemaMismatch { .. } | LlmError::BadResponse { .. } => {
-            AskError::Recoverable { kind: FailureKind::BadAnswer, message: e.to_string() }
-        }
+        LlmError::NoCode { .. }
+        | LlmError::SchemaMismatch { .. }
+        | LlmError::BadResponse { .. } => AskError::Recoverable {
+            kind: FailureKind::BadAnswer,
+            message: e.to_string(),
+        },
         // A recording or script without this question ends the step (and the run goes on with what it has)
         // rather than the run: a replay on a GPU that failed a kernel the recording's did not is still useful.
         LlmError::RateLimited { .. }
@@ -68,10 +71,14 @@ fn classify(node: &str, e: LlmError) -> AskError {
         | LlmError::Server { .. }
         | LlmError::Connection { .. }
         | LlmError::ReplayMiss { .. }
-        | LlmError::ScriptExhausted { .. } => {
-            AskError::Recoverable { kind: FailureKind::LlmUnavailable, message: e.to_string() }
-        }
-        other => AskError::Fatal(PipelineError::Llm { node: node.to_string(), source: other }),
+        | LlmError::ScriptExhausted { .. } => AskError::Recoverable {
+            kind: FailureKind::LlmUnavailable,
+            message: e.to_string(),
+        },
+        other => AskError::Fatal(PipelineError::Llm {
+            node: node.to_string(),
+            source: Box::new(other),
+        }),
     }
 }
 
@@ -90,7 +97,9 @@ where
     let rendered = cx.prompts.render_as(template, answer_name::<T>(), vars)?;
     let system = cx.prompts.render(SYSTEM_TEMPLATE, &serde_json::json!({}))?;
     let llm = cx.llm()?;
-    let request = LlmRequest::new(node).system(system.text).user(rendered.text.clone());
+    let request = LlmRequest::new(node)
+        .system(system.text)
+        .user(rendered.text.clone());
     let mode = cx.structured_mode;
     let result = nctx
         .effect("llm", || async move {
@@ -109,7 +118,10 @@ where
         Ok(j) => j,
         Err(EffectError::Failed { source, .. }) => return Err(classify(node, source)),
         Err(EffectError::Journal { source, .. }) => {
-            return Err(AskError::Fatal(PipelineError::Journal { node: node.to_string(), message: source.to_string() }));
+            return Err(AskError::Fatal(PipelineError::Journal {
+                node: node.to_string(),
+                message: source.to_string(),
+            }));
         }
     };
     Ok(Asked {

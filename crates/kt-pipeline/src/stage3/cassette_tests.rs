@@ -12,10 +12,10 @@ use kt_graph::{CancelToken, MemoryStore, RunId};
 use kt_llm::{LlmClient, LlmConfig, Recorder, StructuredMode, read_records};
 
 use super::*;
+use crate::PromptLibrary;
 use crate::prepare::{KernelSource, Stage1Source, TestgenSettings, understand};
 use crate::run_dir::{NewRun, RunDir, RunLlm, RunSettings, RunStatus};
 use crate::strategy::{StrategyOverrides, load_strategy};
-use crate::PromptLibrary;
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -32,7 +32,11 @@ fn kernel_file() -> PathBuf {
 
 /// The LLM client exactly as `--llm <spec>` builds it.
 fn client(spec: &str, record: &Path) -> LlmClient {
-    LlmConfig::parse_spec(spec).unwrap().build_client().unwrap().with_recorder(Recorder::open(record).unwrap())
+    LlmConfig::parse_spec(spec)
+        .unwrap()
+        .build_client()
+        .unwrap()
+        .with_recorder(Recorder::open(record).unwrap())
 }
 
 /// Fake GPU times for one combination: step i is accepted when bit i is set (it halves the best time), else
@@ -52,7 +56,10 @@ fn branch_times(mask: u32) -> Vec<f64> {
 fn stage3_settings(llm: LlmClient, prompts: Arc<PromptLibrary>, times: Vec<f64>) -> Stage3Settings {
     let strategy = load_strategy("autonomous", Some(&root().join("strategies")))
         .unwrap()
-        .with_overrides(&StrategyOverrides { replan: Some(3), ..Default::default() });
+        .with_overrides(&StrategyOverrides {
+            replan: Some(3),
+            ..Default::default()
+        });
     Stage3Settings {
         strategy,
         llm: Arc::new(llm),
@@ -74,8 +81,16 @@ fn new_run(base: &Path) -> RunDir {
             kernel_file: &kernel_file(),
             kernel: "matrixMultiply",
             strategy: "autonomous",
-            settings: RunSettings { replan: Some(3), breakdown: Some(1), candidates: Some(1), tests: Some(3) },
-            llm: RunLlm { provider: "scripted".into(), model: "scripted".into() },
+            settings: RunSettings {
+                replan: Some(3),
+                breakdown: Some(1),
+                candidates: Some(1),
+                tests: Some(3),
+            },
+            llm: RunLlm {
+                provider: "scripted".into(),
+                model: "scripted".into(),
+            },
         },
     )
     .unwrap()
@@ -90,12 +105,26 @@ fn stage3_only_run(base: &Path, info: &crate::KernelInfo) -> RunDir {
 }
 
 fn statuses(outcome: &TransformOutcome) -> Vec<StepStatus> {
-    outcome.state.as_ref().unwrap().history.iter().map(|r| r.status).collect()
+    outcome
+        .state
+        .as_ref()
+        .unwrap()
+        .history
+        .iter()
+        .map(|r| r.status)
+        .collect()
 }
 
 fn expected_statuses(mask: u32) -> Vec<StepStatus> {
-    let mut v: Vec<StepStatus> =
-        (0..3).map(|i| if mask & (1 << i) != 0 { StepStatus::Accepted } else { StepStatus::Rejected }).collect();
+    let mut v: Vec<StepStatus> = (0..3)
+        .map(|i| {
+            if mask & (1 << i) != 0 {
+                StepStatus::Accepted
+            } else {
+                StepStatus::Rejected
+            }
+        })
+        .collect();
     v.push(StepStatus::Invalid);
     v
 }
@@ -121,15 +150,26 @@ async fn record_demo_cassette() {
         llm: Some(llm.clone()),
         prompts: prompts.clone(),
         script: None,
-        options: crate::stage2::Stage2Options { tests: 3, ..Default::default() },
+        options: crate::stage2::Stage2Options {
+            tests: 3,
+            ..Default::default()
+        },
         sandbox: kt_sandbox::Sandbox::new(kt_sandbox::Policy::for_generator()),
         python: kt_sandbox::PythonRuntime::find_or_provision().unwrap(),
-        reference: Arc::new(crate::stage2::Unavailable { reason: "recording on a machine without a GPU".into() }),
+        reference: Arc::new(crate::stage2::Unavailable {
+            reason: "recording on a machine without a GPU".into(),
+        }),
     };
     let all = 0b111;
-    let outcome = transform(&run, &source, stage1, testgen, stage3_settings(llm, prompts.clone(), branch_times(all)))
-        .await
-        .unwrap();
+    let outcome = transform(
+        &run,
+        &source,
+        stage1,
+        testgen,
+        stage3_settings(llm, prompts.clone(), branch_times(all)),
+    )
+    .await
+    .unwrap();
     assert_eq!(statuses(&outcome), expected_statuses(all));
     let info = run.load_kernel_info().unwrap();
     let mut logs = vec![run.llm_jsonl()];
@@ -138,8 +178,17 @@ async fn record_demo_cassette() {
     for mask in 0..all {
         let branch = stage3_only_run(&tmp.path().join(format!("branch-{mask}")), &info);
         let llm = client(&spec, &branch.llm_jsonl());
-        let outcome = resume(&branch, stage3_settings(llm, prompts.clone(), branch_times(mask))).await.unwrap();
-        assert_eq!(statuses(&outcome), expected_statuses(mask), "branch {mask:03b}");
+        let outcome = resume(
+            &branch,
+            stage3_settings(llm, prompts.clone(), branch_times(mask)),
+        )
+        .await
+        .unwrap();
+        assert_eq!(
+            statuses(&outcome),
+            expected_statuses(mask),
+            "branch {mask:03b}"
+        );
         logs.push(branch.llm_jsonl());
     }
 
@@ -154,7 +203,14 @@ async fn record_demo_cassette() {
         }
     }
     std::fs::write(cassette(), lines.join("\n") + "\n").unwrap();
-    assert_eq!(RunDir::open(run.root()).unwrap().read_meta().unwrap().status, RunStatus::Finished);
+    assert_eq!(
+        RunDir::open(run.root())
+            .unwrap()
+            .read_meta()
+            .unwrap()
+            .status,
+        RunStatus::Finished
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -170,9 +226,14 @@ async fn replays_stage_3_for_every_acceptance_outcome() {
         mode: StructuredMode::Native,
         attempts: crate::stage1::DEFAULT_ATTEMPTS,
     };
-    let understood = understand(&source, stage1, Arc::new(MemoryStore::new()), RunId::new("replay/stage1"))
-        .await
-        .expect("Stage 1 replays from the cassette; if not, re-record it (see this file's doc)");
+    let understood = understand(
+        &source,
+        stage1,
+        Arc::new(MemoryStore::new()),
+        RunId::new("replay/stage1"),
+    )
+    .await
+    .expect("Stage 1 replays from the cassette; if not, re-record it (see this file's doc)");
     let info = understood.stage1.info;
     for mask in 0..8 {
         let run = stage3_only_run(&tmp.path().join(format!("b{mask}")), &info);
@@ -180,6 +241,10 @@ async fn replays_stage_3_for_every_acceptance_outcome() {
         let outcome = resume(&run, stage3_settings(llm, prompts.clone(), branch_times(mask)))
             .await
             .unwrap_or_else(|e| panic!("branch {mask:03b} does not replay: {e}; re-record the cassette (see this file's doc)"));
-        assert_eq!(statuses(&outcome), expected_statuses(mask), "branch {mask:03b}");
+        assert_eq!(
+            statuses(&outcome),
+            expected_statuses(mask),
+            "branch {mask:03b}"
+        );
     }
 }

@@ -41,7 +41,13 @@ impl std::fmt::Debug for Stage3Context {
         f.debug_struct("Stage3Context")
             .field("strategy", &self.strategy.name)
             .field("kernel", &self.kernel.info.name)
-            .field("llm", &self.llm.as_ref().map(|l| format!("{}:{}", l.provider_name(), l.model())))
+            .field(
+                "llm",
+                &self
+                    .llm
+                    .as_ref()
+                    .map(|l| format!("{}:{}", l.provider_name(), l.model())),
+            )
             .field("backend", &self.backend.is_some())
             .field("run_dir", &self.run_dir)
             .finish()
@@ -93,7 +99,9 @@ impl Stage3Context {
 
     pub(crate) fn backend(&self) -> Result<&dyn TuningBackend, PipelineError> {
         self.backend.as_deref().ok_or_else(|| {
-            PipelineError::Tuning(BackendError::GpuUnavailable { detail: "no tuning backend is configured".into() })
+            PipelineError::Tuning(BackendError::GpuUnavailable {
+                detail: "no tuning backend is configured".into(),
+            })
         })
     }
 }

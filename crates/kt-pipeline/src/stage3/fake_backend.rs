@@ -34,7 +34,12 @@ pub struct FakeBackend {
 impl FakeBackend {
     /// A fake GPU on which the original kernel takes `reference_ms`.
     pub fn new(reference_ms: f64) -> Self {
-        Self { reference_ms, no_gpu: false, queued: Mutex::default(), evaluated: Mutex::new(Vec::new()) }
+        Self {
+            reference_ms,
+            no_gpu: false,
+            queued: Mutex::default(),
+            evaluated: Mutex::new(Vec::new()),
+        }
     }
 
     /// A fake GPU that answers the first evaluations with `times` (verified, in ms, 1% noise) in call order,
@@ -52,17 +57,30 @@ impl FakeBackend {
                 gflops: None,
             })
             .collect();
-        Self { reference_ms, no_gpu: false, queued: Mutex::new(queued), evaluated: Mutex::new(Vec::new()) }
+        Self {
+            reference_ms,
+            no_gpu: false,
+            queued: Mutex::new(queued),
+            evaluated: Mutex::new(Vec::new()),
+        }
     }
 
     /// A machine without a GPU: every call returns [`BackendError::GpuUnavailable`].
     pub fn without_gpu() -> Self {
-        Self { reference_ms: 0.0, no_gpu: true, queued: Mutex::default(), evaluated: Mutex::new(Vec::new()) }
+        Self {
+            reference_ms: 0.0,
+            no_gpu: true,
+            queued: Mutex::default(),
+            evaluated: Mutex::new(Vec::new()),
+        }
     }
 
     /// Every `(label, kernel)` evaluated so far, in call order.
     pub fn evaluated(&self) -> Vec<(String, TunableKernel)> {
-        self.evaluated.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        self.evaluated
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     fn check_gpu(&self) -> Result<(), BackendError> {
@@ -78,14 +96,23 @@ impl FakeBackend {
         kernel
             .parameters
             .iter()
-            .map(|p| format!("{}={}", p.name, p.values.first().copied().unwrap_or_default()))
+            .map(|p| {
+                format!(
+                    "{}={}",
+                    p.name,
+                    p.values.first().copied().unwrap_or_default()
+                )
+            })
             .collect::<Vec<_>>()
             .join(", ")
     }
 
     fn outcome_of(&self, kernel: &TunableKernel) -> Outcome {
         let config = Self::first_config(kernel);
-        let marker = kernel.code.lines().find_map(|l| l.split_once(MARKER).map(|(_, rest)| rest.trim().to_string()));
+        let marker = kernel.code.lines().find_map(|l| {
+            l.split_once(MARKER)
+                .map(|(_, rest)| rest.trim().to_string())
+        });
         let best_params: BTreeMap<String, i64> = kernel
             .parameters
             .iter()
@@ -106,7 +133,10 @@ impl FakeBackend {
         let mut words = marker.split_whitespace();
         match words.next().unwrap_or_default() {
             "ok" => {
-                let time: f64 = words.next().and_then(|w| w.parse().ok()).unwrap_or(self.reference_ms);
+                let time: f64 = words
+                    .next()
+                    .and_then(|w| w.parse().ok())
+                    .unwrap_or(self.reference_ms);
                 let noise = match (words.next(), words.next()) {
                     (Some("noise"), Some(n)) => n.parse().unwrap_or(time * 0.01),
                     _ => time * 0.01,
@@ -115,24 +145,46 @@ impl FakeBackend {
             }
             "compile-error" => Outcome::CompileError {
                 config,
-                log: format!("kernel.cu(12): error: {}", words.collect::<Vec<_>>().join(" ")),
+                log: format!(
+                    "kernel.cu(12): error: {}",
+                    words.collect::<Vec<_>>().join(" ")
+                ),
             },
             "wrong-answer" => Outcome::WrongAnswer {
                 config,
                 test: "t1".into(),
                 output: "C".into(),
                 mismatches: vec![
-                    Mismatch { index: 4097, expected: "1.25".into(), got: "NaN (never written)".into() },
-                    Mismatch { index: 4098, expected: "-0.5".into(), got: "NaN (never written)".into() },
+                    Mismatch {
+                        index: 4097,
+                        expected: "1.25".into(),
+                        got: "NaN (never written)".into(),
+                    },
+                    Mismatch {
+                        index: 4098,
+                        expected: "-0.5".into(),
+                        got: "NaN (never written)".into(),
+                    },
                 ],
                 mismatched: 93,
                 total: 7161,
                 detail: String::new(),
             },
-            "timeout" => Outcome::Timeout { config, seconds: 10.0 },
-            "crash" => Outcome::Crashed { config, detail: "CUDA_ERROR_ILLEGAL_ADDRESS".into() },
-            "no-valid-config" => Outcome::NoValidConfig { detail: "every configuration uses too many registers".into() },
-            other => Outcome::Crashed { config, detail: format!("fake backend: unknown marker `{other}`") },
+            "timeout" => Outcome::Timeout {
+                config,
+                seconds: 10.0,
+            },
+            "crash" => Outcome::Crashed {
+                config,
+                detail: "CUDA_ERROR_ILLEGAL_ADDRESS".into(),
+            },
+            "no-valid-config" => Outcome::NoValidConfig {
+                detail: "every configuration uses too many registers".into(),
+            },
+            other => Outcome::Crashed {
+                config,
+                detail: format!("fake backend: unknown marker `{other}`"),
+            },
         }
     }
 }
@@ -157,19 +209,47 @@ impl TuningBackend for FakeBackend {
         progress: &dyn TuningProgress,
     ) -> Result<Outcome, BackendError> {
         self.check_gpu()?;
-        self.evaluated.lock().unwrap_or_else(|p| p.into_inner()).push((label.to_string(), kernel.clone()));
+        self.evaluated
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push((label.to_string(), kernel.clone()));
         let total = kernel.space_size();
         progress.update(label, total, total);
-        let queued = self.queued.lock().unwrap_or_else(|p| p.into_inner()).pop_front();
+        let queued = self
+            .queued
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .pop_front();
         Ok(match queued {
-            Some(Outcome::Verified { time_ms, noise_ms, configs_tried, configs_failed, percent_of_peak, gflops, .. }) => {
+            Some(Outcome::Verified {
+                time_ms,
+                noise_ms,
+                configs_tried,
+                configs_failed,
+                percent_of_peak,
+                gflops,
+                ..
+            }) => {
                 // The queued time stands for the best configuration: report the kernel's own parameters.
                 let best_params = kernel
                     .parameters
                     .iter()
-                    .map(|p| (p.name.clone(), p.values.first().copied().unwrap_or_default()))
+                    .map(|p| {
+                        (
+                            p.name.clone(),
+                            p.values.first().copied().unwrap_or_default(),
+                        )
+                    })
                     .collect();
-                Outcome::Verified { time_ms, noise_ms, best_params, configs_tried, configs_failed, percent_of_peak, gflops }
+                Outcome::Verified {
+                    time_ms,
+                    noise_ms,
+                    best_params,
+                    configs_tried,
+                    configs_failed,
+                    percent_of_peak,
+                    gflops,
+                }
             }
             Some(other) => other,
             None => self.outcome_of(kernel),
@@ -178,6 +258,7 @@ impl TuningBackend for FakeBackend {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use crate::stage3::backend::NoProgress;
@@ -195,11 +276,30 @@ mod tests {
     #[tokio::test]
     async fn markers_choose_the_outcome() {
         let b = FakeBackend::new(10.0);
-        let ok = b.evaluate("a", &kernel("// fake-tuning: ok 4.5 noise 0.2\n"), &NoProgress).await.unwrap();
-        assert!(matches!(ok, Outcome::Verified { time_ms, noise_ms, .. } if time_ms == 4.5 && noise_ms == 0.2));
-        let ce = b.evaluate("b", &kernel("// fake-tuning: compile-error 'x' undeclared"), &NoProgress).await.unwrap();
+        let ok = b
+            .evaluate(
+                "a",
+                &kernel("// fake-tuning: ok 4.5 noise 0.2\n"),
+                &NoProgress,
+            )
+            .await
+            .unwrap();
+        assert!(
+            matches!(ok, Outcome::Verified { time_ms, noise_ms, .. } if time_ms == 4.5 && noise_ms == 0.2)
+        );
+        let ce = b
+            .evaluate(
+                "b",
+                &kernel("// fake-tuning: compile-error 'x' undeclared"),
+                &NoProgress,
+            )
+            .await
+            .unwrap();
         assert!(matches!(&ce, Outcome::CompileError { log, .. } if log.contains("'x' undeclared")));
-        let plain = b.evaluate("c", &kernel("__global__ void k() {}"), &NoProgress).await.unwrap();
+        let plain = b
+            .evaluate("c", &kernel("__global__ void k() {}"), &NoProgress)
+            .await
+            .unwrap();
         assert!(matches!(plain, Outcome::Verified { time_ms, .. } if time_ms == 10.0));
         assert_eq!(b.evaluated().len(), 3);
     }

@@ -15,7 +15,15 @@ pub fn failure_feedback(outcome: &Outcome) -> Option<String> {
             "The kernel did not compile (configuration {config}). Compiler output:\n{}",
             cut(log, MAX_LOG_CHARS)
         ),
-        Outcome::WrongAnswer { config, test, output, mismatches, mismatched, total, detail } => {
+        Outcome::WrongAnswer {
+            config,
+            test,
+            output,
+            mismatches,
+            mismatched,
+            total,
+            detail,
+        } => {
             let first: Vec<String> = mismatches
                 .iter()
                 .take(5)
@@ -57,10 +65,14 @@ pub(crate) fn cut(text: &str, max: usize) -> String {
         return text.to_string();
     }
     let head: String = text.chars().take(max).collect();
-    format!("{head}\n[... {} more characters cut]", text.chars().count() - max)
+    format!(
+        "{head}\n[... {} more characters cut]",
+        text.chars().count() - max
+    )
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use crate::stage3::backend::Mismatch;
@@ -71,26 +83,46 @@ mod tests {
             config: "block_size_x=16".into(),
             test: "t2".into(),
             output: "C".into(),
-            mismatches: vec![Mismatch { index: 4097, expected: "1.25".into(), got: "NaN".into() }],
+            mismatches: vec![Mismatch {
+                index: 4097,
+                expected: "1.25".into(),
+                got: "NaN".into(),
+            }],
             mismatched: 3,
             total: 100,
             detail: String::new(),
         };
         let msg = failure_feedback(&o).unwrap();
-        assert!(msg.contains("test t2") && msg.contains("`C`") && msg.contains("index 4097: expected 1.25, got NaN"));
+        assert!(
+            msg.contains("test t2")
+                && msg.contains("`C`")
+                && msg.contains("index 4097: expected 1.25, got NaN")
+        );
         assert!(!msg.contains("did not compile"), "{msg}");
     }
 
     #[test]
     fn compile_error_carries_the_log_cut_to_its_head() {
         let log = format!("error: x undeclared\n{}", "noise ".repeat(2000));
-        let msg = failure_feedback(&Outcome::CompileError { config: "a=1".into(), log }).unwrap();
-        assert!(msg.contains("did not compile") && msg.contains("x undeclared") && msg.contains("more characters cut"));
+        let msg = failure_feedback(&Outcome::CompileError {
+            config: "a=1".into(),
+            log,
+        })
+        .unwrap();
+        assert!(
+            msg.contains("did not compile")
+                && msg.contains("x undeclared")
+                && msg.contains("more characters cut")
+        );
     }
 
     #[test]
     fn hang_is_reported_as_a_hang() {
-        let msg = failure_feedback(&Outcome::Timeout { config: "a=1".into(), seconds: 10.0 }).unwrap();
+        let msg = failure_feedback(&Outcome::Timeout {
+            config: "a=1".into(),
+            seconds: 10.0,
+        })
+        .unwrap();
         assert!(msg.contains("did not finish") && msg.contains("hangs"));
     }
 }

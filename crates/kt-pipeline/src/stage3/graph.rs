@@ -8,7 +8,10 @@ use std::time::Duration;
 use kt_graph::{CompiledGraph, END, GraphBuilder, Retry, START};
 
 use super::context::Stage3Context;
-use super::nodes::{Apply, Baseline, Breakdown, Finish, NextExplicit, NextStep, Planner, Prepare, Select, Validate, WorthItCheck};
+use super::nodes::{
+    Apply, Baseline, Breakdown, Finish, NextExplicit, NextStep, Planner, Prepare, Select, Validate,
+    WorthItCheck,
+};
 use super::state::Stage3State;
 use crate::error::PipelineError;
 use crate::strategy::StrategyKind;
@@ -45,7 +48,10 @@ fn apply_retry(max_attempts: u32) -> Retry<Stage3State, PipelineError> {
         .before_retry(
             |e| matches!(e, PipelineError::CandidateFailed { .. }),
             |e: &PipelineError, s: &mut Stage3State| {
-                if let PipelineError::CandidateFailed { feedback, calls, .. } = e {
+                if let PipelineError::CandidateFailed {
+                    feedback, calls, ..
+                } = e
+                {
                     s.feedback.push(feedback.clone());
                     s.carried_calls.extend(calls.iter().cloned());
                 }
@@ -54,10 +60,16 @@ fn apply_retry(max_attempts: u32) -> Retry<Stage3State, PipelineError> {
 }
 
 /// Adds prepare → apply×N → select, with select leading to `after_select`.
-fn add_candidate_round(b: &mut GraphBuilder<Stage3State>, cx: &Arc<Stage3Context>, after_select: &str) {
+fn add_candidate_round(
+    b: &mut GraphBuilder<Stage3State>,
+    cx: &Arc<Stage3Context>,
+    after_select: &str,
+) {
     let settings = &cx.strategy.settings;
     b.node(PREPARE, Prepare).writes(&["round", "current"]);
-    b.node(APPLY, Apply(cx.clone())).retry(apply_retry(settings.max_attempts)).writes(APPLY_WRITES);
+    b.node(APPLY, Apply(cx.clone()))
+        .retry(apply_retry(settings.max_attempts))
+        .writes(APPLY_WRITES);
     b.node(SELECT, Select(cx.clone()));
     let n = settings.candidates.max(1) as usize;
     b.fan_out(PREPARE, APPLY, move |_| n);
@@ -85,22 +97,40 @@ pub fn build_graph(cx: Arc<Stage3Context>) -> Result<CompiledGraph<Stage3State>,
             b.node(WORTH_IT, WorthItCheck(cx.clone()));
             b.edge(BASELINE, NEXT_EXPLICIT);
             let total = cx.strategy.steps.len();
-            b.route(NEXT_EXPLICIT, &[WORTH_IT, PREPARE, NEXT_EXPLICIT, FINISH], move |s: &Stage3State| {
-                match &s.current {
+            b.route(
+                NEXT_EXPLICIT,
+                &[WORTH_IT, PREPARE, NEXT_EXPLICIT, FINISH],
+                move |s: &Stage3State| match &s.current {
                     Some(c) if c.ask_if_worth_it => WORTH_IT,
                     Some(_) => PREPARE,
                     None if s.explicit_done.len() >= total => FINISH,
                     None => NEXT_EXPLICIT,
-                }
-            });
+                },
+            );
             b.route(WORTH_IT, &[PREPARE, NEXT_EXPLICIT], |s: &Stage3State| {
-                if s.current.is_some() { PREPARE } else { NEXT_EXPLICIT }
+                if s.current.is_some() {
+                    PREPARE
+                } else {
+                    NEXT_EXPLICIT
+                }
             });
             add_candidate_round(&mut b, &cx, NEXT_EXPLICIT);
         }
         StrategyKind::Autonomous => {
-            b.node(PLAN, Planner { cx: cx.clone(), replan: false });
-            b.node(REPLAN, Planner { cx: cx.clone(), replan: true });
+            b.node(
+                PLAN,
+                Planner {
+                    cx: cx.clone(),
+                    replan: false,
+                },
+            );
+            b.node(
+                REPLAN,
+                Planner {
+                    cx: cx.clone(),
+                    replan: true,
+                },
+            );
             b.node(NEXT_STEP, NextStep(cx.clone()));
             b.node(VALIDATE, Validate(cx.clone()));
             b.node(BREAKDOWN, Breakdown(cx.clone()));
@@ -120,28 +150,43 @@ pub fn build_graph(cx: Arc<Stage3Context>) -> Result<CompiledGraph<Stage3State>,
             b.route(PLAN, &[NEXT_STEP, PLAN, FINISH], after_plan(PLAN));
             b.route(REPLAN, &[NEXT_STEP, REPLAN, FINISH], after_plan(REPLAN));
             let max_replans = settings.max_replans;
-            b.route(NEXT_STEP, &[VALIDATE, REPLAN, FINISH], move |s: &Stage3State| {
-                if s.current.is_some() {
-                    VALIDATE
-                } else if s.replans_used < max_replans && s.planner_failures < max_failures {
-                    REPLAN
-                } else {
-                    FINISH
-                }
-            });
+            b.route(
+                NEXT_STEP,
+                &[VALIDATE, REPLAN, FINISH],
+                move |s: &Stage3State| {
+                    if s.current.is_some() {
+                        VALIDATE
+                    } else if s.replans_used < max_replans && s.planner_failures < max_failures {
+                        REPLAN
+                    } else {
+                        FINISH
+                    }
+                },
+            );
             let limit = cx.strategy.breakdown_limit();
-            b.route(VALIDATE, &[BREAKDOWN, PREPARE, NEXT_STEP], move |s: &Stage3State| match &s.current {
-                None => NEXT_STEP,
-                Some(c) if c.breakdown_depth < limit => BREAKDOWN,
-                Some(_) => PREPARE,
-            });
+            b.route(
+                VALIDATE,
+                &[BREAKDOWN, PREPARE, NEXT_STEP],
+                move |s: &Stage3State| match &s.current {
+                    None => NEXT_STEP,
+                    Some(c) if c.breakdown_depth < limit => BREAKDOWN,
+                    Some(_) => PREPARE,
+                },
+            );
             b.route(BREAKDOWN, &[NEXT_STEP, PREPARE], |s: &Stage3State| {
-                if s.current.is_some() { PREPARE } else { NEXT_STEP }
+                if s.current.is_some() {
+                    PREPARE
+                } else {
+                    NEXT_STEP
+                }
             });
             add_candidate_round(&mut b, &cx, NEXT_STEP);
         }
     }
-    b.compile().map_err(|e| PipelineError::Graph { stage: "stage 3", message: e.to_string() })
+    b.compile().map_err(|e| PipelineError::Graph {
+        stage: "stage 3",
+        message: e.to_string(),
+    })
 }
 
 /// `next_step` of the one-prompt strategy: the single step, with the one-prompt template.
@@ -155,15 +200,17 @@ impl kt_graph::Node<Stage3State> for OnePromptStep {
         state: Arc<Stage3State>,
         _ctx: kt_graph::NodeContext,
     ) -> Result<super::state::Stage3Update, kt_graph::NoError> {
-        Ok(super::state::Stage3Update::default().current(Some(super::state::CurrentStep {
-            id: Some("one-prompt".into()),
-            description: "Optimise the kernel and make it tunable".into(),
-            template: self.0.strategy.prompts.one_prompt.clone(),
-            suggested_parameters: Vec::new(),
-            breakdown_depth: 0,
-            ask_if_worth_it: false,
-            round: state.round,
-        })))
+        Ok(
+            super::state::Stage3Update::default().current(Some(super::state::CurrentStep {
+                id: Some("one-prompt".into()),
+                description: "Optimise the kernel and make it tunable".into(),
+                template: self.0.strategy.prompts.one_prompt.clone(),
+                suggested_parameters: Vec::new(),
+                breakdown_depth: 0,
+                ask_if_worth_it: false,
+                round: state.round,
+            })),
+        )
     }
 }
 
@@ -176,7 +223,10 @@ pub enum GraphFormat {
 
 /// The diagram of a strategy's graph. The shape depends only on the strategy, and no node runs here, so the
 /// nodes are built around a minimal kernel rather than a user's.
-pub fn export_graph(strategy: crate::strategy::Strategy, format: GraphFormat) -> Result<String, PipelineError> {
+pub fn export_graph(
+    strategy: crate::strategy::Strategy,
+    format: GraphFormat,
+) -> Result<String, PipelineError> {
     const SHAPE_ONLY: &str = "extern \"C\" __global__ void kernel(float* out, int n) {}\n";
     let parsed = kt_cuda::parse(SHAPE_ONLY)?;
     let signature = parsed.select_kernel(None)?.clone();
@@ -184,12 +234,18 @@ pub fn export_graph(strategy: crate::strategy::Strategy, format: GraphFormat) ->
         name: signature.name.clone(),
         parameters: signature.params.iter().map(|p| p.name.clone()).collect(),
         description: String::new(),
-        problem_size: vec![crate::ProblemDimension { expression: "n".into() }],
+        problem_size: vec![crate::ProblemDimension {
+            expression: "n".into(),
+        }],
         outputs: vec!["out".into()],
         inputs_and_outputs: Vec::new(),
         default_block: [256, 1, 1],
     };
-    let facts = super::context::KernelFacts { info, signature, source: SHAPE_ONLY.into() };
+    let facts = super::context::KernelFacts {
+        info,
+        signature,
+        source: SHAPE_ONLY.into(),
+    };
     let prompts = Arc::new(crate::PromptLibrary::builtin()?);
     let graph = build_graph(Arc::new(Stage3Context::new(strategy, facts, prompts)))?;
     let opts = kt_graph::ExportOptions::default();
@@ -200,6 +256,7 @@ pub fn export_graph(strategy: crate::strategy::Strategy, format: GraphFormat) ->
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use crate::strategy::load_strategy;
@@ -210,12 +267,26 @@ mod tests {
             let s = load_strategy(name, None).unwrap();
             let mermaid = export_graph(s.clone(), GraphFormat::Mermaid).unwrap();
             assert!(mermaid.starts_with("flowchart"), "{mermaid}");
-            assert!(mermaid.contains("n_apply") && mermaid.contains("fan-out"), "{name}: {mermaid}");
+            assert!(
+                mermaid.contains("n_apply") && mermaid.contains("fan-out"),
+                "{name}: {mermaid}"
+            );
             let dot = export_graph(s, GraphFormat::Dot).unwrap();
             assert!(dot.contains("digraph"), "{dot}");
         }
-        let auto = export_graph(load_strategy("autonomous", None).unwrap(), GraphFormat::Mermaid).unwrap();
-        for node in ["n_plan", "n_validate", "n_breakdown", "n_replan", "n_select", "n_finish"] {
+        let auto = export_graph(
+            load_strategy("autonomous", None).unwrap(),
+            GraphFormat::Mermaid,
+        )
+        .unwrap();
+        for node in [
+            "n_plan",
+            "n_validate",
+            "n_breakdown",
+            "n_replan",
+            "n_select",
+            "n_finish",
+        ] {
             assert!(auto.contains(node), "{node} missing:\n{auto}");
         }
     }

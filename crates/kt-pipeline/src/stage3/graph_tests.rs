@@ -10,18 +10,25 @@ use serde_json::json;
 
 use super::*;
 use crate::strategy::{StrategyOverrides, load_strategy};
-use crate::{KernelInfo, PromptLibrary, ProblemDimension};
+use crate::{KernelInfo, ProblemDimension, PromptLibrary};
 
 const MATMUL: &str = include_str!("../../../../naive-kernels/matmul.cu");
 
 fn info() -> KernelInfo {
     KernelInfo {
         name: "matrixMultiply".into(),
-        parameters: ["A", "B", "C", "A_width", "A_height", "B_width"].iter().map(|s| s.to_string()).collect(),
+        parameters: ["A", "B", "C", "A_width", "A_height", "B_width"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect(),
         description: "C = A * B for row-major float matrices".into(),
         problem_size: vec![
-            ProblemDimension { expression: "B_width".into() },
-            ProblemDimension { expression: "A_height".into() },
+            ProblemDimension {
+                expression: "B_width".into(),
+            },
+            ProblemDimension {
+                expression: "A_height".into(),
+            },
         ],
         outputs: vec!["C".into()],
         inputs_and_outputs: vec![],
@@ -31,12 +38,18 @@ fn info() -> KernelInfo {
 
 /// A rewrite of the matmul whose fake tuning outcome is `marker` (see `FakeBackend`).
 fn rewrite(marker: &str) -> String {
-    rewrite_with(marker, &[("block_size_x", &[16, 32]), ("block_size_y", &[4, 8])])
+    rewrite_with(
+        marker,
+        &[("block_size_x", &[16, 32]), ("block_size_y", &[4, 8])],
+    )
 }
 
 fn rewrite_with(marker: &str, params: &[(&str, &[i64])]) -> String {
     let code = format!("{MATMUL}\n// fake-tuning: {marker}\n");
-    let parameters: Vec<_> = params.iter().map(|(n, v)| json!({"name": n, "values": v})).collect();
+    let parameters: Vec<_> = params
+        .iter()
+        .map(|(n, v)| json!({"name": n, "values": v}))
+        .collect();
     json!({"code": code, "parameters": parameters, "explanation": marker}).to_string()
 }
 
@@ -44,7 +57,8 @@ fn plan(steps: &[&str]) -> String {
     json!({ "steps": steps }).to_string()
 }
 fn valid(v: bool) -> String {
-    json!({"valid": v, "reason": if v { "device code only" } else { "uses cuBLAS, a library" }}).to_string()
+    json!({"valid": v, "reason": if v { "device code only" } else { "uses cuBLAS, a library" }})
+        .to_string()
 }
 fn no_breakdown() -> String {
     json!({"substeps": []}).to_string()
@@ -64,32 +78,64 @@ struct Harness {
     cx: Arc<Stage3Context>,
 }
 
-fn harness_with(strategy: &str, overrides: StrategyOverrides, answers: &[(&str, String)], backend: FakeBackend) -> Harness {
+fn harness_with(
+    strategy: &str,
+    overrides: StrategyOverrides,
+    answers: &[(&str, String)],
+    backend: FakeBackend,
+) -> Harness {
     let dir = tempfile::tempdir().unwrap();
     let script = dir.path().join("answers.json");
-    let list: Vec<_> = answers.iter().map(|(node, text)| json!({"node": node, "text": text})).collect();
+    let list: Vec<_> = answers
+        .iter()
+        .map(|(node, text)| json!({"node": node, "text": text}))
+        .collect();
     std::fs::write(&script, json!({ "answers": list }).to_string()).unwrap();
     let llm_log = dir.path().join("llm.jsonl");
     let client = LlmClient::new(ScriptedProvider::load(&script).unwrap())
         .with_parse_retries(0)
         .with_recorder(Recorder::open(&llm_log).unwrap());
-    let strategy = load_strategy(strategy, Some(Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../strategies"))))
-        .unwrap()
-        .with_overrides(&overrides);
-    let prompts = PromptLibrary::from_dir(Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../prompts"))).unwrap();
+    let strategy = load_strategy(
+        strategy,
+        Some(Path::new(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../strategies"
+        ))),
+    )
+    .unwrap()
+    .with_overrides(&overrides);
+    let prompts = PromptLibrary::from_dir(Path::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../prompts"
+    )))
+    .unwrap();
     let signature = kt_cuda::parse(MATMUL).unwrap().kernels[0].clone();
-    let facts = KernelFacts { info: info(), signature, source: MATMUL.into() };
+    let facts = KernelFacts {
+        info: info(),
+        signature,
+        source: MATMUL.into(),
+    };
     let backend = Arc::new(backend);
     let run_dir = dir.path().join("run");
     let cx = Stage3Context::new(strategy, facts, Arc::new(prompts))
         .with_llm(Arc::new(client))
         .with_backend(backend.clone())
         .with_run_dir(&run_dir);
-    Harness { _dir: dir, run_dir, llm_log, backend, cx: Arc::new(cx) }
+    Harness {
+        _dir: dir,
+        run_dir,
+        llm_log,
+        backend,
+        cx: Arc::new(cx),
+    }
 }
 
 fn harness(strategy: &str, answers: &[(&str, String)]) -> Harness {
-    let overrides = StrategyOverrides { replan: Some(0), breakdown: Some(0), candidates: None };
+    let overrides = StrategyOverrides {
+        replan: Some(0),
+        breakdown: Some(0),
+        candidates: None,
+    };
     harness_with(strategy, overrides, answers, FakeBackend::new(20.0))
 }
 
@@ -97,11 +143,17 @@ async fn run(h: &Harness) -> Result<Stage3State, crate::PipelineError> {
     let graph = build_graph(h.cx.clone())?;
     let exec = Executor::new(graph, Arc::new(MemoryStore::new()));
     let original = TunableKernel::original(MATMUL, &h.cx.kernel.info);
-    let opts = RunOptions { step_limit: 500, ..RunOptions::default() };
+    let opts = RunOptions {
+        step_limit: 500,
+        ..RunOptions::default()
+    };
     let outcome = exec
         .start(RunId::new("test"), Stage3State::new(original), opts)
         .await
-        .map_err(|e| crate::PipelineError::Graph { stage: "stage 3", message: e.to_string() })?;
+        .map_err(|e| crate::PipelineError::Graph {
+            stage: "stage 3",
+            message: e.to_string(),
+        })?;
     assert!(outcome.is_finished(), "run did not finish");
     Ok(outcome.into_state())
 }
@@ -112,12 +164,21 @@ fn prompts_of(h: &Harness, node: &str) -> Vec<String> {
         .unwrap()
         .into_iter()
         .filter(|r| r.node == node)
-        .map(|r| r.messages.iter().filter(|m| m.role == kt_llm::Role::User).map(|m| m.content.clone()).collect())
+        .map(|r| {
+            r.messages
+                .iter()
+                .filter(|m| m.role == kt_llm::Role::User)
+                .map(|m| m.content.clone())
+                .collect()
+        })
         .collect()
 }
 
 fn statuses(s: &Stage3State) -> Vec<(String, StepStatus)> {
-    s.history.iter().map(|r| (r.step.clone(), r.status)).collect()
+    s.history
+        .iter()
+        .map(|r| (r.step.clone(), r.status))
+        .collect()
 }
 
 fn best_time(s: &Stage3State) -> f64 {
@@ -128,12 +189,22 @@ fn best_time(s: &Stage3State) -> f64 {
 async fn autonomous_applies_the_plan_then_replans_until_the_planner_has_nothing_left() {
     let h = harness_with(
         "autonomous",
-        StrategyOverrides { replan: Some(3), breakdown: Some(0), candidates: None },
+        StrategyOverrides {
+            replan: Some(3),
+            breakdown: Some(0),
+            candidates: None,
+        },
         &[
-            ("stage3.plan", plan(&["tunable block size", "register tiling"])),
+            (
+                "stage3.plan",
+                plan(&["tunable block size", "register tiling"]),
+            ),
             ("stage3.validate", valid(true)),
             ("stage3.apply", rewrite("ok 10.0")),
-            ("stage3.restrictions", restrictions(&["block_size_x * block_size_y <= 1024"])),
+            (
+                "stage3.restrictions",
+                restrictions(&["block_size_x * block_size_y <= 1024"]),
+            ),
             ("stage3.validate", valid(true)),
             ("stage3.apply", rewrite("ok 4.0")),
             ("stage3.restrictions", restrictions(&[])),
@@ -155,14 +226,23 @@ async fn autonomous_applies_the_plan_then_replans_until_the_planner_has_nothing_
         ]
     );
     assert_eq!(best_time(&s), 4.0);
-    assert_eq!(s.replans_used, 2, "one replan with a step, one that ended the run");
+    assert_eq!(
+        s.replans_used, 2,
+        "one replan with a step, one that ended the run"
+    );
     assert!(s.finished);
     // Candidates land in kernels/, numbered after the original.
     assert!(h.run_dir.join("kernels/000-original.cu").is_file());
     assert!(h.run_dir.join("kernels/002-register-tiling.cu").is_file());
     // Every call is a fresh conversation: system + one user message.
     for r in read_records(&h.llm_log).unwrap() {
-        assert_eq!(r.messages.len(), 2, "{} sent {} messages", r.node, r.messages.len());
+        assert_eq!(
+            r.messages.len(),
+            2,
+            "{} sent {} messages",
+            r.node,
+            r.messages.len()
+        );
     }
     // Tokens of every call are in the record.
     assert_eq!(s.llm_calls.len(), read_records(&h.llm_log).unwrap().len());
@@ -173,7 +253,10 @@ async fn invalid_step_is_recorded_and_never_applied() {
     let h = harness(
         "autonomous",
         &[
-            ("stage3.plan", plan(&["call cublasSgemm instead", "tunable block size"])),
+            (
+                "stage3.plan",
+                plan(&["call cublasSgemm instead", "tunable block size"]),
+            ),
             ("stage3.validate", valid(false)),
             ("stage3.validate", valid(true)),
             ("stage3.apply", rewrite("ok 10.0")),
@@ -181,7 +264,10 @@ async fn invalid_step_is_recorded_and_never_applied() {
         ],
     );
     let s = run(&h).await.unwrap();
-    assert_eq!(statuses(&s)[0], ("call cublasSgemm instead".to_string(), StepStatus::Invalid));
+    assert_eq!(
+        statuses(&s)[0],
+        ("call cublasSgemm instead".to_string(), StepStatus::Invalid)
+    );
     assert_eq!(prompts_of(&h, "stage3.apply").len(), 1);
     assert!(prompts_of(&h, "stage3.apply")[0].contains("tunable block size"));
 }
@@ -190,11 +276,18 @@ async fn invalid_step_is_recorded_and_never_applied() {
 async fn breakdown_puts_substeps_first_and_does_not_break_them_down_again() {
     let h = harness_with(
         "autonomous",
-        StrategyOverrides { replan: Some(0), breakdown: Some(1), candidates: None },
+        StrategyOverrides {
+            replan: Some(0),
+            breakdown: Some(1),
+            candidates: None,
+        },
         &[
             ("stage3.plan", plan(&["tile everything", "unroll"])),
             ("stage3.validate", valid(true)),
-            ("stage3.breakdown", json!({"substeps": ["tile in shared memory", "tile in registers"]}).to_string()),
+            (
+                "stage3.breakdown",
+                json!({"substeps": ["tile in shared memory", "tile in registers"]}).to_string(),
+            ),
             ("stage3.validate", valid(true)),
             ("stage3.apply", rewrite("ok 10.0")),
             ("stage3.restrictions", restrictions(&[])),
@@ -210,7 +303,15 @@ async fn breakdown_puts_substeps_first_and_does_not_break_them_down_again() {
     );
     let s = run(&h).await.unwrap();
     let order: Vec<String> = s.history.iter().map(|r| r.step.clone()).collect();
-    assert_eq!(order, ["tile everything", "tile in shared memory", "tile in registers", "unroll"]);
+    assert_eq!(
+        order,
+        [
+            "tile everything",
+            "tile in shared memory",
+            "tile in registers",
+            "unroll"
+        ]
+    );
     assert_eq!(s.history[0].status, StepStatus::BrokenDown);
     // Sub-steps at depth 1 reach the limit: only the two plan steps were offered for breakdown.
     assert_eq!(prompts_of(&h, "stage3.breakdown").len(), 2);
@@ -224,19 +325,33 @@ async fn compile_error_goes_back_to_the_llm_with_the_log_and_the_retry_is_used()
         &[
             ("stage3.plan", plan(&["tunable block size"])),
             ("stage3.validate", valid(true)),
-            ("stage3.apply", rewrite("compile-error identifier \"TILE\" is undefined")),
+            (
+                "stage3.apply",
+                rewrite("compile-error identifier \"TILE\" is undefined"),
+            ),
             ("stage3.restrictions", restrictions(&[])),
             ("stage3.apply", rewrite("ok 10.0")),
             ("stage3.restrictions", restrictions(&[])),
         ],
     );
     let s = run(&h).await.unwrap();
-    assert_eq!(statuses(&s), vec![("tunable block size".to_string(), StepStatus::Accepted)]);
+    assert_eq!(
+        statuses(&s),
+        vec![("tunable block size".to_string(), StepStatus::Accepted)]
+    );
     let applies = prompts_of(&h, "stage3.apply");
     assert_eq!(applies.len(), 2);
     assert!(!applies[0].contains("refused"));
-    assert!(applies[1].contains("did not compile") && applies[1].contains("\"TILE\" is undefined"), "{}", applies[1]);
-    let winner = s.candidates.iter().find(|c| c.verified_time().is_some()).unwrap();
+    assert!(
+        applies[1].contains("did not compile") && applies[1].contains("\"TILE\" is undefined"),
+        "{}",
+        applies[1]
+    );
+    let winner = s
+        .candidates
+        .iter()
+        .find(|c| c.verified_time().is_some())
+        .unwrap();
     assert_eq!(winner.attempts, 2);
     assert_eq!(winner.feedback.len(), 1);
     // The failed attempt's calls are accounted for too.
@@ -258,7 +373,12 @@ async fn wrong_answer_is_reported_as_a_wrong_answer_with_test_output_and_mismatc
     );
     run(&h).await.unwrap();
     let retry = &prompts_of(&h, "stage3.apply")[1];
-    assert!(retry.contains("computed wrong results") && retry.contains("test t1") && retry.contains("`C`"), "{retry}");
+    assert!(
+        retry.contains("computed wrong results")
+            && retry.contains("test t1")
+            && retry.contains("`C`"),
+        "{retry}"
+    );
     assert!(retry.contains("index 4097: expected 1.25"), "{retry}");
     assert!(!retry.contains("did not compile"), "{retry}");
 }
@@ -283,10 +403,16 @@ async fn a_step_that_keeps_failing_is_dropped_and_the_run_goes_on() {
     );
     let s = run(&h).await.unwrap();
     assert_eq!(s.history[0].status, StepStatus::Dropped);
-    assert!(s.history[0].reason.contains("3 attempt(s)") && s.history[0].reason.contains("wrong answer"));
+    assert!(
+        s.history[0].reason.contains("3 attempt(s)")
+            && s.history[0].reason.contains("wrong answer")
+    );
     assert_eq!(s.history[1].status, StepStatus::Accepted);
     let applies = prompts_of(&h, "stage3.apply");
-    assert!(applies[1].contains("did not finish") && applies[1].contains("hangs"), "timeout is said so");
+    assert!(
+        applies[1].contains("did not finish") && applies[1].contains("hangs"),
+        "timeout is said so"
+    );
     assert!(applies[2].contains("crashed"));
 }
 
@@ -317,7 +443,11 @@ async fn the_result_is_never_an_unverified_or_slower_kernel() {
     assert_eq!(best.time_ms, 20.0);
     assert_eq!(
         s.history.iter().map(|r| r.status).collect::<Vec<_>>(),
-        [StepStatus::Dropped, StepStatus::Rejected, StepStatus::Rejected]
+        [
+            StepStatus::Dropped,
+            StepStatus::Rejected,
+            StepStatus::Rejected
+        ]
     );
 }
 
@@ -349,7 +479,11 @@ async fn replanning_stops_at_the_replan_limit() {
     }
     let h = harness_with(
         "autonomous",
-        StrategyOverrides { replan: Some(2), breakdown: Some(0), candidates: None },
+        StrategyOverrides {
+            replan: Some(2),
+            breakdown: Some(0),
+            candidates: None,
+        },
         &answers,
         FakeBackend::new(20.0),
     );
@@ -363,7 +497,11 @@ async fn replanning_stops_at_the_replan_limit() {
 async fn replanning_sees_the_current_best_kernel_and_the_failed_step() {
     let h = harness_with(
         "autonomous",
-        StrategyOverrides { replan: Some(1), breakdown: Some(0), candidates: None },
+        StrategyOverrides {
+            replan: Some(1),
+            breakdown: Some(0),
+            candidates: None,
+        },
         &[
             ("stage3.plan", plan(&["good step", "doomed step"])),
             ("stage3.validate", valid(true)),
@@ -382,10 +520,19 @@ async fn replanning_sees_the_current_best_kernel_and_the_failed_step() {
     );
     run(&h).await.unwrap();
     let replan = &prompts_of(&h, "stage3.replan")[0];
-    assert!(replan.contains("accepted-marker"), "the replanner sees the best kernel:\n{replan}");
-    assert!(replan.contains("doomed step — dropped"), "and the failed last step:\n{replan}");
+    assert!(
+        replan.contains("accepted-marker"),
+        "the replanner sees the best kernel:\n{replan}"
+    );
+    assert!(
+        replan.contains("doomed step — dropped"),
+        "and the failed last step:\n{replan}"
+    );
     assert!(replan.contains("good step — accepted"));
-    assert!(!replan.contains("did not compile"), "no earlier conversation is carried over");
+    assert!(
+        !replan.contains("did not compile"),
+        "no earlier conversation is carried over"
+    );
 }
 
 #[tokio::test]
@@ -395,7 +542,13 @@ async fn restrictions_are_asked_with_the_new_code_and_checked() {
         &[
             ("stage3.plan", plan(&["tiles"])),
             ("stage3.validate", valid(true)),
-            ("stage3.apply", rewrite_with("ok 10.0 new-code-marker", &[("block_size_x", &[16, 32]), ("B_width", &[1])])),
+            (
+                "stage3.apply",
+                rewrite_with(
+                    "ok 10.0 new-code-marker",
+                    &[("block_size_x", &[16, 32]), ("B_width", &[1])],
+                ),
+            ),
             ("stage3.names", json!({"renames": []}).to_string()),
             ("stage3.apply", rewrite("ok 10.0 new-code-marker")),
             ("stage3.restrictions", restrictions(&["TILE <= 4"])),
@@ -408,17 +561,28 @@ async fn restrictions_are_asked_with_the_new_code_and_checked() {
     let first_apply_retry = &prompts_of(&h, "stage3.apply")[1];
     assert!(first_apply_retry.contains("B_width"), "{first_apply_retry}");
     assert_eq!(asked.len(), 2);
-    assert!(asked[0].contains("new-code-marker"), "restrictions are asked with the new code");
+    assert!(
+        asked[0].contains("new-code-marker"),
+        "restrictions are asked with the new code"
+    );
     assert!(!asked[0].contains("refused"));
     assert!(asked[1].contains("`TILE`"), "{}", asked[1]);
     let kernel = s.best.as_ref().unwrap();
-    assert_eq!(kernel.kernel.restrictions, vec!["block_size_x <= 32".to_string()]);
-    assert_eq!(h.backend.evaluated().len(), 1, "only checked kernels reach the GPU");
+    assert_eq!(
+        kernel.kernel.restrictions,
+        vec!["block_size_x <= 32".to_string()]
+    );
+    assert_eq!(
+        h.backend.evaluated().len(),
+        1,
+        "only checked kernels reach the GPU"
+    );
 }
 
 #[tokio::test]
 async fn changed_signature_is_refused_and_explained() {
-    let bad = json!({"code": MATMUL.replace("int B_width", "long B_width"), "parameters": []}).to_string();
+    let bad = json!({"code": MATMUL.replace("int B_width", "long B_width"), "parameters": []})
+        .to_string();
     let h = harness(
         "autonomous",
         &[
@@ -431,14 +595,21 @@ async fn changed_signature_is_refused_and_explained() {
     );
     run(&h).await.unwrap();
     let retry = &prompts_of(&h, "stage3.apply")[1];
-    assert!(retry.contains("signature") && retry.contains("B_width"), "{retry}");
+    assert!(
+        retry.contains("signature") && retry.contains("B_width"),
+        "{retry}"
+    );
 }
 
 #[tokio::test]
 async fn best_of_n_keeps_the_fastest_verified_candidate() {
     let h = harness_with(
         "autonomous",
-        StrategyOverrides { replan: Some(0), breakdown: Some(0), candidates: Some(3) },
+        StrategyOverrides {
+            replan: Some(0),
+            breakdown: Some(0),
+            candidates: Some(3),
+        },
         &[
             ("stage3.plan", plan(&["tiles"])),
             ("stage3.validate", valid(true)),
@@ -488,16 +659,35 @@ async fn explicit_applies_the_step_it_judged_worth_doing_with_that_steps_prompt(
     let s = run(&h).await.unwrap();
     let applies = prompts_of(&h, "stage3.apply");
     assert_eq!(applies.len(), 2);
-    assert!(applies[0].contains("Make the thread-block size tunable"), "{}", applies[0]);
-    assert!(applies[1].contains("Make the number of elements each thread computes tunable"), "{}", applies[1]);
+    assert!(
+        applies[0].contains("Make the thread-block size tunable"),
+        "{}",
+        applies[0]
+    );
+    assert!(
+        applies[1].contains("Make the number of elements each thread computes tunable"),
+        "{}",
+        applies[1]
+    );
     assert!(applies[1].contains("`work_per_thread_x`"));
     // The step asked about right before the second rewrite is the one that was applied.
     let worth_prompts = prompts_of(&h, "stage3.worth_it");
-    assert!(worth_prompts[1].contains("(`work_per_thread`)"), "{}", worth_prompts[1]);
-    let ids: Vec<(Option<String>, StepStatus)> = s.history.iter().map(|r| (r.id.clone(), r.status)).collect();
+    assert!(
+        worth_prompts[1].contains("(`work_per_thread`)"),
+        "{}",
+        worth_prompts[1]
+    );
+    let ids: Vec<(Option<String>, StepStatus)> =
+        s.history.iter().map(|r| (r.id.clone(), r.status)).collect();
     assert_eq!(ids[0], (Some("block_size".into()), StepStatus::Accepted));
-    assert_eq!(ids[1], (Some("elements_per_thread".into()), StepStatus::NotWorthIt));
-    assert_eq!(ids[2], (Some("work_per_thread".into()), StepStatus::Accepted));
+    assert_eq!(
+        ids[1],
+        (Some("elements_per_thread".into()), StepStatus::NotWorthIt)
+    );
+    assert_eq!(
+        ids[2],
+        (Some("work_per_thread".into()), StepStatus::Accepted)
+    );
     assert_eq!(s.explicit_done.len(), h.cx.strategy.steps.len());
     assert_eq!(best_time(&s), 12.0);
     // The second rewrite started from the first accepted kernel, in a fresh conversation.
@@ -522,7 +712,13 @@ async fn explicit_skips_a_step_whose_dependency_was_not_applied() {
     let s = run(&h).await.unwrap();
     assert_eq!(s.history[0].status, StepStatus::Dropped);
     // Every other step depends on block_size, directly or not.
-    assert!(s.history[1..].iter().all(|r| r.status == StepStatus::Skipped), "{:?}", statuses(&s));
+    assert!(
+        s.history[1..]
+            .iter()
+            .all(|r| r.status == StepStatus::Skipped),
+        "{:?}",
+        statuses(&s)
+    );
     assert_eq!(s.best.as_ref().unwrap().step, "original");
 }
 
@@ -530,7 +726,10 @@ async fn explicit_skips_a_step_whose_dependency_was_not_applied() {
 async fn one_prompt_asks_once_and_tunes() {
     let h = harness(
         "one-prompt",
-        &[("stage3.apply", rewrite("ok 5.0")), ("stage3.restrictions", restrictions(&["block_size_x >= 16"]))],
+        &[
+            ("stage3.apply", rewrite("ok 5.0")),
+            ("stage3.restrictions", restrictions(&["block_size_x >= 16"])),
+        ],
     );
     let s = run(&h).await.unwrap();
     assert_eq!(best_time(&s), 5.0);
@@ -547,23 +746,37 @@ async fn without_a_gpu_the_run_stops_at_the_baseline_with_a_clear_message() {
     );
     let err = run(&h).await.unwrap_err().to_string();
     assert!(err.contains("CUDA GPU is needed"), "{err}");
-    assert!(prompts_of(&h, "stage3.plan").is_empty(), "nothing after the GPU was needed ran");
+    assert!(
+        prompts_of(&h, "stage3.plan").is_empty(),
+        "nothing after the GPU was needed ran"
+    );
 }
 
 #[tokio::test]
 async fn without_an_llm_the_first_llm_node_says_how_to_configure_one() {
     let h = harness("autonomous", &[]);
-    let mut cx = Stage3Context::new(h.cx.strategy.clone(), h.cx.kernel.clone(), h.cx.prompts.clone())
-        .with_backend(h.backend.clone());
+    let mut cx = Stage3Context::new(
+        h.cx.strategy.clone(),
+        h.cx.kernel.clone(),
+        h.cx.prompts.clone(),
+    )
+    .with_backend(h.backend.clone());
     cx.run_dir = None;
     let graph = build_graph(Arc::new(cx)).unwrap();
     let exec = Executor::new(graph, Arc::new(MemoryStore::new()));
     let err = exec
-        .start(RunId::new("t"), Stage3State::new(TunableKernel::original(MATMUL, &info())), RunOptions::default())
+        .start(
+            RunId::new("t"),
+            Stage3State::new(TunableKernel::original(MATMUL, &info())),
+            RunOptions::default(),
+        )
         .await
         .unwrap_err()
         .to_string();
-    assert!(err.contains("--llm PROVIDER:MODEL") && err.contains("kt.toml"), "{err}");
+    assert!(
+        err.contains("--llm PROVIDER:MODEL") && err.contains("kt.toml"),
+        "{err}"
+    );
 }
 
 /// The demo's scripted Stage 3 answers, as `kt transform ... --llm scripted:` reads them.
@@ -579,16 +792,28 @@ fn demo_answers() -> Vec<(String, String)> {
     }
     let text = include_str!("../../../../experiments/cassettes/matmul-autonomous.toml");
     let script: Script = toml::from_str(text).unwrap();
-    script.answers.into_iter().filter(|a| a.node.starts_with("stage3.")).map(|a| (a.node, a.text)).collect()
+    script
+        .answers
+        .into_iter()
+        .filter(|a| a.node.starts_with("stage3."))
+        .map(|a| (a.node, a.text))
+        .collect()
 }
 
 #[tokio::test]
 async fn demo_script_passes_every_check_and_ends_after_one_useful_replan() {
     let answers = demo_answers();
-    let borrowed: Vec<(&str, String)> = answers.iter().map(|(n, t)| (n.as_str(), t.clone())).collect();
+    let borrowed: Vec<(&str, String)> = answers
+        .iter()
+        .map(|(n, t)| (n.as_str(), t.clone()))
+        .collect();
     let h = harness_with(
         "autonomous",
-        StrategyOverrides { replan: Some(3), breakdown: None, candidates: None },
+        StrategyOverrides {
+            replan: Some(3),
+            breakdown: None,
+            candidates: None,
+        },
         &borrowed,
         FakeBackend::with_times(25.0, &[20.0, 15.0, 3.0]),
     );
@@ -596,19 +821,93 @@ async fn demo_script_passes_every_check_and_ends_after_one_useful_replan() {
     let got: Vec<StepStatus> = s.history.iter().map(|r| r.status).collect();
     assert_eq!(
         got,
-        [StepStatus::Accepted, StepStatus::Accepted, StepStatus::Accepted, StepStatus::Invalid],
+        [
+            StepStatus::Accepted,
+            StepStatus::Accepted,
+            StepStatus::Accepted,
+            StepStatus::Invalid
+        ],
         "{:?}",
         s.history
     );
     assert_eq!(s.replans_used, 2);
     assert_eq!(best_time(&s), 3.0);
     // Every rewrite reached the tuner as written: no refusal, no retry.
-    assert!(s.candidates.iter().all(|c| c.attempts == 1 && c.failure.is_none()));
+    assert!(
+        s.candidates
+            .iter()
+            .all(|c| c.attempts == 1 && c.failure.is_none())
+    );
     let tiled = &h.backend.evaluated()[2].1;
-    assert_eq!(tiled.grid_divisors[0], vec!["block_size_x".to_string(), "tile_size_x".to_string()]);
+    assert_eq!(
+        tiled.grid_divisors[0],
+        vec!["block_size_x".to_string(), "tile_size_x".to_string()]
+    );
     assert_eq!(tiled.restrictions.len(), 6);
     // The demo kernels parse cleanly (no tree-sitter syntax problems).
     for (_, k) in h.backend.evaluated() {
         kt_cuda::parse(&k.code).unwrap();
+    }
+}
+
+#[tokio::test]
+async fn explicit_renders_every_step_template_and_builds_each_step_on_the_best_kernel() {
+    let strategy = load_strategy("explicit", None).unwrap();
+    let mut answers = Vec::new();
+    let mut time = 20.0;
+    for step in &strategy.steps {
+        if step.ask_if_worth_it {
+            answers.push(("stage3.worth_it", worth(true)));
+        }
+        time -= 1.0;
+        // Each rewrite declares the step's own parameters, used in the code.
+        let params: Vec<_> = step
+            .parameters
+            .iter()
+            .map(|p| json!({"name": p.name, "values": p.values}))
+            .collect();
+        let uses: String = step
+            .parameters
+            .iter()
+            .map(|p| format!("int kt_use_{0} = {0};\n", p.name))
+            .collect();
+        let code = MATMUL.replace("float sum = 0.0f;", &format!("float sum = 0.0f;\n{uses}"));
+        answers.push((
+            "stage3.apply",
+            json!({"code": format!("{code}\n// fake-tuning: ok {time} step-{}\n", step.id), "parameters": params})
+                .to_string(),
+        ));
+        answers.push(("stage3.restrictions", restrictions(&[])));
+    }
+    let h = harness("explicit", &answers);
+    let s = run(&h).await.unwrap();
+    assert!(
+        s.history.iter().all(|r| r.status == StepStatus::Accepted),
+        "{:?}",
+        statuses(&s)
+    );
+    let applies = prompts_of(&h, "stage3.apply");
+    assert_eq!(applies.len(), strategy.steps.len());
+    for (i, step) in strategy.steps.iter().enumerate() {
+        // The i-th rewrite was asked with the i-th step's own template...
+        let template = h.cx.prompts.template(&step.template).unwrap();
+        let task = template
+            .body
+            .lines()
+            .find(|l| l.starts_with("Task:"))
+            .unwrap();
+        assert!(
+            applies[i].contains(task),
+            "step {} did not get its template",
+            step.id
+        );
+        // ...on the kernel the previous step produced.
+        if i > 0 {
+            assert!(
+                applies[i].contains(&format!("step-{}", strategy.steps[i - 1].id)),
+                "step {}",
+                step.id
+            );
+        }
     }
 }

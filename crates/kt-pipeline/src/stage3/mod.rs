@@ -28,28 +28,39 @@ mod tunable_kernel;
 mod tuner_backend;
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod cassette_tests;
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod graph_tests;
 
 pub use answers::{
-    Breakdown, GridDivisors, KernelRewrite, ParameterRenames, Plan, Rename, Restrictions, StepValidation,
-    TunableParameter, WorthIt,
+    Breakdown, GridDivisors, KernelRewrite, ParameterRenames, Plan, Rename, Restrictions,
+    StepValidation, TunableParameter, WorthIt,
 };
 pub use ask::SYSTEM_TEMPLATE;
-pub use backend::{BackendError, Mismatch, NoProgress, Outcome, Reference, TuningBackend, TuningProgress};
+pub use backend::{
+    BackendError, Mismatch, NoProgress, Outcome, Reference, TuningBackend, TuningProgress,
+};
 pub use context::{KernelFacts, Stage3Context};
 pub use failure::FailureKind;
 pub use fake_backend::FakeBackend;
 pub use feedback::failure_feedback;
 pub use graph::{GraphFormat, build_graph, export_graph, node};
-pub use result::{LlmTotals, RunResult, StepSummary, WallTimes, build_result, llm_totals, report_markdown, write_result};
-pub use rewrite_check::{MAX_SPACE_SIZE, check_restrictions, check_rewrite, code_of, normalize_names};
+pub use result::{
+    LlmTotals, RunResult, StepSummary, WallTimes, build_result, llm_totals, report_markdown,
+    write_result,
+};
+pub use rewrite_check::{
+    MAX_SPACE_SIZE, check_restrictions, check_rewrite, code_of, normalize_names,
+};
 pub use state::{
-    CandidateOutcome, CurrentStep, LlmCallRecord, PlannedStep, Stage3State, Stage3Update, StepRecord, StepStatus,
+    CandidateOutcome, CurrentStep, LlmCallRecord, PlannedStep, Stage3State, Stage3Update,
+    StepRecord, StepStatus,
 };
 pub use transform::{
-    BackendFactory, BackendInputs, EventSink, Stage3Settings, TransformOutcome, resume, transform, tuner_backend,
+    BackendFactory, BackendInputs, EventSink, Stage3Settings, TransformOutcome, resume, transform,
+    tuner_backend,
 };
-pub use tuner_backend::{TunerBackend, TunerBackendConfig};
 pub use tunable_kernel::{BLOCK_SIZE_NAMES, KernelVersion, TunableKernel, default_grid_divisors};
+pub use tuner_backend::{TunerBackend, TunerBackendConfig};

@@ -75,7 +75,11 @@ pub(crate) fn kernel_var(cx: &Stage3Context, kernel: &TunableKernel) -> KernelVa
 
 pub(crate) fn launch_var(info: &KernelInfo) -> LaunchVar {
     LaunchVar {
-        problem_size: info.problem_size.iter().map(|d| d.expression.clone()).collect(),
+        problem_size: info
+            .problem_size
+            .iter()
+            .map(|d| d.expression.clone())
+            .collect(),
         default_block: info.default_block,
         dimensions: info.dimensions(),
     }
@@ -86,6 +90,10 @@ pub(crate) fn history_var(history: &[StepRecord]) -> Vec<HistoryVar> {
     history
         .iter()
         .filter(|r| r.status != StepStatus::BrokenDown)
-        .map(|r| HistoryVar { step: r.step.clone(), status: r.status.to_string(), reason: r.reason.clone() })
+        .map(|r| HistoryVar {
+            step: r.step.clone(),
+            status: r.status.to_string(),
+            reason: r.reason.clone(),
+        })
         .collect()
 }

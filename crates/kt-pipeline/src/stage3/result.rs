@@ -76,14 +76,20 @@ pub struct LlmTotals {
 /// Sums `llm.jsonl`; a missing file means no calls.
 pub fn llm_totals(llm_jsonl: &Path) -> Result<LlmTotals, PipelineError> {
     if !llm_jsonl.is_file() {
-        return Ok(LlmTotals { cost_usd: Some(0.0), ..LlmTotals::default() });
+        return Ok(LlmTotals {
+            cost_usd: Some(0.0),
+            ..LlmTotals::default()
+        });
     }
     let records = kt_llm::read_records(llm_jsonl).map_err(|e| PipelineError::BadFile {
         path: llm_jsonl.to_path_buf(),
         what: "LLM record",
         message: e.to_string(),
     })?;
-    let mut t = LlmTotals { cost_usd: Some(0.0), ..LlmTotals::default() };
+    let mut t = LlmTotals {
+        cost_usd: Some(0.0),
+        ..LlmTotals::default()
+    };
     for r in records {
         if let Some(u) = r.usage {
             t.tokens_in += u.input_tokens;
@@ -92,7 +98,11 @@ pub fn llm_totals(llm_jsonl: &Path) -> Result<LlmTotals, PipelineError> {
         t.cost_usd = match (t.cost_usd, r.cost_usd) {
             (Some(sum), Some(c)) => Some(sum + c),
             // Replayed and scripted answers cost nothing; a real call without a price makes the total unknown.
-            (Some(sum), None) if matches!(r.provider.as_str(), "scripted" | "replay" | "manual") => Some(sum),
+            (Some(sum), None)
+                if matches!(r.provider.as_str(), "scripted" | "replay" | "manual") =>
+            {
+                Some(sum)
+            }
             _ => None,
         };
     }
@@ -103,15 +113,29 @@ pub fn llm_totals(llm_jsonl: &Path) -> Result<LlmTotals, PipelineError> {
 fn best_cu_text(state: &Stage3State) -> Option<String> {
     let best = state.best.as_ref()?;
     let mut head = String::new();
-    head.push_str(&format!("// kt: best verified kernel (from step: {})\n", best.step));
+    head.push_str(&format!(
+        "// kt: best verified kernel (from step: {})\n",
+        best.step
+    ));
     head.push_str("// Tunable parameters: define each before compiling (e.g. -Dname=value, or #define lines as kt does).\n");
     for p in &best.kernel.parameters {
-        let value = best.best_params.get(&p.name).map(|v| v.to_string()).unwrap_or_else(|| "?".into());
+        let value = best
+            .best_params
+            .get(&p.name)
+            .map(|v| v.to_string())
+            .unwrap_or_else(|| "?".into());
         let tried: Vec<String> = p.values.iter().map(|v| v.to_string()).collect();
-        head.push_str(&format!("//   {} = {value}   (tried: {})\n", p.name, tried.join(", ")));
+        head.push_str(&format!(
+            "//   {} = {value}   (tried: {})\n",
+            p.name,
+            tried.join(", ")
+        ));
     }
     if !best.kernel.restrictions.is_empty() {
-        head.push_str(&format!("// Restrictions: {}\n", best.kernel.restrictions.join("; ")));
+        head.push_str(&format!(
+            "// Restrictions: {}\n",
+            best.kernel.restrictions.join("; ")
+        ));
     }
     let dims = ["x", "y", "z"];
     let divs: Vec<String> = best
@@ -119,10 +143,26 @@ fn best_cu_text(state: &Stage3State) -> Option<String> {
         .grid_divisors
         .iter()
         .enumerate()
-        .map(|(d, l)| format!("{}: ceil(problem / ({}))", dims[d], if l.is_empty() { "1".into() } else { l.join(" * ") }))
+        .map(|(d, l)| {
+            format!(
+                "{}: ceil(problem / ({}))",
+                dims[d],
+                if l.is_empty() {
+                    "1".into()
+                } else {
+                    l.join(" * ")
+                }
+            )
+        })
         .collect();
-    head.push_str(&format!("// Launch: block = (block_size_x, block_size_y, block_size_z); grid {}\n", divs.join(", ")));
-    head.push_str(&format!("// Median time at the best values: {:.4} ms\n\n", best.time_ms));
+    head.push_str(&format!(
+        "// Launch: block = (block_size_x, block_size_y, block_size_z); grid {}\n",
+        divs.join(", ")
+    ));
+    head.push_str(&format!(
+        "// Median time at the best values: {:.4} ms\n\n",
+        best.time_ms
+    ));
     Some(head + &best.kernel.code)
 }
 
@@ -173,7 +213,9 @@ pub fn build_result(
         },
         best_params: best.map(|b| b.best_params.clone()).unwrap_or_default(),
         percent_of_peak: best.and_then(|b| b.percent_of_peak),
-        naive_gflops: state.and_then(|s| s.reference.as_ref()).and_then(|r| r.gflops),
+        naive_gflops: state
+            .and_then(|s| s.reference.as_ref())
+            .and_then(|r| r.gflops),
         best_gflops: best.and_then(|b| b.gflops),
         steps,
         tokens_in: totals.tokens_in,
@@ -187,32 +229,62 @@ pub fn build_result(
 /// The report: what was tried, what was kept, and why.
 pub fn report_markdown(result: &RunResult, state: Option<&Stage3State>) -> String {
     let mut md = String::new();
-    md.push_str(&format!("# kt transform: `{}` ({})\n\n", result.kernel, result.kernel_file));
-    md.push_str(&format!("- run: `{}`, strategy **{}**, status **{:?}**\n", result.run_id, result.strategy, result.status));
-    md.push_str(&format!("- LLM: {} {}\n", result.llm.provider, result.llm.model));
-    let ms = |v: Option<f64>| v.map(|t| format!("{t:.4} ms")).unwrap_or_else(|| "not measured".into());
-    md.push_str(&format!("- naive kernel at its default launch: {}\n", ms(result.naive_time_ms)));
-    md.push_str(&format!("- best verified kernel: {}", ms(result.best_time_ms)));
+    md.push_str(&format!(
+        "# kt transform: `{}` ({})\n\n",
+        result.kernel, result.kernel_file
+    ));
+    md.push_str(&format!(
+        "- run: `{}`, strategy **{}**, status **{:?}**\n",
+        result.run_id, result.strategy, result.status
+    ));
+    md.push_str(&format!(
+        "- LLM: {} {}\n",
+        result.llm.provider, result.llm.model
+    ));
+    let ms = |v: Option<f64>| {
+        v.map(|t| format!("{t:.4} ms"))
+            .unwrap_or_else(|| "not measured".into())
+    };
+    md.push_str(&format!(
+        "- naive kernel at its default launch: {}\n",
+        ms(result.naive_time_ms)
+    ));
+    md.push_str(&format!(
+        "- best verified kernel: {}",
+        ms(result.best_time_ms)
+    ));
     if let Some(s) = result.speedup {
         md.push_str(&format!(" — **{s:.2}x** the naive kernel"));
     }
     md.push('\n');
     if let (Some(n), Some(b)) = (result.naive_gflops, result.best_gflops) {
-        md.push_str(&format!("- throughput on the first test: {n:.0} GFLOP/s naive, {b:.0} GFLOP/s best\n"));
+        md.push_str(&format!(
+            "- throughput on the first test: {n:.0} GFLOP/s naive, {b:.0} GFLOP/s best\n"
+        ));
     }
     md.push_str(&format!(
         "- percent of measured peak: {}\n",
-        result.percent_of_peak.map(|p| format!("{p:.1}%")).unwrap_or_else(|| "unknown".into())
+        result
+            .percent_of_peak
+            .map(|p| format!("{p:.1}%"))
+            .unwrap_or_else(|| "unknown".into())
     ));
     if !result.best_params.is_empty() {
-        let params: Vec<String> = result.best_params.iter().map(|(k, v)| format!("`{k}={v}`")).collect();
+        let params: Vec<String> = result
+            .best_params
+            .iter()
+            .map(|(k, v)| format!("`{k}={v}`"))
+            .collect();
         md.push_str(&format!("- best parameters: {}\n", params.join(", ")));
     }
     md.push_str(&format!(
         "- LLM tokens: {} in, {} out; cost {}\n",
         result.tokens_in,
         result.tokens_out,
-        result.cost_usd.map(|c| format!("${c:.4}")).unwrap_or_else(|| "unknown".into())
+        result
+            .cost_usd
+            .map(|c| format!("${c:.4}"))
+            .unwrap_or_else(|| "unknown".into())
     ));
     let w = result.wall_time_s;
     md.push_str(&format!(
@@ -236,7 +308,10 @@ pub fn report_markdown(result: &RunResult, state: Option<&Stage3State>) -> Strin
             ));
         }
         if s.planner_failures > 0 {
-            md.push_str(&format!("\nThe planner gave no usable plan {} time(s).\n", s.planner_failures));
+            md.push_str(&format!(
+                "\nThe planner gave no usable plan {} time(s).\n",
+                s.planner_failures
+            ));
         }
         let failed: Vec<String> = s
             .candidates
@@ -262,16 +337,26 @@ pub fn write_result(
     wall: WallTimes,
     error: Option<String>,
 ) -> Result<RunResult, PipelineError> {
-    let write = |path: &Path, text: &str| std::fs::write(path, text).map_err(|e| PipelineError::io("writing", path, e));
+    let write = |path: &Path, text: &str| {
+        std::fs::write(path, text).map_err(|e| PipelineError::io("writing", path, e))
+    };
     if let Some(s) = state
         && let Some(text) = best_cu_text(s)
     {
         write(&dir.best_cu(), &text)?;
-        let best = s.best.as_ref().map(|b| b.best_params.clone()).unwrap_or_default();
-        write(&dir.best_params_json(), &serde_json::to_string_pretty(&best).unwrap_or_default())?;
+        let best = s
+            .best
+            .as_ref()
+            .map(|b| b.best_params.clone())
+            .unwrap_or_default();
+        write(
+            &dir.best_params_json(),
+            &serde_json::to_string_pretty(&best).unwrap_or_default(),
+        )?;
         if let (Some(backend), Some(b)) = (backend, s.best.as_ref()) {
             let kt_dir = dir.kernel_tuner_dir();
-            std::fs::create_dir_all(&kt_dir).map_err(|e| PipelineError::io("creating", &kt_dir, e))?;
+            std::fs::create_dir_all(&kt_dir)
+                .map_err(|e| PipelineError::io("creating", &kt_dir, e))?;
             if let Err(e) = backend.export_kernel_tuner(&b.kernel, &kt_dir) {
                 tracing::warn!("Kernel Tuner export failed: {e}");
             }
@@ -286,4 +371,101 @@ pub fn write_result(
     write(&dir.result_json(), &json)?;
     write(&dir.report_md(), &report_markdown(&result, state))?;
     Ok(result)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::run_dir::{NewRun, RunLlm, RunSettings};
+    use crate::stage3::{KernelVersion, Reference, StepRecord, TunableKernel, TunableParameter};
+
+    #[test]
+    fn result_files_hold_the_best_verified_kernel_its_params_and_every_step() {
+        let tmp = tempfile::tempdir().unwrap();
+        let cu = tmp.path().join("k.cu");
+        std::fs::write(&cu, "extern \"C\" __global__ void k(float* a, int n) {}\n").unwrap();
+        let run = RunDir::create(
+            &tmp.path().join("runs"),
+            NewRun {
+                kernel_file: &cu,
+                kernel: "k",
+                strategy: "autonomous",
+                settings: RunSettings::default(),
+                llm: RunLlm {
+                    provider: "scripted".into(),
+                    model: "scripted".into(),
+                },
+            },
+        )
+        .unwrap();
+        let kernel = TunableKernel {
+            code: "extern \"C\" __global__ void k(float* a, int n) { /* tiled */ }\n".into(),
+            parameters: vec![TunableParameter {
+                name: "block_size_x".into(),
+                values: vec![64, 128],
+            }],
+            restrictions: vec!["block_size_x <= 128".into()],
+            grid_divisors: crate::stage3::default_grid_divisors(),
+            dynamic_shared_memory: None,
+        };
+        let state = Stage3State {
+            reference: Some(Reference {
+                time_ms: 8.0,
+                noise_ms: 0.1,
+                percent_of_peak: None,
+                gflops: None,
+                device: "x".into(),
+            }),
+            best: Some(KernelVersion {
+                kernel,
+                time_ms: 2.0,
+                noise_ms: 0.02,
+                best_params: [("block_size_x".to_string(), 128)].into(),
+                step: "tile".into(),
+                file: Some("kernels/001-tile.cu".into()),
+                percent_of_peak: Some(40.0),
+                gflops: None,
+            }),
+            history: vec![StepRecord {
+                step: "tile".into(),
+                id: None,
+                status: StepStatus::Accepted,
+                reason: "faster".into(),
+                time_ms: Some(2.0),
+                best_before_ms: Some(8.0),
+                kernel_file: Some("kernels/001-tile.cu".into()),
+                attempts: 1,
+            }],
+            ..Stage3State::default()
+        };
+        let r = write_result(
+            &run,
+            Some(&state),
+            None,
+            RunStatus::Finished,
+            WallTimes::default(),
+            None,
+        )
+        .unwrap();
+        assert_eq!(r.speedup, Some(4.0));
+        assert!(r.correct && r.steps[0].accepted);
+        let best = std::fs::read_to_string(run.best_cu()).unwrap();
+        assert!(
+            best.contains("block_size_x = 128   (tried: 64, 128)") && best.contains("/* tiled */"),
+            "{best}"
+        );
+        let params: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(run.best_params_json()).unwrap())
+                .unwrap();
+        assert_eq!(params["block_size_x"], 128);
+        let json: RunResult =
+            serde_json::from_str(&std::fs::read_to_string(run.result_json()).unwrap()).unwrap();
+        assert_eq!(json.best_time_ms, Some(2.0));
+        let report = std::fs::read_to_string(run.report_md()).unwrap();
+        assert!(
+            report.contains("4.00x") && report.contains("| 1 | tile | accepted |"),
+            "{report}"
+        );
+    }
 }

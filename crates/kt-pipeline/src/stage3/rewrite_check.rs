@@ -31,10 +31,10 @@ const FORBIDDEN: &[(&str, &str)] = &[
 
 /// The code of a rewrite's `code` field: models sometimes wrap it in a fenced block inside the JSON.
 pub fn code_of(answer_code: &str) -> String {
-    if answer_code.contains("```") {
-        if let Ok(code) = kt_llm::extract_code(answer_code) {
-            return code;
-        }
+    if answer_code.contains("```")
+        && let Ok(code) = kt_llm::extract_code(answer_code)
+    {
+        return code;
     }
     answer_code.to_string()
 }
@@ -63,7 +63,8 @@ fn rename_in_list(list: &mut [String], from: &str, to: &str) {
 /// strings are left alone; kt-cuda's rename refuses merges, so this goes through a fresh name.
 fn merge_identifier(code: &str, from: &str, to: &str) -> Result<String, String> {
     let tmp = format!("__kt_merge_{}", normalize_name(to));
-    let step = kt_cuda::rename_identifiers(code, &[(from, tmp.as_str()), (to, tmp.as_str())]).map_err(|e| e.to_string())?;
+    let step = kt_cuda::rename_identifiers(code, &[(from, tmp.as_str()), (to, tmp.as_str())])
+        .map_err(|e| e.to_string())?;
     kt_cuda::rename_identifiers(&step, &[(tmp.as_str(), to)]).map_err(|e| e.to_string())
 }
 
@@ -75,7 +76,11 @@ fn merge_identifier(code: &str, from: &str, to: &str) -> Result<String, String> 
 ///   its uses become the parameter, so the knob the code reads is the one being tuned;
 /// - anything else that collides (two parameters that differ only in case or underscores, a variable or kernel
 ///   argument spelled like a parameter) is left for the LLM's naming pass.
-pub fn normalize_names(code: &str, parameters: &[TunableParameter], divisors: &[Vec<String>; 3]) -> NamedRewrite {
+pub fn normalize_names(
+    code: &str,
+    parameters: &[TunableParameter],
+    divisors: &[Vec<String>; 3],
+) -> NamedRewrite {
     let mut out = NamedRewrite {
         code: code.to_string(),
         parameters: parameters.to_vec(),
@@ -94,7 +99,9 @@ pub fn normalize_names(code: &str, parameters: &[TunableParameter], divisors: &[
             .collect();
         for from in spelled {
             if out.parameters.iter().any(|p| p.name == canonical) {
-                out.unresolved.push(format!("parameters `{from}` and `{canonical}` are the same knob spelled twice"));
+                out.unresolved.push(format!(
+                    "parameters `{from}` and `{canonical}` are the same knob spelled twice"
+                ));
                 continue;
             }
             match merge_identifier(&out.code, &from, canonical) {
@@ -106,9 +113,13 @@ pub fn normalize_names(code: &str, parameters: &[TunableParameter], divisors: &[
                     for d in out.divisors.iter_mut() {
                         rename_in_list(d, &from, canonical);
                     }
-                    out.notes.push(format!("renamed parameter `{from}` to `{canonical}` (the tuner's launch name)"));
+                    out.notes.push(format!(
+                        "renamed parameter `{from}` to `{canonical}` (the tuner's launch name)"
+                    ));
                 }
-                Err(e) => out.unresolved.push(format!("cannot rename `{from}` to `{canonical}`: {e}")),
+                Err(e) => out
+                    .unresolved
+                    .push(format!("cannot rename `{from}` to `{canonical}`: {e}")),
             }
         }
     }
@@ -117,7 +128,10 @@ pub fn normalize_names(code: &str, parameters: &[TunableParameter], divisors: &[
     for p in &out.parameters {
         let key = normalize_name(&p.name);
         if let Some((_, other)) = seen.iter().find(|(k, _)| *k == key) {
-            out.unresolved.push(format!("parameters `{other}` and `{}` differ only in case or underscores", p.name));
+            out.unresolved.push(format!(
+                "parameters `{other}` and `{}` differ only in case or underscores",
+                p.name
+            ));
         } else {
             seen.push((key, p.name.clone()));
         }
@@ -135,7 +149,10 @@ pub fn normalize_names(code: &str, parameters: &[TunableParameter], divisors: &[
         let (code, removed) = kt_cuda::remove_defines(&out.code, &list);
         out.code = code;
         if removed > 0 {
-            out.notes.push(format!("removed #define of tunable parameter(s) {} (kt defines them)", list.join(", ")));
+            out.notes.push(format!(
+                "removed #define of tunable parameter(s) {} (kt defines them)",
+                list.join(", ")
+            ));
         }
     }
     let similar_defines: Vec<(String, String)> = conflicts
@@ -150,15 +167,19 @@ pub fn normalize_names(code: &str, parameters: &[TunableParameter], divisors: &[
         match merge_identifier(&code, &ident, &param) {
             Ok(code) => {
                 out.code = code;
-                out.notes.push(format!("replaced the fixed `#define {ident}` by tunable parameter `{param}`"));
+                out.notes.push(format!(
+                    "replaced the fixed `#define {ident}` by tunable parameter `{param}`"
+                ));
             }
-            Err(e) => out.unresolved.push(format!("cannot merge `{ident}` into `{param}`: {e}")),
+            Err(e) => out
+                .unresolved
+                .push(format!("cannot merge `{ident}` into `{param}`: {e}")),
         }
     }
     // What is left needs a decision about meaning.
     let remaining: Vec<NameConflict> = find_name_conflicts(&out.code, &names)
         .into_iter()
-        .filter(|c| !(c.kind == ConflictKind::Exact && !c.is_define))
+        .filter(|c| c.kind != ConflictKind::Exact || c.is_define)
         .collect();
     let mut reported = BTreeSet::new();
     for c in remaining {
@@ -169,7 +190,9 @@ pub fn normalize_names(code: &str, parameters: &[TunableParameter], divisors: &[
     // A kernel argument with a parameter's exact name: the #define would rewrite the signature.
     for arg in kernel_argument_names(&out.code) {
         if names.contains(&arg) {
-            out.unresolved.push(format!("kernel argument `{arg}` has the name of a tunable parameter"));
+            out.unresolved.push(format!(
+                "kernel argument `{arg}` has the name of a tunable parameter"
+            ));
         }
     }
     out
@@ -178,7 +201,12 @@ pub fn normalize_names(code: &str, parameters: &[TunableParameter], divisors: &[
 /// Argument names of every `__global__` function in `code` (empty when it does not parse).
 fn kernel_argument_names(code: &str) -> Vec<String> {
     kt_cuda::parse_tolerant(code)
-        .map(|s| s.kernels.iter().flat_map(|k| k.params.iter().map(|p| p.name.clone())).collect())
+        .map(|s| {
+            s.kernels
+                .iter()
+                .flat_map(|k| k.params.iter().map(|p| p.name.clone()))
+                .collect()
+        })
         .unwrap_or_default()
 }
 
@@ -191,7 +219,9 @@ pub fn check_rewrite(
 ) -> Vec<String> {
     let mut problems = Vec::new();
     if code.trim().is_empty() {
-        problems.push("the answer's `code` is empty: give the complete CUDA source of the new kernel".into());
+        problems.push(
+            "the answer's `code` is empty: give the complete CUDA source of the new kernel".into(),
+        );
         return problems;
     }
     // Signature: same kernel name, same parameters in the same order with the same types.
@@ -250,7 +280,11 @@ pub fn check_rewrite(
         space = space.saturating_mul(p.values.len().max(1) as u64);
         let in_divisors = divisors.iter().flatten().any(|d| d == &p.name);
         let is_launch = BLOCK_SIZE_NAMES.contains(&p.name.as_str());
-        if !is_launch && !in_divisors && find_name_conflicts(code, &[p.name.as_str()]).iter().all(|c| c.kind != ConflictKind::Exact)
+        if !is_launch
+            && !in_divisors
+            && find_name_conflicts(code, &[p.name.as_str()])
+                .iter()
+                .all(|c| c.kind != ConflictKind::Exact)
         {
             problems.push(format!(
                 "parameter `{}` is never used in the code; use it or drop it (every parameter multiplies tuning time)",
@@ -281,8 +315,11 @@ pub fn check_rewrite(
 
 /// Checks restrictions name only tunable parameters (or the launch names kt always defines).
 pub fn check_restrictions(restrictions: &[String], parameters: &[TunableParameter]) -> Vec<String> {
-    let names: BTreeSet<&str> =
-        parameters.iter().map(|p| p.name.as_str()).chain(BLOCK_SIZE_NAMES.iter().copied()).collect();
+    let names: BTreeSet<&str> = parameters
+        .iter()
+        .map(|p| p.name.as_str())
+        .chain(BLOCK_SIZE_NAMES.iter().copied())
+        .collect();
     let mut problems = Vec::new();
     for r in restrictions {
         if r.trim().is_empty() {
@@ -291,14 +328,25 @@ pub fn check_restrictions(restrictions: &[String], parameters: &[TunableParamete
         }
         let unknown: Vec<String> = kt_cuda::expression_identifiers(r)
             .into_iter()
-            .filter(|i| !names.contains(i.as_str()) && !matches!(i.as_str(), "and" | "or" | "not" | "True" | "False"))
+            .filter(|i| {
+                !names.contains(i.as_str())
+                    && !matches!(i.as_str(), "and" | "or" | "not" | "True" | "False")
+            })
             .collect();
         if !unknown.is_empty() {
             problems.push(format!(
                 "restriction `{r}` uses {}, which {} not tunable parameter(s); use only: {}",
-                unknown.iter().map(|u| format!("`{u}`")).collect::<Vec<_>>().join(", "),
+                unknown
+                    .iter()
+                    .map(|u| format!("`{u}`"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
                 if unknown.len() == 1 { "is" } else { "are" },
-                parameters.iter().map(|p| p.name.as_str()).collect::<Vec<_>>().join(", ")
+                parameters
+                    .iter()
+                    .map(|p| p.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ));
         }
     }
@@ -307,10 +355,14 @@ pub fn check_restrictions(restrictions: &[String], parameters: &[TunableParamete
 
 fn is_identifier(name: &str) -> bool {
     let mut chars = name.chars();
-    chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_') && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
@@ -321,7 +373,10 @@ mod tests {
     }
 
     fn p(name: &str, values: &[i64]) -> TunableParameter {
-        TunableParameter { name: name.into(), values: values.to_vec() }
+        TunableParameter {
+            name: name.into(),
+            values: values.to_vec(),
+        }
     }
 
     fn divs() -> [Vec<String>; 3] {
@@ -375,20 +430,40 @@ mod tests {
     #[test]
     fn unused_parameter_and_unknown_divisor_are_refused() {
         let code = ORIGINAL.replace("blockDim.x", "block_size_x");
-        let d = [vec!["block_size_x".to_string(), "work".to_string()], vec![], vec![]];
-        let problems = check_rewrite(&original(), &code, &[p("block_size_x", &[32]), p("unroll", &[1, 2])], &d);
+        let d = [
+            vec!["block_size_x".to_string(), "work".to_string()],
+            vec![],
+            vec![],
+        ];
+        let problems = check_rewrite(
+            &original(),
+            &code,
+            &[p("block_size_x", &[32]), p("unroll", &[1, 2])],
+            &d,
+        );
         let all = problems.join("\n");
         assert!(all.contains("`unroll` is never used"), "{all}");
         assert!(all.contains("grid divisor `work`"), "{all}");
-        assert!(check_rewrite(&original(), &code, &[p("block_size_x", &[32, 64])], &divs()).is_empty());
+        assert!(
+            check_rewrite(&original(), &code, &[p("block_size_x", &[32, 64])], &divs()).is_empty()
+        );
     }
 
     #[test]
     fn restrictions_may_name_only_parameters() {
         let params = [p("tile_x", &[1, 2]), p("block_size_x", &[32])];
-        assert!(check_restrictions(&["block_size_x * tile_x <= 1024 and tile_x % 2 == 0".into()], &params).is_empty());
+        assert!(
+            check_restrictions(
+                &["block_size_x * tile_x <= 1024 and tile_x % 2 == 0".into()],
+                &params
+            )
+            .is_empty()
+        );
         let problems = check_restrictions(&["TILE <= n".into()], &params);
-        assert!(problems[0].contains("`TILE`") && problems[0].contains("`n`"), "{problems:?}");
+        assert!(
+            problems[0].contains("`TILE`") && problems[0].contains("`n`"),
+            "{problems:?}"
+        );
     }
 
     #[test]

@@ -168,12 +168,17 @@ kt_graph::state! {
 impl Stage3State {
     /// The state a strategy starts from.
     pub fn new(original: TunableKernel) -> Self {
-        Self { original: Some(original), ..Self::default() }
+        Self {
+            original: Some(original),
+            ..Self::default()
+        }
     }
 
     /// Candidates of the current round.
     pub fn round_candidates(&self) -> impl Iterator<Item = &CandidateOutcome> {
-        self.candidates.iter().filter(move |c| c.round == self.round)
+        self.candidates
+            .iter()
+            .filter(move |c| c.round == self.round)
     }
 
     /// How many times the current step (and its ancestors) were broken down.

@@ -6,7 +6,10 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use kt_graph::{CancelToken, CheckpointStore, Event, Executor, GraphError, RunId, RunOptions, RunOutcome, SqliteStore};
+use kt_graph::{
+    CancelToken, CheckpointStore, Event, Executor, GraphError, RunId, RunOptions, RunOutcome,
+    SqliteStore,
+};
 use kt_llm::{LlmClient, StructuredMode};
 
 use super::backend::{BackendError, TuningBackend, TuningProgress};
@@ -42,11 +45,19 @@ pub struct BackendInputs<'a> {
 
 /// The real backend: kt-tuner on this machine's GPU, brute force over each candidate's space.
 pub fn tuner_backend(inputs: &BackendInputs<'_>) -> Arc<dyn TuningBackend> {
-    let tolerances = inputs.sidecar.map(|s| kt_tuner::SuiteInputs::from_sidecar(s).tolerances()).unwrap_or_default();
+    let tolerances = inputs
+        .sidecar
+        .map(|s| kt_tuner::SuiteInputs::from_sidecar(s).tolerances())
+        .unwrap_or_default();
     Arc::new(TunerBackend::new(TunerBackendConfig {
         tests_dir: inputs.run.tests_dir(),
         kernel: inputs.kernel.clone(),
-        problem_size: inputs.info.problem_size.iter().map(|d| d.expression.clone()).collect(),
+        problem_size: inputs
+            .info
+            .problem_size
+            .iter()
+            .map(|d| d.expression.clone())
+            .collect(),
         tolerances,
         cache_dir: inputs.run.tuning_dir(),
         flops: inputs.sidecar.map(|s| s.flops.text()),
@@ -83,7 +94,10 @@ fn stage3_run_id(run: &RunDir) -> RunId {
 }
 
 fn open_store(run: &RunDir) -> Result<Arc<dyn CheckpointStore>, PipelineError> {
-    let store = SqliteStore::open(run.sqlite()).map_err(|e| PipelineError::Graph { stage: "stage 3", message: e.to_string() })?;
+    let store = SqliteStore::open(run.sqlite()).map_err(|e| PipelineError::Graph {
+        stage: "stage 3",
+        message: e.to_string(),
+    })?;
     Ok(Arc::new(store))
 }
 
@@ -117,20 +131,38 @@ pub async fn transform(
     // prepare() does not say how its time split; Stage 2 dominates it (generators, reference runs).
     wall.stage2 = started.elapsed().as_secs_f64();
     let stage1 = prepared.understood.stage1;
-    run_stage3(run, &source.text, &stage1.kernel, &stage1.info, source.sidecar.as_ref().map(|s| s.path.clone()), stage3, wall, false).await
+    run_stage3(
+        run,
+        &source.text,
+        &stage1.kernel,
+        &stage1.info,
+        source.sidecar.as_ref().map(|s| s.path.clone()),
+        stage3,
+        wall,
+        false,
+    )
+    .await
 }
 
 /// Continues a run's Stage 3 from its last checkpoint (Stages 1 and 2 must have finished).
-pub async fn resume(run: &RunDir, stage3: Stage3Settings) -> Result<TransformOutcome, PipelineError> {
-    let source = std::fs::read_to_string(run.input_cu()).map_err(|e| PipelineError::io("reading", run.input_cu(), e))?;
+pub async fn resume(
+    run: &RunDir,
+    stage3: Stage3Settings,
+) -> Result<TransformOutcome, PipelineError> {
+    let source = std::fs::read_to_string(run.input_cu())
+        .map_err(|e| PipelineError::io("reading", run.input_cu(), e))?;
     let info = run.load_kernel_info().map_err(|e| PipelineError::Graph {
         stage: "stage 1",
-        message: format!("this run has no finished Stage 1 ({e}); start a new run with `kt transform`"),
+        message: format!(
+            "this run has no finished Stage 1 ({e}); start a new run with `kt transform`"
+        ),
     })?;
     if !run.tests_dir().is_dir() {
         return Err(PipelineError::Graph {
             stage: "stage 2",
-            message: "this run has no tests: Stage 2 did not finish; start a new run with `kt transform`".into(),
+            message:
+                "this run has no tests: Stage 2 did not finish; start a new run with `kt transform`"
+                    .into(),
         });
     }
     let parsed = kt_cuda::parse(&source)?;
@@ -139,7 +171,17 @@ pub async fn resume(run: &RunDir, stage3: Stage3Settings) -> Result<TransformOut
     let sidecar = kt_cuda::Sidecar::path_for(std::path::Path::new(&meta.kernel_file));
     let sidecar = sidecar.is_file().then_some(sidecar);
     run.set_status(RunStatus::Running)?;
-    run_stage3(run, &source, &kernel, &info, sidecar, stage3, earlier_wall(run), true).await
+    run_stage3(
+        run,
+        &source,
+        &kernel,
+        &info,
+        sidecar,
+        stage3,
+        earlier_wall(run),
+        true,
+    )
+    .await
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -167,7 +209,11 @@ async fn run_stage3(
         original: &original,
         sidecar: sidecar.as_ref(),
     });
-    let facts = KernelFacts { info: info.clone(), signature: kernel.clone(), source: source.to_string() };
+    let facts = KernelFacts {
+        info: info.clone(),
+        signature: kernel.clone(),
+        source: source.to_string(),
+    };
     let cx = Stage3Context::new(settings.strategy.clone(), facts, settings.prompts.clone())
         .with_llm(settings.llm.clone())
         .with_backend(backend.clone())
@@ -195,7 +241,9 @@ async fn run_stage3(
     let outcome = if resuming && exists {
         executor.resume(&id, opts).await
     } else {
-        executor.start(id.clone(), Stage3State::new(original), opts).await
+        executor
+            .start(id.clone(), Stage3State::new(original), opts)
+            .await
     };
     if let Some(task) = forward {
         task.abort();
@@ -203,35 +251,62 @@ async fn run_stage3(
     wall.stage3 += started.elapsed().as_secs_f64();
     wall.total = wall.stage1 + wall.stage2 + wall.stage3;
     // The state to report from: the final one, or the last checkpoint's when the run stopped early.
-    let last_state = |exec: &Executor<Stage3State>| exec.latest(&id).ok().and_then(|cp| exec.state_at(&id, cp).ok());
+    let last_state = |exec: &Executor<Stage3State>| {
+        exec.latest(&id)
+            .ok()
+            .and_then(|cp| exec.state_at(&id, cp).ok())
+    };
     let result = match outcome {
         Ok(RunOutcome::Finished { state, .. }) => Ok(state),
         Ok(other) => Err((
             RunStatus::Interrupted,
-            format!("the run stopped at checkpoint {} before its end; `kt resume {}` continues it", other.checkpoint(), run.root().display()),
+            format!(
+                "the run stopped at checkpoint {} before its end; `kt resume {}` continues it",
+                other.checkpoint(),
+                run.root().display()
+            ),
             Some(other.into_state()),
         )),
         Err(GraphError::Cancelled { .. }) => Err((
             RunStatus::Interrupted,
-            format!("interrupted; `kt resume {}` continues from the last checkpoint", run.root().display()),
+            format!(
+                "interrupted; `kt resume {}` continues from the last checkpoint",
+                run.root().display()
+            ),
             last_state(&executor),
         )),
         Err(e) => {
             let message = e.to_string();
-            let status = if message.contains("CUDA GPU is needed") { RunStatus::Interrupted } else { RunStatus::Failed };
+            let status = if message.contains("CUDA GPU is needed") {
+                RunStatus::Interrupted
+            } else {
+                RunStatus::Failed
+            };
             Err((status, message, last_state(&executor)))
         }
     };
     match result {
         Ok(state) => finish(run, Some(state), Some(backend.as_ref()), wall, Ok(())),
         Err((status, message, state)) => {
-            let written = write_result(run, state.as_ref(), Some(backend.as_ref()), status, wall, Some(message.clone()));
+            let written = write_result(
+                run,
+                state.as_ref(),
+                Some(backend.as_ref()),
+                status,
+                wall,
+                Some(message.clone()),
+            );
             run.set_status(status)?;
             written?;
             if status == RunStatus::Interrupted && message.contains("CUDA GPU is needed") {
-                return Err(PipelineError::Tuning(BackendError::GpuUnavailable { detail: strip_gpu_prefix(&message) }));
+                return Err(PipelineError::Tuning(BackendError::GpuUnavailable {
+                    detail: strip_gpu_prefix(&message),
+                }));
             }
-            Err(PipelineError::Graph { stage: "stage 3", message })
+            Err(PipelineError::Graph {
+                stage: "stage 3",
+                message,
+            })
         }
     }
 }
@@ -239,7 +314,11 @@ async fn run_stage3(
 /// The reason inside a "a CUDA GPU is needed from here on: …" message, without the engine's wrapping.
 fn strip_gpu_prefix(message: &str) -> String {
     match message.split_once("a CUDA GPU is needed from here on: ") {
-        Some((_, rest)) => rest.split("; the run is saved").next().unwrap_or(rest).to_string(),
+        Some((_, rest)) => rest
+            .split("; the run is saved")
+            .next()
+            .unwrap_or(rest)
+            .to_string(),
         None => message.to_string(),
     }
 }
@@ -253,12 +332,26 @@ fn finish(
 ) -> Result<TransformOutcome, PipelineError> {
     match outcome {
         Ok(()) => {
-            let result = write_result(run, state.as_ref(), backend, RunStatus::Finished, wall, None)?;
+            let result = write_result(
+                run,
+                state.as_ref(),
+                backend,
+                RunStatus::Finished,
+                wall,
+                None,
+            )?;
             run.set_status(RunStatus::Finished)?;
             Ok(TransformOutcome { result, state })
         }
         Err(e) => {
-            let _ = write_result(run, state.as_ref(), backend, RunStatus::Failed, wall, Some(e.to_string()));
+            let _ = write_result(
+                run,
+                state.as_ref(),
+                backend,
+                RunStatus::Failed,
+                wall,
+                Some(e.to_string()),
+            );
             run.set_status(RunStatus::Failed)?;
             Err(e)
         }

@@ -30,8 +30,15 @@ impl TunableKernel {
     /// block-size parameters, so that "tuning" it measures exactly the default launch.
     pub fn original(code: &str, info: &KernelInfo) -> Self {
         let mut parameters = Vec::new();
-        for (d, name) in BLOCK_SIZE_NAMES.iter().enumerate().take(info.dimensions().clamp(1, 3)) {
-            parameters.push(TunableParameter { name: name.to_string(), values: vec![i64::from(info.default_block[d])] });
+        for (d, name) in BLOCK_SIZE_NAMES
+            .iter()
+            .enumerate()
+            .take(info.dimensions().clamp(1, 3))
+        {
+            parameters.push(TunableParameter {
+                name: name.to_string(),
+                values: vec![i64::from(info.default_block[d])],
+            });
         }
         Self {
             code: code.to_string(),
@@ -45,12 +52,19 @@ impl TunableKernel {
     /// A rewrite's grid divisors, filling unset dimensions with the defaults.
     pub fn divisors_from(answer: &GridDivisors) -> [Vec<String>; 3] {
         let [dx, dy, dz] = default_grid_divisors();
-        [answer.x.clone().unwrap_or(dx), answer.y.clone().unwrap_or(dy), answer.z.clone().unwrap_or(dz)]
+        [
+            answer.x.clone().unwrap_or(dx),
+            answer.y.clone().unwrap_or(dy),
+            answer.z.clone().unwrap_or(dz),
+        ]
     }
 
     /// Number of configurations before restrictions.
     pub fn space_size(&self) -> u64 {
-        self.parameters.iter().map(|p| p.values.len() as u64).product()
+        self.parameters
+            .iter()
+            .map(|p| p.values.len() as u64)
+            .product()
     }
 
     pub fn parameter_names(&self) -> Vec<&str> {
@@ -88,6 +102,7 @@ pub struct KernelVersion {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use crate::ProblemDimension;
@@ -99,8 +114,12 @@ mod tests {
             parameters: vec![],
             description: String::new(),
             problem_size: vec![
-                ProblemDimension { expression: "B_width".into() },
-                ProblemDimension { expression: "A_height".into() },
+                ProblemDimension {
+                    expression: "B_width".into(),
+                },
+                ProblemDimension {
+                    expression: "A_height".into(),
+                },
             ],
             outputs: vec!["C".into()],
             inputs_and_outputs: vec![],

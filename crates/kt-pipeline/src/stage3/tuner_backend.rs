@@ -9,10 +9,12 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
+use kt_tuner::args::TestArg;
 use kt_tuner::search::Limits;
 use kt_tuner::session::{TuneOptions, TuneResult, Tuner, TunerConfig};
-use kt_tuner::args::TestArg;
-use kt_tuner::{Config, Measurement, ParamSpec, Restriction, TestSet, TunableParam, TunerError, Verdict};
+use kt_tuner::{
+    Config, Measurement, ParamSpec, Restriction, TestSet, TunableParam, TunerError, Verdict,
+};
 
 use super::backend::{BackendError, Mismatch, Outcome, Reference, TuningBackend, TuningProgress};
 use super::tunable_kernel::TunableKernel;
@@ -68,16 +70,22 @@ pub struct TunerBackend {
 
 impl std::fmt::Debug for TunerBackend {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TunerBackend").field("tests_dir", &self.config.tests_dir).finish()
+        f.debug_struct("TunerBackend")
+            .field("tests_dir", &self.config.tests_dir)
+            .finish()
     }
 }
 
 fn backend_error(e: TunerError) -> BackendError {
     match e {
         TunerError::NoDriver(_) | TunerError::NoNvrtc | TunerError::NoGpu(_) => {
-            BackendError::GpuUnavailable { detail: e.to_string() }
+            BackendError::GpuUnavailable {
+                detail: e.to_string(),
+            }
         }
-        other => BackendError::Failed { detail: other.to_string() },
+        other => BackendError::Failed {
+            detail: other.to_string(),
+        },
     }
 }
 
@@ -88,15 +96,28 @@ fn noise_ms(m: &Measurement) -> f64 {
     let Some(t) = &m.timing else { return 0.0 };
     let mut s = t.samples_ms.clone();
     s.sort_by(f64::total_cmp);
-    let spread = if s.len() >= 4 { s[(3 * s.len()) / 4] - s[s.len() / 4] } else { (t.max_ms - t.min_ms) / 2.0 };
+    let spread = if s.len() >= 4 {
+        s[(3 * s.len()) / 4] - s[s.len() / 4]
+    } else {
+        (t.max_ms - t.min_ms) / 2.0
+    };
     let objective = m.objective.unwrap_or(t.median_ms);
-    if t.median_ms > 0.0 { spread / t.median_ms * objective } else { spread }
+    if t.median_ms > 0.0 {
+        spread / t.median_ms * objective
+    } else {
+        spread
+    }
 }
 
 impl TunerBackend {
     /// The backend; nothing starts until the first call.
     pub fn new(config: TunerBackendConfig) -> Self {
-        Self { config, session: Arc::new(Mutex::new(None)), results: Mutex::new(HashMap::new()), device: Mutex::new(String::new()) }
+        Self {
+            config,
+            session: Arc::new(Mutex::new(None)),
+            results: Mutex::new(HashMap::new()),
+            device: Mutex::new(String::new()),
+        }
     }
 
     fn to_tuner_kernel(&self, kernel: &TunableKernel) -> kt_tuner::TunableKernel {
@@ -105,8 +126,17 @@ impl TunerBackend {
             self.config.kernel.name.clone(),
             self.config.problem_size.clone(),
         );
-        k.params = kernel.parameters.iter().map(|p| TunableParam::new(p.name.clone(), p.values.clone())).collect();
-        k.restrictions = kernel.restrictions.iter().cloned().map(Restriction::Expr).collect();
+        k.params = kernel
+            .parameters
+            .iter()
+            .map(|p| TunableParam::new(p.name.clone(), p.values.clone()))
+            .collect();
+        k.restrictions = kernel
+            .restrictions
+            .iter()
+            .cloned()
+            .map(Restriction::Expr)
+            .collect();
         k.geometry.grid_div = kernel.grid_divisors.clone();
         k.geometry.shared_mem = kernel.dynamic_shared_memory.clone();
         k.flops = self.config.flops.clone();
@@ -117,8 +147,15 @@ impl TunerBackend {
     fn options(&self, kernel_hash: &str) -> TuneOptions {
         TuneOptions {
             strategy: self.config.strategy,
-            limits: Limits { max_evals: self.config.max_evals, time_limit: self.config.time_limit },
-            results_cache: Some(self.config.cache_dir.join(format!("results-{kernel_hash}.jsonl"))),
+            limits: Limits {
+                max_evals: self.config.max_evals,
+                time_limit: self.config.time_limit,
+            },
+            results_cache: Some(
+                self.config
+                    .cache_dir
+                    .join(format!("results-{kernel_hash}.jsonl")),
+            ),
             ..TuneOptions::default()
         }
     }
@@ -137,66 +174,105 @@ impl TunerBackend {
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(u64, u64)>();
         let original = self.to_tuner_kernel(&self.config.original);
         let original_config = Config(
-            self.config.original.parameters.iter().filter_map(|p| p.values.first().map(|v| (p.name.clone(), *v))).collect(),
+            self.config
+                .original
+                .parameters
+                .iter()
+                .filter_map(|p| p.values.first().map(|v| (p.name.clone(), *v)))
+                .collect(),
         );
-        let job = tokio::task::spawn_blocking(move || -> Result<Result<Tuned, TunerError>, BackendError> {
-            let mut guard = session.lock().unwrap_or_else(|p| p.into_inner());
-            if guard.is_none() {
-                std::fs::create_dir_all(&config.cache_dir)
-                    .map_err(|e| BackendError::Failed { detail: format!("creating {}: {e}", config.cache_dir.display()) })?;
-                let tuner = Tuner::new(TunerConfig { cache_dir: Some(config.cache_dir.clone()), ..TunerConfig::default() })
+        let job = tokio::task::spawn_blocking(
+            move || -> Result<Result<Tuned, TunerError>, BackendError> {
+                let mut guard = session.lock().unwrap_or_else(|p| p.into_inner());
+                if guard.is_none() {
+                    std::fs::create_dir_all(&config.cache_dir).map_err(|e| {
+                        BackendError::Failed {
+                            detail: format!("creating {}: {e}", config.cache_dir.display()),
+                        }
+                    })?;
+                    let tuner = Tuner::new(TunerConfig {
+                        cache_dir: Some(config.cache_dir.clone()),
+                        ..TunerConfig::default()
+                    })
                     .map_err(backend_error)?;
-                let params = ParamSpec::from_kernel(&config.kernel);
-                let tests = TestSet::load_dir(&config.tests_dir, &params, &config.tolerances).map_err(|e| {
-                    BackendError::Failed { detail: format!("loading the tests in {}: {e}", config.tests_dir.display()) }
-                })?;
-                *guard = Some(Session { tuner, tests });
-            }
-            let Some(s) = guard.as_mut() else {
-                return Err(BackendError::Failed { detail: "the tuner session was not created".into() });
-            };
-            let has_expected = s.tests.tests.iter().all(|t| {
-                t.args.iter().all(|a| match a {
-                    TestArg::Array(arr) => !arr.is_output || arr.expected.is_some(),
-                    TestArg::Scalar(_) => true,
-                })
-            });
-            let mut options = options;
-            // Without expected outputs on disk, the tuner's own check would compare a candidate with itself:
-            // time without it, then check the fastest configurations against the original kernel.
-            options.verify &= has_expected;
-            let result = match s.tuner.tune(&kernel, &s.tests, &options, &mut |p| {
-                let _ = tx.send((p.done as u64, p.total as u64));
-            }) {
-                Ok(r) => r,
-                Err(e) => return Ok(Err(e)),
-            };
-            if has_expected {
-                return Ok(Ok(Tuned { result, checked: None }));
-            }
-            let mut ok: Vec<&Measurement> = result.measurements.iter().filter(|m| m.objective_ms().is_some()).collect();
-            ok.sort_by(|a, b| a.objective.unwrap_or(f64::MAX).total_cmp(&b.objective.unwrap_or(f64::MAX)));
-            let mut first_failure = None;
-            for m in ok.into_iter().take(VERIFY_FASTEST) {
-                let report = match s.tuner.verify(&original, &original_config, &kernel, &m.config, &s.tests) {
+                    let params = ParamSpec::from_kernel(&config.kernel);
+                    let tests = TestSet::load_dir(&config.tests_dir, &params, &config.tolerances)
+                        .map_err(|e| BackendError::Failed {
+                        detail: format!("loading the tests in {}: {e}", config.tests_dir.display()),
+                    })?;
+                    *guard = Some(Session { tuner, tests });
+                }
+                let Some(s) = guard.as_mut() else {
+                    return Err(BackendError::Failed {
+                        detail: "the tuner session was not created".into(),
+                    });
+                };
+                let has_expected = s.tests.tests.iter().all(|t| {
+                    t.args.iter().all(|a| match a {
+                        TestArg::Array(arr) => !arr.is_output || arr.expected.is_some(),
+                        TestArg::Scalar(_) => true,
+                    })
+                });
+                let mut options = options;
+                // Without expected outputs on disk, the tuner's own check would compare a candidate with itself:
+                // time without it, then check the fastest configurations against the original kernel.
+                options.verify &= has_expected;
+                let result = match s.tuner.tune(&kernel, &s.tests, &options, &mut |p| {
+                    let _ = tx.send((p.done as u64, p.total as u64));
+                }) {
                     Ok(r) => r,
                     Err(e) => return Ok(Err(e)),
                 };
-                if report.passed() {
-                    let chosen = m.clone();
-                    return Ok(Ok(Tuned { result, checked: Some(Ok(chosen)) }));
+                if has_expected {
+                    return Ok(Ok(Tuned {
+                        result,
+                        checked: None,
+                    }));
                 }
-                if first_failure.is_none() {
-                    let bad = report.tests.into_iter().find(|t| !t.verdict.is_ok());
-                    first_failure = bad.map(|t| {
-                        let mut failed = m.clone();
-                        failed.verdict = t.verdict;
-                        failed
-                    });
+                let mut ok: Vec<&Measurement> = result
+                    .measurements
+                    .iter()
+                    .filter(|m| m.objective_ms().is_some())
+                    .collect();
+                ok.sort_by(|a, b| {
+                    a.objective
+                        .unwrap_or(f64::MAX)
+                        .total_cmp(&b.objective.unwrap_or(f64::MAX))
+                });
+                let mut first_failure = None;
+                for m in ok.into_iter().take(VERIFY_FASTEST) {
+                    let report = match s.tuner.verify(
+                        &original,
+                        &original_config,
+                        &kernel,
+                        &m.config,
+                        &s.tests,
+                    ) {
+                        Ok(r) => r,
+                        Err(e) => return Ok(Err(e)),
+                    };
+                    if report.passed() {
+                        let chosen = m.clone();
+                        return Ok(Ok(Tuned {
+                            result,
+                            checked: Some(Ok(chosen)),
+                        }));
+                    }
+                    if first_failure.is_none() {
+                        let bad = report.tests.into_iter().find(|t| !t.verdict.is_ok());
+                        first_failure = bad.map(|t| {
+                            let mut failed = m.clone();
+                            failed.verdict = t.verdict;
+                            failed
+                        });
+                    }
                 }
-            }
-            Ok(Ok(Tuned { result, checked: first_failure.map(Err) }))
-        });
+                Ok(Ok(Tuned {
+                    result,
+                    checked: first_failure.map(Err),
+                }))
+            },
+        );
         let mut job = std::pin::pin!(job);
         loop {
             tokio::select! {
@@ -214,7 +290,11 @@ impl TunerBackend {
 
     fn outcome(tuned: &Tuned) -> Outcome {
         let result = &tuned.result;
-        let failed = result.measurements.iter().filter(|m| !m.verdict.is_ok()).count() as u32;
+        let failed = result
+            .measurements
+            .iter()
+            .filter(|m| !m.verdict.is_ok())
+            .count() as u32;
         let best = match &tuned.checked {
             None => result.best.as_ref().filter(|b| b.verdict.is_ok()),
             Some(Ok(m)) => Some(m),
@@ -247,9 +327,15 @@ impl TunerBackend {
             Some(Err(m)) => Some(m),
             _ => None,
         };
-        let worst = result.measurements.iter().filter(|m| !m.verdict.is_ok()).min_by_key(|m| rank(&m.verdict));
+        let worst = result
+            .measurements
+            .iter()
+            .filter(|m| !m.verdict.is_ok())
+            .min_by_key(|m| rank(&m.verdict));
         let Some(m) = checked_failure.or(worst) else {
-            return Outcome::NoValidConfig { detail: "no configuration was measured".into() };
+            return Outcome::NoValidConfig {
+                detail: "no configuration was measured".into(),
+            };
         };
         let config = m.config.to_string();
         match &m.verdict {
@@ -270,7 +356,11 @@ impl TunerBackend {
                         .map(|f| Mismatch {
                             index: f.index,
                             expected: f.expected.to_string(),
-                            got: if f.never_written { "nothing (never written)".into() } else { f.got.to_string() },
+                            got: if f.never_written {
+                                "nothing (never written)".into()
+                            } else {
+                                f.got.to_string()
+                            },
                         })
                         .into_iter()
                         .collect(),
@@ -279,11 +369,24 @@ impl TunerBackend {
                     detail: details.join("; "),
                 }
             }
-            Verdict::CompileError { log } => Outcome::CompileError { config, log: log.clone() },
-            Verdict::Timeout { after_s } => Outcome::Timeout { config, seconds: *after_s },
-            Verdict::Crashed { reason } => Outcome::Crashed { config, detail: reason.clone() },
-            Verdict::Invalid { reason } => Outcome::NoValidConfig { detail: reason.clone() },
-            Verdict::Ok => Outcome::NoValidConfig { detail: "no configuration verified".into() },
+            Verdict::CompileError { log } => Outcome::CompileError {
+                config,
+                log: log.clone(),
+            },
+            Verdict::Timeout { after_s } => Outcome::Timeout {
+                config,
+                seconds: *after_s,
+            },
+            Verdict::Crashed { reason } => Outcome::Crashed {
+                config,
+                detail: reason.clone(),
+            },
+            Verdict::Invalid { reason } => Outcome::NoValidConfig {
+                detail: reason.clone(),
+            },
+            Verdict::Ok => Outcome::NoValidConfig {
+                detail: "no configuration verified".into(),
+            },
         }
     }
 }
@@ -293,13 +396,27 @@ impl TuningBackend for TunerBackend {
     async fn reference(&self, original: &TunableKernel) -> Result<Reference, BackendError> {
         let kernel = self.to_tuner_kernel(original);
         let options = self.options(&original.content_hash());
-        let result = self.tune("original", kernel, options, &super::backend::NoProgress).await?.map_err(backend_error)?.result;
-        let m = result.reference.as_ref().or(result.best.as_ref()).ok_or_else(|| BackendError::Failed {
-            detail: "the original kernel produced no measurement at its default launch".into(),
-        })?;
-        let time_ms = m.objective_ms().or(m.timing.as_ref().map(|t| t.median_ms)).ok_or_else(|| BackendError::Failed {
-            detail: format!("the original kernel failed at its default launch: {}", m.verdict.short()),
-        })?;
+        let result = self
+            .tune("original", kernel, options, &super::backend::NoProgress)
+            .await?
+            .map_err(backend_error)?
+            .result;
+        let m = result
+            .reference
+            .as_ref()
+            .or(result.best.as_ref())
+            .ok_or_else(|| BackendError::Failed {
+                detail: "the original kernel produced no measurement at its default launch".into(),
+            })?;
+        let time_ms = m
+            .objective_ms()
+            .or(m.timing.as_ref().map(|t| t.median_ms))
+            .ok_or_else(|| BackendError::Failed {
+                detail: format!(
+                    "the original kernel failed at its default launch: {}",
+                    m.verdict.short()
+                ),
+            })?;
         *self.device.lock().unwrap_or_else(|p| p.into_inner()) = result.device.name.clone();
         Ok(Reference {
             time_ms,
@@ -322,7 +439,10 @@ impl TuningBackend for TunerBackend {
         match self.tune(label, tk.clone(), options, progress).await? {
             Ok(tuned) => {
                 let outcome = Self::outcome(&tuned);
-                self.results.lock().unwrap_or_else(|p| p.into_inner()).insert(hash, (tk, tuned.result));
+                self.results
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .insert(hash, (tk, tuned.result));
                 Ok(outcome)
             }
             // The candidate's own reference launch disagreed with the tests' expected outputs: a wrong answer.
@@ -336,12 +456,19 @@ impl TuningBackend for TunerBackend {
                 detail: reason,
             }),
             Err(TunerError::Space(detail)) => Ok(Outcome::NoValidConfig { detail }),
-            Err(TunerError::Source(detail)) => Ok(Outcome::CompileError { config: "all".into(), log: detail }),
+            Err(TunerError::Source(detail)) => Ok(Outcome::CompileError {
+                config: "all".into(),
+                log: detail,
+            }),
             Err(e) => Err(backend_error(e)),
         }
     }
 
-    fn export_kernel_tuner(&self, kernel: &TunableKernel, dir: &Path) -> Result<Vec<PathBuf>, BackendError> {
+    fn export_kernel_tuner(
+        &self,
+        kernel: &TunableKernel,
+        dir: &Path,
+    ) -> Result<Vec<PathBuf>, BackendError> {
         let results = self.results.lock().unwrap_or_else(|p| p.into_inner());
         let Some((tk, result)) = results.get(&kernel.content_hash()) else {
             return Ok(Vec::new());
@@ -355,14 +482,142 @@ impl TuningBackend for TunerBackend {
             .as_ref()
             .and_then(|b| tk.geometry.problem(&b.config, &test.scalars()).ok())
             .unwrap_or([1, 1, 1]);
-        let io = |path: &Path, e: std::io::Error| BackendError::Failed { detail: format!("writing {}: {e}", path.display()) };
+        let io = |path: &Path, e: std::io::Error| BackendError::Failed {
+            detail: format!("writing {}: {e}", path.display()),
+        };
         let cache = dir.join(format!("{}_cache.json", tk.kernel_name));
-        let text = serde_json::to_string_pretty(&kt_tuner::export::kernel_tuner_cache(tk, result, problem))
-            .map_err(|e| BackendError::Failed { detail: e.to_string() })?;
+        let text = serde_json::to_string_pretty(&kt_tuner::export::kernel_tuner_cache(
+            tk, result, problem,
+        ))
+        .map_err(|e| BackendError::Failed {
+            detail: e.to_string(),
+        })?;
         std::fs::write(&cache, text).map_err(|e| io(&cache, e))?;
         let script = dir.join(format!("tune_{}.py", tk.kernel_name));
-        std::fs::write(&script, kt_tuner::export::kernel_tuner_script(tk, test, result, "../best.cu"))
-            .map_err(|e| io(&script, e))?;
+        std::fs::write(
+            &script,
+            kt_tuner::export::kernel_tuner_script(tk, test, result, "../best.cu"),
+        )
+        .map_err(|e| io(&script, e))?;
         Ok(vec![cache, script])
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use kt_tuner::verify::{Mismatch as TunerMismatch, OutputReport};
+
+    fn result(measurements: Vec<Measurement>, best: Option<Measurement>) -> TuneResult {
+        TuneResult {
+            kernel_name: "matrixMultiply".into(),
+            device: kt_tuner::worker::protocol::DeviceInfo {
+                ordinal: 0,
+                name: "test".into(),
+                uuid: String::new(),
+                compute_capability: (9, 0),
+                sm_count: 1,
+                max_threads_per_block: 1024,
+                max_threads_per_sm: 2048,
+                max_shared_per_block: 48 << 10,
+                max_shared_per_block_optin: 48 << 10,
+                registers_per_block: 65536,
+                l2_bytes: 0,
+                total_memory: 0,
+                driver_version: 0,
+                context_ms: 0.0,
+            },
+            strategy: kt_tuner::Strategy::BruteForce,
+            space_size: measurements.len(),
+            best,
+            reference: None,
+            measurements,
+            phases: Default::default(),
+            peak_gbps: None,
+            worker_restarts: 0,
+        }
+    }
+
+    fn config(v: i64) -> Config {
+        Config(vec![("block_size_x".into(), v)])
+    }
+
+    fn wrong() -> Verdict {
+        Verdict::WrongAnswer {
+            details: vec!["test 3fa2: output C: 12 of 4096 elements wrong".into()],
+            reports: vec![OutputReport {
+                name: "C".into(),
+                elements: 4096,
+                mismatches: 12,
+                never_written: 12,
+                max_abs_error: 1.0,
+                max_rel_error: 1.0,
+                first_mismatch: Some(TunerMismatch {
+                    index: 4095,
+                    expected: 1.25,
+                    got: f64::NAN,
+                    never_written: true,
+                }),
+                allowed_mismatches: 0,
+            }],
+        }
+    }
+
+    #[test]
+    fn without_a_verified_configuration_the_wrong_answer_is_reported_before_compile_errors() {
+        let tuned = Tuned {
+            result: result(
+                vec![
+                    Measurement::synthetic(
+                        config(16),
+                        Verdict::CompileError {
+                            log: "error: x".into(),
+                        },
+                        None,
+                    ),
+                    Measurement::synthetic(config(32), wrong(), None),
+                ],
+                None,
+            ),
+            checked: None,
+        };
+        match TunerBackend::outcome(&tuned) {
+            Outcome::WrongAnswer {
+                test,
+                output,
+                mismatches,
+                config,
+                ..
+            } => {
+                assert_eq!((test.as_str(), output.as_str()), ("3fa2", "C"));
+                assert_eq!(mismatches[0].index, 4095);
+                assert!(mismatches[0].got.contains("never written"));
+                assert!(config.contains("32"), "{config}");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_candidate_checked_against_the_original_counts_only_if_it_passed() {
+        let fast = Measurement::synthetic(config(64), Verdict::Ok, Some(1.0));
+        let passed = Tuned {
+            result: result(vec![fast.clone()], Some(fast.clone())),
+            checked: Some(Ok(fast.clone())),
+        };
+        assert!(
+            matches!(TunerBackend::outcome(&passed), Outcome::Verified { time_ms, .. } if time_ms == 1.0)
+        );
+        let mut failed_check = fast.clone();
+        failed_check.verdict = wrong();
+        let failed = Tuned {
+            result: result(vec![fast.clone()], Some(fast)),
+            checked: Some(Err(failed_check)),
+        };
+        assert!(
+            matches!(TunerBackend::outcome(&failed), Outcome::WrongAnswer { .. }),
+            "the tuner's own best is not enough"
+        );
     }
 }

@@ -219,6 +219,10 @@ impl Strategy {
 
     /// The breakdown limit actually in force (0 when breakdown is off).
     pub fn breakdown_limit(&self) -> u32 {
-        if self.settings.breakdown { self.settings.max_breakdowns_per_step } else { 0 }
+        if self.settings.breakdown {
+            self.settings.max_breakdowns_per_step
+        } else {
+            0
+        }
     }
 }

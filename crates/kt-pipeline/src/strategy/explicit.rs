@@ -47,14 +47,20 @@ pub(crate) fn order_steps(steps: Vec<ExplicitStep>) -> Result<Vec<ExplicitStep>,
         }
         for p in &s.parameters {
             if p.values.is_empty() {
-                return Err(format!("step `{}`: parameter `{}` has no values", s.id, p.name));
+                return Err(format!(
+                    "step `{}`: parameter `{}` has no values",
+                    s.id, p.name
+                ));
             }
         }
     }
     for s in &steps {
         for d in &s.depends_on {
             if !seen.contains(d.as_str()) {
-                return Err(format!("step `{}` depends on `{d}`, which is not a step of this strategy", s.id));
+                return Err(format!(
+                    "step `{}` depends on `{d}`, which is not a step of this strategy",
+                    s.id
+                ));
             }
             if d == &s.id {
                 return Err(format!("step `{}` depends on itself", s.id));
@@ -64,14 +70,19 @@ pub(crate) fn order_steps(steps: Vec<ExplicitStep>) -> Result<Vec<ExplicitStep>,
     let mut placed: Vec<ExplicitStep> = Vec::with_capacity(steps.len());
     let mut remaining = steps;
     while !remaining.is_empty() {
-        let ready = remaining
-            .iter()
-            .position(|s| s.depends_on.iter().all(|d| placed.iter().any(|p| &p.id == d)));
+        let ready = remaining.iter().position(|s| {
+            s.depends_on
+                .iter()
+                .all(|d| placed.iter().any(|p| &p.id == d))
+        });
         match ready {
             Some(i) => placed.push(remaining.remove(i)),
             None => {
                 let ids: Vec<&str> = remaining.iter().map(|s| s.id.as_str()).collect();
-                return Err(format!("the dependencies of steps {} form a cycle", ids.join(", ")));
+                return Err(format!(
+                    "the dependencies of steps {} form a cycle",
+                    ids.join(", ")
+                ));
             }
         }
     }
@@ -79,6 +90,7 @@ pub(crate) fn order_steps(steps: Vec<ExplicitStep>) -> Result<Vec<ExplicitStep>,
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
@@ -95,7 +107,13 @@ mod tests {
 
     #[test]
     fn steps_follow_their_dependencies_and_otherwise_keep_file_order() {
-        let ordered = order_steps(vec![step("c", &["b"]), step("a", &[]), step("b", &["a"]), step("d", &[])]).unwrap();
+        let ordered = order_steps(vec![
+            step("c", &["b"]),
+            step("a", &[]),
+            step("b", &["a"]),
+            step("d", &[]),
+        ])
+        .unwrap();
         let ids: Vec<&str> = ordered.iter().map(|s| s.id.as_str()).collect();
         assert_eq!(ids, ["a", "b", "c", "d"]);
     }
@@ -103,7 +121,10 @@ mod tests {
     #[test]
     fn cycles_unknown_and_duplicate_steps_are_rejected_by_name() {
         let err = order_steps(vec![step("a", &["b"]), step("b", &["a"])]).unwrap_err();
-        assert!(err.contains("cycle") && err.contains('a') && err.contains('b'), "{err}");
+        assert!(
+            err.contains("cycle") && err.contains('a') && err.contains('b'),
+            "{err}"
+        );
         let err = order_steps(vec![step("a", &["zzz"])]).unwrap_err();
         assert!(err.contains("zzz"), "{err}");
         let err = order_steps(vec![step("a", &[]), step("a", &[])]).unwrap_err();

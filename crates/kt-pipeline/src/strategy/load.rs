@@ -11,9 +11,18 @@ use crate::error::PipelineError;
 
 /// The strategies shipped with kt: (name, file text).
 pub const BUILTIN_STRATEGIES: &[(&str, &str)] = &[
-    ("one-prompt", include_str!("../../../../strategies/one-prompt.toml")),
-    ("explicit", include_str!("../../../../strategies/explicit.toml")),
-    ("autonomous", include_str!("../../../../strategies/autonomous.toml")),
+    (
+        "one-prompt",
+        include_str!("../../../../strategies/one-prompt.toml"),
+    ),
+    (
+        "explicit",
+        include_str!("../../../../strategies/explicit.toml"),
+    ),
+    (
+        "autonomous",
+        include_str!("../../../../strategies/autonomous.toml"),
+    ),
 ];
 
 #[derive(Deserialize)]
@@ -42,7 +51,10 @@ struct OnePromptSection {
 
 /// Parses and checks one strategy file's text.
 pub fn parse_strategy(text: &str, origin: &str) -> Result<Strategy, PipelineError> {
-    let invalid = |message: String| PipelineError::StrategyInvalid { origin: origin.to_string(), message };
+    let invalid = |message: String| PipelineError::StrategyInvalid {
+        origin: origin.to_string(),
+        message,
+    };
     let file: StrategyFile = toml::from_str(text).map_err(|e| invalid(e.to_string()))?;
     let mut prompts = file.prompts.unwrap_or_default();
     if let Some(p) = file.prompt {
@@ -61,12 +73,17 @@ pub fn parse_strategy(text: &str, origin: &str) -> Result<Strategy, PipelineErro
     let steps = match file.kind {
         StrategyKind::Explicit => {
             if file.steps.is_empty() {
-                return Err(invalid("an explicit strategy needs at least one [[steps]] entry".into()));
+                return Err(invalid(
+                    "an explicit strategy needs at least one [[steps]] entry".into(),
+                ));
             }
             order_steps(file.steps).map_err(invalid)?
         }
         _ if !file.steps.is_empty() => {
-            return Err(invalid(format!("[[steps]] belong to explicit strategies; this one is {}", file.kind)));
+            return Err(invalid(format!(
+                "[[steps]] belong to explicit strategies; this one is {}",
+                file.kind
+            )));
         }
         _ => Vec::new(),
     };
@@ -89,7 +106,9 @@ pub fn find_strategies_dir() -> Option<PathBuf> {
         return Some(PathBuf::from(dir));
     }
     let cwd = std::env::current_dir().ok()?;
-    cwd.ancestors().map(|a| a.join("strategies")).find(|p| p.is_dir())
+    cwd.ancestors()
+        .map(|a| a.join("strategies"))
+        .find(|p| p.is_dir())
 }
 
 /// Loads a strategy by name (`autonomous`) or path (`my/strategy.toml`). A name is looked up in `dir` (or the
@@ -97,17 +116,22 @@ pub fn find_strategies_dir() -> Option<PathBuf> {
 pub fn load_strategy(name_or_path: &str, dir: Option<&Path>) -> Result<Strategy, PipelineError> {
     let as_path = Path::new(name_or_path);
     if name_or_path.ends_with(".toml") || as_path.components().count() > 1 {
-        let text = std::fs::read_to_string(as_path).map_err(|e| PipelineError::io("reading strategy", as_path, e))?;
+        let text = std::fs::read_to_string(as_path)
+            .map_err(|e| PipelineError::io("reading strategy", as_path, e))?;
         return parse_strategy(&text, &as_path.display().to_string());
     }
     let dir = dir.map(Path::to_path_buf).or_else(find_strategies_dir);
     let mut searched = Vec::new();
-    let mut available: Vec<String> = BUILTIN_STRATEGIES.iter().map(|(n, _)| n.to_string()).collect();
+    let mut available: Vec<String> = BUILTIN_STRATEGIES
+        .iter()
+        .map(|(n, _)| n.to_string())
+        .collect();
     if let Some(dir) = &dir {
         let file = dir.join(format!("{name_or_path}.toml"));
         searched.push(dir.display().to_string());
         if file.is_file() {
-            let text = std::fs::read_to_string(&file).map_err(|e| PipelineError::io("reading strategy", &file, e))?;
+            let text = std::fs::read_to_string(&file)
+                .map_err(|e| PipelineError::io("reading strategy", &file, e))?;
             return parse_strategy(&text, &file.display().to_string());
         }
         if let Ok(entries) = std::fs::read_dir(dir) {
@@ -127,10 +151,15 @@ pub fn load_strategy(name_or_path: &str, dir: Option<&Path>) -> Result<Strategy,
     }
     available.sort();
     available.dedup();
-    Err(PipelineError::StrategyNotFound { name: name_or_path.to_string(), searched: searched.join(", "), available })
+    Err(PipelineError::StrategyNotFound {
+        name: name_or_path.to_string(),
+        searched: searched.join(", "),
+        available,
+    })
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
@@ -166,7 +195,10 @@ mod tests {
                 assert!(j < i, "{} runs before its dependency {d}", step.id);
             }
         }
-        assert!(!s.steps[0].ask_if_worth_it, "block size is applied without asking");
+        assert!(
+            !s.steps[0].ask_if_worth_it,
+            "block size is applied without asking"
+        );
     }
 
     #[test]
@@ -188,23 +220,36 @@ mod tests {
     #[test]
     fn overrides_change_replans_breakdown_and_candidates() {
         let s = load_strategy("autonomous", None).unwrap();
-        let s2 = s.clone().with_overrides(&crate::strategy::StrategyOverrides {
-            replan: Some(1),
-            breakdown: Some(0),
-            candidates: Some(0),
-        });
+        let s2 = s
+            .clone()
+            .with_overrides(&crate::strategy::StrategyOverrides {
+                replan: Some(1),
+                breakdown: Some(0),
+                candidates: Some(0),
+            });
         assert_eq!(s2.settings.max_replans, 1);
         assert_eq!(s2.breakdown_limit(), 0);
         assert_eq!(s2.settings.candidates, 1);
-        let s3 = s.with_overrides(&crate::strategy::StrategyOverrides { breakdown: Some(2), ..Default::default() });
+        let s3 = s.with_overrides(&crate::strategy::StrategyOverrides {
+            breakdown: Some(2),
+            ..Default::default()
+        });
         assert_eq!(s3.breakdown_limit(), 2);
     }
 
     #[test]
     fn unknown_strategy_and_misspelt_settings_are_clear_errors() {
         let err = load_strategy("greedy", None).unwrap_err().to_string();
-        assert!(err.contains("greedy") && err.contains("autonomous"), "{err}");
-        let err = parse_strategy("name='x'\nkind='autonomous'\n[settings]\nmax_replan = 2\n", "t").unwrap_err().to_string();
+        assert!(
+            err.contains("greedy") && err.contains("autonomous"),
+            "{err}"
+        );
+        let err = parse_strategy(
+            "name='x'\nkind='autonomous'\n[settings]\nmax_replan = 2\n",
+            "t",
+        )
+        .unwrap_err()
+        .to_string();
         assert!(err.contains("max_replan"), "{err}");
     }
 }

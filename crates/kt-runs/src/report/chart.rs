@@ -36,7 +36,11 @@ pub(crate) fn speedup_svg(points: &[StepPoint]) -> String {
         y1 = y(1.0)
     ));
     if !points.is_empty() {
-        let line: Vec<String> = points.iter().enumerate().map(|(i, p)| format!("{:.1},{:.1}", x(i), y(p.best_speedup))).collect();
+        let line: Vec<String> = points
+            .iter()
+            .enumerate()
+            .map(|(i, p)| format!("{:.1},{:.1}", x(i), y(p.best_speedup)))
+            .collect();
         s.push_str(&format!(
             r##"<polyline id="best-line" points="{}" fill="none" stroke="#e08a00" stroke-width="2.5"/>"##,
             line.join(" ")
@@ -44,7 +48,11 @@ pub(crate) fn speedup_svg(points: &[StepPoint]) -> String {
     }
     for (i, p) in points.iter().enumerate() {
         if let Some(v) = p.step_speedup {
-            let color = if p.status == "accepted" { "#2a9d3a" } else { "#c0392b" };
+            let color = if p.status == "accepted" {
+                "#2a9d3a"
+            } else {
+                "#c0392b"
+            };
             s.push_str(&format!(
                 r#"<circle class="point" cx="{:.1}" cy="{:.1}" r="5" fill="{color}"><title>{}: {} ({v:.2}×)</title></circle>"#,
                 x(i),

@@ -84,11 +84,21 @@ impl ReportInputs {
         let head = record.head()?;
         let path = run_path(record, Some(head))?;
         let fields = record.fields_at(head)?;
-        let graph = match graph_dot {
+        let mut graph = match graph_dot {
             Some(dot) => parse_dot(dot),
             None => GraphShape::from_path(&path),
         };
-        let naive_time_ms = fields.get("reference").and_then(|r| r.get("time_ms")).and_then(Value::as_f64);
+        // Draw visited nodes in the order the run first reached them (DOT lists them in declaration order).
+        let first_visit = |n: &String| {
+            path.iter()
+                .position(|s| s.nodes.iter().any(|r| &r.node == n))
+                .unwrap_or(usize::MAX)
+        };
+        graph.visited.sort_by_key(first_visit);
+        let naive_time_ms = fields
+            .get("reference")
+            .and_then(|r| r.get("time_ms"))
+            .and_then(Value::as_f64);
         let verdicts = verdicts(fields.get("history"));
         Ok(Self {
             summary: summarize(record.root()),
@@ -107,7 +117,9 @@ impl ReportInputs {
 }
 
 fn llm_exchanges(path: &Path) -> Vec<LlmExchange> {
-    let Ok(records) = kt_llm::read_records(path) else { return Vec::new() };
+    let Ok(records) = kt_llm::read_records(path) else {
+        return Vec::new();
+    };
     records
         .into_iter()
         .map(|r| LlmExchange {
@@ -128,7 +140,10 @@ fn llm_exchanges(path: &Path) -> Vec<LlmExchange> {
 }
 
 fn role_name(role: kt_llm::Role) -> String {
-    serde_json::to_value(role).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default()
+    serde_json::to_value(role)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default()
 }
 
 fn kernel_files(dir: &Path) -> Result<Vec<KernelFile>, RunsError> {
@@ -145,10 +160,20 @@ fn kernel_files(dir: &Path) -> Result<Vec<KernelFile>, RunsError> {
     let mut out: Vec<KernelFile> = Vec::new();
     for name in names {
         let path = dir.join(&name);
-        let code = std::fs::read_to_string(&path).map_err(|e| RunsError::io("reading", &path, e))?;
-        let meta = std::fs::read_to_string(path.with_extension("json")).ok().and_then(|t| serde_json::from_str(&t).ok());
-        let diff = out.last().map(|prev: &KernelFile| kernel_diff(&prev.code, &code, &prev.name, &name));
-        out.push(KernelFile { name, code, meta, diff });
+        let code =
+            std::fs::read_to_string(&path).map_err(|e| RunsError::io("reading", &path, e))?;
+        let meta = std::fs::read_to_string(path.with_extension("json"))
+            .ok()
+            .and_then(|t| serde_json::from_str(&t).ok());
+        let diff = out
+            .last()
+            .map(|prev: &KernelFile| kernel_diff(&prev.code, &code, &prev.name, &name));
+        out.push(KernelFile {
+            name,
+            code,
+            meta,
+            diff,
+        });
     }
     Ok(out)
 }
@@ -161,7 +186,9 @@ fn kernel_diff(old: &str, new: &str, old_name: &str, new_name: &str) -> String {
 }
 
 fn tuning_rows(candidates: Option<&Value>) -> Vec<TuningRow> {
-    let Some(Value::Array(items)) = candidates else { return Vec::new() };
+    let Some(Value::Array(items)) = candidates else {
+        return Vec::new();
+    };
     items
         .iter()
         .map(|c| {
@@ -182,7 +209,12 @@ fn tuning_rows(candidates: Option<&Value>) -> Vec<TuningRow> {
             let best_params = o
                 .and_then(|o| o.get("best_params"))
                 .and_then(Value::as_object)
-                .map(|m| m.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(", "))
+                .map(|m| {
+                    m.iter()
+                        .map(|(k, v)| format!("{k}={v}"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                })
                 .unwrap_or_default();
             TuningRow {
                 round: c.get("round").and_then(Value::as_u64).unwrap_or(0),
@@ -200,20 +232,34 @@ fn tuning_rows(candidates: Option<&Value>) -> Vec<TuningRow> {
 }
 
 fn points(history: Option<&Value>, naive: Option<f64>) -> Vec<StepPoint> {
-    let (Some(Value::Array(items)), Some(naive)) = (history, naive) else { return Vec::new() };
+    let (Some(Value::Array(items)), Some(naive)) = (history, naive) else {
+        return Vec::new();
+    };
     let mut best = 1.0f64;
     items
         .iter()
         .map(|i| {
-            let status = i.get("status").and_then(Value::as_str).unwrap_or("").replace('_', " ");
-            let step_speedup = i.get("time_ms").and_then(Value::as_f64).filter(|t| *t > 0.0).map(|t| naive / t);
+            let status = i
+                .get("status")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .replace('_', " ");
+            let step_speedup = i
+                .get("time_ms")
+                .and_then(Value::as_f64)
+                .filter(|t| *t > 0.0)
+                .map(|t| naive / t);
             if status == "accepted"
                 && let Some(s) = step_speedup
             {
                 best = best.max(s);
             }
             StepPoint {
-                label: i.get("step").and_then(Value::as_str).unwrap_or("?").to_string(),
+                label: i
+                    .get("step")
+                    .and_then(Value::as_str)
+                    .unwrap_or("?")
+                    .to_string(),
                 status,
                 step_speedup,
                 best_speedup: best,

@@ -24,13 +24,22 @@ const END: &str = "__end__";
 pub fn parse_dot(dot: &str) -> GraphShape {
     let mut g = GraphShape::default();
     for line in dot.lines().map(str::trim) {
-        let Some(first) = quoted(line, 0) else { continue };
+        let Some(first) = quoted(line, 0) else {
+            continue;
+        };
         let rest = &line[first.1..];
         let attrs = line.split_once('[').map(|(_, a)| a).unwrap_or("");
         let hot = attrs.contains("#e08a00");
         if let Some(arrow) = rest.find("->") {
-            let Some(second) = quoted(rest, arrow) else { continue };
-            let label = attrs.split("label=\"").nth(1).and_then(|l| l.split('"').next()).unwrap_or("").to_string();
+            let Some(second) = quoted(rest, arrow) else {
+                continue;
+            };
+            let label = attrs
+                .split("label=\"")
+                .nth(1)
+                .and_then(|l| l.split('"').next())
+                .unwrap_or("")
+                .to_string();
             let (a, b) = (first.0, second.0);
             if hot {
                 g.taken.push((a.clone(), b.clone()));
@@ -64,15 +73,22 @@ fn quoted(s: &str, from: usize) -> Option<(String, usize)> {
 impl GraphShape {
     /// A graph made of the path alone (when the run's graph cannot be rebuilt).
     pub fn from_path(path: &[PathStep]) -> Self {
-        let mut g = GraphShape { nodes: vec![START.into()], ..Default::default() };
+        let mut g = GraphShape {
+            nodes: vec![START.into()],
+            ..Default::default()
+        };
         let mut prev: Vec<String> = vec![START.into()];
         for step in path.iter().filter(|s| s.source == "step") {
-            let ran: Vec<String> = step.nodes.iter().map(|n| n.node.clone()).fold(Vec::new(), |mut v, n| {
-                if !v.contains(&n) {
-                    v.push(n);
-                }
-                v
-            });
+            let ran: Vec<String> =
+                step.nodes
+                    .iter()
+                    .map(|n| n.node.clone())
+                    .fold(Vec::new(), |mut v, n| {
+                        if !v.contains(&n) {
+                            v.push(n);
+                        }
+                        v
+                    });
             for b in &ran {
                 if !g.nodes.contains(b) {
                     g.nodes.push(b.clone());
@@ -119,7 +135,12 @@ impl GraphShape {
     pub fn to_svg(&self) -> String {
         let order = self.order();
         let (row, box_w, box_h, x0, top) = (56.0, 180.0, 32.0, 260.0, 20.0);
-        let y_of = |n: &str| order.iter().position(|o| o == n).map(|i| top + i as f64 * row);
+        let y_of = |n: &str| {
+            order
+                .iter()
+                .position(|o| o == n)
+                .map(|i| top + i as f64 * row)
+        };
         let height = top * 2.0 + order.len() as f64 * row;
         let width = x0 * 2.0 + box_w;
         let mut s = format!(
@@ -127,9 +148,15 @@ impl GraphShape {
         );
         s.push_str(r##"<defs><marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="#777"/></marker><marker id="arrow-hot" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="#e08a00"/></marker></defs>"##);
         for (a, b, label) in &self.edges {
-            let (Some(ya), Some(yb)) = (y_of(a), y_of(b)) else { continue };
+            let (Some(ya), Some(yb)) = (y_of(a), y_of(b)) else {
+                continue;
+            };
             let hot = self.taken.contains(&(a.clone(), b.clone()));
-            let (stroke, width_px, marker) = if hot { ("#e08a00", 2.5, "arrow-hot") } else { ("#999", 1.2, "arrow") };
+            let (stroke, width_px, marker) = if hot {
+                ("#e08a00", 2.5, "arrow-hot")
+            } else {
+                ("#999", 1.2, "arrow")
+            };
             let dash = match label.as_str() {
                 "route" => r#" stroke-dasharray="5,3""#,
                 "on error" => r#" stroke-dasharray="2,3""#,
@@ -137,15 +164,37 @@ impl GraphShape {
             };
             let d = if (yb - ya - row).abs() < 1e-6 {
                 // the next node down: a short straight arrow
-                format!("M{},{} L{},{}", x0 + box_w / 2.0, ya + box_h, x0 + box_w / 2.0, yb)
+                format!(
+                    "M{},{} L{},{}",
+                    x0 + box_w / 2.0,
+                    ya + box_h,
+                    x0 + box_w / 2.0,
+                    yb
+                )
             } else if yb > ya {
                 let bulge = 30.0 + (yb - ya) / row * 14.0;
                 let x = x0 + box_w;
-                format!("M{x},{} C{},{} {},{} {x},{}", ya + box_h / 2.0, x + bulge, ya + box_h / 2.0, x + bulge, yb + box_h / 2.0, yb + box_h / 2.0)
+                format!(
+                    "M{x},{} C{},{} {},{} {x},{}",
+                    ya + box_h / 2.0,
+                    x + bulge,
+                    ya + box_h / 2.0,
+                    x + bulge,
+                    yb + box_h / 2.0,
+                    yb + box_h / 2.0
+                )
             } else {
                 let bulge = 30.0 + (ya - yb) / row * 14.0;
                 let x = x0;
-                format!("M{x},{} C{},{} {},{} {x},{}", ya + box_h / 2.0, x - bulge, ya + box_h / 2.0, x - bulge, yb + box_h / 2.0, yb + box_h / 2.0)
+                format!(
+                    "M{x},{} C{},{} {},{} {x},{}",
+                    ya + box_h / 2.0,
+                    x - bulge,
+                    ya + box_h / 2.0,
+                    x - bulge,
+                    yb + box_h / 2.0,
+                    yb + box_h / 2.0
+                )
             };
             s.push_str(&format!(
                 r#"<path class="edge{}" d="{d}" fill="none" stroke="{stroke}" stroke-width="{width_px}"{dash} marker-end="url(#{marker})"><title>{} → {}{}</title></path>"#,
@@ -158,7 +207,11 @@ impl GraphShape {
         for n in &order {
             let Some(y) = y_of(n) else { continue };
             let hot = self.visited.contains(n) || n == START;
-            let (fill, stroke) = if hot { ("#fff3c4", "#e08a00") } else { ("#f4f4f4", "#aaa") };
+            let (fill, stroke) = if hot {
+                ("#fff3c4", "#e08a00")
+            } else {
+                ("#f4f4f4", "#aaa")
+            };
             let rx = if n == START || n == END { 16 } else { 4 };
             s.push_str(&format!(
                 r#"<g class="node{}" data-node="{}"><rect x="{x0}" y="{y}" width="{box_w}" height="{box_h}" rx="{rx}" fill="{fill}" stroke="{stroke}" stroke-width="1.5"/><text x="{}" y="{}" text-anchor="middle" font-family="monospace" font-size="13">{}</text></g>"#,
@@ -183,7 +236,10 @@ fn display(n: &str) -> String {
 }
 
 pub(crate) fn esc(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
 }
 
 #[cfg(test)]
@@ -207,10 +263,20 @@ mod tests {
         assert_eq!(g.visited, vec!["__end__", "plan"]);
         assert_eq!(g.edges.len(), 3);
         assert_eq!(g.edges[1], ("plan".into(), "apply".into(), "route".into()));
-        assert_eq!(g.taken, vec![("__start__".into(), "plan".into()), ("plan".into(), "__end__".into())]);
+        assert_eq!(
+            g.taken,
+            vec![
+                ("__start__".into(), "plan".into()),
+                ("plan".into(), "__end__".into())
+            ]
+        );
         let svg = g.to_svg();
         assert!(svg.starts_with("<svg id=\"graph-svg\""));
-        assert_eq!(svg.matches("class=\"node visited\"").count(), 3, "START, plan and END");
+        assert_eq!(
+            svg.matches("class=\"node visited\"").count(),
+            3,
+            "START, plan and END"
+        );
         assert_eq!(svg.matches("class=\"edge taken\"").count(), 2);
     }
 }

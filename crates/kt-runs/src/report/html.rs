@@ -69,14 +69,34 @@ fn summary(h: &mut String, r: &ReportInputs) {
         ("model", s.model.clone()),
         ("status", s.status.clone()),
         ("started", s.started.clone()),
-        ("duration", s.duration_s.map(format_duration).unwrap_or_default()),
-        ("original", r.naive_time_ms.or(f("naive_time_ms")).map(|t| format!("{t:.4} ms")).unwrap_or_default()),
-        ("best", f("best_time_ms").map(|t| format!("{t:.4} ms")).unwrap_or_default()),
-        ("speedup", s.speedup.map(|v| format!("{v:.2}×")).unwrap_or_default()),
-        ("tokens", match (f("tokens_in"), f("tokens_out")) {
-            (Some(a), Some(b)) => format!("{a} in / {b} out"),
-            _ => String::new(),
-        }),
+        (
+            "duration",
+            s.duration_s.map(format_duration).unwrap_or_default(),
+        ),
+        (
+            "original",
+            r.naive_time_ms
+                .or(f("naive_time_ms"))
+                .map(|t| format!("{t:.4} ms"))
+                .unwrap_or_default(),
+        ),
+        (
+            "best",
+            f("best_time_ms")
+                .map(|t| format!("{t:.4} ms"))
+                .unwrap_or_default(),
+        ),
+        (
+            "speedup",
+            s.speedup.map(|v| format!("{v:.2}×")).unwrap_or_default(),
+        ),
+        (
+            "tokens",
+            match (f("tokens_in"), f("tokens_out")) {
+                (Some(a), Some(b)) => format!("{a} in / {b} out"),
+                _ => String::new(),
+            },
+        ),
     ];
     h.push_str("<table id=\"summary\">");
     for (k, v) in rows {
@@ -86,7 +106,9 @@ fn summary(h: &mut String, r: &ReportInputs) {
 }
 
 fn verdict_table(r: &ReportInputs) -> String {
-    let mut h = String::from("<table id=\"verdicts\"><tr><th>step</th><th>verdict</th><th class=\"num\">time (ms)</th><th>why</th></tr>");
+    let mut h = String::from(
+        "<table id=\"verdicts\"><tr><th>step</th><th>verdict</th><th class=\"num\">time (ms)</th><th>why</th></tr>",
+    );
     for v in &r.verdicts {
         let _ = write!(
             h,
@@ -113,7 +135,11 @@ fn timeline(h: &mut String, r: &ReportInputs) {
                 continue;
             }
             let names: Vec<String> = step.nodes.iter().map(|n| n.node.clone()).collect();
-            out.push((format!("#{} {}", step.checkpoint, names.join(", ")), t, secs));
+            out.push((
+                format!("#{} {}", step.checkpoint, names.join(", ")),
+                t,
+                secs,
+            ));
             t += secs;
         }
         out
@@ -146,7 +172,17 @@ fn timeline(h: &mut String, r: &ReportInputs) {
 fn steps(h: &mut String, r: &ReportInputs) {
     h.push_str("<h2>Steps</h2><table id=\"steps\"><tr><th>checkpoint</th><th>step</th><th>node(s)</th><th class=\"num\">time (s)</th><th class=\"num\">tokens in/out</th><th>outcome</th><th>next</th></tr>");
     for s in &r.path {
-        let nodes: Vec<String> = s.nodes.iter().map(|n| if n.index > 0 { format!("{}#{}", n.node, n.index) } else { n.node.clone() }).collect();
+        let nodes: Vec<String> = s
+            .nodes
+            .iter()
+            .map(|n| {
+                if n.index > 0 {
+                    format!("{}#{}", n.node, n.index)
+                } else {
+                    n.node.clone()
+                }
+            })
+            .collect();
         let secs: f64 = s.nodes.iter().map(|n| n.seconds).fold(0.0, f64::max);
         let _ = write!(
             h,
@@ -164,7 +200,11 @@ fn steps(h: &mut String, r: &ReportInputs) {
 }
 
 fn llm(h: &mut String, r: &ReportInputs) {
-    let _ = write!(h, "<h2>Prompts and answers ({})</h2><div id=\"llm-calls\">", r.llm.len());
+    let _ = write!(
+        h,
+        "<h2>Prompts and answers ({})</h2><div id=\"llm-calls\">",
+        r.llm.len()
+    );
     if r.llm.is_empty() {
         h.push_str("<p class=\"muted\">No LLM record (llm.jsonl) in this run.</p>");
     }
@@ -176,7 +216,10 @@ fn llm(h: &mut String, r: &ReportInputs) {
             esc(&c.time),
             c.tokens_in,
             c.tokens_out,
-            c.error.as_ref().map(|e| format!(" — failed: {}", esc(e))).unwrap_or_default(),
+            c.error
+                .as_ref()
+                .map(|e| format!(" — failed: {}", esc(e)))
+                .unwrap_or_default(),
             esc(&c.prompt),
             esc(&c.answer)
         );
@@ -198,21 +241,37 @@ fn diff_html(diff: &str) -> String {
             } else {
                 ""
             };
-            if class.is_empty() { esc(l) } else { format!("<span class=\"{class}\">{}</span>", esc(l)) }
+            if class.is_empty() {
+                esc(l)
+            } else {
+                format!("<span class=\"{class}\">{}</span>", esc(l))
+            }
         })
         .collect::<Vec<_>>()
         .join("\n")
 }
 
 fn kernels(h: &mut String, r: &ReportInputs) {
-    let _ = write!(h, "<h2>Kernel versions ({})</h2><div id=\"kernels\">", r.kernels.len());
+    let _ = write!(
+        h,
+        "<h2>Kernel versions ({})</h2><div id=\"kernels\">",
+        r.kernels.len()
+    );
     for (i, k) in r.kernels.iter().enumerate() {
         let verdict = k
             .meta
             .as_ref()
-            .and_then(|m| m.get("verdict").or_else(|| m.get("status")))
-            .map(|v| v.as_str().map(str::to_string).unwrap_or_else(|| v.to_string()))
-            .unwrap_or_default();
+            .and_then(|m| m.get("verdict"))
+            .and_then(Value::as_str)
+            .map(|v| format!("— {v}"))
+            // The original kernel is measured, not judged.
+            .unwrap_or_else(|| {
+                if i == 0 {
+                    "— the original".into()
+                } else {
+                    String::new()
+                }
+            });
         let _ = write!(
             h,
             "<details class=\"kernel\" id=\"kernel-{i}\"><summary>{} {}</summary>",
@@ -220,9 +279,17 @@ fn kernels(h: &mut String, r: &ReportInputs) {
             esc(&verdict)
         );
         if let Some(d) = &k.diff {
-            let _ = write!(h, "<h4>Diff against the previous version</h4><pre class=\"diff\">{}</pre>", diff_html(d));
+            let _ = write!(
+                h,
+                "<h4>Diff against the previous version</h4><pre class=\"diff\">{}</pre>",
+                diff_html(d)
+            );
         }
-        let _ = write!(h, "<details><summary>full source</summary><pre>{}</pre></details>", esc(&k.code));
+        let _ = write!(
+            h,
+            "<details><summary>full source</summary><pre>{}</pre></details>",
+            esc(&k.code)
+        );
         if let Some(m) = &k.meta {
             let _ = write!(
                 h,

@@ -17,7 +17,11 @@ pub(crate) struct Baseline(pub Arc<Stage3Context>);
 impl Node<Stage3State> for Baseline {
     type Error = PipelineError;
 
-    async fn run(&self, state: Arc<Stage3State>, ctx: NodeContext) -> Result<Stage3Update, PipelineError> {
+    async fn run(
+        &self,
+        state: Arc<Stage3State>,
+        ctx: NodeContext,
+    ) -> Result<Stage3Update, PipelineError> {
         let cx = &self.0;
         let original = state.original.clone().ok_or_else(|| PipelineError::Graph {
             stage: "stage 3",
@@ -29,13 +33,17 @@ impl Node<Stage3State> for Baseline {
             .await
             .map_err(|e| match e {
                 EffectError::Failed { source, .. } => PipelineError::Tuning(source),
-                EffectError::Journal { source, .. } => {
-                    PipelineError::Journal { node: ctx.node().to_string(), message: source.to_string() }
-                }
+                EffectError::Journal { source, .. } => PipelineError::Journal {
+                    node: ctx.node().to_string(),
+                    message: source.to_string(),
+                },
             })?;
         if !(reference.time_ms.is_finite() && reference.time_ms > 0.0) {
             return Err(PipelineError::Tuning(BackendError::Failed {
-                detail: format!("the original kernel's measured time is {} ms", reference.time_ms),
+                detail: format!(
+                    "the original kernel's measured time is {} ms",
+                    reference.time_ms
+                ),
             }));
         }
         let best_params: BTreeMap<String, i64> = original
@@ -43,7 +51,8 @@ impl Node<Stage3State> for Baseline {
             .iter()
             .filter_map(|p| p.values.first().map(|v| (p.name.clone(), *v)))
             .collect();
-        let file = super::candidate::write_kernel_file(cx, 0, "original", &original, None, &best_params)?;
+        let file =
+            super::candidate::write_kernel_file(cx, 0, "original", &original, None, &best_params)?;
         let best = KernelVersion {
             kernel: original,
             time_ms: reference.time_ms,
@@ -54,6 +63,9 @@ impl Node<Stage3State> for Baseline {
             percent_of_peak: reference.percent_of_peak,
             gflops: reference.gflops,
         };
-        Ok(Stage3Update::default().reference(Some(reference)).best(Some(best)).kernels_written(1))
+        Ok(Stage3Update::default()
+            .reference(Some(reference))
+            .best(Some(best))
+            .kernels_written(1))
     }
 }

@@ -23,11 +23,16 @@ use crate::stage3::failure::FailureKind;
 use crate::stage3::feedback::failure_feedback;
 use crate::stage3::prompt_vars::{KernelVar, LaunchVar, kernel_var, launch_var};
 use crate::stage3::rewrite_check::{check_restrictions, check_rewrite, code_of, normalize_names};
-use crate::stage3::state::{CandidateOutcome, CurrentStep, LlmCallRecord, Stage3State, Stage3Update, StepRecord, StepStatus};
+use crate::stage3::state::{
+    CandidateOutcome, CurrentStep, LlmCallRecord, Stage3State, Stage3Update, StepRecord, StepStatus,
+};
 use crate::stage3::tunable_kernel::{KernelVersion, TunableKernel};
 
 fn no_step() -> PipelineError {
-    PipelineError::Graph { stage: "stage 3", message: "no current step to apply".into() }
+    PipelineError::Graph {
+        stage: "stage 3",
+        message: "no current step to apply".into(),
+    }
 }
 
 /// `prepare`: starts a new candidate round for the current step.
@@ -36,7 +41,11 @@ pub(crate) struct Prepare;
 impl Node<Stage3State> for Prepare {
     type Error = PipelineError;
 
-    async fn run(&self, state: Arc<Stage3State>, _ctx: NodeContext) -> Result<Stage3Update, PipelineError> {
+    async fn run(
+        &self,
+        state: Arc<Stage3State>,
+        _ctx: NodeContext,
+    ) -> Result<Stage3Update, PipelineError> {
         let mut current = state.current.clone().ok_or_else(no_step)?;
         let round = state.round + 1;
         current.round = round;
@@ -80,7 +89,7 @@ struct Failed {
 }
 
 enum AttemptError {
-    Failed(Failed),
+    Failed(Box<Failed>),
     Fatal(PipelineError),
 }
 
@@ -91,19 +100,31 @@ impl From<PipelineError> for AttemptError {
 }
 
 fn refused(feedback: String, kernel: Option<TunableKernel>) -> AttemptError {
-    AttemptError::Failed(Failed { kind: FailureKind::Refused, feedback, kernel, outcome: None })
+    AttemptError::Failed(Box::new(Failed {
+        kind: FailureKind::Refused,
+        feedback,
+        kernel,
+        outcome: None,
+    }))
 }
 
 fn from_ask(e: AskError) -> AttemptError {
     match e {
-        AskError::Recoverable { kind, message } => {
-            AttemptError::Failed(Failed { kind, feedback: message, kernel: None, outcome: None })
-        }
+        AskError::Recoverable { kind, message } => AttemptError::Failed(Box::new(Failed {
+            kind,
+            feedback: message,
+            kernel: None,
+            outcome: None,
+        })),
         AskError::Fatal(e) => AttemptError::Fatal(e),
     }
 }
 
-fn draft(code: &str, parameters: &[TunableParameter], divisors: &[Vec<String>; 3]) -> TunableKernel {
+fn draft(
+    code: &str,
+    parameters: &[TunableParameter],
+    divisors: &[Vec<String>; 3],
+) -> TunableKernel {
     TunableKernel {
         code: code.to_string(),
         parameters: parameters.to_vec(),
@@ -139,7 +160,9 @@ impl Apply {
             suggested: &step.suggested_parameters,
             errors: &state.feedback,
         };
-        let asked = ask::<KernelRewrite, _>(cx, ctx, "stage3.apply", &step.template, &vars).await.map_err(from_ask)?;
+        let asked = ask::<KernelRewrite, _>(cx, ctx, "stage3.apply", &step.template, &vars)
+            .await
+            .map_err(from_ask)?;
         calls.push(asked.call);
         let rewrite = asked.answer;
         let explanation = rewrite.explanation.clone();
@@ -156,17 +179,27 @@ impl Apply {
                 conflicts: &named.unresolved,
                 errors: &[],
             };
-            let asked = ask::<ParameterRenames, _>(cx, ctx, "stage3.names", &cx.strategy.prompts.names, &vars)
-                .await
-                .map_err(from_ask)?;
+            let asked = ask::<ParameterRenames, _>(
+                cx,
+                ctx,
+                "stage3.names",
+                &cx.strategy.prompts.names,
+                &vars,
+            )
+            .await
+            .map_err(from_ask)?;
             calls.push(asked.call);
             let mut code = named.code.clone();
             let mut parameters = named.parameters.clone();
             let mut divisors = named.divisors.clone();
             for r in &asked.answer.renames {
-                code = kt_cuda::rename_identifiers(&code, &[(r.from.as_str(), r.to.as_str())]).map_err(|e| {
-                    refused(format!("naming pass: {e}"), Some(draft(&named.code, &named.parameters, &named.divisors)))
-                })?;
+                code = kt_cuda::rename_identifiers(&code, &[(r.from.as_str(), r.to.as_str())])
+                    .map_err(|e| {
+                        refused(
+                            format!("naming pass: {e}"),
+                            Some(draft(&named.code, &named.parameters, &named.divisors)),
+                        )
+                    })?;
                 for p in parameters.iter_mut().filter(|p| p.name == r.from) {
                     p.name = r.to.clone();
                 }
@@ -192,7 +225,12 @@ impl Apply {
         }
 
         // 3. Static checks: same signature, device code only, parameters used, divisors known.
-        let problems = check_rewrite(&cx.kernel.signature, &named.code, &named.parameters, &named.divisors);
+        let problems = check_rewrite(
+            &cx.kernel.signature,
+            &named.code,
+            &named.parameters,
+            &named.divisors,
+        );
         if !problems.is_empty() {
             return Err(refused(
                 format!("kt refused the rewrite: {}", problems.join("; ")),
@@ -212,13 +250,23 @@ impl Apply {
                 launch: launch_var(&cx.kernel.info),
                 errors: &errors,
             };
-            let asked =
-                ask::<Restrictions, _>(cx, ctx, "stage3.restrictions", &cx.strategy.prompts.restrictions, &vars)
-                    .await
-                    .map_err(from_ask)?;
+            let asked = ask::<Restrictions, _>(
+                cx,
+                ctx,
+                "stage3.restrictions",
+                &cx.strategy.prompts.restrictions,
+                &vars,
+            )
+            .await
+            .map_err(from_ask)?;
             calls.push(asked.call);
-            let list: Vec<String> =
-                asked.answer.restrictions.into_iter().map(|r| r.trim().to_string()).filter(|r| !r.is_empty()).collect();
+            let list: Vec<String> = asked
+                .answer
+                .restrictions
+                .into_iter()
+                .map(|r| r.trim().to_string())
+                .filter(|r| !r.is_empty())
+                .collect();
             let problems = check_restrictions(&list, &kernel.parameters);
             if problems.is_empty() {
                 restrictions = Some(list);
@@ -227,7 +275,10 @@ impl Apply {
             errors = problems;
         }
         let Some(restrictions) = restrictions else {
-            return Err(refused(format!("the restrictions stayed invalid: {}", errors.join("; ")), Some(kernel)));
+            return Err(refused(
+                format!("the restrictions stayed invalid: {}", errors.join("; ")),
+                Some(kernel),
+            ));
         };
         kernel.restrictions = restrictions;
 
@@ -236,18 +287,29 @@ impl Apply {
         let label = format!("r{}-c{}-a{}", step.round, ctx.task_index(), ctx.attempt());
         let progress = cx.progress.clone();
         let outcome = ctx
-            .effect("tuning.evaluate", || backend.evaluate(&label, &kernel, progress.as_ref()))
+            .effect("tuning.evaluate", || {
+                backend.evaluate(&label, &kernel, progress.as_ref())
+            })
             .await
             .map_err(|e| match e {
-                EffectError::Failed { source, .. } => AttemptError::Fatal(PipelineError::Tuning(source)),
-                EffectError::Journal { source, .. } => AttemptError::Fatal(PipelineError::Journal {
-                    node: ctx.node().to_string(),
-                    message: source.to_string(),
-                }),
+                EffectError::Failed { source, .. } => {
+                    AttemptError::Fatal(PipelineError::Tuning(source))
+                }
+                EffectError::Journal { source, .. } => {
+                    AttemptError::Fatal(PipelineError::Journal {
+                        node: ctx.node().to_string(),
+                        message: source.to_string(),
+                    })
+                }
             })?;
         if let Some(kind) = FailureKind::of_outcome(&outcome) {
             let feedback = failure_feedback(&outcome).unwrap_or_default();
-            return Err(AttemptError::Failed(Failed { kind, feedback, kernel: Some(kernel), outcome: Some(outcome) }));
+            return Err(AttemptError::Failed(Box::new(Failed {
+                kind,
+                feedback,
+                kernel: Some(kernel),
+                outcome: Some(outcome),
+            })));
         }
         Ok((kernel, outcome, explanation))
     }
@@ -256,41 +318,55 @@ impl Apply {
 impl Node<Stage3State> for Apply {
     type Error = PipelineError;
 
-    async fn run(&self, state: Arc<Stage3State>, ctx: NodeContext) -> Result<Stage3Update, PipelineError> {
+    async fn run(
+        &self,
+        state: Arc<Stage3State>,
+        ctx: NodeContext,
+    ) -> Result<Stage3Update, PipelineError> {
         let step = state.current.clone().ok_or_else(no_step)?;
         let max_attempts = self.0.strategy.settings.max_attempts;
         let mut calls = Vec::new();
         let result = self.attempt(&state, &ctx, &step, &mut calls).await;
         let mut all_calls = state.carried_calls.clone();
-        let candidate = |kernel, outcome, failure: Option<&Failed>, explanation: String| CandidateOutcome {
-            round: step.round,
-            index: ctx.task_index() as u32,
-            kernel,
-            outcome,
-            failure: failure.map(|f| f.feedback.clone()),
-            failure_kind: failure.map(|f| f.kind),
-            attempts: ctx.attempt(),
-            feedback: state.feedback.clone(),
-            explanation,
-        };
+        let candidate =
+            |kernel, outcome, failure: Option<&Failed>, explanation: String| CandidateOutcome {
+                round: step.round,
+                index: ctx.task_index() as u32,
+                kernel,
+                outcome,
+                failure: failure.map(|f| f.feedback.clone()),
+                failure_kind: failure.map(|f| f.kind),
+                attempts: ctx.attempt(),
+                feedback: state.feedback.clone(),
+                explanation,
+            };
         match result {
             Ok((kernel, outcome, explanation)) => {
                 all_calls.extend(calls);
                 Ok(Stage3Update::default()
-                    .candidates(vec![candidate(Some(kernel), Some(outcome), None, explanation)])
+                    .candidates(vec![candidate(
+                        Some(kernel),
+                        Some(outcome),
+                        None,
+                        explanation,
+                    )])
                     .llm_calls(all_calls))
             }
-            Err(AttemptError::Failed(f)) if ctx.attempt() < max_attempts => Err(PipelineError::CandidateFailed {
-                step: step.description.clone(),
-                kind: f.kind,
-                feedback: f.feedback,
-                calls,
-            }),
+            Err(AttemptError::Failed(f)) if ctx.attempt() < max_attempts => {
+                Err(PipelineError::CandidateFailed {
+                    step: step.description.clone(),
+                    kind: f.kind,
+                    feedback: f.feedback,
+                    calls,
+                })
+            }
             Err(AttemptError::Failed(f)) => {
                 tracing::warn!(step = %step.description, kind = %f.kind, "last attempt failed; the candidate is dropped");
                 all_calls.extend(calls);
                 let c = candidate(f.kernel.clone(), f.outcome.clone(), Some(&f), String::new());
-                Ok(Stage3Update::default().candidates(vec![c]).llm_calls(all_calls))
+                Ok(Stage3Update::default()
+                    .candidates(vec![c])
+                    .llm_calls(all_calls))
             }
             Err(AttemptError::Fatal(e)) => Err(e),
         }
@@ -312,7 +388,11 @@ pub(crate) fn slug(text: &str) -> String {
         .take(6)
         .map(|w| w.to_ascii_lowercase())
         .collect();
-    if words.is_empty() { "step".into() } else { words.join("-") }
+    if words.is_empty() {
+        "step".into()
+    } else {
+        words.join("-")
+    }
 }
 
 /// Writes `kernels/NNN-<slug>.cu` and its `.json` (verdict and tuning summary) when the run has a directory.
@@ -325,7 +405,9 @@ pub(crate) fn write_kernel_file(
     outcome: Option<&Outcome>,
     best_params: &BTreeMap<String, i64>,
 ) -> Result<Option<String>, PipelineError> {
-    let Some(dir) = &cx.run_dir else { return Ok(None) };
+    let Some(dir) = &cx.run_dir else {
+        return Ok(None);
+    };
     let kernels = dir.join("kernels");
     std::fs::create_dir_all(&kernels).map_err(|e| PipelineError::io("creating", &kernels, e))?;
     let stem = format!("{number:03}-{}", slug(name));
@@ -358,7 +440,11 @@ pub(crate) struct Select(pub Arc<Stage3Context>);
 impl Node<Stage3State> for Select {
     type Error = PipelineError;
 
-    async fn run(&self, state: Arc<Stage3State>, _ctx: NodeContext) -> Result<Stage3Update, PipelineError> {
+    async fn run(
+        &self,
+        state: Arc<Stage3State>,
+        _ctx: NodeContext,
+    ) -> Result<Stage3Update, PipelineError> {
         let cx = &self.0;
         let step = state.current.clone().ok_or_else(no_step)?;
         let best = state.best.clone().ok_or_else(|| PipelineError::Graph {
@@ -372,12 +458,18 @@ impl Node<Stage3State> for Select {
         let mut files: BTreeMap<u32, String> = BTreeMap::new();
         for c in &round {
             if let Some(kernel) = &c.kernel {
-                let name = if several { format!("{} c{}", step.description, c.index) } else { step.description.clone() };
+                let name = if several {
+                    format!("{} c{}", step.description, c.index)
+                } else {
+                    step.description.clone()
+                };
                 let params = match &c.outcome {
                     Some(Outcome::Verified { best_params, .. }) => best_params.clone(),
                     _ => BTreeMap::new(),
                 };
-                if let Some(f) = write_kernel_file(cx, number, &name, kernel, c.outcome.as_ref(), &params)? {
+                if let Some(f) =
+                    write_kernel_file(cx, number, &name, kernel, c.outcome.as_ref(), &params)?
+                {
                     files.insert(c.index, f);
                 }
                 number += 1;
@@ -388,7 +480,9 @@ impl Node<Stage3State> for Select {
             .iter()
             .filter_map(|c| c.verified_time().map(|t| (*c, t)))
             .min_by(|a, b| a.1.total_cmp(&b.1));
-        let mut update = Stage3Update::default().kernels_written(number).current(None);
+        let mut update = Stage3Update::default()
+            .kernels_written(number)
+            .current(None);
         let mut record = StepRecord {
             step: step.description.clone(),
             id: step.id.clone(),
@@ -402,19 +496,27 @@ impl Node<Stage3State> for Select {
         match fastest {
             Some((c, time_ms)) => {
                 let (noise_ms, best_params, percent_of_peak, gflops) = match &c.outcome {
-                    Some(Outcome::Verified { noise_ms, best_params, percent_of_peak, gflops, .. }) => {
-                        (*noise_ms, best_params.clone(), *percent_of_peak, *gflops)
-                    }
+                    Some(Outcome::Verified {
+                        noise_ms,
+                        best_params,
+                        percent_of_peak,
+                        gflops,
+                        ..
+                    }) => (*noise_ms, best_params.clone(), *percent_of_peak, *gflops),
                     _ => (0.0, BTreeMap::new(), None, None),
                 };
                 record.time_ms = Some(time_ms);
                 record.kernel_file = files.get(&c.index).cloned();
                 let threshold = cx.strategy.settings.acceptance_threshold;
-                if let (true, Some(kernel)) = (is_gain(&best, time_ms, noise_ms, threshold), c.kernel.clone()) {
+                if let (true, Some(kernel)) = (
+                    is_gain(&best, time_ms, noise_ms, threshold),
+                    c.kernel.clone(),
+                ) {
                     record.status = StepStatus::Accepted;
-                    record.reason = "verified on every test and faster than the best kernel by more than the \
+                    record.reason =
+                        "verified on every test and faster than the best kernel by more than the \
                                      measured noise"
-                        .into();
+                            .into();
                     update = update.best(Some(KernelVersion {
                         kernel,
                         time_ms,
@@ -443,7 +545,11 @@ impl Node<Stage3State> for Select {
                     .collect();
                 record.reason = format!(
                     "no candidate verified after {attempts} attempt(s); last failure: {}",
-                    if kinds.is_empty() { "unknown".to_string() } else { kinds.join(", ") }
+                    if kinds.is_empty() {
+                        "unknown".to_string()
+                    } else {
+                        kinds.join(", ")
+                    }
                 );
                 record.kernel_file = files.values().next().cloned();
             }
@@ -453,6 +559,7 @@ impl Node<Stage3State> for Select {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
@@ -478,16 +585,25 @@ mod tests {
     #[test]
     fn a_gain_within_the_noise_is_not_a_gain() {
         let best = version(10.0, 0.5);
-        assert!(!is_gain(&best, 9.6, 0.1, 0.0), "0.4 ms gain < 0.5 ms noise of the best");
+        assert!(
+            !is_gain(&best, 9.6, 0.1, 0.0),
+            "0.4 ms gain < 0.5 ms noise of the best"
+        );
         assert!(!is_gain(&best, 9.6, 0.6, 0.0));
         assert!(is_gain(&best, 9.0, 0.1, 0.01));
-        assert!(!is_gain(&best, 9.0, 0.1, 0.2), "10% gain under a 20% threshold");
+        assert!(
+            !is_gain(&best, 9.0, 0.1, 0.2),
+            "10% gain under a 20% threshold"
+        );
         assert!(!is_gain(&best, 11.0, 0.1, 0.0));
     }
 
     #[test]
     fn slugs_are_short_and_file_safe() {
-        assert_eq!(slug("Tile A and B in shared memory (tunable tile_k)!"), "tile-a-and-b-in-shared");
+        assert_eq!(
+            slug("Tile A and B in shared memory (tunable tile_k)!"),
+            "tile-a-and-b-in-shared"
+        );
         assert_eq!(slug("***"), "step");
     }
 }

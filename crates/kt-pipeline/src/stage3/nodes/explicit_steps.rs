@@ -13,7 +13,9 @@ use crate::error::PipelineError;
 use crate::stage3::answers::{TunableParameter, WorthIt};
 use crate::stage3::ask::{AskError, ask};
 use crate::stage3::context::Stage3Context;
-use crate::stage3::prompt_vars::{HistoryVar, KernelVar, LaunchVar, history_var, kernel_var, launch_var};
+use crate::stage3::prompt_vars::{
+    HistoryVar, KernelVar, LaunchVar, history_var, kernel_var, launch_var,
+};
 use crate::stage3::state::{CurrentStep, Stage3State, Stage3Update, StepRecord, StepStatus};
 
 fn step_record(step: &CurrentStep, status: StepStatus, reason: String) -> StepRecord {
@@ -46,7 +48,11 @@ pub(crate) struct NextExplicit(pub Arc<Stage3Context>);
 impl Node<Stage3State> for NextExplicit {
     type Error = PipelineError;
 
-    async fn run(&self, state: Arc<Stage3State>, _ctx: NodeContext) -> Result<Stage3Update, PipelineError> {
+    async fn run(
+        &self,
+        state: Arc<Stage3State>,
+        _ctx: NodeContext,
+    ) -> Result<Stage3Update, PipelineError> {
         let steps = &self.0.strategy.steps;
         let Some(step) = steps.iter().find(|s| !state.explicit_done.contains(&s.id)) else {
             return Ok(Stage3Update::default().current(None));
@@ -60,14 +66,21 @@ impl Node<Stage3State> for NextExplicit {
             suggested_parameters: step
                 .parameters
                 .iter()
-                .map(|p| TunableParameter { name: p.name.clone(), values: p.values.clone() })
+                .map(|p| TunableParameter {
+                    name: p.name.clone(),
+                    values: p.values.clone(),
+                })
                 .collect(),
             breakdown_depth: 0,
             ask_if_worth_it: step.ask_if_worth_it,
             round: state.round,
         };
-        let missing: Vec<&str> =
-            step.depends_on.iter().filter(|d| !dependency_met(&state, d)).map(String::as_str).collect();
+        let missing: Vec<&str> = step
+            .depends_on
+            .iter()
+            .filter(|d| !dependency_met(&state, d))
+            .map(String::as_str)
+            .collect();
         if !missing.is_empty() {
             let reason = format!("depends on {}, which was not applied", missing.join(", "));
             return Ok(Stage3Update::default()
@@ -75,7 +88,9 @@ impl Node<Stage3State> for NextExplicit {
                 .current(None)
                 .history(vec![step_record(&current, StepStatus::Skipped, reason)]));
         }
-        Ok(Stage3Update::default().explicit_done(done).current(Some(current)))
+        Ok(Stage3Update::default()
+            .explicit_done(done)
+            .current(Some(current)))
     }
 }
 
@@ -95,16 +110,20 @@ pub(crate) struct WorthItCheck(pub Arc<Stage3Context>);
 impl Node<Stage3State> for WorthItCheck {
     type Error = PipelineError;
 
-    async fn run(&self, state: Arc<Stage3State>, ctx: NodeContext) -> Result<Stage3Update, PipelineError> {
+    async fn run(
+        &self,
+        state: Arc<Stage3State>,
+        ctx: NodeContext,
+    ) -> Result<Stage3Update, PipelineError> {
         let cx = &self.0;
-        let step = state
-            .current
-            .clone()
-            .ok_or_else(|| PipelineError::Graph { stage: "stage 3", message: "no current step".into() })?;
-        let best = state
-            .best
-            .as_ref()
-            .ok_or_else(|| PipelineError::Graph { stage: "stage 3", message: "no best kernel".into() })?;
+        let step = state.current.clone().ok_or_else(|| PipelineError::Graph {
+            stage: "stage 3",
+            message: "no current step".into(),
+        })?;
+        let best = state.best.as_ref().ok_or_else(|| PipelineError::Graph {
+            stage: "stage 3",
+            message: "no best kernel".into(),
+        })?;
         let vars = WorthVars {
             kernel: kernel_var(cx, &best.kernel),
             info: &cx.kernel.info,
@@ -113,10 +132,22 @@ impl Node<Stage3State> for WorthItCheck {
             step_id: step.id.as_deref().unwrap_or_default(),
             history: history_var(&state.history),
         };
-        match ask::<WorthIt, _>(cx, &ctx, "stage3.worth_it", &cx.strategy.prompts.worth_it, &vars).await {
+        match ask::<WorthIt, _>(
+            cx,
+            &ctx,
+            "stage3.worth_it",
+            &cx.strategy.prompts.worth_it,
+            &vars,
+        )
+        .await
+        {
             Ok(asked) if !asked.answer.worth_it => Ok(Stage3Update::default()
                 .current(None)
-                .history(vec![step_record(&step, StepStatus::NotWorthIt, asked.answer.reason)])
+                .history(vec![step_record(
+                    &step,
+                    StepStatus::NotWorthIt,
+                    asked.answer.reason,
+                )])
                 .llm_calls(vec![asked.call])),
             Ok(asked) => Ok(Stage3Update::default().llm_calls(vec![asked.call])),
             Err(AskError::Recoverable { kind, message }) => {

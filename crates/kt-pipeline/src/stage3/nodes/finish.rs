@@ -12,7 +12,11 @@ pub(crate) struct Finish;
 impl Node<Stage3State> for Finish {
     type Error = NoError;
 
-    async fn run(&self, _state: Arc<Stage3State>, _ctx: NodeContext) -> Result<Stage3Update, NoError> {
+    async fn run(
+        &self,
+        _state: Arc<Stage3State>,
+        _ctx: NodeContext,
+    ) -> Result<Stage3Update, NoError> {
         Ok(Stage3Update::default().finished(true).current(None))
     }
 }

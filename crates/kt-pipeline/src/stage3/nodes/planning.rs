@@ -10,13 +10,17 @@ use std::sync::Arc;
 use kt_graph::{Node, NodeContext};
 use serde::Serialize;
 
+use crate::KernelInfo;
 use crate::error::PipelineError;
 use crate::stage3::answers::{self, Plan, StepValidation};
 use crate::stage3::ask::{AskError, ask};
 use crate::stage3::context::Stage3Context;
-use crate::stage3::prompt_vars::{HistoryVar, KernelVar, LaunchVar, history_var, kernel_var, launch_var};
-use crate::stage3::state::{CurrentStep, PlannedStep, Stage3State, Stage3Update, StepRecord, StepStatus};
-use crate::KernelInfo;
+use crate::stage3::prompt_vars::{
+    HistoryVar, KernelVar, LaunchVar, history_var, kernel_var, launch_var,
+};
+use crate::stage3::state::{
+    CurrentStep, PlannedStep, Stage3State, Stage3Update, StepRecord, StepStatus,
+};
 
 /// Sub-steps kept from one breakdown.
 const MAX_SUBSTEPS: usize = 5;
@@ -56,7 +60,11 @@ pub(crate) struct Planner {
 impl Node<Stage3State> for Planner {
     type Error = PipelineError;
 
-    async fn run(&self, state: Arc<Stage3State>, ctx: NodeContext) -> Result<Stage3Update, PipelineError> {
+    async fn run(
+        &self,
+        state: Arc<Stage3State>,
+        ctx: NodeContext,
+    ) -> Result<Stage3Update, PipelineError> {
         let cx = &self.cx;
         let settings = &cx.strategy.settings;
         let vars = PlanVars {
@@ -73,8 +81,13 @@ impl Node<Stage3State> for Planner {
         };
         match ask::<Plan, _>(cx, &ctx, node, template, &vars).await {
             Ok(asked) => {
-                let steps: Vec<String> =
-                    asked.answer.steps.into_iter().map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect();
+                let steps: Vec<String> = asked
+                    .answer
+                    .steps
+                    .into_iter()
+                    .map(|s| s.trim().to_string())
+                    .filter(|s| !s.is_empty())
+                    .collect();
                 let keep = settings.max_plan_length.max(1);
                 let cut: Vec<StepRecord> = steps
                     .iter()
@@ -93,7 +106,10 @@ impl Node<Stage3State> for Planner {
                 let plan: Vec<PlannedStep> = steps
                     .into_iter()
                     .take(keep)
-                    .map(|description| PlannedStep { description, breakdown_depth: 0 })
+                    .map(|description| PlannedStep {
+                        description,
+                        breakdown_depth: 0,
+                    })
                     .collect();
                 let mut update = Stage3Update::default()
                     .plan(plan)
@@ -123,7 +139,11 @@ pub(crate) struct NextStep(pub Arc<Stage3Context>);
 impl Node<Stage3State> for NextStep {
     type Error = PipelineError;
 
-    async fn run(&self, state: Arc<Stage3State>, _ctx: NodeContext) -> Result<Stage3Update, PipelineError> {
+    async fn run(
+        &self,
+        state: Arc<Stage3State>,
+        _ctx: NodeContext,
+    ) -> Result<Stage3Update, PipelineError> {
         let mut plan = state.plan.clone();
         if plan.is_empty() {
             return Ok(Stage3Update::default().current(None));
@@ -156,10 +176,10 @@ fn record(step: &CurrentStep, status: StepStatus, reason: String) -> StepRecord 
 }
 
 fn current_of(state: &Stage3State) -> Result<CurrentStep, PipelineError> {
-    state
-        .current
-        .clone()
-        .ok_or_else(|| PipelineError::Graph { stage: "stage 3", message: "no current step".into() })
+    state.current.clone().ok_or_else(|| PipelineError::Graph {
+        stage: "stage 3",
+        message: "no current step".into(),
+    })
 }
 
 /// `validate`: refuses steps that are not device-code changes. An unusable answer lets the step through: the
@@ -169,7 +189,11 @@ pub(crate) struct Validate(pub Arc<Stage3Context>);
 impl Node<Stage3State> for Validate {
     type Error = PipelineError;
 
-    async fn run(&self, state: Arc<Stage3State>, ctx: NodeContext) -> Result<Stage3Update, PipelineError> {
+    async fn run(
+        &self,
+        state: Arc<Stage3State>,
+        ctx: NodeContext,
+    ) -> Result<Stage3Update, PipelineError> {
         let cx = &self.0;
         let step = current_of(&state)?;
         let vars = StepVars {
@@ -179,10 +203,22 @@ impl Node<Stage3State> for Validate {
             step: &step.description,
             history: history_var(&state.history),
         };
-        match ask::<StepValidation, _>(cx, &ctx, "stage3.validate", &cx.strategy.prompts.validate, &vars).await {
+        match ask::<StepValidation, _>(
+            cx,
+            &ctx,
+            "stage3.validate",
+            &cx.strategy.prompts.validate,
+            &vars,
+        )
+        .await
+        {
             Ok(asked) if !asked.answer.valid => Ok(Stage3Update::default()
                 .current(None)
-                .history(vec![record(&step, StepStatus::Invalid, asked.answer.reason)])
+                .history(vec![record(
+                    &step,
+                    StepStatus::Invalid,
+                    asked.answer.reason,
+                )])
                 .llm_calls(vec![asked.call])),
             Ok(asked) => Ok(Stage3Update::default().llm_calls(vec![asked.call])),
             Err(AskError::Recoverable { kind, message }) => {
@@ -200,7 +236,11 @@ pub(crate) struct Breakdown(pub Arc<Stage3Context>);
 impl Node<Stage3State> for Breakdown {
     type Error = PipelineError;
 
-    async fn run(&self, state: Arc<Stage3State>, ctx: NodeContext) -> Result<Stage3Update, PipelineError> {
+    async fn run(
+        &self,
+        state: Arc<Stage3State>,
+        ctx: NodeContext,
+    ) -> Result<Stage3Update, PipelineError> {
         let cx = &self.0;
         let step = current_of(&state)?;
         let vars = StepVars {
@@ -210,7 +250,15 @@ impl Node<Stage3State> for Breakdown {
             step: &step.description,
             history: history_var(&state.history),
         };
-        match ask::<answers::Breakdown, _>(cx, &ctx, "stage3.breakdown", &cx.strategy.prompts.breakdown, &vars).await {
+        match ask::<answers::Breakdown, _>(
+            cx,
+            &ctx,
+            "stage3.breakdown",
+            &cx.strategy.prompts.breakdown,
+            &vars,
+        )
+        .await
+        {
             Ok(asked) => {
                 let subs: Vec<String> = asked
                     .answer
@@ -224,10 +272,17 @@ impl Node<Stage3State> for Breakdown {
                 if subs.is_empty() || (subs.len() == 1 && subs[0] == step.description) {
                     return Ok(Stage3Update::default().llm_calls(vec![asked.call]));
                 }
-                let reason = format!("broken down into {} sub-steps: {}", subs.len(), subs.join("; "));
+                let reason = format!(
+                    "broken down into {} sub-steps: {}",
+                    subs.len(),
+                    subs.join("; ")
+                );
                 let mut plan: Vec<PlannedStep> = subs
                     .into_iter()
-                    .map(|description| PlannedStep { description, breakdown_depth: step.breakdown_depth + 1 })
+                    .map(|description| PlannedStep {
+                        description,
+                        breakdown_depth: step.breakdown_depth + 1,
+                    })
                     .collect();
                 plan.extend(state.plan.iter().cloned());
                 Ok(Stage3Update::default()
