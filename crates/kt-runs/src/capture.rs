@@ -181,8 +181,13 @@ pub fn debug_client(
         LlmChoice::Scripted(file) => (Arc::new(ScriptedProvider::load(file)?), None),
         LlmChoice::Live => {
             let cwd = std::env::current_dir().map_err(|e| RunsError::io("reading", ".", e))?;
-            let (config, _) = LlmConfig::load(&cwd)?;
-            (config.build_provider()?, Some(config))
+            let live = |e: LlmError| {
+                RunsError::Usage(format!(
+                    "`--llm live` asks the LLM configured in kt.toml or KT_LLM (e.g. KT_LLM=openai:gpt-4.1): {e}"
+                ))
+            };
+            let (config, _) = LlmConfig::load(&cwd).map_err(live)?;
+            (config.build_provider().map_err(live)?, Some(config))
         }
     };
     let provider = Capturing {

@@ -47,7 +47,7 @@ pub enum RunsError {
     },
     #[error("{path} is not valid JSON of the expected shape: {reason}")]
     BadJson { path: PathBuf, reason: String },
-    #[error("LLM: {0}")]
+    #[error(transparent)]
     Llm(#[from] kt_llm::LlmError),
     #[error("{0}")]
     Usage(String),

@@ -70,6 +70,19 @@ fn diff_value(path: &str, a: Option<&Value>, b: Option<&Value>, out: &mut Vec<Le
                 diff_value(&format!("{path}.{k}"), x.get(k), y.get(k), out);
             }
         }
+        // A structure appearing or vanishing is shown leaf by leaf, like any other change inside it.
+        (Some(Value::Object(x)), None | Some(Value::Null)) => diff_value(
+            path,
+            Some(&Value::Object(x.clone())),
+            Some(&Value::Object(Default::default())),
+            out,
+        ),
+        (None | Some(Value::Null), Some(Value::Object(y))) => diff_value(
+            path,
+            Some(&Value::Object(Default::default())),
+            Some(&Value::Object(y.clone())),
+            out,
+        ),
         (Some(Value::Array(x)), Some(Value::Array(y))) => {
             for i in 0..x.len().max(y.len()) {
                 diff_value(&format!("{path}[{i}]"), x.get(i), y.get(i), out);
