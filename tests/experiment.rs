@@ -287,3 +287,39 @@ fn run_cell_runs_one_cell_and_then_leaves_it_alone() {
         text(&unknown.stderr)
     );
 }
+
+#[test]
+fn relative_design_and_default_output_paths_work_from_any_directory() {
+    let env = setup();
+    let elsewhere = env.dir.join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    let o = output(
+        kt(
+            &env,
+            &["experiment", "run", "../exp.toml", "--jobs", "2", "--quiet"],
+            "0",
+        )
+        .current_dir(&elsewhere),
+    );
+    assert!(
+        o.status.success(),
+        "{}\n{}",
+        text(&o.stdout),
+        text(&o.stderr)
+    );
+    let out = elsewhere.join("kt-experiments/e2e");
+    assert_eq!(lines(&out.join("cells.jsonl")).len(), 16);
+    let calls = lines(&env.log);
+    let transforms: Vec<&str> = calls
+        .iter()
+        .filter_map(|l| l.strip_prefix("transform "))
+        .collect();
+    assert_eq!(transforms.len(), 16);
+    for dir in transforms {
+        assert!(
+            Path::new(dir).starts_with(&out),
+            "{dir} is under {}",
+            out.display()
+        );
+    }
+}

@@ -6,6 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use nix::fcntl::{Flock, FlockArg};
 use serde::{Deserialize, Serialize};
 
 use crate::budget::{BudgetKind, LlmTally};
@@ -33,6 +34,8 @@ pub enum CellOutcome {
     },
     /// Stopped by the stop signal before it ended; it stays resumable and gets no record.
     Interrupted,
+    /// Another process (a second `kt experiment run`, a SLURM task) holds the cell's lock and is running it.
+    Busy,
 }
 
 /// Runs cells of one experiment directory.
@@ -51,10 +54,12 @@ pub struct CellRunner {
 
 impl CellRunner {
     pub fn new(kt: KtBinary, root: impl Into<PathBuf>, out: impl Into<PathBuf>) -> CellRunner {
+        // Absolute paths: cells run in the root, so `--out` must not depend on the coordinator's directory.
+        let (root, out) = (root.into(), out.into());
         CellRunner {
             kt,
-            root: root.into(),
-            out: out.into(),
+            root: std::path::absolute(&root).unwrap_or(root),
+            out: std::path::absolute(&out).unwrap_or(out),
             grace: Duration::from_secs(60),
             poll: Duration::from_millis(200),
         }
@@ -74,6 +79,25 @@ impl CellRunner {
         let cell_dir = self.cell_dir(cell);
         std::fs::create_dir_all(&cell_dir)
             .map_err(|e| ExperimentError::io(&cell_dir, "creating the cell directory", e))?;
+        // One process per cell: a second coordinator on the same directory must not run it again.
+        let lock_path = cell_dir.join(".lock");
+        let lock_file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)
+            .map_err(|e| ExperimentError::io(&lock_path, "opening the cell lock", e))?;
+        let _lock = match Flock::lock(lock_file, FlockArg::LockExclusiveNonblock) {
+            Ok(lock) => lock,
+            Err((_, nix::errno::Errno::EWOULDBLOCK)) => return Ok(CellOutcome::Busy),
+            Err((_, e)) => {
+                return Err(ExperimentError::io(
+                    &lock_path,
+                    "locking the cell",
+                    std::io::Error::from(e),
+                ));
+            }
+        };
         let state_path = cell_dir.join("cell-state.json");
         let mut state: CellState = std::fs::read_to_string(&state_path)
             .ok()
@@ -226,4 +250,41 @@ fn started_run(cell_dir: &Path) -> Result<Option<PathBuf>, ExperimentError> {
 fn write_state(path: &Path, state: &CellState) -> Result<(), ExperimentError> {
     let json = serde_json::to_string(state).unwrap_or_default();
     std::fs::write(path, json).map_err(|e| ExperimentError::io(path, "writing the cell state", e))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+    use crate::budget::Budget;
+    use crate::cell::CellId;
+
+    #[test]
+    fn a_cell_locked_by_another_process_is_left_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let cell = Cell {
+            id: CellId("c".into()),
+            studies: vec![],
+            kernel: "k".into(),
+            kernel_file: "k.cu".into(),
+            kernel_choice: None,
+            strategy: "explicit".into(),
+            grid: BTreeMap::new(),
+            settings: BTreeMap::new(),
+            model: "scripted:s.toml".into(),
+            repeat: 0,
+            seed: 0,
+            budget: Budget::default(),
+        };
+        // `false` would fail the cell if it were started; the lock must prevent that.
+        let runner = CellRunner::new(KtBinary::new("false"), dir.path(), dir.path().join("out"));
+        let cell_dir = runner.cell_dir(&cell);
+        std::fs::create_dir_all(&cell_dir).unwrap();
+        let held = std::fs::File::create(cell_dir.join(".lock")).unwrap();
+        let _held = Flock::lock(held, FlockArg::LockExclusiveNonblock).unwrap();
+        let outcome = runner.run(&cell, None, &StopSignal::new()).unwrap();
+        assert_eq!(outcome, CellOutcome::Busy);
+        assert!(!cell_dir.join("attempt-1.log").exists());
+    }
 }

@@ -182,6 +182,9 @@ impl Design {
             Some(r) => dir.join(r),
             None => dir.to_path_buf(),
         };
+        // Absolute, because cells run in the root while the coordinator may run anywhere: a relative
+        // root would be resolved twice.
+        let root = std::path::absolute(&root).unwrap_or(root);
 
         let defaults = StudyFile {
             name: Some(file.name.clone()),
@@ -457,7 +460,8 @@ mod tests {
     #[test]
     fn a_file_without_studies_is_one_study_with_its_defaults() {
         let d = Design::parse(SMALL, Path::new("experiments/small.toml")).unwrap();
-        assert_eq!(d.root, Path::new("experiments/.."));
+        assert!(d.root.is_absolute());
+        assert!(d.root.ends_with("experiments/.."), "{}", d.root.display());
         assert_eq!(d.studies.len(), 1);
         let s = &d.studies[0];
         assert_eq!(s.name, "small");

@@ -11,6 +11,9 @@ use crate::ledger::CellStatus;
 #[derive(Debug)]
 pub struct Progress {
     bar: ProgressBar,
+    /// Without a terminal the bar cannot draw: then each finished cell is one plain line on stderr, so
+    /// logs (CI, SLURM, `nohup`) still show progress.
+    lines: bool,
     workers: usize,
     running: usize,
     failed: usize,
@@ -22,10 +25,11 @@ pub struct Progress {
 }
 
 impl Progress {
-    /// `visible` false hides the bar (tests, `--quiet`, or output that is not a terminal, which indicatif
-    /// detects by itself).
+    /// `visible` false shows nothing (tests, `--quiet`); otherwise a bar on a terminal, plain lines elsewhere.
     pub fn new(total: usize, already_done: usize, workers: usize, visible: bool) -> Progress {
-        let target = if visible {
+        let terminal = std::io::IsTerminal::is_terminal(&std::io::stderr());
+        let lines = visible && !terminal;
+        let target = if visible && terminal {
             ProgressDrawTarget::stderr()
         } else {
             ProgressDrawTarget::hidden()
@@ -38,6 +42,7 @@ impl Progress {
         bar.enable_steady_tick(Duration::from_millis(500));
         let mut p = Progress {
             bar,
+            lines,
             workers: workers.max(1),
             running: 0,
             failed: 0,
@@ -72,7 +77,12 @@ impl Progress {
             self.ran += 1;
             self.ran_time += took;
         }
-        self.bar.println(line);
+        if self.lines {
+            let (done, total) = (self.bar.position(), self.bar.length().unwrap_or(0));
+            eprintln!("[{done}/{total}] {line}");
+        } else {
+            self.bar.println(line);
+        }
         self.refresh();
     }
 

@@ -207,6 +207,11 @@ pub fn run_experiment(
                         summary.not_done += 1;
                         progress.ended(None, Duration::ZERO, &format!("stopped     {}", cell.id));
                     }
+                    Ok(CellOutcome::Busy) => {
+                        summary.not_done += 1;
+                        let line = format!("busy        {} (another kt process runs it)", cell.id);
+                        progress.ended(None, Duration::ZERO, &line);
+                    }
                     Err(e) => {
                         tracing::error!(cell = %cell.id, "{e}");
                         summary.not_done += 1;
@@ -296,7 +301,7 @@ pub fn run_one_cell(
             ledger.append(&record)?;
             Ok(Some(record.status))
         }
-        CellOutcome::Interrupted => Ok(None),
+        CellOutcome::Interrupted | CellOutcome::Busy => Ok(None),
     }
 }
 

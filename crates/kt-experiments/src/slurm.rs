@@ -67,6 +67,13 @@ pub fn write_slurm(
             ),
         });
     }
+    if cells.len() > 1000 {
+        // SLURM's default MaxArraySize is 1001 (indices 0..=1000); larger clusters raise it.
+        tracing::warn!(
+            cells = cells.len(),
+            "more array tasks than SLURM's default MaxArraySize allows; check `scontrol show config`"
+        );
+    }
     let dir = opts.out.join("slurm");
     let logs = dir.join("logs");
     std::fs::create_dir_all(&logs)

@@ -75,7 +75,7 @@ pub fn summarize(dir: &Path) -> RunSummary {
     summary.id = meta.run_id.clone();
     summary.kernel = meta.kernel.clone();
     summary.strategy = meta.strategy.clone();
-    summary.model = if meta.llm.model.is_empty() {
+    summary.model = if meta.llm.model.is_empty() || meta.llm.model == meta.llm.provider {
         meta.llm.provider.clone()
     } else {
         format!("{}:{}", meta.llm.provider, meta.llm.model)

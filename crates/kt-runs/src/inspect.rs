@@ -220,6 +220,31 @@ pub struct RunShow {
     pub breakpoints: Breakpoints,
     pub stopped: Option<String>,
     pub branches: usize,
+    /// Why the run did not finish (result.json's `error`).
+    pub error: Option<String>,
+}
+
+/// `kt runs show` of a run directory; a run that stopped before its first graph step shows its summary alone.
+pub fn show_dir(dir: kt_pipeline::RunDir) -> Result<RunShow, RunsError> {
+    match RunRecord::open(dir.clone()) {
+        Ok(record) => show(&record),
+        Err(RunsError::NoHistory { .. }) => Ok(RunShow {
+            summary: summarize(dir.root()),
+            graph_run: String::new(),
+            path: Vec::new(),
+            kernels: Vec::new(),
+            breakpoints: Breakpoints::default(),
+            stopped: None,
+            branches: 0,
+            error: run_error(&dir),
+        }),
+        Err(e) => Err(e),
+    }
+}
+
+fn run_error(dir: &kt_pipeline::RunDir) -> Option<String> {
+    crate::catalog::read_result(dir)
+        .and_then(|r| r.get("error").and_then(Value::as_str).map(str::to_string))
 }
 
 pub fn show(record: &RunRecord) -> Result<RunShow, RunsError> {
@@ -238,6 +263,7 @@ pub fn show(record: &RunRecord) -> Result<RunShow, RunsError> {
             .as_ref()
             .map(|(at, r)| format!("{} at {at}", describe_stop(r))),
         branches: meta.branches.len(),
+        error: run_error(record.dir()),
     })
 }
 

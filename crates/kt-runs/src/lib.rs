@@ -40,7 +40,7 @@ pub use error::RunsError;
 pub use field_diff::{FieldChange, LeafChange, LeafDiff, diff_fields, render_text};
 pub use inspect::{
     History, HistoryEntry, KernelVerdict, RunShow, diff, history, nodes_seen, set_breakpoints,
-    show, state_at,
+    show, show_dir, state_at,
 };
 /// The engine's types that appear in this crate's API.
 pub use kt_graph::{Breakpoints, CheckpointId};

@@ -3,8 +3,9 @@
 // computes a BM x BN tile of C (BM = block_size_y * tile_size_y, BN = block_size_x * tile_size_x), and each
 // thread computes a tile_size_y x tile_size_x sub-tile held in registers. Per k-slice of depth tile_size_k the
 // block stages A (transposed, so a thread's column of A is contiguous) and B in shared memory; each value a
-// thread loads from shared memory (as float4) is reused tile_size_x or tile_size_y times. Loads outside the
-// matrices read zero and stores are guarded, so any size works; every element is summed in k order.
+// thread loads from shared memory (as float4) is reused tile_size_x or tile_size_y times, and the next slice is
+// loaded into registers while the current one is used. Loads outside the matrices read zero and stores are
+// guarded, so any size works; every element is summed in k order.
 extern "C" __global__ void matrixMultiply(const float* A, const float* B, float* C,
                                           int A_width, int A_height, int B_width)
 {
@@ -35,28 +36,61 @@ extern "C" __global__ void matrixMultiply(const float* A, const float* B, float*
         }
     }
 
-    for (int k0 = 0; k0 < A_width; k0 += BK) {
-        // A slice (BM x BK): consecutive threads read consecutive k (coalesced); stored k-major.
+    // Each thread loads A_LOADS elements of every A slice and B_LOADS of every B slice. The next slice is
+    // loaded into registers while the current one is used, so global-memory latency hides behind arithmetic.
+    constexpr int A_LOADS = (BM * BK) / THREADS;
+    constexpr int B_LOADS = (BK * BN) / THREADS;
+    float a_next[A_LOADS];
+    float b_next[B_LOADS];
 #pragma unroll
-        for (int l = 0; l < (BM * BK) / THREADS; ++l) {
-            const int e = tid + l * THREADS;
-            const int r = e / BK;
-            const int c = e % BK;
-            const int gr = row0 + r;
-            const int gc = k0 + c;
-            As[c * LDA + r] = (gr < A_height && gc < A_width) ? A[(size_t)gr * A_width + gc] : 0.0f;
-        }
+    for (int l = 0; l < A_LOADS; ++l) {
+        // A slice (BM x BK): consecutive threads read consecutive k (coalesced).
+        const int e = tid + l * THREADS;
+        const int gr = row0 + e / BK;
+        const int gc = e % BK;
+        a_next[l] = (gr < A_height && gc < A_width) ? A[(size_t)gr * A_width + gc] : 0.0f;
+    }
+#pragma unroll
+    for (int l = 0; l < B_LOADS; ++l) {
         // B slice (BK x BN): consecutive threads read consecutive columns (coalesced).
+        const int e = tid + l * THREADS;
+        const int gr = e / BN;
+        const int gc = col0 + e % BN;
+        b_next[l] = (gr < A_width && gc < B_width) ? B[(size_t)gr * B_width + gc] : 0.0f;
+    }
+
+    for (int k0 = 0; k0 < A_width; k0 += BK) {
+        // Store the slice loaded ahead: A transposed (k-major), B as it is.
 #pragma unroll
-        for (int l = 0; l < (BK * BN) / THREADS; ++l) {
+        for (int l = 0; l < A_LOADS; ++l) {
             const int e = tid + l * THREADS;
-            const int r = e / BN;
-            const int c = e % BN;
-            const int gr = k0 + r;
-            const int gc = col0 + c;
-            Bs[r * BN + c] = (gr < A_width && gc < B_width) ? B[(size_t)gr * B_width + gc] : 0.0f;
+            As[(e % BK) * LDA + e / BK] = a_next[l];
+        }
+#pragma unroll
+        for (int l = 0; l < B_LOADS; ++l) {
+            const int e = tid + l * THREADS;
+            Bs[e] = b_next[l]; // row e / BN, column e % BN
         }
         __syncthreads();
+
+        // Start loading the next slice.
+        const int k1 = k0 + BK;
+        if (k1 < A_width) {
+#pragma unroll
+            for (int l = 0; l < A_LOADS; ++l) {
+                const int e = tid + l * THREADS;
+                const int gr = row0 + e / BK;
+                const int gc = k1 + e % BK;
+                a_next[l] = (gr < A_height && gc < A_width) ? A[(size_t)gr * A_width + gc] : 0.0f;
+            }
+#pragma unroll
+            for (int l = 0; l < B_LOADS; ++l) {
+                const int e = tid + l * THREADS;
+                const int gr = k1 + e / BN;
+                const int gc = col0 + e % BN;
+                b_next[l] = (gr < A_width && gc < B_width) ? B[(size_t)gr * B_width + gc] : 0.0f;
+            }
+        }
 
 #pragma unroll
         for (int k = 0; k < BK; ++k) {

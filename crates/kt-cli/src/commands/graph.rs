@@ -37,6 +37,22 @@ pub struct ExportArgs {
     /// Where run ids are looked up (default: $KT_RUNS_DIR, else ./kt-runs).
     #[arg(long, value_name = "DIR")]
     pub runs_dir: Option<std::path::PathBuf>,
+    /// Print {"format", "diagram"} as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn emit(a: &ExportArgs, diagram: &str) -> anyhow::Result<ExitCode> {
+    if a.json {
+        let format = match a.format {
+            Format::Mermaid => "mermaid",
+            Format::Dot => "dot",
+        };
+        println!("{}", serde_json::json!({"format": format, "diagram": diagram}));
+    } else {
+        print!("{diagram}");
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 pub fn run(args: GraphArgs) -> anyhow::Result<ExitCode> {
@@ -50,8 +66,7 @@ pub fn run(args: GraphArgs) -> anyhow::Result<ExitCode> {
                 Format::Mermaid => GraphFormat::Mermaid,
                 Format::Dot => GraphFormat::Dot,
             };
-            print!("{}", export_graph(strategy, format)?);
-            Ok(ExitCode::SUCCESS)
+            emit(&a, &export_graph(strategy, format)?)
         }
     }
 }
@@ -93,15 +108,6 @@ fn export_run(a: &ExportArgs, dir: &kt_pipeline::RunDir) -> anyhow::Result<ExitC
         Format::Dot => kt_runs::GraphFormat::Dot,
     };
     let head = record.head()?;
-    print!(
-        "{}",
-        kt_runs::export(
-            &kt_runs::Stage3Binding::default(),
-            &record,
-            &setup,
-            format,
-            Some(head)
-        )?
-    );
-    Ok(ExitCode::SUCCESS)
+    let diagram = kt_runs::export(&kt_runs::Stage3Binding::default(), &record, &setup, format, Some(head))?;
+    emit(a, &diagram)
 }

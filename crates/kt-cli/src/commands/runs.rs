@@ -7,7 +7,7 @@ use anyhow::Context;
 use clap::{Args, Subcommand};
 use kt_runs::{
     GraphFormat, LlmChoice, ReportInputs, RunRecord, Setup, Stage3Binding, export, format_duration,
-    list_runs, render_html, resolve_run, runs_base, session_dir, show,
+    list_runs, render_html, resolve_run, runs_base, session_dir, show_dir,
 };
 
 #[derive(Debug, Args)]
@@ -115,8 +115,7 @@ fn list(a: ListArgs) -> anyhow::Result<ExitCode> {
 
 fn show_run(a: ShowArgs) -> anyhow::Result<ExitCode> {
     let dir = resolve_run(&a.run, &runs_base(a.runs_dir.as_deref()))?;
-    let record = RunRecord::open(dir)?;
-    let s = show(&record)?;
+    let s = show_dir(dir)?;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&s)?);
         return Ok(ExitCode::SUCCESS);
@@ -140,6 +139,13 @@ fn show_run(a: ShowArgs) -> anyhow::Result<ExitCode> {
     );
     if let Some(stop) = &s.stopped {
         println!("stopped   {stop}");
+    }
+    if let Some(e) = &s.error {
+        println!("error     {e}");
+    }
+    if s.path.is_empty() {
+        println!("\n(no graph history: the run stopped before its first graph step)");
+        return Ok(ExitCode::SUCCESS);
     }
     println!("\npath ({}):", s.graph_run);
     println!(

@@ -154,7 +154,12 @@ pub fn run(args: TestgenArgs) -> anyhow::Result<ExitCode> {
         args.attempts,
     )?;
     let settings = TestgenSettings {
-        llm: llm.as_ref().map(|(c, _)| c.clone()),
+        // A hand-written generator is used as written: no LLM rewrites, resizes or fixes it.
+        llm: if script.is_some() {
+            None
+        } else {
+            llm.as_ref().map(|(c, _)| c.clone())
+        },
         prompts: Arc::new(PromptLibrary::locate(args.prompts.as_deref())?),
         script,
         options: Stage2Options {

@@ -82,6 +82,7 @@ impl LiveView {
             )
             .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
         );
+        bar.set_message("stages 1-2: understanding the kernel and making its tests");
         bar.enable_steady_tick(std::time::Duration::from_millis(200));
         Arc::new(Self { bar })
     }

@@ -4,29 +4,33 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-/// `stage1-describe`: what the kernel computes.
+/// What the kernel computes (answer of `stage1-describe`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct KernelDescription {
-    /// One or two sentences.
+    /// One or two sentences: the operation, inputs and outputs by parameter name, the data layout.
     pub description: String,
 }
 
-/// `stage1-dimensions`: how many grid dimensions the kernel indexes (1, 2 or 3).
+/// How many grid dimensions the kernel indexes (answer of `stage1-dimensions`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct LaunchDimensionality {
+    /// 1, 2 or 3.
     pub dimensions: u32,
 }
 
-/// `stage1-problem-size`: one expression over scalar parameters per grid dimension, x first.
+/// The problem size per grid dimension (answer of `stage1-problem-size`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ProblemSizeAnswer {
+    /// One expression over scalar parameter names per grid dimension, x first (`n`, `width * height`).
     pub dimensions: Vec<String>,
 }
 
-/// `stage1-outputs`: the pointer parameters written, and those also read.
+/// The pointer parameters the kernel writes (answer of `stage1-outputs`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct OutputsAnswer {
+    /// Names of the pointer parameters the kernel writes.
     pub outputs: Vec<String>,
+    /// The names in `outputs` that the kernel also reads before writing (in place, accumulation, atomics).
     #[serde(default)]
     pub inputs_and_outputs: Vec<String>,
 }

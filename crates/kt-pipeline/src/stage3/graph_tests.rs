@@ -911,3 +911,23 @@ async fn explicit_renders_every_step_template_and_builds_each_step_on_the_best_k
         }
     }
 }
+
+#[tokio::test]
+async fn an_answer_without_usable_json_is_asked_again_with_the_reason() {
+    let h = harness(
+        "autonomous",
+        &[
+            ("stage3.plan", plan(&["tiles"])),
+            ("stage3.validate", valid(true)),
+            ("stage3.apply", "Sure! Here is a faster kernel: it tiles.".to_string()),
+            ("stage3.apply", rewrite("ok 10.0")),
+            ("stage3.restrictions", restrictions(&[])),
+        ],
+    );
+    let s = run(&h).await.unwrap();
+    assert_eq!(s.history[0].status, StepStatus::Accepted);
+    let applies = prompts_of(&h, "stage3.apply");
+    assert_eq!(applies.len(), 2);
+    assert!(applies[1].contains("Your previous answer was refused"), "{}", applies[1]);
+    assert_eq!(s.candidates[0].attempts, 2);
+}

@@ -101,6 +101,14 @@ fn open_store(run: &RunDir) -> Result<Arc<dyn CheckpointStore>, PipelineError> {
     Ok(Arc::new(store))
 }
 
+/// Seconds from a graph run's first checkpoint to its last, when the store has it.
+fn graph_span_s(store: &dyn CheckpointStore, run: &str) -> Option<f64> {
+    let checkpoints = store.list_checkpoints(&RunId::new(run)).ok()?;
+    let first = checkpoints.iter().map(|c| c.created_ms).min()?;
+    let last = checkpoints.iter().map(|c| c.created_ms).max()?;
+    Some((last - first) as f64 / 1000.0)
+}
+
 /// The wall times recorded by an earlier part of this run (a resumed run adds to them).
 fn earlier_wall(run: &RunDir) -> WallTimes {
     std::fs::read_to_string(run.result_json())
@@ -128,8 +136,12 @@ pub async fn transform(
             return finish(run, None, None, wall, Err(e));
         }
     };
-    // prepare() does not say how its time split; Stage 2 dominates it (generators, reference runs).
-    wall.stage2 = started.elapsed().as_secs_f64();
+    // prepare() runs both stages; their checkpoints say how its time split.
+    let elapsed = started.elapsed().as_secs_f64();
+    let store = open_store(run)?;
+    let id = run.run_id();
+    wall.stage1 = graph_span_s(store.as_ref(), &format!("{id}/stage1")).unwrap_or(0.0).min(elapsed);
+    wall.stage2 = elapsed - wall.stage1;
     let stage1 = prepared.understood.stage1;
     run_stage3(
         run,

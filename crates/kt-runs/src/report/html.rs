@@ -98,6 +98,10 @@ fn summary(h: &mut String, r: &ReportInputs) {
             },
         ),
     ];
+    let mut rows = rows;
+    if let Some(e) = res.and_then(|v| v.get("error")).and_then(Value::as_str) {
+        rows.push(("error", e.to_string()));
+    }
     h.push_str("<table id=\"summary\">");
     for (k, v) in rows {
         let _ = write!(h, "<tr><th>{k}</th><td>{}</td></tr>", esc(&v));
