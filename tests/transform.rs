@@ -212,3 +212,38 @@ fn graph_export_prints_the_autonomous_graph_as_mermaid_and_dot() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(text(&out.stdout).contains("digraph"));
 }
+
+/// The demo on a real GPU (KT_GPU=1): the replayed autonomous run must finish with a verified kernel that is
+/// faster than the naive one. Prints result.json for the record.
+#[test]
+fn demo_replay_on_a_gpu_finishes_with_a_faster_verified_kernel() {
+    if !has_gpu() {
+        eprintln!("skipped: set KT_GPU=1 on a machine with an NVIDIA GPU to run the demo for real");
+        return;
+    }
+    let home = tempfile::tempdir().unwrap();
+    let out_dir = home.path().join("runs");
+    let out = kt(
+        home.path(),
+        &[
+            "transform",
+            "naive-kernels/matmul.cu",
+            "--strategy",
+            "autonomous",
+            "--replan",
+            "3",
+            "--llm",
+            "replay:experiments/cassettes/matmul-autonomous.jsonl",
+            "--out",
+            out_dir.to_str().unwrap(),
+            "--json",
+        ],
+    );
+    let stdout = text(&out.stdout);
+    println!("{stdout}");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let result: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(result["status"], "finished");
+    assert_eq!(result["correct"], true);
+    assert!(result["speedup"].as_f64().unwrap() > 1.0, "{result}");
+}

@@ -11,6 +11,7 @@ use std::sync::Once;
 
 use plotters::coord::Shift;
 use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use crate::error::ExperimentError;
 use crate::report::{CellPoint, Report};
@@ -129,28 +130,31 @@ fn gain_per_kernel<DB: DrawingBackend>(
     let mut chart = ChartBuilder::on(root)
         .caption("Mean gain per kernel and strategy (± 1 std)", (FAMILY, 24))
         .margin(16)
-        .x_label_area_size(60)
+        .x_label_area_size(70)
         .y_label_area_size(70)
         .build_cartesian_2d(-0.5..(n - 0.5), (lo - pad)..(hi + pad))
         .map_err(|e| e.to_string())?;
-    let label_of = |x: &f64| {
-        let i = x.round();
-        if (x - i).abs() < 1e-6 && i >= 0.0 {
-            kernels.get(i as usize).cloned().unwrap_or_default()
-        } else {
-            String::new()
-        }
-    };
+    // Kernel names are drawn by hand under their group, in two staggered rows when there are many, so
+    // that long names (verlet_integration, sigmoidActivation) never overlap.
     chart
         .configure_mesh()
         .disable_x_mesh()
         .x_labels(kernels.len().max(1))
-        .x_label_formatter(&label_of)
+        .x_label_formatter(&|_| String::new())
         .y_desc("gain % = (speedup − 1) × 100")
         .x_desc("kernel")
         .label_style((FAMILY, 14))
         .draw()
         .map_err(|e| e.to_string())?;
+    let stagger = kernels.len() > 4;
+    for (i, kernel) in kernels.iter().enumerate() {
+        let (x, y) = chart.backend_coord(&(i as f64, lo - pad));
+        let row = if stagger { 16 * (i as i32 % 2) } else { 0 };
+        let style =
+            TextStyle::from((FAMILY, 14).into_font()).pos(Pos::new(HPos::Center, VPos::Top));
+        root.draw(&Text::new(kernel.as_str(), (x, y + 10 + row), style))
+            .map_err(|e| e.to_string())?;
+    }
 
     let width = 0.8 / variants.len().max(1) as f64;
     for vi in 0..variants.len() {
@@ -306,4 +310,87 @@ fn ordered(items: impl Iterator<Item = String>) -> Vec<String> {
     v.sort();
     v.dedup();
     v
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+    use crate::cell::CellId;
+    use crate::ledger::{CellRecord, CellStatus};
+
+    #[test]
+    fn plots_of_a_thesis_sized_matrix_are_written_as_png_and_svg() {
+        let kernels = [
+            "assign_clusters",
+            "game_of_life",
+            "mandelbrot",
+            "matmul",
+            "matrixAdd",
+            "matrixTranspose",
+            "sigmoidActivation",
+            "verlet_integration",
+        ];
+        let variants = [
+            "one-prompt",
+            "explicit",
+            "autonomous",
+            "autonomous[breakdown=0,replan=0]",
+        ];
+        let mut records = Vec::new();
+        for (k, kernel) in kernels.iter().enumerate() {
+            for (v, variant) in variants.iter().enumerate() {
+                for repeat in 0..3_u32 {
+                    let speedup =
+                        1.0 + 0.1 * (k as f64) * (v as f64 + 1.0) / (f64::from(repeat) + 1.0);
+                    records.push(CellRecord {
+                        cell_id: CellId(format!("{kernel}-{v}-{repeat}")),
+                        kernel: (*kernel).into(),
+                        kernel_file: format!("naive-kernels/{kernel}.cu"),
+                        strategy: variant.split('[').next().unwrap_or(variant).into(),
+                        variant: (*variant).into(),
+                        settings: BTreeMap::new(),
+                        model: "openai:gpt-4.1".into(),
+                        repeat,
+                        seed: 0,
+                        studies: vec![],
+                        status: CellStatus::Finished,
+                        over_budget: None,
+                        run_dir: None,
+                        attempts: 1,
+                        elapsed_s: 0.0,
+                        llm_tokens: 0,
+                        llm_cost_usd: 0.0,
+                        error: None,
+                        recorded: String::new(),
+                        result: Some(serde_json::json!({
+                            "status": "finished", "correct": true, "speedup": speedup,
+                            "tokens_in": 10000 * (v + 1), "tokens_out": 2000 * (k + 1),
+                            "wall_time_s": {"total": 300.0 * (v as f64 + 1.0) + 40.0 * k as f64}
+                        })),
+                    });
+                }
+            }
+        }
+        let report = Report::from_records(None, None, &records);
+        let dir = tempfile::tempdir().unwrap();
+        let files = write_plots(&report, dir.path()).unwrap();
+        assert_eq!(files.len(), 6);
+        for f in &files {
+            assert!(
+                std::fs::metadata(f).unwrap().len() > 1000,
+                "{}",
+                f.display()
+            );
+        }
+        let svg = std::fs::read_to_string(dir.path().join("gain_per_kernel.svg")).unwrap();
+        for kernel in kernels {
+            assert!(svg.contains(kernel), "the x axis names {kernel}");
+        }
+        assert!(
+            svg.contains("autonomous[breakdown=0,replan=0]"),
+            "the legend names every strategy"
+        );
+    }
 }

@@ -121,7 +121,15 @@ pub fn locate(cell_dir: &Path) -> Result<RunState, ExperimentError> {
         if !result_path.is_file() {
             continue;
         }
-        let raw = read_result(&result_path)?;
+        // A result.json that does not parse is being written right now (or was cut off by a crash): either
+        // way the run is not final yet, and resuming it rewrites the file.
+        let raw = match read_result(&result_path) {
+            Ok(raw) => raw,
+            Err(e) => {
+                tracing::warn!("{e}; treating the run as unfinished");
+                continue;
+            }
+        };
         let result = RunResult::from_value(&raw);
         if result.is_final() {
             return Ok(RunState::Final {
@@ -193,6 +201,14 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn a_half_written_result_is_not_final() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = run(dir.path(), "20261122-010000-k-s-0001", None);
+        std::fs::write(a.join("result.json"), r#"{"status":"finished","spee"#).unwrap();
+        assert_eq!(locate(dir.path()).unwrap(), RunState::Partial { dir: a });
     }
 
     #[test]

@@ -215,7 +215,10 @@ fn run_cell(a: RunCellArgs) -> anyhow::Result<ExitCode> {
             })
         }
         None => {
-            println!("stopped {} (resumable: run it again)", a.cell);
+            println!(
+                "{} not run to its end: stopped, or another kt process holds it; run it again later",
+                a.cell
+            );
             Ok(ExitCode::from(130))
         }
     }

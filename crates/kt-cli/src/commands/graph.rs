@@ -48,7 +48,10 @@ fn emit(a: &ExportArgs, diagram: &str) -> anyhow::Result<ExitCode> {
             Format::Mermaid => "mermaid",
             Format::Dot => "dot",
         };
-        println!("{}", serde_json::json!({"format": format, "diagram": diagram}));
+        println!(
+            "{}",
+            serde_json::json!({"format": format, "diagram": diagram})
+        );
     } else {
         print!("{diagram}");
     }
@@ -108,6 +111,12 @@ fn export_run(a: &ExportArgs, dir: &kt_pipeline::RunDir) -> anyhow::Result<ExitC
         Format::Dot => kt_runs::GraphFormat::Dot,
     };
     let head = record.head()?;
-    let diagram = kt_runs::export(&kt_runs::Stage3Binding::default(), &record, &setup, format, Some(head))?;
+    let diagram = kt_runs::export(
+        &kt_runs::Stage3Binding::default(),
+        &record,
+        &setup,
+        format,
+        Some(head),
+    )?;
     emit(a, &diagram)
 }

@@ -844,6 +844,15 @@ async fn demo_script_passes_every_check_and_ends_after_one_useful_replan() {
         vec!["block_size_x".to_string(), "tile_size_x".to_string()]
     );
     assert_eq!(tiled.restrictions.len(), 6);
+    // The demo's spaces, as the tuner will enumerate them.
+    let sizes: Vec<usize> = h
+        .backend
+        .evaluated()
+        .iter()
+        .map(|(_, k)| valid_configurations(&k.restrictions, &k.parameters).unwrap())
+        .collect();
+    eprintln!("demo search spaces after restrictions: {sizes:?}");
+    assert!(sizes.iter().all(|&n| (10..=120).contains(&n)), "{sizes:?}");
     // The demo kernels parse cleanly (no tree-sitter syntax problems).
     for (_, k) in h.backend.evaluated() {
         kt_cuda::parse(&k.code).unwrap();
@@ -919,7 +928,10 @@ async fn an_answer_without_usable_json_is_asked_again_with_the_reason() {
         &[
             ("stage3.plan", plan(&["tiles"])),
             ("stage3.validate", valid(true)),
-            ("stage3.apply", "Sure! Here is a faster kernel: it tiles.".to_string()),
+            (
+                "stage3.apply",
+                "Sure! Here is a faster kernel: it tiles.".to_string(),
+            ),
             ("stage3.apply", rewrite("ok 10.0")),
             ("stage3.restrictions", restrictions(&[])),
         ],
@@ -928,6 +940,10 @@ async fn an_answer_without_usable_json_is_asked_again_with_the_reason() {
     assert_eq!(s.history[0].status, StepStatus::Accepted);
     let applies = prompts_of(&h, "stage3.apply");
     assert_eq!(applies.len(), 2);
-    assert!(applies[1].contains("Your previous answer was refused"), "{}", applies[1]);
+    assert!(
+        applies[1].contains("Your previous answer was refused"),
+        "{}",
+        applies[1]
+    );
     assert_eq!(s.candidates[0].attempts, 2);
 }

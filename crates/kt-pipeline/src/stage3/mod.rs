@@ -53,6 +53,7 @@ pub use result::{
 };
 pub use rewrite_check::{
     MAX_SPACE_SIZE, check_restrictions, check_rewrite, code_of, normalize_names,
+    valid_configurations,
 };
 pub use state::{
     CandidateOutcome, CurrentStep, LlmCallRecord, PlannedStep, Stage3State, Stage3Update,

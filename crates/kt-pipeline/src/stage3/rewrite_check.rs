@@ -350,7 +350,56 @@ pub fn check_restrictions(restrictions: &[String], parameters: &[TunableParamete
             ));
         }
     }
+    if problems.is_empty() {
+        problems.extend(check_space(restrictions, parameters));
+    }
     problems
+}
+
+/// Threads per block no current NVIDIA GPU exceeds; configurations above it can never launch.
+const MAX_THREADS_PER_BLOCK: u64 = 1024;
+
+fn search_space(
+    restrictions: &[String],
+    parameters: &[TunableParameter],
+) -> Result<kt_tuner::SearchSpace, kt_tuner::TunerError> {
+    let params: Vec<kt_tuner::TunableParam> = parameters
+        .iter()
+        .map(|p| kt_tuner::TunableParam::new(p.name.clone(), p.values.clone()))
+        .collect();
+    let exprs: Vec<kt_tuner::Restriction> = restrictions
+        .iter()
+        .cloned()
+        .map(kt_tuner::Restriction::Expr)
+        .collect();
+    kt_tuner::SearchSpace::build(
+        &params,
+        &exprs,
+        &Default::default(),
+        Some(MAX_THREADS_PER_BLOCK),
+    )
+}
+
+/// Evaluates the restrictions over the whole space the way the tuner will: an expression the tuner cannot
+/// evaluate, or restrictions that leave no configuration, are refused now rather than after compiling.
+fn check_space(restrictions: &[String], parameters: &[TunableParameter]) -> Vec<String> {
+    match search_space(restrictions, parameters) {
+        Ok(space) if space.is_empty() => vec![format!(
+            "the restrictions (with at most {MAX_THREADS_PER_BLOCK} threads per block) leave no configuration of \
+             the {} there are; loosen them or offer other values",
+            parameters.iter().map(|p| p.values.len()).product::<usize>()
+        )],
+        Ok(_) => Vec::new(),
+        Err(e) => vec![format!("the restrictions cannot be evaluated: {e}")],
+    }
+}
+
+/// How many configurations a kernel's restrictions leave, as the tuner enumerates them.
+pub fn valid_configurations(
+    restrictions: &[String],
+    parameters: &[TunableParameter],
+) -> Option<usize> {
+    search_space(restrictions, parameters).ok().map(|s| s.len())
 }
 
 fn is_identifier(name: &str) -> bool {
@@ -464,6 +513,13 @@ mod tests {
             problems[0].contains("`TILE`") && problems[0].contains("`n`"),
             "{problems:?}"
         );
+        let problems = check_restrictions(&["tile_x > 2".into()], &params);
+        assert!(
+            problems[0].contains("leave no configuration"),
+            "{problems:?}"
+        );
+        let problems = check_restrictions(&["tile_x <=".into()], &params);
+        assert!(problems[0].contains("cannot be evaluated"), "{problems:?}");
     }
 
     #[test]

@@ -140,7 +140,9 @@ pub async fn transform(
     let elapsed = started.elapsed().as_secs_f64();
     let store = open_store(run)?;
     let id = run.run_id();
-    wall.stage1 = graph_span_s(store.as_ref(), &format!("{id}/stage1")).unwrap_or(0.0).min(elapsed);
+    wall.stage1 = graph_span_s(store.as_ref(), &format!("{id}/stage1"))
+        .unwrap_or(0.0)
+        .min(elapsed);
     wall.stage2 = elapsed - wall.stage1;
     let stage1 = prepared.understood.stage1;
     run_stage3(

@@ -162,7 +162,18 @@ impl GraphShape {
                 "on error" => r#" stroke-dasharray="2,3""#,
                 _ => "",
             };
-            let d = if (yb - ya - row).abs() < 1e-6 {
+            let d = if a == b {
+                // a self-loop: a small arc on the left of the box
+                format!(
+                    "M{x0},{} C{},{} {},{} {x0},{}",
+                    ya + 6.0,
+                    x0 - 36.0,
+                    ya - 8.0,
+                    x0 - 36.0,
+                    ya + box_h + 8.0,
+                    ya + box_h - 6.0
+                )
+            } else if (yb - ya - row).abs() < 1e-6 {
                 // the next node down: a short straight arrow
                 format!(
                     "M{},{} L{},{}",

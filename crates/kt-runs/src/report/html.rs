@@ -161,16 +161,26 @@ fn timeline(h: &mut String, r: &ReportInputs) {
         let bw = (secs / total * (w - label_w - 60.0)).max(1.5);
         let _ = write!(
             h,
-            r##"<text x="0" y="{:.1}" font-size="11" font-family="monospace">{}</text><rect x="{x:.1}" y="{y:.1}" width="{bw:.1}" height="{:.1}" fill="#4a7bd0"><title>{} — {secs:.3}s</title></rect><text x="{:.1}" y="{:.1}" font-size="10" font-family="sans-serif" fill="#555">{secs:.2}s</text>"##,
+            r##"<text x="0" y="{:.1}" font-size="11" font-family="monospace">{}</text><rect x="{x:.1}" y="{y:.1}" width="{bw:.1}" height="{:.1}" fill="#4a7bd0"><title>{} — {secs:.3}s</title></rect><text x="{:.1}" y="{:.1}" font-size="10" font-family="sans-serif" fill="#555">{}</text>"##,
             y + 12.0,
             esc(&label.chars().take(38).collect::<String>()),
             row_h - 4.0,
             esc(label),
             x + bw + 4.0,
-            y + 11.0
+            y + 11.0,
+            human_secs(*secs)
         );
     }
     h.push_str("</svg></div>");
+}
+
+/// `12.3 ms` below a second, `4.56 s` above.
+fn human_secs(secs: f64) -> String {
+    if secs < 1.0 {
+        format!("{:.1} ms", secs * 1e3)
+    } else {
+        format!("{secs:.2} s")
+    }
 }
 
 fn steps(h: &mut String, r: &ReportInputs) {
