@@ -9,13 +9,16 @@ use serde::{Deserialize, Serialize};
 pub struct TimingPolicy {
     pub min_reps: u32,
     pub max_reps: u32,
-    /// Stop once (max - min) / median of the samples is below this.
-    pub target_spread: f64,
+    /// Stop once the relative standard error of the median (1.4826 · MAD / median / √n) is below this.
+    /// A robust measure: one outlier does not keep a configuration sampling until the cap, as
+    /// (max - min) / median would (it can only grow with more samples).
+    pub target_error: f64,
     /// Stop once the samples add up to this many milliseconds (after `min_reps`).
     pub max_total_ms: f64,
     /// Write a buffer larger than L2 between samples, so every sample starts with a cold cache.
     pub flush_l2: bool,
-    /// Stop after the first sample when it is this many times the best median so far.
+    /// Stop after the first run (the verifying run, timed too) when it is this many times the best median
+    /// so far: such a configuration cannot win.
     pub abort_factor: f64,
 }
 
@@ -51,7 +54,12 @@ impl TimingPolicy {
         if n >= self.max_reps || samples.iter().sum::<f64>() >= self.max_total_ms {
             return false;
         }
-        TimingStats::from_samples(samples).is_some_and(|s| s.spread > self.target_spread)
+        TimingStats::from_samples(samples).is_some_and(|s| s.rel_error > self.target_error)
+    }
+
+    /// Whether a configuration whose first (untimed-for-statistics) run took `first_ms` should be dropped.
+    pub fn aborts_after_first_run(&self, first_ms: f64, best_ms: Option<f64>) -> bool {
+        best_ms.is_some_and(|b| first_ms > self.abort_factor * b)
     }
 }
 
@@ -63,6 +71,9 @@ pub struct TimingStats {
     pub max_ms: f64,
     /// (max - min) / median.
     pub spread: f64,
+    /// Relative standard error of the median: 1.4826 · MAD / median / √n.
+    #[serde(default)]
+    pub rel_error: f64,
     pub samples_ms: Vec<f64>,
     /// True when sampling stopped after one sample because it was far slower than the best so far.
     pub aborted_early: bool,
@@ -82,6 +93,9 @@ impl TimingStats {
             0.5 * (s[n / 2 - 1] + s[n / 2])
         };
         let mean = s.iter().sum::<f64>() / n as f64;
+        let mut dev: Vec<f64> = s.iter().map(|v| (v - median).abs()).collect();
+        dev.sort_by(f64::total_cmp);
+        let mad = if n % 2 == 1 { dev[n / 2] } else { 0.5 * (dev[n / 2 - 1] + dev[n / 2]) };
         Some(TimingStats {
             median_ms: median,
             min_ms: s[0],
@@ -116,7 +130,15 @@ mod tests {
         let p = TimingPolicy::default();
         assert!(p.wants_more(&[1.0, 1.0], None));
         assert!(!p.wants_more(&[1.0, 1.0, 1.01], None));
-        assert!(p.wants_more(&[1.0, 1.5, 1.0], None));
+        assert!(p.wants_more(&[1.0, 1.5, 1.3], None));
+    }
+
+    #[test]
+    fn one_outlier_does_not_force_sampling_to_the_cap() {
+        let p = TimingPolicy::default();
+        assert!(!p.wants_more(&[20.0, 20.1, 26.0], None));
+        let s = TimingStats::from_samples(&[20.0, 20.1, 26.0]).unwrap();
+        assert!(s.spread > 0.25 && s.rel_error < 0.01);
     }
 
     #[test]
@@ -132,6 +154,9 @@ mod tests {
     fn far_slower_first_sample_aborts() {
         let p = TimingPolicy::default();
         assert!(!p.wants_more(&[10.0], Some(2.0)));
-        assert!(p.wants_more(&[5.0], Some(2.0)));
+        assert!(p.wants_more(&[3.0], Some(2.0)));
+        assert!(p.aborts_after_first_run(4.5, Some(2.0)));
+        assert!(!p.aborts_after_first_run(3.5, Some(2.0)));
+        assert!(!p.aborts_after_first_run(100.0, None));
     }
 }

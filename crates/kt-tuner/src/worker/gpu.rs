@@ -644,6 +644,8 @@ impl GpuWorker {
             })
             .collect();
         let c = |e: String| LaunchError::Crashed(e);
+        // the first run's time (the verifying run or the warm-up), for the early abort
+        let mut first_ms: Option<f64> = None;
         let mut outcome = RunOutcome {
             status: RunStatus::Ok,
             outputs: vec![],
@@ -734,7 +736,7 @@ impl GpuWorker {
                     }
                 }
             }
-            self.launch(func, r, &mut params, false)?;
+            first_ms = Some(self.launch(func, r, &mut params, true)?);
             for (name, work, pristine, exp, dt, n, out, _, tol) in &arrays {
                 if *out {
                     let Some(e) = exp else {
@@ -747,6 +749,14 @@ impl GpuWorker {
                 } else {
                     // inputs must come out unchanged: exact byte comparison with the pristine copy
                     let bytes = *n * dt.size() as u64;
+                    // widest word that divides the size: far fewer elements than comparing byte by byte
+                    let (word, words) = if bytes % 8 == 0 {
+                        (DType::Uint64, bytes / 8)
+                    } else if bytes % 4 == 0 {
+                        (DType::Uint32, bytes / 4)
+                    } else {
+                        (DType::Uint8, bytes)
+                    };
                     let rep = self
                         .compare(
                             name,
@@ -781,9 +791,17 @@ impl GpuWorker {
                 }
             }
             if !r.verify && !reference {
-                self.launch(func, r, &mut params, false)?; // untimed warm-up
+                // warm-up: not a sample, but timed so a hopeless configuration can stop here
+                first_ms = Some(self.launch(func, r, &mut params, true)?);
             }
-            outcome.timing = Some(self.time(func, r, &mut params, policy)?);
+            outcome.timing = Some(match first_ms {
+                Some(ms) if policy.aborts_after_first_run(ms, r.best_ms) => {
+                    let mut s = TimingStats::from_samples(&[ms]).ok_or_else(|| LaunchError::Crashed("no samples".into()))?;
+                    s.aborted_early = true;
+                    s
+                }
+                _ => self.time(func, r, &mut params, policy)?,
+            });
         }
         Ok(outcome)
     }
