@@ -86,6 +86,7 @@ fn record_run(home: &Path) -> String {
                 breakdown: Some(0),
                 candidates: None,
                 tests: Some(1),
+                seed: None,
             },
             llm: RunLlm {
                 provider: "scripted".into(),
@@ -482,16 +483,38 @@ fn a_break_before_apply_stops_the_run_there_and_resume_finishes_it() {
     assert_eq!(last["next"], json!(["apply#0"]));
     assert!(last["stopped"].as_str().unwrap().contains("apply"));
 
-    // `kt resume` continues from there: it steps over this stop and halts before the next apply; with the
-    // breakpoint cleared it finishes, with every answer and tuning result taken from the journal.
-    let cassette = format!(
-        "replay:{}",
-        root_of(home.path(), &id).join("llm.jsonl").display()
-    );
+    // `kt resume` continues from there: it steps over this stop and halts before the next apply (not an
+    // error: exit 0, saying where it stopped and how to go on); with the breakpoint cleared it finishes, with
+    // every answer and tuning result taken from the journal.
+    let run_dir = root_of(home.path(), &id);
+    let cassette = format!("replay:{}", run_dir.join("llm.jsonl").display());
+    let main_files = |dir: &Path| {
+        let mut files = vec![
+            std::fs::read(dir.join("result.json")).unwrap(),
+            std::fs::read(dir.join("best.cu")).unwrap(),
+            std::fs::read(dir.join("report.md")).unwrap(),
+        ];
+        let mut kernels: Vec<PathBuf> = std::fs::read_dir(dir.join("kernels"))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        kernels.sort();
+        for k in kernels {
+            files.push(k.to_string_lossy().into_owned().into_bytes());
+            files.push(std::fs::read(k).unwrap());
+        }
+        files
+    };
+    let recorded = main_files(&run_dir);
     let again = kt(home.path(), &["resume", &id, "--llm", &cassette]);
     let stderr = String::from_utf8_lossy(&again.stderr);
     assert!(
-        stderr.contains("stopped at checkpoint") && stderr.contains("kt resume"),
+        again.status.success(),
+        "a stop at a breakpoint is not an error: {stderr}"
+    );
+    let expected = format!("`kt resume {}` continues", run_dir.display());
+    assert!(
+        stderr.contains("stopped before apply at checkpoint ") && stderr.contains(&expected),
         "{stderr}"
     );
     let h = ok_json(home.path(), &["debug", "history", &id, "--json"]);
@@ -508,6 +531,32 @@ fn a_break_before_apply_stops_the_run_there_and_resume_finishes_it() {
     let last = h["checkpoints"].as_array().unwrap().last().unwrap().clone();
     assert_eq!(last["next"], json!([]), "finished: {last:#}");
     assert_ne!(last["branch"], 0, "the replay's branch, not the recording");
+
+    // The branch's results went to branches/b<N>/; the main branch's recorded files are untouched.
+    assert_eq!(
+        main_files(&run_dir),
+        recorded,
+        "the main branch's result.json, best.cu, report.md and kernels/ must not change"
+    );
+    let branch_dir = run_dir
+        .join("branches")
+        .join(format!("b{}", last["branch"].as_u64().unwrap()));
+    let result: Value =
+        serde_json::from_str(&std::fs::read_to_string(branch_dir.join("result.json")).unwrap())
+            .unwrap();
+    assert_eq!(result["status"], "finished", "{result:#}");
+    assert_eq!(result["branch"], json!(format!("b{}", last["branch"])));
+    assert_eq!(result["best_time_ms"], 4.0);
+    assert!(branch_dir.join("best.cu").is_file() && branch_dir.join("report.md").is_file());
+    assert!(
+        std::fs::read_dir(branch_dir.join("kernels"))
+            .unwrap()
+            .any(|e| e.unwrap().path().extension().is_some_and(|x| x == "cu")),
+        "the branch's candidates are in its own kernels/"
+    );
+    let meta: Value =
+        serde_json::from_str(&std::fs::read_to_string(run_dir.join("run.json")).unwrap()).unwrap();
+    assert_eq!(meta["status"], "finished", "run.json still describes the main branch");
     let best = ok_json(
         home.path(),
         &[

@@ -26,10 +26,10 @@
 //! strategies = [{ name = "autonomous", grid = { breakdown = [0, 3], replan = [0, 3] } }]
 //! ```
 //!
-//! Settings become `--key value` flags of `kt transform`; `strategy`, `llm`, `out` and `kernel` are set by the
-//! coordinator and may not appear. A cell's settings are the file's `settings`, then the study's, then the
-//! strategy's fixed `settings`, then one point of its `grid` (later wins). The seed reaches the run as the
-//! environment variable `KT_SEED`. Paths of file-based providers (`replay:`, `scripted:`, `manual:`) are
+//! Settings become `--key value` flags of `kt transform`; `strategy`, `llm`, `out`, `kernel` and `seed` are
+//! set by the coordinator and may not appear. A cell's settings are the file's `settings`, then the study's,
+//! then the strategy's fixed `settings`, then one point of its `grid` (later wins). The seed reaches the run
+//! as `kt transform --seed N`. Paths of file-based providers (`replay:`, `scripted:`, `manual:`) are
 //! relative to `root` like kernel paths, and `{kernel}` in a model spec stands for the kernel file's stem
 //! (`scripted:experiments/scripted/{kernel}.toml` gives each kernel its own answers while the report still
 //! treats it as one model).
@@ -500,6 +500,11 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("`llm`"), "{e}");
+        let bad = SMALL.replace("settings = { tests = 1 }", "settings = { seed = 3 }");
+        let e = Design::parse(&bad, Path::new("x.toml"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("`seed`") && e.contains("set by the experiment"), "{e}");
         let bad = SMALL.replace("settings = { tests = 1 }", "settings = { Tests = 1 }");
         assert!(Design::parse(&bad, Path::new("x.toml")).is_err());
     }

@@ -1,7 +1,7 @@
 //! Starting and stopping the `kt` processes that run cells. The boundary to the pipeline is the command
 //! line: `kt transform FILE --strategy S --llm M --out <cell dir> [--kernel K] [--<setting> V]...` for a new
 //! cell and `kt resume <run dir>` for a half-finished one, with `CUDA_VISIBLE_DEVICES` set to the worker's GPU
-//! and `KT_SEED` to the cell's seed. Each child runs in its own process group so that a stop reaches its own
+//! and `--seed` the cell's seed. Each child runs in its own process group so that a stop reaches its own
 //! children too (the GPU worker, Python generators), and so that a Ctrl-C in the terminal reaches only the
 //! coordinator, which then stops the cells in order.
 
@@ -53,7 +53,9 @@ impl KtBinary {
         for (key, value) in &cell.settings {
             cmd.arg(format!("--{key}")).arg(value.to_string());
         }
-        cmd.env("KT_SEED", cell.seed.to_string());
+        // An explicit flag, not KT_SEED: an environment variable left in the coordinator's shell must not
+        // decide a cell's seed, and the command in the cell's log says everything the cell ran with.
+        cmd.arg("--seed").arg(cell.seed.to_string());
         cmd
     }
 
@@ -63,7 +65,7 @@ impl KtBinary {
         let mut cmd = self.base();
         cmd.arg("resume").arg(run_dir);
         cmd.arg("--llm").arg(cell_model(cell, root));
-        cmd.env("KT_SEED", cell.seed.to_string());
+        // No seed here: `kt resume` takes the one in the run's run.json (written by `kt transform --seed`).
         cmd
     }
 
@@ -269,7 +271,9 @@ mod tests {
                 "--kernel",
                 "k2",
                 "--replan",
-                "3"
+                "3",
+                "--seed",
+                "7"
             ]
         );
         assert_eq!(

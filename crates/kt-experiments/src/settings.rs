@@ -26,8 +26,9 @@ impl fmt::Display for SettingValue {
     }
 }
 
-/// Flags the coordinator sets itself; a design may not set them as settings.
-pub(crate) const RESERVED: &[&str] = &["strategy", "llm", "out", "kernel", "help"];
+/// Flags the coordinator sets itself; a design may not set them as settings (`seed` comes from the study's
+/// `seeds`, else the repeat number).
+pub(crate) const RESERVED: &[&str] = &["strategy", "llm", "out", "kernel", "seed", "help"];
 
 /// Whether `key` can be a `kt transform` flag name (`--key`): lower-case letters, digits and dashes.
 pub(crate) fn is_flag_name(key: &str) -> bool {

@@ -7,11 +7,13 @@
 //! This crate wires the leaf crates together; it does not talk HTTP, parse C, or launch kernels itself.
 
 pub mod error;
+mod graph_run;
 pub mod kernel_info;
 pub mod prepare;
 pub mod problem_size;
 pub mod prompt;
 pub mod run_dir;
+pub mod seed;
 pub mod stage1;
 pub mod stage2;
 pub mod stage3;
@@ -21,4 +23,4 @@ pub use error::PipelineError;
 pub use kernel_info::{KernelInfo, ProblemDimension};
 pub use problem_size::SizeExpression;
 pub use prompt::{PromptLibrary, PromptTemplate, RenderedPrompt};
-pub use run_dir::{NewRun, RunDir, RunLlm, RunMeta, RunSettings, RunStatus};
+pub use run_dir::{NewRun, ResultFiles, RunDir, RunLlm, RunMeta, RunSettings, RunStatus};

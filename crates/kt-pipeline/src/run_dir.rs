@@ -29,6 +29,10 @@ pub struct RunSettings {
     pub breakdown: Option<u32>,
     pub candidates: Option<u32>,
     pub tests: Option<u32>,
+    /// `kt transform --seed` (or `KT_SEED`): the LLM's sampling seed, Stage 2's first test seed and the
+    /// tuner's search seed. Absent in runs made before it existed and in runs started without one.
+    #[serde(default)]
+    pub seed: Option<u64>,
 }
 
 /// Which LLM a run used (`provider` only, e.g. `scripted` or `none`, when there is no model).
@@ -184,6 +188,24 @@ impl RunDir {
         self.root.join("report.md")
     }
 
+    /// Where the result files of graph branch `branch` go: the run's root for the main branch (0), else
+    /// `branches/b<N>/`, so that continuing a `kt replay` or `kt fork` branch never overwrites the main
+    /// branch's recorded results.
+    pub fn results(&self, branch: u32) -> ResultFiles {
+        if branch == 0 {
+            ResultFiles {
+                root: self.root.clone(),
+                branch: None,
+            }
+        } else {
+            let name = format!("b{branch}");
+            ResultFiles {
+                root: self.root.join("branches").join(&name),
+                branch: Some(name),
+            }
+        }
+    }
+
     pub fn read_meta(&self) -> Result<RunMeta, PipelineError> {
         read_json(&self.run_json(), "run.json")
     }
@@ -212,6 +234,43 @@ impl RunDir {
     /// The tests in `tests/`, sorted by id (empty when Stage 2 has not run).
     pub fn list_tests(&self) -> Result<Vec<crate::stage2::StoredTest>, PipelineError> {
         crate::stage2::list_tests(&self.tests_dir())
+    }
+}
+
+/// The result files of one branch of a run's Stage 3 (RUN_FORMAT.md): `kernels/`, `best.cu`,
+/// `best_params.json`, `kernel_tuner/`, `result.json` and `report.md`, under the run's root for the main
+/// branch and under `branches/b<N>/` for another one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResultFiles {
+    root: PathBuf,
+    branch: Option<String>,
+}
+
+impl ResultFiles {
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+    /// `b<N>` for a branch other than the main one.
+    pub fn branch(&self) -> Option<&str> {
+        self.branch.as_deref()
+    }
+    pub fn kernels_dir(&self) -> PathBuf {
+        self.root.join("kernels")
+    }
+    pub fn best_cu(&self) -> PathBuf {
+        self.root.join("best.cu")
+    }
+    pub fn best_params_json(&self) -> PathBuf {
+        self.root.join("best_params.json")
+    }
+    pub fn kernel_tuner_dir(&self) -> PathBuf {
+        self.root.join("kernel_tuner")
+    }
+    pub fn result_json(&self) -> PathBuf {
+        self.root.join("result.json")
+    }
+    pub fn report_md(&self) -> PathBuf {
+        self.root.join("report.md")
     }
 }
 
@@ -369,6 +428,23 @@ mod tests {
         assert_eq!(run.load_kernel_info().unwrap(), info);
         let err = RunDir::open(tmp.path()).unwrap_err();
         assert!(err.to_string().contains("run.json"), "{err}");
+    }
+
+    #[test]
+    fn results_of_a_side_branch_go_under_branches_and_the_main_ones_stay_at_the_root() {
+        let tmp = tempfile::tempdir().unwrap();
+        let cu = tmp.path().join("k.cu");
+        std::fs::write(&cu, "x").unwrap();
+        let run = RunDir::create(tmp.path(), new_run(&cu)).unwrap();
+        let main = run.results(0);
+        assert_eq!(main.result_json(), run.result_json());
+        assert_eq!(main.best_cu(), run.best_cu());
+        assert_eq!(main.branch(), None);
+        let side = run.results(2);
+        assert_eq!(side.root(), run.root().join("branches/b2"));
+        assert_eq!(side.result_json(), run.root().join("branches/b2/result.json"));
+        assert_eq!(side.kernels_dir(), run.root().join("branches/b2/kernels"));
+        assert_eq!(side.branch(), Some("b2"));
     }
 
     #[test]

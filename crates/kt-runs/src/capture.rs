@@ -104,6 +104,10 @@ impl Provider for Capturing {
     fn native_schema(&self) -> bool {
         self.inner.native_schema()
     }
+    // Without this a replayed or scripted answer would be priced by the model name it carries.
+    fn billed(&self) -> bool {
+        self.inner.billed()
+    }
     async fn send(&self, call: Call<'_>) -> Result<ProviderReply, LlmError> {
         let replacement = self
             .prompt_override
@@ -316,5 +320,38 @@ mod tests {
             ("rendered 2", false)
         );
         assert_eq!(calls[1].answer.as_deref(), Some("two"));
+    }
+
+    #[tokio::test]
+    async fn replayed_and_scripted_answers_cost_nothing_even_under_a_priced_model_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let script = dir.path().join("a.json");
+        std::fs::write(&script, r#"{"answers": [{"text": "one"}]}"#).unwrap();
+        let log = CallLog::default();
+        let client =
+            debug_client(&LlmChoice::Scripted(script), Path::new("/none"), None, &log).unwrap();
+        // gpt-4.1 is in the shipped price table: only the wrapped provider's `billed() == false` makes it free.
+        let answer = client
+            .complete(kt_llm::LlmRequest::new("n").user("q").model("gpt-4.1"))
+            .await
+            .unwrap();
+        assert_eq!(answer.cost_usd, Some(0.0));
+    }
+
+    #[test]
+    fn the_wrapper_reports_what_the_wrapped_provider_says_about_billing_and_schemas() {
+        let wrap = |inner: Arc<dyn Provider>| Capturing {
+            inner,
+            log: CallLog::default(),
+            prompt_override: Mutex::new(None),
+        };
+        let scripted = wrap(Arc::new(ScriptedProvider::from_answers("x".into(), Vec::new())));
+        assert!(!scripted.billed());
+        assert!(!scripted.native_schema());
+        let mut config = LlmConfig::parse_spec("openai:gpt-4.1").unwrap();
+        config.api_key = Some(kt_llm::ApiKey::new("test-key"));
+        let live = wrap(config.build_provider().unwrap());
+        assert!(live.billed());
+        assert!(live.native_schema(), "the OpenAI provider constrains output itself");
     }
 }

@@ -107,6 +107,7 @@ pub(crate) async fn record_run(base: &Path) -> RunDir {
                 breakdown: Some(0),
                 candidates: None,
                 tests: Some(1),
+                seed: None,
             },
             llm: RunLlm {
                 provider: "scripted".into(),

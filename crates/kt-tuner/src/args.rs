@@ -280,6 +280,8 @@ impl TestSet {
         params: &[ParamSpec],
         tolerance: &BTreeMap<String, Tolerance>,
     ) -> Result<TestSet, TunerError> {
+        // absolute paths: the worker reads the files itself, from a work directory of its own
+        let dir = &std::fs::canonicalize(dir).map_err(|e| TunerError::io(dir, e))?;
         let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
             .map_err(|e| TunerError::io(dir, e))?
             .filter_map(|e| e.ok().map(|e| e.path()))

@@ -112,10 +112,13 @@ template <typename T> __device__ void kt_cmp_int(const T* got, const T* exp, u64
 }
 "#;
 
-/// The dtypes a test set needs kernels for: its arrays' dtypes, plus bytes (inputs are checked unchanged
-/// byte by byte). Compiling only these keeps the cold-start compile short.
+/// The dtypes a test set needs kernels for: its arrays' dtypes, plus the unsigned words inputs are
+/// compared in (checked unchanged bit for bit). Compiling only these keeps the cold-start compile short.
 pub fn needed_dtypes(dtypes: impl IntoIterator<Item = DType>) -> Vec<DType> {
-    let mut v: Vec<DType> = dtypes.into_iter().chain([DType::Uint8]).collect();
+    let mut v: Vec<DType> = dtypes
+        .into_iter()
+        .chain([DType::Uint8, DType::Uint32, DType::Uint64])
+        .collect();
     v.sort_by_key(|d| suffix(*d));
     v.dedup();
     v
@@ -206,7 +209,10 @@ mod tests {
     #[test]
     fn only_the_needed_dtypes_are_generated() {
         let d = needed_dtypes([DType::Float32, DType::Float32]);
-        assert_eq!(d, vec![DType::Float32, DType::Uint8]);
+        assert_eq!(
+            d,
+            vec![DType::Float32, DType::Uint32, DType::Uint64, DType::Uint8]
+        );
         let s = full_source(&d);
         assert!(s.contains("kt_compare_f32(") && s.contains("kt_compare_u8("));
         assert!(!s.contains("kt_compare_f64(") && !s.contains("kt_fill_f16("));

@@ -162,3 +162,100 @@ pub fn kernel_tuner_script(
     s.push_str("print(min(results, key=lambda r: r['time']))\n");
     s
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::args::{ArrayArg, ScalarArg};
+    use crate::dtype::DType;
+    use crate::session::{Measurement, Phases};
+    use crate::space::{Config, TunableParam};
+    use crate::worker::protocol::DeviceInfo;
+
+    fn result() -> (TunableKernel, TuneResult, KernelTest) {
+        let mut k = TunableKernel::new("src", "vectorAdd", vec!["n".into()]);
+        k.params = vec![TunableParam::new("block_size_x", [64, 128])];
+        let cfg = |v| Config(vec![("block_size_x".into(), v)]);
+        let ok = Measurement::synthetic(cfg(128), Verdict::Ok, Some(1.5));
+        let bad = Measurement::synthetic(cfg(64), Verdict::CompileError { log: "x".into() }, None);
+        let device = DeviceInfo {
+            ordinal: 0,
+            name: "NVIDIA H200".into(),
+            uuid: "GPU-1".into(),
+            compute_capability: (9, 0),
+            sm_count: 132,
+            max_threads_per_block: 1024,
+            max_threads_per_sm: 2048,
+            max_shared_per_block: 49152,
+            max_shared_per_block_optin: 232448,
+            registers_per_block: 65536,
+            l2_bytes: 60 << 20,
+            total_memory: 1 << 30,
+            driver_version: 13000,
+            context_ms: 0.0,
+        };
+        let r = TuneResult {
+            kernel_name: "vectorAdd".into(),
+            device,
+            strategy: crate::search::Strategy::BruteForce,
+            space_size: 2,
+            best: Some(ok.clone()),
+            reference: None,
+            measurements: vec![bad, ok],
+            phases: Phases::default(),
+            peak_gbps: None,
+            worker_restarts: 0,
+        };
+        let test = KernelTest {
+            id: "t0".into(),
+            args: vec![
+                TestArg::Array(ArrayArg {
+                    name: "a".into(),
+                    dtype: DType::Float32,
+                    lanes: 1,
+                    elements: 10,
+                    source: ArraySource::Generate {
+                        dist: Distribution::Randn,
+                        seed: 1,
+                    },
+                    is_output: false,
+                    expected: None,
+                }),
+                TestArg::Scalar(ScalarArg {
+                    name: "n".into(),
+                    dtype: DType::Int32,
+                    value: 10.0,
+                    bytes: vec![10, 0, 0, 0],
+                }),
+            ],
+            tolerances: Default::default(),
+        };
+        (k, r, test)
+    }
+
+    #[test]
+    fn kernel_tuner_cache_has_every_config_with_failures_named_as_kernel_tuner_does() {
+        let (k, r, _) = result();
+        let v = kernel_tuner_cache(&k, &r, [10, 1, 1]);
+        assert_eq!(v["device_name"], "NVIDIA H200");
+        assert_eq!(v["tune_params_keys"], json!(["block_size_x"]));
+        assert_eq!(v["cache"]["128"]["time"], json!(1.5));
+        assert_eq!(v["cache"]["64"]["time"], json!("CompilationFailedConfig"));
+    }
+
+    #[test]
+    fn script_tunes_the_best_config_on_the_same_kind_of_inputs() {
+        let (k, r, t) = result();
+        let s = kernel_tuner_script(&k, &t, &r, "vectorAdd.cu");
+        assert!(
+            s.contains("kernel_tuner.tune_kernel(\"vectorAdd\", \"vectorAdd.cu\""),
+            "{s}"
+        );
+        assert!(s.contains("tune_params[\"block_size_x\"] = [128]"), "{s}");
+        assert!(
+            s.contains("rng.standard_normal(10).astype(np.float32)"),
+            "{s}"
+        );
+        assert!(s.contains("n = np.int32(10)"), "{s}");
+    }
+}

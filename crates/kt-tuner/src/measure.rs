@@ -27,10 +27,10 @@ impl Default for TimingPolicy {
         TimingPolicy {
             min_reps: 3,
             max_reps: 20,
-            target_spread: 0.03,
+            target_error: 0.01,
             max_total_ms: 500.0,
             flush_l2: false,
-            abort_factor: 3.0,
+            abort_factor: 2.0,
         }
     }
 }
@@ -95,7 +95,11 @@ impl TimingStats {
         let mean = s.iter().sum::<f64>() / n as f64;
         let mut dev: Vec<f64> = s.iter().map(|v| (v - median).abs()).collect();
         dev.sort_by(f64::total_cmp);
-        let mad = if n % 2 == 1 { dev[n / 2] } else { 0.5 * (dev[n / 2 - 1] + dev[n / 2]) };
+        let mad = if n % 2 == 1 {
+            dev[n / 2]
+        } else {
+            0.5 * (dev[n / 2 - 1] + dev[n / 2])
+        };
         Some(TimingStats {
             median_ms: median,
             min_ms: s[0],
@@ -103,6 +107,11 @@ impl TimingStats {
             max_ms: s[n - 1],
             spread: if median > 0.0 {
                 (s[n - 1] - s[0]) / median
+            } else {
+                0.0
+            },
+            rel_error: if median > 0.0 {
+                1.4826 * mad / median / (n as f64).sqrt()
             } else {
                 0.0
             },

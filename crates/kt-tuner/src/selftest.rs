@@ -68,7 +68,7 @@ pub const BROKEN_KERNEL: &str = r#"
 extern "C" __global__ void __launch_bounds__(BOUND) broken(const float* a, const float* b, float* c, int n) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
 #if mode == 1
-    if (i == 0) { volatile int spin = 1; while (spin) { } }
+    if (i == 0) { long long t0 = clock64(); while (clock64() - t0 >= 0) { } }
 #endif
 #if mode == 5
     this line is not C++;

@@ -13,6 +13,42 @@ use serde::{Deserialize, Serialize};
 
 use crate::dtype::DType;
 
+/// JSON has no NaN or infinity (serde_json writes `null` and cannot read it back as f64): a wrong value is
+/// often exactly that, so these fields travel as a number or as the string "NaN" / "inf" / "-inf".
+mod lossless_f64 {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(v: &f64, s: S) -> Result<S::Ok, S::Error> {
+        if v.is_finite() {
+            s.serialize_f64(*v)
+        } else if v.is_nan() {
+            s.serialize_str("NaN")
+        } else if *v > 0.0 {
+            s.serialize_str("inf")
+        } else {
+            s.serialize_str("-inf")
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Repr {
+            Num(f64),
+            Text(String),
+        }
+        match Repr::deserialize(d)? {
+            Repr::Num(v) => Ok(v),
+            Repr::Text(t) => match t.as_str() {
+                "NaN" => Ok(f64::NAN),
+                "inf" => Ok(f64::INFINITY),
+                "-inf" => Ok(f64::NEG_INFINITY),
+                other => Err(serde::de::Error::custom(format!("not a number: {other}"))),
+            },
+        }
+    }
+}
+
 /// |got - expected| <= atol + rtol * |expected| for floats; NaN never passes; integers compare exactly.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Tolerance {
@@ -71,7 +107,9 @@ pub struct OutputReport {
     pub mismatches: u64,
     /// Elements still holding the poison after the run: the kernel never wrote them.
     pub never_written: u64,
+    #[serde(with = "lossless_f64")]
     pub max_abs_error: f64,
+    #[serde(with = "lossless_f64")]
     pub max_rel_error: f64,
     /// First mismatching element index, with the values there.
     pub first_mismatch: Option<Mismatch>,
@@ -83,7 +121,9 @@ pub struct OutputReport {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Mismatch {
     pub index: u64,
+    #[serde(with = "lossless_f64")]
     pub expected: f64,
+    #[serde(with = "lossless_f64")]
     pub got: f64,
     pub never_written: bool,
 }
@@ -193,6 +233,22 @@ mod tests {
         assert!(!t.accepts(DType::Int32, 2.0, 1.0));
         assert!(t.accepts(DType::Int32, 7.0, 7.0));
         assert!(t.accepts(DType::Float64, f64::INFINITY, f64::INFINITY));
+    }
+
+    #[test]
+    fn reports_with_nan_and_infinity_survive_json() {
+        let r = compare_host(
+            "C",
+            DType::Float32,
+            Tolerance::default(),
+            &[f64::NAN, f64::INFINITY],
+            &[true, false],
+            &[1.0, 2.0],
+        );
+        let text = serde_json::to_string(&r).unwrap();
+        let back: OutputReport = serde_json::from_str(&text).unwrap();
+        assert!(back.first_mismatch.unwrap().got.is_nan());
+        assert_eq!(back.mismatches, 2);
     }
 
     #[test]

@@ -6,12 +6,14 @@ use std::process::ExitCode;
 
 use clap::Args;
 use kt_llm::Recorder;
+use kt_pipeline::prepare::KernelSource;
 use kt_pipeline::strategy::StrategyOverrides;
 use kt_pipeline::{PromptLibrary, RunDir};
 
-use super::analyze::{llm_client, runtime};
+use super::analyze::{llm_client, runtime, stage1_source};
 use super::transform::{
-    LiveView, NO_LLM, cancel_on_ctrl_c, report, stage3_settings, strategy_with,
+    LiveView, NO_LLM, cancel_on_ctrl_c, leave, report, seeded, stage3_settings, strategy_with,
+    testgen_settings,
 };
 
 #[derive(Debug, Args)]
@@ -59,6 +61,8 @@ pub fn run(args: ResumeArgs) -> anyhow::Result<ExitCode> {
     let Some((client, config)) = llm_client(args.llm.as_deref())? else {
         anyhow::bail!("{NO_LLM}");
     };
+    // The calls not made yet carry the seed the run was started with.
+    let (client, config) = seeded(client, config, meta.settings.seed)?;
     eprintln!(
         "resuming {} ({} strategy)",
         dir.root().display(),
@@ -66,11 +70,40 @@ pub fn run(args: ResumeArgs) -> anyhow::Result<ExitCode> {
     );
     let client = client.with_recorder(Recorder::open(dir.llm_jsonl())?);
     let prompts = std::sync::Arc::new(PromptLibrary::locate(args.prompts.as_deref())?);
+    // A run stopped during Stages 1-2 (Ctrl-C before Stage 3) continues those first, as `kt transform` would.
+    let earlier = if kt_pipeline::stage3::stages_1_2_finished(&dir) {
+        None
+    } else {
+        let original = PathBuf::from(&meta.kernel_file);
+        // The original file carries the sidecar (tolerances, % of peak); input.cu is the exact copy.
+        let file = if original.is_file() {
+            original
+        } else {
+            dir.input_cu()
+        };
+        let source = KernelSource::read(&file, Some(&meta.kernel))?;
+        let llm_pair = (client.clone(), config.clone());
+        let stage1 = stage1_source(
+            false,
+            Some(&llm_pair),
+            args.prompts.as_deref(),
+            kt_pipeline::stage1::DEFAULT_ATTEMPTS,
+        )?;
+        let tests = meta.settings.tests.unwrap_or(3);
+        let testgen = testgen_settings(&client, prompts.clone(), tests, meta.settings.seed)?;
+        Some((source, stage1, testgen))
+    };
     let rt = runtime()?;
     let cancel = cancel_on_ctrl_c(&rt);
     let view = LiveView::new(args.json);
     let settings = stage3_settings(strategy, client, &config, prompts, &view, cancel);
-    let outcome = rt.block_on(kt_pipeline::stage3::resume(&dir, settings));
+    let outcome = match earlier {
+        None => rt.block_on(kt_pipeline::stage3::resume(&dir, settings)),
+        Some((source, stage1, testgen)) => rt.block_on(kt_pipeline::stage3::resume_run(
+            &dir, &source, stage1, testgen, settings,
+        )),
+    };
+    leave(rt);
     view.finish();
     report(&dir, outcome, args.json)
 }

@@ -13,7 +13,7 @@ use kt_llm::{LlmClient, LlmConfig, Recorder};
 use kt_pipeline::prepare::{KernelSource, TestgenSettings};
 use kt_pipeline::stage2::{ReferenceRunner, Stage2Options, Unavailable};
 use kt_pipeline::stage3::{
-    RunResult, Stage3Settings, TransformOutcome, TuningProgress, tuner_backend,
+    Stage3Settings, TransformOutcome, TuningProgress, tuner_backend,
 };
 use kt_pipeline::strategy::{Strategy, StrategyOverrides, load_strategy};
 use kt_pipeline::{NewRun, PipelineError, PromptLibrary, RunDir, RunLlm, RunSettings};
@@ -53,6 +53,10 @@ pub struct TransformArgs {
     /// Prompt templates directory (default: KT_PROMPTS_DIR, a prompts/ directory above, else built in).
     #[arg(long, value_name = "DIR")]
     pub prompts: Option<PathBuf>,
+    /// Seed for everything random in the run: the LLM's sampling seed (providers that take one), Stage 2's
+    /// test seeds (seed, seed+1, ...) and the tuner's search seed. Recorded in run.json and result.json.
+    #[arg(long, env = "KT_SEED", value_name = "N")]
+    pub seed: Option<u64>,
     /// Print result.json instead of the summary.
     #[arg(long)]
     pub json: bool,
@@ -63,6 +67,20 @@ pub(crate) const NO_LLM: &str = "kt transform needs an LLM and none is configure
     --llm PROVIDER:MODEL (e.g. --llm openai:gpt-4.1 with OPENAI_API_KEY set, --llm anthropic:claude-sonnet-4 with \
     ANTHROPIC_API_KEY, or --llm replay:experiments/cassettes/matmul-autonomous.jsonl to replay a recorded run \
     without a key), or add to kt.toml:\n\n[llm]\nprovider = \"openai\"\nmodel = \"gpt-4.1\"\n";
+
+/// The client with the run's seed applied to its requests (kt-pipeline's `llm_seed` says which seed).
+pub(crate) fn seeded(
+    client: LlmClient,
+    mut config: LlmConfig,
+    seed: Option<u64>,
+) -> anyhow::Result<(LlmClient, LlmConfig)> {
+    let wanted = kt_pipeline::seed::llm_seed(&config, seed);
+    if wanted == config.seed {
+        return Ok((client, config));
+    }
+    config.seed = wanted;
+    Ok((config.build_client()?, config))
+}
 
 /// Live view: the graph's current node on a spinner line, and a progress bar while a candidate is tuned.
 pub(crate) struct LiveView {
@@ -156,19 +174,52 @@ pub(crate) fn strategy_with(name: &str, overrides: StrategyOverrides) -> anyhow:
     Ok(load_strategy(name, None)?.with_overrides(&overrides))
 }
 
-/// Ctrl-C cancels the graph at the next step boundary; the checkpoint before it stays.
+/// Ctrl-C (SIGINT) cancels the run at once: the step in flight (an LLM call, a generator, a tuning job) is
+/// abandoned, the last checkpoint stays, and `kt resume` continues from it. A second Ctrl-C exits at once.
 pub(crate) fn cancel_on_ctrl_c(rt: &tokio::runtime::Runtime) -> CancelToken {
     let cancel = CancelToken::new();
     let c = cancel.clone();
     rt.spawn(async move {
         if tokio::signal::ctrl_c().await.is_ok() {
-            eprintln!("\ninterrupted: stopping at the next checkpoint (Ctrl-C again to kill)");
+            eprintln!("\ninterrupted: saving the run at its last checkpoint (Ctrl-C again to exit at once)");
             c.cancel();
             let _ = tokio::signal::ctrl_c().await;
-            std::process::exit(130);
+            std::process::exit(EXIT_INTERRUPTED);
         }
     });
     cancel
+}
+
+/// Exit status of a run stopped by Ctrl-C (128 + SIGINT, as shells report it). A run stopped at a breakpoint
+/// or a node's interrupt exits 0: it did what it was asked to.
+pub(crate) const EXIT_INTERRUPTED: i32 = 130;
+
+/// Leaves the runtime without waiting for blocking work still running on it (a tuning job or a generator
+/// abandoned at Ctrl-C would otherwise hold the exit until it ends).
+pub(crate) fn leave(rt: tokio::runtime::Runtime) {
+    rt.shutdown_background();
+}
+
+/// What Stage 2 runs with in `kt transform` and in a `kt resume` that still has Stage 2 to do.
+pub(crate) fn testgen_settings(
+    client: &LlmClient,
+    prompts: Arc<PromptLibrary>,
+    tests: u32,
+    seed: Option<u64>,
+) -> anyhow::Result<TestgenSettings> {
+    Ok(TestgenSettings {
+        llm: Some(client.clone()),
+        prompts,
+        script: None,
+        options: Stage2Options {
+            tests: tests.max(1) as usize,
+            first_seed: seed.unwrap_or(Stage2Options::default().first_seed),
+            ..Stage2Options::default()
+        },
+        sandbox: Sandbox::new(Policy::for_generator()),
+        python: PythonRuntime::find_or_provision()?,
+        reference: reference_runner(),
+    })
 }
 
 pub(crate) fn stage3_settings(
@@ -208,6 +259,7 @@ pub fn run(args: TransformArgs) -> anyhow::Result<ExitCode> {
     let Some((client, config)) = llm_client(args.llm.as_deref())? else {
         anyhow::bail!("{NO_LLM}");
     };
+    let (client, config) = seeded(client, config, args.seed)?;
     let source = KernelSource::read(&args.file, args.kernel.as_deref())?;
     let kernel_name = match (&args.kernel, &source.sidecar) {
         (Some(k), _) => k.clone(),
@@ -217,7 +269,8 @@ pub fn run(args: TransformArgs) -> anyhow::Result<ExitCode> {
             .name
             .clone(),
     };
-    let python = PythonRuntime::find_or_provision()?;
+    // Found (or provisioned) before the run exists: a machine without Python gets no half-made run.
+    PythonRuntime::find_or_provision()?;
     let run = RunDir::create(
         &RunDir::base_dir(args.out.as_deref()),
         NewRun {
@@ -229,6 +282,7 @@ pub fn run(args: TransformArgs) -> anyhow::Result<ExitCode> {
                 breakdown: Some(strategy.breakdown_limit()),
                 candidates: Some(strategy.settings.candidates),
                 tests: Some(args.tests),
+                seed: args.seed,
             },
             llm: RunLlm {
                 provider: client.provider_name().into(),
@@ -246,18 +300,7 @@ pub fn run(args: TransformArgs) -> anyhow::Result<ExitCode> {
         kt_pipeline::stage1::DEFAULT_ATTEMPTS,
     )?;
     let prompts = Arc::new(PromptLibrary::locate(args.prompts.as_deref())?);
-    let testgen = TestgenSettings {
-        llm: Some(client.clone()),
-        prompts: prompts.clone(),
-        script: None,
-        options: Stage2Options {
-            tests: args.tests.max(1) as usize,
-            ..Stage2Options::default()
-        },
-        sandbox: Sandbox::new(Policy::for_generator()),
-        python,
-        reference: reference_runner(),
-    };
+    let testgen = testgen_settings(&client, prompts.clone(), args.tests, args.seed)?;
     let rt = runtime()?;
     let cancel = cancel_on_ctrl_c(&rt);
     let view = LiveView::new(args.json);
@@ -265,6 +308,7 @@ pub fn run(args: TransformArgs) -> anyhow::Result<ExitCode> {
     let outcome = rt.block_on(kt_pipeline::stage3::transform(
         &run, &source, stage1, testgen, settings,
     ));
+    leave(rt);
     view.finish();
     report(&run, outcome, args.json)
 }
@@ -280,9 +324,20 @@ pub(crate) fn report(
             if json {
                 println!("{}", serde_json::to_string_pretty(&done.result)?);
             } else {
-                print_summary(run, &done.result);
+                print_summary(&done);
             }
-            Ok(ExitCode::SUCCESS)
+            // A stop is not an error: the run is saved, and the message says how to continue it.
+            match &done.stopped {
+                Some(stop) => {
+                    eprintln!("{}", stop.message(run.root()));
+                    Ok(if stop.cancelled {
+                        ExitCode::from(EXIT_INTERRUPTED as u8)
+                    } else {
+                        ExitCode::SUCCESS
+                    })
+                }
+                None => Ok(ExitCode::SUCCESS),
+            }
         }
         Err(PipelineError::Tuning(e)) => {
             eprintln!("{e}");
@@ -302,7 +357,8 @@ pub(crate) fn report(
     }
 }
 
-fn print_summary(run: &RunDir, r: &RunResult) {
+fn print_summary(done: &TransformOutcome) {
+    let r = &done.result;
     println!(
         "kernel {} — strategy {} — {:?}",
         r.kernel, r.strategy, r.status
@@ -345,6 +401,9 @@ fn print_summary(run: &RunDir, r: &RunResult) {
         r.wall_time_s.total,
         r.wall_time_s.stage3
     );
-    println!("best kernel: {}", run.best_cu().display());
-    println!("report: {}", run.report_md().display());
+    if let Some(branch) = done.results.branch() {
+        println!("results of branch {branch} (the main branch's stay in the run directory)");
+    }
+    println!("best kernel: {}", done.results.best_cu().display());
+    println!("report: {}", done.results.report_md().display());
 }

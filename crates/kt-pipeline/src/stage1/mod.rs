@@ -42,8 +42,7 @@ pub async fn analyze(
     let graph = graph::build(deps, attempts)?;
     let executor = Executor::new(graph, store);
     let initial = Stage1State::new(source, kernel_name.map(str::to_string), default_block);
-    let outcome = executor
-        .start(run, initial, RunOptions::default())
+    let outcome = crate::graph_run::start_or_resume(&executor, run, initial, RunOptions::default())
         .await
         .map_err(|e| PipelineError::Graph {
             stage: "stage 1",

@@ -295,7 +295,8 @@ async fn make_test(
     let info = state.info.as_ref().ok_or_else(|| missing("KernelInfo"))?;
     let opts = &deps.options;
     let index = state.tests.len();
-    let seed = opts.first_seed + index as u64;
+    // Wrapping: a user seed near u64::MAX must not panic.
+    let seed = opts.first_seed.wrapping_add(index as u64);
 
     // 1. The program.
     let needs_llm =

@@ -67,8 +67,7 @@ pub async fn make_tests(
         script,
         ..Stage2State::default()
     };
-    let outcome = executor
-        .start(run, initial, RunOptions::default())
+    let outcome = crate::graph_run::start_or_resume(&executor, run, initial, RunOptions::default())
         .await
         .map_err(|e| PipelineError::Graph {
             stage: "stage 2",

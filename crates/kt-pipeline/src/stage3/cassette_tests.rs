@@ -86,6 +86,7 @@ fn new_run(base: &Path) -> RunDir {
                 breakdown: Some(1),
                 candidates: Some(1),
                 tests: Some(3),
+                seed: None,
             },
             llm: RunLlm {
                 provider: "scripted".into(),

@@ -60,8 +60,8 @@ pub use state::{
     StepRecord, StepStatus,
 };
 pub use transform::{
-    BackendFactory, BackendInputs, EventSink, Stage3Settings, TransformOutcome, resume, transform,
-    tuner_backend,
+    BackendFactory, BackendInputs, EventSink, Stage3Settings, Stopped, TransformOutcome, resume,
+    resume_run, stages_1_2_finished, transform, tuner_backend,
 };
 pub use tunable_kernel::{BLOCK_SIZE_NAMES, KernelVersion, TunableKernel, default_grid_divisors};
 pub use tuner_backend::{TunerBackend, TunerBackendConfig};

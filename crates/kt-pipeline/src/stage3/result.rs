@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use super::backend::TuningBackend;
 use super::state::{Stage3State, StepStatus};
 use crate::error::PipelineError;
-use crate::run_dir::{RunDir, RunLlm, RunSettings, RunStatus};
+use crate::run_dir::{ResultFiles, RunDir, RunLlm, RunSettings, RunStatus};
 
 /// One step in `result.json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -62,6 +62,10 @@ pub struct RunResult {
     pub cost_usd: Option<f64>,
     pub wall_time_s: WallTimes,
     pub error: Option<String>,
+    /// `b<N>` when these are the results of a branch other than the main one (`kt resume` after `kt replay`
+    /// or `kt fork`), written under `branches/b<N>/`; absent for the main branch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub branch: Option<String>,
 }
 
 /// Token and cost totals of a run, read from its `llm.jsonl` (every call of every stage, resumed runs included).
@@ -223,6 +227,7 @@ pub fn build_result(
         cost_usd: totals.cost_usd,
         wall_time_s: wall,
         error,
+        branch: None,
     })
 }
 
@@ -237,6 +242,11 @@ pub fn report_markdown(result: &RunResult, state: Option<&Stage3State>) -> Strin
         "- run: `{}`, strategy **{}**, status **{:?}**\n",
         result.run_id, result.strategy, result.status
     ));
+    if let Some(branch) = &result.branch {
+        md.push_str(&format!(
+            "- branch **{branch}** (continued from `kt replay` or `kt fork`; the main branch's results are in the run's root)\n"
+        ));
+    }
     md.push_str(&format!(
         "- LLM: {} {}\n",
         result.llm.provider, result.llm.model
@@ -328,9 +338,11 @@ pub fn report_markdown(result: &RunResult, state: Option<&Stage3State>) -> Strin
     md
 }
 
-/// Writes best.cu, best_params.json, the Kernel Tuner export, result.json and report.md.
+/// Writes best.cu, best_params.json, the Kernel Tuner export, result.json and report.md into `out` (the
+/// run's root for the main branch, `branches/b<N>/` for another: [`RunDir::results`]).
 pub fn write_result(
     dir: &RunDir,
+    out: &ResultFiles,
     state: Option<&Stage3State>,
     backend: Option<&dyn TuningBackend>,
     status: RunStatus,
@@ -340,21 +352,23 @@ pub fn write_result(
     let write = |path: &Path, text: &str| {
         std::fs::write(path, text).map_err(|e| PipelineError::io("writing", path, e))
     };
+    std::fs::create_dir_all(out.root())
+        .map_err(|e| PipelineError::io("creating", out.root(), e))?;
     if let Some(s) = state
         && let Some(text) = best_cu_text(s)
     {
-        write(&dir.best_cu(), &text)?;
+        write(&out.best_cu(), &text)?;
         let best = s
             .best
             .as_ref()
             .map(|b| b.best_params.clone())
             .unwrap_or_default();
         write(
-            &dir.best_params_json(),
+            &out.best_params_json(),
             &serde_json::to_string_pretty(&best).unwrap_or_default(),
         )?;
         if let (Some(backend), Some(b)) = (backend, s.best.as_ref()) {
-            let kt_dir = dir.kernel_tuner_dir();
+            let kt_dir = out.kernel_tuner_dir();
             std::fs::create_dir_all(&kt_dir)
                 .map_err(|e| PipelineError::io("creating", &kt_dir, e))?;
             if let Err(e) = backend.export_kernel_tuner(&b.kernel, &kt_dir) {
@@ -362,14 +376,15 @@ pub fn write_result(
             }
         }
     }
-    let result = build_result(dir, state, status, wall, error)?;
+    let mut result = build_result(dir, state, status, wall, error)?;
+    result.branch = out.branch().map(str::to_string);
     let json = serde_json::to_string_pretty(&result).map_err(|e| PipelineError::BadFile {
-        path: dir.result_json(),
+        path: out.result_json(),
         what: "JSON",
         message: e.to_string(),
     })?;
-    write(&dir.result_json(), &json)?;
-    write(&dir.report_md(), &report_markdown(&result, state))?;
+    write(&out.result_json(), &json)?;
+    write(&out.report_md(), &report_markdown(&result, state))?;
     Ok(result)
 }
 
@@ -441,6 +456,7 @@ mod tests {
         };
         let r = write_result(
             &run,
+            &run.results(0),
             Some(&state),
             None,
             RunStatus::Finished,

@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use kt_graph::{
     CancelToken, CheckpointStore, Event, Executor, GraphError, RunId, RunOptions, RunOutcome,
-    SqliteStore,
+    SqliteStore, StopReason,
 };
 use kt_llm::{LlmClient, StructuredMode};
 
@@ -21,7 +21,7 @@ use super::tunable_kernel::TunableKernel;
 use super::tuner_backend::{TunerBackend, TunerBackendConfig};
 use crate::error::PipelineError;
 use crate::prepare::{KernelSource, Stage1Source, TestgenSettings, prepare};
-use crate::run_dir::{RunDir, RunStatus};
+use crate::run_dir::{ResultFiles, RunDir, RunStatus};
 use crate::strategy::Strategy;
 use crate::{KernelInfo, PromptLibrary};
 
@@ -63,6 +63,8 @@ pub fn tuner_backend(inputs: &BackendInputs<'_>) -> Arc<dyn TuningBackend> {
         flops: inputs.sidecar.map(|s| s.flops.text()),
         bytes: inputs.sidecar.map(|s| s.bytes.text()),
         strategy: kt_tuner::Strategy::BruteForce,
+        // Brute force ignores it; it is passed so a randomized strategy here stays reproducible per run.
+        seed: inputs.run.read_meta().ok().and_then(|m| m.settings.seed),
         max_evals: Some(400),
         time_limit: Some(std::time::Duration::from_secs(600)),
         original: inputs.original.clone(),
@@ -87,6 +89,54 @@ pub struct Stage3Settings {
 pub struct TransformOutcome {
     pub result: RunResult,
     pub state: Option<Stage3State>,
+    /// Set when the run stopped before its end without failing (a breakpoint, a node's interrupt, the step
+    /// limit, Ctrl-C); `kt resume` continues it.
+    pub stopped: Option<Stopped>,
+    /// Where the result files went (the run's root, or `branches/b<N>/` for a side branch).
+    pub results: ResultFiles,
+}
+
+/// Where and why a run stopped early. Not an error: the run is saved and resumable.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stopped {
+    /// The checkpoint `kt resume` continues from; None when Stages 1-2 were interrupted before Stage 3 began.
+    pub checkpoint: Option<u64>,
+    /// `before apply`, `after select`, `at an interrupt of plan`, `at the step limit`, `during stages 1-2`.
+    pub at: String,
+    /// Ctrl-C (the run's cancel token), as opposed to a stop the run was set up for.
+    pub cancelled: bool,
+}
+
+impl Stopped {
+    fn of<S>(outcome: &RunOutcome<S>) -> Stopped {
+        let at = match outcome {
+            RunOutcome::Stopped { reason, .. } => match reason {
+                StopReason::BeforeNode(node) => format!("before {node}"),
+                StopReason::AfterNode(node) => format!("after {node}"),
+                StopReason::Interrupt { node, .. } => format!("at an interrupt of {node}"),
+            },
+            RunOutcome::Paused { .. } | RunOutcome::Finished { .. } => "at the step limit".into(),
+        };
+        Stopped {
+            checkpoint: Some(outcome.checkpoint().0),
+            at,
+            cancelled: false,
+        }
+    }
+
+    /// `stopped before apply at checkpoint 12; `kt resume RUN` continues` (Ctrl-C: `interrupted ...`).
+    pub fn message(&self, run: &std::path::Path) -> String {
+        let verb = if self.cancelled {
+            "interrupted"
+        } else {
+            "stopped"
+        };
+        let at = match self.checkpoint {
+            Some(cp) => format!("{verb} {} at checkpoint {cp}", self.at),
+            None => format!("{verb} {}", self.at),
+        };
+        format!("{at}; `kt resume {}` continues", run.display())
+    }
 }
 
 fn stage3_run_id(run: &RunDir) -> RunId {
@@ -109,13 +159,56 @@ fn graph_span_s(store: &dyn CheckpointStore, run: &str) -> Option<f64> {
     Some((last - first) as f64 / 1000.0)
 }
 
-/// The wall times recorded by an earlier part of this run (a resumed run adds to them).
-fn earlier_wall(run: &RunDir) -> WallTimes {
-    std::fs::read_to_string(run.result_json())
+/// The wall times recorded by an earlier part of this line of the run (a resumed run adds to them). A side
+/// branch without results yet starts from the main branch's Stages 1-2.
+fn earlier_wall(run: &RunDir, out: &ResultFiles) -> WallTimes {
+    let read = |path: std::path::PathBuf| {
+        std::fs::read_to_string(path)
+            .ok()
+            .and_then(|t| serde_json::from_str::<RunResult>(&t).ok())
+            .map(|r| r.wall_time_s)
+    };
+    if let Some(w) = read(out.result_json()) {
+        return w;
+    }
+    let main = read(run.result_json()).unwrap_or_default();
+    WallTimes {
+        stage3: 0.0,
+        total: main.stage1 + main.stage2,
+        ..main
+    }
+}
+
+/// The branch `kt resume` continues: that of the Stage 3 graph's latest checkpoint (0 when there is none).
+fn resumed_branch(store: &dyn CheckpointStore, id: &RunId) -> u32 {
+    store
+        .latest_checkpoint(id)
         .ok()
-        .and_then(|t| serde_json::from_str::<RunResult>(&t).ok())
-        .map(|r| r.wall_time_s)
-        .unwrap_or_default()
+        .flatten()
+        .and_then(|cp| store.get_checkpoint(id, cp).ok().flatten())
+        .map_or(0, |cp| cp.branch.0)
+}
+
+/// Whether Stages 1 and 2 of `run` finished: its `kernel_info.json` and `tests/` exist and its Stage 2 graph,
+/// when it has one (runs assembled by hand have none), reached its end. When not, [`resume_run`] runs what is
+/// left of them before Stage 3.
+pub fn stages_1_2_finished(run: &RunDir) -> bool {
+    if !run.kernel_info_json().is_file() || !run.tests_dir().is_dir() {
+        return false;
+    }
+    let Ok(store) = open_store(run) else {
+        return false;
+    };
+    let id = RunId::new(format!("{}/stage2", run.run_id()));
+    match store.latest_checkpoint(&id) {
+        Ok(Some(cp)) => store
+            .get_checkpoint(&id, cp)
+            .ok()
+            .flatten()
+            .is_some_and(|cp| cp.is_finished()),
+        Ok(None) => true,
+        Err(_) => false,
+    }
 }
 
 /// Runs Stages 1, 2 and 3 into `run`.
@@ -128,12 +221,45 @@ pub async fn transform(
 ) -> Result<TransformOutcome, PipelineError> {
     let started = Instant::now();
     let mut wall = WallTimes::default();
-    let prepared = match prepare(run, source, stage1, testgen).await {
+    // Stages 1-2 take no cancel token of their own: dropping their future at Ctrl-C abandons the step in
+    // flight (an LLM call, a generator), and their graphs keep every committed checkpoint for `kt resume`.
+    let cancel = stage3.cancel.clone();
+    let prepared = tokio::select! {
+        biased;
+        () = cancel.cancelled() => {
+            wall.total = started.elapsed().as_secs_f64();
+            wall.stage1 = wall.total;
+            let stopped = Stopped {
+                checkpoint: None,
+                at: "during stages 1-2".into(),
+                cancelled: true,
+            };
+            let out = run.results(0);
+            let result = write_result(
+                run,
+                &out,
+                None,
+                None,
+                RunStatus::Interrupted,
+                wall,
+                Some(stopped.message(run.root())),
+            )?;
+            run.set_status(RunStatus::Interrupted)?;
+            return Ok(TransformOutcome {
+                result,
+                state: None,
+                stopped: Some(stopped),
+                results: out,
+            });
+        }
+        prepared = prepare(run, source, stage1, testgen) => prepared,
+    };
+    let prepared = match prepared {
         Ok(p) => p,
         Err(e) => {
             wall.total = started.elapsed().as_secs_f64();
             wall.stage1 = wall.total;
-            return finish(run, None, None, wall, Err(e));
+            return finish(run, &run.results(0), None, None, wall, Err(e));
         }
     };
     // prepare() runs both stages; their checkpoints say how its time split.
@@ -153,9 +279,26 @@ pub async fn transform(
         source.sidecar.as_ref().map(|s| s.path.clone()),
         stage3,
         wall,
-        false,
+        run.results(0),
     )
     .await
+}
+
+/// Continues a run from wherever it stopped: what is left of Stages 1 and 2 first when they did not finish
+/// (their graphs resume from their checkpoints, reusing recorded answers), then Stage 3 as [`resume`] does.
+/// `source` is the run's kernel (its `input.cu`, or the original file when it still exists, for its sidecar).
+pub async fn resume_run(
+    run: &RunDir,
+    source: &KernelSource,
+    stage1: Stage1Source,
+    testgen: TestgenSettings,
+    stage3: Stage3Settings,
+) -> Result<TransformOutcome, PipelineError> {
+    if stages_1_2_finished(run) {
+        return resume(run, stage3).await;
+    }
+    run.set_status(RunStatus::Running)?;
+    transform(run, source, stage1, testgen, stage3).await
 }
 
 /// Continues a run's Stage 3 from its last checkpoint (Stages 1 and 2 must have finished).
@@ -184,18 +327,14 @@ pub async fn resume(
     let meta = run.read_meta()?;
     let sidecar = kt_cuda::Sidecar::path_for(std::path::Path::new(&meta.kernel_file));
     let sidecar = sidecar.is_file().then_some(sidecar);
-    run.set_status(RunStatus::Running)?;
-    run_stage3(
-        run,
-        &source,
-        &kernel,
-        &info,
-        sidecar,
-        stage3,
-        earlier_wall(run),
-        true,
-    )
-    .await
+    let branch = resumed_branch(open_store(run)?.as_ref(), &stage3_run_id(run));
+    let out = run.results(branch);
+    // run.json describes the main branch: continuing a side branch leaves it as it is.
+    if out.branch().is_none() {
+        run.set_status(RunStatus::Running)?;
+    }
+    let wall = earlier_wall(run, &out);
+    run_stage3(run, &source, &kernel, &info, sidecar, stage3, wall, out).await
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -207,8 +346,9 @@ async fn run_stage3(
     sidecar_path: Option<std::path::PathBuf>,
     settings: Stage3Settings,
     mut wall: WallTimes,
-    resuming: bool,
+    out: ResultFiles,
 ) -> Result<TransformOutcome, PipelineError> {
+    let main = out.branch().is_none();
     let started = Instant::now();
     let sidecar = match &sidecar_path {
         Some(p) => Some(kt_cuda::Sidecar::load(p)?),
@@ -231,7 +371,7 @@ async fn run_stage3(
     let cx = Stage3Context::new(settings.strategy.clone(), facts, settings.prompts.clone())
         .with_llm(settings.llm.clone())
         .with_backend(backend.clone())
-        .with_run_dir(run.root())
+        .with_run_dir(out.root())
         .with_progress(settings.progress.clone())
         .with_structured_mode(settings.mode);
     let graph = build_graph(Arc::new(cx))?;
@@ -252,7 +392,7 @@ async fn run_stage3(
         ..RunOptions::default()
     };
     let exists = executor.run_meta(&id).is_ok();
-    let outcome = if resuming && exists {
+    let outcome = if exists {
         executor.resume(&id, opts).await
     } else {
         executor
@@ -270,59 +410,72 @@ async fn run_stage3(
             .ok()
             .and_then(|cp| exec.state_at(&id, cp).ok())
     };
-    let result = match outcome {
-        Ok(RunOutcome::Finished { state, .. }) => Ok(state),
-        Ok(other) => Err((
-            RunStatus::Interrupted,
-            format!(
-                "the run stopped at checkpoint {} before its end; `kt resume {}` continues it",
-                other.checkpoint(),
-                run.root().display()
-            ),
-            Some(other.into_state()),
-        )),
-        Err(GraphError::Cancelled { .. }) => Err((
-            RunStatus::Interrupted,
-            format!(
-                "interrupted; `kt resume {}` continues from the last checkpoint",
-                run.root().display()
-            ),
+    let set_status = |status: RunStatus| {
+        if main {
+            run.set_status(status)
+        } else {
+            Ok(())
+        }
+    };
+    let (stopped, state) = match outcome {
+        Ok(RunOutcome::Finished { state, .. }) => {
+            return finish(run, &out, Some(state), Some(backend.as_ref()), wall, Ok(()));
+        }
+        Ok(other) => (Stopped::of(&other), Some(other.into_state())),
+        Err(GraphError::Cancelled { checkpoint, .. }) => (
+            Stopped {
+                checkpoint: Some(checkpoint.0),
+                at: "in stage 3".into(),
+                cancelled: true,
+            },
             last_state(&executor),
-        )),
+        ),
         Err(e) => {
             let message = e.to_string();
-            let status = if message.contains("CUDA GPU is needed") {
+            let gpu_missing = message.contains("CUDA GPU is needed");
+            let status = if gpu_missing {
                 RunStatus::Interrupted
             } else {
                 RunStatus::Failed
             };
-            Err((status, message, last_state(&executor)))
-        }
-    };
-    match result {
-        Ok(state) => finish(run, Some(state), Some(backend.as_ref()), wall, Ok(())),
-        Err((status, message, state)) => {
             let written = write_result(
                 run,
-                state.as_ref(),
+                &out,
+                last_state(&executor).as_ref(),
                 Some(backend.as_ref()),
                 status,
                 wall,
                 Some(message.clone()),
             );
-            run.set_status(status)?;
+            set_status(status)?;
             written?;
-            if status == RunStatus::Interrupted && message.contains("CUDA GPU is needed") {
+            if gpu_missing {
                 return Err(PipelineError::Tuning(BackendError::GpuUnavailable {
                     detail: strip_gpu_prefix(&message),
                 }));
             }
-            Err(PipelineError::Graph {
+            return Err(PipelineError::Graph {
                 stage: "stage 3",
                 message,
-            })
+            });
         }
-    }
+    };
+    let result = write_result(
+        run,
+        &out,
+        state.as_ref(),
+        Some(backend.as_ref()),
+        RunStatus::Interrupted,
+        wall,
+        Some(stopped.message(run.root())),
+    )?;
+    set_status(RunStatus::Interrupted)?;
+    Ok(TransformOutcome {
+        result,
+        state,
+        stopped: Some(stopped),
+        results: out,
+    })
 }
 
 /// The reason inside a "a CUDA GPU is needed from here on: …" message, without the engine's wrapping.
@@ -339,6 +492,7 @@ fn strip_gpu_prefix(message: &str) -> String {
 
 fn finish(
     run: &RunDir,
+    out: &ResultFiles,
     state: Option<Stage3State>,
     backend: Option<&dyn TuningBackend>,
     wall: WallTimes,
@@ -348,25 +502,36 @@ fn finish(
         Ok(()) => {
             let result = write_result(
                 run,
+                out,
                 state.as_ref(),
                 backend,
                 RunStatus::Finished,
                 wall,
                 None,
             )?;
-            run.set_status(RunStatus::Finished)?;
-            Ok(TransformOutcome { result, state })
+            if out.branch().is_none() {
+                run.set_status(RunStatus::Finished)?;
+            }
+            Ok(TransformOutcome {
+                result,
+                state,
+                stopped: None,
+                results: out.clone(),
+            })
         }
         Err(e) => {
             let _ = write_result(
                 run,
+                out,
                 state.as_ref(),
                 backend,
                 RunStatus::Failed,
                 wall,
                 Some(e.to_string()),
             );
-            run.set_status(RunStatus::Failed)?;
+            if out.branch().is_none() {
+                run.set_status(RunStatus::Failed)?;
+            }
             Err(e)
         }
     }

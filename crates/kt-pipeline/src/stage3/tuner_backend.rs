@@ -36,6 +36,8 @@ pub struct TunerBackendConfig {
     pub flops: Option<String>,
     pub bytes: Option<String>,
     pub strategy: kt_tuner::Strategy,
+    /// The search seed of a randomized strategy (the run's `--seed`); kt-tuner's default when absent.
+    pub seed: Option<u64>,
     /// Bounds per candidate.
     pub max_evals: Option<usize>,
     pub time_limit: Option<Duration>,
@@ -145,8 +147,10 @@ impl TunerBackend {
     }
 
     fn options(&self, kernel_hash: &str) -> TuneOptions {
+        let defaults = TuneOptions::default();
         TuneOptions {
             strategy: self.config.strategy,
+            seed: self.config.seed.unwrap_or(defaults.seed),
             limits: Limits {
                 max_evals: self.config.max_evals,
                 time_limit: self.config.time_limit,
@@ -156,7 +160,7 @@ impl TunerBackend {
                     .cache_dir
                     .join(format!("results-{kernel_hash}.jsonl")),
             ),
-            ..TuneOptions::default()
+            ..defaults
         }
     }
 

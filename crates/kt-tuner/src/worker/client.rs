@@ -122,10 +122,10 @@ impl WorkerClient {
     fn fail_died(&mut self, what: String) -> WorkerFailure {
         // give the exit and the last output a moment to arrive before reporting them
         std::thread::sleep(Duration::from_millis(50));
-        let status = match self.process.child.try_wait() {
-            Ok(Some(s)) => s.to_string(),
-            _ => "still running (killed)".to_string(),
-        };
+        let status = self
+            .process
+            .exit_status()
+            .unwrap_or_else(|| "still running (killed)".to_string());
         self.kill();
         let tail = self.process.tail_text();
         let mut detail = format!("{what}{}{status}", if what.is_empty() { "" } else { "; " });

@@ -750,9 +750,9 @@ impl GpuWorker {
                     // inputs must come out unchanged: exact byte comparison with the pristine copy
                     let bytes = *n * dt.size() as u64;
                     // widest word that divides the size: far fewer elements than comparing byte by byte
-                    let (word, words) = if bytes % 8 == 0 {
+                    let (word, words) = if bytes.is_multiple_of(8) {
                         (DType::Uint64, bytes / 8)
-                    } else if bytes % 4 == 0 {
+                    } else if bytes.is_multiple_of(4) {
                         (DType::Uint32, bytes / 4)
                     } else {
                         (DType::Uint8, bytes)
@@ -762,8 +762,8 @@ impl GpuWorker {
                             name,
                             *work,
                             *pristine,
-                            DType::Uint8,
-                            bytes,
+                            word,
+                            words,
                             Tolerance {
                                 rtol: 0.0,
                                 atol: 0.0,
@@ -796,7 +796,8 @@ impl GpuWorker {
             }
             outcome.timing = Some(match first_ms {
                 Some(ms) if policy.aborts_after_first_run(ms, r.best_ms) => {
-                    let mut s = TimingStats::from_samples(&[ms]).ok_or_else(|| LaunchError::Crashed("no samples".into()))?;
+                    let mut s = TimingStats::from_samples(&[ms])
+                        .ok_or_else(|| LaunchError::Crashed("no samples".into()))?;
                     s.aborted_early = true;
                     s
                 }
