@@ -247,3 +247,224 @@ fn demo_replay_on_a_gpu_finishes_with_a_faster_verified_kernel() {
     assert_eq!(result["correct"], true);
     assert!(result["speedup"].as_f64().unwrap() > 1.0, "{result}");
 }
+
+/// Like [`kt`], with extra environment variables.
+fn kt_env(home: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_kt"));
+    cmd.args(args)
+        .current_dir(root())
+        .env_remove("KT_CONFIG")
+        .env_remove("KT_LLM")
+        .env_remove("KT_RUNS_DIR")
+        .env_remove("KT_PROMPTS_DIR")
+        .env_remove("KT_SEED")
+        .env("HOME", home)
+        .env("XDG_CONFIG_HOME", home.join("no-config"));
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.output().expect("kt runs")
+}
+
+fn only_run(out_dir: &Path) -> PathBuf {
+    let runs: Vec<PathBuf> = std::fs::read_dir(out_dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    runs[0].clone()
+}
+
+fn read_json(path: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+#[test]
+fn the_seed_from_kt_seed_is_recorded_and_seeds_the_tests() {
+    if !has_numpy() || has_gpu() {
+        eprintln!("skipped: needs python3 with numpy and no GPU (KT_GPU unset)");
+        return;
+    }
+    let home = tempfile::tempdir().unwrap();
+    let out_dir = home.path().join("runs");
+    let out = kt_env(
+        home.path(),
+        &[
+            "transform",
+            "naive-kernels/matmul.cu",
+            "--tests",
+            "1",
+            "--llm",
+            "scripted:experiments/cassettes/matmul-autonomous.toml",
+            "--out",
+            out_dir.to_str().unwrap(),
+        ],
+        &[("KT_SEED", "41")],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    let run = only_run(&out_dir);
+    assert_eq!(read_json(&run.join("run.json"))["settings"]["seed"], 41);
+    assert_eq!(read_json(&run.join("result.json"))["settings"]["seed"], 41);
+    let tests: Vec<PathBuf> = std::fs::read_dir(run.join("tests"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.join("manifest.json").is_file())
+        .collect();
+    assert_eq!(tests.len(), 1, "{tests:?}");
+    assert_eq!(read_json(&tests[0].join("manifest.json"))["seed"], 41);
+
+    // `--seed` wins over KT_SEED.
+    let out_dir = home.path().join("runs-flag");
+    kt_env(
+        home.path(),
+        &[
+            "transform",
+            "naive-kernels/matmul.cu",
+            "--tests",
+            "1",
+            "--seed",
+            "5",
+            "--llm",
+            "scripted:experiments/cassettes/matmul-autonomous.toml",
+            "--out",
+            out_dir.to_str().unwrap(),
+        ],
+        &[("KT_SEED", "41")],
+    );
+    assert_eq!(
+        read_json(&only_run(&out_dir).join("run.json"))["settings"]["seed"],
+        5
+    );
+}
+
+/// An OpenAI-style server on 127.0.0.1 that accepts connections, reads each request and never answers, for
+/// at most 60 s. Sends on `accepted` each time a request has come in.
+fn hanging_llm_server(accepted: std::sync::mpsc::Sender<()>) -> u16 {
+    use std::io::Read;
+    use std::time::{Duration, Instant};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        let until = Instant::now() + Duration::from_secs(60);
+        // Held open, unanswered, until the thread ends.
+        let mut held = Vec::new();
+        while Instant::now() < until {
+            match listener.accept() {
+                Ok((mut stream, _)) => {
+                    stream.set_nonblocking(false).unwrap();
+                    stream
+                        .set_read_timeout(Some(Duration::from_millis(500)))
+                        .unwrap();
+                    let mut buf = [0u8; 4096];
+                    let _ = stream.read(&mut buf);
+                    let _ = accepted.send(());
+                    held.push(stream);
+                }
+                Err(_) => std::thread::sleep(Duration::from_millis(20)),
+            }
+        }
+    });
+    port
+}
+
+#[test]
+fn ctrl_c_during_a_hanging_llm_call_exits_at_once_with_a_resumable_interrupted_run() {
+    if !has_numpy() {
+        eprintln!("skipped: python3 with numpy is needed (kt transform checks for it before it starts)");
+        return;
+    }
+    let home = tempfile::tempdir().unwrap();
+    let out_dir = home.path().join("runs");
+    let (tx, rx) = std::sync::mpsc::channel();
+    let port = hanging_llm_server(tx);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_kt"))
+        .args([
+            "transform",
+            "naive-kernels/matmul.cu",
+            "--tests",
+            "1",
+            "--seed",
+            "3",
+            "--out",
+            out_dir.to_str().unwrap(),
+        ])
+        .current_dir(root())
+        .env_remove("KT_CONFIG")
+        .env_remove("KT_RUNS_DIR")
+        .env_remove("KT_PROMPTS_DIR")
+        .env("KT_LLM", "openai:gpt-4.1")
+        .env("KT_LLM_BASE_URL", format!("http://127.0.0.1:{port}/v1"))
+        .env("OPENAI_API_KEY", "test-key")
+        .env("HOME", home.path())
+        .env("XDG_CONFIG_HOME", home.path().join("no-config"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Stage 1's first question is in flight (and will never be answered) once the server has it.
+    rx.recv_timeout(std::time::Duration::from_secs(60))
+        .expect("kt transform never called the LLM");
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let sent = std::time::Instant::now();
+    // SAFETY: sends a signal to the child we spawned; no memory is involved.
+    assert_eq!(
+        unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) },
+        0
+    );
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if sent.elapsed() > std::time::Duration::from_secs(10) {
+            child.kill().unwrap();
+            panic!("kt transform still running 10 s after SIGINT");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let took = sent.elapsed();
+    let out = child.wait_with_output().unwrap();
+    let stderr = text(&out.stderr);
+    assert!(
+        took < std::time::Duration::from_secs(3),
+        "exited {took:?} after SIGINT\n{stderr}"
+    );
+    assert_eq!(status.code(), Some(130), "{stderr}");
+    let run = only_run(&out_dir);
+    assert!(
+        stderr.contains(&format!("`kt resume {}` continues", run.display())),
+        "{stderr}"
+    );
+    assert_eq!(read_json(&run.join("run.json"))["status"], "interrupted");
+    let result = read_json(&run.join("result.json"));
+    assert_eq!(result["status"], "interrupted");
+    assert!(!run.join("kernel_info.json").exists());
+
+    // `kt resume` takes it from there: Stage 1 and 2 with scripted answers, then Stage 3 as far as this
+    // machine allows (its first GPU step without a GPU).
+    let again = kt(
+        home.path(),
+        &[
+            "resume",
+            run.to_str().unwrap(),
+            "--llm",
+            "scripted:experiments/cassettes/matmul-autonomous.toml",
+        ],
+    );
+    let stderr = text(&again.stderr);
+    assert!(run.join("kernel_info.json").is_file(), "{stderr}");
+    let meta = read_json(&run.join("run.json"));
+    if has_gpu() {
+        assert!(again.status.success(), "{stderr}");
+        assert_eq!(meta["status"], "finished");
+    } else {
+        assert_eq!(again.status.code(), Some(2), "{stderr}");
+        assert!(stderr.contains("a CUDA GPU is needed"), "{stderr}");
+        assert!(
+            std::fs::read_dir(run.join("tests"))
+                .unwrap()
+                .any(|e| e.unwrap().path().join("manifest.json").is_file()),
+            "Stage 2 made its test"
+        );
+    }
+}
