@@ -556,7 +556,10 @@ fn a_break_before_apply_stops_the_run_there_and_resume_finishes_it() {
     );
     let meta: Value =
         serde_json::from_str(&std::fs::read_to_string(run_dir.join("run.json")).unwrap()).unwrap();
-    assert_eq!(meta["status"], "finished", "run.json still describes the main branch");
+    assert_eq!(
+        meta["status"], "finished",
+        "run.json still describes the main branch"
+    );
     let best = ok_json(
         home.path(),
         &[

@@ -371,7 +371,9 @@ fn hanging_llm_server(accepted: std::sync::mpsc::Sender<()>) -> u16 {
 #[test]
 fn ctrl_c_during_a_hanging_llm_call_exits_at_once_with_a_resumable_interrupted_run() {
     if !has_numpy() {
-        eprintln!("skipped: python3 with numpy is needed (kt transform checks for it before it starts)");
+        eprintln!(
+            "skipped: python3 with numpy is needed (kt transform checks for it before it starts)"
+        );
         return;
     }
     let home = tempfile::tempdir().unwrap();
@@ -461,9 +463,11 @@ fn ctrl_c_during_a_hanging_llm_call_exits_at_once_with_a_resumable_interrupted_r
         assert_eq!(again.status.code(), Some(2), "{stderr}");
         assert!(stderr.contains("a CUDA GPU is needed"), "{stderr}");
         assert!(
-            std::fs::read_dir(run.join("tests"))
+            std::fs::read_dir(run.join("tests")).unwrap().any(|e| e
                 .unwrap()
-                .any(|e| e.unwrap().path().join("manifest.json").is_file()),
+                .path()
+                .join("manifest.json")
+                .is_file()),
             "Stage 2 made its test"
         );
     }

@@ -504,7 +504,10 @@ mod tests {
         let e = Design::parse(&bad, Path::new("x.toml"))
             .unwrap_err()
             .to_string();
-        assert!(e.contains("`seed`") && e.contains("set by the experiment"), "{e}");
+        assert!(
+            e.contains("`seed`") && e.contains("set by the experiment"),
+            "{e}"
+        );
         let bad = SMALL.replace("settings = { tests = 1 }", "settings = { Tests = 1 }");
         assert!(Design::parse(&bad, Path::new("x.toml")).is_err());
     }

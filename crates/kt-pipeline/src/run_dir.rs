@@ -442,7 +442,10 @@ mod tests {
         assert_eq!(main.branch(), None);
         let side = run.results(2);
         assert_eq!(side.root(), run.root().join("branches/b2"));
-        assert_eq!(side.result_json(), run.root().join("branches/b2/result.json"));
+        assert_eq!(
+            side.result_json(),
+            run.root().join("branches/b2/result.json")
+        );
         assert_eq!(side.kernels_dir(), run.root().join("branches/b2/kernels"));
         assert_eq!(side.branch(), Some("b2"));
     }

@@ -51,8 +51,7 @@ mod tests {
             .complete(kt_llm::LlmRequest::new("n").user("q"))
             .await
             .unwrap();
-        let replay =
-            LlmConfig::parse_spec(&format!("replay:{}", cassette.display())).unwrap();
+        let replay = LlmConfig::parse_spec(&format!("replay:{}", cassette.display())).unwrap();
         assert_eq!(llm_seed(&replay, Some(7)), Some(42));
         assert_eq!(llm_seed(&replay, None), Some(42));
 
@@ -63,8 +62,7 @@ mod tests {
             .complete(kt_llm::LlmRequest::new("n").user("q"))
             .await
             .unwrap();
-        let replay =
-            LlmConfig::parse_spec(&format!("replay:{}", unseeded.display())).unwrap();
+        let replay = LlmConfig::parse_spec(&format!("replay:{}", unseeded.display())).unwrap();
         assert_eq!(llm_seed(&replay, Some(7)), None);
     }
 }

@@ -345,13 +345,19 @@ mod tests {
             log: CallLog::default(),
             prompt_override: Mutex::new(None),
         };
-        let scripted = wrap(Arc::new(ScriptedProvider::from_answers("x".into(), Vec::new())));
+        let scripted = wrap(Arc::new(ScriptedProvider::from_answers(
+            "x".into(),
+            Vec::new(),
+        )));
         assert!(!scripted.billed());
         assert!(!scripted.native_schema());
         let mut config = LlmConfig::parse_spec("openai:gpt-4.1").unwrap();
         config.api_key = Some(kt_llm::ApiKey::new("test-key"));
         let live = wrap(config.build_provider().unwrap());
         assert!(live.billed());
-        assert!(live.native_schema(), "the OpenAI provider constrains output itself");
+        assert!(
+            live.native_schema(),
+            "the OpenAI provider constrains output itself"
+        );
     }
 }

@@ -1,5 +1,7 @@
-//! `kt resume RUN`: continues a stopped `kt transform` run (Ctrl-C, no GPU, a crash) from its last
-//! checkpoint. Recorded LLM answers and tuning results are reused; only what was not done yet runs.
+//! `kt resume RUN`: continues a stopped `kt transform` run (Ctrl-C, a breakpoint, no GPU, a crash) from its
+//! last checkpoint, in whichever stage it stopped. Recorded LLM answers and tuning results are reused; only
+//! what was not done yet runs. Continuing a `kt replay`/`kt fork` branch writes that branch's results to
+//! `RUN/branches/b<N>/` (docs/run-format.md); exit statuses are those of `kt transform`.
 
 use std::path::PathBuf;
 use std::process::ExitCode;

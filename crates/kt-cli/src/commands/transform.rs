@@ -12,9 +12,7 @@ use kt_graph::{CancelToken, Event, EventKind};
 use kt_llm::{LlmClient, LlmConfig, Recorder};
 use kt_pipeline::prepare::{KernelSource, TestgenSettings};
 use kt_pipeline::stage2::{ReferenceRunner, Stage2Options, Unavailable};
-use kt_pipeline::stage3::{
-    Stage3Settings, TransformOutcome, TuningProgress, tuner_backend,
-};
+use kt_pipeline::stage3::{Stage3Settings, TransformOutcome, TuningProgress, tuner_backend};
 use kt_pipeline::strategy::{Strategy, StrategyOverrides, load_strategy};
 use kt_pipeline::{NewRun, PipelineError, PromptLibrary, RunDir, RunLlm, RunSettings};
 use kt_sandbox::{Policy, PythonRuntime, Sandbox};

@@ -411,11 +411,7 @@ async fn run_stage3(
             .and_then(|cp| exec.state_at(&id, cp).ok())
     };
     let set_status = |status: RunStatus| {
-        if main {
-            run.set_status(status)
-        } else {
-            Ok(())
-        }
+        if main { run.set_status(status) } else { Ok(()) }
     };
     let (stopped, state) = match outcome {
         Ok(RunOutcome::Finished { state, .. }) => {

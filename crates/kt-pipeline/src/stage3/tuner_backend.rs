@@ -477,7 +477,16 @@ impl TuningBackend for TunerBackend {
         let Some((tk, result)) = results.get(&kernel.content_hash()) else {
             return Ok(Vec::new());
         };
-        let session = self.session.lock().unwrap_or_else(|p| p.into_inner());
+        // A tuning job abandoned at Ctrl-C keeps the session until it ends; waiting for it here would hold
+        // the interrupted run's exit for as long as that job runs. The export is made again when the run ends.
+        let session = match self.session.try_lock() {
+            Ok(guard) => guard,
+            Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => {
+                tracing::info!("Kernel Tuner export skipped: a tuning job is still running");
+                return Ok(Vec::new());
+            }
+        };
         let Some(test) = session.as_ref().and_then(|s| s.tests.tests.first()) else {
             return Ok(Vec::new());
         };
@@ -623,5 +632,68 @@ mod tests {
             matches!(TunerBackend::outcome(&failed), Outcome::WrongAnswer { .. }),
             "the tuner's own best is not enough"
         );
+    }
+
+    #[test]
+    fn the_kernel_tuner_export_does_not_wait_for_a_tuning_job_still_running() {
+        let source = "extern \"C\" __global__ void k(float* a, int n) { a[0] = n; }\n";
+        let kernel = kt_cuda::parse(source)
+            .unwrap()
+            .select_kernel(None)
+            .unwrap()
+            .clone();
+        let info = crate::KernelInfo {
+            name: "k".into(),
+            parameters: vec!["a".into(), "n".into()],
+            description: "writes".into(),
+            problem_size: vec![crate::ProblemDimension {
+                expression: "n".into(),
+            }],
+            outputs: vec!["a".into()],
+            inputs_and_outputs: vec![],
+            default_block: [256, 1, 1],
+        };
+        let original = TunableKernel::original(source, &info);
+        let dir = tempfile::tempdir().unwrap();
+        let backend = Arc::new(TunerBackend::new(TunerBackendConfig {
+            tests_dir: dir.path().join("tests"),
+            kernel,
+            problem_size: vec!["n".into()],
+            tolerances: BTreeMap::new(),
+            cache_dir: dir.path().join("tuning"),
+            flops: None,
+            bytes: None,
+            strategy: kt_tuner::Strategy::BruteForce,
+            seed: None,
+            max_evals: None,
+            time_limit: None,
+            original: original.clone(),
+        }));
+        let fast = Measurement::synthetic(config(64), Verdict::Ok, Some(1.0));
+        backend.results.lock().unwrap().insert(
+            original.content_hash(),
+            (
+                backend.to_tuner_kernel(&original),
+                result(vec![fast.clone()], Some(fast)),
+            ),
+        );
+        // The abandoned job: it holds the session for as long as it runs.
+        let session = backend.session.clone();
+        let job = session.lock().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let exporter = backend.clone();
+        let out = dir.path().join("kernel_tuner");
+        std::thread::spawn(move || {
+            let _ = tx.send(
+                exporter
+                    .export_kernel_tuner(&original, &out)
+                    .map(|f| f.len()),
+            );
+        });
+        let written = rx
+            .recv_timeout(std::time::Duration::from_secs(2))
+            .expect("the export waited for the tuning job");
+        assert_eq!(written.unwrap(), 0);
+        drop(job);
     }
 }
