@@ -1,5 +1,7 @@
 //! End-to-end tests of `kt llm ask` through the real binary, with the file-based providers (no network).
 
+#![allow(clippy::unwrap_used)] // a failed unwrap in a test is a failed test with its message
+
 use std::path::Path;
 use std::process::{Command, Output};
 

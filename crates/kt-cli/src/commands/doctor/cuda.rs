@@ -21,22 +21,39 @@ fn probe_driver() -> Vec<Check> {
                 "libcuda.so not found",
                 "install the NVIDIA driver (it provides libcuda.so.1); on a machine without a GPU kt can still inspect kernels and run tests that need no GPU",
             ),
-            Check::missing("gpu", "no CUDA driver, so no GPU can be used", "see the cuda driver line"),
+            Check::missing(
+                "gpu",
+                "no CUDA driver, so no GPU can be used",
+                "see the cuda driver line",
+            ),
         ];
     }
     if let Err(err) = cudarc::driver::result::init() {
         return vec![
-            Check::missing("cuda driver", format!("libcuda found but cuInit failed: {err}"), "check `nvidia-smi`; the driver and kernel module versions must match"),
-            Check::missing("gpu", "the driver did not initialise", "see the cuda driver line"),
+            Check::missing(
+                "cuda driver",
+                format!("libcuda found but cuInit failed: {err}"),
+                "check `nvidia-smi`; the driver and kernel module versions must match",
+            ),
+            Check::missing(
+                "gpu",
+                "the driver did not initialise",
+                "see the cuda driver line",
+            ),
         ];
     }
     let mut version: i32 = 0;
     // SAFETY: cuDriverGetVersion writes one int; the library is present and initialised.
     let version_text = match unsafe { cudarc::driver::sys::cuDriverGetVersion(&mut version) } {
-        cudarc::driver::sys::CUresult::CUDA_SUCCESS => format!("CUDA {}.{}", version / 1000, (version % 1000) / 10),
+        cudarc::driver::sys::CUresult::CUDA_SUCCESS => {
+            format!("CUDA {}.{}", version / 1000, (version % 1000) / 10)
+        }
         other => format!("version unknown ({other:?})"),
     };
-    let mut checks = vec![Check::ok("cuda driver", format!("libcuda found, supports {version_text}"))];
+    let mut checks = vec![Check::ok(
+        "cuda driver",
+        format!("libcuda found, supports {version_text}"),
+    )];
     match CudaContext::device_count() {
         Ok(0) | Err(_) => checks.push(Check::missing(
             "gpu",
@@ -59,11 +76,17 @@ fn describe_gpu(ordinal: usize) -> Check {
         let (major, minor) = ctx.compute_capability()?;
         let mem_gib = ctx.total_mem()? as f64 / (1u64 << 30) as f64;
         let sms = ctx.attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?;
-        Ok(format!("#{ordinal} {name}, compute capability {major}.{minor}, {mem_gib:.1} GiB, {sms} SMs"))
+        Ok(format!(
+            "#{ordinal} {name}, compute capability {major}.{minor}, {mem_gib:.1} GiB, {sms} SMs"
+        ))
     })();
     match facts {
         Ok(text) => Check::ok("gpu", text),
-        Err(err) => Check::missing("gpu", format!("#{ordinal}: {err}"), "check `nvidia-smi`; another process may hold the GPU in exclusive mode"),
+        Err(err) => Check::missing(
+            "gpu",
+            format!("#{ordinal}: {err}"),
+            "check `nvidia-smi`; another process may hold the GPU in exclusive mode",
+        ),
     }
 }
 
@@ -79,7 +102,13 @@ fn probe_nvrtc() -> Check {
     let (mut major, mut minor) = (0, 0);
     // SAFETY: nvrtcVersion writes two ints; the library is present.
     match unsafe { cudarc::nvrtc::sys::nvrtcVersion(&mut major, &mut minor) } {
-        cudarc::nvrtc::sys::nvrtcResult::NVRTC_SUCCESS => Check::ok("nvrtc", format!("NVRTC {major}.{minor}")),
-        other => Check::missing("nvrtc", format!("libnvrtc found but nvrtcVersion failed: {other:?}"), "reinstall the CUDA toolkit's NVRTC"),
+        cudarc::nvrtc::sys::nvrtcResult::NVRTC_SUCCESS => {
+            Check::ok("nvrtc", format!("NVRTC {major}.{minor}"))
+        }
+        other => Check::missing(
+            "nvrtc",
+            format!("libnvrtc found but nvrtcVersion failed: {other:?}"),
+            "reinstall the CUDA toolkit's NVRTC",
+        ),
     }
 }

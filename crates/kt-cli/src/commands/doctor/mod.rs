@@ -44,10 +44,20 @@ pub struct Check {
 
 impl Check {
     pub fn ok(name: &'static str, detail: impl Into<String>) -> Self {
-        Self { name, status: Status::Ok, detail: detail.into(), fix: None }
+        Self {
+            name,
+            status: Status::Ok,
+            detail: detail.into(),
+            fix: None,
+        }
     }
     pub fn missing(name: &'static str, detail: impl Into<String>, fix: impl Into<String>) -> Self {
-        Self { name, status: Status::Missing, detail: detail.into(), fix: Some(fix.into()) }
+        Self {
+            name,
+            status: Status::Missing,
+            detail: detail.into(),
+            fix: Some(fix.into()),
+        }
     }
 }
 
@@ -74,9 +84,20 @@ pub fn run(args: DoctorArgs) -> anyhow::Result<ExitCode> {
         println!("{}", serde_json::to_string_pretty(&Report { ok, checks })?);
     } else {
         print!("{}", render_table(&checks));
-        println!("{}", if ok { "all checks ok" } else { "some checks failed: see the fixes above" });
+        println!(
+            "{}",
+            if ok {
+                "all checks ok"
+            } else {
+                "some checks failed: see the fixes above"
+            }
+        );
     }
-    Ok(if ok { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+    Ok(if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }
 
 fn render_table(checks: &[Check]) -> String {
@@ -87,7 +108,10 @@ fn render_table(checks: &[Check]) -> String {
             Status::Ok => "ok",
             Status::Missing => "MISSING",
         };
-        out.push_str(&format!("{:<width$}  {:<7}  {}\n", c.name, status, c.detail));
+        out.push_str(&format!(
+            "{:<width$}  {:<7}  {}\n",
+            c.name, status, c.detail
+        ));
         if let Some(fix) = &c.fix {
             out.push_str(&format!("{:<width$}  {:<7}  fix: {}\n", "", "", fix));
         }
@@ -115,8 +139,19 @@ mod tests {
     #[test]
     fn every_probe_reports_at_least_one_line_and_never_panics() {
         let checks = collect();
-        for name in ["cuda driver", "nvrtc", "python3", "numpy", "sandbox", "llm endpoint", "run storage"] {
-            assert!(checks.iter().any(|c| c.name == name), "no line for {name}: {checks:?}");
+        for name in [
+            "cuda driver",
+            "nvrtc",
+            "python3",
+            "numpy",
+            "sandbox",
+            "llm endpoint",
+            "run storage",
+        ] {
+            assert!(
+                checks.iter().any(|c| c.name == name),
+                "no line for {name}: {checks:?}"
+            );
         }
         for c in &checks {
             assert_eq!(c.fix.is_some(), c.status == Status::Missing, "{c:?}");

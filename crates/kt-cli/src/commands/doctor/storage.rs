@@ -6,7 +6,9 @@ use super::Check;
 
 /// The directory that holds run directories: `KT_RUNS_DIR` when set, else `./kt-runs`.
 pub fn runs_dir() -> PathBuf {
-    std::env::var_os("KT_RUNS_DIR").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("kt-runs"))
+    std::env::var_os("KT_RUNS_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("kt-runs"))
 }
 
 pub fn probe() -> Check {
