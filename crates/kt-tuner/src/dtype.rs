@@ -80,6 +80,23 @@ impl DType {
         Ok((d, lanes.max(1)))
     }
 
+    /// The little-endian .npy `descr` of this dtype (`<f4`); single bytes have no byte order (`|i1`).
+    pub fn npy_descr(self) -> &'static str {
+        match self {
+            DType::Float16 => "<f2",
+            DType::Float32 => "<f4",
+            DType::Float64 => "<f8",
+            DType::Int8 => "|i1",
+            DType::Int16 => "<i2",
+            DType::Int32 => "<i4",
+            DType::Int64 => "<i8",
+            DType::Uint8 => "|u1",
+            DType::Uint16 => "<u2",
+            DType::Uint32 => "<u4",
+            DType::Uint64 => "<u8",
+        }
+    }
+
     /// The dtype of a .npy `descr` such as `<f4`.
     pub fn from_npy_descr(descr: &str) -> Option<DType> {
         let (endian, rest) = descr.split_at(1.min(descr.len()));

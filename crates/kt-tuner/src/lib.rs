@@ -37,11 +37,12 @@ pub use args::{
 };
 pub use error::TunerError;
 pub use geometry::{Geometry, LaunchDims};
-pub use measure::{TimingPolicy, TimingStats};
+pub use measure::{Baseline, TimingPolicy, TimingStats};
 pub use search::Strategy;
 pub use session::{
-    Measurement, Phases, Progress, TunableKernel, TuneOptions, TuneResult, Tuner, Verdict,
-    VerifyReport,
+    Measurement, Phases, Progress, ReferenceOutputs, TunableKernel, TuneOptions, TuneResult, Tuner,
+    Verdict, VerifyReport,
 };
 pub use space::{Config, Restriction, SearchSpace, TunableParam};
 pub use verify::{OutputReport, Tolerance};
+pub use worker::protocol::RecordedOutput;

@@ -1,5 +1,6 @@
 //! Just enough of the .npy format to hand a file to the worker: dtype, shape and the byte offset where the
-//! data starts, so the worker reads the array straight from disk (never through the protocol pipe).
+//! data starts, so the worker reads the array straight from disk (never through the protocol pipe); and the
+//! header of a version 1.0 file, so the worker can stream an output from the GPU to disk in chunks.
 
 use std::io::Read;
 use std::path::Path;
@@ -71,8 +72,13 @@ pub fn read_header(path: &Path) -> Result<NpyInfo, TunerError> {
     })
 }
 
-#[cfg(test)]
-pub(crate) fn write_npy(path: &Path, descr: &str, shape: &[u64], data: &[u8]) {
+/// The header of a C-ordered version 1.0 .npy file (magic, length, dict padded so data starts on a
+/// 64-byte boundary); the raw little-endian data follows it.
+pub fn header(dtype: DType, shape: &[u64]) -> Vec<u8> {
+    header_with_descr(dtype.npy_descr(), shape)
+}
+
+fn header_with_descr(descr: &str, shape: &[u64]) -> Vec<u8> {
     let shape_text = match shape.len() {
         1 => format!("({},)", shape[0]),
         _ => format!(
@@ -93,6 +99,12 @@ pub(crate) fn write_npy(path: &Path, descr: &str, shape: &[u64], data: &[u8]) {
     let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
     bytes.extend((header.len() as u16).to_le_bytes());
     bytes.extend(header.as_bytes());
+    bytes
+}
+
+#[cfg(test)]
+pub(crate) fn write_npy(path: &Path, descr: &str, shape: &[u64], data: &[u8]) {
+    let mut bytes = header_with_descr(descr, shape);
     bytes.extend(data);
     std::fs::write(path, bytes).unwrap();
 }
@@ -115,5 +127,22 @@ mod tests {
         assert_eq!(info.shape, vec![2, 3]);
         let bytes = std::fs::read(&p).unwrap();
         assert_eq!(&bytes[info.data_offset as usize..], &data[..]);
+    }
+
+    #[test]
+    fn written_header_reads_back_for_every_dtype_and_scalar_shape() {
+        let dir = tempfile::tempdir().unwrap();
+        for dtype in [DType::Float32, DType::Int8, DType::Uint64, DType::Float16] {
+            for shape in [vec![7u64], vec![2, 3, 4], vec![]] {
+                let p = dir.path().join("x.npy");
+                let n: u64 = shape.iter().product();
+                let mut bytes = header(dtype, &shape);
+                assert_eq!(bytes.len() % 64, 0);
+                bytes.extend(vec![0u8; n as usize * dtype.size()]);
+                std::fs::write(&p, bytes).unwrap();
+                let info = read_header(&p).unwrap();
+                assert_eq!((info.dtype, info.shape), (dtype, shape));
+            }
+        }
     }
 }

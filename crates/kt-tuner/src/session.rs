@@ -20,7 +20,7 @@ use crate::dtype::DType;
 use crate::error::TunerError;
 use crate::expr::{Bindings, eval_number};
 use crate::geometry::{Geometry, LaunchDims, default_define};
-use crate::measure::{TimingPolicy, TimingStats};
+use crate::measure::{Baseline, TimingPolicy, TimingStats};
 use crate::module_cache::{CompilePool, DiskCache, ModuleOutcome};
 use crate::nvrtc;
 use crate::search::{History, Limits, SearchStrategy, Strategy, drive};
@@ -29,7 +29,8 @@ use crate::verify::OutputReport;
 use crate::worker::client::{WorkerClient, WorkerFailure};
 use crate::worker::process::WorkerCommand;
 use crate::worker::protocol::{
-    DeviceInfo, FunctionInfo, LaunchArg, Reply, Request, RunOutcome, RunRequest, RunStatus,
+    DeviceInfo, FunctionInfo, LaunchArg, OutputFile, RecordedOutput, Reply, Request, RunOutcome,
+    RunRequest, RunStatus,
 };
 
 /// A kernel with named tunable parameters.
@@ -681,7 +682,7 @@ impl Tuner {
                     dims: *dims,
                     verify: false,
                     timing: None,
-                    best_ms: None,
+                    best: None,
                 };
                 let w = self.worker(finished)?;
                 match w
@@ -890,6 +891,7 @@ impl Tuner {
 
         let t_ref = Instant::now();
         let mut ref_times = Vec::new();
+        let mut ref_baselines = Vec::new();
         let mut ref_first_timing = None;
         let ref_info = match self.load(&ref_key, &mut finished)? {
             Ok(i) => i,
@@ -908,7 +910,7 @@ impl Tuner {
                 dims: ref_dims[i],
                 verify: false,
                 timing: Some(options.timing),
-                best_ms: None,
+                best: None,
             };
             let w = self.worker(&mut finished)?;
             let outcome =
@@ -953,6 +955,10 @@ impl Tuner {
                 ref_first_timing = outcome.timing.clone();
             }
             ref_times.push(ms);
+            ref_baselines.push(Baseline {
+                ms,
+                noise: outcome.timing.as_ref().map(TimingStats::sample_noise),
+            });
             if let Some((_, r)) = self.uploaded.get_mut(i) {
                 *r = Some((ref_key.clone(), ref_args[i].clone(), ref_dims[i]));
             }
@@ -972,7 +978,7 @@ impl Tuner {
         // The search.
         let t_bench = Instant::now();
         let mut measurements: Vec<Measurement> = Vec::new();
-        let mut best_per_test: Vec<Option<f64>> = vec![None; tests.len()];
+        let mut best_per_test: Vec<Option<Baseline>> = vec![None; tests.len()];
         let total = options
             .limits
             .max_evals
@@ -1021,7 +1027,7 @@ impl Tuner {
                             tests,
                             &timing,
                             options.verify,
-                            &ref_times,
+                            &ref_baselines,
                             &mut best_per_test,
                             &mut finished,
                             &mut phases,
@@ -1147,8 +1153,8 @@ impl Tuner {
         tests: &[KernelTest],
         timing: &TimingPolicy,
         verify: bool,
-        ref_times: &[f64],
-        best_per_test: &mut [Option<f64>],
+        refs: &[Baseline],
+        best_per_test: &mut [Option<Baseline>],
         finished: &mut HashMap<usize, Result<Arc<ModuleOutcome>, TunerError>>,
         phases: &mut Phases,
     ) -> Result<Measurement, TunerError> {
@@ -1197,13 +1203,18 @@ impl Tuner {
             let scalars = t.scalars();
             let dims = kernel.geometry.launch(config, &scalars)?;
             m.launch.get_or_insert(dims);
-            let ref_ms = ref_times.get(i).copied().unwrap_or(1.0);
+            let reference = refs.get(i).copied();
+            let ref_ms = reference.map(|r| r.ms).unwrap_or(1.0);
             let budget_ms = timing.max_total_ms * 2.0 + ref_ms * (timing.max_reps as f64 + 2.0);
             let timeout = self.config.timeout_floor.max(Duration::from_secs_f64(
                 (self.config.timeout_factor * ref_ms + budget_ms) / 1e3,
             ));
-            // the default launch's time bounds the abort threshold until something faster is found
-            let best = best_per_test[i].map(|b| b.min(ref_ms)).or(Some(ref_ms));
+            // the default launch's time bounds the early stop until something faster is found
+            let best = match (best_per_test[i], reference) {
+                (Some(b), Some(r)) if r.ms < b.ms => Some(r),
+                (Some(b), _) => Some(b),
+                (None, r) => r,
+            };
             let run = RunRequest {
                 module: key.clone(),
                 test: t.id.clone(),
@@ -1211,7 +1222,7 @@ impl Tuner {
                 dims,
                 verify,
                 timing: Some(*timing),
-                best_ms: best,
+                best,
             };
             let outcome = match self.run_on_worker(&key, Request::Run { run }, timeout, finished)? {
                 Ok(o) => o,
@@ -1250,22 +1261,18 @@ impl Tuner {
             }
             let Some(stats) = outcome.timing else { break };
             let median = stats.median_ms;
-            let aborted = stats.aborted_early;
+            if !stats.aborted_early {
+                let noise = Some(stats.sample_noise());
+                if best_per_test[i].is_none_or(|b| median < b.ms) {
+                    best_per_test[i] = Some(Baseline { ms: median, noise });
+                }
+            }
+            // An early stop on one test does not skip the others: every test is still verified (their
+            // timing will most likely stop after the verifying sample too).
             if m.timing.is_none() {
                 m.timing = Some(stats);
             }
             per_test.push(median);
-            if !aborted {
-                best_per_test[i] = Some(best_per_test[i].map_or(median, |b: f64| b.min(median)));
-            } else {
-                // far slower than the best: skip the remaining tests, extrapolate
-                let scale = tests.len() as f64 / per_test.len() as f64;
-                m.objective = Some(per_test.iter().sum::<f64>() * scale);
-                m.per_test_ms = per_test;
-                m.benchmark_ms = t_bench.elapsed().as_secs_f64() * 1e3;
-                self.fill_rates(kernel, &tests[0].scalars(), &mut m, None);
-                return Ok(m);
-            }
         }
         m.benchmark_ms = t_bench.elapsed().as_secs_f64() * 1e3;
         if m.verdict.is_ok() {
@@ -1329,6 +1336,99 @@ impl Tuner {
             );
         }
         Ok(gbps)
+    }
+
+    /// Runs `kernel` at `config` on every test and writes each output to `<out_dirs[i]>/<name>.npy` (the
+    /// worker streams it from the GPU, so gigabyte outputs never cross the protocol pipe): what becomes a
+    /// test's `expected/`. Outputs start from the test's initial contents; a second run with the outputs
+    /// poisoned reports elements the kernel never writes. With `timing`, the launch is also timed. The
+    /// test set's own expected values play no part.
+    pub fn run_reference(
+        &mut self,
+        kernel: &TunableKernel,
+        config: &Config,
+        tests: &TestSet,
+        out_dirs: &[PathBuf],
+        timing: Option<TimingPolicy>,
+    ) -> Result<Vec<ReferenceOutputs>, TunerError> {
+        let mut finished = HashMap::new();
+        let tests = &tests.tests;
+        let first = tests
+            .first()
+            .ok_or_else(|| TunerError::Arguments("no tests to run the reference on".into()))?;
+        if out_dirs.len() != tests.len() {
+            return Err(TunerError::Arguments(format!(
+                "{} output directories for {} tests: give one per test",
+                out_dirs.len(),
+                tests.len()
+            )));
+        }
+        for t in tests {
+            self.submit_util(&test_dtypes(t));
+        }
+        let (ticket, key, shared) = self.submit(kernel, config, &first.scalars(), false)?;
+        self.worker(&mut finished)?;
+        let outcome = self.wait_ticket(ticket, &mut finished)?;
+        if let ModuleOutcome::Failed { log, .. } = &*outcome {
+            return Err(TunerError::Reference {
+                test: first.id.clone(),
+                reason: format!("the kernel does not compile at {config}:\n{log}"),
+            });
+        }
+        self.modules.insert(
+            key.clone(),
+            ModuleEntry {
+                outcome,
+                kernel: kernel.kernel_name.clone(),
+                dynamic_shared: shared,
+            },
+        );
+        self.prepare(tests, None, &mut finished)?;
+        let mut runs = Vec::new();
+        for (t, dir) in tests.iter().zip(out_dirs) {
+            std::fs::create_dir_all(dir).map_err(|e| TunerError::io(dir, e))?;
+            // absolute: the worker has a work directory of its own
+            let dir = std::fs::canonicalize(dir).map_err(|e| TunerError::io(dir, e))?;
+            let mut files = Vec::new();
+            for a in t.arrays().filter(|a| a.is_output) {
+                files.push(OutputFile {
+                    name: a.name.clone(),
+                    path: dir.join(format!("{}.npy", a.name)),
+                    shape: array_shape(a)?,
+                });
+            }
+            let run = RunRequest {
+                module: key.clone(),
+                test: t.id.clone(),
+                args: launch_args(t),
+                dims: kernel.geometry.launch(config, &t.scalars())?,
+                verify: false,
+                timing,
+                best: None,
+            };
+            let failed = |reason: String| TunerError::Reference {
+                test: t.id.clone(),
+                reason,
+            };
+            let o = match self.run_on_worker(
+                &key,
+                Request::RecordOutputs { run, files },
+                Duration::from_secs(300),
+                &mut finished,
+            )? {
+                Ok(o) => o,
+                Err(v) => return Err(failed(verdict_reason(&v))),
+            };
+            if let RunStatus::Invalid(m) | RunStatus::Crashed(m) = o.status {
+                return Err(failed(m));
+            }
+            runs.push(ReferenceOutputs {
+                test_id: t.id.clone(),
+                outputs: o.recorded,
+                timing: o.timing,
+            });
+        }
+        Ok(runs)
     }
 
     /// Runs `reference` (its configuration's launch) to get expected outputs, then `candidate`, on the same
@@ -1412,7 +1512,7 @@ impl Tuner {
                 dims: refs[i].1,
                 verify: false,
                 timing: None,
-                best_ms: None,
+                best: None,
             };
             let w = self.worker(&mut finished)?;
             match w
@@ -1453,7 +1553,7 @@ impl Tuner {
                 dims,
                 verify: true,
                 timing: None,
-                best_ms: None,
+                best: None,
             };
             let timeout = self.config.timeout_floor.max(Duration::from_secs(30));
             let tv =
@@ -1548,6 +1648,41 @@ pub fn config_from_block(params: &[TunableParam], block: [i64; 3]) -> Config {
         }
     }
     Config(values)
+}
+
+/// One test's outputs as written by [`Tuner::run_reference`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReferenceOutputs {
+    pub test_id: String,
+    /// Every output of the test, in parameter order, with where it was written.
+    pub outputs: Vec<RecordedOutput>,
+    /// The launch's timing, when asked for.
+    pub timing: Option<TimingStats>,
+}
+
+/// The .npy shape of an array: its file's shape, else (generated inputs) flat, with a lane dimension for
+/// structs.
+fn array_shape(a: &crate::args::ArrayArg) -> Result<Vec<u64>, TunerError> {
+    Ok(match &a.source {
+        crate::args::ArraySource::Npy { path, .. } => crate::npy::read_header(path)?.shape,
+        crate::args::ArraySource::Generate { .. } if a.lanes > 1 => {
+            vec![a.elements / a.lanes as u64, a.lanes as u64]
+        }
+        crate::args::ArraySource::Generate { .. } => vec![a.elements],
+    })
+}
+
+/// What went wrong, in words, for a verdict that ends a reference run.
+fn verdict_reason(v: &Verdict) -> String {
+    match v {
+        Verdict::Ok => "no failure".into(),
+        Verdict::WrongAnswer { details, .. } => details.join("; "),
+        Verdict::CompileError { log } => format!("compile error: {log}"),
+        Verdict::Invalid { reason } | Verdict::Crashed { reason } => reason.clone(),
+        Verdict::Timeout { after_s } => {
+            format!("no reply within {after_s:.1} s (hung kernel?); worker killed")
+        }
+    }
 }
 
 /// Convenience: scalar bindings of a test by name.

@@ -56,3 +56,116 @@ fn selftest_passes_every_check_on_the_gpu() {
     }
     assert!(checks.iter().all(|c| c.passed), "some checks failed");
 }
+
+fn write_f32_npy(path: &std::path::Path, values: &[f32]) {
+    let mut bytes = kt_tuner::npy::header(kt_tuner::dtype::DType::Float32, &[values.len() as u64]);
+    bytes.extend(values.iter().flat_map(|v| v.to_le_bytes()));
+    std::fs::write(path, bytes).unwrap();
+}
+
+fn read_f32_npy(path: &std::path::Path) -> Vec<f32> {
+    let info = kt_tuner::npy::read_header(path).unwrap();
+    assert_eq!(info.dtype, kt_tuner::dtype::DType::Float32);
+    std::fs::read(path).unwrap()[info.data_offset as usize..]
+        .chunks_exact(4)
+        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect()
+}
+
+/// vectorAdd's reference run writes expected/c.npy equal to a + b computed here; `c` is 24 elements longer
+/// than `n`, so those stay at their initial value and are reported as never written.
+#[test]
+fn reference_run_of_vector_add_writes_expected_outputs_that_match_the_cpu() {
+    use kt_tuner::session::{TunableKernel, Tuner, config_from_block};
+    use kt_tuner::{ParamSpec, TestSet, TimingPolicy, TunableParam};
+    use std::collections::BTreeMap;
+    if !gpu_enabled() {
+        return;
+    }
+    let n = 1000usize;
+    let dir = tempfile::tempdir().unwrap();
+    let t = dir.path().join("t0");
+    std::fs::create_dir_all(t.join("args")).unwrap();
+    let a: Vec<f32> = (0..n).map(|i| i as f32 * 0.5).collect();
+    let b: Vec<f32> = (0..n).map(|i| 3.0 - i as f32).collect();
+    let c0: Vec<f32> = vec![7.0; n + 24];
+    write_f32_npy(&t.join("args/a.npy"), &a);
+    write_f32_npy(&t.join("args/b.npy"), &b);
+    write_f32_npy(&t.join("args/c.npy"), &c0);
+    let manifest = serde_json::json!({
+        "format": 1, "kernel": "vectorAdd", "seed": 1,
+        "args": [
+            {"name": "a", "kind": "array", "dtype": "float32", "shape": [n], "file": "args/a.npy"},
+            {"name": "b", "kind": "array", "dtype": "float32", "shape": [n], "file": "args/b.npy"},
+            {"name": "c", "kind": "array", "dtype": "float32", "shape": [n + 24], "file": "args/c.npy"},
+            {"name": "n", "kind": "scalar", "dtype": "int32", "value": n}
+        ],
+        "outputs": ["c"]
+    });
+    std::fs::write(t.join("manifest.json"), manifest.to_string()).unwrap();
+    let f32p = |name: &str| ParamSpec {
+        name: name.into(),
+        is_pointer: true,
+        dtype: Some((kt_tuner::dtype::DType::Float32, 1)),
+    };
+    let specs = vec![
+        f32p("a"),
+        f32p("b"),
+        f32p("c"),
+        ParamSpec {
+            name: "n".into(),
+            is_pointer: false,
+            dtype: Some((kt_tuner::dtype::DType::Int32, 1)),
+        },
+    ];
+    let tests = TestSet::load_dir(dir.path(), &specs, &BTreeMap::new()).unwrap();
+    let source = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../naive-kernels/vectorAdd.cu"),
+    )
+    .unwrap();
+    let mut kernel = TunableKernel::new(source, "vectorAdd", vec!["n".into()]);
+    kernel.params = vec![TunableParam::new("block_size_x", [256])];
+    let config = config_from_block(&kernel.params, [256, 1, 1]);
+    let worker = WorkerCommand {
+        program: std::env::current_exe().unwrap(),
+        args: vec![
+            "--exact".into(),
+            "gpu_worker_entry".into(),
+            "--nocapture".into(),
+            "--test-threads=1".into(),
+        ],
+        env: vec![],
+    };
+    let mut tuner = Tuner::new(TunerConfig {
+        worker: Some(worker),
+        ..TunerConfig::default()
+    })
+    .unwrap();
+    let runs = tuner
+        .run_reference(
+            &kernel,
+            &config,
+            &tests,
+            &[t.join("expected")],
+            Some(TimingPolicy::default()),
+        )
+        .unwrap();
+    assert_eq!(runs.len(), 1);
+    let out = &runs[0].outputs;
+    assert_eq!(out.len(), 1);
+    assert_eq!(out[0].name, "c");
+    assert_eq!(out[0].shape, vec![(n + 24) as u64]);
+    assert_eq!(out[0].never_written, 24, "{out:?}");
+    assert!(runs[0].timing.as_ref().unwrap().median_ms > 0.0);
+    let got = read_f32_npy(&t.join("expected/c.npy"));
+    assert_eq!(got.len(), n + 24);
+    for i in 0..n {
+        assert_eq!(got[i], a[i] + b[i], "element {i}");
+    }
+    assert!(got[n..].iter().all(|v| *v == 7.0));
+    println!(
+        "vectorAdd reference: {:.4} ms, {} never written",
+        runs[0].timing.as_ref().unwrap().median_ms,
+        out[0].never_written
+    );
+}

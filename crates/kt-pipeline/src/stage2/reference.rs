@@ -82,3 +82,59 @@ pub fn record_in_manifest(
     crate::run_dir::write_json(&path, &manifest)?;
     Ok(manifest)
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use kt_sandbox::generator::ManifestArg;
+
+    fn manifest() -> TestManifest {
+        TestManifest {
+            format: 1,
+            kernel: "vectorAdd".into(),
+            seed: 3,
+            args: vec![ManifestArg::Array {
+                name: "c".into(),
+                dtype: "float32".into(),
+                shape: vec![4],
+                file: "args/c.npy".into(),
+                struct_name: None,
+            }],
+            outputs: vec!["c".into()],
+            problem_size: Some([4, 1, 1]),
+            expected: None,
+            reference_time_ms: None,
+        }
+    }
+
+    #[test]
+    fn reference_run_fills_expected_and_time_and_keeps_the_rest() {
+        let dir = tempfile::tempdir().unwrap();
+        crate::run_dir::write_json(&dir.path().join("manifest.json"), &manifest()).unwrap();
+        let run = ReferenceRun {
+            time_ms: 12.5,
+            expected: BTreeMap::from([("c".to_string(), "expected/c.npy".to_string())]),
+        };
+        let m = record_in_manifest(dir.path(), &run).unwrap();
+        let back: TestManifest =
+            crate::run_dir::read_json(&dir.path().join("manifest.json"), "test manifest").unwrap();
+        assert_eq!(m, back);
+        assert_eq!(back.expected, Some(run.expected.clone()));
+        assert_eq!(back.reference_time_ms, Some(12.5));
+        assert_eq!((back.seed, back.problem_size), (3, Some([4, 1, 1])));
+    }
+
+    #[test]
+    fn a_run_without_outputs_leaves_expected_absent() {
+        let dir = tempfile::tempdir().unwrap();
+        crate::run_dir::write_json(&dir.path().join("manifest.json"), &manifest()).unwrap();
+        let run = ReferenceRun {
+            time_ms: 1.0,
+            expected: BTreeMap::new(),
+        };
+        let m = record_in_manifest(dir.path(), &run).unwrap();
+        assert_eq!(m.expected, None);
+        assert_eq!(m.reference_time_ms, Some(1.0));
+    }
+}

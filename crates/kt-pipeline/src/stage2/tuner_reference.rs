@@ -1,18 +1,16 @@
 //! The GPU [`ReferenceRunner`]: kt-tuner runs the original kernel at its default launch (`default_block`,
-//! grid from the problem size) on one test in its isolated worker and reports the median time.
-//!
-//! What it deliberately does not do: write `expected/<output>.npy`. kt-tuner's worker keeps the reference
-//! launch's outputs on the GPU and verifies candidates against them there (a test without stored expected
-//! values gets them from the original kernel at tuning time), and it has no way to hand them back; so tests
-//! made with this runner carry `reference_time_ms` and leave `expected` absent, as TESTS_FORMAT.md allows.
+//! grid from the problem size) on one test in its isolated worker; the worker writes every output to
+//! `expected/<output>.npy` in the test directory (streamed from the GPU, never through the protocol pipe)
+//! and times the launch. Output elements the kernel never writes keep the test's initial values in the
+//! expected file; they are logged, since a candidate must then leave them alone too.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
-use kt_tuner::session::{TunableKernel, TuneOptions, Tuner, TunerConfig, config_from_block};
-use kt_tuner::{ParamSpec, TestSet, TunableParam, TunerError};
+use kt_tuner::session::{TunableKernel, Tuner, TunerConfig, config_from_block};
+use kt_tuner::{ParamSpec, ReferenceOutputs, TestSet, TimingPolicy, TunableParam, TunerError};
 
 use super::reference::{ReferenceJob, ReferenceRun, ReferenceRunner};
 use crate::error::PipelineError;
@@ -87,7 +85,8 @@ impl ReferenceRunner for TunerReference {
             .take(job.info.dimensions().max(1))
             .map(|(name, v)| TunableParam::new(*name, [v]))
             .collect();
-        kernel.reference = Some(config_from_block(&params, block));
+        let config = config_from_block(&params, block);
+        kernel.reference = Some(config.clone());
         kernel.params = params;
         let specs = ParamSpec::from_kernel(job.kernel);
 
@@ -104,17 +103,21 @@ impl ReferenceRunner for TunerReference {
             tuner: self.tuner.clone(),
         };
         let dir = scratch.clone();
+        let expected_dir = job.test_dir.join(EXPECTED_DIR);
         // The tuner blocks for as long as the kernel runs: keep it off the async workers.
         let outcome = tokio::task::spawn_blocking(move || {
             let tests =
                 TestSet::load_dir(&dir, &specs, &BTreeMap::new()).map_err(|e| e.to_string())?;
-            let options = TuneOptions {
-                verify: false,
-                measure_peak: false,
-                ..TuneOptions::default()
-            };
-            this.with_tuner(|tuner| tuner.tune(&kernel, &tests, &options, &mut |_| {}))?
-                .map_err(|e: TunerError| e.to_string())
+            this.with_tuner(|tuner| {
+                tuner.run_reference(
+                    &kernel,
+                    &config,
+                    &tests,
+                    &[expected_dir],
+                    Some(TimingPolicy::default()),
+                )
+            })?
+            .map_err(|e: TunerError| e.to_string())
         })
         .await
         .unwrap_or_else(|join| Err(format!("the tuner thread failed: {join}")));
@@ -130,19 +133,92 @@ impl ReferenceRunner for TunerReference {
                 inputs_at_fault,
             }
         })?;
-        let time_ms = result
-            .reference
-            .as_ref()
-            .or(result.best.as_ref())
-            .and_then(|m| m.objective_ms())
-            .ok_or_else(|| PipelineError::Reference {
-                test: test_id.clone(),
-                message: "the tuner measured no time for the default launch".into(),
-                inputs_at_fault: false,
-            })?;
-        Ok(ReferenceRun {
-            time_ms,
-            expected: BTreeMap::new(),
-        })
+        reference_run(&test_id, result)
+    }
+}
+
+/// Where expected outputs go, relative to the test directory (TESTS_FORMAT.md).
+const EXPECTED_DIR: &str = "expected";
+
+/// Turns the tuner's report for one test into the manifest's `expected` map and `reference_time_ms`.
+fn reference_run(
+    test_id: &str,
+    runs: Vec<ReferenceOutputs>,
+) -> Result<ReferenceRun, PipelineError> {
+    let failed = |message: &str| PipelineError::Reference {
+        test: test_id.to_string(),
+        message: message.to_string(),
+        inputs_at_fault: false,
+    };
+    let run = runs
+        .into_iter()
+        .next()
+        .ok_or_else(|| failed("the tuner reported no run for the test"))?;
+    let time_ms = run
+        .timing
+        .as_ref()
+        .map(|t| t.median_ms)
+        .ok_or_else(|| failed("the tuner measured no time for the default launch"))?;
+    let mut expected = BTreeMap::new();
+    for o in &run.outputs {
+        if o.never_written > 0 || o.depends_on_initial > 0 {
+            tracing::warn!(
+                test = %test_id,
+                output = %o.name,
+                never_written = o.never_written,
+                depends_on_initial = o.depends_on_initial,
+                "the original kernel leaves part of this output to its initial contents; the expected file keeps them"
+            );
+        }
+        expected.insert(o.name.clone(), format!("{EXPECTED_DIR}/{}.npy", o.name));
+    }
+    Ok(ReferenceRun { time_ms, expected })
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use kt_tuner::{RecordedOutput, TimingStats};
+
+    fn output(name: &str, never_written: u64) -> RecordedOutput {
+        RecordedOutput {
+            name: name.into(),
+            path: format!("/t/expected/{name}.npy").into(),
+            dtype: kt_tuner::dtype::DType::Float32,
+            shape: vec![4],
+            never_written,
+            depends_on_initial: never_written,
+        }
+    }
+
+    #[test]
+    fn recorded_outputs_become_expected_files_and_the_median_the_reference_time() {
+        let runs = vec![ReferenceOutputs {
+            test_id: "t0".into(),
+            outputs: vec![output("C", 0), output("hist", 3)],
+            timing: TimingStats::from_samples(&[2.0, 1.0, 3.0]),
+        }];
+        let run = reference_run("t0", runs).unwrap();
+        assert_eq!(run.time_ms, 2.0);
+        assert_eq!(
+            run.expected,
+            BTreeMap::from([
+                ("C".to_string(), "expected/C.npy".to_string()),
+                ("hist".to_string(), "expected/hist.npy".to_string()),
+            ])
+        );
+    }
+
+    #[test]
+    fn a_run_without_timing_is_an_error_not_a_zero_time() {
+        let runs = vec![ReferenceOutputs {
+            test_id: "t0".into(),
+            outputs: vec![output("C", 0)],
+            timing: None,
+        }];
+        let err = reference_run("t0", runs).unwrap_err();
+        assert!(err.to_string().contains("no time"), "{err}");
+        assert!(reference_run("t0", vec![]).is_err());
     }
 }

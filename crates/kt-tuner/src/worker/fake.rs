@@ -1,11 +1,16 @@
 //! A stand-in device for testing the protocol, the watchdog and restarts on machines without a GPU. It
-//! answers like the real worker, except that `Run` does what the mode says: `ok` replies with fixed
-//! timings, `hang` never replies, `die` exits, `garbage` writes bytes that are no frame.
+//! answers like the real worker, except that launches (`Run`, `Reference`, `RecordOutputs`) do what the mode
+//! says: `ok` replies with fixed timings (and `RecordOutputs` writes float32 files holding 0, 1, 2, …, with
+//! the last element reported never written), `hang` never replies, `die` exits, `garbage` writes bytes that
+//! are no frame.
 
 use std::io::Write;
 
+use crate::dtype::DType;
 use crate::measure::TimingStats;
-use crate::worker::protocol::{DeviceInfo, FunctionInfo, Reply, Request, RunOutcome, RunStatus};
+use crate::worker::protocol::{
+    DeviceInfo, FunctionInfo, OutputFile, RecordedOutput, Reply, Request, RunOutcome, RunStatus,
+};
 
 pub struct Fake {
     mode: String,
@@ -46,37 +51,76 @@ impl Fake {
                 }),
                 false,
             ),
-            Request::Run { run } | Request::Reference { run } => match self.mode.as_str() {
-                "hang" => loop {
-                    std::thread::sleep(std::time::Duration::from_secs(3600));
-                },
-                "die" => std::process::exit(3),
-                "garbage" => {
-                    // SAFETY-free: write straight to the protocol fd, bypassing framing.
-                    let mut f = std::mem::ManuallyDrop::new(unsafe_protocol_file());
-                    let _ = f.write_all(b"\xff\xff\xff\xffnot a frame at all, just noise........");
-                    let _ = f.flush();
-                    loop {
-                        std::thread::sleep(std::time::Duration::from_secs(3600));
-                    }
-                }
-                _ => {
-                    let t = (run.dims.block[0] as f64 - 64.0).abs() / 64.0 + 1.0;
-                    (
-                        Reply::Ran(RunOutcome {
-                            status: RunStatus::Ok,
-                            outputs: vec![],
-                            inputs_modified: vec![],
-                            timing: TimingStats::from_samples(&[t, t, t]),
-                            occupancy: Some(1.0),
-                            accumulating_outputs: vec![],
-                        }),
-                        false,
-                    )
-                }
-            },
+            Request::Run { run } | Request::Reference { run } => {
+                self.launch(run.dims.block[0], &[])
+            }
+            Request::RecordOutputs { run, files } => self.launch(run.dims.block[0], &files),
             Request::MeasureBandwidth { .. } => (Reply::Bandwidth { gbps: 1000.0 }, false),
             _ => (Reply::Done { ms: 0.0 }, false),
+        }
+    }
+
+    fn launch(&self, block_x: u32, files: &[OutputFile]) -> (Reply, bool) {
+        match self.mode.as_str() {
+            "hang" => loop {
+                std::thread::sleep(std::time::Duration::from_secs(3600));
+            },
+            "die" => std::process::exit(3),
+            "garbage" => {
+                // SAFETY-free: write straight to the protocol fd, bypassing framing.
+                let mut f = std::mem::ManuallyDrop::new(unsafe_protocol_file());
+                let _ = f.write_all(b"\xff\xff\xff\xffnot a frame at all, just noise........");
+                let _ = f.flush();
+                loop {
+                    std::thread::sleep(std::time::Duration::from_secs(3600));
+                }
+            }
+            _ => {
+                let t = (block_x as f64 - 64.0).abs() / 64.0 + 1.0;
+                let mut recorded = Vec::new();
+                for f in files {
+                    let n = f.shape.iter().product::<u64>();
+                    let mut bytes = crate::npy::header(DType::Float32, &f.shape);
+                    bytes.extend((0..n).flat_map(|i| (i as f32).to_le_bytes()));
+                    if let Err(e) = std::fs::write(&f.path, bytes) {
+                        return (
+                            Reply::Ran(RunOutcome {
+                                status: RunStatus::Invalid(format!(
+                                    "writing {}: {e}",
+                                    f.path.display()
+                                )),
+                                outputs: vec![],
+                                inputs_modified: vec![],
+                                timing: None,
+                                occupancy: None,
+                                accumulating_outputs: vec![],
+                                recorded: vec![],
+                            }),
+                            false,
+                        );
+                    }
+                    recorded.push(RecordedOutput {
+                        name: f.name.clone(),
+                        path: f.path.clone(),
+                        dtype: DType::Float32,
+                        shape: f.shape.clone(),
+                        never_written: 1,
+                        depends_on_initial: 1,
+                    });
+                }
+                (
+                    Reply::Ran(RunOutcome {
+                        status: RunStatus::Ok,
+                        outputs: vec![],
+                        inputs_modified: vec![],
+                        timing: TimingStats::from_samples(&[t, t, t]),
+                        occupancy: Some(1.0),
+                        accumulating_outputs: vec![],
+                        recorded,
+                    }),
+                    false,
+                )
+            }
         }
     }
 }

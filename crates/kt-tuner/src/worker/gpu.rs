@@ -21,7 +21,8 @@ use crate::dtype::DType;
 use crate::measure::{TimingPolicy, TimingStats};
 use crate::verify::{Mismatch, OutputReport, Tolerance, poison_bits};
 use crate::worker::protocol::{
-    DeviceInfo, FunctionInfo, LaunchArg, Reply, Request, RunOutcome, RunRequest, RunStatus,
+    DeviceInfo, FunctionInfo, LaunchArg, OutputFile, RecordedOutput, Reply, Request, RunOutcome,
+    RunRequest, RunStatus,
 };
 
 type Ptr = sys::CUdeviceptr;
@@ -148,6 +149,7 @@ impl GpuWorker {
             },
             Request::Reference { run } => self.run(&run, true),
             Request::Run { run } => self.run(&run, false),
+            Request::RecordOutputs { run, files } => self.record(&run, &files),
             Request::MeasureBandwidth { bytes } => match self.bandwidth(bytes as usize) {
                 Ok(gbps) => (Reply::Bandwidth { gbps }, false),
                 Err(m) => err(m),
@@ -556,34 +558,71 @@ impl GpuWorker {
     }
 
     fn run(&mut self, r: &RunRequest, reference: bool) -> (Reply, bool) {
-        match self.run_inner(r, reference) {
-            Ok(outcome) => (Reply::Ran(outcome), false),
-            Err(LaunchError::Invalid(m)) => (
-                Reply::Ran(RunOutcome {
-                    status: RunStatus::Invalid(m),
-                    outputs: vec![],
-                    inputs_modified: vec![],
-                    timing: None,
-                    occupancy: None,
-                    accumulating_outputs: vec![],
-                }),
-                false,
-            ),
-            Err(LaunchError::Crashed(m)) => (
-                Reply::Ran(RunOutcome {
-                    status: RunStatus::Crashed(m),
-                    outputs: vec![],
-                    inputs_modified: vec![],
-                    timing: None,
-                    occupancy: None,
-                    accumulating_outputs: vec![],
-                }),
-                true,
-            ),
-        }
+        let result = self.run_inner(r, reference);
+        ran_reply(result)
     }
 
-    fn run_inner(&mut self, r: &RunRequest, reference: bool) -> Result<RunOutcome, LaunchError> {
+    fn record(&mut self, r: &RunRequest, files: &[OutputFile]) -> (Reply, bool) {
+        let result = self.record_inner(r, files);
+        ran_reply(result)
+    }
+}
+
+/// The reply to a launch request: a crash ends the worker after the reply.
+fn ran_reply(result: Result<RunOutcome, LaunchError>) -> (Reply, bool) {
+    let failed = |status| RunOutcome {
+        status,
+        outputs: vec![],
+        inputs_modified: vec![],
+        timing: None,
+        occupancy: None,
+        accumulating_outputs: vec![],
+        recorded: vec![],
+    };
+    match result {
+        Ok(outcome) => (Reply::Ran(outcome), false),
+        Err(LaunchError::Invalid(m)) => (Reply::Ran(failed(RunStatus::Invalid(m))), false),
+        Err(LaunchError::Crashed(m)) => (Reply::Ran(failed(RunStatus::Crashed(m))), true),
+    }
+}
+
+/// Streams a device buffer into a .npy file through a bounded host buffer (outputs can be gigabytes).
+fn write_npy_from_device(
+    path: &std::path::Path,
+    dtype: DType,
+    shape: &[u64],
+    src: Ptr,
+    bytes: usize,
+) -> Result<(), String> {
+    use std::io::Write;
+    const CHUNK: usize = 64 << 20;
+    let io = |e: std::io::Error| format!("writing {}: {e}", path.display());
+    let file = std::fs::File::create(path).map_err(io)?;
+    let mut w = std::io::BufWriter::new(file);
+    w.write_all(&crate::npy::header(dtype, shape)).map_err(io)?;
+    let data_bytes = shape.iter().product::<u64>() as usize * dtype.size();
+    let mut buf = vec![0u8; CHUNK.min(bytes).min(data_bytes.max(1))];
+    let mut done = 0usize;
+    while done < data_bytes {
+        let n = buf.len().min(data_bytes - done);
+        // SAFETY: src holds at least data_bytes bytes; the host slice holds n.
+        unsafe { result::memcpy_dtoh_sync(&mut buf[..n], src + done as u64) }
+            .map_err(|e| cuda("reading an output back", e))?;
+        w.write_all(&buf[..n]).map_err(io)?;
+        done += n;
+    }
+    w.flush().map_err(io)?;
+    Ok(())
+}
+
+impl GpuWorker {
+    /// The function, its encoded arguments and a view of the test's arrays for one launch request, plus
+    /// the occupancy bound of the launch.
+    #[allow(clippy::type_complexity)]
+    fn launch_setup(
+        &self,
+        r: &RunRequest,
+    ) -> Result<(sys::CUfunction, Vec<Vec<u8>>, Vec<ArrayView>, Option<f64>), LaunchError> {
         let inv = LaunchError::Invalid;
         let func = self
             .modules
@@ -643,6 +682,12 @@ impl GpuWorker {
                 )
             })
             .collect();
+        Ok((func, params, arrays, occupancy))
+    }
+
+    fn run_inner(&mut self, r: &RunRequest, reference: bool) -> Result<RunOutcome, LaunchError> {
+        let inv = LaunchError::Invalid;
+        let (func, mut params, arrays, occupancy) = self.launch_setup(r)?;
         let c = |e: String| LaunchError::Crashed(e);
         // the first run's time (the verifying run or the warm-up), for the early abort
         let mut first_ms: Option<f64> = None;
@@ -653,6 +698,7 @@ impl GpuWorker {
             timing: None,
             occupancy,
             accumulating_outputs: vec![],
+            recorded: vec![],
         };
 
         if reference {
@@ -790,31 +836,52 @@ impl GpuWorker {
                         .map_err(|e| c(cuda("reset", e)))?;
                 }
             }
-            if !r.verify && !reference {
-                // warm-up: not a sample, but timed so a hopeless configuration can stop here
-                first_ms = Some(self.launch(func, r, &mut params, true)?);
+            let verified =
+                outcome.outputs.iter().all(|o| o.passed()) && outcome.inputs_modified.is_empty();
+            if r.verify && !verified {
+                // a wrong answer is not timed: its time would never be used
+                return Ok(outcome);
             }
-            outcome.timing = Some(match first_ms {
-                Some(ms) if policy.aborts_after_first_run(ms, r.best_ms) => {
+            let mut initial = Vec::new();
+            let mut first_counted = false;
+            if r.verify && !reference && !policy.flush_l2 {
+                // The verifying run verified: it is a launch like any other, so it is the first sample
+                // (modules load eagerly and the function was queried before it; `time` still drops it as a
+                // warm-up when the next sample shows it was slow).
+                initial.extend(first_ms);
+                first_counted = true;
+            } else if !r.verify && !reference {
+                // warm-up: not a sample, but timed so a hopeless configuration can stop here
+                let ms = self.launch(func, r, &mut params, true)?;
+                if policy.is_hopeless(&[ms], r.best) {
                     let mut s = TimingStats::from_samples(&[ms])
                         .ok_or_else(|| LaunchError::Crashed("no samples".into()))?;
                     s.aborted_early = true;
-                    s
+                    outcome.timing = Some(s);
+                    return Ok(outcome);
                 }
-                _ => self.time(func, r, &mut params, policy)?,
-            });
+            }
+            outcome.timing =
+                Some(self.time(func, r, &mut params, policy, initial, first_counted)?);
         }
         Ok(outcome)
     }
 
+    /// Samples until the policy is satisfied. `initial` holds samples already taken (the verifying run's,
+    /// when `first_counted`); a counted verifying sample is dropped as a warm-up when the next sample shows
+    /// it was slow.
     fn time(
         &mut self,
         func: sys::CUfunction,
         r: &RunRequest,
         params: &mut [Vec<u8>],
         policy: &TimingPolicy,
+        initial: Vec<f64>,
+        first_counted: bool,
     ) -> Result<TimingStats, LaunchError> {
-        let mut samples = Vec::new();
+        let mut samples = initial;
+        let mut check_warmup = first_counted && samples.len() == 1;
+        let mut warmup_discarded = false;
         if policy.flush_l2 && self.flush.is_none() {
             let bytes = (self.info.as_ref().map(|i| i.l2_bytes).unwrap_or(64 << 20) as usize)
                 .max(1 << 20)
@@ -824,18 +891,138 @@ impl GpuWorker {
                 .map_err(|e| LaunchError::Crashed(cuda("L2 flush buffer", e)))?;
             self.flush = Some((p, bytes));
         }
-        while policy.wants_more(&samples, r.best_ms) {
+        while policy.wants_more(&samples, r.best) {
             if let Some((p, bytes)) = self.flush {
                 // SAFETY: writes the whole flush buffer, evicting the kernel's data from L2.
                 unsafe { result::memset_d8_async(p, (samples.len() & 0xff) as u8, bytes, STREAM) }
                     .map_err(|e| LaunchError::Crashed(cuda("L2 flush", e)))?;
             }
             samples.push(self.launch(func, r, params, true)?);
+            if check_warmup && samples.len() == 2 {
+                check_warmup = false;
+                if policy.first_is_warmup(samples[0], samples[1]) {
+                    samples.remove(0);
+                    warmup_discarded = true;
+                }
+            }
         }
         let mut s = TimingStats::from_samples(&samples)
             .ok_or_else(|| LaunchError::Crashed("no samples".into()))?;
-        s.aborted_early = samples.len() == 1 && policy.min_reps > 1;
+        // fewer than min_reps only when the policy found the configuration hopeless
+        s.aborted_early = (samples.len() as u32) < policy.min_reps;
+        s.warmup_discarded = warmup_discarded;
         Ok(s)
+    }
+
+    /// `RecordOutputs`: run with the outputs at their initial contents, write the requested outputs to
+    /// .npy files, probe with poisoned outputs for elements never written, time if asked.
+    fn record_inner(
+        &mut self,
+        r: &RunRequest,
+        files: &[OutputFile],
+    ) -> Result<RunOutcome, LaunchError> {
+        let inv = LaunchError::Invalid;
+        let c = LaunchError::Crashed;
+        let (func, mut params, arrays, occupancy) = self.launch_setup(r)?;
+        let mut outcome = RunOutcome {
+            status: RunStatus::Ok,
+            outputs: vec![],
+            inputs_modified: vec![],
+            timing: None,
+            occupancy,
+            accumulating_outputs: vec![],
+            recorded: vec![],
+        };
+        let mut targets = Vec::new();
+        for f in files {
+            let a = arrays
+                .iter()
+                .find(|a| a.0 == f.name)
+                .ok_or_else(|| inv(format!("no array `{}` in test {}", f.name, r.test)))?;
+            if f.shape.iter().product::<u64>() != a.5 {
+                return Err(inv(format!(
+                    "shape {:?} for `{}` does not hold its {} elements",
+                    f.shape, f.name, a.5
+                )));
+            }
+            targets.push((f, a));
+        }
+        let reset = |arrays: &[ArrayView]| -> Result<(), LaunchError> {
+            for (_, work, pristine, _, dt, n, out, _, _) in arrays {
+                if *out {
+                    // SAFETY: same-size device buffers.
+                    unsafe {
+                        result::memcpy_dtod_sync(*work, *pristine, (*n as usize) * dt.size())
+                    }
+                    .map_err(|e| c(cuda("reset", e)))?;
+                }
+            }
+            Ok(())
+        };
+        reset(&arrays)?;
+        self.launch(func, r, &mut params, false)?;
+        // keep this run's values on the device for the poison probe, and stream them to the files
+        let mut kept: Vec<(Ptr, &OutputFile, &ArrayView)> = Vec::new();
+        let mut failure = None;
+        for (f, a) in &targets {
+            let bytes = (a.5 as usize * a.4.size()).max(1);
+            // SAFETY: plain allocation and a same-size copy.
+            let copy = match unsafe { result::malloc_sync(bytes) } {
+                Ok(p) => p,
+                Err(e) => {
+                    failure = Some(inv(cuda(&format!("keeping a copy of {}", f.name), e)));
+                    break;
+                }
+            };
+            kept.push((copy, f, a));
+            // SAFETY: both hold `bytes`.
+            if let Err(e) = unsafe { result::memcpy_dtod_sync(copy, a.1, bytes) } {
+                failure = Some(c(cuda("copy", e)));
+                break;
+            }
+            if let Err(m) = write_npy_from_device(&f.path, a.4, &f.shape, a.1, bytes) {
+                failure = Some(inv(m));
+                break;
+            }
+        }
+        if failure.is_none() {
+            let probe = (|| -> Result<(), LaunchError> {
+                for (_, _, a) in &kept {
+                    self.poison(a.1, a.4, a.5).map_err(c)?;
+                }
+                self.launch(func, r, &mut params, false)?;
+                for (copy, f, a) in &kept {
+                    let rep = self.compare(&a.0, a.1, *copy, a.4, a.5, a.8).map_err(c)?;
+                    outcome.recorded.push(RecordedOutput {
+                        name: f.name.clone(),
+                        path: f.path.clone(),
+                        dtype: a.4,
+                        shape: f.shape.clone(),
+                        never_written: rep.never_written,
+                        depends_on_initial: rep.mismatches,
+                    });
+                    if !rep.passed() {
+                        outcome.accumulating_outputs.push(f.name.clone());
+                    }
+                    outcome.outputs.push(rep);
+                }
+                Ok(())
+            })();
+            failure = probe.err();
+        }
+        for (copy, _, _) in &kept {
+            // SAFETY: allocated above, freed once.
+            let _ = unsafe { result::free_sync(*copy) };
+        }
+        if let Some(e) = failure {
+            return Err(e);
+        }
+        reset(&arrays)?;
+        if let Some(policy) = &r.timing {
+            outcome.timing = Some(self.time(func, r, &mut params, policy, Vec::new(), false)?);
+            reset(&arrays)?;
+        }
+        Ok(outcome)
     }
 
     fn bandwidth(&mut self, bytes: usize) -> Result<f64, String> {

@@ -49,7 +49,11 @@ pub struct WorkerProcess {
 
 impl WorkerProcess {
     pub fn spawn(cmd: &WorkerCommand) -> Result<Self, TunerError> {
-        let mut policy = Policy::for_gpu_worker().with_env(PROTOCOL_ENV, PROTOCOL_FD.to_string());
+        // Eager module loading: a lazily loaded kernel would pay for its loading inside its first launch,
+        // which is timed (the verifying run counts as the first sample).
+        let mut policy = Policy::for_gpu_worker()
+            .with_env(PROTOCOL_ENV, PROTOCOL_FD.to_string())
+            .with_env("CUDA_MODULE_LOADING", "EAGER");
         for (k, v) in &cmd.env {
             policy = policy.with_env(k, v);
         }

@@ -7,8 +7,9 @@ use std::io::{Read, Write};
 use serde::{Deserialize, Serialize};
 
 use crate::args::KernelTest;
+use crate::dtype::DType;
 use crate::geometry::LaunchDims;
-use crate::measure::{TimingPolicy, TimingStats};
+use crate::measure::{Baseline, TimingPolicy, TimingStats};
 use crate::verify::OutputReport;
 
 /// Header sizes above this are garbage, not a message (a real header is a few KB at most).
@@ -52,7 +53,33 @@ pub struct RunRequest {
     /// pristine copies. This run doubles as the untimed warm-up.
     pub verify: bool,
     pub timing: Option<TimingPolicy>,
-    pub best_ms: Option<f64>,
+    /// The best median so far and its noise: a configuration far slower stops sampling early.
+    pub best: Option<Baseline>,
+}
+
+/// Where the worker writes one output of a recording run (`RecordOutputs`), as a .npy file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OutputFile {
+    pub name: String,
+    /// Absolute path; the parent directory must exist.
+    pub path: std::path::PathBuf,
+    /// The .npy shape (its product is the array's element count).
+    pub shape: Vec<u64>,
+}
+
+/// One output the worker wrote.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RecordedOutput {
+    pub name: String,
+    pub path: std::path::PathBuf,
+    pub dtype: DType,
+    pub shape: Vec<u64>,
+    /// Elements still holding the poison pattern after a run with the output poisoned beforehand: the
+    /// kernel never writes them (their recorded value is the initial contents the test gave).
+    pub never_written: u64,
+    /// Elements whose value after the poisoned run differs from the recorded one: the kernel reads the
+    /// output's initial contents (accumulates into it) or leaves them unwritten.
+    pub depends_on_initial: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -78,6 +105,13 @@ pub enum Request {
     },
     Run {
         run: RunRequest,
+    },
+    /// Runs a launch with every output reset to the test's initial contents, writes each output named in
+    /// `files` as a .npy file, then reruns with the outputs poisoned to find elements the kernel never
+    /// writes, and times the launch if `run.timing` is set. The test's own expected values are untouched.
+    RecordOutputs {
+        run: RunRequest,
+        files: Vec<OutputFile>,
     },
     MeasureBandwidth {
         bytes: u64,
@@ -112,6 +146,9 @@ pub struct RunOutcome {
     pub occupancy: Option<f64>,
     /// Reference runs only: outputs that depend on their initial contents (reset, never poisoned).
     pub accumulating_outputs: Vec<String>,
+    /// Recording runs only: the files written.
+    #[serde(default)]
+    pub recorded: Vec<RecordedOutput>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

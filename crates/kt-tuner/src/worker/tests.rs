@@ -47,7 +47,7 @@ fn run_request(block: u32) -> Request {
             },
             verify: true,
             timing: None,
-            best_ms: None,
+            best: None,
         },
     }
 }
@@ -123,4 +123,63 @@ fn serve_refuses_to_run_without_the_protocol_pipe() {
     }
     let err = serve().unwrap_err();
     assert!(err.to_string().contains("fd 3"), "{err}");
+}
+
+#[test]
+fn record_outputs_writes_the_named_files_and_reports_unwritten_elements() {
+    use super::protocol::OutputFile;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("C.npy");
+    let mut w = fake("ok");
+    let Request::Run { run } = run_request(64) else {
+        unreachable!()
+    };
+    let req = Request::RecordOutputs {
+        run,
+        files: vec![OutputFile {
+            name: "C".into(),
+            path: path.clone(),
+            shape: vec![2, 3],
+        }],
+    };
+    let (reply, _) = w.request(&req, &[], Duration::from_secs(10)).unwrap();
+    let Reply::Ran(o) = reply else {
+        panic!("{reply:?}")
+    };
+    assert_eq!(o.recorded.len(), 1);
+    let r = &o.recorded[0];
+    assert_eq!((r.name.as_str(), r.shape.as_slice()), ("C", &[2u64, 3][..]));
+    assert_eq!(
+        r.never_written, 1,
+        "the fake leaves its last element unwritten"
+    );
+    let info = crate::npy::read_header(&path).unwrap();
+    assert_eq!(info.shape, vec![2, 3]);
+    let bytes = std::fs::read(&path).unwrap();
+    let values: Vec<f32> = bytes[info.data_offset as usize..]
+        .chunks_exact(4)
+        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect();
+    assert_eq!(values, vec![0.0, 1.0, 2.0, 3.0, 4.0, 5.0]);
+    w.shutdown();
+}
+
+#[test]
+fn record_outputs_request_survives_the_frame_round_trip() {
+    use super::protocol::{OutputFile, read_frame, write_frame};
+    let Request::Run { run } = run_request(32) else {
+        unreachable!()
+    };
+    let req = Request::RecordOutputs {
+        run,
+        files: vec![OutputFile {
+            name: "out".into(),
+            path: "/tmp/x/out.npy".into(),
+            shape: vec![4],
+        }],
+    };
+    let mut buf = Vec::new();
+    write_frame(&mut buf, &req, &[]).unwrap();
+    let (back, _): (Request, _) = read_frame(&mut &buf[..]).unwrap();
+    assert_eq!(back, req);
 }
