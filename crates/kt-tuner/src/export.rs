@@ -192,6 +192,7 @@ mod tests {
             l2_bytes: 60 << 20,
             total_memory: 1 << 30,
             driver_version: 13000,
+            clock_khz: 0,
             context_ms: 0.0,
         };
         let r = TuneResult {

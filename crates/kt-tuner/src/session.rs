@@ -1109,15 +1109,14 @@ impl Tuner {
             peak_gbps: peak,
             worker_restarts: self.restarts,
         };
-        if let Some(p) = peak {
-            for m in result
-                .measurements
-                .iter_mut()
-                .chain(result.best.iter_mut())
-                .chain(result.reference.iter_mut())
-            {
-                m.percent_of_peak = m.gbps.map(|g| 100.0 * g / p);
-            }
+        let compute_peak = result.device.fp32_peak_gflops();
+        for m in result
+            .measurements
+            .iter_mut()
+            .chain(result.best.iter_mut())
+            .chain(result.reference.iter_mut())
+        {
+            m.percent_of_peak = percent_of_binding_peak(m, peak, compute_peak);
         }
         Ok(result)
     }
@@ -1688,4 +1687,55 @@ fn verdict_reason(v: &Verdict) -> String {
 /// Convenience: scalar bindings of a test by name.
 pub fn test_scalars(test: &KernelTest) -> BTreeMap<String, f64> {
     test.scalars()
+}
+
+/// Share of the ceiling that binds this kernel: the larger of achieved bandwidth over the measured copy
+/// bandwidth and achieved FLOP rate over the theoretical FP32 rate. A memory-bound kernel is judged by the
+/// first, a compute-bound one (matmul) by the second; reporting only bandwidth would call a matmul at 65% of
+/// cuBLAS "2% of peak".
+fn percent_of_binding_peak(
+    m: &Measurement,
+    peak_gbps: Option<f64>,
+    peak_gflops: Option<f64>,
+) -> Option<f64> {
+    let memory = m.gbps.zip(peak_gbps).map(|(g, p)| 100.0 * g / p);
+    let compute = m.gflops.zip(peak_gflops).map(|(g, p)| 100.0 * g / p);
+    match (memory, compute) {
+        (Some(a), Some(b)) => Some(a.max(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+#[cfg(test)]
+mod peak_tests {
+    use super::*;
+
+    fn measured(gbps: Option<f64>, gflops: Option<f64>) -> Measurement {
+        let mut m = Measurement::synthetic(Config(vec![]), Verdict::Ok, Some(1.0));
+        m.gbps = gbps;
+        m.gflops = gflops;
+        m
+    }
+
+    #[test]
+    fn a_compute_bound_kernel_is_judged_by_its_flop_rate() {
+        // matmul: little bandwidth, most of the FP32 rate.
+        let m = measured(Some(66.0), Some(33_000.0));
+        let p = percent_of_binding_peak(&m, Some(4_270.0), Some(66_000.0)).unwrap();
+        assert!((p - 50.0).abs() < 1e-9, "{p}");
+    }
+
+    #[test]
+    fn a_memory_bound_kernel_is_judged_by_its_bandwidth() {
+        let m = measured(Some(3_416.0), Some(280.0));
+        let p = percent_of_binding_peak(&m, Some(4_270.0), Some(66_000.0)).unwrap();
+        assert!((p - 80.0).abs() < 1e-9, "{p}");
+    }
+
+    #[test]
+    fn without_any_ceiling_there_is_no_percentage() {
+        let m = measured(Some(1.0), Some(1.0));
+        assert_eq!(percent_of_binding_peak(&m, None, None), None);
+        assert!(percent_of_binding_peak(&m, None, Some(10.0)).is_some());
+    }
 }

@@ -379,7 +379,9 @@ fn print_summary(done: &TransformOutcome) {
         _ => println!("no timing"),
     }
     if let Some(p) = r.percent_of_peak {
-        println!("{p:.1}% of measured peak");
+        println!(
+            "{p:.1}% of peak (the binding ceiling: measured copy bandwidth, or the FP32 rate for compute-bound kernels)"
+        );
     }
     if !r.best_params.is_empty() {
         let params: Vec<String> = r

@@ -273,7 +273,7 @@ pub fn report_markdown(result: &RunResult, state: Option<&Stage3State>) -> Strin
         ));
     }
     md.push_str(&format!(
-        "- percent of measured peak: {}\n",
+        "- percent of peak (measured copy bandwidth, or the FP32 rate when compute binds): {}\n",
         result
             .percent_of_peak
             .map(|p| format!("{p:.1}%"))

@@ -539,6 +539,7 @@ mod tests {
                 l2_bytes: 0,
                 total_memory: 0,
                 driver_version: 0,
+                clock_khz: 0,
                 context_ms: 0.0,
             },
             strategy: kt_tuner::Strategy::BruteForce,

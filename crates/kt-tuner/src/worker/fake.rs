@@ -38,6 +38,7 @@ impl Fake {
                     l2_bytes: 1 << 20,
                     total_memory: 1 << 30,
                     driver_version: 13000,
+                    clock_khz: 0,
                     context_ms: 0.0,
                 }),
                 false,

@@ -198,6 +198,8 @@ impl GpuWorker {
             l2_bytes: a(A::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)?,
             total_memory: ctx.total_mem().map_err(|e| cuda("total memory", e))?,
             driver_version,
+            // Deprecated in newer CUDA releases: absent means "no compute ceiling", not an error.
+            clock_khz: a(A::CU_DEVICE_ATTRIBUTE_CLOCK_RATE).unwrap_or(0),
             context_ms: 0.0,
         };
         // Events with default flags: the `None` flags of some helpers disable timing.

@@ -31,8 +31,30 @@ pub struct DeviceInfo {
     pub l2_bytes: i32,
     pub total_memory: usize,
     pub driver_version: i32,
+    /// SM clock in kHz as the driver reports it (0 when the driver does not say).
+    #[serde(default)]
+    pub clock_khz: i32,
     /// Milliseconds the worker spent creating its context.
     pub context_ms: f64,
+}
+
+impl DeviceInfo {
+    /// FP32 lanes per SM for the architectures kt knows (one FMA per lane per clock).
+    fn fp32_lanes_per_sm(&self) -> Option<f64> {
+        match self.compute_capability {
+            (7, _) | (8, 0) => Some(64.0),
+            (8, _) | (9, 0) | (10, _) | (12, _) => Some(128.0),
+            _ => None,
+        }
+    }
+
+    /// Theoretical FP32 rate in GFLOP/s: SMs × FP32 lanes × 2 (an FMA is two operations) × clock.
+    /// The ceiling for compute-bound kernels such as matmul, where "% of copy bandwidth" says nothing.
+    pub fn fp32_peak_gflops(&self) -> Option<f64> {
+        let lanes = self.fp32_lanes_per_sm()?;
+        (self.clock_khz > 0 && self.sm_count > 0)
+            .then(|| self.sm_count as f64 * lanes * 2.0 * self.clock_khz as f64 * 1e-6)
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -212,6 +234,39 @@ pub fn read_frame<T: for<'de> Deserialize<'de>>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fp32_peak_of_an_h200_like_device_is_sms_times_lanes_times_two_times_clock() {
+        let d = DeviceInfo {
+            ordinal: 0,
+            name: "H200".into(),
+            uuid: String::new(),
+            compute_capability: (9, 0),
+            sm_count: 132,
+            max_threads_per_block: 1024,
+            max_threads_per_sm: 2048,
+            max_shared_per_block: 49152,
+            max_shared_per_block_optin: 232448,
+            registers_per_block: 65536,
+            l2_bytes: 60 << 20,
+            total_memory: 1 << 30,
+            driver_version: 13000,
+            clock_khz: 1_980_000,
+            context_ms: 0.0,
+        };
+        let peak = d.fp32_peak_gflops().unwrap();
+        assert!((peak - 132.0 * 128.0 * 2.0 * 1.98).abs() < 1e-6, "{peak}");
+        let unknown_clock = DeviceInfo {
+            clock_khz: 0,
+            ..d.clone()
+        };
+        assert_eq!(unknown_clock.fp32_peak_gflops(), None);
+        let unknown_arch = DeviceInfo {
+            compute_capability: (5, 2),
+            ..d
+        };
+        assert_eq!(unknown_arch.fp32_peak_gflops(), None);
+    }
 
     #[test]
     fn frames_round_trip_with_raw_payload() {
