@@ -4,31 +4,10 @@
 
 #![allow(clippy::unwrap_used)]
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::PathBuf;
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// Runs kt from the workspace root (so prompts/ is found) with no user LLM configuration leaking in.
-fn kt(home: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_kt"))
-        .args(args)
-        .current_dir(root())
-        .env_remove("KT_CONFIG")
-        .env_remove("KT_LLM")
-        .env_remove("KT_RUNS_DIR")
-        .env_remove("KT_PROMPTS_DIR")
-        .env("HOME", home)
-        .env("XDG_CONFIG_HOME", home.join("no-config"))
-        .output()
-        .expect("kt runs")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
+mod support;
+use support::{kt, only_entry, read_json, text};
 
 #[test]
 fn analyze_with_scripted_answers_prints_a_kernel_info_that_agrees_with_the_sidecar() {
@@ -191,14 +170,8 @@ fn testgen_with_a_script_writes_the_tests_then_stops_for_want_of_a_gpu() {
         text(&out.stdout)
     );
 
-    let run_dirs: Vec<PathBuf> = std::fs::read_dir(&runs)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    assert_eq!(run_dirs.len(), 1);
-    let run = &run_dirs[0];
-    let meta: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(run.join("run.json")).unwrap()).unwrap();
+    let run = &only_entry(&runs);
+    let meta = read_json(&run.join("run.json"));
     assert_eq!(meta["status"], "failed");
     assert_eq!(meta["strategy"], "testgen");
     assert!(
@@ -212,9 +185,7 @@ fn testgen_with_a_script_writes_the_tests_then_stops_for_want_of_a_gpu() {
         .collect();
     assert_eq!(tests.len(), 2);
     for t in &tests {
-        let m: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(t.join("manifest.json")).unwrap())
-                .unwrap();
+        let m = read_json(&t.join("manifest.json"));
         assert_eq!(m["kernel"], "vectorAdd");
         assert_eq!(m["outputs"], serde_json::json!(["c"]));
         assert_eq!(m["args"].as_array().unwrap().len(), 4);
@@ -288,10 +259,16 @@ fn testgen_on_a_gpu_records_reference_times_inside_the_bounds() {
         let ms = t["reference_time_ms"].as_f64().unwrap();
         assert!((1.0..=200.0).contains(&ms), "{t}");
         let dir = PathBuf::from(t["dir"].as_str().unwrap());
-        let m: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(dir.join("manifest.json")).unwrap())
-                .unwrap();
+        let m = read_json(&dir.join("manifest.json"));
         assert_eq!(m["reference_time_ms"].as_f64(), Some(ms));
+        // the original kernel's outputs are on disk as the test's expected values
+        let expected = m["expected"]
+            .as_object()
+            .expect("expected outputs recorded");
+        assert!(!expected.is_empty(), "{m}");
+        for file in expected.values() {
+            assert!(dir.join(file.as_str().unwrap()).is_file(), "{file}");
+        }
     }
     assert!(tests.iter().any(|t| t["tail"] == true));
 }

@@ -6,12 +6,11 @@
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
+mod support;
+use support::{output, root, text};
 
 struct Env {
     _dir: tempfile::TempDir,
@@ -63,14 +62,6 @@ fn kt(env: &Env, args: &[&str], sleep: &str) -> Command {
         .env("FAKE_KT_SLEEP", sleep)
         .env_remove("KT_EXPERIMENTS_DIR");
     cmd
-}
-
-fn output(cmd: &mut Command) -> Output {
-    cmd.output().expect("kt runs")
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
 }
 
 fn lines(path: &Path) -> Vec<String> {

@@ -3,22 +3,15 @@
 #![allow(clippy::unwrap_used)]
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
+mod support;
+use support::{root, text};
+
+/// Runs kt with a fresh home, isolated from the user's configuration.
 fn kt(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_kt"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("kt runs")
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
+    let home = tempfile::tempdir().unwrap();
+    support::kt(home.path(), args)
 }
 
 fn write_temp(dir: &Path, name: &str, text: &[u8]) -> PathBuf {
@@ -32,10 +25,9 @@ fn write_temp(dir: &Path, name: &str, text: &[u8]) -> PathBuf {
 #[test]
 fn inspect_json_of_matmul_matches_the_golden_file() {
     let out = kt(&["inspect", "naive-kernels/matmul.cu", "--json"]);
-    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(out.status.success(), "{}", text(&out.stderr));
     let actual: serde_json::Value = serde_json::from_slice(&out.stdout).expect("valid JSON");
-    let golden_path =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/inspect-matmul.json");
+    let golden_path = root().join("tests/golden/inspect-matmul.json");
     if std::env::var_os("KT_BLESS").is_some() {
         std::fs::write(
             &golden_path,
@@ -63,11 +55,11 @@ fn inspect_json_of_matmul_matches_the_golden_file() {
 #[test]
 fn inspect_prints_a_readable_summary() {
     let out = kt(&["inspect", "naive-kernels/matmul.cu"]);
-    assert!(out.status.success(), "{}", stderr(&out));
-    let text = stdout(&out);
-    assert!(text.contains("kernel matrixMultiply"), "{text}");
-    assert!(text.contains("A_width"), "{text}");
-    assert!(text.contains("uses: blockDim"), "{text}");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let summary = text(&out.stdout);
+    assert!(summary.contains("kernel matrixMultiply"), "{summary}");
+    assert!(summary.contains("A_width"), "{summary}");
+    assert!(summary.contains("uses: blockDim"), "{summary}");
 }
 
 #[test]
@@ -80,7 +72,7 @@ fn several_kernels_are_all_shown_and_kernel_picks_one() {
     );
     let file = file.to_str().unwrap();
     let all = kt(&["inspect", file, "--json"]);
-    assert!(all.status.success(), "{}", stderr(&all));
+    assert!(all.status.success(), "{}", text(&all.stderr));
     let json: serde_json::Value = serde_json::from_slice(&all.stdout).unwrap();
     assert_eq!(json["kernels"].as_array().unwrap().len(), 2);
 
@@ -92,9 +84,9 @@ fn several_kernels_are_all_shown_and_kernel_picks_one() {
     let wrong = kt(&["inspect", file, "--kernel", "c"]);
     assert!(!wrong.status.success());
     assert!(
-        stderr(&wrong).contains("available: a, b"),
+        text(&wrong.stderr).contains("available: a, b"),
         "{}",
-        stderr(&wrong)
+        text(&wrong.stderr)
     );
 }
 
@@ -105,14 +97,14 @@ fn bad_input_fails_with_a_message_a_user_can_act_on() {
     let out = kt(&["inspect", no_kernel.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1));
     assert!(
-        stderr(&out).contains("no __global__ function found in"),
+        text(&out.stderr).contains("no __global__ function found in"),
         "{}",
-        stderr(&out)
+        text(&out.stderr)
     );
     assert!(
-        stderr(&out).contains("kt needs a CUDA kernel"),
+        text(&out.stderr).contains("kt needs a CUDA kernel"),
         "{}",
-        stderr(&out)
+        text(&out.stderr)
     );
 
     let python = write_temp(
@@ -123,9 +115,9 @@ fn bad_input_fails_with_a_message_a_user_can_act_on() {
     let out = kt(&["inspect", python.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1));
     assert!(
-        stderr(&out).contains("does not look like CUDA"),
+        text(&out.stderr).contains("does not look like CUDA"),
         "{}",
-        stderr(&out)
+        text(&out.stderr)
     );
 
     let binary = write_temp(
@@ -135,9 +127,9 @@ fn bad_input_fails_with_a_message_a_user_can_act_on() {
     );
     let out = kt(&["inspect", binary.to_str().unwrap()]);
     assert!(
-        stderr(&out).contains("does not look like CUDA"),
+        text(&out.stderr).contains("does not look like CUDA"),
         "{}",
-        stderr(&out)
+        text(&out.stderr)
     );
 
     let broken = write_temp(
@@ -147,12 +139,16 @@ fn bad_input_fails_with_a_message_a_user_can_act_on() {
     );
     let out = kt(&["inspect", broken.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1));
-    assert!(stderr(&out).contains("line 2, column"), "{}", stderr(&out));
+    assert!(
+        text(&out.stderr).contains("line 2, column"),
+        "{}",
+        text(&out.stderr)
+    );
 
     let out = kt(&["inspect", "does/not/exist.cu"]);
     assert!(
-        stderr(&out).contains("cannot read does/not/exist.cu"),
+        text(&out.stderr).contains("cannot read does/not/exist.cu"),
         "{}",
-        stderr(&out)
+        text(&out.stderr)
     );
 }

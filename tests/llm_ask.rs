@@ -3,24 +3,14 @@
 #![allow(clippy::unwrap_used)] // a failed unwrap in a test is a failed test with its message
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
-/// Runs kt in `dir` with no user configuration leaking in.
+mod support;
+use support::{kt_command, output, text};
+
+/// Runs kt in `dir` (where the tests write their answer scripts and kt.toml), with `dir` as its home.
 fn kt(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_kt"))
-        .args(args)
-        .current_dir(dir)
-        .env_remove("KT_CONFIG")
-        .env_remove("KT_LLM")
-        .env_remove("KT_LLM_BASE_URL")
-        .env("HOME", dir)
-        .env("XDG_CONFIG_HOME", dir.join("no-config"))
-        .output()
-        .expect("kt runs")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
+    output(kt_command(dir).current_dir(dir).args(args))
 }
 
 #[test]

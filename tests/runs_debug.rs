@@ -8,33 +8,20 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::sync::Arc;
 
-use kt_graph::CancelToken;
-use kt_llm::{LlmClient, Recorder, ScriptedProvider, StructuredMode};
-use kt_pipeline::stage3::{FakeBackend, NoProgress, Stage3Settings, TuningBackend};
-use kt_pipeline::strategy::{StrategyOverrides, load_strategy};
-use kt_pipeline::{
-    KernelInfo, NewRun, ProblemDimension, PromptLibrary, RunDir, RunLlm, RunSettings,
-};
+use kt_pipeline::stage3::recorded_run::{record_matmul_run, write_script};
 use serde_json::{Value, json};
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
+mod support;
+use support::{kt_command, output};
 
+/// Runs kt with its runs kept under `home/runs`, where [`record_run`] puts the recorded run.
 fn kt(home: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_kt"))
-        .args(args)
-        .current_dir(root())
-        .env_remove("KT_CONFIG")
-        .env_remove("KT_LLM")
-        .env_remove("KT_PROMPTS_DIR")
-        .env("KT_RUNS_DIR", home.join("runs"))
-        .env("HOME", home)
-        .env("XDG_CONFIG_HOME", home.join("no-config"))
-        .output()
-        .expect("kt runs")
+    output(
+        kt_command(home)
+            .env("KT_RUNS_DIR", home.join("runs"))
+            .args(args),
+    )
 }
 
 /// Runs kt, asserts success, returns stdout.
@@ -57,118 +44,11 @@ fn ok_json(home: &Path, args: &[&str]) -> Value {
         .unwrap_or_else(|e| panic!("kt {args:?} printed no JSON ({e}): {text}"))
 }
 
-fn rewrite(marker: &str) -> String {
-    let source = std::fs::read_to_string(root().join("naive-kernels/matmul.cu")).unwrap();
-    let code = format!("{source}\n// fake-tuning: {marker}\n");
-    json!({"code": code, "parameters": [{"name": "block_size_x", "values": [16, 32]}, {"name": "block_size_y", "values": [4, 8]}], "explanation": marker}).to_string()
-}
-
-fn write_script(path: &Path, answers: &[(&str, String)]) {
-    let list: Vec<_> = answers
-        .iter()
-        .map(|(node, text)| json!({"node": node, "text": text}))
-        .collect();
-    std::fs::write(path, json!({ "answers": list }).to_string()).unwrap();
-}
-
-/// An autonomous run of the matmul: two planned steps, both accepted (20 ms -> 10 ms -> 4 ms), then a replan
-/// that ends it. Returns the run id.
+/// Records the autonomous matmul run of kt-pipeline's fixture (two planned steps, both accepted: 20 ms ->
+/// 10 ms -> 4 ms, then a replan that ends it) under `home/runs`. Returns the run id.
 fn record_run(home: &Path) -> String {
-    let kernel_file = root().join("naive-kernels/matmul.cu");
-    let run = RunDir::create(
-        &home.join("runs"),
-        NewRun {
-            kernel_file: &kernel_file,
-            kernel: "matrixMultiply",
-            strategy: "autonomous",
-            settings: RunSettings {
-                replan: Some(1),
-                breakdown: Some(0),
-                candidates: None,
-                tests: Some(1),
-                seed: None,
-            },
-            llm: RunLlm {
-                provider: "scripted".into(),
-                model: String::new(),
-            },
-        },
-    )
-    .unwrap();
-    run.save_kernel_info(&KernelInfo {
-        name: "matrixMultiply".into(),
-        parameters: ["A", "B", "C", "A_width", "A_height", "B_width"]
-            .iter()
-            .map(|s| s.to_string())
-            .collect(),
-        description: "C = A * B for row-major float matrices".into(),
-        problem_size: vec![
-            ProblemDimension {
-                expression: "B_width".into(),
-            },
-            ProblemDimension {
-                expression: "A_height".into(),
-            },
-        ],
-        outputs: vec!["C".into()],
-        inputs_and_outputs: vec![],
-        default_block: [16, 16, 1],
-    })
-    .unwrap();
-    std::fs::create_dir_all(run.tests_dir()).unwrap();
-    let script = home.join("answers.json");
-    write_script(
-        &script,
-        &[
-            (
-                "stage3.plan",
-                json!({"steps": ["tunable block size", "register tiling"]}).to_string(),
-            ),
-            (
-                "stage3.validate",
-                json!({"valid": true, "reason": "device code only"}).to_string(),
-            ),
-            ("stage3.apply", rewrite("ok 10.0")),
-            (
-                "stage3.restrictions",
-                json!({"restrictions": ["block_size_x * block_size_y <= 1024"]}).to_string(),
-            ),
-            (
-                "stage3.validate",
-                json!({"valid": true, "reason": "device code only"}).to_string(),
-            ),
-            ("stage3.apply", rewrite("ok 4.0")),
-            (
-                "stage3.restrictions",
-                json!({"restrictions": []}).to_string(),
-            ),
-            ("stage3.replan", json!({"steps": []}).to_string()),
-        ],
-    );
-    let client = LlmClient::new(ScriptedProvider::load(&script).unwrap())
-        .with_parse_retries(0)
-        .with_recorder(Recorder::open(run.llm_jsonl()).unwrap());
-    let overrides = StrategyOverrides {
-        replan: Some(1),
-        breakdown: Some(0),
-        candidates: None,
-    };
-    let settings = Stage3Settings {
-        strategy: load_strategy("autonomous", Some(&root().join("strategies")))
-            .unwrap()
-            .with_overrides(&overrides),
-        llm: Arc::new(client),
-        prompts: Arc::new(PromptLibrary::from_dir(&root().join("prompts")).unwrap()),
-        mode: StructuredMode::Native,
-        backend: Arc::new(|_| Arc::new(FakeBackend::new(20.0)) as Arc<dyn TuningBackend>),
-        progress: Arc::new(NoProgress),
-        events: None,
-        cancel: CancelToken::new(),
-    };
     let rt = tokio::runtime::Runtime::new().unwrap();
-    rt.block_on(kt_pipeline::stage3::resume(&run, settings))
-        .unwrap();
-    run.run_id()
+    rt.block_on(record_matmul_run(&home.join("runs"))).run_id()
 }
 
 fn history_len(home: &Path, id: &str) -> usize {

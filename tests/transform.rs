@@ -5,42 +5,10 @@
 
 #![allow(clippy::unwrap_used)]
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::PathBuf;
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// Runs kt from the workspace root with no user configuration leaking in.
-fn kt(home: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_kt"))
-        .args(args)
-        .current_dir(root())
-        .env_remove("KT_CONFIG")
-        .env_remove("KT_LLM")
-        .env_remove("KT_RUNS_DIR")
-        .env_remove("KT_PROMPTS_DIR")
-        .env("HOME", home)
-        .env("XDG_CONFIG_HOME", home.join("no-config"))
-        .output()
-        .expect("kt runs")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
-fn has_numpy() -> bool {
-    Command::new("python3")
-        .args(["-c", "import numpy"])
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
-
-fn has_gpu() -> bool {
-    std::env::var("KT_GPU").is_ok_and(|v| v == "1")
-}
+mod support;
+use support::{gpu_enabled, has_numpy, kt, kt_command, only_entry, output, read_json, text};
 
 #[test]
 fn transform_without_a_gpu_stops_at_stage_3_with_a_clear_message_and_a_resumable_run() {
@@ -50,7 +18,7 @@ fn transform_without_a_gpu_stops_at_stage_3_with_a_clear_message_and_a_resumable
         );
         return;
     }
-    if has_gpu() {
+    if gpu_enabled() {
         eprintln!("skipped: KT_GPU=1, this test is about machines without a GPU");
         return;
     }
@@ -84,12 +52,7 @@ fn transform_without_a_gpu_stops_at_stage_3_with_a_clear_message_and_a_resumable
     assert!(stderr.contains("kt resume"), "{stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");
 
-    let runs: Vec<PathBuf> = std::fs::read_dir(&out_dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    assert_eq!(runs.len(), 1);
-    let run = &runs[0];
+    let run = &only_entry(&out_dir);
     for file in [
         "run.json",
         "run.sqlite",
@@ -106,13 +69,11 @@ fn transform_without_a_gpu_stops_at_stage_3_with_a_clear_message_and_a_resumable
         );
     }
     assert!(run.join("tests").is_dir());
-    let meta: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(run.join("run.json")).unwrap()).unwrap();
+    let meta = read_json(&run.join("run.json"));
     assert_eq!(meta["status"], "interrupted");
     assert_eq!(meta["strategy"], "autonomous");
     assert_eq!(meta["settings"]["replan"], 3);
-    let result: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(run.join("result.json")).unwrap()).unwrap();
+    let result = read_json(&run.join("result.json"));
     assert_eq!(result["schema_version"], 1);
     assert_eq!(result["status"], "interrupted");
     assert!(
@@ -217,7 +178,7 @@ fn graph_export_prints_the_autonomous_graph_as_mermaid_and_dot() {
 /// faster than the naive one. Prints result.json for the record.
 #[test]
 fn demo_replay_on_a_gpu_finishes_with_a_faster_verified_kernel() {
-    if !has_gpu() {
+    if !gpu_enabled() {
         eprintln!("skipped: set KT_GPU=1 on a machine with an NVIDIA GPU to run the demo for real");
         return;
     }
@@ -248,61 +209,26 @@ fn demo_replay_on_a_gpu_finishes_with_a_faster_verified_kernel() {
     assert!(result["speedup"].as_f64().unwrap() > 1.0, "{result}");
 }
 
-/// Like [`kt`], with extra environment variables.
-fn kt_env(home: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_kt"));
-    cmd.args(args)
-        .current_dir(root())
-        .env_remove("KT_CONFIG")
-        .env_remove("KT_LLM")
-        .env_remove("KT_RUNS_DIR")
-        .env_remove("KT_PROMPTS_DIR")
-        .env_remove("KT_SEED")
-        .env("HOME", home)
-        .env("XDG_CONFIG_HOME", home.join("no-config"));
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    cmd.output().expect("kt runs")
-}
-
-fn only_run(out_dir: &Path) -> PathBuf {
-    let runs: Vec<PathBuf> = std::fs::read_dir(out_dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    assert_eq!(runs.len(), 1, "{runs:?}");
-    runs[0].clone()
-}
-
-fn read_json(path: &Path) -> serde_json::Value {
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
-}
-
 #[test]
 fn the_seed_from_kt_seed_is_recorded_and_seeds_the_tests() {
-    if !has_numpy() || has_gpu() {
+    if !has_numpy() || gpu_enabled() {
         eprintln!("skipped: needs python3 with numpy and no GPU (KT_GPU unset)");
         return;
     }
     let home = tempfile::tempdir().unwrap();
     let out_dir = home.path().join("runs");
-    let out = kt_env(
-        home.path(),
-        &[
-            "transform",
-            "naive-kernels/matmul.cu",
-            "--tests",
-            "1",
-            "--llm",
-            "scripted:experiments/cassettes/matmul-autonomous.toml",
-            "--out",
-            out_dir.to_str().unwrap(),
-        ],
-        &[("KT_SEED", "41")],
-    );
+    let out = output(kt_command(home.path()).env("KT_SEED", "41").args([
+        "transform",
+        "naive-kernels/matmul.cu",
+        "--tests",
+        "1",
+        "--llm",
+        "scripted:experiments/cassettes/matmul-autonomous.toml",
+        "--out",
+        out_dir.to_str().unwrap(),
+    ]));
     assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
-    let run = only_run(&out_dir);
+    let run = only_entry(&out_dir);
     assert_eq!(read_json(&run.join("run.json"))["settings"]["seed"], 41);
     assert_eq!(read_json(&run.join("result.json"))["settings"]["seed"], 41);
     let tests: Vec<PathBuf> = std::fs::read_dir(run.join("tests"))
@@ -315,24 +241,20 @@ fn the_seed_from_kt_seed_is_recorded_and_seeds_the_tests() {
 
     // `--seed` wins over KT_SEED.
     let out_dir = home.path().join("runs-flag");
-    kt_env(
-        home.path(),
-        &[
-            "transform",
-            "naive-kernels/matmul.cu",
-            "--tests",
-            "1",
-            "--seed",
-            "5",
-            "--llm",
-            "scripted:experiments/cassettes/matmul-autonomous.toml",
-            "--out",
-            out_dir.to_str().unwrap(),
-        ],
-        &[("KT_SEED", "41")],
-    );
+    output(kt_command(home.path()).env("KT_SEED", "41").args([
+        "transform",
+        "naive-kernels/matmul.cu",
+        "--tests",
+        "1",
+        "--seed",
+        "5",
+        "--llm",
+        "scripted:experiments/cassettes/matmul-autonomous.toml",
+        "--out",
+        out_dir.to_str().unwrap(),
+    ]));
     assert_eq!(
-        read_json(&only_run(&out_dir).join("run.json"))["settings"]["seed"],
+        read_json(&only_entry(&out_dir).join("run.json"))["settings"]["seed"],
         5
     );
 }
@@ -380,7 +302,7 @@ fn ctrl_c_during_a_hanging_llm_call_exits_at_once_with_a_resumable_interrupted_r
     let out_dir = home.path().join("runs");
     let (tx, rx) = std::sync::mpsc::channel();
     let port = hanging_llm_server(tx);
-    let mut child = Command::new(env!("CARGO_BIN_EXE_kt"))
+    let mut child = kt_command(home.path())
         .args([
             "transform",
             "naive-kernels/matmul.cu",
@@ -391,15 +313,9 @@ fn ctrl_c_during_a_hanging_llm_call_exits_at_once_with_a_resumable_interrupted_r
             "--out",
             out_dir.to_str().unwrap(),
         ])
-        .current_dir(root())
-        .env_remove("KT_CONFIG")
-        .env_remove("KT_RUNS_DIR")
-        .env_remove("KT_PROMPTS_DIR")
         .env("KT_LLM", "openai:gpt-4.1")
         .env("KT_LLM_BASE_URL", format!("http://127.0.0.1:{port}/v1"))
         .env("OPENAI_API_KEY", "test-key")
-        .env("HOME", home.path())
-        .env("XDG_CONFIG_HOME", home.path().join("no-config"))
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -432,7 +348,7 @@ fn ctrl_c_during_a_hanging_llm_call_exits_at_once_with_a_resumable_interrupted_r
         "exited {took:?} after SIGINT\n{stderr}"
     );
     assert_eq!(status.code(), Some(130), "{stderr}");
-    let run = only_run(&out_dir);
+    let run = only_entry(&out_dir);
     assert!(
         stderr.contains(&format!("`kt resume {}` continues", run.display())),
         "{stderr}"
@@ -456,7 +372,7 @@ fn ctrl_c_during_a_hanging_llm_call_exits_at_once_with_a_resumable_interrupted_r
     let stderr = text(&again.stderr);
     assert!(run.join("kernel_info.json").is_file(), "{stderr}");
     let meta = read_json(&run.join("run.json"));
-    if has_gpu() {
+    if gpu_enabled() {
         assert!(again.status.success(), "{stderr}");
         assert_eq!(meta["status"], "finished");
     } else {

@@ -4,26 +4,19 @@
 
 #![allow(clippy::unwrap_used)]
 
-use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::process::Output;
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
+mod support;
+use support::{gpu_enabled, kt_command, output};
 
+/// Runs kt with a fresh home, so that no module cache or configuration of the user's is used.
 fn kt(args: &[&str]) -> Output {
     let home = tempfile::tempdir().unwrap();
-    Command::new(env!("CARGO_BIN_EXE_kt"))
-        .args(args)
-        .current_dir(root())
-        .env("HOME", home.path())
-        .env("XDG_CACHE_HOME", home.path().join("cache"))
-        .output()
-        .expect("kt runs")
-}
-
-fn gpu_machine() -> bool {
-    std::env::var("KT_GPU").ok().as_deref() == Some("1")
+    output(
+        kt_command(home.path())
+            .env("XDG_CACHE_HOME", home.path().join("cache"))
+            .args(args),
+    )
 }
 
 fn assert_clear_failure(out: &Output) {
@@ -38,7 +31,7 @@ fn assert_clear_failure(out: &Output) {
 
 #[test]
 fn tune_without_a_gpu_fails_with_a_clear_message() {
-    if gpu_machine() {
+    if gpu_enabled() {
         return;
     }
     assert_clear_failure(&kt(&[
@@ -54,7 +47,7 @@ fn tune_without_a_gpu_fails_with_a_clear_message() {
 
 #[test]
 fn verify_and_selftest_without_a_gpu_fail_with_a_clear_message() {
-    if gpu_machine() {
+    if gpu_enabled() {
         return;
     }
     assert_clear_failure(&kt(&[

@@ -96,7 +96,7 @@ pub use builder::{END, GraphBuilder, NodeBuilder, START};
 pub use cancel::CancelToken;
 pub use checkpoint::{
     BranchInfo, Breakpoints, Checkpoint, CheckpointSource, FULL_SNAPSHOT_EVERY, FieldOp,
-    NodeTiming, RoutedFailure, RunMeta, StateRecord, StopReason, Task,
+    NodeTiming, RoutedFailure, RunMeta, StateRecord, StopReason, Task, fold_ops,
 };
 pub use context::{EffectError, Interrupted, NodeContext, ReplayMode};
 pub use error::GraphError;

@@ -42,6 +42,19 @@ impl KernelSource {
             sidecar,
         })
     }
+
+    /// The chosen kernel's name: `--kernel`, else the sidecar's, else the file's only kernel (the error lists
+    /// the kernels when the file holds several).
+    pub fn kernel_name(&self) -> Result<String, PipelineError> {
+        match (&self.kernel, &self.sidecar) {
+            (Some(k), _) => Ok(k.clone()),
+            (None, Some(s)) => Ok(s.kernel.clone()),
+            (None, None) => Ok(kt_cuda::parse(&self.text)?
+                .select_kernel(None)?
+                .name
+                .clone()),
+        }
+    }
 }
 
 /// How Stage 1 is answered.
@@ -209,4 +222,37 @@ pub async fn prepare(
     )
     .await?;
     Ok(Prepared { understood, tests })
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn source(text: &str, kernel: Option<&str>) -> KernelSource {
+        KernelSource {
+            path: PathBuf::from("k.cu"),
+            text: text.into(),
+            kernel: kernel.map(str::to_string),
+            sidecar: None,
+        }
+    }
+
+    #[test]
+    fn kernel_name_is_the_requested_one_else_the_only_one_and_several_need_a_choice() {
+        let two = "__global__ void a(float* x) {}\n__global__ void b(float* x) {}\n";
+        assert_eq!(source(two, Some("b")).kernel_name().unwrap(), "b");
+        let one = "__global__ void only(float* x) {}\n";
+        assert_eq!(source(one, None).kernel_name().unwrap(), "only");
+        let err = source(two, None).kernel_name().unwrap_err().to_string();
+        assert!(err.contains('a') && err.contains('b'), "{err}");
+    }
+
+    #[test]
+    fn kernel_name_of_a_suite_kernel_comes_from_its_sidecar() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../naive-kernels/matmul.cu");
+        let source = KernelSource::read(&path, None).unwrap();
+        assert!(source.sidecar.is_some());
+        assert_eq!(source.kernel_name().unwrap(), "matrixMultiply");
+    }
 }

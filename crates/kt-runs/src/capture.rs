@@ -46,6 +46,15 @@ impl LlmChoice {
     pub fn reuses_journal(&self) -> bool {
         matches!(self, LlmChoice::Replay)
     }
+
+    /// The engine's effect mode for this choice: reuse the journal, or do every effect anew.
+    pub fn replay_mode(&self) -> kt_graph::ReplayMode {
+        if self.reuses_journal() {
+            kt_graph::ReplayMode::Reuse
+        } else {
+            kt_graph::ReplayMode::Live
+        }
+    }
 }
 
 /// One LLM call as it went out and came back.

@@ -29,8 +29,6 @@ pub mod stage3;
 pub mod steps;
 
 #[cfg(test)]
-mod fake_run;
-#[cfg(test)]
 mod session_tests;
 
 pub use binding::{GraphBinding, Setup};

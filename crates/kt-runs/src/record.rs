@@ -9,8 +9,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use kt_graph::{
-    BranchId, Checkpoint, CheckpointId, CheckpointStore, FieldOp, RunId, RunMeta as GraphRunMeta,
-    SqliteStore, StateRecord,
+    BranchId, Checkpoint, CheckpointId, CheckpointStore, FieldOp, GraphError, RunId,
+    RunMeta as GraphRunMeta, SqliteStore, StateRecord, fold_ops,
 };
 use kt_pipeline::RunDir;
 use serde_json::{Map, Value};
@@ -209,7 +209,7 @@ impl RunRecord {
             match cur.state {
                 StateRecord::Full(map) => break map,
                 StateRecord::Delta(ops) => {
-                    deltas.push(ops);
+                    deltas.push((cur.id, ops));
                     let parent = cur.parent.ok_or_else(|| RunsError::NoCheckpoint {
                         run: self.graph_run.to_string(),
                         checkpoint: cur.id.0,
@@ -218,30 +218,27 @@ impl RunRecord {
                 }
             }
         };
-        for ops in deltas.iter().rev() {
-            apply_ops(&mut fields, ops);
+        for (checkpoint, ops) in deltas.iter().rev() {
+            self.apply_ops(&mut fields, *checkpoint, ops)?;
         }
         Ok(fields)
     }
-}
 
-/// Applies a checkpoint's field operations (the engine's own folding rule: set, or append to a list/map).
-pub(crate) fn apply_ops(fields: &mut Fields, ops: &[FieldOp]) {
-    for op in ops {
-        match op {
-            FieldOp::Set(name, value) => {
-                fields.insert(name.clone(), value.clone());
-            }
-            FieldOp::Extend(name, items) => {
-                let slot = fields.entry(name.clone()).or_insert(Value::Null);
-                match (slot, items) {
-                    (Value::Array(have), Value::Array(new)) => have.extend(new.iter().cloned()),
-                    (Value::Object(have), Value::Object(new)) => {
-                        have.extend(new.iter().map(|(k, v)| (k.clone(), v.clone())))
-                    }
-                    (slot, new) => *slot = new.clone(),
-                }
-            }
-        }
+    /// Applies checkpoint `checkpoint`'s field operations with the engine's own folding rule, so that a state
+    /// shown here is the state the engine would resume from.
+    pub(crate) fn apply_ops(
+        &self,
+        fields: &mut Fields,
+        checkpoint: CheckpointId,
+        ops: &[FieldOp],
+    ) -> Result<(), RunsError> {
+        fold_ops(fields, ops).map_err(|reason| RunsError::Graph {
+            run: self.graph_run.to_string(),
+            source: GraphError::CorruptCheckpoint {
+                run: self.graph_run.clone(),
+                checkpoint,
+                reason,
+            },
+        })
     }
 }

@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use kt_graph::{
-    CheckpointId, CheckpointSource, CheckpointStore, Executor, FieldOp, ReplayMode, RunNodeOptions,
-    RunOptions, RunOutcome, SqliteStore, State, StateRecord,
+    CheckpointId, CheckpointSource, CheckpointStore, Executor, FieldOp, RunNodeOptions, RunOptions,
+    RunOutcome, SqliteStore, State, StateRecord,
 };
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -115,11 +115,7 @@ pub async fn debug_node<B: GraphBinding>(
             known: known.join(", "),
         });
     }
-    let effects = if setup.llm.reuses_journal() {
-        ReplayMode::Reuse
-    } else {
-        ReplayMode::Live
-    };
+    let effects = setup.llm.replay_mode();
     let run = record.graph_run().clone();
     let result = exec
         .run_node(
@@ -265,13 +261,8 @@ pub async fn replay<B: GraphBinding>(
     step_limit: u64,
 ) -> Result<ContinueReport, RunsError> {
     let exec = executor(binding, record, record.store(), setup)?;
-    let effects = if setup.llm.reuses_journal() {
-        ReplayMode::Reuse
-    } else {
-        ReplayMode::Live
-    };
     let opts = RunOptions {
-        effects,
+        effects: setup.llm.replay_mode(),
         step_limit,
         ..RunOptions::default()
     };
@@ -291,13 +282,8 @@ pub async fn continue_run<B: GraphBinding>(
     step_limit: u64,
 ) -> Result<ContinueReport, RunsError> {
     let exec = executor(binding, record, record.store(), setup)?;
-    let effects = if setup.llm.reuses_journal() {
-        ReplayMode::Reuse
-    } else {
-        ReplayMode::Live
-    };
     let opts = RunOptions {
-        effects,
+        effects: setup.llm.replay_mode(),
         step_limit,
         ..RunOptions::default()
     };

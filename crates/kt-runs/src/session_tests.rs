@@ -2,13 +2,23 @@
 //! `kt runs`, `kt debug`, `kt replay` and `kt fork` rely on.
 
 use kt_graph::{Breakpoints, CheckpointId};
+use kt_pipeline::stage3::recorded_run::{
+    matmul_rewrite as rewrite, record_matmul_run, repo_root, write_script,
+};
 
-use crate::fake_run::{binding, record_run, rewrite, write_script};
+use crate::stage3::Stage3Binding;
 use crate::*;
+
+fn binding() -> Stage3Binding {
+    Stage3Binding {
+        prompts_dir: Some(repo_root().join("prompts")),
+        strategies_dir: Some(repo_root().join("strategies")),
+    }
+}
 
 async fn recorded() -> (tempfile::TempDir, RunRecord) {
     let base = tempfile::tempdir().unwrap();
-    let run = record_run(base.path()).await;
+    let run = record_matmul_run(base.path()).await;
     (base, RunRecord::open(run).unwrap())
 }
 

@@ -8,7 +8,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::error::RunsError;
-use crate::record::{Fields, RunRecord, apply_ops};
+use crate::record::{Fields, RunRecord};
 
 /// One node that ran in a step.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -39,6 +39,29 @@ pub struct PathStep {
     /// The nodes the next step runs (empty: finished).
     pub next: Vec<String>,
     pub created_ms: u64,
+}
+
+impl NodeRan {
+    /// `node`, or `node#index` for a fan-out copy: how `kt runs show` and the report name it.
+    pub fn label(&self) -> String {
+        if self.index > 0 {
+            format!("{}#{}", self.node, self.index)
+        } else {
+            self.node.clone()
+        }
+    }
+}
+
+impl PathStep {
+    /// The labels ([`NodeRan::label`]) of the nodes that ran in this step.
+    pub fn node_labels(&self) -> Vec<String> {
+        self.nodes.iter().map(NodeRan::label).collect()
+    }
+
+    /// How long the step took: its nodes ran in parallel, so the longest of them (0 when none ran).
+    pub fn seconds(&self) -> f64 {
+        self.nodes.iter().map(|n| n.seconds).fold(0.0, f64::max)
+    }
 }
 
 /// The path from the run's input to `to` (default: the recorded run's head), one entry per checkpoint.
@@ -146,7 +169,7 @@ fn advance(
     };
     match (&cp.state, before) {
         (kt_graph::StateRecord::Delta(ops), Some(mut fields)) => {
-            apply_ops(&mut fields, ops);
+            record.apply_ops(&mut fields, cp.id, ops)?;
             let mut changed = Vec::new();
             let mut appended = Vec::new();
             for op in ops {
@@ -304,4 +327,47 @@ fn describe_set(field: &str, value: &Value) -> Option<String> {
 
 fn first_line(s: &str) -> &str {
     s.lines().next().unwrap_or(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ran(node: &str, index: u32, seconds: f64) -> NodeRan {
+        NodeRan {
+            node: node.into(),
+            index,
+            seconds,
+            attempts: 1,
+        }
+    }
+
+    #[test]
+    fn fan_out_copies_are_labelled_by_index_and_a_step_lasts_as_long_as_its_slowest_node() {
+        let step = PathStep {
+            checkpoint: 3,
+            parent: Some(2),
+            branch: 0,
+            step: 3,
+            source: "step",
+            nodes: vec![
+                ran("apply", 0, 1.5),
+                ran("apply", 1, 4.0),
+                ran("apply", 2, 2.0),
+            ],
+            changed: vec![],
+            tokens_in: 0,
+            tokens_out: 0,
+            outcome: String::new(),
+            next: vec![],
+            created_ms: 0,
+        };
+        assert_eq!(step.node_labels(), ["apply", "apply#1", "apply#2"]);
+        assert_eq!(step.seconds(), 4.0);
+        let idle = PathStep {
+            nodes: vec![],
+            ..step
+        };
+        assert_eq!(idle.seconds(), 0.0);
+    }
 }

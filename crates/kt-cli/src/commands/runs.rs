@@ -153,18 +153,8 @@ fn show_run(a: ShowArgs) -> anyhow::Result<ExitCode> {
         "CP", "STEP", "NODE(S)", "TIME", "TOKENS IN/OUT"
     );
     for p in &s.path {
-        let nodes: Vec<String> = p
-            .nodes
-            .iter()
-            .map(|n| {
-                if n.index > 0 {
-                    format!("{}#{}", n.node, n.index)
-                } else {
-                    n.node.clone()
-                }
-            })
-            .collect();
-        let secs = p.nodes.iter().map(|n| n.seconds).fold(0.0, f64::max);
+        let nodes = p.node_labels();
+        let secs = p.seconds();
         println!(
             "{:>5} {:>5}  {:<28} {:>8.3}s {:>13}  {}",
             format!("#{}", p.checkpoint),

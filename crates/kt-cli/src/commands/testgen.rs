@@ -112,14 +112,7 @@ pub fn run(args: TestgenArgs) -> anyhow::Result<ExitCode> {
         );
     }
     let python = PythonRuntime::find_or_provision()?;
-    let kernel_name = match (&args.kernel, &source.sidecar) {
-        (Some(k), _) => k.clone(),
-        (None, Some(s)) => s.kernel.clone(),
-        (None, None) => kt_cuda::parse(&source.text)?
-            .select_kernel(None)?
-            .name
-            .clone(),
-    };
+    let kernel_name = source.kernel_name()?;
     let run = RunDir::create(
         &RunDir::base_dir(args.out.as_deref()),
         NewRun {

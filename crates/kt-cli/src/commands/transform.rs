@@ -259,14 +259,7 @@ pub fn run(args: TransformArgs) -> anyhow::Result<ExitCode> {
     };
     let (client, config) = seeded(client, config, args.seed)?;
     let source = KernelSource::read(&args.file, args.kernel.as_deref())?;
-    let kernel_name = match (&args.kernel, &source.sidecar) {
-        (Some(k), _) => k.clone(),
-        (None, Some(s)) => s.kernel.clone(),
-        (None, None) => kt_cuda::parse(&source.text)?
-            .select_kernel(None)?
-            .name
-            .clone(),
-    };
+    let kernel_name = source.kernel_name()?;
     // Found (or provisioned) before the run exists: a machine without Python gets no half-made run.
     PythonRuntime::find_or_provision()?;
     let run = RunDir::create(

@@ -8,50 +8,14 @@ use kt_graph::{Executor, MemoryStore, RunId, RunOptions};
 use kt_llm::{LlmClient, Recorder, ScriptedProvider, read_records};
 use serde_json::json;
 
+// `rewrite(marker)`: a rewrite of the matmul whose fake tuning outcome is `marker` (see `FakeBackend`).
+use super::recorded_run::{
+    MATMUL, matmul_info as info, matmul_rewrite as rewrite, matmul_rewrite_with as rewrite_with,
+    write_script,
+};
 use super::*;
+use crate::PromptLibrary;
 use crate::strategy::{StrategyOverrides, load_strategy};
-use crate::{KernelInfo, ProblemDimension, PromptLibrary};
-
-const MATMUL: &str = include_str!("../../../../naive-kernels/matmul.cu");
-
-fn info() -> KernelInfo {
-    KernelInfo {
-        name: "matrixMultiply".into(),
-        parameters: ["A", "B", "C", "A_width", "A_height", "B_width"]
-            .iter()
-            .map(|s| s.to_string())
-            .collect(),
-        description: "C = A * B for row-major float matrices".into(),
-        problem_size: vec![
-            ProblemDimension {
-                expression: "B_width".into(),
-            },
-            ProblemDimension {
-                expression: "A_height".into(),
-            },
-        ],
-        outputs: vec!["C".into()],
-        inputs_and_outputs: vec![],
-        default_block: [16, 16, 1],
-    }
-}
-
-/// A rewrite of the matmul whose fake tuning outcome is `marker` (see `FakeBackend`).
-fn rewrite(marker: &str) -> String {
-    rewrite_with(
-        marker,
-        &[("block_size_x", &[16, 32]), ("block_size_y", &[4, 8])],
-    )
-}
-
-fn rewrite_with(marker: &str, params: &[(&str, &[i64])]) -> String {
-    let code = format!("{MATMUL}\n// fake-tuning: {marker}\n");
-    let parameters: Vec<_> = params
-        .iter()
-        .map(|(n, v)| json!({"name": n, "values": v}))
-        .collect();
-    json!({"code": code, "parameters": parameters, "explanation": marker}).to_string()
-}
 
 fn plan(steps: &[&str]) -> String {
     json!({ "steps": steps }).to_string()
@@ -86,11 +50,7 @@ fn harness_with(
 ) -> Harness {
     let dir = tempfile::tempdir().unwrap();
     let script = dir.path().join("answers.json");
-    let list: Vec<_> = answers
-        .iter()
-        .map(|(node, text)| json!({"node": node, "text": text}))
-        .collect();
-    std::fs::write(&script, json!({ "answers": list }).to_string()).unwrap();
+    write_script(&script, answers);
     let llm_log = dir.path().join("llm.jsonl");
     let client = LlmClient::new(ScriptedProvider::load(&script).unwrap())
         .with_parse_retries(0)

@@ -27,6 +27,9 @@ mod transform;
 mod tunable_kernel;
 mod tuner_backend;
 
+#[cfg(any(test, feature = "test-support"))]
+pub mod recorded_run;
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod cassette_tests;

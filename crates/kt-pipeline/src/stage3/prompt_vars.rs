@@ -7,9 +7,10 @@ use serde::Serialize;
 
 use super::answers::TunableParameter;
 use super::context::Stage3Context;
-use super::state::{StepRecord, StepStatus};
+use super::state::{CurrentStep, Stage3State, StepRecord, StepStatus};
 use super::tunable_kernel::TunableKernel;
 use crate::KernelInfo;
+use crate::error::PipelineError;
 
 /// A kernel parameter as templates see it (same shape as Stage 1's `kernel.params`).
 #[derive(Debug, Clone, Serialize)]
@@ -71,6 +72,34 @@ pub(crate) fn kernel_var(cx: &Stage3Context, kernel: &TunableKernel) -> KernelVa
         tunable: kernel.parameters.clone(),
         grid_divisors: kernel.grid_divisors.clone(),
     }
+}
+
+/// The variables of a question about one step (`validate`, `breakdown`, `worth_it`): the best kernel so far,
+/// the step, and the steps before it.
+#[derive(Serialize)]
+pub(crate) struct StepVars<'a> {
+    pub kernel: KernelVar,
+    pub info: &'a KernelInfo,
+    pub launch: LaunchVar,
+    pub step: &'a str,
+    /// The explicit strategy's step id; empty for planned steps.
+    pub step_id: &'a str,
+    pub history: Vec<HistoryVar>,
+}
+
+pub(crate) fn step_vars<'a>(
+    cx: &'a Stage3Context,
+    state: &Stage3State,
+    step: &'a CurrentStep,
+) -> Result<StepVars<'a>, PipelineError> {
+    Ok(StepVars {
+        kernel: kernel_var(cx, &state.best_kernel()?.kernel),
+        info: &cx.kernel.info,
+        launch: launch_var(&cx.kernel.info),
+        step: &step.description,
+        step_id: step.id.as_deref().unwrap_or_default(),
+        history: history_var(&state.history),
+    })
 }
 
 pub(crate) fn launch_var(info: &KernelInfo) -> LaunchVar {

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use super::answers::TunableParameter;
 use super::backend::{Outcome, Reference};
 use super::tunable_kernel::{KernelVersion, TunableKernel};
+use crate::error::PipelineError;
 
 /// A step waiting in the autonomous plan.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -86,6 +87,22 @@ pub struct StepRecord {
     pub best_before_ms: Option<f64>,
     pub kernel_file: Option<String>,
     pub attempts: u32,
+}
+
+impl StepRecord {
+    /// How `step` ended without a measured candidate (dropped, refused, cut, broken down, skipped).
+    pub(crate) fn unmeasured(step: &CurrentStep, status: StepStatus, reason: String) -> Self {
+        StepRecord {
+            step: step.description.clone(),
+            id: step.id.clone(),
+            status,
+            reason,
+            time_ms: None,
+            best_before_ms: None,
+            kernel_file: None,
+            attempts: 0,
+        }
+    }
 }
 
 /// One candidate of a best-of-N round.
@@ -184,5 +201,22 @@ impl Stage3State {
     /// How many times the current step (and its ancestors) were broken down.
     pub fn breakdown_depth(&self) -> u32 {
         self.current.as_ref().map_or(0, |c| c.breakdown_depth)
+    }
+
+    /// The step being worked on, for the nodes that only run when there is one (the graph routes there only
+    /// then, so its absence is a routing bug, reported rather than panicked on).
+    pub(crate) fn current_step(&self) -> Result<CurrentStep, PipelineError> {
+        self.current.clone().ok_or_else(|| PipelineError::Graph {
+            stage: "stage 3",
+            message: "no current step".into(),
+        })
+    }
+
+    /// The best kernel so far, for the nodes after `baseline` (which sets it first).
+    pub(crate) fn best_kernel(&self) -> Result<&KernelVersion, PipelineError> {
+        self.best.as_ref().ok_or_else(|| PipelineError::Graph {
+            stage: "stage 3",
+            message: "no best kernel: the baseline has not run".into(),
+        })
     }
 }

@@ -105,27 +105,11 @@ pub struct KernelVersion {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use crate::ProblemDimension;
+    use crate::stage3::recorded_run::matmul_info;
 
     #[test]
     fn original_kernel_is_launched_with_its_default_block_and_nothing_else() {
-        let info = KernelInfo {
-            name: "matrixMultiply".into(),
-            parameters: vec![],
-            description: String::new(),
-            problem_size: vec![
-                ProblemDimension {
-                    expression: "B_width".into(),
-                },
-                ProblemDimension {
-                    expression: "A_height".into(),
-                },
-            ],
-            outputs: vec!["C".into()],
-            inputs_and_outputs: vec![],
-            default_block: [16, 16, 1],
-        };
-        let k = TunableKernel::original("code", &info);
+        let k = TunableKernel::original("code", &matmul_info());
         assert_eq!(k.space_size(), 1);
         assert_eq!(k.parameter_names(), ["block_size_x", "block_size_y"]);
         assert_eq!(k.parameters[1].values, vec![16]);

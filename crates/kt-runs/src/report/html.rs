@@ -134,7 +134,7 @@ fn timeline(h: &mut String, r: &ReportInputs) {
         let mut t = 0.0;
         let mut out = Vec::new();
         for step in &r.path {
-            let secs = step.nodes.iter().map(|n| n.seconds).fold(0.0, f64::max);
+            let secs = step.seconds();
             if step.nodes.is_empty() {
                 continue;
             }
@@ -186,18 +186,8 @@ fn human_secs(secs: f64) -> String {
 fn steps(h: &mut String, r: &ReportInputs) {
     h.push_str("<h2>Steps</h2><table id=\"steps\"><tr><th>checkpoint</th><th>step</th><th>node(s)</th><th class=\"num\">time (s)</th><th class=\"num\">tokens in/out</th><th>outcome</th><th>next</th></tr>");
     for s in &r.path {
-        let nodes: Vec<String> = s
-            .nodes
-            .iter()
-            .map(|n| {
-                if n.index > 0 {
-                    format!("{}#{}", n.node, n.index)
-                } else {
-                    n.node.clone()
-                }
-            })
-            .collect();
-        let secs: f64 = s.nodes.iter().map(|n| n.seconds).fold(0.0, f64::max);
+        let nodes = s.node_labels();
+        let secs = s.seconds();
         let _ = write!(
             h,
             "<tr><td>#{}</td><td class=\"num\">{}</td><td>{}</td><td class=\"num\">{secs:.3}</td><td class=\"num\">{}/{}</td><td>{}</td><td>{}</td></tr>",

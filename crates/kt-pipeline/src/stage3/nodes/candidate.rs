@@ -28,13 +28,6 @@ use crate::stage3::state::{
 };
 use crate::stage3::tunable_kernel::{KernelVersion, TunableKernel};
 
-fn no_step() -> PipelineError {
-    PipelineError::Graph {
-        stage: "stage 3",
-        message: "no current step to apply".into(),
-    }
-}
-
 /// `prepare`: starts a new candidate round for the current step.
 pub(crate) struct Prepare;
 
@@ -46,7 +39,7 @@ impl Node<Stage3State> for Prepare {
         state: Arc<Stage3State>,
         _ctx: NodeContext,
     ) -> Result<Stage3Update, PipelineError> {
-        let mut current = state.current.clone().ok_or_else(no_step)?;
+        let mut current = state.current_step()?;
         let round = state.round + 1;
         current.round = round;
         Ok(Stage3Update::default().round(round).current(Some(current)))
@@ -147,10 +140,7 @@ impl Apply {
     ) -> Result<(TunableKernel, Outcome, String), AttemptError> {
         let cx = &self.0;
         let settings = &cx.strategy.settings;
-        let best = state.best.as_ref().ok_or_else(|| PipelineError::Graph {
-            stage: "stage 3",
-            message: "no best kernel: the baseline has not run".into(),
-        })?;
+        let best = state.best_kernel()?;
         // 1. The rewrite, from the step's own template and the best kernel so far.
         let vars = ApplyVars {
             kernel: kernel_var(cx, &best.kernel),
@@ -323,7 +313,7 @@ impl Node<Stage3State> for Apply {
         state: Arc<Stage3State>,
         ctx: NodeContext,
     ) -> Result<Stage3Update, PipelineError> {
-        let step = state.current.clone().ok_or_else(no_step)?;
+        let step = state.current_step()?;
         let max_attempts = self.0.strategy.settings.max_attempts;
         let mut calls = Vec::new();
         let result = self.attempt(&state, &ctx, &step, &mut calls).await;
@@ -446,11 +436,8 @@ impl Node<Stage3State> for Select {
         _ctx: NodeContext,
     ) -> Result<Stage3Update, PipelineError> {
         let cx = &self.0;
-        let step = state.current.clone().ok_or_else(no_step)?;
-        let best = state.best.clone().ok_or_else(|| PipelineError::Graph {
-            stage: "stage 3",
-            message: "no best kernel: the baseline has not run".into(),
-        })?;
+        let step = state.current_step()?;
+        let best = state.best_kernel()?.clone();
         let mut round: Vec<&CandidateOutcome> = state.round_candidates().collect();
         round.sort_by_key(|c| c.index);
         let several = round.len() > 1;
@@ -484,14 +471,9 @@ impl Node<Stage3State> for Select {
             .kernels_written(number)
             .current(None);
         let mut record = StepRecord {
-            step: step.description.clone(),
-            id: step.id.clone(),
-            status: StepStatus::Dropped,
-            reason: String::new(),
-            time_ms: None,
             best_before_ms: Some(best.time_ms),
-            kernel_file: None,
             attempts,
+            ..StepRecord::unmeasured(&step, StepStatus::Dropped, String::new())
         };
         match fastest {
             Some((c, time_ms)) => {

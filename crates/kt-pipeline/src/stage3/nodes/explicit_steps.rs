@@ -6,30 +6,12 @@
 use std::sync::Arc;
 
 use kt_graph::{Node, NodeContext};
-use serde::Serialize;
 
-use crate::KernelInfo;
+use super::step_gate::StepGate;
 use crate::error::PipelineError;
 use crate::stage3::answers::{TunableParameter, WorthIt};
-use crate::stage3::ask::{AskError, ask};
 use crate::stage3::context::Stage3Context;
-use crate::stage3::prompt_vars::{
-    HistoryVar, KernelVar, LaunchVar, history_var, kernel_var, launch_var,
-};
 use crate::stage3::state::{CurrentStep, Stage3State, Stage3Update, StepRecord, StepStatus};
-
-fn step_record(step: &CurrentStep, status: StepStatus, reason: String) -> StepRecord {
-    StepRecord {
-        step: step.description.clone(),
-        id: step.id.clone(),
-        status,
-        reason,
-        time_ms: None,
-        best_before_ms: None,
-        kernel_file: None,
-        attempts: 0,
-    }
-}
 
 /// A dependency counts as met when its step was accepted or judged not worth doing (the kernel already has
 /// what it would add, or does not need it).
@@ -86,22 +68,16 @@ impl Node<Stage3State> for NextExplicit {
             return Ok(Stage3Update::default()
                 .explicit_done(done)
                 .current(None)
-                .history(vec![step_record(&current, StepStatus::Skipped, reason)]));
+                .history(vec![StepRecord::unmeasured(
+                    &current,
+                    StepStatus::Skipped,
+                    reason,
+                )]));
         }
         Ok(Stage3Update::default()
             .explicit_done(done)
             .current(Some(current)))
     }
-}
-
-#[derive(Serialize)]
-struct WorthVars<'a> {
-    kernel: KernelVar,
-    info: &'a KernelInfo,
-    launch: LaunchVar,
-    step: &'a str,
-    step_id: &'a str,
-    history: Vec<HistoryVar>,
 }
 
 /// `worth_it`: is the current explicit step worth doing for this kernel? An unusable answer counts as yes.
@@ -116,45 +92,15 @@ impl Node<Stage3State> for WorthItCheck {
         ctx: NodeContext,
     ) -> Result<Stage3Update, PipelineError> {
         let cx = &self.0;
-        let step = state.current.clone().ok_or_else(|| PipelineError::Graph {
-            stage: "stage 3",
-            message: "no current step".into(),
-        })?;
-        let best = state.best.as_ref().ok_or_else(|| PipelineError::Graph {
-            stage: "stage 3",
-            message: "no best kernel".into(),
-        })?;
-        let vars = WorthVars {
-            kernel: kernel_var(cx, &best.kernel),
-            info: &cx.kernel.info,
-            launch: launch_var(&cx.kernel.info),
-            step: &step.description,
-            step_id: step.id.as_deref().unwrap_or_default(),
-            history: history_var(&state.history),
+        let gate = StepGate {
+            node: "stage3.worth_it",
+            template: &cx.strategy.prompts.worth_it,
+            refusal: StepStatus::NotWorthIt,
+            if_unusable: "no usable answer on whether the step is worth it; doing it",
         };
-        match ask::<WorthIt, _>(
-            cx,
-            &ctx,
-            "stage3.worth_it",
-            &cx.strategy.prompts.worth_it,
-            &vars,
-        )
+        gate.ask(cx, &ctx, &state, |a: WorthIt| {
+            (!a.worth_it).then_some(a.reason)
+        })
         .await
-        {
-            Ok(asked) if !asked.answer.worth_it => Ok(Stage3Update::default()
-                .current(None)
-                .history(vec![step_record(
-                    &step,
-                    StepStatus::NotWorthIt,
-                    asked.answer.reason,
-                )])
-                .llm_calls(vec![asked.call])),
-            Ok(asked) => Ok(Stage3Update::default().llm_calls(vec![asked.call])),
-            Err(AskError::Recoverable { kind, message }) => {
-                tracing::warn!(%kind, %message, "no usable answer on whether the step is worth it; doing it");
-                Ok(Stage3Update::default())
-            }
-            Err(AskError::Fatal(e)) => Err(e),
-        }
     }
 }

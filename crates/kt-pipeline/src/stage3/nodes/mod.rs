@@ -7,6 +7,7 @@ mod candidate;
 mod explicit_steps;
 mod finish;
 mod planning;
+mod step_gate;
 
 pub(crate) use baseline::Baseline;
 pub(crate) use candidate::{Apply, Prepare, Select};

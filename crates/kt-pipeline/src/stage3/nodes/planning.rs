@@ -16,11 +16,13 @@ use crate::stage3::answers::{self, Plan, StepValidation};
 use crate::stage3::ask::{AskError, ask};
 use crate::stage3::context::Stage3Context;
 use crate::stage3::prompt_vars::{
-    HistoryVar, KernelVar, LaunchVar, history_var, kernel_var, launch_var,
+    HistoryVar, KernelVar, LaunchVar, history_var, kernel_var, launch_var, step_vars,
 };
 use crate::stage3::state::{
     CurrentStep, PlannedStep, Stage3State, Stage3Update, StepRecord, StepStatus,
 };
+
+use super::step_gate::StepGate;
 
 /// Sub-steps kept from one breakdown.
 const MAX_SUBSTEPS: usize = 5;
@@ -32,23 +34,6 @@ struct PlanVars<'a> {
     launch: LaunchVar,
     history: Vec<HistoryVar>,
     max_steps: usize,
-}
-
-#[derive(Serialize)]
-struct StepVars<'a> {
-    kernel: KernelVar,
-    info: &'a KernelInfo,
-    launch: LaunchVar,
-    step: &'a str,
-    history: Vec<HistoryVar>,
-}
-
-fn best_kernel_var(cx: &Stage3Context, state: &Stage3State) -> Result<KernelVar, PipelineError> {
-    let best = state.best.as_ref().ok_or_else(|| PipelineError::Graph {
-        stage: "stage 3",
-        message: "no best kernel yet: the baseline has not run".into(),
-    })?;
-    Ok(kernel_var(cx, &best.kernel))
 }
 
 /// `plan` (first plan) or `replan` (after the plan ran out).
@@ -68,7 +53,7 @@ impl Node<Stage3State> for Planner {
         let cx = &self.cx;
         let settings = &cx.strategy.settings;
         let vars = PlanVars {
-            kernel: best_kernel_var(cx, &state)?,
+            kernel: kernel_var(cx, &state.best_kernel()?.kernel),
             info: &cx.kernel.info,
             launch: launch_var(&cx.kernel.info),
             history: history_var(&state.history),
@@ -162,26 +147,6 @@ impl Node<Stage3State> for NextStep {
     }
 }
 
-fn record(step: &CurrentStep, status: StepStatus, reason: String) -> StepRecord {
-    StepRecord {
-        step: step.description.clone(),
-        id: step.id.clone(),
-        status,
-        reason,
-        time_ms: None,
-        best_before_ms: None,
-        kernel_file: None,
-        attempts: 0,
-    }
-}
-
-fn current_of(state: &Stage3State) -> Result<CurrentStep, PipelineError> {
-    state.current.clone().ok_or_else(|| PipelineError::Graph {
-        stage: "stage 3",
-        message: "no current step".into(),
-    })
-}
-
 /// `validate`: refuses steps that are not device-code changes. An unusable answer lets the step through: the
 /// static checks after the rewrite still refuse host code and libraries.
 pub(crate) struct Validate(pub Arc<Stage3Context>);
@@ -195,38 +160,16 @@ impl Node<Stage3State> for Validate {
         ctx: NodeContext,
     ) -> Result<Stage3Update, PipelineError> {
         let cx = &self.0;
-        let step = current_of(&state)?;
-        let vars = StepVars {
-            kernel: best_kernel_var(cx, &state)?,
-            info: &cx.kernel.info,
-            launch: launch_var(&cx.kernel.info),
-            step: &step.description,
-            history: history_var(&state.history),
+        let gate = StepGate {
+            node: "stage3.validate",
+            template: &cx.strategy.prompts.validate,
+            refusal: StepStatus::Invalid,
+            if_unusable: "validation gave no usable answer; trying the step anyway",
         };
-        match ask::<StepValidation, _>(
-            cx,
-            &ctx,
-            "stage3.validate",
-            &cx.strategy.prompts.validate,
-            &vars,
-        )
+        gate.ask(cx, &ctx, &state, |a: StepValidation| {
+            (!a.valid).then_some(a.reason)
+        })
         .await
-        {
-            Ok(asked) if !asked.answer.valid => Ok(Stage3Update::default()
-                .current(None)
-                .history(vec![record(
-                    &step,
-                    StepStatus::Invalid,
-                    asked.answer.reason,
-                )])
-                .llm_calls(vec![asked.call])),
-            Ok(asked) => Ok(Stage3Update::default().llm_calls(vec![asked.call])),
-            Err(AskError::Recoverable { kind, message }) => {
-                tracing::warn!(%kind, %message, "validation gave no usable answer; trying the step anyway");
-                Ok(Stage3Update::default())
-            }
-            Err(AskError::Fatal(e)) => Err(e),
-        }
     }
 }
 
@@ -242,14 +185,8 @@ impl Node<Stage3State> for Breakdown {
         ctx: NodeContext,
     ) -> Result<Stage3Update, PipelineError> {
         let cx = &self.0;
-        let step = current_of(&state)?;
-        let vars = StepVars {
-            kernel: best_kernel_var(cx, &state)?,
-            info: &cx.kernel.info,
-            launch: launch_var(&cx.kernel.info),
-            step: &step.description,
-            history: history_var(&state.history),
-        };
+        let step = state.current_step()?;
+        let vars = step_vars(cx, &state, &step)?;
         match ask::<answers::Breakdown, _>(
             cx,
             &ctx,
@@ -288,7 +225,11 @@ impl Node<Stage3State> for Breakdown {
                 Ok(Stage3Update::default()
                     .plan(plan)
                     .current(None)
-                    .history(vec![record(&step, StepStatus::BrokenDown, reason)])
+                    .history(vec![StepRecord::unmeasured(
+                        &step,
+                        StepStatus::BrokenDown,
+                        reason,
+                    )])
                     .llm_calls(vec![asked.call]))
             }
             Err(AskError::Recoverable { kind, message }) => {

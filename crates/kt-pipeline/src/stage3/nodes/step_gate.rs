@@ -1,0 +1,61 @@
+//! A yes/no question about the current step before it is applied (`validate`: device code only? `worth_it`:
+//! does this kernel need it?). A "no" drops the step with the answer's reason in the history; a "yes" lets it
+//! through. No usable answer lets it through too: the checks after the rewrite still refuse what matters, and
+//! a step tried for nothing costs less than a step wrongly skipped.
+
+use kt_graph::NodeContext;
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::error::PipelineError;
+use crate::stage3::ask::{AskError, ask};
+use crate::stage3::context::Stage3Context;
+use crate::stage3::prompt_vars::step_vars;
+use crate::stage3::state::{Stage3State, Stage3Update, StepRecord, StepStatus};
+
+/// One gate: which call it is and what a "no" or no answer means.
+pub(super) struct StepGate<'a> {
+    /// The graph node name of the call (`stage3.validate`).
+    pub node: &'static str,
+    pub template: &'a str,
+    /// The step's status in the history when the answer is no.
+    pub refusal: StepStatus,
+    /// Logged when no usable answer came and the step goes ahead anyway.
+    pub if_unusable: &'static str,
+}
+
+impl StepGate<'_> {
+    /// Asks about the current step; `refused` gives the reason when the answer `A` says no.
+    pub(super) async fn ask<A>(
+        &self,
+        cx: &Stage3Context,
+        ctx: &NodeContext,
+        state: &Stage3State,
+        refused: impl FnOnce(A) -> Option<String>,
+    ) -> Result<Stage3Update, PipelineError>
+    where
+        A: JsonSchema + DeserializeOwned + Serialize + Send + 'static,
+    {
+        let step = state.current_step()?;
+        let vars = step_vars(cx, state, &step)?;
+        match ask::<A, _>(cx, ctx, self.node, self.template, &vars).await {
+            Ok(asked) => {
+                let update = Stage3Update::default().llm_calls(vec![asked.call]);
+                Ok(match refused(asked.answer) {
+                    Some(reason) => update.current(None).history(vec![StepRecord::unmeasured(
+                        &step,
+                        self.refusal,
+                        reason,
+                    )]),
+                    None => update,
+                })
+            }
+            Err(AskError::Recoverable { kind, message }) => {
+                tracing::warn!(%kind, %message, "{}", self.if_unusable);
+                Ok(Stage3Update::default())
+            }
+            Err(AskError::Fatal(e)) => Err(e),
+        }
+    }
+}

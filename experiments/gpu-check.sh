@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Everything a GPU machine check needs, in one command (no LLM service needed: scripted and replayed answers).
+#   experiments/gpu-check.sh [OUT_DIR]        (KT=path/to/kt to use a particular binary)
+# 1. kt doctor; 2. kt selftest --gpu; 3. Stages 1+2 (kt testgen) on three suite kernels with scripted answers;
+# 4. the autonomous matmul demo from the replay cassette; 5. the smoke experiment and its report.
+# Each step prints its own output; the script goes on past a failing step and ends with `N passed, N failed`.
+set -uo pipefail
+cd "$(dirname "$0")/.." || exit 2
+KT=${KT:-kt}
+out=${1:-/tmp/kt-gpu-check}
+rm -rf "$out"; mkdir -p "$out"
+passed=0; failed=0
+step() {
+  local name=$1; shift
+  echo "=== $name: $*"
+  local t0=$SECONDS
+  if "$@"; then passed=$((passed + 1)); echo "--- $name ok ($((SECONDS - t0)) s)"
+  else failed=$((failed + 1)); echo "--- $name FAILED ($((SECONDS - t0)) s)"; fi
+}
+step doctor "$KT" doctor
+step selftest "$KT" selftest --gpu
+for k in matmul vectorAdd matrixAdd; do
+  step "testgen-$k" "$KT" testgen "naive-kernels/$k.cu" --llm "scripted:experiments/scripted/$k.toml" --out "$out/testgen"
+done
+step demo "$KT" transform naive-kernels/matmul.cu --strategy autonomous --replan 3 \
+  --llm replay:experiments/cassettes/matmul-autonomous.jsonl --out "$out/demo"
+step smoke "$KT" experiment run experiments/smoke.toml --gpus 0 --quiet --out "$out/smoke"
+step smoke-report "$KT" experiment report "$out/smoke" --format md
+echo "$passed passed, $failed failed"

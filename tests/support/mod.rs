@@ -1,0 +1,75 @@
+//! What the end-to-end tests of the kt binary share: running kt isolated from the user's configuration,
+//! reading what it printed and wrote, and deciding which machine-dependent tests to skip.
+//!
+//! Each file in `tests/` is its own crate and uses only part of this module (`mod support;`), hence the
+//! `dead_code` allowance.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// The workspace root: kt runs from here so that `prompts/`, `naive-kernels/` and `experiments/` are found.
+pub fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// A `kt` command run from the workspace root with `home` as its home, and none of the user's configuration
+/// (environment variables or config files) leaking in, so a developer's own LLM settings cannot change a test.
+pub fn kt_command(home: &Path) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_kt"));
+    cmd.current_dir(root())
+        .env_remove("KT_CONFIG")
+        .env_remove("KT_LLM")
+        .env_remove("KT_LLM_BASE_URL")
+        .env_remove("KT_RUNS_DIR")
+        .env_remove("KT_PROMPTS_DIR")
+        .env_remove("KT_SEED")
+        .env("HOME", home)
+        .env("XDG_CONFIG_HOME", home.join("no-config"));
+    cmd
+}
+
+/// Runs a command to completion and returns what it printed.
+pub fn output(cmd: &mut Command) -> Output {
+    cmd.output().expect("kt runs")
+}
+
+/// Runs `kt args` as [`kt_command`] sets it up.
+pub fn kt(home: &Path, args: &[&str]) -> Output {
+    output(kt_command(home).args(args))
+}
+
+/// Printed bytes as text, for assertions and their messages.
+pub fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// Parses a JSON file kt wrote.
+pub fn read_json(path: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// The one entry of `dir` (the run directory of a command that was run once with `--out dir`).
+pub fn only_entry(dir: &Path) -> PathBuf {
+    let entries: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(entries.len(), 1, "{entries:?}");
+    entries[0].clone()
+}
+
+/// Whether python3 with numpy is installed: Stage 2's generator programs need it
+/// (scripts/install-test-deps.sh installs it).
+pub fn has_numpy() -> bool {
+    Command::new("python3")
+        .args(["-c", "import numpy"])
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// Whether GPU tests run for real: only when `KT_GPU=1`.
+pub fn gpu_enabled() -> bool {
+    std::env::var("KT_GPU").is_ok_and(|v| v == "1")
+}
