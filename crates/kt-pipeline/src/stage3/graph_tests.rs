@@ -48,6 +48,18 @@ fn harness_with(
     answers: &[(&str, String)],
     backend: FakeBackend,
 ) -> Harness {
+    harness_for(strategy, overrides, answers, backend, MATMUL, info())
+}
+
+/// A harness around any kernel `source` with its Stage 1 facts `kernel_info`.
+fn harness_for(
+    strategy: &str,
+    overrides: StrategyOverrides,
+    answers: &[(&str, String)],
+    backend: FakeBackend,
+    source: &str,
+    kernel_info: crate::KernelInfo,
+) -> Harness {
     let dir = tempfile::tempdir().unwrap();
     let script = dir.path().join("answers.json");
     write_script(&script, answers);
@@ -69,11 +81,11 @@ fn harness_with(
         "/../../prompts"
     )))
     .unwrap();
-    let signature = kt_cuda::parse(MATMUL).unwrap().kernels[0].clone();
+    let signature = kt_cuda::parse(source).unwrap().kernels[0].clone();
     let facts = KernelFacts {
-        info: info(),
+        info: kernel_info,
         signature,
-        source: MATMUL.into(),
+        source: source.into(),
     };
     let backend = Arc::new(backend);
     let run_dir = dir.path().join("run");
@@ -102,7 +114,7 @@ fn harness(strategy: &str, answers: &[(&str, String)]) -> Harness {
 async fn run(h: &Harness) -> Result<Stage3State, crate::PipelineError> {
     let graph = build_graph(h.cx.clone())?;
     let exec = Executor::new(graph, Arc::new(MemoryStore::new()));
-    let original = TunableKernel::original(MATMUL, &h.cx.kernel.info);
+    let original = TunableKernel::original(&h.cx.kernel.source, &h.cx.kernel.info);
     let opts = RunOptions {
         step_limit: 500,
         ..RunOptions::default()
@@ -741,6 +753,13 @@ async fn without_an_llm_the_first_llm_node_says_how_to_configure_one() {
 
 /// The demo's scripted Stage 3 answers, as `kt transform ... --llm scripted:` reads them.
 fn demo_answers() -> Vec<(String, String)> {
+    stage3_answers(include_str!(
+        "../../../../experiments/cassettes/matmul-autonomous.toml"
+    ))
+}
+
+/// The Stage 3 answers of a scripted answer file's text.
+fn stage3_answers(text: &str) -> Vec<(String, String)> {
     #[derive(serde::Deserialize)]
     struct Script {
         answers: Vec<Entry>,
@@ -750,7 +769,6 @@ fn demo_answers() -> Vec<(String, String)> {
         node: String,
         text: String,
     }
-    let text = include_str!("../../../../experiments/cassettes/matmul-autonomous.toml");
     let script: Script = toml::from_str(text).unwrap();
     script
         .answers
@@ -906,4 +924,148 @@ async fn an_answer_without_usable_json_is_asked_again_with_the_reason() {
         applies[1]
     );
     assert_eq!(s.candidates[0].attempts, 2);
+}
+
+/// A script that runs out mid-step (as the smoke experiment's Stage-1/2-only scripts do) ends the step, not the
+/// run: every strategy finishes with the original kernel as the best verified one and records why.
+#[tokio::test]
+async fn running_out_of_scripted_answers_drops_the_step_and_keeps_the_original() {
+    let cases: [(&str, Vec<(&str, String)>); 3] = [
+        ("one-prompt", vec![]),
+        ("explicit", vec![]),
+        (
+            "autonomous",
+            vec![
+                ("stage3.plan", plan(&["vectorise", "unroll"])),
+                ("stage3.validate", valid(true)),
+            ],
+        ),
+    ];
+    for (strategy, answers) in cases {
+        let h = harness(strategy, &answers);
+        let s = run(&h)
+            .await
+            .unwrap_or_else(|e| panic!("{strategy}: the run failed: {e}"));
+        assert!(s.finished, "{strategy}");
+        let best = s.best.as_ref().unwrap();
+        assert_eq!(best.step, "original", "{strategy}");
+        assert_eq!(best.time_ms, 20.0, "{strategy}");
+        assert!(
+            h.backend.evaluated().is_empty(),
+            "{strategy}: nothing to tune"
+        );
+        let dropped: Vec<_> = s
+            .history
+            .iter()
+            .filter(|r| r.status == StepStatus::Dropped)
+            .collect();
+        assert!(!dropped.is_empty(), "{strategy}: {:?}", statuses(&s));
+        assert!(
+            dropped[0].reason.contains("LLM unavailable"),
+            "{strategy}: {}",
+            dropped[0].reason
+        );
+    }
+}
+
+fn suite_info(
+    name: &str,
+    params: &[&str],
+    size: &[&str],
+    output: &str,
+    block: [u32; 3],
+) -> crate::KernelInfo {
+    crate::KernelInfo {
+        name: name.into(),
+        parameters: params.iter().map(|s| s.to_string()).collect(),
+        description: String::new(),
+        problem_size: size
+            .iter()
+            .map(|e| crate::ProblemDimension {
+                expression: e.to_string(),
+            })
+            .collect(),
+        outputs: vec![output.into()],
+        inputs_and_outputs: vec![],
+        default_block: block,
+    }
+}
+
+/// The smoke experiment's scripted Stage 3 answers (experiments/scripted/{vectorAdd,matrixAdd}.toml, one file
+/// shared by all strategies) pass every check as written and line up with each strategy's questions: one-prompt
+/// applies one rewrite, explicit applies the block-size step and the one later step it judges worth doing,
+/// autonomous applies its two planned steps and stops at the empty replan.
+#[tokio::test]
+async fn smoke_scripts_serve_every_strategy_without_refusals_or_leftover_questions() {
+    let kernels = [
+        (
+            include_str!("../../../../naive-kernels/vectorAdd.cu"),
+            include_str!("../../../../experiments/scripted/vectorAdd.toml"),
+            suite_info("vectorAdd", &["a", "b", "c", "n"], &["n"], "c", [256, 1, 1]),
+        ),
+        (
+            include_str!("../../../../naive-kernels/matrixAdd.cu"),
+            include_str!("../../../../experiments/scripted/matrixAdd.toml"),
+            suite_info(
+                "matrixAdd",
+                &["A", "B", "C", "width", "height"],
+                &["width", "height"],
+                "C",
+                [16, 16, 1],
+            ),
+        ),
+    ];
+    use StepStatus::{Accepted, NotWorthIt};
+    let explicit_steps = [
+        Accepted, NotWorthIt, NotWorthIt, NotWorthIt, NotWorthIt, NotWorthIt, NotWorthIt, Accepted,
+        NotWorthIt,
+    ];
+    let cases: [(&str, Option<u32>, &[StepStatus]); 4] = [
+        ("one-prompt", None, &[Accepted]),
+        ("explicit", None, &explicit_steps),
+        ("autonomous", Some(0), &[Accepted, Accepted]),
+        ("autonomous", Some(1), &[Accepted, Accepted]),
+    ];
+    for (source, script, kernel_info) in &kernels {
+        let answers = stage3_answers(script);
+        let borrowed: Vec<(&str, String)> = answers
+            .iter()
+            .map(|(n, t)| (n.as_str(), t.clone()))
+            .collect();
+        for (strategy, replan, expected) in cases {
+            let label = format!("{} {strategy} replan={replan:?}", kernel_info.name);
+            let h = harness_for(
+                strategy,
+                StrategyOverrides {
+                    replan,
+                    breakdown: None,
+                    candidates: None,
+                },
+                &borrowed,
+                FakeBackend::with_times(10.0, &[8.0, 7.0]),
+                source,
+                kernel_info.clone(),
+            );
+            let s = run(&h).await.unwrap_or_else(|e| panic!("{label}: {e}"));
+            let got: Vec<StepStatus> = s.history.iter().map(|r| r.status).collect();
+            // A retry's prompt carries the reason the first rewrite was refused.
+            let retry = prompts_of(&h, "stage3.apply").get(1).cloned();
+            assert_eq!(got, expected, "{label}: {:?}\n{retry:?}", s.history);
+            assert!(
+                s.candidates
+                    .iter()
+                    .all(|c| c.attempts == 1 && c.failure.is_none()),
+                "{label}: a rewrite was refused or retried: {:?}",
+                s.candidates
+            );
+            if strategy == "autonomous" {
+                assert_eq!(s.replans_used, replan.unwrap_or(0), "{label}");
+            }
+            for (_, k) in h.backend.evaluated() {
+                kt_cuda::parse(&k.code).unwrap_or_else(|e| panic!("{label}: {e}"));
+                let n = valid_configurations(&k.restrictions, &k.parameters).unwrap();
+                assert!((10..=400).contains(&n), "{label}: {n} configurations");
+            }
+        }
+    }
 }
