@@ -53,7 +53,7 @@ impl DeviceInfo {
     pub fn fp32_peak_gflops(&self) -> Option<f64> {
         let lanes = self.fp32_lanes_per_sm()?;
         (self.clock_khz > 0 && self.sm_count > 0)
-            .then(|| self.sm_count as f64 * lanes * 2.0 * self.clock_khz as f64 * 1e-6)
+            .then_some(self.sm_count as f64 * lanes * 2.0 * self.clock_khz as f64 * 1e-6)
     }
 }
 
