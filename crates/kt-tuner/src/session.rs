@@ -434,6 +434,48 @@ impl Tuner {
     }
 
     /// Waits for the pool to finish `ticket`, keeping other results that arrive meanwhile.
+    /// Records a compiled module so later launches of `key` find it.
+    fn remember_module(
+        &mut self,
+        key: String,
+        outcome: Arc<ModuleOutcome>,
+        kernel: &str,
+        shared: u32,
+    ) {
+        self.modules.insert(
+            key,
+            ModuleEntry {
+                outcome,
+                kernel: kernel.to_string(),
+                dynamic_shared: shared,
+            },
+        );
+    }
+
+    /// Waits for a module the run cannot do without (a reference) and records it; a compile failure is a
+    /// reference error naming `what` and keeping NVRTC's log.
+    #[allow(clippy::too_many_arguments)]
+    fn wait_required_module(
+        &mut self,
+        ticket: usize,
+        key: &str,
+        kernel: &str,
+        shared: u32,
+        test: &str,
+        what: &str,
+        finished: &mut HashMap<usize, Result<Arc<ModuleOutcome>, TunerError>>,
+    ) -> Result<Arc<ModuleOutcome>, TunerError> {
+        let outcome = self.wait_ticket(ticket, finished)?;
+        if let ModuleOutcome::Failed { log, .. } = &*outcome {
+            return Err(TunerError::Reference {
+                test: test.to_string(),
+                reason: format!("{what} does not compile:\n{log}"),
+            });
+        }
+        self.remember_module(key.to_string(), outcome.clone(), kernel, shared);
+        Ok(outcome)
+    }
+
     fn wait_ticket(
         &mut self,
         ticket: usize,
@@ -873,21 +915,15 @@ impl Tuner {
         phases.upload_ms = t_up.elapsed().as_secs_f64() * 1e3;
 
         // the reference compiled meanwhile on the pool
-        let ref_outcome = self.wait_ticket(ref_ticket, &mut finished)?;
-        if let ModuleOutcome::Failed { log, .. } = &*ref_outcome {
-            return Err(TunerError::Reference {
-                test: first.id.clone(),
-                reason: format!("the default configuration {reference} does not compile:\n{log}"),
-            });
-        }
-        self.modules.insert(
-            ref_key.clone(),
-            ModuleEntry {
-                outcome: ref_outcome.clone(),
-                kernel: kernel.kernel_name.clone(),
-                dynamic_shared: ref_shared,
-            },
-        );
+        self.wait_required_module(
+            ref_ticket,
+            &ref_key,
+            &kernel.kernel_name,
+            ref_shared,
+            &first.id,
+            &format!("the default configuration {reference}"),
+            &mut finished,
+        )?;
 
         let t_ref = Instant::now();
         let mut ref_times = Vec::new();
@@ -1177,14 +1213,7 @@ impl Tuner {
                 phases.compile_cpu_ms += ms;
             }
         }
-        self.modules.insert(
-            key.clone(),
-            ModuleEntry {
-                outcome: outcome.clone(),
-                kernel: kernel.kernel_name.clone(),
-                dynamic_shared: shared,
-            },
-        );
+        self.remember_module(key.clone(), outcome.clone(), &kernel.kernel_name, shared);
         let t_bench = Instant::now();
         match self.load(&key, finished)? {
             Ok(info) => {
@@ -1367,21 +1396,15 @@ impl Tuner {
         }
         let (ticket, key, shared) = self.submit(kernel, config, &first.scalars(), false)?;
         self.worker(&mut finished)?;
-        let outcome = self.wait_ticket(ticket, &mut finished)?;
-        if let ModuleOutcome::Failed { log, .. } = &*outcome {
-            return Err(TunerError::Reference {
-                test: first.id.clone(),
-                reason: format!("the kernel does not compile at {config}:\n{log}"),
-            });
-        }
-        self.modules.insert(
-            key.clone(),
-            ModuleEntry {
-                outcome,
-                kernel: kernel.kernel_name.clone(),
-                dynamic_shared: shared,
-            },
-        );
+        self.wait_required_module(
+            ticket,
+            &key,
+            &kernel.kernel_name,
+            shared,
+            &first.id,
+            &format!("the kernel at {config}"),
+            &mut finished,
+        )?;
         self.prepare(tests, None, &mut finished)?;
         let mut runs = Vec::new();
         for (t, dir) in tests.iter().zip(out_dirs) {
@@ -1452,34 +1475,21 @@ impl Tuner {
         let (rt, rkey, rshared) = self.submit(reference, reference_config, &s0, false)?;
         let (ct, ckey, cshared) = self.submit(candidate, candidate_config, &s0, false)?;
         self.worker(&mut finished)?;
-        let ro = self.wait_ticket(rt, &mut finished)?;
-        if let ModuleOutcome::Failed { log, .. } = &*ro {
-            return Err(TunerError::Reference {
-                test: first.id.clone(),
-                reason: format!("the reference does not compile:\n{log}"),
-            });
-        }
-        self.modules.insert(
-            rkey.clone(),
-            ModuleEntry {
-                outcome: ro,
-                kernel: reference.kernel_name.clone(),
-                dynamic_shared: rshared,
-            },
-        );
+        self.wait_required_module(
+            rt,
+            &rkey,
+            &reference.kernel_name,
+            rshared,
+            &first.id,
+            "the reference",
+            &mut finished,
+        )?;
         let co = self.wait_ticket(ct, &mut finished)?;
         let compile_failure = match &*co {
             ModuleOutcome::Failed { log, .. } => Some(log.clone()),
             _ => None,
         };
-        self.modules.insert(
-            ckey.clone(),
-            ModuleEntry {
-                outcome: co,
-                kernel: candidate.kernel_name.clone(),
-                dynamic_shared: cshared,
-            },
-        );
+        self.remember_module(ckey.clone(), co, &candidate.kernel_name, cshared);
         let mut refs = Vec::new();
         for t in tests {
             refs.push((
