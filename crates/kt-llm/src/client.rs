@@ -1,12 +1,14 @@
 //! [`LlmClient`]: one reliable call. It wraps a [`Provider`] with retries (backoff, `Retry-After`), thinking
-//! removal, token and cost accounting, and the run record. Cheap to clone: clones share totals and record.
+//! removal, the structured-output fallback, one re-ask of an answer cut off at the token limit, token and
+//! cost accounting, and the run record. Cheap to clone: clones share totals, record and fallback state.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::error::LlmError;
+use crate::error::{LlmError, tail};
+use crate::fallback::{SchemaFallback, is_schema_rejection, switch_message};
 use crate::price::PriceTable;
 use crate::provider::{Call, Provider};
 use crate::providers::json_instruction;
@@ -20,6 +22,12 @@ use crate::usage::{Usage, UsageTotals};
 /// Default number of times a structured answer that fails to parse is asked for again.
 pub const DEFAULT_PARSE_RETRIES: u32 = 2;
 
+/// Default ceiling for the re-ask of a cut-off answer: the doubled `max_tokens` never exceeds it.
+pub const DEFAULT_MAX_TOKENS_CAP: u32 = 32_768;
+
+/// Assumed limit of a cut-off answer when neither the request, the provider nor the server's usage says.
+const ASSUMED_MAX_TOKENS: u32 = 4096;
+
 #[derive(Debug, Clone)]
 pub struct LlmClient {
     provider: Arc<dyn Provider>,
@@ -29,8 +37,10 @@ pub struct LlmClient {
     prices: Arc<PriceTable>,
     recorder: Option<Recorder>,
     totals: Arc<Mutex<UsageTotals>>,
-    /// Human answers waiting for their node (see [`LlmClient::inject_answer`]).
+    /// Answers waiting for their node (see [`LlmClient::inject_answer`]).
     injected: Arc<Mutex<HashMap<String, PathBuf>>>,
+    fallback: Arc<SchemaFallback>,
+    max_tokens_cap: u32,
     pub(crate) parse_retries: u32,
 }
 
@@ -50,6 +60,8 @@ impl LlmClient {
             recorder: None,
             totals: Arc::new(Mutex::new(UsageTotals::default())),
             injected: Arc::new(Mutex::new(HashMap::new())),
+            fallback: Arc::new(SchemaFallback::default()),
+            max_tokens_cap: DEFAULT_MAX_TOKENS_CAP,
             parse_retries: DEFAULT_PARSE_RETRIES,
         }
     }
@@ -81,12 +93,23 @@ impl LlmClient {
         self.parse_retries = n;
         self
     }
+    /// The most `max_tokens` the re-ask of a cut-off answer may use.
+    pub fn with_max_tokens_cap(mut self, cap: u32) -> Self {
+        self.max_tokens_cap = cap.max(1);
+        self
+    }
 
     pub fn provider_name(&self) -> &str {
         self.provider.name()
     }
     pub fn model(&self) -> &str {
         self.provider.model()
+    }
+
+    /// Whether this client has switched to writing the JSON schema into the prompt because the server rejected
+    /// the structured-output parameter.
+    pub fn schema_in_prompt(&self) -> bool {
+        self.fallback.engaged()
     }
 
     /// Usage so far, per node and in all.
@@ -97,8 +120,10 @@ impl LlmClient {
             .clone()
     }
 
-    /// Makes the next call of `node` answer with the contents of `answer_file` instead of asking the provider:
-    /// how a human's answer reaches a node that stopped with [`LlmError::NeedsHumanAnswer`].
+    /// Makes the next call of `node` answer with the contents of `answer_file` instead of asking the provider,
+    /// whatever the provider (the response names `manual` as its provider and costs nothing). For the `manual`
+    /// provider the usual way is to put the answer at the `answer_file` of
+    /// [`LlmError::AwaitingManualAnswer`], which survives a restart; this is the in-process alternative.
     pub fn inject_answer(&self, node: impl Into<String>, answer_file: impl Into<PathBuf>) {
         self.injected
             .lock()
@@ -107,43 +132,135 @@ impl LlmClient {
     }
 
     /// Asks once, retrying transient failures. The answer's thinking is split off into
-    /// [`LlmResponse::thought`]. Every outcome, success or not, is recorded if a recorder is attached.
+    /// [`LlmResponse::thought`]. An answer cut off at the token limit is asked for once more with twice the
+    /// limit (up to the cap), then is [`LlmError::CutOff`]. Every outcome, success or not, is recorded if a
+    /// recorder is attached.
     pub async fn complete(&self, request: LlmRequest) -> Result<LlmResponse, LlmError> {
+        let (response, record) = self.complete_deferred(request).await?;
+        self.write_record(record);
+        Ok(response)
+    }
+
+    /// [`LlmClient::complete`] without writing the final record, which the caller completes (with repairs)
+    /// and writes with [`LlmClient::write_record`]. Intermediate records (failures, cut-off answers) are written.
+    pub(crate) async fn complete_deferred(
+        &self,
+        request: LlmRequest,
+    ) -> Result<(LlmResponse, Record), LlmError> {
         let hash = request.stable_hash();
-        let mut sent = request.clone();
-        sent.params = request.params.or(&self.defaults);
-        if let Some(instruction) = sent.schema.as_ref().map(json_instruction)
-            && !self.provider.native_schema()
-        {
-            append_to_last_user(&mut sent, &instruction);
-        }
         let started = Instant::now();
-        let injected = self
-            .injected
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(&request.node);
-        let (reply, attempts, provider) = match injected {
-            Some(path) => {
-                let text = std::fs::read_to_string(&path)
-                    .map_err(|e| LlmError::io(&path, "reading the human answer", e))?;
-                (
-                    ProviderReply {
-                        text,
-                        ..ProviderReply::default()
-                    },
-                    1,
-                    "manual".to_string(),
-                )
-            }
-            None => match self.send_with_retries(&sent, &hash).await {
-                Ok((reply, attempts)) => (reply, attempts, self.provider.name().to_string()),
+        let mut sent = self.prepare(&request);
+        if let Some(path) = self.take_injected(&request.node) {
+            let text = std::fs::read_to_string(&path)
+                .map_err(|e| LlmError::io(&path, "reading the injected answer", e))?;
+            let reply = ProviderReply {
+                text,
+                finish_reason: Some("stop".into()),
+                ..ProviderReply::default()
+            };
+            return Ok(self.finish(&sent, &hash, reply, 1, "manual", started));
+        }
+        let mut notes: Vec<String> = Vec::new();
+        let mut cut_off: Option<LlmResponse> = None;
+        loop {
+            let (reply, attempts) = match self.send_with_retries(&sent, &hash).await {
+                Ok(ok) => ok,
                 Err((err, attempts)) => {
-                    self.record_failure(&sent, &hash, started.elapsed(), attempts, &err);
+                    let mut record =
+                        self.failure_record(&sent, &hash, started.elapsed(), attempts, &err);
+                    if sent.schema.is_some() && is_schema_rejection(&err) {
+                        let note = switch_message(self.provider.name(), self.model(), &err);
+                        if self.fallback.engage() {
+                            tracing::warn!("{note}");
+                        }
+                        record.notes.push(note.clone());
+                        self.write_record(record);
+                        notes.push(note);
+                        sent = self.prepare(&request);
+                        continue;
+                    }
+                    record.notes.extend(notes);
+                    self.write_record(record);
                     return Err(err);
                 }
-            },
-        };
+            };
+            let is_cut = matches!(
+                reply.finish_reason.as_deref(),
+                Some("length" | "max_tokens")
+            );
+            let limit = sent
+                .params
+                .max_tokens
+                .or_else(|| self.provider.default_max_tokens())
+                .or_else(|| reply.usage.map(|u| u.output_tokens as u32))
+                .unwrap_or(ASSUMED_MAX_TOKENS);
+            let name = self.provider.name().to_string();
+            let (mut response, mut record) =
+                self.finish(&sent, &hash, reply, attempts, &name, started);
+            record.notes.extend(notes.iter().cloned());
+            if !is_cut {
+                if let Some(earlier) = &cut_off {
+                    response.absorb(earlier);
+                }
+                response.elapsed = started.elapsed();
+                return Ok((response, record));
+            }
+            if cut_off.is_none() && limit < self.max_tokens_cap {
+                let bigger = limit.saturating_mul(2).min(self.max_tokens_cap);
+                let note = format!(
+                    "the answer was cut off at max_tokens = {limit}; asked again with max_tokens = {bigger}"
+                );
+                tracing::warn!(node = %sent.node, "{note}");
+                record.notes.push(note.clone());
+                self.write_record(record);
+                notes.push(note);
+                sent.params.max_tokens = Some(bigger);
+                cut_off = Some(response);
+                continue;
+            }
+            self.write_record(record);
+            return Err(LlmError::CutOff {
+                node: sent.node.clone(),
+                max_tokens: limit,
+                tail: tail(&response.text),
+            });
+        }
+    }
+
+    /// The request as sent: client defaults filled in, and the schema written into the prompt where the
+    /// provider cannot take it natively or the server refused it.
+    fn prepare(&self, request: &LlmRequest) -> LlmRequest {
+        let mut sent = request.clone();
+        sent.params = request.params.or(&self.defaults);
+        if let Some(schema) = &request.schema {
+            let refused = self.fallback.engaged();
+            if refused {
+                sent.schema = None;
+            }
+            if refused || !self.provider.native_schema() {
+                append_to_last_user(&mut sent, &json_instruction(schema));
+            }
+        }
+        sent
+    }
+
+    fn take_injected(&self, node: &str) -> Option<PathBuf> {
+        self.injected
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(node)
+    }
+
+    /// Turns a reply into the response (thinking split off, usage and cost counted) and its record.
+    fn finish(
+        &self,
+        sent: &LlmRequest,
+        hash: &str,
+        reply: ProviderReply,
+        attempts: u32,
+        provider: &str,
+        started: Instant,
+    ) -> (LlmResponse, Record) {
         let elapsed = started.elapsed();
         let stripped = self.think.strip(&reply.text);
         let thought = match (reply.thought, stripped.thought) {
@@ -178,14 +295,34 @@ impl LlmClient {
             cost_usd,
             elapsed,
             node: sent.node.clone(),
-            provider,
+            provider: provider.to_string(),
             model,
             attempts,
             finish_reason: reply.finish_reason,
-            request_hash: hash,
+            request_hash: hash.to_string(),
+            repairs: Vec::new(),
         };
-        self.record_success(&sent, &response);
-        Ok(response)
+        let record = Record {
+            time: now_rfc3339(),
+            node: response.node.clone(),
+            provider: response.provider.clone(),
+            model: response.model.clone(),
+            request_hash: response.request_hash.clone(),
+            messages: sent.messages.clone(),
+            params: sent.params.clone(),
+            schema: sent.schema.clone(),
+            answer: Some(response.text.clone()),
+            thought: response.thought.clone(),
+            usage: Some(response.usage),
+            cost_usd: response.cost_usd,
+            elapsed_ms: response.elapsed.as_millis() as u64,
+            attempts: response.attempts,
+            finish_reason: response.finish_reason.clone(),
+            error: None,
+            repairs: Vec::new(),
+            notes: Vec::new(),
+        };
+        (response, record)
     }
 
     async fn send_with_retries(
@@ -217,36 +354,15 @@ impl LlmClient {
         }
     }
 
-    fn record_success(&self, sent: &LlmRequest, r: &LlmResponse) {
-        self.write_record(Record {
-            time: now_rfc3339(),
-            node: r.node.clone(),
-            provider: r.provider.clone(),
-            model: r.model.clone(),
-            request_hash: r.request_hash.clone(),
-            messages: sent.messages.clone(),
-            params: sent.params.clone(),
-            schema: sent.schema.clone(),
-            answer: Some(r.text.clone()),
-            thought: r.thought.clone(),
-            usage: Some(r.usage),
-            cost_usd: r.cost_usd,
-            elapsed_ms: r.elapsed.as_millis() as u64,
-            attempts: r.attempts,
-            finish_reason: r.finish_reason.clone(),
-            error: None,
-        });
-    }
-
-    fn record_failure(
+    fn failure_record(
         &self,
         sent: &LlmRequest,
         hash: &str,
         elapsed: Duration,
         attempts: u32,
         err: &LlmError,
-    ) {
-        self.write_record(Record {
+    ) -> Record {
+        Record {
             time: now_rfc3339(),
             node: sent.node.clone(),
             provider: self.provider.name().to_string(),
@@ -266,10 +382,12 @@ impl LlmClient {
             attempts,
             finish_reason: None,
             error: Some(err.to_string()),
-        });
+            repairs: Vec::new(),
+            notes: Vec::new(),
+        }
     }
 
-    fn write_record(&self, record: Record) {
+    pub(crate) fn write_record(&self, record: Record) {
         if let Some(rec) = &self.recorder
             && let Err(e) = rec.append(&record)
         {

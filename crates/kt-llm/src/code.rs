@@ -1,4 +1,5 @@
-//! Pulling code out of an answer: the last fenced block tagged as CUDA/C++, or the only fenced block.
+//! Pulling code out of an answer: the last fenced block tagged as CUDA/C++, or the only fenced block
+//! ([`extract_code`]); or every block that may be kernel code, for callers that choose ([`code_blocks`]).
 
 use crate::error::{LlmError, excerpt};
 
@@ -50,6 +51,31 @@ pub fn extract_code(text: &str) -> Result<String, LlmError> {
                 .join(", ")
         ))),
     }
+}
+
+/// A fenced block that may hold kernel code.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CodeBlock {
+    /// The fence's language in lower case (`cuda`, `cpp`, ...); `None` for an untagged fence.
+    pub lang: Option<String>,
+    pub code: String,
+}
+
+/// Every complete fenced block tagged cuda / cu / cpp / c++ / cxx / c, or untagged, in the order of the
+/// answer, after thinking (`<think>…</think>`, also unterminated) is dropped. Blocks in other languages
+/// (json, python, text) are left out. For a code-first fallback: the caller picks the block that defines its
+/// kernel.
+pub fn code_blocks(answer: &str) -> Vec<CodeBlock> {
+    let text = crate::thinking::ThinkTags::default().strip(answer).answer;
+    fenced_blocks(&text)
+        .0
+        .into_iter()
+        .filter(|f| f.lang.is_empty() || CODE_LANGS.contains(&f.lang.as_str()))
+        .map(|f| CodeBlock {
+            lang: (!f.lang.is_empty()).then(|| f.lang.clone()),
+            code: f.body.to_string(),
+        })
+        .collect()
 }
 
 /// All complete fenced blocks in order, and whether a block was left open at the end.
@@ -118,6 +144,25 @@ mod tests {
     fn cut_off_block_says_so() {
         let err = extract_code("```cuda\n__global__ void k(").unwrap_err();
         assert!(err.to_string().contains("cut off"), "{err}");
+    }
+
+    #[test]
+    fn code_blocks_lists_code_and_untagged_fences_in_order_without_thinking() {
+        let text = "<think>```cuda\ndraft\n```</think>\n```cuda\nold\n```\n```json\n{}\n```\n```\nplain\n```\n```CPP\nnew\n```\n";
+        let blocks = code_blocks(text);
+        let got: Vec<(Option<&str>, &str)> = blocks
+            .iter()
+            .map(|b| (b.lang.as_deref(), b.code.as_str()))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (Some("cuda"), "old\n"),
+                (None, "plain\n"),
+                (Some("cpp"), "new\n")
+            ]
+        );
+        assert!(code_blocks("no fences").is_empty());
     }
 
     #[test]

@@ -14,7 +14,8 @@ use crate::error::LlmError;
 use crate::price::PriceTable;
 use crate::provider::Provider;
 use crate::providers::{
-    AnthropicProvider, Endpoint, ManualProvider, OpenAiProvider, ReplayProvider, ScriptedProvider,
+    AnthropicProvider, Endpoint, ExecProvider, ManualProvider, OpenAiProvider, ReplayProvider,
+    SchemaStyle, ScriptedProvider,
 };
 use crate::request::Params;
 use crate::retry::RetryPolicy;
@@ -26,8 +27,8 @@ use crate::transport::{ApiKey, Timeouts};
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LlmConfig {
-    /// `openai`, `anthropic`, `scripted`, `replay`, `manual`, or a preset of an OpenAI-compatible server:
-    /// `together`, `deepseek`, `vllm`, `llama-server`, `ollama`.
+    /// `openai`, `anthropic`, `scripted`, `replay`, `manual`, `exec`, or a preset of an OpenAI-compatible
+    /// server: `together`, `deepseek`, `vllm`, `llama-server`, `ollama`.
     pub provider: Option<String>,
     pub model: Option<String>,
     /// Up to the API version, e.g. `http://127.0.0.1:8080/v1`. Defaults per provider.
@@ -39,18 +40,27 @@ pub struct LlmConfig {
     pub api_key: Option<ApiKey>,
     /// The script (scripted), cassette `llm.jsonl` (replay) or prompt directory (manual).
     pub path: Option<PathBuf>,
+    /// The command of the `exec` provider, run through `sh -c` (prompt on stdin, answer on stdout).
+    pub command: Option<String>,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub headers: BTreeMap<String, String>,
     pub temperature: Option<f64>,
     pub top_p: Option<f64>,
     pub max_tokens: Option<u32>,
     pub seed: Option<u64>,
-    /// Stream answers (server-sent events) so that a stalled generation is caught by `idle_timeout_secs`.
+    /// Stream answers (server-sent events; default true): a long generation is then bounded by the idle gap
+    /// between chunks and the total, not by a wait for the first byte.
     pub stream: Option<bool>,
+    #[serde(alias = "connect_timeout_s")]
     pub connect_timeout_secs: Option<f64>,
+    /// Wait for the response headers (default: the total; streamed answers also within the idle limit).
+    #[serde(alias = "first_byte_timeout_s")]
     pub first_byte_timeout_secs: Option<f64>,
-    /// Limit for one attempt.
+    /// Limit for one attempt (`total_timeout_s`; default 1800).
+    #[serde(alias = "total_timeout_s")]
     pub timeout_secs: Option<f64>,
+    /// Longest silence of a streamed answer (`idle_timeout_s`; default 180).
+    #[serde(alias = "idle_timeout_s")]
     pub idle_timeout_secs: Option<f64>,
     /// Attempts in all for transient failures (429, 5xx, timeouts, connection errors).
     pub max_attempts: Option<u32>,
@@ -59,10 +69,70 @@ pub struct LlmConfig {
     /// How often an answer that does not parse is asked for again.
     pub parse_retries: Option<u32>,
     pub structured_mode: Option<StructuredMode>,
+    /// How the schema is sent: `json_schema`, `json_object`, `ollama_format`, `tool`, `instruction` (default
+    /// per provider, see [`SchemaStyle`]).
+    pub schema_style: Option<SchemaStyle>,
+    /// The most `max_tokens` the re-ask of a cut-off answer may use (default 32768).
+    pub max_tokens_cap: Option<u32>,
     /// Thinking tag pairs, e.g. `[["<think>", "</think>"]]`.
     pub think_tags: Option<Vec<(String, String)>>,
     /// A price table (TOML) that extends the built-in one.
     pub prices: Option<PathBuf>,
+    /// `[llm.providers."NAME"]`: settings for one provider, used when it is the one chosen.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub providers: BTreeMap<String, Overrides>,
+    /// `[llm.models."NAME"]`: settings for one model, used when it is the one chosen (after the provider's).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub models: BTreeMap<String, Overrides>,
+}
+
+/// Settings that may differ per provider or per model: a reasoning model needs longer limits than a chat
+/// model on the same server.
+///
+/// ```toml
+/// [llm]
+/// provider = "deepseek"
+/// model = "deepseek-reasoner"
+/// idle_timeout_s = 120
+/// total_timeout_s = 900
+///
+/// [llm.models."deepseek-reasoner"]
+/// total_timeout_s = 3600
+/// max_tokens = 16384
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Overrides {
+    #[serde(alias = "idle_timeout_secs")]
+    pub idle_timeout_s: Option<f64>,
+    #[serde(alias = "timeout_secs")]
+    pub total_timeout_s: Option<f64>,
+    #[serde(alias = "first_byte_timeout_secs")]
+    pub first_byte_timeout_s: Option<f64>,
+    #[serde(alias = "connect_timeout_secs")]
+    pub connect_timeout_s: Option<f64>,
+    pub stream: Option<bool>,
+    pub max_tokens: Option<u32>,
+    pub max_tokens_cap: Option<u32>,
+    pub schema_style: Option<SchemaStyle>,
+}
+
+impl Overrides {
+    fn apply(&self, cfg: &mut LlmConfig) {
+        let set = |to: &mut Option<f64>, from: Option<f64>| {
+            if from.is_some() {
+                *to = from;
+            }
+        };
+        set(&mut cfg.idle_timeout_secs, self.idle_timeout_s);
+        set(&mut cfg.timeout_secs, self.total_timeout_s);
+        set(&mut cfg.first_byte_timeout_secs, self.first_byte_timeout_s);
+        set(&mut cfg.connect_timeout_secs, self.connect_timeout_s);
+        cfg.stream = self.stream.or(cfg.stream);
+        cfg.max_tokens = self.max_tokens.or(cfg.max_tokens);
+        cfg.max_tokens_cap = self.max_tokens_cap.or(cfg.max_tokens_cap);
+        cfg.schema_style = self.schema_style.or(cfg.schema_style);
+    }
 }
 
 /// Defaults of a provider name.
@@ -73,6 +143,8 @@ struct Preset {
     /// A cloud service where a missing key is certainly a mistake.
     needs_key: bool,
     default_model: Option<&'static str>,
+    /// How the server takes a JSON schema.
+    schema_style: SchemaStyle,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -82,11 +154,15 @@ enum Kind {
     Scripted,
     Replay,
     Manual,
+    Exec,
 }
 
-const PROVIDERS: &str =
-    "openai, anthropic, together, deepseek, vllm, llama-server, ollama, scripted, replay, manual";
+const PROVIDERS: &str = "openai, anthropic, together, deepseek, vllm, llama-server, ollama, scripted, replay, manual, exec";
 
+/// The defaults of each provider name. Structured output, per provider: OpenAI, Together, vLLM and
+/// llama-server take `response_format` with a `json_schema` natively; DeepSeek takes only `json_object`, so the
+/// schema also goes into the prompt; Anthropic answers through a forced tool call; Ollama gets its `format`
+/// schema. A server that rejects its parameter anyway switches the client to the schema in the prompt.
 fn preset(name: &str) -> Option<Preset> {
     let p = |kind, base_url, key_env, needs_key, default_model| Preset {
         kind,
@@ -94,6 +170,14 @@ fn preset(name: &str) -> Option<Preset> {
         key_env,
         needs_key,
         default_model,
+        schema_style: match kind {
+            Kind::Anthropic => SchemaStyle::Tool,
+            _ => SchemaStyle::JsonSchema,
+        },
+    };
+    let styled = |preset: Preset, schema_style| Preset {
+        schema_style,
+        ..preset
     };
     Some(match name {
         "openai" => p(
@@ -117,12 +201,15 @@ fn preset(name: &str) -> Option<Preset> {
             true,
             None,
         ),
-        "deepseek" => p(
-            Kind::OpenAi,
-            "https://api.deepseek.com/v1",
-            "DEEPSEEK_API_KEY",
-            true,
-            Some("deepseek-chat"),
+        "deepseek" => styled(
+            p(
+                Kind::OpenAi,
+                "https://api.deepseek.com/v1",
+                "DEEPSEEK_API_KEY",
+                true,
+                Some("deepseek-chat"),
+            ),
+            SchemaStyle::JsonObject,
         ),
         "vllm" => p(
             Kind::OpenAi,
@@ -139,16 +226,20 @@ fn preset(name: &str) -> Option<Preset> {
             false,
             Some("local"),
         ),
-        "ollama" => p(
-            Kind::OpenAi,
-            "http://127.0.0.1:11434/v1",
-            "OLLAMA_API_KEY",
-            false,
-            None,
+        "ollama" => styled(
+            p(
+                Kind::OpenAi,
+                "http://127.0.0.1:11434/v1",
+                "OLLAMA_API_KEY",
+                false,
+                None,
+            ),
+            SchemaStyle::OllamaFormat,
         ),
         "scripted" => p(Kind::Scripted, "", "", false, Some("scripted")),
         "replay" => p(Kind::Replay, "", "", false, None),
         "manual" => p(Kind::Manual, "", "", false, Some("human")),
+        "exec" => p(Kind::Exec, "", "", false, None),
         _ => return None,
     })
 }
@@ -159,8 +250,9 @@ impl LlmConfig {
         self.provider.is_some()
     }
 
-    /// Parses the compact form `PROVIDER:MODEL` (`openai:gpt-4.1`, `ollama:qwen3:8b`) or `PROVIDER:PATH` for the
-    /// file-based providers (`replay:kt-runs/x/llm.jsonl`, `scripted:answers.toml`, `manual:prompts/`).
+    /// Parses the compact form `PROVIDER:MODEL` (`openai:gpt-4.1`, `ollama:qwen3:8b`), `PROVIDER:PATH` for the
+    /// file-based providers (`replay:kt-runs/x/llm.jsonl`, `scripted:answers.toml`, `manual:prompts/`) or
+    /// `exec:COMMAND` (`exec:ollama run qwen3`).
     pub fn parse_spec(spec: &str) -> Result<LlmConfig, LlmError> {
         let (name, rest) = spec.split_once(':').unwrap_or((spec, ""));
         let name = name.trim().to_ascii_lowercase();
@@ -179,6 +271,7 @@ impl LlmConfig {
                     cfg.path = Some(PathBuf::from(rest))
                 }
                 Kind::OpenAi | Kind::Anthropic => cfg.model = Some(rest.to_string()),
+                Kind::Exec => cfg.command = Some(rest.to_string()),
             }
         }
         Ok(cfg)
@@ -266,6 +359,8 @@ impl LlmConfig {
             self.api_key_env = None;
             self.api_key = None;
             self.path = None;
+            self.command = None;
+            self.schema_style = None;
         }
         macro_rules! take {
             ($($f:ident),*) => { $( if over.$f.is_some() { self.$f = over.$f; } )* };
@@ -277,6 +372,7 @@ impl LlmConfig {
             api_key_env,
             api_key,
             path,
+            command,
             temperature,
             top_p,
             max_tokens,
@@ -295,10 +391,14 @@ impl LlmConfig {
             max_backoff_ms,
             parse_retries,
             structured_mode,
+            schema_style,
+            max_tokens_cap,
             think_tags,
             prices
         );
         self.headers.extend(over.headers);
+        self.providers.extend(over.providers);
+        self.models.extend(over.models);
     }
 
     /// One line for humans: `openai gpt-4.1 at https://api.openai.com/v1`.
@@ -310,6 +410,7 @@ impl LlmConfig {
                 self.model_or_default().unwrap_or("(no model)"),
                 self.base_url_or_default()
             ),
+            Some(Kind::Exec) => format!("exec `{}`", self.command.as_deref().unwrap_or("")),
             _ => match &self.path {
                 Some(p) => format!("{name} {}", p.display()),
                 None => name.to_string(),
@@ -338,21 +439,34 @@ impl LlmConfig {
             .unwrap_or_default()
     }
 
+    /// This configuration with the `[llm.providers."NAME"]` section of its provider and then the
+    /// `[llm.models."NAME"]` section of its model applied. The other methods resolve by themselves.
+    pub fn resolved(&self) -> LlmConfig {
+        let mut cfg = self.clone();
+        let by_provider = self.provider.as_deref().and_then(|p| self.providers.get(p));
+        let by_model = self.model_or_default().and_then(|m| self.models.get(m));
+        for o in [by_provider, by_model].into_iter().flatten() {
+            o.apply(&mut cfg);
+        }
+        cfg
+    }
+
     pub fn timeouts(&self) -> Timeouts {
+        let cfg = self.resolved();
         let secs = |s: Option<f64>, d: Duration| {
             s.filter(|s| *s > 0.0)
                 .map(Duration::from_secs_f64)
                 .unwrap_or(d)
         };
-        let base = match self.timeout_secs.filter(|s| *s > 0.0) {
+        let base = match cfg.timeout_secs.filter(|s| *s > 0.0) {
             Some(t) => Timeouts::with_total(Duration::from_secs_f64(t)),
             None => Timeouts::default(),
         };
         Timeouts {
-            connect: secs(self.connect_timeout_secs, base.connect),
-            first_byte: secs(self.first_byte_timeout_secs, base.first_byte),
+            connect: secs(cfg.connect_timeout_secs, base.connect),
+            first_byte: secs(cfg.first_byte_timeout_secs, base.first_byte),
             total: base.total,
-            idle: secs(self.idle_timeout_secs, base.idle),
+            idle: secs(cfg.idle_timeout_secs, base.idle),
         }
     }
 
@@ -376,7 +490,7 @@ impl LlmConfig {
         Params {
             temperature: self.temperature,
             top_p: self.top_p,
-            max_tokens: self.max_tokens,
+            max_tokens: self.resolved().max_tokens,
             seed: self.seed,
         }
     }
@@ -411,6 +525,7 @@ impl LlmConfig {
                 fix: format!("export {key_env}=... (or set `api_key_env` in the [llm] section)"),
             });
         }
+        let resolved = self.resolved();
         Ok(Endpoint {
             base_url: self.base_url_or_default(),
             model: model.to_string(),
@@ -418,7 +533,8 @@ impl LlmConfig {
             key_env,
             extra_headers: self.headers.clone(),
             timeouts: self.timeouts(),
-            stream: self.stream.unwrap_or(false),
+            stream: resolved.stream.unwrap_or(true),
+            schema_style: resolved.schema_style.unwrap_or(preset.schema_style),
         })
     }
 
@@ -453,6 +569,18 @@ impl LlmConfig {
                     .clone()
                     .unwrap_or_else(|| PathBuf::from("prompts")),
             )),
+            Kind::Exec => Arc::new(ExecProvider::new(
+                self.command
+                    .clone()
+                    .filter(|c| !c.trim().is_empty())
+                    .ok_or_else(|| LlmError::Config {
+                        detail: "provider `exec` needs a command".into(),
+                        fix:
+                            "use --llm exec:COMMAND or set `command = \"...\"` in the [llm] section"
+                                .into(),
+                    })?,
+                self.timeouts().total,
+            )),
         })
     }
 
@@ -474,6 +602,9 @@ impl LlmConfig {
         }
         if let Some(n) = self.parse_retries {
             client = client.with_parse_retries(n);
+        }
+        if let Some(cap) = self.resolved().max_tokens_cap {
+            client = client.with_max_tokens_cap(cap);
         }
         Ok(client)
     }
@@ -552,6 +683,73 @@ mod tests {
         );
         c.overlay(LlmConfig::parse_spec("replay:x.jsonl").unwrap());
         assert_eq!((c.model, c.provider.as_deref()), (None, Some("replay")));
+    }
+
+    #[test]
+    fn timeouts_take_the_new_names_and_per_model_overrides() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("kt.toml");
+        std::fs::write(
+            &path,
+            "[llm]\nprovider = \"deepseek\"\nmodel = \"deepseek-reasoner\"\napi_key = \"k\"\nidle_timeout_s = 90\n\
+             total_timeout_s = 900\n[llm.providers.deepseek]\nmax_tokens = 4000\n\
+             [llm.models.\"deepseek-reasoner\"]\ntotal_timeout_s = 3600\nmax_tokens = 16000\n\
+             [llm.models.\"deepseek-chat\"]\ntotal_timeout_s = 60\n",
+        )
+        .unwrap();
+        let c = LlmConfig::from_file(&path).unwrap();
+        let t = c.timeouts();
+        assert_eq!(
+            (t.idle, t.total, t.first_byte),
+            (
+                Duration::from_secs(90),
+                Duration::from_secs(3600),
+                Duration::from_secs(3600)
+            )
+        );
+        assert_eq!(c.params().max_tokens, Some(16000));
+        let e = c.endpoint().unwrap();
+        assert!(e.stream, "streaming is the default");
+        assert_eq!(
+            e.schema_style,
+            SchemaStyle::JsonObject,
+            "DeepSeek takes json_object"
+        );
+        let mut chat = c.clone();
+        chat.overlay(LlmConfig {
+            model: Some("deepseek-chat".into()),
+            ..Default::default()
+        });
+        assert_eq!(chat.timeouts().total, Duration::from_secs(60));
+        assert_eq!(chat.params().max_tokens, Some(4000));
+    }
+
+    #[test]
+    fn schema_style_defaults_per_provider() {
+        let style = |spec: &str| {
+            let mut c = LlmConfig::parse_spec(spec).unwrap();
+            c.api_key = Some(ApiKey::new("k"));
+            c.endpoint().unwrap().schema_style
+        };
+        assert_eq!(style("openai:gpt-4.1"), SchemaStyle::JsonSchema);
+        assert_eq!(style("vllm:qwen"), SchemaStyle::JsonSchema);
+        assert_eq!(style("llama-server:local"), SchemaStyle::JsonSchema);
+        assert_eq!(style("anthropic:claude-sonnet-4"), SchemaStyle::Tool);
+        assert_eq!(style("ollama:qwen3:8b"), SchemaStyle::OllamaFormat);
+        assert_eq!(style("deepseek:deepseek-chat"), SchemaStyle::JsonObject);
+    }
+
+    #[test]
+    fn exec_spec_keeps_the_whole_command() {
+        let c = LlmConfig::parse_spec("exec:python3 ask.py --model X:Y").unwrap();
+        assert_eq!(c.command.as_deref(), Some("python3 ask.py --model X:Y"));
+        assert!(c.build_provider().is_ok());
+        assert!(
+            LlmConfig::parse_spec("exec")
+                .unwrap()
+                .build_provider()
+                .is_err()
+        );
     }
 
     #[test]

@@ -55,7 +55,8 @@ pub enum LlmError {
 
     #[error(
         "{provider}: {phase} timeout after {:.1}s ({url}); the server is slow or unreachable: raise the \
-         timeout (`--timeout`, `[llm] timeout_secs`) or check the endpoint with `kt doctor`",
+         limit (`--timeout`, `[llm] total_timeout_s` / `idle_timeout_s`, or per model in `[llm.models.\"NAME\"]`) \
+         or check the endpoint with `kt doctor`",
         after.as_secs_f64()
     )]
     Timeout {
@@ -134,12 +135,39 @@ pub enum LlmError {
         hint: String,
     },
 
+    /// The `manual` provider wrote a prompt and has no answer for it yet. The run pauses here; it goes on when
+    /// `answer_file` exists (`kt resume RUN --answer FILE` copies FILE there).
     #[error(
-        "node `{node}` needs a human answer: the prompt is in {}; write the answer to a file and continue with \
-         `kt resume --answer FILE`",
-        prompt_path.display()
+        "node `{node}` waits for a human answer: the prompt is in {}; write the answer to {} (or pass it with \
+         `kt resume RUN --answer FILE`)",
+        prompt_file.display(),
+        answer_file.display()
     )]
-    NeedsHumanAnswer { node: String, prompt_path: PathBuf },
+    AwaitingManualAnswer {
+        node: String,
+        prompt_file: PathBuf,
+        answer_file: PathBuf,
+    },
+
+    /// The answer stopped at the token limit, also after one re-ask with a larger limit.
+    #[error(
+        "node `{node}`: the answer was cut off at max_tokens = {max_tokens} (also after asking again with a larger \
+         limit); raise `[llm] max_tokens` / `max_tokens_cap` or ask for a shorter answer; answer ends: {tail}"
+    )]
+    CutOff {
+        node: String,
+        max_tokens: u32,
+        tail: String,
+    },
+
+    /// The `exec` provider's command failed.
+    #[error("exec provider: `{command}` {status}; its stderr ends: {stderr}")]
+    Command {
+        command: String,
+        /// `exited with status 2`, `was killed by a signal`, `could not start: ...`.
+        status: String,
+        stderr: String,
+    },
 
     #[error(
         "node `{node}`: the script {} has no answer left for call {call} (neither for this node nor unlabelled); \
@@ -174,7 +202,15 @@ impl LlmError {
     /// Whether sending the same request again may succeed (rate limits, server errors, timeouts, dropped
     /// connections). 400/401/403 and answers that fail to parse are not retried here: repeating them is paying
     /// for the same failure.
+    /// The same set as [`LlmError::is_unavailable`]: only the service's state can change between attempts.
     pub fn is_retryable(&self) -> bool {
+        self.is_unavailable()
+    }
+
+    /// Whether the LLM service is unavailable rather than the request or the answer wrong: a rate limit that
+    /// outlasted the retries, a timeout, a connection that failed, a server error (5xx, 408). A run that ends on
+    /// one of these is an infrastructure failure worth resuming later, not a result.
+    pub fn is_unavailable(&self) -> bool {
         matches!(
             self,
             LlmError::RateLimited { .. }
@@ -222,6 +258,16 @@ impl LlmError {
 /// short enough to keep logs readable.
 const EXCERPT_CHARS: usize = 300;
 
+/// The last [`EXCERPT_CHARS`] characters of `text`, with a marker when cut.
+pub fn tail(text: &str) -> String {
+    let n = text.chars().count();
+    if n <= EXCERPT_CHARS {
+        return text.to_string();
+    }
+    let kept: String = text.chars().skip(n - EXCERPT_CHARS).collect();
+    format!("… {kept}")
+}
+
 /// The first [`EXCERPT_CHARS`] characters of `text`, with a marker when cut.
 pub fn excerpt(text: &str) -> String {
     let mut out: String = text.chars().take(EXCERPT_CHARS).collect();
@@ -229,4 +275,41 @@ pub fn excerpt(text: &str) -> String {
         out.push_str(" …");
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn outages_are_unavailable_and_answer_problems_are_not() {
+        let timeout = LlmError::Timeout {
+            provider: "p".into(),
+            phase: TimeoutPhase::Idle,
+            after: Duration::from_secs(1),
+            url: "u".into(),
+        };
+        assert!(timeout.is_unavailable());
+        let cut = LlmError::CutOff {
+            node: "n".into(),
+            max_tokens: 8,
+            tail: String::new(),
+        };
+        assert!(!cut.is_unavailable());
+        let bad = LlmError::BadRequest {
+            provider: "p".into(),
+            status: 400,
+            body: String::new(),
+            hint: String::new(),
+        };
+        assert!(!bad.is_unavailable());
+    }
+
+    #[test]
+    fn tail_keeps_the_end() {
+        let long = "x".repeat(400) + "END";
+        assert!(tail(&long).ends_with("END"));
+        assert!(tail(&long).starts_with('…'));
+        assert_eq!(tail("short"), "short");
+    }
 }

@@ -1,13 +1,16 @@
 //! Reliable LLM calls for kt: every stage of the pipeline asks an LLM something, and this crate makes that
 //! one call dependable. Providers behind one trait ([`Provider`]): OpenAI-compatible chat completions
-//! (OpenAI, Together, DeepSeek, vLLM, llama.cpp's llama-server, Ollama), Anthropic Messages, scripted answers
-//! from a file, replay of a recorded run, and a human answering through a file. Around them the
-//! [`LlmClient`] adds timeouts, retries with backoff honouring `Retry-After`, thinking removal, structured
-//! output for Rust types (schemars schema, serde parse, bounded re-asks), token and cost accounting, and an
-//! append-only record (`llm.jsonl`) that the replay provider reads back.
+//! (OpenAI, Together, DeepSeek, vLLM, llama.cpp's llama-server, Ollama), Anthropic Messages (both streamed by
+//! default), scripted answers from a file, replay of a recorded run, a human answering through files, and any
+//! command answering on stdout. Around them the [`LlmClient`] adds timeouts (idle gap and total),
+//! retries with backoff honouring `Retry-After`, thinking removal, structured output for Rust types (schemars
+//! schema, lenient intake of the answer, serde parse, bounded re-asks; a fallback to the schema in the prompt
+//! when a server rejects `response_format`), one re-ask of an answer cut off at `max_tokens`, token and cost
+//! accounting, and an append-only record (`llm.jsonl`) that the replay provider reads back.
 //!
 //! It deliberately knows nothing of CUDA, prompts or the graph: callers bring the messages and a `node`
-//! label; checkpointing and interrupting a run on [`LlmError::NeedsHumanAnswer`] are the graph's business.
+//! label; checkpointing and pausing a run on [`LlmError::AwaitingManualAnswer`], and ending it on an error
+//! for which [`LlmError::is_unavailable`] holds, are the graph's business.
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), kt_llm::LlmError> {
@@ -35,6 +38,8 @@ mod client;
 mod code;
 mod config;
 mod error;
+mod fallback;
+mod intake;
 mod price;
 mod probe;
 mod provider;
@@ -50,16 +55,17 @@ mod thinking;
 mod transport;
 mod usage;
 
-pub use client::{DEFAULT_PARSE_RETRIES, LlmClient};
-pub use code::extract_code;
-pub use config::LlmConfig;
+pub use client::{DEFAULT_MAX_TOKENS_CAP, DEFAULT_PARSE_RETRIES, LlmClient};
+pub use code::{CodeBlock, code_blocks, extract_code};
+pub use config::{LlmConfig, Overrides};
 pub use error::{LlmError, TimeoutPhase};
+pub use intake::{IntakeError, Lenient, json_block, lenient_value, parse_lenient};
 pub use price::{Price, PriceTable};
 pub use probe::{EndpointCheck, check_endpoint};
 pub use provider::{Call, Provider};
 pub use providers::{
-    ANTHROPIC_VERSION, AnthropicProvider, Endpoint, ManualProvider, OpenAiProvider, ReplayProvider,
-    ScriptedProvider,
+    ANTHROPIC_VERSION, AnthropicProvider, Endpoint, ExecProvider, ManualProvider, OpenAiProvider,
+    ReplayProvider, SchemaStyle, ScriptedProvider,
 };
 pub use recorder::{Record, Recorder, read_records};
 pub use request::{LlmRequest, Message, OutputSchema, Params, Role};
@@ -67,5 +73,7 @@ pub use response::{LlmResponse, ProviderReply};
 pub use retry::{RetryPolicy, parse_retry_after};
 pub use structured::{StructuredMode, json_candidate};
 pub use thinking::{Stripped, ThinkTags};
-pub use transport::{ApiKey, Timeouts, install_crypto_provider};
+pub use transport::{
+    ApiKey, DEFAULT_IDLE_TIMEOUT, DEFAULT_TOTAL_TIMEOUT, Timeouts, install_crypto_provider,
+};
 pub use usage::{Usage, UsageSum, UsageTotals};

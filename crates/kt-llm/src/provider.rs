@@ -34,6 +34,11 @@ pub trait Provider: Send + Sync + std::fmt::Debug {
     fn billed(&self) -> bool {
         true
     }
+    /// The token limit the provider sends when a request sets none, if it sends one (Anthropic must); used to
+    /// size the re-ask of an answer that was cut off.
+    fn default_max_tokens(&self) -> Option<u32> {
+        None
+    }
     /// Makes one attempt.
     async fn send(&self, call: Call<'_>) -> Result<ProviderReply, LlmError>;
 }

@@ -44,6 +44,13 @@ pub struct Record {
     /// The error, when the call failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// What lenient intake repaired to read the answer (trailing commas, `"16"` read as 16, ...).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub repairs: Vec<String>,
+    /// What the client did about this call: a switch to instruction mode, a re-ask after a cut-off answer, an
+    /// answer that could not be used.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 /// Appends [`Record`]s to a JSONL file. Cheap to clone; clones share the file.

@@ -27,9 +27,29 @@ pub struct LlmResponse {
     pub finish_reason: Option<String>,
     /// [`crate::LlmRequest::stable_hash`] of the request.
     pub request_hash: String,
+    /// What lenient intake repaired to read a structured answer (see [`crate::parse_lenient`]); empty for
+    /// free-text calls and clean JSON.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub repairs: Vec<String>,
 }
 
 impl LlmResponse {
+    /// Adds the accounting of an earlier call that this response builds on (a re-ask): tokens, cost (unknown
+    /// if either is), attempts; its thought where this one has none.
+    pub(crate) fn absorb(&mut self, earlier: &LlmResponse) {
+        self.usage.input_tokens += earlier.usage.input_tokens;
+        self.usage.output_tokens += earlier.usage.output_tokens;
+        self.usage.estimated |= earlier.usage.estimated;
+        self.cost_usd = match (self.cost_usd, earlier.cost_usd) {
+            (Some(a), Some(b)) => Some(a + b),
+            _ => None,
+        };
+        self.attempts += earlier.attempts;
+        if self.thought.is_none() {
+            self.thought.clone_from(&earlier.thought);
+        }
+    }
+
     /// The code block of the answer (see [`crate::extract_code`]), with this response's node in the error.
     pub fn code(&self) -> Result<String, crate::LlmError> {
         crate::extract_code(&self.text).map_err(|e| match e {

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::client::{LlmClient, append_to_last_user};
 use crate::error::{LlmError, excerpt};
+use crate::intake::{json_span, lenient_value};
 use crate::providers::json_instruction;
 use crate::request::{LlmRequest, Message, OutputSchema};
 use crate::response::LlmResponse;
@@ -54,22 +55,24 @@ const SEPARATE_SYSTEM: &str =
     "You convert a given answer into JSON. Keep its content; do not add or drop facts.";
 
 impl LlmClient {
-    /// Asks for a `T`. The returned response is the one that parsed, with `usage`, `cost_usd`, `elapsed` and
-    /// `attempts` summed over every call this took (free answer, constrained answer, re-asks).
+    /// Asks for a `T`. The answer is read leniently (see [`crate::parse_lenient`]): the repairs it needed are
+    /// in [`LlmResponse::repairs`] and in the record. An answer that still does not parse is asked for again
+    /// with the reason, up to the client's parse retries. The returned response is the one that parsed, with
+    /// `usage`, `cost_usd`, `elapsed` and `attempts` summed over every call this took.
     pub async fn structured<T: JsonSchema + DeserializeOwned>(
         &self,
         request: LlmRequest,
         mode: StructuredMode,
     ) -> Result<(T, LlmResponse), LlmError> {
         let type_name = std::any::type_name::<T>();
-        self.structured_with(request, OutputSchema::of::<T>(), mode, type_name, |text| {
-            serde_json::from_str::<T>(text).map_err(|e| e.to_string())
+        self.structured_with(request, OutputSchema::of::<T>(), mode, type_name, |value| {
+            serde_json::from_value::<T>(value).map_err(|e| e.to_string())
         })
         .await
     }
 
     /// Like [`LlmClient::structured`] for a schema known only at run time (e.g. `kt llm ask --json-schema`):
-    /// the answer must be valid JSON; the schema constrains the server but is not validated here.
+    /// the answer must be JSON (read leniently, coerced towards the schema); the schema is not validated here.
     pub async fn structured_value(
         &self,
         request: LlmRequest,
@@ -77,10 +80,7 @@ impl LlmClient {
         mode: StructuredMode,
     ) -> Result<(serde_json::Value, LlmResponse), LlmError> {
         let name = schema.name.clone();
-        self.structured_with(request, schema, mode, &name, |text| {
-            serde_json::from_str::<serde_json::Value>(text).map_err(|e| e.to_string())
-        })
-        .await
+        self.structured_with(request, schema, mode, &name, Ok).await
     }
 
     async fn structured_with<T>(
@@ -89,7 +89,7 @@ impl LlmClient {
         schema: OutputSchema,
         mode: StructuredMode,
         type_name: &str,
-        parse: impl Fn(&str) -> Result<T, String>,
+        parse: impl Fn(serde_json::Value) -> Result<T, String>,
     ) -> Result<(T, LlmResponse), LlmError> {
         let started = Instant::now();
         let mut spent: Vec<LlmResponse> = Vec::new();
@@ -139,20 +139,34 @@ impl LlmClient {
         let mut tries = 0;
         loop {
             tries += 1;
-            let response = self.complete(ask.clone()).await?;
-            let candidate = json_candidate(&response.text);
-            match parse(candidate) {
-                Ok(value) => return Ok((value, summed(response, &spent, started))),
-                Err(error) if tries > self.parse_retries => {
-                    return Err(LlmError::SchemaMismatch {
-                        node: response.node,
-                        type_name: type_name.to_string(),
-                        attempts: tries,
-                        error,
-                        excerpt: excerpt(&response.text),
-                    });
+            let (mut response, mut record) = self.complete_deferred(ask.clone()).await?;
+            let parsed = lenient_value(&response.text, Some(&schema.schema))
+                .map_err(|e| e.to_string())
+                .and_then(|l| parse(l.value).map(|v| (v, l.repairs)));
+            match parsed {
+                Ok((value, repairs)) => {
+                    if !repairs.is_empty() {
+                        tracing::info!(node = %response.node, ?repairs, "structured answer read leniently");
+                    }
+                    record.repairs.clone_from(&repairs);
+                    self.write_record(record);
+                    response.repairs = repairs;
+                    return Ok((value, summed(response, &spent, started)));
                 }
                 Err(error) => {
+                    record
+                        .notes
+                        .push(format!("the answer could not be used: {error}"));
+                    self.write_record(record);
+                    if tries > self.parse_retries {
+                        return Err(LlmError::SchemaMismatch {
+                            node: response.node,
+                            type_name: type_name.to_string(),
+                            attempts: tries,
+                            error,
+                            excerpt: excerpt(&response.text),
+                        });
+                    }
                     tracing::warn!(node = %response.node, try_no = tries, %error, "structured answer did not parse; asking again");
                     ask.messages.push(Message::assistant(response.text.clone()));
                     ask.messages.push(Message::user(format!(
@@ -166,40 +180,21 @@ impl LlmClient {
     }
 }
 
-/// The JSON inside an answer: the body of a ```json fence if there is one, else the span from the first `{`
-/// or `[` to the last matching closer, else the trimmed text (so the parse error shows what was there).
+/// The JSON inside an answer: the value of a ```json fence if there is one, else the longest complete JSON
+/// value in the text (found by balanced-bracket scanning, so fences inside strings do not cut it), else the
+/// trimmed text (so a parse error shows what was there). See [`crate::json_block`] for the same with thinking
+/// removed.
 pub fn json_candidate(text: &str) -> &str {
-    let t = text.trim();
-    if let Some(start) = t.find("```") {
-        let after = &t[start + 3..];
-        let body_start = after.find('\n').map(|i| i + 1).unwrap_or(after.len());
-        let body = &after[body_start..];
-        if let Some(end) = body.find("```") {
-            return body[..end].trim();
-        }
-    }
-    let open = t.find(['{', '[']);
-    let close = t.rfind(['}', ']']);
-    match (open, close) {
-        (Some(o), Some(c)) if c > o => &t[o..=c],
-        _ => t,
+    match json_span(text) {
+        Some((start, end)) => &text[start..end],
+        None => text.trim(),
     }
 }
 
 /// The response that parsed, with the accounting of the earlier ones added.
 fn summed(mut last: LlmResponse, earlier: &[LlmResponse], started: Instant) -> LlmResponse {
     for r in earlier {
-        last.usage.input_tokens += r.usage.input_tokens;
-        last.usage.output_tokens += r.usage.output_tokens;
-        last.usage.estimated |= r.usage.estimated;
-        last.cost_usd = match (last.cost_usd, r.cost_usd) {
-            (Some(a), Some(b)) => Some(a + b),
-            _ => None,
-        };
-        last.attempts += r.attempts;
-        if last.thought.is_none() {
-            last.thought.clone_from(&r.thought);
-        }
+        last.absorb(r);
     }
     last.elapsed = started.elapsed();
     last

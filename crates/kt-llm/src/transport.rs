@@ -56,26 +56,38 @@ pub struct Timeouts {
     pub idle: Duration,
 }
 
+/// Default limit of one attempt: reasoning models think for many minutes before they answer.
+pub const DEFAULT_TOTAL_TIMEOUT: Duration = Duration::from_secs(1800);
+/// Default longest silence of a streamed answer.
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(180);
+
 impl Default for Timeouts {
+    /// Connect 10 s; a whole attempt 30 min; a streamed answer may be silent for 3 min at a time (this also
+    /// bounds the wait for its headers). A non-streamed answer has its headers only when it is complete, so its
+    /// first byte is bounded by the total alone.
     fn default() -> Self {
-        Self {
-            connect: Duration::from_secs(10),
-            first_byte: Duration::from_secs(120),
-            total: Duration::from_secs(600),
-            idle: Duration::from_secs(60),
-        }
+        Self::with_total(DEFAULT_TOTAL_TIMEOUT)
     }
 }
 
 impl Timeouts {
     /// One overall limit; the others are derived so that none is longer than it.
     pub fn with_total(total: Duration) -> Self {
-        let d = Self::default();
         Self {
-            connect: d.connect.min(total),
-            first_byte: d.first_byte.min(total),
+            connect: Duration::from_secs(10).min(total),
+            first_byte: total,
             total,
-            idle: d.idle.min(total),
+            idle: DEFAULT_IDLE_TIMEOUT.min(total),
+        }
+    }
+
+    /// How long to wait for the response headers: a streaming server sends them as soon as it starts, so
+    /// there the idle limit applies too.
+    pub fn headers(&self, streaming: bool) -> Duration {
+        if streaming {
+            self.first_byte.min(self.idle)
+        } else {
+            self.first_byte
         }
     }
 }
@@ -146,7 +158,7 @@ impl Transport {
         body: &serde_json::Value,
     ) -> Result<serde_json::Value, LlmError> {
         let work = async {
-            let resp = self.send(url, auth, body).await?;
+            let resp = self.send(url, auth, body, false).await?;
             let text = resp
                 .text()
                 .await
@@ -170,7 +182,7 @@ impl Transport {
         mut on_data: impl FnMut(&str) -> Result<bool, LlmError> + Send,
     ) -> Result<(), LlmError> {
         let work = async {
-            let resp = self.send(url, auth, body).await?;
+            let resp = self.send(url, auth, body, true).await?;
             let mut stream = resp.bytes_stream();
             let mut buf: Vec<u8> = Vec::new();
             loop {
@@ -236,6 +248,7 @@ impl Transport {
         url: &str,
         auth: &[(&'static str, String)],
         body: &serde_json::Value,
+        streaming: bool,
     ) -> Result<reqwest::Response, LlmError> {
         let mut req = self
             .client
@@ -246,9 +259,10 @@ impl Transport {
             req = req.header(*k, v);
         }
         let started = Instant::now();
-        let resp = match tokio::time::timeout(self.timeouts.first_byte, req.send()).await {
+        let limit = self.timeouts.headers(streaming);
+        let resp = match tokio::time::timeout(limit, req.send()).await {
             Err(_) => {
-                return Err(self.timeout(url, TimeoutPhase::FirstByte, self.timeouts.first_byte));
+                return Err(self.timeout(url, TimeoutPhase::FirstByte, limit));
             }
             Ok(Err(e)) => return Err(self.transport_error(url, e)),
             Ok(Ok(resp)) => resp,
@@ -298,8 +312,8 @@ impl Transport {
                         "the prompt is too long for this server: shorten it or raise the server's limit"
                     }
                     400 | 422 => {
-                        "check the model name and parameters; some servers reject `response_format` or \
-                         `stream_options` (try another structured mode or `stream = false`)"
+                        "check the model name and parameters; some servers reject `response_format` (kt then \
+                         switches to `instruction` mode by itself) or `stream_options` (set `stream = false`)"
                     }
                     _ => "this will not succeed by retrying: fix the request or the configuration",
                 };

@@ -26,10 +26,11 @@ pub struct AskArgs {
     /// The question.
     pub prompt: String,
     /// Provider and model in one: openai:gpt-4.1, anthropic:claude-sonnet-4-0, llama-server:local,
-    /// replay:kt-runs/ID/llm.jsonl, scripted:answers.toml, manual:prompts/.
+    /// replay:kt-runs/ID/llm.jsonl, scripted:answers.toml, manual:prompts/, exec:COMMAND (prompt on stdin,
+    /// answer on stdout).
     #[arg(long, value_name = "PROVIDER:MODEL")]
     pub llm: Option<String>,
-    /// openai, anthropic, together, deepseek, vllm, llama-server, ollama, scripted, replay or manual.
+    /// openai, anthropic, together, deepseek, vllm, llama-server, ollama, scripted, replay, manual or exec.
     #[arg(long)]
     pub provider: Option<String>,
     /// API base URL including the version, e.g. http://127.0.0.1:8080/v1.
@@ -40,17 +41,23 @@ pub struct AskArgs {
     /// Environment variable that holds the API key (default per provider, e.g. OPENAI_API_KEY).
     #[arg(long, value_name = "VAR")]
     pub api_key_env: Option<String>,
-    /// Limit for one attempt, in seconds.
+    /// Limit for one attempt, in seconds (`total_timeout_s` in kt.toml).
     #[arg(long, value_name = "SECS")]
     pub timeout: Option<f64>,
+    /// Longest silence of a streamed answer, in seconds (`idle_timeout_s` in kt.toml).
+    #[arg(long, value_name = "SECS")]
+    pub idle_timeout: Option<f64>,
     /// Most tokens to generate.
     #[arg(long, value_name = "N")]
     pub max_tokens: Option<u32>,
     #[arg(long, value_name = "T")]
     pub temperature: Option<f64>,
-    /// Stream the answer (server-sent events), guarded by the idle timeout.
-    #[arg(long)]
+    /// Stream the answer (server-sent events), guarded by the idle timeout: the default.
+    #[arg(long, conflicts_with = "no_stream")]
     pub stream: bool,
+    /// Wait for the whole answer in one response instead of streaming it.
+    #[arg(long)]
+    pub no_stream: bool,
     /// Ask for JSON following this JSON schema file; prints the parsed JSON.
     #[arg(long, value_name = "FILE")]
     pub json_schema: Option<PathBuf>,
@@ -89,9 +96,14 @@ fn ask(a: AskArgs) -> anyhow::Result<ExitCode> {
         model: a.model.clone(),
         api_key_env: a.api_key_env.clone(),
         timeout_secs: a.timeout,
+        idle_timeout_secs: a.idle_timeout,
         max_tokens: a.max_tokens,
         temperature: a.temperature,
-        stream: a.stream.then_some(true),
+        stream: if a.no_stream {
+            Some(false)
+        } else {
+            a.stream.then_some(true)
+        },
         ..LlmConfig::default()
     });
     let mut client = config.build_client()?;
@@ -148,12 +160,16 @@ fn ask(a: AskArgs) -> anyhow::Result<ExitCode> {
             "cost_usd": response.cost_usd,
             "elapsed_ms": response.elapsed.as_millis() as u64,
             "attempts": response.attempts,
+            "repairs": response.repairs,
         });
         println!("{}", serde_json::to_string_pretty(&out)?);
     } else {
         match parsed {
             Some(v) => println!("{}", serde_json::to_string_pretty(&v)?),
             None => println!("{}", response.text),
+        }
+        for repair in &response.repairs {
+            eprintln!("read leniently: {repair}");
         }
         // On stderr, so that the answer can be piped on its own.
         eprintln!("{} {}: {usage}", response.provider, response.model);

@@ -1,10 +1,12 @@
 //! Anthropic Messages API (`POST {base}/messages`, `x-api-key`, `anthropic-version`). System messages go into
-//! the top-level `system` field; structured output is a forced tool call whose input is the answer.
+//! the top-level `system` field; structured output is a forced tool call whose input is the answer (unless the
+//! schema style is `instruction`). Streamed when the endpoint says so (see [`super::anthropic_stream`]).
 
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
-use super::{Endpoint, json_instruction};
+use super::anthropic_stream::MessageStream;
+use super::{Endpoint, SchemaStyle, json_instruction};
 use crate::error::{LlmError, excerpt};
 use crate::provider::{Call, Provider};
 use crate::request::Role;
@@ -80,7 +82,11 @@ impl AnthropicProvider {
         if let Some(t) = p.top_p {
             body["top_p"] = json!(t);
         }
-        if let Some(schema) = &req.schema {
+        if let Some(schema) = req
+            .schema
+            .as_ref()
+            .filter(|_| self.endpoint.schema_style != SchemaStyle::Instruction)
+        {
             // Tool inputs must be JSON objects; any other root type is asked for in words instead.
             if schema.schema["type"] == "object" {
                 body["tools"] = json!([{
@@ -95,6 +101,9 @@ impl AnthropicProvider {
         }
         if !system.is_empty() {
             body["system"] = json!(system.join("\n\n"));
+        }
+        if self.endpoint.stream {
+            body["stream"] = json!(true);
         }
         body
     }
@@ -150,15 +159,23 @@ impl Provider for AnthropicProvider {
         &self.endpoint.model
     }
     fn native_schema(&self) -> bool {
-        true
+        self.endpoint.schema_style != SchemaStyle::Instruction
+    }
+    fn default_max_tokens(&self) -> Option<u32> {
+        Some(DEFAULT_MAX_TOKENS)
     }
 
     async fn send(&self, call: Call<'_>) -> Result<ProviderReply, LlmError> {
         let url = self.endpoint.url("messages");
-        let v = self
-            .transport
-            .post_json(&url, &self.auth(), &self.body(&call))
-            .await?;
+        let body = self.body(&call);
+        if self.endpoint.stream {
+            let mut stream = MessageStream::default();
+            self.transport
+                .post_sse(&url, &self.auth(), &body, |data| stream.feed(data))
+                .await?;
+            return stream.finish(&url);
+        }
+        let v = self.transport.post_json(&url, &self.auth(), &body).await?;
         parse_message(&v)
     }
 }

@@ -1,18 +1,24 @@
-//! The providers: two that talk to servers (OpenAI-compatible, Anthropic) and three that do not (scripted
-//! answers, replay of a recorded run, a human answering by file).
+//! The providers: two that talk to servers (OpenAI-compatible, Anthropic) and four that do not (scripted
+//! answers, replay of a recorded run, a human answering through files, a command answering on stdout).
 
 mod anthropic;
+pub(crate) mod anthropic_stream;
+mod exec;
 mod manual;
 mod openai;
+mod prompt_text;
 mod replay;
+mod schema_style;
 mod scripted;
 
 use std::collections::BTreeMap;
 
 pub use anthropic::{ANTHROPIC_VERSION, AnthropicProvider};
+pub use exec::ExecProvider;
 pub use manual::ManualProvider;
 pub use openai::OpenAiProvider;
 pub use replay::ReplayProvider;
+pub use schema_style::SchemaStyle;
 pub use scripted::ScriptedProvider;
 
 use crate::transport::{ApiKey, Timeouts};
@@ -30,8 +36,11 @@ pub struct Endpoint {
     /// Sent with every request (e.g. `OpenAI-Organization`, a proxy's routing header).
     pub extra_headers: BTreeMap<String, String>,
     pub timeouts: Timeouts,
-    /// Stream the answer as server-sent events (guards long generations with the idle deadline).
+    /// Stream the answer as server-sent events (guards long generations with the idle deadline instead of
+    /// waiting for the whole answer before the first byte).
     pub stream: bool,
+    /// How a JSON schema is sent (see [`SchemaStyle`]; the config picks the default per provider).
+    pub schema_style: SchemaStyle,
 }
 
 impl Endpoint {
@@ -44,6 +53,7 @@ impl Endpoint {
             extra_headers: BTreeMap::new(),
             timeouts: Timeouts::default(),
             stream: false,
+            schema_style: SchemaStyle::JsonSchema,
         }
     }
 

@@ -1,11 +1,12 @@
 //! OpenAI-compatible chat completions (`POST {base}/chat/completions`): OpenAI, Together, DeepSeek, vLLM,
-//! llama.cpp's llama-server and Ollama all speak it. Structured output uses
-//! `response_format: {type: "json_schema"}`, which llama-server and vLLM also honour.
+//! llama.cpp's llama-server and Ollama all speak it. Structured output follows the endpoint's
+//! [`SchemaStyle`]: `response_format` with a `json_schema` (OpenAI, vLLM, llama-server), `json_object`
+//! (DeepSeek, with the schema in the prompt), or Ollama's `format`. Streamed (SSE) when the endpoint says so.
 
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
-use super::Endpoint;
+use super::{Endpoint, SchemaStyle};
 use crate::error::{LlmError, excerpt};
 use crate::provider::{Call, Provider};
 use crate::response::ProviderReply;
@@ -65,12 +66,23 @@ impl OpenAiProvider {
             body["seed"] = json!(s);
         }
         if let Some(schema) = &req.schema {
-            body["response_format"] = json!({
+            // Not strict: OpenAI's strict mode rejects ordinary schemars output (integer formats, optional
+            // fields); the client parses and re-asks, which covers what strictness would.
+            let json_schema = json!({
                 "type": "json_schema",
-                // Not strict: OpenAI's strict mode rejects ordinary schemars output (integer formats, optional
-                // fields); the client parses and re-asks, which covers what strictness would.
                 "json_schema": {"name": schema.name, "schema": schema.schema, "strict": false},
             });
+            match self.endpoint.schema_style {
+                SchemaStyle::JsonSchema | SchemaStyle::Tool => {
+                    body["response_format"] = json_schema
+                }
+                SchemaStyle::JsonObject => body["response_format"] = json!({"type": "json_object"}),
+                SchemaStyle::OllamaFormat => {
+                    body["format"] = schema.schema.clone();
+                    body["response_format"] = json_schema;
+                }
+                SchemaStyle::Instruction => {}
+            }
         }
         if self.endpoint.stream {
             body["stream"] = json!(true);
@@ -196,7 +208,7 @@ impl Provider for OpenAiProvider {
         &self.endpoint.model
     }
     fn native_schema(&self) -> bool {
-        true
+        self.endpoint.schema_style.is_native()
     }
 
     async fn send(&self, call: Call<'_>) -> Result<ProviderReply, LlmError> {
@@ -214,6 +226,43 @@ impl Provider for OpenAiProvider {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::request::{LlmRequest, OutputSchema};
+
+    fn body_for(style: SchemaStyle) -> Value {
+        let p = OpenAiProvider::new(Endpoint {
+            schema_style: style,
+            ..Endpoint::new("http://x/v1", "m")
+        })
+        .unwrap();
+        let req = LlmRequest::new("n").user("q").schema(OutputSchema {
+            name: "S".into(),
+            schema: json!({"type": "object"}),
+        });
+        p.body(&Call {
+            request: &req,
+            hash: "h",
+            attempt: 1,
+        })
+    }
+
+    #[test]
+    fn each_schema_style_sends_its_parameter() {
+        assert_eq!(
+            body_for(SchemaStyle::JsonSchema)["response_format"]["type"],
+            "json_schema"
+        );
+        assert_eq!(
+            body_for(SchemaStyle::JsonObject)["response_format"]["type"],
+            "json_object"
+        );
+        let ollama = body_for(SchemaStyle::OllamaFormat);
+        assert_eq!(ollama["format"]["type"], "object");
+        assert!(
+            body_for(SchemaStyle::Instruction)
+                .get("response_format")
+                .is_none()
+        );
+    }
 
     #[test]
     fn completion_with_reasoning_field_and_usage_is_read() {

@@ -12,7 +12,7 @@ use crate::{
     OpenAiProvider, Recorder, ReplayProvider, RetryPolicy, StructuredMode, TimeoutPhase, Timeouts,
 };
 
-fn fast_retry(max_attempts: u32) -> RetryPolicy {
+pub(super) fn fast_retry(max_attempts: u32) -> RetryPolicy {
     RetryPolicy {
         max_attempts,
         base_delay: Duration::from_millis(20),
@@ -21,7 +21,7 @@ fn fast_retry(max_attempts: u32) -> RetryPolicy {
     }
 }
 
-fn short_timeouts() -> Timeouts {
+pub(super) fn short_timeouts() -> Timeouts {
     Timeouts {
         connect: Duration::from_millis(500),
         first_byte: Duration::from_millis(300),
@@ -30,10 +30,18 @@ fn short_timeouts() -> Timeouts {
     }
 }
 
-fn endpoint(server: &FakeServer) -> Endpoint {
+pub(super) fn endpoint(server: &FakeServer) -> Endpoint {
     Endpoint {
         timeouts: short_timeouts(),
         ..Endpoint::new(server.base_url(), "gpt-4.1")
+    }
+}
+
+/// An Anthropic endpoint on the fake server with the short test deadlines.
+pub(super) fn anthropic_endpoint(server: &FakeServer) -> Endpoint {
+    Endpoint {
+        timeouts: short_timeouts(),
+        ..Endpoint::new(server.base_url(), "claude-sonnet-4")
     }
 }
 
@@ -41,7 +49,7 @@ fn openai_client(server: &FakeServer, attempts: u32) -> LlmClient {
     LlmClient::new(OpenAiProvider::new(endpoint(server)).unwrap()).with_retry(fast_retry(attempts))
 }
 
-fn ask() -> LlmRequest {
+pub(super) fn ask() -> LlmRequest {
     LlmRequest::new("test.node")
         .system("sys")
         .user("What is 6*7?")
@@ -336,10 +344,7 @@ async fn stalled_stream_is_an_idle_timeout() {
 async fn anthropic_sends_its_headers_and_system_field_and_reads_usage() {
     let server =
         FakeServer::start(vec![Reply::json(anthropic_answer("<think>x</think>hello"))]).await;
-    let mut ep = Endpoint {
-        timeouts: short_timeouts(),
-        ..Endpoint::new(server.base_url(), "claude-sonnet-4")
-    };
+    let mut ep = anthropic_endpoint(&server);
     ep.api_key = Some(ApiKey::new("ak-1"));
     let r = LlmClient::new(AnthropicProvider::new(ep).unwrap())
         .complete(ask())
@@ -364,9 +369,9 @@ async fn anthropic_sends_its_headers_and_system_field_and_reads_usage() {
 }
 
 #[derive(Debug, Deserialize, schemars::JsonSchema, PartialEq)]
-struct Answer {
-    value: u32,
-    unit: String,
+pub(super) struct Answer {
+    pub value: u32,
+    pub unit: String,
 }
 
 #[tokio::test]
@@ -400,10 +405,7 @@ async fn anthropic_structured_output_is_a_forced_tool_call() {
         "content": [{"type": "tool_use", "name": "Answer", "input": {"value": 7, "unit": "kg"}}],
         "usage": {"input_tokens": 1, "output_tokens": 1}, "model": "claude-sonnet-4"}))])
     .await;
-    let ep = Endpoint {
-        timeouts: short_timeouts(),
-        ..Endpoint::new(server.base_url(), "claude-sonnet-4")
-    };
+    let ep = anthropic_endpoint(&server);
     let client = LlmClient::new(AnthropicProvider::new(ep).unwrap());
     let (a, _) = client
         .structured::<Answer>(ask(), StructuredMode::Native)
@@ -598,32 +600,59 @@ async fn recorded_run_replays_without_the_server_and_never_contains_the_key() {
 }
 
 #[tokio::test]
-async fn manual_provider_writes_the_prompt_and_an_injected_answer_resumes_the_node() {
+async fn manual_provider_pauses_on_the_prompt_and_the_answer_file_resumes_the_node() {
     let dir = tempfile::tempdir().unwrap();
     let client = LlmClient::new(ManualProvider::new(dir.path().join("prompts")));
-    let err = client
-        .complete(LlmRequest::new("stage2/generate").user("Write a generator."))
-        .await
-        .unwrap_err();
-    let LlmError::NeedsHumanAnswer { node, prompt_path } = err else {
+    let ask = || LlmRequest::new("stage2/generate").user("Write a generator.");
+    let err = client.complete(ask()).await.unwrap_err();
+    let LlmError::AwaitingManualAnswer {
+        node,
+        prompt_file,
+        answer_file,
+    } = err
+    else {
         panic!("wrong error: {err}")
     };
     assert_eq!(node, "stage2/generate");
+    assert!(err_text_names(&prompt_file, &answer_file));
     assert!(
-        std::fs::read_to_string(&prompt_path)
+        std::fs::read_to_string(&prompt_file)
             .unwrap()
             .contains("Write a generator.")
     );
 
-    let answer = dir.path().join("answer.md");
-    std::fs::write(&answer, "```cuda\n__global__ void k() {}\n```\n").unwrap();
-    client.inject_answer("stage2/generate", &answer);
-    let r = client
-        .complete(LlmRequest::new("stage2/generate").user("Write a generator."))
-        .await
-        .unwrap();
+    std::fs::write(&answer_file, "```cuda\n__global__ void k() {}\n```\n").unwrap();
+    // A new client, as after a restart: the answer is found by the request alone.
+    let resumed = LlmClient::new(ManualProvider::new(dir.path().join("prompts")));
+    let r = resumed.complete(ask()).await.unwrap();
     assert_eq!(r.code().unwrap(), "__global__ void k() {}\n");
-    assert_eq!(r.provider, "manual");
+    assert_eq!((r.provider.as_str(), r.cost_usd), ("manual", Some(0.0)));
+}
+
+fn err_text_names(prompt: &std::path::Path, answer: &std::path::Path) -> bool {
+    let err = LlmError::AwaitingManualAnswer {
+        node: "n".into(),
+        prompt_file: prompt.to_path_buf(),
+        answer_file: answer.to_path_buf(),
+    };
+    let text = err.to_string();
+    text.contains(&prompt.display().to_string()) && text.contains("--answer")
+}
+
+#[tokio::test]
+async fn injected_answer_file_answers_the_next_call_of_its_node_with_any_provider() {
+    let server = FakeServer::start(vec![]).await;
+    let dir = tempfile::tempdir().unwrap();
+    let answer = dir.path().join("answer.md");
+    std::fs::write(&answer, "by hand").unwrap();
+    let client = openai_client(&server, 1);
+    client.inject_answer("test.node", &answer);
+    let r = client.complete(ask()).await.unwrap();
+    assert_eq!(
+        (r.text.as_str(), r.provider.as_str()),
+        ("by hand", "manual")
+    );
+    assert!(server.received().is_empty(), "the server was not asked");
 }
 
 #[tokio::test]
@@ -653,10 +682,7 @@ async fn anthropic_overloaded_529_is_retried() {
         Reply::json(anthropic_answer("fine")),
     ])
     .await;
-    let ep = Endpoint {
-        timeouts: short_timeouts(),
-        ..Endpoint::new(server.base_url(), "claude-sonnet-4")
-    };
+    let ep = anthropic_endpoint(&server);
     let r = LlmClient::new(AnthropicProvider::new(ep).unwrap())
         .with_retry(fast_retry(3))
         .complete(ask())

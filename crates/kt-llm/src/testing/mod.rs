@@ -1,4 +1,5 @@
 //! Test support: a loopback HTTP server that plays scripted faults, and the behaviour tests that use it.
 
 mod faults;
+mod modes;
 pub(crate) mod server;

@@ -21,6 +21,9 @@ pub(crate) enum Reply {
     Hang(Duration),
     /// A `text/event-stream` response: each item becomes `data: ITEM\n\n`, with `gap` before each.
     Sse { events: Vec<String>, gap: Duration },
+    /// A server with a token limit: an OpenAI completion of `text` when the request's `max_tokens` is at least
+    /// `enough`, else its first half with `finish_reason: "length"`.
+    CutUnless { enough: u64, text: String },
 }
 
 impl Reply {
@@ -64,6 +67,28 @@ pub(crate) fn openai_answer(text: &str, model: &str, usage: bool) -> serde_json:
         v["usage"] = json!({"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18});
     }
     v
+}
+
+/// An OpenAI-style 400 of a server that does not take `response_format` with a JSON schema.
+pub(crate) fn rejects_json_schema() -> Reply {
+    Reply::status(
+        400,
+        r#"{"error":{"message":"Invalid parameter: 'response_format' of type 'json_schema' is not supported with this model.","type":"invalid_request_error","param":"response_format","code":null}}"#,
+    )
+}
+
+/// OpenAI streaming chunks of a reasoning model: `<think>`, `steps` chunks of thought, `</think>`, then the
+/// answer (split in two), a usage chunk and `[DONE]`.
+pub(crate) fn openai_think_stream(steps: usize, answer: &str) -> Vec<String> {
+    let mut parts: Vec<String> = vec!["<think>".into()];
+    parts.extend(
+        (1..=steps).map(|i| format!("Step {i}: consider the memory access pattern again. ")),
+    );
+    parts.push("</think>\n".into());
+    let half = answer.len() / 2;
+    parts.push(answer[..half].to_string());
+    parts.push(answer[half..].to_string());
+    openai_stream(&parts.iter().map(String::as_str).collect::<Vec<_>>())
 }
 
 /// An Anthropic message whose answer is `text`.
@@ -186,7 +211,27 @@ async fn serve(
         }
         buf.extend_from_slice(&chunk[..n]);
     }
-    let body = serde_json::from_slice(&buf[head_end..]).unwrap_or(serde_json::Value::Null);
+    let body: serde_json::Value =
+        serde_json::from_slice(&buf[head_end..]).unwrap_or(serde_json::Value::Null);
+    let reply = match reply {
+        Some(Reply::CutUnless { enough, text }) => {
+            let whole = body["max_tokens"].as_u64().unwrap_or(0) >= enough;
+            let mut answer = openai_answer(
+                if whole {
+                    &text
+                } else {
+                    &text[..text.len() / 2]
+                },
+                "gpt-4.1",
+                true,
+            );
+            if !whole {
+                answer["choices"][0]["finish_reason"] = json!("length");
+            }
+            Some(Reply::json(answer))
+        }
+        other => other,
+    };
     rec.lock().unwrap().push(Received {
         path,
         headers,
@@ -213,6 +258,7 @@ async fn serve(
             stream.write_all(out.as_bytes()).await?;
         }
         Reply::Hang(d) => tokio::time::sleep(d).await,
+        Reply::CutUnless { .. } => unreachable!("turned into a JSON answer above"),
         Reply::Sse { events, gap } => {
             stream
                 .write_all(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n")
