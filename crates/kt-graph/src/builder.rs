@@ -1,83 +1,14 @@
 //! `GraphBuilder`: declare nodes, their policies and the routes between them; `compile()` checks it all.
 
+use crate::decl::{NodeDecl, Outgoing};
 use crate::error::GraphError;
 use crate::graph::CompiledGraph;
-use crate::node::{Node, Policied, RunTask};
+use crate::node::{Node, Policied};
 use crate::policy::Retry;
 use crate::state::State;
-use std::any::Any;
 use std::marker::PhantomData;
 use std::sync::Arc;
 use std::time::Duration;
-
-/// The entry of every graph: `builder.edge(START, "first")`.
-pub const START: &str = "__start__";
-/// The exit: a task routed here ends its branch; the run finishes when no tasks remain.
-pub const END: &str = "__end__";
-
-pub(crate) type Router<S> = Arc<dyn Fn(&S) -> String + Send + Sync>;
-pub(crate) type FanCount<S> = Arc<dyn Fn(&S) -> usize + Send + Sync>;
-
-/// A way out of a node.
-pub(crate) enum Outgoing<S> {
-    /// Always taken.
-    Edge(String),
-    /// Exactly one of `targets`, chosen by the router after the step's updates are merged.
-    Route {
-        targets: Vec<String>,
-        router: Router<S>,
-    },
-    /// `count(state)` parallel copies of `target`, merged at the next barrier in index order.
-    FanOut { target: String, count: FanCount<S> },
-}
-
-impl<S> Clone for Outgoing<S> {
-    fn clone(&self) -> Self {
-        match self {
-            Self::Edge(t) => Self::Edge(t.clone()),
-            Self::Route { targets, router } => Self::Route {
-                targets: targets.clone(),
-                router: router.clone(),
-            },
-            Self::FanOut { target, count } => Self::FanOut {
-                target: target.clone(),
-                count: count.clone(),
-            },
-        }
-    }
-}
-
-impl<S> Outgoing<S> {
-    pub(crate) fn targets(&self) -> Vec<&str> {
-        match self {
-            Self::Edge(t) => vec![t.as_str()],
-            Self::Route { targets, .. } => targets.iter().map(String::as_str).collect(),
-            Self::FanOut { target, .. } => vec![target.as_str()],
-        }
-    }
-}
-
-/// A node with its policies before type erasure (so `NodeBuilder` can still set typed policies).
-pub(crate) trait TypedSlot<S: State>: Send + Sync {
-    fn as_any_mut(&mut self) -> &mut dyn Any;
-    fn erase(self: Box<Self>) -> Arc<dyn RunTask<S>>;
-}
-
-impl<S: State, N: Node<S>> TypedSlot<S> for Policied<S, N> {
-    fn as_any_mut(&mut self) -> &mut dyn Any {
-        self
-    }
-    fn erase(self: Box<Self>) -> Arc<dyn RunTask<S>> {
-        Arc::new(*self)
-    }
-}
-
-pub(crate) struct NodeDecl<S: State> {
-    pub name: String,
-    pub slot: Box<dyn TypedSlot<S>>,
-    pub writes: Option<Vec<String>>,
-    pub on_exhausted: Option<String>,
-}
 
 /// Declares a graph over state `S`.
 ///
@@ -87,8 +18,8 @@ pub(crate) struct NodeDecl<S: State> {
 /// node writing an undeclared field fails with [`GraphError::UndeclaredWrite`]). A node without a
 /// declaration is assumed to write every field, which only matters when it runs in parallel.
 pub struct GraphBuilder<S: State> {
-    pub(crate) nodes: Vec<NodeDecl<S>>,
-    pub(crate) outgoing: Vec<(String, Outgoing<S>)>,
+    nodes: Vec<NodeDecl<S>>,
+    outgoing: Vec<(String, Outgoing<S>)>,
 }
 
 impl<S: State> Default for GraphBuilder<S> {
@@ -131,7 +62,7 @@ impl<S: State> GraphBuilder<S> {
         self
     }
 
-    /// A conditional route: after `from` runs, `router` picks one of `targets` (which may include [`END`]).
+    /// A conditional route: after `from` runs, `router` picks one of `targets` (which may include [`END`](crate::END)).
     /// Declaring the targets makes diagrams exact and lets `compile()` check them; a router returning an
     /// undeclared name fails the run with [`GraphError::UndeclaredTarget`].
     pub fn route<R: Into<String>>(
@@ -170,7 +101,7 @@ impl<S: State> GraphBuilder<S> {
 
     /// Checks the graph and freezes it. See [`CompiledGraph`] for what is checked.
     pub fn compile(self) -> Result<CompiledGraph<S>, GraphError> {
-        CompiledGraph::from_builder(self)
+        CompiledGraph::from_decls(self.nodes, self.outgoing)
     }
 }
 
@@ -201,7 +132,7 @@ impl<S: State, N: Node<S>> NodeBuilder<'_, S, N> {
     }
 
     /// When the node fails for good (retries exhausted or a non-retryable error), route to `node` (or
-    /// [`END`]) instead of failing the run. The failure is recorded in the checkpoint.
+    /// [`END`](crate::END)) instead of failing the run. The failure is recorded in the checkpoint.
     pub fn on_exhausted(self, node: impl Into<String>) -> Self {
         self.decl.on_exhausted = Some(node.into());
         self

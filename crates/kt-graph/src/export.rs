@@ -3,8 +3,8 @@
 //! Edge styles: fixed edges solid, routes dashed and labelled "route", fan-outs bold labelled "fan-out",
 //! `on_exhausted` dotted labelled "on error".
 
-use crate::builder::{END, Outgoing, START};
-use crate::executor::RunPath;
+use crate::decl::{END, Outgoing, START};
+use crate::executor::inspect::RunPath;
 use crate::graph::CompiledGraph;
 use crate::state::State;
 

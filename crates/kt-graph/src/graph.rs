@@ -6,8 +6,8 @@
 //! same step. The last is found by exploring the sets of tasks that can be active together (every route
 //! choice, every `on_exhausted` alternative, fan-outs counted as several writers).
 
-use crate::builder::{END, GraphBuilder, Outgoing, START};
 use crate::checkpoint::Task;
+use crate::decl::{END, NodeDecl, Outgoing, START};
 use crate::error::GraphError;
 use crate::node::RunTask;
 use crate::state::{Merge, State};
@@ -47,11 +47,11 @@ impl<S: State> Clone for CompiledGraph<S> {
 }
 
 impl<S: State> CompiledGraph<S> {
-    pub(crate) fn from_builder(builder: GraphBuilder<S>) -> Result<Self, GraphError> {
-        let GraphBuilder {
-            nodes: decls,
-            outgoing,
-        } = builder;
+    /// Checks what the builder declared and freezes it.
+    pub(crate) fn from_decls(
+        decls: Vec<NodeDecl<S>>,
+        outgoing: Vec<(String, Outgoing<S>)>,
+    ) -> Result<Self, GraphError> {
         let mut index = HashMap::new();
         for (i, d) in decls.iter().enumerate() {
             if d.name == START || d.name == END {

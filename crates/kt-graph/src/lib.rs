@@ -9,15 +9,21 @@
 //! breakpoints, and one node can be re-run against any saved state. It deliberately does not provide a
 //! CLI, persistence of anything but its own runs, or distributed execution: one process drives one run.
 //!
-//! Main entry points:
-//! - [`state!`] declares the state struct, its `Update` struct and the merge rule of every field.
-//! - [`GraphBuilder`] → `.node(..)` (with `.retry(..)`, `.timeout(..)`, `.on_exhausted(..)`, `.writes(..)`),
+//! Main types, in reading order:
+//! - [`state!`] (`state.rs`) declares the state struct, its `Update` struct and the merge rule of every
+//!   field.
+//! - [`GraphBuilder`] (`builder.rs`, over the vocabulary of `decl.rs`: [`START`], [`END`], edges, routes,
+//!   fan-outs) → `.node(..)` (with `.retry(..)`, `.timeout(..)`, `.on_exhausted(..)`, `.writes(..)`),
 //!   `.edge(..)`, `.route(..)`, `.fan_out(..)`, `.subgraph(..)` → `.compile()` → [`CompiledGraph`]
-//!   (which also exports mermaid/DOT).
-//! - [`Executor`] runs it: `start`, `resume`, `resume_with`, `step`, `replay`, `fork`, `run_node`,
-//!   `history`, `state_at`, `diff`, `set_breakpoints`, `path`, `subscribe` (events).
-//! - Inside a node, [`NodeContext`]: `effect` (journaled side effects), `emit` (custom events),
-//!   `interrupt` (stop and wait for an answer).
+//!   (`graph.rs`: the checks and the routing rules; `export.rs`: mermaid/DOT).
+//! - [`Executor`] (`executor/`) runs it. The run loop (`run.rs`: `start`, `resume`, `resume_with`, `step`)
+//!   drives supersteps (`superstep.rs`, folding updates in `merge.rs`); the read side over stored
+//!   checkpoints (`inspect.rs`: `history`, `state_at`, `fields_at`, `diff`, `lineage`, `path`) and the
+//!   debugging operations (`debug.rs`: `replay`, `fork`, `run_node`, `set_breakpoints`) stand apart from it;
+//!   `subscribe` streams [`Event`]s.
+//! - Inside a node, [`NodeContext`] (`context.rs`): `effect` (journaled side effects), `emit` (custom
+//!   events), `interrupt` (stop and wait for an answer).
+//! - What is stored: [`Checkpoint`] and [`RunMeta`] (`checkpoint.rs`) in a [`CheckpointStore`] (`store/`).
 //!
 //! Choices worth knowing:
 //! - **Declared writes.** `.writes(&["field", ..])` on the builder, not derived from the update type: an
@@ -80,6 +86,7 @@ mod builder;
 mod cancel;
 mod checkpoint;
 mod context;
+mod decl;
 mod error;
 mod events;
 mod executor;
@@ -92,18 +99,20 @@ mod state;
 mod store;
 mod subgraph;
 
-pub use builder::{END, GraphBuilder, NodeBuilder, START};
+pub use builder::{GraphBuilder, NodeBuilder};
 pub use cancel::CancelToken;
 pub use checkpoint::{
     BranchInfo, Breakpoints, Checkpoint, CheckpointSource, FULL_SNAPSHOT_EVERY, FieldOp,
     NodeTiming, RoutedFailure, RunMeta, StateRecord, StopReason, Task, fold_ops,
 };
 pub use context::{EffectError, Interrupted, NodeContext, ReplayMode};
+pub use decl::{END, START};
 pub use error::GraphError;
 pub use events::{Event, EventKind};
-pub use executor::{
-    Executor, FieldDiff, Migration, NodeRun, RunNodeOptions, RunOptions, RunOutcome, RunPath,
-};
+pub use executor::debug::{NodeRun, RunNodeOptions};
+pub use executor::inspect::{FieldDiff, RunPath};
+pub use executor::run::{RunOptions, RunOutcome};
+pub use executor::{Executor, Migration};
 pub use export::ExportOptions;
 pub use graph::CompiledGraph;
 pub use ids::{BranchId, CheckpointId, RunId};

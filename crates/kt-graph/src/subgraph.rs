@@ -7,7 +7,8 @@
 use crate::builder::{GraphBuilder, NodeBuilder};
 use crate::context::NodeContext;
 use crate::error::GraphError;
-use crate::executor::{Executor, RunOptions, RunOutcome};
+use crate::executor::Executor;
+use crate::executor::run::{RunOptions, RunOutcome};
 use crate::graph::CompiledGraph;
 use crate::ids::RunId;
 use crate::node::Node;

@@ -1,0 +1,298 @@
+//! The ncu command line that profiles exactly one launch of one kernel in a child process, and running it.
+//!
+//! `ncu --target-processes all --kernel-name regex:^NAME$ --launch-skip K --launch-count 1 --csv --page raw
+//! --print-units base --metrics <the fixed set> --log-file <file> PROGRAM ARGS…`: every process the
+//! program starts is followed, the first K launches of the kernel are let through, the next one is
+//! replayed for the metrics, and the report (with ncu's own messages) goes to the log file so the
+//! program's output cannot mix with it.
+
+use crate::error::ProfileError;
+use crate::locate::NcuPath;
+use crate::metrics::METRICS;
+use crate::profile::KernelProfile;
+use std::ffi::OsString;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// One kernel launch to profile: which kernel, in which program.
+#[derive(Debug, Clone)]
+pub struct ProfileCommand {
+    pub ncu: NcuPath,
+    /// The kernel's function name (not mangled, no parameters), matched exactly.
+    pub kernel: String,
+    /// Launches of that kernel to let through before the profiled one (warm-up).
+    pub launch_skip: u64,
+    pub program: PathBuf,
+    pub args: Vec<OsString>,
+}
+
+impl ProfileCommand {
+    pub fn new(ncu: NcuPath, kernel: impl Into<String>, program: impl Into<PathBuf>) -> Self {
+        Self {
+            ncu,
+            kernel: kernel.into(),
+            launch_skip: 0,
+            program: program.into(),
+            args: Vec::new(),
+        }
+    }
+
+    pub fn args<I, A>(mut self, args: I) -> Self
+    where
+        I: IntoIterator<Item = A>,
+        A: Into<OsString>,
+    {
+        self.args.extend(args.into_iter().map(Into::into));
+        self
+    }
+
+    pub fn launch_skip(mut self, launches: u64) -> Self {
+        self.launch_skip = launches;
+        self
+    }
+
+    /// ncu's kernel filter: the exact name, regex metacharacters escaped (`<`, `>` and `:` stay literal:
+    /// some regex dialects read `\<` as a word boundary).
+    pub fn kernel_filter(&self) -> String {
+        let mut escaped = String::with_capacity(self.kernel.len() + 2);
+        for c in self.kernel.chars() {
+            if ".^$|?*+()[]{}\\".contains(c) {
+                escaped.push('\\');
+            }
+            escaped.push(c);
+        }
+        format!("regex:^{escaped}$")
+    }
+
+    /// ncu's arguments, up to and including the program and its arguments.
+    pub fn ncu_args(&self, log_file: &Path) -> Vec<OsString> {
+        let mut a: Vec<OsString> = [
+            "--target-processes",
+            "all",
+            "--kernel-name",
+            &self.kernel_filter(),
+            "--launch-skip",
+            &self.launch_skip.to_string(),
+            "--launch-count",
+            "1",
+            "--csv",
+            "--page",
+            "raw",
+            "--print-units",
+            "base",
+            "--metrics",
+            &METRICS.join(","),
+            "--log-file",
+        ]
+        .iter()
+        .map(OsString::from)
+        .collect();
+        a.push(log_file.as_os_str().to_owned());
+        a.push(self.program.as_os_str().to_owned());
+        a.extend(self.args.iter().cloned());
+        a
+    }
+
+    /// Runs ncu on the program and parses the one profiled launch. The program's own output is kept
+    /// apart from the report; `timeout` bounds the whole run (ncu replays the kernel a few dozen times).
+    pub fn run(&self, timeout: Duration) -> Result<KernelProfile, ProfileError> {
+        let dir = tempfile::tempdir().map_err(|source| ProfileError::Io {
+            what: "make a temporary directory for ncu's report".into(),
+            source,
+        })?;
+        let log = dir.path().join("ncu.csv");
+        let out = dir.path().join("program.out");
+        let program_out = File::create(&out).map_err(|source| ProfileError::Io {
+            what: format!("create {}", out.display()),
+            source,
+        })?;
+        let program_err = program_out.try_clone().map_err(|source| ProfileError::Io {
+            what: format!("share {}", out.display()),
+            source,
+        })?;
+        let mut cmd = Command::new(self.ncu.path());
+        cmd.args(self.ncu_args(&log))
+            .stdin(Stdio::null())
+            .stdout(program_out)
+            .stderr(program_err);
+        #[cfg(unix)]
+        std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+        tracing::debug!(kernel = %self.kernel, ncu = %self.ncu.path().display(), "profiling one launch");
+        let mut child = cmd.spawn().map_err(|source| ProfileError::Spawn {
+            path: self.ncu.path().to_path_buf(),
+            source,
+        })?;
+        let started = Instant::now();
+        loop {
+            match child.try_wait() {
+                Ok(Some(_)) => break,
+                Ok(None) if started.elapsed() >= timeout => {
+                    stop(&mut child);
+                    return Err(ProfileError::Timeout {
+                        kernel: self.kernel.clone(),
+                        seconds: timeout.as_secs(),
+                    });
+                }
+                Ok(None) => std::thread::sleep(Duration::from_millis(50)),
+                Err(source) => {
+                    stop(&mut child);
+                    return Err(ProfileError::Io {
+                        what: "wait for ncu".into(),
+                        source,
+                    });
+                }
+            }
+        }
+        let report = std::fs::read_to_string(&log).unwrap_or_default();
+        let program_text = std::fs::read_to_string(&out).unwrap_or_default();
+        self.interpret(&format!("{report}\n{program_text}"), &report)
+    }
+
+    /// Turns ncu's log (and, for messages, the program's output) into a profile or a telling error.
+    fn interpret(&self, everything: &str, report: &str) -> Result<KernelProfile, ProfileError> {
+        if everything.contains("ERR_NVGPUCTRPERM") {
+            return Err(ProfileError::CountersRestricted);
+        }
+        let no_launch = || ProfileError::NoKernelProfiled {
+            kernel: self.kernel.clone(),
+            regex: self.kernel_filter(),
+            excerpt: tail(everything),
+        };
+        if everything.contains("No kernels were profiled") {
+            return Err(no_launch());
+        }
+        match KernelProfile::parse_all(report) {
+            Ok(mut profiles) if !profiles.is_empty() => Ok(profiles.swap_remove(0)),
+            Ok(_) => Err(no_launch()),
+            Err(ProfileError::NoReport { .. }) => Err(ProfileError::NoReport {
+                excerpt: tail(everything),
+            }),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+/// The last lines of some output, for an error message.
+fn tail(text: &str) -> String {
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    lines[lines.len().saturating_sub(8)..].join("\n")
+}
+
+/// Kills ncu and the program it started (one process group), then reaps ncu.
+fn stop(child: &mut std::process::Child) {
+    #[cfg(unix)]
+    if let Ok(pid) = i32::try_from(child.id()) {
+        // SAFETY: kill(2) with a negative pid signals the process group we created for ncu; it has no
+        // memory effects in this process.
+        unsafe {
+            libc::kill(-pid, libc::SIGKILL);
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cmd() -> ProfileCommand {
+        ProfileCommand::new(
+            NcuPath("/usr/local/cuda/bin/ncu".into()),
+            "matmul",
+            "./bench",
+        )
+        .args(["--size", "1024"])
+    }
+
+    #[test]
+    fn the_command_profiles_exactly_one_launch_of_one_kernel_in_any_child_process() {
+        let args: Vec<String> = cmd()
+            .launch_skip(2)
+            .ncu_args(Path::new("/tmp/r.csv"))
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        let line = args.join(" ");
+        assert!(line.starts_with("--target-processes all --kernel-name regex:^matmul$ --launch-skip 2 --launch-count 1 --csv --page raw --print-units base --metrics "), "{line}");
+        assert!(
+            line.ends_with("--log-file /tmp/r.csv ./bench --size 1024"),
+            "{line}"
+        );
+        let metrics = &args[args.iter().position(|a| a == "--metrics").unwrap() + 1];
+        assert_eq!(metrics.split(',').count(), METRICS.len());
+    }
+
+    #[test]
+    fn kernel_names_are_matched_exactly_with_regex_characters_escaped() {
+        let mut c = cmd();
+        assert_eq!(c.kernel_filter(), "regex:^matmul$");
+        c.kernel = "ns::gemm<128>".into();
+        assert_eq!(c.kernel_filter(), "regex:^ns::gemm<128>$");
+        c.kernel = "a.b(c)".into();
+        assert_eq!(c.kernel_filter(), "regex:^a\\.b\\(c\\)$");
+    }
+
+    #[test]
+    fn restricted_counters_say_how_to_allow_them() {
+        let err = cmd()
+            .interpret(
+                "==ERROR== ERR_NVGPUCTRPERM - The user does not have permission",
+                "",
+            )
+            .unwrap_err();
+        assert!(matches!(err, ProfileError::CountersRestricted));
+        assert!(
+            err.to_string()
+                .contains("NVreg_RestrictProfilingToAdminUsers=0")
+        );
+    }
+
+    #[test]
+    fn a_kernel_that_never_ran_is_named_in_the_error() {
+        let log = "==PROF== Connected to process 1\n==WARNING== No kernels were profiled.\n";
+        let err = cmd().interpret(log, log).unwrap_err();
+        let msg = err.to_string();
+        assert!(
+            msg.contains("`matmul`") && msg.contains("regex:^matmul$"),
+            "{msg}"
+        );
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_fake_ncu_that_writes_a_report_is_run_and_parsed() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let fake = dir.path().join("ncu");
+        // Writes a one-launch report to the file after --log-file, like ncu does.
+        let script = "#!/bin/sh\nwhile [ \"$1\" != \"--log-file\" ]; do shift; done\n\
+            printf '\"ID\",\"Kernel Name\",\"launch__registers_per_thread\"\\n\"\",\"\",\"register/thread\"\\n\"0\",\"matmul\",\"40\"\\n' > \"$2\"\n\
+            echo program output\n";
+        std::fs::write(&fake, script).unwrap();
+        std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let profile = ProfileCommand::new(NcuPath(fake), "matmul", "/bin/true")
+            .run(Duration::from_secs(20))
+            .unwrap();
+        assert_eq!(profile.kernel, "matmul");
+        assert_eq!(profile.occupancy.registers_per_thread, Some(40.0));
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_hung_profile_is_stopped_at_the_timeout() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let fake = dir.path().join("ncu");
+        std::fs::write(&fake, "#!/bin/sh\nsleep 30\n").unwrap();
+        std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let t0 = Instant::now();
+        let err = ProfileCommand::new(NcuPath(fake), "k", "/bin/true")
+            .run(Duration::from_millis(300))
+            .unwrap_err();
+        assert!(matches!(err, ProfileError::Timeout { .. }), "{err}");
+        assert!(t0.elapsed() < Duration::from_secs(10));
+    }
+}
