@@ -268,6 +268,11 @@ pub(crate) struct ProbeResult {
     pub network_namespace: bool,
     pub mount_namespace: bool,
     pub switch_user: bool,
+    /// Not root: a user namespace with kt's own uid mapped could be made.
+    pub user_namespace: bool,
+    /// Not root: inside such a user namespace RLIMIT_NPROC counts only the namespace's processes (Linux ≥ 5.14
+    /// accounts it per user namespace), so a process limit can be enforced without counting the user's others.
+    pub namespace_process_limit: bool,
 }
 
 /// Tries, each in a throw-away forked child, to create a network namespace, a mount namespace with a tmpfs, and
@@ -279,6 +284,12 @@ pub(crate) fn probe(uid: libc::uid_t, gid: libc::gid_t, user_namespace: bool) ->
     } else {
         0
     };
+    let (own_uid, own_gid) = (
+        nix::unistd::geteuid().as_raw(),
+        nix::unistd::getegid().as_raw(),
+    );
+    let (uid_map, gid_map) = identity_maps(own_uid, own_gid);
+    let (uid_map, gid_map) = (uid_map.as_slice(), gid_map.as_slice());
     ProbeResult {
         network_namespace: probe_in_child(&|| {
             // SAFETY: one system call.
@@ -304,6 +315,13 @@ pub(crate) fn probe(uid: libc::uid_t, gid: libc::gid_t, user_namespace: bool) ->
                     ) == 0
             }
         }),
+        user_namespace: user_namespace
+            && probe_in_child(&|| enter_own_user_namespace(uid_map, gid_map)),
+        namespace_process_limit: user_namespace
+            && probe_in_child(&|| {
+                enter_own_user_namespace(uid_map, gid_map)
+                    && process_limit_counts_only_this_namespace()
+            }),
         switch_user: probe_in_child(&|| {
             // SAFETY: system calls with integer arguments.
             unsafe {
@@ -314,6 +332,43 @@ pub(crate) fn probe(uid: libc::uid_t, gid: libc::gid_t, user_namespace: bool) ->
             }
         }),
     }
+}
+
+/// The contents of /proc/self/uid_map and gid_map that map `uid` and `gid` to themselves in a new user namespace.
+pub(crate) fn identity_maps(uid: libc::uid_t, gid: libc::gid_t) -> (Vec<u8>, Vec<u8>) {
+    (
+        format!("{uid} {uid} 1\n").into_bytes(),
+        format!("{gid} {gid} 1\n").into_bytes(),
+    )
+}
+
+/// In a probe child: a new user namespace with kt's ids mapped (as the sandbox makes for a non-root kt).
+fn enter_own_user_namespace(uid_map: &[u8], gid_map: &[u8]) -> bool {
+    // SAFETY: one system call; the writes below are async-signal-safe.
+    let entered = unsafe { libc::unshare(libc::CLONE_NEWUSER) == 0 };
+    entered
+        && write_file(c"/proc/self/setgroups", b"deny").is_ok()
+        && write_file(c"/proc/self/uid_map", uid_map).is_ok()
+        && write_file(c"/proc/self/gid_map", gid_map).is_ok()
+}
+
+/// In a probe child inside a fresh user namespace: with RLIMIT_NPROC = 2 one fork must succeed although the user
+/// has more processes and threads outside (kt's own), and with RLIMIT_NPROC = 1 a fork must fail.
+fn process_limit_counts_only_this_namespace() -> bool {
+    let fork_works = || {
+        // SAFETY: the grandchild only `_exit`s; the child waits for it.
+        unsafe {
+            let pid = libc::fork();
+            if pid == 0 {
+                libc::_exit(0);
+            }
+            pid > 0 && wait_exit_code(pid) == Some(0)
+        }
+    };
+    setrlimit(Resource::RLIMIT_NPROC, 2, 2).is_ok()
+        && fork_works()
+        && setrlimit(Resource::RLIMIT_NPROC, 1, 1).is_ok()
+        && !fork_works()
 }
 
 /// Forks; the child runs `test` (async-signal-safe calls only) and exits 0 when it returned true.

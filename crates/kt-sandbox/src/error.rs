@@ -7,9 +7,11 @@ use std::path::PathBuf;
 #[derive(Debug, thiserror::Error)]
 pub enum SandboxError {
     #[error(
-        "network isolation is required (strict mode) but this machine cannot create a network namespace ({why}); \
-         run kt as root or enable unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1), \
-         or drop strict mode"
+        "generated programs run only without network access, and this machine cannot give them a network namespace \
+         ({why}). Fix: run kt as root, or enable unprivileged user namespaces (sysctl \
+         kernel.unprivileged_userns_clone=1; on Ubuntu also kernel.apparmor_restrict_unprivileged_userns=0). Or, \
+         accepting that LLM-written programs can then reach the network, pass --allow-unsandboxed to kt transform / \
+         kt testgen, or set `[sandbox] allow_unsandboxed = true` in kt.toml"
     )]
     NetworkIsolationUnavailable { why: String },
 
@@ -35,6 +37,11 @@ pub enum SandboxError {
         path: PathBuf,
         source: std::io::Error,
     },
+
+    #[error(
+        "could not read the [sandbox] section of {path}: {detail}; the only key is `allow_unsandboxed = true|false`"
+    )]
+    Config { path: PathBuf, detail: String },
 
     #[error("lost track of sandboxed process {pid}: {source}")]
     Wait { pid: u32, source: std::io::Error },

@@ -6,7 +6,7 @@ use std::time::Duration;
 /// Whether the program gets a network namespace of its own (no interfaces but a loopback that is down).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NetworkIsolation {
-    /// Refuse to run when a network namespace cannot be created here (the user asked for strict mode).
+    /// Refuse to run when a network namespace cannot be created here (the default for generated programs).
     Required,
     /// Isolate when possible; otherwise run with the host's network and say so in [`crate::Protections`].
     BestEffort,
@@ -82,7 +82,9 @@ const GIB: u64 = 1 << 30;
 
 impl Policy {
     /// Limits for an LLM-written input generator (Python + numpy): generous enough for arrays of a few GB,
-    /// tight enough that a runaway program ends within two minutes and leaves nothing behind.
+    /// tight enough that a runaway program ends within two minutes and leaves nothing behind. Safe by default:
+    /// without a network namespace it refuses to run ([`NetworkIsolation::Required`]) unless the user opted in
+    /// ([`Policy::allow_unsandboxed`]).
     pub fn for_generator() -> Self {
         Self {
             wall_timeout: Some(Duration::from_secs(120)),
@@ -92,7 +94,7 @@ impl Policy {
             processes: Some(64),
             open_files: Some(256),
             output_cap: 1 << 20,
-            network: NetworkIsolation::BestEffort,
+            network: NetworkIsolation::Required,
             user: UserPolicy::DropIfRoot,
             env: EnvPolicy {
                 pass: [
@@ -168,6 +170,16 @@ impl Policy {
                 tail_bytes: 64 * 1024,
             },
         }
+    }
+
+    /// The user's opt-in (`--allow-unsandboxed`, `[sandbox] allow_unsandboxed = true`): when `allow`, a policy
+    /// that requires a network namespace runs without one where the machine cannot make it (the run records
+    /// that it had none: [`crate::Sandbox::protections`]).
+    pub fn allow_unsandboxed(mut self, allow: bool) -> Self {
+        if allow && self.network == NetworkIsolation::Required {
+            self.network = NetworkIsolation::BestEffort;
+        }
+        self
     }
 
     /// Adds an explicitly set environment variable.

@@ -34,8 +34,9 @@ pub struct PythonRuntime {
     pub version: String,
     pub numpy_version: String,
     pub source: RuntimeSource,
-    /// Directories the interpreter reads (prefixes, numpy's site directory); a sandbox that switches to an
-    /// unprivileged uid must be able to read them ([`crate::Policy::readable_paths`]).
+    /// Directories the interpreter reads (its prefix — a venv's root —, the base interpreter's prefix and binary
+    /// directory, numpy's site directory). A sandbox makes them visible read-only whatever it hides (a private
+    /// /tmp, a home the unprivileged uid cannot enter): see [`crate::Policy::readable_paths`].
     pub readable_paths: Vec<PathBuf>,
 }
 
@@ -56,7 +57,7 @@ pub enum PythonError {
     Broken { python: String, detail: String },
 
     #[error(
-        "`{python}` cannot import numpy ({detail}); run scripts/install-test-deps.sh or `{python} -m pip install numpy`"
+        "`{python}` cannot import numpy ({detail}); run scripts/test.sh (it provisions kt's own environment) or `{python} -m pip install numpy`"
     )]
     NumpyMissing { python: String, detail: String },
 
@@ -79,6 +80,8 @@ struct ProbeReport {
     version: String,
     prefix: String,
     base_prefix: String,
+    /// The directory of the binary behind `executable` (a venv's bin/python3 is a link to it).
+    real_dir: String,
     numpy: Option<String>,
     numpy_dir: Option<String>,
     numpy_error: Option<String>,
@@ -87,7 +90,8 @@ struct ProbeReport {
 const PROBE_SCRIPT: &str = r#"
 import json, os, sys
 r = {"executable": os.path.abspath(sys.executable), "version": sys.version.split()[0],
-     "prefix": sys.prefix, "base_prefix": sys.base_prefix, "numpy": None, "numpy_dir": None, "numpy_error": None}
+     "prefix": sys.prefix, "base_prefix": sys.base_prefix,
+     "real_dir": os.path.dirname(os.path.realpath(sys.executable)), "numpy": None, "numpy_dir": None, "numpy_error": None}
 try:
     import numpy
     r["numpy"] = numpy.__version__
@@ -129,6 +133,18 @@ impl PythonRuntime {
         }
     }
 
+    /// kt's own virtual environment (see the module documentation), created with the pinned numpy when it does
+    /// not work yet, whatever `python3` on PATH offers. The test script uses it so that every test, and Kernel
+    /// Tuner installed next to numpy, runs with the interpreter kt itself would provision.
+    pub fn provision_managed() -> Result<PythonRuntime, PythonError> {
+        let dir = managed_venv_dir();
+        let python = dir.join("bin/python3");
+        match inspect(&python.to_string_lossy(), RuntimeSource::ManagedVenv) {
+            Ok(rt) if rt.numpy_version == PINNED_NUMPY => Ok(rt),
+            _ => provision(&dir, "python3"),
+        }
+    }
+
     /// Adds what this interpreter needs to read to a sandbox policy.
     pub fn apply_to(&self, policy: &mut crate::Policy) {
         for path in &self.readable_paths {
@@ -141,19 +157,31 @@ impl PythonRuntime {
 
 /// kt's data directory for its own virtual environment.
 pub fn managed_venv_dir() -> PathBuf {
-    if let Some(home) = std::env::var_os("KT_HOME") {
-        return PathBuf::from(home).join("venv");
-    }
-    if let Some(data) = std::env::var_os("XDG_DATA_HOME") {
-        return PathBuf::from(data).join("kt/venv");
-    }
-    let home = std::env::var_os("HOME")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("."));
-    home.join(".local/share/kt/venv")
+    venv_dir_for(
+        std::env::var_os("KT_HOME").map(PathBuf::from),
+        std::env::var_os("XDG_DATA_HOME").map(PathBuf::from),
+        std::env::var_os("HOME").map(PathBuf::from),
+    )
 }
 
-fn inspect(python: &str, source: RuntimeSource) -> Result<PythonRuntime, PythonError> {
+/// `$KT_HOME/venv`, else `$XDG_DATA_HOME/kt/venv`, else `$HOME/.local/share/kt/venv`.
+fn venv_dir_for(
+    kt_home: Option<PathBuf>,
+    xdg_data: Option<PathBuf>,
+    home: Option<PathBuf>,
+) -> PathBuf {
+    if let Some(home) = kt_home {
+        return home.join("venv");
+    }
+    if let Some(data) = xdg_data {
+        return data.join("kt/venv");
+    }
+    home.unwrap_or_else(|| PathBuf::from("."))
+        .join(".local/share/kt/venv")
+}
+
+/// Runs the probe script with `python`.
+fn run_probe(python: &str) -> Result<ProbeReport, PythonError> {
     let out = Command::new(python)
         .args(["-c", PROBE_SCRIPT])
         .output()
@@ -167,31 +195,41 @@ fn inspect(python: &str, source: RuntimeSource) -> Result<PythonRuntime, PythonE
             detail: last_line(&out.stderr),
         });
     }
-    let report: ProbeReport =
-        serde_json::from_slice(&out.stdout).map_err(|e| PythonError::Broken {
-            python: python.to_string(),
-            detail: format!("unexpected probe output ({e}); is it Python 3?"),
-        })?;
+    serde_json::from_slice(&out.stdout).map_err(|e| PythonError::Broken {
+        python: python.to_string(),
+        detail: format!("unexpected probe output ({e}); is it Python 3?"),
+    })
+}
+
+/// The directories an interpreter reads, without duplicates.
+fn readable_paths(report: &ProbeReport) -> Vec<PathBuf> {
+    let mut paths = Vec::new();
+    for p in [
+        Some(&report.prefix),
+        Some(&report.base_prefix),
+        Some(&report.real_dir),
+        report.numpy_dir.as_ref(),
+    ]
+    .into_iter()
+    .flatten()
+    {
+        let p = PathBuf::from(p);
+        if p.is_dir() && !paths.contains(&p) {
+            paths.push(p);
+        }
+    }
+    paths
+}
+
+fn inspect(python: &str, source: RuntimeSource) -> Result<PythonRuntime, PythonError> {
+    let report = run_probe(python)?;
+    let readable_paths = readable_paths(&report);
     let Some(numpy_version) = report.numpy else {
         return Err(PythonError::NumpyMissing {
             python: python.to_string(),
             detail: report.numpy_error.unwrap_or_else(|| "import failed".into()),
         });
     };
-    let mut readable_paths = Vec::new();
-    for p in [
-        Some(report.prefix),
-        Some(report.base_prefix),
-        report.numpy_dir,
-    ]
-    .into_iter()
-    .flatten()
-    {
-        let p = PathBuf::from(p);
-        if p.is_dir() && !readable_paths.contains(&p) {
-            readable_paths.push(p);
-        }
-    }
     Ok(PythonRuntime {
         interpreter: PathBuf::from(report.executable),
         version: report.version,
@@ -269,8 +307,63 @@ mod tests {
                 assert!(!rt.readable_paths.is_empty(), "{rt:?}");
             }
             Err(err) => {
-                panic!("{err} (the sandbox tests need numpy: run scripts/install-test-deps.sh)")
+                panic!("{err} (the sandbox tests need numpy: run scripts/test.sh)")
             }
+        }
+    }
+
+    /// Issue 25: kt's venv under a HOME (or XDG_DATA_HOME) in /tmp was hidden by the sandbox's private /tmp.
+    #[test]
+    fn an_interpreter_under_a_home_in_tmp_runs_in_the_sandbox_with_its_venv_active() {
+        use crate::{NetworkIsolation, Policy, Sandbox};
+        let home = tempfile::Builder::new()
+            .prefix("kt-home-")
+            .tempdir_in("/tmp")
+            .unwrap();
+        let home = home.path().canonicalize().unwrap();
+        // Open to all, as a real home under /tmp often is: only the private /tmp can hide it then.
+        std::fs::set_permissions(&home, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .unwrap();
+        std::fs::write(home.join("not-for-the-sandbox"), "x").unwrap();
+        let under_home = venv_dir_for(None, None, Some(home.clone()));
+        let under_xdg = venv_dir_for(None, Some(home.join("data")), Some(home.clone()));
+        assert_eq!(under_home, home.join(".local/share/kt/venv"));
+        assert_eq!(under_xdg, home.join("data/kt/venv"));
+        for venv in [under_home, under_xdg] {
+            let made = Command::new("python3")
+                .args(["-m", "venv", "--without-pip"])
+                .arg(&venv)
+                .output()
+                .unwrap();
+            assert!(made.status.success(), "{}", last_line(&made.stderr));
+            let python = venv.join("bin/python3");
+            let report = run_probe(&python.to_string_lossy()).unwrap();
+            let mut policy = Policy::for_generator();
+            policy.network = NetworkIsolation::BestEffort;
+            policy.readable_paths = readable_paths(&report);
+            assert!(
+                policy.readable_paths.contains(&venv),
+                "{:?}",
+                policy.readable_paths
+            );
+            let sandbox = Sandbox::new(policy);
+            let script = format!(
+                "import os, sys; print(sys.prefix); print(os.path.exists({:?}))",
+                home.join("not-for-the-sandbox")
+            );
+            let outcome = sandbox
+                .run(&python, &["-c", script.as_str()], None)
+                .unwrap();
+            assert!(outcome.success(), "{outcome:?}");
+            let out = outcome.stdout_text();
+            let lines: Vec<&str> = out.lines().collect();
+            assert_eq!(
+                lines[0],
+                venv.to_string_lossy(),
+                "the venv is active: {out}"
+            );
+            let hidden = sandbox.protections().mount_namespace;
+            assert_eq!(lines[1], if hidden { "False" } else { "True" }, "{out}");
         }
     }
 

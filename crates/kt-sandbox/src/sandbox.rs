@@ -83,17 +83,45 @@ impl Sandbox {
         &self.policy
     }
 
-    /// The protections runs of this sandbox get: what the machine supports, narrowed by the policy.
+    /// The protections runs of this sandbox get: what the machine supports, narrowed by the policy. This is what
+    /// a run records (run.json, the report) for its generator programs.
     pub fn protections(&self) -> Protections {
         let m = self.machine;
-        let unprivileged_user = m.unprivileged_user && self.policy.user == UserPolicy::DropIfRoot;
+        let p = &self.policy;
+        let unprivileged_user = m.unprivileged_user && p.user == UserPolicy::DropIfRoot;
+        let network_namespace = m.network_namespace && p.network != NetworkIsolation::Off;
+        let mount_namespace = m.mount_namespace && p.private_tmp;
+        // Not root: a process limit is the one reason to make a user namespace when no other namespace is made.
+        let namespace_pids = m.user_namespace && m.pids_limit && p.processes.is_some();
+        let user_namespace =
+            m.user_namespace && (network_namespace || mount_namespace || namespace_pids);
         Protections {
-            network_namespace: m.network_namespace && self.policy.network != NetworkIsolation::Off,
-            mount_namespace: m.mount_namespace && self.policy.private_tmp,
+            network_namespace,
+            mount_namespace,
             unprivileged_user,
-            pids_limit: unprivileged_user && self.policy.processes.is_some(),
+            pids_limit: p.processes.is_some() && (unprivileged_user || namespace_pids),
+            user_namespace,
             ..m
         }
+    }
+
+    /// Checks, before anything is run, that this sandbox can run programs under its policy: fails with
+    /// [`SandboxError::NetworkIsolationUnavailable`] (which says why and how to opt in) when the policy requires a
+    /// network namespace that this machine cannot make. Callers check this before a run starts, so a user learns
+    /// it before any LLM call.
+    pub fn check_ready(&self) -> Result<(), SandboxError> {
+        let active = self.protections();
+        if self.policy.network == NetworkIsolation::Required && !active.network_namespace {
+            return Err(SandboxError::NetworkIsolationUnavailable {
+                why: if active.running_as_root {
+                    "unshare(CLONE_NEWNET) fails even as root (a container without CAP_SYS_ADMIN?)"
+                        .into()
+                } else {
+                    "kt is not root and unprivileged user namespaces are disabled".into()
+                },
+            });
+        }
+        Ok(())
     }
 
     /// A fresh work directory (or the policy's), to put input files in before [`Sandbox::run_in`].
@@ -310,17 +338,8 @@ impl Sandbox {
         args: &[S],
     ) -> Result<Prepared, SandboxError> {
         let p = &self.policy;
+        self.check_ready()?;
         let active = self.protections();
-        if p.network == NetworkIsolation::Required && !active.network_namespace {
-            return Err(SandboxError::NetworkIsolationUnavailable {
-                why: if active.running_as_root {
-                    "unshare(CLONE_NEWNET) failed even as root (a container without CAP_SYS_ADMIN?)"
-                        .into()
-                } else {
-                    "kt is not root and user namespaces are not available".into()
-                },
-            });
-        }
         let identity = active.unprivileged_user.then(RunIdentity::allocate);
         if let Some(id) = identity {
             workdir.grant(id)?;
@@ -346,15 +365,13 @@ impl Sandbox {
                 confinement.mounts = view.ops;
             }
         }
-        if confinement.unshare_flags != 0 && active.user_namespace {
+        if active.user_namespace {
+            // Not root: the namespaces need a user namespace, and so does the process limit (the kernel counts
+            // RLIMIT_NPROC per user namespace, so only this run's processes count).
             confinement.unshare_flags |= libc::CLONE_NEWUSER;
-            let (uid, gid) = (
+            confinement.id_maps = Some(confine::identity_maps(
                 nix::unistd::geteuid().as_raw(),
                 nix::unistd::getegid().as_raw(),
-            );
-            confinement.id_maps = Some((
-                format!("{uid} {uid} 1\n").into_bytes(),
-                format!("{gid} {gid} 1\n").into_bytes(),
             ));
         }
         let mut limit = |resource, value: Option<u64>, extra: u64| {
@@ -377,7 +394,7 @@ impl Sandbox {
         limit(Resource::RLIMIT_NOFILE, p.open_files, 0);
         // No core files from untrusted programs: they would land in the work directory, possibly gigabytes.
         limit(Resource::RLIMIT_CORE, Some(0), 0);
-        let pids_enforced = identity.is_some() && p.processes.is_some();
+        let pids_enforced = active.pids_limit;
         if pids_enforced {
             limit(Resource::RLIMIT_NPROC, p.processes, 0);
         }
@@ -414,7 +431,7 @@ mod tests {
     use crate::outcome::Limit;
 
     fn shell_policy() -> Policy {
-        let mut p = Policy::for_generator();
+        let mut p = Policy::for_generator().allow_unsandboxed(true);
         p.wall_timeout = Some(Duration::from_secs(10));
         p.cpu_seconds = Some(5);
         p.address_space = Some(1 << 30);
@@ -507,12 +524,14 @@ mod tests {
     }
 
     #[test]
+    #[ignore = "needs network namespaces (root or unprivileged user namespaces); scripts/test.sh runs it where available"]
     fn no_network_interface_is_up_inside_the_namespace() {
         let sandbox = Sandbox::new(shell_policy());
-        if !sandbox.protections().network_namespace {
-            println!("SKIPPED: network namespaces are unavailable here");
-            return;
-        }
+        assert!(
+            sandbox.protections().network_namespace,
+            "network namespaces are unavailable here: {}",
+            sandbox.protections().summary()
+        );
         let o = sandbox.run("/bin/cat", &["/proc/net/dev"], None).unwrap();
         let interfaces: Vec<String> = o
             .stdout_text()
@@ -521,6 +540,97 @@ mod tests {
             .map(|l| l.split(':').next().unwrap_or("").trim().to_string())
             .collect();
         assert_eq!(interfaces, ["lo"], "{}", o.stdout_text());
+    }
+
+    /// A sandbox as it would be on a machine with `machine`'s protections.
+    fn on_machine(policy: Policy, machine: Protections) -> Sandbox {
+        Sandbox { policy, machine }
+    }
+
+    fn bare_user_machine() -> Protections {
+        Protections::default()
+    }
+
+    #[test]
+    fn generated_programs_do_not_run_without_a_network_namespace_unless_the_user_opts_in() {
+        let strict = on_machine(Policy::for_generator(), bare_user_machine());
+        let err = strict.check_ready().unwrap_err();
+        let text = err.to_string();
+        assert!(
+            matches!(err, SandboxError::NetworkIsolationUnavailable { .. }),
+            "{text}"
+        );
+        assert!(
+            text.contains("--allow-unsandboxed") && text.contains("allow_unsandboxed = true"),
+            "the error says how to opt in: {text}"
+        );
+        assert!(
+            text.contains("user namespaces"),
+            "and how to fix the machine: {text}"
+        );
+        let run = strict.run("/bin/true", &[] as &[&str], None);
+        assert!(
+            matches!(run, Err(SandboxError::NetworkIsolationUnavailable { .. })),
+            "{run:?}"
+        );
+        let opted_in = on_machine(
+            Policy::for_generator().allow_unsandboxed(true),
+            bare_user_machine(),
+        );
+        assert!(opted_in.check_ready().is_ok());
+        assert!(
+            !opted_in.protections().network_namespace,
+            "and the record says so"
+        );
+        let isolated = Protections {
+            network_namespace: true,
+            user_namespace: true,
+            ..bare_user_machine()
+        };
+        assert!(
+            on_machine(Policy::for_generator(), isolated)
+                .check_ready()
+                .is_ok()
+        );
+    }
+
+    #[test]
+    fn a_user_gets_the_process_limit_through_a_user_namespace_where_the_kernel_counts_per_namespace()
+     {
+        let user = Protections {
+            user_namespace: true,
+            pids_limit: true,
+            ..bare_user_machine()
+        };
+        let generator =
+            on_machine(Policy::for_generator().allow_unsandboxed(true), user).protections();
+        assert!(
+            generator.pids_limit && generator.user_namespace,
+            "{generator:?}"
+        );
+        assert!(!generator.unprivileged_user);
+        // The GPU worker sets no process limit and needs no namespace for one.
+        let mut worker = Policy::for_gpu_worker();
+        worker.network = NetworkIsolation::Off;
+        let worker = on_machine(worker, user).protections();
+        assert!(!worker.pids_limit && !worker.user_namespace, "{worker:?}");
+    }
+
+    #[test]
+    fn root_keeps_its_identity_for_the_gpu_worker_and_drops_it_for_generators() {
+        let root = Protections {
+            running_as_root: true,
+            network_namespace: true,
+            mount_namespace: true,
+            unprivileged_user: true,
+            pids_limit: true,
+            ..Protections::default()
+        };
+        let generator = on_machine(Policy::for_generator(), root).protections();
+        assert!(generator.complete(), "{generator:?}");
+        let worker = on_machine(Policy::for_gpu_worker(), root).protections();
+        assert!(!worker.unprivileged_user && !worker.pids_limit && !worker.mount_namespace);
+        assert!(worker.network_namespace);
     }
 
     #[test]

@@ -58,8 +58,10 @@ pub(crate) fn plan(
             })?;
         if unprivileged && let Some(blocker) = first_closed_ancestor(&real) {
             hides.insert(blocker);
-            keeps.push((real, true));
         }
+        // Kept read-only wherever it lies: under a closed directory or under a private /tmp (an interpreter
+        // provisioned under HOME=/tmp/..., as in containers, batch jobs and tests).
+        keeps.push((real, true));
     }
     if unprivileged && let Some(blocker) = first_closed_ancestor(workdir) {
         hides.insert(blocker);
@@ -71,10 +73,21 @@ pub(crate) fn plan(
     if hides.iter().any(|h| workdir.starts_with(h)) {
         keeps.push((workdir.to_path_buf(), false));
     }
-    keeps.retain(|(k, _)| hides.iter().any(|h| k.starts_with(h)) && !hides.contains(k));
-    // A kept path inside another kept path is already visible through the outer bind mount.
-    let kept: Vec<PathBuf> = keeps.iter().map(|(k, _)| k.clone()).collect();
-    keeps.retain(|(k, _)| !kept.iter().any(|o| o != k && k.starts_with(o)));
+    // A kept path that is itself a private /tmp is bound back over it (the program then sees it read-only).
+    keeps.retain(|(k, _)| {
+        hides.iter().any(|h| k.starts_with(h)) && (tmp_hides.contains(k) || !hides.contains(k))
+    });
+    // A kept path inside another kept path with the same access is already visible through the outer bind mount;
+    // one with other access is bound after it (outer paths first).
+    keeps.sort();
+    keeps.dedup();
+    let kept = keeps.clone();
+    keeps.retain(|(k, ro)| {
+        !kept
+            .iter()
+            .any(|(o, oro)| o != k && k.starts_with(o) && ro == oro)
+    });
+    keeps.sort_by_key(|(k, _)| k.components().count());
 
     let mut view = View::default();
     for hide in &hides {
@@ -161,6 +174,26 @@ mod tests {
         let tmp = Path::new("/tmp").canonicalize().unwrap();
         assert!(ops.contains(&format!("tmpfs {}", tmp.display())), "{ops:?}");
         assert!(ops.contains(&format!("bind {}", work.display())), "{ops:?}");
+    }
+
+    #[test]
+    fn an_interpreter_under_tmp_is_bound_back_read_only_into_the_private_tmp_for_any_user() {
+        let home = tempfile::Builder::new().tempdir_in("/tmp").unwrap();
+        std::fs::set_permissions(home.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        let venv = home
+            .path()
+            .canonicalize()
+            .unwrap()
+            .join(".local/share/kt/venv");
+        std::fs::create_dir_all(venv.join("lib")).unwrap();
+        let tmp = Path::new("/tmp").canonicalize().unwrap();
+        for unprivileged in [false, true] {
+            let readable = [venv.clone(), venv.join("lib")];
+            let ops = targets(&plan(Path::new("/"), &readable, true, unprivileged).unwrap());
+            assert!(ops.contains(&format!("tmpfs {}", tmp.display())), "{ops:?}");
+            let binds: Vec<&String> = ops.iter().filter(|o| o.starts_with("bind")).collect();
+            assert_eq!(binds, [&format!("bind-ro {}", venv.display())], "{ops:?}");
+        }
     }
 
     #[test]

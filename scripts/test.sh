@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# kt's test command (README's Quick start; .ci/run runs exactly this). Needs Rust and python3; no GPU, no LLM key.
+#   scripts/test.sh [extra cargo test arguments, e.g. -p kt-sandbox]
+# 1. Installs what the tests need and is missing, only as root on Debian/Ubuntu (elsewhere it says what to install):
+#    python3-venv (kt's own Python environment), shellcheck (SLURM scripts), chromium (HTML report),
+#    slurm-wlm + munge (SLURM test).
+# 2. Python: kt's own virtual environment with the pinned numpy, provisioned by kt's own code as `kt transform`
+#    would (crates/kt-sandbox/examples/provision_python.rs). It becomes KT_PYTHON and the first python3 on PATH, so
+#    every test uses this one interpreter (KT_PYTHON set by you wins); Kernel Tuner 1.5 (for the test of kt's
+#    exports) is installed into it next to numpy.
+# 3. cargo test --workspace --locked: every test that needs nothing more. Tests that need a GPU or a missing tool are
+#    reported as ignored (the GPU ones run in experiments/gpu-check.sh).
+# 4. The tool-dependent tests (ignored in step 3) whose tool this machine has; the end lists those it could not run.
+# Exits non-zero when a test fails or when a step that this machine can do fails.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+say() { printf '\n== %s\n' "$*"; }
+have() { command -v "$1" >/dev/null 2>&1; }
+can_apt() { [[ $(id -u) -eq 0 ]] && have apt-get && [[ -f /etc/debian_version ]]; }
+apt_updated=0
+apt_install() { # apt_install PACKAGE... (root on Debian only)
+  if [[ $apt_updated -eq 0 ]]; then apt-get update -qq; apt_updated=1; fi
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+}
+not_run=()
+
+say "1. system packages"
+want=()
+venv_works() { local d; d=$(mktemp -d); python3 -m venv "$d/v" >/dev/null 2>&1; local r=$?; rm -rf "$d"; return $r; }
+venv_works || want+=(python3-venv)
+have shellcheck || want+=(shellcheck)
+have chromium || have chromium-browser || want+=(chromium)
+# SLURM test (kt-experiments): a one-node SLURM with munge authentication.
+have slurmctld || want+=(slurm-wlm)
+have munged || want+=(munge)
+if [[ ${#want[@]} -eq 0 ]]; then
+  echo "nothing to install"
+elif can_apt; then
+  echo "installing: ${want[*]}"
+  apt_install "${want[@]}"
+else
+  echo "missing: ${want[*]} (not root on Debian: install them yourself; their tests are listed as not run below)"
+fi
+
+say "2. Python with numpy (and Kernel Tuner)"
+if [[ -n ${KT_PYTHON:-} ]]; then
+  python=$KT_PYTHON
+  echo "KT_PYTHON=$python (yours)"
+else
+  python=$(cargo run --quiet --locked -p kt-sandbox --example provision_python)
+  echo "kt's own environment: $python"
+fi
+"$python" -c 'import numpy; print("numpy", numpy.__version__)'
+export KT_PYTHON=$python
+PATH="$(dirname "$python"):$PATH"
+export PATH
+# Kernel Tuner 1.5, for kt-tuner's test that runs kt's exports: into the same Python, next to the pinned numpy
+# (never replacing it).
+if ! "$python" -c 'import importlib.metadata as m, sys; sys.exit(not m.version("kernel_tuner").startswith("1.5"))' \
+  2>/dev/null; then
+  numpy_version=$("$python" -c 'import numpy; print(numpy.__version__)')
+  echo "installing kernel_tuner 1.5 into $python"
+  "$python" -m pip install --quiet --disable-pip-version-check 'kernel_tuner==1.5.*' "numpy==$numpy_version"
+fi
+"$python" -c 'import importlib.metadata as m; print("kernel_tuner", m.version("kernel_tuner"))'
+
+say "3. cargo test --workspace --locked $*"
+cargo test --workspace --locked "$@"
+
+say "4. tests that need a tool this machine has"
+ran_total=0
+# run_group NAME CONDITION CARGO_TEST_ARGS... -- FILTER: runs the (ignored) tests matching FILTER when CONDITION
+# holds, and fails when none matched (a renamed test must not make the group pass empty-handed).
+run_group() {
+  local name=$1 condition=$2; shift 2
+  if ! eval "$condition" >/dev/null 2>&1; then not_run+=("$name"); return; fi
+  echo "-- $name"
+  local log; log=$(mktemp)
+  local status=0
+  cargo test --locked "$@" 2>&1 | tee "$log" || status=$?
+  local ran; ran=$(sed -n 's/^test result: [a-zA-Z]*\. \([0-9]*\) passed; \([0-9]*\) failed.*/\1 \2/p' "$log" \
+    | awk '{ n += $1 + $2 } END { print n + 0 }')
+  rm -f "$log"
+  [[ $status -eq 0 ]] || exit "$status"
+  [[ $ran -gt 0 ]] || { echo "no test matched for $name: fix the filter in scripts/test.sh" >&2; exit 1; }
+  ran_total=$((ran_total + ran))
+}
+if [[ $(id -u) -eq 0 ]] && unshare --net --mount --fork true >/dev/null 2>&1; then
+  run_group "sandbox protections (root: network namespace, uid switch, process limit)" true \
+    -p kt-sandbox --lib -- --ignored
+elif unshare --user --map-root-user --net --fork true >/dev/null 2>&1; then
+  run_group "sandbox network isolation and process limit (user namespaces)" true \
+    -p kt-sandbox --lib -- --ignored network process_limit
+  not_run+=("sandbox uid switch (needs root)")
+else
+  not_run+=("sandbox protections (need root or unprivileged user namespaces)")
+fi
+run_group "HTML report in chromium" "have chromium || have chromium-browser" \
+  --test runs_debug -- --include-ignored the_html_report_renders_in_a_browser
+run_group "SLURM scripts through shellcheck" "have shellcheck" \
+  -p kt-experiments --test matrix -- --include-ignored slurm_scripts_pass_shellcheck
+
+echo
+echo "tool-dependent tests run: $ran_total"
+if [[ ${#not_run[@]} -gt 0 ]]; then
+  printf 'not run here (tool missing; see step 1): %s\n' "${not_run[@]}"
+fi
+echo "GPU tests are ignored here; on a GPU machine run experiments/gpu-check.sh"
