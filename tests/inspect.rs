@@ -152,3 +152,92 @@ fn bad_input_fails_with_a_message_a_user_can_act_on() {
         text(&out.stderr)
     );
 }
+
+#[test]
+fn unit_prints_the_device_only_source_of_a_whole_program() {
+    let out = kt(&[
+        "inspect",
+        "tests/corpus/wild/vector_add_program.cu",
+        "--unit",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let unit = text(&out.stdout);
+    assert!(unit.contains("__device__ float add_op"), "{unit}");
+    assert!(unit.contains("__global__ void vectorAdd"), "{unit}");
+    for host in ["main", "cudaMalloc", "<<<", "CUDA_CHECK", "stdio.h"] {
+        assert!(!unit.contains(host), "{host} in {unit}");
+    }
+    let json = kt(&[
+        "inspect",
+        "tests/corpus/wild/vector_add_program.cu",
+        "--unit",
+        "--json",
+    ]);
+    let json: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(json["items"][1]["kind"], "kernel");
+    assert!(
+        json["dropped_host_items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|i| i["name"] == "main")
+    );
+}
+
+#[test]
+fn a_kernel_in_an_included_header_is_found_and_a_missing_header_is_named() {
+    let out = kt(&["inspect", "tests/corpus/wild/stencil_main.cu", "--json"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["kernels"][0]["name"], "stencil_1d");
+    assert!(
+        json["kernels"][0]["origin_file"]
+            .as_str()
+            .unwrap()
+            .ends_with("stencil.cuh")
+    );
+    assert_eq!(json["units"][0]["kernel"], "stencil_1d");
+
+    let dir = tempfile::tempdir().unwrap();
+    let inc = dir.path().join("inc");
+    std::fs::create_dir_all(&inc).unwrap();
+    write_temp(
+        &inc,
+        "kern.cuh",
+        b"__global__ void k(float *a) { a[0] = 1; }\n",
+    );
+    let main = write_temp(
+        dir.path(),
+        "main.cu",
+        b"#include \"kern.cuh\"\nint main() { return 0; }\n",
+    );
+    let main = main.to_str().unwrap();
+    let out = kt(&["inspect", main]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = text(&out.stderr);
+    assert!(err.contains("no __global__ function found"), "{err}");
+    assert!(
+        err.contains("includes not found: \"kern.cuh\" (add their directory with --include DIR)"),
+        "{err}"
+    );
+    let out = kt(&[
+        "inspect",
+        main,
+        "--include",
+        inc.to_str().unwrap(),
+        "--unit",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(
+        text(&out.stdout),
+        "__global__ void k(float *a) { a[0] = 1; }\n"
+    );
+}
+
+#[test]
+fn an_aligned_struct_hides_no_kernel() {
+    let out = kt(&["inspect", "tests/corpus/wild/aligned_pairs.cu"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let summary = text(&out.stdout);
+    assert!(summary.contains("2 kernels"), "{summary}");
+}

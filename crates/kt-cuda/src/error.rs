@@ -12,10 +12,16 @@ pub struct SyntaxProblem {
     pub message: String,
     /// The offending line as written, for showing the user.
     pub line_text: String,
+    /// The file the problem is in, when the source spans several files (a followed header).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub origin_file: Option<String>,
 }
 
 impl std::fmt::Display for SyntaxProblem {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if let Some(file) = &self.origin_file {
+            write!(f, "{file}: ")?;
+        }
         write!(
             f,
             "line {}, column {}: {}\n    {}",
@@ -55,8 +61,33 @@ pub enum CudaError {
         problems: Vec<SyntaxProblem>,
     },
 
-    #[error("no __global__ function found in {what}; kt needs a CUDA kernel")]
-    NoKernel { what: String },
+    /// `includes` says which includes were followed or not found (empty when there were none).
+    #[error("no __global__ function found in {what}{includes}; kt needs a CUDA kernel")]
+    NoKernel { what: String, includes: String },
+
+    #[error("kernel `{kernel}` in {what} has no `{kernel}` definition kt can extract: {reason}")]
+    Unit {
+        what: String,
+        kernel: String,
+        reason: String,
+    },
+
+    #[error(
+        "parameter `{param}` of kernel `{kernel}` is passed by value as `{type_text}`, which kt cannot marshal: {reason}"
+    )]
+    ByValueParam {
+        kernel: String,
+        param: String,
+        type_text: String,
+        reason: String,
+    },
+
+    #[error("the signatures differ: `{before}` vs `{after}`: {}", .changes.join("; "))]
+    SignatureMismatch {
+        before: String,
+        after: String,
+        changes: Vec<String>,
+    },
 
     #[error("{what} has {} kernels ({}); choose one with --kernel NAME", .available.len(), .available.join(", "))]
     KernelNotChosen {

@@ -6,8 +6,20 @@ use std::fmt::Write as _;
 use serde::{Deserialize, Serialize};
 
 use crate::error::CudaError;
+use crate::includes::{IncludeRecord, SourceFile};
 use crate::kernel::Kernel;
 use crate::source::{CudaSource, DeviceFunction, MacroDefinition};
+use crate::unit::{UnitItem, extract_unit};
+
+/// The items of one kernel's compilation unit (what `kt inspect --unit` prints), for the JSON report.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct UnitSummary {
+    pub kernel: String,
+    pub items: Vec<UnitItem>,
+    /// `#include "…"` headers that were not found.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub missing_includes: Vec<String>,
+}
 
 /// Bumped whenever a field of [`InspectReport`] (or of a type inside it) is renamed, removed or changes
 /// meaning; adding a field does not bump it.
@@ -23,9 +35,37 @@ pub struct InspectReport {
     pub device_functions: Vec<DeviceFunction>,
     pub defines: Vec<MacroDefinition>,
     pub constants: Vec<String>,
+    /// Every `#include` seen (followed or not), in order.
+    #[serde(default)]
+    pub includes: Vec<IncludeRecord>,
+    /// Each reported kernel's compilation unit, as items.
+    #[serde(default)]
+    pub units: Vec<UnitSummary>,
 }
 
 impl InspectReport {
+    /// [`InspectReport::new`] for a file with its headers, with each kernel's unit items.
+    pub fn for_file(
+        file: &SourceFile,
+        source: &CudaSource,
+        kernel: Option<&str>,
+    ) -> Result<Self, CudaError> {
+        let mut report = Self::new(&file.name, source, kernel)?;
+        report.includes = file.includes.clone();
+        for k in &report.kernels {
+            if report.units.iter().any(|u| u.kernel == k.name) {
+                continue;
+            }
+            let unit = extract_unit(file, &k.name)?;
+            report.units.push(UnitSummary {
+                kernel: k.name.clone(),
+                items: unit.items,
+                missing_includes: unit.missing_includes,
+            });
+        }
+        Ok(report)
+    }
+
     /// A report of `source`; with `kernel`, only that kernel (an error lists the available ones).
     pub fn new(file: &str, source: &CudaSource, kernel: Option<&str>) -> Result<Self, CudaError> {
         let kernels = match kernel {
@@ -39,6 +79,8 @@ impl InspectReport {
             device_functions: source.device_functions.clone(),
             defines: source.defines.clone(),
             constants: source.constants.clone(),
+            includes: Vec::new(),
+            units: Vec::new(),
         })
     }
 
@@ -54,6 +96,9 @@ impl InspectReport {
         );
         for k in &self.kernels {
             out.push('\n');
+            if let Some(origin) = k.origin_file.as_ref().filter(|o| **o != self.file) {
+                let _ = writeln!(out, "(defined in {origin})");
+            }
             out.push_str(&describe_kernel(k));
         }
         out
@@ -156,6 +201,33 @@ fn describe_kernel(k: &Kernel) -> String {
     uses.extend(f.atomics.iter().cloned());
     uses.extend(f.warp_intrinsics.iter().cloned());
     let _ = writeln!(out, "  uses: {}", list_or_none(&uses));
+    if !k.tunable_template_params.is_empty() {
+        let _ = writeln!(
+            out,
+            "  tunable template parameters: {}",
+            k.tunable_template_params.join(", ")
+        );
+    }
+    if f.barriers + f.warp_barriers > 0 {
+        let _ = writeln!(
+            out,
+            "  barriers: {} block-wide, {} warp-level{}",
+            f.barriers,
+            f.warp_barriers,
+            if f.uses_cooperative_groups {
+                " (cooperative groups used)"
+            } else {
+                ""
+            }
+        );
+    }
+    for r in &k.restrictions {
+        let _ = writeln!(
+            out,
+            "  restriction: {}  (line {}: {})",
+            r.expr, r.location.line, r.reason
+        );
+    }
     if k.launch_assumptions.is_empty() {
         let _ = writeln!(
             out,
@@ -168,6 +240,9 @@ fn describe_kernel(k: &Kernel) -> String {
                 crate::kernel::AssumptionKind::LiteralBlockSize => "fixed block size",
                 crate::kernel::AssumptionKind::FixedSharedArray => "fixed shared array size",
                 crate::kernel::AssumptionKind::LiteralThreadBound => "fixed thread bound",
+                crate::kernel::AssumptionKind::TileSize => {
+                    "tile of work per block, not the block size:"
+                }
             };
             let _ = writeln!(
                 out,
@@ -186,7 +261,7 @@ mod tests {
 
     #[test]
     fn human_summary_names_each_parameter_and_the_linkage() {
-        let s = parse("extern \"C\" __global__ void add(const float *a, float *b, int n) { b[threadIdx.x] = a[blockIdx.x * 128]; }").unwrap();
+        let s = parse("extern \"C\" __global__ void add(const float *a, float *b, int n) { b[threadIdx.x] = a[blockIdx.x * 128 + threadIdx.x]; }").unwrap();
         let text = InspectReport::new("add.cu", &s, None).unwrap().human();
         assert!(text.starts_with("add.cu: 1 kernel\n"), "{text}");
         assert!(

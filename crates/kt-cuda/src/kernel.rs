@@ -31,7 +31,7 @@ impl std::fmt::Display for Span {
 }
 
 /// One parameter of a kernel, in declaration order.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct KernelParam {
     pub name: String,
     /// The full type text as written (whitespace collapsed), e.g. `const float * __restrict__`.
@@ -46,6 +46,19 @@ pub struct KernelParam {
     pub is_restrict: bool,
     /// Dimensions of `float a[16]`-style parameters, as written (`""` for `a[]`).
     pub array_dims: Vec<String>,
+    /// `volatile` anywhere in the declaration.
+    #[serde(default)]
+    pub is_volatile: bool,
+    /// The element type as a numpy-style name when kt knows it, typedefs followed: `float32`, `float16`
+    /// (`half`, `__half`), `bfloat16` (`__nv_bfloat16`), `int32`, and `float32x3` for a `float3`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dtype: Option<String>,
+    /// For a struct or vector type passed by value: its layout under the CUDA ABI, so a tuner can marshal it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub layout: Option<StructLayout>,
+    /// For a by-value parameter whose layout kt could not compute: what is missing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub layout_problem: Option<String>,
 }
 
 impl KernelParam {
@@ -82,6 +95,18 @@ pub enum AssumptionKind {
     FixedSharedArray,
     /// A comparison of `threadIdx` with a literal (`if (threadIdx.x < 128)`).
     LiteralThreadBound,
+    /// A literal multiplied with `blockIdx` that is the size of the block's tile of work, not its thread
+    /// count (`blockIdx.x * 128` without `+ threadIdx.x`): the block size is free, the tile is not.
+    TileSize,
+}
+
+/// A relation between launch parameters the code assumes, in the tuner's restriction syntax
+/// (`block_size_x == BLOCK`, `block_size_x % 32 == 0`), with why kt believes it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Restriction {
+    pub expr: String,
+    pub reason: String,
+    pub location: Location,
 }
 
 /// A spot where the kernel assumes a launch configuration instead of reading it.
@@ -108,6 +133,16 @@ pub struct KernelFeatures {
     pub atomics: Vec<String>,
     /// Warp-level intrinsics called, sorted, e.g. `["__shfl_down_sync"]`.
     pub warp_intrinsics: Vec<String>,
+    /// Block-wide barriers written in the code: `__syncthreads*`, cooperative groups' `cg::sync(block)`,
+    /// `block.sync()`, `this_thread_block().sync()`, `grid.sync()`.
+    #[serde(default)]
+    pub barriers: usize,
+    /// Warp-level barriers: `__syncwarp`, a tile's `.sync()`.
+    #[serde(default)]
+    pub warp_barriers: usize,
+    /// Uses cooperative groups (`cooperative_groups::`, `cg::`, `this_thread_block`).
+    #[serde(default)]
+    pub uses_cooperative_groups: bool,
 }
 
 /// One `__global__` function.
@@ -133,11 +168,42 @@ pub struct Kernel {
     pub span: Span,
     /// Where the name is written.
     pub name_location: Location,
+    /// The file the kernel is defined in (the main file or a followed header); absent when parsed from text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub origin_file: Option<String>,
+    /// The name with its namespaces (`blas::saxpy`); the same as `name` outside any namespace.
+    #[serde(default)]
+    pub qualified_name: String,
+    /// Non-type template parameters (`template <int TILE>`): candidates for tunable parameters, instantiated
+    /// per configuration.
+    #[serde(default)]
+    pub tunable_template_params: Vec<String>,
+    /// Relations between launch parameters the code assumes, offered as tuner restrictions.
+    #[serde(default)]
+    pub restrictions: Vec<Restriction>,
 }
 
 impl Kernel {
     pub fn is_template(&self) -> bool {
         !self.template_params.is_empty()
+    }
+
+    /// `name(const float *a, int n)`: the signature as written, for messages.
+    pub fn signature_text(&self) -> String {
+        let params: Vec<String> = self
+            .params
+            .iter()
+            .map(|p| {
+                if p.name.is_empty() {
+                    p.type_text.clone()
+                } else if p.array_dims.is_empty() {
+                    format!("{} {}", p.type_text, p.name).replace("* ", "*")
+                } else {
+                    p.type_text.clone()
+                }
+            })
+            .collect();
+        format!("{}({})", self.name, params.join(", "))
     }
 
     pub fn param(&self, name: &str) -> Option<&KernelParam> {
@@ -150,10 +216,48 @@ impl Kernel {
     pub fn name_expression(&self, template_args: &[&str]) -> Option<String> {
         if self.extern_c {
             None
-        } else if template_args.is_empty() {
-            Some(format!("&{}", self.name))
         } else {
-            Some(format!("&{}<{}>", self.name, template_args.join(", ")))
+            let name = if self.qualified_name.is_empty() {
+                &self.name
+            } else {
+                &self.qualified_name
+            };
+            if template_args.is_empty() {
+                Some(format!("&{name}"))
+            } else {
+                Some(format!("&{name}<{}>", template_args.join(", ")))
+            }
         }
     }
+}
+
+/// One field of a by-value struct.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct StructField {
+    pub name: String,
+    /// The field's type as written (a pointer field ends in `*`).
+    pub type_text: String,
+    /// Byte offset from the start of the struct.
+    pub offset: u64,
+    /// Bytes of the whole field (all elements of an array field).
+    pub size: u64,
+    pub align: u64,
+    /// Elements: 1, or the product of an array field's dimensions.
+    pub count: u64,
+    /// numpy-style element type (`float32`, `int32`, `float32x3`); `None` for pointers and nested structs.
+    pub dtype: Option<String>,
+    /// A device pointer (8 bytes): the tuner passes a buffer's address.
+    pub pointer: bool,
+    /// A nested struct's own layout.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nested: Option<Box<StructLayout>>,
+}
+
+/// A struct or vector type's memory layout.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct StructLayout {
+    pub type_name: String,
+    pub size: u64,
+    pub align: u64,
+    pub fields: Vec<StructField>,
 }

@@ -11,8 +11,9 @@ use crate::kernel::{
     AssumptionKind, Kernel, KernelFeatures, LaunchAssumption, LaunchBounds, TemplateParam,
 };
 use crate::preprocess::Prepared;
+use crate::relations;
+use crate::scope::{FileScope, FoundKernel, collapse, span_of, strip_parens};
 use crate::signature;
-use crate::source::{FileScope, FoundKernel, span_of};
 
 const WARP_INTRINSICS: &[&str] = &[
     "__ballot_sync",
@@ -84,6 +85,7 @@ pub(crate) fn analyse(prepared: &Prepared, file: &FileScope, found: &FoundKernel
         helpers: Vec::new(),
         visited: HashSet::from([name.clone()]),
         assumptions: Vec::new(),
+        tiles: HashSet::new(),
     };
     // the whole definition, not only the body: macros and constants also appear in the parameter list,
     // in `__launch_bounds__` and in template defaults
@@ -104,14 +106,31 @@ pub(crate) fn analyse(prepared: &Prepared, file: &FileScope, found: &FoundKernel
         }
     }
 
+    let tunable_template_params: Vec<String> = template_params
+        .iter()
+        .filter(|t| !matches!(t.kind.as_str(), "typename" | "class") && !t.kind.contains("..."))
+        .map(|t| t.name.clone())
+        .collect();
+    let bounds = launch_bounds(prepared, definition);
+    let restrictions = relations::restrictions(
+        prepared,
+        outer,
+        &relations::Context {
+            template_names: &tunable_template_params,
+            macro_bodies: &macro_bodies,
+            launch_bounds: bounds.as_ref(),
+            warp_intrinsics: !scan.warp.is_empty(),
+        },
+    );
     let mut features = scan.features;
     features.atomics = scan.atomics.into_iter().collect();
     features.warp_intrinsics = scan.warp.into_iter().collect();
+    let name_for_qualified = name.clone();
     Kernel {
         name,
         params: signature::params(prepared, definition),
         extern_c: found.extern_c,
-        launch_bounds: launch_bounds(prepared, definition),
+        launch_bounds: bounds,
         template_params,
         helpers: scan.helpers,
         macros_used: scan.macros.into_iter().collect(),
@@ -120,6 +139,15 @@ pub(crate) fn analyse(prepared: &Prepared, file: &FileScope, found: &FoundKernel
         features,
         span: span_of(prepared, span_node),
         name_location,
+        origin_file: None,
+        qualified_name: found
+            .namespaces
+            .iter()
+            .map(|n| format!("{n}::"))
+            .collect::<String>()
+            + &name_for_qualified,
+        tunable_template_params,
+        restrictions,
     }
 }
 
@@ -208,6 +236,8 @@ struct Scan<'a, 't> {
     helpers: Vec<String>,
     visited: HashSet<String>,
     assumptions: Vec<LaunchAssumption>,
+    /// Variables that hold a cooperative-groups tile (their `.sync()` is a warp barrier).
+    tiles: HashSet<String>,
 }
 
 impl<'t> Scan<'_, 't> {
@@ -228,6 +258,9 @@ impl<'t> Scan<'_, 't> {
                 match name.as_str() {
                     "blockDim" => self.features.uses_block_dim = true,
                     "gridDim" => self.features.uses_grid_dim = true,
+                    "this_thread_block" | "this_grid" | "tiled_partition" => {
+                        self.features.uses_cooperative_groups = true;
+                    }
                     _ => {}
                 }
                 if self.macro_bodies.contains_key(name.as_str()) {
@@ -236,6 +269,9 @@ impl<'t> Scan<'_, 't> {
                 if self.file.constants.contains(&name) {
                     self.constants.insert(name);
                 }
+            }
+            "namespace_identifier" if self.text(node) == "cooperative_groups" => {
+                self.features.uses_cooperative_groups = true;
             }
             "call_expression" => self.call(node),
             "declaration" => self.declaration(node),
@@ -257,6 +293,9 @@ impl<'t> Scan<'_, 't> {
             "template_function" => function.child_by_field_name("name").unwrap_or(function),
             _ => function,
         };
+        if self.cooperative_sync(callee) {
+            return;
+        }
         if callee.kind() != "identifier" {
             return;
         }
@@ -264,9 +303,13 @@ impl<'t> Scan<'_, 't> {
         if is_atomic(&name) {
             self.atomics.insert(name);
         } else if is_warp_intrinsic(&name) {
+            if name == "__syncwarp" {
+                self.features.warp_barriers += 1;
+            }
             self.warp.insert(name);
         } else if is_syncthreads(&name) {
             self.features.uses_syncthreads = true;
+            self.features.barriers += 1;
         } else if let Some(&helper) = self.file.device_by_name.get(&name)
             && self.visited.insert(name.clone())
         {
@@ -279,7 +322,54 @@ impl<'t> Scan<'_, 't> {
         }
     }
 
+    /// `cg::sync(block)`, `block.sync()`, `this_thread_block().sync()`, `grid.sync()`: a block (or grid)
+    /// barrier; `tile.sync()` on a `thread_block_tile` / `tiled_partition` is a warp barrier.
+    fn cooperative_sync(&mut self, callee: Node<'t>) -> bool {
+        let text = self.text(callee).to_string();
+        let receiver = match callee.kind() {
+            "field_expression"
+                if callee
+                    .child_by_field_name("field")
+                    .is_some_and(|f| self.text(f) == "sync") =>
+            {
+                callee
+                    .child_by_field_name("argument")
+                    .map(|a| self.text(a).to_string())
+            }
+            "qualified_identifier" if text.ends_with("::sync") => {
+                let call = callee.parent();
+                call.and_then(|c| c.child_by_field_name("arguments"))
+                    .and_then(|a| a.named_child(0))
+                    .map(|a| self.text(a).to_string())
+            }
+            _ => return false,
+        };
+        let Some(receiver) = receiver else {
+            return false;
+        };
+        self.features.uses_cooperative_groups = true;
+        if self.tiles.contains(&receiver) {
+            self.features.warp_barriers += 1;
+        } else {
+            self.features.uses_syncthreads = true;
+            self.features.barriers += 1;
+        }
+        true
+    }
+
     fn declaration(&mut self, node: Node<'t>) {
+        let decl_text = self.text(node);
+        if decl_text.contains("thread_block_tile")
+            || decl_text.contains("tiled_partition")
+            || decl_text.contains("coalesced_threads")
+        {
+            let mut cursor = node.walk();
+            let names: Vec<String> = node
+                .children_by_field_name("declarator", &mut cursor)
+                .filter_map(|d| signature::declared_name(d, &self.prepared.text))
+                .collect();
+            self.tiles.extend(names);
+        }
         let mut cursor = node.walk();
         let words: Vec<String> = node
             .children(&mut cursor)
@@ -300,6 +390,7 @@ impl<'t> Scan<'_, 't> {
             while let Some(current) = d {
                 if current.kind() == "array_declarator"
                     && let Some(size) = current.child_by_field_name("size")
+                    && !self.compile_time_names.contains(self.text(size))
                 {
                     self.assumptions.push(LaunchAssumption {
                         kind: AssumptionKind::FixedSharedArray,
@@ -340,6 +431,14 @@ impl<'t> Scan<'_, 't> {
                 .iter()
                 .any(|b| self.is_builtin_component(index_side, b));
             if is_builtin && self.is_fixed_size(size_side) {
+                let kind = if kind == AssumptionKind::LiteralBlockSize
+                    && self.is_builtin_component(index_side, "blockIdx")
+                    && !plus_thread_index(node, self.prepared, index_side)
+                {
+                    AssumptionKind::TileSize
+                } else {
+                    kind
+                };
                 self.assumptions.push(LaunchAssumption {
                     kind,
                     text: collapse(&self.original(node)),
@@ -369,8 +468,8 @@ impl<'t> Scan<'_, 't> {
                 .is_ok_and(|v| v > 1),
             "identifier" => {
                 let name = self.text(node);
-                self.compile_time_names.contains(name)
-                    || self.file.constants.contains(name)
+                // a template parameter is tuned, not fixed: it is offered as a tunable parameter instead
+                !self.compile_time_names.contains(name) && self.file.constants.contains(name)
                     || self.macro_bodies.get(name).is_some_and(|b| !b.is_empty())
             }
             _ => false,
@@ -378,16 +477,35 @@ impl<'t> Scan<'_, 't> {
     }
 }
 
-fn strip_parens(mut node: Node) -> Node {
-    while node.kind() == "parenthesized_expression" {
-        match node.named_child(0) {
-            Some(inner) => node = inner,
-            None => break,
+/// Whether `blockIdx.c * SIZE` is the left operand of `… + threadIdx.c` (then SIZE is the block's thread
+/// count; without the `threadIdx` term it is the tile of work each block covers).
+fn plus_thread_index(product: Node, prepared: &Prepared, block_index: Node) -> bool {
+    let text = &prepared.text;
+    let component = strip_parens(block_index)
+        .child_by_field_name("field")
+        .map(|f| text[f.byte_range()].to_string())
+        .unwrap_or_default();
+    let mut node = product;
+    while let Some(parent) = node.parent() {
+        if parent.kind() == "parenthesized_expression" {
+            node = parent;
+            continue;
         }
+        if parent.kind() != "binary_expression"
+            || parent
+                .child_by_field_name("operator")
+                .is_none_or(|o| &text[o.byte_range()] != "+")
+        {
+            return false;
+        }
+        let other = if parent.child_by_field_name("left") == Some(node) {
+            parent.child_by_field_name("right")
+        } else {
+            parent.child_by_field_name("left")
+        };
+        return other.is_some_and(|o| {
+            collapse(&text[strip_parens(o).byte_range()]) == format!("threadIdx.{component}")
+        });
     }
-    node
-}
-
-fn collapse(s: &str) -> String {
-    s.split_whitespace().collect::<Vec<_>>().join(" ")
+    false
 }

@@ -1,13 +1,47 @@
-//! kt-cuda reads CUDA source the way kt's pipeline needs it: with tree-sitter-cuda it finds every `__global__`
-//! kernel, its exact parameter list (types, pointer depth, `const`, `__restrict__`, arrays), its launch
-//! bounds, template parameters, the `__device__` helpers, macros and constants it uses, the CUDA features it
-//! touches and the literal sizes that tie it to one launch configuration. It also holds the source rewrites
-//! every strategy relies on (prepending `#define`s like Kernel Tuner, finding and removing names that collide
-//! with tunable parameters, comparing two versions' signatures) and the kernel suite's sidecar format.
+//! kt-cuda reads CUDA source the way kt's pipeline needs it. With tree-sitter-cuda it finds every `__global__`
+//! kernel — in the file and in the user headers it includes — with its exact parameter list (types with
+//! typedefs followed to a known element type such as `float16`/`bfloat16`, pointer depth, `const`,
+//! `__restrict__`, `volatile`, arrays, and the ABI layout of structs and vector types passed by value), its
+//! launch bounds, template parameters (offered as tunables), the `__device__` helpers, macros and constants
+//! it uses, the CUDA features it touches (barriers, cooperative groups, warp intrinsics), the literal sizes that
+//! tie it to a launch configuration and the relations between launch parameters it assumes (as restriction
+//! strings). It extracts a kernel's own compilation unit from a whole program (no host code) and puts a new
+//! kernel back into a copy of that program. It also holds the source rewrites every strategy relies on
+//! (prepending `#define`s like Kernel Tuner, finding and removing names that collide with tunable parameters,
+//! comparing two versions' signatures) and the kernel suite's sidecar format.
 //!
 //! It deliberately does not compile, launch or time anything (that is kt-tuner), does not run the C
 //! preprocessor (only macros that name qualifiers, types or another name are substituted so the grammar can
-//! parse declarations; positions are mapped back to the user's text), and knows nothing of LLMs.
+//! parse declarations, and `__align__` is read as `alignas`; positions are mapped back to the user's text),
+//! does not follow system headers (`<stdio.h>`, `<cuda_fp16.h>`) that no include directory holds, and knows
+//! nothing of LLMs.
+//!
+//! Main types, in reading order: [`SourceFile`] (a file with its followed headers and the line map back to
+//! them) → [`parse_source_file`] / [`parse`] → [`CudaSource`] (kernels, helpers, defines) → [`Kernel`] with
+//! its [`KernelParam`]s ([`StructLayout`] for by-value structs), [`LaunchAssumption`]s and [`Restriction`]s →
+//! [`extract_unit`] → [`KernelUnit`] (the device-only source kt compiles, with its [`UnitItem`]s) →
+//! [`splice_kernel_into_program`] / [`splice_kernel_into_file`] (a new kernel back into the user's program).
+//! Around them: [`InspectReport`] (`kt inspect`), [`Sidecar`], [`compare_signatures`] /
+//! [`require_same_signature`], [`prepend_defines`] and the other rewrites, and the one error type
+//! [`CudaError`].
+//!
+//! Unit extraction, the core other crates build on:
+//!
+//! ```
+//! let program = "#include <stdio.h>\n\
+//!     __device__ float twice(float v) { return 2 * v; }\n\
+//!     __global__ void k(float *a) { a[threadIdx.x] = twice(a[threadIdx.x]); }\n\
+//!     int main() { float *a; cudaMalloc(&a, 4); k<<<1, 1>>>(a); printf(\"ok\\n\"); }\n";
+//! let file = kt_cuda::SourceFile::from_text("prog.cu", program, &[]);
+//! let unit = kt_cuda::extract_unit(&file, "k")?;
+//! assert!(unit.text.contains("__device__ float twice") && !unit.text.contains("main"));
+//! let new_kernel = unit.text.replace("2 * v", "v + v");
+//! let whole = kt_cuda::splice_kernel_into_program(program, "k", &new_kernel)?;
+//! assert!(whole.contains("v + v") && whole.contains("int main()"));
+//! # Ok::<(), kt_cuda::CudaError>(())
+//! ```
+//!
+//! Reading one kernel's signature:
 //!
 //! ```
 //! let source = kt_cuda::parse(
@@ -30,31 +64,46 @@
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
 mod conflicts;
+mod diagnostics;
 mod error;
+mod includes;
 mod inspect;
 mod kernel;
 mod kernel_facts;
+mod layout;
 mod lexer;
 mod preprocess;
+mod relations;
 mod rewrite;
+mod scope;
 mod sidecar;
 mod signature;
 mod signature_diff;
 mod source;
+mod splice;
+mod unit;
+mod unit_items;
 
 pub use conflicts::{ConflictKind, NameConflict, find_name_conflicts, normalize_name};
 pub use error::{CudaError, SyntaxProblem};
+pub use includes::{IncludeRecord, SourceFile, decode};
 pub use inspect::{INSPECT_SCHEMA_VERSION, InspectReport};
 pub use kernel::{
     AssumptionKind, Kernel, KernelFeatures, KernelParam, LaunchAssumption, LaunchBounds, Location,
-    Span, TemplateParam,
+    Restriction, Span, StructField, StructLayout, TemplateParam,
 };
 pub use rewrite::{prepend_defines, remove_defines, rename_identifiers};
 pub use sidecar::{
-    LAUNCH_NAMES, ScalarValue, Sidecar, SidecarProblem, SizeExpr, expression_identifiers,
+    LAUNCH_NAMES, SIDECAR_DTYPES, ScalarValue, Sidecar, SidecarProblem, SizeExpr,
+    expression_identifiers, is_sidecar_dtype,
 };
-pub use signature_diff::{SignatureChange, compare_params, compare_signatures};
+pub use signature_diff::{
+    SignatureChange, compare_params, compare_signatures, require_same_signature,
+};
 pub use source::{
-    CudaSource, DeviceFunction, MacroDefinition, decode, parse, parse_file, parse_named,
+    CudaSource, DeviceFunction, MacroDefinition, parse, parse_file, parse_named, parse_source_file,
     parse_tolerant,
 };
+pub use splice::{splice_kernel_into_file, splice_kernel_into_program};
+pub use unit::{KernelUnit, UnitItem, extract_unit};
+pub use unit_items::ItemKind;

@@ -81,7 +81,13 @@ impl Prepared {
             let in_scope = scope
                 .get(t.text(original))
                 .is_some_and(|&(from, to)| t.start >= from && t.start < to);
-            if let (true, Some(body)) = (in_scope, expansions.get(t.text(original))) {
+            let builtin = builtin_spelling(t.text(original))
+                .filter(|_| !defines.iter().any(|d| d.name == t.text(original)));
+            if let Some(body) = (in_scope)
+                .then(|| expansions.get(t.text(original)).map(String::as_str))
+                .flatten()
+                .or(builtin)
+            {
                 text.push_str(&original[copied..t.start]);
                 let new_start = text.len();
                 // an empty body still leaves a space so neighbouring tokens do not fuse
@@ -168,6 +174,15 @@ impl Prepared {
             .find('\n')
             .map_or(self.original.len(), |n| start + n);
         self.original[start..end].trim_end_matches('\r')
+    }
+}
+
+/// CUDA keywords the grammar does not know, spelled as the C++ it does: `__align__(8)` is `alignas(8)`
+/// (the grammar rejects `struct __align__(8) Pair`, and one such struct hid every kernel of a file).
+fn builtin_spelling(word: &str) -> Option<&'static str> {
+    match word {
+        "__align__" => Some("alignas"),
+        _ => None,
     }
 }
 

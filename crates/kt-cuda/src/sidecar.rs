@@ -174,6 +174,27 @@ pub enum SidecarProblem {
     EmptyField {
         field: String,
     },
+    /// A `dtypes` entry that is not one of [`SIDECAR_DTYPES`] (optionally with `xN` lanes).
+    UnknownDtype {
+        name: String,
+        dtype: String,
+    },
+}
+
+/// The element types a sidecar's `dtypes` may name (numpy's spelling; `bfloat16` has no numpy type and is
+/// carried as its 16 bits). A vector type is `float32x3` (a `float3`).
+pub const SIDECAR_DTYPES: &[&str] = &[
+    "float16", "bfloat16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8",
+    "uint16", "uint32", "uint64", "bool",
+];
+
+/// Whether `dtype` is a known sidecar dtype, with or without a lane count (`float32x3`).
+pub fn is_sidecar_dtype(dtype: &str) -> bool {
+    let base = match dtype.rsplit_once('x') {
+        Some((b, lanes)) if !lanes.is_empty() && lanes.chars().all(|c| c.is_ascii_digit()) => b,
+        _ => dtype,
+    };
+    SIDECAR_DTYPES.contains(&base)
 }
 
 impl std::fmt::Display for SidecarProblem {
@@ -211,6 +232,11 @@ impl std::fmt::Display for SidecarProblem {
                 write!(f, "scalar parameter `{name}` has no value in `test`")
             }
             SidecarProblem::EmptyField { field } => write!(f, "`{field}` is empty"),
+            SidecarProblem::UnknownDtype { name, dtype } => write!(
+                f,
+                "`dtypes` gives `{name}` the unknown dtype `{dtype}` (known: {}; `float32x3` for a float3)",
+                SIDECAR_DTYPES.join(", ")
+            ),
         }
     }
 }
@@ -256,6 +282,14 @@ impl Sidecar {
             if empty {
                 problems.push(SidecarProblem::EmptyField {
                     field: field.into(),
+                });
+            }
+        }
+        for (name, dtype) in &self.dtypes {
+            if !is_sidecar_dtype(dtype) {
+                problems.push(SidecarProblem::UnknownDtype {
+                    name: name.clone(),
+                    dtype: dtype.clone(),
                 });
             }
         }
@@ -379,6 +413,24 @@ bytes = "4 * (A_width*A_height + A_width*B_width + A_height*B_width)"
         assert_eq!(
             sidecar.check_against(source.select_kernel(None).unwrap()),
             Ok(())
+        );
+    }
+
+    #[test]
+    fn half_and_bfloat16_dtypes_are_known_and_a_typo_is_reported() {
+        assert!(is_sidecar_dtype("float16") && is_sidecar_dtype("bfloat16"));
+        assert!(is_sidecar_dtype("float32x3") && !is_sidecar_dtype("float17"));
+        let text =
+            format!("{SIDECAR}dtypes = {{ A = \"bfloat16\", B = \"float16\", C = \"floot32\" }}\n");
+        let sidecar = Sidecar::from_toml(&text, Path::new("matmul.toml")).unwrap();
+        let problems = sidecar
+            .check_against(parse(MATMUL).unwrap().select_kernel(None).unwrap())
+            .unwrap_err();
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert!(
+            problems[0].to_string().contains("unknown dtype `floot32`"),
+            "{}",
+            problems[0]
         );
     }
 

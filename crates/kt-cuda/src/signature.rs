@@ -18,6 +18,17 @@ pub(crate) fn function_declarator(definition: Node) -> Option<Node> {
     }
 }
 
+/// The function_declarator inside a declaration's declarator, if it declares a function.
+pub(crate) fn function_declarator_of(declarator: Node) -> Option<Node> {
+    let mut node = declarator;
+    loop {
+        if node.kind() == "function_declarator" {
+            return Some(node);
+        }
+        node = node.child_by_field_name("declarator")?;
+    }
+}
+
 pub(crate) fn function_name(definition: Node, text: &str) -> Option<String> {
     let declarator = function_declarator(definition)?.child_by_field_name("declarator")?;
     Some(text[declarator.byte_range()].to_string())
@@ -62,8 +73,10 @@ fn param(prepared: &Prepared, decl: Node) -> KernelParam {
     let text = &prepared.text;
     let mut is_const = false;
     let mut is_restrict = false;
+    let mut is_volatile = false;
     let mut qualifier = |node: Node| match &text[node.byte_range()] {
         "const" => is_const = true,
+        "volatile" => is_volatile = true,
         "__restrict__" | "__restrict" | "restrict" => is_restrict = true,
         _ => {}
     };
@@ -135,5 +148,7 @@ fn param(prepared: &Prepared, decl: Node) -> KernelParam {
         is_const,
         is_restrict,
         array_dims,
+        is_volatile,
+        ..KernelParam::default()
     }
 }

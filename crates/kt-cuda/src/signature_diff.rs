@@ -4,6 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::error::CudaError;
 use crate::kernel::{Kernel, KernelParam};
 
 /// One difference between two parameter lists. Indices are 0-based positions.
@@ -31,7 +32,7 @@ pub enum SignatureChange {
         before: String,
         after: String,
     },
-    /// Only `const`/`__restrict__` differ (the argument passed is the same; not breaking).
+    /// Only `const`/`__restrict__`/`volatile` differ: the same parameter (the argument passed is the same).
     QualifiersChanged {
         index: usize,
         name: String,
@@ -148,7 +149,9 @@ fn type_change(
             before: before.type_text.clone(),
             after: after.type_text.clone(),
         })
-    } else if (before.is_const, before.is_restrict) != (after.is_const, after.is_restrict) {
+    } else if (before.is_const, before.is_restrict, before.is_volatile)
+        != (after.is_const, after.is_restrict, after.is_volatile)
+    {
         Some(SignatureChange::QualifiersChanged {
             index,
             name: name.to_string(),
@@ -157,6 +160,26 @@ fn type_change(
         })
     } else {
         None
+    }
+}
+
+/// Whether two kernels take the same arguments: parameters that differ only by `const`, `__restrict__` or
+/// `volatile` (or by name) are the same parameter; a different type, count or order is an error naming both
+/// signatures and every difference.
+pub fn require_same_signature(before: &Kernel, after: &Kernel) -> Result<(), CudaError> {
+    let breaking: Vec<String> = compare_params(&before.params, &after.params)
+        .iter()
+        .filter(|c| c.is_breaking() && !matches!(c, SignatureChange::Renamed { .. }))
+        .map(ToString::to_string)
+        .collect();
+    if breaking.is_empty() {
+        Ok(())
+    } else {
+        Err(CudaError::SignatureMismatch {
+            before: before.signature_text(),
+            after: after.signature_text(),
+            changes: breaking,
+        })
     }
 }
 
@@ -312,5 +335,40 @@ mod tests {
             c[0],
             SignatureChange::QualifiersChanged { index: 0, .. }
         ));
+    }
+
+    #[test]
+    fn const_restrict_and_volatile_alone_are_the_same_parameter() {
+        let before = kernel("__global__ void k(float *a, int *flag, int n) {}");
+        let after = kernel(
+            "__global__ void k(const float * __restrict__ a, volatile int *flag, const int n) {}",
+        );
+        assert!(require_same_signature(&before, &after).is_ok());
+        let c = compare_signatures(&before, &after);
+        assert!(c.iter().all(|x| !x.is_breaking()), "{c:?}");
+        assert!(
+            c.iter()
+                .any(|x| matches!(x, SignatureChange::QualifiersChanged { index: 1, .. }))
+        );
+    }
+
+    #[test]
+    fn a_real_difference_is_an_error_naming_both_signatures() {
+        let before = kernel("__global__ void k(float *a, int n) {}");
+        let after = kernel("__global__ void k(double *a, int n, int m) {}");
+        let err = require_same_signature(&before, &after)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("`k(float *a, int n)` vs `k(double *a, int n, int m)`"),
+            "{err}"
+        );
+        assert!(
+            err.contains("changed type from `float *` to `double *`"),
+            "{err}"
+        );
+        assert!(err.contains("`int m` added at position 3"), "{err}");
+        let swapped = kernel("__global__ void k(int n, float *a) {}");
+        assert!(require_same_signature(&before, &swapped).is_err());
     }
 }

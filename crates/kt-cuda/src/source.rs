@@ -1,18 +1,20 @@
-//! Whole-file analysis: parse once with tree-sitter-cuda, find every `__global__` definition and the file-scope
-//! things kernels refer to (`__device__` helpers, `#define`s, constants), and report syntax errors with the
-//! user's line numbers.
+//! Whole-file analysis: parse once with tree-sitter-cuda (user headers inlined, see includes.rs), find every
+//! `__global__` definition and the file-scope things kernels refer to (`__device__` helpers, `#define`s,
+//! constants), and report syntax errors with the user's file and line numbers. A syntax error costs only the
+//! kernel it sits in (or a helper of it): the file's other kernels stay usable.
 
-use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
-use tree_sitter::{Node, Parser, Tree};
 
+use crate::diagnostics::{not_cuda_reason, syntax_problems};
 use crate::error::{CudaError, SyntaxProblem};
+use crate::includes::SourceFile;
 use crate::kernel::{Kernel, Location, Span};
 use crate::kernel_facts;
+use crate::layout;
 use crate::preprocess::Prepared;
-use crate::signature;
+use crate::scope::{FileScope, span_of, syntax_tree};
 
 /// A `#define` found in the file.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -23,6 +25,9 @@ pub struct MacroDefinition {
     /// The body, tokens joined by single spaces.
     pub body: String,
     pub location: Location,
+    /// The file it is defined in (the main file or a followed header); absent when parsed from text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub origin_file: Option<String>,
 }
 
 /// A `__device__` function (not `__global__`) defined in the file.
@@ -30,19 +35,28 @@ pub struct MacroDefinition {
 pub struct DeviceFunction {
     pub name: String,
     pub span: Span,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub origin_file: Option<String>,
 }
 
 /// Everything kt learned from one CUDA file.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct CudaSource {
-    /// Every `__global__` definition in source order.
+    /// Every `__global__` definition in source order (kernels with syntax errors left out).
     pub kernels: Vec<Kernel>,
     pub device_functions: Vec<DeviceFunction>,
     pub defines: Vec<MacroDefinition>,
     /// File-scope `constexpr` / `const` variables with an initializer.
     pub constants: Vec<String>,
-    /// ERROR/MISSING nodes; always empty from [`parse`], filled by [`parse_tolerant`].
+    /// ERROR/MISSING nodes. From [`parse`] only those outside every usable kernel (and its helpers): a
+    /// broken host function or struct does not hide the kernels. [`parse_tolerant`] keeps them all.
     pub syntax_problems: Vec<SyntaxProblem>,
+    /// Kernels left out because a syntax error sits in them or in a helper they call, with those problems.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub broken_kernels: Vec<(String, Vec<SyntaxProblem>)>,
+    /// "followed includes: …; includes not found: …" for messages; empty without includes.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub includes_note: String,
 }
 
 impl CudaSource {
@@ -68,9 +82,19 @@ impl CudaSource {
 
     /// [`CudaSource::select_kernel`] with the file's name in the error messages.
     pub fn select_kernel_in(&self, name: Option<&str>, what: &str) -> Result<&Kernel, CudaError> {
+        if let Some(wanted) = name
+            && let Some((_, problems)) = self.broken_kernels.iter().find(|(k, _)| k == wanted)
+            && !self.kernels.iter().any(|k| k.name == wanted)
+        {
+            return Err(CudaError::Syntax {
+                what: format!("kernel `{wanted}` of {what}"),
+                problems: problems.clone(),
+            });
+        }
         match (name, self.kernels.as_slice()) {
             (_, []) => Err(CudaError::NoKernel {
                 what: what.to_string(),
+                includes: self.includes_note.clone(),
             }),
             (None, [only]) => Ok(only),
             // the same kernel in two `#if` branches is one kernel to the user: take the first definition
@@ -93,64 +117,90 @@ impl CudaSource {
     }
 }
 
-/// Analyses a whole CUDA source. Fails on syntax errors, on text that is not CUDA, and on a file without any
-/// `__global__` definition.
+/// Analyses a whole CUDA source. Fails on text that is not CUDA, on a file without any usable `__global__`
+/// definition, and on syntax errors when they leave no kernel usable.
 pub fn parse(source: &str) -> Result<CudaSource, CudaError> {
     parse_named(source, "the source")
 }
 
 /// [`parse`], with `what` (usually the file name) in error messages.
 pub fn parse_named(source: &str, what: &str) -> Result<CudaSource, CudaError> {
-    let parsed = parse_tolerant_named(source, what)?;
-    if !parsed.syntax_problems.is_empty() {
+    parse_source(&SourceFile::from_text(what, source, &[]), false)
+}
+
+/// Reads and analyses a file, following its user headers (its own directory); errors name the file.
+pub fn parse_file(path: &Path) -> Result<CudaSource, CudaError> {
+    parse_source_file(&SourceFile::load(path, &[])?)
+}
+
+/// [`parse`] of a file with its followed headers: kernels, helpers and macros from headers are found, and
+/// every position and `origin_file` names the file it is in.
+pub fn parse_source_file(file: &SourceFile) -> Result<CudaSource, CudaError> {
+    parse_source(file, true)
+}
+
+/// Like [`parse`] but keeps going through syntax errors (all recorded in `syntax_problems`, no kernel left
+/// out) and returns an empty kernel list rather than an error; text that is not CUDA at all is still an error.
+pub fn parse_tolerant(source: &str) -> Result<CudaSource, CudaError> {
+    analyse(&SourceFile::from_text("the source", source, &[]), false)
+}
+
+fn parse_source(file: &SourceFile, with_origin: bool) -> Result<CudaSource, CudaError> {
+    let mut parsed = analyse(file, with_origin)?;
+    // a problem inside a kernel or one of its helpers costs that kernel; others are kept as warnings
+    let mut broken = Vec::new();
+    let mut kept = Vec::new();
+    for k in std::mem::take(&mut parsed.kernels) {
+        let spans: Vec<(Option<&String>, Span)> = std::iter::once((k.origin_file.as_ref(), k.span))
+            .chain(
+                parsed
+                    .device_functions
+                    .iter()
+                    .filter(|d| k.helpers.contains(&d.name))
+                    .map(|d| (d.origin_file.as_ref(), d.span)),
+            )
+            .collect();
+        let own: Vec<SyntaxProblem> = parsed
+            .syntax_problems
+            .iter()
+            .filter(|p| {
+                spans.iter().any(|(file, s)| {
+                    p.origin_file.as_ref() == *file && s.start <= p.location && p.location < s.end
+                })
+            })
+            .cloned()
+            .collect();
+        if own.is_empty() {
+            kept.push(k);
+        } else {
+            tracing::warn!(kernel = %k.name, problems = own.len(), "kernel left out: syntax errors");
+            broken.push((k.name.clone(), own));
+        }
+    }
+    parsed.kernels = kept;
+    parsed.broken_kernels = broken;
+    let what = file.name.clone();
+    if parsed.kernels.is_empty() && !parsed.syntax_problems.is_empty() {
         return Err(CudaError::Syntax {
-            what: what.to_string(),
+            what,
             problems: parsed.syntax_problems,
         });
     }
     if parsed.kernels.is_empty() {
         return Err(CudaError::NoKernel {
-            what: what.to_string(),
+            what,
+            includes: parsed.includes_note,
         });
+    }
+    for p in &parsed.syntax_problems {
+        tracing::warn!(problem = %p, "syntax error outside every kernel; the kernels are still used");
     }
     Ok(parsed)
 }
 
-/// Reads and analyses a file; errors name the file.
-pub fn parse_file(path: &Path) -> Result<CudaSource, CudaError> {
-    let bytes = std::fs::read(path).map_err(|source| CudaError::Read {
-        path: path.to_path_buf(),
-        source,
-    })?;
-    let what = path.display().to_string();
-    let text = decode(&bytes, &what)?;
-    parse_named(&text, &what)
-}
-
-/// Text from raw bytes, or [`CudaError::NotCuda`] for binary data.
-pub fn decode(bytes: &[u8], what: &str) -> Result<String, CudaError> {
-    if bytes.contains(&0) {
-        return Err(CudaError::NotCuda {
-            what: what.to_string(),
-            reason: "it contains NUL bytes (a binary file?)".into(),
-        });
-    }
-    String::from_utf8(bytes.to_vec()).map_err(|e| CudaError::NotCuda {
-        what: what.to_string(),
-        reason: format!(
-            "it is not UTF-8 text (invalid byte at offset {})",
-            e.utf8_error().valid_up_to()
-        ),
-    })
-}
-
-/// Like [`parse`] but keeps going through syntax errors (recorded in `syntax_problems`) and returns an empty
-/// kernel list rather than an error; text that is not CUDA at all is still an error.
-pub fn parse_tolerant(source: &str) -> Result<CudaSource, CudaError> {
-    parse_tolerant_named(source, "the source")
-}
-
-fn parse_tolerant_named(source: &str, what: &str) -> Result<CudaSource, CudaError> {
+fn analyse(file: &SourceFile, with_origin: bool) -> Result<CudaSource, CudaError> {
+    let what = file.name.as_str();
+    let source = file.combined.as_str();
     if source.contains('\0') {
         return Err(CudaError::NotCuda {
             what: what.to_string(),
@@ -159,13 +209,16 @@ fn parse_tolerant_named(source: &str, what: &str) -> Result<CudaSource, CudaErro
     }
     let prepared = Prepared::new(source);
     let tree = syntax_tree(&prepared.text)?;
-    let file = FileScope::collect(&prepared, tree.root_node());
+    let scope = FileScope::collect(&prepared, tree.root_node());
     let problems = syntax_problems(&prepared, tree.root_node());
-    let kernels: Vec<Kernel> = file
+    let mut kernels: Vec<Kernel> = scope
         .kernels
         .iter()
-        .map(|found| kernel_facts::analyse(&prepared, &file, found))
+        .map(|found| kernel_facts::analyse(&prepared, &scope, found))
         .collect();
+    for k in &mut kernels {
+        layout::resolve_params(&prepared, &scope, k);
+    }
     if kernels.is_empty()
         && let Some(reason) = not_cuda_reason(&prepared, tree.root_node(), &problems)
     {
@@ -179,14 +232,15 @@ fn parse_tolerant_named(source: &str, what: &str) -> Result<CudaSource, CudaErro
         problems = problems.len(),
         "parsed CUDA source"
     );
-    Ok(CudaSource {
+    let mut parsed = CudaSource {
         kernels,
-        device_functions: file
+        device_functions: scope
             .device_functions
             .iter()
             .map(|(name, node)| DeviceFunction {
                 name: name.clone(),
                 span: span_of(&prepared, *node),
+                origin_file: None,
             })
             .collect(),
         defines: prepared
@@ -197,237 +251,52 @@ fn parse_tolerant_named(source: &str, what: &str) -> Result<CudaSource, CudaErro
                 function_like: d.function_like,
                 body: d.body.clone(),
                 location: prepared.location_of_original(d.directive_start),
+                origin_file: None,
             })
             .collect(),
-        constants: file.constants.iter().cloned().collect(),
+        constants: scope.constants.iter().cloned().collect(),
         syntax_problems: problems,
-    })
+        broken_kernels: Vec::new(),
+        includes_note: file.includes_note(),
+    };
+    relocate(&mut parsed, file, with_origin);
+    Ok(parsed)
 }
 
-pub(crate) fn syntax_tree(text: &str) -> Result<Tree, CudaError> {
-    let mut parser = Parser::new();
-    parser
-        .set_language(&tree_sitter_cuda::LANGUAGE.into())
-        .map_err(|e| CudaError::Grammar(e.to_string()))?;
-    parser
-        .parse(text, None)
-        .ok_or_else(|| CudaError::Grammar("the parser returned no tree".into()))
-}
-
-pub(crate) fn span_of(prepared: &Prepared, node: Node) -> Span {
-    Span {
-        start: prepared.location(node.start_byte()),
-        end: prepared.location(node.end_byte()),
-    }
-}
-
-/// A `__global__` definition found in the tree, before analysis.
-pub(crate) struct FoundKernel<'t> {
-    pub definition: Node<'t>,
-    /// The template_declaration around it, if any.
-    pub template: Option<Node<'t>>,
-    pub extern_c: bool,
-}
-
-/// File-scope facts the kernels' analysis looks things up in.
-pub(crate) struct FileScope<'t> {
-    pub kernels: Vec<FoundKernel<'t>>,
-    pub device_functions: Vec<(String, Node<'t>)>,
-    pub device_by_name: HashMap<String, Node<'t>>,
-    pub constants: BTreeSet<String>,
-}
-
-impl<'t> FileScope<'t> {
-    fn collect(prepared: &Prepared, root: Node<'t>) -> Self {
-        let mut scope = FileScope {
-            kernels: Vec::new(),
-            device_functions: Vec::new(),
-            device_by_name: HashMap::new(),
-            constants: BTreeSet::new(),
-        };
-        scope.visit(prepared, root, false, None);
-        scope
-    }
-
-    fn visit(
-        &mut self,
-        prepared: &Prepared,
-        node: Node<'t>,
-        extern_c: bool,
-        template: Option<Node<'t>>,
-    ) {
-        let text = &prepared.text;
-        match node.kind() {
-            "function_definition" => {
-                let Some(name) = signature::function_name(node, text) else {
-                    return;
-                };
-                if has_specifier(node, text, "__global__") {
-                    self.kernels.push(FoundKernel {
-                        definition: node,
-                        template,
-                        extern_c,
-                    });
-                } else if has_specifier(node, text, "__device__") {
-                    self.device_by_name.entry(name.clone()).or_insert(node);
-                    self.device_functions.push((name, node));
-                }
-            }
-            "linkage_specification" => {
-                let is_c = node
-                    .child_by_field_name("value")
-                    .is_some_and(|v| &text[v.byte_range()] == "\"C\"");
-                let mut cursor = node.walk();
-                for child in node.named_children(&mut cursor) {
-                    if child.kind() != "string_literal" {
-                        self.visit(prepared, child, extern_c || is_c, None);
-                    }
-                }
-            }
-            "template_declaration" => {
-                let mut cursor = node.walk();
-                for child in node.named_children(&mut cursor) {
-                    self.visit(prepared, child, extern_c, Some(node));
-                }
-            }
-            "declaration" => {
-                // a file-scope constant: constexpr, or const with an initializer
-                let is_constant = (0..node.child_count())
-                    .filter_map(|i| node.child(i))
-                    .any(|c| matches!(&text[c.byte_range()], "constexpr" | "const"));
-                if is_constant {
-                    let mut cursor = node.walk();
-                    for d in node.children_by_field_name("declarator", &mut cursor) {
-                        if d.kind() == "init_declarator"
-                            && let Some(name) = signature::declared_name(d, text)
-                        {
-                            self.constants.insert(name);
-                        }
-                    }
-                }
-            }
-            "translation_unit"
-            | "declaration_list"
-            | "namespace_definition"
-            | "preproc_if"
-            | "preproc_ifdef"
-            | "preproc_else"
-            | "preproc_elif"
-            | "preproc_elifdef" => {
-                let mut cursor = node.walk();
-                for child in node.named_children(&mut cursor) {
-                    self.visit(prepared, child, extern_c, None);
-                }
-            }
-            _ => {}
+/// Positions of the combined text back to the file each came from.
+fn relocate(parsed: &mut CudaSource, file: &SourceFile, with_origin: bool) {
+    let at = |l: &mut Location| -> String {
+        let (name, moved) = file.relocate(*l);
+        *l = moved;
+        name.to_string()
+    };
+    let origin = |name: String| with_origin.then_some(name);
+    for k in &mut parsed.kernels {
+        let name = at(&mut k.name_location);
+        at(&mut k.span.start);
+        at(&mut k.span.end);
+        for a in &mut k.launch_assumptions {
+            at(&mut a.location);
         }
+        for r in &mut k.restrictions {
+            at(&mut r.location);
+        }
+        k.origin_file = origin(name);
     }
-}
-
-/// Whether a function definition carries a specifier such as `__global__` among its own children (the
-/// grammar puts it there as an anonymous token, or as a type_qualifier / storage class in some positions).
-pub(crate) fn has_specifier(function: Node, text: &str, specifier: &str) -> bool {
-    let mut cursor = function.walk();
-    function.children(&mut cursor).any(|c| {
-        matches!(
-            c.kind(),
-            "type_qualifier" | "storage_class_specifier" | "attribute_specifier"
-        ) && &text[c.byte_range()] == specifier
-            || c.kind() == specifier
-    })
-}
-
-fn syntax_problems(prepared: &Prepared, root: Node) -> Vec<SyntaxProblem> {
-    let mut out = Vec::new();
-    collect_problems(prepared, root, &mut out);
-    out
-}
-
-fn collect_problems(prepared: &Prepared, node: Node, out: &mut Vec<SyntaxProblem>) {
-    if !node.has_error() {
-        return;
+    for d in &mut parsed.device_functions {
+        let name = at(&mut d.span.start);
+        at(&mut d.span.end);
+        d.origin_file = origin(name);
     }
-    if node.is_error() || node.is_missing() {
-        let location = prepared.location(node.start_byte());
-        let message = if node.is_missing() {
-            format!("missing `{}`", node.kind())
-        } else {
-            let snippet: String = prepared
-                .original_text(node.start_byte(), node.end_byte())
-                .chars()
-                .take(40)
-                .collect();
-            format!(
-                "unexpected `{}`",
-                snippet.split_whitespace().collect::<Vec<_>>().join(" ")
-            )
-        };
-        out.push(SyntaxProblem {
-            location,
-            message,
-            line_text: prepared.line_text(location.line).to_string(),
-        });
-        return;
+    for d in &mut parsed.defines {
+        d.origin_file = origin(at(&mut d.location));
     }
-    let mut cursor = node.walk();
-    for child in node.children(&mut cursor) {
-        collect_problems(prepared, child, out);
-    }
-}
-
-/// When a file has no kernel: is it CUDA at all? Binary data, Python and text that the C++ grammar mostly
-/// rejects get a NotCuda error; a clean C/C++ file without kernels falls through to NoKernel.
-fn not_cuda_reason(prepared: &Prepared, root: Node, problems: &[SyntaxProblem]) -> Option<String> {
-    let text = &prepared.original;
-    if text.trim().is_empty() {
-        return Some("it is empty".into());
-    }
-    let code_lines: Vec<&str> = text
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .collect();
-    let pythonic = code_lines
-        .iter()
-        .filter(|l| {
-            (l.starts_with("def ")
-                || l.starts_with("class ")
-                || l.starts_with("if ")
-                || l.starts_with("for "))
-                && l.ends_with(':')
-                || l.starts_with("import ")
-                || (l.starts_with("from ") && l.contains(" import "))
-        })
-        .count();
-    if pythonic > 0 && pythonic * 5 >= code_lines.len().min(25) {
-        return Some("it looks like Python (def/import lines)".into());
-    }
-    if code_lines.first().is_some_and(|l| l.starts_with("#!")) {
-        return Some("it starts with a #! line (a script?)".into());
-    }
-    let mut error_bytes = 0;
-    error_extent(root, &mut error_bytes);
-    if !problems.is_empty() && error_bytes * 3 > prepared.text.trim().len() {
-        return Some(format!(
-            "the C++/CUDA grammar rejects most of it ({} syntax errors, first at line {})",
-            problems.len(),
-            problems[0].location.line
-        ));
-    }
-    None
-}
-
-fn error_extent(node: Node, total: &mut usize) {
-    if node.is_error() {
-        *total += node.end_byte() - node.start_byte();
-        return;
-    }
-    if !node.has_error() {
-        return;
-    }
-    let mut cursor = node.walk();
-    for child in node.children(&mut cursor) {
-        error_extent(child, total);
+    let many_files = file.files.len() > 1;
+    for p in &mut parsed.syntax_problems {
+        let name = at(&mut p.location);
+        if many_files || with_origin {
+            p.origin_file = Some(name);
+        }
     }
 }
 
@@ -435,6 +304,17 @@ fn error_extent(node: Node, total: &mut usize) {
 mod tests {
     use super::*;
     use crate::kernel::{AssumptionKind, KernelParam};
+
+    /// Parameters without the derived dtype, to compare with [`p`].
+    fn plain(params: &[KernelParam]) -> Vec<KernelParam> {
+        params
+            .iter()
+            .map(|q| KernelParam {
+                dtype: None,
+                ..q.clone()
+            })
+            .collect()
+    }
 
     fn p(
         name: &str,
@@ -452,6 +332,7 @@ mod tests {
             is_const,
             is_restrict,
             array_dims: vec![],
+            ..KernelParam::default()
         }
     }
 
@@ -460,7 +341,7 @@ mod tests {
         let src = "__global__ void k(const float * __restrict__ a, float3 *b, unsigned int n, const int *const *p, uint8_t *bytes, struct Particle *parts) {}";
         let s = parse(src).unwrap();
         assert_eq!(
-            s.kernels()[0].params,
+            plain(&s.kernels()[0].params),
             vec![
                 p("a", "const float * __restrict__", "float", 1, true, true),
                 p("b", "float3 *", "float3", 1, false, false),
@@ -562,15 +443,62 @@ __global__ void second(float *y, int m) { y[threadIdx.x] = square(y[threadIdx.x]
         );
         assert_eq!(k.params[0].base_type, "T");
         assert_eq!(k.span.start.line, 1);
-        let kinds: Vec<AssumptionKind> = k.launch_assumptions.iter().map(|a| a.kind).collect();
-        assert_eq!(
-            kinds,
-            vec![
-                AssumptionKind::FixedSharedArray,
-                AssumptionKind::LiteralBlockSize
-            ]
+        // a template parameter is tuned, not a fixed size: offered as a tunable with the relation it implies
+        assert!(
+            k.launch_assumptions.is_empty(),
+            "{:?}",
+            k.launch_assumptions
         );
-        assert_eq!(k.launch_assumptions[1].value, "BLOCK");
+        assert_eq!(k.tunable_template_params, vec!["BLOCK"]);
+        let restrictions: Vec<&str> = k.restrictions.iter().map(|r| r.expr.as_str()).collect();
+        assert_eq!(restrictions, vec!["block_size_x == BLOCK"]);
+    }
+
+    #[test]
+    fn a_syntax_error_costs_only_its_declaration_and_names_file_and_line() {
+        let src = "struct Broken { int a float b; };
+__global__ void good(float *a) { a[0] = 1; }
+__global__ void bad(float *a) { a[0] = ; }
+";
+        let s = parse_named(src, "mixed.cu").unwrap();
+        assert_eq!(s.kernel_names(), vec!["good"]);
+        assert_eq!(s.broken_kernels.len(), 1);
+        assert!(
+            s.syntax_problems.iter().any(|p| p.location.line == 1),
+            "{:?}",
+            s.syntax_problems
+        );
+        let err = s
+            .select_kernel_in(Some("bad"), "mixed.cu")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("kernel `bad` of mixed.cu"), "{err}");
+        assert!(err.contains("line 3, column"), "{err}");
+    }
+
+    #[test]
+    fn cuda_attributes_parse_and_hide_no_kernel() {
+        let src = "struct __align__(8) Pair { float a; int b; };
+struct alignas(16) Q { float v[4]; };
+__device__ __forceinline__ float f(float x) { return x; }
+__device__ __noinline__ float g(float x) { return x; }
+__global__ void __launch_bounds__(256, 2) k1(const Pair * __restrict__ p, float *o) {
+  __shared__ __align__(16) float buf[4];
+  extern __shared__ __align__(16) float dyn[];
+#pragma unroll
+  for (int i = 0; i < 4; i++) buf[i] = f(p[i].a);
+  o[threadIdx.x] = g(buf[0]) + dyn[0];
+}
+__global__ void k2(Pair p, float *o) { o[0] = p.a; }
+";
+        let s = parse(src).unwrap();
+        assert!(s.syntax_problems.is_empty(), "{:?}", s.syntax_problems);
+        assert_eq!(s.kernel_names(), vec!["k1", "k2"]);
+        assert_eq!(s.kernels()[0].helpers, vec!["f", "g"]);
+        assert_eq!(
+            s.kernels()[1].params[0].layout.as_ref().map(|l| l.size),
+            Some(8)
+        );
     }
 
     #[test]
@@ -580,7 +508,7 @@ __global__ void second(float *y, int m) { y[threadIdx.x] = square(y[threadIdx.x]
         let k = s.select_kernel(None).unwrap();
         assert!(k.extern_c);
         assert_eq!(
-            k.params[0],
+            plain(&k.params)[0],
             KernelParam {
                 type_text: "const real *RESTRICT".into(),
                 ..p("a", "", "float", 1, true, true)
@@ -635,7 +563,7 @@ __global__ void second(float *y, int m) { y[threadIdx.x] = square(y[threadIdx.x]
             "__global__\nvoid\n   k\n(\n  float\n  *\n  a ,\n\n  int\n  n\n)\n{\n\ta[0]=n;\n}\n";
         let k = parse(src).unwrap().kernels()[0].clone();
         assert_eq!(
-            k.params,
+            plain(&k.params),
             vec![
                 p("a", "float *", "float", 1, false, false),
                 p("n", "int", "int", 0, false, false)
@@ -801,7 +729,7 @@ __global__ void __launch_bounds__(BLOCK) reduce(const float *in, float *out, uns
         let err = parse_named(py, "gen.py").unwrap_err();
         assert!(matches!(err, CudaError::NotCuda { .. }), "{err}");
         assert!(err.to_string().contains("Python"), "{err}");
-        let err = decode(&[0x7f, b'E', b'L', b'F', 0, 1, 2], "a.out").unwrap_err();
+        let err = crate::decode(&[0x7f, b'E', b'L', b'F', 0, 1, 2], "a.out").unwrap_err();
         assert!(matches!(err, CudaError::NotCuda { .. }), "{err}");
         let err = parse_named("\u{0}\u{1}", "x").unwrap_err();
         assert!(matches!(err, CudaError::NotCuda { .. }), "{err}");
@@ -810,7 +738,14 @@ __global__ void __launch_bounds__(BLOCK) reduce(const float *in, float *out, uns
     #[test]
     fn kernels_inside_namespaces_and_preprocessor_blocks_are_found() {
         let src = "#ifdef USE_A\n__global__ void a(int n) {}\n#endif\nnamespace ns {\n__global__ void b(int n) {}\n}\n";
-        assert_eq!(parse(src).unwrap().kernel_names(), vec!["a", "b"]);
+        let s = parse(src).unwrap();
+        assert_eq!(s.kernel_names(), vec!["a", "b"]);
+        // NVRTC finds a kernel in a namespace by its qualified name
+        assert_eq!(s.kernels()[1].qualified_name, "ns::b");
+        assert_eq!(
+            s.kernels()[1].name_expression(&[]).as_deref(),
+            Some("&ns::b")
+        );
     }
 
     #[test]

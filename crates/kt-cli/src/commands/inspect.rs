@@ -17,16 +17,31 @@ pub struct InspectArgs {
     /// Print the analysis as JSON (schema: docs/inspect-schema.md, `schema_version` 1).
     #[arg(long)]
     pub json: bool,
+    /// Print the kernel's compilation unit instead: the device-only source kt compiles (the kernel with the
+    /// helpers, types, macros, constants and includes it uses; no host code). With --json, its item list too.
+    #[arg(long)]
+    pub unit: bool,
+    /// A directory to look for `#include`d headers in (after the file's own directory); repeatable.
+    #[arg(long = "include", value_name = "DIR")]
+    pub include_dirs: Vec<PathBuf>,
 }
 
 pub fn run(args: InspectArgs) -> anyhow::Result<ExitCode> {
-    let file = args.file.display().to_string();
-    let source = kt_cuda::parse_file(&args.file)?;
-    let report = kt_cuda::InspectReport::new(&file, &source, args.kernel.as_deref())?;
-    let text = if args.json {
+    let file = kt_cuda::SourceFile::load(&args.file, &args.include_dirs)?;
+    let source = kt_cuda::parse_source_file(&file)?;
+    let text = if args.unit {
+        let kernel = source.select_kernel_in(args.kernel.as_deref(), &file.name)?;
+        let unit = kt_cuda::extract_unit(&file, &kernel.name)?;
+        if args.json {
+            serde_json::to_string_pretty(&unit).context("serialising the unit")? + "\n"
+        } else {
+            unit.text
+        }
+    } else if args.json {
+        let report = kt_cuda::InspectReport::for_file(&file, &source, args.kernel.as_deref())?;
         serde_json::to_string_pretty(&report).context("serialising the inspect report")? + "\n"
     } else {
-        report.human()
+        kt_cuda::InspectReport::new(&file.name, &source, args.kernel.as_deref())?.human()
     };
     // `kt inspect … | head` closes the pipe early: that is the reader's choice, not an error
     match std::io::stdout().lock().write_all(text.as_bytes()) {

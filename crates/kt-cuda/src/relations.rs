@@ -1,0 +1,328 @@
+//! Relations between launch parameters a kernel's code assumes, written as restrictions in the tuner's
+//! expression syntax (`block_size_x == BLOCK`, `block_size_x % 32 == 0`): the block size equals a template
+//! parameter or a fixed size the indexing uses, the block is whole warps, a fixed thread count. They are
+//! offered, not enforced: the strategy (or the user) decides whether to add them to a search space.
+
+use std::collections::HashMap;
+
+use tree_sitter::Node;
+
+use crate::kernel::{LaunchBounds, Restriction};
+use crate::preprocess::Prepared;
+use crate::scope::{collapse, strip_parens};
+
+/// What the relation finder needs to know besides the tree.
+pub(crate) struct Context<'a> {
+    /// Non-type template parameters (their names are kept in restrictions: they are tunable).
+    pub template_names: &'a [String],
+    pub macro_bodies: &'a HashMap<&'a str, &'a str>,
+    pub launch_bounds: Option<&'a LaunchBounds>,
+    /// The kernel calls warp-level intrinsics (shuffles, votes, warp reductions).
+    pub warp_intrinsics: bool,
+}
+
+/// Every relation found in `definition` (the kernel, template included), each once, in source order.
+pub(crate) fn restrictions(
+    prepared: &Prepared,
+    definition: Node,
+    ctx: &Context,
+) -> Vec<Restriction> {
+    let mut finder = Finder {
+        prepared,
+        ctx,
+        out: Vec::new(),
+        dims: dims_used(&prepared.text[definition.byte_range()]),
+    };
+    let at = prepared.location(definition.start_byte());
+    for name in ctx.template_names {
+        let lower = name.to_lowercase();
+        if lower.contains("block") && !lower.contains("per_block") && !lower.contains("rows")
+            || lower.contains("thread")
+        {
+            finder.push(
+                format!("block_size_x == {name}"),
+                format!("template parameter `{name}` is named for the block's thread count"),
+                at,
+            );
+        }
+    }
+    finder.walk(definition);
+    let tiles_of_32 = prepared.text[definition.byte_range()]
+        .split_whitespace()
+        .collect::<String>()
+        .contains("tiled_partition<32>");
+    if ctx.warp_intrinsics || tiles_of_32 {
+        let expr = format!("{} % 32 == 0", finder.thread_count());
+        finder.push(
+            expr,
+            "the kernel uses warp-level intrinsics or 32-thread tiles over full warps".into(),
+            at,
+        );
+    }
+    if let Some(bounds) = ctx.launch_bounds
+        && let Some(n) = finder.value_of(&bounds.max_threads_per_block)
+    {
+        let expr = format!("{} <= {n}", finder.thread_count());
+        finder.push(
+            expr,
+            format!(
+                "__launch_bounds__({}) caps the block at {n} threads",
+                bounds.max_threads_per_block
+            ),
+            at,
+        );
+    }
+    finder.out
+}
+
+/// Which of x, y, z the kernel reads from `threadIdx`/`blockDim`.
+fn dims_used(text: &str) -> Vec<char> {
+    ['x', 'y', 'z']
+        .into_iter()
+        .filter(|c| {
+            *c == 'x'
+                || text.contains(&format!("threadIdx.{c}"))
+                || text.contains(&format!("blockDim.{c}"))
+        })
+        .collect()
+}
+
+struct Finder<'a> {
+    prepared: &'a Prepared,
+    ctx: &'a Context<'a>,
+    out: Vec<Restriction>,
+    dims: Vec<char>,
+}
+
+impl Finder<'_> {
+    fn text(&self, node: Node) -> String {
+        collapse(&self.prepared.text[node.byte_range()])
+    }
+
+    fn push(&mut self, expr: String, reason: String, location: crate::kernel::Location) {
+        if !self.out.iter().any(|r| r.expr == expr) {
+            self.out.push(Restriction {
+                expr,
+                reason,
+                location,
+            });
+        }
+    }
+
+    /// `block_size_x * block_size_y`, over the dimensions the kernel uses.
+    fn thread_count(&self) -> String {
+        self.dims
+            .iter()
+            .map(|c| format!("block_size_{c}"))
+            .collect::<Vec<_>>()
+            .join(" * ")
+    }
+
+    /// A size as the tuner can read it: a template parameter by name, a literal, or a macro's numeric value.
+    fn value_of(&self, written: &str) -> Option<String> {
+        let written = written.trim();
+        if self.ctx.template_names.iter().any(|t| t == written) {
+            return Some(written.to_string());
+        }
+        let number = |s: &str| {
+            s.trim()
+                .trim_matches(|c| c == '(' || c == ')')
+                .trim_end_matches(['u', 'U', 'l', 'L'])
+                .parse::<u64>()
+                .ok()
+        };
+        number(written)
+            .or_else(|| self.ctx.macro_bodies.get(written).and_then(|b| number(b)))
+            .map(|n| n.to_string())
+    }
+
+    fn walk(&mut self, node: Node) {
+        match node.kind() {
+            "binary_expression" => self.binary(node),
+            "for_statement" => self.strided_loop(node),
+            _ => {}
+        }
+        let mut cursor = node.walk();
+        for child in node.children(&mut cursor) {
+            self.walk(child);
+        }
+    }
+
+    /// `blockIdx.c * N + threadIdx.c` → `block_size_c == N`; `N == blockDim.c` → the same.
+    fn binary(&mut self, node: Node) {
+        let (Some(left), Some(op), Some(right)) = (
+            node.child_by_field_name("left"),
+            node.child_by_field_name("operator"),
+            node.child_by_field_name("right"),
+        ) else {
+            return;
+        };
+        let location = self.prepared.location(node.start_byte());
+        match self.text(op).as_str() {
+            "+" => {
+                for (product, thread) in [(left, right), (right, left)] {
+                    let thread = self.text(thread);
+                    let product = strip_parens(product);
+                    if product.kind() != "binary_expression"
+                        || product
+                            .child_by_field_name("operator")
+                            .is_none_or(|o| self.text(o) != "*")
+                    {
+                        continue;
+                    }
+                    let (Some(a), Some(b)) = (
+                        product.child_by_field_name("left"),
+                        product.child_by_field_name("right"),
+                    ) else {
+                        continue;
+                    };
+                    for (index, size) in [(a, b), (b, a)] {
+                        let index = self.text(index);
+                        let Some(c) = index.strip_prefix("blockIdx.") else {
+                            continue;
+                        };
+                        if thread == format!("threadIdx.{c}")
+                            && let Some(v) = self.value_of(&self.text(size))
+                        {
+                            let written = self.text(size);
+                            self.push(
+                                format!("block_size_{c} == {v}"),
+                                format!(
+                                    "`{}` indexes threads as if each block had {written} of them",
+                                    self.text(node)
+                                ),
+                                location,
+                            );
+                        }
+                    }
+                }
+            }
+            "==" => {
+                for (dim, size) in [(left, right), (right, left)] {
+                    if let Some(c) = self.text(dim).strip_prefix("blockDim.").map(str::to_string)
+                        && let Some(v) = self.value_of(&self.text(size))
+                    {
+                        self.push(
+                            format!("block_size_{c} == {v}"),
+                            format!("the code compares `{}`", self.text(node)),
+                            location,
+                        );
+                    }
+                }
+            }
+            "%" | "/" | "&" | ">>" => {
+                let left_text = self.text(left);
+                let right_text = self.text(right);
+                let warp = match self.text(op).as_str() {
+                    "%" | "/" => matches!(right_text.as_str(), "32" | "warpSize"),
+                    "&" => right_text == "31",
+                    _ => right_text == "5",
+                };
+                if warp && left_text.starts_with("threadIdx.") {
+                    let expr = format!("{} % 32 == 0", self.thread_count());
+                    self.push(
+                        expr,
+                        format!("`{}` splits the block into whole warps", self.text(node)),
+                        location,
+                    );
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// `for (int i = threadIdx.x; i < N; i += N)`: the loop assumes exactly N threads.
+    fn strided_loop(&mut self, node: Node) {
+        let (Some(init), Some(cond), Some(update)) = (
+            node.child_by_field_name("initializer"),
+            node.child_by_field_name("condition"),
+            node.child_by_field_name("update"),
+        ) else {
+            return;
+        };
+        let init = self.text(init);
+        let init = init.trim_end_matches(';').trim_end();
+        let Some(c) = ['x', 'y', 'z'].into_iter().find(|c| {
+            init.ends_with(&format!("= threadIdx.{c}"))
+                || init.ends_with(&format!("=threadIdx.{c}"))
+        }) else {
+            return;
+        };
+        let bound = cond
+            .child_by_field_name("right")
+            .map(|r| self.text(r))
+            .unwrap_or_default();
+        let update = self.text(update);
+        let step = update.split("+=").nth(1).map(str::trim).unwrap_or_default();
+        if !step.is_empty()
+            && step == bound
+            && let Some(v) = self.value_of(step)
+        {
+            self.push(
+                format!("block_size_{c} == {v}"),
+                format!("the loop from threadIdx.{c} steps by {step}: it assumes {step} threads"),
+                self.prepared.location(node.start_byte()),
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::parse;
+
+    fn exprs(src: &str) -> Vec<String> {
+        parse(src).unwrap().kernels()[0]
+            .restrictions
+            .iter()
+            .map(|r| r.expr.clone())
+            .collect()
+    }
+
+    #[test]
+    fn a_templated_block_size_is_a_tunable_and_a_restriction_not_a_fixed_size() {
+        let src = "template <unsigned int blockSize>\n__global__ void reduce(const float *in, float *out, int n) {\n  __shared__ float s[blockSize];\n  unsigned int tid = threadIdx.x;\n  unsigned int i = blockIdx.x * blockSize + threadIdx.x;\n  s[tid] = i < n ? in[i] : 0;\n  __syncthreads();\n  if (blockSize >= 512) { if (tid < 256) s[tid] += s[tid + 256]; __syncthreads(); }\n  if (tid == 0) out[blockIdx.x] = s[0];\n}\n";
+        let k = parse(src).unwrap().kernels()[0].clone();
+        assert_eq!(k.tunable_template_params, vec!["blockSize"]);
+        assert!(
+            k.launch_assumptions.is_empty(),
+            "{:?}",
+            k.launch_assumptions
+        );
+        assert_eq!(exprs(src), vec!["block_size_x == blockSize"]);
+    }
+
+    #[test]
+    fn warps_launch_bounds_and_a_fixed_stride_loop_are_restrictions() {
+        let src = "#define THREADS 192\n__global__ void __launch_bounds__(THREADS) k(float *a, int n) {\n  for (int i = threadIdx.x; i < 192; i += 192) a[i] = 0;\n  int lane = threadIdx.x % 32;\n  a[lane] = __shfl_down_sync(0xffffffff, a[lane], 1);\n}\n";
+        assert_eq!(
+            exprs(src),
+            vec![
+                "block_size_x == 192",
+                "block_size_x % 32 == 0",
+                "block_size_x <= 192"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_macro_tile_without_thread_index_is_a_tile_not_a_block_size() {
+        use crate::kernel::AssumptionKind;
+        let src = "#define TILE 128\n__global__ void k(float *a, int n) {\n  __shared__ float t[TILE];\n  int base = blockIdx.x * TILE;\n  int col = blockIdx.y * 16 + threadIdx.y;\n  for (int j = threadIdx.x; j < TILE; j += blockDim.x) t[j] = a[base + j];\n  a[col] = t[0];\n}\n";
+        let k = parse(src).unwrap().kernels()[0].clone();
+        let kinds: Vec<(AssumptionKind, &str)> = k
+            .launch_assumptions
+            .iter()
+            .map(|a| (a.kind, a.value.as_str()))
+            .collect();
+        assert_eq!(
+            kinds,
+            vec![
+                (AssumptionKind::FixedSharedArray, "TILE"),
+                (AssumptionKind::TileSize, "TILE"),
+                (AssumptionKind::LiteralBlockSize, "16")
+            ]
+        );
+        assert_eq!(exprs(src), vec!["block_size_y == 16"]);
+    }
+}

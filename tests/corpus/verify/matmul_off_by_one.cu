@@ -1,0 +1,13 @@
+// C = A * B, one thread per element of C.
+__global__ void matrixMultiply(float* A, float* B, float* C, int A_width, int A_height, int B_width)
+{
+    int col = blockIdx.x * blockDim.x + threadIdx.x;
+    int row = blockIdx.y * blockDim.y + threadIdx.y;
+    if (row < A_height && col < B_width - 1) {
+        float sum = 0.0f;
+        for (int k = 0; k < A_width; ++k) {
+            sum += A[row * A_width + k] * B[k * B_width + col];
+        }
+        C[row * B_width + col] = sum;
+    }
+}
