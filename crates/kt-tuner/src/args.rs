@@ -174,7 +174,12 @@ impl ParamSpec {
             .map(|p| ParamSpec {
                 name: p.name.clone(),
                 is_pointer: p.pointer_depth > 0 || !p.array_dims.is_empty(),
-                dtype: DType::from_c_type(&p.base_type),
+                // kt-cuda follows typedefs (`typedef __nv_bfloat16 floatX;`); the C type is the fallback
+                dtype: p
+                    .dtype
+                    .as_deref()
+                    .and_then(|d| DType::parse_numpy(d).ok())
+                    .or_else(|| DType::from_c_type(&p.base_type)),
             })
             .collect()
     }
@@ -316,7 +321,7 @@ impl TestSet {
                         })?;
                         let path = t.join(file);
                         let info = read_header(&path)?;
-                        if info.dtype != dtype {
+                        if info.dtype != dtype.storage() {
                             return Err(TunerError::Arguments(format!(
                                 "test {id}: {} holds {} but the manifest says {}",
                                 path.display(),
@@ -341,7 +346,7 @@ impl TestSet {
                             Some(f) => {
                                 let p = t.join(f);
                                 let e = read_header(&p)?;
-                                if e.elements() != info.elements() || e.dtype != dtype {
+                                if e.elements() != info.elements() || e.dtype != dtype.storage() {
                                     return Err(TunerError::Arguments(format!(
                                         "test {id}: expected {} does not match the argument's dtype/size",
                                         p.display()
@@ -400,7 +405,7 @@ impl TestSet {
 }
 
 /// The part of a suite sidecar (naive-kernels/NAME.toml) that says how to make inputs.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize)]
 pub struct SuiteInputs {
     #[serde(default)]
     pub outputs: Vec<String>,
@@ -453,11 +458,26 @@ impl SuiteInputs {
         }
     }
 
+    /// Each output's tolerance: the sidecar's `rtol` / `atol` / `max_mismatch_fraction`, anything it leaves
+    /// out from the output's dtype (the sidecar's `dtypes`, else float32).
     pub fn tolerances(&self) -> BTreeMap<String, Tolerance> {
+        self.tolerances_for(&[])
+    }
+
+    /// As [`SuiteInputs::tolerances`], an output the sidecar gives no dtype typed from the kernel's
+    /// parameters (a `half*` output gets float16's looser default).
+    pub fn tolerances_for(&self, params: &[ParamSpec]) -> BTreeMap<String, Tolerance> {
         self.outputs
             .iter()
             .map(|o| {
-                let d = Tolerance::default();
+                let dtype = self
+                    .dtypes
+                    .get(o)
+                    .and_then(|d| DType::parse_numpy(d).ok())
+                    .or_else(|| params.iter().find(|p| &p.name == o).and_then(|p| p.dtype))
+                    .map(|(d, _)| d)
+                    .unwrap_or(DType::Float32);
+                let d = Tolerance::for_dtype(dtype);
                 let t = Tolerance {
                     rtol: self.rtol.get(o).copied().unwrap_or(d.rtol),
                     atol: self.atol.get(o).copied().unwrap_or(d.atol),
@@ -559,7 +579,7 @@ impl SuiteInputs {
             tests.push(KernelTest {
                 id: format!("gen{seed}"),
                 args,
-                tolerances: self.tolerances(),
+                tolerances: self.tolerances_for(params),
             });
         }
         Ok(TestSet { tests })

@@ -1,7 +1,8 @@
 //! The results cache: one JSON line per measured configuration, appended as soon as it is measured, so a
 //! killed run loses at most the configuration in flight and a resumed run skips everything already done.
 //! Each line carries its scope (device UUID, hash of kernel source + options + name, the tests' identity
-//! and the timing policy), so a changed kernel or another GPU never reuses stale results.
+//! and the timing policy), so a changed kernel or another GPU never reuses stale results. Results from
+//! elsewhere (a Kernel Tuner cache, `export::import`) can be added for reuse; they are never written back.
 
 use std::collections::HashMap;
 use std::io::{BufRead, Write};
@@ -10,7 +11,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::error::TunerError;
-use crate::session::Measurement;
+use crate::outcome::Measurement;
 use crate::space::Config;
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -51,7 +52,8 @@ struct Line {
 }
 
 pub struct ResultCache {
-    path: PathBuf,
+    /// None: in memory only (no results file, imported results alone).
+    path: Option<PathBuf>,
     scope: CacheScope,
     known: HashMap<Config, Measurement>,
 }
@@ -72,10 +74,33 @@ impl ResultCache {
             }
         }
         Ok(ResultCache {
-            path: path.to_path_buf(),
+            path: Some(path.to_path_buf()),
             scope,
             known,
         })
+    }
+
+    /// A cache without a file: it holds what is added and forgets it at the end of the run.
+    pub fn in_memory(scope: CacheScope) -> Self {
+        ResultCache {
+            path: None,
+            scope,
+            known: HashMap::new(),
+        }
+    }
+
+    /// Adds results measured elsewhere for reuse, without writing them to the file. kt's own results win
+    /// over them. Returns how many were added.
+    pub fn absorb(&mut self, imported: impl IntoIterator<Item = Measurement>) -> usize {
+        let mut added = 0;
+        for m in imported {
+            if let std::collections::hash_map::Entry::Vacant(e) = self.known.entry(m.config.clone())
+            {
+                e.insert(m);
+                added += 1;
+            }
+        }
+        added
     }
 
     pub fn get(&self, config: &Config) -> Option<&Measurement> {
@@ -91,11 +116,15 @@ impl ResultCache {
     }
 
     pub fn append(&mut self, m: &Measurement) -> Result<(), TunerError> {
+        let Some(path) = self.path.clone() else {
+            self.known.insert(m.config.clone(), m.clone());
+            return Ok(());
+        };
         let err = |e: std::io::Error| TunerError::Cache {
-            path: self.path.clone(),
+            path: path.clone(),
             message: e.to_string(),
         };
-        if let Some(dir) = self.path.parent() {
+        if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir).map_err(err)?;
         }
         let line = serde_json::to_string(&Line {
@@ -103,13 +132,13 @@ impl ResultCache {
             measurement: m.clone(),
         })
         .map_err(|e| TunerError::Cache {
-            path: self.path.clone(),
+            path: path.clone(),
             message: e.to_string(),
         })?;
         let mut f = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
-            .open(&self.path)
+            .open(&path)
             .map_err(err)?;
         // one write call per line: appends from one process never interleave mid-line
         f.write_all(format!("{line}\n").as_bytes()).map_err(err)?;
@@ -121,7 +150,7 @@ impl ResultCache {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::session::Verdict;
+    use crate::outcome::Verdict;
 
     fn m(x: i64, ms: f64) -> Measurement {
         Measurement::synthetic(
@@ -163,5 +192,24 @@ mod tests {
         let other_gpu =
             ResultCache::open(&path, CacheScope::new("GPU-2", "src", "k", &[], "p")).unwrap();
         assert!(other_gpu.is_empty());
+    }
+
+    #[test]
+    fn imported_results_are_reused_but_kts_own_win_and_nothing_is_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("results.jsonl");
+        let scope = CacheScope::new("GPU-1", "src", "k", &[], "p");
+        let mut c = ResultCache::open(&path, scope.clone()).unwrap();
+        c.append(&m(32, 1.5)).unwrap();
+        assert_eq!(c.absorb([m(32, 9.0), m(64, 1.2)]), 1);
+        assert_eq!(c.get(&m(32, 0.0).config).unwrap().objective_ms(), Some(1.5));
+        assert_eq!(c.get(&m(64, 0.0).config).unwrap().objective_ms(), Some(1.2));
+        assert_eq!(ResultCache::open(&path, scope.clone()).unwrap().len(), 1);
+
+        let mut memory = ResultCache::in_memory(scope);
+        memory.absorb([m(64, 1.2)]);
+        memory.append(&m(128, 2.0)).unwrap();
+        assert_eq!(memory.len(), 2);
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
     }
 }

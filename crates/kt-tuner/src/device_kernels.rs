@@ -8,6 +8,7 @@ use crate::dtype::DType;
 pub fn suffix(dtype: DType) -> &'static str {
     match dtype {
         DType::Float16 => "f16",
+        DType::Bfloat16 => "bf16",
         DType::Float32 => "f32",
         DType::Float64 => "f64",
         DType::Int8 => "i8",
@@ -69,6 +70,12 @@ __device__ f16bits kt_to_half(float v) {
     if ((m & 0x1fff) > 0x1000 || ((m & 0x1fff) == 0x1000 && (h & 1))) h++;
     return h;
 }
+__device__ f16bits kt_to_bf16(float v) {
+    unsigned int bits = __float_as_uint(v);
+    if (v != v) return 0x7fc0;
+    return (f16bits)((bits + 0x7fff + ((bits >> 16) & 1)) >> 16);
+}
+__device__ double kt_from_bf16(f16bits h) { return (double)__uint_as_float(((unsigned int)h) << 16); }
 __device__ double kt_from_half(f16bits h) {
     int e = (h >> 10) & 0x1f, m = h & 0x3ff;
     double s = (h & 0x8000) ? -1.0 : 1.0;
@@ -159,20 +166,25 @@ pub fn full_source(dtypes: &[DType]) -> String {
              extern \"C\" __global__ void kt_compare_{sfx}(const {t}* g, const {t}* e, u64 n, double atol, double rtol, u64 v, u64* out) {{ kt_cmp_float<{t}>(g, e, n, atol, rtol, {conv}, out); }}\n"
         ));
     }
-    // half: stored as raw 16-bit patterns, converted by hand (no cuda_fp16.h needed under NVRTC)
-    if !wanted("f16") {
-        return s;
+    // half and bfloat16: stored as raw 16-bit patterns, converted by hand (no cuda_fp16.h / cuda_bf16.h
+    // needed under NVRTC)
+    for sfx in ["f16", "bf16"].into_iter().filter(|sfx| wanted(sfx)) {
+        let (to, from) = if sfx == "f16" {
+            ("kt_to_half", "kt_from_half")
+        } else {
+            ("kt_to_bf16", "kt_from_bf16")
+        };
+        s.push_str(&format!(
+            "extern \"C\" __global__ void kt_fill_{sfx}(f16bits* p, u64 n, int dist, double a, double b, u64 seed) {{\n\
+               for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x) p[i] = {to}((float)kt_sample(dist, a, b, seed, i)); }}\n\
+             extern \"C\" __global__ void kt_poison_{sfx}(f16bits* p, u64 n, u64 v) {{ kt_poison<f16bits>(p, n, (f16bits)v); }}\n\
+             extern \"C\" __global__ void kt_compare_{sfx}(const f16bits* got, const f16bits* exp, u64 n, double atol, double rtol, u64 v, u64* out) {{\n\
+               for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x) {{\n\
+                 double g = {from}(got[i]), e = {from}(exp[i]); bool is_poison = got[i] == (f16bits)v;\n\
+                 double d = fabs(g - e); bool ok = !is_poison && (g == e || d <= atol + rtol * fabs(e));\n\
+                 kt_record(out, i, d, e != 0.0 ? d / fabs(e) : 0.0, !ok, is_poison); }} }}\n"
+        ));
     }
-    s.push_str(
-        "extern \"C\" __global__ void kt_fill_f16(f16bits* p, u64 n, int dist, double a, double b, u64 seed) {\n\
-           for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x) p[i] = kt_to_half((float)kt_sample(dist, a, b, seed, i)); }\n\
-         extern \"C\" __global__ void kt_poison_f16(f16bits* p, u64 n, u64 v) { kt_poison<f16bits>(p, n, (f16bits)v); }\n\
-         extern \"C\" __global__ void kt_compare_f16(const f16bits* got, const f16bits* exp, u64 n, double atol, double rtol, u64 v, u64* out) {\n\
-           for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x) {\n\
-             double g = kt_from_half(got[i]), e = kt_from_half(exp[i]); bool is_poison = got[i] == (f16bits)v;\n\
-             double d = fabs(g - e); bool ok = !is_poison && (g == e || d <= atol + rtol * fabs(e));\n\
-             kt_record(out, i, d, e != 0.0 ? d / fabs(e) : 0.0, !ok, is_poison); } }\n",
-    );
     s
 }
 
@@ -184,6 +196,7 @@ mod tests {
     fn every_dtype_has_fill_poison_and_compare() {
         let all = [
             DType::Float16,
+            DType::Bfloat16,
             DType::Float32,
             DType::Float64,
             DType::Int8,
@@ -219,15 +232,13 @@ mod tests {
     }
 
     #[test]
+    #[ignore = "needs NVRTC (the CUDA toolkit); experiments/gpu-check.sh runs it (--include-ignored)"]
     fn utility_kernels_compile_when_nvrtc_is_present() {
-        if crate::nvrtc::ensure_available().is_err() {
-            println!("skipped: libnvrtc not present on this machine");
-            return;
-        }
         let r = crate::nvrtc::compile(
             &full_source(&needed_dtypes([
                 DType::Float32,
                 DType::Float16,
+                DType::Bfloat16,
                 DType::Int32,
             ])),
             &[crate::nvrtc::arch_option((8, 0))],

@@ -9,6 +9,8 @@ use crate::error::TunerError;
 #[serde(rename_all = "lowercase")]
 pub enum DType {
     Float16,
+    /// bfloat16 (`__nv_bfloat16`): numpy has no such type, so .npy files carry its bits as `<u2`.
+    Bfloat16,
     Float32,
     Float64,
     Int8,
@@ -25,19 +27,38 @@ impl DType {
     pub fn size(self) -> usize {
         match self {
             DType::Int8 | DType::Uint8 => 1,
-            DType::Float16 | DType::Int16 | DType::Uint16 => 2,
+            DType::Float16 | DType::Bfloat16 | DType::Int16 | DType::Uint16 => 2,
             DType::Float32 | DType::Int32 | DType::Uint32 => 4,
             DType::Float64 | DType::Int64 | DType::Uint64 => 8,
         }
     }
 
     pub fn is_float(self) -> bool {
-        matches!(self, DType::Float16 | DType::Float32 | DType::Float64)
+        matches!(
+            self,
+            DType::Float16 | DType::Bfloat16 | DType::Float32 | DType::Float64
+        )
+    }
+
+    /// The value of one element given its little-endian bits (the low `size()` bytes of `bits`).
+    pub fn bits_to_f64(self, bits: u64) -> f64 {
+        match self {
+            DType::Float16 => half_to_f64(bits as u16),
+            DType::Bfloat16 => f32::from_bits((bits as u32 & 0xffff) << 16) as f64,
+            DType::Float32 => f32::from_bits(bits as u32) as f64,
+            DType::Float64 => f64::from_bits(bits),
+            DType::Int8 => bits as u8 as i8 as f64,
+            DType::Int16 => bits as u16 as i16 as f64,
+            DType::Int32 => bits as u32 as i32 as f64,
+            DType::Int64 => bits as i64 as f64,
+            DType::Uint8 | DType::Uint16 | DType::Uint32 | DType::Uint64 => bits as f64,
+        }
     }
 
     pub fn numpy_name(self) -> &'static str {
         match self {
             DType::Float16 => "float16",
+            DType::Bfloat16 => "bfloat16",
             DType::Float32 => "float32",
             DType::Float64 => "float64",
             DType::Int8 => "int8",
@@ -61,6 +82,7 @@ impl DType {
         };
         let d = match base {
             "float16" | "half" => DType::Float16,
+            "bfloat16" | "bf16" => DType::Bfloat16,
             "float32" | "float" => DType::Float32,
             "float64" | "double" => DType::Float64,
             "int8" => DType::Int8,
@@ -84,6 +106,8 @@ impl DType {
     pub fn npy_descr(self) -> &'static str {
         match self {
             DType::Float16 => "<f2",
+            // numpy has no bfloat16: its bits are stored as uint16
+            DType::Bfloat16 => "<u2",
             DType::Float32 => "<f4",
             DType::Float64 => "<f8",
             DType::Int8 => "|i1",
@@ -94,6 +118,14 @@ impl DType {
             DType::Uint16 => "<u2",
             DType::Uint32 => "<u4",
             DType::Uint64 => "<u8",
+        }
+    }
+
+    /// The dtype a .npy file holding this dtype's elements declares (bfloat16's bits are uint16).
+    pub fn storage(self) -> DType {
+        match self {
+            DType::Bfloat16 => DType::Uint16,
+            d => d,
         }
     }
 
@@ -134,6 +166,9 @@ impl DType {
             "float" => (DType::Float32, 1),
             "double" => (DType::Float64, 1),
             "half" | "__half" => (DType::Float16, 1),
+            "half2" | "__half2" => (DType::Float16, 2),
+            "__nv_bfloat16" | "nv_bfloat16" => (DType::Bfloat16, 1),
+            "__nv_bfloat162" | "nv_bfloat162" => (DType::Bfloat16, 2),
             "int" | "signed" | "signed int" | "int32_t" => (DType::Int32, 1),
             "unsigned" | "unsigned int" | "uint32_t" | "uint" => (DType::Uint32, 1),
             "long" | "long int" | "long long" | "long long int" | "signed long" | "int64_t"
@@ -195,6 +230,12 @@ impl DType {
                 }
                 f32_to_f16(value as f32).to_le_bytes().to_vec()
             }
+            DType::Bfloat16 => {
+                if value.is_finite() && value.abs() > f32::MAX as f64 {
+                    return Err(bad());
+                }
+                f32_to_bf16(value as f32).to_le_bytes().to_vec()
+            }
             DType::Float32 => {
                 if value.is_finite() && value.abs() > f32::MAX as f64 {
                     return Err(bad());
@@ -234,6 +275,34 @@ fn f32_to_f16(v: f32) -> u16 {
     }
 }
 
+/// Round-to-nearest-even float → bfloat16 (the upper half of the float's bits); NaN stays a quiet NaN.
+pub fn f32_to_bf16(v: f32) -> u16 {
+    if v.is_nan() {
+        return 0x7fc0;
+    }
+    let bits = v.to_bits();
+    let rounding = 0x7fff + ((bits >> 16) & 1);
+    (bits.wrapping_add(rounding) >> 16) as u16
+}
+
+/// IEEE binary16 bits to f64.
+fn half_to_f64(h: u16) -> f64 {
+    let e = ((h >> 10) & 0x1f) as i32;
+    let m = (h & 0x3ff) as f64;
+    let s = if h & 0x8000 != 0 { -1.0 } else { 1.0 };
+    match e {
+        0 => s * m * 2f64.powi(-24),
+        31 => {
+            if m == 0.0 {
+                s * f64::INFINITY
+            } else {
+                f64::NAN
+            }
+        }
+        _ => s * (m + 1024.0) * 2f64.powi(e - 25),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -248,6 +317,16 @@ mod tests {
         assert_eq!(DType::from_c_type("size_t"), Some((DType::Uint64, 1)));
         assert_eq!(DType::from_c_type("float3"), Some((DType::Float32, 3)));
         assert_eq!(DType::from_c_type("MyStruct"), None);
+        assert_eq!(DType::from_c_type("__half"), Some((DType::Float16, 1)));
+        assert_eq!(DType::from_c_type("half2"), Some((DType::Float16, 2)));
+        assert_eq!(
+            DType::from_c_type("const __nv_bfloat16"),
+            Some((DType::Bfloat16, 1))
+        );
+        assert_eq!(
+            DType::from_c_type("nv_bfloat16"),
+            Some((DType::Bfloat16, 1))
+        );
     }
 
     #[test]
@@ -268,6 +347,34 @@ mod tests {
             DType::Float16.encode_scalar("h", 1.0).unwrap(),
             0x3c00u16.to_le_bytes()
         );
+    }
+
+    #[test]
+    fn bfloat16_is_the_upper_half_of_a_float_and_is_stored_as_uint16() {
+        assert_eq!(DType::parse_numpy("bfloat16").unwrap(), (DType::Bfloat16, 1));
+        assert_eq!(DType::Bfloat16.size(), 2);
+        assert!(DType::Bfloat16.is_float());
+        assert_eq!(DType::Bfloat16.npy_descr(), "<u2");
+        assert_eq!(DType::Bfloat16.storage(), DType::Uint16);
+        assert_eq!(DType::Bfloat16.bits_to_f64(0x3f80), 1.0);
+        assert_eq!(DType::Bfloat16.bits_to_f64(0xc040), -3.0);
+        assert!(DType::Bfloat16.bits_to_f64(0x7fc0).is_nan());
+        // 1 + 2^-8 is halfway between bfloat16 neighbours 1 and 1 + 2^-7: ties go to even (1.0)
+        assert_eq!(f32_to_bf16(1.0 + 1.0 / 256.0), 0x3f80);
+        assert_eq!(f32_to_bf16(1.0 + 3.0 / 256.0), 0x3f82);
+        assert_eq!(
+            DType::Bfloat16.encode_scalar("alpha", 0.5).unwrap(),
+            0x3f00u16.to_le_bytes()
+        );
+        assert!(DType::Bfloat16.encode_scalar("alpha", 1e39).is_err());
+        assert_eq!(serde_json::to_string(&DType::Bfloat16).unwrap(), "\"bfloat16\"");
+    }
+
+    #[test]
+    fn half_bits_convert_to_values() {
+        assert_eq!(DType::Float16.bits_to_f64(0x3c00), 1.0);
+        assert_eq!(DType::Float16.bits_to_f64(0xc000), -2.0);
+        assert_eq!(DType::Float16.bits_to_f64(0x0001), 2f64.powi(-24));
     }
 
     #[test]

@@ -38,6 +38,8 @@ pub enum TunerError {
     Reference { test: String, reason: String },
     #[error("tuning cache {path}: {message}")]
     Cache { path: PathBuf, message: String },
+    #[error("Kernel Tuner file {path}: {message}")]
+    KernelTuner { path: PathBuf, message: String },
 }
 
 impl TunerError {

@@ -8,6 +8,15 @@
 //!
 //! It deliberately does not rewrite kernels or talk to an LLM (kt-pipeline does), and it does not parse
 //! CUDA beyond asking kt-cuda for the kernel signature.
+//!
+//! Main types in reading order: [`TunableKernel`] and [`TuneOptions`] (what to tune, how) with the
+//! [`SearchSpace`] of [`Config`]s and the [`TestSet`] it runs on; the [`Tuner`] (`session`), whose
+//! operations each live in a file of their own (tuning loop, one configuration's evaluation, verification,
+//! reference runs, peak) over a compile queue (`module_cache`, `nvrtc`) and the worker's lifecycle
+//! (`worker`: protocol, client, the GPU side split into memory, launching and dispatch); what comes back
+//! is in `outcome`: a [`Verdict`] and a [`Measurement`] per configuration, a [`TuneResult`], a
+//! [`VerifyReport`]. Search strategies are in `search`, the results cache in `cache`, Kernel Tuner
+//! interop in `export`.
 
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
@@ -19,10 +28,12 @@ pub mod error;
 pub mod export;
 pub mod expr;
 pub mod geometry;
+pub mod headers;
 pub mod measure;
 pub mod module_cache;
 pub mod npy;
 pub mod nvrtc;
+pub mod outcome;
 pub mod search;
 pub mod selftest;
 pub mod session;

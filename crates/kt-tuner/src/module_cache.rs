@@ -1,4 +1,5 @@
-//! Compiled modules keyed by what determines their bytes: hash(source with defines, options, NVRTC version).
+//! Compiled modules keyed by what determines their bytes: hash(source with defines, options, name expression,
+//! headers given to NVRTC, the user headers the source includes, NVRTC version).
 //! The architecture is one of the options. A module is compiled once and reused by every test and every
 //! repetition; an on-disk directory (CUBIN + NVRTC log, or the log of a failed compile) makes a resumed run
 //! compile nothing twice. Compilation runs on a pool of threads that works ahead of the GPU.
@@ -10,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
 use crate::error::TunerError;
-use crate::nvrtc;
+use crate::nvrtc::{self, Program};
 
 /// The result of compiling one module.
 #[derive(Debug, Clone)]
@@ -21,6 +22,8 @@ pub enum ModuleOutcome {
         log: String,
         ms: f64,
         from_disk: bool,
+        /// The kernel's symbol, when the program had a name expression.
+        lowered_name: Option<String>,
     },
     Failed {
         key: String,
@@ -36,16 +39,26 @@ impl ModuleOutcome {
     }
 }
 
-/// blake3 over every input that changes the CUBIN.
-pub fn module_key(source: &str, options: &[String], nvrtc_version: (i32, i32)) -> String {
+/// blake3 over every input that changes the CUBIN. `extra` is what the program pulls in from files (the
+/// contents of the user headers it includes).
+pub fn module_key(program: &Program, extra: &[u8], nvrtc_version: (i32, i32)) -> String {
     let mut h = blake3::Hasher::new();
-    h.update(b"kt-tuner module v1\0");
-    h.update(source.as_bytes());
+    h.update(b"kt-tuner module v2\0");
+    h.update(program.source.as_bytes());
     h.update(b"\0");
-    for o in options {
+    for o in &program.options {
         h.update(o.as_bytes());
         h.update(b"\0");
     }
+    h.update(program.name_expression.as_deref().unwrap_or("").as_bytes());
+    h.update(b"\0");
+    for (name, text) in &program.headers {
+        h.update(name.as_bytes());
+        h.update(b"\0");
+        h.update(text.as_bytes());
+        h.update(b"\0");
+    }
+    h.update(extra);
     h.update(format!("nvrtc {}.{}", nvrtc_version.0, nvrtc_version.1).as_bytes());
     h.finalize().to_hex()[..32].to_string()
 }
@@ -65,12 +78,14 @@ impl DiskCache {
         let dir = self.dir.as_ref()?;
         if let Ok(cubin) = std::fs::read(dir.join(format!("{key}.cubin"))) {
             let log = std::fs::read_to_string(dir.join(format!("{key}.log"))).unwrap_or_default();
+            let lowered_name = std::fs::read_to_string(dir.join(format!("{key}.symbol"))).ok();
             return Some(ModuleOutcome::Compiled {
                 key: key.into(),
                 cubin: Arc::new(cubin),
                 log,
                 ms: 0.0,
                 from_disk: true,
+                lowered_name,
             });
         }
         let log = std::fs::read_to_string(dir.join(format!("{key}.error.log"))).ok()?;
@@ -94,9 +109,17 @@ impl DiskCache {
         };
         match outcome {
             ModuleOutcome::Compiled {
-                key, cubin, log, ..
+                key,
+                cubin,
+                log,
+                lowered_name,
+                ..
             } => {
                 write(format!("{key}.log"), log.as_bytes());
+                if let Some(symbol) = lowered_name {
+                    write(format!("{key}.symbol"), symbol.as_bytes());
+                }
+                // last: a CUBIN on disk means the module's other files are there too
                 write(format!("{key}.cubin"), cubin);
             }
             ModuleOutcome::Failed { key, log } => write(format!("{key}.error.log"), log.as_bytes()),
@@ -107,8 +130,7 @@ impl DiskCache {
 struct Job {
     ticket: usize,
     key: String,
-    source: String,
-    options: Vec<String>,
+    program: Program,
 }
 
 /// What the pool hands back for one submitted job.
@@ -145,7 +167,7 @@ impl CompilePool {
                         Err(_) => return,
                     };
                     let Ok(job) = job else { return };
-                    let outcome = nvrtc::compile(&job.source, &job.options).map(|r| {
+                    let outcome = nvrtc::compile_program(&job.program).map(|r| {
                         let o = match r {
                             Ok(c) => ModuleOutcome::Compiled {
                                 key: job.key.clone(),
@@ -153,6 +175,7 @@ impl CompilePool {
                                 log: c.log,
                                 ms: c.ms,
                                 from_disk: false,
+                                lowered_name: c.lowered_name,
                             },
                             Err(f) => ModuleOutcome::Failed {
                                 key: job.key.clone(),
@@ -189,8 +212,8 @@ impl CompilePool {
 
     /// Queues a compilation; its outcome arrives through `next_finished` tagged with `ticket`. A module
     /// already in memory or on disk is answered at once without compiling.
-    pub fn submit(&self, ticket: usize, source: String, options: Vec<String>) -> String {
-        let key = module_key(&source, &options, self.nvrtc_version);
+    pub fn submit(&self, ticket: usize, program: Program, extra: &[u8]) -> String {
+        let key = module_key(&program, extra, self.nvrtc_version);
         let known = self.memory.lock().ok().and_then(|m| m.get(&key).cloned());
         let known = known.or_else(|| {
             let o = Arc::new(self.disk.load(&key)?);
@@ -208,8 +231,7 @@ impl CompilePool {
                     let _ = jobs.send(Job {
                         ticket,
                         key: key.clone(),
-                        source,
-                        options,
+                        program,
                     });
                 }
             }
@@ -239,14 +261,44 @@ mod tests {
     #[test]
     fn key_changes_with_source_options_and_compiler() {
         let o = vec!["--gpu-architecture=sm_90".to_string()];
-        let k = module_key("a", &o, (13, 0));
-        assert_eq!(k, module_key("a", &o, (13, 0)));
-        assert_ne!(k, module_key("b", &o, (13, 0)));
+        let p = |src: &str, o: &[String]| Program::new(src, o.to_vec());
+        let k = module_key(&p("a", &o), &[], (13, 0));
+        assert_eq!(k, module_key(&p("a", &o), &[], (13, 0)));
+        assert_ne!(k, module_key(&p("b", &o), &[], (13, 0)));
         assert_ne!(
             k,
-            module_key("a", &["--gpu-architecture=sm_80".to_string()], (13, 0))
+            module_key(
+                &p("a", &["--gpu-architecture=sm_80".to_string()]),
+                &[],
+                (13, 0)
+            )
         );
-        assert_ne!(k, module_key("a", &o, (13, 1)));
+        assert_ne!(k, module_key(&p("a", &o), &[], (13, 1)));
+    }
+
+    #[test]
+    fn key_changes_with_name_expression_headers_and_included_files() {
+        let base = Program::new("a", vec![]);
+        let k = module_key(&base, &[], (13, 0));
+        let named = Program {
+            name_expression: Some("&k<16>".into()),
+            ..base.clone()
+        };
+        let other = Program {
+            name_expression: Some("&k<32>".into()),
+            ..base.clone()
+        };
+        assert_ne!(k, module_key(&named, &[], (13, 0)));
+        assert_ne!(
+            module_key(&named, &[], (13, 0)),
+            module_key(&other, &[], (13, 0))
+        );
+        let with_header = Program {
+            headers: vec![("stdio.h".into(), "".into())],
+            ..base.clone()
+        };
+        assert_ne!(k, module_key(&with_header, &[], (13, 0)));
+        assert_ne!(k, module_key(&base, b"common.h changed", (13, 0)));
     }
 
     #[test]
@@ -259,6 +311,7 @@ mod tests {
             log: "warn".into(),
             ms: 5.0,
             from_disk: false,
+            lowered_name: Some("_Z1kPf".into()),
         });
         disk.store(&ModuleOutcome::Failed {
             key: "k2".into(),
@@ -269,11 +322,13 @@ mod tests {
                 cubin,
                 log,
                 from_disk,
+                lowered_name,
                 ..
             } => {
                 assert_eq!(*cubin, vec![1, 2, 3]);
                 assert_eq!(log, "warn");
                 assert!(from_disk);
+                assert_eq!(lowered_name.as_deref(), Some("_Z1kPf"));
             }
             other => panic!("{other:?}"),
         }

@@ -10,12 +10,36 @@ use cudarc::nvrtc::{result, sys};
 
 use crate::error::TunerError;
 
+/// One compilation: the source text (a configuration's defines in front), NVRTC options (architecture,
+/// `-I` directories, the user's flags), headers NVRTC answers from memory (`#include` name, contents), and
+/// the kernel's name expression (`&k`, `&ns::k`, `&k<16>`), whose lowered (mangled) name is the symbol to
+/// look up in the CUBIN. Without one, the symbol is the kernel's plain name (`extern "C"`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Program {
+    pub source: String,
+    pub options: Vec<String>,
+    pub headers: Vec<(String, String)>,
+    pub name_expression: Option<String>,
+}
+
+impl Program {
+    pub fn new(source: impl Into<String>, options: Vec<String>) -> Self {
+        Program {
+            source: source.into(),
+            options,
+            ..Program::default()
+        }
+    }
+}
+
 /// What a successful compilation produced.
 #[derive(Debug, Clone)]
 pub struct Compiled {
     pub cubin: Vec<u8>,
     pub log: String,
     pub ms: f64,
+    /// The symbol of the name expression in the CUBIN.
+    pub lowered_name: Option<String>,
 }
 
 /// NVRTC rejected the source: its log says why.
@@ -68,15 +92,62 @@ pub fn compile(
     source: &str,
     options: &[String],
 ) -> Result<Result<Compiled, CompileFailure>, TunerError> {
+    compile_program(&Program::new(source, options.to_vec()))
+}
+
+/// Compiles a program, resolving its name expression.
+pub fn compile_program(p: &Program) -> Result<Result<Compiled, CompileFailure>, TunerError> {
     ensure_available()?;
     let start = Instant::now();
-    let src = CString::new(source)
-        .map_err(|_| TunerError::Source("the kernel source contains a NUL byte".into()))?;
-    let prog = result::create_program(&src, Some(c"kernel.cu"))
-        .map_err(|e| TunerError::Nvrtc(format!("create program: {e:?}")))?;
-    // SAFETY: prog was just created and is destroyed exactly once below; the option strings outlive the call.
-    let compiled = unsafe { result::compile_program(prog, options) };
-    // SAFETY: prog is valid until destroy_program.
+    let nul = |what: &str| TunerError::Source(format!("{what} contains a NUL byte"));
+    let src = CString::new(p.source.as_str()).map_err(|_| nul("the kernel source"))?;
+    let mut names = Vec::new();
+    let mut contents = Vec::new();
+    for (name, text) in &p.headers {
+        names.push(CString::new(name.as_str()).map_err(|_| nul("a header name"))?);
+        contents.push(CString::new(text.as_str()).map_err(|_| nul("a header"))?);
+    }
+    let name_ptrs: Vec<*const std::ffi::c_char> = names.iter().map(|c| c.as_ptr()).collect();
+    let content_ptrs: Vec<*const std::ffi::c_char> = contents.iter().map(|c| c.as_ptr()).collect();
+    let expression = match &p.name_expression {
+        Some(e) => Some(CString::new(e.as_str()).map_err(|_| nul("the name expression"))?),
+        None => None,
+    };
+    let mut prog: sys::nvrtcProgram = std::ptr::null_mut();
+    // SAFETY: every pointer refers to a NUL-terminated string that outlives the program (destroyed below).
+    unsafe {
+        sys::nvrtcCreateProgram(
+            &mut prog,
+            src.as_ptr(),
+            c"kernel.cu".as_ptr(),
+            names.len() as i32,
+            content_ptrs.as_ptr(),
+            name_ptrs.as_ptr(),
+        )
+    }
+    .result()
+    .map_err(|e| TunerError::Nvrtc(format!("create program: {e:?}")))?;
+    let out = compile_created(prog, p, expression.as_deref(), start);
+    // SAFETY: prog is valid and destroyed once.
+    let _ = unsafe { result::destroy_program(prog) };
+    out
+}
+
+fn compile_created(
+    prog: sys::nvrtcProgram,
+    p: &Program,
+    expression: Option<&std::ffi::CStr>,
+    start: Instant,
+) -> Result<Result<Compiled, CompileFailure>, TunerError> {
+    if let Some(e) = expression {
+        // SAFETY: prog is valid; the expression is NUL-terminated and outlives the program.
+        unsafe { sys::nvrtcAddNameExpression(prog, e.as_ptr()) }
+            .result()
+            .map_err(|err| TunerError::Nvrtc(format!("nvrtcAddNameExpression: {err:?}")))?;
+    }
+    // SAFETY: prog is valid until the caller destroys it; the option strings outlive the call.
+    let compiled = unsafe { result::compile_program(prog, &p.options) };
+    // SAFETY: prog is valid.
     let log = unsafe { result::get_program_log(prog) }
         .map(|chars| {
             let bytes: Vec<u8> = chars
@@ -87,39 +158,69 @@ pub fn compile(
             String::from_utf8_lossy(&bytes).trim().to_string()
         })
         .unwrap_or_default();
-    let out = match compiled {
-        Err(_) => Ok(Err(CompileFailure { log })),
-        Ok(()) => {
-            let mut size = 0usize;
-            // SAFETY: prog compiled successfully; NVRTC writes the size, then exactly `size` bytes.
-            let cubin = unsafe {
-                sys::nvrtcGetCUBINSize(prog, &mut size)
-                    .result()
-                    .map_err(|e| TunerError::Nvrtc(format!("nvrtcGetCUBINSize: {e:?}")))?;
-                let mut buf = vec![0u8; size];
-                sys::nvrtcGetCUBIN(prog, buf.as_mut_ptr() as *mut _)
-                    .result()
-                    .map_err(|e| TunerError::Nvrtc(format!("nvrtcGetCUBIN: {e:?}")))?;
-                buf
-            };
-            if cubin.is_empty() {
-                Ok(Err(CompileFailure {
+    if compiled.is_err() {
+        return Ok(Err(CompileFailure { log }));
+    }
+    let lowered_name = match expression {
+        None => None,
+        Some(e) => {
+            let mut lowered: *const std::ffi::c_char = std::ptr::null();
+            // SAFETY: prog compiled with this expression added; NVRTC owns the returned string until
+            // the program is destroyed, and it is copied out at once.
+            let r = unsafe { sys::nvrtcGetLoweredName(prog, e.as_ptr(), &mut lowered) };
+            if r.result().is_err() || lowered.is_null() {
+                return Ok(Err(CompileFailure {
                     log: format!(
-                        "{log}\nNVRTC produced no CUBIN: is --gpu-architecture a real sm_XY?"
+                        "{log}\nkernel not found: NVRTC has no symbol for the name expression {}",
+                        e.to_string_lossy()
                     ),
-                }))
-            } else {
-                Ok(Ok(Compiled {
-                    cubin,
-                    log,
-                    ms: start.elapsed().as_secs_f64() * 1e3,
-                }))
+                }));
             }
+            // SAFETY: non-null, NUL-terminated, valid until the program is destroyed.
+            Some(
+                unsafe { std::ffi::CStr::from_ptr(lowered) }
+                    .to_string_lossy()
+                    .into_owned(),
+            )
         }
     };
-    // SAFETY: prog is valid and destroyed once.
-    let _ = unsafe { result::destroy_program(prog) };
-    out
+    let mut size = 0usize;
+    // SAFETY: prog compiled successfully; NVRTC writes the size, then exactly `size` bytes.
+    let cubin = unsafe {
+        sys::nvrtcGetCUBINSize(prog, &mut size)
+            .result()
+            .map_err(|e| TunerError::Nvrtc(format!("nvrtcGetCUBINSize: {e:?}")))?;
+        let mut buf = vec![0u8; size];
+        sys::nvrtcGetCUBIN(prog, buf.as_mut_ptr() as *mut _)
+            .result()
+            .map_err(|e| TunerError::Nvrtc(format!("nvrtcGetCUBIN: {e:?}")))?;
+        buf
+    };
+    if cubin.is_empty() {
+        return Ok(Err(CompileFailure {
+            log: format!("{log}\nNVRTC produced no CUBIN: is --gpu-architecture a real sm_XY?"),
+        }));
+    }
+    Ok(Ok(Compiled {
+        cubin,
+        log,
+        ms: start.elapsed().as_secs_f64() * 1e3,
+        lowered_name,
+    }))
+}
+
+/// Whether a failed compile's log says the kernel itself is missing (its name expression names nothing),
+/// rather than an error in the code: a "kernel not found" verdict, not a compile error.
+pub fn log_says_kernel_missing(log: &str, kernel_name: &str) -> bool {
+    let base = kernel_name.rsplit("::").next().unwrap_or(kernel_name);
+    log.contains("kernel not found: NVRTC has no symbol")
+        || log.lines().any(|l| {
+            l.contains("name expression")
+                || (l.contains("is undefined")
+                    && (l.contains(&format!("\"{base}\""))
+                        || l.contains(&format!("\"{kernel_name}\""))))
+                || (l.contains("has no member") && l.contains(&format!("\"{base}\"")))
+        })
 }
 
 #[cfg(test)]
@@ -136,6 +237,22 @@ mod tests {
             s,
             "#define block_size_x 32\n#line 1\n__global__ void k() {}\n"
         );
+    }
+
+    #[test]
+    fn a_log_about_the_kernel_name_is_a_missing_kernel_not_a_compile_error() {
+        assert!(log_says_kernel_missing(
+            "kernel.cu(3): error: identifier \"matrixAdd\" is undefined",
+            "matrixAdd"
+        ));
+        assert!(log_says_kernel_missing(
+            "error: namespace \"ns\" has no member \"k\"",
+            "ns::k"
+        ));
+        assert!(!log_says_kernel_missing(
+            "kernel.cu(3): error: identifier \"undefined_name\" is undefined",
+            "matrixAdd"
+        ));
     }
 
     #[test]

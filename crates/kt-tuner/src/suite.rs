@@ -3,7 +3,7 @@
 
 use crate::args::{ParamSpec, SuiteInputs};
 use crate::error::TunerError;
-use crate::session::{TunableKernel, config_from_block};
+use crate::session::setup::{TunableKernel, config_from_block};
 use crate::space::TunableParam;
 
 #[derive(Debug, Clone)]

@@ -71,6 +71,23 @@ impl Default for Tolerance {
 }
 
 impl Tolerance {
+    /// The tolerance an output of `dtype` gets when its sidecar gives none: half-precision arithmetic
+    /// reordered by a faster kernel is off by a few units in the last place of an 11-bit (float16) or
+    /// 8-bit (bfloat16) mantissa; float32 and float64 as [`Tolerance::default`]; integers compare exactly
+    /// whatever the tolerance.
+    pub fn for_dtype(dtype: DType) -> Tolerance {
+        let (rtol, atol) = match dtype {
+            DType::Float16 => (1e-2, 1e-2),
+            DType::Bfloat16 => (2e-2, 2e-2),
+            _ => return Tolerance::default(),
+        };
+        Tolerance {
+            rtol,
+            atol,
+            max_mismatch_fraction: 0.0,
+        }
+    }
+
     pub fn accepts(&self, dtype: DType, got: f64, expected: f64) -> bool {
         if !dtype.is_float() {
             return got == expected;
@@ -90,6 +107,7 @@ pub fn poison_bits(dtype: DType) -> u64 {
     match dtype {
         // quiet NaNs with a recognisable payload, distinct from the canonical NaN a kernel computes
         DType::Float16 => 0x7E5B,
+        DType::Bfloat16 => 0x7FDB,
         DType::Float32 => 0x7FC0_FFEE,
         DType::Float64 => 0x7FF8_DEAD_BEEF_0FEE,
         DType::Int8 | DType::Uint8 => 0xEF,
@@ -252,8 +270,23 @@ mod tests {
     }
 
     #[test]
+    fn half_types_get_looser_defaults_and_integers_stay_exact() {
+        let h = Tolerance::for_dtype(DType::Float16);
+        let b = Tolerance::for_dtype(DType::Bfloat16);
+        assert!(h.rtol >= 1e-3 && h.rtol <= 1e-2, "{h:?}");
+        assert!(b.rtol > h.rtol, "{b:?}");
+        assert_eq!(Tolerance::for_dtype(DType::Float32), Tolerance::default());
+        // bfloat16 keeps 8 mantissa bits: 1.0078125 is its neighbour of 1.0, within tolerance
+        assert!(b.accepts(DType::Bfloat16, 1.0078125, 1.0));
+        assert!(!b.accepts(DType::Bfloat16, 1.1, 1.0));
+        assert!(!Tolerance::for_dtype(DType::Int32).accepts(DType::Int32, 2.0, 1.0));
+    }
+
+    #[test]
     fn poison_for_floats_is_nan() {
         assert!(f32::from_bits(poison_bits(DType::Float32) as u32).is_nan());
+        assert!(DType::Bfloat16.bits_to_f64(poison_bits(DType::Bfloat16)).is_nan());
+        assert!(DType::Float16.bits_to_f64(poison_bits(DType::Float16)).is_nan());
         assert!(f64::from_bits(poison_bits(DType::Float64)).is_nan());
     }
 

@@ -1,262 +1,520 @@
-//! Export to Kernel Tuner: its cache-file JSON (so its tools can read kt's results) and a runnable Python
-//! script that tunes the best configuration with Kernel Tuner on the same kind of inputs.
+//! Export to Kernel Tuner 1.5: its cache file (so its tools, and its simulation mode, read kt's results) and a
+//! Python script that tunes the same space with it, written together into one directory with the kernel
+//! source and the test's arrays, so the directory runs wherever it is copied. `import` reads such caches
+//! back (`kt tune --kt-cache`).
+//!
+//! What each time means is stated in the files: Kernel Tuner's `time` is the mean of one launch of one stated
+//! test (`times` holds those launches); kt's objective, the sum over all tests of each test's median, is in
+//! `kt_objective_ms`.
 
-use serde_json::{Map, Value, json};
+mod cache_file;
+pub mod import;
+mod python;
+mod script;
 
-use crate::args::{ArraySource, Distribution, KernelTest, TestArg};
-use crate::session::{TunableKernel, TuneResult, Verdict};
+use std::path::{Path, PathBuf};
 
-/// Kernel Tuner's cache-file format (`cache=` of `tune_kernel`).
-pub fn kernel_tuner_cache(
-    kernel: &TunableKernel,
-    result: &TuneResult,
-    problem_size: [u64; 3],
-) -> Value {
-    let keys: Vec<String> = kernel.params.iter().map(|p| p.name.clone()).collect();
-    let mut tune_params = Map::new();
-    for p in &kernel.params {
-        tune_params.insert(p.name.clone(), json!(p.values));
-    }
-    let mut cache = Map::new();
+use serde_json::json;
+
+use crate::args::{ArraySource, KernelTest, TestArg, TestSet};
+use crate::error::TunerError;
+use crate::geometry;
+use crate::outcome::{Measurement, TuneResult};
+use crate::session::setup::TunableKernel;
+use crate::space::{Config, Restriction, SearchSpace};
+
+pub use cache_file::{Ordered, marker, verdict_detail};
+use python::{config_set, mentions, translate};
+use script::{RestrictionLine, ScriptSpec};
+
+/// A configuration kt saw fail, with its verdict: what best.cu's header and the export exclude.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FailedConfig {
+    pub config: Config,
+    /// `wrong answer`, `compile error`, `invalid`, `timeout` or `crashed`.
+    pub verdict: &'static str,
+    /// The first line of the reason.
+    pub detail: String,
+}
+
+/// Every configuration of the run that failed (compile error, invalid launch, wrong answer, hang, crash), in
+/// the order measured.
+pub fn failed_configurations(result: &TuneResult) -> Vec<FailedConfig> {
+    let mut out: Vec<FailedConfig> = Vec::new();
     for m in &result.measurements {
-        let mut entry = Map::new();
-        for (n, v) in &m.config.0 {
-            entry.insert(n.clone(), json!(v));
+        if m.verdict.is_ok() || out.iter().any(|f| f.config == m.config) {
+            continue;
         }
-        let time = match (&m.verdict, m.objective_ms()) {
-            (Verdict::Ok, Some(t)) => json!(t),
-            (Verdict::CompileError { .. }, _) => json!("CompilationFailedConfig"),
-            (Verdict::Invalid { .. }, _) => json!("InvalidConfig"),
-            _ => json!("RuntimeFailedConfig"),
-        };
-        entry.insert("time".into(), time);
-        entry.insert(
-            "times".into(),
-            json!(
-                m.timing
-                    .as_ref()
-                    .map(|t| t.samples_ms.clone())
-                    .unwrap_or_default()
-            ),
-        );
-        entry.insert("compile_time".into(), json!(m.compile_ms));
-        entry.insert("verification_time".into(), json!(0));
-        entry.insert("benchmark_time".into(), json!(m.benchmark_ms));
-        entry.insert("strategy_time".into(), json!(0));
-        entry.insert("framework_time".into(), json!(0));
-        entry.insert("timestamp".into(), json!(""));
-        if let Some(g) = m.gbps {
-            entry.insert("GB/s".into(), json!(g));
-        }
-        if let Some(g) = m.gflops {
-            entry.insert("GFLOP/s".into(), json!(g));
-        }
-        cache.insert(m.config.kt_key(), Value::Object(entry));
+        out.push(FailedConfig {
+            config: m.config.clone(),
+            verdict: m.verdict.short(),
+            detail: verdict_detail(&m.verdict),
+        });
     }
-    json!({
-        "version": "1.0",
-        "device_name": result.device.name,
-        "kernel_name": kernel.kernel_name,
-        "problem_size": problem_size,
-        "tune_params_keys": keys,
-        "tune_params": tune_params,
-        "objective": "time",
-        "cache": cache,
-    })
+    out
 }
 
-fn py_dtype(t: &TestArg) -> String {
-    match t {
-        TestArg::Array(a) => a.dtype.numpy_name().to_string(),
-        TestArg::Scalar(s) => s.dtype.numpy_name().to_string(),
+/// What a time of kt's is: one launch of one test, or the objective over several.
+pub fn objective_basis(tests: &TestSet) -> String {
+    match tests.tests.as_slice() {
+        [one] => format!(
+            "the median of the launches of test `{}` (ms), one launch",
+            one.id
+        ),
+        many => format!(
+            "the sum over {} tests ({}) of each test's median launch time (ms)",
+            many.len(),
+            many.iter()
+                .map(|t| t.id.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
     }
 }
 
-/// A Kernel Tuner script that builds the same kind of inputs and tunes the best configuration (plus the
-/// search space's value lists in a comment, to re-run the full tuning).
-pub fn kernel_tuner_script(
+/// Names an expression may use besides the parameters: the test's scalars and kt's block-size defaults.
+fn constants(test: &KernelTest) -> crate::expr::Bindings {
+    geometry::bindings(&Config(vec![]), &test.scalars())
+}
+
+/// Problem size per dimension as the exported script passes it (as many dimensions as kt's geometry has):
+/// the test's integer, or a Python expression when it depends on the parameters.
+pub fn script_problem_size(
     kernel: &TunableKernel,
     test: &KernelTest,
-    result: &TuneResult,
-    source_file: &str,
-) -> String {
-    let mut s = String::new();
-    s.push_str("#!/usr/bin/env python3\n# Generated by kt: tune the best configuration kt found with Kernel Tuner.\n");
-    s.push_str("import numpy as np\nimport kernel_tuner\nfrom collections import OrderedDict\n\n");
-    s.push_str("rng = np.random.default_rng(1)\nargs = []\n");
-    for a in &test.args {
-        match a {
-            TestArg::Array(arr) => {
-                let dt = py_dtype(a);
-                let n = arr.elements;
-                let line = match &arr.source {
-                    ArraySource::Npy { path, .. } => format!(
-                        "np.load({:?}).astype(np.{dt}).ravel()",
-                        path.display().to_string()
-                    ),
-                    ArraySource::Generate { dist, .. } => match dist {
-                        Distribution::Randn => format!("rng.standard_normal({n}).astype(np.{dt})"),
-                        Distribution::Rand => format!("rng.random({n}).astype(np.{dt})"),
-                        Distribution::Zeros => format!("np.zeros({n}, dtype=np.{dt})"),
-                        Distribution::Ones => format!("np.ones({n}, dtype=np.{dt})"),
-                        Distribution::RandInt { lo, hi } => {
-                            format!("rng.integers({lo}, {hi}, {n}).astype(np.{dt})")
-                        }
-                    },
-                };
-                s.push_str(&format!(
-                    "{} = {line}\nargs.append({})\n",
-                    arr.name, arr.name
-                ));
-            }
-            TestArg::Scalar(sc) => s.push_str(&format!(
-                "{} = np.{}({})\nargs.append({})\n",
-                sc.name,
-                py_dtype(a),
-                sc.value,
-                sc.name
-            )),
-        }
-    }
-    let problem: Vec<String> = kernel
+) -> Result<Vec<String>, TunerError> {
+    let names: Vec<String> = kernel.params.iter().map(|p| p.name.clone()).collect();
+    let constants = constants(test);
+    kernel
         .geometry
         .problem_size
         .iter()
-        .map(|e| format!("{e:?}"))
-        .collect();
-    s.push_str(&format!(
-        "\nproblem_size = ({},)\n",
-        problem
-            .iter()
-            .map(|p| format!("eval({p}, globals())"))
-            .collect::<Vec<_>>()
-            .join(", ")
-    ));
-    s.push_str("tune_params = OrderedDict()\n");
-    let best = result.best.as_ref().map(|b| b.config.clone());
-    for p in &kernel.params {
-        let v = best
-            .as_ref()
-            .and_then(|b| b.get(&p.name))
-            .map(|v| vec![v])
-            .unwrap_or_else(|| p.values.clone());
-        s.push_str(&format!(
-            "tune_params[{:?}] = {:?}  # full space: {:?}\n",
-            p.name, v, p.values
-        ));
+        .map(|e| {
+            if mentions(e, &names) {
+                translate(e, &names, &constants).map_err(|m| TunerError::Expression {
+                    expr: e.clone(),
+                    message: m,
+                })
+            } else {
+                crate::expr::eval_count(e, &constants).map(|v| v.to_string())
+            }
+        })
+        .collect()
+}
+
+/// One export: a tuning result with the kernel and tests it came from.
+pub struct KernelTunerExport<'a> {
+    kernel: &'a TunableKernel,
+    tests: &'a TestSet,
+    result: &'a TuneResult,
+    timestamp: String,
+}
+
+/// The space as the export sees it: kt's configurations, the measurement of each (last one wins), the ones
+/// that failed and the ones never measured.
+struct SpaceView<'a> {
+    names: Vec<String>,
+    space: SearchSpace,
+    measured: Vec<&'a Measurement>,
+    failed: Vec<Vec<i64>>,
+    unmeasured: usize,
+}
+
+/// Kernel Tuner's timestamp format: `2026-11-22 10:11:12.123456+00:00`.
+fn now_timestamp() -> String {
+    let format = time::macros::format_description!(
+        "[year]-[month]-[day] [hour]:[minute]:[second].[subsecond digits:6]+00:00"
+    );
+    time::OffsetDateTime::now_utc()
+        .format(&format)
+        .unwrap_or_default()
+}
+
+fn io_error(path: &Path, e: std::io::Error) -> TunerError {
+    TunerError::KernelTuner {
+        path: path.to_path_buf(),
+        message: format!("cannot write it: {e}"),
     }
-    let divs = |d: usize| {
+}
+
+impl<'a> KernelTunerExport<'a> {
+    /// The stated test, whose launches are `times`, is the first of `tests` (the one kt's measurements
+    /// keep samples of).
+    pub fn new(
+        kernel: &'a TunableKernel,
+        tests: &'a TestSet,
+        result: &'a TuneResult,
+    ) -> Result<Self, TunerError> {
+        if tests.tests.is_empty() {
+            return Err(TunerError::Arguments(
+                "the Kernel Tuner export needs the run's tests; none were given".into(),
+            ));
+        }
+        Ok(KernelTunerExport {
+            kernel,
+            tests,
+            result,
+            timestamp: now_timestamp(),
+        })
+    }
+
+    fn test(&self) -> &KernelTest {
+        &self.tests.tests[0]
+    }
+
+    pub fn cache_file_name(&self) -> String {
+        format!("{}_cache.json", self.kernel.kernel_name)
+    }
+
+    pub fn script_file_name(&self) -> String {
+        format!("tune_{}.py", self.kernel.kernel_name)
+    }
+
+    pub fn source_file_name(&self) -> String {
+        format!("{}_kt.cu", self.kernel.kernel_name)
+    }
+
+    fn param_names(&self) -> Vec<String> {
+        self.kernel.params.iter().map(|p| p.name.clone()).collect()
+    }
+
+    /// The values of `config` in parameter order, when it sets every parameter.
+    fn values(&self, config: &Config) -> Option<Vec<i64>> {
+        self.kernel
+            .params
+            .iter()
+            .map(|p| config.get(&p.name))
+            .collect()
+    }
+
+    fn constants(&self) -> crate::expr::Bindings {
+        constants(self.test())
+    }
+
+    fn space(&self) -> Result<SpaceView<'a>, TunerError> {
+        let space = SearchSpace::build(
+            &self.kernel.params,
+            &self.kernel.restrictions,
+            &self.test().scalars(),
+            Some(self.result.device.max_threads_per_block as u64),
+        )?;
+        let mut measured: Vec<&'a Measurement> = Vec::new();
+        for m in &self.result.measurements {
+            if self.values(&m.config).is_none() {
+                continue;
+            }
+            match measured.iter_mut().find(|x| x.config == m.config) {
+                Some(slot) => *slot = m,
+                None => measured.push(m),
+            }
+        }
+        let failed = failed_configurations(self.result)
+            .iter()
+            .filter_map(|f| self.values(&f.config))
+            .collect();
+        let unmeasured = space
+            .configs
+            .iter()
+            .filter(|c| !measured.iter().any(|m| &m.config == *c))
+            .count();
+        Ok(SpaceView {
+            names: self.param_names(),
+            space,
+            measured,
+            failed,
+            unmeasured,
+        })
+    }
+
+    fn problem_size(&self) -> Result<Vec<String>, TunerError> {
+        script_problem_size(self.kernel, self.test())
+    }
+
+    fn kt_best(&self) -> Option<Vec<(String, i64)>> {
+        let b = self.result.best.as_ref()?;
+        let values = self.values(&b.config)?;
+        Some(self.param_names().into_iter().zip(values).collect())
+    }
+
+    /// Kernel Tuner's cache file (JSON text, `"cache"` last).
+    pub fn cache_json(&self) -> Result<String, TunerError> {
+        let view = self.space()?;
+        let mut doc = Ordered::object();
+        doc.push("device_name", json!(self.result.device.name));
+        doc.push("kernel_name", json!(self.kernel.kernel_name));
+        let problem: Vec<serde_json::Value> = self
+            .problem_size()?
+            .into_iter()
+            .map(|p| p.parse::<u64>().map(|v| json!(v)).unwrap_or(json!(p)))
+            .collect();
+        doc.push("problem_size", json!(problem));
+        doc.push("tune_params_keys", json!(view.names));
+        let mut tune_params = Ordered::object();
+        for p in &self.kernel.params {
+            tune_params.push(p.name.clone(), json!(p.values));
+        }
+        doc.push("tune_params", tune_params);
+        doc.push("objective", json!("time"));
+        doc.push(
+            "kt_exported_by",
+            json!(format!("kt {}", env!("CARGO_PKG_VERSION"))),
+        );
+        doc.push("kt_time_basis", json!(self.time_basis()));
+        doc.push("kt_time_test", json!(self.test().id));
+        doc.push("kt_objective_basis", json!(objective_basis(self.tests)));
+        doc.push(
+            "kt_tests",
+            json!(
+                self.tests
+                    .tests
+                    .iter()
+                    .map(|t| t.id.clone())
+                    .collect::<Vec<_>>()
+            ),
+        );
+        let mut best = Ordered::object();
+        for (n, v) in self.kt_best().unwrap_or_default() {
+            best.push(n, json!(v));
+        }
+        doc.push(
+            "kt_best",
+            if self.result.best.is_some() {
+                best
+            } else {
+                json!(null).into()
+            },
+        );
+        doc.push("kt_space_size", json!(view.space.len()));
+        doc.push("kt_measured", json!(view.space.len() - view.unmeasured));
+        let mut cache = Ordered::object();
+        for m in &view.measured {
+            cache.push(m.config.kt_key(), cache_file::entry(m, &self.timestamp));
+        }
+        doc.push("cache", cache);
+        serde_json::to_string_pretty(&doc).map_err(|e| TunerError::Arguments(e.to_string()))
+    }
+
+    fn time_basis(&self) -> String {
         format!(
-            "[{}]",
-            kernel.geometry.grid_div[d]
-                .iter()
-                .map(|e| format!("{e:?}"))
-                .collect::<Vec<_>>()
-                .join(", ")
+            "`time` is the mean of the launches in `times`, one launch each, of test `{}` (ms)",
+            self.test().id
         )
-    };
-    s.push_str(&format!(
-        "\nresults, env = kernel_tuner.tune_kernel({:?}, {:?}, problem_size, args, tune_params,\n    grid_div_x={}, grid_div_y={}, grid_div_z={}, lang=\"cupy\", verbose=True)\n",
-        kernel.kernel_name, source_file, divs(0), divs(1), divs(2)
-    ));
-    s.push_str("print(min(results, key=lambda r: r['time']))\n");
-    s
+    }
+
+    /// kt's restrictions in Python, the device's thread limit, and the failed configurations excluded.
+    fn restrictions(&self, view: &SpaceView) -> Vec<RestrictionLine> {
+        let constants = self.constants();
+        let mut lines = Vec::new();
+        let mut untranslated = Vec::new();
+        for r in &self.kernel.restrictions {
+            match r {
+                Restriction::Expr(e) => match translate(e, &view.names, &constants) {
+                    Ok(python) => lines.push(RestrictionLine {
+                        comment: format!("kt: {e}"),
+                        python,
+                    }),
+                    Err(why) => untranslated.push(format!("`{e}` ({why})")),
+                },
+                Restriction::Closure(_) => untranslated.push("a Rust predicate".into()),
+            }
+        }
+        if !untranslated.is_empty() {
+            let all: Vec<Vec<i64>> = view
+                .space
+                .configs
+                .iter()
+                .filter_map(|c| self.values(c))
+                .collect();
+            let (lhs, set) = config_set(&view.names, &all);
+            lines.push(RestrictionLine {
+                comment: format!(
+                    "kt's space, as the configurations it holds: {} cannot be written in Python",
+                    untranslated.join(", ")
+                ),
+                python: format!("{lhs} in {set}"),
+            });
+        }
+        let blocks: Vec<&str> = ["block_size_x", "block_size_y", "block_size_z"]
+            .into_iter()
+            .filter(|b| view.names.iter().any(|n| n == b))
+            .collect();
+        if !blocks.is_empty() {
+            lines.push(RestrictionLine {
+                comment: format!(
+                    "the device's limit on threads per block ({})",
+                    self.result.device.name
+                ),
+                python: format!(
+                    "{} <= {}",
+                    blocks.join(" * "),
+                    self.result.device.max_threads_per_block
+                ),
+            });
+        }
+        if !view.failed.is_empty() {
+            let (lhs, set) = config_set(&view.names, &view.failed);
+            let failed = failed_configurations(self.result);
+            let mut kinds: Vec<&str> = failed.iter().map(|f| f.verdict).collect();
+            kinds.sort();
+            kinds.dedup();
+            lines.push(RestrictionLine {
+                comment: format!(
+                    "{} configuration(s) kt saw fail ({}): never selected",
+                    view.failed.len(),
+                    kinds.join(", ")
+                ),
+                python: format!("{lhs} not in {set}"),
+            });
+        }
+        lines
+    }
+
+    fn simulate_only(&self, view: &SpaceView) -> Option<RestrictionLine> {
+        if view.unmeasured == 0 {
+            return None;
+        }
+        let measured: Vec<Vec<i64>> = view
+            .measured
+            .iter()
+            .filter_map(|m| self.values(&m.config))
+            .collect();
+        let (lhs, set) = config_set(&view.names, &measured);
+        Some(RestrictionLine {
+            comment: format!(
+                "kt's {:?} search measured {} of the {} configurations; simulation needs each one it visits",
+                self.result.strategy,
+                view.space.len() - view.unmeasured,
+                view.space.len()
+            ),
+            python: format!("{lhs} in {set}"),
+        })
+    }
+
+    /// File name beside the script for an array read from a file.
+    fn array_file(&self, name: &str) -> String {
+        let safe: String = format!("{}_{name}", self.test().id)
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        format!("{safe}.npy")
+    }
+
+    fn npy_arrays(&self) -> Vec<(String, PathBuf)> {
+        self.test()
+            .args
+            .iter()
+            .filter_map(|a| match a {
+                TestArg::Array(x) => match &x.source {
+                    ArraySource::Npy { path, .. } => Some((x.name.clone(), path.clone())),
+                    ArraySource::Generate { .. } => None,
+                },
+                TestArg::Scalar(_) => None,
+            })
+            .collect()
+    }
+
+    /// The script's text, for `script_name` beside the cache, the source and the arrays.
+    pub fn script(&self, script_name: &str) -> Result<String, TunerError> {
+        let view = self.space()?;
+        let names = self.param_names();
+        let constants = self.constants();
+        let tr = |e: &String| {
+            translate(e, &names, &constants).map_err(|m| TunerError::Expression {
+                expr: e.clone(),
+                message: m,
+            })
+        };
+        let mut grid_div: [Vec<String>; 3] = Default::default();
+        for (d, divs) in self.kernel.geometry.grid_div.iter().enumerate() {
+            grid_div[d] = divs.iter().map(tr).collect::<Result<_, _>>()?;
+        }
+        let kt_best = match self.kt_best() {
+            Some(b) => format!(
+                "{{{}}}",
+                b.iter()
+                    .map(|(n, v)| format!("{}: {v}", python::py_str(n)))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            None => "None".into(),
+        };
+        let spec = ScriptSpec {
+            kernel_name: self.kernel.kernel_name.clone(),
+            kt_version: env!("CARGO_PKG_VERSION").into(),
+            device_name: self.result.device.name.clone(),
+            source_file: self.source_file_name(),
+            cache_file: self.cache_file_name(),
+            script_file: script_name.to_string(),
+            params: self
+                .kernel
+                .params
+                .iter()
+                .map(|p| (p.name.clone(), p.values.clone()))
+                .collect(),
+            restrictions: self.restrictions(&view),
+            simulate_only: self.simulate_only(&view),
+            problem_size: self.problem_size()?,
+            grid_div,
+            shared_mem: self
+                .kernel
+                .geometry
+                .shared_mem
+                .as_ref()
+                .map(tr)
+                .transpose()?,
+            compiler_options: self.kernel.compiler_options.clone(),
+            array_files: self
+                .npy_arrays()
+                .into_iter()
+                .map(|(n, _)| {
+                    let f = self.array_file(&n);
+                    (n, f)
+                })
+                .collect(),
+            time_basis: self.time_basis(),
+            objective_basis: format!(
+                "`kt_objective_ms` in the cache, {}",
+                objective_basis(self.tests)
+            ),
+            kt_best,
+        };
+        Ok(script::render(&spec, self.test()))
+    }
+
+    /// Writes the cache, the script (`script_name`, default `tune_<kernel>.py`), the kernel source and the
+    /// stated test's .npy arrays (hard links where possible) into `dir`. Returns the files written.
+    pub fn write(&self, dir: &Path, script_name: Option<&str>) -> Result<Vec<PathBuf>, TunerError> {
+        std::fs::create_dir_all(dir).map_err(|e| io_error(dir, e))?;
+        let script_name = script_name
+            .map(str::to_string)
+            .unwrap_or_else(|| self.script_file_name());
+        let mut written = Vec::new();
+        let mut put = |name: &str, text: &str| -> Result<(), TunerError> {
+            let path = dir.join(name);
+            std::fs::write(&path, text).map_err(|e| io_error(&path, e))?;
+            written.push(path);
+            Ok(())
+        };
+        put(&self.cache_file_name(), &self.cache_json()?)?;
+        put(&script_name, &self.script(&script_name)?)?;
+        put(&self.source_file_name(), &self.kernel.source)?;
+        for (name, from) in self.npy_arrays() {
+            let to = dir.join(self.array_file(&name));
+            let _ = std::fs::remove_file(&to);
+            if std::fs::hard_link(&from, &to).is_err() {
+                std::fs::copy(&from, &to).map_err(|e| io_error(&from, e))?;
+            }
+            written.push(to);
+        }
+        Ok(written)
+    }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::args::{ArrayArg, ScalarArg};
-    use crate::dtype::DType;
-    use crate::session::{Measurement, Phases};
-    use crate::space::{Config, TunableParam};
-    use crate::worker::protocol::DeviceInfo;
-
-    fn result() -> (TunableKernel, TuneResult, KernelTest) {
-        let mut k = TunableKernel::new("src", "vectorAdd", vec!["n".into()]);
-        k.params = vec![TunableParam::new("block_size_x", [64, 128])];
-        let cfg = |v| Config(vec![("block_size_x".into(), v)]);
-        let ok = Measurement::synthetic(cfg(128), Verdict::Ok, Some(1.5));
-        let bad = Measurement::synthetic(cfg(64), Verdict::CompileError { log: "x".into() }, None);
-        let device = DeviceInfo {
-            ordinal: 0,
-            name: "NVIDIA H200".into(),
-            uuid: "GPU-1".into(),
-            compute_capability: (9, 0),
-            sm_count: 132,
-            max_threads_per_block: 1024,
-            max_threads_per_sm: 2048,
-            max_shared_per_block: 49152,
-            max_shared_per_block_optin: 232448,
-            registers_per_block: 65536,
-            l2_bytes: 60 << 20,
-            total_memory: 1 << 30,
-            driver_version: 13000,
-            clock_khz: 0,
-            context_ms: 0.0,
-        };
-        let r = TuneResult {
-            kernel_name: "vectorAdd".into(),
-            device,
-            strategy: crate::search::Strategy::BruteForce,
-            space_size: 2,
-            best: Some(ok.clone()),
-            reference: None,
-            measurements: vec![bad, ok],
-            phases: Phases::default(),
-            peak_gbps: None,
-            worker_restarts: 0,
-        };
-        let test = KernelTest {
-            id: "t0".into(),
-            args: vec![
-                TestArg::Array(ArrayArg {
-                    name: "a".into(),
-                    dtype: DType::Float32,
-                    lanes: 1,
-                    elements: 10,
-                    source: ArraySource::Generate {
-                        dist: Distribution::Randn,
-                        seed: 1,
-                    },
-                    is_output: false,
-                    expected: None,
-                }),
-                TestArg::Scalar(ScalarArg {
-                    name: "n".into(),
-                    dtype: DType::Int32,
-                    value: 10.0,
-                    bytes: vec![10, 0, 0, 0],
-                }),
-            ],
-            tolerances: Default::default(),
-        };
-        (k, r, test)
-    }
-
-    #[test]
-    fn kernel_tuner_cache_has_every_config_with_failures_named_as_kernel_tuner_does() {
-        let (k, r, _) = result();
-        let v = kernel_tuner_cache(&k, &r, [10, 1, 1]);
-        assert_eq!(v["device_name"], "NVIDIA H200");
-        assert_eq!(v["tune_params_keys"], json!(["block_size_x"]));
-        assert_eq!(v["cache"]["128"]["time"], json!(1.5));
-        assert_eq!(v["cache"]["64"]["time"], json!("CompilationFailedConfig"));
-    }
-
-    #[test]
-    fn script_tunes_the_best_config_on_the_same_kind_of_inputs() {
-        let (k, r, t) = result();
-        let s = kernel_tuner_script(&k, &t, &r, "vectorAdd.cu");
-        assert!(
-            s.contains("kernel_tuner.tune_kernel(\"vectorAdd\", \"vectorAdd.cu\""),
-            "{s}"
-        );
-        assert!(s.contains("tune_params[\"block_size_x\"] = [128]"), "{s}");
-        assert!(
-            s.contains("rng.standard_normal(10).astype(np.float32)"),
-            "{s}"
-        );
-        assert!(s.contains("n = np.int32(10)"), "{s}");
-    }
-}
+mod tests;

@@ -85,18 +85,10 @@ impl Fake {
                     bytes.extend((0..n).flat_map(|i| (i as f32).to_le_bytes()));
                     if let Err(e) = std::fs::write(&f.path, bytes) {
                         return (
-                            Reply::Ran(RunOutcome {
-                                status: RunStatus::Invalid(format!(
-                                    "writing {}: {e}",
-                                    f.path.display()
-                                )),
-                                outputs: vec![],
-                                inputs_modified: vec![],
-                                timing: None,
-                                occupancy: None,
-                                accumulating_outputs: vec![],
-                                recorded: vec![],
-                            }),
+                            Reply::Ran(RunOutcome::empty(RunStatus::Invalid(format!(
+                                "writing {}: {e}",
+                                f.path.display()
+                            )))),
                             false,
                         );
                     }

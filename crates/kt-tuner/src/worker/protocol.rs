@@ -12,6 +12,9 @@ use crate::geometry::LaunchDims;
 use crate::measure::{Baseline, TimingPolicy, TimingStats};
 use crate::verify::OutputReport;
 
+/// How a `LoadFailed` message starts when the module has no symbol for the kernel.
+pub const KERNEL_NOT_FOUND: &str = "kernel not found";
+
 /// Header sizes above this are garbage, not a message (a real header is a few KB at most).
 const MAX_HEADER: u32 = 64 << 20;
 const MAX_PAYLOAD: u64 = 1 << 32;
@@ -171,6 +174,21 @@ pub struct RunOutcome {
     /// Recording runs only: the files written.
     #[serde(default)]
     pub recorded: Vec<RecordedOutput>,
+}
+
+impl RunOutcome {
+    /// An outcome with only a status: nothing compared, timed or recorded (yet).
+    pub fn empty(status: RunStatus) -> Self {
+        RunOutcome {
+            status,
+            outputs: vec![],
+            inputs_modified: vec![],
+            timing: None,
+            occupancy: None,
+            accumulating_outputs: vec![],
+            recorded: vec![],
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

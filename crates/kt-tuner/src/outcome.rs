@@ -1,0 +1,349 @@
+//! What the tuner hands back: a `Verdict` per configuration (or per test of a verification), the
+//! `Measurement` of one configuration, a whole run's `TuneResult` with where its time went (`Phases`), the
+//! `Progress` events of a run, a verification's `VerifyReport` and a reference run's `ReferenceOutputs`.
+//! Plain data: the results cache and the Kernel Tuner export read these without knowing how they were made.
+
+use serde::{Deserialize, Serialize};
+
+use crate::geometry::LaunchDims;
+use crate::measure::TimingStats;
+use crate::search::Strategy;
+use crate::space::Config;
+use crate::verify::OutputReport;
+use crate::worker::protocol::{DeviceInfo, RecordedOutput};
+
+/// What happened to one configuration.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+///
+/// Five failures are never confused: the kernel is not there (`KernelNotFound`), it does not compile
+/// (`CompileError`), its launch fails (`Invalid`: refused by the driver; `Crashed`: it faulted), it hangs
+/// (`Timeout`), or it computes a verified wrong answer (`WrongAnswer`). `Nondeterministic`: it verified, but
+/// reruns on the same inputs gave other outputs.
+pub enum Verdict {
+    Ok,
+    WrongAnswer {
+        details: Vec<String>,
+        reports: Vec<OutputReport>,
+    },
+    CompileError {
+        log: String,
+    },
+    Invalid {
+        reason: String,
+    },
+    Timeout {
+        after_s: f64,
+    },
+    Crashed {
+        reason: String,
+    },
+    KernelNotFound {
+        name: String,
+        detail: String,
+    },
+    Nondeterministic {
+        details: Vec<String>,
+    },
+}
+
+impl Verdict {
+    pub fn is_ok(&self) -> bool {
+        matches!(self, Verdict::Ok)
+    }
+
+    pub fn short(&self) -> &'static str {
+        match self {
+            Verdict::Ok => "ok",
+            Verdict::WrongAnswer { .. } => "wrong answer",
+            Verdict::CompileError { .. } => "compile error",
+            Verdict::Invalid { .. } => "launch error",
+            Verdict::Timeout { .. } => "timeout",
+            Verdict::Crashed { .. } => "launch error (crashed)",
+            Verdict::KernelNotFound { .. } => "kernel not found",
+            Verdict::Nondeterministic { .. } => "nondeterministic",
+        }
+    }
+
+    /// What went wrong, in words (for a verdict that ends a reference run).
+    pub fn reason(&self) -> String {
+        match self {
+            Verdict::Ok => "no failure".into(),
+            Verdict::WrongAnswer { details, .. } => details.join("; "),
+            Verdict::CompileError { log } => format!("compile error: {log}"),
+            Verdict::Invalid { reason } => format!("launch error: {reason}"),
+            Verdict::Crashed { reason } => format!("launch error (the kernel crashed): {reason}"),
+            Verdict::Timeout { after_s } => {
+                format!("timeout: no reply within {after_s:.1} s (hung kernel?); worker killed")
+            }
+            Verdict::KernelNotFound { name, detail } => {
+                format!("kernel not found: `{name}`: {detail}")
+            }
+            Verdict::Nondeterministic { details } => {
+                format!("nondeterministic: {}", details.join("; "))
+            }
+        }
+    }
+
+    /// A failed compile: "kernel not found" when NVRTC's log says the kernel's name names nothing, else a
+    /// compile error with the log.
+    pub fn from_compile_log(log: &str, kernel_name: &str) -> Verdict {
+        if crate::nvrtc::log_says_kernel_missing(log, kernel_name) {
+            Verdict::KernelNotFound {
+                name: kernel_name.to_string(),
+                detail: format!(
+                    "no __global__ function of that name in the compiled source\n{log}"
+                ),
+            }
+        } else {
+            Verdict::CompileError {
+                log: log.to_string(),
+            }
+        }
+    }
+
+    /// A module that compiled but could not be loaded or launched: "kernel not found" when the worker did
+    /// not find its symbol, else a launch error.
+    pub fn from_load_failure(message: String, kernel_name: &str) -> Verdict {
+        if message.starts_with(crate::worker::protocol::KERNEL_NOT_FOUND) {
+            Verdict::KernelNotFound {
+                name: kernel_name.to_string(),
+                detail: message,
+            }
+        } else {
+            Verdict::Invalid { reason: message }
+        }
+    }
+}
+
+impl Verdict {
+    /// The verdict on a run's checks: `None` when every output matches and no input changed, else a wrong
+    /// answer listing each failed output and each modified input (prefixed by the test, when named).
+    pub fn from_checks(
+        outputs: &[OutputReport],
+        inputs_modified: &[String],
+        test: Option<&str>,
+    ) -> Option<Verdict> {
+        let bad: Vec<&OutputReport> = outputs.iter().filter(|o| !o.passed()).collect();
+        if bad.is_empty() && inputs_modified.is_empty() {
+            return None;
+        }
+        let prefix = test.map(|t| format!("test {t}: ")).unwrap_or_default();
+        let mut details: Vec<String> = bad
+            .iter()
+            .map(|o| format!("{prefix}{}", o.describe()))
+            .collect();
+        details.extend(
+            inputs_modified
+                .iter()
+                .map(|n| format!("{prefix}input {n} was modified by the kernel")),
+        );
+        Some(Verdict::WrongAnswer {
+            details,
+            reports: bad.into_iter().cloned().collect(),
+        })
+    }
+}
+
+/// One configuration's result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Measurement {
+    pub config: Config,
+    pub verdict: Verdict,
+    /// Timing of the first test (the objective sums the medians over all tests).
+    pub timing: Option<TimingStats>,
+    pub objective: Option<f64>,
+    pub per_test_ms: Vec<f64>,
+    pub launch: Option<LaunchDims>,
+    pub compile_ms: f64,
+    pub benchmark_ms: f64,
+    pub registers: Option<i32>,
+    pub local_bytes: Option<i32>,
+    pub static_shared_bytes: Option<i32>,
+    pub occupancy: Option<f64>,
+    pub gbps: Option<f64>,
+    pub gflops: Option<f64>,
+    pub percent_of_peak: Option<f64>,
+    pub from_cache: bool,
+}
+
+impl Measurement {
+    pub fn objective_ms(&self) -> Option<f64> {
+        if self.verdict.is_ok() {
+            self.objective
+        } else {
+            None
+        }
+    }
+
+    /// A measurement without a GPU (for tests of strategies, caches and exports).
+    pub fn synthetic(config: Config, verdict: Verdict, ms: Option<f64>) -> Self {
+        Measurement {
+            config,
+            verdict,
+            timing: ms.and_then(|m| TimingStats::from_samples(&[m])),
+            objective: ms,
+            per_test_ms: ms.into_iter().collect(),
+            launch: None,
+            compile_ms: 0.0,
+            benchmark_ms: 0.0,
+            registers: None,
+            local_bytes: None,
+            static_shared_bytes: None,
+            occupancy: None,
+            gbps: None,
+            gflops: None,
+            percent_of_peak: None,
+            from_cache: false,
+        }
+    }
+}
+
+/// Where the wall time went (milliseconds).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Phases {
+    /// Worker start and CUDA context creation (overlapped with compilation).
+    pub context_ms: f64,
+    /// Uploading or generating the tests' arrays.
+    pub upload_ms: f64,
+    /// NVRTC time summed over all compilations (CPU time on the pool, overlapped).
+    pub compile_cpu_ms: f64,
+    /// Time the benchmark loop waited for a compilation to finish.
+    pub compile_wait_ms: f64,
+    /// Reference launches (expected outputs, poison probe, baseline timing).
+    pub reference_ms: f64,
+    /// The search itself, from the first configuration to the last.
+    pub benchmark_ms: f64,
+    pub total_ms: f64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TuneResult {
+    pub kernel_name: String,
+    pub device: DeviceInfo,
+    pub strategy: Strategy,
+    pub space_size: usize,
+    pub best: Option<Measurement>,
+    /// The default launch, measured on the same tests.
+    pub reference: Option<Measurement>,
+    pub measurements: Vec<Measurement>,
+    pub phases: Phases,
+    pub peak_gbps: Option<f64>,
+    pub worker_restarts: usize,
+}
+
+impl TuneResult {
+    pub fn speedup(&self) -> Option<f64> {
+        Some(self.reference.as_ref()?.objective_ms()? / self.best.as_ref()?.objective_ms()?)
+    }
+}
+
+/// Progress events for a bar or a log.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Progress {
+    pub done: usize,
+    pub total: usize,
+    pub config: Config,
+    pub verdict: String,
+    pub time_ms: Option<f64>,
+    pub best_ms: Option<f64>,
+}
+
+/// Per-test outcome of `verify`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TestVerdict {
+    pub test: String,
+    pub verdict: Verdict,
+    pub outputs: Vec<OutputReport>,
+    pub inputs_modified: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct VerifyReport {
+    pub tests: Vec<TestVerdict>,
+}
+
+impl VerifyReport {
+    pub fn passed(&self) -> bool {
+        self.tests.iter().all(|t| t.verdict.is_ok())
+    }
+}
+
+/// One test's outputs as written by a reference run (`Tuner::run_reference`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReferenceOutputs {
+    pub test_id: String,
+    /// Every output of the test, in parameter order, with where it was written.
+    pub outputs: Vec<RecordedOutput>,
+    /// The launch's timing, when asked for.
+    pub timing: Option<TimingStats>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_failure_is_named_as_itself() {
+        let all = [
+            Verdict::from_compile_log("kernel.cu(2): error: identifier \"k\" is undefined", "k"),
+            Verdict::from_compile_log("kernel.cu(2): error: expected a \";\"", "k"),
+            Verdict::from_load_failure("launch refused: CUDA_ERROR_INVALID_VALUE".into(), "k"),
+            Verdict::Timeout { after_s: 2.0 },
+            Verdict::from_checks(&[], &["a".to_string()], Some("t0")).unwrap(),
+            Verdict::from_load_failure(
+                format!("{}: no symbol", crate::worker::protocol::KERNEL_NOT_FOUND),
+                "k",
+            ),
+        ];
+        let shorts: Vec<&str> = all.iter().map(Verdict::short).collect();
+        assert_eq!(
+            shorts,
+            [
+                "kernel not found",
+                "compile error",
+                "launch error",
+                "timeout",
+                "wrong answer",
+                "kernel not found"
+            ]
+        );
+        for v in &all {
+            assert!(
+                v.reason().starts_with(match v.short() {
+                    "wrong answer" => "test t0",
+                    s => s,
+                }),
+                "{}",
+                v.reason()
+            );
+        }
+    }
+
+    #[test]
+    fn only_a_verified_mismatch_is_a_wrong_answer() {
+        assert_eq!(Verdict::from_checks(&[], &[], None), None);
+        let Some(Verdict::WrongAnswer { details, .. }) =
+            Verdict::from_checks(&[], &["x".to_string()], None)
+        else {
+            panic!("a modified input is a wrong answer");
+        };
+        assert_eq!(details, vec!["input x was modified by the kernel"]);
+    }
+
+    #[test]
+    fn verdicts_round_trip_through_json() {
+        for v in [
+            Verdict::KernelNotFound {
+                name: "ns::k".into(),
+                detail: "d".into(),
+            },
+            Verdict::Nondeterministic {
+                details: vec!["out differs".into()],
+            },
+        ] {
+            let text = serde_json::to_string(&v).unwrap();
+            assert_eq!(serde_json::from_str::<Verdict>(&text).unwrap(), v);
+        }
+    }
+}

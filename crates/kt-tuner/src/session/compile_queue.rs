@@ -1,0 +1,254 @@
+//! The compile queue in front of the compiler pool. Every module the tuner needs (a configuration of the
+//! user's kernel, kt's own utility kernels for a set of dtypes) is submitted with a ticket and waited for by
+//! ticket; results that arrive meanwhile are kept for their own waiter. Compiled modules are remembered by
+//! key with what the worker needs to load them, so a fresh worker after a crash can load them again.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use crate::device_kernels;
+use crate::dtype::DType;
+use crate::error::TunerError;
+use crate::expr::Bindings;
+use crate::headers;
+use crate::module_cache::{CompilePool, ModuleOutcome};
+use crate::nvrtc::{self, Program};
+use crate::session::setup::TunableKernel;
+use crate::space::Config;
+
+/// A configuration handed to the pool: its ticket, its module key and the dynamic shared memory its
+/// launch asks for.
+#[derive(Debug, Clone)]
+pub(crate) struct Submitted {
+    pub ticket: usize,
+    pub key: String,
+    pub shared: u32,
+}
+
+/// What the session knows about one compiled module across worker restarts.
+pub(crate) struct ModuleEntry {
+    pub outcome: Arc<ModuleOutcome>,
+    pub kernel: String,
+    pub dynamic_shared: u32,
+}
+
+type Finished = Result<Arc<ModuleOutcome>, TunerError>;
+
+pub(crate) struct CompileQueue {
+    pool: CompilePool,
+    arch: (i32, i32),
+    /// The CUDA toolkit's headers (cuda_fp16.h, …), when the machine has them.
+    cuda_include: Option<std::path::PathBuf>,
+    ticket: usize,
+    /// Results that arrived while another ticket was awaited.
+    finished: HashMap<usize, Finished>,
+    /// kt's own kernels per dtype set: compile ticket, then the CUBIN once it is known.
+    util_tickets: HashMap<Vec<DType>, usize>,
+    util_cubins: HashMap<Vec<DType>, Arc<Vec<u8>>>,
+    modules: HashMap<String, ModuleEntry>,
+}
+
+impl CompileQueue {
+    pub fn new(pool: CompilePool, arch: (i32, i32)) -> Self {
+        CompileQueue {
+            pool,
+            arch,
+            cuda_include: headers::cuda_include_dir(),
+            ticket: 0,
+            finished: HashMap::new(),
+            util_tickets: HashMap::new(),
+            util_cubins: HashMap::new(),
+            modules: HashMap::new(),
+        }
+    }
+
+    pub fn arch(&self) -> (i32, i32) {
+        self.arch
+    }
+
+    fn next_ticket(&mut self) -> usize {
+        self.ticket += 1;
+        self.ticket
+    }
+
+    /// The NVRTC options of a kernel: the device's architecture, then the kernel's own (the identity of a
+    /// kernel in the results cache).
+    pub fn options_for(&self, kernel: &TunableKernel) -> Vec<String> {
+        let mut o = vec![nvrtc::arch_option(self.arch)];
+        o.extend(kernel.compiler_options.iter().cloned());
+        o.extend(kernel.template_args.iter().map(|a| format!("template {a}")));
+        o
+    }
+
+    /// The program NVRTC compiles for `kernel` at `config`: the configuration's defines (template
+    /// parameters excepted) in front of the source, the include directories, kt's built-in headers and the
+    /// name expression; plus the contents of the user headers it includes (part of the module's identity).
+    pub fn program(
+        &self,
+        kernel: &TunableKernel,
+        config: &Config,
+        scalars: &Bindings,
+        grid_defines: bool,
+    ) -> Result<(Program, Vec<u8>), TunerError> {
+        let mut defines = kernel.geometry.defines(config, scalars)?;
+        defines.retain(|(n, _)| {
+            (grid_defines || !n.starts_with("grid_size_")) && !kernel.is_template_param(n)
+        });
+        let mut options = vec![nvrtc::arch_option(self.arch)];
+        options.extend(
+            kernel
+                .include_dirs
+                .iter()
+                .map(|d| format!("-I{}", d.display())),
+        );
+        options.extend(
+            self.cuda_include
+                .iter()
+                .map(|d| format!("-I{}", d.display())),
+        );
+        options.extend(kernel.compiler_options.iter().cloned());
+        let extra: Vec<u8> = headers::user_headers(&kernel.source, &kernel.include_dirs)
+            .into_iter()
+            .flat_map(|(path, bytes)| {
+                let mut b = path.to_string_lossy().into_owned().into_bytes();
+                b.push(0);
+                b.extend(bytes);
+                b
+            })
+            .collect();
+        let program = Program {
+            source: nvrtc::full_source(&defines, &kernel.source),
+            options,
+            headers: headers::builtin_headers()
+                .into_iter()
+                .map(|(n, t)| (n.to_string(), t.to_string()))
+                .collect(),
+            name_expression: Some(kernel.name_expression(config)),
+        };
+        Ok((program, extra))
+    }
+
+    /// Submits a configuration's compilation. `grid_defines`: whether the `grid_size_*` defines go in
+    /// (only when every test has the same launch).
+    pub fn submit(
+        &mut self,
+        kernel: &TunableKernel,
+        config: &Config,
+        scalars: &Bindings,
+        grid_defines: bool,
+    ) -> Result<Submitted, TunerError> {
+        let (program, extra) = self.program(kernel, config, scalars, grid_defines)?;
+        let ticket = self.next_ticket();
+        let key = self.pool.submit(ticket, program, &extra);
+        let shared = kernel.geometry.launch(config, scalars)?.shared_mem;
+        Ok(Submitted {
+            ticket,
+            key,
+            shared,
+        })
+    }
+
+    /// Queues kt's own kernels for these dtypes (first in the queue: the worker needs them to make the
+    /// inputs).
+    pub fn submit_util(&mut self, dtypes: &[DType]) {
+        if self.util_tickets.contains_key(dtypes) || self.util_cubins.contains_key(dtypes) {
+            return;
+        }
+        let ticket = self.next_ticket();
+        self.pool.submit(
+            ticket,
+            Program::new(
+                device_kernels::full_source(dtypes),
+                vec![nvrtc::arch_option(self.arch)],
+            ),
+            &[],
+        );
+        self.util_tickets.insert(dtypes.to_vec(), ticket);
+    }
+
+    /// kt's own kernels for these dtypes, compiled (queued now if they were not).
+    pub fn util_cubin(&mut self, dtypes: &[DType]) -> Result<Arc<Vec<u8>>, TunerError> {
+        if let Some(c) = self.util_cubins.get(dtypes) {
+            return Ok(c.clone());
+        }
+        self.submit_util(dtypes);
+        let ticket = self
+            .util_tickets
+            .remove(dtypes)
+            .ok_or_else(|| TunerError::Nvrtc("utility kernels were not queued".into()))?;
+        match &*self.wait(ticket)? {
+            ModuleOutcome::Compiled { cubin, .. } => {
+                self.util_cubins.insert(dtypes.to_vec(), cubin.clone());
+                Ok(cubin.clone())
+            }
+            ModuleOutcome::Failed { log, .. } => Err(TunerError::Nvrtc(format!(
+                "kt's utility kernels did not compile for sm_{}{}: {log}",
+                self.arch.0, self.arch.1
+            ))),
+        }
+    }
+
+    /// Waits for the pool to finish `ticket`, keeping other results that arrive meanwhile.
+    pub fn wait(&mut self, ticket: usize) -> Result<Arc<ModuleOutcome>, TunerError> {
+        loop {
+            if let Some(r) = self.finished.remove(&ticket) {
+                return r;
+            }
+            match self.pool.next_finished() {
+                Some((t, r)) => {
+                    self.finished.insert(t, r);
+                }
+                None => return Err(TunerError::Nvrtc("the compiler pool stopped".into())),
+            }
+        }
+    }
+
+    /// Records a compiled module so later launches of `key` find it: the symbol to look up is the lowered
+    /// name of its name expression, else the kernel's plain name.
+    pub fn remember(&mut self, key: &str, outcome: Arc<ModuleOutcome>, kernel: &str, shared: u32) {
+        let symbol = match &*outcome {
+            ModuleOutcome::Compiled {
+                lowered_name: Some(l),
+                ..
+            } => l.clone(),
+            _ => kernel.to_string(),
+        };
+        self.modules.insert(
+            key.to_string(),
+            ModuleEntry {
+                outcome,
+                kernel: symbol,
+                dynamic_shared: shared,
+            },
+        );
+    }
+
+    /// Waits for a module the run cannot do without (a reference) and records it; a compile failure is a
+    /// reference error naming `what` and keeping NVRTC's log.
+    pub fn wait_required(
+        &mut self,
+        submitted: &Submitted,
+        kernel: &str,
+        test: &str,
+        what: &str,
+    ) -> Result<Arc<ModuleOutcome>, TunerError> {
+        let outcome = self.wait(submitted.ticket)?;
+        if let ModuleOutcome::Failed { log, .. } = &*outcome {
+            let reason = if nvrtc::log_says_kernel_missing(log, kernel) {
+                format!("{what}: kernel `{kernel}` not found in its source:\n{log}")
+            } else {
+                format!("{what} does not compile:\n{log}")
+            };
+            return Err(TunerError::Reference {
+                test: test.to_string(),
+                reason,
+            });
+        }
+        self.remember(&submitted.key, outcome.clone(), kernel, submitted.shared);
+        Ok(outcome)
+    }
+
+    pub fn module(&self, key: &str) -> Option<&ModuleEntry> {
+        self.modules.get(key)
+    }
+}

@@ -1,0 +1,166 @@
+//! How one configuration is evaluated: wait for its module, load it (registers, local and shared memory),
+//! then on every test one verifying run under a watchdog and, if it verifies, timed samples until the
+//! timing policy is satisfied or the configuration is hopelessly slower than the best so far. The first
+//! failure (compile error, refused launch, hang, fault, wrong answer) is its verdict.
+
+use std::time::Instant;
+
+use crate::args::KernelTest;
+use crate::error::TunerError;
+use crate::expr::{Bindings, eval_number};
+use crate::measure::{Baseline, TimingPolicy};
+use crate::module_cache::ModuleOutcome;
+use crate::outcome::{Measurement, Phases, Verdict};
+use crate::session::compile_queue::Submitted;
+use crate::session::engine::Engine;
+use crate::session::setup::TunableKernel;
+use crate::session::worker_link::launch_args;
+use crate::space::Config;
+use crate::worker::protocol::{Request, RunRequest, RunStatus};
+
+/// What the evaluations of one tuning run share.
+pub(crate) struct Bench<'a> {
+    pub tests: &'a [KernelTest],
+    pub timing: TimingPolicy,
+    pub verify: bool,
+    /// The default launch's time per test: it bounds the watchdog and the early stop.
+    pub refs: Vec<Baseline>,
+    /// The fastest verified median per test so far.
+    pub best_per_test: Vec<Option<Baseline>>,
+}
+
+/// Evaluates `config` (compiled under `submitted`). Per-configuration failures are its verdict; errors
+/// are what stops the run.
+pub(crate) fn evaluate(
+    e: &mut Engine,
+    kernel: &TunableKernel,
+    config: &Config,
+    submitted: Option<Submitted>,
+    bench: &mut Bench,
+    phases: &mut Phases,
+) -> Result<Measurement, TunerError> {
+    let mut m = Measurement::synthetic(config.clone(), Verdict::Ok, None);
+    m.timing = None;
+    let Some(submitted) = submitted else {
+        return Err(TunerError::Worker(format!(
+            "configuration {config} was never submitted for compilation"
+        )));
+    };
+    let t_wait = Instant::now();
+    let outcome = e.queue.wait(submitted.ticket)?;
+    phases.compile_wait_ms += t_wait.elapsed().as_secs_f64() * 1e3;
+    match &*outcome {
+        ModuleOutcome::Failed { log, .. } => {
+            m.verdict = Verdict::from_compile_log(log, &kernel.kernel_name);
+            return Ok(m);
+        }
+        ModuleOutcome::Compiled { ms, .. } => {
+            m.compile_ms = *ms;
+            phases.compile_cpu_ms += ms;
+        }
+    }
+    let key = submitted.key;
+    e.queue
+        .remember(&key, outcome.clone(), &kernel.kernel_name, submitted.shared);
+    let t_bench = Instant::now();
+    match e.link.load(&key, &mut e.queue)? {
+        Ok(info) => {
+            m.registers = Some(info.registers);
+            m.local_bytes = Some(info.local_bytes);
+            m.static_shared_bytes = Some(info.static_shared_bytes);
+        }
+        Err(reason) => {
+            m.verdict = Verdict::from_load_failure(reason, &kernel.kernel_name);
+            return Ok(m);
+        }
+    }
+    let mut per_test = Vec::new();
+    for (i, t) in bench.tests.iter().enumerate() {
+        let dims = kernel.geometry.launch(config, &t.scalars())?;
+        m.launch.get_or_insert(dims);
+        let reference = bench.refs.get(i).copied();
+        let ref_ms = reference.map(|r| r.ms).unwrap_or(1.0);
+        let timing = bench.timing;
+        let budget_ms = timing.max_total_ms * 2.0 + ref_ms * (timing.max_reps as f64 + 2.0);
+        let timeout = e.run_timeout(ref_ms, budget_ms);
+        // the default launch's time bounds the early stop until something faster is found
+        let best = match (bench.best_per_test[i], reference) {
+            (Some(b), Some(r)) if r.ms < b.ms => Some(r),
+            (Some(b), _) => Some(b),
+            (None, r) => r,
+        };
+        let run = RunRequest {
+            module: key.clone(),
+            test: t.id.clone(),
+            args: launch_args(t),
+            dims,
+            verify: bench.verify,
+            timing: Some(timing),
+            best,
+        };
+        let outcome = match e
+            .link
+            .run(&key, Request::Run { run }, timeout, &mut e.queue)?
+        {
+            Ok(o) => o,
+            Err(v) => {
+                m.verdict = v;
+                break;
+            }
+        };
+        if m.occupancy.is_none() {
+            m.occupancy = outcome.occupancy;
+        }
+        match outcome.status {
+            RunStatus::Ok => {}
+            RunStatus::Invalid(reason) | RunStatus::Crashed(reason) => {
+                m.verdict = Verdict::Invalid { reason };
+                break;
+            }
+        }
+        if let Some(wrong) =
+            Verdict::from_checks(&outcome.outputs, &outcome.inputs_modified, Some(&t.id))
+        {
+            m.verdict = wrong;
+            break;
+        }
+        let Some(stats) = outcome.timing else { break };
+        let median = stats.median_ms;
+        if !stats.aborted_early {
+            let noise = Some(stats.sample_noise());
+            if bench.best_per_test[i].is_none_or(|b| median < b.ms) {
+                bench.best_per_test[i] = Some(Baseline { ms: median, noise });
+            }
+        }
+        // An early stop on one test does not skip the others: every test is still verified (their
+        // timing will most likely stop after the verifying sample too).
+        if m.timing.is_none() {
+            m.timing = Some(stats);
+        }
+        per_test.push(median);
+    }
+    m.benchmark_ms = t_bench.elapsed().as_secs_f64() * 1e3;
+    if m.verdict.is_ok() {
+        m.objective = Some(per_test.iter().sum());
+        m.per_test_ms = per_test;
+        fill_rates(kernel, &bench.tests[0].scalars(), &mut m);
+    }
+    Ok(m)
+}
+
+/// Bandwidth and FLOP rate of the first test's median, from the kernel's `bytes` / `flops` expressions.
+pub(crate) fn fill_rates(kernel: &TunableKernel, scalars: &Bindings, m: &mut Measurement) {
+    let Some(ms) = m.per_test_ms.first().copied().filter(|v| *v > 0.0) else {
+        return;
+    };
+    if let Some(b) = &kernel.bytes {
+        m.gbps = eval_number(b, scalars)
+            .ok()
+            .map(|bytes| bytes / (ms * 1e-3) / 1e9);
+    }
+    if let Some(f) = &kernel.flops {
+        m.gflops = eval_number(f, scalars)
+            .ok()
+            .map(|flops| flops / (ms * 1e-3) / 1e9);
+    }
+}

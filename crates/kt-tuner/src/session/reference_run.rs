@@ -1,0 +1,111 @@
+//! A reference run: the kernel at one configuration on every test, each output written as a .npy file
+//! (what becomes a test's `expected/`). The worker streams outputs from the GPU to the files, so
+//! gigabyte outputs never cross the protocol pipe.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::args::{ArrayArg, ArraySource, TestSet};
+use crate::error::TunerError;
+use crate::measure::TimingPolicy;
+use crate::outcome::ReferenceOutputs;
+use crate::session::engine::Engine;
+use crate::session::setup::TunableKernel;
+use crate::session::worker_link::{launch_args, test_dtypes};
+use crate::space::Config;
+use crate::worker::protocol::{OutputFile, Request, RunRequest, RunStatus};
+
+/// Runs `kernel` at `config` on every test and writes each output to `<out_dirs[i]>/<name>.npy`. Outputs
+/// start from the test's initial contents; a second run with the outputs poisoned reports elements the
+/// kernel never writes. With `timing`, the launch is also timed. The test set's own expected values play
+/// no part.
+pub(crate) fn run(
+    e: &mut Engine,
+    kernel: &TunableKernel,
+    config: &Config,
+    tests: &TestSet,
+    out_dirs: &[PathBuf],
+    timing: Option<TimingPolicy>,
+) -> Result<Vec<ReferenceOutputs>, TunerError> {
+    let tests = &tests.tests;
+    let first = tests
+        .first()
+        .ok_or_else(|| TunerError::Arguments("no tests to run the reference on".into()))?;
+    if out_dirs.len() != tests.len() {
+        return Err(TunerError::Arguments(format!(
+            "{} output directories for {} tests: give one per test",
+            out_dirs.len(),
+            tests.len()
+        )));
+    }
+    for t in tests {
+        e.queue.submit_util(&test_dtypes(t));
+    }
+    let submitted = e.queue.submit(kernel, config, &first.scalars(), false)?;
+    e.link.device(&mut e.queue)?;
+    e.queue.wait_required(
+        &submitted,
+        &kernel.kernel_name,
+        &first.id,
+        &format!("the kernel at {config}"),
+    )?;
+    e.link.prepare(tests, None, &mut e.queue)?;
+    let key = submitted.key;
+    let mut runs = Vec::new();
+    for (t, dir) in tests.iter().zip(out_dirs) {
+        std::fs::create_dir_all(dir).map_err(|err| TunerError::io(dir, err))?;
+        // absolute: the worker has a work directory of its own
+        let dir = std::fs::canonicalize(dir).map_err(|err| TunerError::io(dir, err))?;
+        let mut files = Vec::new();
+        for a in t.arrays().filter(|a| a.is_output) {
+            files.push(OutputFile {
+                name: a.name.clone(),
+                path: dir.join(format!("{}.npy", a.name)),
+                shape: array_shape(a)?,
+            });
+        }
+        let run = RunRequest {
+            module: key.clone(),
+            test: t.id.clone(),
+            args: launch_args(t),
+            dims: kernel.geometry.launch(config, &t.scalars())?,
+            verify: false,
+            timing,
+            best: None,
+        };
+        let failed = |reason: String| TunerError::Reference {
+            test: t.id.clone(),
+            reason,
+        };
+        let o = match e.link.run(
+            &key,
+            Request::RecordOutputs { run, files },
+            Duration::from_secs(300),
+            &mut e.queue,
+        )? {
+            Ok(o) => o,
+            Err(v) => return Err(failed(v.reason())),
+        };
+        if let RunStatus::Invalid(m) | RunStatus::Crashed(m) = o.status {
+            return Err(failed(m));
+        }
+        runs.push(ReferenceOutputs {
+            test_id: t.id.clone(),
+            outputs: o.recorded,
+            timing: o.timing,
+        });
+    }
+    Ok(runs)
+}
+
+/// The .npy shape of an array: its file's shape, else (generated inputs) flat, with a lane dimension for
+/// structs.
+fn array_shape(a: &ArrayArg) -> Result<Vec<u64>, TunerError> {
+    Ok(match &a.source {
+        ArraySource::Npy { path, .. } => crate::npy::read_header(path)?.shape,
+        ArraySource::Generate { .. } if a.lanes > 1 => {
+            vec![a.elements / a.lanes as u64, a.lanes as u64]
+        }
+        ArraySource::Generate { .. } => vec![a.elements],
+    })
+}

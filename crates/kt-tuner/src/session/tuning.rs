@@ -1,0 +1,434 @@
+//! The tuning loop: plan the space, compile ahead (kt's kernels, the default configuration, the strategy's
+//! first batch) while the worker starts, upload the tests, measure the default launch (the reference for
+//! expected outputs and for speed-ups), then batches from the search strategy → evaluate → record in the
+//! results cache → progress, and last the best configuration and its share of the device's peak.
+
+use std::collections::HashMap;
+use std::collections::hash_map::Entry;
+use std::time::Instant;
+
+use crate::args::{KernelTest, TestSet};
+use crate::cache::{CacheScope, ResultCache};
+use crate::error::TunerError;
+use crate::expr::Bindings;
+use crate::measure::{Baseline, TimingPolicy, TimingStats};
+use crate::outcome::{Measurement, Phases, Progress, TuneResult, Verdict};
+use crate::search::{History, SearchStrategy, drive};
+use crate::session::compile_queue::Submitted;
+use crate::session::engine::Engine;
+use crate::session::evaluate::{Bench, evaluate, fill_rates};
+use crate::session::peak::{copy_bandwidth, percent_of_binding_peak};
+use crate::session::setup::{TunableKernel, TuneOptions};
+use crate::session::worker_link::{launch_args, test_dtypes};
+use crate::space::{Config, SearchSpace};
+use crate::worker::protocol::{DeviceInfo, RunRequest};
+
+/// The space to search and how its modules are built.
+struct Plan {
+    space: SearchSpace,
+    /// The first test's scalars: what the restrictions and the compile-time defines see.
+    scalars0: Bindings,
+    /// `grid_size_*` defines only when every test has the same launch, else one module per test would be
+    /// needed.
+    grid_defines: bool,
+    /// The default launch.
+    reference: Config,
+}
+
+impl Plan {
+    fn new(e: &Engine, kernel: &TunableKernel, tests: &[KernelTest]) -> Result<Self, TunerError> {
+        let first = tests
+            .first()
+            .ok_or_else(|| TunerError::Arguments("no tests to tune on".into()))?;
+        let scalars0 = first.scalars();
+        let space = SearchSpace::build(
+            &kernel.params,
+            &kernel.restrictions,
+            &scalars0,
+            Some(e.max_threads),
+        )?;
+        if space.is_empty() {
+            return Err(TunerError::Space(
+                "no configuration satisfies the restrictions and the device's thread limit".into(),
+            ));
+        }
+        let grid_defines = tests.iter().all(|t| {
+            kernel
+                .geometry
+                .problem(&space.configs[0], &t.scalars())
+                .ok()
+                == kernel.geometry.problem(&space.configs[0], &scalars0).ok()
+        });
+        let reference = kernel
+            .reference
+            .clone()
+            .unwrap_or_else(|| space.configs[0].clone());
+        Ok(Plan {
+            space,
+            scalars0,
+            grid_defines,
+            reference,
+        })
+    }
+}
+
+/// Tunes `kernel` on `tests`. Per-config failures become verdicts; only set-up failures are errors.
+pub(crate) fn tune(
+    e: &mut Engine,
+    kernel: &TunableKernel,
+    tests: &TestSet,
+    options: &TuneOptions,
+    progress: &mut dyn FnMut(&Progress),
+) -> Result<TuneResult, TunerError> {
+    let start = Instant::now();
+    let mut phases = Phases::default();
+    let tests = &tests.tests;
+    let plan = Plan::new(e, kernel, tests)?;
+
+    // Compile kt's own kernels, the reference and the strategy's first batch now, before waiting for
+    // the worker.
+    for t in tests {
+        e.queue.submit_util(&test_dtypes(t));
+    }
+    let ref_module = e
+        .queue
+        .submit(kernel, &plan.reference, &plan.scalars0, plan.grid_defines)?;
+    let mut strategy = options.strategy.build(options.seed);
+    let mut prefetched: Vec<usize> = strategy.next_batch(&plan.space, &History::default());
+    if let Some(m) = options.limits.max_evals {
+        prefetched.truncate(m);
+    }
+    let mut tickets = HashMap::new();
+    for &i in &prefetched {
+        let s = e.queue.submit(
+            kernel,
+            &plan.space.configs[i],
+            &plan.scalars0,
+            plan.grid_defines,
+        )?;
+        tickets.insert(i, s);
+    }
+
+    let device = e.link.device(&mut e.queue)?;
+    phases.context_ms = start.elapsed().as_secs_f64() * 1e3;
+    let results = open_results(e, kernel, tests, options, &device)?;
+
+    let t_up = Instant::now();
+    e.link.prepare(tests, None, &mut e.queue)?;
+    phases.upload_ms = t_up.elapsed().as_secs_f64() * 1e3;
+
+    // the reference compiled meanwhile on the pool
+    e.queue.wait_required(
+        &ref_module,
+        &kernel.kernel_name,
+        &tests[0].id,
+        &format!("the default configuration {}", plan.reference),
+    )?;
+    let t_ref = Instant::now();
+    let (reference, refs) =
+        measure_reference(e, kernel, &plan, tests, &ref_module.key, options.timing)?;
+    phases.reference_ms = t_ref.elapsed().as_secs_f64() * 1e3;
+
+    let t_bench = Instant::now();
+    let total = options
+        .limits
+        .max_evals
+        .unwrap_or(plan.space.len())
+        .min(plan.space.len());
+    let mut run = SearchRun {
+        e: &mut *e,
+        kernel,
+        plan: &plan,
+        tickets,
+        results,
+        bench: Bench {
+            tests,
+            timing: options.timing,
+            verify: options.verify,
+            refs,
+            best_per_test: vec![None; tests.len()],
+        },
+        phases: &mut phases,
+        progress,
+        measurements: Vec::new(),
+        total,
+        setup_error: None,
+    };
+    let mut wrapper = Prefetched {
+        first: Some(prefetched),
+        inner: strategy.as_mut(),
+    };
+    drive(
+        &mut wrapper,
+        &plan.space,
+        options.limits,
+        &mut History::default(),
+        |batch| run.evaluate_batch(batch),
+    );
+    if let Some(err) = run.setup_error {
+        return Err(err);
+    }
+    let measurements = run.measurements;
+    phases.benchmark_ms = t_bench.elapsed().as_secs_f64() * 1e3;
+
+    let best = measurements
+        .iter()
+        .filter(|m| m.objective_ms().is_some_and(f64::is_finite))
+        .min_by(|a, b| {
+            a.objective
+                .unwrap_or(f64::INFINITY)
+                .total_cmp(&b.objective.unwrap_or(f64::INFINITY))
+        })
+        .cloned();
+    phases.total_ms = start.elapsed().as_secs_f64() * 1e3;
+
+    let peak = if options.measure_peak {
+        copy_bandwidth(e, &device).ok()
+    } else {
+        None
+    };
+    let mut result = TuneResult {
+        kernel_name: kernel.kernel_name.clone(),
+        device,
+        strategy: options.strategy,
+        space_size: plan.space.len(),
+        best,
+        reference: Some(reference),
+        measurements,
+        phases,
+        peak_gbps: peak,
+        worker_restarts: e.link.restarts(),
+    };
+    let compute_peak = result.device.fp32_peak_gflops();
+    for m in result
+        .measurements
+        .iter_mut()
+        .chain(result.best.iter_mut())
+        .chain(result.reference.iter_mut())
+    {
+        m.percent_of_peak = percent_of_binding_peak(m, peak, compute_peak);
+    }
+    Ok(result)
+}
+
+/// The results cache of this kernel, device, tests and timing policy, when the options name one (or a
+/// Kernel Tuner cache to reuse).
+fn open_results(
+    e: &Engine,
+    kernel: &TunableKernel,
+    tests: &[KernelTest],
+    options: &TuneOptions,
+    device: &DeviceInfo,
+) -> Result<Option<ResultCache>, TunerError> {
+    // `kt tune --kt-cache` (export::import): Kernel Tuner's results on this GPU are reused like kt's own.
+    let imported = crate::export::import::reusable(
+        options.kernel_tuner_cache.as_deref(),
+        kernel,
+        tests,
+        &device.name,
+    )?;
+    if options.results_cache.is_none() && imported.is_empty() {
+        return Ok(None);
+    }
+    let problem: Vec<String> = tests.iter().map(|t| t.fingerprint()).collect();
+    let scope = CacheScope::new(
+        &device.uuid,
+        &kernel.source,
+        &kernel.kernel_name,
+        &e.queue.options_for(kernel),
+        &format!("{}|{:?}", problem.join(","), options.timing),
+    );
+    let mut cache = match &options.results_cache {
+        Some(path) => ResultCache::open(path, scope)?,
+        None => ResultCache::in_memory(scope),
+    };
+    cache.absorb(imported);
+    Ok(Some(cache))
+}
+
+/// The default launch on every test: its outputs are checked against the tests' own expected values (or
+/// become them), and its times are the baselines for the watchdog, the early stop and the speed-up.
+fn measure_reference(
+    e: &mut Engine,
+    kernel: &TunableKernel,
+    plan: &Plan,
+    tests: &[KernelTest],
+    key: &str,
+    timing: TimingPolicy,
+) -> Result<(Measurement, Vec<Baseline>), TunerError> {
+    let info = e.link.load_required(key, &tests[0].id, &mut e.queue)?;
+    let mut times = Vec::new();
+    let mut baselines = Vec::new();
+    let mut first_timing = None;
+    let mut first_dims = None;
+    for (i, t) in tests.iter().enumerate() {
+        let args = launch_args(t);
+        let dims = kernel.geometry.launch(&plan.reference, &t.scalars())?;
+        first_dims.get_or_insert(dims);
+        let run = RunRequest {
+            module: key.to_string(),
+            test: t.id.clone(),
+            args: args.clone(),
+            dims,
+            verify: false,
+            timing: Some(timing),
+            best: None,
+        };
+        let outcome = e.link.reference(run, &mut e.queue)?;
+        if let Some(bad) = outcome.outputs.iter().find(|o| !o.passed()) {
+            return Err(TunerError::Reference {
+                test: t.id.clone(),
+                reason: format!(
+                    "the reference launch disagrees with the test's expected values: {}",
+                    bad.describe()
+                ),
+            });
+        }
+        let ms = outcome.timing.as_ref().map(|s| s.median_ms).unwrap_or(0.0);
+        if first_timing.is_none() {
+            first_timing = outcome.timing.clone();
+        }
+        times.push(ms);
+        baselines.push(Baseline {
+            ms,
+            noise: outcome.timing.as_ref().map(TimingStats::sample_noise),
+        });
+        e.link.set_reference(i, (key.to_string(), args, dims));
+    }
+    let total: f64 = times.iter().sum();
+    let mut m = Measurement::synthetic(plan.reference.clone(), Verdict::Ok, Some(total));
+    m.timing = first_timing;
+    m.per_test_ms = times;
+    m.launch = first_dims;
+    m.registers = Some(info.registers);
+    m.local_bytes = Some(info.local_bytes);
+    m.static_shared_bytes = Some(info.static_shared_bytes);
+    fill_rates(kernel, &plan.scalars0, &mut m);
+    Ok((m, baselines))
+}
+
+/// The search's state between batches.
+struct SearchRun<'a> {
+    e: &'a mut Engine,
+    kernel: &'a TunableKernel,
+    plan: &'a Plan,
+    /// Compilations submitted ahead, by configuration index.
+    tickets: HashMap<usize, Submitted>,
+    results: Option<ResultCache>,
+    bench: Bench<'a>,
+    phases: &'a mut Phases,
+    progress: &'a mut dyn FnMut(&Progress),
+    measurements: Vec<Measurement>,
+    total: usize,
+    /// The first error that stops the run; the rest of the search is skipped.
+    setup_error: Option<TunerError>,
+}
+
+impl SearchRun<'_> {
+    /// Evaluates one batch from the strategy; returns one objective per entry (infinite for a failure).
+    fn evaluate_batch(&mut self, batch: &[usize]) -> Vec<f64> {
+        let mut cached = HashMap::new();
+        // submit the whole batch so compilation runs ahead of the GPU
+        for &i in batch {
+            let config = &self.plan.space.configs[i];
+            if let Some(c) = self.results.as_ref().and_then(|r| r.get(config)) {
+                cached.insert(i, c.clone());
+                continue;
+            }
+            if let Entry::Vacant(slot) = self.tickets.entry(i) {
+                match self.e.queue.submit(
+                    self.kernel,
+                    config,
+                    &self.plan.scalars0,
+                    self.plan.grid_defines,
+                ) {
+                    Ok(s) => {
+                        slot.insert(s);
+                    }
+                    Err(err) => {
+                        self.setup_error.get_or_insert(err);
+                    }
+                }
+            }
+        }
+        let mut out = Vec::new();
+        for &i in batch {
+            if self.setup_error.is_some() {
+                out.push(f64::INFINITY);
+                continue;
+            }
+            let m = match cached.remove(&i) {
+                Some(mut c) => {
+                    c.from_cache = true;
+                    c
+                }
+                None => match self.measure(i) {
+                    Ok(m) => m,
+                    Err(err) => {
+                        self.setup_error.get_or_insert(err);
+                        out.push(f64::INFINITY);
+                        continue;
+                    }
+                },
+            };
+            out.push(m.objective_ms().unwrap_or(f64::INFINITY));
+            self.record(m);
+        }
+        out
+    }
+
+    /// Evaluates configuration `i` and appends it to the results cache.
+    fn measure(&mut self, i: usize) -> Result<Measurement, TunerError> {
+        let m = evaluate(
+            self.e,
+            self.kernel,
+            &self.plan.space.configs[i],
+            self.tickets.get(&i).cloned(),
+            &mut self.bench,
+            self.phases,
+        )?;
+        if let Some(r) = self.results.as_mut()
+            && let Err(err) = r.append(&m)
+        {
+            tracing::warn!("results cache: {err}");
+        }
+        Ok(m)
+    }
+
+    /// Keeps a measurement and reports progress.
+    fn record(&mut self, m: Measurement) {
+        let v = m.objective_ms().unwrap_or(f64::INFINITY);
+        let best = self
+            .measurements
+            .iter()
+            .filter_map(|m| m.objective_ms())
+            .chain(std::iter::once(v))
+            .filter(|v| v.is_finite())
+            .min_by(f64::total_cmp);
+        (self.progress)(&Progress {
+            done: self.measurements.len() + 1,
+            total: self.total,
+            config: m.config.clone(),
+            verdict: m.verdict.short().to_string(),
+            time_ms: m.objective_ms(),
+            best_ms: best,
+        });
+        self.measurements.push(m);
+    }
+}
+
+/// Hands the strategy's first batch (already submitted for compilation) to the driver before asking the
+/// strategy again.
+struct Prefetched<'a> {
+    first: Option<Vec<usize>>,
+    inner: &'a mut dyn SearchStrategy,
+}
+
+impl SearchStrategy for Prefetched<'_> {
+    fn next_batch(&mut self, space: &SearchSpace, history: &History) -> Vec<usize> {
+        match self.first.take() {
+            Some(b) if !b.is_empty() => b,
+            _ => self.inner.next_batch(space, history),
+        }
+    }
+}

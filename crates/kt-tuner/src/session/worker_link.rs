@@ -1,0 +1,402 @@
+//! The worker's lifecycle as the session sees it: start it (its context is created while the parent
+//! compiles), load modules and kt's utility kernels into it, upload the tests, and run requests under a
+//! watchdog. When a kernel hangs or faults the worker is gone: the next request starts a fresh one and
+//! brings it back to the state the old one had (tests uploaded, expected values recomputed by the
+//! reference launch), and the failure is the configuration's verdict.
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use crate::args::{KernelTest, TestArg};
+use crate::device_kernels;
+use crate::dtype::DType;
+use crate::error::TunerError;
+use crate::geometry::LaunchDims;
+use crate::module_cache::ModuleOutcome;
+use crate::outcome::Verdict;
+use crate::session::compile_queue::CompileQueue;
+use crate::session::setup::TunerConfig;
+use crate::worker::client::{WorkerClient, WorkerFailure};
+use crate::worker::process::WorkerCommand;
+use crate::worker::protocol::{
+    DeviceInfo, FunctionInfo, LaunchArg, Reply, Request, RunOutcome, RunRequest, RunStatus,
+};
+
+/// The reference launch of a test: module key, arguments, dimensions.
+pub(crate) type ReferenceLaunch = (String, Vec<LaunchArg>, LaunchDims);
+
+struct Worker {
+    client: WorkerClient,
+    device: DeviceInfo,
+    loaded: HashSet<String>,
+    util_dtypes: Vec<Vec<DType>>,
+}
+
+pub(crate) struct WorkerLink {
+    ordinal: usize,
+    command: WorkerCommand,
+    worker: Option<Worker>,
+    /// The first worker, started at construction, until its Hello reply is read.
+    pending_hello: Option<WorkerClient>,
+    /// Tests uploaded into the current worker, and the reference launch each one's expected values came from.
+    uploaded: Vec<(KernelTest, Option<ReferenceLaunch>)>,
+    restarts: usize,
+    restoring: bool,
+}
+
+/// The arguments of a test's launch, in signature order.
+pub(crate) fn launch_args(test: &KernelTest) -> Vec<LaunchArg> {
+    test.args
+        .iter()
+        .map(|a| match a {
+            TestArg::Array(x) => LaunchArg::Array(x.name.clone()),
+            TestArg::Scalar(s) => LaunchArg::Scalar(s.bytes.clone()),
+        })
+        .collect()
+}
+
+/// The dtypes kt's utility kernels must cover for a test.
+pub(crate) fn test_dtypes(test: &KernelTest) -> Vec<DType> {
+    device_kernels::needed_dtypes(test.arrays().map(|a| a.dtype))
+}
+
+fn worker_failure(e: WorkerFailure) -> TunerError {
+    TunerError::Worker(e.to_string())
+}
+
+fn spawn(command: &WorkerCommand, ordinal: usize) -> Result<WorkerClient, TunerError> {
+    let mut client = WorkerClient::start(command)?;
+    client
+        .send(&Request::Hello { ordinal }, &[])
+        .map_err(worker_failure)?;
+    Ok(client)
+}
+
+impl WorkerLink {
+    /// Starts the first worker; it creates its context in the background.
+    pub fn start(config: &TunerConfig) -> Result<Self, TunerError> {
+        let command = match &config.worker {
+            Some(c) => c.clone(),
+            None => WorkerCommand::current_exe()?,
+        };
+        let client = spawn(&command, config.device)?;
+        Ok(WorkerLink {
+            ordinal: config.device,
+            command,
+            worker: None,
+            pending_hello: Some(client),
+            uploaded: Vec::new(),
+            restarts: 0,
+            restoring: false,
+        })
+    }
+
+    /// How many times a dead worker was replaced.
+    pub fn restarts(&self) -> usize {
+        self.restarts
+    }
+
+    /// The device of the live worker, if one is running.
+    pub fn device_info(&self) -> Option<DeviceInfo> {
+        self.worker.as_ref().map(|w| w.device.clone())
+    }
+
+    /// The device, waiting for the worker if it is still starting.
+    pub fn device(&mut self, queue: &mut CompileQueue) -> Result<DeviceInfo, TunerError> {
+        Ok(self.live(queue)?.device.clone())
+    }
+
+    /// The live worker, started (and its tests restored) if needed.
+    fn live(&mut self, queue: &mut CompileQueue) -> Result<&mut Worker, TunerError> {
+        if self.worker.as_ref().is_some_and(|w| w.client.is_dead()) {
+            self.worker = None;
+        }
+        if self.worker.is_none() {
+            let first = self.pending_hello.is_some();
+            let mut client = match self.pending_hello.take() {
+                Some(c) => c,
+                None => spawn(&self.command, self.ordinal)?,
+            };
+            let device = match client
+                .wait(Duration::from_secs(120))
+                .map_err(worker_failure)?
+            {
+                (Reply::Hello(d), _) => d,
+                (Reply::Error { message, .. }, _) => return Err(TunerError::NoGpu(message)),
+                (other, _) => {
+                    return Err(TunerError::Worker(format!(
+                        "unexpected reply to Hello: {other:?}"
+                    )));
+                }
+            };
+            self.worker = Some(Worker {
+                client,
+                device,
+                loaded: HashSet::new(),
+                util_dtypes: Vec::new(),
+            });
+            if !first {
+                // a fresh worker after a hang or a fault: bring back the tests and their expected values
+                if self.restoring {
+                    return Err(TunerError::Worker("the worker died again while its tests were being restored (does the reference kernel itself fail?)".into()));
+                }
+                self.restarts += 1;
+                self.restoring = true;
+                let restored = self.restore(queue);
+                self.restoring = false;
+                restored?;
+            }
+        }
+        self.worker
+            .as_mut()
+            .ok_or_else(|| TunerError::Worker("no worker".into()))
+    }
+
+    /// Makes sure the live worker has kt's kernels for these dtypes.
+    fn ensure_util(
+        &mut self,
+        dtypes: &[DType],
+        queue: &mut CompileQueue,
+    ) -> Result<(), TunerError> {
+        if self.live(queue)?.util_dtypes.iter().any(|d| d == dtypes) {
+            return Ok(());
+        }
+        let cubin = queue.util_cubin(dtypes)?;
+        let w = self.live(queue)?;
+        match w
+            .client
+            .request(&Request::LoadUtilities, &cubin, Duration::from_secs(60))
+            .map_err(worker_failure)?
+        {
+            (Reply::Done { .. }, _) => {
+                w.util_dtypes.push(dtypes.to_vec());
+                Ok(())
+            }
+            (other, _) => Err(TunerError::Worker(format!(
+                "loading utility kernels: {other:?}"
+            ))),
+        }
+    }
+
+    fn upload(&mut self, test: &KernelTest, queue: &mut CompileQueue) -> Result<(), TunerError> {
+        self.ensure_util(&test_dtypes(test), queue)?;
+        let w = self.live(queue)?;
+        match w
+            .client
+            .request(
+                &Request::Upload { test: test.clone() },
+                &[],
+                Duration::from_secs(600),
+            )
+            .map_err(worker_failure)?
+        {
+            (Reply::Done { .. }, _) => Ok(()),
+            (Reply::Error { message, .. }, _) => Err(TunerError::Arguments(format!(
+                "test {}: {message}",
+                test.id
+            ))),
+            (other, _) => Err(TunerError::Worker(format!("upload: {other:?}"))),
+        }
+    }
+
+    /// Uploads the tests (arrays generated or read in the worker). With `reference`, a restarted worker
+    /// recomputes each test's expected values with that launch.
+    pub fn prepare(
+        &mut self,
+        tests: &[KernelTest],
+        reference: Option<(String, Vec<Vec<LaunchArg>>, Vec<LaunchDims>)>,
+        queue: &mut CompileQueue,
+    ) -> Result<(), TunerError> {
+        self.uploaded.clear();
+        for (i, t) in tests.iter().enumerate() {
+            self.upload(t, queue)?;
+            let r = reference
+                .as_ref()
+                .map(|(k, args, dims)| (k.clone(), args[i].clone(), dims[i]));
+            self.uploaded.push((t.clone(), r));
+        }
+        Ok(())
+    }
+
+    /// Records that test `index`'s expected values come from `launch` (to recompute them after a restart).
+    pub fn set_reference(&mut self, index: usize, launch: ReferenceLaunch) {
+        if let Some((_, r)) = self.uploaded.get_mut(index) {
+            *r = Some(launch);
+        }
+    }
+
+    /// Loads a module into the worker if it is not there yet; `Ok(Err(..))` says why it cannot be loaded.
+    pub fn load(
+        &mut self,
+        key: &str,
+        queue: &mut CompileQueue,
+    ) -> Result<Result<FunctionInfo, String>, TunerError> {
+        let entry = queue
+            .module(key)
+            .ok_or_else(|| TunerError::Worker(format!("unknown module {key}")))?;
+        let ModuleOutcome::Compiled { cubin, .. } = &*entry.outcome else {
+            return Ok(Err("did not compile".into()));
+        };
+        let (cubin, kernel, dynamic_shared) =
+            (cubin.clone(), entry.kernel.clone(), entry.dynamic_shared);
+        let w = self.live(queue)?;
+        match w.client.request(
+            &Request::Load {
+                key: key.to_string(),
+                kernel,
+                dynamic_shared,
+            },
+            &cubin,
+            Duration::from_secs(60),
+        ) {
+            Ok((Reply::Loaded(info), _)) => {
+                w.loaded.insert(key.to_string());
+                Ok(Ok(info))
+            }
+            Ok((Reply::LoadFailed(m), _)) => Ok(Err(m)),
+            Ok((other, _)) => Err(TunerError::Worker(format!("load: {other:?}"))),
+            Err(e) => Ok(Err(e.to_string())),
+        }
+    }
+
+    /// Loads a module the run cannot do without (a reference): failing to load it is a reference error.
+    pub fn load_required(
+        &mut self,
+        key: &str,
+        test: &str,
+        queue: &mut CompileQueue,
+    ) -> Result<FunctionInfo, TunerError> {
+        self.load(key, queue)?
+            .map_err(|reason| TunerError::Reference {
+                test: test.to_string(),
+                reason,
+            })
+    }
+
+    /// Runs a test's reference launch (its outputs become the expected values unless the test brings its
+    /// own). Any failure is a reference error: without expected values nothing can be verified.
+    pub fn reference(
+        &mut self,
+        run: RunRequest,
+        queue: &mut CompileQueue,
+    ) -> Result<RunOutcome, TunerError> {
+        let test = run.test.clone();
+        let failed = |reason: String| TunerError::Reference {
+            test: test.clone(),
+            reason,
+        };
+        let w = self.live(queue)?;
+        match w
+            .client
+            .request(&Request::Reference { run }, &[], Duration::from_secs(300))
+        {
+            Ok((Reply::Ran(o), _)) => match &o.status {
+                RunStatus::Ok => Ok(o),
+                RunStatus::Invalid(m) | RunStatus::Crashed(m) => Err(failed(m.clone())),
+            },
+            Ok((other, _)) => Err(failed(format!("{other:?}"))),
+            Err(f) => Err(failed(f.to_string())),
+        }
+    }
+
+    /// Brings a fresh worker to the state the old one had: tests uploaded, expected values recomputed.
+    fn restore(&mut self, queue: &mut CompileQueue) -> Result<(), TunerError> {
+        let uploaded = std::mem::take(&mut self.uploaded);
+        for (t, reference) in &uploaded {
+            self.upload(t, queue)?;
+            if let Some((key, args, dims)) = reference {
+                self.load_required(key, &t.id, queue)?;
+                let run = RunRequest {
+                    module: key.clone(),
+                    test: t.id.clone(),
+                    args: args.clone(),
+                    dims: *dims,
+                    verify: false,
+                    timing: None,
+                    best: None,
+                };
+                self.reference(run, queue)?;
+            }
+        }
+        self.uploaded = uploaded;
+        Ok(())
+    }
+
+    /// Runs one request of a configuration on the worker; a hang or death restarts the worker (restoring
+    /// its tests) and is returned as the configuration's verdict.
+    pub fn run(
+        &mut self,
+        key: &str,
+        req: Request,
+        timeout: Duration,
+        queue: &mut CompileQueue,
+    ) -> Result<Result<RunOutcome, Verdict>, TunerError> {
+        let already_loaded = self.live(queue)?.loaded.contains(key);
+        if !already_loaded && let Err(m) = self.load(key, queue)? {
+            let symbol = queue
+                .module(key)
+                .map(|e| e.kernel.clone())
+                .unwrap_or_default();
+            return Ok(Err(Verdict::from_load_failure(m, &symbol)));
+        }
+        let w = self.live(queue)?;
+        let r = w.client.request(&req, &[], timeout);
+        match r {
+            Ok((Reply::Ran(o), _)) => {
+                if let RunStatus::Crashed(reason) = &o.status {
+                    // the worker exits after this reply; the next request starts a fresh one
+                    let reason = reason.clone();
+                    if let Some(w) = self.worker.as_mut() {
+                        w.client.kill();
+                    }
+                    self.worker = None;
+                    return Ok(Err(Verdict::Crashed { reason }));
+                }
+                Ok(Ok(o))
+            }
+            Ok((other, _)) => Ok(Err(Verdict::Crashed {
+                reason: format!("unexpected reply {other:?}"),
+            })),
+            Err(f) => {
+                self.worker = None;
+                let verdict = match f {
+                    WorkerFailure::Timeout { after } => Verdict::Timeout {
+                        after_s: after.as_secs_f64(),
+                    },
+                    other => Verdict::Crashed {
+                        reason: other.to_string(),
+                    },
+                };
+                Ok(Err(verdict))
+            }
+        }
+    }
+
+    /// Measures the device's copy bandwidth over `bytes`, in GB/s (bytes read plus written).
+    pub fn copy_bandwidth(
+        &mut self,
+        bytes: u64,
+        queue: &mut CompileQueue,
+    ) -> Result<f64, TunerError> {
+        let w = self.live(queue)?;
+        match w
+            .client
+            .request(
+                &Request::MeasureBandwidth { bytes },
+                &[],
+                Duration::from_secs(60),
+            )
+            .map_err(worker_failure)?
+        {
+            (Reply::Bandwidth { gbps }, _) => Ok(gbps),
+            (other, _) => Err(TunerError::Worker(format!("bandwidth: {other:?}"))),
+        }
+    }
+
+    /// Asks the worker to leave (at the end of the session).
+    pub fn shutdown(&mut self) {
+        if let Some(w) = self.worker.take() {
+            w.client.shutdown();
+        }
+    }
+}

@@ -1,0 +1,444 @@
+//! Device memory and its checks. Each test's arrays live on the GPU three times: a working copy the kernel
+//! runs on, a pristine copy to reset it from, and the expected outputs. Inputs are uploaded from .npy files
+//! or generated on the GPU by kt's utility kernels (fill), outputs are poisoned before a verifying run,
+//! compared on the GPU (only a few result words come back) and streamed to .npy files in chunks.
+
+use std::collections::HashMap;
+use std::ffi::{CString, c_void};
+use std::io::{Read, Seek, SeekFrom};
+
+use cudarc::driver::sys;
+use cudarc::driver::{DriverError, result};
+
+use crate::args::{ArrayArg, ArraySource, Distribution, KernelTest};
+use crate::device_kernels::{
+    self as dk, CMP_FIRST, CMP_MAX_ABS, CMP_MAX_REL, CMP_MISMATCHES, CMP_POISON, CMP_WORDS,
+};
+use crate::dtype::DType;
+use crate::verify::{Mismatch, OutputReport, Tolerance, poison_bits};
+
+pub(super) type Ptr = sys::CUdeviceptr;
+
+/// The default stream: every launch and copy of the worker is ordered on it.
+pub(super) const STREAM: sys::CUstream = std::ptr::null_mut();
+
+pub(super) fn cuda(context: &str, e: DriverError) -> String {
+    format!("{context}: {:?}", e.0)
+}
+
+struct DevArray {
+    meta: ArrayArg,
+    work: Ptr,
+    pristine: Ptr,
+    expected: Option<Ptr>,
+    /// Whether the reference proved it overwrites every element (then it is poisoned before verifying).
+    poison: bool,
+}
+
+struct DevTest {
+    arrays: Vec<DevArray>,
+    tolerances: HashMap<String, Tolerance>,
+}
+
+/// One array of a test as a run sees it.
+#[derive(Debug, Clone)]
+pub(super) struct ArrayView {
+    pub name: String,
+    pub work: Ptr,
+    pub pristine: Ptr,
+    pub expected: Option<Ptr>,
+    pub dtype: DType,
+    pub elements: u64,
+    pub is_output: bool,
+    /// Poisoned (not reset) before a verifying run.
+    pub poison: bool,
+    pub tolerance: Tolerance,
+}
+
+impl ArrayView {
+    pub fn bytes(&self) -> usize {
+        self.elements as usize * self.dtype.size()
+    }
+}
+
+#[derive(Default)]
+pub(super) struct DeviceMemory {
+    /// kt's own modules, newest last (each covers the dtypes of the tests that needed it).
+    util: Vec<sys::CUmodule>,
+    util_funcs: HashMap<String, sys::CUfunction>,
+    tests: HashMap<String, DevTest>,
+    /// The compare kernel's result words.
+    cmp: Ptr,
+    sm_count: i32,
+}
+
+impl DeviceMemory {
+    /// Allocates the compare buffer in the current context.
+    pub fn init(&mut self, sm_count: i32) -> Result<(), String> {
+        // SAFETY: plain allocation in the current context.
+        self.cmp = unsafe { result::malloc_sync(CMP_WORDS * 8) }
+            .map_err(|e| cuda("allocating the compare buffer", e))?;
+        self.sm_count = sm_count;
+        Ok(())
+    }
+
+    pub fn load_utilities(&mut self, cubin: &[u8]) -> Result<(), String> {
+        let mut image = cubin.to_vec();
+        image.push(0);
+        // SAFETY: a CUBIN image produced by NVRTC for this device.
+        let m = unsafe { result::module::load_data(image.as_ptr() as *const c_void) }
+            .map_err(|e| cuda("loading kt's utility kernels", e))?;
+        self.util.push(m);
+        Ok(())
+    }
+
+    fn util_fn(&mut self, name: &str) -> Result<sys::CUfunction, String> {
+        if let Some(f) = self.util_funcs.get(name) {
+            return Ok(*f);
+        }
+        let c = CString::new(name).map_err(|e| e.to_string())?;
+        for m in self.util.iter().rev() {
+            // SAFETY: module is loaded.
+            if let Ok(f) = unsafe { result::module::get_function(*m, c.clone()) } {
+                self.util_funcs.insert(name.to_string(), f);
+                return Ok(f);
+            }
+        }
+        Err(format!("utility kernel {name} not loaded"))
+    }
+
+    /// Launches a utility kernel over `n` elements with a grid-stride loop.
+    fn util_launch(&mut self, name: &str, n: u64, params: &mut [Vec<u8>]) -> Result<(), String> {
+        let f = self.util_fn(name)?;
+        let sms = if self.sm_count > 0 { self.sm_count } else { 80 } as u64;
+        let blocks = n.div_ceil(256).clamp(1, sms * 16) as u32;
+        let mut ptrs: Vec<*mut c_void> = params
+            .iter_mut()
+            .map(|p| p.as_mut_ptr() as *mut c_void)
+            .collect();
+        // SAFETY: parameters match the utility kernel's signature (built by the callers below).
+        unsafe { result::launch_kernel(f, (blocks, 1, 1), (256, 1, 1), 0, STREAM, &mut ptrs) }
+            .map_err(|e| cuda(name, e))
+    }
+
+    fn fill(
+        &mut self,
+        ptr: Ptr,
+        a: &ArrayArg,
+        dist: &Distribution,
+        seed: u64,
+    ) -> Result<(), String> {
+        let (code, x, y) = match dist {
+            Distribution::Randn => (dk::DIST_RANDN, 0.0, 0.0),
+            Distribution::Rand => (dk::DIST_RAND, 0.0, 0.0),
+            Distribution::Zeros => (dk::DIST_CONST, 0.0, 0.0),
+            Distribution::Ones => (dk::DIST_CONST, 1.0, 0.0),
+            Distribution::RandInt { lo, hi } => (dk::DIST_RANDINT, *lo as f64, *hi as f64),
+        };
+        let mut p = vec![
+            ptr.to_le_bytes().to_vec(),
+            a.elements.to_le_bytes().to_vec(),
+            code.to_le_bytes().to_vec(),
+            x.to_le_bytes().to_vec(),
+            y.to_le_bytes().to_vec(),
+            seed.to_le_bytes().to_vec(),
+        ];
+        self.util_launch(
+            &format!("kt_fill_{}", dk::suffix(a.dtype)),
+            a.elements,
+            &mut p,
+        )
+    }
+
+    /// Fills an array with the poison pattern of its dtype.
+    pub fn poison(&mut self, ptr: Ptr, dtype: DType, n: u64) -> Result<(), String> {
+        let mut p = vec![
+            ptr.to_le_bytes().to_vec(),
+            n.to_le_bytes().to_vec(),
+            poison_bits(dtype).to_le_bytes().to_vec(),
+        ];
+        self.util_launch(&format!("kt_poison_{}", dk::suffix(dtype)), n, &mut p)
+    }
+
+    /// Compares on the GPU; copies back only the five result words and, on mismatch, two elements.
+    pub fn compare(
+        &mut self,
+        name: &str,
+        got: Ptr,
+        expected: Ptr,
+        dtype: DType,
+        n: u64,
+        tol: Tolerance,
+    ) -> Result<OutputReport, String> {
+        let init: [u64; CMP_WORDS] = [0, u64::MAX, 0, 0, 0];
+        // SAFETY: cmp holds CMP_WORDS u64.
+        unsafe { result::memcpy_htod_sync(self.cmp, &init) }
+            .map_err(|e| cuda("compare init", e))?;
+        let mut p = vec![
+            got.to_le_bytes().to_vec(),
+            expected.to_le_bytes().to_vec(),
+            n.to_le_bytes().to_vec(),
+            tol.atol.to_le_bytes().to_vec(),
+            tol.rtol.to_le_bytes().to_vec(),
+            poison_bits(dtype).to_le_bytes().to_vec(),
+            self.cmp.to_le_bytes().to_vec(),
+        ];
+        self.util_launch(&format!("kt_compare_{}", dk::suffix(dtype)), n, &mut p)?;
+        let mut out = [0u64; CMP_WORDS];
+        // SAFETY: synchronous copy of CMP_WORDS u64.
+        unsafe { result::memcpy_dtoh_sync(&mut out, self.cmp) }
+            .map_err(|e| cuda("compare result", e))?;
+        let mut r = OutputReport {
+            name: name.to_string(),
+            elements: n,
+            mismatches: out[CMP_MISMATCHES],
+            never_written: out[CMP_POISON],
+            max_abs_error: f64::from_bits(out[CMP_MAX_ABS]),
+            max_rel_error: f64::from_bits(out[CMP_MAX_REL]),
+            first_mismatch: None,
+            allowed_mismatches: (tol.max_mismatch_fraction * n as f64) as u64,
+        };
+        if r.mismatches > 0 && out[CMP_FIRST] < n {
+            let i = out[CMP_FIRST];
+            let g = self.element(got, dtype, i)?;
+            let e = self.element(expected, dtype, i)?;
+            r.first_mismatch = Some(Mismatch {
+                index: i,
+                expected: e.0,
+                got: g.0,
+                never_written: g.1,
+            });
+        }
+        Ok(r)
+    }
+
+    /// Compares an output with `expected` under its own tolerance.
+    pub fn compare_output(&mut self, a: &ArrayView, expected: Ptr) -> Result<OutputReport, String> {
+        self.compare(&a.name, a.work, expected, a.dtype, a.elements, a.tolerance)
+    }
+
+    /// Whether an input came out of a run byte for byte as it went in; a changed one is reset.
+    pub fn input_unchanged(&mut self, a: &ArrayView) -> Result<bool, String> {
+        let bytes = a.bytes() as u64;
+        // widest word that divides the size: far fewer elements than comparing byte by byte
+        let (word, words) = if bytes.is_multiple_of(8) {
+            (DType::Uint64, bytes / 8)
+        } else if bytes.is_multiple_of(4) {
+            (DType::Uint32, bytes / 4)
+        } else {
+            (DType::Uint8, bytes)
+        };
+        let exact = Tolerance {
+            rtol: 0.0,
+            atol: 0.0,
+            max_mismatch_fraction: 0.0,
+        };
+        let rep = self.compare(&a.name, a.work, a.pristine, word, words, exact)?;
+        if !rep.passed() {
+            // later configurations must see the original inputs
+            reset(a)?;
+        }
+        Ok(rep.passed())
+    }
+
+    /// One element as f64, and whether it is the poison pattern.
+    fn element(&self, ptr: Ptr, dtype: DType, i: u64) -> Result<(f64, bool), String> {
+        let size = dtype.size();
+        let mut b = [0u8; 8];
+        // SAFETY: index is inside the array (the compare kernel found it there).
+        unsafe { result::memcpy_dtoh_sync(&mut b[..size], ptr + i * size as u64) }
+            .map_err(|e| cuda("reading an element", e))?;
+        let bits = u64::from_le_bytes(b);
+        Ok((dtype.bits_to_f64(bits), bits == poison_bits(dtype)))
+    }
+
+    fn upload_source(&mut self, ptr: Ptr, a: &ArrayArg, src: &ArraySource) -> Result<(), String> {
+        match src {
+            ArraySource::Npy { path, offset } => {
+                let mut f =
+                    std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+                f.seek(SeekFrom::Start(*offset))
+                    .map_err(|e| format!("{}: {e}", path.display()))?;
+                let mut buf = vec![0u8; a.bytes() as usize];
+                f.read_exact(&mut buf).map_err(|e| {
+                    format!(
+                        "{}: {e} (file shorter than its header says?)",
+                        path.display()
+                    )
+                })?;
+                // SAFETY: ptr holds a.bytes() bytes.
+                unsafe { result::memcpy_htod_sync(ptr, &buf) }.map_err(|e| cuda("uploading", e))
+            }
+            ArraySource::Generate { dist, seed } => self.fill(ptr, a, dist, *seed),
+        }
+    }
+
+    fn free_test(&mut self, id: &str) {
+        if let Some(t) = self.tests.remove(id) {
+            for a in t.arrays {
+                for p in [Some(a.work), Some(a.pristine), a.expected]
+                    .into_iter()
+                    .flatten()
+                {
+                    free(p);
+                }
+            }
+        }
+    }
+
+    /// Puts a test's arrays on the GPU (replacing an earlier upload of the same test).
+    pub fn upload(&mut self, test: KernelTest) -> Result<(), String> {
+        self.free_test(&test.id);
+        let mut arrays = Vec::new();
+        for a in test.arrays() {
+            let bytes = (a.bytes() as usize).max(1);
+            let what = format!("allocating {} ({} bytes)", a.name, bytes);
+            let work = alloc(bytes, &what)?;
+            let pristine = alloc(bytes, &what)?;
+            let mut d = DevArray {
+                meta: a.clone(),
+                work,
+                pristine,
+                expected: None,
+                poison: false,
+            };
+            self.upload_source(pristine, a, &a.source)?;
+            if let Some(exp) = &a.expected {
+                let e = alloc(bytes, "allocating expected")?;
+                self.upload_source(e, a, exp)?;
+                d.expected = Some(e);
+            }
+            // SAFETY: both hold `bytes`.
+            unsafe { result::memcpy_dtod_sync(work, pristine, bytes) }
+                .map_err(|e| cuda("copy", e))?;
+            arrays.push(d);
+        }
+        result::ctx::synchronize().map_err(|e| cuda("upload", e))?;
+        self.tests.insert(
+            test.id.clone(),
+            DevTest {
+                arrays,
+                tolerances: test.tolerances.into_iter().collect(),
+            },
+        );
+        Ok(())
+    }
+
+    /// The working copy of an array, for a launch's arguments.
+    pub fn working(&self, test: &str, name: &str) -> Result<Ptr, String> {
+        let t = self
+            .tests
+            .get(test)
+            .ok_or_else(|| format!("test {test} not uploaded"))?;
+        t.arrays
+            .iter()
+            .find(|x| x.meta.name == name)
+            .map(|d| d.work)
+            .ok_or_else(|| format!("no array `{name}` in test {test}"))
+    }
+
+    /// Every array of a test, in parameter order.
+    pub fn views(&self, test: &str) -> Result<Vec<ArrayView>, String> {
+        let t = self
+            .tests
+            .get(test)
+            .ok_or_else(|| format!("test {test} not uploaded"))?;
+        Ok(t.arrays
+            .iter()
+            .map(|a| ArrayView {
+                name: a.meta.name.clone(),
+                work: a.work,
+                pristine: a.pristine,
+                expected: a.expected,
+                dtype: a.meta.dtype,
+                elements: a.meta.elements,
+                is_output: a.meta.is_output,
+                poison: a.poison,
+                tolerance: t
+                    .tolerances
+                    .get(&a.meta.name)
+                    .copied()
+                    .unwrap_or_else(|| Tolerance::for_dtype(a.meta.dtype)),
+            })
+            .collect())
+    }
+
+    /// Records a reference run's findings: the expected values of each output, and which outputs are
+    /// fully overwritten by the kernel (poisoned from now on).
+    pub fn set_expected(
+        &mut self,
+        test: &str,
+        expected: &HashMap<String, Ptr>,
+        poisonable: &[String],
+    ) {
+        if let Some(t) = self.tests.get_mut(test) {
+            for a in &mut t.arrays {
+                if let Some(e) = expected.get(&a.meta.name) {
+                    a.expected = Some(*e);
+                }
+                a.poison = poisonable.contains(&a.meta.name);
+            }
+        }
+    }
+}
+
+/// A device allocation of `bytes`; `what` names it in the error.
+pub(super) fn alloc(bytes: usize, what: &str) -> Result<Ptr, String> {
+    // SAFETY: plain allocation in the current context.
+    unsafe { result::malloc_sync(bytes) }.map_err(|e| cuda(what, e))
+}
+
+/// Frees an allocation made by `alloc` (once).
+pub(super) fn free(p: Ptr) {
+    // SAFETY: allocated by malloc_sync and freed once by the caller's bookkeeping.
+    let _ = unsafe { result::free_sync(p) };
+}
+
+/// A new device copy of an array's working contents.
+pub(super) fn copy_of(a: &ArrayView, what: &str) -> Result<Ptr, String> {
+    let bytes = a.bytes().max(1);
+    let p = alloc(bytes, what)?;
+    // SAFETY: both hold `bytes`.
+    unsafe { result::memcpy_dtod_sync(p, a.work, bytes) }.map_err(|e| cuda("copy", e))?;
+    Ok(p)
+}
+
+/// Resets an array's working copy from its pristine copy.
+pub(super) fn reset(a: &ArrayView) -> Result<(), String> {
+    // SAFETY: same-size device buffers.
+    unsafe { result::memcpy_dtod_sync(a.work, a.pristine, a.bytes()) }.map_err(|e| cuda("reset", e))
+}
+
+/// Resets every output of a test to its initial contents.
+pub(super) fn reset_outputs(arrays: &[ArrayView]) -> Result<(), String> {
+    arrays.iter().filter(|a| a.is_output).try_for_each(reset)
+}
+
+/// Streams a device buffer into a .npy file through a bounded host buffer (outputs can be gigabytes).
+pub(super) fn write_npy_from_device(
+    path: &std::path::Path,
+    dtype: DType,
+    shape: &[u64],
+    src: Ptr,
+    bytes: usize,
+) -> Result<(), String> {
+    use std::io::Write;
+    const CHUNK: usize = 64 << 20;
+    let io = |e: std::io::Error| format!("writing {}: {e}", path.display());
+    let file = std::fs::File::create(path).map_err(io)?;
+    let mut w = std::io::BufWriter::new(file);
+    w.write_all(&crate::npy::header(dtype, shape)).map_err(io)?;
+    let data_bytes = shape.iter().product::<u64>() as usize * dtype.size();
+    let mut buf = vec![0u8; CHUNK.min(bytes).min(data_bytes.max(1))];
+    let mut done = 0usize;
+    while done < data_bytes {
+        let n = buf.len().min(data_bytes - done);
+        // SAFETY: src holds at least data_bytes bytes; the host slice holds n.
+        unsafe { result::memcpy_dtoh_sync(&mut buf[..n], src + done as u64) }
+            .map_err(|e| cuda("reading an output back", e))?;
+        w.write_all(&buf[..n]).map_err(io)?;
+        done += n;
+    }
+    w.flush().map_err(io)?;
+    Ok(())
+}

@@ -1,0 +1,156 @@
+//! The real worker: owns the CUDA context and answers the parent's requests. Device memory and its checks
+//! are in `memory`, loading, launching and timing in `launch`, and what each launch request does step by
+//! step in `runs`; this file only dispatches. Every CUDA call is checked; a launch error that leaves the
+//! context usable (too many resources, invalid configuration) makes the configuration invalid, anything
+//! found at synchronisation (illegal address, trap) ends this process after the reply, because such a
+//! context cannot be used again.
+
+mod launch;
+mod memory;
+mod runs;
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use cudarc::driver::CudaContext;
+use cudarc::driver::sys::{self, CUdevice_attribute as A};
+
+use crate::worker::protocol::{DeviceInfo, Reply, Request};
+use launch::Launcher;
+use memory::{DeviceMemory, cuda};
+use runs::ran_reply;
+
+#[derive(Default)]
+pub struct GpuWorker {
+    ctx: Option<Arc<CudaContext>>,
+    info: Option<DeviceInfo>,
+    memory: DeviceMemory,
+    launcher: Launcher,
+}
+
+impl GpuWorker {
+    pub fn handler() -> impl FnMut(Request, Vec<u8>) -> (Reply, bool) {
+        let mut w = GpuWorker::default();
+        move |req, payload| w.handle(req, payload)
+    }
+
+    fn handle(&mut self, req: Request, payload: Vec<u8>) -> (Reply, bool) {
+        let err = |message: String| {
+            (
+                Reply::Error {
+                    message,
+                    fatal: false,
+                },
+                false,
+            )
+        };
+        match req {
+            Request::Hello { ordinal } => match self.hello(ordinal) {
+                Ok(info) => (Reply::Hello(info), false),
+                Err(m) => (
+                    Reply::Error {
+                        message: m,
+                        fatal: true,
+                    },
+                    true,
+                ),
+            },
+            Request::LoadUtilities => match self.memory.load_utilities(&payload) {
+                Ok(()) => (Reply::Done { ms: 0.0 }, false),
+                Err(m) => err(m),
+            },
+            Request::Upload { test } => {
+                let t = Instant::now();
+                match self.memory.upload(test) {
+                    Ok(()) => (
+                        Reply::Done {
+                            ms: t.elapsed().as_secs_f64() * 1e3,
+                        },
+                        false,
+                    ),
+                    Err(m) => err(m),
+                }
+            }
+            Request::Load {
+                key,
+                kernel,
+                dynamic_shared,
+            } => match self.launcher.load(key, &kernel, dynamic_shared, &payload) {
+                Ok(info) => (Reply::Loaded(info), false),
+                Err(m) => (Reply::LoadFailed(m), false),
+            },
+            Request::Reference { run } => {
+                ran_reply(runs::run(&mut self.memory, &mut self.launcher, &run, true))
+            }
+            Request::Run { run } => {
+                ran_reply(runs::run(&mut self.memory, &mut self.launcher, &run, false))
+            }
+            Request::RecordOutputs { run, files } => ran_reply(runs::record(
+                &mut self.memory,
+                &mut self.launcher,
+                &run,
+                &files,
+            )),
+            Request::MeasureBandwidth { bytes } => match self.launcher.bandwidth(bytes as usize) {
+                Ok(gbps) => (Reply::Bandwidth { gbps }, false),
+                Err(m) => err(m),
+            },
+            Request::Shutdown => (Reply::Done { ms: 0.0 }, true),
+        }
+    }
+
+    fn hello(&mut self, ordinal: usize) -> Result<DeviceInfo, String> {
+        let t = Instant::now();
+        // SAFETY: only dlopen.
+        if !unsafe { sys::is_culib_present() } {
+            return Err("libcuda.so not found: this machine has no NVIDIA driver".into());
+        }
+        let ctx = CudaContext::new(ordinal).map_err(|e| cuda("creating the CUDA context", e))?;
+        let a = |attr| ctx.attribute(attr).map_err(|e| cuda("device attribute", e));
+        let uuid = ctx.uuid().map_err(|e| cuda("device uuid", e))?;
+        let b: Vec<u8> = uuid.bytes.iter().map(|&c| c as u8).collect();
+        let hex: String = b.iter().map(|x| format!("{x:02x}")).collect();
+        let uuid = format!(
+            "GPU-{}-{}-{}-{}-{}",
+            &hex[0..8],
+            &hex[8..12],
+            &hex[12..16],
+            &hex[16..20],
+            &hex[20..32]
+        );
+        let mut driver_version = 0;
+        // SAFETY: writes one int.
+        let _ = unsafe { sys::cuDriverGetVersion(&mut driver_version) };
+        let info = DeviceInfo {
+            ordinal,
+            name: ctx.name().map_err(|e| cuda("device name", e))?,
+            uuid,
+            compute_capability: ctx
+                .compute_capability()
+                .map_err(|e| cuda("compute capability", e))?,
+            sm_count: a(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?,
+            max_threads_per_block: a(A::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK)?,
+            max_threads_per_sm: a(A::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR)?,
+            max_shared_per_block: a(A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK)?,
+            max_shared_per_block_optin: a(
+                A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+            )?,
+            registers_per_block: a(A::CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK)?,
+            l2_bytes: a(A::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)?,
+            total_memory: ctx.total_mem().map_err(|e| cuda("total memory", e))?,
+            driver_version,
+            // Deprecated in newer CUDA releases: absent means "no compute ceiling", not an error.
+            clock_khz: a(A::CU_DEVICE_ATTRIBUTE_CLOCK_RATE).unwrap_or(0),
+            context_ms: 0.0,
+        };
+        self.launcher.init(&info)?;
+        self.memory.init(info.sm_count)?;
+        self.ctx = Some(ctx);
+        let info = DeviceInfo {
+            context_ms: t.elapsed().as_secs_f64() * 1e3,
+            ..info
+        };
+        self.info = Some(info.clone());
+        Ok(info)
+    }
+}

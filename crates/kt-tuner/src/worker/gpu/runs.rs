@@ -1,0 +1,314 @@
+//! What one launch request does on the device, step by step: a reference run (expected values, then a
+//! poisoned rerun to learn which outputs the kernel fully overwrites), a verifying run (outputs poisoned or
+//! reset, every output compared, inputs checked unchanged), timed samples, and a recording run (outputs
+//! streamed to .npy files, a poisoned probe for elements never written).
+
+use std::collections::HashMap;
+
+use cudarc::driver::sys;
+
+use super::launch::{LaunchError, Launcher};
+use super::memory::{
+    ArrayView, DeviceMemory, Ptr, copy_of, free, reset, reset_outputs, write_npy_from_device,
+};
+use crate::measure::TimingStats;
+use crate::worker::protocol::{
+    LaunchArg, OutputFile, RecordedOutput, Reply, RunOutcome, RunRequest, RunStatus,
+};
+
+/// The reply to a launch request: a crash ends the worker after the reply.
+pub(super) fn ran_reply(result: Result<RunOutcome, LaunchError>) -> (Reply, bool) {
+    match result {
+        Ok(outcome) => (Reply::Ran(outcome), false),
+        Err(LaunchError::Invalid(m)) => {
+            (Reply::Ran(RunOutcome::empty(RunStatus::Invalid(m))), false)
+        }
+        Err(LaunchError::Crashed(m)) => {
+            (Reply::Ran(RunOutcome::empty(RunStatus::Crashed(m))), true)
+        }
+    }
+}
+
+/// A launch request resolved against the device: the function, its encoded arguments, the test's arrays.
+struct Setup {
+    func: sys::CUfunction,
+    params: Vec<Vec<u8>>,
+    arrays: Vec<ArrayView>,
+    occupancy: Option<f64>,
+}
+
+fn setup(mem: &DeviceMemory, launcher: &Launcher, r: &RunRequest) -> Result<Setup, LaunchError> {
+    let inv = LaunchError::Invalid;
+    let func = launcher
+        .function(&r.module)
+        .ok_or_else(|| inv(format!("module {} not loaded", r.module)))?;
+    let mut params: Vec<Vec<u8>> = Vec::new();
+    for a in &r.args {
+        match a {
+            LaunchArg::Array(name) => params.push(
+                mem.working(&r.test, name)
+                    .map_err(inv)?
+                    .to_le_bytes()
+                    .to_vec(),
+            ),
+            LaunchArg::Scalar(b) => params.push(b.clone()),
+        }
+    }
+    Ok(Setup {
+        func,
+        params,
+        arrays: mem.views(&r.test).map_err(inv)?,
+        occupancy: launcher.occupancy(func, &r.dims),
+    })
+}
+
+fn crashed(m: String) -> LaunchError {
+    LaunchError::Crashed(m)
+}
+
+/// `Reference`, `Run`: the checks the request asks for, then timed samples when it asks for timing.
+pub(super) fn run(
+    mem: &mut DeviceMemory,
+    launcher: &mut Launcher,
+    r: &RunRequest,
+    reference: bool,
+) -> Result<RunOutcome, LaunchError> {
+    let mut s = setup(mem, launcher, r)?;
+    let mut outcome = RunOutcome::empty(RunStatus::Ok);
+    outcome.occupancy = s.occupancy;
+    // the first run's time (the verifying run), for the early abort
+    let mut first_ms: Option<f64> = None;
+    if reference {
+        reference_checks(mem, launcher, r, &mut s, &mut outcome)?;
+    } else if r.verify {
+        first_ms = Some(verify_checks(mem, launcher, r, &mut s, &mut outcome)?);
+    }
+    if let Some(policy) = &r.timing {
+        // Outputs that are also read (in-place kernels) start from their original values.
+        for a in s
+            .arrays
+            .iter()
+            .filter(|a| a.is_output && (!a.poison || !r.verify))
+        {
+            reset(a).map_err(crashed)?;
+        }
+        let verified =
+            outcome.outputs.iter().all(|o| o.passed()) && outcome.inputs_modified.is_empty();
+        if r.verify && !verified {
+            // a wrong answer is not timed: its time would never be used
+            return Ok(outcome);
+        }
+        let mut initial = Vec::new();
+        let mut first_counted = false;
+        if r.verify && !reference && !policy.flush_l2 {
+            // The verifying run verified: it is a launch like any other, so it is the first sample
+            // (modules load eagerly and the function was queried before it; `time` still drops it as a
+            // warm-up when the next sample shows it was slow).
+            initial.extend(first_ms);
+            first_counted = true;
+        } else if !r.verify && !reference {
+            // warm-up: not a sample, but timed so a hopeless configuration can stop here
+            let ms = launcher.launch(s.func, r.dims, &mut s.params, true)?;
+            if policy.is_hopeless(&[ms], r.best) {
+                let mut stats =
+                    TimingStats::from_samples(&[ms]).ok_or_else(|| crashed("no samples".into()))?;
+                stats.aborted_early = true;
+                outcome.timing = Some(stats);
+                return Ok(outcome);
+            }
+        }
+        outcome.timing = Some(launcher.time(
+            s.func,
+            r.dims,
+            &mut s.params,
+            policy,
+            r.best,
+            initial,
+            first_counted,
+        )?);
+    }
+    Ok(outcome)
+}
+
+/// A reference run: outputs from their initial contents; expected values are the test's own (compared)
+/// or this run's; then a rerun with every output poisoned tells which outputs the kernel fully overwrites
+/// (poisoned before verifying from now on) and which depend on their initial contents (reset instead).
+fn reference_checks(
+    mem: &mut DeviceMemory,
+    launcher: &Launcher,
+    r: &RunRequest,
+    s: &mut Setup,
+    outcome: &mut RunOutcome,
+) -> Result<(), LaunchError> {
+    reset_outputs(&s.arrays).map_err(crashed)?;
+    launcher.launch(s.func, r.dims, &mut s.params, false)?;
+    let mut expected: HashMap<String, Ptr> = HashMap::new();
+    for a in s.arrays.iter().filter(|a| a.is_output) {
+        let e = match a.expected {
+            Some(e) => {
+                outcome
+                    .outputs
+                    .push(mem.compare_output(a, e).map_err(crashed)?);
+                e
+            }
+            None => copy_of(a, "allocating expected").map_err(crashed)?,
+        };
+        expected.insert(a.name.clone(), e);
+    }
+    for a in s.arrays.iter().filter(|a| a.is_output) {
+        mem.poison(a.work, a.dtype, a.elements).map_err(crashed)?;
+    }
+    launcher.launch(s.func, r.dims, &mut s.params, false)?;
+    let mut poisonable = Vec::new();
+    for a in s.arrays.iter().filter(|a| a.is_output) {
+        let rep = mem.compare_output(a, expected[&a.name]).map_err(crashed)?;
+        if rep.passed() {
+            poisonable.push(a.name.clone());
+        } else {
+            outcome.accumulating_outputs.push(a.name.clone());
+        }
+        reset(a).map_err(crashed)?;
+    }
+    mem.set_expected(&r.test, &expected, &poisonable);
+    Ok(())
+}
+
+/// A verifying run: outputs poisoned (or reset, for those the kernel accumulates into), one timed launch,
+/// every output compared with its expected values and every input with its pristine copy. Returns the
+/// launch's time.
+fn verify_checks(
+    mem: &mut DeviceMemory,
+    launcher: &Launcher,
+    r: &RunRequest,
+    s: &mut Setup,
+    outcome: &mut RunOutcome,
+) -> Result<f64, LaunchError> {
+    for a in s.arrays.iter().filter(|a| a.is_output) {
+        if a.poison {
+            mem.poison(a.work, a.dtype, a.elements).map_err(crashed)?;
+        } else {
+            reset(a).map_err(crashed)?;
+        }
+    }
+    let ms = launcher.launch(s.func, r.dims, &mut s.params, true)?;
+    for a in &s.arrays {
+        if a.is_output {
+            let Some(e) = a.expected else {
+                return Err(LaunchError::Invalid(format!(
+                    "no expected values for output {}: run the reference first",
+                    a.name
+                )));
+            };
+            outcome
+                .outputs
+                .push(mem.compare_output(a, e).map_err(crashed)?);
+        } else if !mem.input_unchanged(a).map_err(crashed)? {
+            outcome.inputs_modified.push(a.name.clone());
+        }
+    }
+    Ok(ms)
+}
+
+/// `RecordOutputs`: run with the outputs at their initial contents, write the requested outputs to
+/// .npy files, probe with poisoned outputs for elements never written, time if asked.
+pub(super) fn record(
+    mem: &mut DeviceMemory,
+    launcher: &mut Launcher,
+    r: &RunRequest,
+    files: &[OutputFile],
+) -> Result<RunOutcome, LaunchError> {
+    let inv = LaunchError::Invalid;
+    let mut s = setup(mem, launcher, r)?;
+    let mut outcome = RunOutcome::empty(RunStatus::Ok);
+    outcome.occupancy = s.occupancy;
+    let mut targets = Vec::new();
+    for f in files {
+        let a = s
+            .arrays
+            .iter()
+            .find(|a| a.name == f.name)
+            .ok_or_else(|| inv(format!("no array `{}` in test {}", f.name, r.test)))?;
+        if f.shape.iter().product::<u64>() != a.elements {
+            return Err(inv(format!(
+                "shape {:?} for `{}` does not hold its {} elements",
+                f.shape, f.name, a.elements
+            )));
+        }
+        targets.push((f, a.clone()));
+    }
+    reset_outputs(&s.arrays).map_err(crashed)?;
+    launcher.launch(s.func, r.dims, &mut s.params, false)?;
+    // keep this run's values on the device for the poison probe, and stream them to the files
+    let mut kept: Vec<(Ptr, &OutputFile, &ArrayView)> = Vec::new();
+    let mut failure = None;
+    for (f, a) in &targets {
+        let copy = match copy_of(a, &format!("keeping a copy of {}", f.name)) {
+            Ok(p) => p,
+            Err(m) => {
+                failure = Some(inv(m));
+                break;
+            }
+        };
+        kept.push((copy, f, a));
+        if let Err(m) = write_npy_from_device(&f.path, a.dtype, &f.shape, a.work, a.bytes().max(1))
+        {
+            failure = Some(inv(m));
+            break;
+        }
+    }
+    if failure.is_none() {
+        failure = probe_unwritten(mem, launcher, r, &mut s, &kept, &mut outcome).err();
+    }
+    for (copy, _, _) in &kept {
+        free(*copy);
+    }
+    if let Some(e) = failure {
+        return Err(e);
+    }
+    reset_outputs(&s.arrays).map_err(crashed)?;
+    if let Some(policy) = &r.timing {
+        outcome.timing = Some(launcher.time(
+            s.func,
+            r.dims,
+            &mut s.params,
+            policy,
+            None,
+            Vec::new(),
+            false,
+        )?);
+        reset_outputs(&s.arrays).map_err(crashed)?;
+    }
+    Ok(outcome)
+}
+
+/// Reruns with the recorded outputs poisoned and compares with the kept copies: elements still poison are
+/// never written, others that differ depend on the initial contents.
+fn probe_unwritten(
+    mem: &mut DeviceMemory,
+    launcher: &Launcher,
+    r: &RunRequest,
+    s: &mut Setup,
+    kept: &[(Ptr, &OutputFile, &ArrayView)],
+    outcome: &mut RunOutcome,
+) -> Result<(), LaunchError> {
+    for (_, _, a) in kept {
+        mem.poison(a.work, a.dtype, a.elements).map_err(crashed)?;
+    }
+    launcher.launch(s.func, r.dims, &mut s.params, false)?;
+    for (copy, f, a) in kept {
+        let rep = mem.compare_output(a, *copy).map_err(crashed)?;
+        outcome.recorded.push(RecordedOutput {
+            name: f.name.clone(),
+            path: f.path.clone(),
+            dtype: a.dtype,
+            shape: f.shape.clone(),
+            never_written: rep.never_written,
+            depends_on_initial: rep.mismatches,
+        });
+        if !rep.passed() {
+            outcome.accumulating_outputs.push(f.name.clone());
+        }
+        outcome.outputs.push(rep);
+    }
+    Ok(())
+}

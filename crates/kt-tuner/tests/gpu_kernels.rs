@@ -1,0 +1,234 @@
+//! GPU tests of kernels as people write them: C++ linkage (plain `__global__`, namespaces, templates
+//! tuned over their template parameter), includes NVRTC cannot open by itself, a user header, half
+//! data, and the five verdicts, each reported as itself. Run on a GPU machine with
+//! `cargo test -p kt-tuner --test gpu_kernels -- --include-ignored --test-threads=1`.
+//! The worker is this test executable itself, re-executed with only `gpu_worker_entry` selected.
+
+#![allow(clippy::unwrap_used)]
+
+use std::collections::BTreeMap;
+
+use kt_tuner::args::{ParamSpec, SizeChoice, SuiteInputs, TestSet};
+use kt_tuner::dtype::DType;
+use kt_tuner::session::{TunableKernel, TuneOptions, Tuner, TunerConfig, Verdict};
+use kt_tuner::space::{Config, TunableParam};
+use kt_tuner::worker::process::{PROTOCOL_ENV, WorkerCommand};
+
+#[test]
+fn gpu_worker_entry() {
+    if std::env::var(PROTOCOL_ENV).is_ok() {
+        let code = match kt_tuner::worker::serve() {
+            Ok(()) => 0,
+            Err(_) => 1,
+        };
+        std::process::exit(code);
+    }
+}
+
+fn tuner() -> Tuner {
+    let worker = WorkerCommand {
+        program: std::env::current_exe().unwrap(),
+        args: vec![
+            "--exact".into(),
+            "gpu_worker_entry".into(),
+            "--nocapture".into(),
+            "--test-threads=1".into(),
+        ],
+        env: vec![],
+    };
+    Tuner::new(TunerConfig {
+        worker: Some(worker),
+        ..TunerConfig::default()
+    })
+    .unwrap()
+}
+
+/// Tests for `scale(in, out, n)`: `n` = 1000 elements of `dtype`, in random, out zeros.
+fn scale_tests(dtype: DType) -> TestSet {
+    let p = |name: &str| ParamSpec {
+        name: name.into(),
+        is_pointer: true,
+        dtype: Some((dtype, 1)),
+    };
+    let params = vec![
+        p("in"),
+        p("out"),
+        ParamSpec {
+            name: "n".into(),
+            is_pointer: false,
+            dtype: Some((DType::Int32, 1)),
+        },
+    ];
+    let inputs = SuiteInputs {
+        outputs: vec!["out".into()],
+        test: BTreeMap::from([("n".to_string(), 1000.0)]),
+        inputs: BTreeMap::from([
+            ("in".to_string(), "randn".to_string()),
+            ("out".to_string(), "zeros".to_string()),
+        ]),
+        sizes: BTreeMap::from([
+            ("in".to_string(), "n".to_string()),
+            ("out".to_string(), "n".to_string()),
+        ]),
+        ..SuiteInputs::default()
+    };
+    inputs
+        .make_tests(&params, SizeChoice::Test, &BTreeMap::new(), 2)
+        .unwrap()
+}
+
+fn kernel(source: &str, name: &str) -> TunableKernel {
+    let mut k = TunableKernel::new(source, name, vec!["n".into()]);
+    k.params = vec![TunableParam::new("block_size_x", [64, 128, 256])];
+    k
+}
+
+fn config(values: &[(&str, i64)]) -> Config {
+    Config(values.iter().map(|(n, v)| (n.to_string(), *v)).collect())
+}
+
+const REFERENCE: &str = r#"extern "C" __global__ void scale(const float* in, float* out, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = 2.0f * in[i];
+}
+"#;
+
+/// Tunes `k` on the scale tests and checks every configuration verified.
+fn tunes_cleanly(k: &TunableKernel) {
+    let mut t = tuner();
+    let r = t
+        .tune(
+            k,
+            &scale_tests(DType::Float32),
+            &TuneOptions::default(),
+            &mut |_| {},
+        )
+        .unwrap();
+    for m in &r.measurements {
+        assert!(m.verdict.is_ok(), "{}: {}", m.config, m.verdict.reason());
+    }
+    assert!(r.best.is_some());
+}
+
+/// Verifies `candidate` against the extern "C" reference; returns the first test's verdict.
+fn verdict_of(candidate: &TunableKernel) -> Verdict {
+    let mut t = tuner();
+    let reference = kernel(REFERENCE, "scale");
+    let c = config(&[("block_size_x", 128)]);
+    let report = t
+        .verify(&reference, &c, candidate, &c, &scale_tests(DType::Float32))
+        .unwrap();
+    report.tests[0].verdict.clone()
+}
+
+#[test]
+#[ignore = "needs a GPU"]
+fn a_plain_global_kernel_without_extern_c_is_tuned_and_verified() {
+    let src = "__global__ void scale(const float* in, float* out, int n) {\n    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i < n) out[i] = 2.0f * in[i];\n}\n";
+    tunes_cleanly(&kernel(src, "scale"));
+    assert_eq!(verdict_of(&kernel(src, "scale")), Verdict::Ok);
+}
+
+#[test]
+#[ignore = "needs a GPU"]
+fn a_kernel_in_a_namespace_is_found_by_its_qualified_name() {
+    let src = "namespace ops {\n__device__ float twice(float v) { return 2.0f * v; }\n__global__ void scale(const float* in, float* out, int n) {\n    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i < n) out[i] = twice(in[i]);\n}\n}\n";
+    tunes_cleanly(&kernel(src, "ops::scale"));
+    assert_eq!(verdict_of(&kernel(src, "ops::scale")), Verdict::Ok);
+}
+
+#[test]
+#[ignore = "needs a GPU"]
+fn a_templated_kernel_is_tuned_over_its_template_parameter() {
+    // each thread scales ITEMS consecutive elements: the grid shrinks as ITEMS grows
+    let src = "template <typename T, int ITEMS>\n__global__ void scale(const T* in, T* out, int n) {\n    int base = (blockIdx.x * blockDim.x + threadIdx.x) * ITEMS;\n    for (int j = 0; j < ITEMS; j++) if (base + j < n) out[base + j] = 2 * in[base + j];\n}\n";
+    let mut k = kernel(src, "scale");
+    k.params.push(TunableParam::new("ITEMS", [1, 2, 4]));
+    k.template_args = vec!["float".into(), "ITEMS".into()];
+    k.geometry.grid_div[0] = vec!["block_size_x".into(), "ITEMS".into()];
+    let mut t = tuner();
+    let r = t
+        .tune(
+            &k,
+            &scale_tests(DType::Float32),
+            &TuneOptions::default(),
+            &mut |_| {},
+        )
+        .unwrap();
+    assert_eq!(r.measurements.len(), 9);
+    for m in &r.measurements {
+        assert!(m.verdict.is_ok(), "{}: {}", m.config, m.verdict.reason());
+    }
+}
+
+#[test]
+#[ignore = "needs a GPU"]
+fn runtime_and_standard_includes_and_a_user_header_compile() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("common.h"),
+        "#pragma once\n#define FACTOR 2.0f\ntypedef float real;\n",
+    )
+    .unwrap();
+    let src = "#include <cuda_runtime.h>\n#include <stdio.h>\n#include <stdlib.h>\n#include <math.h>\n#include <cstdint>\n#include <assert.h>\n#include \"common.h\"\n__global__ void scale(const real* in, real* out, int32_t n) {\n    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i < n) out[i] = FACTOR * in[i];\n    if (i == n) printf(\"done\\n\");\n}\nint main() { return 0; }\n";
+    let mut k = kernel(src, "scale");
+    k.include_dirs = vec![dir.path().to_path_buf()];
+    tunes_cleanly(&k);
+}
+
+#[test]
+#[ignore = "needs a GPU"]
+fn a_half_precision_kernel_is_tuned_and_verified() {
+    let src = "#include <cuda_fp16.h>\n__global__ void scale(const __half* in, __half* out, int n) {\n    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i < n) out[i] = __float2half(2.0f * __half2float(in[i]));\n}\n";
+    let k = kernel(src, "scale");
+    let mut t = tuner();
+    let tests = scale_tests(DType::Float16);
+    let r = t
+        .tune(&k, &tests, &TuneOptions::default(), &mut |_| {})
+        .unwrap();
+    for m in &r.measurements {
+        assert!(m.verdict.is_ok(), "{}: {}", m.config, m.verdict.reason());
+    }
+}
+
+#[test]
+#[ignore = "needs a GPU"]
+fn a_missing_kernel_is_reported_as_kernel_not_found() {
+    let v = verdict_of(&kernel(REFERENCE, "scale_missing"));
+    assert!(matches!(v, Verdict::KernelNotFound { .. }), "{v:?}");
+    assert!(v.reason().starts_with("kernel not found"), "{}", v.reason());
+}
+
+#[test]
+#[ignore = "needs a GPU"]
+fn a_syntax_error_is_reported_as_a_compile_error() {
+    let src = "__global__ void scale(const float* in, float* out, int n) { out[0] = in[0] }\n";
+    let v = verdict_of(&kernel(src, "scale"));
+    assert!(matches!(v, Verdict::CompileError { .. }), "{v:?}");
+}
+
+#[test]
+#[ignore = "needs a GPU"]
+fn a_refused_launch_is_reported_as_a_launch_error() {
+    // at most 32 threads per block, launched with 128
+    let src = "__global__ void __launch_bounds__(32) scale(const float* in, float* out, int n) {\n    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i < n) out[i] = 2.0f * in[i];\n}\n";
+    let v = verdict_of(&kernel(src, "scale"));
+    assert!(matches!(v, Verdict::Invalid { .. }), "{v:?}");
+    assert!(v.reason().starts_with("launch error"), "{}", v.reason());
+}
+
+#[test]
+#[ignore = "needs a GPU"]
+fn a_hung_kernel_is_reported_as_a_timeout() {
+    let src = "__global__ void scale(const float* in, float* out, int n) {\n    volatile int spin = 1;\n    while (spin) {}\n    out[0] = in[0];\n}\n";
+    let v = verdict_of(&kernel(src, "scale"));
+    assert!(matches!(v, Verdict::Timeout { .. }), "{v:?}");
+}
+
+#[test]
+#[ignore = "needs a GPU"]
+fn a_wrong_result_is_reported_as_a_wrong_answer() {
+    let src = "__global__ void scale(const float* in, float* out, int n) {\n    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i < n) out[i] = 3.0f * in[i];\n}\n";
+    let v = verdict_of(&kernel(src, "scale"));
+    assert!(matches!(v, Verdict::WrongAnswer { .. }), "{v:?}");
+}
