@@ -10,6 +10,9 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 mod support;
+// `kt experiment slurm` on a real one-node SLURM (tests/experiment/slurm.rs).
+#[path = "experiment/slurm.rs"]
+mod slurm;
 use support::{output, root, text};
 
 struct Env {

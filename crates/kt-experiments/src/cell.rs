@@ -149,6 +149,27 @@ fn sanitise(text: &str) -> String {
 }
 
 #[cfg(test)]
+impl Cell {
+    /// A cell of kernel `k` (k.cu) with no settings, for unit tests.
+    pub(crate) fn for_test(id: &str, strategy: &str, model: &str) -> Cell {
+        Cell {
+            id: CellId(id.into()),
+            studies: vec![],
+            kernel: "k".into(),
+            kernel_file: "k.cu".into(),
+            kernel_choice: None,
+            strategy: strategy.into(),
+            grid: BTreeMap::new(),
+            settings: BTreeMap::new(),
+            model: model.into(),
+            repeat: 0,
+            seed: 0,
+            budget: Budget::default(),
+        }
+    }
+}
+
+#[cfg(test)]
 mod tests {
     use super::*;
 

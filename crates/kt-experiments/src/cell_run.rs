@@ -3,6 +3,7 @@
 //! signal; and describe how it ended. Used by the scheduler's workers and by `kt experiment run-cell` (one
 //! SLURM array task).
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -50,6 +51,8 @@ pub struct CellRunner {
     pub grace: Duration,
     /// How often a running cell is checked (exit, stop, budget).
     pub poll: Duration,
+    /// The design's per-model LLM configuration files, given to cells as `KT_CONFIG`.
+    pub llm_configs: BTreeMap<String, PathBuf>,
 }
 
 impl CellRunner {
@@ -62,6 +65,7 @@ impl CellRunner {
             out: std::path::absolute(&out).unwrap_or(out),
             grace: Duration::from_secs(60),
             poll: Duration::from_millis(200),
+            llm_configs: BTreeMap::new(),
         }
     }
 
@@ -107,7 +111,7 @@ impl CellRunner {
         let cmd = match locate(&cell_dir)? {
             RunState::Final { dir, raw, .. } => {
                 // Finished earlier but never recorded (the coordinator died in between): record, do not rerun.
-                let record = self.final_record(cell, &state, &dir, raw)?;
+                let record = self.final_record(cell, &state, &dir, raw, gpu)?;
                 return Ok(CellOutcome::Recorded {
                     record: Box::new(record),
                     launched: false,
@@ -124,6 +128,9 @@ impl CellRunner {
         }
         let mut cmd = cmd;
         cmd.current_dir(&self.root);
+        if let Some(config) = self.llm_configs.get(&cell.model) {
+            cmd.env("KT_CONFIG", config);
+        }
         state.attempts += 1;
         let log = cell_dir.join(format!("attempt-{}.log", state.attempts));
         let mut process = CellProcess::spawn(cmd, cell.id.as_str(), gpu, &log)?;
@@ -164,13 +171,16 @@ impl CellRunner {
         let run = locate(&cell_dir)?;
         if let RunState::Final { dir, raw, .. } = run {
             // A run that reached its final result as it was being stopped counts as what it reports.
-            let record = self.final_record(cell, &state, &dir, raw)?;
+            let record = self.final_record(cell, &state, &dir, raw, gpu)?;
             return Ok(CellOutcome::Recorded {
                 record: Box::new(record),
                 launched: true,
             });
         }
-        if stopped_by_signal {
+        // A stop that came as the child exited is still a stop: on SLURM, a requeue or cancel sends SIGTERM
+        // to every process of the task, so the cell may die of it before the coordinator passes on SIGINT.
+        // Either way the run is resumable, and recording it as a crash would be wrong.
+        if stopped_by_signal || stop.is_stopped() {
             return Ok(CellOutcome::Interrupted);
         }
         let dir = match run {
@@ -181,10 +191,12 @@ impl CellRunner {
             llm = LlmTally::default();
             llm.update(&d.join("llm.jsonl"))?;
         }
-        let status = if over.is_some() {
-            CellStatus::OverBudget
-        } else {
-            CellStatus::Crashed
+        let result = dir
+            .as_deref()
+            .and_then(|d| crate::run_dir::read_result(&d.join("result.json")).ok());
+        let status = match over {
+            Some(_) => CellStatus::OverBudget,
+            None => unfinished_status(exit.code(), result.as_ref()),
         };
         let mut record = CellRecord::for_cell(cell, status);
         record.over_budget = over;
@@ -192,15 +204,29 @@ impl CellRunner {
         record.elapsed_s = state.elapsed_s;
         record.llm_tokens = llm.tokens;
         record.llm_cost_usd = llm.dollars;
+        record.gpu = given_gpu(gpu);
         record.run_dir = dir.as_deref().map(|d| relative_path(d, &self.out));
-        record.result = dir
-            .as_deref()
-            .and_then(|d| crate::run_dir::read_result(&d.join("result.json")).ok());
-        record.error = Some(match over {
-            Some(kind) => {
+        let run_error = result
+            .as_ref()
+            .and_then(|r| r.get("error"))
+            .and_then(|e| e.as_str())
+            .map(str::to_string);
+        record.result = result;
+        record.error = Some(match (over, status) {
+            (Some(kind), _) => {
                 format!("stopped after exceeding its {kind} budget; the run is resumable")
             }
-            None => format!(
+            (None, CellStatus::NeedsGpu) => format!(
+                "needs a GPU: the run stopped where a CUDA GPU is required ({}); it is saved and the next \
+                 `kt experiment run` on a machine with a GPU resumes it",
+                run_error.as_deref().unwrap_or("no GPU")
+            ),
+            (None, CellStatus::LlmUnavailable) => format!(
+                "the LLM service was unavailable ({}); an infrastructure failure, not a result: the next \
+                 `kt experiment run` resumes the run from its last checkpoint",
+                run_error.as_deref().unwrap_or("no answer")
+            ),
+            _ => format!(
                 "kt exited with {exit} and no final result.json; last lines of {}:\n{}",
                 log.display(),
                 log_tail(&log, 15)
@@ -219,6 +245,7 @@ impl CellRunner {
         state: &CellState,
         dir: &Path,
         raw: serde_json::Value,
+        gpu: Option<&str>,
     ) -> Result<CellRecord, ExperimentError> {
         let result = crate::run_dir::RunResult::from_value(&raw);
         let status = match result.status.as_deref() {
@@ -234,8 +261,41 @@ impl CellRunner {
         record.llm_cost_usd = llm.dollars;
         record.run_dir = Some(relative_path(dir, &self.out));
         record.error = result.error.clone();
+        record.gpu = given_gpu(gpu);
         record.result = Some(raw);
         Ok(record)
+    }
+}
+
+/// The GPU a cell ran with: the worker's, else the `CUDA_VISIBLE_DEVICES` it inherited (a SLURM task's).
+fn given_gpu(gpu: Option<&str>) -> Option<String> {
+    gpu.map(str::to_string)
+        .or_else(|| std::env::var("CUDA_VISIBLE_DEVICES").ok())
+}
+
+/// Exit status of `kt transform` / `kt resume` for a run ended by an LLM outage (EX_TEMPFAIL).
+pub const EXIT_LLM_UNAVAILABLE: i32 = 75;
+/// Exit status of `kt transform` / `kt resume` for a run that stopped where it needs a GPU it cannot get.
+pub const EXIT_NEEDS_GPU: i32 = 2;
+
+/// Why a run that left no final result ended: an LLM outage (result status `llm_unavailable`, or exit 75),
+/// a missing GPU (the run saved at its last checkpoint as `interrupted` with the engine's "CUDA GPU is
+/// needed" message, and kt exited 2), or a crash (anything else).
+fn unfinished_status(code: Option<i32>, result: Option<&serde_json::Value>) -> CellStatus {
+    let field = |k: &str| {
+        result
+            .and_then(|r| r.get(k))
+            .and_then(|v| v.as_str())
+            .unwrap_or_default()
+    };
+    if field("status") == "llm_unavailable" || code == Some(EXIT_LLM_UNAVAILABLE) {
+        CellStatus::LlmUnavailable
+    } else if field("status") == "interrupted"
+        && (code == Some(EXIT_NEEDS_GPU) || field("error").contains("CUDA GPU is needed"))
+    {
+        CellStatus::NeedsGpu
+    } else {
+        CellStatus::Crashed
     }
 }
 
@@ -254,29 +314,40 @@ fn write_state(path: &Path, state: &CellState) -> Result<(), ExperimentError> {
 
 #[cfg(test)]
 mod tests {
-    use std::collections::BTreeMap;
-
     use super::*;
-    use crate::budget::Budget;
-    use crate::cell::CellId;
+
+    #[test]
+    fn unfinished_runs_are_told_apart_by_result_status_and_exit_code() {
+        let v = |s: &str, e: &str| serde_json::json!({"status": s, "error": e});
+        let gpu = v(
+            "interrupted",
+            "a CUDA GPU is needed from here on: no CUDA driver",
+        );
+        assert_eq!(unfinished_status(Some(2), Some(&gpu)), CellStatus::NeedsGpu);
+        assert_eq!(unfinished_status(None, Some(&gpu)), CellStatus::NeedsGpu);
+        let down = v("llm_unavailable", "rate limited after 5 attempts");
+        assert_eq!(
+            unfinished_status(Some(75), Some(&down)),
+            CellStatus::LlmUnavailable
+        );
+        assert_eq!(
+            unfinished_status(Some(75), None),
+            CellStatus::LlmUnavailable
+        );
+        // A plain interrupt that exited with an ordinary error is a crash, as is a run with no result.
+        let stopped = v("interrupted", "interrupted");
+        assert_eq!(
+            unfinished_status(Some(1), Some(&stopped)),
+            CellStatus::Crashed
+        );
+        assert_eq!(unfinished_status(Some(2), None), CellStatus::Crashed);
+        assert_eq!(unfinished_status(None, None), CellStatus::Crashed);
+    }
 
     #[test]
     fn a_cell_locked_by_another_process_is_left_alone() {
         let dir = tempfile::tempdir().unwrap();
-        let cell = Cell {
-            id: CellId("c".into()),
-            studies: vec![],
-            kernel: "k".into(),
-            kernel_file: "k.cu".into(),
-            kernel_choice: None,
-            strategy: "explicit".into(),
-            grid: BTreeMap::new(),
-            settings: BTreeMap::new(),
-            model: "scripted:s.toml".into(),
-            repeat: 0,
-            seed: 0,
-            budget: Budget::default(),
-        };
+        let cell = Cell::for_test("c", "explicit", "scripted:s.toml");
         // `false` would fail the cell if it were started; the lock must prevent that.
         let runner = CellRunner::new(KtBinary::new("false"), dir.path(), dir.path().join("out"));
         let cell_dir = runner.cell_dir(&cell);

@@ -20,6 +20,10 @@
 //! tokens = 2000000                # input + output tokens, from the run's llm.jsonl
 //! dollars = 5.0                   # known LLM cost, from the run's llm.jsonl
 //!
+//! [llm_configs]                   # optional: how to reach a model, per model spec (a kt.toml with an [llm]
+//! "openai:gemini-2.5-pro" = "experiments/llm/gemini-2.5-pro.toml"  # section: base_url, api_key_env,
+//!                                 # structured_mode, ...), given to its cells as KT_CONFIG; not part of ids
+//!
 //! [[study]]                       # optional; without any, the file itself is one study named `name`
 //! name = "breakdown-replan"
 //! models = ["openai:gpt-4.1"]     # any default above can be replaced here
@@ -53,6 +57,8 @@ pub struct Design {
     /// Directory that relative kernel and provider paths are resolved against.
     pub root: PathBuf,
     pub studies: Vec<Study>,
+    /// The LLM configuration file of a model spec (absolute), given to its cells as `KT_CONFIG`.
+    pub llm_configs: BTreeMap<String, PathBuf>,
 }
 
 /// One block of the design: its cells are kernels × strategies (× grid points) × models × repeats.
@@ -157,6 +163,8 @@ struct DesignFile {
     settings: Option<BTreeMap<String, SettingValue>>,
     budget: Option<BudgetFile>,
     #[serde(default)]
+    llm_configs: BTreeMap<String, PathBuf>,
+    #[serde(default)]
     study: Vec<StudyFile>,
 }
 
@@ -215,12 +223,28 @@ impl Design {
             }
             studies
         };
+        let mut llm_configs = BTreeMap::new();
+        for (model, config) in file.llm_configs {
+            let config = root.join(config);
+            if !config.is_file() {
+                return Err(ExperimentError::design(
+                    path,
+                    format!(
+                        "llm_configs: `{}` (for {model}) is not a file; paths are relative to the root {}",
+                        config.display(),
+                        root.display()
+                    ),
+                ));
+            }
+            llm_configs.insert(model, config);
+        }
         Ok(Design {
             name: file.name,
             description: file.description,
             file: path.to_path_buf(),
             root,
             studies,
+            llm_configs,
         })
     }
 

@@ -28,12 +28,27 @@ pub enum CellStatus {
     OverBudget,
     /// The `kt` process exited without a final result. Not final: a rerun resumes the cell.
     Crashed,
+    /// The run stopped where it needs a CUDA GPU (this machine or allocation has none). An infrastructure
+    /// outcome, not a result: the run is saved and the next `kt experiment run` on a GPU resumes it.
+    NeedsGpu,
+    /// The run ended `llm_unavailable` (the LLM service failed past its retries). An infrastructure failure,
+    /// never a gain of 0: the next `kt experiment run` resumes the run from its last checkpoint.
+    LlmUnavailable,
 }
 
 impl CellStatus {
     /// Whether a rerun skips the cell.
     pub fn is_final(self) -> bool {
-        !matches!(self, CellStatus::Crashed)
+        !self.is_infrastructure()
+    }
+
+    /// Whether the cell ended for a reason outside the transformation (crash, no GPU, LLM outage): such
+    /// cells are not results, reports leave them out, and a rerun resumes them.
+    pub fn is_infrastructure(self) -> bool {
+        matches!(
+            self,
+            CellStatus::Crashed | CellStatus::NeedsGpu | CellStatus::LlmUnavailable
+        )
     }
 
     pub fn as_str(self) -> &'static str {
@@ -42,6 +57,8 @@ impl CellStatus {
             CellStatus::Failed => "failed",
             CellStatus::OverBudget => "over_budget",
             CellStatus::Crashed => "crashed",
+            CellStatus::NeedsGpu => "needs_gpu",
+            CellStatus::LlmUnavailable => "llm_unavailable",
         }
     }
 }
@@ -79,6 +96,10 @@ pub struct CellRecord {
     /// Why the cell did not finish (run error, exit status and log tail).
     #[serde(default)]
     pub error: Option<String>,
+    /// The GPU the cell was given (its `CUDA_VISIBLE_DEVICES`); None when it inherited the environment's.
+    /// The device's name and PCI bus id are in the run's own record (run.json / result.json).
+    #[serde(default)]
+    pub gpu: Option<String>,
     /// When the record was written (UTC, RFC 3339).
     pub recorded: String,
     /// The run's `result.json`, verbatim; null when the run left none.
@@ -108,6 +129,7 @@ impl CellRecord {
             llm_tokens: 0,
             llm_cost_usd: 0.0,
             error: None,
+            gpu: None,
             recorded: now_rfc3339(),
             result: None,
         }

@@ -363,6 +363,7 @@ mod tests {
                         llm_tokens: 0,
                         llm_cost_usd: 0.0,
                         error: None,
+                        gpu: None,
                         recorded: String::new(),
                         result: Some(serde_json::json!({
                             "status": "finished", "correct": true, "speedup": speedup,

@@ -67,7 +67,7 @@ impl Progress {
         match status {
             Some(CellStatus::Failed) => self.failed += 1,
             Some(CellStatus::OverBudget) => self.over_budget += 1,
-            Some(CellStatus::Crashed) => self.crashed += 1,
+            Some(s) if s.is_infrastructure() => self.crashed += 1,
             _ => {}
         }
         if status.is_some_and(CellStatus::is_final) {
@@ -117,7 +117,7 @@ impl Progress {
             |d| format!("ETA {}", human(d)),
         );
         self.bar.set_message(format!(
-            "running {} · failed {} · over budget {} · crashed {} · {eta}",
+            "running {} · failed {} · over budget {} · to resume {} · {eta}",
             self.running, self.failed, self.over_budget, self.crashed
         ));
     }

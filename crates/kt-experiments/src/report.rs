@@ -1,14 +1,20 @@
 //! `kt experiment report`: aggregates the ledger into per kernel × strategy × model rows and strategy-level
 //! summaries, as Markdown, CSV or JSON.
 //!
-//! Per cell: it is *correct* when its run finished and `result.json` says `correct: true`. Its *speedup* is
-//! the run's `speedup` (naive time ÷ best time, at the naive kernel's default launch) when correct, and 1.0
-//! otherwise — a failed, crashed or over-budget cell leaves the user with the naive kernel. *Gain* is the
-//! thesis's measure, (speedup − 1) × 100 %. Per group: correctness rate, geometric mean and median speedup,
-//! mean ± sample standard deviation of the gain, fast_p for p = 1.0, 1.2, 2 (share of cells correct and more
-//! than p× faster; see [`crate::stats::fast_p`]), mean % of measured peak of correct cells, mean
-//! transformation time (the run's `wall_time_s.total`, else the coordinator's measured time), mean tokens and
-//! mean known cost.
+//! Per cell: it is *correct* when its run finished and `result.json` says `correct: true` (schema_version 2:
+//! the delivered kernel verified on every test). Its *outcome* is the run's `outcome` (`improved`,
+//! `no_improvement`: the original kept, `not_verified`; absent in schema_version 1 results). Its *speedup* is
+//! the run's `speedup` (t_naive ÷ t_best) when correct, and 1.0 otherwise — a failed or over-budget cell
+//! leaves the user with the naive kernel — with the run's 95 % interval (`speedup_ci95`) when it has one. Its
+//! *gain* is the thesis's measure, (t_naive − t_best) ÷ t_naive, in percent (the run's `gain`, else
+//! 1 − 1/speedup). Per group: correctness rate, cells that kept the original, geometric mean speedup with a
+//! 95 % interval over the cells, median speedup, mean ± sample standard deviation of the gain with a 95 %
+//! interval, fast_p for p = 1.0, 1.2, 2 (share of cells correct and more than p× faster; see
+//! [`crate::stats::fast_p`]), mean % of peak of correct cells, mean transformation time (the run's
+//! `wall_time_s.total`, else the coordinator's measured time), mean tokens and mean known cost.
+//!
+//! Cells that ended for infrastructure reasons — a crash, no GPU, an LLM outage — are not results: they are
+//! left out of every number, counted on their own, and resumed by the next `kt experiment run`.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -20,8 +26,9 @@ use crate::design::Design;
 use crate::error::ExperimentError;
 use crate::expand::expand;
 use crate::ledger::{CellRecord, CellStatus, Ledger};
+use crate::necessity::Necessity;
 use crate::schedule::Plan;
-use crate::stats::{fast_p, gain_percent, geomean, mean, median, std_dev};
+use crate::stats::{fast_p, gain_percent, geomean, geomean_ci95, mean, mean_ci95, median, std_dev};
 
 /// The p of the fast_p columns.
 pub const FAST_P: [f64; 3] = [1.0, 1.2, 2.0];
@@ -57,7 +64,13 @@ pub struct CellPoint {
     pub model: String,
     pub status: CellStatus,
     pub correct: bool,
+    /// The run's outcome (`improved`, `no_improvement`, `not_verified`); None for schema_version 1 results.
+    pub outcome: Option<String>,
+    /// t_naive / t_best (1.0 when not correct).
     pub speedup: f64,
+    /// The run's 95 % interval of the speedup, when it measured one (and the cell is correct).
+    pub speedup_ci95: Option<[f64; 2]>,
+    /// The thesis's gain (t_naive − t_best) / t_naive, in percent (0 when not correct).
     pub gain_pct: f64,
     pub percent_of_peak: Option<f64>,
     pub time_s: f64,
@@ -77,6 +90,10 @@ impl CellPoint {
         } else {
             1.0
         };
+        let gain_pct = match result.gain.filter(|g| correct && g.is_finite()) {
+            Some(g) => g * 100.0,
+            None => gain_percent(speedup),
+        };
         CellPoint {
             cell_id: r.cell_id.to_string(),
             kernel: r.kernel.clone(),
@@ -85,8 +102,10 @@ impl CellPoint {
             model: r.model.clone(),
             status: r.status,
             correct,
+            outcome: result.outcome.clone(),
             speedup,
-            gain_pct: gain_percent(speedup),
+            speedup_ci95: result.speedup_ci95.filter(|_| correct),
+            gain_pct,
             percent_of_peak: result.percent_of_peak.filter(|_| correct),
             time_s: result
                 .wall_time_s
@@ -113,12 +132,18 @@ pub struct Summary {
     pub finished: usize,
     pub failed: usize,
     pub over_budget: usize,
-    pub crashed: usize,
     pub correct_rate: f64,
+    /// Cells whose run kept the original kernel (outcome `no_improvement`).
+    pub no_improvement: usize,
     pub geomean_speedup: Option<f64>,
+    /// 95 % interval of the geometric mean over the cells (two or more), or the run's own interval for a
+    /// group of one cell.
+    pub geomean_speedup_ci95: Option<[f64; 2]>,
     pub median_speedup: Option<f64>,
+    /// The thesis's gain (t_naive − t_best) / t_naive in percent: mean, sample std and 95 % interval.
     pub mean_gain_pct: Option<f64>,
     pub std_gain_pct: Option<f64>,
+    pub gain_pct_ci95: Option<[f64; 2]>,
     /// fast_p for p in [`FAST_P`], in that order.
     pub fast_p: Vec<Option<f64>>,
     pub mean_percent_of_peak: Option<f64>,
@@ -151,16 +176,24 @@ impl Summary {
             finished: count(CellStatus::Finished),
             failed: count(CellStatus::Failed),
             over_budget: count(CellStatus::OverBudget),
-            crashed: count(CellStatus::Crashed),
             correct_rate: if points.is_empty() {
                 0.0
             } else {
                 points.iter().filter(|p| p.correct).count() as f64 / points.len() as f64
             },
+            no_improvement: points
+                .iter()
+                .filter(|p| p.outcome.as_deref() == Some("no_improvement"))
+                .count(),
             geomean_speedup: geomean(&speedups),
+            geomean_speedup_ci95: match points {
+                [one] => one.speedup_ci95,
+                _ => geomean_ci95(&speedups),
+            },
             median_speedup: median(&speedups),
             mean_gain_pct: mean(&gains),
             std_gain_pct: std_dev(&gains),
+            gain_pct_ci95: mean_ci95(&gains),
             fast_p: FAST_P.iter().map(|&p| fast_p(&pairs, p)).collect(),
             mean_percent_of_peak: mean(&peaks),
             mean_time_s: mean(&times),
@@ -181,6 +214,12 @@ pub struct Report {
     pub recorded: usize,
     /// Recorded cells left out because they crashed (not final: a rerun resumes them).
     pub crashed: usize,
+    /// Recorded cells left out because their run needs a GPU this machine lacks (a rerun resumes them).
+    pub needs_gpu: usize,
+    /// Recorded cells left out because the LLM service failed (a rerun resumes them).
+    pub llm_unavailable: usize,
+    /// The explicit strategy's necessity-check answers, per step (the thesis's Figure 12).
+    pub necessity: Vec<Necessity>,
     /// Per kernel × strategy variant × model.
     pub groups: Vec<Summary>,
     /// Per strategy variant × model, over all kernels.
@@ -199,6 +238,7 @@ impl Report {
         records: impl IntoIterator<Item = &'a CellRecord>,
     ) -> Report {
         let records: Vec<&CellRecord> = records.into_iter().collect();
+        let count = |s: CellStatus| records.iter().filter(|r| r.status == s).count();
         let points: Vec<CellPoint> = records
             .iter()
             .filter(|r| r.status.is_final())
@@ -222,7 +262,10 @@ impl Report {
             experiment,
             planned,
             recorded: records.len(),
-            crashed: records.iter().filter(|r| !r.status.is_final()).count(),
+            crashed: count(CellStatus::Crashed),
+            needs_gpu: count(CellStatus::NeedsGpu),
+            llm_unavailable: count(CellStatus::LlmUnavailable),
+            necessity: crate::necessity::tally(&records),
             groups: groups
                 .into_iter()
                 .map(|((k, v, m), ps)| Summary::of(Some(k), v, Some(m), &ps))
@@ -285,21 +328,32 @@ impl Report {
             .planned
             .map_or_else(String::new, |p| format!(" of {p} planned"));
         let _ = writeln!(s, "{} cells recorded{planned}.", self.recorded);
-        if self.crashed > 0 {
-            let _ = writeln!(
-                s,
-                "{} of them crashed and are left out below; rerun the experiment to resume them.",
-                self.crashed
-            );
+        for (n, what) in [
+            (self.crashed, "crashed"),
+            (
+                self.needs_gpu,
+                "stopped where they need a GPU this machine lacks",
+            ),
+            (self.llm_unavailable, "ended on an LLM outage"),
+        ] {
+            if n > 0 {
+                let _ = writeln!(
+                    s,
+                    "{n} {what}: infrastructure failures, not results; they are left out below and the next \
+                     `kt experiment run` resumes them."
+                );
+            }
         }
         let _ = writeln!(s);
         let _ = writeln!(
             s,
-            "Speedup = naive time ÷ best time at the naive kernel's default launch; a cell that is not correct counts \
-             as 1.0× (the naive kernel stays). Gain = (speedup − 1) × 100 %, the thesis's measure; ± is the sample \
-             standard deviation. fast_p = share of cells correct and more than p× faster. % peak = mean share of the \
-             measured peak (bandwidth or FLOP/s) reached by correct cells' best kernels. Time, tokens and cost are \
-             means per cell.\n"
+            "Correct = the delivered kernel verified on every test. Kept = runs that kept the original kernel \
+             (no improvement). Speedup = t_naive ÷ t_best; a cell that is not correct counts as 1.0× (the naive \
+             kernel stays); [95 % interval] over the group's cells, or the run's own for a single cell. Gain = \
+             the thesis's measure, (t_naive − t_best) ÷ t_naive: the share of the naive time saved (a 2× speedup \
+             is a 50 % gain); mean ± sample standard deviation [95 % interval of the mean]. fast_p = share of \
+             cells correct and more than p× faster. % peak = mean share of the peak (bandwidth or FLOP/s) \
+             reached by correct cells' best kernels. Time, tokens and cost are means per cell.\n"
         );
         let _ = writeln!(s, "## By strategy\n");
         table(&mut s, &self.strategies, false, false);
@@ -307,12 +361,14 @@ impl Report {
         table(&mut s, &self.strategy_models, false, true);
         let _ = writeln!(s, "\n## By kernel, strategy and model\n");
         table(&mut s, &self.groups, true, true);
+        crate::necessity::markdown(&mut s, &self.necessity);
+        cells_table(&mut s, &self.points);
         s
     }
 
     fn csv(&self) -> String {
         let mut s = String::from(
-            "level,kernel,strategy,model,cells,finished,failed,over_budget,crashed,correct_rate,geomean_speedup,median_speedup,mean_gain_pct,std_gain_pct,fast_1.0,fast_1.2,fast_2,mean_percent_of_peak,mean_time_s,mean_tokens,mean_cost_usd,total_cost_usd\n",
+            "level,kernel,strategy,model,cells,finished,failed,over_budget,correct_rate,no_improvement,geomean_speedup,geomean_speedup_lo95,geomean_speedup_hi95,median_speedup,mean_gain_pct,std_gain_pct,gain_pct_lo95,gain_pct_hi95,fast_1.0,fast_1.2,fast_2,mean_percent_of_peak,mean_time_s,mean_tokens,mean_cost_usd,total_cost_usd\n",
         );
         for (level, rows) in [
             ("strategy", &self.strategies),
@@ -330,12 +386,16 @@ impl Report {
                     r.finished.to_string(),
                     r.failed.to_string(),
                     r.over_budget.to_string(),
-                    r.crashed.to_string(),
                     format!("{}", r.correct_rate),
+                    r.no_improvement.to_string(),
                     num(r.geomean_speedup),
+                    num(r.geomean_speedup_ci95.map(|c| c[0])),
+                    num(r.geomean_speedup_ci95.map(|c| c[1])),
                     num(r.median_speedup),
                     num(r.mean_gain_pct),
                     num(r.std_gain_pct),
+                    num(r.gain_pct_ci95.map(|c| c[0])),
+                    num(r.gain_pct_ci95.map(|c| c[1])),
                 ];
                 fields.extend(r.fast_p.iter().map(|v| num(*v)));
                 fields.extend([
@@ -372,9 +432,10 @@ fn table(s: &mut String, rows: &[Summary], with_kernel: bool, with_model: bool) 
     head.extend([
         "cells",
         "correct",
-        "geomean ×",
+        "kept",
+        "speedup × geomean [95 %]",
         "median ×",
-        "gain % (mean ± std)",
+        "gain % mean ± std [95 %]",
         "fast_1.0",
         "fast_1.2",
         "fast_2",
@@ -398,15 +459,21 @@ fn table(s: &mut String, rows: &[Summary], with_kernel: bool, with_model: bool) 
         if with_model {
             cells.push(r.model.clone().unwrap_or_default());
         }
-        let gain = match (r.mean_gain_pct, r.std_gain_pct) {
-            (Some(m), Some(sd)) => format!("{m:+.1} ± {sd:.1}"),
-            (Some(m), None) => format!("{m:+.1}"),
+        let mut gain = match (r.mean_gain_pct, r.std_gain_pct) {
+            (Some(m), Some(sd)) => format!("{m:.1} ± {sd:.1}"),
+            (Some(m), None) => format!("{m:.1}"),
             _ => "–".into(),
         };
+        gain.push_str(&interval(r.gain_pct_ci95, 1));
         cells.extend([
             r.cells.to_string(),
             pct(Some(r.correct_rate)),
-            f(r.geomean_speedup, 2),
+            r.no_improvement.to_string(),
+            format!(
+                "{}{}",
+                f(r.geomean_speedup, 2),
+                interval(r.geomean_speedup_ci95, 2)
+            ),
             f(r.median_speedup, 2),
             gain,
         ]);
@@ -418,6 +485,35 @@ fn table(s: &mut String, rows: &[Summary], with_kernel: bool, with_model: bool) 
             f(r.mean_cost_usd, 3),
         ]);
         let _ = writeln!(s, "| {} |", cells.join(" | "));
+    }
+}
+
+/// ` [lo, hi]`, or nothing without an interval.
+fn interval(ci: Option<[f64; 2]>, digits: usize) -> String {
+    ci.map_or_else(String::new, |[lo, hi]| {
+        format!(" [{lo:.digits$}, {hi:.digits$}]")
+    })
+}
+
+/// One line per cell: what each run delivered, with the run's own interval.
+fn cells_table(s: &mut String, points: &[CellPoint]) {
+    let _ = writeln!(s, "\n## Cells\n");
+    let _ = writeln!(
+        s,
+        "| cell | status | outcome | correct | speedup × [95 %] | gain % |\n|---|---|---|---|---|---|"
+    );
+    for p in points {
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} | {:.2}{} | {:.1} |",
+            p.cell_id,
+            p.status.as_str(),
+            p.outcome.as_deref().unwrap_or("–"),
+            if p.correct { "yes" } else { "no" },
+            p.speedup,
+            interval(p.speedup_ci95, 2),
+            p.gain_pct
+        );
     }
 }
 
@@ -455,6 +551,7 @@ mod tests {
             llm_tokens: 0,
             llm_cost_usd: 0.0,
             error: None,
+            gpu: None,
             recorded: String::new(),
             result: Some(serde_json::json!({
                 "status": if status == CellStatus::Finished { "finished" } else { "failed" },
@@ -472,8 +569,8 @@ mod tests {
     /// speedups used: 1.0, 2.0, 4.0, and 1.0 (the 3.0× cell is incorrect, so it counts as 1.0)
     /// geomean = (1·2·4·1)^(1/4) = 8^(1/4) = 1.681792830507429
     /// median = (1 + 2) / 2 = 1.5
-    /// gains: 0, 100, 300, 0 → mean 100; deviations −100, 0, 200, −100 → squares 10000+0+40000+10000 = 60000,
-    ///   / 3 = 20000, std = 141.4213562373095
+    /// gains (1 − 1/speedup): 0, 50, 75, 0 % → mean 31.25; deviations −31.25, 18.75, 43.75, −31.25 → squares
+    ///   976.5625 + 351.5625 + 1914.0625 + 976.5625 = 4218.75, / 3 = 1406.25, std = 37.5
     /// fast_1.0: 2/4 (2.0, 4.0); fast_1.2: 2/4; fast_2: 1/4 (only 4.0 is strictly above 2)
     /// correct: 3/4; % peak over the 3 correct: 40; time 100; tokens 1500; cost 0.25 each, 1.00 in total
     #[test]
@@ -491,8 +588,11 @@ mod tests {
         assert!((g.correct_rate - 0.75).abs() < 1e-12);
         assert!(close(g.geomean_speedup, 1.681_792_830_507_429));
         assert!(close(g.median_speedup, 1.5));
-        assert!(close(g.mean_gain_pct, 100.0));
-        assert!(close(g.std_gain_pct, 141.421_356_237_309_5));
+        assert!(close(g.mean_gain_pct, 31.25));
+        assert!(close(g.std_gain_pct, 37.5));
+        // t(3) = 3.182: 31.25 ± 3.182 × 37.5 / 2
+        let [lo, hi] = g.gain_pct_ci95.unwrap();
+        assert!((lo - (31.25 - 59.6625)).abs() < 1e-9 && (hi - (31.25 + 59.6625)).abs() < 1e-9);
         assert!(close(g.fast_p[0], 0.5));
         assert!(close(g.fast_p[1], 0.5));
         assert!(close(g.fast_p[2], 0.25));
@@ -534,13 +634,46 @@ mod tests {
             .unwrap();
         assert_eq!((auto.cells, auto.failed), (2, 1));
         assert!(close(auto.geomean_speedup, 2.0_f64.sqrt()));
-        assert!(close(auto.mean_gain_pct, 50.0));
+        assert!(close(auto.mean_gain_pct, 25.0));
         let one = report
             .strategies
             .iter()
             .find(|s| s.variant == "one-prompt")
             .unwrap();
         assert_eq!(one.cells, 1, "crashed cells are not final and are left out");
+    }
+
+    #[test]
+    fn version_2_results_give_outcomes_intervals_and_the_thesis_gain_and_outages_are_left_out() {
+        let mut kept = record("a", "k", "explicit", CellStatus::Finished, true, 1.0);
+        kept.result = Some(serde_json::json!({
+            "schema_version": 2, "status": "finished", "correct": true, "outcome": "no_improvement",
+            "speedup": 1.0, "gain": 0.0, "speedup_ci95": [0.98, 1.02]
+        }));
+        let mut improved = record("b", "k", "explicit", CellStatus::Finished, true, 5.49);
+        improved.result = Some(serde_json::json!({
+            "schema_version": 2, "status": "finished", "correct": true, "outcome": "improved",
+            "speedup": 5.49, "gain": 0.8179, "speedup_ci95": [5.3, 5.7]
+        }));
+        let outage = record("c", "k", "explicit", CellStatus::LlmUnavailable, false, 1.0);
+        let no_gpu = record("d", "k", "explicit", CellStatus::NeedsGpu, false, 1.0);
+        let report = Report::from_records(None, Some(4), [&kept, &improved, &outage, &no_gpu]);
+        assert_eq!((report.llm_unavailable, report.needs_gpu), (1, 1));
+        let g = &report.groups[0];
+        assert_eq!(
+            g.cells, 2,
+            "an LLM outage is not a gain of 0: the cell is left out"
+        );
+        assert_eq!(g.no_improvement, 1);
+        assert!(close(g.mean_gain_pct, (0.0 + 81.79) / 2.0));
+        let single = Report::from_records(None, None, [&improved]);
+        assert_eq!(single.groups[0].geomean_speedup_ci95, Some([5.3, 5.7]));
+        let md = report.render(ReportFormat::Markdown);
+        assert!(md.contains("1 ended on an LLM outage"), "{md}");
+        assert!(
+            md.contains("| b | finished | improved | yes | 5.49 [5.30, 5.70] | 81.8 |"),
+            "{md}"
+        );
     }
 
     #[test]
@@ -565,9 +698,10 @@ mod tests {
         ];
         let report = Report::from_records(Some("t".into()), None, &records);
         let md = report.render(ReportFormat::Markdown);
-        assert!(md.contains("| k | autonomous[breakdown=0,replan=3] | m | 2 | 100% | 2.00 | 2.00 | +100.0 ± 0.0 |"), "{md}");
+        assert!(md.contains("| k | autonomous[breakdown=0,replan=3] | m | 2 | 100% | 0 | 2.00 [2.00, 2.00] | 2.00 | 50.0 ± 0.0 [50.0, 50.0] |"), "{md}");
+        assert!(!md.contains("(speedup − 1)"), "{md}");
         let csv = report.render(ReportFormat::Csv);
-        assert!(csv.contains("kernel_strategy_model,k,\"autonomous[breakdown=0,replan=3]\",m,2,2,0,0,0,1,2,2,100,0,"), "{csv}");
+        assert!(csv.contains("kernel_strategy_model,k,\"autonomous[breakdown=0,replan=3]\",m,2,2,0,0,1,0,2,2,2,2,50,0,50,50,"), "{csv}");
         let json: serde_json::Value =
             serde_json::from_str(&report.render(ReportFormat::Json)).unwrap();
         assert_eq!(json["strategies"][0]["geomean_speedup"], 2.0);

@@ -8,20 +8,33 @@ use serde::Deserialize;
 
 use crate::error::ExperimentError;
 
-/// The parts of `result.json` (schema_version 1) that reports use. Every field is optional: a run that
-/// stopped early may not know its times.
+/// The parts of `result.json` that reports use. Every field is optional: a run that stopped early may not
+/// know its times, and schema_version 1 results have no `outcome`, `gain` or `speedup_ci95`.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 pub struct RunResult {
     #[serde(default)]
     pub status: Option<String>,
     #[serde(default)]
+    pub schema_version: Option<u64>,
+    /// schema_version 2: the delivered kernel verified on every test. In version 1 it only meant "a best
+    /// kernel exists", which every run past its baseline has.
+    #[serde(default)]
     pub correct: Option<bool>,
+    /// schema_version 2: `improved`, `no_improvement` (the original kept) or `not_verified`.
+    #[serde(default)]
+    pub outcome: Option<String>,
     #[serde(default)]
     pub naive_time_ms: Option<f64>,
     #[serde(default)]
     pub best_time_ms: Option<f64>,
     #[serde(default)]
     pub speedup: Option<f64>,
+    /// 95 % interval of the speedup, from the final timing's repeated launches.
+    #[serde(default)]
+    pub speedup_ci95: Option<[f64; 2]>,
+    /// The thesis's gain, (t_naive − t_best) / t_naive, as a fraction.
+    #[serde(default)]
+    pub gain: Option<f64>,
     #[serde(default)]
     pub percent_of_peak: Option<f64>,
     #[serde(default)]
@@ -50,7 +63,12 @@ impl RunResult {
             let get = |k: &str| value.get(k);
             RunResult {
                 status: get("status").and_then(|v| v.as_str()).map(str::to_string),
+                schema_version: get("schema_version").and_then(serde_json::Value::as_u64),
                 correct: get("correct").and_then(serde_json::Value::as_bool),
+                outcome: get("outcome").and_then(|v| v.as_str()).map(str::to_string),
+                speedup_ci95: get("speedup_ci95")
+                    .and_then(|v| serde_json::from_value(v.clone()).ok()),
+                gain: get("gain").and_then(serde_json::Value::as_f64),
                 naive_time_ms: get("naive_time_ms").and_then(serde_json::Value::as_f64),
                 best_time_ms: get("best_time_ms").and_then(serde_json::Value::as_f64),
                 speedup: get("speedup").and_then(serde_json::Value::as_f64),
@@ -67,7 +85,7 @@ impl RunResult {
         })
     }
 
-    /// `finished` and `failed` are final; `interrupted` (or no status) can be resumed.
+    /// `finished` and `failed` are final; `interrupted`, `llm_unavailable` (or no status) can be resumed.
     pub fn is_final(&self) -> bool {
         matches!(self.status.as_deref(), Some("finished" | "failed"))
     }

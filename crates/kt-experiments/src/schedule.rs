@@ -82,6 +82,10 @@ pub struct RunSummary {
     pub failed: usize,
     pub over_budget: usize,
     pub crashed: usize,
+    /// Cells whose run stopped where it needs a GPU (resumable; infrastructure, not a result).
+    pub needs_gpu: usize,
+    /// Cells whose run ended on an LLM outage (resumable; infrastructure, not a result).
+    pub llm_unavailable: usize,
     /// Cells stopped by an interrupt, or never started because of one.
     pub not_done: usize,
     pub elapsed_s: f64,
@@ -90,7 +94,7 @@ pub struct RunSummary {
 impl RunSummary {
     /// Whether every cell has a final record.
     pub fn complete(&self) -> bool {
-        self.crashed == 0 && self.not_done == 0
+        self.crashed == 0 && self.needs_gpu == 0 && self.llm_unavailable == 0 && self.not_done == 0
     }
 }
 
@@ -137,6 +141,7 @@ pub fn run_experiment(
     let mut runner = CellRunner::new(opts.kt.clone(), design.root.clone(), opts.out.clone());
     runner.grace = opts.grace;
     runner.poll = opts.poll;
+    runner.llm_configs = design.llm_configs.clone();
     let mut progress = Progress::new(cells.len(), summary.skipped, workers.len(), opts.progress);
     let queue = Mutex::new(pending);
     let (tx, rx) = mpsc::channel::<Event>();
@@ -186,6 +191,8 @@ pub fn run_experiment(
                             CellStatus::Failed => summary.failed += 1,
                             CellStatus::OverBudget => summary.over_budget += 1,
                             CellStatus::Crashed => summary.crashed += 1,
+                            CellStatus::NeedsGpu => summary.needs_gpu += 1,
+                            CellStatus::LlmUnavailable => summary.llm_unavailable += 1,
                         }
                         let speed = record
                             .run_result()
@@ -296,6 +303,8 @@ pub fn run_one_cell(
         tracing::info!(cell = id, status = r.status.as_str(), "already recorded");
         return Ok(Some(r.status));
     }
+    let mut runner = runner.clone();
+    runner.llm_configs = design.llm_configs.clone();
     match runner.run(cell, gpu, stop)? {
         CellOutcome::Recorded { record, .. } => {
             ledger.append(&record)?;

@@ -9,26 +9,67 @@
 //! - `submit.sh`: submits the array, then the collection job with `--dependency=afterany:<array job>`.
 //!
 //! The task gets SIGTERM two minutes before its time limit (`--signal=B:TERM@120`) so the cell can stop at a
-//! checkpoint and stay resumable. The `kt` path is the one that wrote the scripts, overridable with `KT=...`.
+//! checkpoint and stay resumable; with `requeue`, a task SLURM preempts and requeues resumes its cell the
+//! same way. What an admin asks of a job is there: GPUs as `--gres` or `--gpus-per-task`, array throttling
+//! (`%N`), account, QoS, further `#SBATCH` lines, per-cell logs (`logs/<cell>.log`, appended across
+//! requeues), a time limit derived from the design's time budget, and the `kt` binary and the `KT_*`
+//! environment written into the script rather than left to the node's login environment. The `kt` path is
+//! the one that wrote the scripts, overridable with `KT=...`.
 
 use std::path::{Path, PathBuf};
 
 use crate::cell::Cell;
 use crate::error::ExperimentError;
 
+/// How array tasks ask for their GPUs: the generic resource (`--gres=gpu:N`, every SLURM) or
+/// `--gpus-per-task=N` (SLURM ≥ 19.05 with select/cons_tres; some sites allow only one of the two).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum GpuRequest {
+    #[default]
+    Gres,
+    GpusPerTask,
+}
+
+impl std::str::FromStr for GpuRequest {
+    type Err = ExperimentError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "gres" => Ok(GpuRequest::Gres),
+            "gpus-per-task" => Ok(GpuRequest::GpusPerTask),
+            other => Err(ExperimentError::Option {
+                detail: format!("unknown GPU request `{other}`: use gres or gpus-per-task"),
+            }),
+        }
+    }
+}
+
 /// Options of `kt experiment slurm`.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct SlurmOptions {
     pub partition: String,
-    /// Per array task, `HH:MM:SS` (or anything `--time` accepts).
-    pub time: String,
-    pub gpus_per_job: u32,
+    /// Per array task, `HH:MM:SS` (or anything `--time` accepts). None: derived from the cells' time budget
+    /// (see [`task_time`]).
+    pub time: Option<String>,
+    /// GPUs per array task; 0 asks for none (CPU-only partitions, replayed or scripted cells).
+    pub gpus: u32,
+    pub gpu_request: GpuRequest,
     /// CPUs per task.
     pub cpus_per_task: u32,
     /// The experiment directory (absolute paths are best: tasks run on other nodes).
     pub out: PathBuf,
     /// The kt binary the tasks run.
     pub kt: PathBuf,
+    /// Let SLURM requeue preempted or failed-node tasks; a requeued task resumes its cell's run from the
+    /// last checkpoint.
+    pub requeue: bool,
+    /// At most this many array tasks at once (`--array=0-N%M`).
+    pub max_running: Option<u32>,
+    pub account: Option<String>,
+    pub qos: Option<String>,
+    /// Further `#SBATCH` options, e.g. `--mem=64G` or `--constraint=h100`, for both jobs.
+    pub extra: Vec<String>,
+    /// Environment the tasks get explicitly (the `KT_*` variables of the shell that wrote the scripts).
+    pub env: Vec<(String, String)>,
 }
 
 /// The files written.
@@ -42,6 +83,20 @@ pub struct SlurmScripts {
     pub tasks: usize,
 }
 
+/// The default time limit of an array task: the largest per-cell time budget plus 10 % and 10 minutes (for
+/// start-up and the checkpoint after SIGTERM), in whole minutes; 4 hours when no cell has a time budget.
+pub fn task_time(cells: &[Cell]) -> String {
+    let budget = cells.iter().filter_map(|c| c.budget.time).max();
+    // Integer arithmetic: 1.1 × 14 400 s in floating point is a hair above 264 minutes.
+    let minutes = budget.map_or(240, |b| b.as_secs().saturating_mul(11).div_ceil(600) + 10);
+    let (days, hours, mins) = (minutes / 1440, minutes % 1440 / 60, minutes % 60);
+    if days > 0 {
+        format!("{days}-{hours:02}:{mins:02}:00")
+    } else {
+        format!("{hours:02}:{mins:02}:00")
+    }
+}
+
 /// Writes the scripts for `cells` of the design at `design_file`.
 pub fn write_slurm(
     design_name: &str,
@@ -49,31 +104,8 @@ pub fn write_slurm(
     cells: &[Cell],
     opts: &SlurmOptions,
 ) -> Result<SlurmScripts, ExperimentError> {
-    if cells.is_empty() {
-        return Err(ExperimentError::Option {
-            detail: "the design has no cells".into(),
-        });
-    }
-    if opts.partition.trim().is_empty() {
-        return Err(ExperimentError::Option {
-            detail: "--partition must name a SLURM partition".into(),
-        });
-    }
-    if !valid_time(&opts.time) {
-        return Err(ExperimentError::Option {
-            detail: format!(
-                "--time `{}` is not a SLURM time (HH:MM:SS, MM:SS, D-HH:MM:SS or minutes)",
-                opts.time
-            ),
-        });
-    }
-    if cells.len() > 1000 {
-        // SLURM's default MaxArraySize is 1001 (indices 0..=1000); larger clusters raise it.
-        tracing::warn!(
-            cells = cells.len(),
-            "more array tasks than SLURM's default MaxArraySize allows; check `scontrol show config`"
-        );
-    }
+    let time = opts.time.clone().unwrap_or_else(|| task_time(cells));
+    check(cells, opts, &time)?;
     let dir = opts.out.join("slurm");
     let logs = dir.join("logs");
     std::fs::create_dir_all(&logs)
@@ -86,9 +118,29 @@ pub fn write_slurm(
     let design = quote(&design_file.to_string_lossy());
     let out = quote(&opts.out.to_string_lossy());
     let kt = quote(&opts.kt.to_string_lossy());
-    let name = quote(&format!("kt-{design_name}"));
-    let partition = quote(&opts.partition);
     let n = cells.len();
+    let common = common_lines(opts);
+    let gpus = match (opts.gpus, opts.gpu_request) {
+        (0, _) => String::new(),
+        (g, GpuRequest::Gres) => format!("#SBATCH --gres=gpu:{g}\n"),
+        (g, GpuRequest::GpusPerTask) => {
+            format!("#SBATCH --ntasks=1\n#SBATCH --gpus-per-task={g}\n")
+        }
+    };
+    let throttle = opts
+        .max_running
+        .map_or_else(String::new, |m| format!("%{m}"));
+    let requeue = if opts.requeue {
+        "--requeue"
+    } else {
+        "--no-requeue"
+    };
+    let env: String = opts
+        .env
+        .iter()
+        .map(|(k, v)| format!("export {k}={}\n", quote(v)))
+        .collect();
+    let logs_q = quote(&logs.to_string_lossy());
 
     let array = dir.join("cells.sbatch");
     write(
@@ -97,19 +149,24 @@ pub fn write_slurm(
             r#"#!/usr/bin/env bash
 # One array task per cell of the experiment {design_name} ({n} cells), written by `kt experiment slurm`.
 # Task i runs the cell on line i+1 of cells.txt. Resubmitting is safe: finished cells are skipped and
-# half-finished ones resume.
+# half-finished ones resume from their last checkpoint (so does a task that SLURM requeues).
+# Each cell's output is appended to logs/<cell>.log; the kt run's own log is cells/<cell>/attempt-N.log.
 #SBATCH --job-name={name}
-#SBATCH --partition={partition}
-#SBATCH --time={time}
-#SBATCH --gres=gpu:{gpus}
-#SBATCH --cpus-per-task={cpus}
-#SBATCH --array=0-{last}
+{common}#SBATCH --time={time}
+{gpus}#SBATCH --cpus-per-task={cpus}
+#SBATCH --array=0-{last}{throttle}
+#SBATCH {requeue}
 #SBATCH --signal=B:TERM@120
-#SBATCH --output={logs}/cell-%A_%a.out
+#SBATCH --open-mode=append
+#SBATCH --output={logs_q}/task-%A_%a.out
 set -euo pipefail
 
+# What the tasks run, fixed when the scripts were written (override KT to use another binary). The rest of
+# the submitting shell's environment (API keys such as OPENAI_API_KEY) reaches the tasks through sbatch's
+# default --export=ALL.
 KT="${{KT:-{kt}}}"
-CELL_LIST={cell_list}
+{env}CELL_LIST={cell_list}
+LOGS={logs_q}
 
 if [[ -z "${{SLURM_ARRAY_TASK_ID:-}}" ]]; then
   echo "SLURM_ARRAY_TASK_ID is not set: submit this script with sbatch (see submit.sh)" >&2
@@ -121,14 +178,14 @@ if [[ -z "$cell" ]]; then
   echo "array task $SLURM_ARRAY_TASK_ID has no cell in $CELL_LIST ({n} cells)" >&2
   exit 2
 fi
-echo "task $SLURM_ARRAY_TASK_ID: cell $cell on GPU ${{CUDA_VISIBLE_DEVICES:-none}}" >&2
+exec >>"$LOGS/$cell.log" 2>&1
+echo "$(date -u +%FT%TZ) job ${{SLURM_ARRAY_JOB_ID:-?}}_$SLURM_ARRAY_TASK_ID (restart ${{SLURM_RESTART_COUNT:-0}}) on $(hostname): cell $cell, GPU ${{CUDA_VISIBLE_DEVICES:-none}}"
 exec "$KT" experiment run-cell {design} --cell "$cell" --out {out}
 "#,
-            time = quote(&opts.time),
-            gpus = opts.gpus_per_job,
+            name = quote(&format!("kt-{design_name}")),
+            time = quote(&time),
             cpus = opts.cpus_per_task.max(1),
             last = n - 1,
-            logs = quote(&logs.to_string_lossy()),
             cell_list = quote(&cell_list.to_string_lossy()),
         ),
     )?;
@@ -140,19 +197,17 @@ exec "$KT" experiment run-cell {design} --cell "$cell" --out {out}
             r#"#!/usr/bin/env bash
 # Collects the results of the array job once it has ended: tables and plots into {report_dir}.
 #SBATCH --job-name={collect_name}
-#SBATCH --partition={partition}
-#SBATCH --time=00:30:00
+{common}#SBATCH --time=00:30:00
 #SBATCH --cpus-per-task=1
-#SBATCH --output={logs}/collect-%j.out
+#SBATCH --output={logs_q}/collect-%j.out
 set -euo pipefail
 
 KT="${{KT:-{kt}}}"
-"$KT" experiment report {out} --format md
+{env}"$KT" experiment report {out} --format md
 "$KT" experiment report {out} --format csv --no-plots > /dev/null
 "#,
             report_dir = opts.out.join("report").display(),
             collect_name = quote(&format!("kt-{design_name}-report")),
-            logs = quote(&logs.to_string_lossy()),
         ),
     )?;
 
@@ -167,6 +222,7 @@ here=$(cd "$(dirname "${{BASH_SOURCE[0]}}")" && pwd)
 array_job=$(sbatch --parsable "$here/cells.sbatch")
 array_job=${{array_job%%;*}}
 collect_job=$(sbatch --parsable --dependency="afterany:$array_job" "$here/collect.sbatch")
+collect_job=${{collect_job%%;*}}
 echo "submitted array job $array_job ({n} cells) and collection job $collect_job"
 "#
         ),
@@ -182,6 +238,66 @@ echo "submitted array job $array_job ({n} cells) and collection job $collect_job
         submit,
         tasks: n,
     })
+}
+
+fn check(cells: &[Cell], opts: &SlurmOptions, time: &str) -> Result<(), ExperimentError> {
+    let bad = |detail: String| Err(ExperimentError::Option { detail });
+    if cells.is_empty() {
+        return bad("the design has no cells".into());
+    }
+    if opts.partition.trim().is_empty() {
+        return bad("--partition must name a SLURM partition".into());
+    }
+    if !valid_time(time) {
+        return bad(format!(
+            "--time `{time}` is not a SLURM time (HH:MM:SS, MM:SS, D-HH:MM:SS or minutes)"
+        ));
+    }
+    if opts.max_running == Some(0) {
+        return bad("--max-running must be at least 1".into());
+    }
+    if let Some(line) = opts
+        .extra
+        .iter()
+        .find(|l| !l.starts_with("--") || l.contains('\n'))
+    {
+        return bad(format!(
+            "--sbatch `{line}` is not one sbatch option (write it as --name=value, e.g. --mem=64G)"
+        ));
+    }
+    if let Some((k, _)) = opts.env.iter().find(|(k, _)| !is_env_name(k)) {
+        return bad(format!("`{k}` is not an environment variable name"));
+    }
+    if cells.len() > 1000 {
+        // SLURM's default MaxArraySize is 1001 (indices 0..=1000); larger clusters raise it.
+        tracing::warn!(
+            cells = cells.len(),
+            "more array tasks than SLURM's default MaxArraySize allows; check `scontrol show config`"
+        );
+    }
+    Ok(())
+}
+
+/// The `#SBATCH` lines both jobs share: partition, account, QoS and the user's extra options.
+fn common_lines(opts: &SlurmOptions) -> String {
+    let mut lines = format!("#SBATCH --partition={}\n", quote(&opts.partition));
+    for (flag, value) in [("account", &opts.account), ("qos", &opts.qos)] {
+        if let Some(v) = value {
+            lines.push_str(&format!("#SBATCH --{flag}={}\n", quote(v)));
+        }
+    }
+    for extra in &opts.extra {
+        lines.push_str(&format!("#SBATCH {extra}\n"));
+    }
+    lines
+}
+
+fn is_env_name(k: &str) -> bool {
+    let mut chars = k.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
 /// Single-quotes a word for bash.
@@ -228,6 +344,37 @@ mod tests {
         assert_eq!(quote("a b"), "'a b'");
         assert_eq!(quote("it's"), r"'it'\''s'");
         assert_eq!(quote(""), "''");
+    }
+
+    #[test]
+    fn the_task_time_follows_the_largest_budget_with_room_for_the_checkpoint() {
+        use crate::budget::Budget;
+        use std::time::Duration;
+        let cell = |secs: Option<u64>| Cell {
+            budget: Budget {
+                time: secs.map(Duration::from_secs),
+                ..Budget::default()
+            },
+            ..Cell::for_test("c", "explicit", "m")
+        };
+        assert_eq!(task_time(&[cell(None)]), "04:00:00");
+        // 4 h × 1.1 = 264 min, + 10
+        assert_eq!(
+            task_time(&[cell(Some(600)), cell(Some(4 * 3600))]),
+            "04:34:00"
+        );
+        // 24 h × 1.1 = 1584 min + 10 = 1594 = 1 day 02:34
+        assert_eq!(task_time(&[cell(Some(24 * 3600))]), "1-02:34:00");
+    }
+
+    #[test]
+    fn extra_lines_and_environment_names_are_checked() {
+        assert!(is_env_name("KT_LLM") && !is_env_name("1X") && !is_env_name("A-B"));
+        assert_eq!(
+            "gpus-per-task".parse::<GpuRequest>().unwrap(),
+            GpuRequest::GpusPerTask
+        );
+        assert!("gpu".parse::<GpuRequest>().is_err());
     }
 
     #[test]

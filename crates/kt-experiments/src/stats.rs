@@ -38,9 +38,41 @@ pub fn std_dev(xs: &[f64]) -> Option<f64> {
     Some((xs.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (xs.len() - 1) as f64).sqrt())
 }
 
-/// The thesis's gain in percent: (speedup − 1) × 100.
+/// The thesis's gain in percent: (t_naive − t_best) / t_naive × 100 = (1 − 1/speedup) × 100. A 5.49×
+/// speedup is an 82 % gain; no speedup is 0 %; the gain never reaches 100 %.
 pub fn gain_percent(speedup: f64) -> f64 {
-    (speedup - 1.0) * 100.0
+    if speedup > 0.0 && speedup.is_finite() {
+        (1.0 - 1.0 / speedup) * 100.0
+    } else {
+        0.0
+    }
+}
+
+/// The two-sided 97.5 % quantile of Student's t with `df` degrees of freedom (the normal's 1.96 past 30).
+fn t975(df: usize) -> f64 {
+    const T: [f64; 30] = [
+        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
+        2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
+        2.052, 2.048, 2.045, 2.042,
+    ];
+    T.get(df.wrapping_sub(1)).copied().unwrap_or(1.96)
+}
+
+/// 95 % confidence interval of the mean (Student's t over the values); `None` for fewer than two values.
+pub fn mean_ci95(xs: &[f64]) -> Option<[f64; 2]> {
+    let (m, sd) = (mean(xs)?, std_dev(xs)?);
+    let half = t975(xs.len() - 1) * sd / (xs.len() as f64).sqrt();
+    Some([m - half, m + half])
+}
+
+/// 95 % confidence interval of the geometric mean of positive ratios: the t interval of their logarithms,
+/// transformed back.
+pub fn geomean_ci95(xs: &[f64]) -> Option<[f64; 2]> {
+    if xs.iter().any(|&x| !(x > 0.0 && x.is_finite())) {
+        return None;
+    }
+    let logs: Vec<f64> = xs.iter().map(|x| x.ln()).collect();
+    mean_ci95(&logs).map(|[lo, hi]| [lo.exp(), hi.exp()])
 }
 
 /// fast_p: the share of cells that are correct *and* more than `p` times faster than the naive kernel
@@ -104,6 +136,27 @@ mod tests {
         assert!(close(fast_p(&cells, 1.0), 3.0 / 5.0));
         assert!(close(fast_p(&cells, 1.2), 2.0 / 5.0));
         assert!(close(fast_p(&cells, 2.0), 1.0 / 5.0));
-        assert!(close(Some(gain_percent(1.25)), 25.0));
+    }
+
+    #[test]
+    fn the_thesis_gain_is_the_share_of_time_saved() {
+        assert!(close(Some(gain_percent(1.25)), 20.0));
+        assert!(close(Some(gain_percent(2.0)), 50.0));
+        assert!((gain_percent(5.49) - 81.785_063_752_276_87).abs() < 1e-9);
+        assert!(close(Some(gain_percent(1.0)), 0.0));
+    }
+
+    #[test]
+    fn confidence_intervals_use_students_t() {
+        // mean 5, sd sqrt(20/3) = 2.5820, n 4, t(3) = 3.182: half width 3.182 * 2.5820 / 2 = 4.1080
+        let [lo, hi] = mean_ci95(&[2.0, 4.0, 6.0, 8.0]).unwrap();
+        assert!(
+            (lo - 0.892_056).abs() < 1e-5 && (hi - 9.107_944).abs() < 1e-5,
+            "{lo} {hi}"
+        );
+        assert_eq!(mean_ci95(&[1.0]), None);
+        let [lo, hi] = geomean_ci95(&[2.0, 2.0, 2.0]).unwrap();
+        assert!(close(Some(lo), 2.0) && close(Some(hi), 2.0));
+        assert_eq!(geomean_ci95(&[1.0, 0.0]), None);
     }
 }

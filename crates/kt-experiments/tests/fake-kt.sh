@@ -7,6 +7,10 @@
 #   FAKE_KT_LOCKS      directory for per-GPU locks: a second cell on the same CUDA_VISIBLE_DEVICES logs "overlap"
 #   FAKE_KT_DIE_ON     crash (exit 3, no result) when the run directory contains this text
 #   FAKE_KT_FAIL_ON    end with status "failed" when the run directory contains this text
+#   FAKE_KT_NO_GPU_ON  stop as kt does without a GPU (interrupted result, "a CUDA GPU is needed", exit 2) when
+#                      the run directory contains this text
+#   FAKE_KT_LLM_DOWN_ON end with status "llm_unavailable" and exit 75 (an LLM outage) when the run directory
+#                      contains this text
 #   FAKE_KT_IGNORE_INT 1: ignore SIGINT (the coordinator must kill it)
 #   FAKE_KT_TOKENS     tokens per LLM call (two calls are recorded before the work), FAKE_KT_COST dollars per call
 # SIGINT makes it write an "interrupted" result.json and exit 130, as a real run does at a checkpoint.
@@ -89,12 +93,28 @@ if [[ -n "${FAKE_KT_SLOW_ON:-}" && "$run" == *"$FAKE_KT_SLOW_ON"* ]]; then
   work=30
 fi
 # Ready: from here on SIGINT leaves an interrupted, resumable run.
-echo "working $(dirname "$run")" >> "$log"
+if [[ -n "${KT_CONFIG:-}" ]]; then
+  echo "config $(dirname "$run") $KT_CONFIG" >> "$log"
+fi
+echo "working $(dirname "$run") gpu=${CUDA_VISIBLE_DEVICES:-}" >> "$log"
 sleep "$work" &
 sleeper=$!
 wait "$sleeper"
 sleeper=""
 
+if [[ -n "${FAKE_KT_NO_GPU_ON:-}" && "$run" == *"$FAKE_KT_NO_GPU_ON"* ]]; then
+  release
+  printf '{"schema_version":2,"kernel":"%s","strategy":"%s","status":"interrupted","correct":false,"outcome":null,"error":"a CUDA GPU is needed from here on: no CUDA driver"}\n' \
+    "$kernel" "$strategy" > "$run/result.json"
+  echo "a CUDA GPU is needed from here on: no CUDA driver" >&2
+  exit 2
+fi
+if [[ -n "${FAKE_KT_LLM_DOWN_ON:-}" && "$run" == *"$FAKE_KT_LLM_DOWN_ON"* ]]; then
+  release
+  printf '{"schema_version":2,"kernel":"%s","strategy":"%s","status":"llm_unavailable","correct":false,"outcome":null,"error":"HTTP 503 after 5 attempts"}\n' \
+    "$kernel" "$strategy" > "$run/result.json"
+  exit 75
+fi
 if [[ -n "${FAKE_KT_DIE_ON:-}" && "$run" == *"$FAKE_KT_DIE_ON"* ]]; then
   release
   echo "fake kt: crashing as told" >&2
@@ -117,7 +137,8 @@ fi
 # From here on the run is done: an interrupt must not turn a final result into an interrupted one.
 trap '' INT
 best=$(awk -v s="$speedup" 'BEGIN { printf "%.4f", 10 / s }')
-printf '{"schema_version":1,"run_id":"%s","kernel":"%s","strategy":"%s","status":"%s","correct":true,"naive_time_ms":10.0,"best_time_ms":%s,"speedup":%s,"percent_of_peak":50.0,"tokens_in":%d,"tokens_out":0,"cost_usd":0.02,"wall_time_s":{"total":1.5},"error":%s}\n' \
-  "$(basename "$run")" "$kernel" "$strategy" "$status" "$best" "$speedup" $((2 * tokens)) "$error" > "$run/result.json.tmp"
+gain=$(awk -v s="$speedup" 'BEGIN { printf "%.6f", 1 - 1 / s }')
+printf '{"schema_version":2,"run_id":"%s","kernel":"%s","strategy":"%s","status":"%s","correct":true,"outcome":"improved","naive_time_ms":10.0,"best_time_ms":%s,"speedup":%s,"gain":%s,"percent_of_peak":50.0,"tokens_in":%d,"tokens_out":0,"cost_usd":0.02,"wall_time_s":{"total":1.5},"error":%s}\n' \
+  "$(basename "$run")" "$kernel" "$strategy" "$status" "$best" "$speedup" "$gain" $((2 * tokens)) "$error" > "$run/result.json.tmp"
 mv "$run/result.json.tmp" "$run/result.json"
 release

@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use kt_experiments::{
-    CellStatus, Design, KtBinary, Ledger, Report, ReportFormat, RunOptions, RunState, SlurmOptions,
-    StopSignal, expand, run_dir, run_experiment, write_plots, write_slurm,
+    CellStatus, Design, GpuRequest, KtBinary, Ledger, Report, ReportFormat, RunOptions, RunState,
+    SlurmOptions, StopSignal, expand, run_dir, run_experiment, write_plots, write_slurm,
 };
 
 const FAKE_KT: &str = include_str!("fake-kt.sh");
@@ -213,7 +213,8 @@ fn an_interrupted_matrix_reruns_to_completion_without_running_any_cell_twice() {
             (summary.geomean_speedup.unwrap() - expected).abs() < 1e-9,
             "{summary:?}"
         );
-        assert!((summary.mean_gain_pct.unwrap() - (expected - 1.0) * 100.0).abs() < 1e-9);
+        // The thesis's gain, (t_naive − t_best) / t_naive, from the runs' `gain`.
+        assert!((summary.mean_gain_pct.unwrap() - (1.0 - 1.0 / expected) * 100.0).abs() < 1e-3);
     }
     let md = report.render(ReportFormat::Markdown);
     assert!(md.contains("autonomous[replan=3]"), "{md}");
@@ -361,13 +362,140 @@ fn crashed_cells_are_recorded_and_resumed_by_the_next_run() {
     assert_eq!(failed, 4);
 }
 
+#[test]
+fn a_models_llm_configuration_reaches_its_cells_as_kt_config() {
+    let (s, _) = setup(MATRIX);
+    std::fs::write(s.root.join("gemini.toml"), "[llm]\nprovider = \"openai\"\n").unwrap();
+    std::fs::write(
+        s.root.join("exp.toml"),
+        "name = \"c\"\nkernels = [\"k/alpha.cu\"]\nstrategies = [\"explicit\"]\n\
+         models = [\"openai:gemini-2.5-pro\", \"scripted:s.toml\"]\n\
+         [llm_configs]\n\"openai:gemini-2.5-pro\" = \"gemini.toml\"\n",
+    )
+    .unwrap();
+    let design = Design::load(&s.root.join("exp.toml")).unwrap();
+    let cells = expand(&design).unwrap();
+    let opts = options(&s, fake_kt(&s, &[]));
+    let summary = run_experiment(&design, &cells, &opts, &StopSignal::new()).unwrap();
+    assert_eq!(summary.finished, 2);
+    let configs: Vec<(String, String)> = invocations(&s)
+        .into_iter()
+        .filter(|(what, _)| what == "config")
+        .collect();
+    assert_eq!(
+        configs.len(),
+        1,
+        "only the Gemini cell has one: {configs:?}"
+    );
+    assert!(configs[0].1.contains("gemini-2.5-pro") && configs[0].1.ends_with("/gemini.toml"));
+
+    std::fs::write(
+        s.root.join("bad.toml"),
+        "name = \"c\"\nkernels = [\"k/alpha.cu\"]\nstrategies = [\"explicit\"]\nmodels = [\"openai:x\"]\n\
+         [llm_configs]\n\"openai:x\" = \"missing.toml\"\n",
+    )
+    .unwrap();
+    let e = Design::load(&s.root.join("bad.toml"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("missing.toml") && e.contains("is not a file"),
+        "{e}"
+    );
+}
+
+#[test]
+fn each_gpu_runs_one_cell_at_a_time_and_failures_or_outages_never_block_the_others() {
+    let (s, design) = setup(MATRIX);
+    let cells = expand(&design).unwrap();
+    let mut opts = options(
+        &s,
+        fake_kt(
+            &s,
+            &[
+                ("FAKE_KT_SLEEP", "0.05"),
+                ("FAKE_KT_DIE_ON", "-alpha-one-prompt-"),
+                ("FAKE_KT_NO_GPU_ON", "-alpha-explicit-"),
+                ("FAKE_KT_LLM_DOWN_ON", "-alpha-autonomous-"),
+                ("FAKE_KT_FAIL_ON", "-beta-one-prompt-"),
+            ],
+        ),
+    );
+    opts.gpus = vec!["0".into(), "1".into()];
+    let first = run_experiment(&design, &cells, &opts, &StopSignal::new()).unwrap();
+    assert_eq!(
+        (
+            first.crashed,
+            first.needs_gpu,
+            first.llm_unavailable,
+            first.failed,
+            first.finished
+        ),
+        (4, 4, 4, 4, 8),
+        "{first:?}"
+    );
+    assert!(!first.complete());
+
+    // Each record names the GPU its cell was given, which is the one the cell saw, and never two at once.
+    let calls = invocations(&s);
+    assert!(
+        !calls.iter().any(|(what, _)| what == "overlap"),
+        "{calls:?}"
+    );
+    let records = Ledger::new(&s.out).load().unwrap();
+    let mut used = std::collections::BTreeSet::new();
+    for r in records.values() {
+        let gpu = r.gpu.clone().unwrap();
+        let dir = s.out.join("cells").join(r.cell_id.as_str());
+        let seen = format!("{} gpu={gpu}", dir.display());
+        assert!(
+            calls
+                .iter()
+                .any(|(what, rest)| what == "working" && *rest == seen),
+            "{seen} in {calls:?}"
+        );
+        used.insert(gpu);
+    }
+    assert_eq!(used.len(), 2, "both GPUs had work");
+    let no_gpu = records
+        .values()
+        .find(|r| r.status == CellStatus::NeedsGpu)
+        .unwrap();
+    assert!(
+        no_gpu.error.as_deref().unwrap().starts_with("needs a GPU"),
+        "{:?}",
+        no_gpu.error
+    );
+
+    // Infrastructure failures are not results: the report leaves them out and counts them.
+    let (report, _) = Report::load(&s.out, None).unwrap();
+    assert_eq!(
+        (report.crashed, report.needs_gpu, report.llm_unavailable),
+        (4, 4, 4)
+    );
+    let counted: usize = report.strategies.iter().map(|x| x.cells).sum();
+    assert_eq!(counted, 12);
+
+    // The next run resumes exactly those twelve and skips the final ones.
+    let opts = RunOptions {
+        kt: fake_kt(&s, &[]),
+        ..opts
+    };
+    let second = run_experiment(&design, &cells, &opts, &StopSignal::new()).unwrap();
+    assert!(second.complete(), "{second:?}");
+    assert_eq!((second.skipped, second.finished), (12, 12));
+    let calls = invocations(&s);
+    assert_eq!(calls.iter().filter(|(w, _)| w == "transform").count(), 24);
+    assert_eq!(calls.iter().filter(|(w, _)| w == "resume").count(), 12);
+}
+
 fn shellcheck_available() -> bool {
     let found = std::process::Command::new("shellcheck")
         .arg("--version")
         .output()
         .is_ok_and(|o| o.status.success());
     if !found {
-        let msg = "shellcheck is not installed (Debian: apt-get install shellcheck; scripts/install-test-deps.sh does it)";
+        let msg = "shellcheck is not installed (Debian: apt-get install shellcheck; scripts/test.sh does it)";
         assert!(
             std::env::var("CI").as_deref() != Ok("true"),
             "{msg}: it is required when CI=true"
@@ -383,21 +511,46 @@ fn slurm_scripts_pass_shellcheck_and_map_each_array_index_to_exactly_one_cell() 
     let cells = expand(&design).unwrap();
     // A stand-in for kt that prints the cell it was asked to run.
     let echo_kt = s.root.join("echo-kt.sh");
-    std::fs::write(&echo_kt, "#!/usr/bin/env bash\nprintf '%s\\n' \"$@\"\n").unwrap();
+    std::fs::write(
+        &echo_kt,
+        "#!/usr/bin/env bash\nprintf '%s\\n' \"$@\" > \"$ECHO_KT_TO\"\n",
+    )
+    .unwrap();
     std::fs::set_permissions(&echo_kt, std::fs::Permissions::from_mode(0o755)).unwrap();
     let opts = SlurmOptions {
         partition: "gpu".into(),
-        time: "04:00:00".into(),
-        gpus_per_job: 1,
+        time: Some("04:00:00".into()),
+        gpus: 1,
+        gpu_request: GpuRequest::GpusPerTask,
         cpus_per_task: 4,
         out: s.root.join("out dir"),
         kt: PathBuf::from("/opt/kt/bin/kt"),
+        requeue: true,
+        max_running: Some(3),
+        account: Some("proj 42".into()),
+        qos: Some("normal".into()),
+        extra: vec!["--mem=64G".into()],
+        env: vec![("KT_LLM".into(), "openai:gpt-4.1".into())],
     };
     let scripts = write_slurm(&design.name, &design.file, &cells, &opts).unwrap();
     assert_eq!(scripts.tasks, 24);
     let array = std::fs::read_to_string(&scripts.array).unwrap();
-    assert!(array.contains("#SBATCH --array=0-23\n"), "{array}");
-    assert!(array.contains("#SBATCH --partition=gpu\n"));
+    for line in [
+        "#SBATCH --array=0-23%3\n",
+        "#SBATCH --partition=gpu\n",
+        "#SBATCH --account='proj 42'\n",
+        "#SBATCH --qos=normal\n",
+        "#SBATCH --mem=64G\n",
+        "#SBATCH --gpus-per-task=1\n",
+        "#SBATCH --requeue\n",
+        "#SBATCH --time=04:00:00\n",
+        "export KT_LLM=openai:gpt-4.1\n",
+    ] {
+        assert!(array.contains(line), "{line} in {array}");
+    }
+    assert!(!array.contains("--gres"), "{array}");
+    let collect = std::fs::read_to_string(&scripts.collect).unwrap();
+    assert!(collect.contains("#SBATCH --account='proj 42'\n") && !collect.contains("gpus"));
 
     if shellcheck_available() {
         for script in [&scripts.array, &scripts.collect, &scripts.submit] {
@@ -416,9 +569,11 @@ fn slurm_scripts_pass_shellcheck_and_map_each_array_index_to_exactly_one_cell() 
 
     let mut seen = Vec::new();
     for index in 0..scripts.tasks {
+        let args_file = s.root.join(format!("args-{index}"));
         let out = std::process::Command::new("bash")
             .arg(&scripts.array)
             .env("KT", &echo_kt)
+            .env("ECHO_KT_TO", &args_file)
             .env("SLURM_ARRAY_TASK_ID", index.to_string())
             .output()
             .unwrap();
@@ -427,7 +582,8 @@ fn slurm_scripts_pass_shellcheck_and_map_each_array_index_to_exactly_one_cell() 
             "task {index}: {}",
             String::from_utf8_lossy(&out.stderr)
         );
-        let args: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        let args: Vec<String> = std::fs::read_to_string(&args_file)
+            .unwrap()
             .lines()
             .map(str::to_string)
             .collect();
@@ -438,6 +594,10 @@ fn slurm_scripts_pass_shellcheck_and_map_each_array_index_to_exactly_one_cell() 
             args[5..],
             ["--out".to_string(), opts.out.display().to_string()]
         );
+        // The task's output went to the cell's own log, with a header naming the task.
+        let log =
+            std::fs::read_to_string(scripts.dir.join(format!("logs/{}.log", args[4]))).unwrap();
+        assert!(log.contains(&format!("_{index} (restart 0)")), "{log}");
         seen.push(args[4].clone());
     }
     let expected: Vec<String> = cells.iter().map(|c| c.id.to_string()).collect();
@@ -463,9 +623,7 @@ fn the_shipped_designs_expand_to_the_documented_cell_counts() {
     let experiments = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments");
     let thesis = Design::load(&experiments.join("thesis.toml")).unwrap();
     let cells = expand(&thesis).unwrap();
-    assert_eq!(cells.len(), 288 + 96);
-    let main = cells.iter().filter(|c| c.studies == ["main"]).count();
-    assert_eq!(main, 8 * 3 * 4 * 3);
+    assert_eq!(cells.len(), 8 * 3 * 4 * 3);
     let kernels: std::collections::BTreeSet<&str> =
         cells.iter().map(|c| c.kernel.as_str()).collect();
     assert_eq!(kernels.len(), 8);
@@ -473,6 +631,34 @@ fn the_shipped_designs_expand_to_the_documented_cell_counts() {
         cells
             .iter()
             .all(|c| c.budget.time == Some(Duration::from_secs(4 * 3600)))
+    );
+    // The thesis's four models, each with its LLM configuration, and its autonomous settings: breakdown off,
+    // replan on; DeepSeek-R1 both off.
+    let models: std::collections::BTreeSet<&str> = cells.iter().map(|c| c.model.as_str()).collect();
+    assert_eq!(models.len(), 4);
+    for model in &models {
+        assert!(thesis.llm_configs[*model].is_file(), "{model}");
+    }
+    for c in cells.iter().filter(|c| c.strategy == "autonomous") {
+        let setting = |k: &str| c.settings[k].to_string();
+        let replan = if c.model.contains("deepseek-reasoner") {
+            "0"
+        } else {
+            "3"
+        };
+        assert_eq!(
+            (setting("breakdown").as_str(), setting("replan").as_str()),
+            ("0", replan),
+            "{}",
+            c.id
+        );
+    }
+    let prestudy = Design::load(&experiments.join("thesis-prestudy.toml")).unwrap();
+    let cells = expand(&prestudy).unwrap();
+    assert_eq!(
+        cells.len(),
+        4 * 4 * 3,
+        "4 kernels × breakdown × replan × 3 models"
     );
 
     let smoke = Design::load(&experiments.join("smoke.toml")).unwrap();

@@ -8,8 +8,8 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::{Args, Subcommand};
 use kt_experiments::{
-    CellRunner, Design, KtBinary, Report, ReportFormat, RunOptions, SlurmOptions, StopSignal,
-    expand, prepare_out_dir, run_experiment, run_one_cell, write_plots, write_slurm,
+    CellRunner, CellStatus, Design, KtBinary, Report, ReportFormat, RunOptions, SlurmOptions,
+    StopSignal, expand, prepare_out_dir, run_experiment, run_one_cell, write_plots, write_slurm,
 };
 
 #[derive(Debug, Args)]
@@ -97,12 +97,31 @@ pub struct SlurmArgs {
     /// SLURM partition for the array tasks.
     #[arg(long)]
     pub partition: String,
-    /// Time limit of each array task (HH:MM:SS).
-    #[arg(long, default_value = "04:00:00")]
-    pub time: String,
-    /// GPUs per array task.
-    #[arg(long, default_value_t = 1)]
-    pub gpus_per_job: u32,
+    /// Time limit of each array task (HH:MM:SS; default: the design's largest time budget + 10 % + 10 min,
+    /// or 4 h without one).
+    #[arg(long)]
+    pub time: Option<String>,
+    /// GPUs per array task (0: none, for CPU-only partitions).
+    #[arg(long, alias = "gpus-per-job", default_value_t = 1)]
+    pub gpus_per_task: u32,
+    /// How tasks ask for GPUs: gres (--gres=gpu:N) or gpus-per-task (--gpus-per-task=N).
+    #[arg(long, default_value = "gres")]
+    pub gpu_request: String,
+    /// Let SLURM requeue preempted tasks (#SBATCH --requeue); a requeued cell resumes from its checkpoint.
+    #[arg(long)]
+    pub requeue: bool,
+    /// At most this many array tasks at once (--array=0-N%M).
+    #[arg(long)]
+    pub max_running: Option<u32>,
+    /// SLURM account to charge.
+    #[arg(long)]
+    pub account: Option<String>,
+    /// SLURM quality of service.
+    #[arg(long)]
+    pub qos: Option<String>,
+    /// A further #SBATCH option for both jobs, e.g. --sbatch=--mem=64G (repeatable).
+    #[arg(long = "sbatch", value_name = "OPTION", allow_hyphen_values = true)]
+    pub extra: Vec<String>,
     /// CPUs per array task.
     #[arg(long, default_value_t = 8)]
     pub cpus_per_task: u32,
@@ -171,7 +190,8 @@ fn run_all(a: RunArgs) -> anyhow::Result<ExitCode> {
         println!("{}", serde_json::to_string_pretty(&summary)?);
     } else {
         println!(
-            "{}: {} cells — {} already done, {} finished, {} failed, {} over budget, {} crashed, {} not done; results in {}",
+            "{}: {} cells — {} already done, {} finished, {} failed, {} over budget, {} crashed, {} need a GPU, \
+             {} hit an LLM outage, {} not done; results in {}",
             design.name,
             summary.total,
             summary.skipped,
@@ -179,6 +199,8 @@ fn run_all(a: RunArgs) -> anyhow::Result<ExitCode> {
             summary.failed,
             summary.over_budget,
             summary.crashed,
+            summary.needs_gpu,
+            summary.llm_unavailable,
             summary.not_done,
             out.join("cells.jsonl").display()
         );
@@ -190,7 +212,10 @@ fn run_all(a: RunArgs) -> anyhow::Result<ExitCode> {
     }
     Ok(if summary.not_done > 0 {
         ExitCode::from(130)
-    } else if summary.crashed > 0 {
+    } else if summary.llm_unavailable > 0 && summary.crashed + summary.needs_gpu == 0 {
+        // Only outages left: try again later (EX_TEMPFAIL, as `kt transform` exits for one run).
+        ExitCode::from(75)
+    } else if summary.crashed + summary.needs_gpu + summary.llm_unavailable > 0 {
         ExitCode::FAILURE
     } else {
         ExitCode::SUCCESS
@@ -208,10 +233,11 @@ fn run_cell(a: RunCellArgs) -> anyhow::Result<ExitCode> {
     match status {
         Some(s) => {
             println!("{} {}", s.as_str(), a.cell);
-            Ok(if s.is_final() {
-                ExitCode::SUCCESS
-            } else {
-                ExitCode::FAILURE
+            Ok(match s {
+                _ if s.is_final() => ExitCode::SUCCESS,
+                CellStatus::NeedsGpu => ExitCode::from(2),
+                CellStatus::LlmUnavailable => ExitCode::from(75),
+                _ => ExitCode::FAILURE,
             })
         }
         None => {
@@ -255,13 +281,25 @@ fn slurm(a: SlurmArgs) -> anyhow::Result<ExitCode> {
     let file = std::fs::canonicalize(&a.file)
         .with_context(|| format!("resolving {}", a.file.display()))?;
     let kt = kt_binary(a.kt_bin)?.program;
+    // The KT_* settings of this shell go into the scripts, so tasks run as this shell would (not as
+    // whatever the compute node's login environment says); KT_EXPERIMENT_KT is the binary, written as KT.
+    let env = std::env::vars()
+        .filter(|(k, _)| k.starts_with("KT_") && k != "KT_EXPERIMENT_KT")
+        .collect();
     let opts = SlurmOptions {
         partition: a.partition,
         time: a.time,
-        gpus_per_job: a.gpus_per_job,
+        gpus: a.gpus_per_task,
+        gpu_request: a.gpu_request.parse()?,
         cpus_per_task: a.cpus_per_task,
         out,
         kt,
+        requeue: a.requeue,
+        max_running: a.max_running,
+        account: a.account,
+        qos: a.qos,
+        extra: a.extra,
+        env,
     };
     let scripts = write_slurm(&design.name, &file, &cells, &opts)?;
     println!(
