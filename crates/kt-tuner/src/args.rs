@@ -11,7 +11,9 @@ use serde::{Deserialize, Serialize};
 use crate::dtype::DType;
 use crate::error::TunerError;
 use crate::expr::{Bindings, eval_count};
+use crate::geometry::bindings;
 use crate::npy::read_header;
+use crate::space::Config;
 use crate::verify::Tolerance;
 
 /// How the worker fills an array.
@@ -493,13 +495,44 @@ impl SuiteInputs {
     }
 
     /// Builds `count` tests with seeds 1.. from the distributions. `overrides` replaces scalar values
-    /// (`--size n=1000`).
+    /// (`--size n=1000`). Array sizes may name launch parameters only at their defaults (`block_size_x`
+    /// = 256); [`SuiteInputs::make_tests_for`] sizes them over a search space.
     pub fn make_tests(
         &self,
         params: &[ParamSpec],
         size: SizeChoice,
         overrides: &BTreeMap<String, f64>,
         count: usize,
+    ) -> Result<TestSet, TunerError> {
+        self.make_tests_for(params, size, overrides, count, &[])
+    }
+
+    /// The `sizes` entries that depend on the launch configuration (they name something other than the
+    /// kernel's scalar parameters, e.g. `ceil_div(n, block_size_x)`): array name → element-count
+    /// expression. These arrays are allocated at the largest size over the configurations and each run
+    /// checks only the elements its configuration covers (`Geometry::array_sizes`).
+    pub fn config_dependent_sizes(&self, params: &[ParamSpec]) -> BTreeMap<String, String> {
+        let scalar = |n: &str| params.iter().any(|p| !p.is_pointer && p.name == n);
+        self.sizes
+            .iter()
+            .filter(|(_, e)| {
+                kt_cuda::expression_identifiers(e)
+                    .iter()
+                    .any(|id| !scalar(id))
+            })
+            .map(|(n, e)| (n.clone(), e.clone()))
+            .collect()
+    }
+
+    /// As [`SuiteInputs::make_tests`], with array sizes that name tunable parameters evaluated at every
+    /// configuration of `configs` (the largest is allocated); an empty list means the launch defaults.
+    pub fn make_tests_for(
+        &self,
+        params: &[ParamSpec],
+        size: SizeChoice,
+        overrides: &BTreeMap<String, f64>,
+        count: usize,
+        configs: &[Config],
     ) -> Result<TestSet, TunerError> {
         let mut values = match size {
             SizeChoice::Bench => self.bench.clone(),
@@ -542,7 +575,7 @@ impl SuiteInputs {
                             p.name
                         ))
                     })?;
-                    let count = eval_count(size_expr, &values)?;
+                    let count = largest_size(&p.name, size_expr, &values, configs)?;
                     args.push(TestArg::Array(ArrayArg {
                         name: p.name.clone(),
                         dtype,
@@ -584,6 +617,32 @@ impl SuiteInputs {
         }
         Ok(TestSet { tests })
     }
+}
+
+/// An array's element count at its largest over `configs` (the launch defaults when there are none).
+fn largest_size(
+    array: &str,
+    expr: &str,
+    scalars: &Bindings,
+    configs: &[Config],
+) -> Result<u64, TunerError> {
+    let default = [Config(vec![])];
+    let configs = if configs.is_empty() {
+        &default[..]
+    } else {
+        configs
+    };
+    let mut largest = 0;
+    for c in configs {
+        let n = eval_count(expr, &bindings(c, scalars)).map_err(|e| {
+            TunerError::Arguments(format!(
+                "size of array `{array}`: {e}; a name that is neither a scalar argument nor a launch \
+                 parameter must be tuned or given (--param NAME=V, or --size NAME=V for a scalar)"
+            ))
+        })?;
+        largest = largest.max(n);
+    }
+    Ok(largest)
 }
 
 #[cfg(test)]
@@ -688,6 +747,118 @@ rtol = { C = 1e-4 }
         wrong[3].dtype = Some((DType::Int64, 1));
         let err = TestSet::load_dir(dir.path(), &wrong, &BTreeMap::new()).unwrap_err();
         assert!(err.to_string().contains("A_width"), "{err}");
+    }
+
+    fn reduction_params() -> Vec<ParamSpec> {
+        vec![
+            ParamSpec {
+                name: "input".into(),
+                is_pointer: true,
+                dtype: Some((DType::Float32, 1)),
+            },
+            ParamSpec {
+                name: "output".into(),
+                is_pointer: true,
+                dtype: Some((DType::Float32, 1)),
+            },
+            ParamSpec {
+                name: "n".into(),
+                is_pointer: false,
+                dtype: Some((DType::Int32, 1)),
+            },
+        ]
+    }
+
+    const REDUCTION: &str = r#"
+outputs = ["output"]
+bench = { n = 10007 }
+inputs = { input = "randn", output = "zeros" }
+dtypes = { input = "float32", output = "float32" }
+sizes = { input = "n", output = "ceil_div(n, block_size_x)" }
+"#;
+
+    #[test]
+    fn sizes_that_name_launch_parameters_are_allocated_at_their_largest() {
+        let s: SuiteInputs = toml::from_str(REDUCTION).unwrap();
+        let params = reduction_params();
+        assert_eq!(
+            s.config_dependent_sizes(&params),
+            BTreeMap::from([(
+                "output".to_string(),
+                "ceil_div(n, block_size_x)".to_string()
+            )])
+        );
+        let configs: Vec<Config> = [32, 256]
+            .map(|b| Config(vec![("block_size_x".into(), b)]))
+            .into();
+        let set = s
+            .make_tests_for(&params, SizeChoice::Bench, &BTreeMap::new(), 1, &configs)
+            .unwrap();
+        let out = set.tests[0].arrays().find(|a| a.name == "output").unwrap();
+        assert_eq!(out.elements, 10007u64.div_ceil(32));
+        // without a space: Kernel Tuner's default block of 256
+        let set = s
+            .make_tests(&params, SizeChoice::Bench, &BTreeMap::new(), 1)
+            .unwrap();
+        let out = set.tests[0].arrays().find(|a| a.name == "output").unwrap();
+        assert_eq!(out.elements, 10007u64.div_ceil(256));
+    }
+
+    #[test]
+    fn a_size_naming_an_unknown_parameter_says_how_to_give_it() {
+        let mut s: SuiteInputs = toml::from_str(REDUCTION).unwrap();
+        s.sizes
+            .insert("output".into(), "ceil_div(n, tile_size)".into());
+        let err = s
+            .make_tests(&reduction_params(), SizeChoice::Bench, &BTreeMap::new(), 1)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("tile_size") && err.contains("--param"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn half_outputs_get_their_dtype_tolerance_unless_the_sidecar_sets_one() {
+        let mut s: SuiteInputs = toml::from_str(REDUCTION).unwrap();
+        s.dtypes.insert("output".into(), "bfloat16".into());
+        assert_eq!(
+            s.tolerances()["output"],
+            Tolerance::for_dtype(DType::Bfloat16)
+        );
+        s.rtol.insert("output".into(), 0.5);
+        let t = s.tolerances()["output"];
+        assert_eq!(t.rtol, 0.5);
+        assert_eq!(t.atol, Tolerance::for_dtype(DType::Bfloat16).atol);
+        // no sidecar dtype: the kernel's `half*` parameter decides
+        s.dtypes.clear();
+        s.rtol.clear();
+        let mut params = reduction_params();
+        params[1].dtype = Some((DType::Float16, 1));
+        assert_eq!(
+            s.tolerances_for(&params)["output"],
+            Tolerance::for_dtype(DType::Float16)
+        );
+    }
+
+    #[test]
+    fn bfloat16_tests_dir_files_hold_uint16_bits() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = dir.path().join("t0");
+        std::fs::create_dir_all(t.join("args")).unwrap();
+        crate::npy::write_npy(&t.join("args/x.npy"), "<u2", &[4], &[0u8; 8]);
+        let manifest = r#"{"args":[{"name":"x","kind":"array","dtype":"bfloat16","file":"args/x.npy"}],
+            "outputs":["x"]}"#;
+        std::fs::write(t.join("manifest.json"), manifest).unwrap();
+        let params = vec![ParamSpec {
+            name: "x".into(),
+            is_pointer: true,
+            dtype: DType::from_c_type("__nv_bfloat16"),
+        }];
+        let set = TestSet::load_dir(dir.path(), &params, &BTreeMap::new()).unwrap();
+        let x = set.tests[0].arrays().next().unwrap();
+        assert_eq!((x.dtype, x.elements), (DType::Bfloat16, 4));
     }
 
     #[test]

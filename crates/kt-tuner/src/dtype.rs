@@ -351,7 +351,10 @@ mod tests {
 
     #[test]
     fn bfloat16_is_the_upper_half_of_a_float_and_is_stored_as_uint16() {
-        assert_eq!(DType::parse_numpy("bfloat16").unwrap(), (DType::Bfloat16, 1));
+        assert_eq!(
+            DType::parse_numpy("bfloat16").unwrap(),
+            (DType::Bfloat16, 1)
+        );
         assert_eq!(DType::Bfloat16.size(), 2);
         assert!(DType::Bfloat16.is_float());
         assert_eq!(DType::Bfloat16.npy_descr(), "<u2");
@@ -367,7 +370,10 @@ mod tests {
             0x3f00u16.to_le_bytes()
         );
         assert!(DType::Bfloat16.encode_scalar("alpha", 1e39).is_err());
-        assert_eq!(serde_json::to_string(&DType::Bfloat16).unwrap(), "\"bfloat16\"");
+        assert_eq!(
+            serde_json::to_string(&DType::Bfloat16).unwrap(),
+            "\"bfloat16\""
+        );
     }
 
     #[test]

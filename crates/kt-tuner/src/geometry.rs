@@ -2,6 +2,8 @@
 //! 256/1/1 when not tuned), the grid is ceil(problem_size / product of the grid divisors) per dimension, so a
 //! kernel that does more work per thread gets a smaller grid when its divisor lists say so.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 use crate::error::TunerError;
@@ -18,6 +20,11 @@ pub struct Geometry {
     pub grid_div: [Vec<String>; 3],
     /// Dynamic shared memory in bytes, as an expression (e.g. `block_size_x*4`); none means 0.
     pub shared_mem: Option<String>,
+    /// Element counts of arrays whose size depends on the configuration (`output` =
+    /// `ceil_div(n, block_size_x)`): they are allocated at their largest, and each run poisons, compares and
+    /// records only the elements its configuration covers.
+    #[serde(default)]
+    pub array_sizes: BTreeMap<String, String>,
 }
 
 impl Geometry {
@@ -30,7 +37,23 @@ impl Geometry {
                 vec!["block_size_z".into()],
             ],
             shared_mem: None,
+            array_sizes: BTreeMap::new(),
         }
+    }
+
+    /// The element counts (scalar elements: struct elements × `lanes` of the array named) of the arrays in
+    /// `array_sizes` at `config`.
+    pub fn extents(
+        &self,
+        config: &Config,
+        scalars: &Bindings,
+        lanes: impl Fn(&str) -> u32,
+    ) -> Result<Vec<(String, u64)>, TunerError> {
+        let env = bindings(config, scalars);
+        self.array_sizes
+            .iter()
+            .map(|(name, e)| Ok((name.clone(), eval_count(e, &env)? * lanes(name) as u64)))
+            .collect()
     }
 }
 
@@ -184,6 +207,21 @@ mod tests {
         assert!(defs.contains(&("block_size_x".into(), "256".into())));
         assert!(defs.contains(&("grid_size_x".into(), "4".into())));
         assert!(defs.contains(&("tile".into(), "2".into())));
+    }
+
+    #[test]
+    fn array_extents_follow_the_configuration() {
+        let mut g = Geometry::new(vec!["n".into()]);
+        g.array_sizes
+            .insert("output".into(), "ceil_div(n, block_size_x)".into());
+        let s: Bindings = [("n".to_string(), 1000.0)].into();
+        let at = |b: i64| g.extents(&cfg(&[("block_size_x", b)]), &s, |_| 1).unwrap();
+        assert_eq!(at(128), vec![("output".to_string(), 8)]);
+        assert_eq!(at(32), vec![("output".to_string(), 32)]);
+        assert_eq!(
+            g.extents(&cfg(&[]), &s, |_| 2).unwrap(),
+            vec![("output".to_string(), 8)]
+        );
     }
 
     #[test]

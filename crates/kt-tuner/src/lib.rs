@@ -16,10 +16,12 @@
 //! (`worker`: protocol, client, the GPU side split into memory, launching and dispatch); what comes back
 //! is in `outcome`: a [`Verdict`] and a [`Measurement`] per configuration, a [`TuneResult`], a
 //! [`VerifyReport`]. Search strategies are in `search`, the results cache in `cache`, Kernel Tuner
-//! interop in `export`.
+//! interop in `export`; a candidate's arguments matched to a reference's tests by name in `arg_map`, and
+//! compute-sanitizer runs in `sanitize`.
 
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
+pub mod arg_map;
 pub mod args;
 pub mod cache;
 pub mod device_kernels;
@@ -34,6 +36,7 @@ pub mod module_cache;
 pub mod npy;
 pub mod nvrtc;
 pub mod outcome;
+pub mod sanitize;
 pub mod search;
 pub mod selftest;
 pub mod session;

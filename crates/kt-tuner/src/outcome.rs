@@ -228,8 +228,12 @@ pub struct TuneResult {
     pub reference: Option<Measurement>,
     pub measurements: Vec<Measurement>,
     pub phases: Phases,
+    /// The copy bandwidth kt measured (GB/s), shown beside the theoretical ceilings.
     pub peak_gbps: Option<f64>,
     pub worker_restarts: usize,
+    /// The device's theoretical DRAM bandwidth and FP32 rate: the ceilings % of peak is taken against.
+    #[serde(default)]
+    pub theoretical_peaks: Option<kt_profile::DevicePeaks>,
 }
 
 impl TuneResult {

@@ -10,6 +10,7 @@
 //! the parent starts NVRTC and compiles the first batch of configurations on all cores.
 
 mod compile_queue;
+mod determinism;
 mod engine;
 mod evaluate;
 mod peak;
@@ -36,6 +37,8 @@ use worker_link::WorkerLink;
 pub use crate::outcome::{
     Measurement, Phases, Progress, ReferenceOutputs, TestVerdict, TuneResult, Verdict, VerifyReport,
 };
+#[cfg(test)]
+pub(crate) use determinism::judge as judge_reruns;
 pub use setup::{TunableKernel, TuneOptions, TunerConfig, config_from_block};
 
 pub struct Tuner {
@@ -138,6 +141,18 @@ impl Tuner {
         reference_run::run(&mut self.engine, kernel, config, tests, out_dirs, timing)
     }
 
+    /// Runs `candidate` at `config` twice more on every test of the last `verify` (same inputs, outputs
+    /// freshly poisoned): `Verdict::Nondeterministic` with the first differing index when the reruns
+    /// disagree, `Verdict::Ok` when they agree.
+    pub fn check_determinism(
+        &mut self,
+        candidate: &TunableKernel,
+        config: &Config,
+        tests: &TestSet,
+    ) -> Result<Verdict, TunerError> {
+        determinism::check(&mut self.engine, candidate, config, &tests.tests, false)
+    }
+
     /// Runs `reference` (its configuration's launch) to get expected outputs, then `candidate`, on the same
     /// inputs; reports every output of every test.
     pub fn verify(
@@ -156,6 +171,14 @@ impl Tuner {
             candidate_config,
             tests,
         )
+    }
+}
+
+impl Tuner {
+    /// Stops the worker, giving it up to `grace` to exit by itself (a wrapping tool writes its report at
+    /// exit).
+    pub fn close(mut self, grace: std::time::Duration) {
+        self.engine.link.shutdown_within(grace);
     }
 }
 

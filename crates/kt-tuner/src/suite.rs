@@ -1,6 +1,8 @@
 //! A kernel of the naive-kernels suite (a `.cu` file and its sidecar `.toml`) turned into what tuning needs:
 //! a `TunableKernel` (problem size, flops/bytes, default launch) and the description of its inputs.
 
+use std::path::{Path, PathBuf};
+
 use crate::args::{ParamSpec, SuiteInputs};
 use crate::error::TunerError;
 use crate::session::setup::{TunableKernel, config_from_block};
@@ -12,6 +14,31 @@ pub struct SuiteKernel {
     pub inputs: SuiteInputs,
     pub params: Vec<ParamSpec>,
     pub default_block: [i64; 3],
+    /// The kernel's template parameters with their defaults (`template <int TILE = 16>`), in order.
+    pub template_params: Vec<(String, Option<String>)>,
+}
+
+/// The sidecar of kernel `kernel` in `file`: `NAME.KERNEL.toml` beside `NAME.cu` when the file holds
+/// several kernels (`softmax_forward.softmax_forward_kernel2.toml`), else `NAME.toml`; None when neither
+/// exists.
+pub fn sidecar_for(file: &Path, kernel: Option<&str>) -> Option<PathBuf> {
+    let per_kernel = kernel.and_then(|k| {
+        let stem = file.file_stem()?.to_string_lossy().into_owned();
+        Some(file.with_file_name(format!("{stem}.{k}.toml")))
+    });
+    per_kernel
+        .into_iter()
+        .chain([kt_cuda::Sidecar::path_for(file)])
+        .find(|p| p.is_file())
+}
+
+/// The template parameters of a parsed kernel as `(name, default)`.
+pub fn template_params(kernel: &kt_cuda::Kernel) -> Vec<(String, Option<String>)> {
+    kernel
+        .template_params
+        .iter()
+        .map(|t| (t.name.clone(), t.default.clone()))
+        .collect()
 }
 
 impl SuiteKernel {
@@ -22,6 +49,17 @@ impl SuiteKernel {
         kernel_name: Option<&str>,
     ) -> Result<Self, TunerError> {
         let parsed = kt_cuda::parse(source).map_err(|e| TunerError::Source(e.to_string()))?;
+        Self::from_parsed(source, &parsed, sidecar, kernel_name)
+    }
+
+    /// As [`SuiteKernel::new`] for a source already parsed (with its headers followed, kernels in a
+    /// `.cuh` included).
+    pub fn from_parsed(
+        source: &str,
+        parsed: &kt_cuda::CudaSource,
+        sidecar: &kt_cuda::Sidecar,
+        kernel_name: Option<&str>,
+    ) -> Result<Self, TunerError> {
         let k = parsed
             .select_kernel(Some(kernel_name.unwrap_or(&sidecar.kernel)))
             .map_err(|e| TunerError::Source(e.to_string()))?;
@@ -48,6 +86,7 @@ impl SuiteKernel {
             inputs: SuiteInputs::from_sidecar(sidecar),
             params: ParamSpec::from_kernel(k),
             default_block: block,
+            template_params: template_params(k),
         })
     }
 
@@ -112,6 +151,55 @@ mod tests {
             )
             .unwrap();
         assert_eq!(tests.tests[0].scalars()["B_width"], 93.0);
+    }
+
+    #[test]
+    fn a_per_kernel_sidecar_is_preferred_when_the_kernel_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let cu = dir.path().join("softmax.cu");
+        std::fs::write(&cu, "").unwrap();
+        assert_eq!(sidecar_for(&cu, Some("k2")), None);
+        std::fs::write(dir.path().join("softmax.toml"), "").unwrap();
+        assert_eq!(
+            sidecar_for(&cu, Some("k2")),
+            Some(dir.path().join("softmax.toml"))
+        );
+        std::fs::write(dir.path().join("softmax.k2.toml"), "").unwrap();
+        assert_eq!(
+            sidecar_for(&cu, Some("k2")),
+            Some(dir.path().join("softmax.k2.toml"))
+        );
+        assert_eq!(
+            sidecar_for(&cu, None),
+            Some(dir.path().join("softmax.toml"))
+        );
+    }
+
+    #[test]
+    fn the_corpus_per_kernel_sidecars_load_for_their_kernels() {
+        let root =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/corpus/programs/bench-style");
+        let cu = root.join("softmax_forward.cu");
+        let path = sidecar_for(&cu, Some("softmax_forward_kernel2")).unwrap();
+        assert!(path.ends_with("softmax_forward.softmax_forward_kernel2.toml"));
+        let sc = kt_cuda::Sidecar::load(&path).unwrap();
+        let source = std::fs::read_to_string(&cu).unwrap();
+        let k = SuiteKernel::new(&source, &sc, Some("softmax_forward_kernel2")).unwrap();
+        assert_eq!(k.kernel.kernel_name, "softmax_forward_kernel2");
+        assert_eq!(
+            k.kernel.geometry.shared_mem.as_deref(),
+            Some("block_size_x * 4")
+        );
+    }
+
+    #[test]
+    fn template_parameters_of_a_corpus_kernel_are_offered() {
+        let root =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/corpus/programs/sample-style");
+        let src = std::fs::read_to_string(root.join("reduction_kernels.cuh")).unwrap();
+        let parsed = kt_cuda::parse(&src).unwrap();
+        let k = parsed.select_kernel(Some("reduce3")).unwrap();
+        assert_eq!(template_params(k), vec![("blockSize".to_string(), None)]);
     }
 
     #[test]

@@ -285,8 +285,16 @@ mod tests {
     #[test]
     fn poison_for_floats_is_nan() {
         assert!(f32::from_bits(poison_bits(DType::Float32) as u32).is_nan());
-        assert!(DType::Bfloat16.bits_to_f64(poison_bits(DType::Bfloat16)).is_nan());
-        assert!(DType::Float16.bits_to_f64(poison_bits(DType::Float16)).is_nan());
+        assert!(
+            DType::Bfloat16
+                .bits_to_f64(poison_bits(DType::Bfloat16))
+                .is_nan()
+        );
+        assert!(
+            DType::Float16
+                .bits_to_f64(poison_bits(DType::Float16))
+                .is_nan()
+        );
         assert!(f64::from_bits(poison_bits(DType::Float64)).is_nan());
     }
 

@@ -7,14 +7,20 @@ use std::time::Duration;
 
 use anyhow::{Context as _, bail};
 use clap::Args;
-use kt_tuner::args::{ParamSpec, SizeChoice, SuiteInputs, TestSet};
+use kt_tuner::args::TestSet;
+use kt_tuner::export::import::KernelTunerCache;
 use kt_tuner::search::{Limits, Strategy};
 use kt_tuner::session::{
     TunableKernel, TuneOptions, TuneResult, Tuner, TunerConfig, config_from_block,
 };
-use kt_tuner::space::{Restriction, TunableParam};
-use kt_tuner::suite::{SuiteKernel, default_block_space};
+use kt_tuner::space::Restriction;
+use kt_tuner::suite::default_block_space;
 use kt_tuner::{TimingPolicy, export};
+
+use super::kernel_input::{
+    all_configs, default_cache_dir, load_kernel, load_tests, parse_pairs, parse_params,
+    parse_sizes, split_list,
+};
 
 #[derive(Debug, Args)]
 pub struct TuneArgs {
@@ -27,6 +33,10 @@ pub struct TuneArgs {
     /// block sizes are tuned.
     #[arg(long = "param", value_name = "NAME=V1,V2,..")]
     pub params: Vec<String>,
+    /// The value of a template parameter that is not tuned (a type, or a fixed number), e.g.
+    /// `--template T=float`. Repeatable; a template parameter named in `--param` is tuned instead.
+    #[arg(long = "template", value_name = "NAME=VALUE")]
+    pub templates: Vec<String>,
     /// A restriction over parameter names, e.g. `--restrict "block_size_x*block_size_y <= 512"`. Repeatable.
     #[arg(long = "restrict", value_name = "EXPR")]
     pub restrictions: Vec<String>,
@@ -70,6 +80,10 @@ pub struct TuneArgs {
     /// Extra NVRTC option (repeatable), e.g. `--nvrtc-option=-use_fast_math`.
     #[arg(long = "nvrtc-option")]
     pub nvrtc_options: Vec<String>,
+    /// A directory NVRTC searches for the kernel's own headers (`#include "common.h"`), besides the
+    /// kernel file's directory. Repeatable.
+    #[arg(long = "include", value_name = "DIR")]
+    pub include: Vec<PathBuf>,
     /// Directory for compiled modules and device facts (default ~/.cache/kt/tuner).
     #[arg(long)]
     pub cache_dir: Option<PathBuf>,
@@ -88,125 +102,24 @@ pub struct TuneArgs {
     /// Write Kernel Tuner's cache-file JSON here.
     #[arg(long)]
     pub export_kt_cache: Option<PathBuf>,
-    /// Write a Kernel Tuner Python script for the best configuration here.
+    /// Write a Kernel Tuner Python script here that tunes the same space (`--simulate`: replays kt's results),
+    /// with the cache, the kernel source and the test's arrays it reads beside it.
     #[arg(long)]
     pub export_kt_script: Option<PathBuf>,
+    /// Start from a Kernel Tuner cache file: the configurations it holds for this GPU (same device name),
+    /// kernel, parameters and problem size are reused, not run again.
+    #[arg(long, value_name = "FILE")]
+    pub kt_cache: Option<PathBuf>,
     /// Skip measuring the device's copy bandwidth (% of peak is then not reported).
     #[arg(long)]
     pub no_peak: bool,
+    /// Run compute-sanitizer (racecheck, memcheck, initcheck, synccheck) on the best configuration at the
+    /// sidecar's small test size; its findings are reported and fail the run.
+    #[arg(long)]
+    pub sanitize: bool,
     /// Print the whole result (every configuration, phases) as JSON.
     #[arg(long)]
     pub json: bool,
-}
-
-pub(crate) fn parse_kv(text: &str) -> anyhow::Result<(String, String)> {
-    let (k, v) = text
-        .split_once('=')
-        .with_context(|| format!("`{text}`: expected NAME=VALUE"))?;
-    Ok((k.trim().to_string(), v.trim().to_string()))
-}
-
-pub(crate) fn parse_params(list: &[String]) -> anyhow::Result<Vec<TunableParam>> {
-    list.iter()
-        .map(|p| {
-            let (name, values) = parse_kv(p)?;
-            let values: Result<Vec<i64>, _> =
-                values.split(',').map(|v| v.trim().parse::<i64>()).collect();
-            Ok(TunableParam::new(
-                name,
-                values.with_context(|| format!("`{p}`: values must be integers"))?,
-            ))
-        })
-        .collect()
-}
-
-pub(crate) fn parse_sizes(list: &[String]) -> anyhow::Result<BTreeMap<String, f64>> {
-    list.iter()
-        .map(|s| {
-            let (k, v) = parse_kv(s)?;
-            Ok((
-                k,
-                v.parse::<f64>()
-                    .with_context(|| format!("`{s}`: value must be a number"))?,
-            ))
-        })
-        .collect()
-}
-
-pub(crate) fn default_cache_dir() -> Option<PathBuf> {
-    std::env::var_os("XDG_CACHE_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
-        .map(|d| d.join("kt").join("tuner"))
-}
-
-/// The kernel, its parameter specs and how to make inputs: from the sidecar when there is one.
-pub(crate) struct Loaded {
-    pub kernel: TunableKernel,
-    pub params: Vec<ParamSpec>,
-    pub inputs: Option<SuiteInputs>,
-    pub default_block: Option<[i64; 3]>,
-    pub dims: usize,
-}
-
-pub(crate) fn load_kernel(file: &Path, kernel: Option<&str>) -> anyhow::Result<Loaded> {
-    let source =
-        std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
-    let sidecar_path = kt_cuda::Sidecar::path_for(file);
-    if sidecar_path.is_file() {
-        let sc = kt_cuda::Sidecar::load(&sidecar_path)?;
-        let dims = sc.problem_size.len();
-        let sk = SuiteKernel::new(&source, &sc, kernel)?;
-        return Ok(Loaded {
-            kernel: sk.kernel,
-            params: sk.params,
-            inputs: Some(sk.inputs),
-            default_block: Some(sk.default_block),
-            dims,
-        });
-    }
-    let parsed = kt_cuda::parse(&source)?;
-    let k = parsed.select_kernel(kernel)?;
-    Ok(Loaded {
-        kernel: TunableKernel::new(source.clone(), k.name.clone(), Vec::new()),
-        params: ParamSpec::from_kernel(k),
-        inputs: None,
-        default_block: None,
-        dims: 0,
-    })
-}
-
-pub(crate) fn load_tests(
-    loaded: &Loaded,
-    tests: Option<&Path>,
-    test_size: bool,
-    count: usize,
-    sizes: &BTreeMap<String, f64>,
-) -> anyhow::Result<TestSet> {
-    let tolerances = loaded
-        .inputs
-        .as_ref()
-        .map(|i| i.tolerances())
-        .unwrap_or_default();
-    if let Some(dir) = tests {
-        return Ok(TestSet::load_dir(dir, &loaded.params, &tolerances)?);
-    }
-    let Some(inputs) = &loaded.inputs else {
-        bail!("no sidecar next to the kernel, so inputs cannot be generated: give --tests DIR");
-    };
-    let size = if test_size {
-        SizeChoice::Test
-    } else {
-        SizeChoice::Bench
-    };
-    Ok(inputs.make_tests(&loaded.params, size, sizes, count)?)
-}
-
-fn split_list(s: &str) -> Vec<String> {
-    s.split(',')
-        .map(|x| x.trim().to_string())
-        .filter(|x| !x.is_empty())
-        .collect()
 }
 
 pub fn run(args: TuneArgs) -> anyhow::Result<ExitCode> {
@@ -239,9 +152,16 @@ pub fn run(args: TuneArgs) -> anyhow::Result<ExitCode> {
         restrictions.extend(r);
     }
     loaded.kernel.reference = loaded.default_block.map(|b| config_from_block(&params, b));
+    loaded.set_template_args(&params, &parse_pairs(&args.templates)?)?;
+    loaded.size_arrays_per_configuration();
+    let configs = all_configs(&params, loaded.kernel.reference.as_slice());
     loaded.kernel.params = params;
     loaded.kernel.restrictions = restrictions.into_iter().map(Restriction::Expr).collect();
     loaded.kernel.compiler_options = args.nvrtc_options.clone();
+    loaded
+        .kernel
+        .include_dirs
+        .extend(args.include.iter().cloned());
     let sizes = parse_sizes(&args.sizes)?;
     let tests = load_tests(
         &loaded,
@@ -249,7 +169,14 @@ pub fn run(args: TuneArgs) -> anyhow::Result<ExitCode> {
         args.test_size,
         args.tests_count,
         &sizes,
+        &configs,
     )?;
+
+    let prior = args
+        .kt_cache
+        .as_deref()
+        .map(|p| read_prior(p, &loaded.kernel, &tests))
+        .transpose()?;
 
     let strategy = Strategy::parse(&args.strategy).with_context(|| {
         format!(
@@ -272,12 +199,13 @@ pub fn run(args: TuneArgs) -> anyhow::Result<ExitCode> {
         verify: !args.no_verify,
         results_cache: args.results.clone(),
         measure_peak: !args.no_peak,
+        kernel_tuner_cache: args.kt_cache.clone(),
     };
     let config = TunerConfig {
         cache_dir: args.cache_dir.clone().or_else(default_cache_dir),
         ..TunerConfig::default()
     };
-    let mut tuner = Tuner::new(config).context("starting the tuner (this needs an NVIDIA GPU, its driver and NVRTC; `kt doctor` checks them)")?;
+    let mut tuner = Tuner::new(config.clone()).context("starting the tuner (this needs an NVIDIA GPU, its driver and NVRTC; `kt doctor` checks them)")?;
     let bar = indicatif::ProgressBar::new(0);
     if !args.json {
         bar.set_style(
@@ -287,6 +215,7 @@ pub fn run(args: TuneArgs) -> anyhow::Result<ExitCode> {
     } else {
         bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());
     }
+    let basis = time_label(&tests);
     let result = tuner.tune(&loaded.kernel, &tests, &options, &mut |p| {
         bar.set_length(p.total as u64);
         bar.set_position(p.done as u64);
@@ -295,66 +224,128 @@ pub fn run(args: TuneArgs) -> anyhow::Result<ExitCode> {
             p.config,
             p.verdict,
             p.best_ms
-                .map(|b| format!("{b:.4} ms"))
+                .map(|b| format!("{b:.4} ms ({basis})"))
                 .unwrap_or("-".into())
         ));
     })?;
     bar.finish_and_clear();
-
-    if let Some(path) = &args.export_kt_cache {
-        let problem = tests
-            .tests
-            .first()
-            .and_then(|t| {
-                loaded
-                    .kernel
-                    .geometry
-                    .problem(
-                        result
-                            .best
-                            .as_ref()
-                            .map(|b| &b.config)
-                            .unwrap_or(&kt_tuner::Config(vec![])),
-                        &t.scalars(),
-                    )
-                    .ok()
-            })
-            .unwrap_or([1, 1, 1]);
-        std::fs::write(
-            path,
-            serde_json::to_string_pretty(&export::kernel_tuner_cache(
+    drop(tuner);
+    let sanitizer = match (&result.best, args.sanitize) {
+        (Some(best), true) => {
+            let small = load_tests(&loaded, args.tests.as_deref(), true, 1, &sizes, &configs)?;
+            Some(kt_tuner::sanitize::run_tools(
+                &config,
                 &loaded.kernel,
-                &result,
-                problem,
-            ))?,
-        )?;
+                &best.config,
+                &small,
+            )?)
+        }
+        _ => None,
+    };
+    if let Some(prior) = &prior {
+        report_reuse(prior, &loaded.kernel, &result);
     }
-    if let Some(path) = &args.export_kt_script
-        && let Some(t) = tests.tests.first()
-    {
-        std::fs::write(
-            path,
-            export::kernel_tuner_script(
-                &loaded.kernel,
-                t,
-                &result,
-                &args.file.display().to_string(),
-            ),
-        )?;
+
+    if args.export_kt_cache.is_some() || args.export_kt_script.is_some() {
+        let export = export::KernelTunerExport::new(&loaded.kernel, &tests, &result)?;
+        if let Some(path) = &args.export_kt_cache {
+            std::fs::write(path, export.cache_json()?)
+                .with_context(|| format!("writing {}", path.display()))?;
+        }
+        if let Some(path) = &args.export_kt_script {
+            let dir = path.parent().unwrap_or(Path::new("."));
+            let name = path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .with_context(|| format!("{}: give a file name for the script", path.display()))?;
+            export.write(dir, Some(&name))?;
+        }
     }
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&result)?);
+        let mut json = serde_json::to_value(&result)?;
+        if let Some(o) = json.as_object_mut() {
+            o.insert("time_basis".into(), time_basis(&tests));
+            o.insert("sanitizer".into(), serde_json::to_value(&sanitizer)?);
+        }
+        println!("{}", serde_json::to_string_pretty(&json)?);
     } else {
-        print_summary(&result);
+        print_summary(&result, &tests);
+        for line in sanitizer.iter().flat_map(|s| s.lines()) {
+            println!("{line}");
+        }
     }
-    Ok(if result.best.is_some() {
+    let sanitizer_ok = sanitizer.as_ref().is_none_or(|s| {
+        s.clean() || matches!(s, kt_tuner::sanitize::SanitizerReport::Skipped { .. })
+    });
+    Ok(if result.best.is_some() && sanitizer_ok {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
     })
 }
 
-fn print_summary(r: &TuneResult) {
+/// What each time in kt's result is, for `--json` readers.
+fn time_basis(tests: &TestSet) -> serde_json::Value {
+    let first = tests.tests.first().map(|t| t.id.as_str()).unwrap_or("-");
+    serde_json::json!({
+        "objective": export::objective_basis(tests),
+        "timing": format!("the launches of test `{first}`, one launch each (ms)"),
+        "per_test_ms": "each test's median launch (ms), in test order",
+        "tests": tests.tests.iter().map(|t| t.id.clone()).collect::<Vec<_>>(),
+    })
+}
+
+/// A time's unit in a few words: one launch, or a sum over the tests.
+fn time_label(tests: &TestSet) -> String {
+    match tests.tests.len() {
+        1 => "one launch".into(),
+        n => format!("sum of {n} tests"),
+    }
+}
+
+/// Reads and checks `--kt-cache` before any GPU time is spent.
+fn read_prior(
+    path: &Path,
+    kernel: &TunableKernel,
+    tests: &TestSet,
+) -> anyhow::Result<KernelTunerCache> {
+    let prior = KernelTunerCache::read(path)?;
+    prior.check(kernel, &tests.tests)?;
+    Ok(prior)
+}
+
+fn report_reuse(prior: &KernelTunerCache, kernel: &TunableKernel, r: &TuneResult) {
+    match prior.measurements_for(kernel, &r.device.name) {
+        Some(m) => {
+            let reused = r
+                .measurements
+                .iter()
+                .filter(|x| x.from_cache && m.contains_key(&x.config))
+                .count();
+            println!(
+                "{}: {reused} configuration(s) reused from Kernel Tuner's results on {}",
+                prior.path.display(),
+                prior.device_name
+            );
+            if r.best
+                .as_ref()
+                .is_some_and(|b| b.from_cache && m.contains_key(&b.config))
+            {
+                println!(
+                    "the best configuration is one of Kernel Tuner's results: kt did not run or verify it here (`kt verify` does)"
+                );
+            }
+        }
+        None => println!(
+            "{}: measured on {}, this GPU is {}: nothing reused, every configuration was run",
+            prior.path.display(),
+            prior.device_name,
+            r.device.name
+        ),
+    }
+}
+
+fn print_summary(r: &TuneResult, tests: &TestSet) {
     println!(
         "device: {} ({} SMs, sm_{}{}), strategy {:?}, {} configs in the space, {} measured",
         r.device.name,
@@ -392,7 +383,7 @@ fn print_summary(r: &TuneResult) {
     };
     println!(
         "{:<10} {:<40} {:>10} {:>10} {:>10} {:>8} {:>5}",
-        "", "config", "median ms", "GB/s", "GFLOP/s", "of peak", "regs"
+        "", "config", "ms", "GB/s", "GFLOP/s", "of peak", "regs"
     );
     if let Some(d) = &r.reference {
         row("default", d);
@@ -400,11 +391,37 @@ fn print_summary(r: &TuneResult) {
     if let Some(b) = &r.best {
         row("best", b);
     }
+    println!(
+        "ms: {}; GB/s and GFLOP/s: one launch of test `{}`",
+        export::objective_basis(tests),
+        tests.tests.first().map(|t| t.id.as_str()).unwrap_or("-")
+    );
     if let Some(s) = r.speedup() {
-        println!("speedup over the default launch: {s:.3}x");
+        println!(
+            "speedup over the default launch: {s:.3}x ({})",
+            time_label(tests)
+        );
     }
-    if let Some(p) = r.peak_gbps {
-        println!("measured copy bandwidth: {p:.0} GB/s");
+    match (&r.theoretical_peaks, r.peak_gbps) {
+        (Some(t), measured) => println!(
+            "% of peak against the theoretical ceilings: {:.0} GB/s DRAM, {:.0} GFLOP/s FP32{}",
+            t.bandwidth_gb_s,
+            t.fp32_gflop_s,
+            measured
+                .map(|p| format!(" (measured copy bandwidth: {p:.0} GB/s)"))
+                .unwrap_or_default()
+        ),
+        (None, Some(p)) => println!(
+            "% of peak against the measured copy bandwidth {p:.0} GB/s (the driver reports no memory clock)"
+        ),
+        (None, None) => {}
+    }
+    for m in r
+        .measurements
+        .iter()
+        .filter(|m| matches!(m.verdict, kt_tuner::Verdict::Nondeterministic { .. }))
+    {
+        println!("{}: {}", m.config, m.verdict.reason());
     }
     let p = &r.phases;
     println!(
@@ -417,4 +434,41 @@ fn print_summary(r: &TuneResult) {
         p.compile_cpu_ms,
         p.total_ms
     );
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use kt_tuner::args::KernelTest;
+
+    fn tests(n: usize) -> TestSet {
+        TestSet {
+            tests: (0..n)
+                .map(|i| KernelTest {
+                    id: format!("t{i}"),
+                    args: vec![],
+                    tolerances: Default::default(),
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn every_time_says_whether_it_is_one_launch_or_a_sum_over_tests() {
+        assert_eq!(time_label(&tests(1)), "one launch");
+        assert_eq!(time_label(&tests(3)), "sum of 3 tests");
+        let basis = time_basis(&tests(3));
+        assert!(
+            basis["objective"]
+                .as_str()
+                .unwrap()
+                .starts_with("the sum over 3 tests (t0, t1, t2)"),
+            "{basis}"
+        );
+        assert_eq!(
+            basis["timing"],
+            "the launches of test `t0`, one launch each (ms)"
+        );
+    }
 }

@@ -1,30 +1,68 @@
-//! `kt verify REFERENCE.cu CANDIDATE.cu`: run both kernels on the same inputs and compare every output.
+//! `kt verify REFERENCE.cu CANDIDATE.cu`: run both kernels on the same inputs and compare every output; a
+//! candidate that verifies is rerun twice to catch races, and `--sanitize` runs compute-sanitizer on it.
+//! The candidate may launch its own way (its own sidecar, or `--block` / `--problem-size` / `--grid-div-*` /
+//! `--shared-mem`), take its parameters in another order, or need a scalar the reference lacks (`--arg`).
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context as _;
 use clap::Args;
-use kt_tuner::session::{Tuner, TunerConfig, Verdict, config_from_block};
-use kt_tuner::space::Config;
+use kt_tuner::arg_map::match_arguments;
+use kt_tuner::sanitize::{SanitizerReport, run_tools};
+use kt_tuner::session::{Tuner, TunerConfig, Verdict, VerifyReport, config_from_block};
+use kt_tuner::space::{Config, TunableParam};
+use kt_tuner::suite::sidecar_for;
 
-use super::tune::{default_cache_dir, load_kernel, load_tests, parse_kv, parse_sizes};
+use super::kernel_input::{
+    Loaded, SidecarChoice, default_cache_dir, load_kernel, load_kernel_with, load_tests, parse_kv,
+    parse_pairs, parse_sizes, split_list,
+};
 
 #[derive(Debug, Args)]
 pub struct VerifyArgs {
     /// The reference kernel (its sidecar gives inputs, outputs, problem size and default launch).
     pub reference: PathBuf,
-    /// The candidate kernel; same parameters as the reference.
+    /// The candidate kernel (may be the reference's file, with another `--kernel`).
     pub candidate: PathBuf,
     /// A parameter value of the candidate, e.g. `--param block_size_x=128`. Repeatable.
     #[arg(long = "param", value_name = "NAME=V")]
     pub params: Vec<String>,
-    /// Kernel name in the reference file.
+    /// The candidate's kernel (default: the reference's name, or the only kernel of the file).
     #[arg(long)]
     pub kernel: Option<String>,
-    /// Kernel name in the candidate file (default: the reference's name).
+    /// The reference's kernel when its file holds several (default: `--kernel` if the reference has it,
+    /// else its sidecar's).
     #[arg(long)]
-    pub candidate_kernel: Option<String>,
+    pub reference_kernel: Option<String>,
+    /// The candidate's own sidecar (its launch: problem size, default block, shared memory). Default: the
+    /// sidecar beside the candidate (`NAME.KERNEL.toml`, then `NAME.toml`) when it is not the reference's.
+    #[arg(long, value_name = "FILE")]
+    pub candidate_sidecar: Option<PathBuf>,
+    /// The candidate's block, x,y,z (e.g. `--block 16,16`).
+    #[arg(long, value_name = "X,Y,Z")]
+    pub block: Option<String>,
+    /// The candidate's problem size, expressions x first.
+    #[arg(long, value_name = "EXPR,..")]
+    pub problem_size: Option<String>,
+    /// Grid divisors of the candidate for x, comma-separated names or expressions.
+    #[arg(long)]
+    pub grid_div_x: Option<String>,
+    #[arg(long)]
+    pub grid_div_y: Option<String>,
+    #[arg(long)]
+    pub grid_div_z: Option<String>,
+    /// The candidate's dynamic shared memory in bytes, as an expression.
+    #[arg(long, value_name = "EXPR")]
+    pub shared_mem: Option<String>,
+    /// The value of a candidate scalar the reference does not take, as an expression over the reference's
+    /// scalars and the parameters, e.g. `--arg tiles=ceil_div(n,256)`. Repeatable.
+    #[arg(long = "arg", value_name = "NAME=EXPR")]
+    pub args: Vec<String>,
+    /// A template parameter of the candidate, e.g. `--template T=float`. Repeatable.
+    #[arg(long = "template", value_name = "NAME=VALUE")]
+    pub templates: Vec<String>,
     /// Read inputs from a tests directory instead of generating them.
     #[arg(long)]
     pub tests: Option<PathBuf>,
@@ -37,58 +75,148 @@ pub struct VerifyArgs {
     /// Override a scalar argument's value. Repeatable.
     #[arg(long = "size", value_name = "NAME=V")]
     pub sizes: Vec<String>,
-    /// Grid divisors of the candidate for x, comma-separated.
+    /// A directory NVRTC searches for the kernels' own headers, besides each file's directory. Repeatable.
+    #[arg(long = "include", value_name = "DIR")]
+    pub include: Vec<PathBuf>,
+    /// Run compute-sanitizer (racecheck, memcheck, initcheck, synccheck) on the candidate at the first
+    /// test; its findings fail the verification.
     #[arg(long)]
-    pub grid_div_x: Option<String>,
-    #[arg(long)]
-    pub grid_div_y: Option<String>,
+    pub sanitize: bool,
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
 }
 
-pub fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
-    let reference = load_kernel(&args.reference, args.kernel.as_deref())?;
-    let name = args
-        .candidate_kernel
-        .clone()
-        .or_else(|| Some(reference.kernel.kernel_name.clone()));
-    let cand_source = std::fs::read_to_string(&args.candidate)
-        .with_context(|| format!("reading {}", args.candidate.display()))?;
-    let parsed = kt_cuda::parse(&cand_source)?;
-    let ck = parsed.select_kernel(name.as_deref())?;
-    let ref_names: Vec<&str> = reference.params.iter().map(|p| p.name.as_str()).collect();
-    let cand_names: Vec<&str> = ck.params.iter().map(|p| p.name.as_str()).collect();
-    anyhow::ensure!(
-        ref_names == cand_names,
-        "the candidate's parameters {cand_names:?} differ from the reference's {ref_names:?}: both kernels must take the same arguments"
-    );
-    let mut candidate = reference.kernel.clone();
-    candidate.source = cand_source;
-    candidate.kernel_name = ck.name.clone();
-    if let Some(g) = &args.grid_div_x {
-        candidate.geometry.grid_div[0] = g.split(',').map(|s| s.trim().to_string()).collect();
+/// The reference's kernel name: `--reference-kernel`, else `--kernel` when the reference file has it.
+fn reference_kernel_name(args: &VerifyArgs) -> Option<String> {
+    if args.reference_kernel.is_some() {
+        return args.reference_kernel.clone();
     }
-    if let Some(g) = &args.grid_div_y {
-        candidate.geometry.grid_div[1] = g.split(',').map(|s| s.trim().to_string()).collect();
+    let k = args.kernel.as_deref()?;
+    let has = kt_cuda::parse_file(&args.reference)
+        .ok()
+        .is_some_and(|p| p.kernels.iter().any(|x| x.name == k));
+    has.then(|| k.to_string())
+}
+
+/// The candidate's kernel name: `--kernel`, else the reference's when the candidate file has it.
+fn candidate_kernel_name(args: &VerifyArgs, reference: &str) -> anyhow::Result<Option<String>> {
+    if args.kernel.is_some() {
+        return Ok(args.kernel.clone());
     }
-    let values: Result<Vec<(String, i64)>, anyhow::Error> = args
-        .params
+    let parsed = kt_cuda::parse_file(&args.candidate)?;
+    Ok(parsed
+        .kernels
         .iter()
-        .map(|p| {
-            let (k, v) = parse_kv(p)?;
-            Ok((
-                k,
-                v.parse::<i64>()
-                    .with_context(|| format!("`{p}`: value must be an integer"))?,
-            ))
-        })
+        .any(|k| k.name == reference)
+        .then(|| reference.to_string()))
+}
+
+fn parse_block(text: &str) -> anyhow::Result<[i64; 3]> {
+    let mut block = [1i64; 3];
+    let parts = split_list(text);
+    anyhow::ensure!(
+        (1..=3).contains(&parts.len()),
+        "--block {text}: give 1 to 3 sizes, x first (e.g. 16,16)"
+    );
+    for (i, p) in parts.iter().enumerate() {
+        block[i] = p
+            .parse()
+            .with_context(|| format!("--block {text}: `{p}` is not an integer"))?;
+    }
+    Ok(block)
+}
+
+/// The candidate with its own launch: its sidecar's when it has one (not the reference's), else the
+/// reference's, then the command line's overrides.
+fn load_candidate(args: &VerifyArgs, reference: &Loaded) -> anyhow::Result<(Loaded, Config)> {
+    let name = candidate_kernel_name(args, &reference.kernel.kernel_name)?;
+    let own = match &args.candidate_sidecar {
+        Some(p) => Some(p.clone()),
+        None => sidecar_for(&args.candidate, name.as_deref())
+            .filter(|p| Some(p) != reference.sidecar.as_ref()),
+    };
+    let mut cand = match &own {
+        Some(p) => load_kernel_with(&args.candidate, name.as_deref(), SidecarChoice::Given(p))?,
+        None => {
+            // no sidecar of its own: the kernel from its file, the launch and inputs of the reference
+            let k = load_kernel_with(&args.candidate, name.as_deref(), SidecarChoice::Without)?;
+            let mut c = Loaded {
+                kernel: reference.kernel.clone(),
+                params: k.params,
+                inputs: reference.inputs.clone(),
+                default_block: reference.default_block,
+                dims: reference.dims,
+                parsed: k.parsed,
+                sidecar: None,
+            };
+            c.kernel.source = k.kernel.source;
+            c.kernel.kernel_name = k.kernel.kernel_name;
+            c.kernel.include_dirs = k.kernel.include_dirs;
+            c
+        }
+    };
+    cand.kernel
+        .include_dirs
+        .extend(args.include.iter().cloned());
+    let g = &mut cand.kernel.geometry;
+    if let Some(p) = &args.problem_size {
+        g.problem_size = split_list(p);
+    }
+    for (d, div) in [&args.grid_div_x, &args.grid_div_y, &args.grid_div_z]
+        .into_iter()
+        .enumerate()
+    {
+        if let Some(div) = div {
+            g.grid_div[d] = split_list(div);
+        }
+    }
+    if let Some(s) = &args.shared_mem {
+        g.shared_mem = Some(s.clone());
+    }
+    let block = match &args.block {
+        Some(b) => Some(parse_block(b)?),
+        None => cand.default_block,
+    };
+    let mut config = block
+        .map(|b| config_from_block(&[], b))
+        .unwrap_or(Config(vec![]));
+    for p in &args.params {
+        let (k, v) = parse_kv(p)?;
+        let v: i64 = v
+            .parse()
+            .with_context(|| format!("`{p}`: value must be an integer"))?;
+        match config.0.iter_mut().find(|(n, _)| *n == k) {
+            Some(slot) => slot.1 = v,
+            None => config.0.push((k, v)),
+        }
+    }
+    // a template parameter given as a --param is instantiated at that value
+    let tuned: Vec<TunableParam> = config
+        .0
+        .iter()
+        .map(|(n, v)| TunableParam::new(n.clone(), [*v]))
         .collect();
-    let cand_config = Config(values?);
+    cand.set_template_args(&tuned, &parse_pairs(&args.templates)?)?;
+    cand.size_arrays_per_configuration();
+    cand.kernel.arguments =
+        match_arguments(&reference.parsed, &cand.parsed, &parse_pairs(&args.args)?)?;
+    Ok((cand, config))
+}
+
+pub fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
+    let mut reference = load_kernel(&args.reference, reference_kernel_name(&args).as_deref())?;
+    reference
+        .kernel
+        .include_dirs
+        .extend(args.include.iter().cloned());
+    reference.set_template_args(&[], &BTreeMap::new())?;
+    reference.size_arrays_per_configuration();
     let ref_config = reference
         .default_block
         .map(|b| config_from_block(&[], b))
         .unwrap_or(Config(vec![]));
+    let (candidate, cand_config) = load_candidate(&args, &reference)?;
     let sizes = parse_sizes(&args.sizes)?;
     let tests = load_tests(
         &reference,
@@ -96,59 +224,214 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
         !args.bench_size,
         args.tests_count,
         &sizes,
+        &[ref_config.clone(), cand_config.clone()],
     )?;
     let config = TunerConfig {
         cache_dir: default_cache_dir(),
         ..TunerConfig::default()
     };
-    let mut tuner = Tuner::new(config).context("starting the tuner (this needs an NVIDIA GPU, its driver and NVRTC; `kt doctor` checks them)")?;
-    let report = tuner.verify(
+    let mut tuner = Tuner::new(config.clone()).context("starting the tuner (this needs an NVIDIA GPU, its driver and NVRTC; `kt doctor` checks them)")?;
+    let mut report = tuner.verify(
         &reference.kernel,
         &ref_config,
-        &candidate,
+        &candidate.kernel,
         &cand_config,
         &tests,
     )?;
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+    // a candidate that verified once is run twice more: differing reruns are a race
+    let rerun = if report.passed() {
+        tuner.check_determinism(&candidate.kernel, &cand_config, &tests)?
     } else {
-        for t in &report.tests {
-            println!(
-                "test {}: {}",
-                t.test,
-                if t.verdict.is_ok() { "PASS" } else { "FAIL" }
-            );
-            for o in &t.outputs {
-                println!(
-                    "  {} {}",
-                    if o.passed() { "pass" } else { "FAIL" },
-                    o.describe()
-                );
-            }
-            for i in &t.inputs_modified {
-                println!("  FAIL input {i} was modified by the candidate");
-            }
-            match &t.verdict {
-                Verdict::CompileError { log } => println!("  compile error:\n{log}"),
-                Verdict::Invalid { reason } | Verdict::Crashed { reason } => {
-                    println!("  {}: {reason}", t.verdict.short())
-                }
-                Verdict::Timeout { after_s } => println!("  timeout after {after_s:.1} s"),
-                _ => {}
-            }
-        }
-        println!(
-            "{}",
-            if report.passed() {
-                "all tests passed"
-            } else {
-                "verification FAILED"
-            }
-        );
+        Verdict::Ok
+    };
+    drop(tuner);
+    let sanitizer = if args.sanitize && report.passed() && rerun.is_ok() {
+        Some(run_tools(&config, &candidate.kernel, &cand_config, &tests)?)
+    } else {
+        None
+    };
+    let passed = report.passed()
+        && rerun.is_ok()
+        && sanitizer
+            .as_ref()
+            .is_none_or(|s| s.clean() || matches!(s, SanitizerReport::Skipped { .. }));
+    if !rerun.is_ok()
+        && let Some(t) = report.tests.first_mut()
+    {
+        t.verdict = rerun;
     }
-    Ok(if report.passed() {
+    if args.json {
+        let mut json = serde_json::to_value(&report)?;
+        if let Some(o) = json.as_object_mut() {
+            o.insert("passed".into(), passed.into());
+            o.insert("sanitizer".into(), serde_json::to_value(&sanitizer)?);
+        }
+        println!("{}", serde_json::to_string_pretty(&json)?);
+    } else {
+        print_report(&report, sanitizer.as_ref(), passed);
+    }
+    Ok(if passed {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
     })
+}
+
+fn print_report(report: &VerifyReport, sanitizer: Option<&SanitizerReport>, passed: bool) {
+    for t in &report.tests {
+        println!(
+            "test {}: {}",
+            t.test,
+            if t.verdict.is_ok() { "PASS" } else { "FAIL" }
+        );
+        for o in &t.outputs {
+            println!(
+                "  {} {}",
+                if o.passed() { "pass" } else { "FAIL" },
+                o.describe()
+            );
+        }
+        for i in &t.inputs_modified {
+            println!("  FAIL input {i} was modified by the candidate");
+        }
+        match &t.verdict {
+            Verdict::CompileError { log } => println!("  compile error:\n{log}"),
+            Verdict::Invalid { reason } | Verdict::Crashed { reason } => {
+                println!("  {}: {reason}", t.verdict.short())
+            }
+            Verdict::Timeout { after_s } => println!("  timeout after {after_s:.1} s"),
+            Verdict::KernelNotFound { .. } | Verdict::Nondeterministic { .. } => {
+                println!("  {}", t.verdict.reason())
+            }
+            _ => {}
+        }
+    }
+    for line in sanitizer.map(SanitizerReport::lines).unwrap_or_default() {
+        println!("{line}");
+    }
+    println!(
+        "{}",
+        if passed {
+            "all tests passed"
+        } else {
+            "verification FAILED"
+        }
+    );
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+    use std::path::Path;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: VerifyArgs,
+    }
+
+    fn root() -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+    }
+
+    fn args(extra: &[&str]) -> VerifyArgs {
+        let mut argv = vec!["verify"];
+        argv.extend_from_slice(extra);
+        Cli::parse_from(argv).args
+    }
+
+    #[test]
+    fn a_block_flag_takes_one_to_three_sizes() {
+        assert_eq!(parse_block("16,16").unwrap(), [16, 16, 1]);
+        assert!(parse_block("1,2,3,4").is_err());
+        assert!(parse_block("x").is_err());
+    }
+
+    #[test]
+    fn version_two_of_a_file_is_checked_against_version_one_with_its_own_launch() {
+        let file = root().join("tests/corpus/programs/bench-style/softmax_forward.cu");
+        let f = file.to_string_lossy().to_string();
+        let a = args(&[
+            &f,
+            &f,
+            "--reference-kernel",
+            "softmax_forward_kernel1",
+            "--kernel",
+            "softmax_forward_kernel2",
+        ]);
+        let reference = load_kernel(&a.reference, reference_kernel_name(&a).as_deref()).unwrap();
+        assert_eq!(reference.kernel.kernel_name, "softmax_forward_kernel1");
+        let (cand, config) = load_candidate(&a, &reference).unwrap();
+        assert_eq!(cand.kernel.kernel_name, "softmax_forward_kernel2");
+        assert!(
+            cand.sidecar
+                .as_ref()
+                .unwrap()
+                .ends_with("softmax_forward.softmax_forward_kernel2.toml")
+        );
+        assert_eq!(
+            cand.kernel.geometry.shared_mem.as_deref(),
+            Some("block_size_x * 4")
+        );
+        let scalars = BTreeMap::from([("N".to_string(), 37.0), ("C".to_string(), 1001.0)]);
+        let dims = cand.kernel.geometry.launch(&config, &scalars).unwrap();
+        assert_eq!(
+            (dims.block, dims.grid, dims.shared_mem),
+            ([256, 1, 1], [37, 1, 1], 1024)
+        );
+    }
+
+    #[test]
+    fn launch_flags_override_the_candidates_launch() {
+        let file = root().join("naive-kernels/matrixAdd.cu");
+        let f = file.to_string_lossy().to_string();
+        let a = args(&[
+            &f,
+            &f,
+            "--block",
+            "32,8",
+            "--param",
+            "block_size_y=4",
+            "--shared-mem",
+            "block_size_x*8",
+        ]);
+        let reference = load_kernel(&a.reference, None).unwrap();
+        let (cand, config) = load_candidate(&a, &reference).unwrap();
+        assert_eq!(config.get("block_size_x"), Some(32));
+        assert_eq!(config.get("block_size_y"), Some(4));
+        assert_eq!(
+            cand.kernel.geometry.shared_mem.as_deref(),
+            Some("block_size_x*8")
+        );
+        // same signature: the tests' arguments as they are
+        assert_eq!(cand.kernel.arguments, None);
+    }
+
+    #[test]
+    fn the_reductions_output_follows_the_candidates_block_size() {
+        let file = root().join("naive-kernels/reduce_sum.cu");
+        let f = file.to_string_lossy().to_string();
+        let a = args(&[&f, &f, "--param", "block_size_x=128"]);
+        let mut reference = load_kernel(&a.reference, None).unwrap();
+        reference.size_arrays_per_configuration();
+        let (cand, config) = load_candidate(&a, &reference).unwrap();
+        assert_eq!(config.get("block_size_x"), Some(128));
+        assert_eq!(
+            cand.kernel
+                .geometry
+                .array_sizes
+                .get("output")
+                .map(String::as_str),
+            Some("ceil_div(n, block_size_x)")
+        );
+        let configs = [config_from_block(&[], [256, 1, 1]), config];
+        let tests = load_tests(&reference, None, true, 1, &BTreeMap::new(), &configs).unwrap();
+        let out = tests.tests[0]
+            .arrays()
+            .find(|a| a.name == "output")
+            .unwrap();
+        assert_eq!(out.elements, 10007u64.div_ceil(128));
+    }
 }

@@ -104,6 +104,7 @@ fn result(measurements: Vec<Measurement>) -> TuneResult {
         phases: Phases::default(),
         peak_gbps: None,
         worker_restarts: 0,
+        theoretical_peaks: None,
     }
 }
 

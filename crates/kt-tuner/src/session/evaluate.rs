@@ -14,7 +14,7 @@ use crate::outcome::{Measurement, Phases, Verdict};
 use crate::session::compile_queue::Submitted;
 use crate::session::engine::Engine;
 use crate::session::setup::TunableKernel;
-use crate::session::worker_link::launch_args;
+use crate::session::worker_link::run_request;
 use crate::space::Config;
 use crate::worker::protocol::{Request, RunRequest, RunStatus};
 
@@ -76,8 +76,8 @@ pub(crate) fn evaluate(
     }
     let mut per_test = Vec::new();
     for (i, t) in bench.tests.iter().enumerate() {
-        let dims = kernel.geometry.launch(config, &t.scalars())?;
-        m.launch.get_or_insert(dims);
+        let base = run_request(&key, kernel, config, t)?;
+        m.launch.get_or_insert(base.dims);
         let reference = bench.refs.get(i).copied();
         let ref_ms = reference.map(|r| r.ms).unwrap_or(1.0);
         let timing = bench.timing;
@@ -90,13 +90,10 @@ pub(crate) fn evaluate(
             (None, r) => r,
         };
         let run = RunRequest {
-            module: key.clone(),
-            test: t.id.clone(),
-            args: launch_args(t),
-            dims,
             verify: bench.verify,
             timing: Some(timing),
             best,
+            ..base
         };
         let outcome = match e
             .link

@@ -11,7 +11,7 @@ use crate::measure::TimingPolicy;
 use crate::outcome::ReferenceOutputs;
 use crate::session::engine::Engine;
 use crate::session::setup::TunableKernel;
-use crate::session::worker_link::{launch_args, test_dtypes};
+use crate::session::worker_link::{run_request, test_dtypes};
 use crate::space::Config;
 use crate::worker::protocol::{OutputFile, Request, RunRequest, RunStatus};
 
@@ -57,22 +57,18 @@ pub(crate) fn run(
         // absolute: the worker has a work directory of its own
         let dir = std::fs::canonicalize(dir).map_err(|err| TunerError::io(dir, err))?;
         let mut files = Vec::new();
+        let run = RunRequest {
+            timing,
+            ..run_request(&key, kernel, config, t)?
+        };
         for a in t.arrays().filter(|a| a.is_output) {
+            let extent = run.extents.iter().find(|(n, _)| n == &a.name).map(|e| e.1);
             files.push(OutputFile {
                 name: a.name.clone(),
                 path: dir.join(format!("{}.npy", a.name)),
-                shape: array_shape(a)?,
+                shape: array_shape(a, extent)?,
             });
         }
-        let run = RunRequest {
-            module: key.clone(),
-            test: t.id.clone(),
-            args: launch_args(t),
-            dims: kernel.geometry.launch(config, &t.scalars())?,
-            verify: false,
-            timing,
-            best: None,
-        };
         let failed = |reason: String| TunerError::Reference {
             test: t.id.clone(),
             reason,
@@ -99,8 +95,15 @@ pub(crate) fn run(
 }
 
 /// The .npy shape of an array: its file's shape, else (generated inputs) flat, with a lane dimension for
-/// structs.
-fn array_shape(a: &ArrayArg) -> Result<Vec<u64>, TunerError> {
+/// structs; an array sized per configuration is as long as this configuration's `extent` (elements).
+fn array_shape(a: &ArrayArg, extent: Option<u64>) -> Result<Vec<u64>, TunerError> {
+    if let Some(n) = extent.filter(|n| *n < a.elements) {
+        return Ok(if a.lanes > 1 {
+            vec![n / a.lanes as u64, a.lanes as u64]
+        } else {
+            vec![n]
+        });
+    }
     Ok(match &a.source {
         ArraySource::Npy { path, .. } => crate::npy::read_header(path)?.shape,
         ArraySource::Generate { .. } if a.lanes > 1 => {

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::arg_map::ArgBinding;
 use crate::geometry::{Geometry, default_define};
 use crate::measure::TimingPolicy;
 use crate::search::{Limits, Strategy};
@@ -35,6 +36,9 @@ pub struct TunableKernel {
     /// Directories NVRTC searches for the kernel's own headers (`#include "common.h"`): the kernel file's
     /// directory and the user's `--include` directories.
     pub include_dirs: Vec<PathBuf>,
+    /// Where each parameter's argument comes from when the tests were written for another signature (a
+    /// candidate verified against a reference, see `arg_map`); None: the tests' arguments in order.
+    pub arguments: Option<Vec<ArgBinding>>,
 }
 
 impl TunableKernel {
@@ -55,6 +59,7 @@ impl TunableKernel {
             bytes: None,
             template_args: Vec::new(),
             include_dirs: Vec::new(),
+            arguments: None,
         }
     }
 

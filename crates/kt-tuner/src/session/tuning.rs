@@ -15,11 +15,12 @@ use crate::measure::{Baseline, TimingPolicy, TimingStats};
 use crate::outcome::{Measurement, Phases, Progress, TuneResult, Verdict};
 use crate::search::{History, SearchStrategy, drive};
 use crate::session::compile_queue::Submitted;
+use crate::session::determinism;
 use crate::session::engine::Engine;
 use crate::session::evaluate::{Bench, evaluate, fill_rates};
-use crate::session::peak::{copy_bandwidth, percent_of_binding_peak};
+use crate::session::peak::{copy_bandwidth, percent_of_binding_peak, theoretical};
 use crate::session::setup::{TunableKernel, TuneOptions};
-use crate::session::worker_link::{launch_args, test_dtypes};
+use crate::session::worker_link::{run_request, test_dtypes};
 use crate::space::{Config, SearchSpace};
 use crate::worker::protocol::{DeviceInfo, RunRequest};
 
@@ -168,18 +169,14 @@ pub(crate) fn tune(
     if let Some(err) = run.setup_error {
         return Err(err);
     }
-    let measurements = run.measurements;
+    let mut measurements = run.measurements;
     phases.benchmark_ms = t_bench.elapsed().as_secs_f64() * 1e3;
 
-    let best = measurements
-        .iter()
-        .filter(|m| m.objective_ms().is_some_and(f64::is_finite))
-        .min_by(|a, b| {
-            a.objective
-                .unwrap_or(f64::INFINITY)
-                .total_cmp(&b.objective.unwrap_or(f64::INFINITY))
-        })
-        .cloned();
+    let best = if options.verify {
+        deterministic_best(e, kernel, &plan, tests, &mut measurements)?
+    } else {
+        fastest(&measurements).cloned()
+    };
     phases.total_ms = start.elapsed().as_secs_f64() * 1e3;
 
     let peak = if options.measure_peak {
@@ -187,6 +184,7 @@ pub(crate) fn tune(
     } else {
         None
     };
+    let (result_ordinal, device_cc) = (device.ordinal, device.compute_capability);
     let mut result = TuneResult {
         kernel_name: kernel.kernel_name.clone(),
         device,
@@ -198,17 +196,60 @@ pub(crate) fn tune(
         phases,
         peak_gbps: peak,
         worker_restarts: e.link.restarts(),
+        theoretical_peaks: theoretical(result_ordinal, device_cc),
     };
-    let compute_peak = result.device.fp32_peak_gflops();
+    // the theoretical ceilings; the measured copy bandwidth only where the driver gives no memory clock
+    let memory_peak = result.theoretical_peaks.map(|p| p.bandwidth_gb_s).or(peak);
+    let compute_peak = result
+        .theoretical_peaks
+        .map(|p| p.fp32_gflop_s)
+        .or_else(|| result.device.fp32_peak_gflops());
     for m in result
         .measurements
         .iter_mut()
         .chain(result.best.iter_mut())
         .chain(result.reference.iter_mut())
     {
-        m.percent_of_peak = percent_of_binding_peak(m, peak, compute_peak);
+        m.percent_of_peak = percent_of_binding_peak(m, memory_peak, compute_peak);
     }
     Ok(result)
+}
+
+/// The fastest verified measurement.
+fn fastest(measurements: &[Measurement]) -> Option<&Measurement> {
+    measurements
+        .iter()
+        .filter(|m| m.objective_ms().is_some_and(f64::is_finite))
+        .min_by(|a, b| {
+            a.objective
+                .unwrap_or(f64::INFINITY)
+                .total_cmp(&b.objective.unwrap_or(f64::INFINITY))
+        })
+}
+
+/// The fastest configuration whose reruns agree with each other: a faster one whose reruns differ gets the
+/// `Nondeterministic` verdict (or its rerun's failure) and the next is tried, a few at most.
+fn deterministic_best(
+    e: &mut Engine,
+    kernel: &TunableKernel,
+    plan: &Plan,
+    tests: &[KernelTest],
+    measurements: &mut [Measurement],
+) -> Result<Option<Measurement>, TunerError> {
+    for _ in 0..3 {
+        let Some(best) = fastest(measurements).cloned() else {
+            return Ok(None);
+        };
+        let verdict = determinism::check(e, kernel, &best.config, tests, plan.grid_defines)?;
+        if verdict.is_ok() {
+            return Ok(Some(best));
+        }
+        tracing::warn!(config = %best.config, "{}", verdict.reason());
+        if let Some(m) = measurements.iter_mut().find(|m| m.config == best.config) {
+            m.verdict = verdict;
+        }
+    }
+    Ok(None)
 }
 
 /// The results cache of this kernel, device, tests and timing policy, when the options name one (or a
@@ -262,19 +303,12 @@ fn measure_reference(
     let mut first_timing = None;
     let mut first_dims = None;
     for (i, t) in tests.iter().enumerate() {
-        let args = launch_args(t);
-        let dims = kernel.geometry.launch(&plan.reference, &t.scalars())?;
-        first_dims.get_or_insert(dims);
         let run = RunRequest {
-            module: key.to_string(),
-            test: t.id.clone(),
-            args: args.clone(),
-            dims,
-            verify: false,
             timing: Some(timing),
-            best: None,
+            ..run_request(key, kernel, &plan.reference, t)?
         };
-        let outcome = e.link.reference(run, &mut e.queue)?;
+        first_dims.get_or_insert(run.dims);
+        let outcome = e.link.reference(run.clone(), &mut e.queue)?;
         if let Some(bad) = outcome.outputs.iter().find(|o| !o.passed()) {
             return Err(TunerError::Reference {
                 test: t.id.clone(),
@@ -293,7 +327,7 @@ fn measure_reference(
             ms,
             noise: outcome.timing.as_ref().map(TimingStats::sample_noise),
         });
-        e.link.set_reference(i, (key.to_string(), args, dims));
+        e.link.set_reference(i, run);
     }
     let total: f64 = times.iter().sum();
     let mut m = Measurement::synthetic(plan.reference.clone(), Verdict::Ok, Some(total));

@@ -10,7 +10,7 @@ use crate::module_cache::ModuleOutcome;
 use crate::outcome::{TestVerdict, Verdict, VerifyReport};
 use crate::session::engine::Engine;
 use crate::session::setup::TunableKernel;
-use crate::session::worker_link::{launch_args, test_dtypes};
+use crate::session::worker_link::{run_request, test_dtypes};
 use crate::space::Config;
 use crate::worker::protocol::{Request, RunOutcome, RunRequest, RunStatus};
 
@@ -46,47 +46,22 @@ pub(crate) fn verify(
     };
     e.queue
         .remember(&c.key, co, &candidate.kernel_name, c.shared);
-    let mut refs = Vec::new();
-    for t in tests {
-        refs.push((
-            launch_args(t),
-            reference.geometry.launch(reference_config, &t.scalars())?,
-        ));
-    }
-    e.link.prepare(
-        tests,
-        Some((
-            r.key.clone(),
-            refs.iter().map(|r| r.0.clone()).collect(),
-            refs.iter().map(|r| r.1).collect(),
-        )),
-        &mut e.queue,
-    )?;
+    let refs = tests
+        .iter()
+        .map(|t| run_request(&r.key, reference, reference_config, t))
+        .collect::<Result<Vec<_>, _>>()?;
+    e.link.prepare(tests, Some(refs.clone()), &mut e.queue)?;
     e.link.load_required(&r.key, &first.id, &mut e.queue)?;
     let mut report = VerifyReport { tests: Vec::new() };
     for (i, t) in tests.iter().enumerate() {
-        let run = RunRequest {
-            module: r.key.clone(),
-            test: t.id.clone(),
-            args: refs[i].0.clone(),
-            dims: refs[i].1,
-            verify: false,
-            timing: None,
-            best: None,
-        };
-        e.link.reference(run, &mut e.queue)?;
+        e.link.reference(refs[i].clone(), &mut e.queue)?;
         if let Some(v) = &compile_failure {
             report.tests.push(failed_test(&t.id, v.clone()));
             continue;
         }
         let run = RunRequest {
-            module: c.key.clone(),
-            test: t.id.clone(),
-            args: launch_args(t),
-            dims: candidate.geometry.launch(candidate_config, &t.scalars())?,
             verify: true,
-            timing: None,
-            best: None,
+            ..run_request(&c.key, candidate, candidate_config, t)?
         };
         let timeout = e.config.timeout_floor.max(Duration::from_secs(30));
         let tv = match e

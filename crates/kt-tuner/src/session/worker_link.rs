@@ -11,19 +11,19 @@ use crate::args::{KernelTest, TestArg};
 use crate::device_kernels;
 use crate::dtype::DType;
 use crate::error::TunerError;
-use crate::geometry::LaunchDims;
 use crate::module_cache::ModuleOutcome;
 use crate::outcome::Verdict;
 use crate::session::compile_queue::CompileQueue;
-use crate::session::setup::TunerConfig;
+use crate::session::setup::{TunableKernel, TunerConfig};
+use crate::space::Config;
 use crate::worker::client::{WorkerClient, WorkerFailure};
 use crate::worker::process::WorkerCommand;
 use crate::worker::protocol::{
     DeviceInfo, FunctionInfo, LaunchArg, Reply, Request, RunOutcome, RunRequest, RunStatus,
 };
 
-/// The reference launch of a test: module key, arguments, dimensions.
-pub(crate) type ReferenceLaunch = (String, Vec<LaunchArg>, LaunchDims);
+/// The reference launch of a test (recomputes its expected values in a restarted worker).
+pub(crate) type ReferenceLaunch = RunRequest;
 
 struct Worker {
     client: WorkerClient,
@@ -53,6 +53,43 @@ pub(crate) fn launch_args(test: &KernelTest) -> Vec<LaunchArg> {
             TestArg::Scalar(s) => LaunchArg::Scalar(s.bytes.clone()),
         })
         .collect()
+}
+
+/// An untimed, unverified run of `kernel` at `config` on `test` (module `module`): its arguments, launch
+/// and the extents of arrays sized per configuration. Callers set `verify`, `timing` and `best`.
+pub(crate) fn run_request(
+    module: &str,
+    kernel: &TunableKernel,
+    config: &Config,
+    test: &KernelTest,
+) -> Result<RunRequest, TunerError> {
+    let scalars = test.scalars();
+    let lanes = |name: &str| {
+        test.arrays()
+            .find(|a| a.name == name)
+            .map(|a| a.lanes)
+            .unwrap_or(1)
+    };
+    let args = match &kernel.arguments {
+        None => launch_args(test),
+        Some(bindings) => {
+            let env = crate::geometry::bindings(config, &scalars);
+            bindings
+                .iter()
+                .map(|b| b.resolve(test, &env))
+                .collect::<Result<_, _>>()?
+        }
+    };
+    Ok(RunRequest {
+        module: module.to_string(),
+        test: test.id.clone(),
+        args,
+        dims: kernel.geometry.launch(config, &scalars)?,
+        verify: false,
+        timing: None,
+        best: None,
+        extents: kernel.geometry.extents(config, &scalars, lanes)?,
+    })
 }
 
 /// The dtypes kt's utility kernels must cover for a test.
@@ -204,15 +241,13 @@ impl WorkerLink {
     pub fn prepare(
         &mut self,
         tests: &[KernelTest],
-        reference: Option<(String, Vec<Vec<LaunchArg>>, Vec<LaunchDims>)>,
+        reference: Option<Vec<ReferenceLaunch>>,
         queue: &mut CompileQueue,
     ) -> Result<(), TunerError> {
         self.uploaded.clear();
         for (i, t) in tests.iter().enumerate() {
             self.upload(t, queue)?;
-            let r = reference
-                .as_ref()
-                .map(|(k, args, dims)| (k.clone(), args[i].clone(), dims[i]));
+            let r = reference.as_ref().and_then(|runs| runs.get(i).cloned());
             self.uploaded.push((t.clone(), r));
         }
         Ok(())
@@ -304,16 +339,11 @@ impl WorkerLink {
         let uploaded = std::mem::take(&mut self.uploaded);
         for (t, reference) in &uploaded {
             self.upload(t, queue)?;
-            if let Some((key, args, dims)) = reference {
-                self.load_required(key, &t.id, queue)?;
+            if let Some(run) = reference {
+                self.load_required(&run.module, &t.id, queue)?;
                 let run = RunRequest {
-                    module: key.clone(),
-                    test: t.id.clone(),
-                    args: args.clone(),
-                    dims: *dims,
-                    verify: false,
                     timing: None,
-                    best: None,
+                    ..run.clone()
                 };
                 self.reference(run, queue)?;
             }
@@ -395,8 +425,13 @@ impl WorkerLink {
 
     /// Asks the worker to leave (at the end of the session).
     pub fn shutdown(&mut self) {
+        self.shutdown_within(Duration::ZERO);
+    }
+
+    /// As `shutdown`, giving the worker up to `grace` to exit by itself.
+    pub fn shutdown_within(&mut self, grace: Duration) {
         if let Some(w) = self.worker.take() {
-            w.client.shutdown();
+            w.client.shutdown_within(grace);
         }
     }
 }

@@ -141,10 +141,20 @@ impl WorkerClient {
     }
 
     /// Asks the worker to exit, then makes sure it has.
-    pub fn shutdown(mut self) {
+    pub fn shutdown(self) {
+        self.shutdown_within(Duration::ZERO);
+    }
+
+    /// Asks the worker to leave and gives it up to `grace` to exit by itself before its process group is
+    /// killed: a tool wrapping the worker (compute-sanitizer) writes its report at exit.
+    pub fn shutdown_within(mut self, grace: Duration) {
         let _ = write_frame(&mut self.process.stdin, &Request::Shutdown, &[]);
         let _ = self.process.stdin.flush();
         let _ = self.replies.recv_timeout(Duration::from_secs(2));
+        let deadline = std::time::Instant::now() + grace;
+        while std::time::Instant::now() < deadline && self.process.exit_status().is_none() {
+            std::thread::sleep(Duration::from_millis(50));
+        }
         self.kill();
     }
 }

@@ -56,6 +56,10 @@ impl Fake {
                 self.launch(run.dims.block[0], &[])
             }
             Request::RecordOutputs { run, files } => self.launch(run.dims.block[0], &files),
+            Request::Repeat { run, runs } if self.mode == "nondeterministic" => {
+                (Reply::Ran(differing_reruns(&run.test, runs)), false)
+            }
+            Request::Repeat { run, .. } => self.launch(run.dims.block[0], &[]),
             Request::MeasureBandwidth { .. } => (Reply::Bandwidth { gbps: 1000.0 }, false),
             _ => (Reply::Done { ms: 0.0 }, false),
         }
@@ -116,6 +120,22 @@ impl Fake {
             }
         }
     }
+}
+
+/// Reruns whose second run differs from the first at index 7 (a race, as a GPU would show it).
+fn differing_reruns(test: &str, runs: u32) -> RunOutcome {
+    let mut o = RunOutcome::empty(RunStatus::Ok);
+    o.outputs.push(crate::verify::compare_host(
+        &format!("out (run {} against run 1) of test {test}", runs.max(2)),
+        DType::Float32,
+        crate::verify::Tolerance::default(),
+        &(0..8)
+            .map(|i| if i == 7 { 2.0 } else { 1.0 })
+            .collect::<Vec<f64>>(),
+        &[false; 8],
+        &[1.0; 8],
+    ));
+    o
 }
 
 fn unsafe_protocol_file() -> std::fs::File {

@@ -80,6 +80,10 @@ pub struct RunRequest {
     pub timing: Option<TimingPolicy>,
     /// The best median so far and its noise: a configuration far slower stops sampling early.
     pub best: Option<Baseline>,
+    /// Arrays this configuration uses only a prefix of (sized per configuration, allocated at the
+    /// largest): name → elements. Poisoning, comparing, resetting and recording stop there.
+    #[serde(default)]
+    pub extents: Vec<(String, u64)>,
 }
 
 /// Where the worker writes one output of a recording run (`RecordOutputs`), as a .npy file.
@@ -137,6 +141,14 @@ pub enum Request {
     RecordOutputs {
         run: RunRequest,
         files: Vec<OutputFile>,
+    },
+    /// The launch `runs` times on the same inputs, outputs freshly poisoned (or reset) before each; every
+    /// output of each later run is compared with the first run's (bitwise for integers, under the output's
+    /// tolerance for floats). Mismatches mean the kernel is nondeterministic (a race, an unordered
+    /// reduction past the tolerance).
+    Repeat {
+        run: RunRequest,
+        runs: u32,
     },
     MeasureBandwidth {
         bytes: u64,

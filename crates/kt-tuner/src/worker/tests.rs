@@ -48,6 +48,7 @@ fn run_request(block: u32) -> Request {
             verify: true,
             timing: None,
             best: None,
+            extents: vec![],
         },
     }
 }
@@ -182,4 +183,40 @@ fn record_outputs_request_survives_the_frame_round_trip() {
     write_frame(&mut buf, &req, &[]).unwrap();
     let (back, _): (Request, _) = read_frame(&mut &buf[..]).unwrap();
     assert_eq!(back, req);
+}
+
+fn repeat_request() -> Request {
+    let Request::Run { run } = run_request(64) else {
+        unreachable!("run_request makes a Run")
+    };
+    Request::Repeat { run, runs: 2 }
+}
+
+#[test]
+fn reruns_that_differ_become_a_nondeterministic_verdict() {
+    let mut w = fake("nondeterministic");
+    let (ran, _) = w
+        .request(&repeat_request(), &[], Duration::from_secs(10))
+        .unwrap();
+    let Reply::Ran(o) = ran else {
+        panic!("{ran:?}")
+    };
+    let verdict = crate::session::judge_reruns("gen1", &o.outputs).unwrap();
+    assert_eq!(verdict.short(), "nondeterministic");
+    assert!(
+        verdict.reason().contains("first at index 7"),
+        "{}",
+        verdict.reason()
+    );
+    w.shutdown();
+
+    let mut w = fake("ok");
+    let (ran, _) = w
+        .request(&repeat_request(), &[], Duration::from_secs(10))
+        .unwrap();
+    let Reply::Ran(o) = ran else {
+        panic!("{ran:?}")
+    };
+    assert_eq!(crate::session::judge_reruns("gen1", &o.outputs), None);
+    w.shutdown();
 }

@@ -140,6 +140,7 @@ impl FakeRun {
             phases: Phases::default(),
             peak_gbps: None,
             worker_restarts: 0,
+            theoretical_peaks: None,
         };
         FakeRun {
             kernel,

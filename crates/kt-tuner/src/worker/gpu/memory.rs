@@ -33,6 +33,8 @@ struct DevArray {
     expected: Option<Ptr>,
     /// Whether the reference proved it overwrites every element (then it is poisoned before verifying).
     poison: bool,
+    /// How many elements `expected` holds (fewer than allocated when the size depends on the launch).
+    expected_elements: u64,
 }
 
 struct DevTest {
@@ -48,7 +50,12 @@ pub(super) struct ArrayView {
     pub pristine: Ptr,
     pub expected: Option<Ptr>,
     pub dtype: DType,
+    /// The elements this run uses: all of them, or its configuration's extent.
     pub elements: u64,
+    /// The elements allocated.
+    pub capacity: u64,
+    /// The elements the expected values hold.
+    pub expected_elements: u64,
     pub is_output: bool,
     /// Poisoned (not reset) before a verifying run.
     pub poison: bool,
@@ -214,7 +221,9 @@ impl DeviceMemory {
 
     /// Compares an output with `expected` under its own tolerance.
     pub fn compare_output(&mut self, a: &ArrayView, expected: Ptr) -> Result<OutputReport, String> {
-        self.compare(&a.name, a.work, expected, a.dtype, a.elements, a.tolerance)
+        // never past the expected values (a reference at another launch may have produced fewer)
+        let n = a.elements.min(a.expected_elements);
+        self.compare(&a.name, a.work, expected, a.dtype, n, a.tolerance)
     }
 
     /// Whether an input came out of a run byte for byte as it went in; a changed one is reset.
@@ -301,6 +310,7 @@ impl DeviceMemory {
                 pristine,
                 expected: None,
                 poison: false,
+                expected_elements: a.elements,
             };
             self.upload_source(pristine, a, &a.source)?;
             if let Some(exp) = &a.expected {
@@ -352,6 +362,8 @@ impl DeviceMemory {
                 expected: a.expected,
                 dtype: a.meta.dtype,
                 elements: a.meta.elements,
+                capacity: a.meta.elements,
+                expected_elements: a.expected_elements,
                 is_output: a.meta.is_output,
                 poison: a.poison,
                 tolerance: t
@@ -363,18 +375,23 @@ impl DeviceMemory {
             .collect())
     }
 
-    /// Records a reference run's findings: the expected values of each output, and which outputs are
-    /// fully overwritten by the kernel (poisoned from now on).
+    /// Records a reference run's findings: the expected values of each output (as many elements as the
+    /// reference's `run` views use), and which outputs are fully overwritten by the kernel (poisoned from
+    /// now on).
     pub fn set_expected(
         &mut self,
         test: &str,
         expected: &HashMap<String, Ptr>,
         poisonable: &[String],
+        run: &[ArrayView],
     ) {
         if let Some(t) = self.tests.get_mut(test) {
             for a in &mut t.arrays {
                 if let Some(e) = expected.get(&a.meta.name) {
                     a.expected = Some(*e);
+                    if let Some(v) = run.iter().find(|v| v.name == a.meta.name) {
+                        a.expected_elements = v.elements;
+                    }
                 }
                 a.poison = poisonable.contains(&a.meta.name);
             }
@@ -394,12 +411,13 @@ pub(super) fn free(p: Ptr) {
     let _ = unsafe { result::free_sync(p) };
 }
 
-/// A new device copy of an array's working contents.
+/// A new device copy of an array's working contents (allocated at the array's full size, so a later
+/// run with a larger extent never reads past it).
 pub(super) fn copy_of(a: &ArrayView, what: &str) -> Result<Ptr, String> {
-    let bytes = a.bytes().max(1);
-    let p = alloc(bytes, what)?;
-    // SAFETY: both hold `bytes`.
-    unsafe { result::memcpy_dtod_sync(p, a.work, bytes) }.map_err(|e| cuda("copy", e))?;
+    let p = alloc((a.capacity as usize * a.dtype.size()).max(1), what)?;
+    // SAFETY: p holds the capacity, work at least the bytes of this run's extent.
+    unsafe { result::memcpy_dtod_sync(p, a.work, a.bytes().max(1)) }
+        .map_err(|e| cuda("copy", e))?;
     Ok(p)
 }
 

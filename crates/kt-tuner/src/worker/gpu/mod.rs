@@ -91,6 +91,12 @@ impl GpuWorker {
                 &run,
                 &files,
             )),
+            Request::Repeat { run, runs } => ran_reply(runs::repeat(
+                &mut self.memory,
+                &mut self.launcher,
+                &run,
+                runs,
+            )),
             Request::MeasureBandwidth { bytes } => match self.launcher.bandwidth(bytes as usize) {
                 Ok(gbps) => (Reply::Bandwidth { gbps }, false),
                 Err(m) => err(m),

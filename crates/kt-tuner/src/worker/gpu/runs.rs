@@ -12,6 +12,7 @@ use super::memory::{
     ArrayView, DeviceMemory, Ptr, copy_of, free, reset, reset_outputs, write_npy_from_device,
 };
 use crate::measure::TimingStats;
+use crate::verify::Tolerance;
 use crate::worker::protocol::{
     LaunchArg, OutputFile, RecordedOutput, Reply, RunOutcome, RunRequest, RunStatus,
 };
@@ -54,10 +55,16 @@ fn setup(mem: &DeviceMemory, launcher: &Launcher, r: &RunRequest) -> Result<Setu
             LaunchArg::Scalar(b) => params.push(b.clone()),
         }
     }
+    let mut arrays = mem.views(&r.test).map_err(inv)?;
+    for a in &mut arrays {
+        if let Some((_, n)) = r.extents.iter().find(|(name, _)| name == &a.name) {
+            a.elements = a.elements.min(*n);
+        }
+    }
     Ok(Setup {
         func,
         params,
-        arrays: mem.views(&r.test).map_err(inv)?,
+        arrays,
         occupancy: launcher.occupancy(func, &r.dims),
     })
 }
@@ -169,7 +176,7 @@ fn reference_checks(
         }
         reset(a).map_err(crashed)?;
     }
-    mem.set_expected(&r.test, &expected, &poisonable);
+    mem.set_expected(&r.test, &expected, &poisonable, &s.arrays);
     Ok(())
 }
 
@@ -207,6 +214,56 @@ fn verify_checks(
         }
     }
     Ok(ms)
+}
+
+/// `Repeat`: the launch `runs` times (at least two), outputs poisoned (or reset, for those the kernel
+/// accumulates into) before each; every output of each later run compared with the first run's.
+pub(super) fn repeat(
+    mem: &mut DeviceMemory,
+    launcher: &mut Launcher,
+    r: &RunRequest,
+    runs: u32,
+) -> Result<RunOutcome, LaunchError> {
+    let mut s = setup(mem, launcher, r)?;
+    let mut outcome = RunOutcome::empty(RunStatus::Ok);
+    let mut firsts: HashMap<String, Ptr> = HashMap::new();
+    let result = (|| {
+        for run in 1..=runs.max(2) {
+            for a in s.arrays.iter().filter(|a| a.is_output) {
+                if a.poison {
+                    mem.poison(a.work, a.dtype, a.elements).map_err(crashed)?;
+                } else {
+                    reset(a).map_err(crashed)?;
+                }
+            }
+            launcher.launch(s.func, r.dims, &mut s.params, false)?;
+            for a in s.arrays.iter().filter(|a| a.is_output) {
+                match firsts.get(&a.name) {
+                    None => {
+                        let copy = copy_of(a, "keeping the first run's output").map_err(crashed)?;
+                        firsts.insert(a.name.clone(), copy);
+                    }
+                    Some(first) => {
+                        // runs of one kernel must agree everywhere: no mismatch fraction is allowed
+                        let tol = Tolerance {
+                            max_mismatch_fraction: 0.0,
+                            ..a.tolerance
+                        };
+                        let mut rep = mem
+                            .compare(&a.name, a.work, *first, a.dtype, a.elements, tol)
+                            .map_err(crashed)?;
+                        rep.name = format!("{} (run {run} against run 1)", a.name);
+                        outcome.outputs.push(rep);
+                    }
+                }
+            }
+        }
+        reset_outputs(&s.arrays).map_err(crashed)
+    })();
+    for p in firsts.into_values() {
+        free(p);
+    }
+    result.map(|()| outcome)
 }
 
 /// `RecordOutputs`: run with the outputs at their initial contents, write the requested outputs to

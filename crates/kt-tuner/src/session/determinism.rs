@@ -1,0 +1,128 @@
+//! Races and nondeterminism: a configuration that verified is run twice more on the same inputs, its
+//! outputs freshly poisoned before each run, and the runs are compared with each other (bitwise for
+//! integers, under the output's tolerance for floats). A kernel with a missing barrier or an unordered
+//! reduction can pass one verifying run by luck; differing reruns are the `Nondeterministic` verdict, with
+//! the first differing index.
+
+use std::time::Duration;
+
+use crate::args::KernelTest;
+use crate::error::TunerError;
+use crate::module_cache::ModuleOutcome;
+use crate::outcome::Verdict;
+use crate::session::engine::Engine;
+use crate::session::setup::TunableKernel;
+use crate::session::worker_link::run_request;
+use crate::space::Config;
+use crate::verify::OutputReport;
+use crate::worker::protocol::{Request, RunStatus};
+
+/// Reruns after the verifying one.
+pub(crate) const RERUNS: u32 = 2;
+
+/// Runs `kernel` at `config` [`RERUNS`] times on every test (already uploaded, with expected values);
+/// `Verdict::Ok` when every rerun agrees with the first.
+pub(crate) fn check(
+    e: &mut Engine,
+    kernel: &TunableKernel,
+    config: &Config,
+    tests: &[KernelTest],
+    grid_defines: bool,
+) -> Result<Verdict, TunerError> {
+    let Some(first) = tests.first() else {
+        return Ok(Verdict::Ok);
+    };
+    let submitted = e
+        .queue
+        .submit(kernel, config, &first.scalars(), grid_defines)?;
+    let outcome = e.queue.wait(submitted.ticket)?;
+    if let ModuleOutcome::Failed { log, .. } = &*outcome {
+        return Ok(Verdict::from_compile_log(log, &kernel.kernel_name));
+    }
+    e.queue.remember(
+        &submitted.key,
+        outcome.clone(),
+        &kernel.kernel_name,
+        submitted.shared,
+    );
+    for t in tests {
+        let run = run_request(&submitted.key, kernel, config, t)?;
+        let timeout = e.config.timeout_floor.max(Duration::from_secs(60));
+        let o = match e.link.run(
+            &submitted.key,
+            Request::Repeat { run, runs: RERUNS },
+            timeout,
+            &mut e.queue,
+        )? {
+            Ok(o) => o,
+            Err(v) => return Ok(v),
+        };
+        if let RunStatus::Invalid(reason) | RunStatus::Crashed(reason) = o.status {
+            return Ok(Verdict::Invalid { reason });
+        }
+        if let Some(v) = judge(&t.id, &o.outputs) {
+            return Ok(v);
+        }
+    }
+    Ok(Verdict::Ok)
+}
+
+/// The verdict on reruns compared with the first run: `None` when all agree.
+pub(crate) fn judge(test: &str, reruns: &[OutputReport]) -> Option<Verdict> {
+    let details: Vec<String> = reruns
+        .iter()
+        .filter(|r| !r.passed())
+        .map(|r| format!("test {test}: {}", r.describe()))
+        .collect();
+    (!details.is_empty()).then_some(Verdict::Nondeterministic { details })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dtype::DType;
+    use crate::verify::{Tolerance, compare_host};
+
+    #[test]
+    fn reruns_that_differ_name_the_first_differing_index() {
+        let same = compare_host(
+            "out (run 2 against run 1)",
+            DType::Int32,
+            Tolerance::default(),
+            &[1.0, 2.0, 3.0],
+            &[false; 3],
+            &[1.0, 2.0, 3.0],
+        );
+        assert_eq!(judge("t0", std::slice::from_ref(&same)), None);
+        let differs = compare_host(
+            "out (run 3 against run 1)",
+            DType::Int32,
+            Tolerance::default(),
+            &[1.0, 2.0, 4.0],
+            &[false; 3],
+            &[1.0, 2.0, 3.0],
+        );
+        let Some(Verdict::Nondeterministic { details }) = judge("t0", &[same, differs]) else {
+            panic!("differing reruns are nondeterministic");
+        };
+        assert_eq!(details.len(), 1);
+        assert!(
+            details[0].starts_with("test t0: output out (run 3 against run 1)")
+                && details[0].contains("first at index 2"),
+            "{details:?}"
+        );
+    }
+
+    #[test]
+    fn float_reruns_within_tolerance_agree() {
+        let r = compare_host(
+            "sum (run 2 against run 1)",
+            DType::Float32,
+            Tolerance::default(),
+            &[1.000_000_1],
+            &[false],
+            &[1.0],
+        );
+        assert_eq!(judge("t", &[r]), None);
+    }
+}
