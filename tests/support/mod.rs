@@ -60,15 +60,6 @@ pub fn only_entry(dir: &Path) -> PathBuf {
     entries[0].clone()
 }
 
-/// Whether python3 with numpy is installed: Stage 2's generator programs need it
-/// (scripts/install-test-deps.sh installs it).
-pub fn has_numpy() -> bool {
-    Command::new("python3")
-        .args(["-c", "import numpy"])
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
-
 /// Whether GPU tests run for real: only when `KT_GPU=1`.
 pub fn gpu_enabled() -> bool {
     std::env::var("KT_GPU").is_ok_and(|v| v == "1")

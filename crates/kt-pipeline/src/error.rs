@@ -70,6 +70,23 @@ pub enum PipelineError {
     SizeExpression { expression: String, message: String },
     #[error("{0}")]
     Cuda(#[source] Box<kt_cuda::CudaError>),
+    /// The LLM service failed past its retries (rate limit, timeout, connection error, 5xx). The run ends
+    /// `llm_unavailable` (exit 75) and `kt resume` continues it from its last checkpoint.
+    #[error(
+        "{LLM_UNAVAILABLE} (node `{node}`): {source}; the run is saved: `kt resume RUN` continues from its last checkpoint once the service answers again"
+    )]
+    LlmUnavailable {
+        node: String,
+        #[source]
+        source: Box<kt_llm::LlmError>,
+    },
+    /// The `manual` provider has no answer yet: the run pauses (not a failure) until one is given.
+    #[error(
+        "waiting for an answer to `{}`: the prompt is {}; write the answer to {} or continue with \
+         `kt resume RUN --answer FILE`",
+        .0.node, .0.prompt_file.display(), .0.answer_file.display()
+    )]
+    AwaitingAnswer(crate::run_dir::WaitingAnswer),
     #[error("LLM call `{node}` failed: {source}")]
     Llm {
         node: String,
@@ -147,6 +164,16 @@ pub enum PipelineError {
     Journal { node: String, message: String },
 }
 
+/// The words every LLM-outage error starts with: graph engines pass node errors on as text, and this is how
+/// the run's end recognises one.
+pub const LLM_UNAVAILABLE: &str = "the LLM service is unavailable";
+
+/// Whether `e` is an outage of the LLM service (as opposed to a bad answer, bad credentials or a bad request).
+/// The one place that decides it.
+pub fn is_llm_outage(e: &kt_llm::LlmError) -> bool {
+    e.is_unavailable()
+}
+
 // Boxed: these errors are large, and every `Result` of the crate would carry their size.
 impl From<kt_cuda::CudaError> for PipelineError {
     fn from(e: kt_cuda::CudaError) -> Self {
@@ -161,6 +188,28 @@ impl From<kt_sandbox::generator::GeneratorError> for PipelineError {
 }
 
 impl PipelineError {
+    /// The error of a failed LLM call of `node`: [`PipelineError::LlmUnavailable`] for an outage, else
+    /// [`PipelineError::Llm`].
+    pub fn from_llm(node: impl Into<String>, source: kt_llm::LlmError) -> Self {
+        let node = node.into();
+        if is_llm_outage(&source) {
+            Self::LlmUnavailable {
+                node,
+                source: Box::new(source),
+            }
+        } else {
+            Self::Llm {
+                node,
+                source: Box::new(source),
+            }
+        }
+    }
+
+    /// Whether this error (or the error text a graph passed on) is an LLM outage.
+    pub fn is_llm_unavailable(&self) -> bool {
+        matches!(self, Self::LlmUnavailable { .. }) || self.to_string().contains(LLM_UNAVAILABLE)
+    }
+
     /// Shorthand for an I/O error with the action and the path it concerned.
     pub(crate) fn io(
         action: &'static str,

@@ -18,3 +18,41 @@ pub(crate) async fn start_or_resume<S: State>(
         executor.start(run, initial, opts).await
     }
 }
+
+/// What a run stopped for when a node waits for a manual answer: the interrupt's payload.
+pub(crate) fn waiting_of<S>(
+    outcome: &kt_graph::RunOutcome<S>,
+) -> Option<crate::run_dir::WaitingAnswer> {
+    match outcome {
+        kt_graph::RunOutcome::Stopped {
+            reason: kt_graph::StopReason::Interrupt { payload, .. },
+            ..
+        } => serde_json::from_value(payload.clone()).ok(),
+        _ => None,
+    }
+}
+
+/// Turns a manual provider's "no answer yet" into an interrupt of the node (the run pauses there, and the
+/// resumed node asks again), and any other LLM error into the pipeline's error.
+pub(crate) fn llm_failure(
+    ctx: &kt_graph::NodeContext,
+    node: &str,
+    e: kt_llm::LlmError,
+) -> crate::PipelineError {
+    match e {
+        kt_llm::LlmError::AwaitingManualAnswer {
+            node: asked,
+            prompt_file,
+            answer_file,
+        } => {
+            let waiting = crate::run_dir::WaitingAnswer {
+                node: asked,
+                prompt_file,
+                answer_file,
+            };
+            let _ = ctx.interrupt(&waiting);
+            crate::PipelineError::AwaitingAnswer(waiting)
+        }
+        other => crate::PipelineError::from_llm(node, other),
+    }
+}

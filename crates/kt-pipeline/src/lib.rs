@@ -23,4 +23,6 @@ pub use error::PipelineError;
 pub use kernel_info::{KernelInfo, ProblemDimension};
 pub use problem_size::SizeExpression;
 pub use prompt::{PromptLibrary, PromptTemplate, RenderedPrompt};
-pub use run_dir::{NewRun, ResultFiles, RunDir, RunLlm, RunMeta, RunSettings, RunStatus};
+pub use run_dir::{
+    NewRun, ResultFiles, RunDir, RunLlm, RunMeta, RunSettings, RunStatus, WaitingAnswer,
+};

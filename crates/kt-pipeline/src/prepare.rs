@@ -221,6 +221,11 @@ pub async fn prepare(
         RunId::new(format!("{id}/stage2")),
     )
     .await?;
+    for w in &tests.warnings {
+        tracing::warn!("tests: {w}");
+    }
+    let warnings = serde_json::to_vec_pretty(&tests.warnings).unwrap_or_default();
+    crate::run_dir::write_file(&run.test_warnings_json(), &warnings)?;
     Ok(Prepared { understood, tests })
 }
 

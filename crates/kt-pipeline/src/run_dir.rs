@@ -20,6 +20,21 @@ pub enum RunStatus {
     Finished,
     Failed,
     Interrupted,
+    /// The LLM service failed past its retries (rate limit, timeout, connection, 5xx): an infrastructure
+    /// failure, not a result; `kt resume` continues from the last checkpoint once the service is back.
+    #[serde(rename = "llm_unavailable")]
+    LlmUnavailable,
+}
+
+/// A question the `manual` provider wrote and that has no answer yet: the run is paused at it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WaitingAnswer {
+    /// The LLM call's node label (`stage1.describe`, `stage3.apply`, ...).
+    pub node: String,
+    /// The prompt to answer.
+    pub prompt_file: PathBuf,
+    /// Where the answer goes (`kt resume RUN --answer FILE` copies FILE there).
+    pub answer_file: PathBuf,
 }
 
 /// The settings a run was started with. Stage 3 knobs are absent (null) for runs that do not transform.
@@ -162,6 +177,17 @@ impl RunDir {
     }
     pub fn tests_dir(&self) -> PathBuf {
         self.root.join("tests")
+    }
+    /// Stage 2's warnings about the tests (sizes that leave bugs unexposed), a JSON list of strings.
+    pub fn test_warnings_json(&self) -> PathBuf {
+        self.root.join("test_warnings.json")
+    }
+    /// The warnings of [`Self::test_warnings_json`]; none when the file is missing or unreadable.
+    pub fn test_warnings(&self) -> Vec<String> {
+        std::fs::read_to_string(self.test_warnings_json())
+            .ok()
+            .and_then(|t| serde_json::from_str(&t).ok())
+            .unwrap_or_default()
     }
     pub fn kernels_dir(&self) -> PathBuf {
         self.root.join("kernels")

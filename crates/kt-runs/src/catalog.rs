@@ -23,6 +23,14 @@ pub struct RunSummary {
     pub status: String,
     /// From result.json; absent while running or when nothing was measured.
     pub speedup: Option<f64>,
+    /// The speedup's 95 % interval (result.json schema 2), from separate launches at the end of the run.
+    pub speedup_ci95: Option<[f64; 2]>,
+    /// The thesis's gain (t_naive − t_best) / t_naive, as a fraction.
+    pub gain: Option<f64>,
+    /// `improved`, `no_improvement` or `not_verified` for a finished run.
+    pub outcome: Option<String>,
+    /// The prompt file a `manual:` run waits for an answer to.
+    pub waiting_for: Option<String>,
     /// RFC 3339, UTC.
     pub started: String,
     pub duration_s: Option<f64>,
@@ -60,6 +68,10 @@ pub fn summarize(dir: &Path) -> RunSummary {
         model: String::new(),
         status: "unreadable".into(),
         speedup: None,
+        speedup_ci95: None,
+        gain: None,
+        outcome: None,
+        waiting_for: None,
         started: String::new(),
         duration_s: None,
         problem: None,
@@ -86,10 +98,17 @@ pub fn summarize(dir: &Path) -> RunSummary {
         .unwrap_or_default();
     summary.started = meta.started.clone();
     let result = read_result(&run);
-    summary.speedup = result
-        .as_ref()
-        .and_then(|r| r.get("speedup"))
-        .and_then(Value::as_f64);
+    let field = |pointer: &str| result.as_ref().and_then(|r| r.pointer(pointer));
+    summary.speedup = field("/speedup").and_then(Value::as_f64);
+    summary.speedup_ci95 =
+        field("/speedup_ci95").and_then(|v| serde_json::from_value(v.clone()).ok());
+    summary.gain = field("/gain").and_then(Value::as_f64);
+    summary.outcome = field("/outcome")
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    summary.waiting_for = field("/waiting_for/prompt_file")
+        .and_then(Value::as_str)
+        .map(str::to_string);
     summary.duration_s = match (
         parse_time(&meta.started),
         meta.finished.as_deref().and_then(parse_time),

@@ -5,15 +5,15 @@
 //! parameters) gets its recorded result, so `debug node apply --llm scripted:...` that reproduces a recorded
 //! kernel needs no GPU; anything new goes to the real tuner, which says clearly when there is no GPU.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use kt_graph::CompiledGraph;
 use kt_pipeline::stage3::{
-    BackendError, BackendInputs, KernelFacts, Outcome, Reference, Stage3Context, Stage3State,
-    TunableKernel, TuningBackend, TuningProgress, build_graph, tuner_backend,
+    BackendError, BackendInputs, KernelFacts, Outcome, PairTimes, Reference, Stage3Context,
+    Stage3State, TunableKernel, TuningBackend, TuningProgress, build_graph, tuner_backend,
 };
 use kt_pipeline::strategy::{StrategyOverrides, load_strategy};
 use kt_pipeline::{PipelineError, PromptLibrary, RunDir};
@@ -214,5 +214,15 @@ impl TuningBackend for RecordedBackend {
             }
             None => self.live.evaluate(label, kernel, progress).await,
         }
+    }
+
+    // Launch times are measurements of this machine, never reused from the recording.
+    async fn time_pair(
+        &self,
+        first: (&TunableKernel, &BTreeMap<String, i64>),
+        second: (&TunableKernel, &BTreeMap<String, i64>),
+        launches: u32,
+    ) -> Result<PairTimes, BackendError> {
+        self.live.time_pair(first, second, launches).await
     }
 }

@@ -1,11 +1,14 @@
 //! `kt resume RUN`: continues a stopped `kt transform` run (Ctrl-C, a breakpoint, no GPU, a crash) from its
 //! last checkpoint, in whichever stage it stopped. Recorded LLM answers and tuning results are reused; only
 //! what was not done yet runs. Continuing a `kt replay`/`kt fork` branch writes that branch's results to
-//! `RUN/branches/b<N>/` (docs/run-format.md); exit statuses are those of `kt transform`.
+//! `RUN/branches/b<N>/` (docs/run-format.md); exit statuses are those of `kt transform` (3: waiting for a
+//! `manual:` answer, 75: the LLM service is unavailable). `--answer FILE` answers the prompt a `manual:` run
+//! waits for before continuing.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use anyhow::Context;
 use clap::Args;
 use kt_llm::Recorder;
 use kt_pipeline::prepare::KernelSource;
@@ -34,6 +37,41 @@ pub struct ResumeArgs {
     /// Print result.json instead of the summary.
     #[arg(long)]
     pub json: bool,
+    /// The answer to the prompt a `manual:` run waits for (result.json's `waiting_for`): copied to its answer
+    /// file before the run continues to its next prompt or its end.
+    #[arg(long, value_name = "FILE")]
+    pub answer: Option<PathBuf>,
+}
+
+/// Copies `answer` to where the paused run's manual provider looks for it.
+fn give_answer(dir: &RunDir, answer: &std::path::Path) -> anyhow::Result<()> {
+    let text = std::fs::read_to_string(dir.result_json()).with_context(|| {
+        format!(
+            "reading {} to find the waiting prompt",
+            dir.result_json().display()
+        )
+    })?;
+    let result: kt_pipeline::stage3::RunResult = serde_json::from_str(&text)
+        .with_context(|| format!("{} is not a result.json", dir.result_json().display()))?;
+    let Some(waiting) = result.waiting_for else {
+        anyhow::bail!(
+            "run {} is not waiting for an answer (its result.json has no `waiting_for`); resume it without --answer",
+            dir.root().display()
+        );
+    };
+    std::fs::copy(answer, &waiting.answer_file).with_context(|| {
+        format!(
+            "copying {} to {}",
+            answer.display(),
+            waiting.answer_file.display()
+        )
+    })?;
+    eprintln!(
+        "answer to `{}` given from {}",
+        waiting.node,
+        answer.display()
+    );
+    Ok(())
 }
 
 fn find_run(run: &str, out: Option<&std::path::Path>) -> anyhow::Result<RunDir> {
@@ -53,6 +91,9 @@ fn find_run(run: &str, out: Option<&std::path::Path>) -> anyhow::Result<RunDir> 
 
 pub fn run(args: ResumeArgs) -> anyhow::Result<ExitCode> {
     let dir = find_run(&args.run, args.out.as_deref())?;
+    if let Some(answer) = &args.answer {
+        give_answer(&dir, answer)?;
+    }
     let meta = dir.read_meta()?;
     let overrides = StrategyOverrides {
         replan: meta.settings.replan,
@@ -92,7 +133,7 @@ pub fn run(args: ResumeArgs) -> anyhow::Result<ExitCode> {
             kt_pipeline::stage1::DEFAULT_ATTEMPTS,
         )?;
         let tests = meta.settings.tests.unwrap_or(3);
-        let testgen = testgen_settings(&client, prompts.clone(), tests, meta.settings.seed)?;
+        let testgen = testgen_settings(&client, prompts.clone(), tests, meta.settings.seed, false)?;
         Some((source, stage1, testgen))
     };
     let rt = runtime()?;

@@ -137,6 +137,19 @@ fn show_run(a: ShowArgs) -> anyhow::Result<ExitCode> {
             .map(format_duration)
             .unwrap_or_else(|| "-".into())
     );
+    if let (Some(sp), Some(g)) = (m.speedup, m.gain) {
+        println!(
+            "gains     speedup t_naive/t_best {sp:.2}x{}   gain (t_naive - t_best)/t_naive {:.1}%   outcome {}",
+            m.speedup_ci95
+                .map(|[lo, hi]| format!(" (95% interval {lo:.2}x to {hi:.2}x)"))
+                .unwrap_or_default(),
+            g * 100.0,
+            m.outcome.as_deref().unwrap_or("-")
+        );
+    }
+    if let Some(prompt) = &m.waiting_for {
+        println!("waiting   for an answer to {prompt}: `kt resume RUN --answer FILE`");
+    }
     if let Some(stop) = &s.stopped {
         println!("stopped   {stop}");
     }

@@ -15,7 +15,7 @@ use kt_pipeline::stage2::{ReferenceRunner, Stage2Options, Unavailable};
 use kt_pipeline::stage3::{Stage3Settings, TransformOutcome, TuningProgress, tuner_backend};
 use kt_pipeline::strategy::{Strategy, StrategyOverrides, load_strategy};
 use kt_pipeline::{NewRun, PipelineError, PromptLibrary, RunDir, RunLlm, RunSettings};
-use kt_sandbox::{Policy, PythonRuntime, Sandbox};
+use kt_sandbox::PythonRuntime;
 
 use super::analyze::{llm_client, runtime, stage1_source};
 
@@ -55,6 +55,10 @@ pub struct TransformArgs {
     /// test seeds (seed, seed+1, ...) and the tuner's search seed. Recorded in run.json and result.json.
     #[arg(long, env = "KT_SEED", value_name = "N")]
     pub seed: Option<u64>,
+    /// Run LLM-written generator programs even where no network namespace can be made (they can then reach the
+    /// network); also `[sandbox] allow_unsandboxed = true` in kt.toml. Without it kt refuses on such machines.
+    #[arg(long)]
+    pub allow_unsandboxed: bool,
     /// Print result.json instead of the summary.
     #[arg(long)]
     pub json: bool,
@@ -192,6 +196,12 @@ pub(crate) fn cancel_on_ctrl_c(rt: &tokio::runtime::Runtime) -> CancelToken {
 /// or a node's interrupt exits 0: it did what it was asked to.
 pub(crate) const EXIT_INTERRUPTED: i32 = 130;
 
+/// Exit status of a run paused at a `manual:` provider's prompt (`kt resume RUN --answer FILE` continues).
+pub(crate) const EXIT_AWAITING_ANSWER: u8 = 3;
+
+/// Exit status of a run the LLM service's outage stopped (EX_TEMPFAIL: try again later).
+pub(crate) const EXIT_LLM_UNAVAILABLE: u8 = 75;
+
 /// Leaves the runtime without waiting for blocking work still running on it (a tuning job or a generator
 /// abandoned at Ctrl-C would otherwise hold the exit until it ends).
 pub(crate) fn leave(rt: tokio::runtime::Runtime) {
@@ -204,6 +214,7 @@ pub(crate) fn testgen_settings(
     prompts: Arc<PromptLibrary>,
     tests: u32,
     seed: Option<u64>,
+    allow_unsandboxed: bool,
 ) -> anyhow::Result<TestgenSettings> {
     Ok(TestgenSettings {
         llm: Some(client.clone()),
@@ -214,7 +225,7 @@ pub(crate) fn testgen_settings(
             first_seed: seed.unwrap_or(Stage2Options::default().first_seed),
             ..Stage2Options::default()
         },
-        sandbox: Sandbox::new(Policy::for_generator()),
+        sandbox: super::unsandboxed::generator_sandbox(allow_unsandboxed)?,
         python: PythonRuntime::find_or_provision()?,
         reference: reference_runner(),
     })
@@ -260,7 +271,10 @@ pub fn run(args: TransformArgs) -> anyhow::Result<ExitCode> {
     let (client, config) = seeded(client, config, args.seed)?;
     let source = KernelSource::read(&args.file, args.kernel.as_deref())?;
     let kernel_name = source.kernel_name()?;
-    // Found (or provisioned) before the run exists: a machine without Python gets no half-made run.
+    // Found (or provisioned) before the run exists: a machine without Python or a safe sandbox gets no half-made
+    // run.
+    let generators = super::unsandboxed::generator_sandbox(args.allow_unsandboxed)?;
+    super::unsandboxed::warn_if_unsandboxed(&generators);
     PythonRuntime::find_or_provision()?;
     let run = RunDir::create(
         &RunDir::base_dir(args.out.as_deref()),
@@ -291,7 +305,13 @@ pub fn run(args: TransformArgs) -> anyhow::Result<ExitCode> {
         kt_pipeline::stage1::DEFAULT_ATTEMPTS,
     )?;
     let prompts = Arc::new(PromptLibrary::locate(args.prompts.as_deref())?);
-    let testgen = testgen_settings(&client, prompts.clone(), args.tests, args.seed)?;
+    let testgen = testgen_settings(
+        &client,
+        prompts.clone(),
+        args.tests,
+        args.seed,
+        args.allow_unsandboxed,
+    )?;
     let rt = runtime()?;
     let cancel = cancel_on_ctrl_c(&rt);
     let view = LiveView::new(args.json);
@@ -323,6 +343,8 @@ pub(crate) fn report(
                     eprintln!("{}", stop.message(run.root()));
                     Ok(if stop.cancelled {
                         ExitCode::from(EXIT_INTERRUPTED as u8)
+                    } else if stop.waiting.is_some() {
+                        ExitCode::from(EXIT_AWAITING_ANSWER)
                     } else {
                         ExitCode::SUCCESS
                     })
@@ -338,6 +360,15 @@ pub(crate) fn report(
                 run.root().display()
             );
             Ok(ExitCode::from(2))
+        }
+        Err(e) if e.is_llm_unavailable() => {
+            eprintln!("{e}");
+            eprintln!(
+                "The run is saved in {} (status llm_unavailable); once the LLM service answers again, continue with:\n  kt resume {}",
+                run.root().display(),
+                run.root().display()
+            );
+            Ok(ExitCode::from(EXIT_LLM_UNAVAILABLE))
         }
         Err(e) => Err(anyhow::Error::new(e)).with_context(|| {
             format!(
@@ -368,8 +399,25 @@ fn print_summary(done: &TransformOutcome) {
         );
     }
     match (r.naive_time_ms, r.best_time_ms) {
-        (Some(n), Some(b)) => println!("naive {n:.4} ms -> best {b:.4} ms: {:.2}x", n / b),
+        (Some(n), Some(b)) => {
+            let basis = r.time_basis.as_deref().unwrap_or("sum over the tests");
+            println!("naive {n:.4} ms -> best {b:.4} ms ({basis})");
+            print!(
+                "{}",
+                kt_pipeline::stage3::gains_markdown(r).replace("**", "")
+            );
+        }
         _ => println!("no timing"),
+    }
+    if let Some(o) = r.outcome {
+        println!(
+            "outcome: {} (correct: {})",
+            serde_json::to_value(o)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_default(),
+            r.correct
+        );
     }
     if let Some(p) = r.percent_of_peak {
         println!(

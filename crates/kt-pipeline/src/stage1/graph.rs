@@ -117,7 +117,17 @@ pub fn build(
     })
 }
 
-/// Re-asks refused answers only (an unreachable LLM or a bad template is not made better by asking again),
+/// An answer that came but cannot be read as the requested type.
+fn is_unusable_answer(e: &kt_llm::LlmError) -> bool {
+    matches!(
+        e,
+        kt_llm::LlmError::SchemaMismatch { .. }
+            | kt_llm::LlmError::NoCode { .. }
+            | kt_llm::LlmError::BadResponse { .. }
+    )
+}
+
+/// Re-asks refused (and unreadable) answers only (an unreachable LLM or a bad template is not made better by asking again),
 /// with the refusal appended to the next prompt.
 fn refusal_retry(attempts: u32) -> Retry<Stage1State, PipelineError> {
     Retry::up_to(attempts)
@@ -324,10 +334,18 @@ impl<Q: Question> kt_graph::Node<Stage1State> for Ask<Q> {
                 })
                 .await
                 .map_err(|e| match e {
-                    kt_graph::EffectError::Failed { source, .. } => PipelineError::Llm {
-                        node: label.clone(),
-                        source: Box::new(source),
-                    },
+                    // An answer that does not parse is re-asked like a refused one, with why in the prompt.
+                    kt_graph::EffectError::Failed { source, .. } if is_unusable_answer(&source) => {
+                        PipelineError::AnswerRefused {
+                            node: label.clone(),
+                            reason: format!(
+                                "the answer could not be read ({source}); answer with exactly the JSON asked for"
+                            ),
+                        }
+                    }
+                    kt_graph::EffectError::Failed { source, .. } => {
+                        crate::graph_run::llm_failure(&ctx, &label, source)
+                    }
                     kt_graph::EffectError::Journal { source, .. } => PipelineError::Graph {
                         stage: "stage 1",
                         message: source.to_string(),

@@ -51,6 +51,9 @@ pub async fn analyze(
     let state = match outcome {
         RunOutcome::Finished { state, .. } => state,
         other => {
+            if let Some(waiting) = crate::graph_run::waiting_of(&other) {
+                return Err(PipelineError::AwaitingAnswer(waiting));
+            }
             return Err(PipelineError::Graph {
                 stage: "stage 1",
                 message: format!("the run stopped before its end at {}", other.checkpoint()),
@@ -115,6 +118,60 @@ text = '{"dimensions": 2}'
 "#;
 
     #[tokio::test]
+    async fn an_answer_that_does_not_parse_is_asked_again_like_a_refused_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let script = r#"
+[[answers]]
+node = "stage1.describe"
+text = 'It multiplies two matrices, I think.'
+[[answers]]
+node = "stage1.describe"
+text = '{"description": "C = A * B for row-major float matrices"}'
+[[answers]]
+node = "stage1.dimensions"
+text = '{"dimensions": 2}'
+[[answers]]
+node = "stage1.problem_size"
+text = '{"dimensions": ["B_width", "A_height"]}'
+[[answers]]
+node = "stage1.outputs"
+text = '{"outputs": ["C"], "inputs_and_outputs": []}'
+"#;
+        // No re-asks inside the client: the node's own re-ask is what is tested.
+        let llm = scripted(dir.path(), script).with_parse_retries(0);
+        let out = analyze_matmul(llm).await.unwrap();
+        assert_eq!(
+            out.info.description,
+            "C = A * B for row-major float matrices"
+        );
+        let records = kt_llm::read_records(&dir.path().join("llm.jsonl")).unwrap();
+        let describes: Vec<&str> = records
+            .iter()
+            .filter(|r| r.node == "stage1.describe")
+            .map(|r| r.messages.last().unwrap().content.as_str())
+            .collect();
+        assert_eq!(describes.len(), 2);
+        assert!(
+            describes[1].contains("could not be read"),
+            "{}",
+            describes[1]
+        );
+    }
+
+    async fn analyze_matmul(llm: LlmClient) -> Result<Stage1Outcome, PipelineError> {
+        analyze(
+            deps(llm),
+            3,
+            MATMUL,
+            None,
+            None,
+            Arc::new(MemoryStore::new()),
+            RunId::new("t"),
+        )
+        .await
+    }
+
+    #[tokio::test]
     async fn wrong_names_are_reasked_with_the_reason_and_the_fixed_answers_accepted() {
         let dir = tempfile::tempdir().unwrap();
         let script = format!(
@@ -134,17 +191,7 @@ text = '{{"outputs": ["C"], "inputs_and_outputs": []}}'
 "#
         );
         let llm = scripted(dir.path(), &script);
-        let out = analyze(
-            deps(llm),
-            3,
-            MATMUL,
-            None,
-            None,
-            Arc::new(MemoryStore::new()),
-            RunId::new("t"),
-        )
-        .await
-        .unwrap();
+        let out = analyze_matmul(llm).await.unwrap();
         assert_eq!(out.info.name, "matrixMultiply");
         assert_eq!(
             out.info

@@ -5,7 +5,10 @@
 //!    attempt failed (then with the failing program and the error verbatim); otherwise the last one is reused;
 //! 2. the program runs in kt-sandbox's harness (argument count, dtypes, sizes, total-bytes limit), which writes
 //!    a content-addressed test directory;
-//! 3. the last test must have a size that is not a multiple of 32 unless an earlier one does (tail bugs);
+//! 3. the tests must include one whose size is not a multiple of 32 (tail bugs) and one whose every size
+//!    dimension is odd (tile assumptions: a kernel that only works for even or tile-multiple sizes); the last
+//!    test is sent back for revision until they do, and a dimension that is a multiple of the same power of
+//!    two in every test is a warning;
 //! 4. the original kernel runs on it (when a GPU is available): expected outputs and time are recorded, and a
 //!    time outside the bounds asks the LLM to resize, with the measured time;
 //! 5. the test is accepted.
@@ -94,6 +97,9 @@ pub struct TestRecord {
     pub problem_size: Option<[i64; 3]>,
     /// Some problem-size dimension is not a multiple of 32.
     pub tail: bool,
+    /// Every problem-size dimension the kernel uses is odd.
+    #[serde(default)]
+    pub all_odd: bool,
     /// None when no GPU ran the original kernel.
     pub reference_time_ms: Option<f64>,
     /// The directory already existed with identical content (an earlier run made the same test).
@@ -109,7 +115,7 @@ pub enum Revision {
         problem_size: Option<[i64; 3]>,
         measured_ms: f64,
     },
-    /// Every test so far has sizes that are multiples of 32.
+    /// No test so far has a size that is not a multiple of 32, or none has every dimension odd.
     Tail {
         seed: u64,
         problem_size: Option<[i64; 3]>,
@@ -221,6 +227,30 @@ pub fn generator_spec(
         ),
         max_total_bytes: options.max_total_bytes,
     }
+}
+
+/// Whether every dimension the kernel uses is odd.
+pub fn all_odd(problem_size: &[i64; 3], dimensions: usize) -> bool {
+    problem_size
+        .iter()
+        .take(dimensions.clamp(1, 3))
+        .all(|d| d % 2 != 0)
+}
+
+/// The largest power of two (2 to 64) that divides a dimension's size in every test, per dimension the
+/// kernel uses: `(dimension index, power)`. Tiles of that width would never meet a partial tile.
+pub fn shared_powers_of_two(sizes: &[[i64; 3]], dimensions: usize) -> Vec<(usize, i64)> {
+    if sizes.is_empty() {
+        return Vec::new();
+    }
+    (0..dimensions.clamp(1, 3))
+        .filter_map(|d| {
+            let power = [64, 32, 16, 8, 4, 2]
+                .into_iter()
+                .find(|p| sizes.iter().all(|s| s[d] % p == 0))?;
+            Some((d, power))
+        })
+        .collect()
 }
 
 /// Whether a dimension the kernel uses is not a multiple of 32 (then also not of 64).
@@ -355,9 +385,12 @@ async fn make_test(
         )));
     }
     let tail = ps.is_some_and(|p| has_tail(&p, dims));
+    let odd = ps.is_some_and(|p| all_odd(&p, dims));
     let mut warnings = Vec::new();
     let last = index + 1 >= opts.tests;
-    if last && !tail && !state.tests.iter().any(|t| t.tail) {
+    let tail_missing = !tail && !state.tests.iter().any(|t| t.tail);
+    let odd_missing = ps.is_some() && !odd && !state.tests.iter().any(|t| t.all_odd);
+    if last && (tail_missing || odd_missing) {
         if deps.llm.is_some() && state.revisions < opts.max_revisions {
             discard();
             ctx.emit(
@@ -372,9 +405,32 @@ async fn make_test(
                 }))
                 .revisions(state.revisions + 1));
         }
-        warnings.push(format!(
-            "no test has a problem size that is not a multiple of 32 (last: {ps:?}); boundary handling is untested"
-        ));
+        if tail_missing {
+            warnings.push(format!(
+                "no test has a problem size that is not a multiple of 32 (last: {ps:?}); boundary handling is untested"
+            ));
+        }
+        if odd_missing {
+            warnings.push(format!(
+                "no test has every problem-size dimension odd (last: {ps:?}); kernels that assume even or \
+                 tile-multiple sizes may pass"
+            ));
+        }
+    }
+    if last {
+        let sizes: Vec<[i64; 3]> = state
+            .tests
+            .iter()
+            .filter_map(|t| t.problem_size)
+            .chain(ps)
+            .collect();
+        for (d, power) in shared_powers_of_two(&sizes, dims) {
+            warnings.push(format!(
+                "problem-size dimension {} is a multiple of {power} in every test; a kernel that assumes tiles of \
+                 {power} would pass them all",
+                ["x", "y", "z"][d]
+            ));
+        }
     }
 
     // 4. The original kernel on it.
@@ -420,6 +476,7 @@ async fn make_test(
         seed,
         problem_size: ps,
         tail,
+        all_odd: odd,
         reference_time_ms,
         reused: generated.reused,
     };
@@ -487,10 +544,9 @@ async fn ask_for_script(
         })
         .await
         .map_err(|e| match e {
-            kt_graph::EffectError::Failed { source, .. } => PipelineError::Llm {
-                node: label.into(),
-                source: Box::new(source),
-            },
+            kt_graph::EffectError::Failed { source, .. } => {
+                crate::graph_run::llm_failure(ctx, label, source)
+            }
             kt_graph::EffectError::Journal { source, .. } => PipelineError::Graph {
                 stage: "stage 2",
                 message: source.to_string(),

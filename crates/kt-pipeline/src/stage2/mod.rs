@@ -76,6 +76,9 @@ pub async fn make_tests(
     let state = match outcome {
         RunOutcome::Finished { state, .. } => state,
         other => {
+            if let Some(waiting) = crate::graph_run::waiting_of(&other) {
+                return Err(PipelineError::AwaitingAnswer(waiting));
+            }
             return Err(PipelineError::Graph {
                 stage: "stage 2",
                 message: format!("the run stopped before its end at {}", other.checkpoint()),

@@ -13,9 +13,8 @@ use super::*;
 use crate::stage1::{SidecarFacts, from_sidecar};
 
 fn python() -> PythonRuntime {
-    PythonRuntime::probe().unwrap_or_else(|e| {
-        panic!("these tests need python3 with numpy: {e}. Run scripts/install-test-deps.sh")
-    })
+    PythonRuntime::probe()
+        .unwrap_or_else(|e| panic!("these tests need python3 with numpy: {e}. Run scripts/test.sh"))
 }
 
 /// Answers "kernel ran for (x * y * z) * ms_per_item ms" and writes the expected outputs as copies of the
@@ -357,4 +356,68 @@ async fn generator_ignoring_the_seed_is_refused() {
         "{}",
         asks[1]
     );
+}
+
+/// Stage 2 of vectorAdd with `d`, from the LLM or from `script`.
+async fn make_vector_add_tests(
+    d: Stage2Deps,
+    source: &str,
+    s1: &Stage1Outcome,
+    script: Option<String>,
+) -> Stage2Outcome {
+    make_tests(
+        d,
+        source,
+        &s1.kernel,
+        &s1.info,
+        script,
+        Arc::new(MemoryStore::new()),
+        RunId::new("t"),
+    )
+    .await
+    .unwrap()
+}
+
+#[tokio::test]
+async fn sizes_that_are_never_odd_get_a_test_whose_every_dimension_is_odd() {
+    let dir = tempfile::tempdir().unwrap();
+    // Not a multiple of 32 (the tail rule is met) but even: a kernel that skips the last odd element passes.
+    let even = generator("4096 * (seed + 4) + 18");
+    let odd = generator("4096 * (seed + 4) + 17");
+    let llm = scripted(
+        dir.path(),
+        &(answer("stage2.generator", &even) + &answer("stage2.tail", &odd)),
+    );
+    let (source, s1) = vector_add();
+    let d = deps(
+        dir.path(),
+        Some(llm),
+        Arc::new(FakeGpu { ms_per_item: 1e-4 }),
+        2,
+    );
+    let out = make_vector_add_tests(d, &source, &s1, None).await;
+    assert!(out.tests[0].tail && !out.tests[0].all_odd);
+    assert!(out.tests[1].all_odd);
+    let asks = prompts_of(dir.path(), "stage2.tail");
+    assert_eq!(asks.len(), 1);
+    assert!(asks[0].contains("odd in every dimension"), "{}", asks[0]);
+    assert!(out.warnings.is_empty(), "{:?}", out.warnings);
+}
+
+#[tokio::test]
+async fn a_size_that_is_a_multiple_of_a_power_of_two_in_every_test_is_a_warning() {
+    let dir = tempfile::tempdir().unwrap();
+    let (source, s1) = vector_add();
+    let d = deps(dir.path(), None, Arc::new(FakeGpu { ms_per_item: 1e-4 }), 2);
+    let out = make_vector_add_tests(d, &source, &s1, Some(generator("4096 * (seed + 4)"))).await;
+    let all = out.warnings.join("\n");
+    assert!(all.contains("multiple of 64 in every test"), "{all}");
+    assert!(all.contains("every problem-size dimension odd"), "{all}");
+}
+
+#[test]
+fn the_largest_shared_power_of_two_is_found_per_dimension() {
+    let sizes = [[96, 7, 1], [160, 9, 1]];
+    assert_eq!(graph::shared_powers_of_two(&sizes, 2), vec![(0, 32)]);
+    assert!(graph::all_odd(&[7, 9, 2], 2) && !graph::all_odd(&[7, 8, 1], 2));
 }

@@ -8,7 +8,39 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Plan {
     /// Each step is one change to the kernel's device code, described in one or two sentences.
+    #[serde(deserialize_with = "steps_as_text")]
     pub steps: Vec<String>,
+}
+
+/// A step as models give it: a string, or an object whose `step`, `description`, `text`, `title` or `name` is
+/// the step (the first of those present; the others are ignored).
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum StepText {
+    Text(String),
+    Object(serde_json::Map<String, serde_json::Value>),
+}
+
+const STEP_KEYS: [&str; 5] = ["step", "description", "text", "title", "name"];
+
+/// Steps given as strings or as objects (see [`StepText`]).
+fn steps_as_text<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    let items = Vec::<StepText>::deserialize(d)?;
+    items
+        .into_iter()
+        .map(|item| match item {
+            StepText::Text(t) => Ok(t),
+            StepText::Object(map) => STEP_KEYS
+                .iter()
+                .find_map(|k| map.get(*k).and_then(|v| v.as_str()).map(str::to_string))
+                .ok_or_else(|| {
+                    serde::de::Error::custom(format!(
+                        "a step is an object without any of the fields {}; give each step as a string",
+                        STEP_KEYS.join(", ")
+                    ))
+                }),
+        })
+        .collect()
 }
 
 /// `stage3-validate-step`: whether a step is a device-code change kt can apply and measure.
@@ -24,6 +56,7 @@ pub struct StepValidation {
 /// `stage3-breakdown`: sub-steps for a step too large to apply at once. Empty means "apply it as it is".
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Breakdown {
+    #[serde(deserialize_with = "steps_as_text")]
     pub substeps: Vec<String>,
 }
 
@@ -66,6 +99,17 @@ pub struct KernelRewrite {
     pub explanation: String,
 }
 
+/// `stage3-code-parameters`: the parameters of a rewrite that came as code only (the code-first fallback).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct CodeParameters {
+    #[serde(default)]
+    pub parameters: Vec<TunableParameter>,
+    #[serde(default)]
+    pub grid_divisors: GridDivisors,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dynamic_shared_memory: Option<String>,
+}
+
 /// One rename of the naming pass.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Rename {
@@ -90,4 +134,26 @@ pub struct Restrictions {
 pub struct WorthIt {
     pub worth_it: bool,
     pub reason: String,
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plan_steps_given_as_objects_are_taken_by_their_text() {
+        let p: Plan = serde_json::from_str(
+            r#"{"steps": ["tile", {"step": "unroll", "why": "x"}, {"description": "vectorise"}, {"title": "t", "text": "ignored"}]}"#,
+        )
+        .unwrap();
+        assert_eq!(p.steps, ["tile", "unroll", "vectorise", "ignored"]);
+        let err = serde_json::from_str::<Plan>(r#"{"steps": [{"why": "x"}]}"#).unwrap_err();
+        assert!(
+            err.to_string().contains("give each step as a string"),
+            "{err}"
+        );
+        let b: Breakdown = serde_json::from_str(r#"{"substeps": [{"text": "a"}]}"#).unwrap();
+        assert_eq!(b.substeps, ["a"]);
+    }
 }

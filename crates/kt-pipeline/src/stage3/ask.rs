@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use super::context::Stage3Context;
 use super::failure::FailureKind;
 use super::state::LlmCallRecord;
-use crate::error::PipelineError;
+use crate::error::{PipelineError, is_llm_outage};
 
 /// The template every Stage 3 call uses as its system message.
 pub const SYSTEM_TEMPLATE: &str = "stage3-system";
@@ -38,9 +38,9 @@ struct Journaled<T> {
 /// Why a call gave no answer.
 #[derive(Debug)]
 pub(crate) enum AskError {
-    /// Worth another attempt at the step: the answer was unusable, or the service failed after its retries.
+    /// Worth another attempt at the step: the answer was unusable, or a recording has no answer for it.
     Recoverable { kind: FailureKind, message: String },
-    /// Not worth retrying (no LLM, bad credentials, replay miss, template error): the run stops, resumable.
+    /// Not worth retrying (no LLM, an outage, bad credentials, template error): the run stops, resumable.
     Fatal(PipelineError),
 }
 
@@ -64,14 +64,12 @@ fn classify(node: &str, e: LlmError) -> AskError {
             kind: FailureKind::BadAnswer,
             message: e.to_string(),
         },
+        // An outage of the service ends the run (`llm_unavailable`, resumable): counting it as the step's or the
+        // planner's failure would make an outage look like a result.
+        e if is_llm_outage(&e) => AskError::Fatal(PipelineError::from_llm(node, e)),
         // A recording or script without this question ends the step (and the run goes on with what it has)
         // rather than the run: a replay on a GPU that failed a kernel the recording's did not is still useful.
-        LlmError::RateLimited { .. }
-        | LlmError::Timeout { .. }
-        | LlmError::Server { .. }
-        | LlmError::Connection { .. }
-        | LlmError::ReplayMiss { .. }
-        | LlmError::ScriptExhausted { .. } => AskError::Recoverable {
+        LlmError::ReplayMiss { .. } | LlmError::ScriptExhausted { .. } => AskError::Recoverable {
             kind: FailureKind::LlmUnavailable,
             message: e.to_string(),
         },
@@ -94,17 +92,66 @@ where
     T: JsonSchema + DeserializeOwned + Serialize + Send + 'static,
     V: Serialize,
 {
+    let mode = cx.structured_mode;
+    ask_journaled::<T, T, V, _, _>(
+        cx,
+        nctx,
+        node,
+        template,
+        vars,
+        move |llm, request| async move { llm.structured::<T>(request, mode).await },
+    )
+    .await
+}
+
+/// Asks for a `T` (its schema in the request, as the native structured mode does) but returns the answer's
+/// text, for callers that read more than the JSON out of it (the code-first fallback of rewrites).
+pub(crate) async fn ask_text<T, V>(
+    cx: &Stage3Context,
+    nctx: &NodeContext,
+    node: &str,
+    template: &str,
+    vars: &V,
+) -> Result<Asked<String>, AskError>
+where
+    T: JsonSchema,
+    V: Serialize,
+{
+    ask_journaled::<T, String, V, _, _>(cx, nctx, node, template, vars, |llm, request| async move {
+        let response = llm
+            .complete(request.schema(kt_llm::OutputSchema::of::<T>()))
+            .await?;
+        Ok((response.text.clone(), response))
+    })
+    .await
+}
+
+/// The common part of [`ask`] and [`ask_text`]: render the template (declared to answer a `T`), make the call
+/// as a journaled effect, account for it. `call` gives the journaled answer `J` and the response.
+async fn ask_journaled<'a, T, J, V, F, Fut>(
+    cx: &'a Stage3Context,
+    nctx: &NodeContext,
+    node: &str,
+    template: &str,
+    vars: &V,
+    call: F,
+) -> Result<Asked<J>, AskError>
+where
+    J: DeserializeOwned + Serialize + Send + 'static,
+    V: Serialize,
+    F: FnOnce(&'a kt_llm::LlmClient, LlmRequest) -> Fut,
+    Fut: std::future::Future<Output = Result<(J, kt_llm::LlmResponse), LlmError>>,
+{
     let rendered = cx.prompts.render_as(template, answer_name::<T>(), vars)?;
     let system = cx.prompts.render(SYSTEM_TEMPLATE, &serde_json::json!({}))?;
     let llm = cx.llm()?;
     let request = LlmRequest::new(node)
         .system(system.text)
         .user(rendered.text.clone());
-    let mode = cx.structured_mode;
     let result = nctx
         .effect("llm", || async move {
             let started = Instant::now();
-            let (answer, response) = llm.structured::<T>(request, mode).await?;
+            let (answer, response) = call(llm, request).await?;
             Ok::<_, LlmError>(Journaled {
                 answer,
                 tokens_in: response.usage.input_tokens,
@@ -116,6 +163,14 @@ where
         .await;
     let journaled = match result {
         Ok(j) => j,
+        Err(EffectError::Failed {
+            source: source @ LlmError::AwaitingManualAnswer { .. },
+            ..
+        }) => {
+            return Err(AskError::Fatal(crate::graph_run::llm_failure(
+                nctx, node, source,
+            )));
+        }
         Err(EffectError::Failed { source, .. }) => return Err(classify(node, source)),
         Err(EffectError::Journal { source, .. }) => {
             return Err(AskError::Fatal(PipelineError::Journal {

@@ -89,6 +89,18 @@ pub struct Reference {
     pub device: String,
 }
 
+/// Per-launch times of two kernels on one test, each in separate launches (the final timing and the acceptance
+/// check of a step compare these, not the tuning objective).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PairTimes {
+    /// Test id (directory name under tests/) the launches ran on.
+    pub test: String,
+    /// Milliseconds of each launch of the first kernel.
+    pub first_ms: Vec<f64>,
+    /// Milliseconds of each launch of the second kernel.
+    pub second_ms: Vec<f64>,
+}
+
 /// Why the backend could not do its job at all (as opposed to a candidate failing, which is an [`Outcome`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, thiserror::Error)]
 pub enum BackendError {
@@ -127,6 +139,15 @@ pub trait TuningBackend: Send + Sync {
         kernel: &TunableKernel,
         progress: &dyn TuningProgress,
     ) -> Result<Outcome, BackendError>;
+
+    /// Times `first` at `first_params` and `second` at `second_params` in `launches` separate launches each on
+    /// one test (the first), each launch timed on its own: the samples behind a speedup's interval.
+    async fn time_pair(
+        &self,
+        first: (&TunableKernel, &BTreeMap<String, i64>),
+        second: (&TunableKernel, &BTreeMap<String, i64>),
+        launches: u32,
+    ) -> Result<PairTimes, BackendError>;
 
     /// Writes the Kernel Tuner export (cache JSON and a `tune_<kernel>.py`) of `kernel` into `dir`. Backends
     /// without tuning records write nothing.

@@ -9,14 +9,17 @@
 //! // fake-tuning: crash
 //! ```
 //! Code without a marker is verified at the reference time (correct, but no faster). The backend remembers every
-//! kernel it was asked about, so tests can check what reached the GPU.
+//! kernel it was asked about, so tests can check what reached the GPU. Separate launches ([`TuningBackend::
+//! time_pair`]) take the kernel's verified time, spread by its noise in a fixed pseudo-random pattern.
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
 use async_trait::async_trait;
 
-use super::backend::{BackendError, Mismatch, Outcome, Reference, TuningBackend, TuningProgress};
+use super::backend::{
+    BackendError, Mismatch, Outcome, PairTimes, Reference, TuningBackend, TuningProgress,
+};
 use super::tunable_kernel::TunableKernel;
 
 const MARKER: &str = "fake-tuning:";
@@ -29,6 +32,8 @@ pub struct FakeBackend {
     /// Outcomes handed out in call order before markers are consulted (for kernels without markers).
     queued: Mutex<std::collections::VecDeque<Outcome>>,
     evaluated: Mutex<Vec<(String, TunableKernel)>>,
+    /// Verified time and noise of every kernel evaluated, by content hash: what its launches take.
+    timed: Mutex<std::collections::HashMap<String, (f64, f64)>>,
 }
 
 impl FakeBackend {
@@ -39,6 +44,7 @@ impl FakeBackend {
             no_gpu: false,
             queued: Mutex::default(),
             evaluated: Mutex::new(Vec::new()),
+            timed: Mutex::default(),
         }
     }
 
@@ -62,6 +68,7 @@ impl FakeBackend {
             no_gpu: false,
             queued: Mutex::new(queued),
             evaluated: Mutex::new(Vec::new()),
+            timed: Mutex::default(),
         }
     }
 
@@ -72,6 +79,7 @@ impl FakeBackend {
             no_gpu: true,
             queued: Mutex::default(),
             evaluated: Mutex::new(Vec::new()),
+            timed: Mutex::default(),
         }
     }
 
@@ -220,7 +228,7 @@ impl TuningBackend for FakeBackend {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .pop_front();
-        Ok(match queued {
+        let outcome = match queued {
             Some(Outcome::Verified {
                 time_ms,
                 noise_ms,
@@ -253,7 +261,57 @@ impl TuningBackend for FakeBackend {
             }
             Some(other) => other,
             None => self.outcome_of(kernel),
+        };
+        if let Outcome::Verified {
+            time_ms, noise_ms, ..
+        } = &outcome
+        {
+            self.timed
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(kernel.content_hash(), (*time_ms, *noise_ms));
+        }
+        Ok(outcome)
+    }
+
+    async fn time_pair(
+        &self,
+        first: (&TunableKernel, &BTreeMap<String, i64>),
+        second: (&TunableKernel, &BTreeMap<String, i64>),
+        launches: u32,
+    ) -> Result<PairTimes, BackendError> {
+        self.check_gpu()?;
+        Ok(PairTimes {
+            test: "t1".into(),
+            first_ms: self.launches(first.0, launches),
+            second_ms: self.launches(second.0, launches),
         })
+    }
+}
+
+impl FakeBackend {
+    /// `n` launch times of `kernel`: its verified time (the reference time when never evaluated) spread by its
+    /// noise, deterministically per kernel.
+    fn launches(&self, kernel: &TunableKernel, n: u32) -> Vec<f64> {
+        let hash = kernel.content_hash();
+        let (time, noise) = self
+            .timed
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&hash)
+            .copied()
+            .unwrap_or((self.reference_ms, self.reference_ms * 0.01));
+        let mut x = u64::from_str_radix(&hash[..8], 16).unwrap_or(1) | 1;
+        (0..n)
+            .map(|_| {
+                // xorshift: a fixed, kernel-specific sequence in [-1, 1).
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let u = (x >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0;
+                time + noise * u
+            })
+            .collect()
     }
 }
 
@@ -309,5 +367,30 @@ mod tests {
         let b = FakeBackend::without_gpu();
         let err = b.reference(&kernel("")).await.unwrap_err();
         assert!(err.to_string().contains("GPU is needed"), "{err}");
+    }
+
+    #[tokio::test]
+    async fn separate_launches_spread_by_the_noise_the_same_way_every_time() {
+        let b = FakeBackend::new(10.0);
+        let fast = kernel("// fake-tuning: ok 4.0 noise 0.2\n");
+        b.evaluate("a", &fast, &NoProgress).await.unwrap();
+        let none = BTreeMap::new();
+        let original = kernel("__global__ void k() {}");
+        let t = b
+            .time_pair((&original, &none), (&fast, &none), 7)
+            .await
+            .unwrap();
+        assert_eq!((t.first_ms.len(), t.second_ms.len()), (7, 7));
+        assert!(t.second_ms.iter().all(|x| (3.8..=4.2).contains(x)), "{t:?}");
+        assert!(t.first_ms.iter().all(|x| (9.9..=10.1).contains(x)), "{t:?}");
+        assert!(
+            t.second_ms.windows(2).any(|w| w[0] != w[1]),
+            "launches vary"
+        );
+        let again = b
+            .time_pair((&original, &none), (&fast, &none), 7)
+            .await
+            .unwrap();
+        assert_eq!(t, again);
     }
 }

@@ -81,7 +81,7 @@ fn add_candidate_round(
 pub fn build_graph(cx: Arc<Stage3Context>) -> Result<CompiledGraph<Stage3State>, PipelineError> {
     let mut b = GraphBuilder::<Stage3State>::new();
     b.node(BASELINE, Baseline(cx.clone()));
-    b.node(FINISH, Finish);
+    b.node(FINISH, Finish(cx.clone()));
     b.edge(START, BASELINE);
     b.edge(FINISH, END);
     let settings = cx.strategy.settings.clone();

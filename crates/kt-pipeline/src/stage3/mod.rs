@@ -18,10 +18,13 @@ mod failure;
 mod fake_backend;
 mod feedback;
 mod graph;
+mod kernel_unit;
 mod nodes;
 mod prompt_vars;
 mod result;
+mod rewrite_answer;
 mod rewrite_check;
+mod speedup_interval;
 mod state;
 mod transform;
 mod tunable_kernel;
@@ -36,31 +39,37 @@ mod cassette_tests;
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod graph_tests;
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod outcome_tests;
 
 pub use answers::{
-    Breakdown, GridDivisors, KernelRewrite, ParameterRenames, Plan, Rename, Restrictions,
-    StepValidation, TunableParameter, WorthIt,
+    Breakdown, CodeParameters, GridDivisors, KernelRewrite, ParameterRenames, Plan, Rename,
+    Restrictions, StepValidation, TunableParameter, WorthIt,
 };
 pub use ask::SYSTEM_TEMPLATE;
 pub use backend::{
-    BackendError, Mismatch, NoProgress, Outcome, Reference, TuningBackend, TuningProgress,
+    BackendError, Mismatch, NoProgress, Outcome, PairTimes, Reference, TuningBackend,
+    TuningProgress,
 };
 pub use context::{KernelFacts, Stage3Context};
 pub use failure::FailureKind;
 pub use fake_backend::FakeBackend;
 pub use feedback::failure_feedback;
 pub use graph::{GraphFormat, build_graph, export_graph, node};
+pub use kernel_unit::{KernelUnit, kernel_unit, strip_comments};
 pub use result::{
-    LlmTotals, RunResult, StepSummary, WallTimes, build_result, llm_totals, report_markdown,
-    write_result,
+    LlmTotals, RESULT_SCHEMA_VERSION, ResultOutcome, RunResult, StepSummary, WallTimes,
+    build_result, gains_markdown, llm_totals, report_markdown, write_result,
 };
 pub use rewrite_check::{
     MAX_SPACE_SIZE, check_restrictions, check_rewrite, code_of, normalize_names,
     valid_configurations,
 };
+pub use speedup_interval::{SpeedupEstimate, speedup_interval};
 pub use state::{
-    CandidateOutcome, CurrentStep, LlmCallRecord, PlannedStep, Stage3State, Stage3Update,
-    StepRecord, StepStatus,
+    CandidateOutcome, CurrentStep, FinalTiming, LlmCallRecord, PlannedStep, Stage3State,
+    Stage3Update, StepRecord, StepStatus,
 };
 pub use transform::{
     BackendFactory, BackendInputs, EventSink, Stage3Settings, Stopped, TransformOutcome, resume,

@@ -9,9 +9,10 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use super::backend::TuningBackend;
-use super::state::{Stage3State, StepStatus};
+use super::state::{FinalTiming, Stage3State, StepStatus};
+use super::tunable_kernel::ORIGINAL_STEP;
 use crate::error::PipelineError;
-use crate::run_dir::{ResultFiles, RunDir, RunLlm, RunSettings, RunStatus};
+use crate::run_dir::{ResultFiles, RunDir, RunLlm, RunSettings, RunStatus, WaitingAnswer};
 
 /// One step in `result.json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -21,6 +22,9 @@ pub struct StepSummary {
     pub status: StepStatus,
     pub reason: String,
     pub time_ms: Option<f64>,
+    /// 95 % interval of the step's speedup over the kernel before it (separate launches of both).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub speedup_ci95: Option<[f64; 2]>,
 }
 
 /// Wall time per stage, in seconds.
@@ -32,7 +36,22 @@ pub struct WallTimes {
     pub total: f64,
 }
 
-/// `result.json` (schema_version 1).
+/// The schema version of `result.json` this crate writes.
+pub const RESULT_SCHEMA_VERSION: u32 = 2;
+
+/// What a finished run delivered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ResultOutcome {
+    /// A transformed kernel, verified on every test, faster than the naive one.
+    Improved,
+    /// No step was accepted: the delivered kernel is the original.
+    NoImprovement,
+    /// The run finished without a verified kernel (the baseline never ran).
+    NotVerified,
+}
+
+/// `result.json` (schema_version 2, docs/run-format.md).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunResult {
     pub schema_version: u32,
@@ -43,11 +62,28 @@ pub struct RunResult {
     pub settings: RunSettings,
     pub llm: RunLlm,
     pub status: RunStatus,
-    /// The best kernel was verified on every test (the original counts as correct).
+    /// The delivered kernel (best.cu at best_params) is a transformed kernel verified on every test. False
+    /// when the original is kept: then nothing new was delivered, and `outcome` says `no_improvement`.
     pub correct: bool,
+    /// `improved`, `no_improvement` or `not_verified` for a finished run; null otherwise.
+    #[serde(default)]
+    pub outcome: Option<ResultOutcome>,
+    /// Sums of per-test medians over every test (the tuning objective); `time_basis` says over how many.
     pub naive_time_ms: Option<f64>,
     pub best_time_ms: Option<f64>,
+    #[serde(default)]
+    pub time_basis: Option<String>,
+    /// naive_time_ms / best_time_ms.
     pub speedup: Option<f64>,
+    /// 95 % interval of the speedup, from `final_timing`'s separate launches.
+    #[serde(default)]
+    pub speedup_ci95: Option<[f64; 2]>,
+    /// The thesis's gain (t_naive − t_best) / t_naive, as a fraction (0.82 for a 5.49× speedup).
+    #[serde(default)]
+    pub gain: Option<f64>,
+    /// Separate launches of the naive and the best kernel on one test at the end of the run.
+    #[serde(default)]
+    pub final_timing: Option<FinalTiming>,
     pub best_params: BTreeMap<String, i64>,
     pub percent_of_peak: Option<f64>,
     /// Achieved GFLOP/s of the naive and the best kernel on the first test, when the FLOP count is known
@@ -57,6 +93,9 @@ pub struct RunResult {
     #[serde(default)]
     pub best_gflops: Option<f64>,
     pub steps: Vec<StepSummary>,
+    /// Stage 2's warnings about the tests (e.g. a size that is a multiple of 32 in every test).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub test_warnings: Vec<String>,
     pub tokens_in: u64,
     pub tokens_out: u64,
     pub cost_usd: Option<f64>,
@@ -66,6 +105,9 @@ pub struct RunResult {
     /// or `kt fork`), written under `branches/b<N>/`; absent for the main branch.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub branch: Option<String>,
+    /// The manual provider's question the run is paused at (`kt resume RUN --answer FILE` answers it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waiting_for: Option<WaitingAnswer>,
 }
 
 /// Token and cost totals of a run, read from its `llm.jsonl` (every call of every stage, resumed runs included).
@@ -164,10 +206,21 @@ fn best_cu_text(state: &Stage3State) -> Option<String> {
         divs.join(", ")
     ));
     head.push_str(&format!(
-        "// Median time at the best values: {:.4} ms\n\n",
+        "// Time at the best values: {:.4} ms (sum of per-test medians over the run's tests)\n\n",
         best.time_ms
     ));
     Some(head + &best.kernel.code)
+}
+
+/// How many tests the run has (its `tests/` subdirectories).
+fn test_count(dir: &RunDir) -> usize {
+    std::fs::read_dir(dir.tests_dir())
+        .map(|d| {
+            d.filter_map(Result::ok)
+                .filter(|e| e.path().is_dir())
+                .count()
+        })
+        .unwrap_or(0)
 }
 
 /// Builds the result of a run from Stage 3's final state (or what there is of it).
@@ -194,12 +247,20 @@ pub fn build_result(
                     status: r.status,
                     reason: r.reason.clone(),
                     time_ms: r.time_ms,
+                    speedup_ci95: r.speedup_ci95,
                 })
                 .collect()
         })
         .unwrap_or_default();
+    let finished = status == RunStatus::Finished && state.is_some_and(|s| s.finished);
+    let outcome = finished.then(|| match best {
+        Some(b) if b.step != ORIGINAL_STEP => ResultOutcome::Improved,
+        Some(_) => ResultOutcome::NoImprovement,
+        None => ResultOutcome::NotVerified,
+    });
+    let final_timing = state.and_then(|s| s.final_timing.clone());
     Ok(RunResult {
-        schema_version: 1,
+        schema_version: RESULT_SCHEMA_VERSION,
         run_id: meta.run_id,
         kernel: meta.kernel,
         kernel_file: meta.kernel_file,
@@ -207,14 +268,22 @@ pub fn build_result(
         settings: meta.settings,
         llm: meta.llm,
         status,
-        // Only verified kernels ever become `best`, and the original is the reference.
-        correct: best.is_some(),
+        // Only verified kernels ever become `best`; the original is `best` until a step is accepted.
+        correct: best.is_some_and(|b| b.step != ORIGINAL_STEP),
+        outcome,
         naive_time_ms: naive,
         best_time_ms: best_time,
+        time_basis: naive.map(|_| format!("sum over {} tests", test_count(dir))),
         speedup: match (naive, best_time) {
             (Some(n), Some(b)) if b > 0.0 => Some(n / b),
             _ => None,
         },
+        speedup_ci95: final_timing.as_ref().and_then(|f| f.speedup_ci95),
+        gain: match (naive, best_time) {
+            (Some(n), Some(b)) if n > 0.0 => Some((n - b) / n),
+            _ => None,
+        },
+        final_timing,
         best_params: best.map(|b| b.best_params.clone()).unwrap_or_default(),
         percent_of_peak: best.and_then(|b| b.percent_of_peak),
         naive_gflops: state
@@ -222,13 +291,64 @@ pub fn build_result(
             .and_then(|r| r.gflops),
         best_gflops: best.and_then(|b| b.gflops),
         steps,
+        test_warnings: dir.test_warnings(),
         tokens_in: totals.tokens_in,
         tokens_out: totals.tokens_out,
         cost_usd: totals.cost_usd,
         wall_time_s: wall,
         error,
         branch: None,
+        waiting_for: None,
     })
+}
+
+fn outcome_words(o: ResultOutcome) -> &'static str {
+    match o {
+        ResultOutcome::Improved => "improved",
+        ResultOutcome::NoImprovement => "no improvement (the original kernel is kept)",
+        ResultOutcome::NotVerified => "not verified",
+    }
+}
+
+/// The speedup and the thesis's gain, each named as what it is, with the interval from separate launches.
+pub fn gains_markdown(result: &RunResult) -> String {
+    let mut md = String::new();
+    if let Some(s) = result.speedup {
+        md.push_str(&format!(
+            "- speedup t_naive / t_best: **{s:.2}x**{}\n",
+            result
+                .speedup_ci95
+                .map(|[lo, hi]| format!(" (95% interval {lo:.2}x to {hi:.2}x)"))
+                .unwrap_or_default()
+        ));
+    }
+    if let Some(g) = result.gain {
+        md.push_str(&format!(
+            "- gain (t_naive − t_best) / t_naive, the thesis's measure: **{:.1}%**\n",
+            g * 100.0
+        ));
+    }
+    if let Some(f) = &result.final_timing {
+        let median = |v: &[f64]| {
+            let mut v = v.to_vec();
+            v.sort_by(f64::total_cmp);
+            v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
+        };
+        md.push_str(&format!(
+            "- final timing on test `{}`, each time one launch: naive {} launches (median {:.4} ms), best {} \
+             launches (median {:.4} ms){}; interval: {}\n",
+            f.test,
+            f.naive_ms.len(),
+            median(&f.naive_ms),
+            f.best_ms.len(),
+            median(&f.best_ms),
+            f.speedup
+                .map(|s| format!(", speedup on this test {s:.2}x"))
+                .unwrap_or_default(),
+            f.method
+        ));
+    }
+    md
 }
 
 /// The report: what was tried, what was kept, and why.
@@ -255,18 +375,23 @@ pub fn report_markdown(result: &RunResult, state: Option<&Stage3State>) -> Strin
         v.map(|t| format!("{t:.4} ms"))
             .unwrap_or_else(|| "not measured".into())
     };
+    if let Some(o) = result.outcome {
+        md.push_str(&format!(
+            "- outcome: **{}** (correct: {})\n",
+            outcome_words(o),
+            result.correct
+        ));
+    }
+    let basis = result.time_basis.as_deref().unwrap_or("sum over the tests");
     md.push_str(&format!(
-        "- naive kernel at its default launch: {}\n",
+        "- naive kernel at its default launch: {} ({basis})\n",
         ms(result.naive_time_ms)
     ));
     md.push_str(&format!(
-        "- best verified kernel: {}",
+        "- best verified kernel: {} ({basis})\n",
         ms(result.best_time_ms)
     ));
-    if let Some(s) = result.speedup {
-        md.push_str(&format!(" — **{s:.2}x** the naive kernel"));
-    }
-    md.push('\n');
+    md.push_str(&gains_markdown(result));
     if let (Some(n), Some(b)) = (result.naive_gflops, result.best_gflops) {
         md.push_str(&format!(
             "- throughput on the first test: {n:.0} GFLOP/s naive, {b:.0} GFLOP/s best\n"
@@ -301,18 +426,34 @@ pub fn report_markdown(result: &RunResult, state: Option<&Stage3State>) -> Strin
         "- wall time: stage 1 {:.1} s, stage 2 {:.1} s, stage 3 {:.1} s, total {:.1} s\n",
         w.stage1, w.stage2, w.stage3, w.total
     ));
+    for w in &result.test_warnings {
+        md.push_str(&format!("- warning about the tests: {w}\n"));
+    }
+    if let Some(w) = &result.waiting_for {
+        md.push_str(&format!(
+            "- waiting for an answer to `{}`: prompt {}, answer to {}\n",
+            w.node,
+            w.prompt_file.display(),
+            w.answer_file.display()
+        ));
+    }
     if let Some(e) = &result.error {
         md.push_str(&format!("\n**Stopped:** {e}\n"));
     }
-    md.push_str("\n## Steps\n\n| # | step | outcome | time (ms) | kernel | why |\n|---|---|---|---|---|---|\n");
+    md.push_str("\n## Steps\n\nTimes are the tuning objective: the sum of per-test medians over every test. The interval \
+                 is the step's speedup over the kernel before it, from separate launches of both on one test.\n\n\
+                 | # | step | outcome | time (ms) | speedup 95% interval | kernel | why |\n|---|---|---|---|---|---|---|\n");
     if let Some(s) = state {
         for (i, r) in s.history.iter().enumerate() {
             md.push_str(&format!(
-                "| {} | {} | {} | {} | {} | {} |\n",
+                "| {} | {} | {} | {} | {} | {} | {} |\n",
                 i + 1,
                 r.step.replace('|', "\\|"),
                 r.status,
                 r.time_ms.map(|t| format!("{t:.4}")).unwrap_or_default(),
+                r.speedup_ci95
+                    .map(|[lo, hi]| format!("{lo:.3}x to {hi:.3}x"))
+                    .unwrap_or_default(),
                 r.kernel_file.clone().unwrap_or_default(),
                 r.reason.replace('|', "\\|").replace('\n', " ")
             ));
@@ -349,6 +490,21 @@ pub fn write_result(
     wall: WallTimes,
     error: Option<String>,
 ) -> Result<RunResult, PipelineError> {
+    write_result_waiting(dir, out, state, backend, status, wall, error, None)
+}
+
+/// [`write_result`] of a run paused at a manual provider's question (`waiting`).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn write_result_waiting(
+    dir: &RunDir,
+    out: &ResultFiles,
+    state: Option<&Stage3State>,
+    backend: Option<&dyn TuningBackend>,
+    status: RunStatus,
+    wall: WallTimes,
+    error: Option<String>,
+    waiting: Option<WaitingAnswer>,
+) -> Result<RunResult, PipelineError> {
     let write = |path: &Path, text: &str| {
         std::fs::write(path, text).map_err(|e| PipelineError::io("writing", path, e))
     };
@@ -378,6 +534,7 @@ pub fn write_result(
     }
     let mut result = build_result(dir, state, status, wall, error)?;
     result.branch = out.branch().map(str::to_string);
+    result.waiting_for = waiting;
     let json = serde_json::to_string_pretty(&result).map_err(|e| PipelineError::BadFile {
         path: out.result_json(),
         what: "JSON",
@@ -398,22 +555,7 @@ mod tests {
     #[test]
     fn result_files_hold_the_best_verified_kernel_its_params_and_every_step() {
         let tmp = tempfile::tempdir().unwrap();
-        let cu = tmp.path().join("k.cu");
-        std::fs::write(&cu, "extern \"C\" __global__ void k(float* a, int n) {}\n").unwrap();
-        let run = RunDir::create(
-            &tmp.path().join("runs"),
-            NewRun {
-                kernel_file: &cu,
-                kernel: "k",
-                strategy: "autonomous",
-                settings: RunSettings::default(),
-                llm: RunLlm {
-                    provider: "scripted".into(),
-                    model: "scripted".into(),
-                },
-            },
-        )
-        .unwrap();
+        let run = run_dir(tmp.path());
         let kernel = TunableKernel {
             code: "extern \"C\" __global__ void k(float* a, int n) { /* tiled */ }\n".into(),
             parameters: vec![TunableParameter {
@@ -451,6 +593,7 @@ mod tests {
                 best_before_ms: Some(8.0),
                 kernel_file: Some("kernels/001-tile.cu".into()),
                 attempts: 1,
+                speedup_ci95: Some([3.9, 4.1]),
             }],
             ..Stage3State::default()
         };
@@ -465,7 +608,11 @@ mod tests {
         )
         .unwrap();
         assert_eq!(r.speedup, Some(4.0));
+        assert_eq!(r.gain, Some(0.75), "the thesis's gain (8 - 2) / 8");
+        assert_eq!(r.schema_version, 2);
+        assert_eq!(r.time_basis.as_deref(), Some("sum over 0 tests"));
         assert!(r.correct && r.steps[0].accepted);
+        assert_eq!(r.outcome, None, "the state is not finished");
         let best = std::fs::read_to_string(run.best_cu()).unwrap();
         assert!(
             best.contains("block_size_x = 128   (tried: 64, 128)") && best.contains("/* tiled */"),
@@ -483,5 +630,134 @@ mod tests {
             report.contains("4.00x") && report.contains("| 1 | tile | accepted |"),
             "{report}"
         );
+    }
+
+    fn run_dir(tmp: &Path) -> RunDir {
+        let cu = tmp.join("k.cu");
+        std::fs::write(&cu, "__global__ void k(float* a, int n) {}\n").unwrap();
+        RunDir::create(
+            &tmp.join("runs"),
+            NewRun {
+                kernel_file: &cu,
+                kernel: "k",
+                strategy: "autonomous",
+                settings: RunSettings::default(),
+                llm: RunLlm {
+                    provider: "scripted".into(),
+                    model: "scripted".into(),
+                },
+            },
+        )
+        .unwrap()
+    }
+
+    fn version(step: &str, time_ms: f64) -> KernelVersion {
+        KernelVersion {
+            kernel: TunableKernel {
+                code: "__global__ void k(float* a, int n) {}\n".into(),
+                parameters: vec![],
+                restrictions: vec![],
+                grid_divisors: crate::stage3::default_grid_divisors(),
+                dynamic_shared_memory: None,
+            },
+            time_ms,
+            noise_ms: 0.01,
+            best_params: Default::default(),
+            step: step.into(),
+            file: None,
+            percent_of_peak: None,
+            gflops: None,
+        }
+    }
+
+    fn finished(best: KernelVersion) -> Stage3State {
+        Stage3State {
+            reference: Some(Reference {
+                time_ms: 8.0,
+                noise_ms: 0.1,
+                percent_of_peak: None,
+                gflops: None,
+                device: "x".into(),
+            }),
+            best: Some(best),
+            final_timing: Some(crate::stage3::FinalTiming {
+                test: "t1".into(),
+                naive_ms: vec![8.0; 10],
+                best_ms: vec![2.0; 10],
+                speedup: Some(4.0),
+                speedup_ci95: Some([3.9, 4.1]),
+                method: "m".into(),
+            }),
+            finished: true,
+            ..Stage3State::default()
+        }
+    }
+
+    #[test]
+    fn keeping_the_original_is_no_improvement_and_not_a_correct_transformed_kernel() {
+        let tmp = tempfile::tempdir().unwrap();
+        let run = run_dir(tmp.path());
+        let kept = finished(version("original", 8.0));
+        let r = build_result(
+            &run,
+            Some(&kept),
+            RunStatus::Finished,
+            WallTimes::default(),
+            None,
+        )
+        .unwrap();
+        assert_eq!(r.outcome, Some(ResultOutcome::NoImprovement));
+        assert!(!r.correct);
+        assert_eq!((r.speedup, r.gain), (Some(1.0), Some(0.0)));
+
+        let improved = finished(version("tile", 2.0));
+        let r = build_result(
+            &run,
+            Some(&improved),
+            RunStatus::Finished,
+            WallTimes::default(),
+            None,
+        )
+        .unwrap();
+        assert_eq!(r.outcome, Some(ResultOutcome::Improved));
+        assert!(r.correct);
+        assert_eq!(r.speedup_ci95, Some([3.9, 4.1]));
+        let json = serde_json::to_value(&r).unwrap();
+        assert_eq!(json["outcome"], "improved");
+        assert_eq!(
+            json["final_timing"]["naive_ms"].as_array().unwrap().len(),
+            10
+        );
+        let report = report_markdown(&r, Some(&improved));
+        assert!(
+            report.contains("speedup t_naive / t_best: **4.00x** (95% interval 3.90x to 4.10x)")
+                && report.contains("the thesis's measure: **75.0%**")
+                && report.contains("each time one launch"),
+            "{report}"
+        );
+
+        let none = Stage3State {
+            finished: true,
+            ..Stage3State::default()
+        };
+        let r = build_result(
+            &run,
+            Some(&none),
+            RunStatus::Finished,
+            WallTimes::default(),
+            None,
+        )
+        .unwrap();
+        assert_eq!(r.outcome, Some(ResultOutcome::NotVerified));
+        let r = build_result(
+            &run,
+            Some(&improved),
+            RunStatus::LlmUnavailable,
+            WallTimes::default(),
+            None,
+        )
+        .unwrap();
+        assert_eq!(r.outcome, None, "not finished");
+        assert_eq!(serde_json::to_value(r.status).unwrap(), "llm_unavailable");
     }
 }

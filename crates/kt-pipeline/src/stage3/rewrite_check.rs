@@ -13,7 +13,9 @@ use super::tunable_kernel::BLOCK_SIZE_NAMES;
 /// Largest search space kt accepts from one rewrite (before restrictions): beyond it tuning takes hours.
 pub const MAX_SPACE_SIZE: u64 = 100_000;
 
-/// Calls and includes that mean the rewrite left device code: host API, launches, libraries.
+/// Calls and includes that mean the rewrite left device code: host API, launches, libraries. They are looked
+/// for in the kernel's unit (host code around it is dropped before: [`super::kernel_unit`]), so what remains is
+/// a real change outside device code: a library call, a launch inside device code.
 const FORBIDDEN: &[(&str, &str)] = &[
     ("<<<", "a kernel launch (host code)"),
     ("cudaMalloc", "host memory management"),
@@ -252,8 +254,10 @@ pub fn check_rewrite(
         },
         Err(e) => problems.push(format!("the code cannot be read as CUDA: {e}")),
     }
+    // Comments never count: a launch in a comment is no launch.
+    let uncommented = super::kernel_unit::strip_comments(code);
     for (needle, what) in FORBIDDEN {
-        if code.contains(needle) {
+        if uncommented.contains(needle) {
             problems.push(format!(
                 "the code contains `{needle}` ({what}); only the kernel's device code may change: no host code, \
                  no libraries"

@@ -87,6 +87,10 @@ pub struct StepRecord {
     pub best_before_ms: Option<f64>,
     pub kernel_file: Option<String>,
     pub attempts: u32,
+    /// The 95 % interval of the step's speedup over the best kernel before it, from separate launches of
+    /// both (absent when the step never got that far).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub speedup_ci95: Option<[f64; 2]>,
 }
 
 impl StepRecord {
@@ -101,6 +105,7 @@ impl StepRecord {
             best_before_ms: None,
             kernel_file: None,
             attempts: 0,
+            speedup_ci95: None,
         }
     }
 }
@@ -133,6 +138,20 @@ impl CandidateOutcome {
     }
 }
 
+/// The end-of-run timing: the naive and the delivered kernel in separate launches each on one test, and the
+/// speedup with its 95 % interval from them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FinalTiming {
+    pub test: String,
+    pub naive_ms: Vec<f64>,
+    pub best_ms: Vec<f64>,
+    /// t_naive / t_best from these launches (Hodges–Lehmann), with its interval; absent when too few
+    /// launches were usable.
+    pub speedup: Option<f64>,
+    pub speedup_ci95: Option<[f64; 2]>,
+    pub method: String,
+}
+
 /// One LLM call, for the run record: which prompt (by hash), how many tokens, what it cost.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LlmCallRecord {
@@ -148,7 +167,9 @@ pub struct LlmCallRecord {
 
 kt_graph::state! {
     /// Everything a Stage 3 graph carries. (Field notes are plain comments: the macro takes no field docs.)
+    // Checkpoints written before a field existed read it as its default.
     #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+    #[serde(default)]
     pub struct Stage3State => Stage3Update {
         // The user's kernel, launched as the naive code expects.
         #[overwrite] pub original: Option<TunableKernel>,
@@ -177,6 +198,8 @@ kt_graph::state! {
         // Whether the last planner call failed (as opposed to answering an empty plan).
         #[overwrite] pub last_plan_failed: bool,
         #[append] pub llm_calls: Vec<LlmCallRecord>,
+        // Separate launches of the naive and the best kernel, timed by the final node.
+        #[overwrite] pub final_timing: Option<FinalTiming>,
         // Set by the final node.
         #[overwrite] pub finished: bool,
     }

@@ -15,7 +15,7 @@ use kt_llm::{LlmClient, StructuredMode};
 use super::backend::{BackendError, TuningBackend, TuningProgress};
 use super::context::{KernelFacts, Stage3Context};
 use super::graph::build_graph;
-use super::result::{RunResult, WallTimes, write_result};
+use super::result::{RunResult, WallTimes, write_result, write_result_waiting};
 use super::state::Stage3State;
 use super::tunable_kernel::TunableKernel;
 use super::tuner_backend::{TunerBackend, TunerBackendConfig};
@@ -105,6 +105,8 @@ pub struct Stopped {
     pub at: String,
     /// Ctrl-C (the run's cancel token), as opposed to a stop the run was set up for.
     pub cancelled: bool,
+    /// The manual provider's question the run waits for, when that is why it stopped.
+    pub waiting: Option<crate::run_dir::WaitingAnswer>,
 }
 
 impl Stopped {
@@ -121,11 +123,23 @@ impl Stopped {
             checkpoint: Some(outcome.checkpoint().0),
             at,
             cancelled: false,
+            waiting: crate::graph_run::waiting_of(outcome),
         }
     }
 
     /// `stopped before apply at checkpoint 12; `kt resume RUN` continues` (Ctrl-C: `interrupted ...`).
     pub fn message(&self, run: &std::path::Path) -> String {
+        if let Some(w) = &self.waiting {
+            return format!(
+                "waiting for an answer to `{}`: the prompt is {}; continue with `kt resume {} --answer FILE` (or \
+                 write the answer to {} and run `kt resume {}`)",
+                w.node,
+                w.prompt_file.display(),
+                run.display(),
+                w.answer_file.display(),
+                run.display()
+            );
+        }
         let verb = if self.cancelled {
             "interrupted"
         } else {
@@ -211,6 +225,38 @@ pub fn stages_1_2_finished(run: &RunDir) -> bool {
     }
 }
 
+/// The result of a run that stopped in Stages 1-2 without failing (Ctrl-C, a manual prompt): interrupted.
+fn stopped_in_stages_1_2(
+    run: &RunDir,
+    started: Instant,
+    stopped: Stopped,
+) -> Result<TransformOutcome, PipelineError> {
+    let total = started.elapsed().as_secs_f64();
+    let wall = WallTimes {
+        stage1: total,
+        total,
+        ..WallTimes::default()
+    };
+    let out = run.results(0);
+    let result = write_result_waiting(
+        run,
+        &out,
+        None,
+        None,
+        RunStatus::Interrupted,
+        wall,
+        Some(stopped.message(run.root())),
+        stopped.waiting.clone(),
+    )?;
+    run.set_status(RunStatus::Interrupted)?;
+    Ok(TransformOutcome {
+        result,
+        state: None,
+        stopped: Some(stopped),
+        results: out,
+    })
+}
+
 /// Runs Stages 1, 2 and 3 into `run`.
 pub async fn transform(
     run: &RunDir,
@@ -227,35 +273,27 @@ pub async fn transform(
     let prepared = tokio::select! {
         biased;
         () = cancel.cancelled() => {
-            wall.total = started.elapsed().as_secs_f64();
-            wall.stage1 = wall.total;
             let stopped = Stopped {
                 checkpoint: None,
                 at: "during stages 1-2".into(),
                 cancelled: true,
+                waiting: None,
             };
-            let out = run.results(0);
-            let result = write_result(
-                run,
-                &out,
-                None,
-                None,
-                RunStatus::Interrupted,
-                wall,
-                Some(stopped.message(run.root())),
-            )?;
-            run.set_status(RunStatus::Interrupted)?;
-            return Ok(TransformOutcome {
-                result,
-                state: None,
-                stopped: Some(stopped),
-                results: out,
-            });
+            return stopped_in_stages_1_2(run, started, stopped);
         }
         prepared = prepare(run, source, stage1, testgen) => prepared,
     };
     let prepared = match prepared {
         Ok(p) => p,
+        Err(PipelineError::AwaitingAnswer(waiting)) => {
+            let stopped = Stopped {
+                checkpoint: None,
+                at: "in stages 1-2".into(),
+                cancelled: false,
+                waiting: Some(waiting),
+            };
+            return stopped_in_stages_1_2(run, started, stopped);
+        }
         Err(e) => {
             wall.total = started.elapsed().as_secs_f64();
             wall.stage1 = wall.total;
@@ -423,6 +461,7 @@ async fn run_stage3(
                 checkpoint: Some(checkpoint.0),
                 at: "in stage 3".into(),
                 cancelled: true,
+                waiting: None,
             },
             last_state(&executor),
         ),
@@ -431,6 +470,8 @@ async fn run_stage3(
             let gpu_missing = message.contains("CUDA GPU is needed");
             let status = if gpu_missing {
                 RunStatus::Interrupted
+            } else if message.contains(crate::error::LLM_UNAVAILABLE) {
+                RunStatus::LlmUnavailable
             } else {
                 RunStatus::Failed
             };
@@ -456,7 +497,7 @@ async fn run_stage3(
             });
         }
     };
-    let result = write_result(
+    let result = write_result_waiting(
         run,
         &out,
         state.as_ref(),
@@ -464,6 +505,7 @@ async fn run_stage3(
         RunStatus::Interrupted,
         wall,
         Some(stopped.message(run.root())),
+        stopped.waiting.clone(),
     )?;
     set_status(RunStatus::Interrupted)?;
     Ok(TransformOutcome {
@@ -516,17 +558,22 @@ fn finish(
             })
         }
         Err(e) => {
+            let status = if e.is_llm_unavailable() {
+                RunStatus::LlmUnavailable
+            } else {
+                RunStatus::Failed
+            };
             let _ = write_result(
                 run,
                 out,
                 state.as_ref(),
                 backend,
-                RunStatus::Failed,
+                status,
                 wall,
                 Some(e.to_string()),
             );
             if out.branch().is_none() {
-                run.set_status(RunStatus::Failed)?;
+                run.set_status(status)?;
             }
             Err(e)
         }

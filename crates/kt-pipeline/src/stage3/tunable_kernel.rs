@@ -83,6 +83,9 @@ pub fn default_grid_divisors() -> [Vec<String>; 3] {
     BLOCK_SIZE_NAMES.map(|n| vec![n.to_string()])
 }
 
+/// The `step` of the user's kernel as a [`KernelVersion`] (the best one until a step is accepted).
+pub(crate) const ORIGINAL_STEP: &str = "original";
+
 /// A kernel that was verified on every test and timed at its best configuration.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct KernelVersion {

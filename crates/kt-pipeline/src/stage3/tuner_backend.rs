@@ -16,7 +16,9 @@ use kt_tuner::{
     Config, Measurement, ParamSpec, Restriction, TestSet, TunableParam, TunerError, Verdict,
 };
 
-use super::backend::{BackendError, Mismatch, Outcome, Reference, TuningBackend, TuningProgress};
+use super::backend::{
+    BackendError, Mismatch, Outcome, PairTimes, Reference, TuningBackend, TuningProgress,
+};
 use super::tunable_kernel::TunableKernel;
 
 /// How the real backend is set up.
@@ -111,6 +113,65 @@ fn noise_ms(m: &Measurement) -> f64 {
     }
 }
 
+/// The tuner session, started on first use: the tuner (and its worker) and the run's tests.
+fn open_session<'a>(
+    guard: &'a mut Option<Session>,
+    config: &TunerBackendConfig,
+) -> Result<&'a mut Session, BackendError> {
+    if guard.is_none() {
+        std::fs::create_dir_all(&config.cache_dir).map_err(|e| BackendError::Failed {
+            detail: format!("creating {}: {e}", config.cache_dir.display()),
+        })?;
+        let tuner = Tuner::new(TunerConfig {
+            cache_dir: Some(config.cache_dir.clone()),
+            ..TunerConfig::default()
+        })
+        .map_err(backend_error)?;
+        let params = ParamSpec::from_kernel(&config.kernel);
+        let tests =
+            TestSet::load_dir(&config.tests_dir, &params, &config.tolerances).map_err(|e| {
+                BackendError::Failed {
+                    detail: format!("loading the tests in {}: {e}", config.tests_dir.display()),
+                }
+            })?;
+        *guard = Some(Session { tuner, tests });
+    }
+    guard.as_mut().ok_or_else(|| BackendError::Failed {
+        detail: "the tuner session was not created".into(),
+    })
+}
+
+/// `launches` separate timed launches of `kernel` at `config` on `test` (one tuner reference run with exactly
+/// that many samples); its outputs go to `out`.
+fn time_launches(
+    s: &mut Session,
+    kernel: &kt_tuner::TunableKernel,
+    config: &Config,
+    test: &TestSet,
+    out: &Path,
+    launches: u32,
+) -> Result<Vec<f64>, BackendError> {
+    let policy = kt_tuner::TimingPolicy {
+        min_reps: launches,
+        max_reps: launches,
+        target_error: 0.0,
+        max_total_ms: f64::MAX,
+        // Otherwise as the tuner times every configuration, so the interval is about the same quantity.
+        ..kt_tuner::TimingPolicy::default()
+    };
+    let runs = s
+        .tuner
+        .run_reference(kernel, config, test, &[out.to_path_buf()], Some(policy))
+        .map_err(backend_error)?;
+    runs.into_iter()
+        .next()
+        .and_then(|r| r.timing)
+        .map(|t| t.samples_ms)
+        .ok_or_else(|| BackendError::Failed {
+            detail: format!("the tuner returned no timing for {}", kernel.kernel_name),
+        })
+}
+
 impl TunerBackend {
     /// The backend; nothing starts until the first call.
     pub fn new(config: TunerBackendConfig) -> Self {
@@ -188,29 +249,7 @@ impl TunerBackend {
         let job = tokio::task::spawn_blocking(
             move || -> Result<Result<Tuned, TunerError>, BackendError> {
                 let mut guard = session.lock().unwrap_or_else(|p| p.into_inner());
-                if guard.is_none() {
-                    std::fs::create_dir_all(&config.cache_dir).map_err(|e| {
-                        BackendError::Failed {
-                            detail: format!("creating {}: {e}", config.cache_dir.display()),
-                        }
-                    })?;
-                    let tuner = Tuner::new(TunerConfig {
-                        cache_dir: Some(config.cache_dir.clone()),
-                        ..TunerConfig::default()
-                    })
-                    .map_err(backend_error)?;
-                    let params = ParamSpec::from_kernel(&config.kernel);
-                    let tests = TestSet::load_dir(&config.tests_dir, &params, &config.tolerances)
-                        .map_err(|e| BackendError::Failed {
-                        detail: format!("loading the tests in {}: {e}", config.tests_dir.display()),
-                    })?;
-                    *guard = Some(Session { tuner, tests });
-                }
-                let Some(s) = guard.as_mut() else {
-                    return Err(BackendError::Failed {
-                        detail: "the tuner session was not created".into(),
-                    });
-                };
+                let s = open_session(&mut guard, &config)?;
                 let has_expected = s.tests.tests.iter().all(|t| {
                     t.args.iter().all(|a| match a {
                         TestArg::Array(arr) => !arr.is_output || arr.expected.is_some(),
@@ -320,10 +359,10 @@ impl TunerBackend {
         // No configuration verified: report the most telling failure (wrong answers first, then crashes,
         // hangs, compile errors), so the LLM fixes the real problem.
         let rank = |v: &Verdict| match v {
-            Verdict::WrongAnswer { .. } => 0,
+            Verdict::WrongAnswer { .. } | Verdict::Nondeterministic { .. } => 0,
             Verdict::Crashed { .. } => 1,
             Verdict::Timeout { .. } => 2,
-            Verdict::CompileError { .. } => 3,
+            Verdict::CompileError { .. } | Verdict::KernelNotFound { .. } => 3,
             Verdict::Invalid { .. } => 4,
             Verdict::Ok => 5,
         };
@@ -388,6 +427,12 @@ impl TunerBackend {
             Verdict::Invalid { reason } => Outcome::NoValidConfig {
                 detail: reason.clone(),
             },
+            // the tuner's own words name the failure ("kernel not found: …", "nondeterministic: …")
+            v @ Verdict::KernelNotFound { .. } => Outcome::CompileError {
+                config,
+                log: v.reason(),
+            },
+            v @ Verdict::Nondeterministic { .. } => Outcome::NoValidConfig { detail: v.reason() },
             Verdict::Ok => Outcome::NoValidConfig {
                 detail: "no configuration verified".into(),
             },
@@ -468,6 +513,45 @@ impl TuningBackend for TunerBackend {
         }
     }
 
+    async fn time_pair(
+        &self,
+        first: (&TunableKernel, &BTreeMap<String, i64>),
+        second: (&TunableKernel, &BTreeMap<String, i64>),
+        launches: u32,
+    ) -> Result<PairTimes, BackendError> {
+        let session = self.session.clone();
+        let config = self.config.clone();
+        let config_of =
+            |p: &BTreeMap<String, i64>| Config(p.iter().map(|(k, v)| (k.clone(), *v)).collect());
+        let (a, ca) = (self.to_tuner_kernel(first.0), config_of(first.1));
+        let (b, cb) = (self.to_tuner_kernel(second.0), config_of(second.1));
+        let job = tokio::task::spawn_blocking(move || -> Result<PairTimes, BackendError> {
+            let mut guard = session.lock().unwrap_or_else(|p| p.into_inner());
+            let s = open_session(&mut guard, &config)?;
+            let test = s
+                .tests
+                .tests
+                .first()
+                .cloned()
+                .ok_or_else(|| BackendError::Failed {
+                    detail: format!("no tests in {}", config.tests_dir.display()),
+                })?;
+            let id = test.id.clone();
+            let one = TestSet { tests: vec![test] };
+            let out = config.cache_dir.join("launch-timing");
+            let first_ms = time_launches(s, &a, &ca, &one, &out.join("first"), launches)?;
+            let second_ms = time_launches(s, &b, &cb, &one, &out.join("second"), launches)?;
+            Ok(PairTimes {
+                test: id,
+                first_ms,
+                second_ms,
+            })
+        });
+        job.await.map_err(|e| BackendError::Failed {
+            detail: format!("the timing thread failed: {e}"),
+        })?
+    }
+
     fn export_kernel_tuner(
         &self,
         kernel: &TunableKernel,
@@ -487,32 +571,18 @@ impl TuningBackend for TunerBackend {
                 return Ok(Vec::new());
             }
         };
-        let Some(test) = session.as_ref().and_then(|s| s.tests.tests.first()) else {
+        let Some(tests) = session.as_ref().map(|s| &s.tests) else {
             return Ok(Vec::new());
         };
-        let problem = result
-            .best
-            .as_ref()
-            .and_then(|b| tk.geometry.problem(&b.config, &test.scalars()).ok())
-            .unwrap_or([1, 1, 1]);
-        let io = |path: &Path, e: std::io::Error| BackendError::Failed {
-            detail: format!("writing {}: {e}", path.display()),
-        };
-        let cache = dir.join(format!("{}_cache.json", tk.kernel_name));
-        let text = serde_json::to_string_pretty(&kt_tuner::export::kernel_tuner_cache(
-            tk, result, problem,
-        ))
-        .map_err(|e| BackendError::Failed {
-            detail: e.to_string(),
-        })?;
-        std::fs::write(&cache, text).map_err(|e| io(&cache, e))?;
-        let script = dir.join(format!("tune_{}.py", tk.kernel_name));
-        std::fs::write(
-            &script,
-            kt_tuner::export::kernel_tuner_script(tk, test, result, "../best.cu"),
-        )
-        .map_err(|e| io(&script, e))?;
-        Ok(vec![cache, script])
+        if tests.tests.is_empty() {
+            return Ok(Vec::new());
+        }
+        // cache, script, kernel source and the first test's arrays, side by side: the directory runs anywhere
+        kt_tuner::export::KernelTunerExport::new(tk, tests, result)
+            .and_then(|e| e.write(dir, None))
+            .map_err(|e| BackendError::Failed {
+                detail: format!("Kernel Tuner export: {e}"),
+            })
     }
 }
 
@@ -550,6 +620,7 @@ mod tests {
             phases: Default::default(),
             peak_gbps: None,
             worker_restarts: 0,
+            theoretical_peaks: None,
         }
     }
 

@@ -130,6 +130,9 @@ pub struct StrategyPrompts {
     pub replan: String,
     #[serde(default = "p_worth_it")]
     pub worth_it: String,
+    /// The follow-up question of a rewrite that came as code without its JSON.
+    #[serde(default = "p_code_parameters")]
+    pub code_parameters: String,
 }
 
 fn p_one_prompt() -> String {
@@ -159,6 +162,9 @@ fn p_replan() -> String {
 fn p_worth_it() -> String {
     "stage3-explicit-worth-it".into()
 }
+fn p_code_parameters() -> String {
+    "stage3-code-parameters".into()
+}
 
 impl Default for StrategyPrompts {
     fn default() -> Self {
@@ -172,6 +178,7 @@ impl Default for StrategyPrompts {
             restrictions: p_restrictions(),
             replan: p_replan(),
             worth_it: p_worth_it(),
+            code_parameters: p_code_parameters(),
         }
     }
 }

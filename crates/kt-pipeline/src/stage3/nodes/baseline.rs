@@ -4,13 +4,13 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use kt_graph::{EffectError, Node, NodeContext};
+use kt_graph::{Node, NodeContext};
 
 use crate::error::PipelineError;
 use crate::stage3::backend::BackendError;
 use crate::stage3::context::Stage3Context;
 use crate::stage3::state::{Stage3State, Stage3Update};
-use crate::stage3::tunable_kernel::KernelVersion;
+use crate::stage3::tunable_kernel::{KernelVersion, ORIGINAL_STEP};
 
 pub(crate) struct Baseline(pub Arc<Stage3Context>);
 
@@ -31,13 +31,7 @@ impl Node<Stage3State> for Baseline {
         let reference = ctx
             .effect("tuning.reference", || backend.reference(&original))
             .await
-            .map_err(|e| match e {
-                EffectError::Failed { source, .. } => PipelineError::Tuning(source),
-                EffectError::Journal { source, .. } => PipelineError::Journal {
-                    node: ctx.node().to_string(),
-                    message: source.to_string(),
-                },
-            })?;
+            .map_err(|e| super::launch_timing::tuning_error(&ctx, e))?;
         if !(reference.time_ms.is_finite() && reference.time_ms > 0.0) {
             return Err(PipelineError::Tuning(BackendError::Failed {
                 detail: format!(
@@ -58,7 +52,7 @@ impl Node<Stage3State> for Baseline {
             time_ms: reference.time_ms,
             noise_ms: reference.noise_ms,
             best_params,
-            step: "original".into(),
+            step: ORIGINAL_STEP.into(),
             file,
             percent_of_peak: reference.percent_of_peak,
             gflops: reference.gflops,

@@ -10,23 +10,34 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use kt_graph::{EffectError, Node, NodeContext};
+use kt_graph::{Node, NodeContext};
 use serde::Serialize;
 
 use crate::KernelInfo;
 use crate::error::PipelineError;
-use crate::stage3::answers::{KernelRewrite, ParameterRenames, Restrictions, TunableParameter};
-use crate::stage3::ask::{AskError, ask};
-use crate::stage3::backend::Outcome;
+use crate::stage3::answers::{
+    CodeParameters, KernelRewrite, ParameterRenames, Restrictions, TunableParameter,
+};
+use crate::stage3::ask::{AskError, ask, ask_text};
+use crate::stage3::backend::{BackendError, Outcome};
 use crate::stage3::context::Stage3Context;
 use crate::stage3::failure::FailureKind;
 use crate::stage3::feedback::failure_feedback;
+use crate::stage3::kernel_unit::kernel_unit;
 use crate::stage3::prompt_vars::{KernelVar, LaunchVar, kernel_var, launch_var};
+use crate::stage3::rewrite_answer::{ReadRewrite, read_rewrite};
 use crate::stage3::rewrite_check::{check_restrictions, check_rewrite, code_of, normalize_names};
+use crate::stage3::speedup_interval::speedup_interval;
 use crate::stage3::state::{
     CandidateOutcome, CurrentStep, LlmCallRecord, Stage3State, Stage3Update, StepRecord, StepStatus,
 };
 use crate::stage3::tunable_kernel::{KernelVersion, TunableKernel};
+
+use super::launch_timing::{time_pair, tuning_error};
+
+/// The smallest gain a step is accepted for, whatever the strategy's threshold: its speedup's 95 % interval
+/// must lie above 1 + this.
+const MIN_GAIN: f64 = 0.01;
 
 /// `prepare`: starts a new candidate round for the current step.
 pub(crate) struct Prepare;
@@ -130,13 +141,63 @@ fn draft(
 /// `apply`: one candidate of the current round.
 pub(crate) struct Apply(pub Arc<Stage3Context>);
 
+#[derive(Serialize)]
+struct CodeParameterVars<'a> {
+    kernel: KernelVar,
+    info: &'a KernelInfo,
+    launch: LaunchVar,
+    step: &'a str,
+    errors: &'a [String],
+}
+
 impl Apply {
+    /// The code-first fallback: the parameters of `code` (a rewrite that came without its JSON), asked in one
+    /// short structured question.
+    async fn parameters_of(
+        &self,
+        state: &Stage3State,
+        ctx: &NodeContext,
+        step: &CurrentStep,
+        code: String,
+        calls: &mut Vec<LlmCallRecord>,
+    ) -> Result<KernelRewrite, AttemptError> {
+        let cx = &self.0;
+        let best = state.best_kernel()?;
+        let shown = draft(&code, &[], &best.kernel.grid_divisors);
+        let vars = CodeParameterVars {
+            kernel: kernel_var(cx, &shown),
+            info: &cx.kernel.info,
+            launch: launch_var(&cx.kernel.info),
+            step: &step.description,
+            errors: &[],
+        };
+        let asked = ask::<CodeParameters, _>(
+            cx,
+            ctx,
+            "stage3.code_parameters",
+            &cx.strategy.prompts.code_parameters,
+            &vars,
+        )
+        .await
+        .map_err(from_ask)?;
+        calls.push(asked.call);
+        let p = asked.answer;
+        Ok(KernelRewrite {
+            code,
+            parameters: p.parameters,
+            grid_divisors: p.grid_divisors,
+            dynamic_shared_memory: p.dynamic_shared_memory,
+            explanation: "code-first: the parameters were asked for separately".into(),
+        })
+    }
+
     async fn attempt(
         &self,
         state: &Stage3State,
         ctx: &NodeContext,
         step: &CurrentStep,
         calls: &mut Vec<LlmCallRecord>,
+        notes: &mut Vec<String>,
     ) -> Result<(TunableKernel, Outcome, String), AttemptError> {
         let cx = &self.0;
         let settings = &cx.strategy.settings;
@@ -150,13 +211,46 @@ impl Apply {
             suggested: &step.suggested_parameters,
             errors: &state.feedback,
         };
-        let asked = ask::<KernelRewrite, _>(cx, ctx, "stage3.apply", &step.template, &vars)
+        let asked = ask_text::<KernelRewrite, _>(cx, ctx, "stage3.apply", &step.template, &vars)
             .await
             .map_err(from_ask)?;
         calls.push(asked.call);
-        let rewrite = asked.answer;
+        let rewrite = match read_rewrite(&asked.answer, &cx.kernel.signature.name) {
+            ReadRewrite::Json(rewrite, repairs) => {
+                if !repairs.is_empty() {
+                    tracing::info!(step = %step.description, ?repairs, "rewrite read leniently");
+                }
+                *rewrite
+            }
+            ReadRewrite::CodeOnly(code) => {
+                notes.push(
+                    "your answer had code but no usable JSON, so kt took the last code block defining the \
+                     kernel and asked for its parameters separately"
+                        .into(),
+                );
+                self.parameters_of(state, ctx, step, code, calls).await?
+            }
+            ReadRewrite::Unusable(why) => {
+                return Err(AttemptError::Failed(Box::new(Failed {
+                    kind: FailureKind::BadAnswer,
+                    feedback: format!("the answer could not be used: {why}"),
+                    kernel: None,
+                    outcome: None,
+                })));
+            }
+        };
         let explanation = rewrite.explanation.clone();
-        let code = code_of(&rewrite.code);
+        // Host code and host-only includes around the kernel are dropped (and the model told so).
+        let unit = kernel_unit(&code_of(&rewrite.code), &cx.kernel.signature.name);
+        if !unit.dropped.is_empty() {
+            let note = format!(
+                "kt kept only the kernel's device code and dropped {}; answer with the kernel's code only",
+                unit.dropped.join(", ")
+            );
+            tracing::info!(step = %step.description, "{note}");
+            notes.push(note);
+        }
+        let code = unit.code;
         let divisors = TunableKernel::divisors_from(&rewrite.grid_divisors);
 
         // 2. Naming pass: kt's own fixes first, the LLM only for what needs a decision about meaning.
@@ -281,17 +375,7 @@ impl Apply {
                 backend.evaluate(&label, &kernel, progress.as_ref())
             })
             .await
-            .map_err(|e| match e {
-                EffectError::Failed { source, .. } => {
-                    AttemptError::Fatal(PipelineError::Tuning(source))
-                }
-                EffectError::Journal { source, .. } => {
-                    AttemptError::Fatal(PipelineError::Journal {
-                        node: ctx.node().to_string(),
-                        message: source.to_string(),
-                    })
-                }
-            })?;
+            .map_err(|e| AttemptError::Fatal(tuning_error(ctx, e)))?;
         if let Some(kind) = FailureKind::of_outcome(&outcome) {
             let feedback = failure_feedback(&outcome).unwrap_or_default();
             return Err(AttemptError::Failed(Box::new(Failed {
@@ -316,7 +400,17 @@ impl Node<Stage3State> for Apply {
         let step = state.current_step()?;
         let max_attempts = self.0.strategy.settings.max_attempts;
         let mut calls = Vec::new();
-        let result = self.attempt(&state, &ctx, &step, &mut calls).await;
+        let mut notes = Vec::new();
+        let result = self
+            .attempt(&state, &ctx, &step, &mut calls, &mut notes)
+            .await
+            .map_err(|e| match e {
+                AttemptError::Failed(mut f) if !notes.is_empty() => {
+                    f.feedback = format!("{} (Also: {}.)", f.feedback, notes.join("; "));
+                    AttemptError::Failed(f)
+                }
+                other => other,
+            });
         let mut all_calls = state.carried_calls.clone();
         let candidate =
             |kernel, outcome, failure: Option<&Failed>, explanation: String| CandidateOutcome {
@@ -433,7 +527,7 @@ impl Node<Stage3State> for Select {
     async fn run(
         &self,
         state: Arc<Stage3State>,
-        _ctx: NodeContext,
+        ctx: NodeContext,
     ) -> Result<Stage3Update, PipelineError> {
         let cx = &self.0;
         let step = state.current_step()?;
@@ -490,11 +584,39 @@ impl Node<Stage3State> for Select {
                 record.time_ms = Some(time_ms);
                 record.kernel_file = files.get(&c.index).cloned();
                 let threshold = cx.strategy.settings.acceptance_threshold;
-                if let (true, Some(kernel)) = (
-                    is_gain(&best, time_ms, noise_ms, threshold),
-                    c.kernel.clone(),
-                ) {
+                // The tuned objective must beat the best kernel by more than the noise and the threshold
+                // first (cheap); then separate launches of both must put the speedup's 95 % interval above
+                // 1 + threshold.
+                let interval = match (is_gain(&best, time_ms, noise_ms, threshold), &c.kernel) {
+                    (true, Some(kernel)) => {
+                        let timed = time_pair(
+                            cx,
+                            &ctx,
+                            "tuning.compare",
+                            (&best.kernel, &best.best_params),
+                            (kernel, &best_params),
+                        )
+                        .await;
+                        match timed {
+                            Ok(times) => {
+                                speedup_interval(&times.first_ms, &times.second_ms).map(|e| e.ci95)
+                            }
+                            // No GPU: the run stops (resumable). Any other failure to time the pair is
+                            // no evidence of a gain: the step is rejected.
+                            Err(PipelineError::Tuning(BackendError::Failed { detail })) => {
+                                tracing::warn!(step = %step.description, %detail, "timing the candidate against the best kernel failed");
+                                None
+                            }
+                            Err(e) => return Err(e),
+                        }
+                    }
+                    _ => None,
+                };
+                record.speedup_ci95 = interval;
+                let confirmed = interval.is_some_and(|[lo, _]| lo > 1.0 + threshold.max(MIN_GAIN));
+                if let (true, Some(kernel)) = (confirmed, c.kernel.clone()) {
                     record.status = StepStatus::Accepted;
+                    // Reasons go into later prompts: their wording is part of recorded requests.
                     record.reason =
                         "verified on every test and faster than the best kernel by more than the \
                                      measured noise"

@@ -80,7 +80,7 @@ impl Node<Stage3State> for NextExplicit {
     }
 }
 
-/// `worth_it`: is the current explicit step worth doing for this kernel? An unusable answer counts as yes.
+/// `worth_it`: is the current explicit step worth doing for this kernel? An unreadable answer counts as no.
 pub(crate) struct WorthItCheck(pub Arc<Stage3Context>);
 
 impl Node<Stage3State> for WorthItCheck {
@@ -96,7 +96,7 @@ impl Node<Stage3State> for WorthItCheck {
             node: "stage3.worth_it",
             template: &cx.strategy.prompts.worth_it,
             refusal: StepStatus::NotWorthIt,
-            if_unusable: "no usable answer on whether the step is worth it; doing it",
+            if_unusable: "no usable answer on whether the step is worth it, so it is not done",
         };
         gate.ask(cx, &ctx, &state, |a: WorthIt| {
             (!a.worth_it).then_some(a.reason)

@@ -6,6 +6,7 @@ mod baseline;
 mod candidate;
 mod explicit_steps;
 mod finish;
+mod launch_timing;
 mod planning;
 mod step_gate;
 

@@ -86,6 +86,7 @@ impl Node<Stage3State> for Planner {
                         best_before_ms: None,
                         kernel_file: None,
                         attempts: 0,
+                        speedup_ci95: None,
                     })
                     .collect();
                 let plan: Vec<PlannedStep> = steps
@@ -147,8 +148,7 @@ impl Node<Stage3State> for NextStep {
     }
 }
 
-/// `validate`: refuses steps that are not device-code changes. An unusable answer lets the step through: the
-/// static checks after the rewrite still refuse host code and libraries.
+/// `validate`: refuses steps that are not device-code changes. An unreadable answer refuses the step too.
 pub(crate) struct Validate(pub Arc<Stage3Context>);
 
 impl Node<Stage3State> for Validate {
@@ -164,7 +164,7 @@ impl Node<Stage3State> for Validate {
             node: "stage3.validate",
             template: &cx.strategy.prompts.validate,
             refusal: StepStatus::Invalid,
-            if_unusable: "validation gave no usable answer; trying the step anyway",
+            if_unusable: "validation gave no usable answer, so the step counts as not a device-code change",
         };
         gate.ask(cx, &ctx, &state, |a: StepValidation| {
             (!a.valid).then_some(a.reason)

@@ -1,7 +1,7 @@
 //! A yes/no question about the current step before it is applied (`validate`: device code only? `worth_it`:
 //! does this kernel need it?). A "no" drops the step with the answer's reason in the history; a "yes" lets it
-//! through. No usable answer lets it through too: the checks after the rewrite still refuse what matters, and
-//! a step tried for nothing costs less than a step wrongly skipped.
+//! through. An answer that cannot be read (after the client's re-asks) is a "no": a guard rail that opens when
+//! the model answers gibberish is no guard rail. Only a recording without the question lets the step through.
 
 use kt_graph::NodeContext;
 use schemars::JsonSchema;
@@ -11,6 +11,7 @@ use serde::de::DeserializeOwned;
 use crate::error::PipelineError;
 use crate::stage3::ask::{AskError, ask};
 use crate::stage3::context::Stage3Context;
+use crate::stage3::failure::FailureKind;
 use crate::stage3::prompt_vars::step_vars;
 use crate::stage3::state::{Stage3State, Stage3Update, StepRecord, StepStatus};
 
@@ -21,7 +22,7 @@ pub(super) struct StepGate<'a> {
     pub template: &'a str,
     /// The step's status in the history when the answer is no.
     pub refusal: StepStatus,
-    /// Logged when no usable answer came and the step goes ahead anyway.
+    /// The history's reason when the answer could not be read (the step is refused).
     pub if_unusable: &'static str,
 }
 
@@ -51,8 +52,25 @@ impl StepGate<'_> {
                     None => update,
                 })
             }
+            Err(AskError::Recoverable {
+                kind: FailureKind::BadAnswer,
+                message,
+            }) => {
+                tracing::warn!(%message, "{}", self.if_unusable);
+                Ok(Stage3Update::default()
+                    .current(None)
+                    .history(vec![StepRecord::unmeasured(
+                        &step,
+                        self.refusal,
+                        format!(
+                            "{}: {}",
+                            self.if_unusable,
+                            super::super::feedback::cut(&message, 300)
+                        ),
+                    )]))
+            }
             Err(AskError::Recoverable { kind, message }) => {
-                tracing::warn!(%kind, %message, "{}", self.if_unusable);
+                tracing::warn!(%kind, %message, "no recorded answer to {}; trying the step", self.node);
                 Ok(Stage3Update::default())
             }
             Err(AskError::Fatal(e)) => Err(e),
