@@ -2,7 +2,9 @@
 # Everything a GPU machine check needs, in one command (no LLM service needed: scripted and replayed answers).
 #   experiments/gpu-check.sh [OUT_DIR]        (KT=path/to/kt to use a particular binary)
 # 1. kt doctor; 2. kt selftest --gpu; 3. Stages 1+2 (kt testgen) on three suite kernels with scripted answers;
-# 4. the autonomous matmul demo from the replay cassette; 5. the smoke experiment and its report.
+# 4. the autonomous matmul demo from the replay cassette; 5. the smoke experiment and its report; 6. every test
+# executable in .device/tests (TESTS=dir to use another) with --include-ignored and KT_GPU=1, so the tests marked
+# #[ignore = "needs a GPU"] run; tests about machines *without* a GPU are skipped by name.
 # Each step prints its own output; the script goes on past a failing step and ends with `N passed, N failed`.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
@@ -26,4 +28,18 @@ step demo "$KT" transform naive-kernels/matmul.cu --strategy autonomous --replan
   --llm replay:experiments/cassettes/matmul-autonomous.jsonl --out "$out/demo"
 step smoke "$KT" experiment run experiments/smoke.toml --gpus 0 --quiet --out "$out/smoke"
 step smoke-report "$KT" experiment report "$out/smoke" --format md
+# Tests that check the behaviour of a machine without a GPU (they stop early with KT_GPU=1): not run here.
+no_gpu_tests=(--skip without_a_gpu --skip for_want_of_a_gpu --skip the_seed_from_kt_seed_is_recorded)
+# Ignored tests for tools other than the GPU run only where the tool is (scripts/test.sh runs them elsewhere).
+command -v chromium >/dev/null 2>&1 || no_gpu_tests+=(--skip the_html_report_renders_in_a_browser)
+command -v shellcheck >/dev/null 2>&1 || no_gpu_tests+=(--skip slurm_scripts_pass_shellcheck)
+tests_dir=${TESTS:-.device/tests}
+if [[ -d $tests_dir ]]; then
+  for t in "$tests_dir"/*; do
+    [[ -f $t && -x $t ]] || continue
+    step "test-$(basename "$t")" env KT_GPU=1 "$t" --include-ignored "${no_gpu_tests[@]}"
+  done
+else
+  echo "=== tests: no $tests_dir (copy the test executables there to run them)"
+fi
 echo "$passed passed, $failed failed"

@@ -1,5 +1,7 @@
-//! The command-line grammar. One variant per subcommand; each subcommand's arguments and behaviour live in
-//! `commands/<name>.rs`.
+//! The command-line grammar and its dispatch. One variant per subcommand; each subcommand's arguments and
+//! behaviour live in `commands/<name>.rs`.
+
+use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
@@ -47,7 +49,7 @@ pub enum Command {
     /// Copy a checkpoint to a new branch with edited fields (`kt resume` continues from it).
     Fork(commands::fork::ForkArgs),
     /// Tune a kernel's parameters (block sizes, tiling, …) on this GPU: compile, verify and time every configuration.
-    Tune(commands::tune::TuneArgs),
+    Tune(Box<commands::tune::TuneArgs>),
     /// Check a candidate kernel against a reference on the same inputs: every output of every test.
     Verify(commands::verify::VerifyArgs),
     /// Check that kt works on this machine end to end (`kt selftest --gpu` on a GPU machine).
@@ -55,4 +57,30 @@ pub enum Command {
     /// The GPU worker process kt-tuner starts (internal).
     #[command(name = "__tuner-worker", hide = true)]
     TunerWorker(commands::tuner_worker::TunerWorkerArgs),
+}
+
+impl Cli {
+    /// Runs the chosen subcommand.
+    pub fn run(self) -> anyhow::Result<ExitCode> {
+        use commands::*;
+        match self.command {
+            Command::Analyze(args) => analyze::run(args),
+            Command::Doctor(args) => doctor::run(args),
+            Command::Experiment(args) => experiment::run(args),
+            Command::Graph(args) => graph::run(args),
+            Command::Resume(args) => resume::run(args),
+            Command::Runs(args) => runs::run(args),
+            Command::Debug(args) => debug::run(args),
+            Command::Replay(args) => replay::run(args),
+            Command::Fork(args) => fork::run(args),
+            Command::Inspect(args) => inspect::run(args),
+            Command::Llm(args) => llm::run(args),
+            Command::Testgen(args) => testgen::run(args),
+            Command::Transform(args) => transform::run(args),
+            Command::Tune(args) => tune::run(*args),
+            Command::Verify(args) => verify::run(args),
+            Command::Selftest(args) => selftest::run(args),
+            Command::TunerWorker(args) => tuner_worker::run(args),
+        }
+    }
 }

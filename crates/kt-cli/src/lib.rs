@@ -26,7 +26,7 @@ pub fn main() -> ExitCode {
         }
     };
     logging::init(cli.verbose);
-    match commands::run(cli) {
+    match cli.run() {
         Ok(code) => code,
         Err(err) => {
             eprintln!("error: {err}");

@@ -1,4 +1,5 @@
-//! One module per subcommand. `run` dispatches; each module exposes `<Name>Args` and `run(args)`.
+//! One module per subcommand; each exposes `<Name>Args` and `run(args)`. [`Cli::run`](crate::Cli::run)
+//! dispatches to them.
 
 pub mod analyze;
 pub mod debug;
@@ -7,6 +8,7 @@ pub mod experiment;
 pub mod fork;
 pub mod graph;
 pub mod inspect;
+mod kernel_input;
 pub mod llm;
 pub mod replay;
 pub mod resume;
@@ -16,30 +18,5 @@ pub mod testgen;
 pub mod transform;
 pub mod tune;
 pub mod tuner_worker;
+mod unsandboxed;
 pub mod verify;
-
-use std::process::ExitCode;
-
-use crate::cli::{Cli, Command};
-
-pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
-    match cli.command {
-        Command::Analyze(args) => analyze::run(args),
-        Command::Doctor(args) => doctor::run(args),
-        Command::Experiment(args) => experiment::run(args),
-        Command::Graph(args) => graph::run(args),
-        Command::Resume(args) => resume::run(args),
-        Command::Runs(args) => runs::run(args),
-        Command::Debug(args) => debug::run(args),
-        Command::Replay(args) => replay::run(args),
-        Command::Fork(args) => fork::run(args),
-        Command::Inspect(args) => inspect::run(args),
-        Command::Llm(args) => llm::run(args),
-        Command::Testgen(args) => testgen::run(args),
-        Command::Transform(args) => transform::run(args),
-        Command::Tune(args) => tune::run(args),
-        Command::Verify(args) => verify::run(args),
-        Command::Selftest(args) => selftest::run(args),
-        Command::TunerWorker(args) => tuner_worker::run(args),
-    }
-}

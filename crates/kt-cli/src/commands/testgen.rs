@@ -14,7 +14,7 @@ use kt_pipeline::stage2::{
     ReferenceRunner, Stage2Options, TimeBounds, TunerReference, Unavailable,
 };
 use kt_pipeline::{NewRun, PipelineError, PromptLibrary, RunDir, RunLlm, RunSettings, RunStatus};
-use kt_sandbox::{Policy, PythonRuntime, Sandbox};
+use kt_sandbox::PythonRuntime;
 
 use super::analyze::{
     llm_client, print_disagreements, print_info, runtime, stage1_source, understood_json,
@@ -61,6 +61,10 @@ pub struct TestgenArgs {
     /// Prompt templates directory (default: KT_PROMPTS_DIR, a prompts/ directory above, else built in).
     #[arg(long, value_name = "DIR")]
     pub prompts: Option<PathBuf>,
+    /// Run LLM-written generator programs even where no network namespace can be made (they can then reach the
+    /// network); also `[sandbox] allow_unsandboxed = true` in kt.toml. Without it kt refuses on such machines.
+    #[arg(long)]
+    pub allow_unsandboxed: bool,
     /// Print the result as JSON.
     #[arg(long)]
     pub json: bool,
@@ -111,6 +115,8 @@ pub fn run(args: TestgenArgs) -> anyhow::Result<ExitCode> {
              with a hand-written `def generate(seed: int) -> list`"
         );
     }
+    let sandbox = super::unsandboxed::generator_sandbox(args.allow_unsandboxed)?;
+    super::unsandboxed::warn_if_unsandboxed(&sandbox);
     let python = PythonRuntime::find_or_provision()?;
     let kernel_name = source.kernel_name()?;
     let run = RunDir::create(
@@ -166,7 +172,7 @@ pub fn run(args: TestgenArgs) -> anyhow::Result<ExitCode> {
             max_total_bytes: args.max_total_mib << 20,
             ..Stage2Options::default()
         },
-        sandbox: Sandbox::new(Policy::for_generator()),
+        sandbox,
         python,
         reference: reference_runner(&run),
     };

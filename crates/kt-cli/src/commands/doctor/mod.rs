@@ -71,7 +71,7 @@ struct Report {
 pub fn collect() -> Vec<Check> {
     let mut checks = cuda::probe();
     checks.extend(python::probe());
-    checks.push(sandbox::probe());
+    checks.extend(sandbox::probe());
     checks.push(llm::probe());
     checks.push(storage::probe());
     checks
@@ -144,7 +144,11 @@ mod tests {
             "nvrtc",
             "python3",
             "numpy",
-            "sandbox",
+            "sandbox: network namespace",
+            "sandbox: private /tmp",
+            "sandbox: uid switch",
+            "sandbox: process limit",
+            "sandbox: rlimits",
             "llm endpoint",
             "run storage",
         ] {

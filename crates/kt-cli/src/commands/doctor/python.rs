@@ -6,7 +6,7 @@ use kt_sandbox::{PythonError, PythonRuntime};
 
 use super::Check;
 
-const NUMPY_FIX: &str = "run scripts/install-test-deps.sh or `python3 -m pip install numpy`; without it kt creates its own \
+const NUMPY_FIX: &str = "run scripts/test.sh or `python3 -m pip install numpy`; without it kt creates its own \
                          environment on first use (needs python3-venv and the package index)";
 
 pub fn probe() -> Vec<Check> {
