@@ -1,12 +1,6 @@
-// assign_clusters: k-means assignment step. For each point (row of `dims` floats in data_points),
-// labels[p] = index of the centroid (row of `dims` floats in centroids) with the smallest squared
-// Euclidean distance; ties go to the lowest index.
-// Launch: 1-D, block 256 by default, grid = ceil(num_points/256); one thread per point.
-// Naive: each thread walks its point row (strided by dims across the warp: uncoalesced) once per
-// centroid, and all centroids are re-read from global memory by every thread (no shared-memory
-// staging, no register caching of the point).
-extern "C" __global__ void assign_clusters(const float* data_points, const float* centroids, int* labels,
-                                           int num_points, int num_clusters, int dims)
+// k-means assignment: labels[p] = index of the centroid nearest to point p (squared Euclidean distance, ties to the lowest index).
+__global__ void assign_clusters(float* data_points, float* centroids, int* labels,
+                                int num_points, int num_clusters, int dims)
 {
     int p = blockIdx.x * blockDim.x + threadIdx.x;
     if (p < num_points) {

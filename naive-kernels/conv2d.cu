@@ -1,11 +1,6 @@
-// conv2d: single-channel 2-D convolution (cross-correlation, as in CNNs) of a height x width
-// row-major image with a K x K filter (K odd), zero padding, output the same size as the input:
-//   output[y][x] = sum_{i,j < K} input[y+i-K/2][x+j-K/2] * kernel[i*K + j]   (out-of-range = 0).
-// Launch: 2-D grid, block (16,16,1) by default, grid = (ceil(width/bx), ceil(height/by)).
-// Naive: one thread per output pixel, every tap re-read from global memory (no shared-memory tile
-// with halo, filter not in constant memory, bounds checks inside the inner loop).
-extern "C" __global__ void conv2d(const float* input, const float* kernel, float* output,
-                                  int width, int height, int K)
+// 2-D cross-correlation of a height x width image with a K x K filter, zero padding, same-size output.
+__global__ void conv2d(const float* input, const float* kernel, float* output,
+                       int width, int height, int K)
 {
     int x = blockIdx.x * blockDim.x + threadIdx.x;
     int y = blockIdx.y * blockDim.y + threadIdx.y;

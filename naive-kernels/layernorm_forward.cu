@@ -1,12 +1,6 @@
-// layernorm_forward: GPT-2 layer normalisation over the last dimension. inp is N x C row-major
-// with N = B*T rows (batch times sequence length). For each row i:
-//   mean[i] = sum(x)/C, rstd[i] = 1/sqrt(sum((x-mean)^2)/C + 1e-5),
-//   out[i][c] = (x[c] - mean[i]) * rstd[i] * weight[c] + bias[c].
-// Launch: 1-D, block 256 by default, grid = ceil(N/256); one thread per row.
-// Naive: one thread walks a whole row three times (mean, variance, normalise); adjacent threads
-// touch addresses C floats apart (uncoalesced), and only N threads exist in total.
-extern "C" __global__ void layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
-                                             const float* weight, const float* bias, int N, int C)
+// Layer normalisation of N rows of C floats with weight and bias; also writes each row's mean and rstd.
+__global__ void layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
+                                  const float* weight, const float* bias, int N, int C)
 {
     int row = blockIdx.x * blockDim.x + threadIdx.x;
     if (row < N) {

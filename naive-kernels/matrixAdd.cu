@@ -1,7 +1,5 @@
-// matrixAdd: C = A + B for row-major width x height float matrices.
-// Launch: 2-D grid, block (16,16,1) by default, grid = (ceil(width/bx), ceil(height/by)).
-// Naive: one thread per element, no vectorised loads, no grid-stride loop, fixed block shape.
-extern "C" __global__ void matrixAdd(const float* A, const float* B, float* C, int width, int height)
+// C = A + B for width x height row-major float matrices.
+__global__ void matrixAdd(float* A, float* B, float* C, int width, int height)
 {
     int col = blockIdx.x * blockDim.x + threadIdx.x;
     int row = blockIdx.y * blockDim.y + threadIdx.y;

@@ -1,14 +1,14 @@
 #!/usr/bin/env python3
 """Reference implementations and checker for the kt naive-kernels suite.
 
-Every kernel in this folder is a pair NAME.cu (one extern "C" __global__ kernel) and NAME.toml (its
+Every kernel in this folder is a pair NAME.cu (one plain __global__ kernel, C++ linkage) and NAME.toml (its
 sidecar: sizes, input distributions, dtypes, element counts, flops/bytes formulas, tolerances).
 This script holds one numpy reference per kernel and three modes:
 
   --cpu   (default)  validate every sidecar against its kernel's signature, then run each numpy
                      reference at the sidecar's `test` size on random inputs and check shapes,
                      dtypes, finiteness and a few kernel-specific invariants. Needs only numpy.
-  --gpu              compile each .cu with cupy.RawKernel (NVRTC), run it at the `test` size and
+  --gpu              compile each .cu with cupy.RawModule (NVRTC, the kernel found through its name expression), run it at the `test` size and
                      compare against the numpy reference with the sidecar's tolerances, then time it
                      at the `bench` size with CUDA events (warm-up, median of --reps runs). One line
                      per kernel, then "N passed, N failed". A failing kernel does not stop the run.
@@ -606,9 +606,8 @@ def run_gpu(stems: list[str], bench: bool, reps: int) -> int:
             problems = k.validate()
             if problems:
                 raise AssertionError("sidecar: " + "; ".join(problems))
-            fn = cp.RawKernel(k.src, k.name)
-            if hasattr(fn, "compile"):
-                fn.compile()
+            # plain __global__ kernels have C++ linkage: NVRTC lowers the name through a name expression
+            fn = cp.RawModule(code=k.src, name_expressions=[k.name]).get_function(k.name)
             # correctness at test size
             s = k.meta["test"]
             host = k.host_inputs(s, np.random.default_rng(1234))

@@ -1,11 +1,6 @@
-// verlet_integration: one velocity-Verlet style update of num_particles particles stored as float3
-// arrays (array of structs, 12 bytes each):
-//   positions  += velocities * dt + 0.5 * accelerations * dt^2
-//   velocities += accelerations * dt
-// Launch: 1-D, block 256 by default, grid = ceil(num_particles/256); one thread per particle.
-// Naive: scalar component-wise float3 accesses (12-byte stride, no vectorised loads).
-extern "C" __global__ void verlet_integration(float3* positions, float3* velocities, const float3* accelerations,
-                                              float dt, int num_particles)
+// Velocity-Verlet update: positions += velocities*dt + 0.5*accelerations*dt^2; velocities += accelerations*dt.
+__global__ void verlet_integration(float3* positions, float3* velocities, float3* accelerations,
+                                   float dt, int num_particles)
 {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < num_particles) {
