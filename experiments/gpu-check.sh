@@ -4,7 +4,12 @@
 # 1. kt doctor; 2. kt selftest --gpu; 3. Stages 1+2 (kt testgen) on three suite kernels with scripted answers;
 # 4. the autonomous matmul demo from the replay cassette; 5. the smoke experiment and its report; 6. every test
 # executable in .device/tests (TESTS=dir to use another) with --include-ignored and KT_GPU=1, so the tests marked
-# #[ignore = "needs a GPU"] run; tests about machines *without* a GPU are skipped by name.
+# #[ignore = "needs a GPU"] run; tests about machines *without* a GPU are skipped by name; 7. every corpus kernel
+# tuned and verified (experiments/corpus-check/run.py: the suite as people write it, the wild corpus, real programs
+# version against version, the wrong-but-plausible kernels and their verdicts); 8. twelve realistic answer styles
+# through `kt debug node` on the demo run (experiments/answer-styles/run.sh).
+# PARTS=doctor,selftest,testgen,demo,smoke,tests,corpus,styles (default: all) picks steps, for calls that must
+# stay under a time limit.
 # Each step prints its own output; the script goes on past a failing step and ends with `N passed, N failed`.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
@@ -19,15 +24,24 @@ step() {
   if "$@"; then passed=$((passed + 1)); echo "--- $name ok ($((SECONDS - t0)) s)"
   else failed=$((failed + 1)); echo "--- $name FAILED ($((SECONDS - t0)) s)"; fi
 }
-step doctor "$KT" doctor
-step selftest "$KT" selftest --gpu
-for k in matmul vectorAdd matrixAdd; do
-  step "testgen-$k" "$KT" testgen "naive-kernels/$k.cu" --llm "scripted:experiments/scripted/$k.toml" --out "$out/testgen"
-done
-step demo "$KT" transform naive-kernels/matmul.cu --strategy autonomous --replan 3 \
+parts=${PARTS:-doctor,selftest,testgen,demo,smoke,tests,corpus,styles}
+want() { [[ ",$parts," == *",$1,"* ]]; }
+want doctor && step doctor "$KT" doctor
+want selftest && step selftest "$KT" selftest --gpu
+if want testgen; then
+  for k in matmul vectorAdd matrixAdd; do
+    step "testgen-$k" "$KT" testgen "naive-kernels/$k.cu" --llm "scripted:experiments/scripted/$k.toml" --out "$out/testgen"
+  done
+fi
+want demo && step demo "$KT" transform naive-kernels/matmul.cu --strategy autonomous --replan 3 \
   --llm replay:experiments/cassettes/matmul-autonomous.jsonl --out "$out/demo"
-step smoke "$KT" experiment run experiments/smoke.toml --gpus 0 --quiet --out "$out/smoke"
-step smoke-report "$KT" experiment report "$out/smoke" --format md
+if want smoke; then
+  step smoke "$KT" experiment run experiments/smoke.toml --gpus 0 --quiet --out "$out/smoke"
+  step smoke-report "$KT" experiment report "$out/smoke" --format md
+fi
+want corpus && step corpus python3 experiments/corpus-check/run.py --kt "$KT" --out "$out/corpus"
+want styles && step answer-styles env KT="$KT" experiments/answer-styles/run.sh "$out/answer-styles"
+want tests || { echo "$passed passed, $failed failed"; exit $((failed > 0)); }
 # Tests that check the behaviour of a machine without a GPU (they stop early with KT_GPU=1): not run here.
 no_gpu_tests=(--skip without_a_gpu --skip for_want_of_a_gpu --skip the_seed_from_kt_seed_is_recorded)
 # Ignored tests for tools other than the GPU run only where the tool is (scripts/test.sh runs them elsewhere).
@@ -43,3 +57,4 @@ else
   echo "=== tests: no $tests_dir (copy the test executables there to run them)"
 fi
 echo "$passed passed, $failed failed"
+exit $((failed > 0))
