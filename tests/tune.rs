@@ -84,3 +84,121 @@ fn the_worker_mode_refuses_to_run_by_hand() {
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(err.contains("fd 3"), "{err}");
 }
+
+/// A failure before any GPU work: exit code 1, no panic, and every piece of `expected` in the message.
+fn assert_input_error(out: &Output, expected: &[&str]) {
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    for e in expected {
+        assert!(err.contains(e), "`{e}` missing from: {err}");
+    }
+    assert!(
+        !err.contains("starting the tuner"),
+        "reached the GPU: {err}"
+    );
+}
+
+#[test]
+fn a_file_without_a_kernel_is_named_with_what_kt_needs() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("host_only.cu");
+    std::fs::write(
+        &file,
+        "#include <stdio.h>\nint main() { printf(\"hi\\n\"); return 0; }\n",
+    )
+    .unwrap();
+    let f = file.to_str().unwrap();
+    for args in [vec!["tune", f, "--test-size"], vec!["verify", f, f]] {
+        assert_input_error(&kt(&args), &["host_only.cu", "no __global__ function"]);
+    }
+}
+
+#[test]
+fn two_kernels_and_no_kernel_flag_ask_for_one_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("two.cu");
+    std::fs::write(
+        &file,
+        "__global__ void scale(float *x, int n) { x[0] *= 2; }\n\
+         __global__ void shift(float *x, int n) { x[0] += 1; }\n",
+    )
+    .unwrap();
+    let f = file.to_str().unwrap();
+    for args in [
+        vec!["tune", f, "--problem-size", "n", "--size", "n=10"],
+        vec!["verify", f, f],
+    ] {
+        assert_input_error(&kt(&args), &["two.cu", "scale, shift", "--kernel NAME"]);
+    }
+}
+
+#[test]
+fn a_kernel_whose_header_is_missing_names_the_file_the_header_and_the_include_flag() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("uses_header.cu");
+    std::fs::write(
+        &file,
+        "#include \"params.h\"\n__global__ void scale(float *x, int n) { int i = threadIdx.x; if (i < n) x[i] *= FACTOR; }\n",
+    )
+    .unwrap();
+    let f = file.to_str().unwrap();
+    for args in [
+        vec!["tune", f, "--problem-size", "n", "--size", "n=10"],
+        vec!["verify", f, f],
+    ] {
+        assert_input_error(
+            &kt(&args),
+            &["uses_header.cu:1", "\"params.h\"", "--include DIR"],
+        );
+    }
+}
+
+#[test]
+fn a_whole_program_is_tuned_as_its_kernel_and_the_user_is_told_host_code_was_left_out() {
+    if gpu_enabled() {
+        return;
+    }
+    let out = kt(&[
+        "tune",
+        "tests/corpus/wild/vector_add_program.cu",
+        "--test-size",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("host code left out: ") && err.contains("main"),
+        "{err}"
+    );
+    // the input was fine: what stops it here is the missing GPU
+    assert_clear_failure(&out);
+}
+
+#[test]
+fn a_template_block_size_brings_the_block_size_along_unless_told_not_to() {
+    if gpu_enabled() {
+        return;
+    }
+    let base = [
+        "tune",
+        "tests/corpus/programs/sample-style/reduction.cu",
+        "--kernel",
+        "reduce3",
+        "--param",
+        "blockSize=128,256",
+        "--test-size",
+    ];
+    let out = kt(&base);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("block_size_x added to the space with the values [128, 256]")
+            && err.contains("restriction from the code: block_size_x == blockSize"),
+        "{err}"
+    );
+    assert_clear_failure(&out);
+    let mut off = base.to_vec();
+    off.push("--no-derived-restrictions");
+    let out = kt(&off);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("restriction from the code"), "{err}");
+    assert_clear_failure(&out);
+}

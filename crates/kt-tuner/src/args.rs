@@ -534,88 +534,96 @@ impl SuiteInputs {
         count: usize,
         configs: &[Config],
     ) -> Result<TestSet, TunerError> {
+        let values = self.values_at(size, overrides);
+        let tests = (1..=count.max(1) as u64)
+            .map(|seed| self.make_test(params, &values, &format!("gen{seed}"), seed, configs))
+            .collect::<Result<_, _>>()?;
+        Ok(TestSet { tests })
+    }
+
+    /// The scalar values at `size` (the `test` table falls back to `bench`), with `overrides` applied.
+    pub fn values_at(&self, size: SizeChoice, overrides: &BTreeMap<String, f64>) -> Bindings {
         let mut values = match size {
-            SizeChoice::Bench => self.bench.clone(),
-            SizeChoice::Test => {
-                if self.test.is_empty() {
-                    self.bench.clone()
-                } else {
-                    self.test.clone()
-                }
-            }
+            SizeChoice::Test if !self.test.is_empty() => self.test.clone(),
+            _ => self.bench.clone(),
         };
         values.extend(overrides.iter().map(|(k, v)| (k.clone(), *v)));
+        values
+    }
+
+    /// One test with the scalar `values`, arrays generated from `seed`, named `id`.
+    pub fn make_test(
+        &self,
+        params: &[ParamSpec],
+        values: &Bindings,
+        id: &str,
+        seed: u64,
+        configs: &[Config],
+    ) -> Result<KernelTest, TunerError> {
+        let missing = |name: &str| {
+            TunerError::Arguments(format!(
+                "no value for scalar `{name}` (give it in the sidecar or with --size {name}=V)"
+            ))
+        };
         if let Some(p) = params
             .iter()
             .find(|p| !p.is_pointer && !values.contains_key(&p.name))
         {
-            return Err(TunerError::Arguments(format!(
-                "no value for scalar `{}` (give it in the sidecar or with --size {}=V)",
-                p.name, p.name
-            )));
+            return Err(missing(&p.name));
         }
-        let mut tests = Vec::new();
-        for seed in 1..=count.max(1) as u64 {
-            let mut args = Vec::new();
-            for p in params {
-                if p.is_pointer {
-                    let dist_text = self.inputs.get(&p.name).ok_or_else(|| {
-                        TunerError::Arguments(format!(
-                            "sidecar has no `inputs` entry for array `{}`",
-                            p.name
-                        ))
-                    })?;
-                    let (dtype, lanes) = match self.dtypes.get(&p.name) {
-                        Some(d) => DType::parse_numpy(d)?,
-                        None => p.dtype.ok_or_else(|| TunerError::Arguments(format!("array `{}`: no dtype in the sidecar and its C type is not a known scalar", p.name)))?,
-                    };
-                    let size_expr = self.sizes.get(&p.name).ok_or_else(|| {
-                        TunerError::Arguments(format!(
-                            "sidecar has no `sizes` entry for array `{}`",
-                            p.name
-                        ))
-                    })?;
-                    let count = largest_size(&p.name, size_expr, &values, configs)?;
-                    args.push(TestArg::Array(ArrayArg {
-                        name: p.name.clone(),
-                        dtype,
-                        lanes,
-                        elements: count * lanes as u64,
-                        source: ArraySource::Generate {
-                            dist: Distribution::parse(dist_text)?,
-                            seed: seed * 1000 + args.len() as u64,
-                        },
-                        is_output: self.outputs.contains(&p.name),
-                        expected: None,
-                    }));
-                } else {
-                    let value = *values.get(&p.name).ok_or_else(|| {
-                        TunerError::Arguments(format!(
-                            "no value for scalar `{}` (give it in the sidecar or with --size {}=V)",
-                            p.name, p.name
-                        ))
-                    })?;
-                    let (dtype, _) = p.dtype.ok_or_else(|| {
-                        TunerError::Arguments(format!(
-                            "scalar `{}` has a type the tuner cannot pass",
-                            p.name
-                        ))
-                    })?;
-                    args.push(TestArg::Scalar(ScalarArg {
-                        name: p.name.clone(),
-                        dtype,
-                        value,
-                        bytes: dtype.encode_scalar(&p.name, value)?,
-                    }));
-                }
+        let mut args = Vec::new();
+        for p in params {
+            if p.is_pointer {
+                let dist_text = self.inputs.get(&p.name).ok_or_else(|| {
+                    TunerError::Arguments(format!(
+                        "sidecar has no `inputs` entry for array `{}`",
+                        p.name
+                    ))
+                })?;
+                let (dtype, lanes) = match self.dtypes.get(&p.name) {
+                    Some(d) => DType::parse_numpy(d)?,
+                    None => p.dtype.ok_or_else(|| TunerError::Arguments(format!("array `{}`: no dtype in the sidecar and its C type is not a known scalar", p.name)))?,
+                };
+                let size_expr = self.sizes.get(&p.name).ok_or_else(|| {
+                    TunerError::Arguments(format!(
+                        "sidecar has no `sizes` entry for array `{}`",
+                        p.name
+                    ))
+                })?;
+                let count = largest_size(&p.name, size_expr, values, configs)?;
+                args.push(TestArg::Array(ArrayArg {
+                    name: p.name.clone(),
+                    dtype,
+                    lanes,
+                    elements: count * lanes as u64,
+                    source: ArraySource::Generate {
+                        dist: Distribution::parse(dist_text)?,
+                        seed: seed * 1000 + args.len() as u64,
+                    },
+                    is_output: self.outputs.contains(&p.name),
+                    expected: None,
+                }));
+            } else {
+                let value = *values.get(&p.name).ok_or_else(|| missing(&p.name))?;
+                let (dtype, _) = p.dtype.ok_or_else(|| {
+                    TunerError::Arguments(format!(
+                        "scalar `{}` has a type the tuner cannot pass",
+                        p.name
+                    ))
+                })?;
+                args.push(TestArg::Scalar(ScalarArg {
+                    name: p.name.clone(),
+                    dtype,
+                    value,
+                    bytes: dtype.encode_scalar(&p.name, value)?,
+                }));
             }
-            tests.push(KernelTest {
-                id: format!("gen{seed}"),
-                args,
-                tolerances: self.tolerances_for(params),
-            });
         }
-        Ok(TestSet { tests })
+        Ok(KernelTest {
+            id: id.to_string(),
+            args,
+            tolerances: self.tolerances_for(params),
+        })
     }
 }
 

@@ -82,6 +82,25 @@ using ::floor; using ::ceil; using ::fabs; using ::fmin; using ::fmax; using ::e
     ]
 }
 
+/// The `-I` directories of the CUDA toolkit: its include directory and, where the toolkit keeps libcu++
+/// apart (CUDA 13 moved CCCL to `include/cccl`), that one too: `<cooperative_groups.h>` includes
+/// `<cuda/std/type_traits>` under NVRTC, and a missing one is NVRTC's "catastrophic error".
+pub fn cuda_include_dirs() -> Vec<PathBuf> {
+    cuda_include_dir()
+        .map(|d| with_cccl(&d))
+        .unwrap_or_default()
+}
+
+/// `dir`, then the directory under it that holds `cuda/std/` when that is not `dir` itself.
+fn with_cccl(dir: &Path) -> Vec<PathBuf> {
+    let mut out = vec![dir.to_path_buf()];
+    let cccl = dir.join("cccl");
+    if !dir.join("cuda/std").is_dir() && cccl.join("cuda/std").is_dir() {
+        out.push(cccl);
+    }
+    out
+}
+
 /// The CUDA toolkit's include directory, if the machine has one holding `cuda_fp16.h`.
 pub fn cuda_include_dir() -> Option<PathBuf> {
     let env_dirs = ["CUDA_HOME", "CUDA_PATH", "CUDA_ROOT"]
@@ -200,6 +219,17 @@ mod tests {
             .map(|(p, _)| p.file_name().unwrap().to_string_lossy().into_owned())
             .collect();
         assert_eq!(names, vec!["common.h", "inner.h"]);
+    }
+
+    #[test]
+    fn a_toolkit_that_keeps_libcudacxx_under_cccl_gets_both_dirs() {
+        let dir = tempfile::tempdir().unwrap();
+        let inc = dir.path().join("include");
+        std::fs::create_dir_all(inc.join("cccl/cuda/std")).unwrap();
+        assert_eq!(with_cccl(&inc), vec![inc.clone(), inc.join("cccl")]);
+        // CUDA 12 keeps cuda/std beside cuda_fp16.h: one directory is enough
+        std::fs::create_dir_all(inc.join("cuda/std")).unwrap();
+        assert_eq!(with_cccl(&inc), vec![inc.clone()]);
     }
 
     #[test]

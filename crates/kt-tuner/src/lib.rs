@@ -24,6 +24,8 @@
 pub mod arg_map;
 pub mod args;
 pub mod cache;
+pub mod default_tests;
+pub mod derived;
 pub mod device_kernels;
 pub mod dtype;
 pub mod error;
@@ -31,6 +33,7 @@ pub mod export;
 pub mod expr;
 pub mod geometry;
 pub mod headers;
+pub mod kernel_file;
 pub mod measure;
 pub mod module_cache;
 pub mod npy;
@@ -51,6 +54,7 @@ pub use args::{
 };
 pub use error::TunerError;
 pub use geometry::{Geometry, LaunchDims};
+pub use kernel_file::{KernelFile, KernelSource, kernel_source};
 pub use measure::{Baseline, TimingPolicy, TimingStats};
 pub use search::Strategy;
 pub use session::{

@@ -80,6 +80,33 @@ fn query_device(ordinal: usize) -> Result<((i32, i32), u64), TunerError> {
     Ok(((major, minor), threads as u64))
 }
 
+/// How much work fills device `ordinal` and how much memory a test may take (`kt verify`'s large test).
+/// Needs only the driver, no context.
+pub fn device_scale(ordinal: usize) -> Result<crate::default_tests::DeviceScale, TunerError> {
+    query_device(ordinal)?;
+    use cudarc::driver::result;
+    use cudarc::driver::sys::CUdevice_attribute as A;
+    let dev = result::device::get(ordinal as i32).map_err(device_error)?;
+    // SAFETY: dev is a valid device handle (query_device initialised the driver and checked the ordinal).
+    let (sms, threads, memory) = unsafe {
+        (
+            result::device::get_attribute(dev, A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
+                .map_err(device_error)?,
+            result::device::get_attribute(
+                dev,
+                A::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR,
+            )
+            .map_err(device_error)?,
+            result::device::total_mem(dev).map_err(device_error)?,
+        )
+    };
+    Ok(crate::default_tests::DeviceScale::new(
+        sms.max(1) as u32,
+        threads.max(1) as u32,
+        memory as u64,
+    ))
+}
+
 impl Tuner {
     /// Starts the worker (its context is created in the background) and the compiler pool.
     pub fn new(config: TunerConfig) -> Result<Self, TunerError> {

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use crate::args::{ParamSpec, SuiteInputs};
 use crate::error::TunerError;
+use crate::kernel_file::{KernelFile, KernelSource};
 use crate::session::setup::{TunableKernel, config_from_block};
 use crate::space::TunableParam;
 
@@ -42,14 +43,32 @@ pub fn template_params(kernel: &kt_cuda::Kernel) -> Vec<(String, Option<String>)
 }
 
 impl SuiteKernel {
-    /// Parses `source`, picks the sidecar's kernel (or `kernel_name`), and checks the sidecar against it.
+    /// Parses `source`, picks the sidecar's kernel (or `kernel_name`), and checks the sidecar against it;
+    /// what is compiled is the kernel's own unit (host code and other kernels left out).
     pub fn new(
         source: &str,
         sidecar: &kt_cuda::Sidecar,
         kernel_name: Option<&str>,
     ) -> Result<Self, TunerError> {
-        let parsed = kt_cuda::parse(source).map_err(|e| TunerError::Source(e.to_string()))?;
-        Self::from_parsed(source, &parsed, sidecar, kernel_name)
+        let file = KernelFile::from_text(&sidecar.kernel, source, &[])?;
+        let unit = file.select(Some(kernel_name.unwrap_or(&sidecar.kernel)))?;
+        Self::from_unit(&file, &unit, sidecar)
+    }
+
+    /// The kernel `unit` of `file` described by `sidecar`, compiling the unit.
+    pub fn from_unit(
+        file: &KernelFile,
+        unit: &KernelSource,
+        sidecar: &kt_cuda::Sidecar,
+    ) -> Result<Self, TunerError> {
+        let mut suite = Self::from_parsed(
+            &unit.unit.text,
+            &file.parsed,
+            sidecar,
+            Some(&unit.kernel.name),
+        )?;
+        unit.compile_as(&mut suite.kernel);
+        Ok(suite)
     }
 
     /// As [`SuiteKernel::new`] for a source already parsed (with its headers followed, kernels in a
@@ -183,9 +202,11 @@ mod tests {
         let path = sidecar_for(&cu, Some("softmax_forward_kernel2")).unwrap();
         assert!(path.ends_with("softmax_forward.softmax_forward_kernel2.toml"));
         let sc = kt_cuda::Sidecar::load(&path).unwrap();
-        let source = std::fs::read_to_string(&cu).unwrap();
-        let k = SuiteKernel::new(&source, &sc, Some("softmax_forward_kernel2")).unwrap();
+        let file = KernelFile::load(&cu, &[]).unwrap();
+        let unit = file.select(Some("softmax_forward_kernel2")).unwrap();
+        let k = SuiteKernel::from_unit(&file, &unit, &sc).unwrap();
         assert_eq!(k.kernel.kernel_name, "softmax_forward_kernel2");
+        assert!(!k.kernel.source.contains("main("));
         assert_eq!(
             k.kernel.geometry.shared_mem.as_deref(),
             Some("block_size_x * 4")

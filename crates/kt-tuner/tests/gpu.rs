@@ -4,37 +4,17 @@
 
 #![allow(clippy::unwrap_used)]
 
-use kt_tuner::session::TunerConfig;
-use kt_tuner::worker::process::{PROTOCOL_ENV, WorkerCommand};
+mod gpu_support;
 
 #[test]
 fn gpu_worker_entry() {
-    if std::env::var(PROTOCOL_ENV).is_ok() {
-        let code = match kt_tuner::worker::serve() {
-            Ok(()) => 0,
-            Err(_) => 1,
-        };
-        std::process::exit(code);
-    }
+    gpu_support::serve_if_worker();
 }
 
 #[test]
 #[ignore = "needs a GPU; experiments/gpu-check.sh runs it (KT_GPU=1, --include-ignored)"]
 fn selftest_passes_every_check_on_the_gpu() {
-    let worker = WorkerCommand {
-        program: std::env::current_exe().unwrap(),
-        args: vec![
-            "--exact".into(),
-            "gpu_worker_entry".into(),
-            "--nocapture".into(),
-            "--test-threads=1".into(),
-        ],
-        env: vec![],
-    };
-    let config = TunerConfig {
-        worker: Some(worker),
-        ..TunerConfig::default()
-    };
+    let config = gpu_support::config();
     let checks = kt_tuner::selftest::run(config).expect("a GPU session");
     for c in &checks {
         println!(
@@ -67,7 +47,7 @@ fn read_f32_npy(path: &std::path::Path) -> Vec<f32> {
 #[test]
 #[ignore = "needs a GPU; experiments/gpu-check.sh runs it (KT_GPU=1, --include-ignored)"]
 fn reference_run_of_vector_add_writes_expected_outputs_that_match_the_cpu() {
-    use kt_tuner::session::{TunableKernel, Tuner, config_from_block};
+    use kt_tuner::session::{TunableKernel, config_from_block};
     use kt_tuner::{ParamSpec, TestSet, TimingPolicy, TunableParam};
     use std::collections::BTreeMap;
     let n = 1000usize;
@@ -114,21 +94,7 @@ fn reference_run_of_vector_add_writes_expected_outputs_that_match_the_cpu() {
     let mut kernel = TunableKernel::new(source, "vectorAdd", vec!["n".into()]);
     kernel.params = vec![TunableParam::new("block_size_x", [256])];
     let config = config_from_block(&kernel.params, [256, 1, 1]);
-    let worker = WorkerCommand {
-        program: std::env::current_exe().unwrap(),
-        args: vec![
-            "--exact".into(),
-            "gpu_worker_entry".into(),
-            "--nocapture".into(),
-            "--test-threads=1".into(),
-        ],
-        env: vec![],
-    };
-    let mut tuner = Tuner::new(TunerConfig {
-        worker: Some(worker),
-        ..TunerConfig::default()
-    })
-    .unwrap();
+    let mut tuner = gpu_support::tuner();
     let runs = tuner
         .run_reference(
             &kernel,

@@ -9,79 +9,23 @@
 use std::collections::BTreeMap;
 
 use kt_tuner::arg_map::match_arguments;
-use kt_tuner::args::{ParamSpec, SizeChoice, SuiteInputs, TestSet};
-use kt_tuner::dtype::DType;
+use kt_tuner::args::{SuiteInputs, TestSet};
 use kt_tuner::sanitize::{SanitizerReport, run_tools};
-use kt_tuner::session::{TunableKernel, TuneOptions, Tuner, TunerConfig, Verdict};
+use kt_tuner::session::{TunableKernel, TuneOptions, Tuner, Verdict};
 use kt_tuner::space::{Config, TunableParam};
-use kt_tuner::worker::process::{PROTOCOL_ENV, WorkerCommand};
+
+mod gpu_support;
+use gpu_support::{block, config};
 
 #[test]
 fn gpu_worker_entry() {
-    if std::env::var(PROTOCOL_ENV).is_ok() {
-        std::process::exit(i32::from(kt_tuner::worker::serve().is_err()));
-    }
-}
-
-fn setup() -> TunerConfig {
-    TunerConfig {
-        worker: Some(WorkerCommand {
-            program: std::env::current_exe().unwrap(),
-            args: vec![
-                "--exact".into(),
-                "gpu_worker_entry".into(),
-                "--nocapture".into(),
-                "--test-threads=1".into(),
-            ],
-            env: vec![],
-        }),
-        ..TunerConfig::default()
-    }
-}
-
-fn block(x: i64) -> Config {
-    Config(vec![("block_size_x".into(), x)])
+    gpu_support::serve_if_worker();
 }
 
 /// Tests of a kernel `(in, out, n)` over `dtype` arrays of `n` = 10007 elements; `out_size` is out's
 /// element count.
 fn tests_for(dtype: &str, out_size: &str, configs: &[Config]) -> (TestSet, SuiteInputs) {
-    let (d, _) = DType::parse_numpy(dtype).unwrap();
-    let p = |name: &str| ParamSpec {
-        name: name.into(),
-        is_pointer: true,
-        dtype: Some((d, 1)),
-    };
-    let params = vec![
-        p("in"),
-        p("out"),
-        ParamSpec {
-            name: "n".into(),
-            is_pointer: false,
-            dtype: Some((DType::Int32, 1)),
-        },
-    ];
-    let inputs = SuiteInputs {
-        outputs: vec!["out".into()],
-        test: BTreeMap::from([("n".to_string(), 10007.0)]),
-        inputs: BTreeMap::from([
-            ("in".to_string(), "randn".to_string()),
-            ("out".to_string(), "zeros".to_string()),
-        ]),
-        dtypes: BTreeMap::from([
-            ("in".to_string(), dtype.to_string()),
-            ("out".to_string(), dtype.to_string()),
-        ]),
-        sizes: BTreeMap::from([
-            ("in".to_string(), "n".to_string()),
-            ("out".to_string(), out_size.to_string()),
-        ]),
-        ..SuiteInputs::default()
-    };
-    let set = inputs
-        .make_tests_for(&params, SizeChoice::Test, &BTreeMap::new(), 2, configs)
-        .unwrap();
-    (set, inputs)
+    gpu_support::in_out_n_tests(dtype, 10007.0, out_size, configs)
 }
 
 const BF16_SCALE: &str = r#"#include <cuda_bf16.h>
@@ -97,7 +41,7 @@ fn bfloat16_data_is_generated_tuned_and_verified() {
     let (tests, _) = tests_for("bfloat16", "n", &[]);
     let mut k = TunableKernel::new(BF16_SCALE, "scale_bf16", vec!["n".into()]);
     k.params = vec![TunableParam::new("block_size_x", [64, 256])];
-    let r = Tuner::new(setup())
+    let r = Tuner::new(config())
         .unwrap()
         .tune(&k, &tests, &TuneOptions::default(), &mut |_| {})
         .unwrap();
@@ -135,7 +79,7 @@ fn an_output_sized_by_the_block_size_is_checked_at_each_configuration() {
     let (tests, _) = tests_for("float32", "ceil_div(n, block_size_x)", &configs);
     assert_eq!(tests.tests[0].arrays().nth(1).unwrap().elements, 79);
     let k = partial_sums();
-    let report = Tuner::new(setup())
+    let report = Tuner::new(config())
         .unwrap()
         .verify(&k, &block(128), &k, &block(128), &tests)
         .unwrap();
@@ -165,7 +109,7 @@ fn a_candidate_with_its_own_launch_and_parameter_order_verifies() {
     let parse = |s: &str| kt_cuda::parse(s).unwrap().kernels[0].clone();
     let given = BTreeMap::from([("per_thread".to_string(), "2".to_string())]);
     cand.arguments = match_arguments(&parse(SCALE), &parse(TWO_PER_THREAD), &given).unwrap();
-    let mut t = Tuner::new(setup()).unwrap();
+    let mut t = Tuner::new(config()).unwrap();
     let report = t
         .verify(&reference, &block(256), &cand, &block(64), &tests)
         .unwrap();
@@ -203,7 +147,7 @@ fn reruns_that_differ_are_a_nondeterministic_verdict() {
         );
     }
     let k = TunableKernel::new(TICKETS, "tickets", vec!["n".into()]);
-    let mut t = Tuner::new(setup()).unwrap();
+    let mut t = Tuner::new(config()).unwrap();
     assert!(
         t.verify(&k, &block(1024), &k, &block(1024), &tests)
             .unwrap()
@@ -232,7 +176,7 @@ fn compute_sanitizer_reports_a_shared_memory_race() {
     let (tests, _) = tests_for("float32", "n", &[]);
     let mut k = TunableKernel::new(SHARED_RACE, "shift", vec!["n".into()]);
     k.geometry.shared_mem = Some("block_size_x * 4".into());
-    let report = run_tools(&setup(), &k, &block(256), &tests).unwrap();
+    let report = run_tools(&config(), &k, &block(256), &tests).unwrap();
     let SanitizerReport::Ran { tools } = &report else {
         panic!("{:?}", report.lines());
     };
@@ -250,7 +194,7 @@ fn percent_of_peak_is_taken_against_the_theoretical_ceilings() {
     k.params = vec![TunableParam::new("block_size_x", [128, 256])];
     k.bytes = Some("8 * n".into());
     k.flops = Some("n".into());
-    let r = Tuner::new(setup())
+    let r = Tuner::new(config())
         .unwrap()
         .tune(&k, &tests, &TuneOptions::default(), &mut |_| {})
         .unwrap();

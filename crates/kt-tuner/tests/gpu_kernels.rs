@@ -6,85 +6,27 @@
 
 #![allow(clippy::unwrap_used)]
 
-use std::collections::BTreeMap;
+use kt_tuner::args::TestSet;
+use kt_tuner::session::{TunableKernel, TuneOptions, Verdict};
+use kt_tuner::space::TunableParam;
 
-use kt_tuner::args::{ParamSpec, SizeChoice, SuiteInputs, TestSet};
-use kt_tuner::dtype::DType;
-use kt_tuner::session::{TunableKernel, TuneOptions, Tuner, TunerConfig, Verdict};
-use kt_tuner::space::{Config, TunableParam};
-use kt_tuner::worker::process::{PROTOCOL_ENV, WorkerCommand};
+mod gpu_support;
+use gpu_support::{config_of, tuner};
 
 #[test]
 fn gpu_worker_entry() {
-    if std::env::var(PROTOCOL_ENV).is_ok() {
-        let code = match kt_tuner::worker::serve() {
-            Ok(()) => 0,
-            Err(_) => 1,
-        };
-        std::process::exit(code);
-    }
-}
-
-fn tuner() -> Tuner {
-    let worker = WorkerCommand {
-        program: std::env::current_exe().unwrap(),
-        args: vec![
-            "--exact".into(),
-            "gpu_worker_entry".into(),
-            "--nocapture".into(),
-            "--test-threads=1".into(),
-        ],
-        env: vec![],
-    };
-    Tuner::new(TunerConfig {
-        worker: Some(worker),
-        ..TunerConfig::default()
-    })
-    .unwrap()
+    gpu_support::serve_if_worker();
 }
 
 /// Tests for `scale(in, out, n)`: `n` = 1000 elements of `dtype`, in random, out zeros.
-fn scale_tests(dtype: DType) -> TestSet {
-    let p = |name: &str| ParamSpec {
-        name: name.into(),
-        is_pointer: true,
-        dtype: Some((dtype, 1)),
-    };
-    let params = vec![
-        p("in"),
-        p("out"),
-        ParamSpec {
-            name: "n".into(),
-            is_pointer: false,
-            dtype: Some((DType::Int32, 1)),
-        },
-    ];
-    let inputs = SuiteInputs {
-        outputs: vec!["out".into()],
-        test: BTreeMap::from([("n".to_string(), 1000.0)]),
-        inputs: BTreeMap::from([
-            ("in".to_string(), "randn".to_string()),
-            ("out".to_string(), "zeros".to_string()),
-        ]),
-        sizes: BTreeMap::from([
-            ("in".to_string(), "n".to_string()),
-            ("out".to_string(), "n".to_string()),
-        ]),
-        ..SuiteInputs::default()
-    };
-    inputs
-        .make_tests(&params, SizeChoice::Test, &BTreeMap::new(), 2)
-        .unwrap()
+fn scale_tests(dtype: &str) -> TestSet {
+    gpu_support::in_out_n_tests(dtype, 1000.0, "n", &[]).0
 }
 
 fn kernel(source: &str, name: &str) -> TunableKernel {
     let mut k = TunableKernel::new(source, name, vec!["n".into()]);
     k.params = vec![TunableParam::new("block_size_x", [64, 128, 256])];
     k
-}
-
-fn config(values: &[(&str, i64)]) -> Config {
-    Config(values.iter().map(|(n, v)| (n.to_string(), *v)).collect())
 }
 
 const REFERENCE: &str = r#"extern "C" __global__ void scale(const float* in, float* out, int n) {
@@ -99,7 +41,7 @@ fn tunes_cleanly(k: &TunableKernel) {
     let r = t
         .tune(
             k,
-            &scale_tests(DType::Float32),
+            &scale_tests("float32"),
             &TuneOptions::default(),
             &mut |_| {},
         )
@@ -114,9 +56,9 @@ fn tunes_cleanly(k: &TunableKernel) {
 fn verdict_of(candidate: &TunableKernel) -> Verdict {
     let mut t = tuner();
     let reference = kernel(REFERENCE, "scale");
-    let c = config(&[("block_size_x", 128)]);
+    let c = config_of(&[("block_size_x", 128)]);
     let report = t
-        .verify(&reference, &c, candidate, &c, &scale_tests(DType::Float32))
+        .verify(&reference, &c, candidate, &c, &scale_tests("float32"))
         .unwrap();
     report.tests[0].verdict.clone()
 }
@@ -150,7 +92,7 @@ fn a_templated_kernel_is_tuned_over_its_template_parameter() {
     let r = t
         .tune(
             &k,
-            &scale_tests(DType::Float32),
+            &scale_tests("float32"),
             &TuneOptions::default(),
             &mut |_| {},
         )
@@ -182,7 +124,7 @@ fn a_half_precision_kernel_is_tuned_and_verified() {
     let src = "#include <cuda_fp16.h>\n__global__ void scale(const __half* in, __half* out, int n) {\n    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i < n) out[i] = __float2half(2.0f * __half2float(in[i]));\n}\n";
     let k = kernel(src, "scale");
     let mut t = tuner();
-    let tests = scale_tests(DType::Float16);
+    let tests = scale_tests("float16");
     let r = t
         .tune(&k, &tests, &TuneOptions::default(), &mut |_| {})
         .unwrap();

@@ -7,10 +7,52 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, bail};
 use kt_tuner::args::{ParamSpec, SizeChoice, SuiteInputs, TestSet};
+use kt_tuner::kernel_file::{KernelFile, KernelSource};
 use kt_tuner::session::TunableKernel;
 use kt_tuner::session::setup::template_args_for;
 use kt_tuner::space::{Config, TunableParam};
 use kt_tuner::suite::{SuiteKernel, sidecar_for, template_params};
+
+/// How the kernel is launched, when the sidecar does not say or says otherwise (`kt tune`; in `kt verify`,
+/// the candidate's launch).
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct LaunchFlags {
+    /// Problem size expressions, comma-separated, x first (default: the sidecar's).
+    #[arg(long, value_name = "EXPR,..")]
+    pub problem_size: Option<String>,
+    /// Grid divisors for x, comma-separated names or expressions (default: block_size_x).
+    #[arg(long, value_name = "EXPR,..")]
+    pub grid_div_x: Option<String>,
+    /// Grid divisors for y (default: block_size_y).
+    #[arg(long, value_name = "EXPR,..")]
+    pub grid_div_y: Option<String>,
+    /// Grid divisors for z (default: block_size_z).
+    #[arg(long, value_name = "EXPR,..")]
+    pub grid_div_z: Option<String>,
+    /// Dynamic shared memory in bytes, as an expression over parameters and scalars.
+    #[arg(long, value_name = "EXPR")]
+    pub shared_mem: Option<String>,
+}
+
+impl LaunchFlags {
+    /// Puts the given flags over `geometry`.
+    pub fn apply(&self, geometry: &mut kt_tuner::Geometry) {
+        if let Some(p) = &self.problem_size {
+            geometry.problem_size = split_list(p);
+        }
+        for (d, div) in [&self.grid_div_x, &self.grid_div_y, &self.grid_div_z]
+            .into_iter()
+            .enumerate()
+        {
+            if let Some(div) = div {
+                geometry.grid_div[d] = split_list(div);
+            }
+        }
+        if let Some(s) = &self.shared_mem {
+            geometry.shared_mem = Some(s.clone());
+        }
+    }
+}
 
 pub(crate) fn parse_kv(text: &str) -> anyhow::Result<(String, String)> {
     let (k, v) = text
@@ -67,6 +109,7 @@ pub(crate) fn split_list(s: &str) -> Vec<String> {
 
 /// The kernel, its parameter specs and how to make inputs: from the sidecar when there is one.
 pub(crate) struct Loaded {
+    /// Compiles the kernel's own unit (no host code), not the user's whole file.
     pub kernel: TunableKernel,
     pub params: Vec<ParamSpec>,
     pub inputs: Option<SuiteInputs>,
@@ -76,6 +119,10 @@ pub(crate) struct Loaded {
     pub parsed: kt_cuda::Kernel,
     /// The sidecar the description came from.
     pub sidecar: Option<PathBuf>,
+    /// Host code of the file left out of what is compiled (`main`, host functions): names, in order.
+    pub host_code_left_out: Vec<String>,
+    /// One line for the user when host code was left out.
+    pub host_code_note: Option<String>,
 }
 
 /// Which sidecar describes a kernel.
@@ -89,10 +136,14 @@ pub(crate) enum SidecarChoice<'a> {
     Without,
 }
 
-/// The kernel of `file` with its tunable description; the file's directory is where NVRTC looks for its
-/// own headers.
-pub(crate) fn load_kernel(file: &Path, kernel: Option<&str>) -> anyhow::Result<Loaded> {
-    load_kernel_with(file, kernel, SidecarChoice::Beside)
+/// The kernel of `file` with its tunable description. The file's directory, then `include_dirs`, are
+/// searched for its headers, both when it is parsed (a kernel may live in an included `.cuh`) and by NVRTC.
+pub(crate) fn load_kernel(
+    file: &Path,
+    kernel: Option<&str>,
+    include_dirs: &[PathBuf],
+) -> anyhow::Result<Loaded> {
+    load_kernel_with(file, kernel, SidecarChoice::Beside, include_dirs)
 }
 
 /// As [`load_kernel`], with the sidecar chosen.
@@ -100,56 +151,51 @@ pub(crate) fn load_kernel_with(
     file: &Path,
     kernel: Option<&str>,
     sidecar: SidecarChoice,
+    include_dirs: &[PathBuf],
 ) -> anyhow::Result<Loaded> {
-    let mut loaded = load_kernel_unit(file, kernel, sidecar)?;
-    let dir = file
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    loaded.kernel.include_dirs.push(dir.to_path_buf());
-    Ok(loaded)
-}
-
-fn load_kernel_unit(
-    file: &Path,
-    kernel: Option<&str>,
-    sidecar: SidecarChoice,
-) -> anyhow::Result<Loaded> {
-    let source =
-        std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
-    // headers followed: a kernel may live in an included `.cuh`
-    let parsed = kt_cuda::parse_file(file)?;
+    let kernel_file = KernelFile::load(file, include_dirs)?;
     let sidecar_path = match sidecar {
         SidecarChoice::Given(p) => Some(p.to_path_buf()),
         SidecarChoice::Beside => sidecar_for(file, kernel),
         SidecarChoice::Without => None,
     };
-    if let Some(path) = sidecar_path {
-        let sc = kt_cuda::Sidecar::load(&path)?;
-        let dims = sc.problem_size.len();
-        let sk = SuiteKernel::from_parsed(&source, &parsed, &sc, kernel)
-            .with_context(|| format!("with the sidecar {}", path.display()))?;
-        let k = parsed.select_kernel(Some(&sk.kernel.kernel_name))?.clone();
+    let Some(path) = sidecar_path else {
+        let source = kernel_file.select(kernel)?;
         return Ok(Loaded {
-            kernel: sk.kernel,
-            params: sk.params,
-            inputs: Some(sk.inputs),
-            default_block: Some(sk.default_block),
-            dims,
-            parsed: k,
-            sidecar: Some(path),
+            kernel: source.tunable_kernel(Vec::new()),
+            params: ParamSpec::from_kernel(&source.kernel),
+            inputs: None,
+            default_block: None,
+            dims: 0,
+            host_code_left_out: host_names(&source),
+            host_code_note: source.host_code_note(),
+            parsed: source.kernel,
+            sidecar: None,
         });
-    }
-    let k = parsed.select_kernel(kernel)?.clone();
+    };
+    let sc = kt_cuda::Sidecar::load(&path)?;
+    let source = kernel_file.select(Some(kernel.unwrap_or(&sc.kernel)))?;
+    let sk = SuiteKernel::from_unit(&kernel_file, &source, &sc)
+        .with_context(|| format!("with the sidecar {}", path.display()))?;
     Ok(Loaded {
-        kernel: TunableKernel::new(source.clone(), k.name.clone(), Vec::new()),
-        params: ParamSpec::from_kernel(&k),
-        inputs: None,
-        default_block: None,
-        dims: 0,
-        parsed: k,
-        sidecar: None,
+        kernel: sk.kernel,
+        params: sk.params,
+        inputs: Some(sk.inputs),
+        default_block: Some(sk.default_block),
+        dims: sc.problem_size.len(),
+        host_code_left_out: host_names(&source),
+        host_code_note: source.host_code_note(),
+        parsed: source.kernel,
+        sidecar: Some(path),
     })
+}
+
+fn host_names(source: &KernelSource) -> Vec<String> {
+    source
+        .host_code_dropped()
+        .iter()
+        .map(|i| i.name.clone())
+        .collect()
 }
 
 impl Loaded {
@@ -246,6 +292,91 @@ mod tests {
             .join(rel)
     }
 
+    /// Every sidecar of a corpus folder with the file and kernel it describes (`NAME.toml` → `NAME.cu`,
+    /// `NAME.KERNEL.toml` → kernel KERNEL of `NAME.cu`).
+    fn sidecars_in(dir: &str) -> Vec<(PathBuf, Option<String>)> {
+        let mut out = Vec::new();
+        for entry in std::fs::read_dir(corpus(dir)).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().and_then(|e| e.to_str()) != Some("toml") {
+                continue;
+            }
+            let stem = path.file_stem().unwrap().to_string_lossy().into_owned();
+            let (file, kernel) = match stem.split_once('.') {
+                Some((f, k)) => (f.to_string(), Some(k.to_string())),
+                None => (stem, None),
+            };
+            out.push((path.with_file_name(format!("{file}.cu")), kernel));
+        }
+        out.sort();
+        out
+    }
+
+    #[test]
+    fn every_corpus_kernel_compiles_as_a_unit_without_host_code() {
+        let mut files = std::collections::BTreeSet::new();
+        for dir in [
+            "tests/corpus/wild",
+            "tests/corpus/programs/bench-style",
+            "tests/corpus/programs/sample-style",
+        ] {
+            for (cu, kernel) in sidecars_in(dir) {
+                let loaded = load_kernel(&cu, kernel.as_deref(), &[])
+                    .unwrap_or_else(|e| panic!("{}: {e:#}", cu.display()));
+                let unit = &loaded.kernel.source;
+                for host in ["main(", "<<<", "cudaMalloc", "cudaMemcpy"] {
+                    assert!(
+                        !unit.contains(host),
+                        "{}: `{host}` in\n{unit}",
+                        cu.display()
+                    );
+                }
+                assert!(
+                    unit.contains(&loaded.kernel.kernel_name),
+                    "{}",
+                    cu.display()
+                );
+                assert_eq!(loaded.kernel.include_dirs[0], cu.parent().unwrap());
+                let whole = std::fs::read_to_string(&cu).unwrap();
+                if whole.contains("int main(") {
+                    assert!(
+                        loaded.host_code_left_out.iter().any(|n| n == "main"),
+                        "{}: {:?}",
+                        cu.display(),
+                        loaded.host_code_left_out
+                    );
+                    assert!(loaded.host_code_note.is_some());
+                }
+                files.insert(cu);
+            }
+        }
+        // every .cu of the corpus has a sidecar, so none is left untested
+        for dir in [
+            "tests/corpus/wild",
+            "tests/corpus/programs/bench-style",
+            "tests/corpus/programs/sample-style",
+        ] {
+            for entry in std::fs::read_dir(corpus(dir)).unwrap() {
+                let path = entry.unwrap().path();
+                if path.extension().and_then(|e| e.to_str()) == Some("cu") {
+                    assert!(files.contains(&path), "{} has no sidecar", path.display());
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_namespaced_saxpy_is_looked_up_by_its_qualified_name() {
+        let loaded =
+            load_kernel(&corpus("tests/corpus/wild/namespace_saxpy.cu"), None, &[]).unwrap();
+        let q = loaded.kernel.qualified_name.clone().unwrap();
+        assert!(q.ends_with("::saxpy"), "{q}");
+        assert_eq!(
+            loaded.kernel.name_expression(&Config(vec![])),
+            format!("&{q}")
+        );
+    }
+
     #[test]
     fn the_space_product_covers_every_value_combination() {
         let params = vec![
@@ -259,7 +390,7 @@ mod tests {
 
     #[test]
     fn the_reduction_sizes_its_output_by_the_block_size() {
-        let mut loaded = load_kernel(&corpus("naive-kernels/reduce_sum.cu"), None).unwrap();
+        let mut loaded = load_kernel(&corpus("naive-kernels/reduce_sum.cu"), None, &[]).unwrap();
         loaded.size_arrays_per_configuration();
         assert_eq!(
             loaded
@@ -282,7 +413,7 @@ mod tests {
     #[test]
     fn a_templated_kernel_needs_its_template_parameter_tuned_or_given() {
         let file = corpus("tests/corpus/programs/sample-style/reduction.cu");
-        let mut loaded = load_kernel(&file, Some("reduce3")).unwrap();
+        let mut loaded = load_kernel(&file, Some("reduce3"), &[]).unwrap();
         assert!(
             loaded
                 .sidecar

@@ -8,6 +8,7 @@ use std::time::Duration;
 use anyhow::{Context as _, bail};
 use clap::Args;
 use kt_tuner::args::TestSet;
+use kt_tuner::derived::{Derived, derive};
 use kt_tuner::export::import::KernelTunerCache;
 use kt_tuner::search::{Limits, Strategy};
 use kt_tuner::session::{
@@ -18,8 +19,8 @@ use kt_tuner::suite::default_block_space;
 use kt_tuner::{TimingPolicy, export};
 
 use super::kernel_input::{
-    all_configs, default_cache_dir, load_kernel, load_tests, parse_pairs, parse_params,
-    parse_sizes, split_list,
+    LaunchFlags, all_configs, default_cache_dir, load_kernel, load_tests, parse_pairs,
+    parse_params, parse_sizes,
 };
 
 #[derive(Debug, Args)]
@@ -64,19 +65,8 @@ pub struct TuneArgs {
     /// How many generated tests (different seeds) to tune on.
     #[arg(long, default_value_t = 1)]
     pub tests_count: usize,
-    /// Problem size expressions, comma-separated, x first (default: the sidecar's).
-    #[arg(long)]
-    pub problem_size: Option<String>,
-    /// Grid divisors for x, comma-separated names or expressions (default: block_size_x).
-    #[arg(long)]
-    pub grid_div_x: Option<String>,
-    #[arg(long)]
-    pub grid_div_y: Option<String>,
-    #[arg(long)]
-    pub grid_div_z: Option<String>,
-    /// Dynamic shared memory in bytes, as an expression over parameters.
-    #[arg(long)]
-    pub shared_mem: Option<String>,
+    #[command(flatten)]
+    pub launch: LaunchFlags,
     /// Extra NVRTC option (repeatable), e.g. `--nvrtc-option=-use_fast_math`.
     #[arg(long = "nvrtc-option")]
     pub nvrtc_options: Vec<String>,
@@ -90,6 +80,10 @@ pub struct TuneArgs {
     /// Results file (JSON lines): finished configurations are skipped when the run is repeated.
     #[arg(long)]
     pub results: Option<PathBuf>,
+    /// Leave out the restrictions kt reads from the code (a template parameter the kernel ties to the
+    /// block size: `block_size_x == blockSize`, with block_size_x then following it).
+    #[arg(long)]
+    pub no_derived_restrictions: bool,
     /// Skip verification (timing studies only).
     #[arg(long)]
     pub no_verify: bool,
@@ -123,26 +117,18 @@ pub struct TuneArgs {
 }
 
 pub fn run(args: TuneArgs) -> anyhow::Result<ExitCode> {
-    let mut loaded = load_kernel(&args.file, args.kernel.as_deref())?;
-    if let Some(p) = &args.problem_size {
-        loaded.kernel.geometry.problem_size = split_list(p);
+    let mut loaded = load_kernel(&args.file, args.kernel.as_deref(), &args.include)?;
+    if let Some(note) = &loaded.host_code_note {
+        eprintln!("note: {note}");
+    }
+    args.launch.apply(&mut loaded.kernel.geometry);
+    if args.launch.problem_size.is_some() {
         loaded.dims = loaded.kernel.geometry.problem_size.len();
     }
     if loaded.kernel.geometry.problem_size.is_empty() {
         bail!(
             "no problem size: give --problem-size (names or expressions over scalar arguments, x first)"
         );
-    }
-    for (d, g) in [&args.grid_div_x, &args.grid_div_y, &args.grid_div_z]
-        .into_iter()
-        .enumerate()
-    {
-        if let Some(g) = g {
-            loaded.kernel.geometry.grid_div[d] = split_list(g);
-        }
-    }
-    if let Some(s) = &args.shared_mem {
-        loaded.kernel.geometry.shared_mem = Some(s.clone());
     }
     let mut params = parse_params(&args.params)?;
     let mut restrictions = args.restrictions.clone();
@@ -151,17 +137,27 @@ pub fn run(args: TuneArgs) -> anyhow::Result<ExitCode> {
         params = p;
         restrictions.extend(r);
     }
-    loaded.kernel.reference = loaded.default_block.map(|b| config_from_block(&params, b));
+    let derived = if args.no_derived_restrictions {
+        Derived::default()
+    } else {
+        derive(&loaded.parsed, &params)
+    };
+    for line in derived.lines() {
+        eprintln!("{line} (--no-derived-restrictions: leave them out)");
+    }
+    params.extend(derived.added_params.iter().cloned());
+    restrictions.extend(derived.restrictions.iter().map(|r| r.expr.clone()));
+    loaded.kernel.reference = loaded.default_block.map(|b| {
+        let mut reference = config_from_block(&params, b);
+        derived.align_reference(&mut reference);
+        reference
+    });
     loaded.set_template_args(&params, &parse_pairs(&args.templates)?)?;
     loaded.size_arrays_per_configuration();
     let configs = all_configs(&params, loaded.kernel.reference.as_slice());
     loaded.kernel.params = params;
     loaded.kernel.restrictions = restrictions.into_iter().map(Restriction::Expr).collect();
     loaded.kernel.compiler_options = args.nvrtc_options.clone();
-    loaded
-        .kernel
-        .include_dirs
-        .extend(args.include.iter().cloned());
     let sizes = parse_sizes(&args.sizes)?;
     let tests = load_tests(
         &loaded,
@@ -266,6 +262,14 @@ pub fn run(args: TuneArgs) -> anyhow::Result<ExitCode> {
         if let Some(o) = json.as_object_mut() {
             o.insert("time_basis".into(), time_basis(&tests));
             o.insert("sanitizer".into(), serde_json::to_value(&sanitizer)?);
+            o.insert(
+                "host_code_left_out".into(),
+                serde_json::to_value(&loaded.host_code_left_out)?,
+            );
+            o.insert(
+                "derived_restrictions".into(),
+                serde_json::to_value(derived.lines())?,
+            );
         }
         println!("{}", serde_json::to_string_pretty(&json)?);
     } else {

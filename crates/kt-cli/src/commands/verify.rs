@@ -10,17 +10,22 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 use clap::Args;
 use kt_tuner::arg_map::match_arguments;
+use kt_tuner::args::{SizeChoice, SuiteInputs, TestSet};
+use kt_tuner::default_tests::{self, ExtraTest};
+use kt_tuner::expr::Bindings;
+use kt_tuner::kernel_file::KernelFile;
 use kt_tuner::sanitize::{SanitizerReport, run_tools};
 use kt_tuner::session::{Tuner, TunerConfig, Verdict, VerifyReport, config_from_block};
 use kt_tuner::space::{Config, TunableParam};
 use kt_tuner::suite::sidecar_for;
 
 use super::kernel_input::{
-    Loaded, SidecarChoice, default_cache_dir, load_kernel, load_kernel_with, load_tests, parse_kv,
-    parse_pairs, parse_sizes, split_list,
+    LaunchFlags, Loaded, SidecarChoice, default_cache_dir, load_kernel, load_kernel_with,
+    load_tests, parse_kv, parse_pairs, parse_sizes, split_list,
 };
 
 #[derive(Debug, Args)]
+#[command(after_long_help = DEFAULT_TESTS_HELP)]
 pub struct VerifyArgs {
     /// The reference kernel (its sidecar gives inputs, outputs, problem size and default launch).
     pub reference: PathBuf,
@@ -43,19 +48,9 @@ pub struct VerifyArgs {
     /// The candidate's block, x,y,z (e.g. `--block 16,16`).
     #[arg(long, value_name = "X,Y,Z")]
     pub block: Option<String>,
-    /// The candidate's problem size, expressions x first.
-    #[arg(long, value_name = "EXPR,..")]
-    pub problem_size: Option<String>,
-    /// Grid divisors of the candidate for x, comma-separated names or expressions.
-    #[arg(long)]
-    pub grid_div_x: Option<String>,
-    #[arg(long)]
-    pub grid_div_y: Option<String>,
-    #[arg(long)]
-    pub grid_div_z: Option<String>,
-    /// The candidate's dynamic shared memory in bytes, as an expression.
-    #[arg(long, value_name = "EXPR")]
-    pub shared_mem: Option<String>,
+    /// The candidate's launch.
+    #[command(flatten)]
+    pub launch: LaunchFlags,
     /// The value of a candidate scalar the reference does not take, as an expression over the reference's
     /// scalars and the parameters, e.g. `--arg tiles=ceil_div(n,256)`. Repeatable.
     #[arg(long = "arg", value_name = "NAME=EXPR")]
@@ -69,9 +64,12 @@ pub struct VerifyArgs {
     /// Generate inputs at the sidecar's `bench` size (default: its small `test` size).
     #[arg(long)]
     pub bench_size: bool,
-    /// How many generated tests (seeds).
+    /// How many seeded tests at the chosen size.
     #[arg(long, default_value_t = 3)]
     pub tests_count: usize,
+    /// Only the seeded tests: no `odd` and `large` tests.
+    #[arg(long)]
+    pub seeds_only: bool,
     /// Override a scalar argument's value. Repeatable.
     #[arg(long = "size", value_name = "NAME=V")]
     pub sizes: Vec<String>,
@@ -87,15 +85,25 @@ pub struct VerifyArgs {
     pub json: bool,
 }
 
+const DEFAULT_TESTS_HELP: &str = "\
+Default tests, when inputs are generated from the reference's sidecar (no --tests):
+  gen1..genN  --tests-count seeds at the sidecar's `test` size (--bench-size: its `bench` size);
+  odd         every size (an integer scalar named in the problem size or an array's size) moved to the
+              next prime above it: catches kernels that assume whole tiles or an even dimension;
+  large       the problem's dimensions (the sizes its problem size names) doubled until it covers the
+              GPU several times over (8 x SMs x threads per SM), each at most its `bench` value, the test
+              within an eighth of the GPU's memory: catches races that a few blocks do not show.
+--seeds-only runs only the seeded tests. A size that is a multiple of 64 in every test is a warning.";
+
 /// The reference's kernel name: `--reference-kernel`, else `--kernel` when the reference file has it.
 fn reference_kernel_name(args: &VerifyArgs) -> Option<String> {
     if args.reference_kernel.is_some() {
         return args.reference_kernel.clone();
     }
     let k = args.kernel.as_deref()?;
-    let has = kt_cuda::parse_file(&args.reference)
+    let has = KernelFile::load(&args.reference, &args.include)
         .ok()
-        .is_some_and(|p| p.kernels.iter().any(|x| x.name == k));
+        .is_some_and(|f| f.parsed.kernels.iter().any(|x| x.name == k));
     has.then(|| k.to_string())
 }
 
@@ -104,8 +112,9 @@ fn candidate_kernel_name(args: &VerifyArgs, reference: &str) -> anyhow::Result<O
     if args.kernel.is_some() {
         return Ok(args.kernel.clone());
     }
-    let parsed = kt_cuda::parse_file(&args.candidate)?;
-    Ok(parsed
+    let file = KernelFile::load(&args.candidate, &args.include)?;
+    Ok(file
+        .parsed
         .kernels
         .iter()
         .any(|k| k.name == reference)
@@ -137,10 +146,20 @@ fn load_candidate(args: &VerifyArgs, reference: &Loaded) -> anyhow::Result<(Load
             .filter(|p| Some(p) != reference.sidecar.as_ref()),
     };
     let mut cand = match &own {
-        Some(p) => load_kernel_with(&args.candidate, name.as_deref(), SidecarChoice::Given(p))?,
+        Some(p) => load_kernel_with(
+            &args.candidate,
+            name.as_deref(),
+            SidecarChoice::Given(p),
+            &args.include,
+        )?,
         None => {
             // no sidecar of its own: the kernel from its file, the launch and inputs of the reference
-            let k = load_kernel_with(&args.candidate, name.as_deref(), SidecarChoice::Without)?;
+            let k = load_kernel_with(
+                &args.candidate,
+                name.as_deref(),
+                SidecarChoice::Without,
+                &args.include,
+            )?;
             let mut c = Loaded {
                 kernel: reference.kernel.clone(),
                 params: k.params,
@@ -149,31 +168,17 @@ fn load_candidate(args: &VerifyArgs, reference: &Loaded) -> anyhow::Result<(Load
                 dims: reference.dims,
                 parsed: k.parsed,
                 sidecar: None,
+                host_code_left_out: k.host_code_left_out,
+                host_code_note: k.host_code_note,
             };
             c.kernel.source = k.kernel.source;
             c.kernel.kernel_name = k.kernel.kernel_name;
+            c.kernel.qualified_name = k.kernel.qualified_name;
             c.kernel.include_dirs = k.kernel.include_dirs;
             c
         }
     };
-    cand.kernel
-        .include_dirs
-        .extend(args.include.iter().cloned());
-    let g = &mut cand.kernel.geometry;
-    if let Some(p) = &args.problem_size {
-        g.problem_size = split_list(p);
-    }
-    for (d, div) in [&args.grid_div_x, &args.grid_div_y, &args.grid_div_z]
-        .into_iter()
-        .enumerate()
-    {
-        if let Some(div) = div {
-            g.grid_div[d] = split_list(div);
-        }
-    }
-    if let Some(s) = &args.shared_mem {
-        g.shared_mem = Some(s.clone());
-    }
+    args.launch.apply(&mut cand.kernel.geometry);
     let block = match &args.block {
         Some(b) => Some(parse_block(b)?),
         None => cand.default_block,
@@ -205,11 +210,11 @@ fn load_candidate(args: &VerifyArgs, reference: &Loaded) -> anyhow::Result<(Load
 }
 
 pub fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
-    let mut reference = load_kernel(&args.reference, reference_kernel_name(&args).as_deref())?;
-    reference
-        .kernel
-        .include_dirs
-        .extend(args.include.iter().cloned());
+    let mut reference = load_kernel(
+        &args.reference,
+        reference_kernel_name(&args).as_deref(),
+        &args.include,
+    )?;
     reference.set_template_args(&[], &BTreeMap::new())?;
     reference.size_arrays_per_configuration();
     let ref_config = reference
@@ -217,20 +222,62 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
         .map(|b| config_from_block(&[], b))
         .unwrap_or(Config(vec![]));
     let (candidate, cand_config) = load_candidate(&args, &reference)?;
+    for note in [&reference.host_code_note, &candidate.host_code_note]
+        .into_iter()
+        .flatten()
+    {
+        eprintln!("note: {note}");
+    }
     let sizes = parse_sizes(&args.sizes)?;
-    let tests = load_tests(
+    let configs = [ref_config.clone(), cand_config.clone()];
+    let mut tests = load_tests(
         &reference,
         args.tests.as_deref(),
         !args.bench_size,
         args.tests_count,
         &sizes,
-        &[ref_config.clone(), cand_config.clone()],
+        &configs,
     )?;
+    let extras = DefaultTests {
+        inputs: reference
+            .inputs
+            .as_ref()
+            .filter(|_| args.tests.is_none() && !args.seeds_only),
+        reference: &reference,
+        base: reference.inputs.as_ref().map(|i| {
+            i.values_at(
+                if args.bench_size {
+                    SizeChoice::Bench
+                } else {
+                    SizeChoice::Test
+                },
+                &sizes,
+            )
+        }),
+        configs: &configs,
+        next_seed: args.tests_count.max(1) as u64 + 1,
+    };
+    let mut described = Vec::new();
+    if let Some(odd) = extras.odd()? {
+        described.push(odd.description);
+        tests.tests.push(odd.test);
+    }
     let config = TunerConfig {
         cache_dir: default_cache_dir(),
         ..TunerConfig::default()
     };
     let mut tuner = Tuner::new(config.clone()).context("starting the tuner (this needs an NVIDIA GPU, its driver and NVRTC; `kt doctor` checks them)")?;
+    if let Some(large) = extras.large(config.device)? {
+        described.push(large.description);
+        tests.tests.push(large.test);
+    }
+    let warnings = extras.warnings(&tests);
+    for w in &warnings {
+        eprintln!("warning: {w}");
+    }
+    if !args.json {
+        println!("tests: {}", describe_tests(&tests, &described));
+    }
     let mut report = tuner.verify(
         &reference.kernel,
         &ref_config,
@@ -264,6 +311,15 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
         let mut json = serde_json::to_value(&report)?;
         if let Some(o) = json.as_object_mut() {
             o.insert("passed".into(), passed.into());
+            o.insert("extra_tests".into(), serde_json::to_value(&described)?);
+            o.insert("warnings".into(), serde_json::to_value(&warnings)?);
+            o.insert(
+                "host_code_left_out".into(),
+                serde_json::json!({
+                    "reference": reference.host_code_left_out,
+                    "candidate": candidate.host_code_left_out,
+                }),
+            );
             o.insert("sanitizer".into(), serde_json::to_value(&sanitizer)?);
         }
         println!("{}", serde_json::to_string_pretty(&json)?);
@@ -275,6 +331,67 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::FAILURE
     })
+}
+
+/// The default test set's extra tests (see [`DEFAULT_TESTS_HELP`]), made from the reference's sidecar.
+struct DefaultTests<'a> {
+    /// None: no extra tests (inputs from --tests, --seeds-only, or no sidecar).
+    inputs: Option<&'a SuiteInputs>,
+    reference: &'a Loaded,
+    base: Option<Bindings>,
+    configs: &'a [Config],
+    next_seed: u64,
+}
+
+impl DefaultTests<'_> {
+    fn plan(&self) -> Option<default_tests::DefaultTests<'_>> {
+        Some(default_tests::DefaultTests {
+            inputs: self.inputs?,
+            params: &self.reference.params,
+            problem_size: &self.reference.kernel.geometry.problem_size,
+            base: self.base.clone()?,
+            configs: self.configs,
+            next_seed: self.next_seed,
+        })
+    }
+
+    fn odd(&self) -> anyhow::Result<Option<ExtraTest>> {
+        Ok(self.plan().map(|p| p.odd()).transpose()?.flatten())
+    }
+
+    /// The large test, sized for `device` (read from the driver: call once the tuner has started).
+    fn large(&self, device: usize) -> anyhow::Result<Option<ExtraTest>> {
+        let Some(plan) = self.plan() else {
+            return Ok(None);
+        };
+        let scale = kt_tuner::session::device_scale(device)?;
+        Ok(plan.large(&scale)?)
+    }
+
+    fn warnings(&self, tests: &TestSet) -> Vec<String> {
+        let empty = SuiteInputs::default();
+        let inputs = self.reference.inputs.as_ref().unwrap_or(&empty);
+        let sizes = default_tests::size_names(
+            inputs,
+            &self.reference.params,
+            &self.reference.kernel.geometry.problem_size,
+        );
+        default_tests::power_of_two_warnings(&tests.tests, &sizes)
+    }
+}
+
+/// `gen1, gen2, gen3; odd (next primes): n=10009; large (fills the GPU): n=2621568`.
+fn describe_tests(tests: &TestSet, extras: &[String]) -> String {
+    let seeded: Vec<&str> = tests
+        .tests
+        .iter()
+        .map(|t| t.id.as_str())
+        .filter(|id| *id != "odd" && *id != "large")
+        .collect();
+    std::iter::once(seeded.join(", "))
+        .chain(extras.iter().cloned())
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 fn print_report(report: &VerifyReport, sanitizer: Option<&SanitizerReport>, passed: bool) {
@@ -343,6 +460,36 @@ mod tests {
     }
 
     #[test]
+    fn the_default_tests_add_an_odd_inner_dimension_unless_seeds_only() {
+        let file = root().join("naive-kernels/matmul.cu");
+        let reference = load_kernel(&file, None, &[]).unwrap();
+        let inputs = reference.inputs.as_ref().unwrap();
+        let configs = [config_from_block(&[], [16, 16, 1])];
+        let extras = DefaultTests {
+            inputs: Some(inputs),
+            reference: &reference,
+            base: Some(inputs.values_at(SizeChoice::Test, &BTreeMap::new())),
+            configs: &configs,
+            next_seed: 4,
+        };
+        let odd = extras.odd().unwrap().unwrap();
+        // the seeded tests' inner dimension is even (100): the odd test's is not
+        assert_eq!(odd.test.scalars()["A_width"], 101.0);
+        let mut tests = load_tests(&reference, None, true, 3, &BTreeMap::new(), &configs).unwrap();
+        tests.tests.push(odd.test);
+        assert!(extras.warnings(&tests).is_empty());
+        assert_eq!(
+            describe_tests(&tests, &[odd.description]),
+            "gen1, gen2, gen3; odd (next primes): A_width=101 A_height=79 B_width=97"
+        );
+        let seeds_only = DefaultTests {
+            inputs: None,
+            ..extras
+        };
+        assert!(seeds_only.odd().unwrap().is_none());
+    }
+
+    #[test]
     fn a_block_flag_takes_one_to_three_sizes() {
         assert_eq!(parse_block("16,16").unwrap(), [16, 16, 1]);
         assert!(parse_block("1,2,3,4").is_err());
@@ -361,7 +508,8 @@ mod tests {
             "--kernel",
             "softmax_forward_kernel2",
         ]);
-        let reference = load_kernel(&a.reference, reference_kernel_name(&a).as_deref()).unwrap();
+        let reference =
+            load_kernel(&a.reference, reference_kernel_name(&a).as_deref(), &[]).unwrap();
         assert_eq!(reference.kernel.kernel_name, "softmax_forward_kernel1");
         let (cand, config) = load_candidate(&a, &reference).unwrap();
         assert_eq!(cand.kernel.kernel_name, "softmax_forward_kernel2");
@@ -397,7 +545,7 @@ mod tests {
             "--shared-mem",
             "block_size_x*8",
         ]);
-        let reference = load_kernel(&a.reference, None).unwrap();
+        let reference = load_kernel(&a.reference, None, &[]).unwrap();
         let (cand, config) = load_candidate(&a, &reference).unwrap();
         assert_eq!(config.get("block_size_x"), Some(32));
         assert_eq!(config.get("block_size_y"), Some(4));
@@ -414,7 +562,7 @@ mod tests {
         let file = root().join("naive-kernels/reduce_sum.cu");
         let f = file.to_string_lossy().to_string();
         let a = args(&[&f, &f, "--param", "block_size_x=128"]);
-        let mut reference = load_kernel(&a.reference, None).unwrap();
+        let mut reference = load_kernel(&a.reference, None, &[]).unwrap();
         reference.size_arrays_per_configuration();
         let (cand, config) = load_candidate(&a, &reference).unwrap();
         assert_eq!(config.get("block_size_x"), Some(128));

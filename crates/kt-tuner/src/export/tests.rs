@@ -12,6 +12,7 @@ fn device() -> DeviceInfo {
         ordinal: 0,
         name: "NVIDIA H200".into(),
         uuid: "GPU-1".into(),
+        pci_bus_id: String::new(),
         compute_capability: (9, 0),
         sm_count: 132,
         max_threads_per_block: 1024,

@@ -37,8 +37,9 @@ type Finished = Result<Arc<ModuleOutcome>, TunerError>;
 pub(crate) struct CompileQueue {
     pool: CompilePool,
     arch: (i32, i32),
-    /// The CUDA toolkit's headers (cuda_fp16.h, …), when the machine has them.
-    cuda_include: Option<std::path::PathBuf>,
+    /// The CUDA toolkit's header directories (cuda_fp16.h, cooperative groups, libcu++), when the machine
+    /// has them.
+    cuda_include: Vec<std::path::PathBuf>,
     ticket: usize,
     /// Results that arrived while another ticket was awaited.
     finished: HashMap<usize, Finished>,
@@ -53,7 +54,7 @@ impl CompileQueue {
         CompileQueue {
             pool,
             arch,
-            cuda_include: headers::cuda_include_dir(),
+            cuda_include: headers::cuda_include_dirs(),
             ticket: 0,
             finished: HashMap::new(),
             util_tickets: HashMap::new(),

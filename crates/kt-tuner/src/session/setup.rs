@@ -19,6 +19,9 @@ use crate::worker::process::WorkerCommand;
 pub struct TunableKernel {
     pub source: String,
     pub kernel_name: String,
+    /// The name with its namespaces (`blas::saxpy`) when the kernel is declared inside one: the name
+    /// expression must use it. None: `kernel_name` as it is.
+    pub qualified_name: Option<String>,
     pub params: Vec<TunableParam>,
     pub restrictions: Vec<Restriction>,
     pub geometry: Geometry,
@@ -50,6 +53,7 @@ impl TunableKernel {
         TunableKernel {
             source: source.into(),
             kernel_name: kernel_name.into(),
+            qualified_name: None,
             params: Vec::new(),
             restrictions: Vec::new(),
             geometry: Geometry::new(problem_size),
@@ -67,15 +71,16 @@ impl TunableKernel {
     /// parameters among the template arguments replaced by their values. C++ linkage, namespaces
     /// (`ns::k`) and `extern "C"` kernels all resolve through it.
     pub fn name_expression(&self, config: &Config) -> String {
+        let name = self.qualified_name.as_deref().unwrap_or(&self.kernel_name);
         if self.template_args.is_empty() {
-            return format!("&{}", self.kernel_name);
+            return format!("&{name}");
         }
         let args: Vec<String> = self
             .template_args
             .iter()
             .map(|a| substitute_params(a, config))
             .collect();
-        format!("&{}<{}>", self.kernel_name, args.join(", "))
+        format!("&{name}<{}>", args.join(", "))
     }
 
     /// Whether a tunable parameter is a template argument (then it is not `#define`d: the macro would
@@ -259,6 +264,10 @@ mod tests {
         );
         let k = TunableKernel::new("", "ops::scale", vec![]);
         assert_eq!(k.name_expression(&config(&[])), "&ops::scale");
+        let mut k = TunableKernel::new("", "saxpy", vec![]);
+        k.qualified_name = Some("blas::saxpy".into());
+        k.template_args = vec!["T".into()];
+        assert_eq!(k.name_expression(&config(&[("T", 4)])), "&blas::saxpy<4>");
     }
 
     #[test]

@@ -28,6 +28,7 @@ impl Fake {
                     ordinal,
                     name: "fake".into(),
                     uuid: "GPU-fake".into(),
+                    pci_bus_id: String::new(),
                     compute_capability: (9, 0),
                     sm_count: 1,
                     max_threads_per_block: 1024,

@@ -24,6 +24,10 @@ pub struct DeviceInfo {
     pub ordinal: usize,
     pub name: String,
     pub uuid: String,
+    /// `00000000:1B:00.0` (domain:bus:device.function, as nvidia-smi prints it): tells two GPUs of one
+    /// machine apart. Empty from workers that predate it.
+    #[serde(default)]
+    pub pci_bus_id: String,
     pub compute_capability: (i32, i32),
     pub sm_count: i32,
     pub max_threads_per_block: i32,
@@ -271,6 +275,7 @@ mod tests {
             ordinal: 0,
             name: "H200".into(),
             uuid: String::new(),
+            pci_bus_id: String::new(),
             compute_capability: (9, 0),
             sm_count: 132,
             max_threads_per_block: 1024,

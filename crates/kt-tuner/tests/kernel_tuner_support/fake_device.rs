@@ -20,6 +20,7 @@ pub fn fake_device() -> DeviceInfo {
         ordinal: 0,
         name: "NVIDIA Fake Device".into(),
         uuid: "GPU-fake".into(),
+        pci_bus_id: String::new(),
         compute_capability: (9, 0),
         sm_count: 132,
         max_threads_per_block: 1024,

@@ -127,10 +127,20 @@ impl GpuWorker {
         let mut driver_version = 0;
         // SAFETY: writes one int.
         let _ = unsafe { sys::cuDriverGetVersion(&mut driver_version) };
+        // Absent attributes leave the id empty rather than failing the worker.
+        let pci_bus_id = match (
+            a(A::CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID),
+            a(A::CU_DEVICE_ATTRIBUTE_PCI_BUS_ID),
+            a(A::CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID),
+        ) {
+            (Ok(domain), Ok(bus), Ok(device)) => pci_bus_id(domain, bus, device),
+            _ => String::new(),
+        };
         let info = DeviceInfo {
             ordinal,
             name: ctx.name().map_err(|e| cuda("device name", e))?,
             uuid,
+            pci_bus_id,
             compute_capability: ctx
                 .compute_capability()
                 .map_err(|e| cuda("compute capability", e))?,
@@ -158,5 +168,18 @@ impl GpuWorker {
         };
         self.info = Some(info.clone());
         Ok(info)
+    }
+}
+
+/// The PCI address as nvidia-smi prints it (`00000000:1B:00.0`), so a run record can be matched to it.
+fn pci_bus_id(domain: i32, bus: i32, device: i32) -> String {
+    format!("{domain:08X}:{bus:02X}:{device:02X}.0")
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_pci_bus_id_reads_as_nvidia_smi_prints_it() {
+        assert_eq!(super::pci_bus_id(0, 0x1b, 0), "00000000:1B:00.0");
     }
 }

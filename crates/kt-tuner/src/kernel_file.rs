@@ -1,0 +1,258 @@
+//! A CUDA file as the tuner compiles it: the file read with its user headers followed (its own directory
+//! first, then the `--include` directories), one kernel chosen, and that kernel's own compilation unit
+//! (kt-cuda's `extract_unit`) as the source NVRTC gets. Host code — `main`, `cudaMalloc`, `<<<…>>>`
+//! launches, error-check macros — never reaches NVRTC, and the user's file is never changed. Every caller
+//! that compiles a user's kernel (`kt tune`, `kt verify`, the pipeline's reference run and candidates)
+//! goes through [`KernelSource`].
+
+use std::path::{Path, PathBuf};
+
+use crate::error::TunerError;
+use crate::session::setup::TunableKernel;
+
+/// A CUDA file with its headers followed and its kernels parsed, before one is chosen.
+#[derive(Debug, Clone)]
+pub struct KernelFile {
+    pub file: kt_cuda::SourceFile,
+    pub parsed: kt_cuda::CudaSource,
+    /// Where NVRTC looks for headers: the file's directory, then the given ones.
+    pub include_dirs: Vec<PathBuf>,
+}
+
+/// One kernel of a file, ready to compile: its parsed description and its unit.
+#[derive(Debug, Clone)]
+pub struct KernelSource {
+    /// The file's name as the user gave it (for messages).
+    pub file_name: String,
+    pub kernel: kt_cuda::Kernel,
+    pub unit: kt_cuda::KernelUnit,
+    pub include_dirs: Vec<PathBuf>,
+}
+
+/// The directory a file's own `#include "…"` are looked up in.
+pub fn file_dir(path: &Path) -> PathBuf {
+    path.parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."))
+        .to_path_buf()
+}
+
+impl KernelFile {
+    /// Reads `path` and follows its user headers through its directory and `include_dirs`.
+    pub fn load(path: &Path, include_dirs: &[PathBuf]) -> Result<Self, TunerError> {
+        let file = kt_cuda::SourceFile::load(path, include_dirs).map_err(source_error)?;
+        let mut dirs = vec![file_dir(path)];
+        dirs.extend(include_dirs.iter().cloned());
+        Self::parse(file, dirs)
+    }
+
+    /// A source that is not a file on disk (a candidate's text): `include_dirs` are searched for its headers,
+    /// the directory it stands for (the original file's) first.
+    pub fn from_text(name: &str, text: &str, include_dirs: &[PathBuf]) -> Result<Self, TunerError> {
+        let file = kt_cuda::SourceFile::from_text(name, text, include_dirs);
+        Self::parse(file, include_dirs.to_vec())
+    }
+
+    fn parse(file: kt_cuda::SourceFile, include_dirs: Vec<PathBuf>) -> Result<Self, TunerError> {
+        let parsed = kt_cuda::parse_source_file(&file).map_err(source_error)?;
+        Ok(KernelFile {
+            file,
+            parsed,
+            include_dirs,
+        })
+    }
+
+    /// The kernel named `kernel` (or the file's only one) with its unit. Errors name the file and say what
+    /// to do: no kernel, several and none chosen, a name the file lacks, and a user header the file
+    /// includes that is in none of the include directories (nvcc would stop there too, and kt cannot tell
+    /// what the header would have given the kernel).
+    pub fn select(&self, kernel: Option<&str>) -> Result<KernelSource, TunerError> {
+        let k = self
+            .parsed
+            .select_kernel_in(kernel, &self.file.name)
+            .map_err(source_error)?
+            .clone();
+        if let Some(missing) = self
+            .file
+            .includes
+            .iter()
+            .find(|i| !i.system && i.resolved.is_none())
+        {
+            let dirs: Vec<String> = self
+                .include_dirs
+                .iter()
+                .map(|d| d.display().to_string())
+                .collect();
+            return Err(TunerError::Source(format!(
+                "{}:{}: #include \"{}\" was not found (searched: {}); kernel `{}` may need what it \
+                 defines, so kt cannot compile it: add the header's directory with --include DIR",
+                missing.from_file,
+                missing.line,
+                missing.header,
+                dirs.join(", "),
+                k.name
+            )));
+        }
+        let unit = kt_cuda::extract_unit(&self.file, &k.name).map_err(source_error)?;
+        Ok(KernelSource {
+            file_name: self.file.name.clone(),
+            kernel: k,
+            unit,
+            include_dirs: self.include_dirs.clone(),
+        })
+    }
+}
+
+/// `file`'s kernel `kernel` (or its only one) as the source to compile, its headers looked up in the
+/// file's directory and `include_dirs`: the one call that turns "a CUDA file + kernel name + include dirs"
+/// into a [`TunableKernel`]'s source (see [`KernelSource::tunable_kernel`]).
+pub fn kernel_source(
+    file: &Path,
+    kernel: Option<&str>,
+    include_dirs: &[PathBuf],
+) -> Result<KernelSource, TunerError> {
+    KernelFile::load(file, include_dirs)?.select(kernel)
+}
+
+impl KernelSource {
+    /// A `TunableKernel` that compiles the unit: the kernel's name (qualified when it is in a namespace),
+    /// the include directories, and `problem_size`; parameters, launch and tests are the caller's.
+    pub fn tunable_kernel(&self, problem_size: Vec<String>) -> TunableKernel {
+        let mut k = TunableKernel::new("", "", problem_size);
+        self.compile_as(&mut k);
+        k
+    }
+
+    /// Makes `k` compile this kernel (source, name, qualified name, include directories), keeping its
+    /// parameters, launch and tests: for a `TunableKernel` built from a sidecar.
+    pub fn compile_as(&self, k: &mut TunableKernel) {
+        k.source = self.unit.text.clone();
+        k.kernel_name = self.kernel.name.clone();
+        k.qualified_name = (!self.kernel.qualified_name.is_empty()
+            && self.kernel.qualified_name != self.kernel.name)
+            .then(|| self.kernel.qualified_name.clone());
+        k.include_dirs = self.include_dirs.clone();
+    }
+
+    /// The host code left out of the unit, for a one-line note (None when there was none): `main`, host
+    /// functions and variables. Other kernels and unused helpers are left out too, but are not host code.
+    pub fn host_code_dropped(&self) -> Vec<&kt_cuda::UnitItem> {
+        self.unit
+            .dropped_host_items
+            .iter()
+            .filter(|i| i.kind.is_host())
+            .collect()
+    }
+
+    /// One line saying what was left out of the file, or None when nothing of the host program was.
+    pub fn host_code_note(&self) -> Option<String> {
+        let host = self.host_code_dropped();
+        if host.is_empty() {
+            return None;
+        }
+        let mut names: Vec<&str> = host.iter().map(|i| i.name.as_str()).collect();
+        names.dedup();
+        let shown = names.iter().take(6).copied().collect::<Vec<_>>().join(", ");
+        let more = if names.len() > 6 { ", …" } else { "" };
+        Some(format!(
+            "{}: compiling kernel `{}`'s own unit ({} items); host code left out: {shown}{more} (the file is unchanged)",
+            self.file_name,
+            self.kernel.name,
+            self.unit.items.len()
+        ))
+    }
+}
+
+fn source_error(e: kt_cuda::CudaError) -> TunerError {
+    TunerError::Source(e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn repo(rel: &str) -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../..")
+            .join(rel)
+    }
+
+    #[test]
+    fn a_whole_program_compiles_as_its_kernels_unit_without_host_code() {
+        let src =
+            kernel_source(&repo("tests/corpus/wild/vector_add_program.cu"), None, &[]).unwrap();
+        let k = src.tunable_kernel(vec!["n".into()]);
+        assert!(
+            !k.source.contains("main(") && !k.source.contains("<<<"),
+            "{}",
+            k.source
+        );
+        assert!(k.source.contains("__global__"));
+        assert_eq!(k.include_dirs, vec![repo("tests/corpus/wild")]);
+        let note = src.host_code_note().unwrap();
+        assert!(
+            note.contains("main") && note.contains("unchanged"),
+            "{note}"
+        );
+    }
+
+    #[test]
+    fn a_namespaced_kernel_is_named_by_its_qualified_name() {
+        let src = kernel_source(&repo("tests/corpus/wild/namespace_saxpy.cu"), None, &[]).unwrap();
+        let k = src.tunable_kernel(vec![]);
+        let e = k.name_expression(&crate::space::Config(vec![]));
+        assert!(e.contains("::saxpy"), "{e}");
+    }
+
+    #[test]
+    fn a_kernel_in_an_included_header_is_found_through_the_files_directory() {
+        let src = kernel_source(&repo("tests/corpus/wild/stencil_main.cu"), None, &[]).unwrap();
+        assert!(src.unit.text.contains("__global__"));
+        assert!(!src.unit.text.contains("main("));
+    }
+
+    #[test]
+    fn a_missing_user_header_names_the_file_the_header_and_the_flag() {
+        let dir = tempfile::tempdir().unwrap();
+        let cu = dir.path().join("k.cu");
+        std::fs::write(
+            &cu,
+            "#include \"defs.h\"\n__global__ void k(float *a) { a[0] = SCALE; }\n",
+        )
+        .unwrap();
+        let err = kernel_source(&cu, None, &[]).unwrap_err().to_string();
+        assert!(
+            err.contains("k.cu:1") && err.contains("\"defs.h\"") && err.contains("--include DIR"),
+            "{err}"
+        );
+        let inc = tempfile::tempdir().unwrap();
+        std::fs::write(inc.path().join("defs.h"), "#define SCALE 2.0f\n").unwrap();
+        let src = kernel_source(&cu, None, &[inc.path().to_path_buf()]).unwrap();
+        assert!(
+            src.unit.text.contains("#define SCALE 2.0f"),
+            "{}",
+            src.unit.text
+        );
+    }
+
+    #[test]
+    fn two_kernels_without_a_choice_and_no_kernel_at_all_are_clear_errors() {
+        let two = KernelFile::from_text(
+            "two.cu",
+            "__global__ void a(float *x) {}\n__global__ void b(float *x) {}\n",
+            &[],
+        )
+        .unwrap();
+        let err = two.select(None).unwrap_err().to_string();
+        assert!(err.contains("two.cu") && err.contains("--kernel"), "{err}");
+        assert_eq!(two.select(Some("b")).unwrap().kernel.name, "b");
+        let none = KernelFile::from_text("none.cu", "int main() { return 0; }\n", &[])
+            .and_then(|f| f.select(None).map(|_| ()))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            none.contains("none.cu") && none.contains("__global__"),
+            "{none}"
+        );
+    }
+}
