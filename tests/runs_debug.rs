@@ -103,11 +103,29 @@ fn runs_list_and_show_describe_a_recorded_run_step_by_step() {
         "finish",
         "tunable block size: accepted",
         "register tiling",
+        // The fixture's fake GPU profiles the naive kernel and each accepted step.
+        "profiles (Nsight Compute, 3 kernel(s)",
+        "naive kernel",
+        "memory-bound",
     ] {
         assert!(show.contains(want), "`{want}` missing from:\n{show}");
     }
     let json = ok_json(home.path(), &["runs", "show", &id, "--json"]);
     assert_eq!(json["kernels"].as_array().unwrap().len(), 2);
+    assert_eq!(json["profiles"].as_array().unwrap().len(), 3);
+    let state = ok_json(
+        home.path(),
+        &[
+            "debug", "state", &id, "--at", "latest", "--field", "profiles", "--json",
+        ],
+    );
+    assert_eq!(state[0]["step"], "original", "{state}");
+    assert!(
+        state[0]["summary"]
+            .as_str()
+            .unwrap()
+            .contains("Warps stall most on")
+    );
     assert!(
         json["path"]
             .as_array()

@@ -57,6 +57,9 @@ pub enum Command {
     /// The GPU worker process kt-tuner starts (internal).
     #[command(name = "__tuner-worker", hide = true)]
     TunerWorker(commands::tuner_worker::TunerWorkerArgs),
+    /// One launch of a kernel for Nsight Compute to profile (internal).
+    #[command(name = "__profile-launch", hide = true)]
+    ProfileLaunch(commands::profile_launch::ProfileLaunchArgs),
 }
 
 impl Cli {
@@ -81,6 +84,7 @@ impl Cli {
             Command::Verify(args) => verify::run(args),
             Command::Selftest(args) => selftest::run(args),
             Command::TunerWorker(args) => tuner_worker::run(args),
+            Command::ProfileLaunch(args) => profile_launch::run(args),
         }
     }
 }

@@ -27,6 +27,7 @@ pub mod necessity;
 pub mod plot;
 pub mod progress;
 pub mod report;
+pub mod roofline;
 pub mod run_dir;
 pub mod schedule;
 pub mod settings;

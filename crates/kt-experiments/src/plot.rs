@@ -100,6 +100,7 @@ pub fn write_plots(report: &Report, dir: &Path) -> Result<Vec<PathBuf>, Experime
         }
         written.extend([png, svg]);
     }
+    written.extend(crate::roofline::write_rooflines(report, dir)?);
     Ok(written)
 }
 

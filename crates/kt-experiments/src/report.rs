@@ -27,6 +27,7 @@ use crate::error::ExperimentError;
 use crate::expand::expand;
 use crate::ledger::{CellRecord, CellStatus, Ledger};
 use crate::necessity::Necessity;
+use crate::roofline::CellRoofline;
 use crate::schedule::Plan;
 use crate::stats::{fast_p, gain_percent, geomean, geomean_ci95, mean, mean_ci95, median, std_dev};
 
@@ -76,6 +77,9 @@ pub struct CellPoint {
     pub time_s: f64,
     pub tokens: u64,
     pub cost_usd: Option<f64>,
+    /// The run's roofline (device peaks, naive and best kernel), when it recorded one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub roofline: Option<CellRoofline>,
 }
 
 impl CellPoint {
@@ -116,6 +120,7 @@ impl CellPoint {
             cost_usd: result
                 .cost_usd
                 .or((r.llm_cost_usd > 0.0).then_some(r.llm_cost_usd)),
+            roofline: r.result.as_ref().and_then(CellRoofline::of),
         }
     }
 }

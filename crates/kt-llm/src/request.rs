@@ -156,10 +156,12 @@ impl LlmRequest {
     /// A stable hash of what determines the answer: messages, model override, parameters and schema, as the
     /// caller wrote them (before client defaults are filled in, so a replay under another config still matches).
     /// The node label is not part of it: the same question asked by a renamed node is the same question.
+    /// Neither are measured sections (`<measured>` … `</measured>`, see [`crate::without_measured`]): they
+    /// hold what a GPU measured, so a recorded run replays on another GPU.
     pub fn stable_hash(&self) -> String {
         #[derive(Serialize)]
         struct Key<'a> {
-            messages: &'a [Message],
+            messages: Vec<Message>,
             model: &'a Option<String>,
             params: &'a Params,
             schema: Option<String>,
@@ -170,8 +172,16 @@ impl LlmRequest {
             .schema
             .as_ref()
             .map(|s| format!("{}:{}", s.name, canonical_json(&s.schema)));
+        let messages = self
+            .messages
+            .iter()
+            .map(|m| Message {
+                role: m.role,
+                content: crate::measured::without_measured(&m.content).into_owned(),
+            })
+            .collect();
         let key = Key {
-            messages: &self.messages,
+            messages,
             model: &self.model,
             params: &self.params,
             schema,
@@ -245,6 +255,21 @@ mod tests {
                 .stable_hash()
         );
         assert_ne!(a.stable_hash(), a.clone().model("m").stable_hash());
+    }
+
+    #[test]
+    fn measured_sections_are_not_part_of_a_requests_identity() {
+        let plain = LlmRequest::new("plan").user("Kernel:\nPlan it.\n");
+        let on_h100 = LlmRequest::new("plan")
+            .user("Kernel:\n<measured>\nmemory-bound at 82 %\n</measured>\nPlan it.\n");
+        let on_a100 = LlmRequest::new("plan")
+            .user("Kernel:\n<measured>\nlatency-bound, occupancy 30 %\n</measured>\nPlan it.\n");
+        assert_eq!(plain.stable_hash(), on_h100.stable_hash());
+        assert_eq!(on_h100.stable_hash(), on_a100.stable_hash());
+        // Text outside the markers still counts.
+        let other = LlmRequest::new("plan")
+            .user("Kernel:\n<measured>\nmemory-bound at 82 %\n</measured>\nPlan it again.\n");
+        assert_ne!(on_h100.stable_hash(), other.stable_hash());
     }
 
     #[test]

@@ -3,6 +3,7 @@
 //! breakpoints stored with the run (the one thing here that writes, to the run record only).
 
 use kt_graph::{Breakpoints, CheckpointId, StateRecord};
+use kt_pipeline::stage3::ProfileRecord;
 use serde::Serialize;
 use serde_json::Value;
 
@@ -222,6 +223,15 @@ pub struct RunShow {
     pub branches: usize,
     /// Why the run did not finish (result.json's `error`).
     pub error: Option<String>,
+    /// Nsight Compute profiles of the naive kernel and each accepted step's kernel (the state's `profiles`).
+    pub profiles: Vec<ProfileRecord>,
+}
+
+/// The profile records of a state's `profiles` field (none when the field is absent or unreadable).
+pub fn profiles(field: Option<&Value>) -> Vec<ProfileRecord> {
+    field
+        .and_then(|v| serde_json::from_value(v.clone()).ok())
+        .unwrap_or_default()
 }
 
 /// `kt runs show` of a run directory; a run that stopped before its first graph step shows its summary alone.
@@ -237,6 +247,7 @@ pub fn show_dir(dir: kt_pipeline::RunDir) -> Result<RunShow, RunsError> {
             stopped: None,
             branches: 0,
             error: run_error(&dir),
+            profiles: Vec::new(),
         }),
         Err(e) => Err(e),
     }
@@ -264,6 +275,7 @@ pub fn show(record: &RunRecord) -> Result<RunShow, RunsError> {
             .map(|(at, r)| format!("{} at {at}", describe_stop(r))),
         branches: meta.branches.len(),
         error: run_error(record.dir()),
+        profiles: profiles(fields.get("profiles")),
     })
 }
 

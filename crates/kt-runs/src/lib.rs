@@ -22,6 +22,7 @@ pub mod error;
 pub mod field_diff;
 pub mod inspect;
 pub mod locate;
+pub mod profiles;
 pub mod record;
 pub mod report;
 pub mod session;
@@ -44,6 +45,7 @@ pub use inspect::{
 pub use kt_graph::{Breakpoints, CheckpointId};
 pub use locate::{resolve_run, runs_base};
 pub use record::RunRecord;
+pub use profiles::profile_lines;
 pub use report::{ReportInputs, render_html};
 pub use session::{
     ContinueReport, FieldSet, ForkReport, GraphFormat, NodeDebug, NodeReport, continue_run,

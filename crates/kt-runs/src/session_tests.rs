@@ -335,9 +335,26 @@ async fn the_graph_export_highlights_the_path_and_the_report_has_every_part() {
         "kernels",
         "tuning",
         "speedup-svg",
+        "roofline",
     ] {
         assert!(html.contains(&format!("id=\"{id}\"")), "missing #{id}");
     }
+    // The fixture's device has peaks and every best kernel a profile: the roofline and the summaries show.
+    let roof = inputs.roofline.as_ref().expect("a roofline");
+    assert_eq!(roof.points.len(), 2, "naive and best");
+    assert!(
+        html.contains("ridge") && html.contains("GFLOP/s"),
+        "the roofline is drawn"
+    );
+    assert_eq!(
+        inputs.profiles.len(),
+        3,
+        "the naive kernel and two accepted steps"
+    );
+    assert!(
+        html.contains("Warps stall most on"),
+        "profile summaries are shown"
+    );
     assert!(!html.contains("http://") || html.matches("http://").all(|_| true));
     assert!(!html.contains("<script"), "no script");
     assert!(!html.contains("src=\"http"), "no external resource");

@@ -1,5 +1,5 @@
 //! [`Stage3Binding`]: the [`GraphBinding`] of kt's Stage 3 strategies, built from what a run directory holds
-//! (run.json's strategy and settings, input.cu, kernel_info.json) with kt-pipeline's own graph builder.
+//! (run.json's strategy and settings, input.cu or unit.cu, kernel_info.json) with kt-pipeline's own graph builder.
 //!
 //! Tuning while debugging goes to [`RecordedBackend`]: a candidate the run already measured (same code, same
 //! parameters) gets its recorded result, so `debug node apply --llm scripted:...` that reproduces a recorded
@@ -12,8 +12,9 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use kt_graph::CompiledGraph;
 use kt_pipeline::stage3::{
-    BackendError, BackendInputs, KernelFacts, Outcome, PairTimes, Reference, Stage3Context,
-    Stage3State, TunableKernel, TuningBackend, TuningProgress, build_graph, tuner_backend,
+    BackendError, BackendInputs, KernelFacts, Outcome, PairTimes, ProfileRun, Reference,
+    Stage3Context, Stage3State, TunableKernel, TuningBackend, TuningProgress, build_graph,
+    tuner_backend,
 };
 use kt_pipeline::strategy::{StrategyOverrides, load_strategy};
 use kt_pipeline::{PipelineError, PromptLibrary, RunDir};
@@ -55,8 +56,8 @@ impl GraphBinding for Stage3Binding {
             .map_err(&err)?
             .with_overrides(&overrides);
         let prompts = PromptLibrary::locate(self.prompts_dir.as_deref()).map_err(&err)?;
-        let source = std::fs::read_to_string(run.input_cu())
-            .map_err(|e| RunsError::io("reading", run.input_cu(), e))?;
+        // The code the run worked on: its kernel's unit when the input was a whole program.
+        let source = run.kernel_code().map_err(&err)?;
         let info = run.load_kernel_info().map_err(&err)?;
         let parsed = kt_cuda::parse(&source).map_err(|e| err(e.into()))?;
         let kernel = parsed
@@ -214,6 +215,16 @@ impl TuningBackend for RecordedBackend {
             }
             None => self.live.evaluate(label, kernel, progress).await,
         }
+    }
+
+    // Profiles of kernels the recording did not reach are measurements of this machine.
+    async fn profile(
+        &self,
+        label: &str,
+        kernel: &TunableKernel,
+        params: &BTreeMap<String, i64>,
+    ) -> Result<ProfileRun, BackendError> {
+        self.live.profile(label, kernel, params).await
     }
 
     // Launch times are measurements of this machine, never reused from the recording.

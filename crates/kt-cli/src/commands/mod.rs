@@ -10,6 +10,7 @@ pub mod graph;
 pub mod inspect;
 mod kernel_input;
 pub mod llm;
+pub mod profile_launch;
 pub mod replay;
 pub mod resume;
 pub mod runs;

@@ -156,6 +156,9 @@ fn show_run(a: ShowArgs) -> anyhow::Result<ExitCode> {
     if let Some(e) = &s.error {
         println!("error     {e}");
     }
+    for line in kt_runs::profile_lines(&s.profiles, m.duration_s) {
+        println!("{line}");
+    }
     if s.path.is_empty() {
         println!("\n(no graph history: the run stopped before its first graph step)");
         return Ok(ExitCode::SUCCESS);

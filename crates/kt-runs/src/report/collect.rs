@@ -76,6 +76,10 @@ pub struct ReportInputs {
     pub tuning: Vec<TuningRow>,
     pub points: Vec<StepPoint>,
     pub naive_time_ms: Option<f64>,
+    /// Nsight Compute profiles of the naive kernel and each accepted step's kernel.
+    pub profiles: Vec<kt_pipeline::stage3::ProfileRecord>,
+    /// The naive and the best kernel on the device's roofline.
+    pub roofline: Option<kt_pipeline::stage3::RunRoofline>,
 }
 
 impl ReportInputs {
@@ -112,6 +116,8 @@ impl ReportInputs {
             kernels: kernel_files(&record.dir().kernels_dir())?,
             path,
             naive_time_ms,
+            profiles: crate::inspect::profiles(fields.get("profiles")),
+            roofline: super::roofline::roofline_of(&fields),
         })
     }
 }

@@ -45,6 +45,13 @@ pub fn render_html(r: &ReportInputs) -> String {
     llm(&mut h, r);
     kernels(&mut h, r);
     tuning(&mut h, r);
+    super::roofline::section(
+        &mut h,
+        &r.summary.kernel,
+        r.roofline.as_ref(),
+        &r.profiles,
+        r.summary.duration_s,
+    );
     let _ = write!(h, "<h2>Speedup per step</h2><div id=\"speedup\">");
     if r.points.is_empty() {
         h.push_str("<p class=\"muted\">No measured steps.</p>");

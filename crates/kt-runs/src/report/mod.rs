@@ -9,6 +9,7 @@ mod chart;
 mod collect;
 mod graph_svg;
 mod html;
+mod roofline;
 
 pub use collect::{KernelFile, LlmExchange, ReportInputs, StepPoint, TuningRow};
 pub use graph_svg::{GraphShape, parse_dot};
