@@ -67,6 +67,19 @@ fn transform_without_a_gpu_stops_at_stage_3_with_a_clear_message_and_a_resumable
     assert_eq!(meta["status"], "interrupted");
     assert_eq!(meta["strategy"], "autonomous");
     assert_eq!(meta["settings"]["replan"], 3);
+    // The sandbox the generators ran under, and where the kernel's own headers are looked up (its directory).
+    assert_eq!(meta["sandbox"]["rlimits"], true, "{meta}");
+    assert!(
+        meta["settings"]["include_dirs"][0]
+            .as_str()
+            .unwrap()
+            .ends_with("naive-kernels"),
+        "{meta}"
+    );
+    assert!(
+        !run.join("unit.cu").exists(),
+        "a file that is only the kernel is worked on as it is"
+    );
     let result = read_json(&run.join("result.json"));
     assert_eq!(result["schema_version"], 2);
     assert_eq!(result["status"], "interrupted");

@@ -15,14 +15,16 @@ import argparse, json, pathlib, re, subprocess, sys, time, tomllib
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
-def run(cmd, timeout=240):
+def run(cmd, timeout=240, split=False):
     t0 = time.time()
     try:
         p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout)
-        out, rc = p.stdout + p.stderr, p.returncode
+        out, err, rc = p.stdout, p.stderr, p.returncode
     except subprocess.TimeoutExpired as e:
-        out, rc = (e.stdout or "") if isinstance(e.stdout, str) else "", "timeout"
-    return rc, out, time.time() - t0
+        out, err, rc = (e.stdout or "") if isinstance(e.stdout, str) else "", "timed out", "timeout"
+    if split:
+        return rc, out, err, time.time() - t0
+    return rc, out + err, time.time() - t0
 
 
 def last_line(out, pattern=None):
@@ -35,9 +37,10 @@ def last_line(out, pattern=None):
 
 
 def tune_row(kt, label, args):
-    rc, out, secs = run([kt, "tune", *args, "--json"])
+    rc, stdout, stderr, secs = run([kt, "tune", *args, "--json"], split=True)
+    out = stdout + stderr
     try:
-        j = json.loads(out[out.index("{"):])
+        j = json.loads(stdout)
         best = j.get("best") or {}
         cfg = " ".join(f"{k}={v}" for k, v in (best.get("config") or []))
         ms = (best.get("timing") or {}).get("median_ms")
@@ -99,7 +102,7 @@ def main():
             f = str(cu.relative_to(ROOT))
             extra = ["--param", "blockSize=128,256"] if cu.stem == "reduce_template" else []
             rows.append(tune_row(kt, cu.stem, [f, "--test-size", *extra]))
-            rows.append(verify_row(kt, cu.stem, [f, f, *(["--param", "blockSize=256", "--param", "block_size_x=256"] if extra else [])]))
+            rows.append(verify_row(kt, cu.stem, [f, f, *(["--template", "blockSize=256", "--param", "block_size_x=256"] if extra else [])]))
         tables["Wild corpus (tests/corpus/wild)"] = rows
 
     if "programs" in parts:
@@ -115,7 +118,7 @@ def main():
             first = kernels[0]
             for k in kernels:
                 rows.append(tune_row(kt, f"{path}:{k}", [f, "--kernel", k, "--test-size", *extra.get(k, [])]))
-                vextra = ["--param", "blockSize=256", "--param", "block_size_x=256"] if k == "reduce3" else []
+                vextra = ["--template", "blockSize=256", "--param", "block_size_x=256"] if k == "reduce3" else []
                 rows.append(verify_row(kt, f"{path}:{k} vs {first}", [f, f, "--reference-kernel", first, "--kernel", k, *vextra]))
         tables["Real programs: every version tuned and verified against the file's first version"] = rows
 

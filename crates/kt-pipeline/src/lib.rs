@@ -7,6 +7,7 @@
 //! This crate wires the leaf crates together; it does not talk HTTP, parse C, or launch kernels itself.
 
 pub mod error;
+pub mod gpu_record;
 mod graph_run;
 pub mod kernel_info;
 pub mod prepare;
@@ -24,5 +25,5 @@ pub use kernel_info::{KernelInfo, ProblemDimension};
 pub use problem_size::SizeExpression;
 pub use prompt::{PromptLibrary, PromptTemplate, RenderedPrompt};
 pub use run_dir::{
-    NewRun, ResultFiles, RunDir, RunLlm, RunMeta, RunSettings, RunStatus, WaitingAnswer,
+    GpuRecord, NewRun, ResultFiles, RunDir, RunLlm, RunMeta, RunSettings, RunStatus, WaitingAnswer,
 };

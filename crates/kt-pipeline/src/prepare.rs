@@ -19,15 +19,33 @@ use crate::stage2::{self, ReferenceRunner, Stage2Deps, Stage2Options, Stage2Outc
 #[derive(Debug, Clone)]
 pub struct KernelSource {
     pub path: PathBuf,
+    /// The code every stage works on: the file as it is when it holds only the kernel's unit, else that unit
+    /// (see [`Self::program`]).
     pub text: String,
     /// `--kernel`; None: the only kernel (or the sidecar's).
     pub kernel: Option<String>,
     /// The sidecar next to the file, when there is one.
     pub sidecar: Option<SidecarFacts>,
+    /// The user's whole file when `text` is the kernel's unit cut out of it (the file had host code, other
+    /// kernels or user headers); None when `text` is the file itself. The file itself is never changed.
+    pub program: Option<String>,
+    /// Where the file's `#include "…"` headers are looked up: its own directory, then `--include`.
+    pub include_dirs: Vec<PathBuf>,
 }
 
 impl KernelSource {
+    /// The file at `path`, its user headers looked up in its own directory only.
     pub fn read(path: &Path, kernel: Option<&str>) -> Result<KernelSource, PipelineError> {
+        Self::read_with_includes(path, kernel, &[])
+    }
+
+    /// The file at `path` with its kernel's unit cut out when the file holds more (a whole program); user
+    /// headers are looked up in the file's directory, then in `include_dirs`.
+    pub fn read_with_includes(
+        path: &Path,
+        kernel: Option<&str>,
+        include_dirs: &[PathBuf],
+    ) -> Result<KernelSource, PipelineError> {
         let bytes = std::fs::read(path)
             .map_err(|e| PipelineError::io("reading the kernel file", path, e))?;
         let text = kt_cuda::decode(&bytes, &path.display().to_string())?;
@@ -35,12 +53,36 @@ impl KernelSource {
             Some(p) => Some(SidecarFacts::load(&p)?),
             None => None,
         };
-        Ok(KernelSource {
+        let bad = |e: kt_tuner::TunerError| PipelineError::BadFile {
+            path: path.to_path_buf(),
+            what: "kernel file",
+            message: e.to_string(),
+        };
+        // The same reading as `kt tune` and `kt verify`: headers from the file's directory, then `--include`.
+        let file = kt_tuner::KernelFile::load(path, include_dirs).map_err(bad)?;
+        let mut source = KernelSource {
             path: path.to_path_buf(),
             text,
             kernel: kernel.map(str::to_string),
             sidecar,
-        })
+            program: None,
+            include_dirs: file.include_dirs.clone(),
+        };
+        // Several kernels and none chosen: kernel_name() says which there are.
+        if let Ok(name) = source.kernel_name() {
+            // Errors name the file: a user header in none of the directories, a unit that does not parse back.
+            let unit = file.select(Some(&name)).map_err(bad)?.unit;
+            if crate::stage3::leaves_out_program(&unit) || !file.file.followed().is_empty() {
+                tracing::info!(
+                    file = %path.display(),
+                    kernel = %name,
+                    left_out = unit.dropped_host_items.len(),
+                    "working on the kernel's own unit; the file is unchanged"
+                );
+                source.program = Some(std::mem::replace(&mut source.text, unit.text));
+            }
+        }
+        Ok(source)
     }
 
     /// The chosen kernel's name: `--kernel`, else the sidecar's, else the file's only kernel (the error lists
@@ -55,6 +97,28 @@ impl KernelSource {
                 .clone()),
         }
     }
+
+    /// [`Self::include_dirs`] as run.json records them (absolute where they can be made so).
+    pub fn include_dirs_for_record(&self) -> Vec<String> {
+        self.include_dirs
+            .iter()
+            .map(|d| {
+                std::path::absolute(d)
+                    .unwrap_or_else(|_| d.clone())
+                    .display()
+                    .to_string()
+            })
+            .collect()
+    }
+}
+
+/// Writes the run's `unit.cu` when the source is a whole program's kernel unit (what every stage and `kt
+/// resume` work on; `input.cu` stays the exact copy of the user's file).
+pub fn save_unit(run: &RunDir, source: &KernelSource) -> Result<(), PipelineError> {
+    if source.program.is_some() {
+        crate::run_dir::write_file(&run.unit_cu(), source.text.as_bytes())?;
+    }
+    Ok(())
 }
 
 /// How Stage 1 is answered.
@@ -181,6 +245,8 @@ pub async fn prepare(
         },
     )?);
     let id = run.run_id();
+    save_unit(run, source)?;
+    run.record_sandbox(settings.sandbox.protections())?;
     // The sidecar's array sizes let the harness check a generator's arrays; they are ground truth, so they are
     // used (and shown in prompts) only when no LLM is being measured on them.
     let use_sidecar_sizes =
@@ -240,6 +306,8 @@ mod tests {
             text: text.into(),
             kernel: kernel.map(str::to_string),
             sidecar: None,
+            program: None,
+            include_dirs: Vec::new(),
         }
     }
 
@@ -251,6 +319,79 @@ mod tests {
         assert_eq!(source(one, None).kernel_name().unwrap(), "only");
         let err = source(two, None).kernel_name().unwrap_err().to_string();
         assert!(err.contains('a') && err.contains('b'), "{err}");
+    }
+
+    #[test]
+    fn a_whole_program_is_read_as_its_kernels_unit_and_the_file_kept_as_the_program() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../tests/corpus/wild/vector_add_program.cu");
+        let source = KernelSource::read(&path, None).unwrap();
+        let program = source.program.as_deref().unwrap();
+        assert!(program.contains("int main"));
+        assert!(
+            !source.text.contains("main(") && !source.text.contains("cudaMalloc"),
+            "{}",
+            source.text
+        );
+        assert!(source.text.contains("add_op") && source.text.contains("__global__"));
+        assert_eq!(source.kernel_name().unwrap(), "vectorAdd");
+        assert_eq!(source.include_dirs[0], path.parent().unwrap());
+    }
+
+    #[test]
+    fn a_plain_kernel_file_is_kept_as_it_is_and_include_dirs_follow_its_own() {
+        let dir = tempfile::tempdir().unwrap();
+        let cu = dir.path().join("k.cu");
+        let text = "// doubles a\n__global__ void k(float* a) { a[0] *= 2.0f; }\n";
+        std::fs::write(&cu, text).unwrap();
+        let extra = dir.path().join("inc");
+        let source =
+            KernelSource::read_with_includes(&cu, None, std::slice::from_ref(&extra)).unwrap();
+        assert_eq!(source.text, text, "comments and all");
+        assert!(source.program.is_none());
+        assert_eq!(source.include_dirs, vec![dir.path().to_path_buf(), extra]);
+        let recorded = source.include_dirs_for_record();
+        assert!(
+            recorded.iter().all(|d| Path::new(d).is_absolute()),
+            "{recorded:?}"
+        );
+    }
+
+    #[test]
+    fn a_user_header_is_found_through_an_include_dir_and_its_items_come_inline() {
+        let dir = tempfile::tempdir().unwrap();
+        let inc = dir.path().join("inc");
+        std::fs::create_dir_all(&inc).unwrap();
+        std::fs::write(
+            inc.join("ops.h"),
+            "__device__ float twice(float x) { return 2.0f * x; }\n",
+        )
+        .unwrap();
+        let cu = dir.path().join("k.cu");
+        std::fs::write(
+            &cu,
+            "#include \"ops.h\"\n__global__ void k(float* a) { a[0] = twice(a[0]); }\n",
+        )
+        .unwrap();
+        let source = KernelSource::read_with_includes(&cu, None, &[inc]).unwrap();
+        assert!(source.program.is_some());
+        assert!(source.text.contains("return 2.0f * x"), "{}", source.text);
+    }
+
+    #[test]
+    fn a_missing_user_header_names_the_file_the_header_and_the_flag() {
+        let dir = tempfile::tempdir().unwrap();
+        let cu = dir.path().join("k.cu");
+        std::fs::write(
+            &cu,
+            "#include \"gone.h\"\n__global__ void k(float* a) { a[0] = 1.0f; }\n",
+        )
+        .unwrap();
+        let err = KernelSource::read(&cu, None).unwrap_err().to_string();
+        assert!(
+            err.contains("gone.h") && err.contains("--include") && err.contains("k.cu"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::error::PipelineError;
+pub use crate::gpu_record::GpuRecord;
 use crate::kernel_info::KernelInfo;
 
 /// The environment variable naming where run directories are created.
@@ -48,6 +49,19 @@ pub struct RunSettings {
     /// tuner's search seed. Absent in runs made before it existed and in runs started without one.
     #[serde(default)]
     pub seed: Option<u64>,
+    /// `--allow-unsandboxed`: generated programs may run without a network namespace. `kt resume` honours it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub allow_unsandboxed: bool,
+    /// Where the kernel file's `#include "…"` headers are looked up: its own directory, then `--include`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub include_dirs: Vec<String>,
+}
+
+impl RunSettings {
+    /// [`Self::include_dirs`] as paths.
+    pub fn include_paths(&self) -> Vec<PathBuf> {
+        self.include_dirs.iter().map(PathBuf::from).collect()
+    }
 }
 
 /// Which LLM a run used (`provider` only, e.g. `scripted` or `none`, when there is no model).
@@ -71,6 +85,12 @@ pub struct RunMeta {
     pub started: String,
     pub finished: Option<String>,
     pub kt_version: String,
+    /// The sandbox protections generated programs ran under (recorded when Stage 2 starts).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<kt_sandbox::Protections>,
+    /// The GPU the run's kernels ran on (recorded when the tuner first reports it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu: Option<GpuRecord>,
 }
 
 /// A run directory.
@@ -135,6 +155,8 @@ impl RunDir {
             started: rfc3339(now),
             finished: None,
             kt_version: env!("CARGO_PKG_VERSION").to_string(),
+            sandbox: None,
+            gpu: None,
         };
         dir.write_meta(&meta)?;
         Ok(dir)
@@ -169,8 +191,23 @@ impl RunDir {
     pub fn sqlite(&self) -> PathBuf {
         self.root.join("run.sqlite")
     }
+    /// An exact copy of the user's kernel file.
     pub fn input_cu(&self) -> PathBuf {
         self.root.join("input.cu")
+    }
+    /// The kernel's own unit, written when the file holds more than that (host code, other kernels, user
+    /// headers): then this is what every stage works on, and `best_program.cu` is delivered beside `best.cu`.
+    pub fn unit_cu(&self) -> PathBuf {
+        self.root.join("unit.cu")
+    }
+    /// The code the run works on: `unit.cu` when there is one, else `input.cu`.
+    pub fn kernel_code(&self) -> Result<String, PipelineError> {
+        let path = if self.unit_cu().is_file() {
+            self.unit_cu()
+        } else {
+            self.input_cu()
+        };
+        std::fs::read_to_string(&path).map_err(|e| PipelineError::io("reading", path, e))
     }
     pub fn kernel_info_json(&self) -> PathBuf {
         self.root.join("kernel_info.json")
@@ -249,6 +286,29 @@ impl RunDir {
         self.write_meta(&meta)
     }
 
+    /// Records in `run.json` the sandbox protections generated programs run under.
+    pub fn record_sandbox(
+        &self,
+        protections: kt_sandbox::Protections,
+    ) -> Result<(), PipelineError> {
+        let mut meta = self.read_meta()?;
+        if meta.sandbox != Some(protections) {
+            meta.sandbox = Some(protections);
+            self.write_meta(&meta)?;
+        }
+        Ok(())
+    }
+
+    /// Records in `run.json` the GPU the run's kernels ran on (the latest one, for a run resumed elsewhere).
+    pub fn record_gpu(&self, gpu: &GpuRecord) -> Result<(), PipelineError> {
+        let mut meta = self.read_meta()?;
+        if meta.gpu.as_ref() != Some(gpu) {
+            meta.gpu = Some(gpu.clone());
+            self.write_meta(&meta)?;
+        }
+        Ok(())
+    }
+
     pub fn save_kernel_info(&self, info: &KernelInfo) -> Result<(), PipelineError> {
         write_json(&self.kernel_info_json(), info)
     }
@@ -285,6 +345,10 @@ impl ResultFiles {
     }
     pub fn best_cu(&self) -> PathBuf {
         self.root.join("best.cu")
+    }
+    /// The user's whole program with the best kernel put back in (only for inputs with a `unit.cu`).
+    pub fn best_program_cu(&self) -> PathBuf {
+        self.root.join("best_program.cu")
     }
     pub fn best_params_json(&self) -> PathBuf {
         self.root.join("best_params.json")

@@ -97,11 +97,26 @@ pub fn odd_values(values: &Bindings, sizes: &[String]) -> Bindings {
     out
 }
 
-/// The problem's thread count at `values`: the product of the problem size expressions.
-fn problem_threads(problem_size: &[String], values: &Bindings) -> Result<f64, TunerError> {
+/// The problem's thread count at `values`: the product of the problem size expressions. A problem size may
+/// name a launch parameter (one block per tile: `ceil_div(width, 32) * block_size_x`); those take the first
+/// configuration's values, and a launch name no configuration sets takes 1.
+fn problem_threads(
+    problem_size: &[String],
+    values: &Bindings,
+    configs: &[Config],
+) -> Result<f64, TunerError> {
+    let mut values = values.clone();
+    if let Some(first) = configs.first() {
+        for (name, v) in first.bindings() {
+            values.entry(name).or_insert(v);
+        }
+    }
+    for name in kt_cuda::LAUNCH_NAMES {
+        values.entry((*name).to_string()).or_insert(1.0);
+    }
     problem_size
         .iter()
-        .map(|e| eval_number(e, values))
+        .map(|e| eval_number(e, &values))
         .try_fold(1.0, |acc, v| Ok(acc * v?.max(1.0)))
 }
 
@@ -173,7 +188,7 @@ impl DefaultTests<'_> {
             .filter(|n| mentioned.contains(n))
             .collect();
         if sizes.is_empty()
-            || problem_threads(self.problem_size, &self.base)? >= scale.threads_to_fill
+            || problem_threads(self.problem_size, &self.base, self.configs)? >= scale.threads_to_fill
         {
             return Ok(None);
         }
@@ -195,7 +210,7 @@ impl DefaultTests<'_> {
             if test.array_bytes() > scale.max_test_bytes {
                 break;
             }
-            let fills = problem_threads(self.problem_size, &values)? >= scale.threads_to_fill;
+            let fills = problem_threads(self.problem_size, &values, self.configs)? >= scale.threads_to_fill;
             chosen = Some((values, test));
             if fills {
                 break;

@@ -44,7 +44,27 @@ typedef uint64_t uintptr_t;
 #define assert(e) ((e) ? (void)0 : __trap())
 #endif
 ";
+    // The math functions are NVRTC built-ins; what math.h adds for device code is its constants (POSIX's
+    // M_PI and friends, which kernels such as GELU use).
+    const MATH_CONSTANTS: &str = "#pragma once
+#ifndef M_PI
+#define M_E 2.71828182845904523536
+#define M_LOG2E 1.44269504088896340736
+#define M_LOG10E 0.434294481903251827651
+#define M_LN2 0.693147180559945309417
+#define M_LN10 2.30258509299404568402
+#define M_PI 3.14159265358979323846
+#define M_PI_2 1.57079632679489661923
+#define M_PI_4 0.785398163397448309616
+#define M_1_PI 0.318309886183790671538
+#define M_2_PI 0.636619772367581343076
+#define M_2_SQRTPI 1.12837916709551257390
+#define M_SQRT2 1.41421356237309504880
+#define M_SQRT1_2 0.707106781186547524401
+#endif
+";
     const CMATH: &str = "#pragma once
+#include <math.h>
 namespace std {
 using ::sqrt; using ::exp; using ::log; using ::pow; using ::sin; using ::cos; using ::tanh;
 using ::floor; using ::ceil; using ::fabs; using ::fmin; using ::fmax; using ::erf;
@@ -71,7 +91,7 @@ using ::floor; using ::ceil; using ::fabs; using ::fmin; using ::fmax; using ::e
         ("cstdlib", EMPTY),
         ("string.h", EMPTY),
         ("cstring", EMPTY),
-        ("math.h", EMPTY),
+        ("math.h", MATH_CONSTANTS),
         ("cmath", CMATH),
         ("stdint.h", STDINT),
         ("cstdint", STDINT),

@@ -1,4 +1,5 @@
-// Block-wise sum with the block size as a template parameter.
+// Sum of n floats into *g_odata (zeroed by the caller): each block adds its sum; the block size is a template
+// parameter.
 template <unsigned int blockSize>
 __global__ void reduce_template(const float* g_idata, float* g_odata, unsigned int n) {
     __shared__ float sdata[blockSize];
@@ -14,6 +15,6 @@ __global__ void reduce_template(const float* g_idata, float* g_odata, unsigned i
         __syncthreads();
     }
     if (tid == 0) {
-        g_odata[blockIdx.x] = sdata[0];
+        atomicAdd(g_odata, sdata[0]);
     }
 }

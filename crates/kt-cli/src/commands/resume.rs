@@ -124,7 +124,11 @@ pub fn run(args: ResumeArgs) -> anyhow::Result<ExitCode> {
         } else {
             dir.input_cu()
         };
-        let source = KernelSource::read(&file, Some(&meta.kernel))?;
+        let source = KernelSource::read_with_includes(
+            &file,
+            Some(&meta.kernel),
+            &meta.settings.include_paths(),
+        )?;
         let llm_pair = (client.clone(), config.clone());
         let stage1 = stage1_source(
             false,
@@ -133,7 +137,14 @@ pub fn run(args: ResumeArgs) -> anyhow::Result<ExitCode> {
             kt_pipeline::stage1::DEFAULT_ATTEMPTS,
         )?;
         let tests = meta.settings.tests.unwrap_or(3);
-        let testgen = testgen_settings(&client, prompts.clone(), tests, meta.settings.seed, false)?;
+        // The opt-in given to `kt transform` holds for the rest of its run.
+        let testgen = testgen_settings(
+            &client,
+            prompts.clone(),
+            tests,
+            meta.settings.seed,
+            meta.settings.allow_unsandboxed,
+        )?;
         Some((source, stage1, testgen))
     };
     let rt = runtime()?;

@@ -65,6 +65,10 @@ pub struct TestgenArgs {
     /// network); also `[sandbox] allow_unsandboxed = true` in kt.toml. Without it kt refuses on such machines.
     #[arg(long)]
     pub allow_unsandboxed: bool,
+    /// A directory to look for the kernel file's `#include "…"` headers in (repeatable); the file's own
+    /// directory is always searched first.
+    #[arg(long = "include", value_name = "DIR")]
+    pub include: Vec<PathBuf>,
     /// Print the result as JSON.
     #[arg(long)]
     pub json: bool,
@@ -72,10 +76,12 @@ pub struct TestgenArgs {
 
 /// The reference runner of this machine: kt-tuner's worker when a CUDA driver is present (it says itself when
 /// no GPU answers), else one that makes Stage 2 write the tests' inputs and say why it stopped there.
-fn reference_runner(run: &RunDir) -> Arc<dyn ReferenceRunner> {
+fn reference_runner(run: &RunDir, source: &KernelSource) -> Arc<dyn ReferenceRunner> {
     // SAFETY: only tries to dlopen the driver library; no CUDA call is made.
     if unsafe { cudarc::driver::sys::is_culib_present() } {
-        Arc::new(TunerReference::new(run.tuning_dir()))
+        Arc::new(
+            TunerReference::new(run.tuning_dir()).with_include_dirs(source.include_dirs.clone()),
+        )
     } else {
         Arc::new(Unavailable {
             reason: "no CUDA driver on this machine (libcuda.so.1 not found)".into(),
@@ -94,7 +100,8 @@ pub fn run(args: TestgenArgs) -> anyhow::Result<ExitCode> {
             args.max_ms
         );
     }
-    let source = KernelSource::read(&args.file, args.kernel.as_deref())?;
+    let source =
+        KernelSource::read_with_includes(&args.file, args.kernel.as_deref(), &args.include)?;
     let script = match &args.script {
         Some(path) => Some(
             std::fs::read_to_string(path)
@@ -127,6 +134,8 @@ pub fn run(args: TestgenArgs) -> anyhow::Result<ExitCode> {
             strategy: "testgen",
             settings: RunSettings {
                 tests: Some(args.tests as u32),
+                allow_unsandboxed: args.allow_unsandboxed,
+                include_dirs: source.include_dirs_for_record(),
                 ..RunSettings::default()
             },
             llm: match &llm {
@@ -174,7 +183,7 @@ pub fn run(args: TestgenArgs) -> anyhow::Result<ExitCode> {
         },
         sandbox,
         python,
-        reference: reference_runner(&run),
+        reference: reference_runner(&run, &source),
     };
 
     let result = runtime()?.block_on(prepare(&run, &source, stage1, settings));

@@ -59,6 +59,10 @@ pub struct TransformArgs {
     /// network); also `[sandbox] allow_unsandboxed = true` in kt.toml. Without it kt refuses on such machines.
     #[arg(long)]
     pub allow_unsandboxed: bool,
+    /// A directory to look for the kernel file's `#include "…"` headers in (repeatable); the file's own
+    /// directory is always searched first. Recorded in run.json, so `kt resume` uses the same.
+    #[arg(long = "include", value_name = "DIR")]
+    pub include: Vec<PathBuf>,
     /// Print result.json instead of the summary.
     #[arg(long)]
     pub json: bool,
@@ -269,7 +273,10 @@ pub fn run(args: TransformArgs) -> anyhow::Result<ExitCode> {
         anyhow::bail!("{NO_LLM}");
     };
     let (client, config) = seeded(client, config, args.seed)?;
-    let source = KernelSource::read(&args.file, args.kernel.as_deref())?;
+    // A whole program (host code, other kernels, user headers) is worked on as its kernel's own unit; the
+    // file itself is never changed, and best_program.cu puts the result back into a copy of it.
+    let source =
+        KernelSource::read_with_includes(&args.file, args.kernel.as_deref(), &args.include)?;
     let kernel_name = source.kernel_name()?;
     // Found (or provisioned) before the run exists: a machine without Python or a safe sandbox gets no half-made
     // run.
@@ -288,6 +295,8 @@ pub fn run(args: TransformArgs) -> anyhow::Result<ExitCode> {
                 candidates: Some(strategy.settings.candidates),
                 tests: Some(args.tests),
                 seed: args.seed,
+                allow_unsandboxed: args.allow_unsandboxed,
+                include_dirs: source.include_dirs_for_record(),
             },
             llm: RunLlm {
                 provider: client.provider_name().into(),
@@ -446,5 +455,11 @@ fn print_summary(done: &TransformOutcome) {
         println!("results of branch {branch} (the main branch's stay in the run directory)");
     }
     println!("best kernel: {}", done.results.best_cu().display());
+    if r.best_program.is_some() {
+        println!(
+            "your program with the best kernel: {} (your file is unchanged)",
+            done.results.best_program_cu().display()
+        );
+    }
     println!("report: {}", done.results.report_md().display());
 }

@@ -17,7 +17,7 @@ use crate::kernel_info::KernelInfo;
 /// One reference run to do.
 #[derive(Debug, Clone, Copy)]
 pub struct ReferenceJob<'a> {
-    /// The whole source file the kernel comes from.
+    /// The code the run works on: the kernel file, or the kernel's unit when the file is a whole program.
     pub source: &'a str,
     pub kernel: &'a Kernel,
     /// Its `default_block` is the launch to use; `problem_size` gives the grid.

@@ -1,4 +1,5 @@
-//! The GPU [`ReferenceRunner`]: kt-tuner runs the original kernel at its default launch (`default_block`,
+//! The GPU [`ReferenceRunner`]: kt-tuner runs the original kernel (its own unit: the job's source is the code
+//! the run works on, see `prepare::KernelSource`) at its default launch (`default_block`,
 //! grid from the problem size) on one test in its isolated worker; the worker writes every output to
 //! `expected/<output>.npy` in the test directory (streamed from the GPU, never through the protocol pipe)
 //! and times the launch. Output elements the kernel never writes keep the test's initial values in the
@@ -20,6 +21,8 @@ pub struct TunerReference {
     /// Module cache, and scratch directories that present one test to the tuner.
     cache_dir: PathBuf,
     tuner: Arc<Mutex<Option<Result<Tuner, String>>>>,
+    /// Where NVRTC looks for the kernel's own headers (the kernel file's directory, `--include`).
+    include_dirs: Vec<PathBuf>,
 }
 
 impl std::fmt::Debug for TunerReference {
@@ -36,7 +39,14 @@ impl TunerReference {
         Self {
             cache_dir,
             tuner: Arc::new(Mutex::new(None)),
+            include_dirs: Vec::new(),
         }
+    }
+
+    /// The runner with the directories NVRTC searches for the kernel's headers.
+    pub fn with_include_dirs(mut self, include_dirs: Vec<PathBuf>) -> Self {
+        self.include_dirs = include_dirs;
+        self
     }
 
     fn with_tuner<T>(&self, f: impl FnOnce(&mut Tuner) -> T) -> Result<T, String> {
@@ -88,6 +98,7 @@ impl ReferenceRunner for TunerReference {
         let config = config_from_block(&params, block);
         kernel.reference = Some(config.clone());
         kernel.params = params;
+        kernel.include_dirs = self.include_dirs.clone();
         let specs = ParamSpec::from_kernel(job.kernel);
 
         // The tuner reads tests from a directory of test directories: present this one alone.
@@ -101,6 +112,7 @@ impl ReferenceRunner for TunerReference {
         let this = Self {
             cache_dir: self.cache_dir.clone(),
             tuner: self.tuner.clone(),
+            include_dirs: self.include_dirs.clone(),
         };
         let dir = scratch.clone();
         let expected_dir = job.test_dir.join(EXPECTED_DIR);

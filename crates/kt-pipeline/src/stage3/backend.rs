@@ -87,6 +87,34 @@ pub struct Reference {
     pub gflops: Option<f64>,
     /// The device it ran on, for the report.
     pub device: String,
+    /// The device's theoretical DRAM bandwidth and FP32 rate (the roofline's roof), when the driver tells.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub theoretical_peaks: Option<kt_profile::DevicePeaks>,
+    /// FLOPs per byte moved on the first test, from the kernel's work expressions (sidecar): the x of every
+    /// version of the kernel on the roofline (the same problem, the same work).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arithmetic_intensity: Option<f64>,
+}
+
+/// One launch of a kernel at one configuration under Nsight Compute, or why there is none. Profiling never
+/// fails a run: a missing ncu, restricted counters or an ncu error leave `skipped` saying so.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProfileRun {
+    pub profile: Option<kt_profile::KernelProfile>,
+    pub skipped: Option<String>,
+    /// Wall time of the profiling, seconds (ncu, the program it watched and its compile).
+    pub seconds: f64,
+}
+
+impl ProfileRun {
+    /// No profile, for `reason`.
+    pub fn skipped(reason: impl Into<String>) -> Self {
+        ProfileRun {
+            profile: None,
+            skipped: Some(reason.into()),
+            seconds: 0.0,
+        }
+    }
 }
 
 /// Per-launch times of two kernels on one test, each in separate launches (the final timing and the acceptance
@@ -149,6 +177,19 @@ pub trait TuningBackend: Send + Sync {
         launches: u32,
     ) -> Result<PairTimes, BackendError>;
 
+    /// Profiles one launch of `kernel` at `params` on the first test with Nsight Compute. Backends that
+    /// cannot profile say why in [`ProfileRun::skipped`].
+    async fn profile(
+        &self,
+        _label: &str,
+        _kernel: &TunableKernel,
+        _params: &BTreeMap<String, i64>,
+    ) -> Result<ProfileRun, BackendError> {
+        Ok(ProfileRun::skipped(
+            "this tuning backend does not profile kernels",
+        ))
+    }
+
     /// Writes the Kernel Tuner export (cache JSON and a `tune_<kernel>.py`) of `kernel` into `dir`. Backends
     /// without tuning records write nothing.
     fn export_kernel_tuner(
@@ -157,5 +198,19 @@ pub trait TuningBackend: Send + Sync {
         _dir: &std::path::Path,
     ) -> Result<Vec<std::path::PathBuf>, BackendError> {
         Ok(Vec::new())
+    }
+
+    /// What the tuning of `kernel` in this process made of its configurations (best.cu's header lists the
+    /// failed ones). None: no record (a backend without one, or a kernel tuned before a resume).
+    fn configurations(
+        &self,
+        _kernel: &TunableKernel,
+    ) -> Option<super::config_record::ConfigRecord> {
+        None
+    }
+
+    /// The GPU this backend's kernels ran on, once it has run one (run.json and result.json record it).
+    fn gpu(&self) -> Option<crate::gpu_record::GpuRecord> {
+        None
     }
 }

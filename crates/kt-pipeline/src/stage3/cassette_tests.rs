@@ -87,6 +87,7 @@ fn new_run(base: &Path) -> RunDir {
                 candidates: Some(1),
                 tests: Some(3),
                 seed: None,
+                ..RunSettings::default()
             },
             llm: RunLlm {
                 provider: "scripted".into(),

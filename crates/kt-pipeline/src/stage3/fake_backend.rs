@@ -18,7 +18,8 @@ use std::sync::Mutex;
 use async_trait::async_trait;
 
 use super::backend::{
-    BackendError, Mismatch, Outcome, PairTimes, Reference, TuningBackend, TuningProgress,
+    BackendError, Mismatch, Outcome, PairTimes, ProfileRun, Reference, TuningBackend,
+    TuningProgress,
 };
 use super::tunable_kernel::TunableKernel;
 
@@ -34,6 +35,20 @@ pub struct FakeBackend {
     evaluated: Mutex<Vec<(String, TunableKernel)>>,
     /// Verified time and noise of every kernel evaluated, by content hash: what its launches take.
     timed: Mutex<std::collections::HashMap<String, (f64, f64)>>,
+    /// What `profile` answers for every kernel; none: profiles are off.
+    profile: Option<kt_profile::KernelProfile>,
+    /// The device's peaks and the kernel's arithmetic intensity, with the original's GFLOP/s (the others'
+    /// follow from their times): the roofline's facts.
+    roofline: Option<FakeRoofline>,
+    profiled: Mutex<Vec<(String, BTreeMap<String, i64>)>>,
+}
+
+/// A fake device's roofline facts.
+#[derive(Debug, Clone, Copy)]
+struct FakeRoofline {
+    peaks: kt_profile::DevicePeaks,
+    intensity: f64,
+    reference_gflops: f64,
 }
 
 impl FakeBackend {
@@ -45,6 +60,9 @@ impl FakeBackend {
             queued: Mutex::default(),
             evaluated: Mutex::new(Vec::new()),
             timed: Mutex::default(),
+            profile: None,
+            roofline: None,
+            profiled: Mutex::default(),
         }
     }
 
@@ -69,6 +87,9 @@ impl FakeBackend {
             queued: Mutex::new(queued),
             evaluated: Mutex::new(Vec::new()),
             timed: Mutex::default(),
+            profile: None,
+            roofline: None,
+            profiled: Mutex::default(),
         }
     }
 
@@ -80,7 +101,46 @@ impl FakeBackend {
             queued: Mutex::default(),
             evaluated: Mutex::new(Vec::new()),
             timed: Mutex::default(),
+            profile: None,
+            roofline: None,
+            profiled: Mutex::default(),
         }
+    }
+
+    /// Answers every `profile` call with `profile` (e.g. one parsed from a captured ncu report).
+    pub fn with_profile(mut self, profile: kt_profile::KernelProfile) -> Self {
+        self.profile = Some(profile);
+        self
+    }
+
+    /// A device with `peaks`, on which the original kernel achieves `reference_gflops` at `intensity` FLOP
+    /// per byte; a faster kernel achieves proportionally more.
+    pub fn with_roofline(
+        mut self,
+        peaks: kt_profile::DevicePeaks,
+        intensity: f64,
+        reference_gflops: f64,
+    ) -> Self {
+        self.roofline = Some(FakeRoofline {
+            peaks,
+            intensity,
+            reference_gflops,
+        });
+        self
+    }
+
+    /// Every `(label, parameters)` profiled so far, in call order.
+    pub fn profiled(&self) -> Vec<(String, BTreeMap<String, i64>)> {
+        self.profiled
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// GFLOP/s of a kernel taking `time_ms`, on a device with roofline facts.
+    fn gflops_at(&self, time_ms: f64) -> Option<f64> {
+        self.roofline
+            .map(|r| r.reference_gflops * self.reference_ms / time_ms)
     }
 
     /// Every `(label, kernel)` evaluated so far, in call order.
@@ -133,7 +193,7 @@ impl FakeBackend {
             configs_tried: kernel.space_size().min(u64::from(u32::MAX)) as u32,
             configs_failed: 0,
             percent_of_peak: None,
-            gflops: None,
+            gflops: self.gflops_at(time_ms),
         };
         let Some(marker) = marker else {
             return verified(self.reference_ms, self.reference_ms * 0.01);
@@ -205,8 +265,31 @@ impl TuningBackend for FakeBackend {
             time_ms: self.reference_ms,
             noise_ms: self.reference_ms * 0.01,
             percent_of_peak: None,
-            gflops: None,
+            gflops: self.roofline.map(|r| r.reference_gflops),
             device: "fake GPU".into(),
+            theoretical_peaks: self.roofline.map(|r| r.peaks),
+            arithmetic_intensity: self.roofline.map(|r| r.intensity),
+        })
+    }
+
+    async fn profile(
+        &self,
+        label: &str,
+        _kernel: &TunableKernel,
+        params: &BTreeMap<String, i64>,
+    ) -> Result<ProfileRun, BackendError> {
+        self.check_gpu()?;
+        self.profiled
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push((label.to_string(), params.clone()));
+        Ok(match &self.profile {
+            Some(p) => ProfileRun {
+                profile: Some(p.clone()),
+                skipped: None,
+                seconds: 0.5,
+            },
+            None => ProfileRun::skipped("the fake GPU was given no profile"),
         })
     }
 
@@ -256,7 +339,7 @@ impl TuningBackend for FakeBackend {
                     configs_tried,
                     configs_failed,
                     percent_of_peak,
-                    gflops,
+                    gflops: gflops.or_else(|| self.gflops_at(time_ms)),
                 }
             }
             Some(other) => other,

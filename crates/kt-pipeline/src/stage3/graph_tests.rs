@@ -17,32 +17,32 @@ use super::*;
 use crate::PromptLibrary;
 use crate::strategy::{StrategyOverrides, load_strategy};
 
-fn plan(steps: &[&str]) -> String {
+pub(super) fn plan(steps: &[&str]) -> String {
     json!({ "steps": steps }).to_string()
 }
-fn valid(v: bool) -> String {
+pub(super) fn valid(v: bool) -> String {
     json!({"valid": v, "reason": if v { "device code only" } else { "uses cuBLAS, a library" }})
         .to_string()
 }
 fn no_breakdown() -> String {
     json!({"substeps": []}).to_string()
 }
-fn restrictions(list: &[&str]) -> String {
+pub(super) fn restrictions(list: &[&str]) -> String {
     json!({ "restrictions": list }).to_string()
 }
 fn worth(v: bool) -> String {
     json!({"worth_it": v, "reason": if v { "helps" } else { "already done" }}).to_string()
 }
 
-struct Harness {
+pub(super) struct Harness {
     _dir: tempfile::TempDir,
-    run_dir: PathBuf,
-    llm_log: PathBuf,
-    backend: Arc<FakeBackend>,
-    cx: Arc<Stage3Context>,
+    pub(super) run_dir: PathBuf,
+    pub(super) llm_log: PathBuf,
+    pub(super) backend: Arc<FakeBackend>,
+    pub(super) cx: Arc<Stage3Context>,
 }
 
-fn harness_with(
+pub(super) fn harness_with(
     strategy: &str,
     overrides: StrategyOverrides,
     answers: &[(&str, String)],
@@ -111,7 +111,7 @@ fn harness(strategy: &str, answers: &[(&str, String)]) -> Harness {
     harness_with(strategy, overrides, answers, FakeBackend::new(20.0))
 }
 
-async fn run(h: &Harness) -> Result<Stage3State, crate::PipelineError> {
+pub(super) async fn run(h: &Harness) -> Result<Stage3State, crate::PipelineError> {
     let graph = build_graph(h.cx.clone())?;
     let exec = Executor::new(graph, Arc::new(MemoryStore::new()));
     let original = TunableKernel::original(&h.cx.kernel.source, &h.cx.kernel.info);
@@ -131,7 +131,7 @@ async fn run(h: &Harness) -> Result<Stage3State, crate::PipelineError> {
 }
 
 /// The user message of every recorded call to `node`, in call order.
-fn prompts_of(h: &Harness, node: &str) -> Vec<String> {
+pub(super) fn prompts_of(h: &Harness, node: &str) -> Vec<String> {
     read_records(&h.llm_log)
         .unwrap()
         .into_iter()
@@ -662,6 +662,13 @@ async fn explicit_applies_the_step_it_judged_worth_doing_with_that_steps_prompt(
     );
     assert_eq!(s.explicit_done.len(), h.cx.strategy.steps.len());
     assert_eq!(best_time(&s), 12.0);
+    // The necessity answers are recorded per step (the block-size step is applied without asking).
+    let asked: Vec<Option<Option<bool>>> = s
+        .history
+        .iter()
+        .map(|r| super::run_record::worth_it_answer(&s, r))
+        .collect();
+    assert_eq!(asked[..3], [None, Some(Some(false)), Some(Some(true))]);
     // The second rewrite started from the first accepted kernel, in a fresh conversation.
     for r in read_records(&h.llm_log).unwrap() {
         assert_eq!(r.messages.len(), 2);

@@ -1,27 +1,13 @@
-//! What kt keeps of an answer's code: the kernel's unit (the kernel with everything before it that it may
-//! need: macros, constants, device helpers), without the host code models add around it (a launcher, a
-//! `main`, host-only includes). What was dropped is said in the feedback, so the model learns the format.
-//!
-//! kt-cuda is gaining a unit extraction of its own (`kt_cuda::extract_unit`); [`kernel_unit`] is the one
-//! place to switch to it.
+//! What kt compiles of a kernel's code — the user's file or an answer's code: the kernel's own unit
+//! (kt-cuda's [`kt_cuda::extract_unit`]: the kernel with the device functions, types, macros, constants and
+//! includes it uses) whenever the code holds more than that (host code such as a launcher or a `main`,
+//! other kernels, host-only includes, user headers). Code that is already only the kernel's unit is kept as
+//! it is, comments included (a one-line description of what the kernel computes reaches every prompt). What
+//! was left out is said in words, so the model learns the format.
 
-/// Headers that only host code needs; NVRTC cannot compile most of them.
-const HOST_HEADERS: &[&str] = &[
-    "cuda_runtime.h",
-    "cuda_runtime_api.h",
-    "cuda.h",
-    "stdio.h",
-    "cstdio",
-    "stdlib.h",
-    "cstdlib",
-    "iostream",
-    "vector",
-    "string",
-    "cassert",
-    "assert.h",
-    "chrono",
-    "algorithm",
-];
+use std::path::PathBuf;
+
+use kt_cuda::{ItemKind, SourceFile, UnitItem};
 
 /// The kept code and what was left out.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -31,82 +17,61 @@ pub struct KernelUnit {
     pub dropped: Vec<String>,
 }
 
-/// The unit of kernel `name` in `code`: the text up to the end of the kernel's definition, without includes
-/// of host-only headers. Code after the kernel is dropped unless a device function defined there is needed
-/// (then everything is kept, and the static checks decide). Code that does not parse is kept as it is.
+/// Whether the unit leaves out part of a program rather than just unused helpers: host code, another
+/// kernel, or an include (a host-only header, or a user header whose items the unit carries inline).
+pub fn leaves_out_program(unit: &kt_cuda::KernelUnit) -> bool {
+    unit.dropped_host_items.iter().any(program_part)
+}
+
+fn program_part(item: &UnitItem) -> bool {
+    item.kind.is_host() || matches!(item.kind, ItemKind::Kernel | ItemKind::Include)
+}
+
+fn describe(item: &UnitItem) -> String {
+    match item.kind {
+        ItemKind::Include => format!("#include {}", item.name),
+        ItemKind::Kernel => format!("the other kernel `{}`", item.name),
+        ItemKind::HostVariable => format!("the host variable `{}`", item.name),
+        _ => format!("the host code `{}` (line {})", item.name, item.line),
+    }
+}
+
+/// The unit of kernel `name` in `file` when `file` holds more than that unit (see [`leaves_out_program`]) or
+/// includes user headers (the unit carries what the kernel uses of them, so it compiles and is delivered on
+/// its own); None when the file is the kernel's unit already. Errors name the file: no such kernel, a unit
+/// that does not parse back.
+pub fn program_unit(
+    file: &SourceFile,
+    name: &str,
+) -> Result<Option<kt_cuda::KernelUnit>, kt_cuda::CudaError> {
+    let unit = kt_cuda::extract_unit(file, name)?;
+    Ok((leaves_out_program(&unit) || !file.followed().is_empty()).then_some(unit))
+}
+
+/// The unit of kernel `name` in an answer's `code`, its user headers looked up in `include_dirs`. Code that
+/// does not parse, or lacks the kernel, is kept as it is: the static checks then say what is wrong.
+pub fn kernel_unit_in(code: &str, name: &str, include_dirs: &[PathBuf]) -> KernelUnit {
+    let file = SourceFile::from_text("the answer", code, include_dirs);
+    match program_unit(&file, name) {
+        Ok(Some(unit)) => KernelUnit {
+            code: unit.text.clone(),
+            dropped: unit
+                .dropped_host_items
+                .iter()
+                .filter(|i| program_part(i))
+                .map(describe)
+                .collect(),
+        },
+        Ok(None) | Err(_) => KernelUnit {
+            code: code.to_string(),
+            dropped: Vec::new(),
+        },
+    }
+}
+
+/// [`kernel_unit_in`] without include directories.
 pub fn kernel_unit(code: &str, name: &str) -> KernelUnit {
-    let mut dropped = Vec::new();
-    let Ok(parsed) = kt_cuda::parse_tolerant(code) else {
-        return KernelUnit {
-            code: code.to_string(),
-            dropped,
-        };
-    };
-    let Some(kernel) = parsed.kernels.iter().find(|k| k.name == name) else {
-        return KernelUnit {
-            code: code.to_string(),
-            dropped,
-        };
-    };
-    let end_line = kernel.span.end.line;
-    let helper_after = parsed
-        .device_functions
-        .iter()
-        .any(|f| f.span.start.line > end_line && kernel.helpers.contains(&f.name));
-    let lines: Vec<&str> = code.lines().collect();
-    let mut end = end_line.min(lines.len());
-    // Comment lines right after the kernel belong to it.
-    while end < lines.len() && {
-        let t = lines[end].trim_start();
-        t.is_empty() || t.starts_with("//")
-    } {
-        end += 1;
-    }
-    // Comments after the kernel stay; code there (a launcher, main) goes, unless the kernel needs it.
-    let code_after = !strip_comments(&lines[end..].join("\n")).trim().is_empty();
-    let cut = if helper_after || !code_after {
-        lines.len()
-    } else {
-        dropped.push("the code after the kernel (host code such as a launcher or main)".into());
-        end
-    };
-    let mut kept: Vec<&str> = Vec::new();
-    for line in &lines[..cut] {
-        match included_header(line) {
-            Some(h) if HOST_HEADERS.contains(&h) => dropped.push(format!("#include <{h}>")),
-            _ => kept.push(line),
-        }
-    }
-    let mut text = kept.join("\n");
-    // A kernel inside `extern "C" { ... }` whose block closes after it: close it again.
-    let open = brace_balance(&strip_comments(&text));
-    for _ in 0..open.max(0) {
-        text.push_str("\n}");
-    }
-    text.push('\n');
-    KernelUnit {
-        code: text,
-        dropped,
-    }
-}
-
-/// The header named by an `#include` line.
-fn included_header(line: &str) -> Option<&str> {
-    let rest = line.trim_start().strip_prefix('#')?.trim_start();
-    let rest = rest.strip_prefix("include")?.trim();
-    let inner = rest
-        .strip_prefix('<')
-        .and_then(|r| r.split_once('>'))
-        .or_else(|| rest.strip_prefix('"').and_then(|r| r.split_once('"')))?;
-    Some(inner.0.trim())
-}
-
-fn brace_balance(code: &str) -> i64 {
-    code.chars().fold(0, |n, c| match c {
-        '{' => n + 1,
-        '}' => n - 1,
-        _ => n,
-    })
+    kernel_unit_in(code, name, &[])
 }
 
 /// `code` with its comments replaced by spaces (string and character literals are kept as they are, so a
@@ -159,6 +124,7 @@ pub fn strip_comments(code: &str) -> String {
 }
 
 #[cfg(test)]
+#[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
@@ -169,6 +135,7 @@ mod tests {
 __device__ float twice(float x) { return 2.0f * x; }
 extern "C" __global__ void scale(float* a, int n) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
+    // fake-tuning: ok 2.0
     if (i < n) a[i] = twice(a[i]);
 }
 
@@ -186,25 +153,46 @@ void launch(float* a, int n) {
             "{}",
             unit.code
         );
-        assert!(unit.code.contains("#define TILE 16") && unit.code.contains("twice"));
+        assert!(unit.code.contains("twice") && unit.code.contains("fake-tuning: ok 2.0"));
         assert!(!unit.code.contains("cuda_runtime.h"));
         assert_eq!(unit.dropped.len(), 3, "{:?}", unit.dropped);
+        assert!(
+            unit.dropped.iter().any(|d| d.contains("launch")),
+            "{:?}",
+            unit.dropped
+        );
     }
 
     #[test]
-    fn a_kernel_alone_is_kept_as_it_is() {
-        let code = "__global__ void k(float* a) { a[0] = 1.0f; }\n";
+    fn a_kernel_alone_is_kept_as_it_is_with_its_comments() {
+        let code =
+            "// adds one\n__global__ void k(float* a) { a[0] = 1.0f; }\n// fake-tuning: ok 3.0\n";
         let unit = kernel_unit(code, "k");
         assert_eq!(unit.code, code);
         assert!(unit.dropped.is_empty());
     }
 
     #[test]
-    fn an_extern_c_block_is_closed_again() {
+    fn a_kernel_in_an_extern_c_block_keeps_its_block_and_loses_the_host_code() {
         let code = "extern \"C\" {\n__global__ void k(float* a) { a[0] = 1.0f; }\nvoid host() { k<<<1, 1>>>(0); }\n}\n";
         let unit = kernel_unit(code, "k");
         assert!(!unit.code.contains("<<<"), "{}", unit.code);
-        assert_eq!(brace_balance(&unit.code), 0, "{}", unit.code);
+        let parsed = kt_cuda::parse(&unit.code).unwrap();
+        assert_eq!(parsed.select_kernel(None).unwrap().name, "k");
+    }
+
+    #[test]
+    fn another_kernel_is_left_out_and_said_so() {
+        let code = "__global__ void a(float* x) { x[0] = 1.0f; }\n__global__ void b(float* x) { x[0] = 2.0f; }\n";
+        let unit = kernel_unit(code, "b");
+        assert!(!unit.code.contains("void a("), "{}", unit.code);
+        assert_eq!(unit.dropped, vec!["the other kernel `a`".to_string()]);
+    }
+
+    #[test]
+    fn code_without_the_kernel_is_kept_for_the_checks_to_judge() {
+        let code = "__global__ void other(float* x) {}\nint main() { return 0; }\n";
+        assert_eq!(kernel_unit(code, "k").code, code);
     }
 
     #[test]

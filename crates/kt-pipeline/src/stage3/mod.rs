@@ -13,6 +13,8 @@
 mod answers;
 mod ask;
 mod backend;
+mod best_program;
+mod config_record;
 mod context;
 mod failure;
 mod fake_backend;
@@ -20,10 +22,13 @@ mod feedback;
 mod graph;
 mod kernel_unit;
 mod nodes;
+mod profile_launch;
+mod profiling;
 mod prompt_vars;
 mod result;
 mod rewrite_answer;
 mod rewrite_check;
+mod run_record;
 mod speedup_interval;
 mod state;
 mod transform;
@@ -42,6 +47,11 @@ mod graph_tests;
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod outcome_tests;
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod profile_tests;
+#[cfg(test)]
+mod program_input_tests;
 
 pub use answers::{
     Breakdown, CodeParameters, GridDivisors, KernelRewrite, ParameterRenames, Plan, Rename,
@@ -49,15 +59,20 @@ pub use answers::{
 };
 pub use ask::SYSTEM_TEMPLATE;
 pub use backend::{
-    BackendError, Mismatch, NoProgress, Outcome, PairTimes, Reference, TuningBackend,
+    BackendError, Mismatch, NoProgress, Outcome, PairTimes, ProfileRun, Reference, TuningBackend,
     TuningProgress,
 };
+pub use config_record::{ConfigRecord, FailedConfiguration};
 pub use context::{KernelFacts, Stage3Context};
 pub use failure::FailureKind;
 pub use fake_backend::FakeBackend;
 pub use feedback::failure_feedback;
 pub use graph::{GraphFormat, build_graph, export_graph, node};
-pub use kernel_unit::{KernelUnit, kernel_unit, strip_comments};
+pub use kernel_unit::{
+    KernelUnit, kernel_unit, kernel_unit_in, leaves_out_program, program_unit, strip_comments,
+};
+pub use profile_launch::{PROFILE_LAUNCHES, ProfileLaunch};
+pub use profiling::{ProfileRecord, RunProfiles, RunRoofline, run_profiles, run_roofline};
 pub use result::{
     LlmTotals, RESULT_SCHEMA_VERSION, ResultOutcome, RunResult, StepSummary, WallTimes,
     build_result, gains_markdown, llm_totals, report_markdown, write_result,
@@ -69,7 +84,7 @@ pub use rewrite_check::{
 pub use speedup_interval::{SpeedupEstimate, speedup_interval};
 pub use state::{
     CandidateOutcome, CurrentStep, FinalTiming, LlmCallRecord, PlannedStep, Stage3State,
-    Stage3Update, StepRecord, StepStatus,
+    Stage3Update, StepRecord, StepStatus, WorthItAnswer,
 };
 pub use transform::{
     BackendFactory, BackendInputs, EventSink, Stage3Settings, Stopped, TransformOutcome, resume,

@@ -2,6 +2,8 @@
 //! focused: the kernel code the question is about, the kernel's meaning, and only what that call needs.
 //! Nothing measured (times, speedups, tuned values) goes into a prompt: a prompt that depends on the GPU makes
 //! every later answer depend on it too, and a cassette recorded on one machine would not replay on another.
+//! The exception is a profile summary (`profiling.rs`), which templates put in a measured section that a
+//! request's identity leaves out.
 
 use serde::Serialize;
 

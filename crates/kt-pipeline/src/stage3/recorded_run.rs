@@ -108,6 +108,22 @@ pub fn write_script(path: &Path, answers: &[(&str, String)]) {
     std::fs::write(path, json!({ "answers": list }).to_string()).unwrap();
 }
 
+/// The fixture's fake GPU: the original takes 20 ms; every profile is kt-profile's real ncu capture of the
+/// naive matmul on an H100, and the device has an H100's peaks (so the report draws a roofline).
+pub fn fixture_backend() -> FakeBackend {
+    let profile = kt_profile::KernelProfile::parse(include_str!(
+        "../../../kt-profile/tests/fixtures/captured-matmul-naive-h100.csv"
+    ))
+    .unwrap();
+    let peaks = kt_profile::DevicePeaks {
+        bandwidth_gb_s: 3352.0,
+        fp32_gflop_s: 66908.0,
+    };
+    FakeBackend::new(20.0)
+        .with_profile(profile)
+        .with_roofline(peaks, 683.0, 1900.0)
+}
+
 /// Records the run in a new run directory under `runs_dir` (its answer script is left beside it as
 /// `answers.json`) and returns the run's directory.
 pub async fn record_matmul_run(runs_dir: &Path) -> RunDir {
@@ -125,6 +141,7 @@ pub async fn record_matmul_run(runs_dir: &Path) -> RunDir {
                 candidates: None,
                 tests: Some(1),
                 seed: None,
+                ..RunSettings::default()
             },
             llm: RunLlm {
                 provider: "scripted".into(),
@@ -152,7 +169,7 @@ pub async fn record_matmul_run(runs_dir: &Path) -> RunDir {
         llm: Arc::new(client),
         prompts: Arc::new(PromptLibrary::from_dir(&root.join("prompts")).unwrap()),
         mode: StructuredMode::Native,
-        backend: Arc::new(|_| Arc::new(FakeBackend::new(20.0)) as Arc<dyn TuningBackend>),
+        backend: Arc::new(|_| Arc::new(fixture_backend()) as Arc<dyn TuningBackend>),
         progress: Arc::new(NoProgress),
         events: None,
         cancel: CancelToken::new(),

@@ -9,6 +9,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use super::backend::TuningBackend;
+use super::config_record::ConfigRecord;
 use super::state::{FinalTiming, Stage3State, StepStatus};
 use super::tunable_kernel::ORIGINAL_STEP;
 use crate::error::PipelineError;
@@ -25,6 +26,12 @@ pub struct StepSummary {
     /// 95 % interval of the step's speedup over the kernel before it (separate launches of both).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub speedup_ci95: Option<[f64; 2]>,
+    /// Explicit strategy: the model's answer to "is this step worth doing?" (null when it was not asked or gave
+    /// no usable answer; `worth_it_asked` tells the two apart).
+    #[serde(default)]
+    pub worth_it: Option<bool>,
+    #[serde(default)]
+    pub worth_it_asked: bool,
 }
 
 /// Wall time per stage, in seconds.
@@ -108,6 +115,21 @@ pub struct RunResult {
     /// The manual provider's question the run is paused at (`kt resume RUN --answer FILE` answers it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub waiting_for: Option<WaitingAnswer>,
+    /// The GPU the kernels ran on (run.json's `gpu`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu: Option<crate::gpu_record::GpuRecord>,
+    /// The sandbox protections generated programs ran under (run.json's `sandbox`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<kt_sandbox::Protections>,
+    /// `best_program.cu` when the input was a whole program and the best kernel was put back into a copy of it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub best_program: Option<String>,
+    /// Nsight Compute profiles of the naive kernel and each accepted step's kernel, with their cost.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profiles: Option<super::profiling::RunProfiles>,
+    /// The device's roofline with the naive and the best kernel on it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub roofline: Option<super::profiling::RunRoofline>,
 }
 
 /// Token and cost totals of a run, read from its `llm.jsonl` (every call of every stage, resumed runs included).
@@ -155,8 +177,9 @@ pub fn llm_totals(llm_jsonl: &Path) -> Result<LlmTotals, PipelineError> {
     Ok(t)
 }
 
-/// The header comment of `best.cu`: how to use the kernel and the values kt found best.
-fn best_cu_text(state: &Stage3State) -> Option<String> {
+/// The header comment of `best.cu`: how to use the kernel, the values kt found best, and the configurations that
+/// failed (`configs`, when the tuning records are at hand).
+fn best_cu_text(state: &Stage3State, configs: Option<&ConfigRecord>) -> Option<String> {
     let best = state.best.as_ref()?;
     let mut head = String::new();
     head.push_str(&format!(
@@ -176,6 +199,10 @@ fn best_cu_text(state: &Stage3State) -> Option<String> {
             p.name,
             tried.join(", ")
         ));
+    }
+    for line in ConfigRecord::header_lines(configs, &best.kernel) {
+        head.push_str(&line);
+        head.push('\n');
     }
     if !best.kernel.restrictions.is_empty() {
         head.push_str(&format!(
@@ -248,6 +275,8 @@ pub fn build_result(
                     reason: r.reason.clone(),
                     time_ms: r.time_ms,
                     speedup_ci95: r.speedup_ci95,
+                    worth_it: super::run_record::worth_it_answer(s, r).flatten(),
+                    worth_it_asked: super::run_record::worth_it_answer(s, r).is_some(),
                 })
                 .collect()
         })
@@ -295,10 +324,15 @@ pub fn build_result(
         tokens_in: totals.tokens_in,
         tokens_out: totals.tokens_out,
         cost_usd: totals.cost_usd,
+        profiles: state.and_then(|s| super::profiling::run_profiles(s, wall.total)),
+        roofline: state.and_then(super::profiling::run_roofline),
         wall_time_s: wall,
         error,
         branch: None,
         waiting_for: None,
+        gpu: meta.gpu,
+        sandbox: meta.sandbox,
+        best_program: None,
     })
 }
 
@@ -371,6 +405,7 @@ pub fn report_markdown(result: &RunResult, state: Option<&Stage3State>) -> Strin
         "- LLM: {} {}\n",
         result.llm.provider, result.llm.model
     ));
+    md.push_str(&super::run_record::environment_markdown(result));
     let ms = |v: Option<f64>| {
         v.map(|t| format!("{t:.4} ms"))
             .unwrap_or_else(|| "not measured".into())
@@ -510,10 +545,18 @@ pub(crate) fn write_result_waiting(
     };
     std::fs::create_dir_all(out.root())
         .map_err(|e| PipelineError::io("creating", out.root(), e))?;
+    if let Some(gpu) = backend.and_then(|b| b.gpu()) {
+        dir.record_gpu(&gpu)?;
+    }
+    let mut best_program = None;
+    let configs = state
+        .and_then(|s| s.best.as_ref())
+        .and_then(|b| backend.and_then(|be| be.configurations(&b.kernel)));
     if let Some(s) = state
-        && let Some(text) = best_cu_text(s)
+        && let Some(text) = best_cu_text(s, configs.as_ref())
     {
         write(&out.best_cu(), &text)?;
+        best_program = super::run_record::write_best_program(dir, out, s)?;
         let best = s
             .best
             .as_ref()
@@ -535,6 +578,7 @@ pub(crate) fn write_result_waiting(
     let mut result = build_result(dir, state, status, wall, error)?;
     result.branch = out.branch().map(str::to_string);
     result.waiting_for = waiting;
+    result.best_program = best_program;
     let json = serde_json::to_string_pretty(&result).map_err(|e| PipelineError::BadFile {
         path: out.result_json(),
         what: "JSON",
@@ -573,6 +617,8 @@ mod tests {
                 percent_of_peak: None,
                 gflops: None,
                 device: "x".into(),
+                theoretical_peaks: None,
+                arithmetic_intensity: None,
             }),
             best: Some(KernelVersion {
                 kernel,
@@ -678,6 +724,8 @@ mod tests {
                 percent_of_peak: None,
                 gflops: None,
                 device: "x".into(),
+                theoretical_peaks: None,
+                arithmetic_intensity: None,
             }),
             best: Some(best),
             final_timing: Some(crate::stage3::FinalTiming {

@@ -110,6 +110,14 @@ impl StepRecord {
     }
 }
 
+/// Explicit strategy: the answer to "is this step worth doing?" for one step.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorthItAnswer {
+    pub step_id: String,
+    /// None: asked, but no usable answer came.
+    pub worth_it: Option<bool>,
+}
+
 /// One candidate of a best-of-N round.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CandidateOutcome {
@@ -202,6 +210,10 @@ kt_graph::state! {
         #[overwrite] pub final_timing: Option<FinalTiming>,
         // Set by the final node.
         #[overwrite] pub finished: bool,
+        // Explicit: the necessity check's answer per step asked.
+        #[append] pub worth_it_answers: Vec<WorthItAnswer>,
+        // Nsight Compute profiles of the naive kernel and of each accepted step's kernel (or why not).
+        #[append] pub profiles: Vec<super::profiling::ProfileRecord>,
     }
 }
 

@@ -49,6 +49,7 @@ pub fn tuner_backend(inputs: &BackendInputs<'_>) -> Arc<dyn TuningBackend> {
         .sidecar
         .map(|s| kt_tuner::SuiteInputs::from_sidecar(s).tolerances())
         .unwrap_or_default();
+    let settings = inputs.run.read_meta().ok().map(|m| m.settings);
     Arc::new(TunerBackend::new(TunerBackendConfig {
         tests_dir: inputs.run.tests_dir(),
         kernel: inputs.kernel.clone(),
@@ -64,10 +65,11 @@ pub fn tuner_backend(inputs: &BackendInputs<'_>) -> Arc<dyn TuningBackend> {
         bytes: inputs.sidecar.map(|s| s.bytes.text()),
         strategy: kt_tuner::Strategy::BruteForce,
         // Brute force ignores it; it is passed so a randomized strategy here stays reproducible per run.
-        seed: inputs.run.read_meta().ok().and_then(|m| m.settings.seed),
+        seed: settings.as_ref().and_then(|s| s.seed),
         max_evals: Some(400),
         time_limit: Some(std::time::Duration::from_secs(600)),
         original: inputs.original.clone(),
+        include_dirs: settings.map(|s| s.include_paths()).unwrap_or_default(),
     }))
 }
 
@@ -344,8 +346,7 @@ pub async fn resume(
     run: &RunDir,
     stage3: Stage3Settings,
 ) -> Result<TransformOutcome, PipelineError> {
-    let source = std::fs::read_to_string(run.input_cu())
-        .map_err(|e| PipelineError::io("reading", run.input_cu(), e))?;
+    let source = run.kernel_code()?;
     let info = run.load_kernel_info().map_err(|e| PipelineError::Graph {
         stage: "stage 1",
         message: format!(

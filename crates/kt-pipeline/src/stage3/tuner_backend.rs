@@ -17,8 +17,13 @@ use kt_tuner::{
 };
 
 use super::backend::{
-    BackendError, Mismatch, Outcome, PairTimes, Reference, TuningBackend, TuningProgress,
+    BackendError, Mismatch, Outcome, PairTimes, ProfileRun, Reference, TuningBackend,
+    TuningProgress,
 };
+use super::profile_launch::ProfileLaunch;
+
+/// The longest one profile may take (ncu replays the kernel for each group of metrics).
+const PROFILE_TIMEOUT: Duration = Duration::from_secs(300);
 use super::tunable_kernel::TunableKernel;
 
 /// How the real backend is set up.
@@ -45,6 +50,8 @@ pub struct TunerBackendConfig {
     pub time_limit: Option<Duration>,
     /// The user's kernel at its default launch: the ground truth when the tests hold no expected outputs.
     pub original: TunableKernel,
+    /// Where NVRTC looks for the kernel's own headers (run.json's `include_dirs`).
+    pub include_dirs: Vec<PathBuf>,
 }
 
 /// How many of a candidate's fastest configurations are checked against the original kernel, when the tests
@@ -70,6 +77,8 @@ pub struct TunerBackend {
     /// The tuning result of every kernel tuned in this process, by content hash, for the Kernel Tuner export.
     results: Mutex<HashMap<String, (kt_tuner::TunableKernel, TuneResult)>>,
     device: Mutex<String>,
+    /// The GPU of the latest tuning job (run.json's `gpu`).
+    gpu: Mutex<Option<crate::gpu_record::GpuRecord>>,
 }
 
 impl std::fmt::Debug for TunerBackend {
@@ -141,6 +150,18 @@ fn open_session<'a>(
     })
 }
 
+/// A timing policy of exactly `launches` timed launches; otherwise as the tuner times every configuration,
+/// so an interval from them is about the same quantity.
+pub(super) fn exactly(launches: u32) -> kt_tuner::TimingPolicy {
+    kt_tuner::TimingPolicy {
+        min_reps: launches,
+        max_reps: launches,
+        target_error: 0.0,
+        max_total_ms: f64::MAX,
+        ..kt_tuner::TimingPolicy::default()
+    }
+}
+
 /// `launches` separate timed launches of `kernel` at `config` on `test` (one tuner reference run with exactly
 /// that many samples); its outputs go to `out`.
 fn time_launches(
@@ -151,17 +172,15 @@ fn time_launches(
     out: &Path,
     launches: u32,
 ) -> Result<Vec<f64>, BackendError> {
-    let policy = kt_tuner::TimingPolicy {
-        min_reps: launches,
-        max_reps: launches,
-        target_error: 0.0,
-        max_total_ms: f64::MAX,
-        // Otherwise as the tuner times every configuration, so the interval is about the same quantity.
-        ..kt_tuner::TimingPolicy::default()
-    };
     let runs = s
         .tuner
-        .run_reference(kernel, config, test, &[out.to_path_buf()], Some(policy))
+        .run_reference(
+            kernel,
+            config,
+            test,
+            &[out.to_path_buf()],
+            Some(exactly(launches)),
+        )
         .map_err(backend_error)?;
     runs.into_iter()
         .next()
@@ -180,6 +199,7 @@ impl TunerBackend {
             session: Arc::new(Mutex::new(None)),
             results: Mutex::new(HashMap::new()),
             device: Mutex::new(String::new()),
+            gpu: Mutex::new(None),
         }
     }
 
@@ -204,7 +224,55 @@ impl TunerBackend {
         k.geometry.shared_mem = kernel.dynamic_shared_memory.clone();
         k.flops = self.config.flops.clone();
         k.bytes = self.config.bytes.clone();
+        k.include_dirs = self.config.include_dirs.clone();
         k
+    }
+
+    /// FLOPs per byte on the first test, from the sidecar's work expressions.
+    fn arithmetic_intensity(&self) -> Option<f64> {
+        let (flops, bytes) = (self.config.flops.as_ref()?, self.config.bytes.as_ref()?);
+        let guard = self.session.lock().unwrap_or_else(|p| p.into_inner());
+        let scalars = guard.as_ref()?.tests.tests.first()?.scalars();
+        let f = kt_tuner::expr::eval_number(flops, &scalars).ok()?;
+        let b = kt_tuner::expr::eval_number(bytes, &scalars).ok()?;
+        (f > 0.0 && b > 0.0).then(|| f / b)
+    }
+
+    /// ncu on `kt __profile-launch` for `kernel` at `params` on the first test; the kernel's code is written
+    /// under the tuning cache. The error says why there can be no profile.
+    fn profile_command(
+        &self,
+        ncu: kt_profile::NcuPath,
+        kernel: &TunableKernel,
+        params: &BTreeMap<String, i64>,
+    ) -> Result<kt_profile::ProfileCommand, String> {
+        let program = std::env::current_exe().map_err(|e| format!("kt's own path: {e}"))?;
+        let first = {
+            let guard = self.session.lock().unwrap_or_else(|p| p.into_inner());
+            guard
+                .as_ref()
+                .and_then(|s| s.tests.tests.first().map(|t| t.id.clone()))
+        };
+        let test = first.ok_or("the tests are not loaded yet")?;
+        let dir = self.config.cache_dir.join("profiles");
+        std::fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
+        let file = dir.join(format!("{}.cu", kernel.content_hash()));
+        std::fs::write(&file, &kernel.code)
+            .map_err(|e| format!("writing {}: {e}", file.display()))?;
+        let launch = ProfileLaunch {
+            kernel_file: file,
+            kernel: self.config.kernel.name.clone(),
+            params: params.clone(),
+            geometry: self.to_tuner_kernel(kernel).geometry,
+            test: self.config.tests_dir.join(test),
+            include: Vec::new(),
+            cache_dir: Some(self.config.cache_dir.clone()),
+        };
+        Ok(
+            kt_profile::ProfileCommand::new(ncu, self.config.kernel.name.clone(), program)
+                .args(launch.args())
+                .launch_skip(1),
+        )
     }
 
     fn options(&self, kernel_hash: &str) -> TuneOptions {
@@ -317,7 +385,7 @@ impl TunerBackend {
             },
         );
         let mut job = std::pin::pin!(job);
-        loop {
+        let tuned = loop {
             tokio::select! {
                 update = rx.recv() => {
                     if let Some((done, total)) = update {
@@ -325,10 +393,15 @@ impl TunerBackend {
                     }
                 }
                 joined = &mut job => {
-                    return joined.map_err(|e| BackendError::Failed { detail: format!("the tuning thread failed: {e}") })?;
+                    break joined.map_err(|e| BackendError::Failed { detail: format!("the tuning thread failed: {e}") })?;
                 }
             }
+        };
+        if let Ok(Ok(t)) = &tuned {
+            *self.gpu.lock().unwrap_or_else(|p| p.into_inner()) =
+                Some(crate::gpu_record::GpuRecord::from_device(&t.result.device));
         }
+        tuned
     }
 
     fn outcome(tuned: &Tuned) -> Outcome {
@@ -473,6 +546,49 @@ impl TuningBackend for TunerBackend {
             percent_of_peak: m.percent_of_peak,
             gflops: m.gflops,
             device: result.device.name,
+            theoretical_peaks: result.theoretical_peaks,
+            arithmetic_intensity: self.arithmetic_intensity(),
+        })
+    }
+
+    async fn profile(
+        &self,
+        label: &str,
+        kernel: &TunableKernel,
+        params: &BTreeMap<String, i64>,
+    ) -> Result<ProfileRun, BackendError> {
+        let Some(ncu) = kt_profile::ncu_once() else {
+            let why = kt_profile::ncu_availability().err().map_or_else(
+                || "Nsight Compute (ncu) was not found".into(),
+                |m| m.to_string(),
+            );
+            return Ok(ProfileRun::skipped(why));
+        };
+        let started = std::time::Instant::now();
+        let command = match self.profile_command(ncu.clone(), kernel, params) {
+            Ok(c) => c,
+            Err(why) => return Ok(ProfileRun::skipped(why)),
+        };
+        tracing::info!(
+            step = label,
+            "profiling the best configuration with Nsight Compute"
+        );
+        let joined = tokio::task::spawn_blocking(move || command.run(PROFILE_TIMEOUT)).await;
+        let seconds = started.elapsed().as_secs_f64();
+        Ok(match joined {
+            Ok(Ok(profile)) => ProfileRun {
+                profile: Some(profile),
+                skipped: None,
+                seconds,
+            },
+            Ok(Err(e)) => {
+                tracing::warn!(step = label, error = %e, "no profile");
+                ProfileRun {
+                    seconds,
+                    ..ProfileRun::skipped(e.to_string())
+                }
+            }
+            Err(e) => ProfileRun::skipped(format!("the profiling thread failed: {e}")),
         })
     }
 
@@ -584,21 +700,33 @@ impl TuningBackend for TunerBackend {
                 detail: format!("Kernel Tuner export: {e}"),
             })
     }
+
+    fn configurations(&self, kernel: &TunableKernel) -> Option<super::config_record::ConfigRecord> {
+        let results = self.results.lock().unwrap_or_else(|p| p.into_inner());
+        results
+            .get(&kernel.content_hash())
+            .map(|(_, result)| super::config_record::ConfigRecord::from_tuning(result))
+    }
+
+    fn gpu(&self) -> Option<crate::gpu_record::GpuRecord> {
+        self.gpu.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
 }
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use kt_tuner::verify::{Mismatch as TunerMismatch, OutputReport};
 
-    fn result(measurements: Vec<Measurement>, best: Option<Measurement>) -> TuneResult {
+    pub(crate) fn result(measurements: Vec<Measurement>, best: Option<Measurement>) -> TuneResult {
         TuneResult {
             kernel_name: "matrixMultiply".into(),
             device: kt_tuner::worker::protocol::DeviceInfo {
                 ordinal: 0,
                 name: "test".into(),
                 uuid: String::new(),
+                pci_bus_id: String::new(),
                 compute_capability: (9, 0),
                 sm_count: 1,
                 max_threads_per_block: 1024,
@@ -740,6 +868,7 @@ mod tests {
             max_evals: None,
             time_limit: None,
             original: original.clone(),
+            include_dirs: Vec::new(),
         }));
         let fast = Measurement::synthetic(config(64), Verdict::Ok, Some(1.0));
         backend.results.lock().unwrap().insert(

@@ -89,6 +89,11 @@ pub struct StrategySettings {
     /// Bound on graph steps, so that no combination of answers can loop for ever.
     #[serde(default = "default_graph_steps")]
     pub max_graph_steps: u64,
+    /// Nsight Compute's summary of the best kernel in the plan, replan and apply prompts (inside a measured
+    /// section, which replays ignore). Takes effect only where ncu is installed; the best kernels are
+    /// profiled either way.
+    #[serde(default)]
+    pub profile: bool,
 }
 
 impl Default for StrategySettings {
@@ -104,6 +109,7 @@ impl Default for StrategySettings {
             max_planner_failures: default_planner_failures(),
             max_plan_length: default_plan_length(),
             max_graph_steps: default_graph_steps(),
+            profile: false,
         }
     }
 }

@@ -1,4 +1,4 @@
-// Parallel sum reduction kernels: each block writes the sum of its slice of g_idata to g_odata[blockIdx.x].
+// Parallel sum reduction kernels: each block adds the sum of its slice of g_idata to *g_odata (zeroed first).
 #ifndef REDUCTION_KERNELS_CUH
 #define REDUCTION_KERNELS_CUH
 #include <cooperative_groups.h>
@@ -27,7 +27,7 @@ __global__ void reduce0(const float* g_idata, float* g_odata, unsigned int n)
         if ((tid % (2 * s)) == 0) sdata[tid] += sdata[tid + s];
         cg::sync(cta);
     }
-    if (tid == 0) g_odata[blockIdx.x] = sdata[0];
+    if (tid == 0) atomicAdd(g_odata, sdata[0]);
 }
 
 // reduce3: sequential addressing, the block size a template parameter; requires blockSize == blockDim.x.
@@ -50,7 +50,7 @@ __global__ void reduce3(const float* g_idata, float* g_odata, unsigned int n)
         for (int offset = tile32.size() / 2; offset > 0; offset /= 2) {
             sum += tile32.shfl_down(sum, offset);
         }
-        if (tid == 0) g_odata[blockIdx.x] = sum;
+        if (tid == 0) atomicAdd(g_odata, sum);
     }
 }
 #endif

@@ -47,6 +47,9 @@ impl Node<Stage3State> for Baseline {
             .collect();
         let file =
             super::candidate::write_kernel_file(cx, 0, "original", &original, None, &best_params)?;
+        let profile =
+            super::profile::profile_kernel(cx, &ctx, ORIGINAL_STEP, &original, &best_params)
+                .await?;
         let best = KernelVersion {
             kernel: original,
             time_ms: reference.time_ms,
@@ -60,6 +63,7 @@ impl Node<Stage3State> for Baseline {
         Ok(Stage3Update::default()
             .reference(Some(reference))
             .best(Some(best))
-            .kernels_written(1))
+            .kernels_written(1)
+            .profiles(vec![profile]))
     }
 }

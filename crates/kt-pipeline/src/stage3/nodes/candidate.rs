@@ -65,6 +65,8 @@ struct ApplyVars<'a> {
     step: &'a str,
     suggested: &'a [TunableParameter],
     errors: &'a [String],
+    /// The best kernel's profile summary (a measured section), when the strategy turns profiles on.
+    profile: Option<String>,
 }
 
 #[derive(Serialize)]
@@ -210,6 +212,7 @@ impl Apply {
             step: &step.description,
             suggested: &step.suggested_parameters,
             errors: &state.feedback,
+            profile: crate::stage3::profiling::prompt_profile(cx, state),
         };
         let asked = ask_text::<KernelRewrite, _>(cx, ctx, "stage3.apply", &step.template, &vars)
             .await
@@ -621,7 +624,15 @@ impl Node<Stage3State> for Select {
                         "verified on every test and faster than the best kernel by more than the \
                                      measured noise"
                             .into();
-                    update = update.best(Some(KernelVersion {
+                    let profile = super::profile::profile_kernel(
+                        cx,
+                        &ctx,
+                        &step.description,
+                        &kernel,
+                        &best_params,
+                    )
+                    .await?;
+                    update = update.profiles(vec![profile]).best(Some(KernelVersion {
                         kernel,
                         time_ms,
                         noise_ms,

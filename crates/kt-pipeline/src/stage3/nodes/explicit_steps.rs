@@ -11,7 +11,9 @@ use super::step_gate::StepGate;
 use crate::error::PipelineError;
 use crate::stage3::answers::{TunableParameter, WorthIt};
 use crate::stage3::context::Stage3Context;
-use crate::stage3::state::{CurrentStep, Stage3State, Stage3Update, StepRecord, StepStatus};
+use crate::stage3::state::{
+    CurrentStep, Stage3State, Stage3Update, StepRecord, StepStatus, WorthItAnswer,
+};
 
 /// A dependency counts as met when its step was accepted or judged not worth doing (the kernel already has
 /// what it would add, or does not need it).
@@ -98,9 +100,18 @@ impl Node<Stage3State> for WorthItCheck {
             refusal: StepStatus::NotWorthIt,
             if_unusable: "no usable answer on whether the step is worth it, so it is not done",
         };
-        gate.ask(cx, &ctx, &state, |a: WorthIt| {
-            (!a.worth_it).then_some(a.reason)
-        })
-        .await
+        let step_id = state.current_step()?.id.unwrap_or_default();
+        let mut answered = None;
+        let update = gate
+            .ask(cx, &ctx, &state, |a: WorthIt| {
+                answered = Some(a.worth_it);
+                (!a.worth_it).then_some(a.reason)
+            })
+            .await?;
+        // Recorded for the necessity figure: yes, no, or asked without a usable answer.
+        Ok(update.worth_it_answers(vec![WorthItAnswer {
+            step_id,
+            worth_it: answered,
+        }]))
     }
 }

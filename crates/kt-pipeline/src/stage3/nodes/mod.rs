@@ -8,6 +8,7 @@ mod explicit_steps;
 mod finish;
 mod launch_timing;
 mod planning;
+mod profile;
 mod step_gate;
 
 pub(crate) use baseline::Baseline;

@@ -34,6 +34,8 @@ struct PlanVars<'a> {
     launch: LaunchVar,
     history: Vec<HistoryVar>,
     max_steps: usize,
+    /// The best kernel's profile summary (a measured section), when the strategy turns profiles on.
+    profile: Option<String>,
 }
 
 /// `plan` (first plan) or `replan` (after the plan ran out).
@@ -58,6 +60,7 @@ impl Node<Stage3State> for Planner {
             launch: launch_var(&cx.kernel.info),
             history: history_var(&state.history),
             max_steps: settings.max_plan_length,
+            profile: crate::stage3::profiling::prompt_profile(cx, &state),
         };
         let (template, node) = if self.replan {
             (&cx.strategy.prompts.replan, "stage3.replan")

@@ -1,0 +1,217 @@
+//! The program Nsight Compute watches when Stage 3 profiles a kernel: `kt __profile-launch` launches one
+//! configuration of one kernel a few times on one test's inputs through kt-tuner's own compile, upload and
+//! launch path, and exits. [`ProfileLaunch`] is both what that command runs and the command line that asks
+//! for it, so the two cannot drift apart.
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use kt_tuner::session::{Tuner, TunerConfig};
+use kt_tuner::{Config, Geometry, ParamSpec, TestSet, TunableParam};
+
+use super::backend::BackendError;
+use crate::error::PipelineError;
+
+/// Launches of the kernel: ncu lets the first through (warm-up) and profiles the second.
+pub const PROFILE_LAUNCHES: u32 = 3;
+
+/// One configuration of one kernel on one test, to be launched under a profiler.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProfileLaunch {
+    /// The kernel's device code (what the tuner compiles).
+    pub kernel_file: PathBuf,
+    /// The kernel's function name.
+    pub kernel: String,
+    /// The configuration: every tunable parameter's value.
+    pub params: BTreeMap<String, i64>,
+    /// Problem size, grid divisors and dynamic shared memory.
+    pub geometry: Geometry,
+    /// One test directory (`tests/<id>`, with its manifest.json).
+    pub test: PathBuf,
+    /// Directories searched for the kernel's own headers.
+    pub include: Vec<PathBuf>,
+    /// The tuner's cache (compiled modules), shared with the run's own tuning.
+    pub cache_dir: Option<PathBuf>,
+}
+
+fn failed(what: &str, e: impl std::fmt::Display) -> PipelineError {
+    PipelineError::Tuning(BackendError::Failed {
+        detail: format!("{what}: {e}"),
+    })
+}
+
+impl ProfileLaunch {
+    /// The arguments of `kt` that run this launch (`__profile-launch …`).
+    pub fn args(&self) -> Vec<OsString> {
+        let mut a: Vec<OsString> = vec!["__profile-launch".into(), "--kernel-file".into()];
+        a.push(self.kernel_file.clone().into_os_string());
+        a.extend(["--kernel".into(), OsString::from(&self.kernel)]);
+        a.push("--params".into());
+        a.push(
+            serde_json::to_string(&self.params)
+                .unwrap_or_default()
+                .into(),
+        );
+        a.push("--geometry".into());
+        a.push(
+            serde_json::to_string(&self.geometry)
+                .unwrap_or_default()
+                .into(),
+        );
+        a.push("--test".into());
+        a.push(self.test.clone().into_os_string());
+        for dir in &self.include {
+            a.push("--include".into());
+            a.push(dir.clone().into_os_string());
+        }
+        if let Some(cache) = &self.cache_dir {
+            a.push("--cache-dir".into());
+            a.push(cache.clone().into_os_string());
+        }
+        a
+    }
+
+    /// Reads `--params` and `--geometry` as [`args`](Self::args) writes them.
+    pub fn parse_json(
+        params: &str,
+        geometry: &str,
+    ) -> Result<(BTreeMap<String, i64>, Geometry), PipelineError> {
+        let params = serde_json::from_str(params)
+            .map_err(|e| failed("--params is not a JSON object of integers", e))?;
+        let geometry =
+            serde_json::from_str(geometry).map_err(|e| failed("--geometry is not valid", e))?;
+        Ok((params, geometry))
+    }
+
+    /// Compiles the kernel at its configuration and launches it [`PROFILE_LAUNCHES`] times on the test's
+    /// inputs (outputs go to a temporary directory).
+    pub fn run(&self) -> Result<(), PipelineError> {
+        let code = std::fs::read_to_string(&self.kernel_file)
+            .map_err(|e| PipelineError::io("reading", &self.kernel_file, e))?;
+        let parsed = kt_cuda::parse(&code)?;
+        let signature = parsed.select_kernel(Some(&self.kernel))?;
+        let tests = self.load_test(&ParamSpec::from_kernel(signature))?;
+        let mut kernel = kt_tuner::TunableKernel::new(
+            code.clone(),
+            self.kernel.clone(),
+            self.geometry.problem_size.clone(),
+        );
+        kernel.geometry = self.geometry.clone();
+        kernel.params = self
+            .params
+            .iter()
+            .map(|(name, v)| TunableParam::new(name.clone(), vec![*v]))
+            .collect();
+        kernel.include_dirs = self.include.clone();
+        let config = Config(self.params.iter().map(|(k, v)| (k.clone(), *v)).collect());
+        let out = tempfile::tempdir().map_err(|e| failed("making a temporary directory", e))?;
+        let mut tuner = Tuner::new(TunerConfig {
+            cache_dir: self.cache_dir.clone(),
+            ..TunerConfig::default()
+        })
+        .map_err(|e| failed("starting the tuner", e))?;
+        let policy = super::tuner_backend::exactly(PROFILE_LAUNCHES);
+        tuner
+            .run_reference(
+                &kernel,
+                &config,
+                &tests,
+                &[out.path().to_path_buf()],
+                Some(policy),
+            )
+            .map_err(|e| failed(&format!("launching {} at {config}", self.kernel), e))?;
+        // The worker exits by itself: a profiler watching it writes its report at exit.
+        tuner.close(Duration::from_secs(10));
+        Ok(())
+    }
+
+    /// The one test of `self.test` (its parent is the tests directory).
+    fn load_test(&self, params: &[ParamSpec]) -> Result<TestSet, PipelineError> {
+        let id = self
+            .test
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let dir = self.test.parent().unwrap_or(Path::new("."));
+        let all = TestSet::load_dir(dir, params, &BTreeMap::new())
+            .map_err(|e| failed(&format!("loading the tests in {}", dir.display()), e))?;
+        let tests: Vec<_> = all.tests.into_iter().filter(|t| t.id == id).collect();
+        if tests.is_empty() {
+            return Err(failed(
+                "--test",
+                format!(
+                    "{} is not a test directory (one holding a manifest.json)",
+                    self.test.display()
+                ),
+            ));
+        }
+        Ok(TestSet { tests })
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn launch() -> ProfileLaunch {
+        let mut geometry = Geometry::new(vec!["B_width".into(), "A_height".into()]);
+        geometry.shared_mem = Some("block_size_x*4".into());
+        ProfileLaunch {
+            kernel_file: "/run/tuning/profiles/k.cu".into(),
+            kernel: "matrixMultiply".into(),
+            params: [("block_size_x".to_string(), 32), ("tile".to_string(), 4)].into(),
+            geometry,
+            test: "/run/tests/t1".into(),
+            include: vec!["/src".into()],
+            cache_dir: Some("/run/tuning".into()),
+        }
+    }
+
+    #[test]
+    fn the_command_line_carries_the_configuration_and_geometry_as_json() {
+        let args: Vec<String> = launch()
+            .args()
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(args[0], "__profile-launch");
+        let value = |flag: &str| args[args.iter().position(|a| a == flag).unwrap() + 1].clone();
+        assert_eq!(value("--kernel"), "matrixMultiply");
+        assert_eq!(value("--test"), "/run/tests/t1");
+        assert_eq!(value("--include"), "/src");
+        assert_eq!(value("--cache-dir"), "/run/tuning");
+        let (params, geometry) =
+            ProfileLaunch::parse_json(&value("--params"), &value("--geometry")).unwrap();
+        assert_eq!(params, launch().params);
+        assert_eq!(geometry, launch().geometry);
+    }
+
+    #[test]
+    fn bad_json_says_which_flag_is_wrong() {
+        let err = ProfileLaunch::parse_json("[1]", "{}")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("--params"), "{err}");
+    }
+
+    #[test]
+    fn a_test_path_that_is_no_test_is_refused_before_the_gpu() {
+        let dir = tempfile::tempdir().unwrap();
+        let kernel = dir.path().join("k.cu");
+        std::fs::write(
+            &kernel,
+            "__global__ void matrixMultiply(float* C, int n) { C[0] = n; }\n",
+        )
+        .unwrap();
+        let spec = ProfileLaunch {
+            kernel_file: kernel,
+            test: dir.path().join("missing"),
+            ..launch()
+        };
+        let err = spec.run().unwrap_err().to_string();
+        assert!(err.contains("loading the tests"), "{err}");
+    }
+}

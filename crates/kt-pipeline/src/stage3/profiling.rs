@@ -1,0 +1,297 @@
+//! Profiles and the roofline of a run. The naive kernel (after the baseline) and the kernel of every accepted
+//! step are profiled once with Nsight Compute at their best configuration ([`ProfileRecord`]s in the state,
+//! `profiles` in result.json); the best kernel's summary goes into the plan, replan and apply prompts when
+//! the strategy says `profile = true`, inside a measured section (`<measured>` … `</measured>`), which a
+//! request's identity leaves out so a recorded run replays on another GPU. The roofline places the naive and
+//! the best kernel under the device's theoretical peaks, at the kernel's arithmetic intensity.
+
+use std::collections::BTreeMap;
+
+use kt_profile::{DevicePeaks, KernelProfile, RooflinePoint};
+use serde::{Deserialize, Serialize};
+
+use super::context::Stage3Context;
+use super::state::Stage3State;
+use super::tunable_kernel::ORIGINAL_STEP;
+
+/// One profiled kernel: the naive one (`step` = "original") or an accepted step's.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProfileRecord {
+    /// The step that made the kernel ("original" for the naive kernel).
+    pub step: String,
+    /// The configuration profiled (the kernel's best).
+    pub params: BTreeMap<String, i64>,
+    pub profile: Option<KernelProfile>,
+    /// The profile in a CUDA programmer's words (at most ten lines): what prompts get.
+    pub summary: Option<String>,
+    /// Why there is no profile.
+    pub skipped: Option<String>,
+    /// Wall time the profiling took, seconds.
+    pub seconds: f64,
+}
+
+impl ProfileRecord {
+    /// Whether this is the naive kernel's profile.
+    pub fn is_naive(&self) -> bool {
+        self.step == ORIGINAL_STEP
+    }
+}
+
+/// result.json's `profiles`: the naive kernel's and each accepted step's, and what they cost.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunProfiles {
+    pub naive: Option<ProfileRecord>,
+    pub steps: Vec<ProfileRecord>,
+    /// Seconds spent profiling, in all.
+    pub seconds: f64,
+    /// `seconds` as a share of the run's wall time, %.
+    pub overhead_pct: Option<f64>,
+    /// Why no kernel was profiled, when none was (said once).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub off: Option<String>,
+}
+
+/// result.json's `roofline`: the device's roof and the naive and best kernels under it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunRoofline {
+    pub device: String,
+    pub peaks: DevicePeaks,
+    pub points: Vec<RooflinePoint>,
+}
+
+impl RunRoofline {
+    /// The roofline as an SVG document.
+    pub fn svg(&self, title: &str) -> Result<String, kt_profile::ProfileError> {
+        kt_profile::roofline_svg(title, &self.peaks, &self.points)
+    }
+}
+
+/// The profiles of a run for result.json; `wall_s` is the run's wall time (for the overhead). None when no
+/// profiling was attempted (a run that stopped before its baseline).
+pub fn run_profiles(state: &Stage3State, wall_s: f64) -> Option<RunProfiles> {
+    if state.profiles.is_empty() {
+        return None;
+    }
+    let seconds: f64 = state.profiles.iter().map(|r| r.seconds).sum();
+    let naive = state.profiles.iter().find(|r| r.is_naive()).cloned();
+    let steps: Vec<ProfileRecord> = state
+        .profiles
+        .iter()
+        .filter(|r| !r.is_naive())
+        .cloned()
+        .collect();
+    let off = if state.profiles.iter().all(|r| r.profile.is_none()) {
+        state.profiles.iter().find_map(|r| r.skipped.clone())
+    } else {
+        None
+    };
+    Some(RunProfiles {
+        naive,
+        steps,
+        seconds,
+        overhead_pct: (wall_s > 0.0).then(|| 100.0 * seconds / wall_s),
+        off,
+    })
+}
+
+/// The roofline of a run: needs the device's peaks, the kernel's arithmetic intensity and the naive
+/// kernel's GFLOP/s (kt's own timing); the best kernel is added when a step was accepted and its GFLOP/s are
+/// known.
+pub fn run_roofline(state: &Stage3State) -> Option<RunRoofline> {
+    let reference = state.reference.as_ref()?;
+    let peaks = reference.theoretical_peaks?;
+    let intensity = reference.arithmetic_intensity?;
+    let point = |label: &str, gflop_s: f64| RooflinePoint {
+        label: label.to_string(),
+        intensity,
+        gflop_s,
+    };
+    let mut points = vec![point("naive", reference.gflops?)];
+    if let Some(best) = state.best.as_ref().filter(|b| b.step != ORIGINAL_STEP)
+        && let Some(g) = best.gflops
+    {
+        points.push(point("best", g));
+    }
+    Some(RunRoofline {
+        device: reference.device.clone(),
+        peaks,
+        points,
+    })
+}
+
+/// The best kernel's profile summary for a prompt, when the strategy turns profiles on and the best kernel
+/// was profiled; the template wraps it in a measured section.
+pub(crate) fn prompt_profile(cx: &Stage3Context, state: &Stage3State) -> Option<String> {
+    if !cx.strategy.settings.profile {
+        return None;
+    }
+    let best = state.best.as_ref()?;
+    state
+        .profiles
+        .iter()
+        .rev()
+        .find(|r| r.step == best.step)
+        .and_then(|r| r.summary.clone())
+}
+
+/// A record from a profiling run: the summary rendered from the profile (a rendering failure only loses
+/// the summary).
+pub(crate) fn record(
+    step: &str,
+    params: &BTreeMap<String, i64>,
+    run: super::backend::ProfileRun,
+) -> ProfileRecord {
+    let summary = run
+        .profile
+        .as_ref()
+        .and_then(|p| match kt_profile::summarize(p) {
+            Ok(s) => Some(s),
+            Err(e) => {
+                tracing::warn!(step, error = %e, "the profile could not be summarised");
+                None
+            }
+        });
+    if let Some(reason) = &run.skipped {
+        tracing::debug!(step, %reason, "kernel not profiled");
+    }
+    ProfileRecord {
+        step: step.to_string(),
+        params: params.clone(),
+        profile: run.profile,
+        summary,
+        skipped: run.skipped,
+        seconds: run.seconds,
+    }
+}
+
+/// kt-profile's real ncu capture of the naive matmul on an H100, parsed.
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+pub(crate) fn captured_profile() -> KernelProfile {
+    KernelProfile::parse(include_str!(
+        "../../../kt-profile/tests/fixtures/captured-matmul-naive-h100.csv"
+    ))
+    .unwrap()
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::stage3::backend::{ProfileRun, Reference};
+
+    fn captured() -> KernelProfile {
+        captured_profile()
+    }
+
+    fn reference() -> Reference {
+        Reference {
+            time_ms: 10.0,
+            noise_ms: 0.1,
+            percent_of_peak: None,
+            gflops: Some(2000.0),
+            device: "NVIDIA H100".into(),
+            theoretical_peaks: Some(DevicePeaks {
+                bandwidth_gb_s: 3350.0,
+                fp32_gflop_s: 66900.0,
+            }),
+            arithmetic_intensity: Some(170.0),
+        }
+    }
+
+    #[test]
+    fn a_profile_is_recorded_with_its_summary_in_words() {
+        let run = ProfileRun {
+            profile: Some(captured()),
+            skipped: None,
+            seconds: 3.5,
+        };
+        let r = record(ORIGINAL_STEP, &BTreeMap::new(), run);
+        assert!(r.is_naive());
+        let summary = r.summary.unwrap();
+        assert!(
+            summary.lines().count() <= kt_profile::MAX_LINES,
+            "{summary}"
+        );
+        assert!(summary.contains("`matmul`"), "{summary}");
+    }
+
+    #[test]
+    fn without_ncu_the_run_says_once_why_profiles_are_off() {
+        let state = Stage3State {
+            profiles: vec![
+                record(
+                    ORIGINAL_STEP,
+                    &BTreeMap::new(),
+                    ProfileRun::skipped("ncu was not found"),
+                ),
+                record(
+                    "tiling",
+                    &BTreeMap::new(),
+                    ProfileRun::skipped("ncu was not found"),
+                ),
+            ],
+            ..Stage3State::default()
+        };
+        let p = run_profiles(&state, 100.0).unwrap();
+        assert_eq!(p.off.as_deref(), Some("ncu was not found"));
+        assert!(p.naive.is_some() && p.steps.len() == 1);
+        assert!(run_profiles(&Stage3State::default(), 1.0).is_none());
+    }
+
+    #[test]
+    fn the_overhead_is_the_profiling_time_over_the_run_wall_time() {
+        let run = |s| ProfileRun {
+            profile: Some(captured()),
+            skipped: None,
+            seconds: s,
+        };
+        let state = Stage3State {
+            profiles: vec![
+                record(ORIGINAL_STEP, &BTreeMap::new(), run(3.0)),
+                record("tiling", &BTreeMap::new(), run(2.0)),
+            ],
+            ..Stage3State::default()
+        };
+        let p = run_profiles(&state, 100.0).unwrap();
+        assert_eq!(p.seconds, 5.0);
+        assert_eq!(p.overhead_pct, Some(5.0));
+        assert!(p.off.is_none());
+        assert_eq!(p.steps[0].step, "tiling");
+    }
+
+    #[test]
+    fn the_roofline_places_naive_and_best_at_the_kernels_intensity() {
+        let mut state = Stage3State {
+            reference: Some(reference()),
+            ..Stage3State::default()
+        };
+        let roof = run_roofline(&state).unwrap();
+        assert_eq!(roof.points.len(), 1);
+        assert_eq!(roof.points[0].label, "naive");
+        state.best = Some(crate::stage3::KernelVersion {
+            kernel: crate::stage3::TunableKernel {
+                code: String::new(),
+                parameters: Vec::new(),
+                restrictions: Vec::new(),
+                grid_divisors: Default::default(),
+                dynamic_shared_memory: None,
+            },
+            time_ms: 1.0,
+            noise_ms: 0.01,
+            best_params: BTreeMap::new(),
+            step: "tiling".into(),
+            file: None,
+            percent_of_peak: None,
+            gflops: Some(20000.0),
+        });
+        let roof = run_roofline(&state).unwrap();
+        assert_eq!(roof.points.len(), 2);
+        assert!(roof.points.iter().all(|p| p.intensity == 170.0));
+        let svg = roof.svg("matrixMultiply on NVIDIA H100").unwrap();
+        assert!(svg.starts_with("<svg"), "{}", &svg[..80.min(svg.len())]);
+        assert!(svg.contains("naive") && svg.contains("best"));
+        state.reference.as_mut().unwrap().theoretical_peaks = None;
+        assert!(run_roofline(&state).is_none(), "no roof without peaks");
+    }
+}
