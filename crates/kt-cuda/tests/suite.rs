@@ -75,15 +75,29 @@ fn every_suite_kernel_parses_and_matches_its_sidecar() {
 fn suite_kernels_are_plain_global_as_people_write_them_with_one_neutral_comment_line() {
     // The suite is written the way GPU programmers write kernels (C++ linkage, no extern "C"), and the whole
     // file goes into every prompt, so a comment that hints at an optimisation would give the answer away.
-    const HINTS: &[&str] = &["shared", "coalesc", "tile", "vectoris", "vectoriz", "naive", "unroll", "register"];
+    const HINTS: &[&str] = &[
+        "shared", "coalesc", "tile", "vectoris", "vectoriz", "naive", "unroll", "register",
+    ];
     for cu in suite_files() {
         let source = parse_file(&cu).unwrap();
         for k in source.kernels() {
-            assert!(!k.extern_c, "{}: kernel {} is extern \"C\"", cu.display(), k.name);
+            assert!(
+                !k.extern_c,
+                "{}: kernel {} is extern \"C\"",
+                cu.display(),
+                k.name
+            );
         }
         let text = std::fs::read_to_string(&cu).unwrap();
-        let comments: Vec<&str> = text.lines().filter(|l| l.trim_start().starts_with("//")).collect();
-        assert!(comments.len() <= 1, "{}: more than one comment line", cu.display());
+        let comments: Vec<&str> = text
+            .lines()
+            .filter(|l| l.trim_start().starts_with("//"))
+            .collect();
+        assert!(
+            comments.len() <= 1,
+            "{}: more than one comment line",
+            cu.display()
+        );
         for c in comments {
             let lower = c.to_lowercase();
             assert!(

@@ -44,8 +44,8 @@ pub use inspect::{
 /// The engine's types that appear in this crate's API.
 pub use kt_graph::{Breakpoints, CheckpointId};
 pub use locate::{resolve_run, runs_base};
-pub use record::RunRecord;
 pub use profiles::profile_lines;
+pub use record::RunRecord;
 pub use report::{ReportInputs, render_html};
 pub use session::{
     ContinueReport, FieldSet, ForkReport, GraphFormat, NodeDebug, NodeReport, continue_run,

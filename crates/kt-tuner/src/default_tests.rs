@@ -188,7 +188,8 @@ impl DefaultTests<'_> {
             .filter(|n| mentioned.contains(n))
             .collect();
         if sizes.is_empty()
-            || problem_threads(self.problem_size, &self.base, self.configs)? >= scale.threads_to_fill
+            || problem_threads(self.problem_size, &self.base, self.configs)?
+                >= scale.threads_to_fill
         {
             return Ok(None);
         }
@@ -210,7 +211,8 @@ impl DefaultTests<'_> {
             if test.array_bytes() > scale.max_test_bytes {
                 break;
             }
-            let fills = problem_threads(self.problem_size, &values, self.configs)? >= scale.threads_to_fill;
+            let fills =
+                problem_threads(self.problem_size, &values, self.configs)? >= scale.threads_to_fill;
             chosen = Some((values, test));
             if fills {
                 break;

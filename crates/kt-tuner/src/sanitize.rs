@@ -192,6 +192,7 @@ pub fn wrap_worker(
         program: sanitizer.to_path_buf(),
         args,
         env: base.env.clone(),
+        share_network: base.share_network,
     }
 }
 
@@ -339,6 +340,7 @@ mod tests {
             program: PathBuf::from("/usr/bin/kt"),
             args: vec!["__tuner-worker".into()],
             env: vec![("A".into(), "1".into())],
+            share_network: false,
         };
         let w = wrap_worker(
             Path::new("/cuda/bin/compute-sanitizer"),

@@ -139,9 +139,11 @@ fn show_run(a: ShowArgs) -> anyhow::Result<ExitCode> {
     );
     if let (Some(sp), Some(g)) = (m.speedup, m.gain) {
         println!(
-            "gains     speedup t_naive/t_best {sp:.2}x{}   gain (t_naive - t_best)/t_naive {:.1}%   outcome {}",
+            "gains     speedup t_naive/t_best {sp:.2}x (objective, summed over the tests){}   gain (t_naive - t_best)/t_naive {:.1}%   outcome {}",
             m.speedup_ci95
-                .map(|[lo, hi]| format!(" (95% interval {lo:.2}x to {hi:.2}x)"))
+                .map(|[lo, hi]| format!(
+                    "; final timing on one test: 95% interval {lo:.2}x to {hi:.2}x"
+                ))
                 .unwrap_or_default(),
             g * 100.0,
             m.outcome.as_deref().unwrap_or("-")

@@ -55,7 +55,8 @@ pub struct VerifyArgs {
     /// scalars and the parameters, e.g. `--arg tiles=ceil_div(n,256)`. Repeatable.
     #[arg(long = "arg", value_name = "NAME=EXPR")]
     pub args: Vec<String>,
-    /// A template parameter of the candidate, e.g. `--template T=float`. Repeatable.
+    /// A template parameter's value, e.g. `--template T=float`; the reference takes those that name its own
+    /// template parameters too. Repeatable.
     #[arg(long = "template", value_name = "NAME=VALUE")]
     pub templates: Vec<String>,
     /// Read inputs from a tests directory instead of generating them.
@@ -215,7 +216,15 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
         reference_kernel_name(&args).as_deref(),
         &args.include,
     )?;
-    reference.set_template_args(&[], &BTreeMap::new())?;
+    // A templated reference takes the `--template` values that name its own template parameters (verifying
+    // a templated kernel against itself, or versions that share a template parameter).
+    let given = parse_pairs(&args.templates)?;
+    let reference_params = kt_tuner::suite::template_params(&reference.parsed);
+    let reference_given: BTreeMap<String, String> = given
+        .into_iter()
+        .filter(|(name, _)| reference_params.iter().any(|(p, _)| p == name))
+        .collect();
+    reference.set_template_args(&[], &reference_given)?;
     reference.size_arrays_per_configuration();
     let ref_config = reference
         .default_block

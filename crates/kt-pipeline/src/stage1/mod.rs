@@ -233,7 +233,8 @@ text = '{{"outputs": ["C"], "inputs_and_outputs": []}}'
         assert_eq!(outs.len(), 2);
         assert!(
             // the suite's matmul has non-const pointers (as the thesis prints it), so only `D` is wrong
-            outs[1].contains("`D` is not a parameter") && !outs[1].contains("`A` is declared const"),
+            outs[1].contains("`D` is not a parameter")
+                && !outs[1].contains("`A` is declared const"),
             "{}",
             outs[1]
         );

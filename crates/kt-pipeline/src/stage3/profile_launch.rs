@@ -107,8 +107,16 @@ impl ProfileLaunch {
         kernel.include_dirs = self.include.clone();
         let config = Config(self.params.iter().map(|(k, v)| (k.clone(), *v)).collect());
         let out = tempfile::tempdir().map_err(|e| failed("making a temporary directory", e))?;
+        // Under ncu the worker must share the host's network namespace: ncu's library in the worker reports
+        // to the ncu front end over a local socket.
+        let worker = kt_tuner::worker::process::WorkerCommand {
+            share_network: true,
+            ..kt_tuner::worker::process::WorkerCommand::current_exe()
+                .map_err(|e| failed("finding kt's worker", e))?
+        };
         let mut tuner = Tuner::new(TunerConfig {
             cache_dir: self.cache_dir.clone(),
+            worker: Some(worker),
             ..TunerConfig::default()
         })
         .map_err(|e| failed("starting the tuner", e))?;

@@ -82,7 +82,8 @@ pub struct RunResult {
     pub time_basis: Option<String>,
     /// naive_time_ms / best_time_ms.
     pub speedup: Option<f64>,
-    /// 95 % interval of the speedup, from `final_timing`'s separate launches.
+    /// 95 % interval of the final timing's speedup on one test (`final_timing.speedup`, separate launches). It
+    /// belongs to that test's speedup, which can differ from `speedup` (the objective summed over every test).
     #[serde(default)]
     pub speedup_ci95: Option<[f64; 2]>,
     /// The thesis's gain (t_naive − t_best) / t_naive, as a fraction (0.82 for a 5.49× speedup).
@@ -345,15 +346,14 @@ fn outcome_words(o: ResultOutcome) -> &'static str {
 }
 
 /// The speedup and the thesis's gain, each named as what it is, with the interval from separate launches.
+/// `speedup` is the tuning objective's (per-test medians summed over every test); the interval belongs to the
+/// final timing's speedup on one test (separate launches), so the two are given side by side, never mixed.
 pub fn gains_markdown(result: &RunResult) -> String {
     let mut md = String::new();
     if let Some(s) = result.speedup {
         md.push_str(&format!(
-            "- speedup t_naive / t_best: **{s:.2}x**{}\n",
-            result
-                .speedup_ci95
-                .map(|[lo, hi]| format!(" (95% interval {lo:.2}x to {hi:.2}x)"))
-                .unwrap_or_default()
+            "- speedup t_naive / t_best: **{s:.2}x** ({})\n",
+            result.time_basis.as_deref().unwrap_or("sum over the tests")
         ));
     }
     if let Some(g) = result.gain {
@@ -370,14 +370,17 @@ pub fn gains_markdown(result: &RunResult) -> String {
         };
         md.push_str(&format!(
             "- final timing on test `{}`, each time one launch: naive {} launches (median {:.4} ms), best {} \
-             launches (median {:.4} ms){}; interval: {}\n",
+             launches (median {:.4} ms){}{}; interval: {}\n",
             f.test,
             f.naive_ms.len(),
             median(&f.naive_ms),
             f.best_ms.len(),
             median(&f.best_ms),
             f.speedup
-                .map(|s| format!(", speedup on this test {s:.2}x"))
+                .map(|s| format!(", speedup on this test **{s:.2}x**"))
+                .unwrap_or_default(),
+            f.speedup_ci95
+                .map(|[lo, hi]| format!(" (95% interval {lo:.2}x to {hi:.2}x)"))
                 .unwrap_or_default(),
             f.method
         ));
@@ -778,7 +781,8 @@ mod tests {
         );
         let report = report_markdown(&r, Some(&improved));
         assert!(
-            report.contains("speedup t_naive / t_best: **4.00x** (95% interval 3.90x to 4.10x)")
+            report.contains("speedup t_naive / t_best: **4.00x** (sum over")
+                && report.contains("(95% interval 3.90x to 4.10x)")
                 && report.contains("the thesis's measure: **75.0%**")
                 && report.contains("each time one launch"),
             "{report}"

@@ -23,6 +23,11 @@ pub struct WorkerCommand {
     pub program: PathBuf,
     pub args: Vec<String>,
     pub env: Vec<(String, String)>,
+    /// Run the worker in the host's network namespace. Only for a worker under Nsight Compute
+    /// (`kt __profile-launch`): ncu's library inside the worker reports to the ncu front end over a local
+    /// socket, which a network namespace cuts (the worker dies with SIGSEGV). GPU code has no network to reach,
+    /// so this costs the worker a defence in depth, not its containment.
+    pub share_network: bool,
 }
 
 impl WorkerCommand {
@@ -37,6 +42,7 @@ impl WorkerCommand {
             program,
             args: vec!["__tuner-worker".into()],
             env: Vec::new(),
+            share_network: false,
         })
     }
 }
@@ -56,6 +62,9 @@ impl WorkerProcess {
             .with_env("CUDA_MODULE_LOADING", "EAGER");
         for (k, v) in &cmd.env {
             policy = policy.with_env(k, v);
+        }
+        if cmd.share_network {
+            policy.network = kt_sandbox::NetworkIsolation::Off;
         }
         let options = SpawnOptions {
             reply_fd: Some(PROTOCOL_FD),

@@ -30,6 +30,7 @@ pub fn config() -> TunerConfig {
                 "--test-threads=1".into(),
             ],
             env: vec![],
+            share_network: false,
         }),
         ..TunerConfig::default()
     }
