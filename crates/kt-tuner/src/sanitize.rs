@@ -192,7 +192,7 @@ pub fn wrap_worker(
         program: sanitizer.to_path_buf(),
         args,
         env: base.env.clone(),
-        share_network: base.share_network,
+        under_profiler: base.under_profiler,
     }
 }
 
@@ -340,7 +340,7 @@ mod tests {
             program: PathBuf::from("/usr/bin/kt"),
             args: vec!["__tuner-worker".into()],
             env: vec![("A".into(), "1".into())],
-            share_network: false,
+            under_profiler: false,
         };
         let w = wrap_worker(
             Path::new("/cuda/bin/compute-sanitizer"),

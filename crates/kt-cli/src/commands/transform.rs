@@ -430,7 +430,7 @@ fn print_summary(done: &TransformOutcome) {
     }
     if let Some(p) = r.percent_of_peak {
         println!(
-            "{p:.1}% of peak (the binding ceiling: measured copy bandwidth, or the FP32 rate for compute-bound kernels)"
+            "{p:.1}% of peak (of the theoretical ceiling that binds the kernel: HBM bandwidth from memory clock and bus width, or the FP32 rate)"
         );
     }
     if !r.best_params.is_empty() {

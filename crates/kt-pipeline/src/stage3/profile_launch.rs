@@ -110,7 +110,7 @@ impl ProfileLaunch {
         // Under ncu the worker must share the host's network namespace: ncu's library in the worker reports
         // to the ncu front end over a local socket.
         let worker = kt_tuner::worker::process::WorkerCommand {
-            share_network: true,
+            under_profiler: true,
             ..kt_tuner::worker::process::WorkerCommand::current_exe()
                 .map_err(|e| failed("finding kt's worker", e))?
         };

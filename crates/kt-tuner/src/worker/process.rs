@@ -23,11 +23,12 @@ pub struct WorkerCommand {
     pub program: PathBuf,
     pub args: Vec<String>,
     pub env: Vec<(String, String)>,
-    /// Run the worker in the host's network namespace. Only for a worker under Nsight Compute
-    /// (`kt __profile-launch`): ncu's library inside the worker reports to the ncu front end over a local
-    /// socket, which a network namespace cuts (the worker dies with SIGSEGV). GPU code has no network to reach,
-    /// so this costs the worker a defence in depth, not its containment.
-    pub share_network: bool,
+    /// The worker runs under a profiler (Nsight Compute, through `kt __profile-launch`): it keeps the host's
+    /// network namespace and kt's whole environment. ncu's library inside the worker is configured through
+    /// environment variables that the usual pass list drops, and reports to the ncu front end over a local
+    /// socket that a network namespace cuts; without both the worker dies with SIGSEGV. GPU code has no
+    /// network to reach, so this costs the worker a defence in depth, not its containment.
+    pub under_profiler: bool,
 }
 
 impl WorkerCommand {
@@ -42,7 +43,7 @@ impl WorkerCommand {
             program,
             args: vec!["__tuner-worker".into()],
             env: Vec::new(),
-            share_network: false,
+            under_profiler: false,
         })
     }
 }
@@ -63,8 +64,9 @@ impl WorkerProcess {
         for (k, v) in &cmd.env {
             policy = policy.with_env(k, v);
         }
-        if cmd.share_network {
+        if cmd.under_profiler {
             policy.network = kt_sandbox::NetworkIsolation::Off;
+            policy.env.pass.push("*".into());
         }
         let options = SpawnOptions {
             reply_fd: Some(PROTOCOL_FD),

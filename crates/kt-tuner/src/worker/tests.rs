@@ -27,7 +27,7 @@ fn fake(mode: &str) -> WorkerClient {
             "--test-threads=1".into(),
         ],
         env: vec![(FAKE_ENV.into(), mode.into())],
-        share_network: false,
+        under_profiler: false,
     };
     WorkerClient::start(&cmd).unwrap()
 }

@@ -30,7 +30,7 @@ pub fn config() -> TunerConfig {
                 "--test-threads=1".into(),
             ],
             env: vec![],
-            share_network: false,
+            under_profiler: false,
         }),
         ..TunerConfig::default()
     }

@@ -344,7 +344,7 @@ pub fn tune_with_fake_worker() -> (tempfile::TempDir, PathBuf, Value) {
             "--test-threads=1".into(),
         ],
         env: vec![(kt_tuner::worker::FAKE_ENV.into(), "ok".into())],
-        share_network: false,
+        under_profiler: false,
     };
     let mut tuner = Tuner::new(TunerConfig {
         worker: Some(worker),
