@@ -191,8 +191,10 @@ impl Summary {
                 .filter(|p| p.outcome.as_deref() == Some("no_improvement"))
                 .count(),
             geomean_speedup: geomean(&speedups),
+            // A group of one cell has no spread between cells; its run's own interval belongs to the final
+            // timing on one test, not to this speedup (summed over the tests): it is in the per-cell table.
             geomean_speedup_ci95: match points {
-                [one] => one.speedup_ci95,
+                [_] => None,
                 _ => geomean_ci95(&speedups),
             },
             median_speedup: median(&speedups),
@@ -354,7 +356,7 @@ impl Report {
             s,
             "Correct = the delivered kernel verified on every test. Kept = runs that kept the original kernel \
              (no improvement). Speedup = t_naive ÷ t_best; a cell that is not correct counts as 1.0× (the naive \
-             kernel stays); [95 % interval] over the group's cells, or the run's own for a single cell. Gain = \
+             kernel stays); [95 % interval] over the group's cells (none for a single cell). Per cell, the run's own 95 % interval is that of its final timing on one test (10 separate launches each). Gain = \
              the thesis's measure, (t_naive − t_best) ÷ t_naive: the share of the naive time saved (a 2× speedup \
              is a 50 % gain); mean ± sample standard deviation [95 % interval of the mean]. fast_p = share of \
              cells correct and more than p× faster. % peak = mean share of the peak (bandwidth or FLOP/s) \
@@ -505,18 +507,19 @@ fn cells_table(s: &mut String, points: &[CellPoint]) {
     let _ = writeln!(s, "\n## Cells\n");
     let _ = writeln!(
         s,
-        "| cell | status | outcome | correct | speedup × [95 %] | gain % |\n|---|---|---|---|---|---|"
+        "| cell | status | outcome | correct | speedup × (summed over the tests) | one test's 95 % interval × | gain % |\n|---|---|---|---|---|---|---|"
     );
     for p in points {
         let _ = writeln!(
             s,
-            "| {} | {} | {} | {} | {:.2}{} | {:.1} |",
+            "| {} | {} | {} | {} | {:.2} | {} | {:.1} |",
             p.cell_id,
             p.status.as_str(),
             p.outcome.as_deref().unwrap_or("–"),
             if p.correct { "yes" } else { "no" },
             p.speedup,
-            interval(p.speedup_ci95, 2),
+            p.speedup_ci95
+                .map_or_else(|| "–".to_string(), |[lo, hi]| format!("{lo:.2} to {hi:.2}")),
             p.gain_pct
         );
     }
@@ -672,11 +675,11 @@ mod tests {
         assert_eq!(g.no_improvement, 1);
         assert!(close(g.mean_gain_pct, (0.0 + 81.79) / 2.0));
         let single = Report::from_records(None, None, [&improved]);
-        assert_eq!(single.groups[0].geomean_speedup_ci95, Some([5.3, 5.7]));
+        assert_eq!(single.groups[0].geomean_speedup_ci95, None);
         let md = report.render(ReportFormat::Markdown);
         assert!(md.contains("1 ended on an LLM outage"), "{md}");
         assert!(
-            md.contains("| b | finished | improved | yes | 5.49 [5.30, 5.70] | 81.8 |"),
+            md.contains("| b | finished | improved | yes | 5.49 | 5.30 to 5.70 | 81.8 |"),
             "{md}"
         );
     }
