@@ -16,6 +16,7 @@
 
 pub mod budget;
 pub mod cell;
+pub mod cell_roofline;
 pub mod cell_run;
 pub mod design;
 pub mod error;

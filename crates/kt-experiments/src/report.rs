@@ -22,12 +22,12 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+use crate::cell_roofline::CellRoofline;
 use crate::design::Design;
 use crate::error::ExperimentError;
 use crate::expand::expand;
 use crate::ledger::{CellRecord, CellStatus, Ledger};
 use crate::necessity::Necessity;
-use crate::roofline::CellRoofline;
 use crate::schedule::Plan;
 use crate::stats::{fast_p, gain_percent, geomean, geomean_ci95, mean, mean_ci95, median, std_dev};
 

@@ -5,29 +5,10 @@
 use std::path::{Path, PathBuf};
 
 use kt_profile::{DevicePeaks, RooflinePoint, roofline_svg};
-use serde::{Deserialize, Serialize};
 
+use crate::cell_roofline::CellRoofline;
 use crate::error::ExperimentError;
 use crate::report::{CellPoint, Report};
-
-/// A run's roofline as result.json records it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct CellRoofline {
-    pub device: String,
-    pub peaks: DevicePeaks,
-    pub points: Vec<RooflinePoint>,
-}
-
-impl CellRoofline {
-    /// The `roofline` of a result.json value, when it has a readable one.
-    pub fn of(result: &serde_json::Value) -> Option<CellRoofline> {
-        serde_json::from_value(result.get("roofline")?.clone()).ok()
-    }
-
-    fn point(&self, label: &str) -> Option<&RooflinePoint> {
-        self.points.iter().find(|p| p.label == label)
-    }
-}
 
 /// The points of one kernel: its naive kernel (from the first cell with one), then per strategy variant
 /// the best kernel with the highest GFLOP/s among its correct cells.

@@ -86,7 +86,7 @@ pub enum PipelineError {
          `kt resume RUN --answer FILE`",
         .0.node, .0.prompt_file.display(), .0.answer_file.display()
     )]
-    AwaitingAnswer(crate::run_dir::WaitingAnswer),
+    AwaitingAnswer(crate::waiting_answer::WaitingAnswer),
     #[error("LLM call `{node}` failed: {source}")]
     Llm {
         node: String,

@@ -27,16 +27,7 @@ pub enum RunStatus {
     LlmUnavailable,
 }
 
-/// A question the `manual` provider wrote and that has no answer yet: the run is paused at it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct WaitingAnswer {
-    /// The LLM call's node label (`stage1.describe`, `stage3.apply`, ...).
-    pub node: String,
-    /// The prompt to answer.
-    pub prompt_file: PathBuf,
-    /// Where the answer goes (`kt resume RUN --answer FILE` copies FILE there).
-    pub answer_file: PathBuf,
-}
+pub use crate::waiting_answer::WaitingAnswer;
 
 /// The settings a run was started with. Stage 3 knobs are absent (null) for runs that do not transform.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -315,11 +306,6 @@ impl RunDir {
 
     pub fn load_kernel_info(&self) -> Result<KernelInfo, PipelineError> {
         read_json(&self.kernel_info_json(), "kernel_info.json")
-    }
-
-    /// The tests in `tests/`, sorted by id (empty when Stage 2 has not run).
-    pub fn list_tests(&self) -> Result<Vec<crate::stage2::StoredTest>, PipelineError> {
-        crate::stage2::list_tests(&self.tests_dir())
     }
 }
 

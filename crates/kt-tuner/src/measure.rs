@@ -59,6 +59,20 @@ fn default_warmup_outlier() -> f64 {
     0.05
 }
 
+impl TimingPolicy {
+    /// Exactly `launches` timed launches, otherwise as every configuration is timed, so that an interval from
+    /// them is about the same quantity (the end-of-run speedup interval, a profiled launch).
+    pub fn exactly(launches: u32) -> Self {
+        TimingPolicy {
+            min_reps: launches,
+            max_reps: launches,
+            target_error: 0.0,
+            max_total_ms: f64::MAX,
+            ..TimingPolicy::default()
+        }
+    }
+}
+
 impl Default for TimingPolicy {
     fn default() -> Self {
         TimingPolicy {

@@ -23,6 +23,7 @@ mod graph;
 mod kernel_unit;
 mod nodes;
 mod profile_launch;
+mod profile_record;
 mod profiling;
 mod prompt_vars;
 mod result;

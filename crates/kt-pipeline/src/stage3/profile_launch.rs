@@ -120,7 +120,7 @@ impl ProfileLaunch {
             ..TunerConfig::default()
         })
         .map_err(|e| failed("starting the tuner", e))?;
-        let policy = super::tuner_backend::exactly(PROFILE_LAUNCHES);
+        let policy = kt_tuner::TimingPolicy::exactly(PROFILE_LAUNCHES);
         tuner
             .run_reference(
                 &kernel,

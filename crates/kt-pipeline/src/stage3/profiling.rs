@@ -7,35 +7,15 @@
 
 use std::collections::BTreeMap;
 
-use kt_profile::{DevicePeaks, KernelProfile, RooflinePoint};
+#[cfg(test)]
+use kt_profile::KernelProfile;
+use kt_profile::{DevicePeaks, RooflinePoint};
 use serde::{Deserialize, Serialize};
 
 use super::context::Stage3Context;
+pub use super::profile_record::ProfileRecord;
 use super::state::Stage3State;
 use super::tunable_kernel::ORIGINAL_STEP;
-
-/// One profiled kernel: the naive one (`step` = "original") or an accepted step's.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ProfileRecord {
-    /// The step that made the kernel ("original" for the naive kernel).
-    pub step: String,
-    /// The configuration profiled (the kernel's best).
-    pub params: BTreeMap<String, i64>,
-    pub profile: Option<KernelProfile>,
-    /// The profile in a CUDA programmer's words (at most ten lines): what prompts get.
-    pub summary: Option<String>,
-    /// Why there is no profile.
-    pub skipped: Option<String>,
-    /// Wall time the profiling took, seconds.
-    pub seconds: f64,
-}
-
-impl ProfileRecord {
-    /// Whether this is the naive kernel's profile.
-    pub fn is_naive(&self) -> bool {
-        self.step == ORIGINAL_STEP
-    }
-}
 
 /// result.json's `profiles`: the naive kernel's and each accepted step's, and what they cost.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -408,7 +408,11 @@ pub fn report_markdown(result: &RunResult, state: Option<&Stage3State>) -> Strin
         "- LLM: {} {}\n",
         result.llm.provider, result.llm.model
     ));
-    md.push_str(&super::run_record::environment_markdown(result));
+    md.push_str(&super::run_record::environment_markdown(
+        result.best_program.as_deref(),
+        result.gpu.as_ref(),
+        result.sandbox.as_ref(),
+    ));
     let ms = |v: Option<f64>| {
         v.map(|t| format!("{t:.4} ms"))
             .unwrap_or_else(|| "not measured".into())

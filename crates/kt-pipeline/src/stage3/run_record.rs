@@ -3,25 +3,28 @@
 //! strategy's necessity answers per step.
 
 use super::best_program::best_program_text;
-use super::result::RunResult;
 use super::state::{Stage3State, StepRecord};
 use crate::error::PipelineError;
 use crate::run_dir::{ResultFiles, RunDir};
 
 /// The report's lines on the delivered program, the GPU and the generator sandbox (nothing for what is not
 /// recorded).
-pub fn environment_markdown(result: &RunResult) -> String {
+pub fn environment_markdown(
+    best_program: Option<&str>,
+    gpu: Option<&crate::gpu_record::GpuRecord>,
+    sandbox: Option<&kt_sandbox::Protections>,
+) -> String {
     let mut md = String::new();
-    if let Some(program) = &result.best_program {
+    if let Some(program) = best_program {
         md.push_str(&format!(
             "- the input was a whole program: kt worked on the kernel's own unit (`unit.cu`); `best.cu` is that unit \
              transformed, `{program}` your program with it put back (your file is unchanged)\n"
         ));
     }
-    if let Some(gpu) = &result.gpu {
+    if let Some(gpu) = gpu {
         md.push_str(&format!("- GPU: {}\n", gpu.summary()));
     }
-    if let Some(p) = &result.sandbox {
+    if let Some(p) = sandbox {
         let lines: Vec<String> = p
             .lines()
             .iter()

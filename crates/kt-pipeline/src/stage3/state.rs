@@ -213,7 +213,7 @@ kt_graph::state! {
         // Explicit: the necessity check's answer per step asked.
         #[append] pub worth_it_answers: Vec<WorthItAnswer>,
         // Nsight Compute profiles of the naive kernel and of each accepted step's kernel (or why not).
-        #[append] pub profiles: Vec<super::profiling::ProfileRecord>,
+        #[append] pub profiles: Vec<super::profile_record::ProfileRecord>,
     }
 }
 

@@ -150,18 +150,6 @@ fn open_session<'a>(
     })
 }
 
-/// A timing policy of exactly `launches` timed launches; otherwise as the tuner times every configuration,
-/// so an interval from them is about the same quantity.
-pub(super) fn exactly(launches: u32) -> kt_tuner::TimingPolicy {
-    kt_tuner::TimingPolicy {
-        min_reps: launches,
-        max_reps: launches,
-        target_error: 0.0,
-        max_total_ms: f64::MAX,
-        ..kt_tuner::TimingPolicy::default()
-    }
-}
-
 /// `launches` separate timed launches of `kernel` at `config` on `test` (one tuner reference run with exactly
 /// that many samples); its outputs go to `out`.
 fn time_launches(
@@ -179,7 +167,7 @@ fn time_launches(
             config,
             test,
             &[out.to_path_buf()],
-            Some(exactly(launches)),
+            Some(kt_tuner::TimingPolicy::exactly(launches)),
         )
         .map_err(backend_error)?;
     runs.into_iter()
