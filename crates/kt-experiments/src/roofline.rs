@@ -4,9 +4,8 @@
 
 use std::path::{Path, PathBuf};
 
-use kt_profile::{DevicePeaks, RooflinePoint, roofline_svg};
+use kt_profile::{RooflinePoint, roofline_svg};
 
-use crate::cell_roofline::CellRoofline;
 use crate::error::ExperimentError;
 use crate::report::{CellPoint, Report};
 
