@@ -115,6 +115,39 @@ fn a_file_without_a_kernel_is_named_with_what_kt_needs() {
 }
 
 #[test]
+fn a_struct_passed_by_value_is_refused_with_what_to_do() {
+    // the thesis's matMulNaiveKernel(Matrix A, Matrix B, Matrix C)
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("matrix_struct.cu");
+    std::fs::write(
+        &file,
+        "typedef struct { int width; int height; float* elements; } Matrix;\n\
+         __global__ void matMulNaiveKernel(Matrix A, Matrix B, Matrix C) {\n\
+             int row = blockIdx.y * blockDim.y + threadIdx.y;\n\
+             int col = blockIdx.x * blockDim.x + threadIdx.x;\n\
+             if (row < C.height && col < C.width) C.elements[row * C.width + col] = A.elements[row] * B.elements[col];\n\
+         }\n",
+    )
+    .unwrap();
+    let f = file.to_str().unwrap();
+    for args in [
+        vec!["tune", f, "--problem-size", "1024,1024"],
+        vec!["verify", f, f],
+    ] {
+        assert_input_error(
+            &kt(&args),
+            &[
+                "matrix_struct.cu",
+                "`A`",
+                "by value",
+                "16 bytes",
+                "Pass its fields as parameters",
+            ],
+        );
+    }
+}
+
+#[test]
 fn two_kernels_and_no_kernel_flag_ask_for_one_by_name() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("two.cu");

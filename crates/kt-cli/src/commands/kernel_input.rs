@@ -161,6 +161,7 @@ pub(crate) fn load_kernel_with(
     };
     let Some(path) = sidecar_path else {
         let source = kernel_file.select(kernel)?;
+        refuse_struct_by_value(file, &source.kernel)?;
         return Ok(Loaded {
             kernel: source.tunable_kernel(Vec::new()),
             params: ParamSpec::from_kernel(&source.kernel),
@@ -175,6 +176,7 @@ pub(crate) fn load_kernel_with(
     };
     let sc = kt_cuda::Sidecar::load(&path)?;
     let source = kernel_file.select(Some(kernel.unwrap_or(&sc.kernel)))?;
+    refuse_struct_by_value(file, &source.kernel)?;
     let sk = SuiteKernel::from_unit(&kernel_file, &source, &sc)
         .with_context(|| format!("with the sidecar {}", path.display()))?;
     Ok(Loaded {
@@ -188,6 +190,34 @@ pub(crate) fn load_kernel_with(
         parsed: source.kernel,
         sidecar: Some(path),
     })
+}
+
+/// A struct passed by value (the thesis's `matMulNaiveKernel(Matrix A, Matrix B, Matrix C)`): kt-cuda computes
+/// its layout, but neither a sidecar nor a tests directory can give a struct's value yet, so say what is missing
+/// and how to go on instead of a list of sidecar mismatches.
+fn refuse_struct_by_value(file: &Path, kernel: &kt_cuda::Kernel) -> anyhow::Result<()> {
+    let Some(p) = kernel
+        .params
+        .iter()
+        .find(|p| !p.is_pointer() && p.dtype.is_none())
+    else {
+        return Ok(());
+    };
+    let layout = p
+        .layout
+        .as_ref()
+        .map(|l| format!(" ({} bytes, CUDA layout known)", l.size))
+        .unwrap_or_default();
+    bail!(
+        "{}: kernel `{}` takes `{}` of type `{}` by value{layout}: kt cannot make inputs for a struct argument \
+         yet (a sidecar or tests directory gives arrays and scalars only). Pass its fields as parameters instead \
+         (for a matrix: `float* {n}_elements, int {n}_width, int {n}_height`), then tune that kernel",
+        file.display(),
+        kernel.name,
+        p.name,
+        p.type_text,
+        n = p.name
+    )
 }
 
 fn host_names(source: &KernelSource) -> Vec<String> {
