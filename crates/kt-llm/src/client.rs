@@ -136,7 +136,18 @@ impl LlmClient {
     /// limit (up to the cap), then is [`LlmError::CutOff`]. Every outcome, success or not, is recorded if a
     /// recorder is attached.
     pub async fn complete(&self, request: LlmRequest) -> Result<LlmResponse, LlmError> {
-        let (response, record) = self.complete_deferred(request).await?;
+        let schema = request.schema.as_ref().map(|s| s.schema.clone());
+        let (mut response, mut record) = self.complete_deferred(request).await?;
+        // A caller that reads the text itself (a rewrite may come code-first, without JSON) still gets in the
+        // record the repairs that reading its JSON leniently needs, so llm.jsonl shows every repair.
+        if let Some(schema) = &schema
+            && response.repairs.is_empty()
+            && let Ok(read) = crate::intake::lenient_value(&response.text, Some(schema))
+            && !read.repairs.is_empty()
+        {
+            record.repairs = read.repairs.clone();
+            response.repairs = read.repairs;
+        }
         self.write_record(record);
         Ok(response)
     }

@@ -295,6 +295,33 @@ async fn messy_structured_answer_is_read_and_its_repairs_recorded() {
 }
 
 #[tokio::test]
+async fn a_text_call_with_a_schema_records_the_repairs_its_json_needs() {
+    // `complete` hands the caller the raw text (a rewrite may come code-first), yet llm.jsonl still shows what
+    // reading its JSON leniently repairs
+    let messy = "Here it is:\n```json\n{\"value\": \"42\", \"unit\": \"ms\",}\n```";
+    let server = FakeServer::start(vec![Reply::json(openai_answer(messy, "gpt-4.1", true))]).await;
+    let dir = tempfile::tempdir().unwrap();
+    let record = dir.path().join("llm.jsonl");
+    let client = LlmClient::new(OpenAiProvider::new(endpoint(&server)).unwrap())
+        .with_recorder(Recorder::open(&record).unwrap());
+    let r = client
+        .complete(ask().schema(crate::OutputSchema::of::<Answer>()))
+        .await
+        .unwrap();
+    assert!(
+        r.text.contains("\"42\""),
+        "the text is given as it came: {}",
+        r.text
+    );
+    let records = read_records(&record).unwrap();
+    let all = records[0].repairs.join("; ");
+    assert!(
+        all.contains("trailing commas") && all.contains("read as 42"),
+        "{all}"
+    );
+}
+
+#[tokio::test]
 async fn stream_without_usage_or_done_but_with_a_finish_reason_is_complete() {
     let mut events = openai_stream(&["ok"]);
     events.truncate(1);
