@@ -8,14 +8,11 @@
 use std::path::PathBuf;
 
 mod support;
-use support::{gpu_enabled, kt, kt_command, only_entry, output, read_json, text};
+use support::{gpu_enabled, kt, kt_command, only_entry, output, read_json, require_no_gpu, text};
 
 #[test]
 fn transform_without_a_gpu_stops_at_stage_3_with_a_clear_message_and_a_resumable_run() {
-    if gpu_enabled() {
-        eprintln!("skipped: KT_GPU=1, this test is about machines without a GPU");
-        return;
-    }
+    require_no_gpu();
     let home = tempfile::tempdir().unwrap();
     let out_dir = home.path().join("runs");
     let out = kt(
@@ -235,10 +232,7 @@ fn demo_replay_on_a_gpu_finishes_with_a_faster_verified_kernel() {
 
 #[test]
 fn the_seed_from_kt_seed_is_recorded_and_seeds_the_tests() {
-    if gpu_enabled() {
-        eprintln!("not run: KT_GPU=1, this test is about machines without a GPU");
-        return;
-    }
+    require_no_gpu();
     let home = tempfile::tempdir().unwrap();
     let out_dir = home.path().join("runs");
     let out = output(kt_command(home.path()).env("KT_SEED", "41").args([
@@ -441,10 +435,7 @@ fn vector_add_answer(node: &str) -> &'static str {
 
 #[test]
 fn a_manual_run_stops_at_each_prompt_and_resume_with_answer_reaches_the_first_gpu_step() {
-    if gpu_enabled() {
-        eprintln!("skipped: KT_GPU=1, this test is about machines without a GPU");
-        return;
-    }
+    require_no_gpu();
     let home = tempfile::tempdir().unwrap();
     let out_dir = home.path().join("runs");
     let prompts = home.path().join("prompts");

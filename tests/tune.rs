@@ -7,7 +7,7 @@
 use std::process::Output;
 
 mod support;
-use support::{gpu_enabled, kt_command, output};
+use support::{kt_command, output, require_no_gpu};
 
 /// Runs kt with a fresh home, so that no module cache or configuration of the user's is used.
 fn kt(args: &[&str]) -> Output {
@@ -31,9 +31,7 @@ fn assert_clear_failure(out: &Output) {
 
 #[test]
 fn tune_without_a_gpu_fails_with_a_clear_message() {
-    if gpu_enabled() {
-        return;
-    }
+    require_no_gpu();
     assert_clear_failure(&kt(&[
         "tune",
         "naive-kernels/matmul.cu",
@@ -47,9 +45,7 @@ fn tune_without_a_gpu_fails_with_a_clear_message() {
 
 #[test]
 fn verify_and_selftest_without_a_gpu_fail_with_a_clear_message() {
-    if gpu_enabled() {
-        return;
-    }
+    require_no_gpu();
     assert_clear_failure(&kt(&[
         "verify",
         "naive-kernels/vectorAdd.cu",
@@ -189,9 +185,7 @@ fn a_kernel_whose_header_is_missing_names_the_file_the_header_and_the_include_fl
 
 #[test]
 fn a_whole_program_is_tuned_as_its_kernel_and_the_user_is_told_host_code_was_left_out() {
-    if gpu_enabled() {
-        return;
-    }
+    require_no_gpu();
     let out = kt(&[
         "tune",
         "tests/corpus/wild/vector_add_program.cu",
@@ -208,9 +202,7 @@ fn a_whole_program_is_tuned_as_its_kernel_and_the_user_is_told_host_code_was_lef
 
 #[test]
 fn a_template_block_size_brings_the_block_size_along_unless_told_not_to() {
-    if gpu_enabled() {
-        return;
-    }
+    require_no_gpu();
     let base = [
         "tune",
         "tests/corpus/programs/sample-style/reduction.cu",

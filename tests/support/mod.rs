@@ -64,3 +64,13 @@ pub fn only_entry(dir: &Path) -> PathBuf {
 pub fn gpu_enabled() -> bool {
     std::env::var("KT_GPU").is_ok_and(|v| v == "1")
 }
+
+/// For tests about a machine without a GPU: with `KT_GPU=1` they would check nothing, so they fail loudly
+/// instead of passing silently. experiments/gpu-check.sh skips them by name.
+#[allow(dead_code)]
+pub fn require_no_gpu() {
+    assert!(
+        !gpu_enabled(),
+        "this test is about a machine without a GPU: with KT_GPU=1 skip it by name (experiments/gpu-check.sh does)"
+    );
+}

@@ -261,11 +261,9 @@ mod tests {
     }
 
     #[test]
+    #[ignore = "needs NVRTC (libnvrtc.so.13): run with --include-ignored on a CUDA machine"]
     fn compiles_to_cubin_when_nvrtc_is_present() {
-        if ensure_available().is_err() {
-            println!("skipped: libnvrtc not present on this machine");
-            return;
-        }
+        ensure_available().expect("NVRTC must be present for this test");
         let ok = compile(
             "extern \"C\" __global__ void k(float* x) { x[threadIdx.x] = 1.0f; }",
             &[arch_option((8, 0))],
