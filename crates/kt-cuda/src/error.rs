@@ -55,6 +55,12 @@ pub enum CudaError {
     )]
     NotCuda { what: String, reason: String },
 
+    #[error(
+        "the source nests deeper than {limit} levels (braces, parentheses, `#if`s or one long expression) at line \
+         {line}; kt does not analyse code nested this deeply: split the expression or the nesting"
+    )]
+    TooDeeplyNested { limit: usize, line: usize },
+
     #[error("syntax errors in {what} (fix these, then run again):\n{}", list_problems(.problems))]
     Syntax {
         what: String,

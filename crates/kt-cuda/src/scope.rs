@@ -11,14 +11,52 @@ use crate::kernel::Span;
 use crate::preprocess::Prepared;
 use crate::signature;
 
+/// How deeply the syntax tree may nest. kt's walks over the tree recurse, so a file nested deeper (20,000
+/// braces, parentheses, `#if`s or a chain of `a + a + …`) would overflow the stack; real kernels stay far below
+/// (deeply templated library code reaches about 100).
+pub const MAX_SYNTAX_DEPTH: usize = 1000;
+
+/// Parses `text` (tree-sitter's parser itself does not recurse) and refuses a tree nested deeper than
+/// [`MAX_SYNTAX_DEPTH`], measured without recursion.
 pub(crate) fn syntax_tree(text: &str) -> Result<Tree, CudaError> {
     let mut parser = Parser::new();
     parser
         .set_language(&tree_sitter_cuda::LANGUAGE.into())
         .map_err(|e| CudaError::Grammar(e.to_string()))?;
-    parser
+    let tree = parser
         .parse(text, None)
-        .ok_or_else(|| CudaError::Grammar("the parser returned no tree".into()))
+        .ok_or_else(|| CudaError::Grammar("the parser returned no tree".into()))?;
+    if let Some(line) = deeper_than(&tree, MAX_SYNTAX_DEPTH) {
+        return Err(CudaError::TooDeeplyNested {
+            limit: MAX_SYNTAX_DEPTH,
+            line,
+        });
+    }
+    Ok(tree)
+}
+
+/// The 1-based line where the tree first nests deeper than `limit`, walking it with a cursor (no recursion).
+fn deeper_than(tree: &Tree, limit: usize) -> Option<usize> {
+    let mut cursor = tree.walk();
+    let mut depth = 0usize;
+    loop {
+        if depth > limit {
+            return Some(cursor.node().start_position().row + 1);
+        }
+        if cursor.goto_first_child() {
+            depth += 1;
+            continue;
+        }
+        loop {
+            if cursor.goto_next_sibling() {
+                break;
+            }
+            if !cursor.goto_parent() {
+                return None;
+            }
+            depth -= 1;
+        }
+    }
 }
 
 pub(crate) fn span_of(prepared: &Prepared, node: Node) -> Span {
@@ -236,4 +274,82 @@ pub(crate) fn has_specifier(function: Node, text: &str, specifier: &str) -> bool
         ) && &text[c.byte_range()] == specifier
             || c.kind() == specifier
     })
+}
+
+#[cfg(test)]
+mod depth_tests {
+    use super::*;
+
+    fn kernel_around(body: &str) -> String {
+        format!("__global__ void k(float *x, int n) {{\n{body}\n}}\n")
+    }
+
+    fn nested_parens(levels: usize) -> String {
+        kernel_around(&format!("x[0] = {}1{};", "(".repeat(levels), ")".repeat(levels)))
+    }
+
+    fn nested_braces(levels: usize) -> String {
+        kernel_around(&format!("{}x[0] = 1;{}", "{".repeat(levels), "}".repeat(levels)))
+    }
+
+    fn nested_ifs(levels: usize) -> String {
+        kernel_around(&format!("{}x[0] = 1;\n{}", "#if 1\n".repeat(levels), "#endif\n".repeat(levels)))
+    }
+
+    fn long_sum(terms: usize) -> String {
+        kernel_around(&format!("x[0] = {};", vec!["n"; terms].join(" + ")))
+    }
+
+    /// Runs `f` on a thread with the stack of a tokio worker (2 MiB): a stack overflow aborts the test binary.
+    fn on_small_stack<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+        std::thread::Builder::new()
+            .stack_size(2 << 20)
+            .spawn(f)
+            .unwrap()
+            .join()
+            .unwrap()
+    }
+
+    #[test]
+    fn twenty_thousand_levels_of_any_nesting_are_a_clear_error_not_a_crash() {
+        for (what, text) in [
+            ("parentheses", nested_parens(20_000)),
+            ("braces", nested_braces(20_000)),
+            ("#if", nested_ifs(20_000)),
+            ("a + a + …", long_sum(100_000)),
+        ] {
+            let result = on_small_stack(move || crate::parse(&text).map(|_| ()));
+            match result {
+                Err(CudaError::TooDeeplyNested { limit, .. }) => assert_eq!(limit, MAX_SYNTAX_DEPTH),
+                other => panic!("{what}: {other:?}"),
+            }
+        }
+    }
+
+    /// The deepest input of each kind that the limit lets through is analysed on a 2 MiB stack: the limit is low
+    /// enough for kt's recursive walks.
+    #[test]
+    fn the_deepest_accepted_nesting_of_each_kind_is_analysed_on_a_small_stack() {
+        let kinds: [(&str, fn(usize) -> String); 4] = [
+            ("parentheses", nested_parens),
+            ("braces", nested_braces),
+            ("#if", nested_ifs),
+            ("a + a + …", long_sum),
+        ];
+        for (what, make) in kinds {
+            // The largest size whose tree stays within the limit (binary search on the depth check alone).
+            let (mut low, mut high) = (1usize, 4 * MAX_SYNTAX_DEPTH);
+            while low + 1 < high {
+                let mid = (low + high) / 2;
+                if syntax_tree(&make(mid)).is_ok() {
+                    low = mid;
+                } else {
+                    high = mid;
+                }
+            }
+            let text = make(low);
+            let result = on_small_stack(move || crate::parse_tolerant(&text).map(|_| ()));
+            assert!(result.is_ok(), "{what} at {low}: {result:?}");
+        }
+    }
 }

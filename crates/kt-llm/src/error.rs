@@ -95,6 +95,21 @@ pub enum LlmError {
         detail: String,
     },
 
+    #[error(
+        "{provider}: the {what} is larger than the {limit} bytes kt accepts ({bytes} bytes{}); {advice}",
+        if *complete { "" } else { " and more, refused while it arrived" }
+    )]
+    TooLarge {
+        provider: String,
+        /// `answer` or `prompt`.
+        what: &'static str,
+        bytes: u64,
+        limit: u64,
+        /// False when the transfer was stopped at the limit.
+        complete: bool,
+        advice: &'static str,
+    },
+
     #[error("{provider}: unusable response: {detail}; body starts: {body}")]
     BadResponse {
         provider: String,

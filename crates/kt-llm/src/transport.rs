@@ -13,6 +13,14 @@ use serde::{Deserialize, Serialize};
 use crate::error::{LlmError, TimeoutPhase, excerpt};
 use crate::retry::parse_retry_after;
 
+/// The largest answer kt reads (a whole answer, or a whole stream of events): real answers are at most a few
+/// hundred kilobytes; a runaway or hostile server is stopped here, while the bytes arrive, not after.
+pub const MAX_ANSWER_BYTES: u64 = 32 << 20;
+/// The largest request kt sends: a prompt built from a huge input file is refused before it costs anything.
+pub const MAX_PROMPT_BYTES: u64 = 8 << 20;
+/// How much of an error response's body is read (it is only shown as an excerpt).
+const MAX_ERROR_BODY_BYTES: u64 = 64 << 10;
+
 /// A secret. `Debug` shows `***`, and there is deliberately no `Serialize` or `Display`, so a key cannot end up
 /// in a record, a log line or an error message by accident.
 #[derive(Clone, PartialEq, Eq)]
@@ -159,10 +167,7 @@ impl Transport {
     ) -> Result<serde_json::Value, LlmError> {
         let work = async {
             let resp = self.send(url, auth, body, false).await?;
-            let text = resp
-                .text()
-                .await
-                .map_err(|e| self.transport_error(url, e))?;
+            let text = self.read_capped(url, resp, MAX_ANSWER_BYTES).await?;
             serde_json::from_str(&text).map_err(|e| LlmError::BadResponse {
                 provider: self.provider.clone(),
                 detail: format!("the answer is not valid JSON ({e})"),
@@ -185,6 +190,7 @@ impl Transport {
             let resp = self.send(url, auth, body, true).await?;
             let mut stream = resp.bytes_stream();
             let mut buf: Vec<u8> = Vec::new();
+            let mut received = 0u64;
             loop {
                 let chunk = match tokio::time::timeout(self.timeouts.idle, stream.next()).await {
                     Err(_) => {
@@ -193,6 +199,10 @@ impl Transport {
                     Ok(None) => break,
                     Ok(Some(chunk)) => chunk.map_err(|e| self.transport_error(url, e))?,
                 };
+                received += chunk.len() as u64;
+                if received > MAX_ANSWER_BYTES {
+                    return Err(self.too_large("answer", received, MAX_ANSWER_BYTES, false));
+                }
                 buf.extend_from_slice(&chunk);
                 while let Some((event, rest)) = split_event(&buf) {
                     let data = event_data(&event);
@@ -231,6 +241,46 @@ impl Transport {
         }
     }
 
+    /// Reads a response body, stopping with [`LlmError::TooLarge`] as soon as it passes `limit` bytes.
+    async fn read_capped(
+        &self,
+        url: &str,
+        resp: reqwest::Response,
+        limit: u64,
+    ) -> Result<String, LlmError> {
+        if let Some(length) = resp.content_length()
+            && length > limit
+        {
+            return Err(self.too_large("answer", length, limit, true));
+        }
+        let mut stream = resp.bytes_stream();
+        let mut body: Vec<u8> = Vec::new();
+        while let Some(chunk) = stream.next().await {
+            let chunk = chunk.map_err(|e| self.transport_error(url, e))?;
+            if (body.len() + chunk.len()) as u64 > limit {
+                let seen = (body.len() + chunk.len()) as u64;
+                return Err(self.too_large("answer", seen, limit, false));
+            }
+            body.extend_from_slice(&chunk);
+        }
+        Ok(String::from_utf8_lossy(&body).into_owned())
+    }
+
+    fn too_large(&self, what: &'static str, bytes: u64, limit: u64, complete: bool) -> LlmError {
+        LlmError::TooLarge {
+            provider: self.provider.clone(),
+            what,
+            bytes,
+            limit,
+            complete,
+            advice: if what == "prompt" {
+                "the input it was built from is too large: give kt a smaller kernel file (without unrelated code)"
+            } else {
+                "the service sent far more than any answer kt asks for; check the base URL and the model"
+            },
+        }
+    }
+
     async fn within_total<T>(
         &self,
         url: &str,
@@ -250,6 +300,10 @@ impl Transport {
         body: &serde_json::Value,
         streaming: bool,
     ) -> Result<reqwest::Response, LlmError> {
+        let size = serde_json::to_vec(body).map(|b| b.len() as u64).unwrap_or(0);
+        if size > MAX_PROMPT_BYTES {
+            return Err(self.too_large("prompt", size, MAX_PROMPT_BYTES, true));
+        }
         let mut req = self
             .client
             .post(url)
@@ -277,8 +331,11 @@ impl Transport {
             .get(RETRY_AFTER)
             .and_then(|v| v.to_str().ok())
             .and_then(|v| parse_retry_after(v, SystemTime::now()));
-        // The body of an error is small; if reading it fails we still have the status.
-        let body = resp.text().await.unwrap_or_default();
+        // The body of an error is small (only an excerpt is shown); if reading it fails we still have the status.
+        let body = self
+            .read_capped(url, resp, MAX_ERROR_BODY_BYTES)
+            .await
+            .unwrap_or_default();
         Err(self.status_error(status, retry_after, &body))
     }
 

@@ -58,6 +58,21 @@ pub enum PipelineError {
         #[source]
         source: std::io::Error,
     },
+    #[error(
+        "run {run} is being worked on by {holder}; two processes must not write one run. Wait for it to end \
+         (or stop it), or pass --wait to start when it does"
+    )]
+    RunBusy { run: PathBuf, holder: String },
+    #[error(
+        "the disk is full: writing {path} needs {needed} bytes{}; the previous file is unchanged. Free some space, \
+         then `kt resume` the run",
+        available.map(|a| format!(" and {a} are free")).unwrap_or_default()
+    )]
+    DiskFull {
+        path: PathBuf,
+        needed: u64,
+        available: Option<u64>,
+    },
     #[error("{path} is not valid {what}: {message}")]
     BadFile {
         path: PathBuf,

@@ -6,6 +6,7 @@
 //! strategy (one-prompt, explicit, autonomous) loaded from `strategies/` with prompts from `prompts/`.
 //! This crate wires the leaf crates together; it does not talk HTTP, parse C, or launch kernels itself.
 
+pub mod atomic_write;
 pub mod error;
 pub mod gpu_record;
 mod graph_run;
@@ -14,6 +15,7 @@ pub mod prepare;
 pub mod problem_size;
 pub mod prompt;
 pub mod run_dir;
+pub mod run_lock;
 pub mod seed;
 pub mod stage1;
 pub mod stage2;

@@ -390,15 +390,9 @@ pub(crate) fn rfc3339(t: time::OffsetDateTime) -> String {
         .unwrap_or_else(|_| t.unix_timestamp().to_string())
 }
 
+/// Writes a record of the run atomically (a crash, a kill or a full disk never leaves it half-written).
 pub(crate) fn write_file(path: &Path, bytes: &[u8]) -> Result<(), PipelineError> {
-    if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent)
-            .map_err(|e| PipelineError::io("creating directory", parent, e))?;
-    }
-    // Write then rename so a crash never leaves a half-written JSON file behind.
-    let tmp = path.with_extension("tmp-write");
-    std::fs::write(&tmp, bytes).map_err(|e| PipelineError::io("writing", &tmp, e))?;
-    std::fs::rename(&tmp, path).map_err(|e| PipelineError::io("renaming into place", path, e))
+    crate::atomic_write::write_atomically(path, bytes)
 }
 
 pub(crate) fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<(), PipelineError> {

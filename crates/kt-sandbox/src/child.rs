@@ -30,6 +30,7 @@ impl SandboxedChild {
         replies: Option<std::fs::File>,
         workdir: Workdir,
     ) -> Self {
+        crate::live::register(child.id() as libc::pid_t, identity);
         Self {
             child,
             identity,
@@ -132,6 +133,7 @@ impl SandboxedChild {
 
     fn reap(&mut self) -> Result<ExitStatus, SandboxError> {
         let pid = self.pid();
+        crate::live::forget(pid as libc::pid_t);
         let status = self
             .child
             .wait()

@@ -30,6 +30,8 @@ pub(crate) enum MountOp {
     Tmpfs { target: CString, data: CString },
     /// Create a directory (inside a tmpfs mounted by an earlier step); "already exists" is not an error.
     Mkdir { path: CString },
+    /// Mount a fresh procfs on /proc: inside a PID namespace it shows only the namespace's processes.
+    Proc,
     /// Bind-mount `source` on `target`. `source` is opened (O_PATH) in the child right after `unshare`, before
     /// any tmpfs covers it: a bind mount's source must belong to the child's own mount namespace (a descriptor
     /// opened by the parent refers to the parent's namespace, and mounting from it fails with EINVAL).
@@ -85,8 +87,14 @@ impl BindSource {
 /// Everything the child does to itself before `exec`, prepared by the parent.
 #[derive(Debug, Default)]
 pub(crate) struct Confinement {
-    /// `unshare` flags (CLONE_NEWNET, CLONE_NEWNS); 0 for none.
+    /// `unshare` flags (CLONE_NEWNET, CLONE_NEWNS, CLONE_NEWIPC, CLONE_NEWPID); 0 for none. With CLONE_NEWPID the
+    /// child forks once more: the program becomes process 1 of the new namespace, and when it ends the kernel
+    /// kills everything else in the namespace, however it detached itself.
     pub unshare_flags: libc::c_int,
+    /// kt's pid: the child asks for SIGKILL when kt dies (PR_SET_PDEATHSIG) and checks kt is still its parent.
+    /// `None` for a long-lived child whose spawning thread may end before it (the parent-death signal follows
+    /// the thread, not the process); such a child ends on end-of-file on its stdin instead.
+    pub die_with: Option<libc::pid_t>,
     /// Applied in order after `unshare`, only when CLONE_NEWNS is among the flags.
     pub mounts: Vec<MountOp>,
     /// Entered after the mounts, so that a work directory re-bound inside a private /tmp is the one entered.
@@ -124,15 +132,20 @@ fn check(ret: libc::c_int) -> io::Result<()> {
 /// Runs in the child after `fork`, before `exec`. Order matters:
 /// 1. `setsid` first: the child leads a new session and process group, so the parent can kill the whole group
 ///    (`kill(-pgid)`) including everything the program forks.
-/// 2. `unshare` and mounts while still privileged (they need CAP_SYS_ADMIN).
-/// 3. rlimits before dropping the identity: lowering is always allowed, and RLIMIT_NPROC must be in place
+/// 2. every inherited descriptor ≥ 3 is marked close-on-exec (a caller such as `time -o` or a CI runner may leave
+///    some open), then the one descriptor asked for is passed on.
+/// 3. `unshare` and mounts while still privileged (they need CAP_SYS_ADMIN); with a PID namespace the program
+///    runs in a grandchild, process 1 of that namespace (see [`enter_pid_namespace`]).
+/// 4. rlimits before dropping the identity: lowering is always allowed, and RLIMIT_NPROC must be in place
 ///    before the first process of the new uid exists.
-/// 4. the identity last (groups, then gid, then uid: after `setuid` the others could no longer be changed).
+/// 5. the identity (groups, then gid, then uid: after `setuid` the others could no longer be changed), then the
+///    parent-death signal, which a change of credentials would clear.
 fn apply(c: &mut Confinement) -> io::Result<()> {
     // SAFETY (whole function): every call is a raw system call on pointers to C strings that live in `c`, which
     // the closure owns for the lifetime of the child.
     unsafe {
         check(libc::setsid())?;
+        close_inherited_descriptors();
         if let Some((source, target)) = c.extra_fd {
             if source == target {
                 // dup2 onto itself keeps close-on-exec set: clear it instead.
@@ -140,6 +153,9 @@ fn apply(c: &mut Confinement) -> io::Result<()> {
             } else {
                 check(libc::dup2(source, target))?;
             }
+        }
+        if let Some(parent) = c.die_with {
+            die_with_parent(parent)?;
         }
         if c.unshare_flags != 0 {
             check(libc::unshare(c.unshare_flags))?;
@@ -149,6 +165,9 @@ fn apply(c: &mut Confinement) -> io::Result<()> {
             write_file(c"/proc/self/setgroups", b"deny")?;
             write_file(c"/proc/self/uid_map", uid_map)?;
             write_file(c"/proc/self/gid_map", gid_map)?;
+        }
+        if c.unshare_flags & libc::CLONE_NEWPID != 0 {
+            enter_pid_namespace()?;
         }
         if c.unshare_flags & libc::CLONE_NEWNS != 0 {
             // Without this, mounts made here would propagate back to the host when / is a shared mount.
@@ -188,7 +207,101 @@ fn apply(c: &mut Confinement) -> io::Result<()> {
             check(libc::setresuid(uid, uid, uid))?;
         }
     }
+    if c.die_with.is_some() {
+        // Changing credentials cleared the signal set above; in a PID namespace the parent is the waiting
+        // intermediate process, which itself dies with kt.
+        // SAFETY: one system call with integer arguments.
+        check(unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) })?;
+    }
     Ok(())
+}
+
+/// Marks every descriptor ≥ 3 close-on-exec: the program gets stdin, stdout, stderr and what kt passes on
+/// explicitly, nothing a caller of kt left open. Close-on-exec rather than closed, because std's own
+/// error-report pipe (already close-on-exec) must stay open until `exec`.
+fn close_inherited_descriptors() {
+    // SAFETY: plain system calls with integer arguments.
+    unsafe {
+        if libc::close_range(3, libc::c_uint::MAX, libc::CLOSE_RANGE_CLOEXEC as libc::c_int) == 0 {
+            return;
+        }
+        // Kernels before 5.11: one fcntl per possible descriptor, up to the open-files limit.
+        let mut limit: libc::rlimit = std::mem::zeroed();
+        let top = if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) == 0 {
+            limit.rlim_cur.min(1 << 20) as libc::c_int
+        } else {
+            1024
+        };
+        for fd in 3..top {
+            let flags = libc::fcntl(fd, libc::F_GETFD);
+            if flags != -1 && flags & libc::FD_CLOEXEC == 0 {
+                libc::fcntl(fd, libc::F_SETFD, flags | libc::FD_CLOEXEC);
+            }
+        }
+    }
+}
+
+/// Asks for SIGKILL when kt dies, then checks kt did not die before the request (the child would then have been
+/// re-parented already and the signal never come).
+fn die_with_parent(parent: libc::pid_t) -> io::Result<()> {
+    // SAFETY: plain system calls with integer arguments.
+    unsafe {
+        check(libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0))?;
+        if libc::getppid() != parent {
+            libc::_exit(128 + libc::SIGKILL);
+        }
+    }
+    Ok(())
+}
+
+/// After `unshare(CLONE_NEWPID)` the caller itself stays outside the new namespace; its next child is the
+/// namespace's process 1. So fork: the grandchild returns and goes on to `exec` the program; this process (the one
+/// kt knows by pid and process group) closes every descriptor, waits, and ends the way the program ended, so kt's
+/// wait, CPU accounting (its waited-for child) and signals work as without a namespace. The intermediate asks
+/// for SIGKILL when kt dies, and the grandchild for SIGKILL when the intermediate dies; when process 1 dies, the
+/// kernel kills the rest of the namespace.
+///
+/// # Safety
+/// Called only from [`apply`], in the child.
+unsafe fn enter_pid_namespace() -> io::Result<()> {
+    // SAFETY: async-signal-safe system calls only; the intermediate never returns (it `_exit`s).
+    unsafe {
+        let pid = libc::fork();
+        if pid == -1 {
+            return Err(io::Error::last_os_error());
+        }
+        if pid == 0 {
+            return check(libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0));
+        }
+        // The intermediate must not hold std's error-report pipe (spawn would wait for it) or any other pipe.
+        libc::close_range(3, libc::c_uint::MAX, 0);
+        let core = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        libc::setrlimit(libc::RLIMIT_CORE, &core);
+        let mut status = 0;
+        loop {
+            let ret = libc::waitpid(pid, &mut status, 0);
+            if ret == pid {
+                break;
+            }
+            if ret == -1 && *libc::__errno_location() != libc::EINTR {
+                libc::_exit(127);
+            }
+        }
+        if libc::WIFSIGNALED(status) {
+            let signal = libc::WTERMSIG(status);
+            libc::signal(signal, libc::SIG_DFL);
+            let mut set: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut set);
+            libc::sigaddset(&mut set, signal);
+            libc::sigprocmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
+            libc::kill(libc::getpid(), signal);
+            libc::_exit(128 + signal);
+        }
+        libc::_exit(libc::WEXITSTATUS(status));
+    }
 }
 
 /// Writes `bytes` to `path` with open/write/close (async-signal-safe).
@@ -221,6 +334,13 @@ unsafe fn apply_mount(op: &MountOp) -> io::Result<()> {
                 c"tmpfs".as_ptr(),
                 libc::MS_NOSUID | libc::MS_NODEV,
                 data.as_ptr().cast(),
+            )),
+            MountOp::Proc => check(libc::mount(
+                c"proc".as_ptr(),
+                c"/proc".as_ptr(),
+                c"proc".as_ptr(),
+                libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+                std::ptr::null(),
             )),
             MountOp::Mkdir { path } => {
                 if libc::mkdir(path.as_ptr(), 0o755) == -1 {
@@ -267,6 +387,8 @@ unsafe fn apply_mount(op: &MountOp) -> io::Result<()> {
 pub(crate) struct ProbeResult {
     pub network_namespace: bool,
     pub mount_namespace: bool,
+    /// PID and IPC namespaces with a fresh /proc (they come with the mount namespace).
+    pub pid_namespace: bool,
     pub switch_user: bool,
     /// Not root: a user namespace with kt's own uid mapped could be made.
     pub user_namespace: bool,
@@ -313,6 +435,38 @@ pub(crate) fn probe(uid: libc::uid_t, gid: libc::gid_t, user_namespace: bool) ->
                         0,
                         c"size=64k".as_ptr().cast(),
                     ) == 0
+            }
+        }),
+        pid_namespace: probe_in_child(&|| {
+            // SAFETY: system calls with static C strings; the grandchild `_exit`s, the mounts are private.
+            unsafe {
+                let entered = if user_namespace {
+                    enter_own_user_namespace(uid_map, gid_map)
+                } else {
+                    true
+                };
+                if !entered || libc::unshare(libc::CLONE_NEWPID | libc::CLONE_NEWNS | libc::CLONE_NEWIPC) != 0 {
+                    return false;
+                }
+                let pid = libc::fork();
+                if pid == 0 {
+                    let mounted = libc::mount(
+                        c"none".as_ptr(),
+                        c"/".as_ptr(),
+                        std::ptr::null(),
+                        libc::MS_REC | libc::MS_PRIVATE,
+                        std::ptr::null(),
+                    ) == 0
+                        && libc::mount(
+                            c"proc".as_ptr(),
+                            c"/proc".as_ptr(),
+                            c"proc".as_ptr(),
+                            libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+                            std::ptr::null(),
+                        ) == 0;
+                    libc::_exit(if mounted && libc::getpid() == 1 { 0 } else { 1 });
+                }
+                pid > 0 && wait_exit_code(pid) == Some(0)
             }
         }),
         user_namespace: user_namespace

@@ -10,7 +10,7 @@
 //! generator through kt's own harness and writes a content-addressed test directory (see the tests format).
 //!
 //! What it deliberately does not do: it is no defence against a determined attacker with a kernel exploit (no
-//! seccomp filter, no pid namespace), it knows nothing of CUDA kernels (the pipeline maps kernel parameters to
+//! seccomp filter), it knows nothing of CUDA kernels (the pipeline maps kernel parameters to
 //! [`generator::ArgSpec`]), and it does not talk to an LLM. All `unsafe` code lives in `confine.rs`.
 
 // Tests may unwrap (COMMON rules); library code may not.
@@ -23,6 +23,7 @@ pub mod environment;
 mod error;
 pub mod generator;
 mod identity;
+mod live;
 mod optin;
 mod outcome;
 mod policy;
@@ -35,10 +36,11 @@ mod workdir;
 pub use child::SandboxedChild;
 pub use error::SandboxError;
 pub use generator::{ArgSpec, GeneratedTest, GeneratorError, GeneratorSpec, run_generator};
+pub use live::stop_all;
 pub use optin::allow_unsandboxed_in;
 pub use outcome::{Ending, Limit, Outcome};
 pub use policy::{EnvPolicy, NetworkIsolation, Policy, StderrMode, UserPolicy};
 pub use protections::{ProtectionLine, Protections};
 pub use python::{PythonError, PythonRuntime};
 pub use sandbox::{Sandbox, SpawnOptions};
-pub use workdir::Workdir;
+pub use workdir::{Workdir, remove_own_workdirs, remove_stale_workdirs};

@@ -23,6 +23,10 @@ pub struct Protections {
     pub network_namespace: bool,
     /// A mount namespace: private /tmp and /dev/shm, directories the program must not see replaced by empty ones.
     pub mount_namespace: bool,
+    /// PID and IPC namespaces (with the mount namespace): the program sees only its own processes and a fresh
+    /// /proc, its System V shared memory, semaphores and queues are private and vanish with it, and when it ends
+    /// the kernel kills every process it left, however detached.
+    pub pid_namespace: bool,
     /// The program runs as a fresh unprivileged uid (files outside its work directory are not writable).
     pub unprivileged_user: bool,
     /// The process limit is enforced: as root through the unprivileged uid (RLIMIT_NPROC is ignored for root),
@@ -42,6 +46,7 @@ impl Default for Protections {
             running_as_root: false,
             network_namespace: false,
             mount_namespace: false,
+            pid_namespace: false,
             unprivileged_user: false,
             pids_limit: false,
             user_namespace: false,
@@ -103,8 +108,21 @@ impl Protections {
             line(
                 "private /tmp",
                 self.mount_namespace,
-                "a fresh /tmp, /var/tmp and /dev/shm per run; nothing left behind",
-                format!("unavailable (programs share /tmp): {userns_fix}"),
+                "a fresh /tmp, /var/tmp, /run and /dev/shm per run; nothing left behind there",
+                format!("unavailable (programs share /tmp, /run and /dev/shm): {userns_fix}"),
+            ),
+            line(
+                "PID and IPC namespaces",
+                self.pid_namespace,
+                "programs see only their own processes; their System V IPC is private; nothing they start \
+                 outlives them",
+                if self.mount_namespace {
+                    "unavailable: the kernel refuses a PID namespace with a fresh /proc; processes a program \
+                     detaches are still killed with its process group (and, as root, its uid)"
+                        .to_string()
+                } else {
+                    format!("unavailable (it needs the mount namespace): {userns_fix}")
+                },
             ),
             line(
                 "uid switch",
@@ -144,7 +162,8 @@ impl Protections {
             line(
                 "rlimits",
                 self.rlimits,
-                "wall time, CPU time, memory, file size, open files and output are limited",
+                "wall time, CPU time, memory, file size (each file; no quota on the work directory's total), open \
+                 files and output are limited; inherited descriptors are closed; programs die with kt",
                 "unavailable".to_string(),
             ),
         ]
@@ -172,6 +191,7 @@ impl Protections {
     pub fn complete(&self) -> bool {
         self.network_namespace
             && self.mount_namespace
+            && self.pid_namespace
             && self.unprivileged_user
             && self.pids_limit
             && self.rlimits
@@ -186,6 +206,7 @@ fn decide(root: bool, found: confine::ProbeResult) -> Protections {
         running_as_root: root,
         network_namespace: found.network_namespace,
         mount_namespace: found.mount_namespace,
+        pid_namespace: found.mount_namespace && found.pid_namespace,
         unprivileged_user,
         pids_limit: unprivileged_user || (user_namespace && found.namespace_process_limit),
         user_namespace,
@@ -201,6 +222,7 @@ mod tests {
         confine::ProbeResult {
             network_namespace: all,
             mount_namespace: all,
+            pid_namespace: all,
             switch_user: all,
             user_namespace: all,
             namespace_process_limit: all,
@@ -265,6 +287,7 @@ mod tests {
             [
                 "network namespace",
                 "private /tmp",
+                "PID and IPC namespaces",
                 "uid switch",
                 "user namespace",
                 "process limit",
@@ -284,7 +307,7 @@ mod tests {
             "{}",
             net.detail
         );
-        assert!(lines[5].active, "rlimits always work");
+        assert!(lines[6].active, "rlimits always work");
     }
 
     #[test]
@@ -292,12 +315,13 @@ mod tests {
         let full = decide(true, found(true)).summary();
         assert_eq!(
             full,
-            "active: network namespace, private /tmp, uid switch, process limit, rlimits"
+            "active: network namespace, private /tmp, PID and IPC namespaces, uid switch, process limit, rlimits"
         );
         let bare = decide(false, found(false)).summary();
         assert_eq!(
             bare,
-            "active: rlimits; unavailable: network namespace, private /tmp, uid switch, process limit"
+            "active: rlimits; unavailable: network namespace, private /tmp, PID and IPC namespaces, uid switch, \
+             process limit"
         );
     }
 

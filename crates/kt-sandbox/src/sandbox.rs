@@ -10,7 +10,7 @@ use nix::sys::resource::Resource;
 
 use crate::capture::{Capture, OutputTail};
 use crate::child::SandboxedChild;
-use crate::confine::{self, Confinement, Rlimit};
+use crate::confine::{self, Confinement, MountOp, Rlimit};
 use crate::environment;
 use crate::error::SandboxError;
 use crate::identity::RunIdentity;
@@ -91,6 +91,7 @@ impl Sandbox {
         let unprivileged_user = m.unprivileged_user && p.user == UserPolicy::DropIfRoot;
         let network_namespace = m.network_namespace && p.network != NetworkIsolation::Off;
         let mount_namespace = m.mount_namespace && p.private_tmp;
+        let pid_namespace = m.pid_namespace && mount_namespace;
         // Not root: a process limit is the one reason to make a user namespace when no other namespace is made.
         let namespace_pids = m.user_namespace && m.pids_limit && p.processes.is_some();
         let user_namespace =
@@ -98,6 +99,7 @@ impl Sandbox {
         Protections {
             network_namespace,
             mount_namespace,
+            pid_namespace,
             unprivileged_user,
             pids_limit: p.processes.is_some() && (unprivileged_user || namespace_pids),
             user_namespace,
@@ -163,6 +165,9 @@ impl Sandbox {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         let pids_enforced = prepared.pids_enforced;
+        // A one-shot run blocks this thread until the program is reaped, so the parent-death signal (which follows
+        // the forking thread) fires exactly when kt dies.
+        prepared.confinement.die_with = Some(std::process::id() as libc::pid_t);
         let (mut command, identity) = prepared.finish();
         let start = Instant::now();
         let mut child = command
@@ -170,6 +175,7 @@ impl Sandbox {
             .map_err(|source| self.spawn_error(program, source))?;
         let pid = child.id();
         let raw_pid = pid as libc::pid_t;
+        crate::live::register(raw_pid, identity);
         tracing::debug!(pid, program = %program.to_string_lossy(), workdir = %workdir.path().display(), "sandboxed run started");
 
         if let (Some(input), Some(mut pipe)) = (stdin, child.stdin.take()) {
@@ -213,6 +219,7 @@ impl Sandbox {
         if let Some(id) = identity {
             confine::kill_all_of_uid(id.uid, id.gid);
         }
+        crate::live::forget(raw_pid);
         let reaped = confine::reap(raw_pid).map_err(|source| SandboxError::Wait { pid, source })?;
         let (stdout, stderr, overflowed) = capture.finish(DRAIN_GRACE);
         let cpu_time = Duration::from_micros(reaped.cpu_micros);
@@ -363,6 +370,10 @@ impl Sandbox {
             if !view.ops.is_empty() {
                 confinement.unshare_flags |= libc::CLONE_NEWNS;
                 confinement.mounts = view.ops;
+            }
+            if active.pid_namespace {
+                confinement.unshare_flags |= libc::CLONE_NEWPID | libc::CLONE_NEWIPC;
+                confinement.mounts.push(MountOp::Proc);
             }
         }
         if active.user_namespace {
@@ -622,6 +633,7 @@ mod tests {
             running_as_root: true,
             network_namespace: true,
             mount_namespace: true,
+            pid_namespace: true,
             unprivileged_user: true,
             pids_limit: true,
             ..Protections::default()
@@ -629,7 +641,12 @@ mod tests {
         let generator = on_machine(Policy::for_generator(), root).protections();
         assert!(generator.complete(), "{generator:?}");
         let worker = on_machine(Policy::for_gpu_worker(), root).protections();
-        assert!(!worker.unprivileged_user && !worker.pids_limit && !worker.mount_namespace);
+        assert!(
+            !worker.unprivileged_user
+                && !worker.pids_limit
+                && !worker.mount_namespace
+                && !worker.pid_namespace
+        );
         assert!(worker.network_namespace);
     }
 

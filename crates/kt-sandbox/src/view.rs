@@ -26,7 +26,8 @@ pub(crate) struct View {
     pub ops: Vec<MountOp>,
 }
 
-const PRIVATE_TMP_DIRS: [&str; 3] = ["/tmp", "/var/tmp", "/dev/shm"];
+/// World-writable places (and /run, where sockets and lock files live) that get a private tmpfs.
+const PRIVATE_TMP_DIRS: [&str; 4] = ["/tmp", "/var/tmp", "/run", "/dev/shm"];
 
 /// Plans the view. `unprivileged` says whether the program runs as a uid that depends on "other" permission bits
 /// (then inaccessible ancestors of needed paths are masked).
@@ -154,6 +155,7 @@ mod tests {
             .map(|op| match op {
                 MountOp::Tmpfs { target, .. } => format!("tmpfs {}", target.to_string_lossy()),
                 MountOp::Mkdir { path } => format!("mkdir {}", path.to_string_lossy()),
+                MountOp::Proc => "proc /proc".to_string(),
                 MountOp::Bind {
                     target, readonly, ..
                 } => format!(

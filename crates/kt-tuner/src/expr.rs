@@ -114,11 +114,48 @@ fn context(bindings: &Bindings) -> Result<HashMapContext<DefaultNumericTypes>, E
     Ok(ctx)
 }
 
+/// The longest expression kt evaluates, and the deepest parenthesis nesting: evalexpr builds and evaluates its
+/// tree recursively, so a hostile sidecar or restriction (20,000 nested parentheses, a chain of 100,000 `+`)
+/// would overflow the stack. Real restrictions are a line long.
+pub const MAX_EXPRESSION_CHARS: usize = 2000;
+pub const MAX_EXPRESSION_NESTING: usize = 64;
+
+/// Refuses an expression past the limits above, with what to do.
+fn check_size(expr: &str) -> Result<(), String> {
+    let chars = expr.chars().count();
+    if chars > MAX_EXPRESSION_CHARS {
+        return Err(format!(
+            "it is {chars} characters long, more than the {MAX_EXPRESSION_CHARS} kt evaluates; write it shorter"
+        ));
+    }
+    let (mut depth, mut deepest) = (0usize, 0usize);
+    for c in expr.chars() {
+        match c {
+            '(' | '[' | '{' => {
+                depth += 1;
+                deepest = deepest.max(depth);
+            }
+            ')' | ']' | '}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    if deepest > MAX_EXPRESSION_NESTING {
+        return Err(format!(
+            "it nests parentheses {deepest} deep, more than the {MAX_EXPRESSION_NESTING} kt evaluates; write it flatter"
+        ));
+    }
+    Ok(())
+}
+
 fn evaluate(expr: &str, bindings: &Bindings) -> Result<Value, TunerError> {
     let err = |e: EvalexprError| TunerError::Expression {
         expr: expr.to_string(),
         message: e.to_string(),
     };
+    check_size(expr).map_err(|message| TunerError::Expression {
+        expr: expr.chars().take(80).collect::<String>() + "…",
+        message,
+    })?;
     let ctx = context(bindings).map_err(err)?;
     evalexpr::eval_with_context(&normalise(expr), &ctx).map_err(err)
 }
@@ -206,5 +243,36 @@ mod tests {
     fn unknown_name_is_an_error_that_names_the_expression() {
         let err = eval_bool("block_size_z > 1", &Bindings::new()).unwrap_err();
         assert!(err.to_string().contains("block_size_z > 1"), "{err}");
+    }
+
+    #[test]
+    fn hostile_expressions_are_refused_and_the_largest_accepted_ones_evaluate_on_a_small_stack() {
+        let env = b(&[("n", 1.0)]);
+        let deep = format!("{}n{}", "(".repeat(20_000), ")".repeat(20_000));
+        let err = eval_number(&deep, &env).unwrap_err().to_string();
+        assert!(err.contains("more than the 2000"), "{err}");
+        let nested = format!("{}n{}", "(".repeat(65), ")".repeat(65));
+        let err = eval_number(&nested, &env).unwrap_err().to_string();
+        assert!(err.contains("nests parentheses 65 deep"), "{err}");
+        // At the limits: 64 levels, and a chain as long as allowed, on a 2 MiB stack (a tokio worker's).
+        let at_limit = vec![
+            format!("{}n{}", "(".repeat(64), ")".repeat(64)),
+            format!("n{}", " + n".repeat((MAX_EXPRESSION_CHARS - 1) / 4)),
+            format!("{}n{}", "max(n, ".repeat(64), ")".repeat(64)),
+        ];
+        let results = std::thread::Builder::new()
+            .stack_size(2 << 20)
+            .spawn(move || {
+                at_limit
+                    .iter()
+                    .map(|e| eval_number(e, &env).map_err(|e| e.to_string()))
+                    .collect::<Vec<_>>()
+            })
+            .unwrap()
+            .join()
+            .unwrap();
+        assert_eq!(results[0], Ok(1.0));
+        assert!(results[1].as_ref().is_ok_and(|v| *v > 400.0), "{:?}", results[1]);
+        assert_eq!(results[2], Ok(1.0));
     }
 }

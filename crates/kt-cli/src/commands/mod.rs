@@ -8,6 +8,7 @@ pub mod experiment;
 pub mod fork;
 pub mod graph;
 pub mod inspect;
+mod interrupt;
 mod kernel_input;
 pub mod llm;
 pub mod profile_launch;

@@ -17,7 +17,7 @@ use kt_pipeline::{PromptLibrary, RunDir};
 
 use super::analyze::{llm_client, runtime, stage1_source};
 use super::transform::{
-    LiveView, NO_LLM, cancel_on_ctrl_c, leave, report, seeded, stage3_settings, strategy_with,
+    LiveView, NO_LLM, cancel_on_signals, claim_run, leave, report, seeded, stage3_settings, strategy_with,
     testgen_settings,
 };
 
@@ -41,6 +41,9 @@ pub struct ResumeArgs {
     /// file before the run continues to its next prompt or its end.
     #[arg(long, value_name = "FILE")]
     pub answer: Option<PathBuf>,
+    /// When another kt process works on the run, wait for it to end instead of refusing.
+    #[arg(long)]
+    pub wait: bool,
 }
 
 /// Copies `answer` to where the paused run's manual provider looks for it.
@@ -91,6 +94,12 @@ fn find_run(run: &str, out: Option<&std::path::Path>) -> anyhow::Result<RunDir> 
 
 pub fn run(args: ResumeArgs) -> anyhow::Result<ExitCode> {
     let dir = find_run(&args.run, args.out.as_deref())?;
+    let when_held = if args.wait {
+        kt_pipeline::run_lock::WhenHeld::Wait
+    } else {
+        kt_pipeline::run_lock::WhenHeld::Refuse
+    };
+    let _lock = claim_run(&dir, when_held)?;
     if let Some(answer) = &args.answer {
         give_answer(&dir, answer)?;
     }
@@ -148,7 +157,7 @@ pub fn run(args: ResumeArgs) -> anyhow::Result<ExitCode> {
         Some((source, stage1, testgen))
     };
     let rt = runtime()?;
-    let cancel = cancel_on_ctrl_c(&rt);
+    let cancel = cancel_on_signals(&rt)?;
     let view = LiveView::new(args.json);
     let settings = stage3_settings(strategy, client, &config, prompts, &view, cancel);
     let outcome = match earlier {

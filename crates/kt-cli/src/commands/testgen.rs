@@ -150,6 +150,7 @@ pub fn run(args: TestgenArgs) -> anyhow::Result<ExitCode> {
             },
         },
     )?;
+    let _lock = super::transform::claim_run(&run, kt_pipeline::run_lock::WhenHeld::Refuse)?;
     if let Some((client, _)) = llm.as_mut() {
         *client = client
             .clone()
@@ -186,10 +187,28 @@ pub fn run(args: TestgenArgs) -> anyhow::Result<ExitCode> {
         reference: reference_runner(&run, &source),
     };
 
-    let result = runtime()?.block_on(prepare(&run, &source, stage1, settings));
+    let rt = runtime()?;
+    let cancel = super::transform::cancel_on_signals(&rt)?;
+    // A signal abandons the stage in flight; its generator is already killed (see `interrupt`).
+    let result = rt.block_on(async {
+        tokio::select! {
+            result = prepare(&run, &source, stage1, settings) => Some(result),
+            () = cancel.cancelled() => None,
+        }
+    });
+    super::transform::leave(rt);
     let prepared = match result {
-        Ok(p) => p,
-        Err(err) => {
+        None => {
+            run.set_status(RunStatus::Interrupted)?;
+            eprintln!(
+                "kt testgen was interrupted; the run is in {} (status interrupted); tests finished so far are in \
+                 its tests/ directory. Run kt testgen again for the rest.",
+                run.root().display()
+            );
+            return Ok(ExitCode::from(super::interrupt::exit_code()));
+        }
+        Some(Ok(p)) => p,
+        Some(Err(err)) => {
             run.set_status(RunStatus::Failed)?;
             return Err(anyhow::Error::new(err).context(format!(
                 "kt testgen failed; what it did is in {}",

@@ -180,25 +180,12 @@ pub(crate) fn strategy_with(name: &str, overrides: StrategyOverrides) -> anyhow:
     Ok(load_strategy(name, None)?.with_overrides(&overrides))
 }
 
-/// Ctrl-C (SIGINT) cancels the run at once: the step in flight (an LLM call, a generator, a tuning job) is
-/// abandoned, the last checkpoint stays, and `kt resume` continues from it. A second Ctrl-C exits at once.
-pub(crate) fn cancel_on_ctrl_c(rt: &tokio::runtime::Runtime) -> CancelToken {
-    let cancel = CancelToken::new();
-    let c = cancel.clone();
-    rt.spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            eprintln!("\ninterrupted: saving the run at its last checkpoint (Ctrl-C again to exit at once)");
-            c.cancel();
-            let _ = tokio::signal::ctrl_c().await;
-            std::process::exit(EXIT_INTERRUPTED);
-        }
-    });
-    cancel
+/// SIGINT (Ctrl-C), SIGTERM and SIGHUP cancel the run at once: the programs it runs are killed, the step in
+/// flight (an LLM call, a generator, a tuning job) is abandoned, the last checkpoint stays, and `kt resume`
+/// continues from it (see [`super::interrupt`]). A second signal exits at once.
+pub(crate) fn cancel_on_signals(rt: &tokio::runtime::Runtime) -> anyhow::Result<CancelToken> {
+    super::interrupt::cancel_on_signals(rt).context("listening for SIGINT, SIGTERM and SIGHUP")
 }
-
-/// Exit status of a run stopped by Ctrl-C (128 + SIGINT, as shells report it). A run stopped at a breakpoint
-/// or a node's interrupt exits 0: it did what it was asked to.
-pub(crate) const EXIT_INTERRUPTED: i32 = 130;
 
 /// Exit status of a run paused at a `manual:` provider's prompt (`kt resume RUN --answer FILE` continues).
 pub(crate) const EXIT_AWAITING_ANSWER: u8 = 3;
@@ -210,6 +197,20 @@ pub(crate) const EXIT_LLM_UNAVAILABLE: u8 = 75;
 /// abandoned at Ctrl-C would otherwise hold the exit until it ends).
 pub(crate) fn leave(rt: tokio::runtime::Runtime) {
     rt.shutdown_background();
+    super::interrupt::clean_up_after_signal();
+}
+
+/// Takes the run's lock (one writer per run) and removes what a killed earlier process left: sandbox work
+/// directories of dead kt processes, the run's half-written records and half-built tests.
+pub(crate) fn claim_run(
+    run: &RunDir,
+    when_held: kt_pipeline::run_lock::WhenHeld,
+) -> anyhow::Result<kt_pipeline::run_lock::RunLock> {
+    let lock = kt_pipeline::run_lock::RunLock::acquire(run.root(), when_held)?;
+    kt_sandbox::remove_stale_workdirs();
+    kt_pipeline::atomic_write::remove_stale_temporaries(run.root());
+    kt_sandbox::generator::remove_stale_staging(&run.tests_dir());
+    Ok(lock)
 }
 
 /// What Stage 2 runs with in `kt transform` and in a `kt resume` that still has Stage 2 to do.
@@ -304,6 +305,7 @@ pub fn run(args: TransformArgs) -> anyhow::Result<ExitCode> {
             },
         },
     )?;
+    let _lock = claim_run(&run, kt_pipeline::run_lock::WhenHeld::Refuse)?;
     eprintln!("run directory: {}", run.root().display());
     let client = client.with_recorder(Recorder::open(run.llm_jsonl())?);
     let llm_pair = (client.clone(), config.clone());
@@ -322,7 +324,7 @@ pub fn run(args: TransformArgs) -> anyhow::Result<ExitCode> {
         args.allow_unsandboxed,
     )?;
     let rt = runtime()?;
-    let cancel = cancel_on_ctrl_c(&rt);
+    let cancel = cancel_on_signals(&rt)?;
     let view = LiveView::new(args.json);
     let settings = stage3_settings(strategy, client, &config, prompts, &view, cancel);
     let outcome = rt.block_on(kt_pipeline::stage3::transform(
@@ -351,7 +353,7 @@ pub(crate) fn report(
                 Some(stop) => {
                     eprintln!("{}", stop.message(run.root()));
                     Ok(if stop.cancelled {
-                        ExitCode::from(EXIT_INTERRUPTED as u8)
+                        ExitCode::from(super::interrupt::exit_code())
                     } else if stop.waiting.is_some() {
                         ExitCode::from(EXIT_AWAITING_ANSWER)
                     } else {

@@ -45,7 +45,16 @@ pub enum IntakeError {
     Syntax(String),
     #[error("{0}")]
     Shape(String),
+    #[error(
+        "the answer nests brackets {depth} levels deep, more than the {limit} kt reads; answer with a flat JSON \
+         value as the schema asks"
+    )]
+    TooDeep { depth: usize, limit: usize },
 }
+
+/// The deepest nesting of brackets an answer may have. serde_json refuses deeper values anyway (its own limit is
+/// 128), and the JSON5 reader used for relaxed syntax recurses: deeper input would overflow the stack.
+pub const MAX_JSON_DEPTH: usize = 128;
 
 /// Reads a `T` out of a model's answer. `schema` (the JSON schema of `T`, e.g. from
 /// [`crate::OutputSchema::of`]) guides the location (a value of the schema's top-level type) and the coercions;
@@ -63,6 +72,13 @@ pub fn parse_lenient<T: DeserializeOwned>(
 /// Like [`parse_lenient`] for any JSON value: located, relaxed and coerced, not checked against the schema.
 pub fn lenient_value(answer: &str, schema: Option<&Value>) -> Result<Lenient<Value>, IntakeError> {
     let text = ThinkTags::default().strip(answer).answer;
+    let depth = scan::max_nesting(&text);
+    if depth > MAX_JSON_DEPTH {
+        return Err(IntakeError::TooDeep {
+            depth,
+            limit: MAX_JSON_DEPTH,
+        });
+    }
     let root = schema.and_then(|s| s.get("type")).and_then(Value::as_str);
     let found = locate::locate(&text, root).map_err(|e| match e {
         locate::NotFound::Nothing { unclosed } => IntakeError::NoJson { unclosed },
@@ -79,6 +95,9 @@ pub fn lenient_value(answer: &str, schema: Option<&Value>) -> Result<Lenient<Val
 /// dropped first; `None` when there is none.
 pub fn json_block(answer: &str) -> Option<String> {
     let text = ThinkTags::default().strip(answer).answer;
+    if scan::max_nesting(&text) > MAX_JSON_DEPTH {
+        return None;
+    }
     locate::locate(&text, None)
         .ok()
         .map(|l| text[l.start..l.end].to_string())
@@ -86,6 +105,9 @@ pub fn json_block(answer: &str) -> Option<String> {
 
 /// The span of the JSON value in `text` (no thinking removal), for [`crate::json_candidate`].
 pub(crate) fn json_span(text: &str) -> Option<(usize, usize)> {
+    if scan::max_nesting(text) > MAX_JSON_DEPTH {
+        return None;
+    }
     locate::locate(text, None).ok().map(|l| (l.start, l.end))
 }
 
@@ -143,5 +165,35 @@ mod tests {
             json_block("```cuda\nint x[2] = {1, 2};\n```\n```json\n[1, 2]\n```").as_deref(),
             Some("[1, 2]")
         );
+    }
+
+    #[test]
+    fn twenty_thousand_nested_brackets_are_refused_without_recursing() {
+        for answer in [
+            format!("{}1{}", "[".repeat(20_000), "]".repeat(20_000)),
+            format!("{}", "{\"a\": ".repeat(20_000)),
+            format!("```json\n{}\n```", "[".repeat(50_000)),
+        ] {
+            let result = std::thread::Builder::new()
+                .stack_size(256 << 10)
+                .spawn(move || {
+                    (
+                        lenient_value(&answer, None).map(|_| ()),
+                        json_block(&answer),
+                    )
+                })
+                .unwrap()
+                .join()
+                .unwrap();
+            assert!(
+                matches!(result.0, Err(IntakeError::TooDeep { limit: 128, .. })),
+                "{:?}",
+                result.0
+            );
+            assert_eq!(result.1, None);
+        }
+        // Brackets inside strings do not count.
+        let fine = format!("{{\"code\": \"{}\"}}", "[".repeat(20_000));
+        assert!(lenient_value(&fine, None).is_ok());
     }
 }

@@ -122,6 +122,22 @@ pub(crate) fn balanced_end(text: &str, start: usize) -> Option<usize> {
     None
 }
 
+/// The deepest nesting of `{` and `[` outside strings and comments anywhere in `text` (one pass, no recursion).
+pub(crate) fn max_nesting(text: &str) -> usize {
+    let (mut depth, mut deepest) = (0usize, 0usize);
+    for (_, _, token) in Lexer::new(text, 0) {
+        match token {
+            Token::Code(b'{' | b'[') => {
+                depth += 1;
+                deepest = deepest.max(depth);
+            }
+            Token::Code(b'}' | b']') => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    deepest
+}
+
 /// The relaxations of strict JSON found in a text.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct Findings {

@@ -2,4 +2,5 @@
 
 mod faults;
 mod modes;
+mod oversize;
 pub(crate) mod server;

@@ -68,9 +68,7 @@ pub enum GeneratorError {
     )]
     NetworkDenied { traceback: String },
 
-    #[error(
-        "the generator tried to write outside its working directory ({path}), which is not allowed:\n{traceback}"
-    )]
+    #[error("{}", permission_denied(path, traceback))]
     PermissionDenied { path: String, traceback: String },
 
     #[error("{what} `{expression}` could not be evaluated with the generated scalars: {error}")]
@@ -80,7 +78,7 @@ pub enum GeneratorError {
         error: String,
     },
 
-    #[error("the generator was stopped by the sandbox's {which}: {detail}")]
+    #[error("{}", limit_exceeded(*which, detail))]
     LimitExceeded { which: Limit, detail: String },
 
     #[error("the generator did not finish within {after:?} and was killed")]
@@ -104,6 +102,12 @@ pub enum GeneratorError {
     )]
     OutputInvalid { detail: String },
 
+    #[error(
+        "kt refused to read `out/{file}` that the generator left: {detail}; a generator only returns its arrays \
+         from generate(), kt's harness writes the files"
+    )]
+    OutputRefused { file: String, detail: String },
+
     #[error("invalid generator spec: {detail}")]
     SpecInvalid { detail: String },
 
@@ -121,6 +125,39 @@ pub enum GeneratorError {
     Python(#[from] PythonError),
 }
 
+/// A denied file names the file; a denied operation without one (signalling kt, changing what it does not own)
+/// says so instead of an empty "()".
+fn permission_denied(path: &str, traceback: &str) -> String {
+    if path.is_empty() {
+        format!(
+            "the generator tried an operation the sandbox does not allow (signalling or tracing a process outside \
+             it, changing a file it does not own); only computing the arrays and writing in its working directory \
+             are allowed:\n{traceback}"
+        )
+    } else {
+        format!(
+            "the generator tried to write outside its working directory ({path}), which is not allowed:\n{traceback}"
+        )
+    }
+}
+
+/// The limit and, when the program said anything, its last words.
+fn limit_exceeded(which: Limit, detail: &str) -> String {
+    let advice = match which {
+        Limit::Cpu => "; generate the inputs with vectorised numpy calls instead of Python loops",
+        Limit::Memory => "; generate smaller inputs or avoid large temporaries",
+        Limit::FileSize => "; write no files besides what generate() returns",
+        Limit::Processes => "; start no processes or threads",
+        Limit::OpenFiles => "; close the files you open",
+    };
+    let detail = detail.trim();
+    if detail.is_empty() {
+        format!("the generator was stopped by the sandbox's {which}{advice}")
+    } else {
+        format!("the generator was stopped by the sandbox's {which}{advice}:\n{detail}")
+    }
+}
+
 impl GeneratorError {
     /// True for errors the LLM can fix by changing the generator (worth sending back with the message).
     pub fn is_generator_fault(&self) -> bool {
@@ -132,5 +169,34 @@ impl GeneratorError {
                 | GeneratorError::Sandbox(_)
                 | GeneratorError::Python(_)
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_empty_detail_leaves_no_dangling_colon_and_an_empty_path_no_empty_parentheses() {
+        let cpu = GeneratorError::LimitExceeded {
+            which: Limit::Cpu,
+            detail: "  ".into(),
+        }
+        .to_string();
+        assert!(!cpu.contains(": :") && !cpu.trim_end().ends_with(':'), "{cpu}");
+        assert!(cpu.contains("CPU-time limit") && cpu.contains("vectorised"), "{cpu}");
+        let denied = GeneratorError::PermissionDenied {
+            path: String::new(),
+            traceback: "PermissionError: [Errno 1] Operation not permitted".into(),
+        }
+        .to_string();
+        assert!(!denied.contains("()"), "{denied}");
+        assert!(denied.contains("signalling"), "{denied}");
+        let file = GeneratorError::PermissionDenied {
+            path: "/etc/passwd".into(),
+            traceback: String::new(),
+        }
+        .to_string();
+        assert!(file.contains("(/etc/passwd)"), "{file}");
     }
 }

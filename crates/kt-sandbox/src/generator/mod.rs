@@ -9,6 +9,7 @@
 mod error;
 mod manifest;
 mod npy;
+mod output_file;
 mod spec;
 mod store;
 
@@ -19,6 +20,7 @@ use serde::Deserialize;
 
 pub use error::GeneratorError;
 pub use manifest::{FORMAT, ManifestArg, TestManifest};
+pub use store::remove_stale_staging;
 pub use spec::{ArgSpec, ElementType, GeneratorSpec, element_type};
 
 use crate::outcome::{Ending, Limit, Outcome};
@@ -166,7 +168,7 @@ pub fn run_generator(
         None,
     )?;
     let out = workdir.path().join("out");
-    let result = read_result(&out.join("result.json"));
+    let result = read_result(&out)?;
     tracing::debug!(ending = ?outcome.ending, has_result = result.is_some(), "generator run ended");
 
     match (outcome.ending, result) {
@@ -215,16 +217,24 @@ fn harness_failed(ending: Ending, outcome: &Outcome) -> GeneratorError {
     }
 }
 
-fn read_result(path: &Path) -> Option<HarnessResult> {
+/// The harness's verdict, `None` when there is none (the program was stopped before the harness wrote it) or it
+/// does not parse; a result.json that is not a regular file within the size limit is refused.
+fn read_result(out: &Path) -> Result<Option<HarnessResult>, GeneratorError> {
     use std::io::Read;
-    let file = std::fs::File::open(path).ok()?;
+    match std::fs::symlink_metadata(out.join("result.json")) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        _ => {}
+    }
+    let (mut file, _) = output_file::open(out, "result.json", RESULT_MAX_BYTES)?;
     let mut text = Vec::new();
-    file.take(RESULT_MAX_BYTES).read_to_end(&mut text).ok()?;
+    if file.read_to_end(&mut text).is_err() {
+        return Ok(None);
+    }
     match serde_json::from_slice(&text) {
-        Ok(result) => Some(result),
+        Ok(result) => Ok(Some(result)),
         Err(err) => {
             tracing::warn!(%err, "the generator harness wrote an unreadable result.json");
-            None
+            Ok(None)
         }
     }
 }

@@ -32,9 +32,8 @@ pub(crate) fn descr_of(dtype: &str) -> Option<&'static str> {
     })
 }
 
-pub(crate) fn read_header(path: &Path) -> Result<NpyHeader, String> {
-    let mut file =
-        std::fs::File::open(path).map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+/// Reads the header of the .npy file open as `file`; `path` names it in errors.
+pub(crate) fn read_header(file: &mut std::fs::File, path: &Path) -> Result<NpyHeader, String> {
     let mut prefix = [0u8; 10];
     file.read_exact(&mut prefix)
         .map_err(|e| format!("{} is too short for a .npy file: {e}", path.display()))?;
@@ -117,7 +116,7 @@ mod tests {
         bytes.extend_from_slice(&(header.len() as u16).to_le_bytes());
         bytes.extend_from_slice(header.as_bytes());
         std::fs::write(&path, &bytes).unwrap();
-        let h = read_header(&path).unwrap();
+        let h = read_header(&mut std::fs::File::open(&path).unwrap(), &path).unwrap();
         let offset = 10 + header.len() as u64;
         assert_eq!(offset % 64, 0);
         assert_eq!(

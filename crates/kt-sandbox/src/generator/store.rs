@@ -7,7 +7,13 @@ use std::path::{Path, PathBuf};
 use super::error::GeneratorError;
 use super::manifest::{FORMAT, ManifestArg, TestManifest};
 use super::npy;
+use super::output_file;
 use super::spec::{GeneratorSpec, dtype_size};
+
+/// The largest array file a spec allows: its total data plus a header.
+fn max_file_bytes(spec: &GeneratorSpec) -> u64 {
+    spec.max_total_bytes.saturating_add(1 << 20)
+}
 
 /// Checks the harness's argument list against the spec and the .npy files in `out`, returning the manifest.
 pub(crate) fn validate(
@@ -47,7 +53,8 @@ pub(crate) fn validate(
                     )));
                 }
                 let path = out.join(file);
-                let header = npy::read_header(&path).map_err(invalid)?;
+                let (mut opened, len) = output_file::open(out, file, max_file_bytes(spec))?;
+                let header = npy::read_header(&mut opened, &path).map_err(invalid)?;
                 let descr = npy::descr_of(dtype).unwrap_or("?");
                 if header.descr != descr || header.fortran_order || &header.shape != shape {
                     return Err(invalid(format!(
@@ -67,13 +74,6 @@ pub(crate) fn validate(
                 let data = elements
                     .checked_mul(dtype_size(dtype).unwrap_or(0))
                     .ok_or_else(|| invalid(format!("{file}: size overflows")))?;
-                let len = std::fs::metadata(&path)
-                    .map_err(|source| GeneratorError::Io {
-                        what: "inspect",
-                        path: path.clone(),
-                        source,
-                    })?
-                    .len();
                 if elements == 0 || len != header.data_offset + data {
                     return Err(invalid(format!(
                         "{file}: {len} bytes on disk, header promises {} + {data}",
@@ -140,11 +140,7 @@ pub(crate) fn content_id(manifest: &TestManifest, out: &Path) -> Result<String, 
     for arg in &manifest.args {
         if let ManifestArg::Array { file, .. } = arg {
             let path = out.join(file);
-            let mut f = std::fs::File::open(&path).map_err(|source| GeneratorError::Io {
-                what: "read",
-                path: path.clone(),
-                source,
-            })?;
+            let (mut f, _) = output_file::open(out, file, u64::MAX)?;
             loop {
                 let n = f.read(&mut buf).map_err(|source| GeneratorError::Io {
                     what: "read",
@@ -159,6 +155,30 @@ pub(crate) fn content_id(manifest: &TestManifest, out: &Path) -> Result<String, 
         }
     }
     Ok(hasher.finalize().to_hex()[..16].to_string())
+}
+
+/// Removes half-built tests (`dest/.<id>-XXXXXX`, see [`place`]) that a killed kt left; the caller holds the
+/// run's lock, so no other process is building one. Returns how many were removed.
+pub fn remove_stale_staging(dest: &Path) -> usize {
+    let Ok(entries) = std::fs::read_dir(dest) else {
+        return 0;
+    };
+    let mut removed = 0;
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let staging = name.strip_prefix('.').is_some_and(|rest| {
+            rest.len() > 17
+                && rest.as_bytes()[16] == b'-'
+                && rest[..16].bytes().all(|b| b.is_ascii_hexdigit())
+        });
+        if staging
+            && entry.file_type().is_ok_and(|t| t.is_dir())
+            && std::fs::remove_dir_all(entry.path()).is_ok()
+        {
+            removed += 1;
+        }
+    }
+    removed
 }
 
 /// Places the test under `dest/<id>`; when that directory already holds a test, it is reused (same content).
@@ -188,7 +208,9 @@ pub(crate) fn place(
     for arg in &manifest.args {
         if let ManifestArg::Array { file, .. } = arg {
             let (from, to) = (out.join(file), staging.path().join(file));
-            std::fs::copy(&from, &to).map_err(io("copy", &from))?;
+            let (mut source, _) = output_file::open(out, file, u64::MAX)?;
+            let mut target = std::fs::File::create(&to).map_err(io("create", &to))?;
+            std::io::copy(&mut source, &mut target).map_err(io("copy", &from))?;
         }
     }
     let manifest_path = staging.path().join("manifest.json");

@@ -462,3 +462,16 @@ fn each_attempt_starts_in_a_new_empty_directory() {
         run_generator(&sandbox, &python(), &script, &spec(), seed, dest.path()).unwrap();
     }
 }
+
+#[test]
+fn half_built_tests_of_a_killed_run_are_removed_and_finished_ones_kept() {
+    let dest = tempfile::tempdir().unwrap();
+    let staging = dest.path().join(".0123456789abcdef-Xy12Zq");
+    let finished = dest.path().join("0123456789abcdef");
+    let unrelated = dest.path().join(".git");
+    for d in [&staging, &finished, &unrelated] {
+        std::fs::create_dir_all(d.join("args")).unwrap();
+    }
+    assert_eq!(super::remove_stale_staging(dest.path()), 1);
+    assert!(!staging.exists() && finished.exists() && unrelated.exists());
+}
