@@ -587,3 +587,92 @@ fn an_llm_outage_ends_the_run_llm_unavailable_with_exit_75_and_a_resumable_run()
         assert!(stderr.contains("a CUDA GPU is needed"), "{stderr}");
     }
 }
+
+/// Starts `kt transform` against a server that never answers and waits until its first LLM call is in flight.
+fn transform_waiting_on_the_llm(home: &std::path::Path, out_dir: &std::path::Path) -> std::process::Child {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let port = hanging_llm_server(tx);
+    let child = kt_command(home)
+        .args([
+            "transform",
+            "naive-kernels/matmul.cu",
+            "--tests",
+            "1",
+            "--out",
+            out_dir.to_str().unwrap(),
+        ])
+        .env("KT_LLM", "openai:gpt-4.1")
+        .env("KT_LLM_BASE_URL", format!("http://127.0.0.1:{port}/v1"))
+        .env("OPENAI_API_KEY", "test-key")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    rx.recv_timeout(std::time::Duration::from_secs(60))
+        .expect("kt transform never called the LLM");
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    child
+}
+
+/// Sends `signal` and waits (at most 10 s) for the exit.
+fn stop_with(mut child: std::process::Child, signal: libc::c_int) -> (std::process::ExitStatus, String) {
+    // SAFETY: sends a signal to the child we spawned; no memory is involved.
+    assert_eq!(unsafe { libc::kill(child.id() as libc::pid_t, signal) }, 0);
+    let sent = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if sent.elapsed() > std::time::Duration::from_secs(10) {
+            child.kill().unwrap();
+            panic!("kt still running 10 s after signal {signal}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().unwrap();
+    (out.status, text(&out.stderr))
+}
+
+#[test]
+fn sigterm_and_sighup_end_a_run_as_ctrl_c_does_with_their_own_exit_codes() {
+    for (signal, code) in [(libc::SIGTERM, 143), (libc::SIGHUP, 129)] {
+        let home = tempfile::tempdir().unwrap();
+        let out_dir = home.path().join("runs");
+        let child = transform_waiting_on_the_llm(home.path(), &out_dir);
+        let (status, stderr) = stop_with(child, signal);
+        assert_eq!(status.code(), Some(code), "signal {signal}: {stderr}");
+        let run = only_entry(&out_dir);
+        assert_eq!(read_json(&run.join("run.json"))["status"], "interrupted", "{stderr}");
+        assert_eq!(read_json(&run.join("result.json"))["status"], "interrupted", "{stderr}");
+        let leftovers: Vec<_> = std::fs::read_dir(&run)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.contains("tmp-write") || n.starts_with(".kt-write-"))
+            .collect();
+        assert!(leftovers.is_empty(), "{leftovers:?}");
+    }
+}
+
+#[test]
+fn a_second_resume_of_a_run_in_progress_is_refused_and_names_the_holder() {
+    let home = tempfile::tempdir().unwrap();
+    let out_dir = home.path().join("runs");
+    let first = transform_waiting_on_the_llm(home.path(), &out_dir);
+    let run = only_entry(&out_dir);
+    let second = kt(
+        home.path(),
+        &[
+            "resume",
+            run.to_str().unwrap(),
+            "--llm",
+            "scripted:experiments/cassettes/matmul-autonomous.toml",
+        ],
+    );
+    let stderr = text(&second.stderr);
+    assert!(!second.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(&format!("pid {}", first.id())) && stderr.contains("--wait"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("UNIQUE constraint"), "{stderr}");
+    let (status, stderr) = stop_with(first, libc::SIGINT);
+    assert_eq!(status.code(), Some(130), "{stderr}");
+    assert_eq!(read_json(&run.join("run.json"))["status"], "interrupted");
+}

@@ -129,4 +129,38 @@ mod tests {
             }
         );
     }
+
+    /// Bounded fuzzing (KT_FUZZ_MS, default 2000 ms): any bytes a generator leaves give a header or an error.
+    #[test]
+    fn any_bytes_give_a_header_or_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.npy");
+        let budget = std::env::var("KT_FUZZ_MS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(2000);
+        arbtest::arbtest(|u| {
+            let mut bytes = Vec::new();
+            if u.ratio(3, 4)? {
+                bytes.extend_from_slice(b"\x93NUMPY");
+                bytes.push(*u.choose(&[1u8, 2, 3, 9])?);
+                bytes.push(0);
+                let len: u16 = u.int_in_range(0..=200)?;
+                bytes.extend_from_slice(&len.to_le_bytes());
+                const PIECES: &[&str] = &[
+                    "{", "}", "(", ")", "'descr': ", "'<f4'", "'fortran_order': ", "False", "'shape': ", "1", ", ",
+                    "99999999999999999999", "-1", " ", "\n", "'", "\\",
+                ];
+                while !u.is_empty() && bytes.len() < 4096 {
+                    bytes.extend_from_slice(u.choose(PIECES)?.as_bytes());
+                }
+            } else {
+                bytes.extend_from_slice(u.bytes(u.len().min(4096))?);
+            }
+            std::fs::write(&path, &bytes).unwrap();
+            let _ = read_header(&mut std::fs::File::open(&path).unwrap(), &path);
+            Ok(())
+        })
+        .budget_ms(budget);
+    }
 }

@@ -146,6 +146,7 @@ mod tests {
             "numpy",
             "sandbox: network namespace",
             "sandbox: private /tmp",
+            "sandbox: PID and IPC namespaces",
             "sandbox: uid switch",
             "sandbox: process limit",
             "sandbox: rlimits",

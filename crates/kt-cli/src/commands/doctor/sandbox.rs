@@ -13,6 +13,7 @@ fn check(p: &Protections, line: ProtectionLine) -> Check {
     let name = match line.name {
         "network namespace" => "sandbox: network namespace",
         "private /tmp" => "sandbox: private /tmp",
+        "PID and IPC namespaces" => "sandbox: PID and IPC namespaces",
         "uid switch" => "sandbox: uid switch",
         "user namespace" => "sandbox: user namespace",
         "process limit" => "sandbox: process limit",
@@ -50,6 +51,7 @@ mod tests {
             [
                 "sandbox: network namespace",
                 "sandbox: private /tmp",
+                "sandbox: PID and IPC namespaces",
                 "sandbox: uid switch",
                 "sandbox: user namespace",
                 "sandbox: process limit",
@@ -66,10 +68,10 @@ mod tests {
             "{net:?}"
         );
         assert_eq!(
-            checks[2].status,
+            checks[3].status,
             super::super::Status::Ok,
             "no uid switch without root is no fault"
         );
-        assert_eq!(checks[5].status, super::super::Status::Ok);
+        assert_eq!(checks[6].status, super::super::Status::Ok);
     }
 }
