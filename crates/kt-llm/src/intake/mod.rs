@@ -171,7 +171,7 @@ mod tests {
     fn twenty_thousand_nested_brackets_are_refused_without_recursing() {
         for answer in [
             format!("{}1{}", "[".repeat(20_000), "]".repeat(20_000)),
-            format!("{}", "{\"a\": ".repeat(20_000)),
+            "{\"a\": ".repeat(20_000),
             format!("```json\n{}\n```", "[".repeat(50_000)),
         ] {
             let result = std::thread::Builder::new()
