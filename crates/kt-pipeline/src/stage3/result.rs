@@ -213,6 +213,7 @@ pub fn build_result(
             .and_then(|r| serde_json::to_value(r).ok()),
         wall_time_s: wall,
         error,
+        needs_gpu: false,
         branch: None,
         waiting_for: None,
         gpu: meta.gpu,
@@ -416,20 +417,33 @@ pub fn write_result(
     wall: WallTimes,
     error: Option<String>,
 ) -> Result<RunResult, PipelineError> {
-    write_result_waiting(dir, out, state, backend, status, wall, error, None)
+    let ending = Ending {
+        error,
+        ..Ending::default()
+    };
+    write_result_ending(dir, out, state, backend, status, wall, ending)
 }
 
-/// [`write_result`] of a run paused at a manual provider's question (`waiting`).
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn write_result_waiting(
+/// How a run that did not finish ended, as result.json says it.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Ending {
+    /// In words.
+    pub error: Option<String>,
+    /// It stopped where it needs a CUDA GPU it could not get.
+    pub needs_gpu: bool,
+    /// The manual provider's question it is paused at.
+    pub waiting: Option<WaitingAnswer>,
+}
+
+/// [`write_result`] of a run that ended as `ending` says (paused at a question, stopped for a GPU).
+pub(crate) fn write_result_ending(
     dir: &RunDir,
     out: &ResultFiles,
     state: Option<&Stage3State>,
     backend: Option<&dyn TuningBackend>,
     status: RunStatus,
     wall: WallTimes,
-    error: Option<String>,
-    waiting: Option<WaitingAnswer>,
+    ending: Ending,
 ) -> Result<RunResult, PipelineError> {
     let write = |path: &Path, text: &str| {
         std::fs::write(path, text).map_err(|e| PipelineError::io("writing", path, e))
@@ -466,9 +480,10 @@ pub(crate) fn write_result_waiting(
             }
         }
     }
-    let mut result = build_result(dir, state, status, wall, error)?;
+    let mut result = build_result(dir, state, status, wall, ending.error)?;
     result.branch = out.branch().map(str::to_string);
-    result.waiting_for = waiting;
+    result.waiting_for = ending.waiting;
+    result.needs_gpu = ending.needs_gpu;
     result.best_program = best_program;
     let json = serde_json::to_string_pretty(&result).map_err(|e| PipelineError::BadFile {
         path: out.result_json(),

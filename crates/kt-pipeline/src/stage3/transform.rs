@@ -15,7 +15,7 @@ use kt_llm::{LlmClient, StructuredMode};
 use super::backend::{BackendError, TuningBackend, TuningProgress};
 use super::context::{KernelFacts, Stage3Context};
 use super::graph::build_graph;
-use super::result::{RunResult, WallTimes, write_result, write_result_waiting};
+use super::result::{Ending, RunResult, WallTimes, write_result, write_result_ending};
 use super::state::Stage3State;
 use super::tunable_code::TunableCode;
 use super::tuner_backend::{TunerBackend, TunerBackendConfig};
@@ -240,15 +240,18 @@ fn stopped_in_stages_1_2(
         ..WallTimes::default()
     };
     let out = run.results(0);
-    let result = write_result_waiting(
+    let result = write_result_ending(
         run,
         &out,
         None,
         None,
         RunStatus::Interrupted,
         wall,
-        Some(stopped.message(run.root())),
-        stopped.waiting.clone(),
+        Ending {
+            error: Some(stopped.message(run.root())),
+            needs_gpu: false,
+            waiting: stopped.waiting.clone(),
+        },
     )?;
     run.set_status(RunStatus::Interrupted)?;
     Ok(TransformOutcome {
@@ -468,45 +471,50 @@ async fn run_stage3(
         ),
         Err(e) => {
             let message = e.to_string();
-            let gpu_missing = message.contains("CUDA GPU is needed");
-            let status = if gpu_missing {
+            let e = PipelineError::graph("stage 3", e);
+            let gpu_missing = e.gpu_unavailable().map(str::to_string);
+            let status = if gpu_missing.is_some() {
                 RunStatus::Interrupted
-            } else if message.contains(crate::error::LLM_UNAVAILABLE) {
+            } else if e.is_llm_unavailable() {
                 RunStatus::LlmUnavailable
             } else {
                 RunStatus::Failed
             };
-            let written = write_result(
+            let written = write_result_ending(
                 run,
                 &out,
                 last_state(&executor).as_ref(),
                 Some(backend.as_ref()),
                 status,
                 wall,
-                Some(message.clone()),
+                Ending {
+                    error: Some(message),
+                    needs_gpu: gpu_missing.is_some(),
+                    waiting: None,
+                },
             );
             set_status(status)?;
             written?;
-            if gpu_missing {
+            if let Some(detail) = gpu_missing {
                 return Err(PipelineError::Tuning(BackendError::GpuUnavailable {
-                    detail: strip_gpu_prefix(&message),
+                    detail,
                 }));
             }
-            return Err(PipelineError::Graph {
-                stage: "stage 3",
-                message,
-            });
+            return Err(e);
         }
     };
-    let result = write_result_waiting(
+    let result = write_result_ending(
         run,
         &out,
         state.as_ref(),
         Some(backend.as_ref()),
         RunStatus::Interrupted,
         wall,
-        Some(stopped.message(run.root())),
-        stopped.waiting.clone(),
+        Ending {
+            error: Some(stopped.message(run.root())),
+            needs_gpu: false,
+            waiting: stopped.waiting.clone(),
+        },
     )?;
     set_status(RunStatus::Interrupted)?;
     Ok(TransformOutcome {
@@ -515,18 +523,6 @@ async fn run_stage3(
         stopped: Some(stopped),
         results: out,
     })
-}
-
-/// The reason inside a "a CUDA GPU is needed from here on: …" message, without the engine's wrapping.
-fn strip_gpu_prefix(message: &str) -> String {
-    match message.split_once("a CUDA GPU is needed from here on: ") {
-        Some((_, rest)) => rest
-            .split("; the run is saved")
-            .next()
-            .unwrap_or(rest)
-            .to_string(),
-        None => message.to_string(),
-    }
 }
 
 fn finish(
