@@ -11,10 +11,10 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use kt_graph::CompiledGraph;
+use kt_pipeline::job::{BackendInputs, tuner_backend};
 use kt_pipeline::stage3::{
-    BackendError, BackendInputs, KernelFacts, Outcome, PairTimes, ProfileRun, Reference,
-    Stage3Context, Stage3State, TunableCode, TuningBackend, TuningProgress, build_graph,
-    tuner_backend,
+    BackendError, KernelFacts, Outcome, PairTimes, ProfileRun, Reference, Stage3Context,
+    Stage3State, TunableCode, TuningBackend, TuningProgress, build_graph,
 };
 use kt_pipeline::strategy::{StrategyOverrides, load_strategy};
 use kt_pipeline::{PipelineError, PromptLibrary, RunDir};

@@ -114,7 +114,7 @@ pub fn run(args: ResumeArgs) -> anyhow::Result<ExitCode> {
     let client = client.with_recorder(Recorder::open(dir.llm_jsonl())?);
     let prompts = std::sync::Arc::new(PromptLibrary::locate(args.prompts.as_deref())?);
     // A run stopped during Stages 1-2 (Ctrl-C before Stage 3) continues those first, as `kt transform` would.
-    let earlier = if kt_pipeline::stage3::stages_1_2_finished(&dir) {
+    let earlier = if kt_pipeline::job::stages_1_2_finished(&dir) {
         None
     } else {
         let original = PathBuf::from(&meta.kernel_file);
@@ -152,8 +152,8 @@ pub fn run(args: ResumeArgs) -> anyhow::Result<ExitCode> {
     let view = LiveView::new(args.json);
     let settings = stage3_settings(strategy, client, &config, prompts, &view, cancel);
     let outcome = match earlier {
-        None => rt.block_on(kt_pipeline::stage3::resume(&dir, settings)),
-        Some((source, stage1, testgen)) => rt.block_on(kt_pipeline::stage3::resume_run(
+        None => rt.block_on(kt_pipeline::job::resume(&dir, settings)),
+        Some((source, stage1, testgen)) => rt.block_on(kt_pipeline::job::resume_run(
             &dir, &source, stage1, testgen, settings,
         )),
     };

@@ -15,6 +15,7 @@ use serde::Serialize;
 
 use crate::KernelInfo;
 use crate::error::PipelineError;
+use crate::kernel_unit::kernel_unit;
 use crate::stage3::answers::{
     CodeParameters, KernelRewrite, ParameterRenames, Restrictions, TunableParameter,
 };
@@ -23,7 +24,6 @@ use crate::stage3::backend::{BackendError, Outcome};
 use crate::stage3::context::Stage3Context;
 use crate::stage3::failure::FailureKind;
 use crate::stage3::feedback::failure_feedback;
-use crate::stage3::kernel_unit::kernel_unit;
 use crate::stage3::prompt_vars::{KernelVar, LaunchVar, kernel_var, launch_var};
 use crate::stage3::rewrite_answer::{ReadRewrite, read_rewrite};
 use crate::stage3::rewrite_check::{check_restrictions, check_rewrite, code_of, normalize_names};
