@@ -167,8 +167,7 @@ impl TuningProgress for LiveView {
 /// Stage 2's reference runs need a GPU runner this build does not have; Stage 3 then checks every candidate
 /// against the original kernel directly, so the run loses nothing but the tests' stored expected outputs.
 fn reference_runner() -> Arc<dyn ReferenceRunner> {
-    // SAFETY: only checks whether the driver library can be loaded; no CUDA call is made.
-    let reason = if unsafe { cudarc::driver::sys::is_culib_present() } {
+    let reason = if kt_tuner::cuda_probe::driver_present() {
         "expected outputs are computed in Stage 3 from the original kernel".to_string()
     } else {
         "no CUDA driver on this machine (libcuda.so.1 not found)".to_string()
