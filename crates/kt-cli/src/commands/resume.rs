@@ -12,13 +12,12 @@ use anyhow::Context;
 use clap::Args;
 use kt_llm::Recorder;
 use kt_pipeline::prepare::KernelInput;
-use kt_pipeline::strategy::StrategyOverrides;
+use kt_pipeline::strategy::{StrategyOverrides, load_run_strategy};
 use kt_pipeline::{PromptLibrary, RunDir};
 
 use super::analyze::{llm_client, runtime, stage1_source};
 use super::transform::{
-    LiveView, NO_LLM, cancel_on_ctrl_c, leave, report, seeded, stage3_settings, strategy_with,
-    testgen_settings,
+    LiveView, NO_LLM, cancel_on_ctrl_c, leave, report, seeded, stage3_settings, testgen_settings,
 };
 
 #[derive(Debug, Args)]
@@ -100,7 +99,7 @@ pub fn run(args: ResumeArgs) -> anyhow::Result<ExitCode> {
         breakdown: meta.settings.breakdown,
         candidates: meta.settings.candidates,
     };
-    let strategy = strategy_with(&meta.strategy, overrides)?;
+    let strategy = load_run_strategy(&dir, None)?.with_overrides(&overrides);
     let Some((client, config)) = llm_client(args.llm.as_deref())? else {
         anyhow::bail!("{NO_LLM}");
     };

@@ -15,6 +15,7 @@ use crate::error::PipelineError;
 use crate::kernel_info::KernelInfo;
 use crate::prepare::{KernelInput, Stage1Source, TestgenSettings, prepare};
 use crate::run_dir::{RunDir, RunStatus};
+use crate::strategy::snapshot_strategy;
 
 /// Runs Stages 1, 2 and 3 into `run`.
 pub async fn transform(
@@ -25,6 +26,8 @@ pub async fn transform(
     stage3: Stage3Settings,
 ) -> Result<TransformOutcome, PipelineError> {
     let started = Instant::now();
+    // The run keeps the strategy it was made with: resume, replay and debug read this snapshot.
+    snapshot_strategy(run, &stage3.strategy, &stage3.prompts)?;
     let mut wall = WallTimes::default();
     // Stages 1-2 take no cancel token of their own: dropping their future at Ctrl-C abandons the step in
     // flight (an LLM call, a generator), and their graphs keep every committed checkpoint for `kt resume`.
