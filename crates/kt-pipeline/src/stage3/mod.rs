@@ -8,7 +8,7 @@
 //! path of every graph runs in CPU tests with [`FakeBackend`] and scripted answers.
 //!
 //! It deliberately does not parse CUDA (kt-cuda), talk to LLM services (kt-llm), launch kernels (kt-tuner),
-//! run Stage 1/2, or write a run's result files: the whole job, those files included, is `crate::job`.
+//! run Stage 1/2, or write a run's result files: the whole job, those files included, is the crate's job module.
 
 mod answers;
 mod ask;

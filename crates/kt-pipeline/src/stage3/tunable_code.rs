@@ -109,7 +109,27 @@ pub struct KernelVersion {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use crate::job::recorded_run::matmul_info;
+    use crate::kernel_info::ProblemDimension;
+
+    /// A 2-D kernel launched with 16 x 16 blocks.
+    fn matmul_info() -> KernelInfo {
+        KernelInfo {
+            name: "matrixMultiply".into(),
+            parameters: vec!["C".into(), "n".into(), "m".into()],
+            description: "C = A * B".into(),
+            problem_size: vec![
+                ProblemDimension {
+                    expression: "n".into(),
+                },
+                ProblemDimension {
+                    expression: "m".into(),
+                },
+            ],
+            outputs: vec!["C".into()],
+            inputs_and_outputs: vec![],
+            default_block: [16, 16, 1],
+        }
+    }
 
     #[test]
     fn original_kernel_is_launched_with_its_default_block_and_nothing_else() {
