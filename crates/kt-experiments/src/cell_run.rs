@@ -16,6 +16,8 @@ use crate::error::ExperimentError;
 use crate::interrupt::StopSignal;
 use crate::launch::{CellProcess, KtBinary, log_tail};
 use crate::ledger::{CellRecord, CellStatus, now_rfc3339, relative_path};
+use kt_record::ResultSummary;
+
 use crate::run_dir::{RunState, locate};
 
 /// What the coordinator remembers about a cell between attempts: `<out>/cells/<id>/cell-state.json`.
@@ -247,7 +249,7 @@ impl CellRunner {
         raw: serde_json::Value,
         gpu: Option<&str>,
     ) -> Result<CellRecord, ExperimentError> {
-        let result = crate::run_dir::RunResult::from_value(&raw);
+        let result = kt_record::ResultSummary::from_value(&raw);
         let status = match result.status.as_deref() {
             Some("finished") => CellStatus::Finished,
             _ => CellStatus::Failed,
@@ -279,20 +281,14 @@ pub const EXIT_LLM_UNAVAILABLE: i32 = 75;
 pub const EXIT_NEEDS_GPU: i32 = 2;
 
 /// Why a run that left no final result ended: an LLM outage (result status `llm_unavailable`, or exit 75),
-/// a missing GPU (the run saved at its last checkpoint as `interrupted` with the engine's "CUDA GPU is
-/// needed" message, and kt exited 2), or a crash (anything else).
+/// a missing GPU (the run saved at its last checkpoint as `interrupted` with `needs_gpu`, and kt exited 2), or
+/// a crash (anything else).
 fn unfinished_status(code: Option<i32>, result: Option<&serde_json::Value>) -> CellStatus {
-    let field = |k: &str| {
-        result
-            .and_then(|r| r.get(k))
-            .and_then(|v| v.as_str())
-            .unwrap_or_default()
-    };
-    if field("status") == "llm_unavailable" || code == Some(EXIT_LLM_UNAVAILABLE) {
+    let summary = result.map(ResultSummary::from_value).unwrap_or_default();
+    let status = summary.status.as_deref().unwrap_or_default();
+    if status == "llm_unavailable" || code == Some(EXIT_LLM_UNAVAILABLE) {
         CellStatus::LlmUnavailable
-    } else if field("status") == "interrupted"
-        && (code == Some(EXIT_NEEDS_GPU) || field("error").contains("CUDA GPU is needed"))
-    {
+    } else if status == "interrupted" && (code == Some(EXIT_NEEDS_GPU) || summary.needs_gpu) {
         CellStatus::NeedsGpu
     } else {
         CellStatus::Crashed
@@ -319,10 +315,11 @@ mod tests {
     #[test]
     fn unfinished_runs_are_told_apart_by_result_status_and_exit_code() {
         let v = |s: &str, e: &str| serde_json::json!({"status": s, "error": e});
-        let gpu = v(
+        let mut gpu = v(
             "interrupted",
             "a CUDA GPU is needed from here on: no CUDA driver",
         );
+        gpu["needs_gpu"] = true.into();
         assert_eq!(unfinished_status(Some(2), Some(&gpu)), CellStatus::NeedsGpu);
         assert_eq!(unfinished_status(None, Some(&gpu)), CellStatus::NeedsGpu);
         let down = v("llm_unavailable", "rate limited after 5 attempts");

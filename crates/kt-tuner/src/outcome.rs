@@ -400,7 +400,7 @@ mod tests {
     fn passing_report(name: &str) -> OutputReport {
         crate::verify::compare_host(
             name,
-            crate::dtype::DType::Float32,
+            kt_record::DType::Float32,
             crate::verify::Tolerance::default(),
             &[1.0],
             &[false],

@@ -11,7 +11,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::Args;
 use kt_llm::Recorder;
-use kt_pipeline::prepare::KernelSource;
+use kt_pipeline::prepare::KernelInput;
 use kt_pipeline::strategy::StrategyOverrides;
 use kt_pipeline::{PromptLibrary, RunDir};
 
@@ -51,7 +51,7 @@ fn give_answer(dir: &RunDir, answer: &std::path::Path) -> anyhow::Result<()> {
             dir.result_json().display()
         )
     })?;
-    let result: kt_pipeline::stage3::RunResult = serde_json::from_str(&text)
+    let result: kt_record::RunResult = serde_json::from_str(&text)
         .with_context(|| format!("{} is not a result.json", dir.result_json().display()))?;
     let Some(waiting) = result.waiting_for else {
         anyhow::bail!(
@@ -124,7 +124,7 @@ pub fn run(args: ResumeArgs) -> anyhow::Result<ExitCode> {
         } else {
             dir.input_cu()
         };
-        let source = KernelSource::read_with_includes(
+        let source = KernelInput::read_with_includes(
             &file,
             Some(&meta.kernel),
             &meta.settings.include_paths(),

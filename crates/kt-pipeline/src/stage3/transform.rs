@@ -15,12 +15,12 @@ use kt_llm::{LlmClient, StructuredMode};
 use super::backend::{BackendError, TuningBackend, TuningProgress};
 use super::context::{KernelFacts, Stage3Context};
 use super::graph::build_graph;
-use super::result::{RunResult, WallTimes, write_result, write_result_waiting};
+use super::result::{Ending, RunResult, WallTimes, write_result, write_result_ending};
 use super::state::Stage3State;
-use super::tunable_kernel::TunableKernel;
+use super::tunable_code::TunableCode;
 use super::tuner_backend::{TunerBackend, TunerBackendConfig};
 use crate::error::PipelineError;
-use crate::prepare::{KernelSource, Stage1Source, TestgenSettings, prepare};
+use crate::prepare::{KernelInput, Stage1Source, TestgenSettings, prepare};
 use crate::run_dir::{ResultFiles, RunDir, RunStatus};
 use crate::strategy::Strategy;
 use crate::{KernelInfo, PromptLibrary};
@@ -38,7 +38,7 @@ pub struct BackendInputs<'a> {
     pub source: &'a str,
     pub kernel: &'a kt_cuda::Kernel,
     pub info: &'a KernelInfo,
-    pub original: &'a TunableKernel,
+    pub original: &'a TunableCode,
     /// The kernel file's sidecar, when there is one (tolerances, FLOPs and bytes for % of peak).
     pub sidecar: Option<&'a kt_cuda::Sidecar>,
 }
@@ -240,15 +240,18 @@ fn stopped_in_stages_1_2(
         ..WallTimes::default()
     };
     let out = run.results(0);
-    let result = write_result_waiting(
+    let result = write_result_ending(
         run,
         &out,
         None,
         None,
         RunStatus::Interrupted,
         wall,
-        Some(stopped.message(run.root())),
-        stopped.waiting.clone(),
+        Ending {
+            error: Some(stopped.message(run.root())),
+            needs_gpu: false,
+            waiting: stopped.waiting.clone(),
+        },
     )?;
     run.set_status(RunStatus::Interrupted)?;
     Ok(TransformOutcome {
@@ -262,7 +265,7 @@ fn stopped_in_stages_1_2(
 /// Runs Stages 1, 2 and 3 into `run`.
 pub async fn transform(
     run: &RunDir,
-    source: &KernelSource,
+    source: &KernelInput,
     stage1: Stage1Source,
     testgen: TestgenSettings,
     stage3: Stage3Settings,
@@ -329,7 +332,7 @@ pub async fn transform(
 /// `source` is the run's kernel (its `input.cu`, or the original file when it still exists, for its sidecar).
 pub async fn resume_run(
     run: &RunDir,
-    source: &KernelSource,
+    source: &KernelInput,
     stage1: Stage1Source,
     testgen: TestgenSettings,
     stage3: Stage3Settings,
@@ -347,7 +350,7 @@ pub async fn resume(
     stage3: Stage3Settings,
 ) -> Result<TransformOutcome, PipelineError> {
     let source = run.kernel_code()?;
-    let info = run.load_kernel_info().map_err(|e| PipelineError::Graph {
+    let info = crate::KernelInfo::load(&run).map_err(|e| PipelineError::Graph {
         stage: "stage 1",
         message: format!(
             "this run has no finished Stage 1 ({e}); start a new run with `kt transform`"
@@ -393,7 +396,7 @@ async fn run_stage3(
         Some(p) => Some(kt_cuda::Sidecar::load(p)?),
         None => None,
     };
-    let original = TunableKernel::original(source, info);
+    let original = TunableCode::original(source, info);
     let backend = (settings.backend)(&BackendInputs {
         run,
         source,
@@ -468,45 +471,50 @@ async fn run_stage3(
         ),
         Err(e) => {
             let message = e.to_string();
-            let gpu_missing = message.contains("CUDA GPU is needed");
-            let status = if gpu_missing {
+            let e = PipelineError::graph("stage 3", e);
+            let gpu_missing = e.gpu_unavailable().map(str::to_string);
+            let status = if gpu_missing.is_some() {
                 RunStatus::Interrupted
-            } else if message.contains(crate::error::LLM_UNAVAILABLE) {
+            } else if e.is_llm_unavailable() {
                 RunStatus::LlmUnavailable
             } else {
                 RunStatus::Failed
             };
-            let written = write_result(
+            let written = write_result_ending(
                 run,
                 &out,
                 last_state(&executor).as_ref(),
                 Some(backend.as_ref()),
                 status,
                 wall,
-                Some(message.clone()),
+                Ending {
+                    error: Some(message),
+                    needs_gpu: gpu_missing.is_some(),
+                    waiting: None,
+                },
             );
             set_status(status)?;
             written?;
-            if gpu_missing {
+            if let Some(detail) = gpu_missing {
                 return Err(PipelineError::Tuning(BackendError::GpuUnavailable {
-                    detail: strip_gpu_prefix(&message),
+                    detail,
                 }));
             }
-            return Err(PipelineError::Graph {
-                stage: "stage 3",
-                message,
-            });
+            return Err(e);
         }
     };
-    let result = write_result_waiting(
+    let result = write_result_ending(
         run,
         &out,
         state.as_ref(),
         Some(backend.as_ref()),
         RunStatus::Interrupted,
         wall,
-        Some(stopped.message(run.root())),
-        stopped.waiting.clone(),
+        Ending {
+            error: Some(stopped.message(run.root())),
+            needs_gpu: false,
+            waiting: stopped.waiting.clone(),
+        },
     )?;
     set_status(RunStatus::Interrupted)?;
     Ok(TransformOutcome {
@@ -515,18 +523,6 @@ async fn run_stage3(
         stopped: Some(stopped),
         results: out,
     })
-}
-
-/// The reason inside a "a CUDA GPU is needed from here on: …" message, without the engine's wrapping.
-fn strip_gpu_prefix(message: &str) -> String {
-    match message.split_once("a CUDA GPU is needed from here on: ") {
-        Some((_, rest)) => rest
-            .split("; the run is saved")
-            .next()
-            .unwrap_or(rest)
-            .to_string(),
-        None => message.to_string(),
-    }
 }
 
 fn finish(
