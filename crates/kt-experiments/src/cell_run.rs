@@ -86,23 +86,8 @@ impl CellRunner {
         std::fs::create_dir_all(&cell_dir)
             .map_err(|e| ExperimentError::io(&cell_dir, "creating the cell directory", e))?;
         // One process per cell: a second coordinator on the same directory must not run it again.
-        let lock_path = cell_dir.join(".lock");
-        let lock_file = std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&lock_path)
-            .map_err(|e| ExperimentError::io(&lock_path, "opening the cell lock", e))?;
-        let _lock = match Flock::lock(lock_file, FlockArg::LockExclusiveNonblock) {
-            Ok(lock) => lock,
-            Err((_, nix::errno::Errno::EWOULDBLOCK)) => return Ok(CellOutcome::Busy),
-            Err((_, e)) => {
-                return Err(ExperimentError::io(
-                    &lock_path,
-                    "locking the cell",
-                    std::io::Error::from(e),
-                ));
-            }
+        let Some(_lock) = lock_cell(&cell_dir)? else {
+            return Ok(CellOutcome::Busy);
         };
         let state_path = cell_dir.join("cell-state.json");
         let mut state: CellState = std::fs::read_to_string(&state_path)
@@ -140,6 +125,43 @@ impl CellRunner {
 
         let started = Instant::now();
         let before = Duration::from_secs_f64(state.elapsed_s);
+        let watched = self.watch(cell, &cell_dir, &mut process, before, stop)?;
+        state.elapsed_s += started.elapsed().as_secs_f64();
+        write_state(&state_path, &state)?;
+
+        let run = locate(&cell_dir)?;
+        if let RunState::Final { dir, raw, .. } = run {
+            // A run that reached its final result as it was being stopped counts as what it reports.
+            let record = self.final_record(cell, &state, &dir, raw, gpu)?;
+            return Ok(CellOutcome::Recorded {
+                record: Box::new(record),
+                launched: true,
+            });
+        }
+        // A stop that came as the child exited is still a stop: on SLURM, a requeue or cancel sends SIGTERM
+        // to every process of the task, so the cell may die of it before the coordinator passes on SIGINT.
+        // Either way the run is resumable, and recording it as a crash would be wrong.
+        if watched.stopped_by_signal || stop.is_stopped() {
+            return Ok(CellOutcome::Interrupted);
+        }
+        let record = self.unfinished_record(cell, &state, gpu, run, watched, &log)?;
+        Ok(CellOutcome::Recorded {
+            record: Box::new(record),
+            launched: true,
+        })
+    }
+
+    /// Waits for the cell's process while watching its budget and `stop`: how it ended, and what its LLM
+    /// calls cost so far.
+    fn watch(
+        &self,
+        cell: &Cell,
+        cell_dir: &Path,
+        process: &mut CellProcess,
+        before: Duration,
+        stop: &StopSignal,
+    ) -> Result<Watched, ExperimentError> {
+        let started = Instant::now();
         let mut llm = LlmTally::default();
         let mut run_dir: Option<PathBuf> = None;
         let mut over: Option<BudgetKind> = None;
@@ -167,24 +189,31 @@ impl CellRunner {
             }
             std::thread::sleep(self.poll);
         };
-        state.elapsed_s += started.elapsed().as_secs_f64();
-        write_state(&state_path, &state)?;
+        Ok(Watched {
+            exit,
+            llm,
+            over,
+            stopped_by_signal,
+        })
+    }
 
-        let run = locate(&cell_dir)?;
-        if let RunState::Final { dir, raw, .. } = run {
-            // A run that reached its final result as it was being stopped counts as what it reports.
-            let record = self.final_record(cell, &state, &dir, raw, gpu)?;
-            return Ok(CellOutcome::Recorded {
-                record: Box::new(record),
-                launched: true,
-            });
-        }
-        // A stop that came as the child exited is still a stop: on SLURM, a requeue or cancel sends SIGTERM
-        // to every process of the task, so the cell may die of it before the coordinator passes on SIGINT.
-        // Either way the run is resumable, and recording it as a crash would be wrong.
-        if stopped_by_signal || stop.is_stopped() {
-            return Ok(CellOutcome::Interrupted);
-        }
+    /// The record of a cell whose run left no final result: over budget, needing a GPU, the LLM down, or a
+    /// crash, with its log's tail.
+    fn unfinished_record(
+        &self,
+        cell: &Cell,
+        state: &CellState,
+        gpu: Option<&str>,
+        run: RunState,
+        watched: Watched,
+        log: &Path,
+    ) -> Result<CellRecord, ExperimentError> {
+        let Watched {
+            exit,
+            mut llm,
+            over,
+            ..
+        } = watched;
         let dir = match run {
             RunState::Partial { dir } => Some(dir),
             _ => None,
@@ -235,10 +264,7 @@ impl CellRunner {
             ),
         });
         record.recorded = now_rfc3339();
-        Ok(CellOutcome::Recorded {
-            record: Box::new(record),
-            launched: true,
-        })
+        Ok(record)
     }
 
     fn final_record(
@@ -301,6 +327,34 @@ fn started_run(cell_dir: &Path) -> Result<Option<PathBuf>, ExperimentError> {
         RunState::Final { dir, .. } | RunState::Partial { dir } => Some(dir),
         RunState::Missing => None,
     })
+}
+
+/// How a cell's process ended under watch.
+struct Watched {
+    exit: std::process::ExitStatus,
+    llm: LlmTally,
+    over: Option<BudgetKind>,
+    stopped_by_signal: bool,
+}
+
+/// Locks `cell_dir` for this process; None when another process holds it.
+fn lock_cell(cell_dir: &Path) -> Result<Option<Flock<std::fs::File>>, ExperimentError> {
+    let lock_path = cell_dir.join(".lock");
+    let lock_file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock_path)
+        .map_err(|e| ExperimentError::io(&lock_path, "opening the cell lock", e))?;
+    match Flock::lock(lock_file, FlockArg::LockExclusiveNonblock) {
+        Ok(lock) => Ok(Some(lock)),
+        Err((_, nix::errno::Errno::EWOULDBLOCK)) => Ok(None),
+        Err((_, e)) => Err(ExperimentError::io(
+            &lock_path,
+            "locking the cell",
+            std::io::Error::from(e),
+        )),
+    }
 }
 
 fn write_state(path: &Path, state: &CellState) -> Result<(), ExperimentError> {

@@ -155,14 +155,14 @@ pub enum PipelineError {
     #[error("step `{step}`: {kind}: {feedback}")]
     CandidateFailed {
         step: String,
-        kind: crate::stage3::FailureKind,
+        kind: crate::stage3::failure::FailureKind,
         feedback: String,
         /// The LLM calls the failed attempt made, carried to the next attempt so no tokens go unaccounted.
-        calls: Vec<crate::stage3::LlmCallRecord>,
+        calls: Vec<crate::stage3::llm_call::LlmCallRecord>,
     },
     /// The GPU side could not work at all (no GPU, driver, NVRTC): the run stops, resumable.
     #[error("{0}; the run is saved: resume it with `kt resume RUN` on a machine with a CUDA GPU")]
-    Tuning(crate::stage3::BackendError),
+    Tuning(crate::stage3::backend::BackendError),
     #[error(
         "Stage 3 needs an LLM (none configured): pass --llm PROVIDER:MODEL (e.g. openai:gpt-4.1, or replay:CASSETTE.jsonl), or set [llm] provider and model in kt.toml"
     )]
@@ -267,7 +267,9 @@ impl PipelineError {
     /// Why no GPU could be used, when that is what stopped this run (here or in a node of its graph).
     pub fn gpu_unavailable(&self) -> Option<&str> {
         match self {
-            Self::Tuning(crate::stage3::BackendError::GpuUnavailable { detail }) => Some(detail),
+            Self::Tuning(crate::stage3::backend::BackendError::GpuUnavailable { detail }) => {
+                Some(detail)
+            }
             _ => self.node_error().and_then(Self::gpu_unavailable),
         }
     }
