@@ -182,6 +182,18 @@ fn describe_kernel(k: &Kernel) -> String {
         "  constants used: {}",
         list_or_none(&k.constexprs_used)
     );
+    if !k.mutable_globals.is_empty() {
+        let globals: Vec<String> = k
+            .mutable_globals
+            .iter()
+            .map(|g| format!("{} {} (written at {})", g.space, g.name, g.written_at))
+            .collect();
+        let _ = writeln!(
+            out,
+            "  mutable globals written: {} (state that outlives a launch)",
+            globals.join(", ")
+        );
+    }
     let f = &k.features;
     let mut uses = Vec::new();
     for (on, name) in [

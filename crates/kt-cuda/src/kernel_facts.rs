@@ -126,6 +126,7 @@ pub(crate) fn analyse(prepared: &Prepared, file: &FileScope, found: &FoundKernel
     features.atomics = scan.atomics.into_iter().collect();
     features.warp_intrinsics = scan.warp.into_iter().collect();
     let name_for_qualified = name.clone();
+    let mutable_globals = crate::globals::written_by(prepared, file, definition, &scan.helpers);
     Kernel {
         name,
         params: signature::params(prepared, definition),
@@ -148,6 +149,7 @@ pub(crate) fn analyse(prepared: &Prepared, file: &FileScope, found: &FoundKernel
             + &name_for_qualified,
         tunable_template_params,
         restrictions,
+        mutable_globals,
     }
 }
 

@@ -66,6 +66,7 @@
 mod conflicts;
 mod diagnostics;
 mod error;
+mod globals;
 mod includes;
 mod inspect;
 mod kernel;
@@ -86,6 +87,7 @@ mod unit_items;
 
 pub use conflicts::{ConflictKind, NameConflict, find_name_conflicts, normalize_name};
 pub use error::{CudaError, SyntaxProblem};
+pub use globals::MutableGlobal;
 pub use includes::{IncludeRecord, SourceFile, decode};
 pub use inspect::{INSPECT_SCHEMA_VERSION, InspectReport};
 pub use kernel::{

@@ -14,6 +14,7 @@ mod determinism;
 mod engine;
 mod evaluate;
 mod peak;
+mod plausibility;
 mod reference_run;
 pub mod setup;
 mod tuning;

@@ -422,7 +422,17 @@ fn print_summary(r: &TuneResult, tests: &TestSet) {
     for m in r
         .measurements
         .iter()
-        .filter(|m| matches!(m.verdict, kt_tuner::Verdict::Nondeterministic { .. }))
+        .filter(|m| {
+            use kt_tuner::Verdict as V;
+            // the verdicts that name a kernel gaming its measurement, each worth a line of its own
+            matches!(
+                m.verdict,
+                V::Nondeterministic { .. }
+                    | V::OutOfBounds { .. }
+                    | V::TimedRunDiffers { .. }
+                    | V::ImpossibleTime { .. }
+            )
+        })
     {
         println!("{}: {}", m.config, m.verdict.reason());
     }

@@ -420,7 +420,11 @@ impl TunerBackend {
         // No configuration verified: report the most telling failure (wrong answers first, then crashes,
         // hangs, compile errors), so the LLM fixes the real problem.
         let rank = |v: &Verdict| match v {
-            Verdict::WrongAnswer { .. } | Verdict::Nondeterministic { .. } => 0,
+            Verdict::WrongAnswer { .. }
+            | Verdict::Nondeterministic { .. }
+            | Verdict::OutOfBounds { .. }
+            | Verdict::TimedRunDiffers { .. }
+            | Verdict::ImpossibleTime { .. } => 0,
             Verdict::Crashed { .. } => 1,
             Verdict::Timeout { .. } => 2,
             Verdict::CompileError { .. } | Verdict::KernelNotFound { .. } => 3,
@@ -493,7 +497,10 @@ impl TunerBackend {
                 config,
                 log: v.reason(),
             },
-            v @ Verdict::Nondeterministic { .. } => Outcome::NoValidConfig { detail: v.reason() },
+            v @ (Verdict::Nondeterministic { .. }
+            | Verdict::OutOfBounds { .. }
+            | Verdict::TimedRunDiffers { .. }
+            | Verdict::ImpossibleTime { .. }) => Outcome::NoValidConfig { detail: v.reason() },
             Verdict::Ok => Outcome::NoValidConfig {
                 detail: "no configuration verified".into(),
             },

@@ -1,6 +1,7 @@
 //! Races and nondeterminism: a configuration that verified is run twice more on the same inputs, its
-//! outputs freshly poisoned before each run, and the runs are compared with each other (bitwise for
-//! integers, under the output's tolerance for floats). A kernel with a missing barrier or an unordered
+//! outputs poisoned before the first and reset to their initial contents before the second (a kernel that
+//! skips work where its output already holds a number shows itself), and the runs are compared with each
+//! other (bitwise for integers, under the output's tolerance for floats). A kernel with a missing barrier or an unordered
 //! reduction can pass one verifying run by luck; differing reruns are the `Nondeterministic` verdict, with
 //! the first differing index.
 
@@ -59,6 +60,9 @@ pub(crate) fn check(
         };
         if let RunStatus::Invalid(reason) | RunStatus::Crashed(reason) = o.status {
             return Ok(Verdict::Invalid { reason });
+        }
+        if let Some(v) = Verdict::from_breaches(&o.guard_breaches, Some(&t.id)) {
+            return Ok(v);
         }
         if let Some(v) = judge(&t.id, &o.outputs) {
             return Ok(v);

@@ -294,6 +294,25 @@ impl WorkerLink {
         }
     }
 
+    /// Unloads a module from the worker, so that its next run loads it afresh (its globals reset).
+    pub fn unload(&mut self, key: &str, queue: &mut CompileQueue) -> Result<(), TunerError> {
+        let w = self.live(queue)?;
+        if !w.loaded.remove(key) {
+            return Ok(());
+        }
+        match w.client.request(
+            &Request::Unload {
+                key: key.to_string(),
+            },
+            &[],
+            Duration::from_secs(60),
+        ) {
+            Ok((Reply::Done { .. }, _)) => Ok(()),
+            Ok((other, _)) => Err(TunerError::Worker(format!("unload: {other:?}"))),
+            Err(e) => Err(TunerError::Worker(format!("unload: {e}"))),
+        }
+    }
+
     /// Loads a module the run cannot do without (a reference): failing to load it is a reference error.
     pub fn load_required(
         &mut self,
