@@ -16,7 +16,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use kt_pipeline::stage3::recorded_run::{fixture_backend, record_matmul_run, record_matmul_run_with};
 use kt_pipeline::stage3::{
-    BackendError, Outcome, PairTimes, ProfileRun, Reference, TunableKernel, TuningBackend,
+    BackendError, Outcome, PairTimes, ProfileRun, Reference, TunableCode, TuningBackend,
     TuningProgress,
 };
 use serde_json::{Value, json};
@@ -186,14 +186,14 @@ struct PacedBackend {
 
 #[async_trait::async_trait]
 impl TuningBackend for PacedBackend {
-    async fn reference(&self, original: &TunableKernel) -> Result<Reference, BackendError> {
+    async fn reference(&self, original: &TunableCode) -> Result<Reference, BackendError> {
         tokio::time::sleep(self.pause).await;
         self.inner.reference(original).await
     }
     async fn evaluate(
         &self,
         label: &str,
-        kernel: &TunableKernel,
+        kernel: &TunableCode,
         progress: &dyn TuningProgress,
     ) -> Result<Outcome, BackendError> {
         tokio::time::sleep(self.pause).await;
@@ -201,8 +201,8 @@ impl TuningBackend for PacedBackend {
     }
     async fn time_pair(
         &self,
-        first: (&TunableKernel, &BTreeMap<String, i64>),
-        second: (&TunableKernel, &BTreeMap<String, i64>),
+        first: (&TunableCode, &BTreeMap<String, i64>),
+        second: (&TunableCode, &BTreeMap<String, i64>),
         launches: u32,
     ) -> Result<PairTimes, BackendError> {
         self.inner.time_pair(first, second, launches).await
@@ -210,7 +210,7 @@ impl TuningBackend for PacedBackend {
     async fn profile(
         &self,
         label: &str,
-        kernel: &TunableKernel,
+        kernel: &TunableCode,
         params: &BTreeMap<String, i64>,
     ) -> Result<ProfileRun, BackendError> {
         self.inner.profile(label, kernel, params).await

@@ -247,7 +247,7 @@ impl CellRunner {
         raw: serde_json::Value,
         gpu: Option<&str>,
     ) -> Result<CellRecord, ExperimentError> {
-        let result = crate::run_dir::RunResult::from_value(&raw);
+        let result = kt_record::ResultSummary::from_value(&raw);
         let status = match result.status.as_deref() {
             Some("finished") => CellStatus::Finished,
             _ => CellStatus::Failed,

@@ -86,7 +86,7 @@ pub enum PipelineError {
          `kt resume RUN --answer FILE`",
         .0.node, .0.prompt_file.display(), .0.answer_file.display()
     )]
-    AwaitingAnswer(crate::waiting_answer::WaitingAnswer),
+    AwaitingAnswer(kt_record::WaitingAnswer),
     #[error("LLM call `{node}` failed: {source}")]
     Llm {
         node: String,
@@ -162,6 +162,9 @@ pub enum PipelineError {
     NoLlmForStage3,
     #[error("the journal of node `{node}` failed: {message}")]
     Journal { node: String, message: String },
+    /// A record of the tests format that is not what kt writes (an unknown dtype, a bad .npy file).
+    #[error(transparent)]
+    Record(kt_record::RecordError),
 }
 
 /// The words every LLM-outage error starts with: graph engines pass node errors on as text, and this is how
@@ -178,6 +181,33 @@ pub fn is_llm_outage(e: &kt_llm::LlmError) -> bool {
 impl From<kt_cuda::CudaError> for PipelineError {
     fn from(e: kt_cuda::CudaError) -> Self {
         Self::Cuda(Box::new(e))
+    }
+}
+
+/// A run directory's I/O and JSON errors keep the variants they had when the run directory was this crate's.
+impl From<kt_record::RecordError> for PipelineError {
+    fn from(e: kt_record::RecordError) -> Self {
+        match e {
+            kt_record::RecordError::Io {
+                action,
+                path,
+                source,
+            } => Self::Io {
+                action,
+                path,
+                source,
+            },
+            kt_record::RecordError::BadFile {
+                path,
+                what,
+                message,
+            } => Self::BadFile {
+                path,
+                what,
+                message,
+            },
+            other => Self::Record(other),
+        }
     }
 }
 

@@ -19,7 +19,6 @@ pub mod stage1;
 pub mod stage2;
 pub mod stage3;
 pub mod strategy;
-pub mod waiting_answer;
 
 pub use error::PipelineError;
 pub use kernel_info::{KernelInfo, ProblemDimension};

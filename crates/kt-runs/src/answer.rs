@@ -2,11 +2,11 @@
 //! both put the answer where the paused run's manual provider looks for it, then continue the run.
 
 use kt_pipeline::RunDir;
-use kt_pipeline::stage3::RunResult;
+use kt_record::RunResult;
 
 use crate::error::RunsError;
 
-pub use kt_pipeline::WaitingAnswer;
+pub use kt_record::WaitingAnswer;
 
 /// The prompt the run waits for an answer to (result.json's `waiting_for`), or None when it waits for none.
 pub fn waiting_prompt(dir: &RunDir) -> Result<Option<WaitingAnswer>, RunsError> {

@@ -105,7 +105,7 @@ impl KernelFile {
 
 /// `file`'s kernel `kernel` (or its only one) as the source to compile, its headers looked up in the
 /// file's directory and `include_dirs`: the one call that turns "a CUDA file + kernel name + include dirs"
-/// into a [`TunableKernel`]'s source (see [`KernelSource::tunable_kernel`]).
+/// into a [`TunableKernel`]'s source (see [`KernelSource::tunable_code`]).
 pub fn kernel_source(
     file: &Path,
     kernel: Option<&str>,
@@ -117,7 +117,7 @@ pub fn kernel_source(
 impl KernelSource {
     /// A `TunableKernel` that compiles the unit: the kernel's name (qualified when it is in a namespace),
     /// the include directories, and `problem_size`; parameters, launch and tests are the caller's.
-    pub fn tunable_kernel(&self, problem_size: Vec<String>) -> TunableKernel {
+    pub fn tunable_code(&self, problem_size: Vec<String>) -> TunableKernel {
         let mut k = TunableKernel::new("", "", problem_size);
         self.compile_as(&mut k);
         k
@@ -181,7 +181,7 @@ mod tests {
     fn a_whole_program_compiles_as_its_kernels_unit_without_host_code() {
         let src =
             kernel_source(&repo("tests/corpus/wild/vector_add_program.cu"), None, &[]).unwrap();
-        let k = src.tunable_kernel(vec!["n".into()]);
+        let k = src.tunable_code(vec!["n".into()]);
         assert!(
             !k.source.contains("main(") && !k.source.contains("<<<"),
             "{}",
@@ -199,7 +199,7 @@ mod tests {
     #[test]
     fn a_namespaced_kernel_is_named_by_its_qualified_name() {
         let src = kernel_source(&repo("tests/corpus/wild/namespace_saxpy.cu"), None, &[]).unwrap();
-        let k = src.tunable_kernel(vec![]);
+        let k = src.tunable_code(vec![]);
         let e = k.name_expression(&crate::space::Config(vec![]));
         assert!(e.contains("::saxpy"), "{e}");
     }

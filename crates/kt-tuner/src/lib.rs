@@ -27,7 +27,7 @@ pub mod cache;
 pub mod default_tests;
 pub mod derived;
 pub mod device_kernels;
-pub mod dtype;
+
 pub mod error;
 pub mod export;
 pub mod expr;
@@ -36,7 +36,7 @@ pub mod headers;
 pub mod kernel_file;
 pub mod measure;
 pub mod module_cache;
-pub mod npy;
+
 pub mod nvrtc;
 pub mod outcome;
 pub mod sanitize;

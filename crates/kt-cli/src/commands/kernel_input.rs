@@ -163,7 +163,7 @@ pub(crate) fn load_kernel_with(
         let source = kernel_file.select(kernel)?;
         refuse_struct_by_value(file, &source.kernel)?;
         return Ok(Loaded {
-            kernel: source.tunable_kernel(Vec::new()),
+            kernel: source.tunable_code(Vec::new()),
             params: ParamSpec::from_kernel(&source.kernel),
             inputs: None,
             default_block: None,

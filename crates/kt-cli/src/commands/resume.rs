@@ -11,7 +11,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::Args;
 use kt_llm::Recorder;
-use kt_pipeline::prepare::KernelSource;
+use kt_pipeline::prepare::KernelInput;
 use kt_pipeline::strategy::StrategyOverrides;
 use kt_pipeline::{PromptLibrary, RunDir};
 
@@ -107,7 +107,7 @@ pub fn run(args: ResumeArgs) -> anyhow::Result<ExitCode> {
         } else {
             dir.input_cu()
         };
-        let source = KernelSource::read_with_includes(
+        let source = KernelInput::read_with_includes(
             &file,
             Some(&meta.kernel),
             &meta.settings.include_paths(),

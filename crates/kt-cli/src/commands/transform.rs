@@ -10,7 +10,7 @@ use anyhow::Context as _;
 use clap::Args;
 use kt_graph::{CancelToken, Event, EventKind};
 use kt_llm::{LlmClient, LlmConfig, Recorder};
-use kt_pipeline::prepare::{KernelSource, TestgenSettings};
+use kt_pipeline::prepare::{KernelInput, TestgenSettings};
 use kt_pipeline::stage2::{ReferenceRunner, Stage2Options, Unavailable};
 use kt_pipeline::stage3::{Stage3Settings, TransformOutcome, TuningProgress, tuner_backend};
 use kt_pipeline::strategy::{Strategy, StrategyOverrides, load_strategy};
@@ -276,7 +276,7 @@ pub fn run(args: TransformArgs) -> anyhow::Result<ExitCode> {
     // A whole program (host code, other kernels, user headers) is worked on as its kernel's own unit; the
     // file itself is never changed, and best_program.cu puts the result back into a copy of it.
     let source =
-        KernelSource::read_with_includes(&args.file, args.kernel.as_deref(), &args.include)?;
+        KernelInput::read_with_includes(&args.file, args.kernel.as_deref(), &args.include)?;
     let kernel_name = source.kernel_name()?;
     // Found (or provisioned) before the run exists: a machine without Python or a safe sandbox gets no half-made
     // run.

@@ -114,7 +114,7 @@ fn harness(strategy: &str, answers: &[(&str, String)]) -> Harness {
 pub(super) async fn run(h: &Harness) -> Result<Stage3State, crate::PipelineError> {
     let graph = build_graph(h.cx.clone())?;
     let exec = Executor::new(graph, Arc::new(MemoryStore::new()));
-    let original = TunableKernel::original(&h.cx.kernel.source, &h.cx.kernel.info);
+    let original = TunableCode::original(&h.cx.kernel.source, &h.cx.kernel.info);
     let opts = RunOptions {
         step_limit: 500,
         ..RunOptions::default()
@@ -746,7 +746,7 @@ async fn without_an_llm_the_first_llm_node_says_how_to_configure_one() {
     let err = exec
         .start(
             RunId::new("t"),
-            Stage3State::new(TunableKernel::original(MATMUL, &info())),
+            Stage3State::new(TunableCode::original(MATMUL, &info())),
             RunOptions::default(),
         )
         .await

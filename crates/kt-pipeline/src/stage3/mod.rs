@@ -33,7 +33,7 @@ mod run_record;
 mod speedup_interval;
 mod state;
 mod transform;
-mod tunable_kernel;
+mod tunable_code;
 mod tuner_backend;
 
 #[cfg(any(test, feature = "test-support"))]
@@ -91,5 +91,5 @@ pub use transform::{
     BackendFactory, BackendInputs, EventSink, Stage3Settings, Stopped, TransformOutcome, resume,
     resume_run, stages_1_2_finished, transform, tuner_backend,
 };
-pub use tunable_kernel::{BLOCK_SIZE_NAMES, KernelVersion, TunableKernel, default_grid_divisors};
+pub use tunable_code::{BLOCK_SIZE_NAMES, KernelVersion, TunableCode, default_grid_divisors};
 pub use tuner_backend::{TunerBackend, TunerBackendConfig};

@@ -96,7 +96,7 @@ async fn run_to_end(
     let outcome = if resume {
         exec.resume(&id, opts).await
     } else {
-        let original = TunableKernel::original(&cx.kernel.source, &cx.kernel.info);
+        let original = TunableCode::original(&cx.kernel.source, &cx.kernel.info);
         exec.start(id, Stage3State::new(original), opts).await
     }
     .map_err(|e| e.to_string())?;
@@ -352,7 +352,7 @@ async fn a_manual_prompt_pauses_stage_3_at_its_node_and_the_written_answer_conti
     let cx = context(dir.path(), client(), backend.clone(), MATMUL);
     let graph = build_graph(cx).unwrap();
     let exec = Executor::new(graph, store.clone());
-    let original = TunableKernel::original(MATMUL, &matmul_info());
+    let original = TunableCode::original(MATMUL, &matmul_info());
     let outcome = exec
         .start(
             RunId::new("t"),

@@ -159,7 +159,7 @@ pub async fn record_matmul_run_with(runs_dir: &Path, backend: super::BackendFact
         },
     )
     .unwrap();
-    run.save_kernel_info(&matmul_info()).unwrap();
+    matmul_info().save(&run).unwrap();
     std::fs::create_dir_all(run.tests_dir()).unwrap();
     let script = runs_dir.join("answers.json");
     write_script(&script, &recorded_run_answers());

@@ -8,7 +8,7 @@ use std::collections::BTreeSet;
 use kt_cuda::{ConflictKind, NameConflict, find_name_conflicts, normalize_name};
 
 use super::answers::TunableParameter;
-use super::tunable_kernel::BLOCK_SIZE_NAMES;
+use super::tunable_code::BLOCK_SIZE_NAMES;
 
 /// Largest search space kt accepts from one rewrite (before restrictions): beyond it tuning takes hours.
 pub const MAX_SPACE_SIZE: u64 = 100_000;
@@ -433,7 +433,7 @@ mod tests {
     }
 
     fn divs() -> [Vec<String>; 3] {
-        crate::stage3::tunable_kernel::default_grid_divisors()
+        crate::stage3::tunable_code::default_grid_divisors()
     }
 
     #[test]

@@ -17,10 +17,10 @@ use super::context::{KernelFacts, Stage3Context};
 use super::graph::build_graph;
 use super::result::{RunResult, WallTimes, write_result, write_result_waiting};
 use super::state::Stage3State;
-use super::tunable_kernel::TunableKernel;
+use super::tunable_code::TunableCode;
 use super::tuner_backend::{TunerBackend, TunerBackendConfig};
 use crate::error::PipelineError;
-use crate::prepare::{KernelSource, Stage1Source, TestgenSettings, prepare};
+use crate::prepare::{KernelInput, Stage1Source, TestgenSettings, prepare};
 use crate::run_dir::{ResultFiles, RunDir, RunStatus};
 use crate::strategy::Strategy;
 use crate::{KernelInfo, PromptLibrary};
@@ -38,7 +38,7 @@ pub struct BackendInputs<'a> {
     pub source: &'a str,
     pub kernel: &'a kt_cuda::Kernel,
     pub info: &'a KernelInfo,
-    pub original: &'a TunableKernel,
+    pub original: &'a TunableCode,
     /// The kernel file's sidecar, when there is one (tolerances, FLOPs and bytes for % of peak).
     pub sidecar: Option<&'a kt_cuda::Sidecar>,
 }
@@ -262,7 +262,7 @@ fn stopped_in_stages_1_2(
 /// Runs Stages 1, 2 and 3 into `run`.
 pub async fn transform(
     run: &RunDir,
-    source: &KernelSource,
+    source: &KernelInput,
     stage1: Stage1Source,
     testgen: TestgenSettings,
     stage3: Stage3Settings,
@@ -329,7 +329,7 @@ pub async fn transform(
 /// `source` is the run's kernel (its `input.cu`, or the original file when it still exists, for its sidecar).
 pub async fn resume_run(
     run: &RunDir,
-    source: &KernelSource,
+    source: &KernelInput,
     stage1: Stage1Source,
     testgen: TestgenSettings,
     stage3: Stage3Settings,
@@ -347,7 +347,7 @@ pub async fn resume(
     stage3: Stage3Settings,
 ) -> Result<TransformOutcome, PipelineError> {
     let source = run.kernel_code()?;
-    let info = run.load_kernel_info().map_err(|e| PipelineError::Graph {
+    let info = crate::KernelInfo::load(&run).map_err(|e| PipelineError::Graph {
         stage: "stage 1",
         message: format!(
             "this run has no finished Stage 1 ({e}); start a new run with `kt transform`"
@@ -393,7 +393,7 @@ async fn run_stage3(
         Some(p) => Some(kt_cuda::Sidecar::load(p)?),
         None => None,
     };
-    let original = TunableKernel::original(source, info);
+    let original = TunableCode::original(source, info);
     let backend = (settings.backend)(&BackendInputs {
         run,
         source,

@@ -31,7 +31,7 @@ use crate::stage3::speedup_interval::speedup_interval;
 use crate::stage3::state::{
     CandidateOutcome, CurrentStep, LlmCallRecord, Stage3State, Stage3Update, StepRecord, StepStatus,
 };
-use crate::stage3::tunable_kernel::{KernelVersion, TunableKernel};
+use crate::stage3::tunable_code::{KernelVersion, TunableCode};
 
 use super::launch_timing::{time_pair, tuning_error};
 
@@ -90,7 +90,7 @@ struct RestrictionVars<'a> {
 struct Failed {
     kind: FailureKind,
     feedback: String,
-    kernel: Option<TunableKernel>,
+    kernel: Option<TunableCode>,
     outcome: Option<Outcome>,
 }
 
@@ -105,7 +105,7 @@ impl From<PipelineError> for AttemptError {
     }
 }
 
-fn refused(feedback: String, kernel: Option<TunableKernel>) -> AttemptError {
+fn refused(feedback: String, kernel: Option<TunableCode>) -> AttemptError {
     AttemptError::Failed(Box::new(Failed {
         kind: FailureKind::Refused,
         feedback,
@@ -126,12 +126,8 @@ fn from_ask(e: AskError) -> AttemptError {
     }
 }
 
-fn draft(
-    code: &str,
-    parameters: &[TunableParameter],
-    divisors: &[Vec<String>; 3],
-) -> TunableKernel {
-    TunableKernel {
+fn draft(code: &str, parameters: &[TunableParameter], divisors: &[Vec<String>; 3]) -> TunableCode {
+    TunableCode {
         code: code.to_string(),
         parameters: parameters.to_vec(),
         restrictions: Vec::new(),
@@ -200,7 +196,7 @@ impl Apply {
         step: &CurrentStep,
         calls: &mut Vec<LlmCallRecord>,
         notes: &mut Vec<String>,
-    ) -> Result<(TunableKernel, Outcome, String), AttemptError> {
+    ) -> Result<(TunableCode, Outcome, String), AttemptError> {
         let cx = &self.0;
         let settings = &cx.strategy.settings;
         let best = state.best_kernel()?;
@@ -254,7 +250,7 @@ impl Apply {
             notes.push(note);
         }
         let code = unit.code;
-        let divisors = TunableKernel::divisors_from(&rewrite.grid_divisors);
+        let divisors = TunableCode::divisors_from(&rewrite.grid_divisors);
 
         // 2. Naming pass: kt's own fixes first, the LLM only for what needs a decision about meaning.
         let mut named = normalize_names(&code, &rewrite.parameters, &divisors);
@@ -488,7 +484,7 @@ pub(crate) fn write_kernel_file(
     cx: &Stage3Context,
     number: u32,
     name: &str,
-    kernel: &TunableKernel,
+    kernel: &TunableCode,
     outcome: Option<&Outcome>,
     best_params: &BTreeMap<String, i64>,
 ) -> Result<Option<String>, PipelineError> {
@@ -680,11 +676,11 @@ mod tests {
 
     fn version(time_ms: f64, noise_ms: f64) -> KernelVersion {
         KernelVersion {
-            kernel: TunableKernel {
+            kernel: TunableCode {
                 code: String::new(),
                 parameters: vec![],
                 restrictions: vec![],
-                grid_divisors: crate::stage3::tunable_kernel::default_grid_divisors(),
+                grid_divisors: crate::stage3::tunable_code::default_grid_divisors(),
                 dynamic_shared_memory: None,
             },
             time_ms,
