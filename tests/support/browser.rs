@@ -142,7 +142,7 @@ impl Browser {
         browser
     }
 
-    fn send(&mut self, method: &str, params: Value, session: Option<String>) -> Value {
+    fn send(&mut self, method: &str, params: Value, session: Option<String>) -> Result<Value, String> {
         self.next_id += 1;
         let id = self.next_id;
         let mut message = json!({"id": id, "method": method, "params": params});
@@ -158,9 +158,9 @@ impl Browser {
             match self.from_browser.recv_timeout(left) {
                 Ok(v) if v["id"] == id => {
                     if let Some(e) = v.get("error") {
-                        panic!("{method} failed: {e}");
+                        return Err(format!("{method} failed: {e}"));
                     }
-                    return v["result"].clone();
+                    return Ok(v["result"].clone());
                 }
                 Ok(_) => continue, // an event
                 Err(RecvTimeoutError::Timeout) => panic!("{method}: chromium did not answer in 30 s"),
@@ -171,13 +171,13 @@ impl Browser {
 
     /// A browser-level command.
     pub fn call(&mut self, method: &str, params: Value) -> Value {
-        self.send(method, params, None)
+        self.send(method, params, None).unwrap()
     }
 
     /// A command to the page.
     pub fn page_call(&mut self, method: &str, params: Value) -> Value {
         let session = self.session.clone();
-        self.send(method, params, Some(session))
+        self.send(method, params, Some(session)).unwrap()
     }
 
     pub fn goto(&mut self, url: &str) {
@@ -186,26 +186,34 @@ impl Browser {
 
     /// Evaluates `expression` in the page (promises awaited) and returns its value.
     pub fn eval(&mut self, expression: &str) -> Value {
-        let r = self.page_call(
+        self.try_eval(expression).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// [`Browser::eval`], or why it failed (it threw; the page was between two documents).
+    pub fn try_eval(&mut self, expression: &str) -> Result<Value, String> {
+        let session = self.session.clone();
+        let r = self.send(
             "Runtime.evaluate",
             json!({"expression": expression, "returnByValue": true, "awaitPromise": true}),
-        );
+            Some(session),
+        )?;
         if let Some(e) = r.get("exceptionDetails") {
-            panic!("`{expression}` threw: {e}");
+            return Err(format!("`{expression}` threw: {e}"));
         }
-        r["result"]["value"].clone()
+        Ok(r["result"]["value"].clone())
     }
 
     /// Waits until `expression` is true in the page; panics with `what` after `timeout`.
     pub fn wait_for(&mut self, expression: &str, timeout: Duration, what: &str) {
         let deadline = Instant::now() + timeout;
         loop {
-            if self.eval(&format!("!!({expression})")) == Value::Bool(true) {
+            // Errors while a page loads are waited out like a false.
+            if self.try_eval(&format!("!!({expression})")) == Ok(Value::Bool(true)) {
                 return;
             }
             if Instant::now() > deadline {
-                let body = self.eval("document.body.innerText.slice(0, 2000)");
-                panic!("timed out waiting for {what} (`{expression}`); the page shows:\n{body}");
+                let body = self.try_eval("document.body.innerText.slice(0, 2000)");
+                panic!("timed out waiting for {what} (`{expression}`); the page shows:\n{body:?}");
             }
             std::thread::sleep(Duration::from_millis(50));
         }
