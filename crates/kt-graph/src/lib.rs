@@ -107,7 +107,7 @@ pub use checkpoint::{
 };
 pub use context::{EffectError, Interrupted, NodeContext, ReplayMode};
 pub use decl::{END, START};
-pub use error::GraphError;
+pub use error::{GraphError, NodeError};
 pub use events::{Event, EventKind};
 pub use executor::debug::{NodeRun, RunNodeOptions};
 pub use executor::inspect::{FieldDiff, RunPath};

@@ -72,7 +72,7 @@ impl KernelInput {
         if let Ok(name) = source.kernel_name() {
             // Errors name the file: a user header in none of the directories, a unit that does not parse back.
             let unit = file.select(Some(&name)).map_err(bad)?.unit;
-            if crate::stage3::leaves_out_program(&unit) || !file.file.followed().is_empty() {
+            if crate::kernel_unit::leaves_out_program(&unit) || !file.file.followed().is_empty() {
                 tracing::info!(
                     file = %path.display(),
                     kernel = %name,

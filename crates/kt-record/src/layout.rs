@@ -78,6 +78,7 @@ impl RunDir {
             kt_version: env!("CARGO_PKG_VERSION").to_string(),
             sandbox: None,
             gpu: None,
+            prompt_hashes: Default::default(),
         };
         dir.write_meta(&meta)?;
         Ok(dir)
@@ -129,6 +130,10 @@ impl RunDir {
             self.input_cu()
         };
         std::fs::read_to_string(&path).map_err(|e| RecordError::io("reading", path, e))
+    }
+    /// The strategy the run was made with, snapshotted when it started (resume, replay and debug use it).
+    pub fn strategy_toml(&self) -> PathBuf {
+        self.root.join("strategy.toml")
     }
     pub fn kernel_info_json(&self) -> PathBuf {
         self.root.join("kernel_info.json")

@@ -104,6 +104,10 @@ pub struct RunResult {
     pub cost_usd: Option<f64>,
     pub wall_time_s: WallTimes,
     pub error: Option<String>,
+    /// The run stopped where it needs a CUDA GPU it could not get (status `interrupted`): `kt resume` on a
+    /// machine with one continues it. What a program checks; `error` says it in words.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub needs_gpu: bool,
     /// `b<N>` when these are the results of a branch other than the main one (`kt resume` after `kt replay`
     /// or `kt fork`), written under `branches/b<N>/`; absent for the main branch.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -220,6 +224,9 @@ pub struct ResultSummary {
     pub wall_time_s: Option<TotalWallTime>,
     #[serde(default)]
     pub error: Option<String>,
+    /// The run stopped where it needs a CUDA GPU (see [`RunResult::needs_gpu`]).
+    #[serde(default)]
+    pub needs_gpu: bool,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -254,6 +261,9 @@ impl ResultSummary {
                     .and_then(serde_json::Value::as_f64)
                     .map(|t| TotalWallTime { total: Some(t) }),
                 error: get("error").and_then(|v| v.as_str()).map(str::to_string),
+                needs_gpu: get("needs_gpu")
+                    .and_then(serde_json::Value::as_bool)
+                    .unwrap_or(false),
             }
         })
     }

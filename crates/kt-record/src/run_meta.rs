@@ -74,6 +74,10 @@ pub struct RunMeta {
     /// The GPU the run's kernels ran on (recorded when the tuner first reports it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gpu: Option<GpuRecord>,
+    /// blake3 of each prompt template the run had (name → hash), recorded with the strategy's snapshot
+    /// (`strategy.toml`) when the run started.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub prompt_hashes: std::collections::BTreeMap<String, String>,
 }
 
 /// A question the `manual` provider wrote and that has no answer yet: the run is paused at it.

@@ -11,12 +11,12 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use kt_graph::CompiledGraph;
+use kt_pipeline::job::{BackendInputs, tuner_backend};
 use kt_pipeline::stage3::{
-    BackendError, BackendInputs, KernelFacts, Outcome, PairTimes, ProfileRun, Reference,
-    Stage3Context, Stage3State, TunableCode, TuningBackend, TuningProgress, build_graph,
-    tuner_backend,
+    BackendError, KernelFacts, Outcome, PairTimes, ProfileRun, Reference, Stage3Context,
+    Stage3State, TunableCode, TuningBackend, TuningProgress, build_graph,
 };
-use kt_pipeline::strategy::{StrategyOverrides, load_strategy};
+use kt_pipeline::strategy::{StrategyOverrides, load_run_strategy};
 use kt_pipeline::{PipelineError, PromptLibrary, RunDir};
 use serde_json::Value;
 
@@ -52,7 +52,7 @@ impl GraphBinding for Stage3Binding {
             breakdown: meta.settings.breakdown,
             candidates: meta.settings.candidates,
         };
-        let strategy = load_strategy(&meta.strategy, self.strategies_dir.as_deref())
+        let strategy = load_run_strategy(run, self.strategies_dir.as_deref())
             .map_err(&err)?
             .with_overrides(&overrides);
         let prompts = PromptLibrary::locate(self.prompts_dir.as_deref()).map_err(&err)?;

@@ -115,6 +115,37 @@ pub fn kernel_source(
 }
 
 impl KernelSource {
+    /// Refuses a kernel that takes a struct by value (the thesis's `matMulNaiveKernel(Matrix A, Matrix B,
+    /// Matrix C)`): kt-cuda computes its layout, but neither a sidecar nor a tests directory can give a
+    /// struct's value yet, so this says what is missing and how to go on instead of a list of sidecar
+    /// mismatches. `file` is the file as the user named it.
+    pub fn refuse_struct_by_value(&self, file: &Path) -> Result<(), TunerError> {
+        let kernel = &self.kernel;
+        let Some(p) = kernel
+            .params
+            .iter()
+            .find(|p| !p.is_pointer() && p.dtype.is_none())
+        else {
+            return Ok(());
+        };
+        let layout = p
+            .layout
+            .as_ref()
+            .map(|l| format!(" ({} bytes, CUDA layout known)", l.size))
+            .unwrap_or_default();
+        Err(TunerError::Source(format!(
+            "{}: kernel `{}` takes `{}` of type `{}` by value{layout}: kt cannot make inputs for a struct \
+             argument yet (a sidecar or tests directory gives arrays and scalars only). Pass its fields as \
+             parameters instead (for a matrix: `float* {n}_elements, int {n}_width, int {n}_height`), then tune \
+             that kernel",
+            file.display(),
+            kernel.name,
+            p.name,
+            p.type_text,
+            n = p.name
+        )))
+    }
+
     /// A `TunableKernel` that compiles the unit: the kernel's name (qualified when it is in a namespace),
     /// the include directories, and `problem_size`; parameters, launch and tests are the caller's.
     pub fn tunable_code(&self, problem_size: Vec<String>) -> TunableKernel {

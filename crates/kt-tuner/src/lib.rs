@@ -24,6 +24,7 @@
 pub mod arg_map;
 pub mod args;
 pub mod cache;
+pub mod cuda_probe;
 pub mod default_tests;
 pub mod derived;
 pub mod device_kernels;

@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use super::answers::TunableParameter;
 use super::backend::{Outcome, Reference};
+pub use super::llm_call::LlmCallRecord;
 use super::tunable_code::{KernelVersion, TunableCode};
 use crate::error::PipelineError;
 pub use kt_record::{FinalTiming, StepStatus};
@@ -110,19 +111,6 @@ impl CandidateOutcome {
     }
 }
 
-/// One LLM call, for the run record: which prompt (by hash), how many tokens, what it cost.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct LlmCallRecord {
-    pub node: String,
-    pub template: String,
-    pub template_hash: String,
-    pub prompt_hash: String,
-    pub tokens_in: u64,
-    pub tokens_out: u64,
-    pub cost_usd: Option<f64>,
-    pub seconds: f64,
-}
-
 kt_graph::state! {
     /// Everything a Stage 3 graph carries. (Field notes are plain comments: the macro takes no field docs.)
     // Checkpoints written before a field existed read it as its default.
@@ -203,5 +191,18 @@ impl Stage3State {
             stage: "stage 3",
             message: "no best kernel: the baseline has not run".into(),
         })
+    }
+}
+
+impl Stage3State {
+    /// The necessity answer recorded for `step`: None when it was not asked, Some(None) when it was asked and
+    /// gave no usable answer, Some(Some(yes)) otherwise.
+    pub fn worth_it_answer(&self, step: &StepRecord) -> Option<Option<bool>> {
+        let id = step.id.as_ref()?;
+        self.worth_it_answers
+            .iter()
+            .rev()
+            .find(|a| &a.step_id == id)
+            .map(|a| a.worth_it)
     }
 }

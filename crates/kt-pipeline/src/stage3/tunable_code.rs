@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::answers::{GridDivisors, TunableParameter};
-use crate::KernelInfo;
+use crate::kernel_info::KernelInfo;
 
 /// A kernel source with its search space and launch geometry (Kernel Tuner's conventions: parameters become
 /// `#define`s, the block is `block_size_x/y/z`, the grid is ceil(problem size / product of the divisors)).
@@ -109,7 +109,7 @@ pub struct KernelVersion {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use crate::stage3::recorded_run::matmul_info;
+    use crate::job::recorded_run::matmul_info;
 
     #[test]
     fn original_kernel_is_launched_with_its_default_block_and_nothing_else() {

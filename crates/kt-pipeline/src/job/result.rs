@@ -5,12 +5,12 @@
 
 use std::path::Path;
 
-use super::backend::TuningBackend;
-use super::config_record::ConfigRecord;
-use super::state::{Stage3State, StepStatus};
-use super::tunable_code::ORIGINAL_STEP;
 use crate::error::PipelineError;
 use crate::run_dir::{ResultFiles, RunDir, RunStatus, WaitingAnswer};
+use crate::stage3::TuningBackend;
+use crate::stage3::config_record::{self, ConfigRecord};
+use crate::stage3::tunable_code::ORIGINAL_STEP;
+use crate::stage3::{Stage3State, StepStatus};
 pub use kt_record::{RESULT_SCHEMA_VERSION, ResultOutcome, RunResult, StepSummary, WallTimes};
 
 /// Token and cost totals of a run, read from its `llm.jsonl` (every call of every stage, resumed runs included).
@@ -81,7 +81,7 @@ fn best_cu_text(state: &Stage3State, configs: Option<&ConfigRecord>) -> Option<S
             tried.join(", ")
         ));
     }
-    for line in super::config_record::header_lines(configs, &best.kernel) {
+    for line in config_record::header_lines(configs, &best.kernel) {
         head.push_str(&line);
         head.push('\n');
     }
@@ -156,8 +156,8 @@ pub fn build_result(
                     reason: r.reason.clone(),
                     time_ms: r.time_ms,
                     speedup_ci95: r.speedup_ci95,
-                    worth_it: super::run_record::worth_it_answer(s, r).flatten(),
-                    worth_it_asked: super::run_record::worth_it_answer(s, r).is_some(),
+                    worth_it: s.worth_it_answer(r).flatten(),
+                    worth_it_asked: s.worth_it_answer(r).is_some(),
                 })
                 .collect()
         })
@@ -206,13 +206,14 @@ pub fn build_result(
         tokens_out: totals.tokens_out,
         cost_usd: totals.cost_usd,
         profiles: state
-            .and_then(|s| super::profiling::run_profiles(s, wall.total))
+            .and_then(|s| crate::stage3::run_profiles(s, wall.total))
             .and_then(|p| serde_json::to_value(p).ok()),
         roofline: state
-            .and_then(super::profiling::run_roofline)
+            .and_then(crate::stage3::run_roofline)
             .and_then(|r| serde_json::to_value(r).ok()),
         wall_time_s: wall,
         error,
+        needs_gpu: false,
         branch: None,
         waiting_for: None,
         gpu: meta.gpu,
@@ -394,7 +395,12 @@ pub fn report_markdown(result: &RunResult, state: Option<&Stage3State>) -> Strin
             .candidates
             .iter()
             .flat_map(|c| c.feedback.iter().chain(c.failure.iter()))
-            .map(|f| format!("- {}", super::feedback::cut(f, 400).replace('\n', " ")))
+            .map(|f| {
+                format!(
+                    "- {}",
+                    crate::stage3::feedback::cut(f, 400).replace('\n', " ")
+                )
+            })
             .collect();
         if !failed.is_empty() {
             md.push_str("\n## Failed attempts (what the LLM was told)\n\n");
@@ -416,20 +422,33 @@ pub fn write_result(
     wall: WallTimes,
     error: Option<String>,
 ) -> Result<RunResult, PipelineError> {
-    write_result_waiting(dir, out, state, backend, status, wall, error, None)
+    let ending = Ending {
+        error,
+        ..Ending::default()
+    };
+    write_result_ending(dir, out, state, backend, status, wall, ending)
 }
 
-/// [`write_result`] of a run paused at a manual provider's question (`waiting`).
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn write_result_waiting(
+/// How a run that did not finish ended, as result.json says it.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Ending {
+    /// In words.
+    pub error: Option<String>,
+    /// It stopped where it needs a CUDA GPU it could not get.
+    pub needs_gpu: bool,
+    /// The manual provider's question it is paused at.
+    pub waiting: Option<WaitingAnswer>,
+}
+
+/// [`write_result`] of a run that ended as `ending` says (paused at a question, stopped for a GPU).
+pub(crate) fn write_result_ending(
     dir: &RunDir,
     out: &ResultFiles,
     state: Option<&Stage3State>,
     backend: Option<&dyn TuningBackend>,
     status: RunStatus,
     wall: WallTimes,
-    error: Option<String>,
-    waiting: Option<WaitingAnswer>,
+    ending: Ending,
 ) -> Result<RunResult, PipelineError> {
     let write = |path: &Path, text: &str| {
         std::fs::write(path, text).map_err(|e| PipelineError::io("writing", path, e))
@@ -466,9 +485,10 @@ pub(crate) fn write_result_waiting(
             }
         }
     }
-    let mut result = build_result(dir, state, status, wall, error)?;
+    let mut result = build_result(dir, state, status, wall, ending.error)?;
     result.branch = out.branch().map(str::to_string);
-    result.waiting_for = waiting;
+    result.waiting_for = ending.waiting;
+    result.needs_gpu = ending.needs_gpu;
     result.best_program = best_program;
     let json = serde_json::to_string_pretty(&result).map_err(|e| PipelineError::BadFile {
         path: out.result_json(),

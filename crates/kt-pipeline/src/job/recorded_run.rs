@@ -15,7 +15,8 @@ use kt_graph::CancelToken;
 use kt_llm::{LlmClient, Recorder, ScriptedProvider, StructuredMode};
 use serde_json::json;
 
-use super::{FakeBackend, NoProgress, Stage3Settings, TuningBackend};
+use super::Stage3Settings;
+use crate::stage3::{FakeBackend, NoProgress, TuningBackend};
 use crate::strategy::{StrategyOverrides, load_strategy};
 use crate::{KernelInfo, NewRun, ProblemDimension, PromptLibrary, RunDir, RunLlm, RunSettings};
 

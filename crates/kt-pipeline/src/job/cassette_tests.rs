@@ -15,6 +15,7 @@ use super::*;
 use crate::PromptLibrary;
 use crate::prepare::{KernelInput, Stage1Source, TestgenSettings, understand};
 use crate::run_dir::{NewRun, RunDir, RunLlm, RunSettings, RunStatus};
+use crate::stage3::*;
 use crate::strategy::{StrategyOverrides, load_strategy};
 
 fn root() -> PathBuf {

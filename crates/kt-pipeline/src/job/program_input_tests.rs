@@ -16,6 +16,7 @@ use super::*;
 use crate::gpu_record::GpuRecord;
 use crate::prepare::{KernelInput, save_unit};
 use crate::run_dir::RunStatus;
+use crate::stage3::*;
 use crate::strategy::{StrategyOverrides, load_strategy};
 use crate::{NewRun, PromptLibrary, RunDir, RunLlm, RunSettings};
 
