@@ -14,7 +14,7 @@ use std::process::{Child, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use kt_pipeline::stage3::recorded_run::{fixture_backend, record_matmul_run, record_matmul_run_with};
+use kt_pipeline::job::recorded_run::{fixture_backend, record_matmul_run, record_matmul_run_with};
 use kt_pipeline::stage3::{
     BackendError, Outcome, PairTimes, ProfileRun, Reference, TunableCode, TuningBackend,
     TuningProgress,

@@ -40,7 +40,7 @@ pub fn answer_waiting_prompt(dir: &RunDir, answer: &str) -> Result<WaitingAnswer
 #[cfg(test)]
 mod tests {
     use super::*;
-    use kt_pipeline::stage3::recorded_run::record_matmul_run;
+    use kt_pipeline::job::recorded_run::record_matmul_run;
 
     #[tokio::test]
     async fn a_finished_run_waits_for_no_answer_and_refuses_one() {

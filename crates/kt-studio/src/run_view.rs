@@ -136,7 +136,7 @@ pub fn llm_call(record: &RunRecord, index: usize) -> Result<Value, StudioError> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use kt_pipeline::stage3::recorded_run::record_matmul_run;
+    use kt_pipeline::job::recorded_run::record_matmul_run;
 
     #[tokio::test]
     async fn the_recorded_run_shows_its_graph_calls_kernels_and_charts() {

@@ -118,7 +118,7 @@ pub fn spawn_resume(kt: &Path, run_dir: &Path, run: &str, kind: &str, jobs: &Job
 #[cfg(test)]
 mod tests {
     use super::*;
-    use kt_pipeline::stage3::recorded_run::record_matmul_run;
+    use kt_pipeline::job::recorded_run::record_matmul_run;
 
     #[tokio::test]
     async fn a_fork_with_an_edited_field_opens_a_branch_in_the_store() {
