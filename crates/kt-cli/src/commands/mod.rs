@@ -15,6 +15,7 @@ pub mod replay;
 pub mod resume;
 pub mod runs;
 pub mod selftest;
+pub mod studio;
 pub mod testgen;
 pub mod transform;
 pub mod tune;

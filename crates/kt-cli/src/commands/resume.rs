@@ -42,29 +42,12 @@ pub struct ResumeArgs {
     pub answer: Option<PathBuf>,
 }
 
-/// Copies `answer` to where the paused run's manual provider looks for it.
+/// Copies `answer` to where the paused run's manual provider looks for it (kt-runs: the same operation as
+/// kt studio's answer box).
 fn give_answer(dir: &RunDir, answer: &std::path::Path) -> anyhow::Result<()> {
-    let text = std::fs::read_to_string(dir.result_json()).with_context(|| {
-        format!(
-            "reading {} to find the waiting prompt",
-            dir.result_json().display()
-        )
-    })?;
-    let result: kt_record::RunResult = serde_json::from_str(&text)
-        .with_context(|| format!("{} is not a result.json", dir.result_json().display()))?;
-    let Some(waiting) = result.waiting_for else {
-        anyhow::bail!(
-            "run {} is not waiting for an answer (its result.json has no `waiting_for`); resume it without --answer",
-            dir.root().display()
-        );
-    };
-    std::fs::copy(answer, &waiting.answer_file).with_context(|| {
-        format!(
-            "copying {} to {}",
-            answer.display(),
-            waiting.answer_file.display()
-        )
-    })?;
+    let text = std::fs::read_to_string(answer)
+        .with_context(|| format!("reading the answer {}", answer.display()))?;
+    let waiting = kt_runs::answer_waiting_prompt(dir, &text)?;
     eprintln!(
         "answer to `{}` given from {}",
         waiting.node,

@@ -128,6 +128,15 @@ pub fn fixture_backend() -> FakeBackend {
 /// Records the run in a new run directory under `runs_dir` (its answer script is left beside it as
 /// `answers.json`) and returns the run's directory.
 pub async fn record_matmul_run(runs_dir: &Path) -> RunDir {
+    record_matmul_run_with(
+        runs_dir,
+        Arc::new(|_| Arc::new(fixture_backend()) as Arc<dyn TuningBackend>),
+    )
+    .await
+}
+
+/// [`record_matmul_run`] on another tuning backend (a slowed-down one, for tests that watch a run live).
+pub async fn record_matmul_run_with(runs_dir: &Path, backend: super::BackendFactory) -> RunDir {
     let root = repo_root();
     let kernel_file = root.join("naive-kernels/matmul.cu");
     let run = RunDir::create(
@@ -170,7 +179,7 @@ pub async fn record_matmul_run(runs_dir: &Path) -> RunDir {
         llm: Arc::new(client),
         prompts: Arc::new(PromptLibrary::from_dir(&root.join("prompts")).unwrap()),
         mode: StructuredMode::Native,
-        backend: Arc::new(|_| Arc::new(fixture_backend()) as Arc<dyn TuningBackend>),
+        backend,
         progress: Arc::new(NoProgress),
         events: None,
         cancel: CancelToken::new(),
