@@ -68,14 +68,17 @@ mod diagnostics;
 mod error;
 mod includes;
 mod inspect;
+mod instantiations;
 mod kernel;
 mod kernel_facts;
 mod layout;
+mod macro_kernels;
 mod lexer;
 mod preprocess;
 mod relations;
 mod rewrite;
 mod scope;
+mod shared_helpers;
 mod sidecar;
 mod signature;
 mod signature_diff;
@@ -88,6 +91,8 @@ pub use conflicts::{ConflictKind, NameConflict, find_name_conflicts, normalize_n
 pub use error::{CudaError, SyntaxProblem};
 pub use includes::{IncludeRecord, SourceFile, decode};
 pub use inspect::{INSPECT_SCHEMA_VERSION, InspectReport};
+pub use instantiations::host_instantiations;
+pub use macro_kernels::MacroKernel;
 pub use kernel::{
     AssumptionKind, Kernel, KernelFeatures, KernelParam, LaunchAssumption, LaunchBounds, Location,
     Restriction, Span, StructField, StructLayout, TemplateParam,

@@ -24,6 +24,7 @@
 pub mod arg_map;
 pub mod args;
 pub mod cache;
+pub mod compile_check;
 pub mod default_tests;
 pub mod derived;
 pub mod device_kernels;
@@ -37,6 +38,7 @@ pub mod kernel_file;
 pub mod measure;
 pub mod module_cache;
 pub mod npy;
+pub mod nvcc;
 pub mod nvrtc;
 pub mod outcome;
 pub mod sanitize;

@@ -172,11 +172,14 @@ pub(crate) fn tune(
     let mut measurements = run.measurements;
     phases.benchmark_ms = t_bench.elapsed().as_secs_f64() * 1e3;
 
-    let best = if options.verify {
+    let mut best = if options.verify {
         deterministic_best(e, kernel, &plan, tests, &mut measurements)?
     } else {
         fastest(&measurements).cloned()
     };
+    if best.is_none() && options.verify {
+        best = default_as_best(e, kernel, &plan, tests, &reference)?;
+    }
     phases.total_ms = start.elapsed().as_secs_f64() * 1e3;
 
     let peak = if options.measure_peak {
@@ -250,6 +253,27 @@ fn deterministic_best(
         }
     }
     Ok(None)
+}
+
+/// When no configuration of the space verified (a kernel that works at one launch only: a fixed block in
+/// `__launch_bounds__`, in tile arithmetic or in a macro), the default launch is the verified result —
+/// if its reruns agree. A default that fails is still a failure.
+fn default_as_best(
+    e: &mut Engine,
+    kernel: &TunableKernel,
+    plan: &Plan,
+    tests: &[KernelTest],
+    reference: &Measurement,
+) -> Result<Option<Measurement>, TunerError> {
+    if !reference.verdict.is_ok() || !reference.objective_ms().is_some_and(f64::is_finite) {
+        return Ok(None);
+    }
+    let verdict = determinism::check(e, kernel, &plan.reference, tests, plan.grid_defines)?;
+    if !verdict.is_ok() {
+        tracing::warn!(config = %plan.reference, "the default launch: {}", verdict.reason());
+        return Ok(None);
+    }
+    Ok(Some(reference.clone()))
 }
 
 /// The results cache of this kernel, device, tests and timing policy, when the options name one (or a
