@@ -9,7 +9,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use kt_pipeline::stage3::recorded_run::{record_matmul_run, write_script};
+use kt_pipeline::job::recorded_run::{record_matmul_run, write_script};
 use serde_json::{Value, json};
 
 mod support;

@@ -587,3 +587,47 @@ fn an_llm_outage_ends_the_run_llm_unavailable_with_exit_75_and_a_resumable_run()
         assert!(stderr.contains("a CUDA GPU is needed"), "{stderr}");
     }
 }
+
+#[test]
+fn a_run_made_with_a_strategy_file_resumes_after_that_file_is_deleted() {
+    require_no_gpu();
+    let home = tempfile::tempdir().unwrap();
+    let out_dir = home.path().join("runs");
+    let strategy = home.path().join("my-strategy.toml");
+    std::fs::copy("strategies/autonomous.toml", &strategy).unwrap();
+    let llm = "scripted:experiments/cassettes/matmul-autonomous.toml";
+    let out = kt(
+        home.path(),
+        &[
+            "transform",
+            "naive-kernels/matmul.cu",
+            "--strategy",
+            strategy.to_str().unwrap(),
+            "--tests",
+            "1",
+            "--llm",
+            llm,
+            "--out",
+            out_dir.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    let run = &only_entry(&out_dir);
+    assert_eq!(
+        std::fs::read_to_string(run.join("strategy.toml")).unwrap(),
+        std::fs::read_to_string(&strategy).unwrap(),
+        "the run keeps the strategy it was made with"
+    );
+    let meta = read_json(&run.join("run.json"));
+    assert!(meta["prompt_hashes"]["stage3-plan"].is_string(), "{meta}");
+
+    std::fs::remove_file(&strategy).unwrap();
+    let again = kt(
+        home.path(),
+        &["resume", run.to_str().unwrap(), "--llm", llm],
+    );
+    let stderr = text(&again.stderr);
+    assert_eq!(again.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("a CUDA GPU is needed"), "{stderr}");
+    assert!(!stderr.contains("reading strategy"), "{stderr}");
+}

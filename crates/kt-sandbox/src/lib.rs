@@ -38,7 +38,7 @@ pub use generator::{ArgSpec, GeneratedTest, GeneratorError, GeneratorSpec, run_g
 pub use optin::allow_unsandboxed_in;
 pub use outcome::{Ending, Limit, Outcome};
 pub use policy::{EnvPolicy, NetworkIsolation, Policy, StderrMode, UserPolicy};
-pub use protections::{ProtectionLine, Protections};
+pub use protections::{ProtectionLine, Protections, detect_protections};
 pub use python::{PythonError, PythonRuntime};
 pub use sandbox::{Sandbox, SpawnOptions};
 pub use workdir::Workdir;

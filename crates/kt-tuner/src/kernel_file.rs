@@ -85,7 +85,7 @@ impl KernelFile {
 
 /// `file`'s kernel `kernel` (or its only one) as the source to compile, its headers looked up in the
 /// file's directory and `include_dirs`: the one call that turns "a CUDA file + kernel name + include dirs"
-/// into a [`TunableKernel`]'s source (see [`KernelSource::tunable_kernel`]).
+/// into a [`TunableKernel`]'s source (see [`KernelSource::tunable_code`]).
 pub fn kernel_source(
     file: &Path,
     kernel: Option<&str>,
@@ -95,9 +95,40 @@ pub fn kernel_source(
 }
 
 impl KernelSource {
+    /// Refuses a kernel that takes a struct by value (the thesis's `matMulNaiveKernel(Matrix A, Matrix B,
+    /// Matrix C)`): kt-cuda computes its layout, but neither a sidecar nor a tests directory can give a
+    /// struct's value yet, so this says what is missing and how to go on instead of a list of sidecar
+    /// mismatches. `file` is the file as the user named it.
+    pub fn refuse_struct_by_value(&self, file: &Path) -> Result<(), TunerError> {
+        let kernel = &self.kernel;
+        let Some(p) = kernel
+            .params
+            .iter()
+            .find(|p| !p.is_pointer() && p.dtype.is_none())
+        else {
+            return Ok(());
+        };
+        let layout = p
+            .layout
+            .as_ref()
+            .map(|l| format!(" ({} bytes, CUDA layout known)", l.size))
+            .unwrap_or_default();
+        Err(TunerError::Source(format!(
+            "{}: kernel `{}` takes `{}` of type `{}` by value{layout}: kt cannot make inputs for a struct \
+             argument yet (a sidecar or tests directory gives arrays and scalars only). Pass its fields as \
+             parameters instead (for a matrix: `float* {n}_elements, int {n}_width, int {n}_height`), then tune \
+             that kernel",
+            file.display(),
+            kernel.name,
+            p.name,
+            p.type_text,
+            n = p.name
+        )))
+    }
+
     /// A `TunableKernel` that compiles the unit: the kernel's name (qualified when it is in a namespace),
     /// the include directories, and `problem_size`; parameters, launch and tests are the caller's.
-    pub fn tunable_kernel(&self, problem_size: Vec<String>) -> TunableKernel {
+    pub fn tunable_code(&self, problem_size: Vec<String>) -> TunableKernel {
         let mut k = TunableKernel::new("", "", problem_size);
         self.compile_as(&mut k);
         k
@@ -185,7 +216,7 @@ mod tests {
     fn a_whole_program_compiles_as_its_kernels_unit_without_host_code() {
         let src =
             kernel_source(&repo("tests/corpus/wild/vector_add_program.cu"), None, &[]).unwrap();
-        let k = src.tunable_kernel(vec!["n".into()]);
+        let k = src.tunable_code(vec!["n".into()]);
         assert!(
             !k.source.contains("main(") && !k.source.contains("<<<"),
             "{}",
@@ -221,7 +252,7 @@ mod tests {
     #[test]
     fn a_namespaced_kernel_is_named_by_its_qualified_name() {
         let src = kernel_source(&repo("tests/corpus/wild/namespace_saxpy.cu"), None, &[]).unwrap();
-        let k = src.tunable_kernel(vec![]);
+        let k = src.tunable_code(vec![]);
         let e = k.name_expression(&crate::space::Config(vec![]));
         assert!(e.contains("::saxpy"), "{e}");
     }

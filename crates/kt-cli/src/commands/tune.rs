@@ -20,8 +20,7 @@ use kt_tuner::{TimingPolicy, export};
 
 use super::template_instances::from_instances;
 use super::kernel_input::{
-    LaunchFlags, all_configs, default_cache_dir, load_kernel, load_tests, parse_pairs,
-    parse_params, parse_sizes,
+    LaunchFlags, default_cache_dir, load_kernel, load_tests, parse_pairs, parse_params, parse_sizes,
 };
 
 #[derive(Debug, Args)]
@@ -175,7 +174,7 @@ pub fn run(args: TuneArgs) -> anyhow::Result<ExitCode> {
     });
     loaded.set_template_args(&params, &templates)?;
     loaded.size_arrays_per_configuration();
-    let configs = all_configs(&params, loaded.kernel.reference.as_slice());
+    let configs = kt_tuner::space::every_config(&params, loaded.kernel.reference.as_slice());
     loaded.kernel.params = params;
     loaded.kernel.restrictions = restrictions.into_iter().map(Restriction::Expr).collect();
     loaded.kernel.compiler_options = args.nvrtc_options.clone();

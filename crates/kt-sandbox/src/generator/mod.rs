@@ -7,8 +7,6 @@
 //! network, and only the working directory is writable.
 
 mod error;
-mod manifest;
-mod npy;
 mod spec;
 mod store;
 
@@ -18,7 +16,7 @@ use std::time::Duration;
 use serde::Deserialize;
 
 pub use error::GeneratorError;
-pub use manifest::{FORMAT, ManifestArg, TestManifest};
+pub use kt_record::tests_format::{FORMAT, ManifestArg, TestManifest};
 pub use spec::{ArgSpec, ElementType, GeneratorSpec, element_type};
 
 use crate::outcome::{Ending, Limit, Outcome};

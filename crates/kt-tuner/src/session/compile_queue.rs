@@ -7,7 +7,6 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::device_kernels;
-use crate::dtype::DType;
 use crate::error::TunerError;
 use crate::expr::Bindings;
 use crate::headers;
@@ -15,6 +14,7 @@ use crate::module_cache::{CompilePool, ModuleOutcome};
 use crate::nvrtc::{self, Program};
 use crate::session::setup::TunableKernel;
 use crate::space::Config;
+use kt_record::DType;
 
 /// A configuration handed to the pool: its ticket, its module key and the dynamic shared memory its
 /// launch asks for.

@@ -80,8 +80,8 @@ pub(crate) fn judge(test: &str, reruns: &[OutputReport]) -> Option<Verdict> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dtype::DType;
     use crate::verify::{Tolerance, compare_host};
+    use kt_record::DType;
 
     #[test]
     fn reruns_that_differ_name_the_first_differing_index() {

@@ -9,7 +9,6 @@ use std::time::Duration;
 
 use crate::args::{KernelTest, TestArg};
 use crate::device_kernels;
-use crate::dtype::DType;
 use crate::error::TunerError;
 use crate::module_cache::ModuleOutcome;
 use crate::outcome::Verdict;
@@ -21,6 +20,7 @@ use crate::worker::process::WorkerCommand;
 use crate::worker::protocol::{
     DeviceInfo, FunctionInfo, LaunchArg, Reply, Request, RunOutcome, RunRequest, RunStatus,
 };
+use kt_record::DType;
 
 /// The reference launch of a test (recomputes its expected values in a restarted worker).
 pub(crate) type ReferenceLaunch = RunRequest;

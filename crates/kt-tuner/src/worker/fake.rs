@@ -6,11 +6,11 @@
 
 use std::io::Write;
 
-use crate::dtype::DType;
 use crate::measure::TimingStats;
 use crate::worker::protocol::{
     DeviceInfo, FunctionInfo, OutputFile, RecordedOutput, Reply, Request, RunOutcome, RunStatus,
 };
+use kt_record::DType;
 
 pub struct Fake {
     mode: String,
@@ -86,7 +86,7 @@ impl Fake {
                 let mut recorded = Vec::new();
                 for f in files {
                     let n = f.shape.iter().product::<u64>();
-                    let mut bytes = crate::npy::header(DType::Float32, &f.shape);
+                    let mut bytes = kt_record::tests_format::npy::header(DType::Float32, &f.shape);
                     bytes.extend((0..n).flat_map(|i| (i as f32).to_le_bytes()));
                     if let Err(e) = std::fs::write(&f.path, bytes) {
                         return (

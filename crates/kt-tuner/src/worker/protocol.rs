@@ -7,10 +7,10 @@ use std::io::{Read, Write};
 use serde::{Deserialize, Serialize};
 
 use crate::args::KernelTest;
-use crate::dtype::DType;
 use crate::geometry::LaunchDims;
 use crate::measure::{Baseline, TimingPolicy, TimingStats};
 use crate::verify::OutputReport;
+use kt_record::DType;
 
 /// How a `LoadFailed` message starts when the module has no symbol for the kernel.
 pub const KERNEL_NOT_FOUND: &str = "kernel not found";

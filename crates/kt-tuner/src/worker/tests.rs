@@ -155,7 +155,7 @@ fn record_outputs_writes_the_named_files_and_reports_unwritten_elements() {
         r.never_written, 1,
         "the fake leaves its last element unwritten"
     );
-    let info = crate::npy::read_header(&path).unwrap();
+    let info = kt_record::tests_format::npy::read_header(&path).unwrap();
     assert_eq!(info.shape, vec![2, 3]);
     let bytes = std::fs::read(&path).unwrap();
     let values: Vec<f32> = bytes[info.data_offset as usize..]

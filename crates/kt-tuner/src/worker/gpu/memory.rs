@@ -14,8 +14,8 @@ use crate::args::{ArrayArg, ArraySource, Distribution, KernelTest};
 use crate::device_kernels::{
     self as dk, CMP_FIRST, CMP_MAX_ABS, CMP_MAX_REL, CMP_MISMATCHES, CMP_POISON, CMP_WORDS,
 };
-use crate::dtype::DType;
 use crate::verify::{Mismatch, OutputReport, Tolerance, poison_bits};
+use kt_record::DType;
 
 pub(super) type Ptr = sys::CUdeviceptr;
 
@@ -445,7 +445,8 @@ pub(super) fn write_npy_from_device(
     let io = |e: std::io::Error| format!("writing {}: {e}", path.display());
     let file = std::fs::File::create(path).map_err(io)?;
     let mut w = std::io::BufWriter::new(file);
-    w.write_all(&crate::npy::header(dtype, shape)).map_err(io)?;
+    w.write_all(&kt_record::tests_format::npy::header(dtype, shape))
+        .map_err(io)?;
     let data_bytes = shape.iter().product::<u64>() as usize * dtype.size();
     let mut buf = vec![0u8; CHUNK.min(bytes).min(data_bytes.max(1))];
     let mut done = 0usize;

@@ -3,135 +3,15 @@
 //! `report.md` with the accepted and rejected steps. The best kernel is always a verified one, or the
 //! original.
 
-use std::collections::BTreeMap;
 use std::path::Path;
 
-use serde::{Deserialize, Serialize};
-
-use super::backend::TuningBackend;
-use super::config_record::ConfigRecord;
-use super::state::{FinalTiming, Stage3State, StepStatus};
-use super::tunable_kernel::ORIGINAL_STEP;
 use crate::error::PipelineError;
-use crate::run_dir::{ResultFiles, RunDir, RunLlm, RunSettings, RunStatus, WaitingAnswer};
-
-/// One step in `result.json`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct StepSummary {
-    pub name: String,
-    pub accepted: bool,
-    pub status: StepStatus,
-    pub reason: String,
-    pub time_ms: Option<f64>,
-    /// 95 % interval of the step's speedup over the kernel before it (separate launches of both).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub speedup_ci95: Option<[f64; 2]>,
-    /// Explicit strategy: the model's answer to "is this step worth doing?" (null when it was not asked or gave
-    /// no usable answer; `worth_it_asked` tells the two apart).
-    #[serde(default)]
-    pub worth_it: Option<bool>,
-    #[serde(default)]
-    pub worth_it_asked: bool,
-}
-
-/// Wall time per stage, in seconds.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-pub struct WallTimes {
-    pub stage1: f64,
-    pub stage2: f64,
-    pub stage3: f64,
-    pub total: f64,
-}
-
-/// The schema version of `result.json` this crate writes.
-pub const RESULT_SCHEMA_VERSION: u32 = 2;
-
-/// What a finished run delivered.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ResultOutcome {
-    /// A transformed kernel, verified on every test, faster than the naive one.
-    Improved,
-    /// No step was accepted: the delivered kernel is the original.
-    NoImprovement,
-    /// The run finished without a verified kernel (the baseline never ran).
-    NotVerified,
-}
-
-/// `result.json` (schema_version 2, docs/run-format.md).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RunResult {
-    pub schema_version: u32,
-    pub run_id: String,
-    pub kernel: String,
-    pub kernel_file: String,
-    pub strategy: String,
-    pub settings: RunSettings,
-    pub llm: RunLlm,
-    pub status: RunStatus,
-    /// The delivered kernel (best.cu at best_params) is a transformed kernel verified on every test. False
-    /// when the original is kept: then nothing new was delivered, and `outcome` says `no_improvement`.
-    pub correct: bool,
-    /// `improved`, `no_improvement` or `not_verified` for a finished run; null otherwise.
-    #[serde(default)]
-    pub outcome: Option<ResultOutcome>,
-    /// Sums of per-test medians over every test (the tuning objective); `time_basis` says over how many.
-    pub naive_time_ms: Option<f64>,
-    pub best_time_ms: Option<f64>,
-    #[serde(default)]
-    pub time_basis: Option<String>,
-    /// naive_time_ms / best_time_ms.
-    pub speedup: Option<f64>,
-    /// 95 % interval of the final timing's speedup on one test (`final_timing.speedup`, separate launches). It
-    /// belongs to that test's speedup, which can differ from `speedup` (the objective summed over every test).
-    #[serde(default)]
-    pub speedup_ci95: Option<[f64; 2]>,
-    /// The thesis's gain (t_naive − t_best) / t_naive, as a fraction (0.82 for a 5.49× speedup).
-    #[serde(default)]
-    pub gain: Option<f64>,
-    /// Separate launches of the naive and the best kernel on one test at the end of the run.
-    #[serde(default)]
-    pub final_timing: Option<FinalTiming>,
-    pub best_params: BTreeMap<String, i64>,
-    pub percent_of_peak: Option<f64>,
-    /// Achieved GFLOP/s of the naive and the best kernel on the first test, when the FLOP count is known
-    /// (an addition to RUN_FORMAT.md's fields; times above are summed over every test).
-    #[serde(default)]
-    pub naive_gflops: Option<f64>,
-    #[serde(default)]
-    pub best_gflops: Option<f64>,
-    pub steps: Vec<StepSummary>,
-    /// Stage 2's warnings about the tests (e.g. a size that is a multiple of 32 in every test).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub test_warnings: Vec<String>,
-    pub tokens_in: u64,
-    pub tokens_out: u64,
-    pub cost_usd: Option<f64>,
-    pub wall_time_s: WallTimes,
-    pub error: Option<String>,
-    /// `b<N>` when these are the results of a branch other than the main one (`kt resume` after `kt replay`
-    /// or `kt fork`), written under `branches/b<N>/`; absent for the main branch.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub branch: Option<String>,
-    /// The manual provider's question the run is paused at (`kt resume RUN --answer FILE` answers it).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub waiting_for: Option<WaitingAnswer>,
-    /// The GPU the kernels ran on (run.json's `gpu`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub gpu: Option<crate::gpu_record::GpuRecord>,
-    /// The sandbox protections generated programs ran under (run.json's `sandbox`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sandbox: Option<kt_sandbox::Protections>,
-    /// `best_program.cu` when the input was a whole program and the best kernel was put back into a copy of it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub best_program: Option<String>,
-    /// Nsight Compute profiles of the naive kernel and each accepted step's kernel, with their cost.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub profiles: Option<super::profiling::RunProfiles>,
-    /// The device's roofline with the naive and the best kernel on it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub roofline: Option<super::profiling::RunRoofline>,
-}
+use crate::run_dir::{ResultFiles, RunDir, RunStatus, WaitingAnswer};
+use crate::stage3::TuningBackend;
+use crate::stage3::config_record::{self, ConfigRecord};
+use crate::stage3::tunable_code::ORIGINAL_STEP;
+use crate::stage3::{Stage3State, StepStatus};
+pub use kt_record::{RESULT_SCHEMA_VERSION, ResultOutcome, RunResult, StepSummary, WallTimes};
 
 /// Token and cost totals of a run, read from its `llm.jsonl` (every call of every stage, resumed runs included).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -201,7 +81,7 @@ fn best_cu_text(state: &Stage3State, configs: Option<&ConfigRecord>) -> Option<S
             tried.join(", ")
         ));
     }
-    for line in ConfigRecord::header_lines(configs, &best.kernel) {
+    for line in config_record::header_lines(configs, &best.kernel) {
         head.push_str(&line);
         head.push('\n');
     }
@@ -276,8 +156,8 @@ pub fn build_result(
                     reason: r.reason.clone(),
                     time_ms: r.time_ms,
                     speedup_ci95: r.speedup_ci95,
-                    worth_it: super::run_record::worth_it_answer(s, r).flatten(),
-                    worth_it_asked: super::run_record::worth_it_answer(s, r).is_some(),
+                    worth_it: s.worth_it_answer(r).flatten(),
+                    worth_it_asked: s.worth_it_answer(r).is_some(),
                 })
                 .collect()
         })
@@ -325,10 +205,15 @@ pub fn build_result(
         tokens_in: totals.tokens_in,
         tokens_out: totals.tokens_out,
         cost_usd: totals.cost_usd,
-        profiles: state.and_then(|s| super::profiling::run_profiles(s, wall.total)),
-        roofline: state.and_then(super::profiling::run_roofline),
+        profiles: state
+            .and_then(|s| crate::stage3::run_profiles(s, wall.total))
+            .and_then(|p| serde_json::to_value(p).ok()),
+        roofline: state
+            .and_then(crate::stage3::run_roofline)
+            .and_then(|r| serde_json::to_value(r).ok()),
         wall_time_s: wall,
         error,
+        needs_gpu: false,
         branch: None,
         waiting_for: None,
         gpu: meta.gpu,
@@ -510,7 +395,12 @@ pub fn report_markdown(result: &RunResult, state: Option<&Stage3State>) -> Strin
             .candidates
             .iter()
             .flat_map(|c| c.feedback.iter().chain(c.failure.iter()))
-            .map(|f| format!("- {}", super::feedback::cut(f, 400).replace('\n', " ")))
+            .map(|f| {
+                format!(
+                    "- {}",
+                    crate::stage3::feedback::cut(f, 400).replace('\n', " ")
+                )
+            })
             .collect();
         if !failed.is_empty() {
             md.push_str("\n## Failed attempts (what the LLM was told)\n\n");
@@ -532,20 +422,33 @@ pub fn write_result(
     wall: WallTimes,
     error: Option<String>,
 ) -> Result<RunResult, PipelineError> {
-    write_result_waiting(dir, out, state, backend, status, wall, error, None)
+    let ending = Ending {
+        error,
+        ..Ending::default()
+    };
+    write_result_ending(dir, out, state, backend, status, wall, ending)
 }
 
-/// [`write_result`] of a run paused at a manual provider's question (`waiting`).
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn write_result_waiting(
+/// How a run that did not finish ended, as result.json says it.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Ending {
+    /// In words.
+    pub error: Option<String>,
+    /// It stopped where it needs a CUDA GPU it could not get.
+    pub needs_gpu: bool,
+    /// The manual provider's question it is paused at.
+    pub waiting: Option<WaitingAnswer>,
+}
+
+/// [`write_result`] of a run that ended as `ending` says (paused at a question, stopped for a GPU).
+pub(crate) fn write_result_ending(
     dir: &RunDir,
     out: &ResultFiles,
     state: Option<&Stage3State>,
     backend: Option<&dyn TuningBackend>,
     status: RunStatus,
     wall: WallTimes,
-    error: Option<String>,
-    waiting: Option<WaitingAnswer>,
+    ending: Ending,
 ) -> Result<RunResult, PipelineError> {
     let write = |path: &Path, text: &str| {
         std::fs::write(path, text).map_err(|e| PipelineError::io("writing", path, e))
@@ -582,9 +485,10 @@ pub(crate) fn write_result_waiting(
             }
         }
     }
-    let mut result = build_result(dir, state, status, wall, error)?;
+    let mut result = build_result(dir, state, status, wall, ending.error)?;
     result.branch = out.branch().map(str::to_string);
-    result.waiting_for = waiting;
+    result.waiting_for = ending.waiting;
+    result.needs_gpu = ending.needs_gpu;
     result.best_program = best_program;
     let json = serde_json::to_string_pretty(&result).map_err(|e| PipelineError::BadFile {
         path: out.result_json(),
@@ -601,13 +505,13 @@ pub(crate) fn write_result_waiting(
 mod tests {
     use super::*;
     use crate::run_dir::{NewRun, RunLlm, RunSettings};
-    use crate::stage3::{KernelVersion, Reference, StepRecord, TunableKernel, TunableParameter};
+    use crate::stage3::{KernelVersion, Reference, StepRecord, TunableCode, TunableParameter};
 
     #[test]
     fn result_files_hold_the_best_verified_kernel_its_params_and_every_step() {
         let tmp = tempfile::tempdir().unwrap();
         let run = run_dir(tmp.path());
-        let kernel = TunableKernel {
+        let kernel = TunableCode {
             code: "extern \"C\" __global__ void k(float* a, int n) { /* tiled */ }\n".into(),
             parameters: vec![TunableParameter {
                 name: "block_size_x".into(),
@@ -706,7 +610,7 @@ mod tests {
 
     fn version(step: &str, time_ms: f64) -> KernelVersion {
         KernelVersion {
-            kernel: TunableKernel {
+            kernel: TunableCode {
                 code: "__global__ void k(float* a, int n) {}\n".into(),
                 parameters: vec![],
                 restrictions: vec![],

@@ -3,9 +3,9 @@
 //! best kernel put back in (kt-cuda's `splice_kernel_into_file`); the host code is as the user wrote it. The
 //! user's file itself is never changed.
 
-use super::tunable_kernel::KernelVersion;
 use crate::error::PipelineError;
 use crate::run_dir::RunDir;
+use crate::stage3::KernelVersion;
 
 /// The program with `best` in place of kernel `kernel`, its tuned values defined at the top; None when the run's
 /// input was the kernel's unit already (no `unit.cu`).
@@ -34,7 +34,7 @@ fn header(best: &KernelVersion, kernel: &str, file: &str) -> String {
         best.step
     );
     if !best.best_params.is_empty() {
-        let block: Vec<String> = super::tunable_kernel::BLOCK_SIZE_NAMES
+        let block: Vec<String> = crate::stage3::BLOCK_SIZE_NAMES
             .iter()
             .map(|n| {
                 best.best_params
@@ -90,7 +90,7 @@ mod tests {
 
     fn best() -> KernelVersion {
         KernelVersion {
-            kernel: crate::stage3::TunableKernel {
+            kernel: crate::stage3::TunableCode {
                 code: "__device__ float twice(float x) { return x + x; }\n\
                        __global__ void scale(float* a, int n) {\n    int i = blockIdx.x * block_size_x + threadIdx.x;\n    \
                        if (i < n) a[i] = twice(a[i]);\n}\n"

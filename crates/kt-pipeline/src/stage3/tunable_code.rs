@@ -1,17 +1,18 @@
-//! [`TunableKernel`]: a kernel version as the tuner sees it (source, parameters, restrictions, launch
-//! geometry), and [`KernelVersion`]: one that was verified and timed.
+//! [`TunableCode`]: a kernel version's code with its search space and launch geometry, as the LLM's rewrite
+//! gives it (kt-tuner's `TunableKernel` is what it becomes once the problem it runs on is added), and
+//! [`KernelVersion`]: one that was verified and timed.
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
 use super::answers::{GridDivisors, TunableParameter};
-use crate::KernelInfo;
+use crate::kernel_info::KernelInfo;
 
 /// A kernel source with its search space and launch geometry (Kernel Tuner's conventions: parameters become
 /// `#define`s, the block is `block_size_x/y/z`, the grid is ceil(problem size / product of the divisors)).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct TunableKernel {
+pub struct TunableCode {
     pub code: String,
     pub parameters: Vec<TunableParameter>,
     /// Boolean expressions over parameter names that every configuration must meet.
@@ -25,7 +26,7 @@ pub struct TunableKernel {
 /// The launch-geometry names kt defines for every configuration, whether or not they are tuned.
 pub const BLOCK_SIZE_NAMES: [&str; 3] = ["block_size_x", "block_size_y", "block_size_z"];
 
-impl TunableKernel {
+impl TunableCode {
     /// The user's kernel as given, launched the way the naive code expects: its default block as single-valued
     /// block-size parameters, so that "tuning" it measures exactly the default launch.
     pub fn original(code: &str, info: &KernelInfo) -> Self {
@@ -89,7 +90,7 @@ pub(crate) const ORIGINAL_STEP: &str = "original";
 /// A kernel that was verified on every test and timed at its best configuration.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct KernelVersion {
-    pub kernel: TunableKernel,
+    pub kernel: TunableCode,
     /// Median time of the best configuration, in milliseconds.
     pub time_ms: f64,
     /// The measured spread of that time (ms): a gain smaller than this is not a gain.
@@ -108,11 +109,11 @@ pub struct KernelVersion {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use crate::stage3::recorded_run::matmul_info;
+    use crate::job::recorded_run::matmul_info;
 
     #[test]
     fn original_kernel_is_launched_with_its_default_block_and_nothing_else() {
-        let k = TunableKernel::original("code", &matmul_info());
+        let k = TunableCode::original("code", &matmul_info());
         assert_eq!(k.space_size(), 1);
         assert_eq!(k.parameter_names(), ["block_size_x", "block_size_y"]);
         assert_eq!(k.parameters[1].values, vec![16]);
@@ -121,7 +122,7 @@ mod tests {
 
     #[test]
     fn unset_grid_divisors_keep_the_block_size_default() {
-        let d = TunableKernel::divisors_from(&GridDivisors {
+        let d = TunableCode::divisors_from(&GridDivisors {
             x: Some(vec!["block_size_x".into(), "tile_size_x".into()]),
             y: None,
             z: None,

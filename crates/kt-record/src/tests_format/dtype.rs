@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::TunerError;
+use crate::error::RecordError;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -73,7 +73,7 @@ impl DType {
     }
 
     /// A numpy name, optionally with a struct lane suffix (`float32x3` is a float3). Returns (dtype, lanes).
-    pub fn parse_numpy(name: &str) -> Result<(DType, u32), TunerError> {
+    pub fn parse_numpy(name: &str) -> Result<(DType, u32), RecordError> {
         let (base, lanes) = match name.rsplit_once('x') {
             Some((b, l)) if !l.is_empty() && l.chars().all(|c| c.is_ascii_digit()) => {
                 (b, l.parse::<u32>().unwrap_or(1))
@@ -94,7 +94,7 @@ impl DType {
             "uint32" => DType::Uint32,
             "uint64" => DType::Uint64,
             _ => {
-                return Err(TunerError::Arguments(format!(
+                return Err(RecordError::Dtype(format!(
                     "unknown dtype `{name}` (use numpy names such as float32, int32, uint8, or float32x3 for a float3)"
                 )));
             }
@@ -198,9 +198,9 @@ impl DType {
 
     /// Encodes a scalar value as the little-endian bytes the kernel parameter expects; a value that does not
     /// fit the type (3.5 for an int, 300 for a uint8, -1 for a size_t) is an error, never silently wrapped.
-    pub fn encode_scalar(self, name: &str, value: f64) -> Result<Vec<u8>, TunerError> {
+    pub fn encode_scalar(self, name: &str, value: f64) -> Result<Vec<u8>, RecordError> {
         let bad = || {
-            TunerError::Arguments(format!(
+            RecordError::Dtype(format!(
                 "scalar `{name}` = {value} does not fit its type {}",
                 self.numpy_name()
             ))

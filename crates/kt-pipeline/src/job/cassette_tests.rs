@@ -13,8 +13,9 @@ use kt_llm::{LlmClient, LlmConfig, Recorder, StructuredMode, read_records};
 
 use super::*;
 use crate::PromptLibrary;
-use crate::prepare::{KernelSource, Stage1Source, TestgenSettings, understand};
+use crate::prepare::{KernelInput, Stage1Source, TestgenSettings, understand};
 use crate::run_dir::{NewRun, RunDir, RunLlm, RunSettings, RunStatus};
+use crate::stage3::*;
 use crate::strategy::{StrategyOverrides, load_strategy};
 
 fn root() -> PathBuf {
@@ -101,7 +102,7 @@ fn new_run(base: &Path) -> RunDir {
 /// A run directory that has Stage 1's result and an (empty) tests directory: enough for Stage 3 on the fake GPU.
 fn stage3_only_run(base: &Path, info: &crate::KernelInfo) -> RunDir {
     let run = new_run(base);
-    run.save_kernel_info(info).unwrap();
+    info.save(&run).unwrap();
     std::fs::create_dir_all(run.tests_dir()).unwrap();
     run
 }
@@ -141,7 +142,7 @@ async fn record_demo_cassette() {
     // Branch "all accepted": the whole pipeline, as `kt transform` runs it.
     let run = new_run(&tmp.path().join("runs"));
     let llm = client(&spec, &run.llm_jsonl());
-    let source = KernelSource::read(&kernel_file(), None).unwrap();
+    let source = KernelInput::read(&kernel_file(), None).unwrap();
     let stage1 = Stage1Source::Llm {
         llm: llm.clone(),
         prompts: prompts.clone(),
@@ -173,7 +174,7 @@ async fn record_demo_cassette() {
     .await
     .unwrap();
     assert_eq!(statuses(&outcome), expected_statuses(all));
-    let info = run.load_kernel_info().unwrap();
+    let info = crate::KernelInfo::load(&run).unwrap();
     let mut logs = vec![run.llm_jsonl()];
 
     // Every other branch: Stage 3 again from the same Stage 1 result.
@@ -221,7 +222,7 @@ async fn replays_stage_3_for_every_acceptance_outcome() {
     let prompts = Arc::new(PromptLibrary::locate(Some(&root().join("prompts"))).unwrap());
     let spec = format!("replay:{}", cassette().display());
     // Stage 1 from the cassette (it needs no GPU and no python).
-    let source = KernelSource::read(&kernel_file(), None).unwrap();
+    let source = KernelInput::read(&kernel_file(), None).unwrap();
     let stage1 = Stage1Source::Llm {
         llm: client(&spec, &tmp.path().join("stage1.jsonl")),
         prompts: prompts.clone(),

@@ -14,8 +14,9 @@ use kt_llm::{LlmClient, ScriptedProvider, StructuredMode};
 use super::recorded_run::{MATMUL, matmul_info, recorded_run_answers, repo_root, write_script};
 use super::*;
 use crate::gpu_record::GpuRecord;
-use crate::prepare::{KernelSource, save_unit};
+use crate::prepare::{KernelInput, save_unit};
 use crate::run_dir::RunStatus;
+use crate::stage3::*;
 use crate::strategy::{StrategyOverrides, load_strategy};
 use crate::{NewRun, PromptLibrary, RunDir, RunLlm, RunSettings};
 
@@ -55,7 +56,7 @@ async fn a_whole_program_is_tuned_as_its_kernels_unit_and_delivered_back_into_a_
     let tmp = tempfile::tempdir().unwrap();
     let file = tmp.path().join("matmul_program.cu");
     std::fs::write(&file, program()).unwrap();
-    let source = KernelSource::read(&file, None).unwrap();
+    let source = KernelInput::read(&file, None).unwrap();
     assert!(source.program.is_some());
     let run = RunDir::create(
         &tmp.path().join("runs"),
@@ -75,7 +76,7 @@ async fn a_whole_program_is_tuned_as_its_kernels_unit_and_delivered_back_into_a_
     .unwrap();
     // What prepare() leaves for Stage 3 (Stages 1-2 need an LLM and python).
     save_unit(&run, &source).unwrap();
-    run.save_kernel_info(&matmul_info()).unwrap();
+    matmul_info().save(&run).unwrap();
     std::fs::create_dir_all(run.tests_dir()).unwrap();
     let script = tmp.path().join("answers.json");
     // The recorded run's rewrites, their fake-GPU marker inside the kernel's body (a rewrite of the kernel).
@@ -142,7 +143,7 @@ struct Reporting;
 
 #[async_trait]
 impl TuningBackend for Reporting {
-    async fn reference(&self, _: &TunableKernel) -> Result<Reference, BackendError> {
+    async fn reference(&self, _: &TunableCode) -> Result<Reference, BackendError> {
         Err(BackendError::Failed {
             detail: "unused".into(),
         })
@@ -150,7 +151,7 @@ impl TuningBackend for Reporting {
     async fn evaluate(
         &self,
         _: &str,
-        _: &TunableKernel,
+        _: &TunableCode,
         _: &dyn TuningProgress,
     ) -> Result<Outcome, BackendError> {
         Err(BackendError::Failed {
@@ -159,15 +160,15 @@ impl TuningBackend for Reporting {
     }
     async fn time_pair(
         &self,
-        _: (&TunableKernel, &BTreeMap<String, i64>),
-        _: (&TunableKernel, &BTreeMap<String, i64>),
+        _: (&TunableCode, &BTreeMap<String, i64>),
+        _: (&TunableCode, &BTreeMap<String, i64>),
         _: u32,
     ) -> Result<PairTimes, BackendError> {
         Err(BackendError::Failed {
             detail: "unused".into(),
         })
     }
-    fn configurations(&self, _: &TunableKernel) -> Option<ConfigRecord> {
+    fn configurations(&self, _: &TunableCode) -> Option<ConfigRecord> {
         Some(ConfigRecord {
             verified_values: [("block_size_x".to_string(), vec![64])].into(),
             failed: vec![FailedConfiguration {
@@ -214,7 +215,7 @@ fn the_record_names_the_gpu_the_sandbox_and_the_failed_configurations() {
         ..kt_sandbox::Protections::default()
     };
     run.record_sandbox(protections).unwrap();
-    let kernel = TunableKernel {
+    let kernel = TunableCode {
         code: MATMUL.into(),
         parameters: vec![TunableParameter {
             name: "block_size_x".into(),

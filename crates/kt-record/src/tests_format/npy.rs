@@ -1,49 +1,62 @@
-//! Just enough of the .npy format to hand a file to the worker: dtype, shape and the byte offset where the
-//! data starts, so the worker reads the array straight from disk (never through the protocol pipe); and the
-//! header of a version 1.0 file, so the worker can stream an output from the GPU to disk in chunks.
+//! Just enough of the .npy format for the tests format: a file's dtype, shape and the byte offset where the
+//! data starts (the generator's output is checked against it; the tuner's worker reads the array straight
+//! from disk, never through its protocol pipe), and the header of a version 1.0 file (the worker streams an
+//! output from the GPU to disk in chunks).
 
 use std::io::Read;
 use std::path::Path;
 
-use crate::dtype::DType;
-use crate::error::TunerError;
+use super::dtype::DType;
+use crate::error::RecordError;
 
+/// Longest header kt reads: the generator that wrote the file is untrusted.
+const MAX_HEADER_BYTES: u64 = 1 << 20;
+
+/// A C-ordered .npy file of a numeric dtype.
 #[derive(Debug, Clone, PartialEq)]
-pub struct NpyInfo {
+pub struct NpyHeader {
     pub dtype: DType,
     pub shape: Vec<u64>,
     pub data_offset: u64,
 }
 
-impl NpyInfo {
+impl NpyHeader {
     pub fn elements(&self) -> u64 {
         self.shape.iter().product()
     }
 }
 
-pub fn read_header(path: &Path) -> Result<NpyInfo, TunerError> {
-    let mut f = std::fs::File::open(path).map_err(|e| TunerError::io(path, e))?;
+/// The header of the .npy file at `path`; a Fortran-ordered, structured or big-endian array is refused with
+/// what to do.
+pub fn read_header(path: &Path) -> Result<NpyHeader, RecordError> {
+    let mut f = std::fs::File::open(path).map_err(|e| RecordError::npy(path, e))?;
     let mut prefix = [0u8; 12];
     f.read_exact(&mut prefix[..10])
-        .map_err(|e| TunerError::io(path, e))?;
+        .map_err(|e| RecordError::npy(path, e))?;
     if &prefix[..6] != b"\x93NUMPY" {
-        return Err(TunerError::io(path, "not a .npy file (bad magic)"));
+        return Err(RecordError::npy(path, "not a .npy file (bad magic)"));
     }
     let (header_len, start) = if prefix[6] == 1 {
         (u16::from_le_bytes([prefix[8], prefix[9]]) as u64, 10u64)
     } else {
         f.read_exact(&mut prefix[10..12])
-            .map_err(|e| TunerError::io(path, e))?;
+            .map_err(|e| RecordError::npy(path, e))?;
         (
             u32::from_le_bytes([prefix[8], prefix[9], prefix[10], prefix[11]]) as u64,
             12u64,
         )
     };
-    let f = std::fs::File::open(path).map_err(|e| TunerError::io(path, e))?;
+    if header_len > MAX_HEADER_BYTES {
+        return Err(RecordError::npy(
+            path,
+            format!("implausible header length {header_len}"),
+        ));
+    }
+    let f = std::fs::File::open(path).map_err(|e| RecordError::npy(path, e))?;
     let npy =
-        npyz::NpyFile::new(std::io::BufReader::new(f)).map_err(|e| TunerError::io(path, e))?;
+        npyz::NpyFile::new(std::io::BufReader::new(f)).map_err(|e| RecordError::npy(path, e))?;
     if npy.order() != npyz::Order::C {
-        return Err(TunerError::io(
+        return Err(RecordError::npy(
             path,
             "Fortran-ordered array: save it C-contiguous (np.ascontiguousarray)",
         ));
@@ -51,7 +64,7 @@ pub fn read_header(path: &Path) -> Result<NpyInfo, TunerError> {
     let descr = match npy.dtype() {
         npyz::DType::Plain(t) => t.to_string(),
         other => {
-            return Err(TunerError::io(
+            return Err(RecordError::npy(
                 path,
                 format!(
                     "structured dtype {other:?} is not supported: store structs as a plain array with a lane dimension"
@@ -60,12 +73,12 @@ pub fn read_header(path: &Path) -> Result<NpyInfo, TunerError> {
         }
     };
     let dtype = DType::from_npy_descr(&descr).ok_or_else(|| {
-        TunerError::io(
+        RecordError::npy(
             path,
             format!("dtype {descr} is not supported (little-endian numeric only)"),
         )
     })?;
-    Ok(NpyInfo {
+    Ok(NpyHeader {
         dtype,
         shape: npy.shape().to_vec(),
         data_offset: start + header_len,
@@ -102,11 +115,12 @@ fn header_with_descr(descr: &str, shape: &[u64]) -> Vec<u8> {
     bytes
 }
 
-#[cfg(test)]
-pub(crate) fn write_npy(path: &Path, descr: &str, shape: &[u64], data: &[u8]) {
+/// Writes a .npy file (tests of the crates that read the tests format).
+#[doc(hidden)]
+pub fn write_npy(path: &Path, descr: &str, shape: &[u64], data: &[u8]) -> std::io::Result<()> {
     let mut bytes = header_with_descr(descr, shape);
     bytes.extend(data);
-    std::fs::write(path, bytes).unwrap();
+    std::fs::write(path, bytes)
 }
 
 #[cfg(test)]
@@ -121,7 +135,7 @@ mod tests {
             .iter()
             .flat_map(|v| v.to_le_bytes())
             .collect();
-        write_npy(&p, "<f4", &[2, 3], &data);
+        write_npy(&p, "<f4", &[2, 3], &data).unwrap();
         let info = read_header(&p).unwrap();
         assert_eq!(info.dtype, DType::Float32);
         assert_eq!(info.shape, vec![2, 3]);
@@ -144,5 +158,33 @@ mod tests {
                 assert_eq!((info.dtype, info.shape), (dtype, shape));
             }
         }
+    }
+
+    #[test]
+    fn a_numpy_v1_header_is_parsed() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.npy");
+        let dict = "{'descr': '<f4', 'fortran_order': False, 'shape': (100, 3), }";
+        let mut header = dict.to_string();
+        while !(10 + header.len() + 1).is_multiple_of(64) {
+            header.push(' ');
+        }
+        header.push('\n');
+        let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
+        bytes.extend_from_slice(&(header.len() as u16).to_le_bytes());
+        bytes.extend_from_slice(header.as_bytes());
+        bytes.extend_from_slice(&[0u8; 1200]);
+        std::fs::write(&path, &bytes).unwrap();
+        let h = read_header(&path).unwrap();
+        let offset = 10 + header.len() as u64;
+        assert_eq!(offset % 64, 0);
+        assert_eq!(
+            h,
+            NpyHeader {
+                dtype: DType::Float32,
+                shape: vec![100, 3],
+                data_offset: offset
+            }
+        );
     }
 }

@@ -15,7 +15,8 @@ use kt_graph::CancelToken;
 use kt_llm::{LlmClient, Recorder, ScriptedProvider, StructuredMode};
 use serde_json::json;
 
-use super::{FakeBackend, NoProgress, Stage3Settings, TuningBackend};
+use super::Stage3Settings;
+use crate::stage3::{FakeBackend, NoProgress, TuningBackend};
 use crate::strategy::{StrategyOverrides, load_strategy};
 use crate::{KernelInfo, NewRun, ProblemDimension, PromptLibrary, RunDir, RunLlm, RunSettings};
 
@@ -150,7 +151,7 @@ pub async fn record_matmul_run(runs_dir: &Path) -> RunDir {
         },
     )
     .unwrap();
-    run.save_kernel_info(&matmul_info()).unwrap();
+    matmul_info().save(&run).unwrap();
     std::fs::create_dir_all(run.tests_dir()).unwrap();
     let script = runs_dir.join("answers.json");
     write_script(&script, &recorded_run_answers());

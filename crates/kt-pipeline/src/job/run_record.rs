@@ -1,17 +1,16 @@
 //! Parts of a run's record that come from outside Stage 3's graph: the GPU and the sandbox the run ran with
-//! (report lines), the program the best kernel is put back into (`best_program.cu`), and the explicit
-//! strategy's necessity answers per step.
+//! (report lines) and the program the best kernel is put back into (`best_program.cu`).
 
 use super::best_program::best_program_text;
-use super::state::{Stage3State, StepRecord};
 use crate::error::PipelineError;
 use crate::run_dir::{ResultFiles, RunDir};
+use crate::stage3::Stage3State;
 
 /// The report's lines on the delivered program, the GPU and the generator sandbox (nothing for what is not
 /// recorded).
 pub fn environment_markdown(
     best_program: Option<&str>,
-    gpu: Option<&crate::gpu_record::GpuRecord>,
+    gpu: Option<&kt_record::GpuRecord>,
     sandbox: Option<&kt_sandbox::Protections>,
 ) -> String {
     let mut md = String::new();
@@ -69,16 +68,4 @@ pub(crate) fn write_best_program(
             Ok(None)
         }
     }
-}
-
-/// The necessity answer recorded for a step: None when it was not asked, Some(None) when it was asked and gave no
-/// usable answer, Some(Some(yes)) otherwise.
-pub(crate) fn worth_it_answer(state: &Stage3State, step: &StepRecord) -> Option<Option<bool>> {
-    let id = step.id.as_ref()?;
-    state
-        .worth_it_answers
-        .iter()
-        .rev()
-        .find(|a| &a.step_id == id)
-        .map(|a| a.worth_it)
 }
