@@ -24,6 +24,7 @@
 pub mod arg_map;
 pub mod args;
 pub mod cache;
+pub mod compile_check;
 pub mod cuda_probe;
 pub mod default_tests;
 pub mod derived;
@@ -39,7 +40,7 @@ pub mod headers;
 pub mod kernel_file;
 pub mod measure;
 pub mod module_cache;
-
+pub mod nvcc;
 pub mod nvrtc;
 pub mod outcome;
 pub mod sanitize;

@@ -32,6 +32,7 @@ use crate::nvrtc;
 use crate::space::Config;
 use crate::worker::protocol::DeviceInfo;
 use compile_queue::CompileQueue;
+pub use compile_queue::kernel_program;
 use engine::Engine;
 use worker_link::WorkerLink;
 

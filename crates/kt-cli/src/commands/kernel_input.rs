@@ -123,6 +123,8 @@ pub(crate) struct Loaded {
     pub host_code_left_out: Vec<String>,
     /// One line for the user when host code was left out.
     pub host_code_note: Option<String>,
+    /// The template argument lists the file's own host code launches the kernel with.
+    pub instantiations: Vec<Vec<String>>,
 }
 
 /// Which sidecar describes a kernel.
@@ -170,6 +172,7 @@ pub(crate) fn load_kernel_with(
             dims: 0,
             host_code_left_out: host_names(&source),
             host_code_note: source.host_code_note(),
+            instantiations: kt_cuda::host_instantiations(&kernel_file.file.combined, &source.kernel.name),
             parsed: source.kernel,
             sidecar: None,
         });
@@ -187,6 +190,7 @@ pub(crate) fn load_kernel_with(
         dims: sc.problem_size.len(),
         host_code_left_out: host_names(&source),
         host_code_note: source.host_code_note(),
+        instantiations: kt_cuda::host_instantiations(&kernel_file.file.combined, &source.kernel.name),
         parsed: source.kernel,
         sidecar: Some(path),
     })

@@ -14,6 +14,7 @@ pub mod profile_launch;
 pub mod replay;
 pub mod resume;
 pub mod runs;
+mod template_instances;
 pub mod selftest;
 pub mod studio;
 pub mod testgen;

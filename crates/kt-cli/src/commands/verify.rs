@@ -180,6 +180,7 @@ fn load_candidate(args: &VerifyArgs, reference: &Loaded) -> anyhow::Result<(Load
                 sidecar: None,
                 host_code_left_out: k.host_code_left_out,
                 host_code_note: k.host_code_note,
+                instantiations: k.instantiations,
             };
             c.kernel.source = k.kernel.source;
             c.kernel.kernel_name = k.kernel.kernel_name;

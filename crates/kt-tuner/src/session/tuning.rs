@@ -199,6 +199,10 @@ pub(crate) fn tune(
     } else {
         fastest(&measurements).cloned()
     };
+    let best = match best {
+        None if options.verify => default_as_best(e, kernel, &plan, tests, &reference)?,
+        best => best,
+    };
     phases.total_ms = start.elapsed().as_secs_f64() * 1e3;
 
     let mut result = TuneResult {
@@ -304,6 +308,27 @@ fn retime(m: &mut Measurement, stats: crate::measure::TimingStats) {
     }
     m.objective = Some(m.per_test_ms.iter().sum());
     m.timing = Some(stats);
+}
+
+/// When no configuration of the space verified (a kernel that works at one launch only: a fixed block in
+/// `__launch_bounds__`, in tile arithmetic or in a macro), the default launch is the verified result —
+/// if its reruns agree. A default that fails is still a failure.
+fn default_as_best(
+    e: &mut Engine,
+    kernel: &TunableKernel,
+    plan: &Plan,
+    tests: &[KernelTest],
+    reference: &Measurement,
+) -> Result<Option<Measurement>, TunerError> {
+    if !reference.verdict.is_ok() || !reference.objective_ms().is_some_and(f64::is_finite) {
+        return Ok(None);
+    }
+    let verdict = determinism::check(e, kernel, &plan.reference, tests, plan.grid_defines)?;
+    if !verdict.is_ok() {
+        tracing::warn!(config = %plan.reference, "the default launch: {}", verdict.reason());
+        return Ok(None);
+    }
+    Ok(Some(reference.clone()))
 }
 
 /// The results cache of this kernel, device, tests and timing policy, when the options name one (or a
