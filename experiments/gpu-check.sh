@@ -7,9 +7,13 @@
 # #[ignore = "needs a GPU"] run; tests about machines *without* a GPU are skipped by name; 7. every corpus kernel
 # tuned and verified (experiments/corpus-check/run.py: the suite as people write it, the wild corpus, real programs
 # version against version, the wrong-but-plausible kernels and their verdicts); 8. twelve realistic answer styles
-# through `kt debug node` on the demo run (experiments/answer-styles/run.sh).
-# PARTS=doctor,selftest,testgen,demo,smoke,tests,corpus,styles (default: all) picks steps, for calls that must
-# stay under a time limit.
+# through `kt debug node` on the demo run (experiments/answer-styles/run.sh); 9. the reward-hack corpus
+# (tests/corpus/verify/attacks, issue 29): every attack five times through kt verify or kt tune, a table of
+# expected against got verdicts, flaky ones marked (experiments/corpus-check/run.py --parts attacks);
+# 10. the real-world benchmark (experiments/real-world/run.py run: kernels of public repositories, from the
+# carried .realworld/ folder).
+# PARTS=doctor,selftest,testgen,demo,smoke,tests,corpus,styles,attacks,realworld (default: all) picks steps, for
+# calls that must stay under a time limit (SHARD=K/N runs a part of the real-world kernels).
 # Each step prints its own output; the script goes on past a failing step and ends with `N passed, N failed`.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
@@ -24,7 +28,7 @@ step() {
   if "$@"; then passed=$((passed + 1)); echo "--- $name ok ($((SECONDS - t0)) s)"
   else failed=$((failed + 1)); echo "--- $name FAILED ($((SECONDS - t0)) s)"; fi
 }
-parts=${PARTS:-doctor,selftest,testgen,demo,smoke,tests,corpus,styles}
+parts=${PARTS:-doctor,selftest,testgen,demo,smoke,tests,corpus,styles,attacks,realworld}
 want() { [[ ",$parts," == *",$1,"* ]]; }
 want doctor && step doctor "$KT" doctor
 want selftest && step selftest "$KT" selftest --gpu
@@ -39,8 +43,13 @@ if want smoke; then
   step smoke "$KT" experiment run experiments/smoke.toml --gpus 0 --quiet --out "$out/smoke"
   step smoke-report "$KT" experiment report "$out/smoke" --format md
 fi
-want corpus && step corpus python3 experiments/corpus-check/run.py --kt "$KT" --out "$out/corpus"
+want corpus && step corpus python3 experiments/corpus-check/run.py --kt "$KT" --out "$out/corpus" \
+  --parts suite,wild,programs,verify
+want attacks && step attacks python3 experiments/corpus-check/run.py --kt "$KT" --out "$out/attacks" \
+  --parts attacks --repeat "${ATTACK_REPEAT:-5}"
 want styles && step answer-styles env KT="$KT" experiments/answer-styles/run.sh "$out/answer-styles"
+want realworld && step real-world python3 experiments/real-world/run.py run --kt "$KT" --out "$out/real-world" \
+  ${SHARD:+--shard "$SHARD"}
 want tests || { echo "$passed passed, $failed failed"; exit $((failed > 0)); }
 # Tests that check the behaviour of a machine without a GPU (they stop early with KT_GPU=1): not run here.
 # (each calls support::require_no_gpu and fails under KT_GPU=1 rather than pass having checked nothing)

@@ -2,7 +2,7 @@
 # kt's test command (README's Quick start; .ci/run runs exactly this). Needs Rust and python3; no GPU, no LLM key.
 #   scripts/test.sh [extra cargo test arguments, e.g. -p kt-sandbox]
 # 1. Installs what the tests need and is missing, only as root on Debian/Ubuntu (elsewhere it says what to install):
-#    python3-venv (kt's own Python environment), shellcheck (SLURM scripts), chromium (HTML report),
+#    python3-venv (kt's own Python environment), shellcheck (SLURM scripts), chromium (HTML report, kt studio),
 #    slurm-wlm + munge (SLURM test).
 # 2. Python: kt's own virtual environment with the pinned numpy, provisioned by kt's own code as `kt transform`
 #    would (crates/kt-sandbox/examples/provision_python.rs). It becomes KT_PYTHON and the first python3 on PATH, so
@@ -98,6 +98,9 @@ else
 fi
 run_group "HTML report in chromium" "have chromium || have chromium-browser" \
   --test runs_debug -- --include-ignored the_html_report_renders_in_a_browser
+run_group "kt studio in chromium (run list, graph, diff, fork; a transform watched live)" \
+  "have chromium || have chromium-browser" \
+  --test studio -- --include-ignored studio_in_chromium
 run_group "SLURM scripts through shellcheck" "have shellcheck" \
   -p kt-experiments --test matrix -- --include-ignored slurm_scripts_pass_shellcheck
 

@@ -241,3 +241,68 @@ fn an_aligned_struct_hides_no_kernel() {
     let summary = text(&out.stdout);
     assert!(summary.contains("2 kernels"), "{summary}");
 }
+
+/// A kernel that keeps a launch counter in a `__device__` global: `kt inspect` names it, in JSON and in words.
+#[test]
+fn inspect_lists_the_mutable_globals_a_kernel_writes() {
+    let file = "tests/corpus/verify/attacks/state_across_launches.cu";
+    let out = kt(&["inspect", file, "--json"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let globals = &json["kernels"][0]["mutable_globals"];
+    assert_eq!(globals[0]["name"], "launches", "{globals}");
+    assert_eq!(globals[0]["space"], "__device__");
+    assert_eq!(globals.as_array().unwrap().len(), 1);
+    let summary = text(&kt(&["inspect", file]).stdout);
+    assert!(
+        summary.contains("mutable globals written: __device__ launches"),
+        "{summary}"
+    );
+}
+
+/// The reward-hack corpus (issue 29): at least twenty attacks, each file a kernel kt parses under the
+/// reference's name, each case with a verdict kt can give and the reason a careful harness gives it.
+#[test]
+fn every_attack_of_the_corpus_parses_and_names_a_known_verdict() {
+    let dir = root().join("tests/corpus/verify/attacks");
+    let manifest: toml::Value =
+        toml::from_str(&std::fs::read_to_string(dir.join("attacks.toml")).unwrap()).unwrap();
+    let cases = manifest["case"].as_array().unwrap();
+    let known = [
+        "correct",
+        "delivered",
+        "wrong_results",
+        "never_written",
+        "input_modified",
+        "nondeterministic",
+        "out_of_bounds",
+        "timed_run_differs",
+        "impossible_time",
+        "launch_error",
+    ];
+    let mut attacks = std::collections::BTreeSet::new();
+    for c in cases {
+        let file = c["file"].as_str().unwrap();
+        let path = dir.join(file);
+        assert!(path.is_file(), "{file}");
+        for e in c["expect"].as_array().unwrap() {
+            assert!(known.contains(&e.as_str().unwrap()), "{file}: {e}");
+        }
+        assert!(c["why"].as_str().unwrap().len() > 20, "{file}: say why");
+        let out = kt(&["inspect", path.to_str().unwrap(), "--json"]);
+        assert!(out.status.success(), "{file}: {}", text(&out.stderr));
+        let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        if let Some(reference) = c.get("reference").and_then(|r| r.as_str()) {
+            let want = text(&kt(&["inspect", reference, "--json"]).stdout);
+            let want: serde_json::Value = serde_json::from_str(&want).unwrap();
+            assert_eq!(
+                json["kernels"][0]["name"], want["kernels"][0]["name"],
+                "{file} must be a candidate for {reference}"
+            );
+        }
+        if !file.starts_with("..") {
+            attacks.insert(file.to_string());
+        }
+    }
+    assert!(attacks.len() >= 20, "{} attacks", attacks.len());
+}

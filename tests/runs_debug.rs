@@ -9,11 +9,13 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use kt_pipeline::stage3::recorded_run::{record_matmul_run, write_script};
+use kt_pipeline::job::recorded_run::{record_matmul_run, write_script};
 use serde_json::{Value, json};
 
 mod support;
 use support::{kt_command, output};
+#[path = "support/browser.rs"]
+mod browser;
 
 /// Runs kt with its runs kept under `home/runs`, where [`record_run`] puts the recorded run.
 fn kt(home: &Path, args: &[&str]) -> Output {
@@ -540,22 +542,12 @@ fn the_html_report_is_self_contained() {
 fn the_html_report_renders_in_a_browser() {
     let home = tempfile::tempdir().unwrap();
     let out = html_report(home.path());
-    let chromium = find_chromium()
+    let chromium = browser::find_chromium()
         .expect("chromium is not installed (Debian: apt-get install chromium; scripts/test.sh does it as root)");
     let profile = tempfile::tempdir().unwrap();
     let url = format!("file://{}", out.display());
     let browse = |extra: &[&str]| {
-        let mut args = vec![
-            "--headless".to_string(),
-            "--no-sandbox".into(),
-            "--disable-gpu".into(),
-            "--disable-quic".into(),
-            "--no-first-run".into(),
-            "--disable-background-networking".into(),
-            "--disable-component-update".into(),
-            "--disable-sync".into(),
-            format!("--user-data-dir={}", profile.path().display()),
-        ];
+        let mut args = browser::headless_flags(profile.path());
         args.extend(extra.iter().map(|s| s.to_string()));
         args.push(url.clone());
         Command::new(&chromium)
@@ -616,16 +608,6 @@ fn the_html_report_renders_in_a_browser() {
         "a real screenshot ({} bytes)",
         png.len()
     );
-}
-
-fn find_chromium() -> Option<PathBuf> {
-    ["chromium", "chromium-browser"].iter().find_map(|name| {
-        let ok = Command::new(name)
-            .arg("--version")
-            .output()
-            .is_ok_and(|o| o.status.success());
-        ok.then(|| PathBuf::from(name))
-    })
 }
 
 /// Not a check: `KT_DEMO_HOME=/tmp/kt-demo cargo test --test runs_debug -- --ignored` leaves a recorded run under

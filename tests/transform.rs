@@ -676,3 +676,47 @@ fn a_second_resume_of_a_run_in_progress_is_refused_and_names_the_holder() {
     assert_eq!(status.code(), Some(130), "{stderr}");
     assert_eq!(read_json(&run.join("run.json"))["status"], "interrupted");
 }
+
+#[test]
+fn a_run_made_with_a_strategy_file_resumes_after_that_file_is_deleted() {
+    require_no_gpu();
+    let home = tempfile::tempdir().unwrap();
+    let out_dir = home.path().join("runs");
+    let strategy = home.path().join("my-strategy.toml");
+    std::fs::copy("strategies/autonomous.toml", &strategy).unwrap();
+    let llm = "scripted:experiments/cassettes/matmul-autonomous.toml";
+    let out = kt(
+        home.path(),
+        &[
+            "transform",
+            "naive-kernels/matmul.cu",
+            "--strategy",
+            strategy.to_str().unwrap(),
+            "--tests",
+            "1",
+            "--llm",
+            llm,
+            "--out",
+            out_dir.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    let run = &only_entry(&out_dir);
+    assert_eq!(
+        std::fs::read_to_string(run.join("strategy.toml")).unwrap(),
+        std::fs::read_to_string(&strategy).unwrap(),
+        "the run keeps the strategy it was made with"
+    );
+    let meta = read_json(&run.join("run.json"));
+    assert!(meta["prompt_hashes"]["stage3-plan"].is_string(), "{meta}");
+
+    std::fs::remove_file(&strategy).unwrap();
+    let again = kt(
+        home.path(),
+        &["resume", run.to_str().unwrap(), "--llm", llm],
+    );
+    let stderr = text(&again.stderr);
+    assert_eq!(again.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("a CUDA GPU is needed"), "{stderr}");
+    assert!(!stderr.contains("reading strategy"), "{stderr}");
+}

@@ -8,6 +8,8 @@
 3. Real programs (tests/corpus/programs): each version tuned, and verified against the file's first version.
 4. Wrong-but-plausible kernels (tests/corpus/verify): `kt verify REF CAND` at its default tests; the verdict
    must be one of the case's `expect` list.
+5. Reward hacks (tests/corpus/verify/attacks, issue 29): each case `--repeat` times (default 5) through
+   `kt verify` or `kt tune`; a row is ok when every run's verdict is expected, and flaky when runs disagree.
 Writes corpus-check.md (a table per part) to --out and prints it; exits 1 if any row failed.
 """
 import argparse, json, pathlib, re, subprocess, sys, time, tomllib
@@ -52,38 +54,92 @@ def tune_row(kt, label, args):
     return (label, "tune", "ok" if ok else "FAIL", f"{secs:.1f}", what.replace("|", "/"))
 
 
+def classify_verify(rc, out):
+    """The verdict kind of a `kt verify` run, from what it printed (the kinds of cases.toml)."""
+    checks = [
+        ("out_of_bounds", r"out-of-bounds write|wrote \d+ bytes (past the end|before the start)", 0),
+        ("timed_run_differs", r"timed launches differ", 0),
+        ("impossible_time", r"impossibly fast", 0),
+        ("never_written", r"never written", 0),
+        ("input_modified", r"input \w+ was modified|modified by the candidate", 0),
+        ("nondeterministic", r"nondeterministic|differ(s|ed)? between runs", re.I),
+        ("wrong_results", r"elements wrong|wrong answer|wrong result", re.I),
+        ("compile_error", r"compile error|errors? detected in the compilation", re.I),
+        ("kernel_not_found", r"kernel not found", re.I),
+        ("timeout", r"timeout|timed out", re.I),
+        ("launch_error", r"launch error|crash", re.I),
+    ]
+    if rc == 0 and re.search(r"all tests passed", out):
+        return "correct"
+    for kind, pattern, flags in checks:
+        if re.search(pattern, out, flags):
+            return kind
+    return f"error: {last_line(out)}"
+
+
 def verify_row(kt, label, args, expect=("correct",)):
     rc, out, secs = run([kt, "verify", *args])
-    if rc == 0 and re.search(r"all tests passed", out):
-        verdict = "correct"
-    elif re.search(r"never written", out):
-        verdict = "never_written"
-    elif re.search(r"input \w+ was modified|modified by the candidate", out):
-        verdict = "input_modified"
-    elif re.search(r"nondeterministic|differ(s|ed)? between runs", out, re.I):
-        verdict = "nondeterministic"
-    elif re.search(r"elements wrong|wrong answer|wrong result", out, re.I):
-        verdict = "wrong_results"
-    elif re.search(r"compile error|errors? detected in the compilation", out, re.I):
-        verdict = "compile_error"
-    elif re.search(r"kernel not found", out, re.I):
-        verdict = "kernel_not_found"
-    elif re.search(r"timeout|timed out", out, re.I):
-        verdict = "timeout"
-    elif re.search(r"launch error|crash", out, re.I):
-        verdict = "launch_error"
-    else:
-        verdict = f"error: {last_line(out)}"
+    verdict = classify_verify(rc, out)
     ok = verdict in expect
     detail = last_line(out, r"FAIL|wrong|written|modified|differ|error|passed")
     return (label, "verify", "ok" if ok else "FAIL", f"{secs:.1f}", f"{verdict} (expected {'/'.join(expect)}); {detail}".replace("|", "/"))
+
+
+def tune_verdicts(kt, args):
+    """`kt tune --json`: "delivered" when it delivers a best configuration, else the sorted verdict kinds of
+    the configurations it refused."""
+    rc, stdout, stderr, secs = run([kt, "tune", *args, "--json"], timeout=600, split=True)
+    try:
+        j = json.loads(stdout)
+    except (ValueError, json.JSONDecodeError):
+        return f"error: {last_line(stdout + stderr)}", secs
+    if j.get("best"):
+        return "delivered", secs
+    kinds = sorted({TUNE_KINDS.get(k, k) for k in
+                    ((m.get("verdict") or {}).get("kind") for m in j.get("measurements") or []) if k != "ok"})
+    return "+".join(kinds) or "nothing refused, nothing delivered", secs
+
+
+def verify_attack(kt, args):
+    rc, out, secs = run([kt, "verify", *args], timeout=600)
+    return classify_verify(rc, out), secs
+
+
+def attack_rows(kt, repeat):
+    """Each attack case `repeat` times: expected against what kt said, flaky when the runs disagree."""
+    base = ROOT / "tests/corpus/verify/attacks"
+    cases = tomllib.loads((base / "attacks.toml").read_text())["case"]
+    rows = []
+    for c in cases:
+        f = str((base / c["file"]).resolve().relative_to(ROOT))
+        params = [x for p in c["params"] for x in ("--param", p)]
+        command = c.get("command", "verify")
+        got, total = [], 0.0
+        for _ in range(repeat):
+            if command == "tune":
+                v, secs = tune_verdicts(kt, [f, "--test-size", *params])
+                ok = v == "delivered" if c["expect"] == ["delivered"] else all(k in c["expect"] for k in v.split("+"))
+            else:
+                v, secs = verify_attack(kt, [c["reference"], f, *params])
+                ok = v in c["expect"]
+            got.append((v, ok))
+            total += secs
+        kinds = sorted({v for v, _ in got})
+        flaky = len(kinds) > 1
+        good = all(ok for _, ok in got) and not flaky
+        label = f"{pathlib.Path(c['file']).stem} ({command})"
+        counts = ", ".join(f"{k} x{sum(1 for v, _ in got if v == k)}" for k in kinds)
+        what = f"expected {'/'.join(c['expect'])}; got {counts}{' FLAKY' if flaky else ''}; {c['why']}"
+        rows.append((label, command, "ok" if good else "FAIL", f"{total:.1f}", what.replace("|", "/")))
+    return rows
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--kt", default=".device/bin/kt")
     ap.add_argument("--out", default="/tmp/corpus-check")
-    ap.add_argument("--parts", default="suite,wild,programs,verify")
+    ap.add_argument("--parts", default="suite,wild,programs,verify,attacks")
+    ap.add_argument("--repeat", type=int, default=5, help="runs of each attack case")
     a = ap.parse_args()
     kt, parts = a.kt, a.parts.split(",")
     tables = {}
@@ -121,6 +177,9 @@ def main():
                 vextra = ["--template", "blockSize=256", "--param", "block_size_x=256"] if k == "reduce3" else []
                 rows.append(verify_row(kt, f"{path}:{k} vs {first}", [f, f, "--reference-kernel", first, "--kernel", k, *vextra]))
         tables["Real programs: every version tuned and verified against the file's first version"] = rows
+
+    if "attacks" in parts:
+        tables["Reward hacks (tests/corpus/verify/attacks), each run --repeat times"] = attack_rows(kt, a.repeat)
 
     if "verify" in parts:
         rows = []

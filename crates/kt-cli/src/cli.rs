@@ -48,6 +48,8 @@ pub enum Command {
     Replay(commands::replay::ReplayArgs),
     /// Copy a checkpoint to a new branch with edited fields (`kt resume` continues from it).
     Fork(commands::fork::ForkArgs),
+    /// A local web app to watch, inspect and steer runs (`kt studio`, then open the URL it prints).
+    Studio(commands::studio::StudioArgs),
     /// Tune a kernel's parameters (block sizes, tiling, …) on this GPU: compile, verify and time every configuration.
     Tune(Box<commands::tune::TuneArgs>),
     /// Check a candidate kernel against a reference on the same inputs: every output of every test.
@@ -76,6 +78,7 @@ impl Cli {
             Command::Debug(args) => debug::run(args),
             Command::Replay(args) => replay::run(args),
             Command::Fork(args) => fork::run(args),
+            Command::Studio(args) => studio::run(args),
             Command::Inspect(args) => inspect::run(args),
             Command::Llm(args) => llm::run(args),
             Command::Testgen(args) => testgen::run(args),

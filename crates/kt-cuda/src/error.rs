@@ -109,6 +109,16 @@ pub enum CudaError {
     },
 
     #[error(
+        "kernel `{name}` of {what} is defined through the macro `{macro_name}` (line {line}): kt analyses kernels written out, not macro expansions; expand the macro for this kernel (nvcc -E shows the expansion) into a file and give kt that file"
+    )]
+    MacroKernel {
+        what: String,
+        name: String,
+        macro_name: String,
+        line: usize,
+    },
+
+    #[error(
         "tree-sitter could not load the CUDA grammar: {0}; the tree-sitter and tree-sitter-cuda versions do not match"
     )]
     Grammar(String),

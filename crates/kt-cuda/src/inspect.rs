@@ -32,6 +32,12 @@ pub struct InspectReport {
     pub file: String,
     /// All kernels in source order, or only the one asked for.
     pub kernels: Vec<Kernel>,
+    /// The names of every kernel of the file, in source order (also when `kernels` holds only one).
+    #[serde(default)]
+    pub kernels_in_file: Vec<String>,
+    /// Kernels defined through a macro invocation: listed, not analysed.
+    #[serde(default)]
+    pub macro_kernels: Vec<crate::macro_kernels::MacroKernel>,
     pub device_functions: Vec<DeviceFunction>,
     pub defines: Vec<MacroDefinition>,
     pub constants: Vec<String>,
@@ -76,6 +82,8 @@ impl InspectReport {
             schema_version: INSPECT_SCHEMA_VERSION,
             file: file.to_string(),
             kernels,
+            kernels_in_file: source.kernel_names(),
+            macro_kernels: source.macro_kernels.clone(),
             device_functions: source.device_functions.clone(),
             defines: source.defines.clone(),
             constants: source.constants.clone(),
@@ -87,13 +95,38 @@ impl InspectReport {
     /// A summary for people: one block per kernel.
     pub fn human(&self) -> String {
         let mut out = String::new();
-        let count = self.kernels.len();
-        let _ = writeln!(
-            out,
-            "{}: {count} kernel{}",
-            self.file,
-            if count == 1 { "" } else { "s" }
-        );
+        let count = self.kernels_in_file.len().max(self.kernels.len());
+        let plural = if count == 1 { "" } else { "s" };
+        let shown: Vec<&str> = self.kernels.iter().map(|k| k.name.as_str()).collect();
+        let others: Vec<&str> = self
+            .kernels_in_file
+            .iter()
+            .map(String::as_str)
+            .filter(|n| !shown.contains(n))
+            .collect();
+        if others.is_empty() {
+            let _ = writeln!(out, "{}: {count} kernel{plural}", self.file);
+        } else {
+            let _ = writeln!(
+                out,
+                "{}: {count} kernel{plural}, showing {} (the others: {})",
+                self.file,
+                shown.join(", "),
+                others.join(", ")
+            );
+        }
+        if !self.macro_kernels.is_empty() {
+            let listed: Vec<String> = self
+                .macro_kernels
+                .iter()
+                .map(|m| format!("{} ({}, line {})", m.name, m.macro_name, m.location.line))
+                .collect();
+            let _ = writeln!(
+                out,
+                "kernels defined through macros (listed, not analysed: expand the macro to tune one): {}",
+                listed.join(", ")
+            );
+        }
         for k in &self.kernels {
             out.push('\n');
             if let Some(origin) = k.origin_file.as_ref().filter(|o| **o != self.file) {
@@ -182,6 +215,18 @@ fn describe_kernel(k: &Kernel) -> String {
         "  constants used: {}",
         list_or_none(&k.constexprs_used)
     );
+    if !k.mutable_globals.is_empty() {
+        let globals: Vec<String> = k
+            .mutable_globals
+            .iter()
+            .map(|g| format!("{} {} (written at {})", g.space, g.name, g.written_at))
+            .collect();
+        let _ = writeln!(
+            out,
+            "  mutable globals written: {} (state that outlives a launch)",
+            globals.join(", ")
+        );
+    }
     let f = &k.features;
     let mut uses = Vec::new();
     for (on, name) in [
@@ -279,12 +324,28 @@ mod tests {
             InspectReport::new("f.cu", &s, None).unwrap().kernels.len(),
             2
         );
-        assert_eq!(
-            InspectReport::new("f.cu", &s, Some("b")).unwrap().kernels[0].name,
-            "b"
+        let only_b = InspectReport::new("f.cu", &s, Some("b")).unwrap();
+        assert_eq!(only_b.kernels[0].name, "b");
+        // the file's other kernels are never hidden
+        assert!(
+            only_b.human().starts_with("f.cu: 2 kernels, showing b (the others: a)\n"),
+            "{}",
+            only_b.human()
         );
         let err = InspectReport::new("f.cu", &s, Some("z")).unwrap_err();
         assert!(err.to_string().contains("available: a, b"), "{err}");
+    }
+
+    #[test]
+    fn kernels_made_by_a_macro_are_listed_and_asking_for_one_says_why_not() {
+        let s = parse("#define UNARY(name, op) __global__ void name(float *x) { x[threadIdx.x] = op(x[threadIdx.x]); }\nUNARY(abs_k, fabsf)\n__global__ void plain(float *x) { x[0] = 1; }\n").unwrap();
+        let text = InspectReport::new("m.cu", &s, None).unwrap().human();
+        assert!(
+            text.contains("kernels defined through macros (listed, not analysed: expand the macro to tune one): abs_k (UNARY, line 2)"),
+            "{text}"
+        );
+        let err = s.select_kernel_in(Some("abs_k"), "m.cu").unwrap_err().to_string();
+        assert!(err.contains("defined through the macro `UNARY`"), "{err}");
     }
 
     #[test]

@@ -181,6 +181,10 @@ pub struct Kernel {
     /// Relations between launch parameters the code assumes, offered as tuner restrictions.
     #[serde(default)]
     pub restrictions: Vec<Restriction>,
+    /// File-scope `__device__`/`__managed__` variables the kernel (or a helper) writes: state that
+    /// outlives a launch.
+    #[serde(default)]
+    pub mutable_globals: Vec<crate::globals::MutableGlobal>,
 }
 
 impl Kernel {

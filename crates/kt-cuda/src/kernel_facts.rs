@@ -41,6 +41,16 @@ fn is_syncthreads(name: &str) -> bool {
     name.starts_with("__syncthreads")
 }
 
+/// Whether `word` occurs in `text` as a whole identifier.
+fn word_in(text: &str, word: &str) -> bool {
+    text.match_indices(word).any(|(at, _)| {
+        let before = text[..at].chars().next_back();
+        let after = text[at + word.len()..].chars().next();
+        let ident = |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_');
+        !ident(before) && !ident(after)
+    })
+}
+
 pub(crate) fn analyse(prepared: &Prepared, file: &FileScope, found: &FoundKernel) -> Kernel {
     let text = &prepared.text;
     let definition = found.definition;
@@ -123,9 +133,20 @@ pub(crate) fn analyse(prepared: &Prepared, file: &FileScope, found: &FoundKernel
         },
     );
     let mut features = scan.features;
+    if !features.uses_dynamic_shared_memory {
+        let body = &text[outer.byte_range()];
+        let names_one = crate::shared_helpers::dynamic_shared_types(text)
+            .iter()
+            .any(|t| word_in(body, t));
+        if names_one {
+            features.uses_shared_memory = true;
+            features.uses_dynamic_shared_memory = true;
+        }
+    }
     features.atomics = scan.atomics.into_iter().collect();
     features.warp_intrinsics = scan.warp.into_iter().collect();
     let name_for_qualified = name.clone();
+    let mutable_globals = crate::globals::written_by(prepared, file, definition, &scan.helpers);
     Kernel {
         name,
         params: signature::params(prepared, definition),
@@ -148,6 +169,7 @@ pub(crate) fn analyse(prepared: &Prepared, file: &FileScope, found: &FoundKernel
             + &name_for_qualified,
         tunable_template_params,
         restrictions,
+        mutable_globals,
     }
 }
 

@@ -66,16 +66,20 @@
 mod conflicts;
 mod diagnostics;
 mod error;
+mod globals;
 mod includes;
 mod inspect;
+mod instantiations;
 mod kernel;
 mod kernel_facts;
 mod layout;
+mod macro_kernels;
 mod lexer;
 mod preprocess;
 mod relations;
 mod rewrite;
 mod scope;
+mod shared_helpers;
 mod sidecar;
 mod signature;
 mod signature_diff;
@@ -86,8 +90,11 @@ mod unit_items;
 
 pub use conflicts::{ConflictKind, NameConflict, find_name_conflicts, normalize_name};
 pub use error::{CudaError, SyntaxProblem};
+pub use globals::MutableGlobal;
 pub use includes::{IncludeRecord, SourceFile, decode};
 pub use inspect::{INSPECT_SCHEMA_VERSION, InspectReport};
+pub use instantiations::host_instantiations;
+pub use macro_kernels::MacroKernel;
 pub use kernel::{
     AssumptionKind, Kernel, KernelFeatures, KernelParam, LaunchAssumption, LaunchBounds, Location,
     Restriction, Span, StructField, StructLayout, TemplateParam,

@@ -41,6 +41,47 @@ const QUALIFIER_WORDS: &[&str] = &[
     "void",
 ];
 
+/// `original` with what a compiler takes but the grammar cannot read turned into spaces of the same length
+/// (offsets do not move): every `#pragma` that stands between a statement's head and its body (`for (…)` /
+/// `while (…)` / `if (…)` / `else` / `do`, then `#pragma unroll`, then an unbraced body — the grammar knows
+/// directives only between statements and would make the loop an ERROR node, costing the kernel), and the
+/// `blanked` ranges (invocations of kernel-defining macros).
+fn blank_for_the_grammar(original: &str, tokens: &[Token], blanked: &[(usize, usize)]) -> String {
+    let mut bytes = original.as_bytes().to_vec();
+    for &(s, e) in blanked {
+        for b in &mut bytes[s..e] {
+            if *b != b'\n' && *b != b'\r' {
+                *b = b' ';
+            }
+        }
+    }
+    let mut previous: Option<&Token> = None;
+    for (i, t) in tokens.iter().enumerate() {
+        if t.directive == Some(i)
+            && tokens
+                .get(i + 1)
+                .is_some_and(|n| n.directive == Some(i) && n.text(original) == "pragma")
+            && previous.is_some_and(|p| matches!(p.text(original), ")" | "else" | "do"))
+        {
+            let end = tokens[i..]
+                .iter()
+                .take_while(|x| x.directive == Some(i))
+                .last()
+                .map_or(t.end, |x| x.end);
+            for b in &mut bytes[t.start..end] {
+                if *b != b'\n' && *b != b'\r' {
+                    *b = b' ';
+                }
+            }
+        }
+        if t.directive.is_none() && t.kind != TokenKind::Comment {
+            previous = Some(t);
+        }
+    }
+    // only ASCII bytes were replaced, by ASCII spaces: still UTF-8
+    String::from_utf8(bytes).unwrap_or_else(|_| original.to_string())
+}
+
 /// The source as tree-sitter parses it, with the way back to the user's text.
 #[derive(Debug, Clone)]
 pub(crate) struct Prepared {
@@ -71,11 +112,16 @@ impl Prepared {
                 )
             })
             .collect();
+        let macro_kernels = crate::macro_kernels::invocation_spans(original, &tokens, &defines);
+        let unsplit = blank_for_the_grammar(original, &tokens, &macro_kernels);
         let mut text = String::with_capacity(original.len());
         let mut edits = Vec::new();
         let mut copied = 0;
         for t in &tokens {
-            if t.kind != TokenKind::Ident || t.directive.is_some() {
+            if t.kind != TokenKind::Ident
+                || t.directive.is_some()
+                || macro_kernels.iter().any(|&(s, e)| t.start >= s && t.end <= e)
+            {
                 continue;
             }
             let in_scope = scope
@@ -88,7 +134,7 @@ impl Prepared {
                 .flatten()
                 .or(builtin)
             {
-                text.push_str(&original[copied..t.start]);
+                text.push_str(&unsplit[copied..t.start]);
                 let new_start = text.len();
                 // an empty body still leaves a space so neighbouring tokens do not fuse
                 text.push_str(if body.is_empty() { " " } else { body });
@@ -96,7 +142,7 @@ impl Prepared {
                 copied = t.end;
             }
         }
-        text.push_str(&original[copied..]);
+        text.push_str(&unsplit[copied..]);
         let line_starts = std::iter::once(0)
             .chain(original.match_indices('\n').map(|(i, _)| i + 1))
             .collect();
@@ -303,5 +349,16 @@ mod tests {
     fn macro_names_in_comments_and_strings_are_untouched() {
         let src = "#define R __restrict__\n// R here\nconst char *s = \"R\";\n";
         assert_eq!(Prepared::new(src).text, src);
+    }
+
+    #[test]
+    fn a_pragma_between_a_loop_head_and_its_unbraced_body_is_hidden_from_the_grammar() {
+        let src = "__global__ void k(float *a) {\n  for (int i = 0; i < 4; i++)\n#pragma unroll\n    a[i] = 0;\n#pragma unroll\n  for (;;) {}\n}\n";
+        let p = Prepared::new(src);
+        assert_eq!(p.text.len(), src.len());
+        // the one after `)` is blanked, the one between statements is kept
+        assert_eq!(p.text.matches("#pragma unroll").count(), 1);
+        assert!(p.text.contains("i++)\n              \n    a[i] = 0;"), "{}", p.text);
+        assert_eq!(p.original, src);
     }
 }

@@ -32,7 +32,9 @@ pub(crate) fn restrictions(
         ctx,
         out: Vec::new(),
         dims: dims_used(&prepared.text[definition.byte_range()]),
+        tile_loops: Vec::new(),
     };
+    finder.find_tile_loops(definition);
     let at = prepared.location(definition.start_byte());
     for name in ctx.template_names {
         let lower = name.to_lowercase();
@@ -92,6 +94,8 @@ struct Finder<'a> {
     ctx: &'a Context<'a>,
     out: Vec<Restriction>,
     dims: Vec<char>,
+    /// `for (int i = 0; i < TILE; i += ROWS)` loops: (TILE, ROWS) as written.
+    tile_loops: Vec<(String, String)>,
 }
 
 impl Finder<'_> {
@@ -131,9 +135,54 @@ impl Finder<'_> {
                 .parse::<u64>()
                 .ok()
         };
-        number(written)
-            .or_else(|| self.ctx.macro_bodies.get(written).and_then(|b| number(b)))
+        let factor = |f: &str| {
+            let f = f.trim().trim_matches(|c| c == '(' || c == ')').trim();
+            number(f).or_else(|| self.ctx.macro_bodies.get(f).and_then(|b| number(b)))
+        };
+        // `16*16`, `TILE * TILE` (a product of literals and macros, as `__launch_bounds__` often reads)
+        written
+            .split('*')
+            .map(factor)
+            .try_fold(1u64, |acc, f| f.map(|f| acc * f))
+            .filter(|_| !written.is_empty())
             .map(|n| n.to_string())
+    }
+
+    /// The step of a loop over a tile of `size` rows (`for (i = 0; i < size; i += ROWS)`), when the
+    /// kernel has one: each block then has ROWS threads in y, each covering size/ROWS rows.
+    fn tile_step(&self, size: &str) -> Option<&str> {
+        self.tile_loops
+            .iter()
+            .find(|(bound, step)| bound == size && step != size)
+            .map(|(_, step)| step.as_str())
+    }
+
+    fn find_tile_loops(&mut self, node: Node) {
+        if node.kind() == "for_statement"
+            && let (Some(init), Some(cond), Some(update)) = (
+                node.child_by_field_name("initializer"),
+                node.child_by_field_name("condition"),
+                node.child_by_field_name("update"),
+            )
+        {
+            let init = self.text(init);
+            let from_zero = init.trim_end_matches(';').trim_end().ends_with("= 0")
+                || init.trim_end_matches(';').trim_end().ends_with("=0");
+            let op = cond.child_by_field_name("operator").map(|o| self.text(o));
+            let bound = cond.child_by_field_name("right").map(|r| self.text(r));
+            let update = self.text(update);
+            let step = update.split("+=").nth(1).map(|s| s.trim().to_string());
+            if let (true, Some("<"), Some(bound), Some(step)) = (from_zero, op.as_deref(), bound, step)
+                && self.value_of(&step).is_some()
+                && self.value_of(&bound).is_some()
+            {
+                self.tile_loops.push((bound, step));
+            }
+        }
+        let mut cursor = node.walk();
+        for child in node.children(&mut cursor) {
+            self.find_tile_loops(child);
+        }
     }
 
     fn walk(&mut self, node: Node) {
@@ -181,10 +230,25 @@ impl Finder<'_> {
                         let Some(c) = index.strip_prefix("blockIdx.") else {
                             continue;
                         };
+                        let written = self.text(size);
+                        if thread == format!("threadIdx.{c}")
+                            && c == "y"
+                            && let Some(step) = self.tile_step(&written).map(str::to_string)
+                            && let Some(v) = self.value_of(&step)
+                        {
+                            self.push(
+                                format!("block_size_y == {v}"),
+                                format!(
+                                    "`{}` with a loop stepping by {step} over the {written} rows of a tile: each block has {step} threads in y",
+                                    self.text(node)
+                                ),
+                                location,
+                            );
+                            continue;
+                        }
                         if thread == format!("threadIdx.{c}")
                             && let Some(v) = self.value_of(&self.text(size))
                         {
-                            let written = self.text(size);
                             self.push(
                                 format!("block_size_{c} == {v}"),
                                 format!(
@@ -303,6 +367,16 @@ mod tests {
                 "block_size_x <= 192"
             ]
         );
+    }
+
+    #[test]
+    fn a_tile_of_rows_covered_by_a_loop_gives_the_blocks_rows_and_a_product_bounds_the_block() {
+        let src = "#define TILE_DIM 32\n#define BLOCK_ROWS 8\n__global__ void __launch_bounds__(16*16) t(float *o, const float *in, int w) {\n  int x = blockIdx.x * TILE_DIM + threadIdx.x;\n  int y = blockIdx.y * TILE_DIM + threadIdx.y;\n  for (int j = 0; j < TILE_DIM; j += BLOCK_ROWS) o[(y + j) * w + x] = in[(y + j) * w + x];\n}\n";
+        let e = exprs(src);
+        assert!(e.contains(&"block_size_x == 32".to_string()), "{e:?}");
+        assert!(e.contains(&"block_size_y == 8".to_string()), "{e:?}");
+        assert!(!e.contains(&"block_size_y == 32".to_string()), "{e:?}");
+        assert!(e.contains(&"block_size_x * block_size_y <= 256".to_string()), "{e:?}");
     }
 
     #[test]

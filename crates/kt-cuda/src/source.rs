@@ -57,6 +57,9 @@ pub struct CudaSource {
     /// "followed includes: …; includes not found: …" for messages; empty without includes.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub includes_note: String,
+    /// Kernels defined through a macro invocation: listed, not analysed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub macro_kernels: Vec<crate::macro_kernels::MacroKernel>,
 }
 
 impl CudaSource {
@@ -82,6 +85,17 @@ impl CudaSource {
 
     /// [`CudaSource::select_kernel`] with the file's name in the error messages.
     pub fn select_kernel_in(&self, name: Option<&str>, what: &str) -> Result<&Kernel, CudaError> {
+        if let Some(wanted) = name
+            && !self.kernels.iter().any(|k| k.name == wanted)
+            && let Some(m) = self.macro_kernels.iter().find(|m| m.name == wanted)
+        {
+            return Err(CudaError::MacroKernel {
+                what: what.to_string(),
+                name: m.name.clone(),
+                macro_name: m.macro_name.clone(),
+                line: m.location.line,
+            });
+        }
         if let Some(wanted) = name
             && let Some((_, problems)) = self.broken_kernels.iter().find(|(k, _)| k == wanted)
             && !self.kernels.iter().any(|k| k.name == wanted)
@@ -258,6 +272,9 @@ fn analyse(file: &SourceFile, with_origin: bool) -> Result<CudaSource, CudaError
         syntax_problems: problems,
         broken_kernels: Vec::new(),
         includes_note: file.includes_note(),
+        macro_kernels: crate::macro_kernels::find(&prepared.original, &prepared.defines, |at| {
+            prepared.location_of_original(at)
+        }),
     };
     relocate(&mut parsed, file, with_origin);
     Ok(parsed)
@@ -290,6 +307,9 @@ fn relocate(parsed: &mut CudaSource, file: &SourceFile, with_origin: bool) {
     }
     for d in &mut parsed.defines {
         d.origin_file = origin(at(&mut d.location));
+    }
+    for m in &mut parsed.macro_kernels {
+        at(&mut m.location);
     }
     let many_files = file.files.len() > 1;
     for p in &mut parsed.syntax_problems {

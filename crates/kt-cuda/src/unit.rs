@@ -135,7 +135,7 @@ pub(crate) fn kept_items(all: &Items, kernel: &str) -> BTreeSet<usize> {
             ItemKind::Include => item
                 .header
                 .as_ref()
-                .is_some_and(|(h, system)| *system && !unit_items::host_only_header(h)),
+                .is_some_and(|(h, system)| *system && unit_items::device_usable_header(h)),
             ItemKind::Using => item.names.is_empty() && !item_text_mentions_std(item),
             // `a + b` names no identifier: overloaded operators come whenever they are device code
             ItemKind::DeviceFunction => item.names.iter().any(|n| n.starts_with("operator")),

@@ -16,6 +16,8 @@ use crate::error::ExperimentError;
 use crate::interrupt::StopSignal;
 use crate::launch::{CellProcess, KtBinary, log_tail};
 use crate::ledger::{CellRecord, CellStatus, now_rfc3339, relative_path};
+use kt_record::ResultSummary;
+
 use crate::run_dir::{RunState, locate};
 
 /// What the coordinator remembers about a cell between attempts: `<out>/cells/<id>/cell-state.json`.
@@ -84,23 +86,8 @@ impl CellRunner {
         std::fs::create_dir_all(&cell_dir)
             .map_err(|e| ExperimentError::io(&cell_dir, "creating the cell directory", e))?;
         // One process per cell: a second coordinator on the same directory must not run it again.
-        let lock_path = cell_dir.join(".lock");
-        let lock_file = std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&lock_path)
-            .map_err(|e| ExperimentError::io(&lock_path, "opening the cell lock", e))?;
-        let _lock = match Flock::lock(lock_file, FlockArg::LockExclusiveNonblock) {
-            Ok(lock) => lock,
-            Err((_, nix::errno::Errno::EWOULDBLOCK)) => return Ok(CellOutcome::Busy),
-            Err((_, e)) => {
-                return Err(ExperimentError::io(
-                    &lock_path,
-                    "locking the cell",
-                    std::io::Error::from(e),
-                ));
-            }
+        let Some(_lock) = lock_cell(&cell_dir)? else {
+            return Ok(CellOutcome::Busy);
         };
         let state_path = cell_dir.join("cell-state.json");
         let mut state: CellState = std::fs::read_to_string(&state_path)
@@ -138,6 +125,43 @@ impl CellRunner {
 
         let started = Instant::now();
         let before = Duration::from_secs_f64(state.elapsed_s);
+        let watched = self.watch(cell, &cell_dir, &mut process, before, stop)?;
+        state.elapsed_s += started.elapsed().as_secs_f64();
+        write_state(&state_path, &state)?;
+
+        let run = locate(&cell_dir)?;
+        if let RunState::Final { dir, raw, .. } = run {
+            // A run that reached its final result as it was being stopped counts as what it reports.
+            let record = self.final_record(cell, &state, &dir, raw, gpu)?;
+            return Ok(CellOutcome::Recorded {
+                record: Box::new(record),
+                launched: true,
+            });
+        }
+        // A stop that came as the child exited is still a stop: on SLURM, a requeue or cancel sends SIGTERM
+        // to every process of the task, so the cell may die of it before the coordinator passes on SIGINT.
+        // Either way the run is resumable, and recording it as a crash would be wrong.
+        if watched.stopped_by_signal || stop.is_stopped() {
+            return Ok(CellOutcome::Interrupted);
+        }
+        let record = self.unfinished_record(cell, &state, gpu, run, watched, &log)?;
+        Ok(CellOutcome::Recorded {
+            record: Box::new(record),
+            launched: true,
+        })
+    }
+
+    /// Waits for the cell's process while watching its budget and `stop`: how it ended, and what its LLM
+    /// calls cost so far.
+    fn watch(
+        &self,
+        cell: &Cell,
+        cell_dir: &Path,
+        process: &mut CellProcess,
+        before: Duration,
+        stop: &StopSignal,
+    ) -> Result<Watched, ExperimentError> {
+        let started = Instant::now();
         let mut llm = LlmTally::default();
         let mut run_dir: Option<PathBuf> = None;
         let mut over: Option<BudgetKind> = None;
@@ -165,24 +189,31 @@ impl CellRunner {
             }
             std::thread::sleep(self.poll);
         };
-        state.elapsed_s += started.elapsed().as_secs_f64();
-        write_state(&state_path, &state)?;
+        Ok(Watched {
+            exit,
+            llm,
+            over,
+            stopped_by_signal,
+        })
+    }
 
-        let run = locate(&cell_dir)?;
-        if let RunState::Final { dir, raw, .. } = run {
-            // A run that reached its final result as it was being stopped counts as what it reports.
-            let record = self.final_record(cell, &state, &dir, raw, gpu)?;
-            return Ok(CellOutcome::Recorded {
-                record: Box::new(record),
-                launched: true,
-            });
-        }
-        // A stop that came as the child exited is still a stop: on SLURM, a requeue or cancel sends SIGTERM
-        // to every process of the task, so the cell may die of it before the coordinator passes on SIGINT.
-        // Either way the run is resumable, and recording it as a crash would be wrong.
-        if stopped_by_signal || stop.is_stopped() {
-            return Ok(CellOutcome::Interrupted);
-        }
+    /// The record of a cell whose run left no final result: over budget, needing a GPU, the LLM down, or a
+    /// crash, with its log's tail.
+    fn unfinished_record(
+        &self,
+        cell: &Cell,
+        state: &CellState,
+        gpu: Option<&str>,
+        run: RunState,
+        watched: Watched,
+        log: &Path,
+    ) -> Result<CellRecord, ExperimentError> {
+        let Watched {
+            exit,
+            mut llm,
+            over,
+            ..
+        } = watched;
         let dir = match run {
             RunState::Partial { dir } => Some(dir),
             _ => None,
@@ -233,10 +264,7 @@ impl CellRunner {
             ),
         });
         record.recorded = now_rfc3339();
-        Ok(CellOutcome::Recorded {
-            record: Box::new(record),
-            launched: true,
-        })
+        Ok(record)
     }
 
     fn final_record(
@@ -247,7 +275,7 @@ impl CellRunner {
         raw: serde_json::Value,
         gpu: Option<&str>,
     ) -> Result<CellRecord, ExperimentError> {
-        let result = crate::run_dir::RunResult::from_value(&raw);
+        let result = kt_record::ResultSummary::from_value(&raw);
         let status = match result.status.as_deref() {
             Some("finished") => CellStatus::Finished,
             _ => CellStatus::Failed,
@@ -279,20 +307,14 @@ pub const EXIT_LLM_UNAVAILABLE: i32 = 75;
 pub const EXIT_NEEDS_GPU: i32 = 2;
 
 /// Why a run that left no final result ended: an LLM outage (result status `llm_unavailable`, or exit 75),
-/// a missing GPU (the run saved at its last checkpoint as `interrupted` with the engine's "CUDA GPU is
-/// needed" message, and kt exited 2), or a crash (anything else).
+/// a missing GPU (the run saved at its last checkpoint as `interrupted` with `needs_gpu`, and kt exited 2), or
+/// a crash (anything else).
 fn unfinished_status(code: Option<i32>, result: Option<&serde_json::Value>) -> CellStatus {
-    let field = |k: &str| {
-        result
-            .and_then(|r| r.get(k))
-            .and_then(|v| v.as_str())
-            .unwrap_or_default()
-    };
-    if field("status") == "llm_unavailable" || code == Some(EXIT_LLM_UNAVAILABLE) {
+    let summary = result.map(ResultSummary::from_value).unwrap_or_default();
+    let status = summary.status.as_deref().unwrap_or_default();
+    if status == "llm_unavailable" || code == Some(EXIT_LLM_UNAVAILABLE) {
         CellStatus::LlmUnavailable
-    } else if field("status") == "interrupted"
-        && (code == Some(EXIT_NEEDS_GPU) || field("error").contains("CUDA GPU is needed"))
-    {
+    } else if status == "interrupted" && (code == Some(EXIT_NEEDS_GPU) || summary.needs_gpu) {
         CellStatus::NeedsGpu
     } else {
         CellStatus::Crashed
@@ -307,6 +329,34 @@ fn started_run(cell_dir: &Path) -> Result<Option<PathBuf>, ExperimentError> {
     })
 }
 
+/// How a cell's process ended under watch.
+struct Watched {
+    exit: std::process::ExitStatus,
+    llm: LlmTally,
+    over: Option<BudgetKind>,
+    stopped_by_signal: bool,
+}
+
+/// Locks `cell_dir` for this process; None when another process holds it.
+fn lock_cell(cell_dir: &Path) -> Result<Option<Flock<std::fs::File>>, ExperimentError> {
+    let lock_path = cell_dir.join(".lock");
+    let lock_file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock_path)
+        .map_err(|e| ExperimentError::io(&lock_path, "opening the cell lock", e))?;
+    match Flock::lock(lock_file, FlockArg::LockExclusiveNonblock) {
+        Ok(lock) => Ok(Some(lock)),
+        Err((_, nix::errno::Errno::EWOULDBLOCK)) => Ok(None),
+        Err((_, e)) => Err(ExperimentError::io(
+            &lock_path,
+            "locking the cell",
+            std::io::Error::from(e),
+        )),
+    }
+}
+
 fn write_state(path: &Path, state: &CellState) -> Result<(), ExperimentError> {
     let json = serde_json::to_string(state).unwrap_or_default();
     std::fs::write(path, json).map_err(|e| ExperimentError::io(path, "writing the cell state", e))
@@ -319,10 +369,11 @@ mod tests {
     #[test]
     fn unfinished_runs_are_told_apart_by_result_status_and_exit_code() {
         let v = |s: &str, e: &str| serde_json::json!({"status": s, "error": e});
-        let gpu = v(
+        let mut gpu = v(
             "interrupted",
             "a CUDA GPU is needed from here on: no CUDA driver",
         );
+        gpu["needs_gpu"] = true.into();
         assert_eq!(unfinished_status(Some(2), Some(&gpu)), CellStatus::NeedsGpu);
         assert_eq!(unfinished_status(None, Some(&gpu)), CellStatus::NeedsGpu);
         let down = v("llm_unavailable", "rate limited after 5 attempts");

@@ -13,8 +13,8 @@ use serde::{Deserialize, Serialize};
 use crate::budget::BudgetKind;
 use crate::cell::{Cell, CellId};
 use crate::error::ExperimentError;
-use crate::run_dir::RunResult;
 use crate::settings::SettingValue;
+use kt_record::ResultSummary;
 
 /// How a cell ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -136,10 +136,10 @@ impl CellRecord {
     }
 
     /// The typed view of the run's result (empty when there is none).
-    pub fn run_result(&self) -> RunResult {
+    pub fn run_result(&self) -> ResultSummary {
         self.result
             .as_ref()
-            .map(RunResult::from_value)
+            .map(ResultSummary::from_value)
             .unwrap_or_default()
     }
 }

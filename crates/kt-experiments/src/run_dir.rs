@@ -4,99 +4,9 @@
 
 use std::path::{Path, PathBuf};
 
-use serde::Deserialize;
+use kt_record::ResultSummary;
 
 use crate::error::ExperimentError;
-
-/// The parts of `result.json` that reports use. Every field is optional: a run that stopped early may not
-/// know its times, and schema_version 1 results have no `outcome`, `gain` or `speedup_ci95`.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-pub struct RunResult {
-    #[serde(default)]
-    pub status: Option<String>,
-    #[serde(default)]
-    pub schema_version: Option<u64>,
-    /// schema_version 2: the delivered kernel verified on every test. In version 1 it only meant "a best
-    /// kernel exists", which every run past its baseline has.
-    #[serde(default)]
-    pub correct: Option<bool>,
-    /// schema_version 2: `improved`, `no_improvement` (the original kept) or `not_verified`.
-    #[serde(default)]
-    pub outcome: Option<String>,
-    #[serde(default)]
-    pub naive_time_ms: Option<f64>,
-    #[serde(default)]
-    pub best_time_ms: Option<f64>,
-    #[serde(default)]
-    pub speedup: Option<f64>,
-    /// 95 % interval of the speedup, from the final timing's repeated launches.
-    #[serde(default)]
-    pub speedup_ci95: Option<[f64; 2]>,
-    /// The thesis's gain, (t_naive − t_best) / t_naive, as a fraction.
-    #[serde(default)]
-    pub gain: Option<f64>,
-    #[serde(default)]
-    pub percent_of_peak: Option<f64>,
-    #[serde(default)]
-    pub tokens_in: Option<u64>,
-    #[serde(default)]
-    pub tokens_out: Option<u64>,
-    #[serde(default)]
-    pub cost_usd: Option<f64>,
-    #[serde(default)]
-    pub wall_time_s: Option<WallTime>,
-    #[serde(default)]
-    pub error: Option<String>,
-}
-
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-pub struct WallTime {
-    #[serde(default)]
-    pub total: Option<f64>,
-}
-
-impl RunResult {
-    /// Reads the typed view of a `result.json` value (lenient: a field of the wrong type reads as absent
-    /// rather than failing the whole report).
-    pub fn from_value(value: &serde_json::Value) -> RunResult {
-        serde_json::from_value(value.clone()).unwrap_or_else(|_| {
-            let get = |k: &str| value.get(k);
-            RunResult {
-                status: get("status").and_then(|v| v.as_str()).map(str::to_string),
-                schema_version: get("schema_version").and_then(serde_json::Value::as_u64),
-                correct: get("correct").and_then(serde_json::Value::as_bool),
-                outcome: get("outcome").and_then(|v| v.as_str()).map(str::to_string),
-                speedup_ci95: get("speedup_ci95")
-                    .and_then(|v| serde_json::from_value(v.clone()).ok()),
-                gain: get("gain").and_then(serde_json::Value::as_f64),
-                naive_time_ms: get("naive_time_ms").and_then(serde_json::Value::as_f64),
-                best_time_ms: get("best_time_ms").and_then(serde_json::Value::as_f64),
-                speedup: get("speedup").and_then(serde_json::Value::as_f64),
-                percent_of_peak: get("percent_of_peak").and_then(serde_json::Value::as_f64),
-                tokens_in: get("tokens_in").and_then(serde_json::Value::as_u64),
-                tokens_out: get("tokens_out").and_then(serde_json::Value::as_u64),
-                cost_usd: get("cost_usd").and_then(serde_json::Value::as_f64),
-                wall_time_s: get("wall_time_s")
-                    .and_then(|w| w.get("total"))
-                    .and_then(serde_json::Value::as_f64)
-                    .map(|t| WallTime { total: Some(t) }),
-                error: get("error").and_then(|v| v.as_str()).map(str::to_string),
-            }
-        })
-    }
-
-    /// `finished` and `failed` are final; `interrupted`, `llm_unavailable` (or no status) can be resumed.
-    pub fn is_final(&self) -> bool {
-        matches!(self.status.as_deref(), Some("finished" | "failed"))
-    }
-
-    pub fn tokens(&self) -> Option<u64> {
-        match (self.tokens_in, self.tokens_out) {
-            (None, None) => None,
-            (i, o) => Some(i.unwrap_or(0) + o.unwrap_or(0)),
-        }
-    }
-}
 
 /// What a cell directory holds.
 #[derive(Debug, Clone, PartialEq)]
@@ -104,7 +14,7 @@ pub enum RunState {
     /// A run with a final `result.json`: nothing to do but record it.
     Final {
         dir: PathBuf,
-        result: Box<RunResult>,
+        result: Box<ResultSummary>,
         raw: serde_json::Value,
     },
     /// A run that started (it has `run.json`) but has no final result: resume it.
@@ -148,7 +58,7 @@ pub fn locate(cell_dir: &Path) -> Result<RunState, ExperimentError> {
                 continue;
             }
         };
-        let result = RunResult::from_value(&raw);
+        let result = ResultSummary::from_value(&raw);
         if result.is_final() {
             return Ok(RunState::Final {
                 dir: dir.clone(),
@@ -238,14 +148,5 @@ mod tests {
             locate(dir.path()).unwrap(),
             RunState::Partial { dir: newer }
         );
-    }
-
-    #[test]
-    fn wrongly_typed_fields_read_as_absent_not_as_an_error() {
-        let v: serde_json::Value =
-            serde_json::json!({"status": "finished", "speedup": "fast", "tokens_in": 5});
-        let r = RunResult::from_value(&v);
-        assert_eq!(r.speedup, None);
-        assert_eq!(r.tokens(), Some(5));
     }
 }

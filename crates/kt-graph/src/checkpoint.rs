@@ -137,7 +137,7 @@ pub struct BranchInfo {
 
 /// Per-run record kept beside the checkpoints.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RunMeta {
+pub struct GraphRunMeta {
     pub run: RunId,
     pub fingerprint: String,
     pub breakpoints: Breakpoints,
@@ -146,7 +146,7 @@ pub struct RunMeta {
     pub stopped: Option<(CheckpointId, StopReason)>,
 }
 
-impl RunMeta {
+impl GraphRunMeta {
     pub fn branch(&self, id: BranchId) -> Option<&BranchInfo> {
         self.branches.iter().find(|b| b.id == id)
     }
@@ -240,7 +240,7 @@ mod tests {
 
     #[test]
     fn new_branches_get_fresh_ids() {
-        let mut meta = RunMeta {
+        let mut meta = GraphRunMeta {
             run: RunId::new("r"),
             fingerprint: "f".into(),
             breakpoints: Breakpoints::default(),

@@ -1,5 +1,7 @@
 //! The crate's one error type. Every variant names the node, run or checkpoint involved and says what to do.
 
+use std::sync::Arc;
+
 use crate::ids::{CheckpointId, RunId};
 
 /// Everything that can go wrong building, running, storing or inspecting a graph.
@@ -52,6 +54,9 @@ pub enum GraphError {
         step: u64,
         attempts: u32,
         message: String,
+        /// The node's own error, typed (None for a panic, a timeout or an interrupt): callers ask it what
+        /// went wrong with [`GraphError::node_error`] instead of reading `message`.
+        cause: Option<NodeError>,
     },
     #[error(
         "run `{run}`: step limit of {limit} reached at checkpoint {checkpoint}; raise RunOptions::step_limit if the loop is intended"
@@ -127,7 +132,45 @@ pub enum GraphError {
     },
 }
 
+/// A node's error as the node returned it, kept behind its `std::error::Error` face so that whoever ran the
+/// graph can downcast it to the node's error type.
+#[derive(Clone)]
+pub struct NodeError(Arc<dyn std::error::Error + Send + Sync + 'static>);
+
+impl NodeError {
+    pub(crate) fn new(e: impl std::error::Error + Send + Sync + 'static) -> Self {
+        Self(Arc::new(e))
+    }
+
+    /// The node's error as `E`, when that is its type.
+    pub fn downcast_ref<E: std::error::Error + 'static>(&self) -> Option<&E> {
+        self.0.downcast_ref::<E>()
+    }
+}
+
+impl std::fmt::Debug for NodeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "NodeError({})", self.0)
+    }
+}
+
 impl GraphError {
+    /// The error of type `E` that a failed node returned, looking through subgraphs (whose nodes fail with
+    /// the inner run's `GraphError`). None when no node failed that way.
+    pub fn node_error<E: std::error::Error + 'static>(&self) -> Option<&E> {
+        let Self::NodeFailed {
+            cause: Some(cause), ..
+        } = self
+        else {
+            return None;
+        };
+        cause.downcast_ref::<E>().or_else(|| {
+            cause
+                .downcast_ref::<GraphError>()
+                .and_then(|inner| inner.node_error::<E>())
+        })
+    }
+
     /// True for errors found by `compile()` (the graph is wrong, not the run).
     pub fn is_build_error(&self) -> bool {
         matches!(

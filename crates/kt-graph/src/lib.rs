@@ -23,7 +23,7 @@
 //!   `subscribe` streams [`Event`]s.
 //! - Inside a node, [`NodeContext`] (`context.rs`): `effect` (journaled side effects), `emit` (custom
 //!   events), `interrupt` (stop and wait for an answer).
-//! - What is stored: [`Checkpoint`] and [`RunMeta`] (`checkpoint.rs`) in a [`CheckpointStore`] (`store/`).
+//! - What is stored: [`Checkpoint`] and [`GraphRunMeta`] (`checkpoint.rs`) in a [`CheckpointStore`] (`store/`).
 //!
 //! Choices worth knowing:
 //! - **Declared writes.** `.writes(&["field", ..])` on the builder, not derived from the update type: an
@@ -103,11 +103,11 @@ pub use builder::{GraphBuilder, NodeBuilder};
 pub use cancel::CancelToken;
 pub use checkpoint::{
     BranchInfo, Breakpoints, Checkpoint, CheckpointSource, FULL_SNAPSHOT_EVERY, FieldOp,
-    NodeTiming, RoutedFailure, RunMeta, StateRecord, StopReason, Task, fold_ops,
+    GraphRunMeta, NodeTiming, RoutedFailure, StateRecord, StopReason, Task, fold_ops,
 };
 pub use context::{EffectError, Interrupted, NodeContext, ReplayMode};
 pub use decl::{END, START};
-pub use error::GraphError;
+pub use error::{GraphError, NodeError};
 pub use events::{Event, EventKind};
 pub use executor::debug::{NodeRun, RunNodeOptions};
 pub use executor::inspect::{FieldDiff, RunPath};

@@ -2,6 +2,7 @@
 //! (see [`Retry`]); the node never sees them.
 
 use crate::context::NodeContext;
+use crate::error::NodeError;
 use crate::events::{Event, EventKind};
 use crate::policy::Retry;
 use crate::state::State;
@@ -61,7 +62,12 @@ where
 /// Why a task produced no update.
 #[derive(Debug, Clone)]
 pub(crate) enum TaskFailure {
-    Error(String),
+    /// The node failed: the message a person reads, and the node's typed error when it returned one (not
+    /// for a panic or a timeout).
+    Error {
+        message: String,
+        cause: Option<NodeError>,
+    },
     Interrupted(Value),
 }
 
@@ -122,9 +128,10 @@ impl<S: State, N: Node<S>> RunTask<S> for Policied<S, N> {
                         Some(limit) => tokio::time::timeout(limit, call).await.map_err(|_| limit),
                         None => Ok(call.await),
                     };
-                    let (message, retryable, edit) = match result {
+                    let (message, cause, retryable, edit) = match result {
                         Ok(Err(panic)) => (
                             format!("panicked: {}", panic_message(panic.as_ref())),
+                            None,
                             false,
                             None,
                         ),
@@ -150,10 +157,12 @@ impl<S: State, N: Node<S>> RunTask<S> for Policied<S, N> {
                                 }
                                 _ => None,
                             };
-                            (error_chain(&error), retryable, edited)
+                            let message = error_chain(&error);
+                            (message, Some(error), retryable, edited)
                         }
                         Err(limit) => (
                             format!("timed out after {limit:?}"),
+                            None,
                             retry.as_ref().is_some_and(|r| r.retry_timeouts),
                             None,
                         ),
@@ -172,7 +181,10 @@ impl<S: State, N: Node<S>> RunTask<S> for Policied<S, N> {
                     );
                     let Some(retry) = retry.as_ref().filter(|_| will_retry) else {
                         return TaskResult {
-                            outcome: Err(TaskFailure::Error(message)),
+                            outcome: Err(TaskFailure::Error {
+                                message,
+                                cause: cause.map(NodeError::new),
+                            }),
                             attempts: attempt,
                         };
                     };

@@ -50,6 +50,7 @@ impl<S: State, T: State> Node<S> for Subgraph<S, T> {
                 step: ctx.step(),
                 attempts: 1,
                 message: format!("subgraph stopped at {checkpoint}: {reason:?}"),
+                cause: None,
             }),
             RunOutcome::Paused { checkpoint, .. } => Err(GraphError::NodeFailed {
                 run,
@@ -57,6 +58,7 @@ impl<S: State, T: State> Node<S> for Subgraph<S, T> {
                 step: ctx.step(),
                 attempts: 1,
                 message: format!("subgraph paused at {checkpoint}"),
+                cause: None,
             }),
         }
     }

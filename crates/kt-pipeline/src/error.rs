@@ -63,16 +63,6 @@ pub enum PipelineError {
          (or stop it), or pass --wait to start when it does"
     )]
     RunBusy { run: PathBuf, holder: String },
-    #[error(
-        "the disk is full: writing {path} needs {needed} bytes{}; the previous file is unchanged. Free some space, \
-         then `kt resume` the run",
-        available.map(|a| format!(" and {a} are free")).unwrap_or_default()
-    )]
-    DiskFull {
-        path: PathBuf,
-        needed: u64,
-        available: Option<u64>,
-    },
     #[error("{path} is not valid {what}: {message}")]
     BadFile {
         path: PathBuf,
@@ -101,7 +91,7 @@ pub enum PipelineError {
          `kt resume RUN --answer FILE`",
         .0.node, .0.prompt_file.display(), .0.answer_file.display()
     )]
-    AwaitingAnswer(crate::waiting_answer::WaitingAnswer),
+    AwaitingAnswer(kt_record::WaitingAnswer),
     #[error("LLM call `{node}` failed: {source}")]
     Llm {
         node: String,
@@ -121,6 +111,13 @@ pub enum PipelineError {
     Graph {
         stage: &'static str,
         message: String,
+    },
+    /// A stage's graph stopped on an error, a failed node's own error kept inside (see
+    /// [`PipelineError::node_error`]).
+    #[error("the graph of {stage} failed: {graph}")]
+    GraphRun {
+        stage: &'static str,
+        graph: Box<kt_graph::GraphError>,
     },
     #[error(
         "Stage 1 needs an LLM (none configured): pass --llm PROVIDER:MODEL, or --info-from-sidecar for a suite kernel with a .toml sidecar"
@@ -163,24 +160,27 @@ pub enum PipelineError {
     #[error("step `{step}`: {kind}: {feedback}")]
     CandidateFailed {
         step: String,
-        kind: crate::stage3::FailureKind,
+        kind: crate::stage3::failure::FailureKind,
         feedback: String,
         /// The LLM calls the failed attempt made, carried to the next attempt so no tokens go unaccounted.
-        calls: Vec<crate::stage3::LlmCallRecord>,
+        calls: Vec<crate::stage3::llm_call::LlmCallRecord>,
     },
     /// The GPU side could not work at all (no GPU, driver, NVRTC): the run stops, resumable.
     #[error("{0}; the run is saved: resume it with `kt resume RUN` on a machine with a CUDA GPU")]
-    Tuning(crate::stage3::BackendError),
+    Tuning(crate::stage3::backend::BackendError),
     #[error(
         "Stage 3 needs an LLM (none configured): pass --llm PROVIDER:MODEL (e.g. openai:gpt-4.1, or replay:CASSETTE.jsonl), or set [llm] provider and model in kt.toml"
     )]
     NoLlmForStage3,
     #[error("the journal of node `{node}` failed: {message}")]
     Journal { node: String, message: String },
+    /// A record of the tests format that is not what kt writes (an unknown dtype, a bad .npy file).
+    #[error(transparent)]
+    Record(kt_record::RecordError),
 }
 
-/// The words every LLM-outage error starts with: graph engines pass node errors on as text, and this is how
-/// the run's end recognises one.
+/// The words every LLM-outage error starts with (what a person reads; programs ask
+/// [`PipelineError::is_llm_unavailable`]).
 pub const LLM_UNAVAILABLE: &str = "the LLM service is unavailable";
 
 /// Whether `e` is an outage of the LLM service (as opposed to a bad answer, bad credentials or a bad request).
@@ -193,6 +193,33 @@ pub fn is_llm_outage(e: &kt_llm::LlmError) -> bool {
 impl From<kt_cuda::CudaError> for PipelineError {
     fn from(e: kt_cuda::CudaError) -> Self {
         Self::Cuda(Box::new(e))
+    }
+}
+
+/// A run directory's I/O and JSON errors keep the variants they had when the run directory was this crate's.
+impl From<kt_record::RecordError> for PipelineError {
+    fn from(e: kt_record::RecordError) -> Self {
+        match e {
+            kt_record::RecordError::Io {
+                action,
+                path,
+                source,
+            } => Self::Io {
+                action,
+                path,
+                source,
+            },
+            kt_record::RecordError::BadFile {
+                path,
+                what,
+                message,
+            } => Self::BadFile {
+                path,
+                what,
+                message,
+            },
+            other => Self::Record(other),
+        }
     }
 }
 
@@ -220,9 +247,36 @@ impl PipelineError {
         }
     }
 
-    /// Whether this error (or the error text a graph passed on) is an LLM outage.
+    /// The error of a graph run of `stage` that did not come to its end.
+    pub fn graph(stage: &'static str, graph: kt_graph::GraphError) -> Self {
+        Self::GraphRun {
+            stage,
+            graph: Box::new(graph),
+        }
+    }
+
+    /// The pipeline error a failed node of this graph run returned (looking through subgraphs).
+    pub fn node_error(&self) -> Option<&PipelineError> {
+        match self {
+            Self::GraphRun { graph, .. } => graph.node_error::<PipelineError>(),
+            _ => None,
+        }
+    }
+
+    /// Whether this error, or the error of the node that stopped its graph, is an LLM outage.
     pub fn is_llm_unavailable(&self) -> bool {
-        matches!(self, Self::LlmUnavailable { .. }) || self.to_string().contains(LLM_UNAVAILABLE)
+        matches!(self, Self::LlmUnavailable { .. })
+            || self.node_error().is_some_and(Self::is_llm_unavailable)
+    }
+
+    /// Why no GPU could be used, when that is what stopped this run (here or in a node of its graph).
+    pub fn gpu_unavailable(&self) -> Option<&str> {
+        match self {
+            Self::Tuning(crate::stage3::backend::BackendError::GpuUnavailable { detail }) => {
+                Some(detail)
+            }
+            _ => self.node_error().and_then(Self::gpu_unavailable),
+        }
     }
 
     /// Shorthand for an I/O error with the action and the path it concerned.

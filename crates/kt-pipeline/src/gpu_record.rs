@@ -1,68 +1,26 @@
-//! The GPU a run's kernels ran on, as `run.json` and `result.json` record it: enough to tell two GPUs of one
-//! machine apart (the PCI bus id, which `nvidia-smi` prints in the same form) and to say which of the machine's
-//! GPUs the process was given (`CUDA_VISIBLE_DEVICES`).
+//! The GPU record (kt-record's [`GpuRecord`]) of the device the tuner's worker reported.
 
-use serde::{Deserialize, Serialize};
+pub use kt_record::GpuRecord;
 
-/// One GPU, as the tuner's worker reported it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct GpuRecord {
-    pub name: String,
-    /// `00000000:1B:00.0` (domain:bus:device.function); empty when the driver did not say.
-    #[serde(default)]
-    pub pci_bus_id: String,
-    #[serde(default)]
-    pub uuid: String,
-    /// `9.0`.
-    pub compute_capability: String,
-    /// The CUDA driver's version, `13.0`.
-    pub driver_version: String,
-    /// The device's ordinal among those the process sees.
-    #[serde(default)]
-    pub ordinal: usize,
-    /// `CUDA_VISIBLE_DEVICES` of the process (None: not set, every GPU visible).
-    #[serde(default)]
-    pub cuda_visible_devices: Option<String>,
+/// The record of `device`, with this process's `CUDA_VISIBLE_DEVICES`.
+pub fn gpu_record(device: &kt_tuner::worker::protocol::DeviceInfo) -> GpuRecord {
+    with_visible(device, std::env::var("CUDA_VISIBLE_DEVICES").ok())
 }
 
-impl GpuRecord {
-    /// The record of `device`, with this process's `CUDA_VISIBLE_DEVICES`.
-    pub fn from_device(device: &kt_tuner::worker::protocol::DeviceInfo) -> Self {
-        Self::with_visible(device, std::env::var("CUDA_VISIBLE_DEVICES").ok())
-    }
-
-    fn with_visible(
-        device: &kt_tuner::worker::protocol::DeviceInfo,
-        cuda_visible_devices: Option<String>,
-    ) -> Self {
-        let (major, minor) = device.compute_capability;
-        let v = device.driver_version;
-        GpuRecord {
-            name: device.name.clone(),
-            pci_bus_id: device.pci_bus_id.clone(),
-            uuid: device.uuid.clone(),
-            compute_capability: format!("{major}.{minor}"),
-            driver_version: format!("{}.{}", v / 1000, (v % 1000) / 10),
-            ordinal: device.ordinal,
-            cuda_visible_devices,
-        }
-    }
-
-    /// One line for the report: `NVIDIA H200 (PCI 00000000:1B:00.0, compute 9.0, driver 13.0, CUDA_VISIBLE_DEVICES=1)`.
-    pub fn summary(&self) -> String {
-        let pci = if self.pci_bus_id.is_empty() {
-            "PCI bus id unknown".to_string()
-        } else {
-            format!("PCI {}", self.pci_bus_id)
-        };
-        let visible = match &self.cuda_visible_devices {
-            Some(v) => format!("CUDA_VISIBLE_DEVICES={v}"),
-            None => "CUDA_VISIBLE_DEVICES unset".to_string(),
-        };
-        format!(
-            "{} ({pci}, compute {}, driver {}, device {} of those visible, {visible})",
-            self.name, self.compute_capability, self.driver_version, self.ordinal
-        )
+fn with_visible(
+    device: &kt_tuner::worker::protocol::DeviceInfo,
+    cuda_visible_devices: Option<String>,
+) -> GpuRecord {
+    let (major, minor) = device.compute_capability;
+    let v = device.driver_version;
+    GpuRecord {
+        name: device.name.clone(),
+        pci_bus_id: device.pci_bus_id.clone(),
+        uuid: device.uuid.clone(),
+        compute_capability: format!("{major}.{minor}"),
+        driver_version: format!("{}.{}", v / 1000, (v % 1000) / 10),
+        ordinal: device.ordinal,
+        cuda_visible_devices,
     }
 }
 
@@ -94,7 +52,7 @@ mod tests {
 
     #[test]
     fn the_record_names_the_gpu_its_bus_id_and_the_visible_devices() {
-        let r = GpuRecord::with_visible(&device(), Some("1".into()));
+        let r = with_visible(&device(), Some("1".into()));
         assert_eq!(r.compute_capability, "9.0");
         assert_eq!(r.driver_version, "12.8");
         let line = r.summary();
@@ -106,7 +64,7 @@ mod tests {
         );
         let json = serde_json::to_value(&r).unwrap();
         assert_eq!(json["pci_bus_id"], "00000000:1B:00.0");
-        let unset = GpuRecord::with_visible(&device(), None);
+        let unset = with_visible(&device(), None);
         assert!(unset.summary().contains("CUDA_VISIBLE_DEVICES unset"));
     }
 }

@@ -20,9 +20,7 @@ pub(crate) async fn start_or_resume<S: State>(
 }
 
 /// What a run stopped for when a node waits for a manual answer: the interrupt's payload.
-pub(crate) fn waiting_of<S>(
-    outcome: &kt_graph::RunOutcome<S>,
-) -> Option<crate::waiting_answer::WaitingAnswer> {
+pub(crate) fn waiting_of<S>(outcome: &kt_graph::RunOutcome<S>) -> Option<kt_record::WaitingAnswer> {
     match outcome {
         kt_graph::RunOutcome::Stopped {
             reason: kt_graph::StopReason::Interrupt { payload, .. },
@@ -45,7 +43,7 @@ pub(crate) fn llm_failure(
             prompt_file,
             answer_file,
         } => {
-            let waiting = crate::waiting_answer::WaitingAnswer {
+            let waiting = kt_record::WaitingAnswer {
                 node: asked,
                 prompt_file,
                 answer_file,

@@ -4,13 +4,15 @@
 //! against the parsed signature) and produces a [`KernelInfo`]. Stage 2 has the LLM write input generators,
 //! runs them in the sandbox and records the original kernel's outputs as expected results. Stage 3 runs a
 //! strategy (one-prompt, explicit, autonomous) loaded from `strategies/` with prompts from `prompts/`.
+//! The whole `kt transform` job (Stages 1-3 and the result files) is [`job`], above the stage modules.
 //! This crate wires the leaf crates together; it does not talk HTTP, parse C, or launch kernels itself.
 
-pub mod atomic_write;
 pub mod error;
 pub mod gpu_record;
 mod graph_run;
+pub mod job;
 pub mod kernel_info;
+pub mod kernel_unit;
 pub mod prepare;
 pub mod problem_size;
 pub mod prompt;
@@ -21,7 +23,6 @@ pub mod stage1;
 pub mod stage2;
 pub mod stage3;
 pub mod strategy;
-pub mod waiting_answer;
 
 pub use error::PipelineError;
 pub use kernel_info::{KernelInfo, ProblemDimension};

@@ -17,7 +17,7 @@ use crate::stage2::{self, ReferenceRunner, Stage2Deps, Stage2Options, Stage2Outc
 
 /// A kernel file and the kernel chosen in it.
 #[derive(Debug, Clone)]
-pub struct KernelSource {
+pub struct KernelInput {
     pub path: PathBuf,
     /// The code every stage works on: the file as it is when it holds only the kernel's unit, else that unit
     /// (see [`Self::program`]).
@@ -33,9 +33,9 @@ pub struct KernelSource {
     pub include_dirs: Vec<PathBuf>,
 }
 
-impl KernelSource {
+impl KernelInput {
     /// The file at `path`, its user headers looked up in its own directory only.
-    pub fn read(path: &Path, kernel: Option<&str>) -> Result<KernelSource, PipelineError> {
+    pub fn read(path: &Path, kernel: Option<&str>) -> Result<KernelInput, PipelineError> {
         Self::read_with_includes(path, kernel, &[])
     }
 
@@ -45,7 +45,7 @@ impl KernelSource {
         path: &Path,
         kernel: Option<&str>,
         include_dirs: &[PathBuf],
-    ) -> Result<KernelSource, PipelineError> {
+    ) -> Result<KernelInput, PipelineError> {
         let bytes = std::fs::read(path)
             .map_err(|e| PipelineError::io("reading the kernel file", path, e))?;
         let text = kt_cuda::decode(&bytes, &path.display().to_string())?;
@@ -60,7 +60,7 @@ impl KernelSource {
         };
         // The same reading as `kt tune` and `kt verify`: headers from the file's directory, then `--include`.
         let file = kt_tuner::KernelFile::load(path, include_dirs).map_err(bad)?;
-        let mut source = KernelSource {
+        let mut source = KernelInput {
             path: path.to_path_buf(),
             text,
             kernel: kernel.map(str::to_string),
@@ -72,7 +72,7 @@ impl KernelSource {
         if let Ok(name) = source.kernel_name() {
             // Errors name the file: a user header in none of the directories, a unit that does not parse back.
             let unit = file.select(Some(&name)).map_err(bad)?.unit;
-            if crate::stage3::leaves_out_program(&unit) || !file.file.followed().is_empty() {
+            if crate::kernel_unit::leaves_out_program(&unit) || !file.file.followed().is_empty() {
                 tracing::info!(
                     file = %path.display(),
                     kernel = %name,
@@ -114,7 +114,7 @@ impl KernelSource {
 
 /// Writes the run's `unit.cu` when the source is a whole program's kernel unit (what every stage and `kt
 /// resume` work on; `input.cu` stays the exact copy of the user's file).
-pub fn save_unit(run: &RunDir, source: &KernelSource) -> Result<(), PipelineError> {
+pub fn save_unit(run: &RunDir, source: &KernelInput) -> Result<(), PipelineError> {
     if source.program.is_some() {
         crate::run_dir::write_file(&run.unit_cu(), source.text.as_bytes())?;
     }
@@ -147,7 +147,7 @@ pub struct Understood {
 
 /// Runs Stage 1 on `source` with checkpoints in `store` under run id `run`.
 pub async fn understand(
-    source: &KernelSource,
+    source: &KernelInput,
     how: Stage1Source,
     store: Arc<dyn CheckpointStore>,
     run: RunId,
@@ -197,7 +197,7 @@ pub async fn understand(
 
 /// Stage 1 on its own, checkpointed in memory (`kt analyze`).
 pub async fn analyze_file(
-    source: &KernelSource,
+    source: &KernelInput,
     how: Stage1Source,
 ) -> Result<Understood, PipelineError> {
     understand(
@@ -234,7 +234,7 @@ pub struct Prepared {
 /// `<run-id>/stage1` and `<run-id>/stage2`). The caller sets the run's final status.
 pub async fn prepare(
     run: &RunDir,
-    source: &KernelSource,
+    source: &KernelInput,
     stage1_from: Stage1Source,
     settings: TestgenSettings,
 ) -> Result<Prepared, PipelineError> {
@@ -258,7 +258,7 @@ pub async fn prepare(
         RunId::new(format!("{id}/stage1")),
     )
     .await?;
-    run.save_kernel_info(&understood.stage1.info)?;
+    understood.stage1.info.save(&run)?;
     let mut options = settings.options.clone();
     if options.array_sizes.is_empty()
         && use_sidecar_sizes
@@ -300,8 +300,8 @@ pub async fn prepare(
 mod tests {
     use super::*;
 
-    fn source(text: &str, kernel: Option<&str>) -> KernelSource {
-        KernelSource {
+    fn source(text: &str, kernel: Option<&str>) -> KernelInput {
+        KernelInput {
             path: PathBuf::from("k.cu"),
             text: text.into(),
             kernel: kernel.map(str::to_string),
@@ -325,7 +325,7 @@ mod tests {
     fn a_whole_program_is_read_as_its_kernels_unit_and_the_file_kept_as_the_program() {
         let path = Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("../../tests/corpus/wild/vector_add_program.cu");
-        let source = KernelSource::read(&path, None).unwrap();
+        let source = KernelInput::read(&path, None).unwrap();
         let program = source.program.as_deref().unwrap();
         assert!(program.contains("int main"));
         assert!(
@@ -346,7 +346,7 @@ mod tests {
         std::fs::write(&cu, text).unwrap();
         let extra = dir.path().join("inc");
         let source =
-            KernelSource::read_with_includes(&cu, None, std::slice::from_ref(&extra)).unwrap();
+            KernelInput::read_with_includes(&cu, None, std::slice::from_ref(&extra)).unwrap();
         assert_eq!(source.text, text, "comments and all");
         assert!(source.program.is_none());
         assert_eq!(source.include_dirs, vec![dir.path().to_path_buf(), extra]);
@@ -373,7 +373,7 @@ mod tests {
             "#include \"ops.h\"\n__global__ void k(float* a) { a[0] = twice(a[0]); }\n",
         )
         .unwrap();
-        let source = KernelSource::read_with_includes(&cu, None, &[inc]).unwrap();
+        let source = KernelInput::read_with_includes(&cu, None, &[inc]).unwrap();
         assert!(source.program.is_some());
         assert!(source.text.contains("return 2.0f * x"), "{}", source.text);
     }
@@ -387,7 +387,7 @@ mod tests {
             "#include \"gone.h\"\n__global__ void k(float* a) { a[0] = 1.0f; }\n",
         )
         .unwrap();
-        let err = KernelSource::read(&cu, None).unwrap_err().to_string();
+        let err = KernelInput::read(&cu, None).unwrap_err().to_string();
         assert!(
             err.contains("gone.h") && err.contains("--include") && err.contains("k.cu"),
             "{err}"
@@ -397,7 +397,7 @@ mod tests {
     #[test]
     fn kernel_name_of_a_suite_kernel_comes_from_its_sidecar() {
         let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../naive-kernels/matmul.cu");
-        let source = KernelSource::read(&path, None).unwrap();
+        let source = KernelInput::read(&path, None).unwrap();
         assert!(source.sidecar.is_some());
         assert_eq!(source.kernel_name().unwrap(), "matrixMultiply");
     }

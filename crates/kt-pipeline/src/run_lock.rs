@@ -58,7 +58,7 @@ impl RunLock {
             "pid {} on {} since {}\n",
             std::process::id(),
             host_name(),
-            crate::run_dir::rfc3339(time::OffsetDateTime::now_utc())
+            kt_record::layout::rfc3339(time::OffsetDateTime::now_utc())
         );
         file.set_len(0)
             .and_then(|()| file.rewind())

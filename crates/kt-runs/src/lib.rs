@@ -1,5 +1,5 @@
 //! kt-runs: looking inside recorded kt runs and re-running parts of them — `kt runs list|show|report`,
-//! `kt debug history|state|diff|node|break`, `kt replay`, `kt fork` and the run-highlighted `kt graph export`.
+//! `kt debug history|state|diff|node|break`, `kt replay`, `kt fork`, answering a waiting `manual:` prompt and the run-highlighted `kt graph export`.
 //!
 //! Reading a run ([`RunRecord`], [`inspect`], [`steps`], [`report`]) needs only its directory: checkpoints are
 //! per-field JSON in `run.sqlite`, so it works on any run without rebuilding its graph. Running something
@@ -15,6 +15,7 @@
 // Tests may unwrap: a panic there is a failed test with its message.
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
+pub mod answer;
 pub mod binding;
 pub mod capture;
 pub mod catalog;
@@ -32,6 +33,7 @@ pub mod steps;
 #[cfg(test)]
 mod session_tests;
 
+pub use answer::{WaitingAnswer, answer_waiting_prompt, waiting_prompt};
 pub use binding::{GraphBinding, Setup};
 pub use capture::{CallLog, CapturedCall, LlmChoice};
 pub use catalog::{RunSummary, format_duration, list_runs, summarize};
@@ -46,9 +48,9 @@ pub use kt_graph::{Breakpoints, CheckpointId};
 pub use locate::{resolve_run, runs_base};
 pub use profiles::profile_lines;
 pub use record::RunRecord;
-pub use report::{ReportInputs, render_html};
+pub use report::{ReportInputs, graph_dot, render_html};
 pub use session::{
-    ContinueReport, FieldSet, ForkReport, GraphFormat, NodeDebug, NodeReport, continue_run,
+    ContinueReport, FieldSet, breakpoint_nodes, ForkReport, GraphFormat, NodeDebug, NodeReport, continue_run,
     debug_node, export, fork, graph_nodes, replay, session_dir,
 };
 pub use stage3::{RecordedBackend, Stage3Binding};

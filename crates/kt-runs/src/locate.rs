@@ -55,9 +55,9 @@ pub fn resolve_run(arg: &str, base: &Path) -> Result<RunDir, RunsError> {
 }
 
 fn open(dir: &Path) -> Result<RunDir, RunsError> {
-    RunDir::open(dir).map_err(|source| RunsError::Pipeline {
+    RunDir::open(dir).map_err(|e| RunsError::Pipeline {
         run: dir.to_path_buf(),
-        source,
+        source: e.into(),
     })
 }
 

@@ -9,8 +9,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use kt_graph::{
-    BranchId, Checkpoint, CheckpointId, CheckpointStore, FieldOp, GraphError, RunId,
-    RunMeta as GraphRunMeta, SqliteStore, StateRecord, fold_ops,
+    BranchId, Checkpoint, CheckpointId, CheckpointStore, FieldOp, GraphError, GraphRunMeta, RunId,
+    SqliteStore, StateRecord, fold_ops,
 };
 use kt_pipeline::RunDir;
 use serde_json::{Map, Value};

@@ -448,3 +448,15 @@ pub fn graph_nodes<B: GraphBinding>(
     let graph = binding.build(record.dir(), setup)?;
     Ok(graph.node_names().iter().map(|s| s.to_string()).collect())
 }
+
+/// Node names a breakpoint may name: the run's Stage 3 graph's when it can be rebuilt, else those its history
+/// mentions (other graphs, or a strategy that changed since).
+pub fn breakpoint_nodes(record: &RunRecord) -> Result<Vec<String>, RunsError> {
+    if record.graph_run().as_str().ends_with("stage3") {
+        let setup = Setup::new(crate::capture::LlmChoice::Replay, session_dir(record, "break"));
+        if let Ok(names) = graph_nodes(&crate::stage3::Stage3Binding::default(), record, &setup) {
+            return Ok(names);
+        }
+    }
+    crate::inspect::nodes_seen(record)
+}

@@ -2,7 +2,7 @@
 //! `kt runs`, `kt debug`, `kt replay` and `kt fork` rely on.
 
 use kt_graph::{Breakpoints, CheckpointId};
-use kt_pipeline::stage3::recorded_run::{
+use kt_pipeline::job::recorded_run::{
     matmul_rewrite as rewrite, record_matmul_run, repo_root, write_script,
 };
 

@@ -11,12 +11,12 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use kt_graph::CompiledGraph;
+use kt_pipeline::job::{BackendInputs, tuner_backend};
 use kt_pipeline::stage3::{
-    BackendError, BackendInputs, KernelFacts, Outcome, PairTimes, ProfileRun, Reference,
-    Stage3Context, Stage3State, TunableKernel, TuningBackend, TuningProgress, build_graph,
-    tuner_backend,
+    BackendError, KernelFacts, Outcome, PairTimes, ProfileRun, Reference, Stage3Context,
+    Stage3State, TunableCode, TuningBackend, TuningProgress, build_graph,
 };
-use kt_pipeline::strategy::{StrategyOverrides, load_strategy};
+use kt_pipeline::strategy::{StrategyOverrides, load_run_strategy};
 use kt_pipeline::{PipelineError, PromptLibrary, RunDir};
 use serde_json::Value;
 
@@ -46,19 +46,19 @@ impl GraphBinding for Stage3Binding {
 
     fn build(&self, run: &RunDir, setup: &Setup) -> Result<CompiledGraph<Stage3State>, RunsError> {
         let err = pipe(run);
-        let meta = run.read_meta().map_err(&err)?;
+        let meta = run.read_meta().map_err(|e| err(e.into()))?;
         let overrides = StrategyOverrides {
             replan: meta.settings.replan,
             breakdown: meta.settings.breakdown,
             candidates: meta.settings.candidates,
         };
-        let strategy = load_strategy(&meta.strategy, self.strategies_dir.as_deref())
+        let strategy = load_run_strategy(run, self.strategies_dir.as_deref())
             .map_err(&err)?
             .with_overrides(&overrides);
         let prompts = PromptLibrary::locate(self.prompts_dir.as_deref()).map_err(&err)?;
         // The code the run worked on: its kernel's unit when the input was a whole program.
-        let source = run.kernel_code().map_err(&err)?;
-        let info = run.load_kernel_info().map_err(&err)?;
+        let source = run.kernel_code().map_err(|e| err(e.into()))?;
+        let info = kt_pipeline::KernelInfo::load(run).map_err(&err)?;
         let parsed = kt_cuda::parse(&source).map_err(|e| err(e.into()))?;
         let kernel = parsed
             .select_kernel(Some(&info.name))
@@ -70,7 +70,7 @@ impl GraphBinding for Stage3Binding {
         } else {
             None
         };
-        let original = TunableKernel::original(&source, &info);
+        let original = TunableCode::original(&source, &info);
         let live = tuner_backend(&BackendInputs {
             run,
             source: &source,
@@ -169,7 +169,7 @@ impl RecordedBackend {
                     continue;
                 };
                 let (Ok(kernel), Ok(outcome)) = (
-                    serde_json::from_value::<TunableKernel>(kernel.clone()),
+                    serde_json::from_value::<TunableCode>(kernel.clone()),
                     serde_json::from_value::<Outcome>(outcome.clone()),
                 ) else {
                     continue;
@@ -186,13 +186,13 @@ impl RecordedBackend {
     }
 }
 
-fn key(kernel: &TunableKernel) -> String {
+fn key(kernel: &TunableCode) -> String {
     serde_json::to_string(kernel).unwrap_or_default()
 }
 
 #[async_trait]
 impl TuningBackend for RecordedBackend {
-    async fn reference(&self, original: &TunableKernel) -> Result<Reference, BackendError> {
+    async fn reference(&self, original: &TunableCode) -> Result<Reference, BackendError> {
         match &self.reference {
             Some(r) => Ok(r.clone()),
             None => self.live.reference(original).await,
@@ -202,7 +202,7 @@ impl TuningBackend for RecordedBackend {
     async fn evaluate(
         &self,
         label: &str,
-        kernel: &TunableKernel,
+        kernel: &TunableCode,
         progress: &dyn TuningProgress,
     ) -> Result<Outcome, BackendError> {
         match self.outcomes.get(&key(kernel)) {
@@ -221,7 +221,7 @@ impl TuningBackend for RecordedBackend {
     async fn profile(
         &self,
         label: &str,
-        kernel: &TunableKernel,
+        kernel: &TunableCode,
         params: &BTreeMap<String, i64>,
     ) -> Result<ProfileRun, BackendError> {
         self.live.profile(label, kernel, params).await
@@ -230,8 +230,8 @@ impl TuningBackend for RecordedBackend {
     // Launch times are measurements of this machine, never reused from the recording.
     async fn time_pair(
         &self,
-        first: (&TunableKernel, &BTreeMap<String, i64>),
-        second: (&TunableKernel, &BTreeMap<String, i64>),
+        first: (&TunableCode, &BTreeMap<String, i64>),
+        second: (&TunableCode, &BTreeMap<String, i64>),
         launches: u32,
     ) -> Result<PairTimes, BackendError> {
         self.live.time_pair(first, second, launches).await

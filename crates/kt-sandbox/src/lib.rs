@@ -40,7 +40,7 @@ pub use live::stop_all;
 pub use optin::allow_unsandboxed_in;
 pub use outcome::{Ending, Limit, Outcome};
 pub use policy::{EnvPolicy, NetworkIsolation, Policy, StderrMode, UserPolicy};
-pub use protections::{ProtectionLine, Protections};
+pub use protections::{ProtectionLine, Protections, detect_protections};
 pub use python::{PythonError, PythonRuntime};
 pub use sandbox::{Sandbox, SpawnOptions};
 pub use workdir::{Workdir, remove_own_workdirs, remove_stale_workdirs};

@@ -16,7 +16,7 @@ use crate::error::SandboxError;
 use crate::identity::RunIdentity;
 use crate::outcome::{Ending, Outcome, classify};
 use crate::policy::{NetworkIsolation, Policy, StderrMode, UserPolicy};
-use crate::protections::Protections;
+use crate::protections::{Protections, detect_protections};
 use crate::view;
 use crate::workdir::Workdir;
 
@@ -75,7 +75,7 @@ impl Sandbox {
     pub fn new(policy: Policy) -> Self {
         Self {
             policy,
-            machine: Protections::detect(),
+            machine: detect_protections(),
         }
     }
 

@@ -5,7 +5,7 @@
 
 use std::time::{Duration, Instant};
 
-use kt_sandbox::{Policy, Protections, Sandbox};
+use kt_sandbox::{Policy, Sandbox};
 
 const MARK: &str = "1000.5151";
 const CHILD_ENV: &str = "KT_TEST_DIE_WITH_KT_CHILD";
@@ -52,7 +52,7 @@ fn programs_die_with_kt_even_on_sigkill() {
         std::thread::sleep(Duration::from_millis(20));
         left = marked_processes();
     }
-    let protections = Protections::detect();
+    let protections = kt_sandbox::detect_protections();
     if protections.pid_namespace {
         assert!(left.is_empty(), "outlived kt: {left:?}");
     } else {

@@ -10,10 +10,10 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::args::{KernelTest, ParamSpec, TestArg};
-use crate::dtype::DType;
 use crate::error::TunerError;
 use crate::expr::{Bindings, eval_number};
 use crate::worker::protocol::LaunchArg;
+use kt_record::DType;
 
 /// Where one kernel parameter's argument comes from.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -8,13 +8,14 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::dtype::DType;
 use crate::error::TunerError;
 use crate::expr::{Bindings, eval_count};
 use crate::geometry::bindings;
-use crate::npy::read_header;
 use crate::space::Config;
 use crate::verify::Tolerance;
+use kt_record::DType;
+use kt_record::tests_format::npy::read_header;
+use kt_record::tests_format::{ManifestArg, TestManifest};
 
 /// How the worker fills an array.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -187,28 +188,83 @@ impl ParamSpec {
     }
 }
 
-#[derive(Debug, Deserialize)]
-struct Manifest {
-    args: Vec<ManifestArg>,
-    #[serde(default)]
-    outputs: Vec<String>,
-    #[serde(default)]
-    expected: BTreeMap<String, String>,
-}
-
-#[derive(Debug, Deserialize)]
-struct ManifestArg {
-    name: String,
-    kind: String,
-    dtype: String,
-    #[serde(default)]
-    file: Option<String>,
-    #[serde(default)]
-    value: Option<f64>,
-    #[serde(default, rename = "struct")]
-    struct_name: Option<String>,
-    #[serde(default)]
-    shape: Option<Vec<u64>>,
+/// One argument of test `id` (directory `t`) as its manifest `m` describes it, its .npy files checked.
+fn test_arg(id: &str, t: &Path, m: &TestManifest, a: &ManifestArg) -> Result<TestArg, TunerError> {
+    Ok(match a {
+        ManifestArg::Array {
+            name,
+            dtype,
+            shape,
+            file,
+            struct_name,
+        } => {
+            let (dtype, _) = DType::parse_numpy(dtype)?;
+            let path = t.join(file);
+            let info = read_header(&path)?;
+            if info.dtype != dtype.storage() {
+                return Err(TunerError::Arguments(format!(
+                    "test {id}: {} holds {} but the manifest says {}",
+                    path.display(),
+                    info.dtype.numpy_name(),
+                    dtype.numpy_name()
+                )));
+            }
+            if let Some(shape) = shape
+                && shape != &info.shape
+            {
+                return Err(TunerError::Arguments(format!(
+                    "test {id}: {} has shape {:?}, manifest says {shape:?}",
+                    path.display(),
+                    info.shape
+                )));
+            }
+            let lanes = match struct_name {
+                Some(s) => DType::from_c_type(s).map(|(_, l)| l).unwrap_or(1),
+                None => 1,
+            };
+            let expected = match m.expected_file(name) {
+                Some(f) => {
+                    let p = t.join(f);
+                    let e = read_header(&p)?;
+                    if e.elements() != info.elements() || e.dtype != dtype.storage() {
+                        return Err(TunerError::Arguments(format!(
+                            "test {id}: expected {} does not match the argument's dtype/size",
+                            p.display()
+                        )));
+                    }
+                    Some(ArraySource::Npy {
+                        path: p,
+                        offset: e.data_offset,
+                    })
+                }
+                None => None,
+            };
+            TestArg::Array(ArrayArg {
+                name: name.clone(),
+                dtype,
+                lanes,
+                elements: info.elements(),
+                source: ArraySource::Npy {
+                    path,
+                    offset: info.data_offset,
+                },
+                is_output: m.outputs.contains(name),
+                expected,
+            })
+        }
+        ManifestArg::Scalar { name, dtype, value } => {
+            let (dtype, _) = DType::parse_numpy(dtype)?;
+            let value = value.as_f64().ok_or_else(|| {
+                TunerError::Arguments(format!("test {id}: scalar `{name}` has no value"))
+            })?;
+            TestArg::Scalar(ScalarArg {
+                name: name.clone(),
+                dtype,
+                value,
+                bytes: dtype.encode_scalar(name, value)?,
+            })
+        }
+    })
 }
 
 /// Checks that the arguments line up with the signature: same names in the same order, arrays for
@@ -309,91 +365,11 @@ impl TestSet {
                 .unwrap_or_default();
             let mpath = t.join("manifest.json");
             let text = std::fs::read_to_string(&mpath).map_err(|e| TunerError::io(&mpath, e))?;
-            let m: Manifest = serde_json::from_str(&text).map_err(|e| TunerError::io(&mpath, e))?;
+            let m: TestManifest =
+                serde_json::from_str(&text).map_err(|e| TunerError::io(&mpath, e))?;
             let mut args = Vec::new();
             for a in &m.args {
-                let (dtype, _) = DType::parse_numpy(&a.dtype)?;
-                match a.kind.as_str() {
-                    "array" => {
-                        let file = a.file.as_ref().ok_or_else(|| {
-                            TunerError::Arguments(format!(
-                                "test {id}: array `{}` has no file",
-                                a.name
-                            ))
-                        })?;
-                        let path = t.join(file);
-                        let info = read_header(&path)?;
-                        if info.dtype != dtype.storage() {
-                            return Err(TunerError::Arguments(format!(
-                                "test {id}: {} holds {} but the manifest says {}",
-                                path.display(),
-                                info.dtype.numpy_name(),
-                                dtype.numpy_name()
-                            )));
-                        }
-                        if let Some(shape) = &a.shape
-                            && shape != &info.shape
-                        {
-                            return Err(TunerError::Arguments(format!(
-                                "test {id}: {} has shape {:?}, manifest says {shape:?}",
-                                path.display(),
-                                info.shape
-                            )));
-                        }
-                        let lanes = match &a.struct_name {
-                            Some(s) => DType::from_c_type(s).map(|(_, l)| l).unwrap_or(1),
-                            None => 1,
-                        };
-                        let expected = match m.expected.get(&a.name) {
-                            Some(f) => {
-                                let p = t.join(f);
-                                let e = read_header(&p)?;
-                                if e.elements() != info.elements() || e.dtype != dtype.storage() {
-                                    return Err(TunerError::Arguments(format!(
-                                        "test {id}: expected {} does not match the argument's dtype/size",
-                                        p.display()
-                                    )));
-                                }
-                                Some(ArraySource::Npy {
-                                    path: p,
-                                    offset: e.data_offset,
-                                })
-                            }
-                            None => None,
-                        };
-                        args.push(TestArg::Array(ArrayArg {
-                            name: a.name.clone(),
-                            dtype,
-                            lanes,
-                            elements: info.elements(),
-                            source: ArraySource::Npy {
-                                path,
-                                offset: info.data_offset,
-                            },
-                            is_output: m.outputs.contains(&a.name),
-                            expected,
-                        }));
-                    }
-                    "scalar" => {
-                        let value = a.value.ok_or_else(|| {
-                            TunerError::Arguments(format!(
-                                "test {id}: scalar `{}` has no value",
-                                a.name
-                            ))
-                        })?;
-                        args.push(TestArg::Scalar(ScalarArg {
-                            name: a.name.clone(),
-                            dtype,
-                            value,
-                            bytes: dtype.encode_scalar(&a.name, value)?,
-                        }));
-                    }
-                    other => {
-                        return Err(TunerError::Arguments(format!(
-                            "test {id}: argument kind `{other}` (array or scalar)"
-                        )));
-                    }
-                }
+                args.push(test_arg(&id, &t, &m, a)?);
             }
             check_against_signature(&id, &args, params)?;
             tests.push(KernelTest {
@@ -736,7 +712,13 @@ rtol = { C = 1e-4 }
         let t = dir.path().join("t0");
         std::fs::create_dir_all(t.join("args")).unwrap();
         for n in ["A", "B", "C"] {
-            crate::npy::write_npy(&t.join(format!("args/{n}.npy")), "<f4", &[2, 2], &[0u8; 16]);
+            kt_record::tests_format::npy::write_npy(
+                &t.join(format!("args/{n}.npy")),
+                "<f4",
+                &[2, 2],
+                &[0u8; 16],
+            )
+            .unwrap();
         }
         let manifest = r#"{"format":1,"kernel":"matrixMultiply","seed":1,"args":[
             {"name":"A","kind":"array","dtype":"float32","shape":[2,2],"file":"args/A.npy"},
@@ -855,7 +837,8 @@ sizes = { input = "n", output = "ceil_div(n, block_size_x)" }
         let dir = tempfile::tempdir().unwrap();
         let t = dir.path().join("t0");
         std::fs::create_dir_all(t.join("args")).unwrap();
-        crate::npy::write_npy(&t.join("args/x.npy"), "<u2", &[4], &[0u8; 8]);
+        kt_record::tests_format::npy::write_npy(&t.join("args/x.npy"), "<u2", &[4], &[0u8; 8])
+            .unwrap();
         let manifest = r#"{"args":[{"name":"x","kind":"array","dtype":"bfloat16","file":"args/x.npy"}],
             "outputs":["x"]}"#;
         std::fs::write(t.join("manifest.json"), manifest).unwrap();

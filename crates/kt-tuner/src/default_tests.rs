@@ -9,6 +9,15 @@
 //!   (8 × SMs × threads per SM), each capped by the sidecar's `bench` value and the whole test by a share
 //!   of the GPU's memory.
 //!
+//! Both are still far below the sizes a kernel is timed and used at, and a kernel can be right at every
+//! small size and wrong at the real one (an index computed through `float` is exact only up to 2^24).
+//! So unless the user asks for the quick set there are two more:
+//!
+//! - `bench`: every size at the sidecar's `bench` value, the size the kernel will be timed at (halved
+//!   until the test fits the memory share);
+//! - `past-2^24`: for an output whose length follows one size (`c` of `n` elements), that size grown
+//!   until the output holds more than 2^24 elements (and made odd), when no test reaches that already.
+//!
 //! A size that is a multiple of 64 (hence of every power of two up to 64) in every test is a warning.
 
 use std::collections::BTreeMap;
@@ -242,6 +251,128 @@ impl DefaultTests<'_> {
     }
 }
 
+/// Elements past which a `float` no longer holds every integer: an index computed through it goes wrong.
+pub const FLOAT_EXACT_INTEGERS: u64 = 1 << 24;
+
+impl DefaultTests<'_> {
+    /// The test at the sidecar's `bench` sizes, halved (the problem's dimensions) until it fits
+    /// `scale.max_test_bytes`; None when the seeded tests are already there or the sidecar has no bench.
+    pub fn bench(&self, scale: &DeviceScale) -> Result<Option<ExtraTest>, TunerError> {
+        let sizes = self.sizes();
+        let mut values = self.base.clone();
+        for name in &sizes {
+            if let (Some(v), Some(b)) = (values.get_mut(name), self.inputs.bench.get(name)) {
+                *v = *b;
+            }
+        }
+        if values == self.base {
+            return Ok(None);
+        }
+        let mentioned: Vec<String> = self
+            .problem_size
+            .iter()
+            .flat_map(|e| kt_cuda::expression_identifiers(e))
+            .collect();
+        let mut halved = false;
+        for _ in 0..40 {
+            let test =
+                self.inputs
+                    .make_test(self.params, &values, "bench", self.next_seed + 2, self.configs)?;
+            if test.array_bytes() <= scale.max_test_bytes {
+                let label = if halved {
+                    "near the bench size (halved to fit the GPU's memory)"
+                } else {
+                    "bench size"
+                };
+                return Ok(Some(ExtraTest {
+                    description: self.describe(label, &values),
+                    test,
+                }));
+            }
+            halved = true;
+            let mut shrunk = false;
+            for name in sizes.iter().filter(|n| mentioned.contains(n)) {
+                if let (Some(v), Some(b)) = (values.get_mut(name), self.base.get(name))
+                    && *v / 2.0 >= *b
+                {
+                    *v = (*v / 2.0).round();
+                    shrunk = true;
+                }
+            }
+            if !shrunk {
+                break;
+            }
+        }
+        Ok(None)
+    }
+
+    /// The test whose 1-D outputs (length set by one size) hold more than 2^24 elements, when none of
+    /// `existing` reaches that and it fits `scale.max_test_bytes`.
+    pub fn past_float_index(
+        &self,
+        scale: &DeviceScale,
+        existing: &[KernelTest],
+    ) -> Result<Option<ExtraTest>, TunerError> {
+        let sizes = self.sizes();
+        let longest = |name: &str| {
+            existing
+                .iter()
+                .flat_map(|t| t.arrays())
+                .filter(|a| a.name == name)
+                .map(|a| a.elements)
+                .max()
+                .unwrap_or(0)
+        };
+        let mut values = self.base.clone();
+        let mut grown = false;
+        for output in &self.inputs.outputs {
+            let Some(expr) = self.inputs.sizes.get(output) else {
+                continue;
+            };
+            let named: Vec<String> = kt_cuda::expression_identifiers(expr)
+                .into_iter()
+                .filter(|n| sizes.contains(n))
+                .collect();
+            let [size] = named.as_slice() else {
+                continue; // not one-dimensional in a size
+            };
+            if longest(output) > FLOAT_EXACT_INTEGERS {
+                continue;
+            }
+            let elements = |values: &Bindings| eval_number(expr, values).unwrap_or(0.0);
+            for _ in 0..64 {
+                if elements(&values) > FLOAT_EXACT_INTEGERS as f64 {
+                    break;
+                }
+                if let Some(v) = values.get_mut(size) {
+                    *v = (v.max(1.0) * 2.0).round();
+                }
+            }
+            if let Some(v) = values.get_mut(size) {
+                *v = next_prime_above(*v as u64) as f64;
+                grown = true;
+            }
+        }
+        if !grown {
+            return Ok(None);
+        }
+        let test = self.inputs.make_test(
+            self.params,
+            &values,
+            "past-2^24",
+            self.next_seed + 3,
+            self.configs,
+        )?;
+        if test.array_bytes() > scale.max_test_bytes {
+            return Ok(None);
+        }
+        Ok(Some(ExtraTest {
+            description: self.describe("past 2^24 elements", &values),
+            test,
+        }))
+    }
+}
+
 /// Sizes that are a multiple of 64 in every test: each a warning that tile-tail bugs go unseen.
 pub fn power_of_two_warnings(tests: &[KernelTest], sizes: &[String]) -> Vec<String> {
     let mut per_size: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
@@ -360,6 +491,77 @@ mod tests {
             ..d
         };
         assert!(d.large(&h100).unwrap().is_none());
+    }
+
+    fn vector_add() -> (SuiteInputs, Vec<ParamSpec>, Vec<String>) {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../naive-kernels");
+        let sc = kt_cuda::Sidecar::load(&root.join("vectorAdd.toml")).unwrap();
+        let parsed = kt_cuda::parse_file(&root.join("vectorAdd.cu")).unwrap();
+        let k = parsed.select_kernel(None).unwrap();
+        let ps = sc.problem_size.iter().map(|p| p.text()).collect();
+        (
+            SuiteInputs::from_sidecar(&sc),
+            ParamSpec::from_kernel(k),
+            ps,
+        )
+    }
+
+    #[test]
+    fn the_bench_test_is_at_the_bench_size_when_it_fits_and_halved_when_not() {
+        let (inputs, params, ps) = matmul();
+        let d = at_test_size(&inputs, &params, &ps);
+        let h100 = DeviceScale::new(132, 2048, 80 << 30);
+        let bench = d.bench(&h100).unwrap().unwrap();
+        assert_eq!(bench.test.id, "bench");
+        for n in ["A_width", "A_height", "B_width"] {
+            assert_eq!(scalar(&bench.test, n), 4096.0, "{n}");
+        }
+        assert!(bench.description.starts_with("bench size:"), "{}", bench.description);
+        // 3 x 4096^2 floats are 192 MiB: a GPU with 1 GiB (an eighth for a test) gets half of each
+        // dimension the problem grows in; the inner dimension is no problem dimension and stays
+        let small = DeviceScale::new(132, 2048, 1 << 30);
+        let near = d.bench(&small).unwrap().unwrap();
+        assert!(near.test.array_bytes() <= small.max_test_bytes);
+        assert!(near.description.starts_with("near the bench size"), "{}", near.description);
+        assert!(scalar(&near.test, "B_width") < 4096.0);
+        // seeded tests already at the bench size: no bench test
+        let at_bench = DefaultTests {
+            base: inputs.values_at(SizeChoice::Bench, &BTreeMap::new()),
+            ..d
+        };
+        assert!(at_bench.bench(&h100).unwrap().is_none());
+    }
+
+    #[test]
+    fn a_one_dimensional_output_gets_a_test_past_2_to_the_24() {
+        let (inputs, params, ps) = vector_add();
+        let d = at_test_size(&inputs, &params, &ps);
+        let h100 = DeviceScale::new(132, 2048, 80 << 30);
+        let seeded = vec![
+            inputs
+                .make_test(&params, &d.base, "gen1", 1, &[])
+                .unwrap(),
+        ];
+        let past = d.past_float_index(&h100, &seeded).unwrap().unwrap();
+        let n = scalar(&past.test, "n");
+        assert!(n > FLOAT_EXACT_INTEGERS as f64 && n < 2.0 * FLOAT_EXACT_INTEGERS as f64 * 1.3, "{n}");
+        assert_eq!(n as u64 % 2, 1, "odd, so an index rounded through float lands on a neighbour");
+        let c = past.test.arrays().find(|a| a.name == "c").unwrap();
+        assert!(c.elements > FLOAT_EXACT_INTEGERS);
+        // a test that already reaches past 2^24 (the bench test) makes it unneeded
+        let bench = d.bench(&h100).unwrap().unwrap();
+        assert!(d.past_float_index(&h100, &[bench.test]).unwrap().is_none());
+        // and a GPU too small for it gets none
+        let tiny = DeviceScale::new(132, 2048, 256 << 20);
+        assert!(d.past_float_index(&tiny, &seeded).unwrap().is_none());
+    }
+
+    #[test]
+    fn a_matmul_has_no_one_dimensional_output() {
+        let (inputs, params, ps) = matmul();
+        let d = at_test_size(&inputs, &params, &ps);
+        let h100 = DeviceScale::new(132, 2048, 80 << 30);
+        assert!(d.past_float_index(&h100, &[]).unwrap().is_none());
     }
 
     #[test]

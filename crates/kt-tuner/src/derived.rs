@@ -55,6 +55,19 @@ impl Derived {
     }
 }
 
+/// A restriction the code imposes whatever else is tuned: over tuned block sizes and numbers only, an
+/// equality (`block_size_y == 16`: the indexing assumes that block, as a literal or a macro's value) or a
+/// bound (`block_size_x * block_size_y <= 256`: `__launch_bounds__`). Outside them the kernel computes
+/// something else or does not launch, so those configurations are never tried.
+fn fixed_launch_restriction(expr: &str, tuned: &dyn Fn(&str) -> bool) -> bool {
+    let ids = kt_cuda::expression_identifiers(expr);
+    !ids.is_empty()
+        && ids
+            .iter()
+            .all(|id| id.starts_with("block_size_") && tuned(id))
+        && (expr.contains("==") || expr.contains("<="))
+}
+
 /// `block_size_x == NAME` → (`block_size_x`, `NAME`).
 fn block_equality(expr: &str) -> Option<(String, String)> {
     let (l, r) = expr.split_once("==")?;
@@ -95,6 +108,15 @@ pub fn derive(kernel: &kt_cuda::Kernel, params: &[TunableParam]) -> Derived {
         .iter()
         .any(|r| block_equality(&r.expr).is_some_and(|(_, p)| tuned(&p) && is_template(&p)));
     if !ties_a_template {
+        out.restrictions = kernel
+            .restrictions
+            .iter()
+            .filter(|r| fixed_launch_restriction(&r.expr, &tuned))
+            .map(|r| DerivedRestriction {
+                expr: r.expr.clone(),
+                reason: r.reason.clone(),
+            })
+            .collect();
         return out;
     }
     let in_space = |n: &str| tuned(n) || out.added_params.iter().any(|p| p.name == n);
@@ -177,10 +199,34 @@ mod tests {
     }
 
     #[test]
+    fn launch_bounds_and_fixed_blocks_restrict_the_block_sizes_whatever_is_tuned() {
+        let src = "#define TILE_DIM 32\n#define BLOCK_ROWS 8\n__global__ void __launch_bounds__(256) t(float *o, const float *i, int w) {\n  __shared__ float tile[TILE_DIM][TILE_DIM + 1];\n  int x = blockIdx.x * TILE_DIM + threadIdx.x;\n  int y = blockIdx.y * TILE_DIM + threadIdx.y;\n  for (int j = 0; j < TILE_DIM; j += BLOCK_ROWS) tile[threadIdx.y + j][threadIdx.x] = i[(y + j) * w + x];\n  __syncthreads();\n  for (int j = 0; j < TILE_DIM; j += BLOCK_ROWS) o[(y + j) * w + x] = tile[threadIdx.x][threadIdx.y + j];\n}\n";
+        let parsed = kt_cuda::parse(src).unwrap();
+        let k = parsed.select_kernel(Some("t")).unwrap();
+        let params = vec![
+            TunableParam::new("block_size_x", [16, 32, 64]),
+            TunableParam::new("block_size_y", [4, 8, 16]),
+        ];
+        let d = derive(k, &params);
+        let exprs: Vec<&str> = d.restrictions.iter().map(|r| r.expr.as_str()).collect();
+        assert!(exprs.iter().any(|e| e.contains("<= 256")), "{exprs:?}");
+        assert!(d.added_params.is_empty());
+        let r: Vec<Restriction> = exprs.iter().map(|e| Restriction::Expr(e.to_string())).collect();
+        let space = SearchSpace::build(&params, &r, &Default::default(), None).unwrap();
+        assert!(
+            space.configs.iter().all(|c| c.get("block_size_x").unwrap() * c.get("block_size_y").unwrap() <= 256),
+            "{:?}",
+            space.configs
+        );
+    }
+
+    #[test]
     fn nothing_is_derived_when_no_tied_template_parameter_is_tuned() {
         let k = reduce3();
         let d = derive(&k, &[TunableParam::new("block_size_x", [64, 128])]);
-        assert_eq!(d, Derived::default());
+        // a warp-multiple rule is offered, not imposed, when nothing ties a template parameter
+        assert!(d.added_params.is_empty());
+        assert!(d.restrictions.iter().all(|r| !r.expr.contains('%')), "{d:?}");
         assert_eq!(block_equality("block_size_x == 256"), None);
         assert_eq!(
             block_equality("block_size_y == TILE"),

@@ -2,7 +2,7 @@
 //! a seeded counter-based generator (so multi-GB inputs are made on the GPU in milliseconds and are the same
 //! on every run), poisoning outputs, and comparing an output with its expected values on the GPU.
 
-use crate::dtype::DType;
+use kt_record::DType;
 
 /// Kernel-name suffix for a dtype.
 pub fn suffix(dtype: DType) -> &'static str {

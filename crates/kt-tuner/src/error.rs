@@ -42,6 +42,20 @@ pub enum TunerError {
     KernelTuner { path: PathBuf, message: String },
 }
 
+/// A tests-format record the tuner cannot use: a bad dtype or scalar is a bad argument, a bad file cannot be read.
+impl From<kt_record::RecordError> for TunerError {
+    fn from(e: kt_record::RecordError) -> Self {
+        match e {
+            kt_record::RecordError::Dtype(message) => TunerError::Arguments(message),
+            kt_record::RecordError::Npy { path, message } => TunerError::Io { path, message },
+            kt_record::RecordError::Io { path, source, .. } => TunerError::io(path, source),
+            kt_record::RecordError::BadFile { path, message, .. } => TunerError::io(path, message),
+            // A full disk keeps its whole message (bytes needed and free).
+            kt_record::RecordError::DiskFull { ref path, .. } => TunerError::io(path.clone(), &e),
+        }
+    }
+}
+
 impl TunerError {
     pub(crate) fn io(path: impl Into<PathBuf>, err: impl std::fmt::Display) -> Self {
         TunerError::Io {

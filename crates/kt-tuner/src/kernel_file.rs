@@ -63,36 +63,16 @@ impl KernelFile {
     }
 
     /// The kernel named `kernel` (or the file's only one) with its unit. Errors name the file and say what
-    /// to do: no kernel, several and none chosen, a name the file lacks, and a user header the file
-    /// includes that is in none of the include directories (nvcc would stop there too, and kt cannot tell
-    /// what the header would have given the kernel).
+    /// to do: no kernel, several and none chosen, a name the file lacks. A user header the file includes
+    /// that is in none of the include directories is left out of the unit (a generated `config.h` of the
+    /// host program gives a kernel nothing): [`KernelSource::host_code_note`] says so, and a kernel that
+    /// needed it fails to compile naming what is missing.
     pub fn select(&self, kernel: Option<&str>) -> Result<KernelSource, TunerError> {
         let k = self
             .parsed
             .select_kernel_in(kernel, &self.file.name)
             .map_err(source_error)?
             .clone();
-        if let Some(missing) = self
-            .file
-            .includes
-            .iter()
-            .find(|i| !i.system && i.resolved.is_none())
-        {
-            let dirs: Vec<String> = self
-                .include_dirs
-                .iter()
-                .map(|d| d.display().to_string())
-                .collect();
-            return Err(TunerError::Source(format!(
-                "{}:{}: #include \"{}\" was not found (searched: {}); kernel `{}` may need what it \
-                 defines, so kt cannot compile it: add the header's directory with --include DIR",
-                missing.from_file,
-                missing.line,
-                missing.header,
-                dirs.join(", "),
-                k.name
-            )));
-        }
         let unit = kt_cuda::extract_unit(&self.file, &k.name).map_err(source_error)?;
         Ok(KernelSource {
             file_name: self.file.name.clone(),
@@ -105,7 +85,7 @@ impl KernelFile {
 
 /// `file`'s kernel `kernel` (or its only one) as the source to compile, its headers looked up in the
 /// file's directory and `include_dirs`: the one call that turns "a CUDA file + kernel name + include dirs"
-/// into a [`TunableKernel`]'s source (see [`KernelSource::tunable_kernel`]).
+/// into a [`TunableKernel`]'s source (see [`KernelSource::tunable_code`]).
 pub fn kernel_source(
     file: &Path,
     kernel: Option<&str>,
@@ -115,9 +95,40 @@ pub fn kernel_source(
 }
 
 impl KernelSource {
+    /// Refuses a kernel that takes a struct by value (the thesis's `matMulNaiveKernel(Matrix A, Matrix B,
+    /// Matrix C)`): kt-cuda computes its layout, but neither a sidecar nor a tests directory can give a
+    /// struct's value yet, so this says what is missing and how to go on instead of a list of sidecar
+    /// mismatches. `file` is the file as the user named it.
+    pub fn refuse_struct_by_value(&self, file: &Path) -> Result<(), TunerError> {
+        let kernel = &self.kernel;
+        let Some(p) = kernel
+            .params
+            .iter()
+            .find(|p| !p.is_pointer() && p.dtype.is_none())
+        else {
+            return Ok(());
+        };
+        let layout = p
+            .layout
+            .as_ref()
+            .map(|l| format!(" ({} bytes, CUDA layout known)", l.size))
+            .unwrap_or_default();
+        Err(TunerError::Source(format!(
+            "{}: kernel `{}` takes `{}` of type `{}` by value{layout}: kt cannot make inputs for a struct \
+             argument yet (a sidecar or tests directory gives arrays and scalars only). Pass its fields as \
+             parameters instead (for a matrix: `float* {n}_elements, int {n}_width, int {n}_height`), then tune \
+             that kernel",
+            file.display(),
+            kernel.name,
+            p.name,
+            p.type_text,
+            n = p.name
+        )))
+    }
+
     /// A `TunableKernel` that compiles the unit: the kernel's name (qualified when it is in a namespace),
     /// the include directories, and `problem_size`; parameters, launch and tests are the caller's.
-    pub fn tunable_kernel(&self, problem_size: Vec<String>) -> TunableKernel {
+    pub fn tunable_code(&self, problem_size: Vec<String>) -> TunableKernel {
         let mut k = TunableKernel::new("", "", problem_size);
         self.compile_as(&mut k);
         k
@@ -144,22 +155,46 @@ impl KernelSource {
             .collect()
     }
 
-    /// One line saying what was left out of the file, or None when nothing of the host program was.
+    /// One line saying what was left out of the file, or None when nothing of the host program was and
+    /// every header was found.
     pub fn host_code_note(&self) -> Option<String> {
         let host = self.host_code_dropped();
+        let missing = (!self.unit.missing_includes.is_empty()).then(|| {
+            let dirs: Vec<String> = self
+                .include_dirs
+                .iter()
+                .map(|d| d.display().to_string())
+                .collect();
+            format!(
+                "{}: #include {} not found (searched: {}), left out of kernel `{}`'s unit; if the kernel needs what it defines, add its directory with --include DIR",
+                self.file_name,
+                self.unit
+                    .missing_includes
+                    .iter()
+                    .map(|h| format!("\"{h}\""))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                dirs.join(", "),
+                self.kernel.name
+            )
+        });
         if host.is_empty() {
-            return None;
+            return missing;
         }
         let mut names: Vec<&str> = host.iter().map(|i| i.name.as_str()).collect();
         names.dedup();
         let shown = names.iter().take(6).copied().collect::<Vec<_>>().join(", ");
         let more = if names.len() > 6 { ", …" } else { "" };
-        Some(format!(
+        let host_line = format!(
             "{}: compiling kernel `{}`'s own unit ({} items); host code left out: {shown}{more} (the file is unchanged)",
             self.file_name,
             self.kernel.name,
             self.unit.items.len()
-        ))
+        );
+        Some(match missing {
+            Some(m) => format!("{host_line}\nnote: {m}"),
+            None => host_line,
+        })
     }
 }
 
@@ -181,7 +216,7 @@ mod tests {
     fn a_whole_program_compiles_as_its_kernels_unit_without_host_code() {
         let src =
             kernel_source(&repo("tests/corpus/wild/vector_add_program.cu"), None, &[]).unwrap();
-        let k = src.tunable_kernel(vec!["n".into()]);
+        let k = src.tunable_code(vec!["n".into()]);
         assert!(
             !k.source.contains("main(") && !k.source.contains("<<<"),
             "{}",
@@ -197,9 +232,27 @@ mod tests {
     }
 
     #[test]
+    fn a_header_no_directory_holds_is_left_out_and_said_so() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("triad.cu");
+        std::fs::write(
+            &f,
+            "#include \"config.h\"\n__global__ void triad(float *a, const float *b, float s) { int i = threadIdx.x; a[i] += s * b[i]; }\nint main() { return 0; }\n",
+        )
+        .unwrap();
+        let src = kernel_source(&f, None, &[]).unwrap();
+        assert!(!src.unit.text.contains("config.h"), "{}", src.unit.text);
+        let note = src.host_code_note().unwrap();
+        assert!(
+            note.contains("#include \"config.h\" not found") && note.contains("--include DIR"),
+            "{note}"
+        );
+    }
+
+    #[test]
     fn a_namespaced_kernel_is_named_by_its_qualified_name() {
         let src = kernel_source(&repo("tests/corpus/wild/namespace_saxpy.cu"), None, &[]).unwrap();
-        let k = src.tunable_kernel(vec![]);
+        let k = src.tunable_code(vec![]);
         let e = k.name_expression(&crate::space::Config(vec![]));
         assert!(e.contains("::saxpy"), "{e}");
     }

@@ -24,19 +24,23 @@
 pub mod arg_map;
 pub mod args;
 pub mod cache;
+pub mod compile_check;
+pub mod cuda_probe;
 pub mod default_tests;
 pub mod derived;
 pub mod device_kernels;
-pub mod dtype;
+
 pub mod error;
 pub mod export;
 pub mod expr;
+pub mod floor;
 pub mod geometry;
+pub mod guard;
 pub mod headers;
 pub mod kernel_file;
 pub mod measure;
 pub mod module_cache;
-pub mod npy;
+pub mod nvcc;
 pub mod nvrtc;
 pub mod outcome;
 pub mod sanitize;

@@ -1,5 +1,6 @@
 //! Compiled modules keyed by what determines their bytes: hash(source with defines, options, name expression,
-//! headers given to NVRTC, the user headers the source includes, NVRTC version).
+//! headers given to NVRTC, the user headers the source includes, NVRTC version, and the nvcc that compiles
+//! what NVRTC cannot, when the machine has one).
 //! The architecture is one of the options. A module is compiled once and reused by every test and every
 //! repetition; an on-disk directory (CUBIN + NVRTC log, or the log of a failed compile) makes a resumed run
 //! compile nothing twice. Compilation runs on a pool of threads that works ahead of the GPU.
@@ -41,7 +42,9 @@ impl ModuleOutcome {
 
 /// blake3 over every input that changes the CUBIN. `extra` is what the program pulls in from files (the
 /// contents of the user headers it includes).
-pub fn module_key(program: &Program, extra: &[u8], nvrtc_version: (i32, i32)) -> String {
+/// `compiler` names the compilers: NVRTC's version, and the nvcc of the fallback (a module that only nvcc
+/// compiles must not be answered from a cache written where there was none).
+pub fn module_key(program: &Program, extra: &[u8], compiler: &str) -> String {
     let mut h = blake3::Hasher::new();
     h.update(b"kt-tuner module v2\0");
     h.update(program.source.as_bytes());
@@ -59,7 +62,7 @@ pub fn module_key(program: &Program, extra: &[u8], nvrtc_version: (i32, i32)) ->
         h.update(b"\0");
     }
     h.update(extra);
-    h.update(format!("nvrtc {}.{}", nvrtc_version.0, nvrtc_version.1).as_bytes());
+    h.update(compiler.as_bytes());
     h.finalize().to_hex()[..32].to_string()
 }
 
@@ -144,12 +147,25 @@ pub struct CompilePool {
     memory: Arc<Mutex<HashMap<String, Arc<ModuleOutcome>>>>,
     disk: DiskCache,
     nvrtc_version: (i32, i32),
+    /// NVRTC's version and the fallback nvcc, for module keys.
+    compiler: String,
     workers: Vec<JoinHandle<()>>,
+}
+
+/// The compilers' identity in module keys.
+pub fn compiler_identity(nvrtc_version: (i32, i32), nvcc: Option<&std::path::Path>) -> String {
+    let mut s = format!("nvrtc {}.{}", nvrtc_version.0, nvrtc_version.1);
+    if let Some(n) = nvcc {
+        s.push_str(&format!(" nvcc {}", n.display()));
+    }
+    s
 }
 
 impl CompilePool {
     pub fn new(threads: usize, disk: DiskCache) -> Result<Self, TunerError> {
         let nvrtc_version = nvrtc::version()?;
+        let nvcc = crate::nvcc::find();
+        let compiler = compiler_identity(nvrtc_version, nvcc.as_deref());
         let (jobs_tx, jobs_rx) = channel::<Job>();
         let jobs_rx = Arc::new(Mutex::new(jobs_rx));
         let (results_tx, results) = channel();
@@ -160,6 +176,7 @@ impl CompilePool {
             let tx = results_tx.clone();
             let memory = memory.clone();
             let disk = disk.clone();
+            let nvcc = nvcc.clone();
             workers.push(std::thread::spawn(move || {
                 loop {
                     let job = match jobs_rx.lock() {
@@ -167,7 +184,8 @@ impl CompilePool {
                         Err(_) => return,
                     };
                     let Ok(job) = job else { return };
-                    let outcome = nvrtc::compile_program(&job.program).map(|r| {
+                    let outcome = crate::nvcc::compile_with_fallback(&job.program, nvcc.as_deref())
+                        .map(|r| {
                         let o = match r {
                             Ok(c) => ModuleOutcome::Compiled {
                                 key: job.key.clone(),
@@ -202,6 +220,7 @@ impl CompilePool {
             memory,
             disk,
             nvrtc_version,
+            compiler,
             workers,
         })
     }
@@ -213,7 +232,7 @@ impl CompilePool {
     /// Queues a compilation; its outcome arrives through `next_finished` tagged with `ticket`. A module
     /// already in memory or on disk is answered at once without compiling.
     pub fn submit(&self, ticket: usize, program: Program, extra: &[u8]) -> String {
-        let key = module_key(&program, extra, self.nvrtc_version);
+        let key = module_key(&program, extra, &self.compiler);
         let known = self.memory.lock().ok().and_then(|m| m.get(&key).cloned());
         let known = known.or_else(|| {
             let o = Arc::new(self.disk.load(&key)?);
@@ -258,28 +277,34 @@ impl Drop for CompilePool {
 mod tests {
     use super::*;
 
+    const C0: &str = "nvrtc 13.0";
+
     #[test]
     fn key_changes_with_source_options_and_compiler() {
         let o = vec!["--gpu-architecture=sm_90".to_string()];
         let p = |src: &str, o: &[String]| Program::new(src, o.to_vec());
-        let k = module_key(&p("a", &o), &[], (13, 0));
-        assert_eq!(k, module_key(&p("a", &o), &[], (13, 0)));
-        assert_ne!(k, module_key(&p("b", &o), &[], (13, 0)));
+        let k = module_key(&p("a", &o), &[], C0);
+        assert_eq!(k, module_key(&p("a", &o), &[], C0));
+        assert_ne!(k, module_key(&p("b", &o), &[], C0));
         assert_ne!(
             k,
             module_key(
                 &p("a", &["--gpu-architecture=sm_80".to_string()]),
                 &[],
-                (13, 0)
+                C0
             )
         );
-        assert_ne!(k, module_key(&p("a", &o), &[], (13, 1)));
+        assert_ne!(k, module_key(&p("a", &o), &[], &compiler_identity((13, 1), None)));
+        // a machine with nvcc may compile what NVRTC rejects: not the same module
+        assert_eq!(compiler_identity((13, 0), None), C0);
+        let with_nvcc = compiler_identity((13, 0), Some(std::path::Path::new("/cuda/bin/nvcc")));
+        assert_ne!(k, module_key(&p("a", &o), &[], &with_nvcc));
     }
 
     #[test]
     fn key_changes_with_name_expression_headers_and_included_files() {
         let base = Program::new("a", vec![]);
-        let k = module_key(&base, &[], (13, 0));
+        let k = module_key(&base, &[], C0);
         let named = Program {
             name_expression: Some("&k<16>".into()),
             ..base.clone()
@@ -288,17 +313,17 @@ mod tests {
             name_expression: Some("&k<32>".into()),
             ..base.clone()
         };
-        assert_ne!(k, module_key(&named, &[], (13, 0)));
+        assert_ne!(k, module_key(&named, &[], C0));
         assert_ne!(
-            module_key(&named, &[], (13, 0)),
-            module_key(&other, &[], (13, 0))
+            module_key(&named, &[], C0),
+            module_key(&other, &[], C0)
         );
         let with_header = Program {
             headers: vec![("stdio.h".into(), "".into())],
             ..base.clone()
         };
-        assert_ne!(k, module_key(&with_header, &[], (13, 0)));
-        assert_ne!(k, module_key(&base, b"common.h changed", (13, 0)));
+        assert_ne!(k, module_key(&with_header, &[], C0));
+        assert_ne!(k, module_key(&base, b"common.h changed", C0));
     }
 
     #[test]

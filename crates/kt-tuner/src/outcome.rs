@@ -9,8 +9,9 @@ use crate::geometry::LaunchDims;
 use crate::measure::TimingStats;
 use crate::search::Strategy;
 use crate::space::Config;
+use crate::guard::GuardBreach;
 use crate::verify::OutputReport;
-use crate::worker::protocol::{DeviceInfo, RecordedOutput};
+use crate::worker::protocol::{DeviceInfo, RecordedOutput, RunOutcome};
 
 /// What happened to one configuration.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -19,7 +20,11 @@ use crate::worker::protocol::{DeviceInfo, RecordedOutput};
 /// Five failures are never confused: the kernel is not there (`KernelNotFound`), it does not compile
 /// (`CompileError`), its launch fails (`Invalid`: refused by the driver; `Crashed`: it faulted), it hangs
 /// (`Timeout`), or it computes a verified wrong answer (`WrongAnswer`). `Nondeterministic`: it verified, but
-/// reruns on the same inputs gave other outputs.
+/// reruns on the same inputs gave other outputs. Three more name what a reward-hacking kernel does:
+/// `OutOfBounds` (it wrote into the guard bytes around a buffer), `TimedRunDiffers` (its timed launches
+/// are not the verified work: the last one's outputs are wrong, or the checked launch is far slower than
+/// the unchecked ones) and `ImpossibleTime` (a verified time below what its bytes and flops allow on this
+/// device, still so after re-verifying).
 pub enum Verdict {
     Ok,
     WrongAnswer {
@@ -45,6 +50,16 @@ pub enum Verdict {
     Nondeterministic {
         details: Vec<String>,
     },
+    OutOfBounds {
+        details: Vec<String>,
+        breaches: Vec<GuardBreach>,
+    },
+    TimedRunDiffers {
+        details: Vec<String>,
+    },
+    ImpossibleTime {
+        details: Vec<String>,
+    },
 }
 
 impl Verdict {
@@ -62,6 +77,9 @@ impl Verdict {
             Verdict::Crashed { .. } => "launch error (crashed)",
             Verdict::KernelNotFound { .. } => "kernel not found",
             Verdict::Nondeterministic { .. } => "nondeterministic",
+            Verdict::OutOfBounds { .. } => "out-of-bounds write",
+            Verdict::TimedRunDiffers { .. } => "timed launches differ",
+            Verdict::ImpossibleTime { .. } => "impossibly fast",
         }
     }
 
@@ -81,6 +99,15 @@ impl Verdict {
             }
             Verdict::Nondeterministic { details } => {
                 format!("nondeterministic: {}", details.join("; "))
+            }
+            Verdict::OutOfBounds { details, .. } => {
+                format!("out-of-bounds write: {}", details.join("; "))
+            }
+            Verdict::TimedRunDiffers { details } => {
+                format!("timed launches differ: {}", details.join("; "))
+            }
+            Verdict::ImpossibleTime { details } => {
+                format!("impossibly fast: {}", details.join("; "))
             }
         }
     }
@@ -117,6 +144,37 @@ impl Verdict {
 }
 
 impl Verdict {
+    /// The verdict on a verifying run (`None`: it passed): a write into a guard region first (the outputs
+    /// of such a kernel may well be right), then its outputs and inputs, then its checked timed launch.
+    pub fn from_outcome(o: &RunOutcome, test: Option<&str>) -> Option<Verdict> {
+        let prefix = test.map(|t| format!("test {t}: ")).unwrap_or_default();
+        if let Some(v) = Verdict::from_breaches(&o.guard_breaches, test) {
+            return Some(v);
+        }
+        if let Some(v) = Verdict::from_checks(&o.outputs, &o.inputs_modified, test) {
+            return Some(v);
+        }
+        let problems = o.timed_check.as_ref().map(|c| c.problems()).unwrap_or_default();
+        (!problems.is_empty()).then(|| Verdict::TimedRunDiffers {
+            details: problems.iter().map(|p| format!("{prefix}{p}")).collect(),
+        })
+    }
+
+    /// `OutOfBounds` for guard bytes a launch overwrote; `None` when there are none.
+    pub fn from_breaches(breaches: &[GuardBreach], test: Option<&str>) -> Option<Verdict> {
+        if breaches.is_empty() {
+            return None;
+        }
+        let prefix = test.map(|t| format!("test {t}: ")).unwrap_or_default();
+        Some(Verdict::OutOfBounds {
+            details: breaches
+                .iter()
+                .map(|b| format!("{prefix}{}", b.describe()))
+                .collect(),
+            breaches: breaches.to_vec(),
+        })
+    }
+
     /// The verdict on a run's checks: `None` when every output matches and no input changed, else a wrong
     /// answer listing each failed output and each modified input (prefixed by the test, when named).
     pub fn from_checks(
@@ -265,6 +323,10 @@ pub struct TestVerdict {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct VerifyReport {
     pub tests: Vec<TestVerdict>,
+    /// Both modules were loaded afresh before every test after the first (globals at their initial
+    /// values).
+    #[serde(default)]
+    pub modules_reloaded: bool,
 }
 
 impl VerifyReport {
@@ -335,6 +397,79 @@ mod tests {
         assert_eq!(details, vec!["input x was modified by the kernel"]);
     }
 
+    fn passing_report(name: &str) -> OutputReport {
+        crate::verify::compare_host(
+            name,
+            kt_record::DType::Float32,
+            crate::verify::Tolerance::default(),
+            &[1.0],
+            &[false],
+            &[1.0],
+        )
+    }
+
+    #[test]
+    fn a_write_past_the_end_is_its_own_verdict_even_with_right_outputs() {
+        let mut o = RunOutcome::empty(crate::worker::protocol::RunStatus::Ok);
+        o.outputs.push(passing_report("c"));
+        assert_eq!(Verdict::from_outcome(&o, Some("t0")), None);
+        o.guard_breaches.push(GuardBreach {
+            array: "c".into(),
+            side: crate::guard::Side::After,
+            span: 4,
+            distance: 0,
+        });
+        let v = Verdict::from_outcome(&o, Some("t0")).unwrap();
+        assert_eq!(v.short(), "out-of-bounds write");
+        assert_eq!(
+            v.reason(),
+            "out-of-bounds write: test t0: wrote 4 bytes past the end of `c`"
+        );
+    }
+
+    #[test]
+    fn a_timed_launch_that_left_poison_or_skipped_work_rejects_the_configuration() {
+        use crate::worker::protocol::TimedCheck;
+        let mut o = RunOutcome::empty(crate::worker::protocol::RunStatus::Ok);
+        o.outputs.push(passing_report("c"));
+        let mut never = passing_report("c");
+        never.mismatches = 1;
+        never.never_written = 1;
+        o.timed_check = Some(TimedCheck {
+            outputs: vec![never],
+            inputs_modified: vec![],
+            guard_breaches: vec![],
+            checked_ms: 1.0,
+            unchecked_median_ms: 1.0,
+        });
+        let v = Verdict::from_outcome(&o, Some("t0")).unwrap();
+        assert_eq!(v.short(), "timed launches differ");
+        assert!(
+            v.reason().contains("test t0: the last timed launch's output c"),
+            "{}",
+            v.reason()
+        );
+        // right outputs, but the unwatched samples were 10x faster than the watched launch
+        o.timed_check = Some(TimedCheck {
+            outputs: vec![passing_report("c")],
+            inputs_modified: vec![],
+            guard_breaches: vec![],
+            checked_ms: 1.0,
+            unchecked_median_ms: 0.1,
+        });
+        let v = Verdict::from_outcome(&o, None).unwrap();
+        assert!(v.reason().contains("did not do the verified work"), "{}", v.reason());
+        // within noise of each other: sound
+        o.timed_check = Some(TimedCheck {
+            outputs: vec![passing_report("c")],
+            inputs_modified: vec![],
+            guard_breaches: vec![],
+            checked_ms: 1.2,
+            unchecked_median_ms: 1.0,
+        });
+        assert_eq!(Verdict::from_outcome(&o, None), None);
+    }
+
     #[test]
     fn verdicts_round_trip_through_json() {
         for v in [
@@ -344,6 +479,12 @@ mod tests {
             },
             Verdict::Nondeterministic {
                 details: vec!["out differs".into()],
+            },
+            Verdict::TimedRunDiffers {
+                details: vec!["x".into()],
+            },
+            Verdict::ImpossibleTime {
+                details: vec!["y".into()],
             },
         ] {
             let text = serde_json::to_string(&v).unwrap();

@@ -14,6 +14,7 @@ mod determinism;
 mod engine;
 mod evaluate;
 mod peak;
+mod plausibility;
 mod reference_run;
 pub mod setup;
 mod tuning;
@@ -31,6 +32,7 @@ use crate::nvrtc;
 use crate::space::Config;
 use crate::worker::protocol::DeviceInfo;
 use compile_queue::CompileQueue;
+pub use compile_queue::kernel_program;
 use engine::Engine;
 use worker_link::WorkerLink;
 

@@ -207,6 +207,26 @@ impl SearchSpace {
     }
 }
 
+/// Every configuration of `params` (the product of their values, restrictions aside: an upper bound for
+/// sizing arrays) plus `extra` ones.
+pub fn every_config(params: &[TunableParam], extra: &[Config]) -> Vec<Config> {
+    let mut configs = vec![Config(vec![])];
+    for p in params {
+        configs = configs
+            .into_iter()
+            .flat_map(|c| {
+                p.values.iter().map(move |v| {
+                    let mut c = c.clone();
+                    c.0.push((p.name.clone(), *v));
+                    c
+                })
+            })
+            .collect();
+    }
+    configs.extend(extra.iter().cloned());
+    configs
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

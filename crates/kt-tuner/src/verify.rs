@@ -11,7 +11,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::dtype::DType;
+use kt_record::DType;
 
 /// JSON has no NaN or infinity (serde_json writes `null` and cannot read it back as f64): a wrong value is
 /// often exactly that, so these fields travel as a number or as the string "NaN" / "inf" / "-inf".

@@ -28,14 +28,15 @@ fn selftest_passes_every_check_on_the_gpu() {
 }
 
 fn write_f32_npy(path: &std::path::Path, values: &[f32]) {
-    let mut bytes = kt_tuner::npy::header(kt_tuner::dtype::DType::Float32, &[values.len() as u64]);
+    let mut bytes =
+        kt_record::tests_format::npy::header(kt_record::DType::Float32, &[values.len() as u64]);
     bytes.extend(values.iter().flat_map(|v| v.to_le_bytes()));
     std::fs::write(path, bytes).unwrap();
 }
 
 fn read_f32_npy(path: &std::path::Path) -> Vec<f32> {
-    let info = kt_tuner::npy::read_header(path).unwrap();
-    assert_eq!(info.dtype, kt_tuner::dtype::DType::Float32);
+    let info = kt_record::tests_format::npy::read_header(path).unwrap();
+    assert_eq!(info.dtype, kt_record::DType::Float32);
     std::fs::read(path).unwrap()[info.data_offset as usize..]
         .chunks_exact(4)
         .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
@@ -74,7 +75,7 @@ fn reference_run_of_vector_add_writes_expected_outputs_that_match_the_cpu() {
     let f32p = |name: &str| ParamSpec {
         name: name.into(),
         is_pointer: true,
-        dtype: Some((kt_tuner::dtype::DType::Float32, 1)),
+        dtype: Some((kt_record::DType::Float32, 1)),
     };
     let specs = vec![
         f32p("a"),
@@ -83,7 +84,7 @@ fn reference_run_of_vector_add_writes_expected_outputs_that_match_the_cpu() {
         ParamSpec {
             name: "n".into(),
             is_pointer: false,
-            dtype: Some((kt_tuner::dtype::DType::Int32, 1)),
+            dtype: Some((kt_record::DType::Int32, 1)),
         },
     ];
     let tests = TestSet::load_dir(dir.path(), &specs, &BTreeMap::new()).unwrap();

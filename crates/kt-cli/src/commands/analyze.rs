@@ -8,7 +8,7 @@ use std::sync::Arc;
 use anyhow::Context as _;
 use clap::Args;
 use kt_llm::{LlmClient, LlmConfig, Recorder};
-use kt_pipeline::prepare::{KernelSource, Stage1Source, Understood, analyze_file};
+use kt_pipeline::prepare::{KernelInput, Stage1Source, Understood, analyze_file};
 use kt_pipeline::{KernelInfo, PromptLibrary};
 
 #[derive(Debug, Args)]
@@ -83,7 +83,7 @@ pub(crate) fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
 }
 
 pub fn run(args: AnalyzeArgs) -> anyhow::Result<ExitCode> {
-    let source = KernelSource::read(&args.file, args.kernel.as_deref())?;
+    let source = KernelInput::read(&args.file, args.kernel.as_deref())?;
     let mut llm = if args.info_from_sidecar {
         None
     } else {

@@ -8,7 +8,7 @@ use anyhow::Context;
 use clap::{Args, Subcommand};
 use kt_runs::{
     Breakpoints, CheckpointId, LlmChoice, NodeDebug, RunRecord, Setup, Stage3Binding, debug_node,
-    diff, graph_nodes, history, nodes_seen, render_text, resolve_run, runs_base, session_dir,
+    breakpoint_nodes, diff, history, render_text, resolve_run, runs_base, session_dir,
     set_breakpoints, state_at,
 };
 
@@ -318,17 +318,7 @@ fn first_checkpoint_before(record: &RunRecord, node: &str) -> anyhow::Result<Che
 
 fn breakpoints(a: BreakArgs) -> anyhow::Result<ExitCode> {
     let record = a.run.open()?;
-    let setup = Setup::new(LlmChoice::Replay, session_dir(&record, "break"));
-    // Valid names come from the graph when it can be rebuilt (Stage 3), else from what the history mentions.
-    let rebuilt = if a.run.graph == "stage3" {
-        graph_nodes(&Stage3Binding::default(), &record, &setup).ok()
-    } else {
-        None
-    };
-    let known = match rebuilt {
-        Some(n) => n,
-        None => nodes_seen(&record)?,
-    };
+    let known = breakpoint_nodes(&record)?;
     let mut bp = if a.clear {
         Breakpoints::default()
     } else {

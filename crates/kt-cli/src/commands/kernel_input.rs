@@ -123,6 +123,8 @@ pub(crate) struct Loaded {
     pub host_code_left_out: Vec<String>,
     /// One line for the user when host code was left out.
     pub host_code_note: Option<String>,
+    /// The template argument lists the file's own host code launches the kernel with.
+    pub instantiations: Vec<Vec<String>>,
 }
 
 /// Which sidecar describes a kernel.
@@ -161,22 +163,23 @@ pub(crate) fn load_kernel_with(
     };
     let Some(path) = sidecar_path else {
         let source = kernel_file.select(kernel)?;
-        refuse_struct_by_value(file, &source.kernel)?;
+        source.refuse_struct_by_value(file)?;
         return Ok(Loaded {
-            kernel: source.tunable_kernel(Vec::new()),
+            kernel: source.tunable_code(Vec::new()),
             params: ParamSpec::from_kernel(&source.kernel),
             inputs: None,
             default_block: None,
             dims: 0,
             host_code_left_out: host_names(&source),
             host_code_note: source.host_code_note(),
+            instantiations: kt_cuda::host_instantiations(&kernel_file.file.combined, &source.kernel.name),
             parsed: source.kernel,
             sidecar: None,
         });
     };
     let sc = kt_cuda::Sidecar::load(&path)?;
     let source = kernel_file.select(Some(kernel.unwrap_or(&sc.kernel)))?;
-    refuse_struct_by_value(file, &source.kernel)?;
+    source.refuse_struct_by_value(file)?;
     let sk = SuiteKernel::from_unit(&kernel_file, &source, &sc)
         .with_context(|| format!("with the sidecar {}", path.display()))?;
     Ok(Loaded {
@@ -187,37 +190,10 @@ pub(crate) fn load_kernel_with(
         dims: sc.problem_size.len(),
         host_code_left_out: host_names(&source),
         host_code_note: source.host_code_note(),
+        instantiations: kt_cuda::host_instantiations(&kernel_file.file.combined, &source.kernel.name),
         parsed: source.kernel,
         sidecar: Some(path),
     })
-}
-
-/// A struct passed by value (the thesis's `matMulNaiveKernel(Matrix A, Matrix B, Matrix C)`): kt-cuda computes
-/// its layout, but neither a sidecar nor a tests directory can give a struct's value yet, so say what is missing
-/// and how to go on instead of a list of sidecar mismatches.
-fn refuse_struct_by_value(file: &Path, kernel: &kt_cuda::Kernel) -> anyhow::Result<()> {
-    let Some(p) = kernel
-        .params
-        .iter()
-        .find(|p| !p.is_pointer() && p.dtype.is_none())
-    else {
-        return Ok(());
-    };
-    let layout = p
-        .layout
-        .as_ref()
-        .map(|l| format!(" ({} bytes, CUDA layout known)", l.size))
-        .unwrap_or_default();
-    bail!(
-        "{}: kernel `{}` takes `{}` of type `{}` by value{layout}: kt cannot make inputs for a struct argument \
-         yet (a sidecar or tests directory gives arrays and scalars only). Pass its fields as parameters instead \
-         (for a matrix: `float* {n}_elements, int {n}_width, int {n}_height`), then tune that kernel",
-        file.display(),
-        kernel.name,
-        p.name,
-        p.type_text,
-        n = p.name
-    )
 }
 
 fn host_names(source: &KernelSource) -> Vec<String> {
@@ -264,26 +240,6 @@ impl Loaded {
     }
 }
 
-/// Every configuration of `params` (the product of their values, restrictions aside: an upper bound for
-/// sizing arrays) plus `extra` ones.
-pub(crate) fn all_configs(params: &[TunableParam], extra: &[Config]) -> Vec<Config> {
-    let mut configs = vec![Config(vec![])];
-    for p in params {
-        configs = configs
-            .into_iter()
-            .flat_map(|c| {
-                p.values.iter().map(move |v| {
-                    let mut c = c.clone();
-                    c.0.push((p.name.clone(), *v));
-                    c
-                })
-            })
-            .collect();
-    }
-    configs.extend(extra.iter().cloned());
-    configs
-}
-
 pub(crate) fn load_tests(
     loaded: &Loaded,
     tests: Option<&Path>,
@@ -315,6 +271,7 @@ pub(crate) fn load_tests(
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use kt_tuner::space::every_config;
 
     fn corpus(rel: &str) -> PathBuf {
         Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -413,7 +370,7 @@ mod tests {
             TunableParam::new("block_size_x", [32, 64]),
             TunableParam::new("tile", [1, 2, 4]),
         ];
-        let c = all_configs(&params, &[Config(vec![("block_size_x".into(), 256)])]);
+        let c = every_config(&params, &[Config(vec![("block_size_x".into(), 256)])]);
         assert_eq!(c.len(), 7);
         assert_eq!(c[0].to_string(), "block_size_x=32 tile=1");
     }
@@ -431,7 +388,7 @@ mod tests {
                 .map(String::as_str),
             Some("ceil_div(n, block_size_x)")
         );
-        let configs = all_configs(&[TunableParam::new("block_size_x", [64, 256])], &[]);
+        let configs = every_config(&[TunableParam::new("block_size_x", [64, 256])], &[]);
         let tests = load_tests(&loaded, None, true, 1, &BTreeMap::new(), &configs).unwrap();
         let out = tests.tests[0]
             .arrays()

@@ -11,14 +11,13 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::Args;
 use kt_llm::Recorder;
-use kt_pipeline::prepare::KernelSource;
-use kt_pipeline::strategy::StrategyOverrides;
+use kt_pipeline::prepare::KernelInput;
+use kt_pipeline::strategy::{StrategyOverrides, load_run_strategy};
 use kt_pipeline::{PromptLibrary, RunDir};
 
 use super::analyze::{llm_client, runtime, stage1_source};
 use super::transform::{
-    LiveView, NO_LLM, cancel_on_signals, claim_run, leave, report, seeded, stage3_settings, strategy_with,
-    testgen_settings,
+    LiveView, NO_LLM, cancel_on_signals, claim_run, leave, report, seeded, stage3_settings, testgen_settings,
 };
 
 #[derive(Debug, Args)]
@@ -46,29 +45,12 @@ pub struct ResumeArgs {
     pub wait: bool,
 }
 
-/// Copies `answer` to where the paused run's manual provider looks for it.
+/// Copies `answer` to where the paused run's manual provider looks for it (kt-runs: the same operation as
+/// kt studio's answer box).
 fn give_answer(dir: &RunDir, answer: &std::path::Path) -> anyhow::Result<()> {
-    let text = std::fs::read_to_string(dir.result_json()).with_context(|| {
-        format!(
-            "reading {} to find the waiting prompt",
-            dir.result_json().display()
-        )
-    })?;
-    let result: kt_pipeline::stage3::RunResult = serde_json::from_str(&text)
-        .with_context(|| format!("{} is not a result.json", dir.result_json().display()))?;
-    let Some(waiting) = result.waiting_for else {
-        anyhow::bail!(
-            "run {} is not waiting for an answer (its result.json has no `waiting_for`); resume it without --answer",
-            dir.root().display()
-        );
-    };
-    std::fs::copy(answer, &waiting.answer_file).with_context(|| {
-        format!(
-            "copying {} to {}",
-            answer.display(),
-            waiting.answer_file.display()
-        )
-    })?;
+    let text = std::fs::read_to_string(answer)
+        .with_context(|| format!("reading the answer {}", answer.display()))?;
+    let waiting = kt_runs::answer_waiting_prompt(dir, &text)?;
     eprintln!(
         "answer to `{}` given from {}",
         waiting.node,
@@ -109,7 +91,7 @@ pub fn run(args: ResumeArgs) -> anyhow::Result<ExitCode> {
         breakdown: meta.settings.breakdown,
         candidates: meta.settings.candidates,
     };
-    let strategy = strategy_with(&meta.strategy, overrides)?;
+    let strategy = load_run_strategy(&dir, None)?.with_overrides(&overrides);
     let Some((client, config)) = llm_client(args.llm.as_deref())? else {
         anyhow::bail!("{NO_LLM}");
     };
@@ -123,7 +105,7 @@ pub fn run(args: ResumeArgs) -> anyhow::Result<ExitCode> {
     let client = client.with_recorder(Recorder::open(dir.llm_jsonl())?);
     let prompts = std::sync::Arc::new(PromptLibrary::locate(args.prompts.as_deref())?);
     // A run stopped during Stages 1-2 (Ctrl-C before Stage 3) continues those first, as `kt transform` would.
-    let earlier = if kt_pipeline::stage3::stages_1_2_finished(&dir) {
+    let earlier = if kt_pipeline::job::stages_1_2_finished(&dir) {
         None
     } else {
         let original = PathBuf::from(&meta.kernel_file);
@@ -133,7 +115,7 @@ pub fn run(args: ResumeArgs) -> anyhow::Result<ExitCode> {
         } else {
             dir.input_cu()
         };
-        let source = KernelSource::read_with_includes(
+        let source = KernelInput::read_with_includes(
             &file,
             Some(&meta.kernel),
             &meta.settings.include_paths(),
@@ -161,8 +143,8 @@ pub fn run(args: ResumeArgs) -> anyhow::Result<ExitCode> {
     let view = LiveView::new(args.json);
     let settings = stage3_settings(strategy, client, &config, prompts, &view, cancel);
     let outcome = match earlier {
-        None => rt.block_on(kt_pipeline::stage3::resume(&dir, settings)),
-        Some((source, stage1, testgen)) => rt.block_on(kt_pipeline::stage3::resume_run(
+        None => rt.block_on(kt_pipeline::job::resume(&dir, settings)),
+        Some((source, stage1, testgen)) => rt.block_on(kt_pipeline::job::resume_run(
             &dir, &source, stage1, testgen, settings,
         )),
     };

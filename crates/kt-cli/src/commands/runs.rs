@@ -6,8 +6,8 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::{Args, Subcommand};
 use kt_runs::{
-    GraphFormat, LlmChoice, ReportInputs, RunRecord, Setup, Stage3Binding, export, format_duration,
-    list_runs, render_html, resolve_run, runs_base, session_dir, show_dir,
+    ReportInputs, RunRecord, format_duration, graph_dot, list_runs, render_html, resolve_run,
+    runs_base, show_dir,
 };
 
 #[derive(Debug, Args)]
@@ -210,24 +210,7 @@ fn report(a: ReportArgs) -> anyhow::Result<ExitCode> {
     let dir = resolve_run(&a.run, &runs_base(a.runs_dir.as_deref()))?;
     let record = RunRecord::open(dir)?;
     // The graph comes from the run's strategy when it can be rebuilt; otherwise the page draws the path alone.
-    let setup = Setup::new(LlmChoice::Replay, session_dir(&record, "report"));
-    let dot = match record.head() {
-        Ok(head) => export(
-            &Stage3Binding::default(),
-            &record,
-            &setup,
-            GraphFormat::Dot,
-            Some(head),
-        ),
-        Err(e) => Err(e),
-    };
-    let dot = match dot {
-        Ok(d) => Some(d),
-        Err(e) => {
-            tracing::warn!("drawing the path only: the run's graph could not be rebuilt ({e})");
-            None
-        }
-    };
+    let dot = graph_dot(&record);
     let inputs = ReportInputs::collect(&record, dot.as_deref())?;
     let html = render_html(&inputs);
     let out = a.out.unwrap_or_else(|| record.root().join("report.html"));

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use anyhow::Context as _;
 use clap::Args;
 use kt_llm::Recorder;
-use kt_pipeline::prepare::{KernelSource, Prepared, TestgenSettings, prepare};
+use kt_pipeline::prepare::{KernelInput, Prepared, TestgenSettings, prepare};
 use kt_pipeline::stage2::{
     ReferenceRunner, Stage2Options, TimeBounds, TunerReference, Unavailable,
 };
@@ -76,9 +76,8 @@ pub struct TestgenArgs {
 
 /// The reference runner of this machine: kt-tuner's worker when a CUDA driver is present (it says itself when
 /// no GPU answers), else one that makes Stage 2 write the tests' inputs and say why it stopped there.
-fn reference_runner(run: &RunDir, source: &KernelSource) -> Arc<dyn ReferenceRunner> {
-    // SAFETY: only tries to dlopen the driver library; no CUDA call is made.
-    if unsafe { cudarc::driver::sys::is_culib_present() } {
+fn reference_runner(run: &RunDir, source: &KernelInput) -> Arc<dyn ReferenceRunner> {
+    if kt_tuner::cuda_probe::driver_present() {
         Arc::new(
             TunerReference::new(run.tuning_dir()).with_include_dirs(source.include_dirs.clone()),
         )
@@ -101,7 +100,7 @@ pub fn run(args: TestgenArgs) -> anyhow::Result<ExitCode> {
         );
     }
     let source =
-        KernelSource::read_with_includes(&args.file, args.kernel.as_deref(), &args.include)?;
+        KernelInput::read_with_includes(&args.file, args.kernel.as_deref(), &args.include)?;
     let script = match &args.script {
         Some(path) => Some(
             std::fs::read_to_string(path)

@@ -10,9 +10,10 @@ use anyhow::Context as _;
 use clap::Args;
 use kt_graph::{CancelToken, Event, EventKind};
 use kt_llm::{LlmClient, LlmConfig, Recorder};
-use kt_pipeline::prepare::{KernelSource, TestgenSettings};
+use kt_pipeline::job::{Stage3Settings, TransformOutcome, tuner_backend};
+use kt_pipeline::prepare::{KernelInput, TestgenSettings};
 use kt_pipeline::stage2::{ReferenceRunner, Stage2Options, Unavailable};
-use kt_pipeline::stage3::{Stage3Settings, TransformOutcome, TuningProgress, tuner_backend};
+use kt_pipeline::stage3::TuningProgress;
 use kt_pipeline::strategy::{Strategy, StrategyOverrides, load_strategy};
 use kt_pipeline::{NewRun, PipelineError, PromptLibrary, RunDir, RunLlm, RunSettings};
 use kt_sandbox::PythonRuntime;
@@ -166,8 +167,7 @@ impl TuningProgress for LiveView {
 /// Stage 2's reference runs need a GPU runner this build does not have; Stage 3 then checks every candidate
 /// against the original kernel directly, so the run loses nothing but the tests' stored expected outputs.
 fn reference_runner() -> Arc<dyn ReferenceRunner> {
-    // SAFETY: only checks whether the driver library can be loaded; no CUDA call is made.
-    let reason = if unsafe { cudarc::driver::sys::is_culib_present() } {
+    let reason = if kt_tuner::cuda_probe::driver_present() {
         "expected outputs are computed in Stage 3 from the original kernel".to_string()
     } else {
         "no CUDA driver on this machine (libcuda.so.1 not found)".to_string()
@@ -208,7 +208,7 @@ pub(crate) fn claim_run(
 ) -> anyhow::Result<kt_pipeline::run_lock::RunLock> {
     let lock = kt_pipeline::run_lock::RunLock::acquire(run.root(), when_held)?;
     kt_sandbox::remove_stale_workdirs();
-    kt_pipeline::atomic_write::remove_stale_temporaries(run.root());
+    kt_record::atomic_write::remove_stale_temporaries(run.root());
     kt_sandbox::generator::remove_stale_staging(&run.tests_dir());
     Ok(lock)
 }
@@ -277,7 +277,7 @@ pub fn run(args: TransformArgs) -> anyhow::Result<ExitCode> {
     // A whole program (host code, other kernels, user headers) is worked on as its kernel's own unit; the
     // file itself is never changed, and best_program.cu puts the result back into a copy of it.
     let source =
-        KernelSource::read_with_includes(&args.file, args.kernel.as_deref(), &args.include)?;
+        KernelInput::read_with_includes(&args.file, args.kernel.as_deref(), &args.include)?;
     let kernel_name = source.kernel_name()?;
     // Found (or provisioned) before the run exists: a machine without Python or a safe sandbox gets no half-made
     // run.
@@ -327,7 +327,7 @@ pub fn run(args: TransformArgs) -> anyhow::Result<ExitCode> {
     let cancel = cancel_on_signals(&rt)?;
     let view = LiveView::new(args.json);
     let settings = stage3_settings(strategy, client, &config, prompts, &view, cancel);
-    let outcome = rt.block_on(kt_pipeline::stage3::transform(
+    let outcome = rt.block_on(kt_pipeline::job::transform(
         &run, &source, stage1, testgen, settings,
     ));
     leave(rt);
@@ -413,10 +413,7 @@ fn print_summary(done: &TransformOutcome) {
         (Some(n), Some(b)) => {
             let basis = r.time_basis.as_deref().unwrap_or("sum over the tests");
             println!("naive {n:.4} ms -> best {b:.4} ms ({basis})");
-            print!(
-                "{}",
-                kt_pipeline::stage3::gains_markdown(r).replace("**", "")
-            );
+            print!("{}", kt_pipeline::job::gains_markdown(r).replace("**", ""));
         }
         _ => println!("no timing"),
     }

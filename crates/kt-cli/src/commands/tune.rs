@@ -15,12 +15,12 @@ use kt_tuner::session::{
     TunableKernel, TuneOptions, TuneResult, Tuner, TunerConfig, config_from_block,
 };
 use kt_tuner::space::Restriction;
-use kt_tuner::suite::default_block_space;
+use kt_tuner::suite::{default_block_space, template_params};
 use kt_tuner::{TimingPolicy, export};
 
+use super::template_instances::from_instances;
 use super::kernel_input::{
-    LaunchFlags, all_configs, default_cache_dir, load_kernel, load_tests, parse_pairs,
-    parse_params, parse_sizes,
+    LaunchFlags, default_cache_dir, load_kernel, load_tests, parse_pairs, parse_params, parse_sizes,
 };
 
 #[derive(Debug, Args)]
@@ -114,6 +114,13 @@ pub struct TuneArgs {
     /// Print the whole result (every configuration, phases) as JSON.
     #[arg(long)]
     pub json: bool,
+    /// Only compile the default configuration, as tuning would (NVRTC, then nvcc where NVRTC fails), for
+    /// `--arch`: no GPU needed. Says which compiler compiled it.
+    #[arg(long)]
+    pub compile_only: bool,
+    /// The architecture `--compile-only` compiles for.
+    #[arg(long, default_value = "sm_90", requires = "compile_only")]
+    pub arch: String,
 }
 
 pub fn run(args: TuneArgs) -> anyhow::Result<ExitCode> {
@@ -131,12 +138,25 @@ pub fn run(args: TuneArgs) -> anyhow::Result<ExitCode> {
         );
     }
     let mut params = parse_params(&args.params)?;
+    let mut templates = parse_pairs(&args.templates)?;
+    let instances = from_instances(
+        &loaded.kernel.kernel_name,
+        &template_params(&loaded.parsed),
+        &loaded.instantiations,
+        &params,
+        &templates,
+    );
+    for line in &instances.lines {
+        eprintln!("{line}");
+    }
+    templates.extend(instances.fixed);
     let mut restrictions = args.restrictions.clone();
     if params.is_empty() {
         let (p, r) = default_block_space(loaded.dims);
         params = p;
         restrictions.extend(r);
     }
+    params.extend(instances.tuned);
     let derived = if args.no_derived_restrictions {
         Derived::default()
     } else {
@@ -152,9 +172,9 @@ pub fn run(args: TuneArgs) -> anyhow::Result<ExitCode> {
         derived.align_reference(&mut reference);
         reference
     });
-    loaded.set_template_args(&params, &parse_pairs(&args.templates)?)?;
+    loaded.set_template_args(&params, &templates)?;
     loaded.size_arrays_per_configuration();
-    let configs = all_configs(&params, loaded.kernel.reference.as_slice());
+    let configs = kt_tuner::space::every_config(&params, loaded.kernel.reference.as_slice());
     loaded.kernel.params = params;
     loaded.kernel.restrictions = restrictions.into_iter().map(Restriction::Expr).collect();
     loaded.kernel.compiler_options = args.nvrtc_options.clone();
@@ -168,6 +188,9 @@ pub fn run(args: TuneArgs) -> anyhow::Result<ExitCode> {
         &configs,
     )?;
 
+    if args.compile_only {
+        return compile_only(&loaded.kernel, &tests, &configs, &args.arch);
+    }
     let prior = args
         .kt_cache
         .as_deref()
@@ -278,6 +301,9 @@ pub fn run(args: TuneArgs) -> anyhow::Result<ExitCode> {
             println!("{line}");
         }
     }
+    if let Some(line) = default_only_line(&result, &args.file) {
+        eprintln!("{line}");
+    }
     let sanitizer_ok = sanitizer.as_ref().is_none_or(|s| {
         s.clean() || matches!(s, kt_tuner::sanitize::SanitizerReport::Skipped { .. })
     });
@@ -285,6 +311,67 @@ pub fn run(args: TuneArgs) -> anyhow::Result<ExitCode> {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
+    })
+}
+
+/// `--compile-only`: the default configuration compiled for `arch` as the tuner would compile it.
+fn compile_only(
+    kernel: &TunableKernel,
+    tests: &TestSet,
+    configs: &[kt_tuner::space::Config],
+    arch: &str,
+) -> anyhow::Result<ExitCode> {
+    let cc = kt_tuner::compile_check::parse_arch(arch)
+        .with_context(|| format!("--arch {arch}: expected sm_XY, e.g. sm_90"))?;
+    let config = kernel
+        .reference
+        .clone()
+        .or_else(|| configs.first().cloned())
+        .context("no configuration to compile: give --param or a sidecar with default_block")?;
+    let scalars = tests.tests.first().map(|t| t.scalars()).unwrap_or_default();
+    let nvcc = kt_tuner::nvcc::find();
+    match kt_tuner::compile_check::compile_configuration(kernel, &config, &scalars, cc, nvcc.as_deref())? {
+        Ok(c) => {
+            let compiler = if c.log.starts_with(kt_tuner::nvcc::NVCC_LOG_PREFIX) { "nvcc" } else { "NVRTC" };
+            println!(
+                "compiled `{}` at {config} for sm_{}{} with {compiler}: {} bytes of CUBIN in {:.0} ms{}",
+                kernel.kernel_name,
+                cc.0,
+                cc.1,
+                c.cubin.len(),
+                c.ms,
+                c.lowered_name.map(|s| format!(", symbol {s}")).unwrap_or_default()
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(f) => {
+            eprintln!("{}", f.log);
+            eprintln!(
+                "error: `{}` did not compile at {config} for sm_{}{}",
+                kernel.kernel_name, cc.0, cc.1
+            );
+            Ok(ExitCode::FAILURE)
+        }
+    }
+}
+
+/// One line when the default launch is the only configuration that verified (a kernel that works at one
+/// launch only): the result is that launch, and `kt transform` is what makes the kernel tunable.
+fn default_only_line(r: &TuneResult, file: &Path) -> Option<String> {
+    let best = r.best.as_ref()?;
+    let reference = r.reference.as_ref()?;
+    let others_ok = r
+        .measurements
+        .iter()
+        .any(|m| m.verdict.is_ok() && m.config != reference.config);
+    (best.config == reference.config && !others_ok).then(|| {
+        format!(
+            "note: `{}` is not tunable as written: only its default launch {} runs correctly ({} other configuration(s) tried), so that launch is the verified result; `kt transform {}` makes it tunable",
+            r.kernel_name,
+            reference.config,
+            r.measurements.iter().filter(|m| m.config != reference.config).count(),
+            file.display()
+        )
     })
 }
 
@@ -423,7 +510,17 @@ fn print_summary(r: &TuneResult, tests: &TestSet) {
     for m in r
         .measurements
         .iter()
-        .filter(|m| matches!(m.verdict, kt_tuner::Verdict::Nondeterministic { .. }))
+        .filter(|m| {
+            use kt_tuner::Verdict as V;
+            // the verdicts that name a kernel gaming its measurement, each worth a line of its own
+            matches!(
+                m.verdict,
+                V::Nondeterministic { .. }
+                    | V::OutOfBounds { .. }
+                    | V::TimedRunDiffers { .. }
+                    | V::ImpossibleTime { .. }
+            )
+        })
     {
         println!("{}: {}", m.config, m.verdict.reason());
     }

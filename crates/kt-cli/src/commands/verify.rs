@@ -71,6 +71,10 @@ pub struct VerifyArgs {
     /// Only the seeded tests: no `odd` and `large` tests.
     #[arg(long)]
     pub seeds_only: bool,
+    /// The quick set for fast iteration: no `bench` and `past-2^24` tests (the seeded ones, `odd` and
+    /// `large` still run).
+    #[arg(long)]
+    pub quick: bool,
     /// Override a scalar argument's value. Repeatable.
     #[arg(long = "size", value_name = "NAME=V")]
     pub sizes: Vec<String>,
@@ -93,8 +97,13 @@ Default tests, when inputs are generated from the reference's sidecar (no --test
               next prime above it: catches kernels that assume whole tiles or an even dimension;
   large       the problem's dimensions (the sizes its problem size names) doubled until it covers the
               GPU several times over (8 x SMs x threads per SM), each at most its `bench` value, the test
-              within an eighth of the GPU's memory: catches races that a few blocks do not show.
---seeds-only runs only the seeded tests. A size that is a multiple of 64 in every test is a warning.";
+              within an eighth of the GPU's memory: catches races that a few blocks do not show;
+  bench       every size at its `bench` value, the size the kernel is timed at (halved until it fits an
+              eighth of the GPU's memory): catches kernels right only at small sizes;
+  past-2^24   an output whose length follows one size grown past 2^24 elements (odd): catches an index
+              computed through `float`, exact only up to 2^24 (left out when another test is that large).
+--quick leaves out bench and past-2^24; --seeds-only runs only the seeded tests. A size that is a multiple
+of 64 in every test is a warning. Every array sits between guard bytes: a write past either end fails.";
 
 /// The reference's kernel name: `--reference-kernel`, else `--kernel` when the reference file has it.
 fn reference_kernel_name(args: &VerifyArgs) -> Option<String> {
@@ -171,6 +180,7 @@ fn load_candidate(args: &VerifyArgs, reference: &Loaded) -> anyhow::Result<(Load
                 sidecar: None,
                 host_code_left_out: k.host_code_left_out,
                 host_code_note: k.host_code_note,
+                instantiations: k.instantiations,
             };
             c.kernel.source = k.kernel.source;
             c.kernel.kernel_name = k.kernel.kernel_name;
@@ -237,6 +247,9 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
     {
         eprintln!("note: {note}");
     }
+    if let Some(note) = globals_note(&candidate.parsed) {
+        eprintln!("note: {note}");
+    }
     let sizes = parse_sizes(&args.sizes)?;
     let configs = [ref_config.clone(), cand_config.clone()];
     let mut tests = load_tests(
@@ -279,6 +292,12 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
     if let Some(large) = extras.large(config.device)? {
         described.push(large.description);
         tests.tests.push(large.test);
+    }
+    if !args.quick {
+        for extra in extras.real_sizes(config.device, &tests)? {
+            described.push(extra.description);
+            tests.tests.push(extra.test);
+        }
     }
     let warnings = extras.warnings(&tests);
     for w in &warnings {
@@ -330,6 +349,10 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
                 }),
             );
             o.insert("sanitizer".into(), serde_json::to_value(&sanitizer)?);
+            o.insert(
+                "mutable_globals".into(),
+                serde_json::to_value(&candidate.parsed.mutable_globals)?,
+            );
         }
         println!("{}", serde_json::to_string_pretty(&json)?);
     } else {
@@ -377,6 +400,34 @@ impl DefaultTests<'_> {
         Ok(plan.large(&scale)?)
     }
 
+    /// The `bench` and `past-2^24` tests, sized for `device`; a bench test no larger than a test already
+    /// there is left out.
+    fn real_sizes(&self, device: usize, tests: &TestSet) -> anyhow::Result<Vec<ExtraTest>> {
+        let Some(plan) = self.plan() else {
+            return Ok(vec![]);
+        };
+        let scale = kt_tuner::session::device_scale(device)?;
+        let mut extra = Vec::new();
+        if let Some(bench) = plan.bench(&scale)?
+            && tests
+                .tests
+                .iter()
+                .all(|t| t.scalars() != bench.test.scalars())
+        {
+            extra.push(bench);
+        }
+        let existing: Vec<_> = tests
+            .tests
+            .iter()
+            .chain(extra.iter().map(|e| &e.test))
+            .cloned()
+            .collect();
+        if let Some(past) = plan.past_float_index(&scale, &existing)? {
+            extra.push(past);
+        }
+        Ok(extra)
+    }
+
     fn warnings(&self, tests: &TestSet) -> Vec<String> {
         let empty = SuiteInputs::default();
         let inputs = self.reference.inputs.as_ref().unwrap_or(&empty);
@@ -389,13 +440,30 @@ impl DefaultTests<'_> {
     }
 }
 
+/// What verification does about a kernel's state across launches, when it keeps any.
+fn globals_note(kernel: &kt_cuda::Kernel) -> Option<String> {
+    if kernel.mutable_globals.is_empty() {
+        return None;
+    }
+    let names: Vec<String> = kernel
+        .mutable_globals
+        .iter()
+        .map(|g| format!("{} `{}`", g.space, g.name))
+        .collect();
+    Some(format!(
+        "the candidate writes {}: state that outlives a launch. Its module is reloaded before every \
+         test, so each test starts from the globals' initial values; reruns of one test still share them",
+        names.join(", ")
+    ))
+}
+
 /// `gen1, gen2, gen3; odd (next primes): n=10009; large (fills the GPU): n=2621568`.
 fn describe_tests(tests: &TestSet, extras: &[String]) -> String {
     let seeded: Vec<&str> = tests
         .tests
         .iter()
         .map(|t| t.id.as_str())
-        .filter(|id| *id != "odd" && *id != "large")
+        .filter(|id| !matches!(*id, "odd" | "large" | "bench" | "past-2^24"))
         .collect();
     std::iter::once(seeded.join(", "))
         .chain(extras.iter().cloned())
@@ -426,9 +494,11 @@ fn print_report(report: &VerifyReport, sanitizer: Option<&SanitizerReport>, pass
                 println!("  {}: {reason}", t.verdict.short())
             }
             Verdict::Timeout { after_s } => println!("  timeout after {after_s:.1} s"),
-            Verdict::KernelNotFound { .. } | Verdict::Nondeterministic { .. } => {
-                println!("  {}", t.verdict.reason())
-            }
+            Verdict::KernelNotFound { .. }
+            | Verdict::Nondeterministic { .. }
+            | Verdict::OutOfBounds { .. }
+            | Verdict::TimedRunDiffers { .. }
+            | Verdict::ImpossibleTime { .. } => println!("  FAIL {}", t.verdict.reason()),
             _ => {}
         }
     }

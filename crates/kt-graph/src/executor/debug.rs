@@ -145,20 +145,22 @@ impl<S: State> Executor<S> {
             None,
         );
         let result = compiled.task.run_task(Arc::new(state.clone()), ctx).await;
-        let failed = |message| GraphError::NodeFailed {
+        let failed = |message, cause| GraphError::NodeFailed {
             run: run.clone(),
             node: node.into(),
             step: cp.step + 1,
             attempts: result.attempts,
             message,
+            cause,
         };
         let update = match result.outcome {
             Ok(u) => u,
-            Err(TaskFailure::Error(message)) => return Err(failed(message)),
+            Err(TaskFailure::Error { message, cause }) => return Err(failed(message, cause)),
             Err(TaskFailure::Interrupted(q)) => {
-                return Err(failed(format!(
-                    "interrupted with {q}; use resume_with on the run instead"
-                )));
+                return Err(failed(
+                    format!("interrupted with {q}; use resume_with on the run instead"),
+                    None,
+                ));
             }
         };
         let json = S::update_to_json(&update).map_err(|e| ser_err(run, "node update", e))?;

@@ -4,7 +4,9 @@
 //! migrating an older graph's fields) lives here too; the run loop and the debugging operations use it.
 
 use super::Executor;
-use crate::checkpoint::{Checkpoint, CheckpointSource, FieldOp, RunMeta, StateRecord, fold_ops};
+use crate::checkpoint::{
+    Checkpoint, CheckpointSource, FieldOp, GraphRunMeta, StateRecord, fold_ops,
+};
 use crate::decl::{END, START};
 use crate::error::GraphError;
 use crate::ids::{CheckpointId, RunId};
@@ -50,7 +52,7 @@ impl<S: State> Executor<S> {
             .ok_or(GraphError::RunNotFound { run: run.clone() })
     }
 
-    pub fn run_meta(&self, run: &RunId) -> Result<RunMeta, GraphError> {
+    pub fn run_meta(&self, run: &RunId) -> Result<GraphRunMeta, GraphError> {
         self.meta(run)
     }
 

@@ -25,7 +25,7 @@ pub(crate) mod run;
 mod superstep;
 
 use crate::cancel::CancelToken;
-use crate::checkpoint::{RunMeta, Task};
+use crate::checkpoint::{GraphRunMeta, Task};
 use crate::context::{ContextInner, Journal, NodeContext, ReplayMode};
 use crate::error::GraphError;
 use crate::events::{Event, EventKind, EventSink};
@@ -111,7 +111,7 @@ impl<S: State> Executor<S> {
         self.events.subscribe()
     }
 
-    fn meta(&self, run: &RunId) -> Result<RunMeta, GraphError> {
+    fn meta(&self, run: &RunId) -> Result<GraphRunMeta, GraphError> {
         self.store
             .get_run(run)?
             .ok_or(GraphError::RunNotFound { run: run.clone() })

@@ -6,7 +6,7 @@ use super::superstep::{StepEnd, StepInput};
 use super::{Executor, now_ms, to_fields, unwrap_arc};
 use crate::cancel::CancelToken;
 use crate::checkpoint::{
-    BranchInfo, Breakpoints, Checkpoint, CheckpointSource, FULL_SNAPSHOT_EVERY, RunMeta,
+    BranchInfo, Breakpoints, Checkpoint, CheckpointSource, FULL_SNAPSHOT_EVERY, GraphRunMeta,
     StateRecord, StopReason,
 };
 use crate::context::ReplayMode;
@@ -103,7 +103,7 @@ enum Gate {
 /// Decides [`Gate`] in a fixed order: the end, the call's step budget, the run's step limit, a
 /// breakpoint before a pending node (unless the call steps over it), cancellation.
 fn gate(
-    meta: &RunMeta,
+    meta: &GraphRunMeta,
     head: &Checkpoint,
     opts: &RunOptions,
     steps_done: u64,
@@ -141,7 +141,7 @@ impl<S: State> Executor<S> {
         initial: S,
         opts: RunOptions,
     ) -> Result<RunOutcome<S>, GraphError> {
-        let meta = RunMeta {
+        let meta = GraphRunMeta {
             run: run.clone(),
             fingerprint: self.graph.fingerprint().to_string(),
             breakpoints: opts.breakpoints.clone(),
@@ -232,7 +232,7 @@ impl<S: State> Executor<S> {
     /// node whose interrupt stopped the run at `head`, if that is where it stopped.
     pub(super) async fn drive(
         &self,
-        mut meta: RunMeta,
+        mut meta: GraphRunMeta,
         mut head: Checkpoint,
         state: S,
         opts: &RunOptions,
@@ -347,7 +347,7 @@ impl<S: State> Executor<S> {
     /// over it once).
     fn take_stop(
         &self,
-        meta: &mut RunMeta,
+        meta: &mut GraphRunMeta,
         head: CheckpointId,
     ) -> Result<Option<StopReason>, GraphError> {
         let Some((at, reason)) = meta.stopped.take() else {
@@ -367,7 +367,7 @@ impl<S: State> Executor<S> {
     /// Stores the stop with the run and ends the call with [`RunOutcome::Stopped`].
     fn stop(
         &self,
-        meta: &mut RunMeta,
+        meta: &mut GraphRunMeta,
         head: &Checkpoint,
         state: Arc<S>,
         reason: StopReason,
@@ -413,8 +413,8 @@ mod tests {
         }
     }
 
-    fn meta_with_breakpoint_before(node: &str) -> RunMeta {
-        RunMeta {
+    fn meta_with_breakpoint_before(node: &str) -> GraphRunMeta {
+        GraphRunMeta {
             run: RunId::new("r"),
             fingerprint: String::new(),
             breakpoints: Breakpoints {

@@ -220,7 +220,7 @@ impl<S: State> Executor<S> {
                     collected.interrupt = Some((task.node.clone(), payload));
                 }
             }
-            Err(TaskFailure::Error(message)) => {
+            Err(TaskFailure::Error { message, cause }) => {
                 let routed = self
                     .graph
                     .node(&task.node)
@@ -242,6 +242,7 @@ impl<S: State> Executor<S> {
                             step,
                             attempts: result.attempts,
                             message,
+                            cause,
                         });
                     }
                     None => {}

@@ -2,14 +2,14 @@
 
 use super::CheckpointStore;
 use crate::checkpoint::{
-    BranchInfo, Breakpoints, Checkpoint, CheckpointSource, FieldOp, RunMeta, StateRecord, Task,
+    BranchInfo, Breakpoints, Checkpoint, CheckpointSource, FieldOp, GraphRunMeta, StateRecord, Task,
 };
 use crate::error::GraphError;
 use crate::ids::{BranchId, CheckpointId, RunId};
 use serde_json::json;
 
-fn meta(run: &str) -> RunMeta {
-    RunMeta {
+fn meta(run: &str) -> GraphRunMeta {
+    GraphRunMeta {
         run: RunId::new(run),
         fingerprint: "fp".into(),
         breakpoints: Breakpoints::default(),

@@ -1,7 +1,7 @@
 //! In-memory store: for tests, subgraphs and dry runs. Lost when dropped.
 
 use super::CheckpointStore;
-use crate::checkpoint::{Checkpoint, RunMeta};
+use crate::checkpoint::{Checkpoint, GraphRunMeta};
 use crate::error::GraphError;
 use crate::ids::{BranchId, CheckpointId, RunId};
 use serde_json::Value;
@@ -10,7 +10,7 @@ use std::sync::{Mutex, MutexGuard};
 
 #[derive(Default)]
 struct RunData {
-    meta: Option<RunMeta>,
+    meta: Option<GraphRunMeta>,
     checkpoints: BTreeMap<CheckpointId, Checkpoint>,
     writes: BTreeMap<(CheckpointId, String), Value>,
     effects: HashMap<(BranchId, String), Value>,
@@ -40,7 +40,7 @@ impl CheckpointStore for MemoryStore {
         "memory".into()
     }
 
-    fn create_run(&self, meta: &RunMeta) -> Result<(), GraphError> {
+    fn create_run(&self, meta: &GraphRunMeta) -> Result<(), GraphError> {
         let mut runs = self.lock();
         let data = runs.entry(meta.run.clone()).or_default();
         if data.meta.is_some() {
@@ -52,11 +52,11 @@ impl CheckpointStore for MemoryStore {
         Ok(())
     }
 
-    fn get_run(&self, run: &RunId) -> Result<Option<RunMeta>, GraphError> {
+    fn get_run(&self, run: &RunId) -> Result<Option<GraphRunMeta>, GraphError> {
         Ok(self.lock().get(run).and_then(|d| d.meta.clone()))
     }
 
-    fn update_run(&self, meta: &RunMeta) -> Result<(), GraphError> {
+    fn update_run(&self, meta: &GraphRunMeta) -> Result<(), GraphError> {
         let mut runs = self.lock();
         match runs.get_mut(&meta.run) {
             Some(data) if data.meta.is_some() => {

@@ -11,7 +11,7 @@ mod sqlite;
 pub use memory::MemoryStore;
 pub use sqlite::SqliteStore;
 
-use crate::checkpoint::{Checkpoint, RunMeta};
+use crate::checkpoint::{Checkpoint, GraphRunMeta};
 use crate::error::GraphError;
 use crate::ids::{BranchId, CheckpointId, RunId};
 use serde_json::Value;
@@ -22,10 +22,10 @@ pub trait CheckpointStore: Send + Sync {
     /// Where the store lives (a path, or "memory"), for error messages.
     fn location(&self) -> String;
     /// Records a new run; [`GraphError::RunExists`] if the id is taken.
-    fn create_run(&self, meta: &RunMeta) -> Result<(), GraphError>;
-    fn get_run(&self, run: &RunId) -> Result<Option<RunMeta>, GraphError>;
+    fn create_run(&self, meta: &GraphRunMeta) -> Result<(), GraphError>;
+    fn get_run(&self, run: &RunId) -> Result<Option<GraphRunMeta>, GraphError>;
     /// Replaces the run record (breakpoints, branches, stop reason).
-    fn update_run(&self, meta: &RunMeta) -> Result<(), GraphError>;
+    fn update_run(&self, meta: &GraphRunMeta) -> Result<(), GraphError>;
     fn list_runs(&self) -> Result<Vec<RunId>, GraphError>;
     /// Stores a checkpoint and, in the same transaction, drops the saved task writes of its parent
     /// (they are folded into this checkpoint).

@@ -5,7 +5,7 @@
 //! the file. That costs no fsync per step, which is most of the difference to `FULL` on a long loop.
 
 use super::CheckpointStore;
-use crate::checkpoint::{Checkpoint, RunMeta};
+use crate::checkpoint::{Checkpoint, GraphRunMeta};
 use crate::error::GraphError;
 use crate::ids::{BranchId, CheckpointId, RunId};
 use rusqlite::{Connection, ErrorCode, OptionalExtension, params};
@@ -116,7 +116,7 @@ impl CheckpointStore for SqliteStore {
         self.path.display().to_string()
     }
 
-    fn create_run(&self, meta: &RunMeta) -> Result<(), GraphError> {
+    fn create_run(&self, meta: &GraphRunMeta) -> Result<(), GraphError> {
         let body = to_json(&meta.run, "run record", meta)?;
         let conn = self.lock();
         let inserted = conn
@@ -131,7 +131,7 @@ impl CheckpointStore for SqliteStore {
         Ok(())
     }
 
-    fn get_run(&self, run: &RunId) -> Result<Option<RunMeta>, GraphError> {
+    fn get_run(&self, run: &RunId) -> Result<Option<GraphRunMeta>, GraphError> {
         let conn = self.lock();
         let body: Option<Vec<u8>> = conn
             .prepare_cached("SELECT meta FROM kt_runs WHERE run = ?1")
@@ -146,7 +146,7 @@ impl CheckpointStore for SqliteStore {
         .transpose()
     }
 
-    fn update_run(&self, meta: &RunMeta) -> Result<(), GraphError> {
+    fn update_run(&self, meta: &GraphRunMeta) -> Result<(), GraphError> {
         let body = to_json(&meta.run, "run record", meta)?;
         let conn = self.lock();
         let n = conn

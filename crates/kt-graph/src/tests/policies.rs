@@ -104,6 +104,36 @@ async fn errors_the_predicate_rejects_are_not_retried() {
 }
 
 #[tokio::test]
+async fn a_failed_node_keeps_its_typed_error_through_the_engine_and_a_subgraph() {
+    let failing = || {
+        node_fn(|_s: Arc<Loop>, _c: NodeContext| async move {
+            Err::<LoopUpdate, _>(TestError::Compile("line 3".into()))
+        })
+    };
+    let mut inner = GraphBuilder::<Loop>::new();
+    inner.node("a", failing());
+    inner.edge(START, "a").edge("a", END);
+    let mut outer = GraphBuilder::<Loop>::new();
+    outer.subgraph(
+        "sub",
+        inner.compile().unwrap(),
+        |s: &Loop| s.clone(),
+        |_| LoopUpdate::default(),
+    );
+    outer.edge(START, "sub").edge("sub", END);
+    let ex = Executor::new(outer.compile().unwrap(), Arc::new(MemoryStore::new()));
+    let err = ex
+        .start(RunId::new("r"), Loop::default(), RunOptions::default())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err.node_error::<TestError>(), Some(TestError::Compile(log)) if log == "line 3"),
+        "{err}"
+    );
+    assert!(err.node_error::<std::io::Error>().is_none());
+}
+
+#[tokio::test]
 async fn exhausted_retries_take_the_on_error_route_and_are_recorded() {
     let mut b = GraphBuilder::<Loop>::new();
     b.node(

@@ -44,10 +44,7 @@ pub async fn analyze(
     let initial = Stage1State::new(source, kernel_name.map(str::to_string), default_block);
     let outcome = crate::graph_run::start_or_resume(&executor, run, initial, RunOptions::default())
         .await
-        .map_err(|e| PipelineError::Graph {
-            stage: "stage 1",
-            message: e.to_string(),
-        })?;
+        .map_err(|e| PipelineError::graph("stage 1", e))?;
     let state = match outcome {
         RunOutcome::Finished { state, .. } => state,
         other => {

@@ -69,10 +69,7 @@ pub async fn make_tests(
     };
     let outcome = crate::graph_run::start_or_resume(&executor, run, initial, RunOptions::default())
         .await
-        .map_err(|e| PipelineError::Graph {
-            stage: "stage 2",
-            message: e.to_string(),
-        })?;
+        .map_err(|e| PipelineError::graph("stage 2", e))?;
     let state = match outcome {
         RunOutcome::Finished { state, .. } => state,
         other => {

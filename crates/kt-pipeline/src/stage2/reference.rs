@@ -97,7 +97,7 @@ mod tests {
             args: vec![ManifestArg::Array {
                 name: "c".into(),
                 dtype: "float32".into(),
-                shape: vec![4],
+                shape: Some(vec![4]),
                 file: "args/c.npy".into(),
                 struct_name: None,
             }],

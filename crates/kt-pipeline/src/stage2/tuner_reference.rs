@@ -1,5 +1,5 @@
 //! The GPU [`ReferenceRunner`]: kt-tuner runs the original kernel (its own unit: the job's source is the code
-//! the run works on, see `prepare::KernelSource`) at its default launch (`default_block`,
+//! the run works on, see `prepare::KernelInput`) at its default launch (`default_block`,
 //! grid from the problem size) on one test in its isolated worker; the worker writes every output to
 //! `expected/<output>.npy` in the test directory (streamed from the GPU, never through the protocol pipe)
 //! and times the launch. Output elements the kernel never writes keep the test's initial values in the
@@ -197,7 +197,7 @@ mod tests {
         RecordedOutput {
             name: name.into(),
             path: format!("/t/expected/{name}.npy").into(),
-            dtype: kt_tuner::dtype::DType::Float32,
+            dtype: kt_record::DType::Float32,
             shape: vec![4],
             never_written,
             depends_on_initial: never_written,

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
-use super::tunable_kernel::TunableKernel;
+use super::tunable_code::TunableCode;
 
 /// The first elements where a candidate's output differs from the expected output.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -157,14 +157,14 @@ impl TuningProgress for NoProgress {
 #[async_trait]
 pub trait TuningBackend: Send + Sync {
     /// Times the original kernel at its default launch (the baseline of every speedup).
-    async fn reference(&self, original: &TunableKernel) -> Result<Reference, BackendError>;
+    async fn reference(&self, original: &TunableCode) -> Result<Reference, BackendError>;
 
     /// Compiles every configuration of `kernel`, verifies it on every test, times it, and reports the best
     /// verified configuration, or why there is none. `label` names the candidate in logs and caches.
     async fn evaluate(
         &self,
         label: &str,
-        kernel: &TunableKernel,
+        kernel: &TunableCode,
         progress: &dyn TuningProgress,
     ) -> Result<Outcome, BackendError>;
 
@@ -172,8 +172,8 @@ pub trait TuningBackend: Send + Sync {
     /// one test (the first), each launch timed on its own: the samples behind a speedup's interval.
     async fn time_pair(
         &self,
-        first: (&TunableKernel, &BTreeMap<String, i64>),
-        second: (&TunableKernel, &BTreeMap<String, i64>),
+        first: (&TunableCode, &BTreeMap<String, i64>),
+        second: (&TunableCode, &BTreeMap<String, i64>),
         launches: u32,
     ) -> Result<PairTimes, BackendError>;
 
@@ -182,7 +182,7 @@ pub trait TuningBackend: Send + Sync {
     async fn profile(
         &self,
         _label: &str,
-        _kernel: &TunableKernel,
+        _kernel: &TunableCode,
         _params: &BTreeMap<String, i64>,
     ) -> Result<ProfileRun, BackendError> {
         Ok(ProfileRun::skipped(
@@ -194,7 +194,7 @@ pub trait TuningBackend: Send + Sync {
     /// without tuning records write nothing.
     fn export_kernel_tuner(
         &self,
-        _kernel: &TunableKernel,
+        _kernel: &TunableCode,
         _dir: &std::path::Path,
     ) -> Result<Vec<std::path::PathBuf>, BackendError> {
         Ok(Vec::new())
@@ -202,10 +202,7 @@ pub trait TuningBackend: Send + Sync {
 
     /// What the tuning of `kernel` in this process made of its configurations (best.cu's header lists the
     /// failed ones). None: no record (a backend without one, or a kernel tuned before a resume).
-    fn configurations(
-        &self,
-        _kernel: &TunableKernel,
-    ) -> Option<super::config_record::ConfigRecord> {
+    fn configurations(&self, _kernel: &TunableCode) -> Option<super::config_record::ConfigRecord> {
         None
     }
 

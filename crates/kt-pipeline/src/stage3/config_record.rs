@@ -5,104 +5,83 @@
 
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize};
+pub use kt_record::{ConfigRecord, FailedConfiguration};
 
-use super::tunable_kernel::TunableKernel;
+use super::tunable_code::TunableCode;
 
-/// One configuration that failed.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct FailedConfiguration {
-    /// `name=value` pairs in the kernel's parameter order.
-    pub config: Vec<(String, i64)>,
-    /// `wrong answer`, `compile error`, `invalid`, `timeout`, `crashed`, ...
-    pub verdict: String,
-    /// The first line of the reason.
-    pub detail: String,
-}
-
-/// The configurations of one tuned kernel.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ConfigRecord {
-    /// Per parameter, the values of the configurations that verified, ascending.
-    pub verified_values: BTreeMap<String, Vec<i64>>,
-    pub failed: Vec<FailedConfiguration>,
-}
-
-impl ConfigRecord {
-    /// The record of a tuning result.
-    pub fn from_tuning(result: &kt_tuner::TuneResult) -> Self {
-        let mut verified_values: BTreeMap<String, Vec<i64>> = BTreeMap::new();
-        for m in result.measurements.iter().filter(|m| m.verdict.is_ok()) {
-            for (name, value) in &m.config.0 {
-                let values = verified_values.entry(name.clone()).or_default();
-                if !values.contains(value) {
-                    values.push(*value);
-                }
+/// The record of a tuning result.
+pub fn config_record(result: &kt_tuner::TuneResult) -> ConfigRecord {
+    let mut verified_values: BTreeMap<String, Vec<i64>> = BTreeMap::new();
+    for m in result.measurements.iter().filter(|m| m.verdict.is_ok()) {
+        for (name, value) in &m.config.0 {
+            let values = verified_values.entry(name.clone()).or_default();
+            if !values.contains(value) {
+                values.push(*value);
             }
         }
-        for values in verified_values.values_mut() {
-            values.sort_unstable();
-        }
-        let failed = kt_tuner::export::failed_configurations(result)
-            .into_iter()
-            .map(|f| FailedConfiguration {
-                config: f.config.0,
-                verdict: f.verdict.to_string(),
-                detail: f.detail,
-            })
-            .collect();
-        ConfigRecord {
-            verified_values,
-            failed,
-        }
     }
+    for values in verified_values.values_mut() {
+        values.sort_unstable();
+    }
+    let failed = kt_tuner::export::failed_configurations(result)
+        .into_iter()
+        .map(|f| FailedConfiguration {
+            config: f.config.0,
+            verdict: f.verdict.to_string(),
+            detail: f.detail,
+        })
+        .collect();
+    ConfigRecord {
+        verified_values,
+        failed,
+    }
+}
 
-    /// best.cu's lines about the configurations, after its `name = value (tried: …)` lines: per parameter the
-    /// values with which some configuration verified, then every failed configuration with its verdict.
-    /// Without a record (a run resumed after its tuning, a backend without records) the header says that
-    /// which configurations failed is not known.
-    pub fn header_lines(record: Option<&ConfigRecord>, kernel: &TunableKernel) -> Vec<String> {
-        let Some(r) = record else {
-            return vec![
-                "// Which configurations failed is not known to this run (its tuning records were not kept); retune \
-                 with verification before using other values."
-                    .into(),
-            ];
-        };
-        let mut lines =
-            vec!["// Values with which some configuration verified on every test:".to_string()];
-        for p in &kernel.parameters {
-            let values = r.verified_values.get(&p.name).map_or_else(
-                || "none".to_string(),
-                |v| {
-                    v.iter()
-                        .map(|x| x.to_string())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                },
-            );
-            lines.push(format!("//   {}: {values}", p.name));
-        }
-        if r.failed.is_empty() {
-            lines.push("// Every configuration tried verified on every test.".into());
-            return lines;
-        }
-        lines.push(format!(
-            "// Failed configurations ({}): never use these; they did not verify on this GPU.",
-            r.failed.len()
-        ));
-        for f in &r.failed {
-            let config: Vec<String> = f.config.iter().map(|(n, v)| format!("{n}={v}")).collect();
-            let detail = f.detail.lines().next().unwrap_or_default();
-            let detail = if detail.is_empty() {
-                String::new()
-            } else {
-                format!(" ({detail})")
-            };
-            lines.push(format!("//   {}: {}{detail}", config.join(" "), f.verdict));
-        }
-        lines
+/// best.cu's lines about the configurations, after its `name = value (tried: …)` lines: per parameter the
+/// values with which some configuration verified, then every failed configuration with its verdict.
+/// Without a record (a run resumed after its tuning, a backend without records) the header says that
+/// which configurations failed is not known.
+pub fn header_lines(record: Option<&ConfigRecord>, kernel: &TunableCode) -> Vec<String> {
+    let Some(r) = record else {
+        return vec![
+            "// Which configurations failed is not known to this run (its tuning records were not kept); retune \
+             with verification before using other values."
+                .into(),
+        ];
+    };
+    let mut lines =
+        vec!["// Values with which some configuration verified on every test:".to_string()];
+    for p in &kernel.parameters {
+        let values = r.verified_values.get(&p.name).map_or_else(
+            || "none".to_string(),
+            |v| {
+                v.iter()
+                    .map(|x| x.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            },
+        );
+        lines.push(format!("//   {}: {values}", p.name));
     }
+    if r.failed.is_empty() {
+        lines.push("// Every configuration tried verified on every test.".into());
+        return lines;
+    }
+    lines.push(format!(
+        "// Failed configurations ({}): never use these; they did not verify on this GPU.",
+        r.failed.len()
+    ));
+    for f in &r.failed {
+        let config: Vec<String> = f.config.iter().map(|(n, v)| format!("{n}={v}")).collect();
+        let detail = f.detail.lines().next().unwrap_or_default();
+        let detail = if detail.is_empty() {
+            String::new()
+        } else {
+            format!(" ({detail})")
+        };
+        lines.push(format!("//   {}: {}{detail}", config.join(" "), f.verdict));
+    }
+    lines
 }
 
 #[cfg(test)]
@@ -112,8 +91,8 @@ mod tests {
     use crate::stage3::{TunableParameter, default_grid_divisors};
     use kt_tuner::{Config, Measurement, Verdict};
 
-    fn kernel() -> TunableKernel {
-        TunableKernel {
+    fn kernel() -> TunableCode {
+        TunableCode {
             code: String::new(),
             parameters: vec![
                 TunableParameter {
@@ -158,13 +137,13 @@ mod tests {
                 },
             ),
         ];
-        let record = ConfigRecord::from_tuning(&crate::stage3::tuner_backend::tests::result(
+        let record = config_record(&crate::stage3::tuner_backend::tests::result(
             measurements,
             None,
         ));
         assert_eq!(record.verified_values["block_size_x"], vec![64, 128]);
         assert_eq!(record.verified_values["TILE"], vec![16]);
-        let text = ConfigRecord::header_lines(Some(&record), &kernel()).join("\n");
+        let text = header_lines(Some(&record), &kernel()).join("\n");
         assert!(
             text.contains("//   block_size_x: 64, 128\n") && text.contains("//   TILE: 16\n"),
             "{text}"
@@ -175,7 +154,7 @@ mod tests {
                 && text.contains("block_size_x=64 TILE=32: compile error"),
             "{text}"
         );
-        let unknown = ConfigRecord::header_lines(None, &kernel()).join("\n");
+        let unknown = header_lines(None, &kernel()).join("\n");
         assert!(unknown.contains("not known"), "{unknown}");
     }
 }

@@ -21,7 +21,7 @@ use super::backend::{
     BackendError, Mismatch, Outcome, PairTimes, ProfileRun, Reference, TuningBackend,
     TuningProgress,
 };
-use super::tunable_kernel::TunableKernel;
+use super::tunable_code::TunableCode;
 
 const MARKER: &str = "fake-tuning:";
 
@@ -32,7 +32,7 @@ pub struct FakeBackend {
     no_gpu: bool,
     /// Outcomes handed out in call order before markers are consulted (for kernels without markers).
     queued: Mutex<std::collections::VecDeque<Outcome>>,
-    evaluated: Mutex<Vec<(String, TunableKernel)>>,
+    evaluated: Mutex<Vec<(String, TunableCode)>>,
     /// Verified time and noise of every kernel evaluated, by content hash: what its launches take.
     timed: Mutex<std::collections::HashMap<String, (f64, f64)>>,
     /// What `profile` answers for every kernel; none: profiles are off.
@@ -144,7 +144,7 @@ impl FakeBackend {
     }
 
     /// Every `(label, kernel)` evaluated so far, in call order.
-    pub fn evaluated(&self) -> Vec<(String, TunableKernel)> {
+    pub fn evaluated(&self) -> Vec<(String, TunableCode)> {
         self.evaluated
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -160,7 +160,7 @@ impl FakeBackend {
         Ok(())
     }
 
-    fn first_config(kernel: &TunableKernel) -> String {
+    fn first_config(kernel: &TunableCode) -> String {
         kernel
             .parameters
             .iter()
@@ -175,7 +175,7 @@ impl FakeBackend {
             .join(", ")
     }
 
-    fn outcome_of(&self, kernel: &TunableKernel) -> Outcome {
+    fn outcome_of(&self, kernel: &TunableCode) -> Outcome {
         let config = Self::first_config(kernel);
         let marker = kernel.code.lines().find_map(|l| {
             l.split_once(MARKER)
@@ -259,7 +259,7 @@ impl FakeBackend {
 
 #[async_trait]
 impl TuningBackend for FakeBackend {
-    async fn reference(&self, _original: &TunableKernel) -> Result<Reference, BackendError> {
+    async fn reference(&self, _original: &TunableCode) -> Result<Reference, BackendError> {
         self.check_gpu()?;
         Ok(Reference {
             time_ms: self.reference_ms,
@@ -275,7 +275,7 @@ impl TuningBackend for FakeBackend {
     async fn profile(
         &self,
         label: &str,
-        _kernel: &TunableKernel,
+        _kernel: &TunableCode,
         params: &BTreeMap<String, i64>,
     ) -> Result<ProfileRun, BackendError> {
         self.check_gpu()?;
@@ -296,7 +296,7 @@ impl TuningBackend for FakeBackend {
     async fn evaluate(
         &self,
         label: &str,
-        kernel: &TunableKernel,
+        kernel: &TunableCode,
         progress: &dyn TuningProgress,
     ) -> Result<Outcome, BackendError> {
         self.check_gpu()?;
@@ -359,8 +359,8 @@ impl TuningBackend for FakeBackend {
 
     async fn time_pair(
         &self,
-        first: (&TunableKernel, &BTreeMap<String, i64>),
-        second: (&TunableKernel, &BTreeMap<String, i64>),
+        first: (&TunableCode, &BTreeMap<String, i64>),
+        second: (&TunableCode, &BTreeMap<String, i64>),
         launches: u32,
     ) -> Result<PairTimes, BackendError> {
         self.check_gpu()?;
@@ -375,7 +375,7 @@ impl TuningBackend for FakeBackend {
 impl FakeBackend {
     /// `n` launch times of `kernel`: its verified time (the reference time when never evaluated) spread by its
     /// noise, deterministically per kernel.
-    fn launches(&self, kernel: &TunableKernel, n: u32) -> Vec<f64> {
+    fn launches(&self, kernel: &TunableCode, n: u32) -> Vec<f64> {
         let hash = kernel.content_hash();
         let (time, noise) = self
             .timed
@@ -404,12 +404,12 @@ mod tests {
     use super::*;
     use crate::stage3::backend::NoProgress;
 
-    fn kernel(code: &str) -> TunableKernel {
-        TunableKernel {
+    fn kernel(code: &str) -> TunableCode {
+        TunableCode {
             code: code.into(),
             parameters: vec![],
             restrictions: vec![],
-            grid_divisors: crate::stage3::tunable_kernel::default_grid_divisors(),
+            grid_divisors: crate::stage3::tunable_code::default_grid_divisors(),
             dynamic_shared_memory: None,
         }
     }

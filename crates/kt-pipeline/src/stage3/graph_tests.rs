@@ -9,12 +9,12 @@ use kt_llm::{LlmClient, Recorder, ScriptedProvider, read_records};
 use serde_json::json;
 
 // `rewrite(marker)`: a rewrite of the matmul whose fake tuning outcome is `marker` (see `FakeBackend`).
-use super::recorded_run::{
+use super::*;
+use crate::PromptLibrary;
+use crate::job::recorded_run::{
     MATMUL, matmul_info as info, matmul_rewrite as rewrite, matmul_rewrite_with as rewrite_with,
     write_script,
 };
-use super::*;
-use crate::PromptLibrary;
 use crate::strategy::{StrategyOverrides, load_strategy};
 
 pub(super) fn plan(steps: &[&str]) -> String {
@@ -114,7 +114,7 @@ fn harness(strategy: &str, answers: &[(&str, String)]) -> Harness {
 pub(super) async fn run(h: &Harness) -> Result<Stage3State, crate::PipelineError> {
     let graph = build_graph(h.cx.clone())?;
     let exec = Executor::new(graph, Arc::new(MemoryStore::new()));
-    let original = TunableKernel::original(&h.cx.kernel.source, &h.cx.kernel.info);
+    let original = TunableCode::original(&h.cx.kernel.source, &h.cx.kernel.info);
     let opts = RunOptions {
         step_limit: 500,
         ..RunOptions::default()
@@ -663,11 +663,7 @@ async fn explicit_applies_the_step_it_judged_worth_doing_with_that_steps_prompt(
     assert_eq!(s.explicit_done.len(), h.cx.strategy.steps.len());
     assert_eq!(best_time(&s), 12.0);
     // The necessity answers are recorded per step (the block-size step is applied without asking).
-    let asked: Vec<Option<Option<bool>>> = s
-        .history
-        .iter()
-        .map(|r| super::run_record::worth_it_answer(&s, r))
-        .collect();
+    let asked: Vec<Option<Option<bool>>> = s.history.iter().map(|r| s.worth_it_answer(r)).collect();
     assert_eq!(asked[..3], [None, Some(Some(false)), Some(Some(true))]);
     // The second rewrite started from the first accepted kernel, in a fresh conversation.
     for r in read_records(&h.llm_log).unwrap() {
@@ -746,7 +742,7 @@ async fn without_an_llm_the_first_llm_node_says_how_to_configure_one() {
     let err = exec
         .start(
             RunId::new("t"),
-            Stage3State::new(TunableKernel::original(MATMUL, &info())),
+            Stage3State::new(TunableCode::original(MATMUL, &info())),
             RunOptions::default(),
         )
         .await

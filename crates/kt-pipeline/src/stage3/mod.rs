@@ -7,41 +7,31 @@
 //! effect, so a resumed or replayed run reuses them. All GPU work goes through [`TuningBackend`], so every
 //! path of every graph runs in CPU tests with [`FakeBackend`] and scripted answers.
 //!
-//! It deliberately does not parse CUDA (kt-cuda), talk to LLM services (kt-llm), launch kernels (kt-tuner), or
-//! run Stage 1/2.
+//! It deliberately does not parse CUDA (kt-cuda), talk to LLM services (kt-llm), launch kernels (kt-tuner),
+//! run Stage 1/2, or write a run's result files: the whole job, those files included, is the crate's job module.
 
 mod answers;
 mod ask;
-mod backend;
-mod best_program;
-mod config_record;
+pub(crate) mod backend;
+pub(crate) mod config_record;
 mod context;
-mod failure;
+pub(crate) mod failure;
 mod fake_backend;
-mod feedback;
+pub(crate) mod feedback;
 mod graph;
-mod kernel_unit;
+pub(crate) mod llm_call;
 mod nodes;
 mod profile_launch;
 mod profile_record;
-mod profiling;
+pub(crate) mod profiling;
 mod prompt_vars;
-mod result;
 mod rewrite_answer;
 mod rewrite_check;
-mod run_record;
 mod speedup_interval;
 mod state;
-mod transform;
-mod tunable_kernel;
+pub(crate) mod tunable_code;
 mod tuner_backend;
 
-#[cfg(any(test, feature = "test-support"))]
-pub mod recorded_run;
-
-#[cfg(test)]
-#[allow(clippy::unwrap_used)]
-mod cassette_tests;
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod graph_tests;
@@ -51,8 +41,6 @@ mod outcome_tests;
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod profile_tests;
-#[cfg(test)]
-mod program_input_tests;
 
 pub use answers::{
     Breakdown, CodeParameters, GridDivisors, KernelRewrite, ParameterRenames, Plan, Rename,
@@ -69,15 +57,8 @@ pub use failure::FailureKind;
 pub use fake_backend::FakeBackend;
 pub use feedback::failure_feedback;
 pub use graph::{GraphFormat, build_graph, export_graph, node};
-pub use kernel_unit::{
-    KernelUnit, kernel_unit, kernel_unit_in, leaves_out_program, program_unit, strip_comments,
-};
 pub use profile_launch::{PROFILE_LAUNCHES, ProfileLaunch};
 pub use profiling::{ProfileRecord, RunProfiles, RunRoofline, run_profiles, run_roofline};
-pub use result::{
-    LlmTotals, RESULT_SCHEMA_VERSION, ResultOutcome, RunResult, StepSummary, WallTimes,
-    build_result, gains_markdown, llm_totals, report_markdown, write_result,
-};
 pub use rewrite_check::{
     MAX_SPACE_SIZE, check_restrictions, check_rewrite, code_of, normalize_names,
     valid_configurations,
@@ -87,9 +68,5 @@ pub use state::{
     CandidateOutcome, CurrentStep, FinalTiming, LlmCallRecord, PlannedStep, Stage3State,
     Stage3Update, StepRecord, StepStatus, WorthItAnswer,
 };
-pub use transform::{
-    BackendFactory, BackendInputs, EventSink, Stage3Settings, Stopped, TransformOutcome, resume,
-    resume_run, stages_1_2_finished, transform, tuner_backend,
-};
-pub use tunable_kernel::{BLOCK_SIZE_NAMES, KernelVersion, TunableKernel, default_grid_divisors};
+pub use tunable_code::{BLOCK_SIZE_NAMES, KernelVersion, TunableCode, default_grid_divisors};
 pub use tuner_backend::{TunerBackend, TunerBackendConfig};

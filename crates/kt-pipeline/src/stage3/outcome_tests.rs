@@ -11,9 +11,9 @@ use kt_graph::{Executor, MemoryStore, RunId, RunOptions};
 use kt_llm::{Call, LlmClient, LlmError, Provider, ProviderReply, RetryPolicy, ScriptedProvider};
 use serde_json::json;
 
-use super::recorded_run::{MATMUL, matmul_info, matmul_rewrite, write_script};
 use super::*;
 use crate::PromptLibrary;
+use crate::job::recorded_run::{MATMUL, matmul_info, matmul_rewrite, write_script};
 use crate::strategy::{StrategyOverrides, load_strategy};
 
 /// Answers from a script for the first `ok_calls` calls, then fails like a server that went down.
@@ -96,7 +96,7 @@ async fn run_to_end(
     let outcome = if resume {
         exec.resume(&id, opts).await
     } else {
-        let original = TunableKernel::original(&cx.kernel.source, &cx.kernel.info);
+        let original = TunableCode::original(&cx.kernel.source, &cx.kernel.info);
         exec.start(id, Stage3State::new(original), opts).await
     }
     .map_err(|e| e.to_string())?;
@@ -352,7 +352,7 @@ async fn a_manual_prompt_pauses_stage_3_at_its_node_and_the_written_answer_conti
     let cx = context(dir.path(), client(), backend.clone(), MATMUL);
     let graph = build_graph(cx).unwrap();
     let exec = Executor::new(graph, store.clone());
-    let original = TunableKernel::original(MATMUL, &matmul_info());
+    let original = TunableCode::original(MATMUL, &matmul_info());
     let outcome = exec
         .start(
             RunId::new("t"),
@@ -364,7 +364,7 @@ async fn a_manual_prompt_pauses_stage_3_at_its_node_and_the_written_answer_conti
     let waiting = crate::graph_run::waiting_of(&outcome).expect("paused at a prompt");
     assert_eq!(waiting.node, "stage3.plan");
     assert!(waiting.prompt_file.is_file());
-    let stopped = Stopped {
+    let stopped = crate::job::Stopped {
         checkpoint: Some(outcome.checkpoint().0),
         at: "at an interrupt of plan".into(),
         cancelled: false,

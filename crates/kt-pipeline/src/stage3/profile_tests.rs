@@ -7,8 +7,8 @@ use kt_llm::without_measured;
 
 use super::graph_tests::{Harness, harness_with, plan, prompts_of, restrictions, run, valid};
 use super::profiling::captured_profile;
-use super::recorded_run::matmul_rewrite as rewrite;
 use super::*;
+use crate::job::recorded_run::matmul_rewrite as rewrite;
 use crate::strategy::StrategyOverrides;
 
 fn autonomous(backend: FakeBackend) -> Harness {

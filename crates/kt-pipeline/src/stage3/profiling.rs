@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use super::context::Stage3Context;
 pub use super::profile_record::ProfileRecord;
 use super::state::Stage3State;
-use super::tunable_kernel::ORIGINAL_STEP;
+use super::tunable_code::ORIGINAL_STEP;
 
 /// result.json's `profiles`: the naive kernel's and each accepted step's, and what they cost.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -250,7 +250,7 @@ mod tests {
         assert_eq!(roof.points.len(), 1);
         assert_eq!(roof.points[0].label, "naive");
         state.best = Some(crate::stage3::KernelVersion {
-            kernel: crate::stage3::TunableKernel {
+            kernel: crate::stage3::TunableCode {
                 code: String::new(),
                 parameters: Vec::new(),
                 restrictions: Vec::new(),

@@ -10,7 +10,7 @@ use serde::Serialize;
 use super::answers::TunableParameter;
 use super::context::Stage3Context;
 use super::state::{CurrentStep, Stage3State, StepRecord, StepStatus};
-use super::tunable_kernel::TunableKernel;
+use super::tunable_code::TunableCode;
 use crate::KernelInfo;
 use crate::error::PipelineError;
 
@@ -54,7 +54,7 @@ pub struct LaunchVar {
     pub dimensions: usize,
 }
 
-pub(crate) fn kernel_var(cx: &Stage3Context, kernel: &TunableKernel) -> KernelVar {
+pub(crate) fn kernel_var(cx: &Stage3Context, kernel: &TunableCode) -> KernelVar {
     KernelVar {
         name: cx.kernel.signature.name.clone(),
         source: kernel.code.clone(),

@@ -8,13 +8,13 @@ use std::collections::BTreeSet;
 use kt_cuda::{ConflictKind, NameConflict, find_name_conflicts, normalize_name};
 
 use super::answers::TunableParameter;
-use super::tunable_kernel::BLOCK_SIZE_NAMES;
+use super::tunable_code::BLOCK_SIZE_NAMES;
 
 /// Largest search space kt accepts from one rewrite (before restrictions): beyond it tuning takes hours.
 pub const MAX_SPACE_SIZE: u64 = 100_000;
 
 /// Calls and includes that mean the rewrite left device code: host API, launches, libraries. They are looked
-/// for in the kernel's unit (host code around it is dropped before: [`super::kernel_unit`]), so what remains is
+/// for in the kernel's unit (host code around it is dropped before: [`crate::kernel_unit`]), so what remains is
 /// a real change outside device code: a library call, a launch inside device code.
 const FORBIDDEN: &[(&str, &str)] = &[
     ("<<<", "a kernel launch (host code)"),
@@ -255,7 +255,7 @@ pub fn check_rewrite(
         Err(e) => problems.push(format!("the code cannot be read as CUDA: {e}")),
     }
     // Comments never count: a launch in a comment is no launch.
-    let uncommented = super::kernel_unit::strip_comments(code);
+    let uncommented = crate::kernel_unit::strip_comments(code);
     for (needle, what) in FORBIDDEN {
         if uncommented.contains(needle) {
             problems.push(format!(
@@ -433,7 +433,7 @@ mod tests {
     }
 
     fn divs() -> [Vec<String>; 3] {
-        crate::stage3::tunable_kernel::default_grid_divisors()
+        crate::stage3::tunable_code::default_grid_divisors()
     }
 
     #[test]

@@ -6,8 +6,10 @@ use serde::{Deserialize, Serialize};
 
 use super::answers::TunableParameter;
 use super::backend::{Outcome, Reference};
-use super::tunable_kernel::{KernelVersion, TunableKernel};
+pub use super::llm_call::LlmCallRecord;
+use super::tunable_code::{KernelVersion, TunableCode};
 use crate::error::PipelineError;
+pub use kt_record::{FinalTiming, StepStatus};
 
 /// A step waiting in the autonomous plan.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -34,43 +36,6 @@ pub struct CurrentStep {
     pub ask_if_worth_it: bool,
     /// Which candidate round (best-of-N batch) belongs to this step.
     pub round: u32,
-}
-
-/// How one step ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum StepStatus {
-    /// Verified and faster by more than the noise: the new best kernel.
-    Accepted,
-    /// Verified but not faster by more than the noise and threshold.
-    Rejected,
-    /// No candidate verified after every attempt.
-    Dropped,
-    /// Refused by validation (not a device-code change).
-    Invalid,
-    /// Replaced by its sub-steps.
-    BrokenDown,
-    /// Explicit: judged not worth doing.
-    NotWorthIt,
-    /// Explicit: a dependency was not applied.
-    Skipped,
-    /// Autonomous: cut from an over-long plan.
-    Cut,
-}
-
-impl std::fmt::Display for StepStatus {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            StepStatus::Accepted => "accepted",
-            StepStatus::Rejected => "rejected",
-            StepStatus::Dropped => "dropped",
-            StepStatus::Invalid => "invalid",
-            StepStatus::BrokenDown => "broken down",
-            StepStatus::NotWorthIt => "not worth it",
-            StepStatus::Skipped => "skipped",
-            StepStatus::Cut => "cut",
-        })
-    }
 }
 
 /// One line of the run's step history (the report's table and the replanner's memory).
@@ -124,7 +89,7 @@ pub struct CandidateOutcome {
     pub round: u32,
     pub index: u32,
     /// The kernel that reached the tuner (absent when no attempt produced an acceptable rewrite).
-    pub kernel: Option<TunableKernel>,
+    pub kernel: Option<TunableCode>,
     /// The tuner's verdict on it (absent when it never reached the tuner).
     pub outcome: Option<Outcome>,
     /// Why the last attempt failed, when it did (the message the LLM would have been sent).
@@ -146,33 +111,6 @@ impl CandidateOutcome {
     }
 }
 
-/// The end-of-run timing: the naive and the delivered kernel in separate launches each on one test, and the
-/// speedup with its 95 % interval from them.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct FinalTiming {
-    pub test: String,
-    pub naive_ms: Vec<f64>,
-    pub best_ms: Vec<f64>,
-    /// t_naive / t_best from these launches (Hodges–Lehmann), with its interval; absent when too few
-    /// launches were usable.
-    pub speedup: Option<f64>,
-    pub speedup_ci95: Option<[f64; 2]>,
-    pub method: String,
-}
-
-/// One LLM call, for the run record: which prompt (by hash), how many tokens, what it cost.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct LlmCallRecord {
-    pub node: String,
-    pub template: String,
-    pub template_hash: String,
-    pub prompt_hash: String,
-    pub tokens_in: u64,
-    pub tokens_out: u64,
-    pub cost_usd: Option<f64>,
-    pub seconds: f64,
-}
-
 kt_graph::state! {
     /// Everything a Stage 3 graph carries. (Field notes are plain comments: the macro takes no field docs.)
     // Checkpoints written before a field existed read it as its default.
@@ -180,7 +118,7 @@ kt_graph::state! {
     #[serde(default)]
     pub struct Stage3State => Stage3Update {
         // The user's kernel, launched as the naive code expects.
-        #[overwrite] pub original: Option<TunableKernel>,
+        #[overwrite] pub original: Option<TunableCode>,
         #[overwrite] pub reference: Option<Reference>,
         // The best verified kernel so far (the original until a step is accepted). Never an unverified one.
         #[overwrite] pub best: Option<KernelVersion>,
@@ -219,7 +157,7 @@ kt_graph::state! {
 
 impl Stage3State {
     /// The state a strategy starts from.
-    pub fn new(original: TunableKernel) -> Self {
+    pub fn new(original: TunableCode) -> Self {
         Self {
             original: Some(original),
             ..Self::default()
@@ -253,5 +191,18 @@ impl Stage3State {
             stage: "stage 3",
             message: "no best kernel: the baseline has not run".into(),
         })
+    }
+}
+
+impl Stage3State {
+    /// The necessity answer recorded for `step`: None when it was not asked, Some(None) when it was asked and
+    /// gave no usable answer, Some(Some(yes)) otherwise.
+    pub fn worth_it_answer(&self, step: &StepRecord) -> Option<Option<bool>> {
+        let id = step.id.as_ref()?;
+        self.worth_it_answers
+            .iter()
+            .rev()
+            .find(|a| &a.step_id == id)
+            .map(|a| a.worth_it)
     }
 }

@@ -24,7 +24,7 @@ use super::profile_launch::ProfileLaunch;
 
 /// The longest one profile may take (ncu replays the kernel for each group of metrics).
 const PROFILE_TIMEOUT: Duration = Duration::from_secs(300);
-use super::tunable_kernel::TunableKernel;
+use super::tunable_code::TunableCode;
 
 /// How the real backend is set up.
 #[derive(Debug, Clone)]
@@ -49,7 +49,7 @@ pub struct TunerBackendConfig {
     pub max_evals: Option<usize>,
     pub time_limit: Option<Duration>,
     /// The user's kernel at its default launch: the ground truth when the tests hold no expected outputs.
-    pub original: TunableKernel,
+    pub original: TunableCode,
     /// Where NVRTC looks for the kernel's own headers (run.json's `include_dirs`).
     pub include_dirs: Vec<PathBuf>,
 }
@@ -191,7 +191,7 @@ impl TunerBackend {
         }
     }
 
-    fn to_tuner_kernel(&self, kernel: &TunableKernel) -> kt_tuner::TunableKernel {
+    fn to_tuner_kernel(&self, kernel: &TunableCode) -> kt_tuner::TunableKernel {
         let mut k = kt_tuner::TunableKernel::new(
             kernel.code.clone(),
             self.config.kernel.name.clone(),
@@ -231,7 +231,7 @@ impl TunerBackend {
     fn profile_command(
         &self,
         ncu: kt_profile::NcuPath,
-        kernel: &TunableKernel,
+        kernel: &TunableCode,
         params: &BTreeMap<String, i64>,
     ) -> Result<kt_profile::ProfileCommand, String> {
         let program = std::env::current_exe().map_err(|e| format!("kt's own path: {e}"))?;
@@ -387,7 +387,7 @@ impl TunerBackend {
         };
         if let Ok(Ok(t)) = &tuned {
             *self.gpu.lock().unwrap_or_else(|p| p.into_inner()) =
-                Some(crate::gpu_record::GpuRecord::from_device(&t.result.device));
+                Some(crate::gpu_record::gpu_record(&t.result.device));
         }
         tuned
     }
@@ -420,7 +420,11 @@ impl TunerBackend {
         // No configuration verified: report the most telling failure (wrong answers first, then crashes,
         // hangs, compile errors), so the LLM fixes the real problem.
         let rank = |v: &Verdict| match v {
-            Verdict::WrongAnswer { .. } | Verdict::Nondeterministic { .. } => 0,
+            Verdict::WrongAnswer { .. }
+            | Verdict::Nondeterministic { .. }
+            | Verdict::OutOfBounds { .. }
+            | Verdict::TimedRunDiffers { .. }
+            | Verdict::ImpossibleTime { .. } => 0,
             Verdict::Crashed { .. } => 1,
             Verdict::Timeout { .. } => 2,
             Verdict::CompileError { .. } | Verdict::KernelNotFound { .. } => 3,
@@ -493,7 +497,10 @@ impl TunerBackend {
                 config,
                 log: v.reason(),
             },
-            v @ Verdict::Nondeterministic { .. } => Outcome::NoValidConfig { detail: v.reason() },
+            v @ (Verdict::Nondeterministic { .. }
+            | Verdict::OutOfBounds { .. }
+            | Verdict::TimedRunDiffers { .. }
+            | Verdict::ImpossibleTime { .. }) => Outcome::NoValidConfig { detail: v.reason() },
             Verdict::Ok => Outcome::NoValidConfig {
                 detail: "no configuration verified".into(),
             },
@@ -503,7 +510,7 @@ impl TunerBackend {
 
 #[async_trait]
 impl TuningBackend for TunerBackend {
-    async fn reference(&self, original: &TunableKernel) -> Result<Reference, BackendError> {
+    async fn reference(&self, original: &TunableCode) -> Result<Reference, BackendError> {
         let kernel = self.to_tuner_kernel(original);
         let options = self.options(&original.content_hash());
         let result = self
@@ -542,7 +549,7 @@ impl TuningBackend for TunerBackend {
     async fn profile(
         &self,
         label: &str,
-        kernel: &TunableKernel,
+        kernel: &TunableCode,
         params: &BTreeMap<String, i64>,
     ) -> Result<ProfileRun, BackendError> {
         let Some(ncu) = kt_profile::ncu_once() else {
@@ -583,7 +590,7 @@ impl TuningBackend for TunerBackend {
     async fn evaluate(
         &self,
         label: &str,
-        kernel: &TunableKernel,
+        kernel: &TunableCode,
         progress: &dyn TuningProgress,
     ) -> Result<Outcome, BackendError> {
         let tk = self.to_tuner_kernel(kernel);
@@ -619,8 +626,8 @@ impl TuningBackend for TunerBackend {
 
     async fn time_pair(
         &self,
-        first: (&TunableKernel, &BTreeMap<String, i64>),
-        second: (&TunableKernel, &BTreeMap<String, i64>),
+        first: (&TunableCode, &BTreeMap<String, i64>),
+        second: (&TunableCode, &BTreeMap<String, i64>),
         launches: u32,
     ) -> Result<PairTimes, BackendError> {
         let session = self.session.clone();
@@ -658,7 +665,7 @@ impl TuningBackend for TunerBackend {
 
     fn export_kernel_tuner(
         &self,
-        kernel: &TunableKernel,
+        kernel: &TunableCode,
         dir: &Path,
     ) -> Result<Vec<PathBuf>, BackendError> {
         let results = self.results.lock().unwrap_or_else(|p| p.into_inner());
@@ -689,11 +696,11 @@ impl TuningBackend for TunerBackend {
             })
     }
 
-    fn configurations(&self, kernel: &TunableKernel) -> Option<super::config_record::ConfigRecord> {
+    fn configurations(&self, kernel: &TunableCode) -> Option<super::config_record::ConfigRecord> {
         let results = self.results.lock().unwrap_or_else(|p| p.into_inner());
         results
             .get(&kernel.content_hash())
-            .map(|(_, result)| super::config_record::ConfigRecord::from_tuning(result))
+            .map(|(_, result)| super::config_record::config_record(result))
     }
 
     fn gpu(&self) -> Option<crate::gpu_record::GpuRecord> {
@@ -841,7 +848,7 @@ pub(crate) mod tests {
             inputs_and_outputs: vec![],
             default_block: [256, 1, 1],
         };
-        let original = TunableKernel::original(source, &info);
+        let original = TunableCode::original(source, &info);
         let dir = tempfile::tempdir().unwrap();
         let backend = Arc::new(TunerBackend::new(TunerBackendConfig {
             tests_dir: dir.path().join("tests"),

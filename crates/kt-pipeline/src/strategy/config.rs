@@ -203,6 +203,9 @@ pub struct Strategy {
     pub origin: String,
     /// blake3 of the strategy file's text, recorded with the run so results name exactly what produced them.
     pub hash: String,
+    /// The strategy file's text, as a run snapshots it (`RUN/strategy.toml`).
+    #[serde(skip)]
+    pub text: String,
 }
 
 /// Command-line adjustments (`--replan`, `--breakdown`, `--candidates`).

@@ -8,6 +8,7 @@ use serde::Deserialize;
 use super::config::{Strategy, StrategyKind, StrategyPrompts, StrategySettings};
 use super::explicit::{ExplicitStep, order_steps};
 use crate::error::PipelineError;
+use crate::run_dir::RunDir;
 
 /// The strategies shipped with kt: (name, file text).
 pub const BUILTIN_STRATEGIES: &[(&str, &str)] = &[
@@ -96,6 +97,7 @@ pub fn parse_strategy(text: &str, origin: &str) -> Result<Strategy, PipelineErro
         steps,
         origin: origin.to_string(),
         hash: blake3::hash(text.as_bytes()).to_hex()[..16].to_string(),
+        text: text.to_string(),
     })
 }
 
@@ -156,6 +158,43 @@ pub fn load_strategy(name_or_path: &str, dir: Option<&Path>) -> Result<Strategy,
         searched: searched.join(", "),
         available,
     })
+}
+
+/// The strategy a run was made with: its snapshot (`RUN/strategy.toml`, written when the run started), so a
+/// resumed, replayed or debugged run means what it meant then even when the file it named has changed or gone.
+/// Runs made before snapshots existed load the strategy run.json names, from `dir` as [`load_strategy`] does.
+pub fn load_run_strategy(run: &RunDir, dir: Option<&Path>) -> Result<Strategy, PipelineError> {
+    let snapshot = run.strategy_toml();
+    if snapshot.is_file() {
+        let text = std::fs::read_to_string(&snapshot)
+            .map_err(|e| PipelineError::io("reading strategy", &snapshot, e))?;
+        return parse_strategy(&text, &snapshot.display().to_string());
+    }
+    load_strategy(&run.read_meta()?.strategy, dir)
+}
+
+/// Snapshots `strategy` into `run` (`strategy.toml`) and records in run.json the hashes of the prompt templates
+/// the run uses; a run that has its snapshot keeps it (a resumed run is the run it was).
+pub fn snapshot_strategy(
+    run: &RunDir,
+    strategy: &Strategy,
+    prompts: &crate::prompt::PromptLibrary,
+) -> Result<(), PipelineError> {
+    let snapshot = run.strategy_toml();
+    if snapshot.is_file() {
+        return Ok(());
+    }
+    crate::run_dir::write_file(&snapshot, strategy.text.as_bytes())?;
+    let mut meta = run.read_meta()?;
+    meta.prompt_hashes = prompts
+        .names()
+        .filter_map(|n| {
+            let t = prompts.template(n).ok()?;
+            Some((n.to_string(), t.template_hash.clone()))
+        })
+        .collect();
+    run.write_meta(&meta)?;
+    Ok(())
 }
 
 #[cfg(test)]

@@ -9,4 +9,7 @@ mod load;
 
 pub use config::{Strategy, StrategyKind, StrategyOverrides, StrategyPrompts, StrategySettings};
 pub use explicit::{ExplicitStep, StepParameter};
-pub use load::{BUILTIN_STRATEGIES, find_strategies_dir, load_strategy, parse_strategy};
+pub use load::{
+    BUILTIN_STRATEGIES, find_strategies_dir, load_run_strategy, load_strategy, parse_strategy,
+    snapshot_strategy,
+};

@@ -11,7 +11,10 @@ use crate::error::RunsError;
 use crate::field_diff::unified;
 use crate::inspect::{KernelVerdict, verdicts};
 use crate::record::RunRecord;
+use crate::session::{GraphFormat, export, session_dir};
+use crate::stage3::Stage3Binding;
 use crate::steps::{PathStep, run_path};
+use crate::{LlmChoice, Setup};
 
 /// One recorded LLM call.
 #[derive(Debug, Clone, Serialize)]
@@ -22,6 +25,8 @@ pub struct LlmExchange {
     pub answer: String,
     pub tokens_in: u64,
     pub tokens_out: u64,
+    /// How long the call took, retries included.
+    pub elapsed_ms: u64,
     pub error: Option<String>,
 }
 
@@ -122,6 +127,29 @@ impl ReportInputs {
     }
 }
 
+impl ReportInputs {
+    /// The speedup-per-step chart (`<svg id="speedup-svg">`).
+    pub fn speedup_svg(&self) -> String {
+        super::chart::speedup_svg(&self.points)
+    }
+}
+
+/// The run's graph as DOT with the path to its head highlighted, or None when the graph cannot be rebuilt
+/// (another strategy file, a run from a newer kt): pages then draw the path alone.
+pub fn graph_dot(record: &RunRecord) -> Option<String> {
+    let setup = Setup::new(LlmChoice::Replay, session_dir(record, "report"));
+    let drawn = record.head().and_then(|head| {
+        export(&Stage3Binding::default(), record, &setup, GraphFormat::Dot, Some(head))
+    });
+    match drawn {
+        Ok(dot) => Some(dot),
+        Err(e) => {
+            tracing::warn!("drawing the path only: the run's graph could not be rebuilt ({e})");
+            None
+        }
+    }
+}
+
 fn llm_exchanges(path: &Path) -> Vec<LlmExchange> {
     let Ok(records) = kt_llm::read_records(path) else {
         return Vec::new();
@@ -140,6 +168,7 @@ fn llm_exchanges(path: &Path) -> Vec<LlmExchange> {
             answer: r.answer.unwrap_or_default(),
             tokens_in: r.usage.as_ref().map_or(0, |u| u.input_tokens),
             tokens_out: r.usage.as_ref().map_or(0, |u| u.output_tokens),
+            elapsed_ms: r.elapsed_ms,
             error: r.error,
         })
         .collect()

@@ -7,8 +7,6 @@
 //! network, and only the working directory is writable.
 
 mod error;
-mod manifest;
-mod npy;
 mod output_file;
 mod spec;
 mod store;
@@ -19,7 +17,7 @@ use std::time::Duration;
 use serde::Deserialize;
 
 pub use error::GeneratorError;
-pub use manifest::{FORMAT, ManifestArg, TestManifest};
+pub use kt_record::tests_format::{FORMAT, ManifestArg, TestManifest};
 pub use store::remove_stale_staging;
 pub use spec::{ArgSpec, ElementType, GeneratorSpec, element_type};
 

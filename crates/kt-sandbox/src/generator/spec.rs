@@ -82,13 +82,9 @@ impl ElementType {
 
 /// Bytes per element of a tests-format dtype.
 pub fn dtype_size(dtype: &str) -> Option<u64> {
-    Some(match dtype {
-        "int8" | "uint8" => 1,
-        "int16" | "uint16" | "float16" => 2,
-        "int32" | "uint32" | "float32" => 4,
-        "int64" | "uint64" | "float64" => 8,
-        _ => return None,
-    })
+    kt_record::DType::parse_numpy(dtype)
+        .ok()
+        .map(|(d, lanes)| d.size() as u64 * u64::from(lanes))
 }
 
 /// The numpy dtype of a scalar C type (LP64: `long` is 64-bit).

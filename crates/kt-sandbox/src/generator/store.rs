@@ -5,9 +5,9 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use super::error::GeneratorError;
-use super::manifest::{FORMAT, ManifestArg, TestManifest};
-use super::npy;
 use super::output_file;
+use kt_record::tests_format::{DType, FORMAT, ManifestArg, TestManifest, npy};
+
 use super::spec::{GeneratorSpec, dtype_size};
 
 /// The largest array file a spec allows: its total data plus a header.
@@ -54,13 +54,14 @@ pub(crate) fn validate(
                 }
                 let path = out.join(file);
                 let (mut opened, len) = output_file::open(out, file, max_file_bytes(spec))?;
-                let header = npy::read_header(&mut opened, &path).map_err(invalid)?;
-                let descr = npy::descr_of(dtype).unwrap_or("?");
-                if header.descr != descr || header.fortran_order || &header.shape != shape {
+                let header = npy::read_header_of(&mut opened, &path).map_err(|e| invalid(e.to_string()))?;
+                let expected = DType::parse_numpy(dtype).ok().map(|(d, _)| d);
+                if Some(header.dtype) != expected || shape.as_ref() != Some(&header.shape) {
                     return Err(invalid(format!(
                         "{file}: header {header:?} does not match {dtype} {shape:?}"
                     )));
                 }
+                let shape = &header.shape;
                 if element.lanes > 1 && shape.last() != Some(&(element.lanes as u64)) {
                     return Err(invalid(format!(
                         "{file}: last dimension is not {}",

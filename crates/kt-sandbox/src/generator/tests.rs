@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use super::*;
 use crate::outcome::Limit;
 use crate::policy::Policy;
-use crate::protections::Protections;
+use crate::protections::detect_protections;
 
 fn python() -> PythonRuntime {
     PythonRuntime::probe()
@@ -187,7 +187,7 @@ fn generator_that_sleeps_forever_is_killed_at_the_wall_timeout() {
 #[test]
 #[ignore = "needs the process limit (root, or a user namespace on Linux >= 5.14); scripts/test.sh runs it where available"]
 fn generator_that_forks_is_stopped_by_the_process_limit() {
-    let p = Protections::detect();
+    let p = detect_protections();
     assert!(
         p.pids_limit,
         "the process limit is not enforceable here ({}); a fork bomb would hit the machine",
@@ -229,7 +229,7 @@ fn generator_that_allocates_tens_of_gigabytes_is_stopped_by_the_memory_limit() {
 #[test]
 #[ignore = "needs network namespaces (root or unprivileged user namespaces); scripts/test.sh runs it where available"]
 fn generator_that_connects_to_a_listening_port_gets_no_network() {
-    let p = Protections::detect();
+    let p = detect_protections();
     assert!(
         p.network_namespace,
         "network namespaces are unavailable here ({})",
@@ -258,7 +258,7 @@ fn generator_that_connects_to_a_listening_port_gets_no_network() {
 #[test]
 #[ignore = "needs root (the uid switch); scripts/test.sh runs it where available"]
 fn generator_that_writes_outside_its_directory_is_denied_and_leaves_no_file() {
-    let p = Protections::detect();
+    let p = detect_protections();
     assert!(
         p.unprivileged_user,
         "kt does not run as root here, so the generator keeps the user's write permissions ({})",

@@ -60,6 +60,9 @@ pub fn marker(v: &Verdict) -> Option<&'static str> {
             Some("CompilationFailedConfig")
         }
         Verdict::Nondeterministic { .. }
+        | Verdict::OutOfBounds { .. }
+        | Verdict::TimedRunDiffers { .. }
+        | Verdict::ImpossibleTime { .. }
         | Verdict::Invalid { .. }
         | Verdict::WrongAnswer { .. }
         | Verdict::Timeout { .. }
@@ -75,9 +78,11 @@ pub fn verdict_detail(v: &Verdict) -> String {
         Verdict::CompileError { log } => log.clone(),
         Verdict::Invalid { reason } | Verdict::Crashed { reason } => reason.clone(),
         Verdict::Timeout { after_s } => format!("no reply within {after_s:.1} s"),
-        other @ (Verdict::KernelNotFound { .. } | Verdict::Nondeterministic { .. }) => {
-            other.reason()
-        }
+        other @ (Verdict::KernelNotFound { .. }
+        | Verdict::Nondeterministic { .. }
+        | Verdict::OutOfBounds { .. }
+        | Verdict::TimedRunDiffers { .. }
+        | Verdict::ImpossibleTime { .. }) => other.reason(),
     };
     let line = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
     line.chars().take(200).collect()

@@ -2,10 +2,10 @@
 
 use super::*;
 use crate::args::{ArrayArg, Distribution, ScalarArg};
-use crate::dtype::DType;
 use crate::outcome::{Measurement, Phases, Verdict};
 use crate::space::TunableParam;
 use crate::worker::protocol::DeviceInfo;
+use kt_record::DType;
 
 fn device() -> DeviceInfo {
     DeviceInfo {
@@ -239,7 +239,7 @@ fn untranslatable_restrictions_become_kts_space() {
 fn export_directory_holds_everything_the_script_reads_by_relative_paths() {
     let dir = tempfile::tempdir().unwrap();
     let npy = dir.path().join("input.npy");
-    let mut bytes = crate::npy::header(DType::Float32, &[10]);
+    let mut bytes = kt_record::tests_format::npy::header(DType::Float32, &[10]);
     bytes.extend((0..10).flat_map(|i| (i as f32).to_le_bytes()));
     std::fs::write(&npy, bytes).unwrap();
     let t = tests(ArraySource::Npy {

@@ -7,7 +7,6 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::device_kernels;
-use crate::dtype::DType;
 use crate::error::TunerError;
 use crate::expr::Bindings;
 use crate::headers;
@@ -15,6 +14,7 @@ use crate::module_cache::{CompilePool, ModuleOutcome};
 use crate::nvrtc::{self, Program};
 use crate::session::setup::TunableKernel;
 use crate::space::Config;
+use kt_record::DType;
 
 /// A configuration handed to the pool: its ticket, its module key and the dynamic shared memory its
 /// launch asks for.
@@ -81,9 +81,7 @@ impl CompileQueue {
         o
     }
 
-    /// The program NVRTC compiles for `kernel` at `config`: the configuration's defines (template
-    /// parameters excepted) in front of the source, the include directories, kt's built-in headers and the
-    /// name expression; plus the contents of the user headers it includes (part of the module's identity).
+    /// The program NVRTC compiles for `kernel` at `config` ([`kernel_program`] for this device).
     pub fn program(
         &self,
         kernel: &TunableKernel,
@@ -91,42 +89,7 @@ impl CompileQueue {
         scalars: &Bindings,
         grid_defines: bool,
     ) -> Result<(Program, Vec<u8>), TunerError> {
-        let mut defines = kernel.geometry.defines(config, scalars)?;
-        defines.retain(|(n, _)| {
-            (grid_defines || !n.starts_with("grid_size_")) && !kernel.is_template_param(n)
-        });
-        let mut options = vec![nvrtc::arch_option(self.arch)];
-        options.extend(
-            kernel
-                .include_dirs
-                .iter()
-                .map(|d| format!("-I{}", d.display())),
-        );
-        options.extend(
-            self.cuda_include
-                .iter()
-                .map(|d| format!("-I{}", d.display())),
-        );
-        options.extend(kernel.compiler_options.iter().cloned());
-        let extra: Vec<u8> = headers::user_headers(&kernel.source, &kernel.include_dirs)
-            .into_iter()
-            .flat_map(|(path, bytes)| {
-                let mut b = path.to_string_lossy().into_owned().into_bytes();
-                b.push(0);
-                b.extend(bytes);
-                b
-            })
-            .collect();
-        let program = Program {
-            source: nvrtc::full_source(&defines, &kernel.source),
-            options,
-            headers: headers::builtin_headers()
-                .into_iter()
-                .map(|(n, t)| (n.to_string(), t.to_string()))
-                .collect(),
-            name_expression: Some(kernel.name_expression(config)),
-        };
-        Ok((program, extra))
+        kernel_program(kernel, config, scalars, grid_defines, self.arch, &self.cuda_include)
     }
 
     /// Submits a configuration's compilation. `grid_defines`: whether the `grid_size_*` defines go in
@@ -252,4 +215,51 @@ impl CompileQueue {
     pub fn module(&self, key: &str) -> Option<&ModuleEntry> {
         self.modules.get(key)
     }
+}
+
+/// The program NVRTC compiles for `kernel` at `config` on a device of architecture `arch`: the standard
+/// C names the unit uses (`headers::standard_prelude`), the configuration's defines (template parameters excepted) in front of the source, the include directories
+/// (the kernel's, then the toolkit's `cuda_include`), kt's built-in headers and the name expression; plus
+/// the contents of the user headers it includes (part of the module's identity).
+pub fn kernel_program(
+    kernel: &TunableKernel,
+    config: &Config,
+    scalars: &Bindings,
+    grid_defines: bool,
+    arch: (i32, i32),
+    cuda_include: &[std::path::PathBuf],
+) -> Result<(Program, Vec<u8>), TunerError> {
+    let mut defines = kernel.geometry.defines(config, scalars)?;
+    defines.retain(|(n, _)| {
+        (grid_defines || !n.starts_with("grid_size_")) && !kernel.is_template_param(n)
+    });
+    let mut options = vec![nvrtc::arch_option(arch)];
+    options.extend(
+        kernel
+            .include_dirs
+            .iter()
+            .chain(cuda_include)
+            .map(|d| format!("-I{}", d.display())),
+    );
+    options.extend(kernel.compiler_options.iter().cloned());
+    let extra: Vec<u8> = headers::user_headers(&kernel.source, &kernel.include_dirs)
+        .into_iter()
+        .flat_map(|(path, bytes)| {
+            let mut b = path.to_string_lossy().into_owned().into_bytes();
+            b.push(0);
+            b.extend(bytes);
+            b
+        })
+        .collect();
+    let program = Program {
+        source: headers::standard_prelude(&kernel.source)
+            + &nvrtc::full_source(&defines, &kernel.source),
+        options,
+        headers: headers::builtin_headers()
+            .into_iter()
+            .map(|(n, t)| (n.to_string(), t.to_string()))
+            .collect(),
+        name_expression: Some(kernel.name_expression(config)),
+    };
+    Ok((program, extra))
 }

@@ -1,6 +1,7 @@
 //! Races and nondeterminism: a configuration that verified is run twice more on the same inputs, its
-//! outputs freshly poisoned before each run, and the runs are compared with each other (bitwise for
-//! integers, under the output's tolerance for floats). A kernel with a missing barrier or an unordered
+//! outputs poisoned before the first and reset to their initial contents before the second (a kernel that
+//! skips work where its output already holds a number shows itself), and the runs are compared with each
+//! other (bitwise for integers, under the output's tolerance for floats). A kernel with a missing barrier or an unordered
 //! reduction can pass one verifying run by luck; differing reruns are the `Nondeterministic` verdict, with
 //! the first differing index.
 
@@ -60,6 +61,9 @@ pub(crate) fn check(
         if let RunStatus::Invalid(reason) | RunStatus::Crashed(reason) = o.status {
             return Ok(Verdict::Invalid { reason });
         }
+        if let Some(v) = Verdict::from_breaches(&o.guard_breaches, Some(&t.id)) {
+            return Ok(v);
+        }
         if let Some(v) = judge(&t.id, &o.outputs) {
             return Ok(v);
         }
@@ -80,8 +84,8 @@ pub(crate) fn judge(test: &str, reruns: &[OutputReport]) -> Option<Verdict> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dtype::DType;
     use crate::verify::{Tolerance, compare_host};
+    use kt_record::DType;
 
     #[test]
     fn reruns_that_differ_name_the_first_differing_index() {

@@ -115,9 +115,7 @@ pub(crate) fn evaluate(
                 break;
             }
         }
-        if let Some(wrong) =
-            Verdict::from_checks(&outcome.outputs, &outcome.inputs_modified, Some(&t.id))
-        {
+        if let Some(wrong) = Verdict::from_outcome(&outcome, Some(&t.id)) {
             m.verdict = wrong;
             break;
         }

@@ -105,7 +105,7 @@ fn array_shape(a: &ArrayArg, extent: Option<u64>) -> Result<Vec<u64>, TunerError
         });
     }
     Ok(match &a.source {
-        ArraySource::Npy { path, .. } => crate::npy::read_header(path)?.shape,
+        ArraySource::Npy { path, .. } => kt_record::tests_format::npy::read_header(path)?.shape,
         ArraySource::Generate { .. } if a.lanes > 1 => {
             vec![a.elements / a.lanes as u64, a.lanes as u64]
         }

@@ -15,7 +15,9 @@ use crate::measure::{Baseline, TimingPolicy, TimingStats};
 use crate::outcome::{Measurement, Phases, Progress, TuneResult, Verdict};
 use crate::search::{History, SearchStrategy, drive};
 use crate::session::compile_queue::Submitted;
+use crate::floor::Ceilings;
 use crate::session::determinism;
+use crate::session::plausibility::{self, Plausibility};
 use crate::session::engine::Engine;
 use crate::session::evaluate::{Bench, evaluate, fill_rates};
 use crate::session::peak::{copy_bandwidth, percent_of_binding_peak, theoretical};
@@ -172,19 +174,37 @@ pub(crate) fn tune(
     let mut measurements = run.measurements;
     phases.benchmark_ms = t_bench.elapsed().as_secs_f64() * 1e3;
 
-    let best = if options.verify {
-        deterministic_best(e, kernel, &plan, tests, &mut measurements)?
-    } else {
-        fastest(&measurements).cloned()
-    };
-    phases.total_ms = start.elapsed().as_secs_f64() * 1e3;
-
     let peak = if options.measure_peak {
         copy_bandwidth(e, &device).ok()
     } else {
         None
     };
     let (result_ordinal, device_cc) = (device.ordinal, device.compute_capability);
+    let theoretical_peaks = theoretical(result_ordinal, device_cc);
+    let best = if options.verify {
+        let ceilings = Ceilings {
+            bandwidth_gbps: match (theoretical_peaks.map(|p| p.bandwidth_gb_s), peak) {
+                (Some(t), Some(m)) => Some(t.max(m)),
+                (t, m) => t.or(m),
+            },
+            l2_bytes: device.l2_bytes.max(0) as u64,
+        };
+        let check = BestCheck {
+            plan: &plan,
+            tests,
+            ceilings,
+            timing: options.timing,
+        };
+        deterministic_best(e, kernel, &check, &mut measurements)?
+    } else {
+        fastest(&measurements).cloned()
+    };
+    let best = match best {
+        None if options.verify => default_as_best(e, kernel, &plan, tests, &reference)?,
+        best => best,
+    };
+    phases.total_ms = start.elapsed().as_secs_f64() * 1e3;
+
     let mut result = TuneResult {
         kernel_name: kernel.kernel_name.clone(),
         device,
@@ -196,7 +216,7 @@ pub(crate) fn tune(
         phases,
         peak_gbps: peak,
         worker_restarts: e.link.restarts(),
-        theoretical_peaks: theoretical(result_ordinal, device_cc),
+        theoretical_peaks,
     };
     // the theoretical ceilings; the measured copy bandwidth only where the driver gives no memory clock
     let memory_peak = result.theoretical_peaks.map(|p| p.bandwidth_gb_s).or(peak);
@@ -227,22 +247,51 @@ fn fastest(measurements: &[Measurement]) -> Option<&Measurement> {
         })
 }
 
-/// The fastest configuration whose reruns agree with each other: a faster one whose reruns differ gets the
-/// `Nondeterministic` verdict (or its rerun's failure) and the next is tried, a few at most.
+/// What the best configuration is checked against before it is delivered.
+struct BestCheck<'a> {
+    plan: &'a Plan,
+    tests: &'a [KernelTest],
+    ceilings: Ceilings,
+    timing: TimingPolicy,
+}
+
+/// The fastest configuration whose reruns agree with each other and whose time is physically possible: a
+/// faster one whose reruns differ gets the `Nondeterministic` verdict (or its rerun's failure), one below
+/// its floor after a re-verification `ImpossibleTime`, and the next is tried, a few at most.
 fn deterministic_best(
     e: &mut Engine,
     kernel: &TunableKernel,
-    plan: &Plan,
-    tests: &[KernelTest],
+    check: &BestCheck,
     measurements: &mut [Measurement],
 ) -> Result<Option<Measurement>, TunerError> {
+    let (plan, tests) = (check.plan, check.tests);
     for _ in 0..3 {
-        let Some(best) = fastest(measurements).cloned() else {
+        let Some(mut best) = fastest(measurements).cloned() else {
             return Ok(None);
         };
-        let verdict = determinism::check(e, kernel, &best.config, tests, plan.grid_defines)?;
+        let mut verdict = determinism::check(e, kernel, &best.config, tests, plan.grid_defines)?;
         if verdict.is_ok() {
-            return Ok(Some(best));
+            match plausibility::check(
+                e,
+                kernel,
+                &best,
+                &tests[0],
+                plan.grid_defines,
+                check.ceilings,
+                check.timing,
+            )? {
+                Plausibility::Plausible => return Ok(Some(best)),
+                Plausibility::Retimed(stats) => {
+                    retime(&mut best, stats);
+                    fill_rates(kernel, &tests[0].scalars(), &mut best);
+                    if let Some(m) = measurements.iter_mut().find(|m| m.config == best.config) {
+                        *m = best.clone();
+                    }
+                    // a slower time may no longer be the fastest: the next round decides
+                    continue;
+                }
+                Plausibility::Rejected(v) => verdict = v,
+            }
         }
         tracing::warn!(config = %best.config, "{}", verdict.reason());
         if let Some(m) = measurements.iter_mut().find(|m| m.config == best.config) {
@@ -250,6 +299,36 @@ fn deterministic_best(
         }
     }
     Ok(None)
+}
+
+/// A measurement with its first test timed again (its objective follows).
+fn retime(m: &mut Measurement, stats: crate::measure::TimingStats) {
+    if let Some(first) = m.per_test_ms.first_mut() {
+        *first = stats.median_ms;
+    }
+    m.objective = Some(m.per_test_ms.iter().sum());
+    m.timing = Some(stats);
+}
+
+/// When no configuration of the space verified (a kernel that works at one launch only: a fixed block in
+/// `__launch_bounds__`, in tile arithmetic or in a macro), the default launch is the verified result —
+/// if its reruns agree. A default that fails is still a failure.
+fn default_as_best(
+    e: &mut Engine,
+    kernel: &TunableKernel,
+    plan: &Plan,
+    tests: &[KernelTest],
+    reference: &Measurement,
+) -> Result<Option<Measurement>, TunerError> {
+    if !reference.verdict.is_ok() || !reference.objective_ms().is_some_and(f64::is_finite) {
+        return Ok(None);
+    }
+    let verdict = determinism::check(e, kernel, &plan.reference, tests, plan.grid_defines)?;
+    if !verdict.is_ok() {
+        tracing::warn!(config = %plan.reference, "the default launch: {}", verdict.reason());
+        return Ok(None);
+    }
+    Ok(Some(reference.clone()))
 }
 
 /// The results cache of this kernel, device, tests and timing policy, when the options name one (or a

@@ -1,6 +1,8 @@
 //! Verification of a candidate against a reference: the reference's launch gives each test's expected
 //! outputs, then the candidate runs on the same inputs with its outputs poisoned, and every output of every
-//! test is compared (inputs must come out unchanged).
+//! test is compared (inputs and the guard bytes around every array must come out unchanged). Both modules
+//! are loaded afresh for every test after the first: a kernel that keeps state in `__device__` or
+//! `__managed__` globals starts every test from the globals' initial values, as a program would.
 
 use std::time::Duration;
 
@@ -52,8 +54,17 @@ pub(crate) fn verify(
         .collect::<Result<Vec<_>, _>>()?;
     e.link.prepare(tests, Some(refs.clone()), &mut e.queue)?;
     e.link.load_required(&r.key, &first.id, &mut e.queue)?;
-    let mut report = VerifyReport { tests: Vec::new() };
+    let mut report = VerifyReport {
+        tests: Vec::new(),
+        modules_reloaded: false,
+    };
     for (i, t) in tests.iter().enumerate() {
+        if i > 0 {
+            e.link.unload(&r.key, &mut e.queue)?;
+            e.link.unload(&c.key, &mut e.queue)?;
+            e.link.load_required(&r.key, &t.id, &mut e.queue)?;
+            report.modules_reloaded = true;
+        }
         e.link.reference(refs[i].clone(), &mut e.queue)?;
         if let Some(v) = &compile_failure {
             report.tests.push(failed_test(&t.id, v.clone()));
@@ -88,9 +99,7 @@ fn failed_test(test: &str, verdict: Verdict) -> TestVerdict {
 /// The verdict on a candidate's verifying run.
 fn judged_test(test: &str, o: RunOutcome) -> TestVerdict {
     let verdict = match &o.status {
-        RunStatus::Ok => {
-            Verdict::from_checks(&o.outputs, &o.inputs_modified, None).unwrap_or(Verdict::Ok)
-        }
+        RunStatus::Ok => Verdict::from_outcome(&o, None).unwrap_or(Verdict::Ok),
         RunStatus::Invalid(r) | RunStatus::Crashed(r) => Verdict::Invalid { reason: r.clone() },
     };
     TestVerdict {

@@ -9,7 +9,6 @@ use std::time::Duration;
 
 use crate::args::{KernelTest, TestArg};
 use crate::device_kernels;
-use crate::dtype::DType;
 use crate::error::TunerError;
 use crate::module_cache::ModuleOutcome;
 use crate::outcome::Verdict;
@@ -21,6 +20,7 @@ use crate::worker::process::WorkerCommand;
 use crate::worker::protocol::{
     DeviceInfo, FunctionInfo, LaunchArg, Reply, Request, RunOutcome, RunRequest, RunStatus,
 };
+use kt_record::DType;
 
 /// The reference launch of a test (recomputes its expected values in a restarted worker).
 pub(crate) type ReferenceLaunch = RunRequest;
@@ -291,6 +291,25 @@ impl WorkerLink {
             Ok((Reply::LoadFailed(m), _)) => Ok(Err(m)),
             Ok((other, _)) => Err(TunerError::Worker(format!("load: {other:?}"))),
             Err(e) => Ok(Err(e.to_string())),
+        }
+    }
+
+    /// Unloads a module from the worker, so that its next run loads it afresh (its globals reset).
+    pub fn unload(&mut self, key: &str, queue: &mut CompileQueue) -> Result<(), TunerError> {
+        let w = self.live(queue)?;
+        if !w.loaded.remove(key) {
+            return Ok(());
+        }
+        match w.client.request(
+            &Request::Unload {
+                key: key.to_string(),
+            },
+            &[],
+            Duration::from_secs(60),
+        ) {
+            Ok((Reply::Done { .. }, _)) => Ok(()),
+            Ok((other, _)) => Err(TunerError::Worker(format!("unload: {other:?}"))),
+            Err(e) => Err(TunerError::Worker(format!("unload: {e}"))),
         }
     }
 

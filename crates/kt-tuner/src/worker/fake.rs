@@ -2,15 +2,19 @@
 //! answers like the real worker, except that launches (`Run`, `Reference`, `RecordOutputs`) do what the mode
 //! says: `ok` replies with fixed timings (and `RecordOutputs` writes float32 files holding 0, 1, 2, …, with
 //! the last element reported never written), `hang` never replies, `die` exits, `garbage` writes bytes that
-//! are no frame.
+//! are no frame. Two modes play reward hacks the real worker catches: `out-of-bounds` (every verifying run
+//! wrote 4 bytes past the end of its first array) and `unwatched` (right outputs on the verifying launch,
+//! poison left by the checked last timed launch, the unchecked samples ten times faster).
 
 use std::io::Write;
 
-use crate::dtype::DType;
+use crate::guard::{GuardBreach, Side};
 use crate::measure::TimingStats;
 use crate::worker::protocol::{
-    DeviceInfo, FunctionInfo, OutputFile, RecordedOutput, Reply, Request, RunOutcome, RunStatus,
+    DeviceInfo, FunctionInfo, LaunchArg, OutputFile, RecordedOutput, Reply, Request, RunOutcome,
+    RunRequest, RunStatus, TimedCheck,
 };
+use kt_record::DType;
 
 pub struct Fake {
     mode: String,
@@ -53,9 +57,8 @@ impl Fake {
                 }),
                 false,
             ),
-            Request::Run { run } | Request::Reference { run } => {
-                self.launch(run.dims.block[0], &[])
-            }
+            Request::Run { run } => self.hack(&run, self.launch(run.dims.block[0], &[])),
+            Request::Reference { run } => self.launch(run.dims.block[0], &[]),
             Request::RecordOutputs { run, files } => self.launch(run.dims.block[0], &files),
             Request::Repeat { run, runs } if self.mode == "nondeterministic" => {
                 (Reply::Ran(differing_reruns(&run.test, runs)), false)
@@ -64,6 +67,44 @@ impl Fake {
             Request::MeasureBandwidth { .. } => (Reply::Bandwidth { gbps: 1000.0 }, false),
             _ => (Reply::Done { ms: 0.0 }, false),
         }
+    }
+
+    /// What the reward-hack modes add to a verifying run's reply.
+    fn hack(&self, run: &RunRequest, (reply, exits): (Reply, bool)) -> (Reply, bool) {
+        let Reply::Ran(mut o) = reply else {
+            return (reply, exits);
+        };
+        let first_array = run.args.iter().find_map(|a| match a {
+            LaunchArg::Array(name) => Some(name.clone()),
+            LaunchArg::Scalar(_) => None,
+        });
+        match self.mode.as_str() {
+            "out-of-bounds" if run.verify => o.guard_breaches.push(GuardBreach {
+                array: first_array.unwrap_or_default(),
+                side: Side::After,
+                span: 4,
+                distance: 0,
+            }),
+            "unwatched" if run.verify && run.timing.is_some() => {
+                let name = first_array.unwrap_or_default();
+                o.timed_check = Some(TimedCheck {
+                    outputs: vec![crate::verify::compare_host(
+                        &name,
+                        DType::Float32,
+                        crate::verify::Tolerance::default(),
+                        &[f64::NAN],
+                        &[true],
+                        &[1.0],
+                    )],
+                    inputs_modified: vec![],
+                    guard_breaches: vec![],
+                    checked_ms: 1.0,
+                    unchecked_median_ms: 0.1,
+                });
+            }
+            _ => {}
+        }
+        (Reply::Ran(o), exits)
     }
 
     fn launch(&self, block_x: u32, files: &[OutputFile]) -> (Reply, bool) {
@@ -86,7 +127,7 @@ impl Fake {
                 let mut recorded = Vec::new();
                 for f in files {
                     let n = f.shape.iter().product::<u64>();
-                    let mut bytes = crate::npy::header(DType::Float32, &f.shape);
+                    let mut bytes = kt_record::tests_format::npy::header(DType::Float32, &f.shape);
                     bytes.extend((0..n).flat_map(|i| (i as f32).to_le_bytes()));
                     if let Err(e) = std::fs::write(&f.path, bytes) {
                         return (
@@ -106,18 +147,11 @@ impl Fake {
                         depends_on_initial: 1,
                     });
                 }
-                (
-                    Reply::Ran(RunOutcome {
-                        status: RunStatus::Ok,
-                        outputs: vec![],
-                        inputs_modified: vec![],
-                        timing: TimingStats::from_samples(&[t, t, t]),
-                        occupancy: Some(1.0),
-                        accumulating_outputs: vec![],
-                        recorded,
-                    }),
-                    false,
-                )
+                let mut o = RunOutcome::empty(RunStatus::Ok);
+                o.timing = TimingStats::from_samples(&[t, t, t]);
+                o.occupancy = Some(1.0);
+                o.recorded = recorded;
+                (Reply::Ran(o), false)
             }
         }
     }

@@ -7,10 +7,11 @@ use std::io::{Read, Write};
 use serde::{Deserialize, Serialize};
 
 use crate::args::KernelTest;
-use crate::dtype::DType;
 use crate::geometry::LaunchDims;
+use crate::guard::GuardBreach;
 use crate::measure::{Baseline, TimingPolicy, TimingStats};
 use crate::verify::OutputReport;
+use kt_record::DType;
 
 /// How a `LoadFailed` message starts when the module has no symbol for the kernel.
 pub const KERNEL_NOT_FOUND: &str = "kernel not found";
@@ -146,8 +147,9 @@ pub enum Request {
         run: RunRequest,
         files: Vec<OutputFile>,
     },
-    /// The launch `runs` times on the same inputs, outputs freshly poisoned (or reset) before each; every
-    /// output of each later run is compared with the first run's (bitwise for integers, under the output's
+    /// The launch `runs` times on the same inputs, outputs freshly poisoned before odd runs and reset to
+    /// their initial contents before even ones; every output of each later run is compared with the first
+    /// run's (bitwise for integers, under the output's
     /// tolerance for floats). Mismatches mean the kernel is nondeterministic (a race, an unordered
     /// reduction past the tolerance).
     Repeat {
@@ -156,6 +158,11 @@ pub enum Request {
     },
     MeasureBandwidth {
         bytes: u64,
+    },
+    /// Unloads a user module: the next `Load` of its key loads it afresh, its `__device__` and
+    /// `__managed__` globals back at their initial values (so no state carries from one test to the next).
+    Unload {
+        key: String,
     },
     Shutdown,
 }
@@ -190,6 +197,67 @@ pub struct RunOutcome {
     /// Recording runs only: the files written.
     #[serde(default)]
     pub recorded: Vec<RecordedOutput>,
+    /// Verifying runs: guard bytes around the test's arrays that the launch overwrote.
+    #[serde(default)]
+    pub guard_breaches: Vec<GuardBreach>,
+    /// Verifying runs that were timed: the last timed launch, checked like the first.
+    #[serde(default)]
+    pub timed_check: Option<TimedCheck>,
+}
+
+/// The last timed launch of a verifying run: its outputs poisoned before it and compared after it like the
+/// verifying launch's, its inputs and guards checked. A kernel that computes only while it is watched (the
+/// first launches, or when its output does not already hold the answer) fails here or is far slower than
+/// the samples it was not watched in.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TimedCheck {
+    /// Every output's comparison after the checked launch.
+    pub outputs: Vec<OutputReport>,
+    pub inputs_modified: Vec<String>,
+    pub guard_breaches: Vec<GuardBreach>,
+    /// The fastest checked launch (ms): the last timed one, and up to two more when it was slow.
+    pub checked_ms: f64,
+    /// The median of the timed samples that were not checked (ms).
+    pub unchecked_median_ms: f64,
+}
+
+/// A checked launch this many times slower than the unchecked ones means those did not do its work.
+pub const CHECKED_SLOWER_FACTOR: f64 = 3.0;
+
+impl TimedCheck {
+    /// Whether the checked launches were so much slower than the unchecked samples that those cannot have
+    /// done the same work (a kernel that skips its work when unobserved).
+    pub fn unchecked_samples_skipped_work(checked_ms: f64, unchecked_median_ms: f64) -> bool {
+        unchecked_median_ms > 0.0 && checked_ms > CHECKED_SLOWER_FACTOR * unchecked_median_ms
+    }
+
+    /// What is wrong with the timed launches, one line each; empty when they are sound.
+    pub fn problems(&self) -> Vec<String> {
+        let mut p: Vec<String> = self
+            .outputs
+            .iter()
+            .filter(|o| !o.passed())
+            .map(|o| format!("the last timed launch's {}", o.describe()))
+            .collect();
+        p.extend(
+            self.inputs_modified
+                .iter()
+                .map(|n| format!("the last timed launch modified input {n}")),
+        );
+        p.extend(
+            self.guard_breaches
+                .iter()
+                .map(|b| format!("the last timed launch {}", b.describe())),
+        );
+        if Self::unchecked_samples_skipped_work(self.checked_ms, self.unchecked_median_ms) {
+            p.push(format!(
+                "the checked launch took {:.4} ms but the unchecked timed samples {:.4} ms (median): \
+                 they did not do the verified work",
+                self.checked_ms, self.unchecked_median_ms
+            ));
+        }
+        p
+    }
 }
 
 impl RunOutcome {
@@ -203,6 +271,8 @@ impl RunOutcome {
             occupancy: None,
             accumulating_outputs: vec![],
             recorded: vec![],
+            guard_breaches: vec![],
+            timed_check: None,
         }
     }
 }

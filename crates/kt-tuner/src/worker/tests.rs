@@ -155,7 +155,7 @@ fn record_outputs_writes_the_named_files_and_reports_unwritten_elements() {
         r.never_written, 1,
         "the fake leaves its last element unwritten"
     );
-    let info = crate::npy::read_header(&path).unwrap();
+    let info = kt_record::tests_format::npy::read_header(&path).unwrap();
     assert_eq!(info.shape, vec![2, 3]);
     let bytes = std::fs::read(&path).unwrap();
     let values: Vec<f32> = bytes[info.data_offset as usize..]
@@ -219,5 +219,51 @@ fn reruns_that_differ_become_a_nondeterministic_verdict() {
         panic!("{ran:?}")
     };
     assert_eq!(crate::session::judge_reruns("gen1", &o.outputs), None);
+    w.shutdown();
+}
+
+fn verifying_run(timed: bool) -> Request {
+    let Request::Run { mut run } = run_request(64) else {
+        unreachable!("run_request makes a Run")
+    };
+    run.verify = true;
+    run.timing = timed.then(crate::measure::TimingPolicy::default);
+    Request::Run { run }
+}
+
+fn ran(w: &mut WorkerClient, req: &Request) -> super::protocol::RunOutcome {
+    let (reply, _) = w.request(req, &[], Duration::from_secs(10)).unwrap();
+    let Reply::Ran(o) = reply else {
+        panic!("{reply:?}")
+    };
+    o
+}
+
+#[test]
+fn a_write_past_the_end_reaches_the_tuner_as_an_out_of_bounds_verdict() {
+    use crate::outcome::Verdict;
+    let mut w = fake("out-of-bounds");
+    let o = ran(&mut w, &verifying_run(false));
+    let v = Verdict::from_outcome(&o, Some("gen1")).unwrap();
+    assert_eq!(
+        v.reason(),
+        "out-of-bounds write: test gen1: wrote 4 bytes past the end of `x`"
+    );
+    w.shutdown();
+    let mut w = fake("ok");
+    assert_eq!(Verdict::from_outcome(&ran(&mut w, &verifying_run(false)), None), None);
+    w.shutdown();
+}
+
+#[test]
+fn a_kernel_that_works_only_when_watched_fails_on_its_checked_timed_launch() {
+    use crate::outcome::Verdict;
+    let mut w = fake("unwatched");
+    // untimed: nothing to catch, and nothing caught
+    assert_eq!(Verdict::from_outcome(&ran(&mut w, &verifying_run(false)), None), None);
+    let v = Verdict::from_outcome(&ran(&mut w, &verifying_run(true)), Some("gen1")).unwrap();
+    assert_eq!(v.short(), "timed launches differ");
+    let r = v.reason();
+    assert!(r.contains("never written") && r.contains("did not do the verified work"), "{r}");
     w.shutdown();
 }

@@ -5,8 +5,8 @@
 
 use std::collections::BTreeMap;
 
+use kt_record::DType;
 use kt_tuner::args::{ParamSpec, SizeChoice, SuiteInputs, TestSet};
-use kt_tuner::dtype::DType;
 use kt_tuner::session::{Tuner, TunerConfig};
 use kt_tuner::space::Config;
 use kt_tuner::worker::process::{PROTOCOL_ENV, WorkerCommand};

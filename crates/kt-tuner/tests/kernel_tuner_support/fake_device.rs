@@ -5,8 +5,8 @@
 
 use std::path::PathBuf;
 
+use kt_record::DType;
 use kt_tuner::args::{ArrayArg, ArraySource, Distribution, KernelTest, TestArg, TestSet};
-use kt_tuner::dtype::DType;
 use kt_tuner::export::KernelTunerExport;
 use kt_tuner::measure::TimingStats;
 use kt_tuner::search::{History, Limits, Strategy, drive};

@@ -1,11 +1,11 @@
 //! Which protections the generator sandbox gets on this machine (detected once by kt-sandbox), one line each.
 
-use kt_sandbox::{ProtectionLine, Protections};
+use kt_sandbox::{ProtectionLine, Protections, detect_protections};
 
 use super::Check;
 
 pub fn probe() -> Vec<Check> {
-    let p = Protections::detect();
+    let p = detect_protections();
     p.lines().into_iter().map(|line| check(&p, line)).collect()
 }
 

@@ -10,7 +10,7 @@ use crate::error::PipelineError;
 use crate::stage3::backend::BackendError;
 use crate::stage3::context::Stage3Context;
 use crate::stage3::state::{Stage3State, Stage3Update};
-use crate::stage3::tunable_kernel::{KernelVersion, ORIGINAL_STEP};
+use crate::stage3::tunable_code::{KernelVersion, ORIGINAL_STEP};
 
 pub(crate) struct Baseline(pub Arc<Stage3Context>);
 

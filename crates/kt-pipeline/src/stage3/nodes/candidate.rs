@@ -15,6 +15,7 @@ use serde::Serialize;
 
 use crate::KernelInfo;
 use crate::error::PipelineError;
+use crate::kernel_unit::kernel_unit;
 use crate::stage3::answers::{
     CodeParameters, KernelRewrite, ParameterRenames, Restrictions, TunableParameter,
 };
@@ -23,15 +24,16 @@ use crate::stage3::backend::{BackendError, Outcome};
 use crate::stage3::context::Stage3Context;
 use crate::stage3::failure::FailureKind;
 use crate::stage3::feedback::failure_feedback;
-use crate::stage3::kernel_unit::kernel_unit;
 use crate::stage3::prompt_vars::{KernelVar, LaunchVar, kernel_var, launch_var};
 use crate::stage3::rewrite_answer::{ReadRewrite, read_rewrite};
-use crate::stage3::rewrite_check::{check_restrictions, check_rewrite, code_of, normalize_names};
+use crate::stage3::rewrite_check::{
+    NamedRewrite, check_restrictions, check_rewrite, code_of, normalize_names,
+};
 use crate::stage3::speedup_interval::speedup_interval;
 use crate::stage3::state::{
     CandidateOutcome, CurrentStep, LlmCallRecord, Stage3State, Stage3Update, StepRecord, StepStatus,
 };
-use crate::stage3::tunable_kernel::{KernelVersion, TunableKernel};
+use crate::stage3::tunable_code::{KernelVersion, TunableCode};
 
 use super::launch_timing::{time_pair, tuning_error};
 
@@ -90,7 +92,7 @@ struct RestrictionVars<'a> {
 struct Failed {
     kind: FailureKind,
     feedback: String,
-    kernel: Option<TunableKernel>,
+    kernel: Option<TunableCode>,
     outcome: Option<Outcome>,
 }
 
@@ -105,7 +107,7 @@ impl From<PipelineError> for AttemptError {
     }
 }
 
-fn refused(feedback: String, kernel: Option<TunableKernel>) -> AttemptError {
+fn refused(feedback: String, kernel: Option<TunableCode>) -> AttemptError {
     AttemptError::Failed(Box::new(Failed {
         kind: FailureKind::Refused,
         feedback,
@@ -126,12 +128,8 @@ fn from_ask(e: AskError) -> AttemptError {
     }
 }
 
-fn draft(
-    code: &str,
-    parameters: &[TunableParameter],
-    divisors: &[Vec<String>; 3],
-) -> TunableKernel {
-    TunableKernel {
+fn draft(code: &str, parameters: &[TunableParameter], divisors: &[Vec<String>; 3]) -> TunableCode {
+    TunableCode {
         code: code.to_string(),
         parameters: parameters.to_vec(),
         restrictions: Vec::new(),
@@ -200,11 +198,46 @@ impl Apply {
         step: &CurrentStep,
         calls: &mut Vec<LlmCallRecord>,
         notes: &mut Vec<String>,
-    ) -> Result<(TunableKernel, Outcome, String), AttemptError> {
+    ) -> Result<(TunableCode, Outcome, String), AttemptError> {
         let cx = &self.0;
-        let settings = &cx.strategy.settings;
+        let (rewrite, code) = self.rewrite(state, ctx, step, calls, notes).await?;
+        let divisors = TunableCode::divisors_from(&rewrite.grid_divisors);
+        let named = self
+            .name_parameters(ctx, step, &code, &rewrite, &divisors, calls)
+            .await?;
+        // 3. Static checks: same signature, device code only, parameters used, divisors known.
+        let problems = check_rewrite(
+            &cx.kernel.signature,
+            &named.code,
+            &named.parameters,
+            &named.divisors,
+        );
+        if !problems.is_empty() {
+            return Err(refused(
+                format!("kt refused the rewrite: {}", problems.join("; ")),
+                Some(draft(&named.code, &named.parameters, &named.divisors)),
+            ));
+        }
+
+        let mut kernel = draft(&named.code, &named.parameters, &named.divisors);
+        kernel.dynamic_shared_memory = rewrite.dynamic_shared_memory.clone();
+        kernel.restrictions = self.restrictions(ctx, &kernel, calls).await?;
+        let outcome = self.evaluate(ctx, step, &kernel).await?;
+        Ok((kernel, outcome, rewrite.explanation))
+    }
+
+    /// 1. The rewrite, from the step's own template and the best kernel so far, cut to the kernel's unit:
+    /// the answer and its code.
+    async fn rewrite(
+        &self,
+        state: &Stage3State,
+        ctx: &NodeContext,
+        step: &CurrentStep,
+        calls: &mut Vec<LlmCallRecord>,
+        notes: &mut Vec<String>,
+    ) -> Result<(KernelRewrite, String), AttemptError> {
+        let cx = &self.0;
         let best = state.best_kernel()?;
-        // 1. The rewrite, from the step's own template and the best kernel so far.
         let vars = ApplyVars {
             kernel: kernel_var(cx, &best.kernel),
             info: &cx.kernel.info,
@@ -242,7 +275,6 @@ impl Apply {
                 })));
             }
         };
-        let explanation = rewrite.explanation.clone();
         // Host code and host-only includes around the kernel are dropped (and the model told so).
         let unit = kernel_unit(&code_of(&rewrite.code), &cx.kernel.signature.name);
         if !unit.dropped.is_empty() {
@@ -253,11 +285,21 @@ impl Apply {
             tracing::info!(step = %step.description, "{note}");
             notes.push(note);
         }
-        let code = unit.code;
-        let divisors = TunableKernel::divisors_from(&rewrite.grid_divisors);
+        Ok((rewrite, unit.code))
+    }
 
-        // 2. Naming pass: kt's own fixes first, the LLM only for what needs a decision about meaning.
-        let mut named = normalize_names(&code, &rewrite.parameters, &divisors);
+    /// 2. Naming pass: kt's own fixes first, the LLM only for what needs a decision about meaning.
+    async fn name_parameters(
+        &self,
+        ctx: &NodeContext,
+        step: &CurrentStep,
+        code: &str,
+        rewrite: &KernelRewrite,
+        divisors: &[Vec<String>; 3],
+        calls: &mut Vec<LlmCallRecord>,
+    ) -> Result<NamedRewrite, AttemptError> {
+        let cx = &self.0;
+        let mut named = normalize_names(code, &rewrite.parameters, divisors);
         if !named.unresolved.is_empty() {
             let vars = NamesVars {
                 kernel: kernel_var(cx, &draft(&named.code, &named.parameters, &named.divisors)),
@@ -310,29 +352,23 @@ impl Apply {
         for note in &named.notes {
             tracing::info!(step = %step.description, "{note}");
         }
+        Ok(named)
+    }
 
-        // 3. Static checks: same signature, device code only, parameters used, divisors known.
-        let problems = check_rewrite(
-            &cx.kernel.signature,
-            &named.code,
-            &named.parameters,
-            &named.divisors,
-        );
-        if !problems.is_empty() {
-            return Err(refused(
-                format!("kt refused the rewrite: {}", problems.join("; ")),
-                Some(draft(&named.code, &named.parameters, &named.divisors)),
-            ));
-        }
-
-        // 4. Restrictions, asked with the new code and its parameters, checked before use.
-        let mut kernel = draft(&named.code, &named.parameters, &named.divisors);
-        kernel.dynamic_shared_memory = rewrite.dynamic_shared_memory.clone();
+    /// 4. Restrictions, asked with the new code and its parameters, checked before use.
+    async fn restrictions(
+        &self,
+        ctx: &NodeContext,
+        kernel: &TunableCode,
+        calls: &mut Vec<LlmCallRecord>,
+    ) -> Result<Vec<String>, AttemptError> {
+        let cx = &self.0;
+        let settings = &cx.strategy.settings;
         let mut errors: Vec<String> = Vec::new();
         let mut restrictions = None;
         for _ in 0..=settings.max_reasks {
             let vars = RestrictionVars {
-                kernel: kernel_var(cx, &kernel),
+                kernel: kernel_var(cx, kernel),
                 info: &cx.kernel.info,
                 launch: launch_var(&cx.kernel.info),
                 errors: &errors,
@@ -364,18 +400,26 @@ impl Apply {
         let Some(restrictions) = restrictions else {
             return Err(refused(
                 format!("the restrictions stayed invalid: {}", errors.join("; ")),
-                Some(kernel),
+                Some(kernel.clone()),
             ));
         };
-        kernel.restrictions = restrictions;
+        Ok(restrictions)
+    }
 
-        // 5. The GPU: compile, verify on every test, tune.
+    /// 5. The GPU: compile, verify on every test, tune; a candidate that fails is an attempt that failed.
+    async fn evaluate(
+        &self,
+        ctx: &NodeContext,
+        step: &CurrentStep,
+        kernel: &TunableCode,
+    ) -> Result<Outcome, AttemptError> {
+        let cx = &self.0;
         let backend = cx.backend()?;
         let label = format!("r{}-c{}-a{}", step.round, ctx.task_index(), ctx.attempt());
         let progress = cx.progress.clone();
         let outcome = ctx
             .effect("tuning.evaluate", || {
-                backend.evaluate(&label, &kernel, progress.as_ref())
+                backend.evaluate(&label, kernel, progress.as_ref())
             })
             .await
             .map_err(|e| AttemptError::Fatal(tuning_error(ctx, e)))?;
@@ -384,11 +428,11 @@ impl Apply {
             return Err(AttemptError::Failed(Box::new(Failed {
                 kind,
                 feedback,
-                kernel: Some(kernel),
+                kernel: Some(kernel.clone()),
                 outcome: Some(outcome),
             })));
         }
-        Ok((kernel, outcome, explanation))
+        Ok(outcome)
     }
 }
 
@@ -488,7 +532,7 @@ pub(crate) fn write_kernel_file(
     cx: &Stage3Context,
     number: u32,
     name: &str,
-    kernel: &TunableKernel,
+    kernel: &TunableCode,
     outcome: Option<&Outcome>,
     best_params: &BTreeMap<String, i64>,
 ) -> Result<Option<String>, PipelineError> {
@@ -680,11 +724,11 @@ mod tests {
 
     fn version(time_ms: f64, noise_ms: f64) -> KernelVersion {
         KernelVersion {
-            kernel: TunableKernel {
+            kernel: TunableCode {
                 code: String::new(),
                 parameters: vec![],
                 restrictions: vec![],
-                grid_divisors: crate::stage3::tunable_kernel::default_grid_divisors(),
+                grid_divisors: crate::stage3::tunable_code::default_grid_divisors(),
                 dynamic_shared_memory: None,
             },
             time_ms,

@@ -8,7 +8,7 @@ use kt_graph::{EffectError, NodeContext};
 use crate::error::PipelineError;
 use crate::stage3::backend::{BackendError, PairTimes};
 use crate::stage3::context::Stage3Context;
-use crate::stage3::tunable_kernel::TunableKernel;
+use crate::stage3::tunable_code::TunableCode;
 
 /// Launches of each kernel per comparison: enough for a 95 % interval (at least 4 are needed; 10 give one
 /// that is not dominated by a single slow launch).
@@ -19,8 +19,8 @@ pub(super) async fn time_pair(
     cx: &Stage3Context,
     ctx: &NodeContext,
     name: &str,
-    first: (&TunableKernel, &BTreeMap<String, i64>),
-    second: (&TunableKernel, &BTreeMap<String, i64>),
+    first: (&TunableCode, &BTreeMap<String, i64>),
+    second: (&TunableCode, &BTreeMap<String, i64>),
 ) -> Result<PairTimes, PipelineError> {
     let backend = cx.backend()?;
     ctx.effect(name, || backend.time_pair(first, second, LAUNCHES))

@@ -11,14 +11,14 @@ use crate::error::PipelineError;
 use crate::stage3::backend::ProfileRun;
 use crate::stage3::context::Stage3Context;
 use crate::stage3::profiling::{ProfileRecord, record};
-use crate::stage3::tunable_kernel::TunableKernel;
+use crate::stage3::tunable_code::TunableCode;
 
 /// Profiles `kernel` at `params` (the kernel of `step`) as effect `profile.kernel`.
 pub(super) async fn profile_kernel(
     cx: &Stage3Context,
     ctx: &NodeContext,
     step: &str,
-    kernel: &TunableKernel,
+    kernel: &TunableCode,
     params: &BTreeMap<String, i64>,
 ) -> Result<ProfileRecord, PipelineError> {
     let backend = cx.backend()?;

@@ -14,6 +14,17 @@ use crate::geometry::LaunchDims;
 use crate::measure::{Baseline, TimingPolicy, TimingStats};
 use crate::worker::protocol::{DeviceInfo, FunctionInfo, KERNEL_NOT_FOUND};
 
+/// What the last timed launch of a `time` call was.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum LastLaunch {
+    /// A sample no one looks at (no check was asked for).
+    Unchecked,
+    /// The verifying launch, already checked: no sample followed it.
+    Verifying,
+    /// A sample whose outputs were prepared (poisoned) before it: the caller checks them.
+    Prepared,
+}
+
 /// Why a launch did not complete.
 pub(super) enum LaunchError {
     /// Refused by the driver; the configuration is at fault and the context is still usable.
@@ -34,7 +45,7 @@ fn is_config_error(e: &DriverError) -> bool {
 }
 
 struct Loaded {
-    _module: sys::CUmodule,
+    module: sys::CUmodule,
     func: sys::CUfunction,
 }
 
@@ -89,10 +100,7 @@ impl Launcher {
                 })?;
                 self.modules.insert(
                     key.clone(),
-                    Loaded {
-                        _module: module,
-                        func,
-                    },
+                    Loaded { module, func },
                 );
                 func
             }
@@ -124,6 +132,14 @@ impl Launcher {
             static_shared_bytes: attr(F::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)?,
             max_threads_per_block: attr(F::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK)?,
         })
+    }
+
+    /// Unloads a module (its globals go with it); unknown keys are ignored.
+    pub fn unload(&mut self, key: &str) {
+        if let Some(l) = self.modules.remove(key) {
+            // SAFETY: loaded by `load`, removed from the map so never used again.
+            let _ = unsafe { result::module::unload(l.module) };
+        }
     }
 
     /// The loaded function of a module.
@@ -200,6 +216,12 @@ impl Launcher {
     /// Samples until the policy is satisfied. `initial` holds samples already taken (the verifying run's,
     /// when `first_counted`); a counted verifying sample is dropped as a warm-up when the next sample shows
     /// it was slow.
+    ///
+    /// With `before_checked`, the last timed launch is one the caller can check: `before_checked` (which
+    /// poisons the outputs) runs outside the timed events before each sample the policy will most likely
+    /// stop after ([`TimingPolicy::next_is_last`]), so that checking costs one poison and no extra launch;
+    /// only when the policy surprises (or the verifying run was not the last sample and no prepared one
+    /// was) does one more prepared sample follow. What the last launch was comes back with the statistics.
     #[allow(clippy::too_many_arguments)]
     pub fn time(
         &mut self,
@@ -210,22 +232,30 @@ impl Launcher {
         best: Option<Baseline>,
         initial: Vec<f64>,
         first_counted: bool,
-    ) -> Result<TimingStats, LaunchError> {
+        mut before_checked: Option<&mut dyn FnMut() -> Result<(), LaunchError>>,
+    ) -> Result<(TimingStats, LastLaunch), LaunchError> {
         let mut samples = initial;
         let mut check_warmup = first_counted && samples.len() == 1;
         let mut warmup_discarded = false;
+        let mut last = if first_counted {
+            LastLaunch::Verifying
+        } else {
+            LastLaunch::Unchecked
+        };
         if policy.flush_l2 && self.flush.is_none() {
             let bytes = self.l2_bytes.max(1 << 20) * 2;
             let p = alloc(bytes, "L2 flush buffer").map_err(LaunchError::Crashed)?;
             self.flush = Some((p, bytes));
         }
         while policy.wants_more(&samples, best) {
-            if let Some((p, bytes)) = self.flush {
-                // SAFETY: writes the whole flush buffer, evicting the kernel's data from L2.
-                unsafe { result::memset_d8_async(p, (samples.len() & 0xff) as u8, bytes, STREAM) }
-                    .map_err(|e| LaunchError::Crashed(cuda("L2 flush", e)))?;
+            last = LastLaunch::Unchecked;
+            if let Some(prepare) = before_checked.as_mut()
+                && policy.next_is_last(&samples, best)
+            {
+                prepare()?;
+                last = LastLaunch::Prepared;
             }
-            samples.push(self.launch(func, dims, params, true)?);
+            samples.push(self.sample(func, dims, params, samples.len())?);
             if check_warmup && samples.len() == 2 {
                 check_warmup = false;
                 if policy.first_is_warmup(samples[0], samples[1]) {
@@ -234,12 +264,36 @@ impl Launcher {
                 }
             }
         }
+        let policy_samples = samples.len();
+        if let Some(prepare) = before_checked
+            && last == LastLaunch::Unchecked
+        {
+            prepare()?;
+            samples.push(self.sample(func, dims, params, samples.len())?);
+            last = LastLaunch::Prepared;
+        }
         let mut s = TimingStats::from_samples(&samples)
             .ok_or_else(|| LaunchError::Crashed("no samples".into()))?;
         // fewer than min_reps only when the policy found the configuration hopeless
-        s.aborted_early = (samples.len() as u32) < policy.min_reps;
+        s.aborted_early = (policy_samples as u32) < policy.min_reps;
         s.warmup_discarded = warmup_discarded;
-        Ok(s)
+        Ok((s, last))
+    }
+
+    /// One timed sample, after the L2 flush when the policy asks for one.
+    fn sample(
+        &self,
+        func: sys::CUfunction,
+        dims: LaunchDims,
+        params: &mut [Vec<u8>],
+        index: usize,
+    ) -> Result<f64, LaunchError> {
+        if let Some((p, bytes)) = self.flush {
+            // SAFETY: writes the whole flush buffer, evicting the kernel's data from L2.
+            unsafe { result::memset_d8_async(p, (index & 0xff) as u8, bytes, STREAM) }
+                .map_err(|e| LaunchError::Crashed(cuda("L2 flush", e)))?;
+        }
+        self.launch(func, dims, params, true)
     }
 
     /// Device-to-device copy bandwidth over `bytes` (bytes read plus written), best of five, in GB/s.

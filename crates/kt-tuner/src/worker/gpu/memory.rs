@@ -1,7 +1,9 @@
 //! Device memory and its checks. Each test's arrays live on the GPU three times: a working copy the kernel
 //! runs on, a pristine copy to reset it from, and the expected outputs. Inputs are uploaded from .npy files
 //! or generated on the GPU by kt's utility kernels (fill), outputs are poisoned before a verifying run,
-//! compared on the GPU (only a few result words come back) and streamed to .npy files in chunks.
+//! compared on the GPU (only a few result words come back) and streamed to .npy files in chunks. The
+//! working copy sits between guard regions (see `crate::guard`): filled with a pattern at upload and read
+//! back after every verifying launch.
 
 use std::collections::HashMap;
 use std::ffi::{CString, c_void};
@@ -14,8 +16,9 @@ use crate::args::{ArrayArg, ArraySource, Distribution, KernelTest};
 use crate::device_kernels::{
     self as dk, CMP_FIRST, CMP_MAX_ABS, CMP_MAX_REL, CMP_MISMATCHES, CMP_POISON, CMP_WORDS,
 };
-use crate::dtype::DType;
+use crate::guard::{GUARD_BYTES, GUARD_PATTERN, GuardBreach, GuardedLayout, Side};
 use crate::verify::{Mismatch, OutputReport, Tolerance, poison_bits};
+use kt_record::DType;
 
 pub(super) type Ptr = sys::CUdeviceptr;
 
@@ -28,6 +31,9 @@ pub(super) fn cuda(context: &str, e: DriverError) -> String {
 
 struct DevArray {
     meta: ArrayArg,
+    /// The allocation holding the working copy between its guards (what is freed).
+    work_base: Ptr,
+    /// The working copy: `work_base` + the guard before it.
     work: Ptr,
     pristine: Ptr,
     expected: Option<Ptr>,
@@ -60,6 +66,26 @@ pub(super) struct ArrayView {
     /// Poisoned (not reset) before a verifying run.
     pub poison: bool,
     pub tolerance: Tolerance,
+    /// Where the working copy's guards are.
+    pub guards: Guards,
+}
+
+/// The two guard regions of a working copy.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Guards {
+    pub before: Ptr,
+    pub after: Ptr,
+    pub after_bytes: u64,
+}
+
+impl Guards {
+    fn of(work: Ptr, layout: GuardedLayout) -> Guards {
+        Guards {
+            before: work - GUARD_BYTES,
+            after: work + layout.bytes,
+            after_bytes: layout.after_bytes(),
+        }
+    }
 }
 
 impl ArrayView {
@@ -155,6 +181,35 @@ impl DeviceMemory {
             a.elements,
             &mut p,
         )
+    }
+
+    /// The guard bytes around an array that no longer hold the pattern (each side restored for the next
+    /// launch). A few hundred bytes per array come back: cheap beside the launch it checks.
+    pub fn check_guards(&self, a: &ArrayView) -> Result<Vec<GuardBreach>, String> {
+        let mut breaches = Vec::new();
+        for (side, ptr, bytes) in [
+            (Side::Before, a.guards.before, GUARD_BYTES),
+            (Side::After, a.guards.after, a.guards.after_bytes),
+        ] {
+            let mut host = vec![0u8; bytes as usize];
+            // SAFETY: the guard lies inside the array's allocation (see `alloc_guarded`).
+            unsafe { result::memcpy_dtoh_sync(&mut host, ptr) }
+                .map_err(|e| cuda("reading a guard region", e))?;
+            if let Some(b) = crate::guard::check(&a.name, side, &host) {
+                breaches.push(b);
+                fill_guard(ptr, bytes as usize)?;
+            }
+        }
+        Ok(breaches)
+    }
+
+    /// Every guard breach of a run's arrays.
+    pub fn check_all_guards(&self, arrays: &[ArrayView]) -> Result<Vec<GuardBreach>, String> {
+        let mut all = Vec::new();
+        for a in arrays {
+            all.extend(self.check_guards(a)?);
+        }
+        Ok(all)
     }
 
     /// Fills an array with the poison pattern of its dtype.
@@ -285,7 +340,7 @@ impl DeviceMemory {
     fn free_test(&mut self, id: &str) {
         if let Some(t) = self.tests.remove(id) {
             for a in t.arrays {
-                for p in [Some(a.work), Some(a.pristine), a.expected]
+                for p in [Some(a.work_base), Some(a.pristine), a.expected]
                     .into_iter()
                     .flatten()
                 {
@@ -302,10 +357,11 @@ impl DeviceMemory {
         for a in test.arrays() {
             let bytes = (a.bytes() as usize).max(1);
             let what = format!("allocating {} ({} bytes)", a.name, bytes);
-            let work = alloc(bytes, &what)?;
+            let (work_base, work) = alloc_guarded(bytes, &what)?;
             let pristine = alloc(bytes, &what)?;
             let mut d = DevArray {
                 meta: a.clone(),
+                work_base,
                 work,
                 pristine,
                 expected: None,
@@ -366,6 +422,10 @@ impl DeviceMemory {
                 expected_elements: a.expected_elements,
                 is_output: a.meta.is_output,
                 poison: a.poison,
+                guards: Guards::of(
+                    a.work,
+                    GuardedLayout::new((a.meta.bytes() as usize).max(1) as u64),
+                ),
                 tolerance: t
                     .tolerances
                     .get(&a.meta.name)
@@ -403,6 +463,26 @@ impl DeviceMemory {
 pub(super) fn alloc(bytes: usize, what: &str) -> Result<Ptr, String> {
     // SAFETY: plain allocation in the current context.
     unsafe { result::malloc_sync(bytes) }.map_err(|e| cuda(what, e))
+}
+
+/// An allocation with guard regions around `bytes`, the guards filled with the pattern: (the allocation
+/// to free, the 256-byte aligned interior pointer the kernel gets).
+pub(super) fn alloc_guarded(bytes: usize, what: &str) -> Result<(Ptr, Ptr), String> {
+    let layout = GuardedLayout::new(bytes as u64);
+    let base = alloc(layout.total() as usize, what)?;
+    // the array's own bytes are overwritten by the upload; filling all of it is one call
+    if let Err(e) = fill_guard(base, layout.total() as usize) {
+        free(base);
+        return Err(e);
+    }
+    Ok((base, base + layout.offset()))
+}
+
+/// Writes the guard pattern over `bytes` at `ptr`.
+fn fill_guard(ptr: Ptr, bytes: usize) -> Result<(), String> {
+    // SAFETY: the caller's range lies inside one allocation.
+    unsafe { result::memset_d8_sync(ptr, GUARD_PATTERN, bytes) }
+        .map_err(|e| cuda("filling a guard region", e))
 }
 
 /// Frees an allocation made by `alloc` (once).
@@ -445,7 +525,8 @@ pub(super) fn write_npy_from_device(
     let io = |e: std::io::Error| format!("writing {}: {e}", path.display());
     let file = std::fs::File::create(path).map_err(io)?;
     let mut w = std::io::BufWriter::new(file);
-    w.write_all(&crate::npy::header(dtype, shape)).map_err(io)?;
+    w.write_all(&kt_record::tests_format::npy::header(dtype, shape))
+        .map_err(io)?;
     let data_bytes = shape.iter().product::<u64>() as usize * dtype.size();
     let mut buf = vec![0u8; CHUNK.min(bytes).min(data_bytes.max(1))];
     let mut done = 0usize;

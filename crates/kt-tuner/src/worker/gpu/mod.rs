@@ -101,6 +101,10 @@ impl GpuWorker {
                 Ok(gbps) => (Reply::Bandwidth { gbps }, false),
                 Err(m) => err(m),
             },
+            Request::Unload { key } => {
+                self.launcher.unload(&key);
+                (Reply::Done { ms: 0.0 }, false)
+            }
             Request::Shutdown => (Reply::Done { ms: 0.0 }, true),
         }
     }

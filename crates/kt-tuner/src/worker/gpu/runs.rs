@@ -1,20 +1,21 @@
 //! What one launch request does on the device, step by step: a reference run (expected values, then a
 //! poisoned rerun to learn which outputs the kernel fully overwrites), a verifying run (outputs poisoned or
-//! reset, every output compared, inputs checked unchanged), timed samples, and a recording run (outputs
-//! streamed to .npy files, a poisoned probe for elements never written).
+//! reset, every output compared, inputs and guard regions checked unchanged), timed samples whose last
+//! launch is checked like the verifying one, and a recording run (outputs streamed to .npy files, a
+//! poisoned probe for elements never written).
 
 use std::collections::HashMap;
 
 use cudarc::driver::sys;
 
-use super::launch::{LaunchError, Launcher};
+use super::launch::{LastLaunch, LaunchError, Launcher};
 use super::memory::{
     ArrayView, DeviceMemory, Ptr, copy_of, free, reset, reset_outputs, write_npy_from_device,
 };
 use crate::measure::TimingStats;
 use crate::verify::Tolerance;
 use crate::worker::protocol::{
-    LaunchArg, OutputFile, RecordedOutput, Reply, RunOutcome, RunRequest, RunStatus,
+    LaunchArg, OutputFile, RecordedOutput, Reply, RunOutcome, RunRequest, RunStatus, TimedCheck,
 };
 
 /// The reply to a launch request: a crash ends the worker after the reply.
@@ -99,8 +100,9 @@ pub(super) fn run(
         {
             reset(a).map_err(crashed)?;
         }
-        let verified =
-            outcome.outputs.iter().all(|o| o.passed()) && outcome.inputs_modified.is_empty();
+        let verified = outcome.outputs.iter().all(|o| o.passed())
+            && outcome.inputs_modified.is_empty()
+            && outcome.guard_breaches.is_empty();
         if r.verify && !verified {
             // a wrong answer is not timed: its time would never be used
             return Ok(outcome);
@@ -124,7 +126,12 @@ pub(super) fn run(
                 return Ok(outcome);
             }
         }
-        outcome.timing = Some(launcher.time(
+        // A verifying run's last timed launch is checked like the first: its outputs are poisoned
+        // before it (outside the timed events) so no median rests on launches never looked at.
+        let checked = r.verify && !reference;
+        let arrays = s.arrays.clone();
+        let mut poison_outputs = || prepare_outputs(mem, &arrays);
+        let (stats, last) = launcher.time(
             s.func,
             r.dims,
             &mut s.params,
@@ -132,9 +139,105 @@ pub(super) fn run(
             r.best,
             initial,
             first_counted,
-        )?);
+            if checked {
+                Some(&mut poison_outputs as &mut dyn FnMut() -> Result<(), LaunchError>)
+            } else {
+                None
+            },
+        )?;
+        if last == LastLaunch::Prepared {
+            outcome.timed_check = Some(check_timed(mem, launcher, r, &mut s, &stats, first_counted)?);
+        }
+        outcome.timing = Some(stats);
     }
     Ok(outcome)
+}
+
+/// Outputs poisoned (or reset, for those the kernel accumulates into) before a checked launch.
+fn prepare_outputs(mem: &mut DeviceMemory, arrays: &[ArrayView]) -> Result<(), LaunchError> {
+    for a in arrays.iter().filter(|a| a.is_output) {
+        if a.poison {
+            mem.poison(a.work, a.dtype, a.elements).map_err(crashed)?;
+        } else {
+            reset(a).map_err(crashed)?;
+        }
+    }
+    Ok(())
+}
+
+/// Every output compared with its expected values, every input with its pristine copy, every guard read.
+fn compare_all(
+    mem: &mut DeviceMemory,
+    arrays: &[ArrayView],
+    outputs: &mut Vec<crate::verify::OutputReport>,
+    inputs_modified: &mut Vec<String>,
+) -> Result<Vec<crate::guard::GuardBreach>, LaunchError> {
+    for a in arrays {
+        if a.is_output {
+            let Some(e) = a.expected else {
+                return Err(LaunchError::Invalid(format!(
+                    "no expected values for output {}: run the reference first",
+                    a.name
+                )));
+            };
+            outputs.push(mem.compare_output(a, e).map_err(crashed)?);
+        } else if !mem.input_unchanged(a).map_err(crashed)? {
+            inputs_modified.push(a.name.clone());
+        }
+    }
+    mem.check_all_guards(arrays).map_err(crashed)
+}
+
+/// The check of the last timed launch (its outputs were poisoned before it by `Launcher::time`); when it
+/// was far slower than the unchecked samples, up to two more checked launches decide (the fastest counts),
+/// so one slow launch is not taken for a kernel that skips its work.
+fn check_timed(
+    mem: &mut DeviceMemory,
+    launcher: &Launcher,
+    r: &RunRequest,
+    s: &mut Setup,
+    stats: &TimingStats,
+    first_counted: bool,
+) -> Result<TimedCheck, LaunchError> {
+    let samples = &stats.samples_ms;
+    let last = samples.last().copied().unwrap_or(0.0);
+    // the samples between the verifying one (when counted and kept) and the checked last one
+    let skip_first = usize::from(first_counted && !stats.warmup_discarded);
+    let unchecked: Vec<f64> = samples
+        .iter()
+        .copied()
+        .skip(skip_first)
+        .take(samples.len().saturating_sub(skip_first + 1))
+        .collect();
+    let unchecked_median_ms = TimingStats::from_samples(&unchecked)
+        .map(|u| u.median_ms)
+        .unwrap_or(0.0);
+    let mut check = TimedCheck {
+        outputs: vec![],
+        inputs_modified: vec![],
+        guard_breaches: vec![],
+        checked_ms: last,
+        unchecked_median_ms,
+    };
+    check.guard_breaches = compare_all(
+        mem,
+        &s.arrays,
+        &mut check.outputs,
+        &mut check.inputs_modified,
+    )?;
+    for _ in 0..2 {
+        if !TimedCheck::unchecked_samples_skipped_work(check.checked_ms, unchecked_median_ms) {
+            break;
+        }
+        prepare_outputs(mem, &s.arrays)?;
+        let ms = launcher.launch(s.func, r.dims, &mut s.params, true)?;
+        check.checked_ms = check.checked_ms.min(ms);
+    }
+    // later requests start from the original outputs
+    for a in s.arrays.iter().filter(|a| a.is_output) {
+        reset(a).map_err(crashed)?;
+    }
+    Ok(check)
 }
 
 /// A reference run: outputs from their initial contents; expected values are the test's own (compared)
@@ -181,8 +284,8 @@ fn reference_checks(
 }
 
 /// A verifying run: outputs poisoned (or reset, for those the kernel accumulates into), one timed launch,
-/// every output compared with its expected values and every input with its pristine copy. Returns the
-/// launch's time.
+/// every output compared with its expected values, every input with its pristine copy and every guard
+/// region read back. Returns the launch's time.
 fn verify_checks(
     mem: &mut DeviceMemory,
     launcher: &Launcher,
@@ -190,34 +293,21 @@ fn verify_checks(
     s: &mut Setup,
     outcome: &mut RunOutcome,
 ) -> Result<f64, LaunchError> {
-    for a in s.arrays.iter().filter(|a| a.is_output) {
-        if a.poison {
-            mem.poison(a.work, a.dtype, a.elements).map_err(crashed)?;
-        } else {
-            reset(a).map_err(crashed)?;
-        }
-    }
+    prepare_outputs(mem, &s.arrays)?;
     let ms = launcher.launch(s.func, r.dims, &mut s.params, true)?;
-    for a in &s.arrays {
-        if a.is_output {
-            let Some(e) = a.expected else {
-                return Err(LaunchError::Invalid(format!(
-                    "no expected values for output {}: run the reference first",
-                    a.name
-                )));
-            };
-            outcome
-                .outputs
-                .push(mem.compare_output(a, e).map_err(crashed)?);
-        } else if !mem.input_unchanged(a).map_err(crashed)? {
-            outcome.inputs_modified.push(a.name.clone());
-        }
-    }
+    outcome.guard_breaches = compare_all(
+        mem,
+        &s.arrays,
+        &mut outcome.outputs,
+        &mut outcome.inputs_modified,
+    )?;
     Ok(ms)
 }
 
-/// `Repeat`: the launch `runs` times (at least two), outputs poisoned (or reset, for those the kernel
-/// accumulates into) before each; every output of each later run compared with the first run's.
+/// `Repeat`: the launch `runs` times (at least two), outputs poisoned before the odd runs and reset to their
+/// initial contents before the even ones (always reset, for those the kernel accumulates into); every output
+/// of each later run compared with the first run's. A kernel that overwrites its outputs cannot tell the
+/// two apart; one that skips work where its output already holds a number can.
 pub(super) fn repeat(
     mem: &mut DeviceMemory,
     launcher: &mut Launcher,
@@ -229,14 +319,15 @@ pub(super) fn repeat(
     let mut firsts: HashMap<String, Ptr> = HashMap::new();
     let result = (|| {
         for run in 1..=runs.max(2) {
-            for a in s.arrays.iter().filter(|a| a.is_output) {
-                if a.poison {
-                    mem.poison(a.work, a.dtype, a.elements).map_err(crashed)?;
-                } else {
-                    reset(a).map_err(crashed)?;
-                }
+            if run % 2 == 1 {
+                prepare_outputs(mem, &s.arrays)?;
+            } else {
+                reset_outputs(&s.arrays).map_err(crashed)?;
             }
             launcher.launch(s.func, r.dims, &mut s.params, false)?;
+            outcome
+                .guard_breaches
+                .extend(mem.check_all_guards(&s.arrays).map_err(crashed)?);
             for a in s.arrays.iter().filter(|a| a.is_output) {
                 match firsts.get(&a.name) {
                     None => {
@@ -252,7 +343,15 @@ pub(super) fn repeat(
                         let mut rep = mem
                             .compare(&a.name, a.work, *first, a.dtype, a.elements, tol)
                             .map_err(crashed)?;
-                        rep.name = format!("{} (run {run} against run 1)", a.name);
+                        rep.name = if run % 2 == 0 && a.poison {
+                            format!(
+                                "{} (run {run}, started from its initial contents instead of poison, \
+                                 against run 1)",
+                                a.name
+                            )
+                        } else {
+                            format!("{} (run {run} against run 1)", a.name)
+                        };
                         outcome.outputs.push(rep);
                     }
                 }
@@ -324,15 +423,20 @@ pub(super) fn record(
     }
     reset_outputs(&s.arrays).map_err(crashed)?;
     if let Some(policy) = &r.timing {
-        outcome.timing = Some(launcher.time(
-            s.func,
-            r.dims,
-            &mut s.params,
-            policy,
-            None,
-            Vec::new(),
-            false,
-        )?);
+        outcome.timing = Some(
+            launcher
+                .time(
+                    s.func,
+                    r.dims,
+                    &mut s.params,
+                    policy,
+                    None,
+                    Vec::new(),
+                    false,
+                    None,
+                )?
+                .0,
+        );
         reset_outputs(&s.arrays).map_err(crashed)?;
     }
     Ok(outcome)

@@ -1,0 +1,152 @@
+//! How a run ended, written down: result files for a finished run, a stop or a failure, and run.json's status.
+
+use kt_graph::{Executor, GraphError, RunId, RunOutcome};
+
+use super::outcome::{Stopped, TransformOutcome};
+use super::result::{Ending, WallTimes, write_result, write_result_ending};
+use crate::error::PipelineError;
+use crate::run_dir::{ResultFiles, RunDir, RunStatus};
+use crate::stage3::{BackendError, Stage3State, TuningBackend};
+
+/// Records how Stage 3's graph run `id` ended: the result files of a finished run, a stop (resumable, not an
+/// error), or a failure with its status (`interrupted` where a GPU is needed, `llm_unavailable`, `failed`).
+pub(super) fn end_stage3(
+    run: &RunDir,
+    out: &ResultFiles,
+    executor: &Executor<Stage3State>,
+    id: &RunId,
+    backend: &dyn TuningBackend,
+    wall: WallTimes,
+    outcome: Result<RunOutcome<Stage3State>, GraphError>,
+) -> Result<TransformOutcome, PipelineError> {
+    let main = out.branch().is_none();
+    // The state to report from: the final one, or the last checkpoint's when the run stopped early.
+    let last_state = |exec: &Executor<Stage3State>| {
+        exec.latest(id)
+            .ok()
+            .and_then(|cp| exec.state_at(id, cp).ok())
+    };
+    let set_status = |status: RunStatus| {
+        if main { run.set_status(status) } else { Ok(()) }
+    };
+    let (stopped, state) = match outcome {
+        Ok(RunOutcome::Finished { state, .. }) => {
+            return finish(run, out, Some(state), Some(backend), wall, Ok(()));
+        }
+        Ok(other) => (Stopped::of(&other), Some(other.into_state())),
+        Err(GraphError::Cancelled { checkpoint, .. }) => (
+            Stopped {
+                checkpoint: Some(checkpoint.0),
+                at: "in stage 3".into(),
+                cancelled: true,
+                waiting: None,
+            },
+            last_state(executor),
+        ),
+        Err(e) => {
+            let message = e.to_string();
+            let e = PipelineError::graph("stage 3", e);
+            let gpu_missing = e.gpu_unavailable().map(str::to_string);
+            let status = if gpu_missing.is_some() {
+                RunStatus::Interrupted
+            } else if e.is_llm_unavailable() {
+                RunStatus::LlmUnavailable
+            } else {
+                RunStatus::Failed
+            };
+            let written = write_result_ending(
+                run,
+                out,
+                last_state(executor).as_ref(),
+                Some(backend),
+                status,
+                wall,
+                Ending {
+                    error: Some(message),
+                    needs_gpu: gpu_missing.is_some(),
+                    waiting: None,
+                },
+            );
+            set_status(status)?;
+            written?;
+            if let Some(detail) = gpu_missing {
+                return Err(PipelineError::Tuning(BackendError::GpuUnavailable {
+                    detail,
+                }));
+            }
+            return Err(e);
+        }
+    };
+    let result = write_result_ending(
+        run,
+        out,
+        state.as_ref(),
+        Some(backend),
+        RunStatus::Interrupted,
+        wall,
+        Ending {
+            error: Some(stopped.message(run.root())),
+            needs_gpu: false,
+            waiting: stopped.waiting.clone(),
+        },
+    )?;
+    set_status(RunStatus::Interrupted)?;
+    Ok(TransformOutcome {
+        result,
+        state,
+        stopped: Some(stopped),
+        results: out.clone(),
+    })
+}
+
+pub(super) fn finish(
+    run: &RunDir,
+    out: &ResultFiles,
+    state: Option<Stage3State>,
+    backend: Option<&dyn TuningBackend>,
+    wall: WallTimes,
+    outcome: Result<(), PipelineError>,
+) -> Result<TransformOutcome, PipelineError> {
+    match outcome {
+        Ok(()) => {
+            let result = write_result(
+                run,
+                out,
+                state.as_ref(),
+                backend,
+                RunStatus::Finished,
+                wall,
+                None,
+            )?;
+            if out.branch().is_none() {
+                run.set_status(RunStatus::Finished)?;
+            }
+            Ok(TransformOutcome {
+                result,
+                state,
+                stopped: None,
+                results: out.clone(),
+            })
+        }
+        Err(e) => {
+            let status = if e.is_llm_unavailable() {
+                RunStatus::LlmUnavailable
+            } else {
+                RunStatus::Failed
+            };
+            let _ = write_result(
+                run,
+                out,
+                state.as_ref(),
+                backend,
+                status,
+                wall,
+                Some(e.to_string()),
+            );
+            if out.branch().is_none() {
+                run.set_status(status)?;
+            }
+            Err(e)
+        }
+    }
+}

@@ -1,0 +1,37 @@
+//! kt-record: a kt run's records as plain data. The run directory's layout ([`RunDir`]: which file is
+//! where), `run.json` ([`RunMeta`]) and `result.json` ([`RunResult`]) with the GPU, sandbox and configuration
+//! records inside them, and the tests format (`manifest.json`, `.npy` files, the dtype table) that the
+//! generator harness writes, Stage 2 completes and the tuner reads.
+//!
+//! It deliberately does nothing but read and write these records: no CUDA, no LLM, no graph. Every crate that
+//! writes or reads a run (kt-sandbox, kt-tuner, kt-pipeline, kt-runs, kt-experiments, the `kt` binary) uses
+//! these types, so a record has one definition.
+//!
+//! Main types in reading order: [`RunDir`] and [`ResultFiles`] (`layout`), [`RunMeta`] with [`RunStatus`],
+//! [`RunSettings`], [`RunLlm`] (`run_meta`), [`GpuRecord`] (`gpu`), [`Protections`] (`protections`),
+//! [`ConfigRecord`] (`config`), [`RunResult`] and the lenient [`ResultSummary`] (`result`), and in
+//! `tests_format`: [`TestManifest`], [`DType`], the .npy header.
+
+#![cfg_attr(test, allow(clippy::unwrap_used))]
+
+pub mod atomic_write;
+pub mod config;
+mod error;
+pub mod gpu;
+pub mod layout;
+pub mod protections;
+pub mod result;
+pub mod run_meta;
+pub mod tests_format;
+
+pub use config::{ConfigRecord, FailedConfiguration};
+pub use error::RecordError;
+pub use gpu::GpuRecord;
+pub use layout::{NewRun, RUNS_DIR_ENV, ResultFiles, RunDir};
+pub use protections::{ProtectionLine, Protections};
+pub use result::{
+    FinalTiming, RESULT_SCHEMA_VERSION, ResultOutcome, ResultSummary, RunResult, StepStatus,
+    StepSummary, TotalWallTime, WallTimes,
+};
+pub use run_meta::{RunLlm, RunMeta, RunSettings, RunStatus, WaitingAnswer};
+pub use tests_format::{DType, ManifestArg, TestManifest};

@@ -1,0 +1,462 @@
+// kt studio's page: hand-written, no framework, no build step. Routes live in the URL hash:
+//   #/                      the runs (and experiments)
+//   #/run/ID[/TAB]          a run: live | timeline | kernels | steer
+// Data comes from /api/...; a server-sent event says when a run (or the list) changed, and the page fetches
+// again. State-changing requests carry the session token from the page's <meta>.
+"use strict";
+
+const TOKEN = document.querySelector('meta[name="kt-studio-token"]').content;
+const READ_ONLY = document.querySelector('meta[name="kt-studio-read-only"]').content === "true";
+const ACCESS = new URLSearchParams(location.search).get("access");
+const main = document.getElementById("main");
+let source = null; // the EventSource of the current view
+let view = null; // what is shown: {kind, id, tab, data, history}
+
+const esc = (s) =>
+  String(s ?? "").replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]);
+const fmt = (v, digits = 2) => (v === null || v === undefined ? "–" : Number(v).toFixed(digits));
+const duration = (s) => (s === null || s === undefined ? "–" : s < 90 ? `${s.toFixed(1)} s` : `${(s / 60).toFixed(1)} min`);
+const $ = (sel, root = document) => root.querySelector(sel);
+
+function withAccess(url) {
+  return ACCESS ? url + (url.includes("?") ? "&" : "?") + "access=" + encodeURIComponent(ACCESS) : url;
+}
+
+async function api(path, body) {
+  const opts = { headers: {} };
+  if (ACCESS) opts.headers["x-kt-studio-access"] = ACCESS;
+  if (body !== undefined) {
+    opts.method = "POST";
+    opts.headers["content-type"] = "application/json";
+    opts.headers["x-kt-studio-token"] = TOKEN;
+    opts.body = JSON.stringify(body);
+  }
+  const r = await fetch(path, opts);
+  const data = await r.json().catch(() => ({ error: `HTTP ${r.status}` }));
+  if (!r.ok) throw new Error(data.error || `HTTP ${r.status}`);
+  return data;
+}
+
+function toast(text, bad) {
+  const t = $("#toast");
+  t.textContent = text;
+  t.className = bad ? "bad" : "";
+  t.hidden = false;
+  clearTimeout(toast.timer);
+  toast.timer = setTimeout(() => (t.hidden = true), 6000);
+}
+
+function listen(url, onChange) {
+  if (source) source.close();
+  source = new EventSource(withAccess(url));
+  source.addEventListener("change", onChange);
+  source.onopen = () => $("#live").classList.add("on");
+  source.onerror = () => $("#live").classList.remove("on");
+}
+
+// ---------------------------------------------------------------- runs
+
+async function showRuns() {
+  view = { kind: "runs" };
+  $("#crumb").textContent = "runs";
+  main.innerHTML = `
+    <section><div class="bar">
+      <input id="run-filter" type="search" placeholder="search kernel, strategy, model, id…">
+      <select id="status-filter"><option value="">any status</option><option>running</option>
+        <option>finished</option><option>failed</option><option>interrupted</option></select>
+      <span id="run-count" class="muted"></span></div>
+      <table id="runs"><thead><tr><th>run</th><th>kernel</th><th>strategy</th><th>model</th><th>status</th>
+        <th>speedup</th><th>duration</th></tr></thead><tbody></tbody></table></section>
+    <section id="experiments"></section>`;
+  $("#run-filter").addEventListener("input", filterRuns);
+  $("#status-filter").addEventListener("change", filterRuns);
+  listen("/api/events", refreshRuns);
+}
+
+async function refreshRuns() {
+  if (view?.kind !== "runs") return;
+  const data = await api("/api/runs");
+  view.data = data;
+  $("#runs tbody").innerHTML = data.runs
+    .slice()
+    .reverse()
+    .map(
+      (r) => `<tr class="run-row" data-run="${esc(r.id)}" data-status="${esc(r.status)}"
+        data-text="${esc([r.id, r.kernel, r.strategy, r.model].join(" ").toLowerCase())}">
+        <td><a href="#/run/${encodeURIComponent(r.id)}">${esc(r.id)}</a></td><td>${esc(r.kernel)}</td>
+        <td>${esc(r.strategy)}</td><td>${esc(r.model)}</td>
+        <td><span class="status ${esc(r.status)}">${esc(r.status)}</span>${r.waiting_for ? ' <span class="status waiting">waiting for an answer</span>' : ""}</td>
+        <td>${r.speedup ? fmt(r.speedup) + "×" : "–"}</td><td>${duration(r.duration_s)}</td></tr>`
+    )
+    .join("");
+  filterRuns();
+  $("#experiments").innerHTML = data.experiments
+    .map(
+      (e) => `<h2>experiment ${esc(e.name)}</h2><table class="cells"><thead><tr><th>cell</th><th>kernel</th>
+        <th>variant</th><th>model</th><th>repeat</th><th>status</th><th>speedup</th><th>time</th><th>tokens</th></tr></thead><tbody>
+        ${e.cells
+          .map(
+            (c) => `<tr><td>${c.run ? `<a href="#/run/${encodeURIComponent(c.run)}">${esc(c.cell_id)}</a>` : esc(c.cell_id)}</td>
+            <td>${esc(c.kernel)}</td><td>${esc(c.variant)}</td><td>${esc(c.model)}</td><td>${c.repeat}</td>
+            <td>${esc(c.status)}</td><td>${c.speedup ? fmt(c.speedup) + "×" : "–"}</td><td>${duration(c.elapsed_s)}</td>
+            <td>${c.llm_tokens ?? "–"}</td></tr>`
+          )
+          .join("")}</tbody></table>`
+    )
+    .join("");
+}
+
+function filterRuns() {
+  const q = $("#run-filter").value.trim().toLowerCase();
+  const st = $("#status-filter").value;
+  let shown = 0;
+  for (const row of document.querySelectorAll("#runs .run-row")) {
+    const ok = (!q || row.dataset.text.includes(q)) && (!st || row.dataset.status === st);
+    row.hidden = !ok;
+    shown += ok;
+  }
+  $("#run-count").textContent = `${shown} of ${view.data?.runs.length ?? 0} runs`;
+}
+
+// ---------------------------------------------------------------- a run
+
+const TABS = ["live", "timeline", "kernels", "steer"];
+
+async function showRun(id, tab) {
+  const same = view?.kind === "run" && view.id === id;
+  view = { kind: "run", id, tab, data: same ? view.data : null, history: null };
+  $("#crumb").innerHTML = `<a href="#/">runs</a> / ${esc(id)}`;
+  main.innerHTML = `<section id="run-summary"></section>
+    <nav class="tabs">${TABS.map((t) => `<a id="tab-${t}" class="${t === tab ? "on" : ""}" href="#/run/${encodeURIComponent(id)}/${t}">${t}</a>`).join("")}</nav>
+    <div id="tab"></div>`;
+  if (tab === "timeline") renderTimelineShell();
+  listen(`/api/runs/${encodeURIComponent(id)}/events`, () => refreshRun(id));
+}
+
+async function refreshRun(id) {
+  if (view?.kind !== "run" || view.id !== id) return;
+  let data;
+  try {
+    data = await api(`/api/runs/${encodeURIComponent(id)}`);
+  } catch (e) {
+    main.innerHTML = `<p class="bad">${esc(e.message)}</p>`;
+    return;
+  }
+  if (view?.id !== id) return;
+  view.data = data;
+  renderSummary(data);
+  if (view.tab === "live") renderLive(data);
+  if (view.tab === "kernels") renderKernels(data);
+  if (view.tab === "steer") renderSteer(data);
+  if (view.tab === "timeline") refreshTimeline();
+}
+
+function renderSummary(d) {
+  const s = d.summary;
+  const el = $("#run-summary");
+  el.dataset.head = d.head ?? "";
+  el.dataset.steps = d.steps_total;
+  el.dataset.status = s.status;
+  el.dataset.llmCalls = d.llm.length;
+  el.innerHTML = `<div class="facts">
+      <span class="status ${esc(s.status)}">${esc(s.status)}</span>
+      <b>${esc(s.kernel)}</b> · ${esc(s.strategy)} · ${esc(s.model)}
+      · speedup <b id="speedup">${s.speedup ? fmt(s.speedup) + "×" : "–"}</b>
+      · ${duration(s.duration_s)} · head <b id="head">#${d.head ?? "–"}</b> · ${d.steps_total} steps
+      ${d.running.length ? `· running <b id="running">${esc(d.running.join(", "))}</b>` : ""}
+    </div>
+    ${d.waiting_for ? `<div class="waiting">waiting for an answer to <b>${esc(d.waiting_for.node)}</b> (<code>${esc(d.waiting_for.prompt_file)}</code>) — answer it in the <a href="#/run/${encodeURIComponent(view.id)}/steer">steer</a> tab</div>` : ""}`;
+}
+
+function stepRows(steps) {
+  return steps
+    .slice()
+    .reverse()
+    .map(
+      (p) => `<tr data-checkpoint="${p.checkpoint}"><td>#${p.checkpoint}</td><td>b${p.branch}</td>
+        <td>${esc(p.nodes.map((n) => n.node + (n.attempts > 1 ? ` (attempt ${n.attempts})` : "")).join(", ") || p.source)}</td>
+        <td>${fmt(Math.max(0, ...p.nodes.map((n) => n.seconds)))} s</td><td>${p.tokens_in + p.tokens_out || ""}</td>
+        <td>${esc(p.outcome)}</td><td>${esc(p.next.join(", "))}</td></tr>`
+    )
+    .join("");
+}
+
+function renderLive(d) {
+  $("#tab").innerHTML = `<div class="cols">
+    <section><h2>graph</h2><div id="graph">${d.graph_svg}</div>
+      <p class="muted">orange: the path taken; pulsing: running now; dashed: routes (hover an edge for its kind)</p></section>
+    <section class="grow"><h2>steps <span class="muted">(latest first, ${d.steps.length} of ${d.steps_total})</span></h2>
+      <table id="steps"><thead><tr><th>cp</th><th>branch</th><th>nodes</th><th>time</th><th>tokens</th><th>outcome</th><th>next</th></tr></thead>
+      <tbody>${stepRows(d.steps)}</tbody></table>
+      <h2>tuning progress</h2><div id="tuning-progress">${tuningProgress(d)}</div>
+      <h2>LLM calls</h2><table id="llm"><thead><tr><th>#</th><th>node</th><th>time</th><th>tokens in</th><th>tokens out</th><th>took</th></tr></thead>
+      <tbody>${d.llm
+        .map(
+          (c) => `<tr class="llm-row" data-index="${c.index}"><td>${c.index}</td><td>${esc(c.node)}</td><td>${esc(c.time.slice(11, 19))}</td>
+          <td>${c.tokens_in}</td><td>${c.tokens_out}</td><td>${fmt(c.elapsed_ms / 1000, 1)} s</td></tr>
+          ${c.error ? `<tr><td></td><td colspan="5" class="bad">${esc(c.error)}</td></tr>` : ""}`
+        )
+        .join("")}</tbody></table><div id="llm-detail"></div></section></div>`;
+  for (const n of d.running) $(`#graph g[data-node="${CSS.escape(n)}"]`)?.classList.add("running");
+  for (const row of document.querySelectorAll(".llm-row")) row.addEventListener("click", () => showLlm(row.dataset.index));
+}
+
+function tuningProgress(d) {
+  if (!d.tuning_progress.length && !d.tuning.length) return `<p class="muted">nothing tuned yet</p>`;
+  const live = d.tuning_progress
+    .map((p) => `<tr><td><code>${esc(p.source.slice(0, 12))}</code></td><td>${p.measured}</td><td>${p.failed}</td><td>${fmt(p.best_ms, 4)}</td><td><code>${esc(JSON.stringify(p.best_config ?? ""))}</code></td></tr>`)
+    .join("");
+  const done = d.tuning
+    .map((t) => `<tr><td>round ${t.round} · #${t.index}</td><td>${t.configs_tried ?? "–"}</td><td>${t.configs_failed ?? "–"}</td><td>${fmt(t.time_ms, 4)}</td><td>${esc(t.verdict)} <code>${esc(t.best_params)}</code></td></tr>`)
+    .join("");
+  return `<table><thead><tr><th>kernel</th><th>configs</th><th>failed</th><th>best ms</th><th>best</th></tr></thead><tbody>${live}${done}</tbody></table>`;
+}
+
+async function showLlm(index) {
+  const c = await api(`/api/runs/${encodeURIComponent(view.id)}/llm/${index}`);
+  $("#llm-detail").innerHTML = `<h3>call ${index}: ${esc(c.node)} · ${esc(c.provider)}:${esc(c.model)} · ${c.elapsed_ms} ms</h3>
+    ${c.messages.map((m) => `<h4>${esc(m.role)}</h4><pre class="prompt">${esc(m.content)}</pre>`).join("")}
+    <h4>raw answer</h4><pre class="answer">${esc(c.answer ?? c.error ?? "")}</pre>`;
+}
+
+// ---------------------------------------------------------------- time travel
+
+function renderTimelineShell() {
+  $("#tab").innerHTML = `<section><h2>checkpoints</h2><div id="timeline"></div>
+    <div class="bar"><label>A <input id="cp-a" size="6" placeholder="#"></label>
+      <label>B <input id="cp-b" size="6" placeholder="#"></label>
+      <button id="show-state">state at A</button><button id="show-diff">diff A → B</button>
+      <span class="muted">click a checkpoint to set A, shift-click to set B</span></div></section>
+    <section id="fork-box" ${READ_ONLY ? "hidden" : ""}><h2>fork from A with an edited field</h2>
+      <div class="bar"><input id="fork-field" placeholder="field, e.g. plan or best.time_ms" size="28">
+      <textarea id="fork-value" rows="2" cols="50" placeholder="value (JSON, else text)"></textarea>
+      <button id="fork-btn">fork</button></div><div id="fork-result"></div></section>
+    <section><div id="state-view"></div><div id="diff-view"></div></section>`;
+  $("#show-state").addEventListener("click", showState);
+  $("#show-diff").addEventListener("click", showDiff);
+  $("#fork-btn").addEventListener("click", doFork);
+  refreshTimeline();
+}
+
+async function refreshTimeline() {
+  if (!$("#timeline")) return;
+  const h = await api(`/api/runs/${encodeURIComponent(view.id)}/history`);
+  view.history = h;
+  $("#timeline").innerHTML = timelineSvg(h);
+  $("#timeline").dataset.checkpoints = h.checkpoints.length;
+  $("#timeline").dataset.branches = h.branches.length;
+  $("#timeline svg").addEventListener("click", (e) => {
+    const cp = e.target.closest("[data-cp]")?.dataset.cp;
+    if (cp) (e.shiftKey ? $("#cp-b") : $("#cp-a")).value = cp;
+  });
+}
+
+// Lanes per branch, x by checkpoint order; each branch starts under the checkpoint it came from.
+function timelineSvg(h) {
+  const cps = h.checkpoints;
+  const n = cps.length;
+  const step = n > 400 ? Math.max(1.2, 1600 / n) : 22;
+  const lanes = [...new Set(cps.map((c) => c.branch))].sort((a, b) => a - b);
+  const laneY = (b) => 24 + lanes.indexOf(b) * 34;
+  const xOf = new Map();
+  const byId = new Map();
+  cps.forEach((c, i) => {
+    xOf.set(c.checkpoint, 60 + i * step);
+    byId.set(c.checkpoint, c);
+  });
+  const w = 80 + n * step;
+  const hgt = 40 + lanes.length * 34;
+  let s = `<svg id="timeline-svg" xmlns="http://www.w3.org/2000/svg" width="${w}" height="${hgt}">`;
+  for (const b of lanes) s += `<text x="4" y="${laneY(b) + 4}" class="lane">b${b}</text>`;
+  for (const c of cps) {
+    if (c.parent === null || !xOf.has(c.parent)) continue;
+    const p = byId.get(c.parent);
+    if (!p || (p.branch === c.branch && n > 400)) continue;
+    s += `<line x1="${xOf.get(c.parent)}" y1="${laneY(p.branch)}" x2="${xOf.get(c.checkpoint)}" y2="${laneY(c.branch)}" class="link"/>`;
+  }
+  const span = new Map();
+  for (const c of cps) {
+    const x = xOf.get(c.checkpoint);
+    const [lo, hi] = span.get(c.branch) ?? [x, x];
+    span.set(c.branch, [Math.min(lo, x), Math.max(hi, x)]);
+  }
+  for (const [b, [lo, hi]] of span) s += `<line x1="${lo}" x2="${hi}" y1="${laneY(b)}" y2="${laneY(b)}" class="lane-line"/>`;
+  const r = n > 400 ? 2 : 6;
+  for (const c of cps) {
+    const cls = c.stopped ? "stopped" : c.source === "fork" ? "fork" : c.next.length === 0 ? "end" : "";
+    s += `<circle data-cp="${c.checkpoint}" class="cp ${cls}" cx="${xOf.get(c.checkpoint)}" cy="${laneY(c.branch)}" r="${r}"><title>#${c.checkpoint} b${c.branch} step ${c.step} ${esc(c.source)} ${esc(c.ran.join(","))} → ${esc(c.next.join(","))}${c.stopped ? " (stopped: " + esc(c.stopped) + ")" : ""}</title></circle>`;
+  }
+  return s + "</svg>";
+}
+
+async function showState() {
+  const at = $("#cp-a").value.replace("#", "").trim();
+  if (!at) return toast("set checkpoint A first", true);
+  try {
+    const s = await api(`/api/runs/${encodeURIComponent(view.id)}/state?at=${encodeURIComponent(at)}`);
+    $("#diff-view").innerHTML = "";
+    $("#state-view").innerHTML = `<h2>state at #${s.checkpoint}</h2>${Object.entries(s.state)
+      .map(([k, v]) => `<details class="field"><summary><code>${esc(k)}</code> <span class="muted">${esc(preview(v))}</span></summary>${valueHtml(v)}</details>`)
+      .join("")}`;
+  } catch (e) {
+    toast(e.message, true);
+  }
+}
+
+function preview(v) {
+  const t = typeof v === "string" ? v : JSON.stringify(v);
+  return t.length > 90 ? t.slice(0, 90) + "…" : t;
+}
+
+function valueHtml(v) {
+  return `<pre>${esc(typeof v === "string" ? v : JSON.stringify(v, null, 2))}</pre>`;
+}
+
+async function showDiff() {
+  const a = $("#cp-a").value.replace("#", "").trim();
+  const b = $("#cp-b").value.replace("#", "").trim();
+  if (!a || !b) return toast("set checkpoints A and B first", true);
+  try {
+    const d = await api(`/api/runs/${encodeURIComponent(view.id)}/diff?a=${encodeURIComponent(a)}&b=${encodeURIComponent(b)}`);
+    $("#state-view").innerHTML = "";
+    $("#diff-view").innerHTML = `<h2>#${d.a} → #${d.b}: ${d.changes.length} field(s) changed</h2>${d.changes
+      .map(
+        (f) => `<div class="field-change" data-field="${esc(f.field)}"><h3><code>${esc(f.field)}</code></h3>${f.leaves
+          .map((l) => `<div class="leaf"><code>${esc(l.path)}</code>${l.kind === "text" ? sideBySide(l.diff) : `<div class="value-change"><pre class="old">${esc(JSON.stringify(l.before))}</pre><span>→</span><pre class="new">${esc(JSON.stringify(l.after))}</pre></div>`}</div>`)
+          .join("")}</div>`
+      )
+      .join("")}`;
+  } catch (e) {
+    toast(e.message, true);
+  }
+}
+
+// A unified diff as two columns: runs of removed and added lines are paired row by row.
+function sideBySide(unified) {
+  const rows = [];
+  let del = [];
+  let add = [];
+  const flush = () => {
+    for (let i = 0; i < Math.max(del.length, add.length); i++) rows.push([del[i], add[i], "change"]);
+    del = [];
+    add = [];
+  };
+  for (const line of unified.split("\n")) {
+    if (line.startsWith("---") || line.startsWith("+++")) continue;
+    if (line.startsWith("@@")) {
+      flush();
+      rows.push([line, line, "hunk"]);
+    } else if (line.startsWith("-")) del.push(line.slice(1));
+    else if (line.startsWith("+")) add.push(line.slice(1));
+    else {
+      flush();
+      rows.push([line.slice(1), line.slice(1), "same"]);
+    }
+  }
+  flush();
+  const cell = (t, side, kind) => `<td class="${t === undefined ? "blank" : kind === "change" ? side : kind}">${esc(t ?? "")}</td>`;
+  return `<table class="side-by-side">${rows.map(([l, r, k]) => `<tr>${cell(l, "old", k)}${cell(r, "new", k)}</tr>`).join("")}</table>`;
+}
+
+async function doFork() {
+  const at = $("#cp-a").value.replace("#", "").trim();
+  const field = $("#fork-field").value.trim();
+  if (!at || !field) return toast("set checkpoint A and the field to edit", true);
+  try {
+    const r = await api(`/api/runs/${encodeURIComponent(view.id)}/fork`, { at, sets: [{ field, value: $("#fork-value").value }] });
+    $("#fork-result").innerHTML = `<p id="fork-done" data-checkpoint="${r.checkpoint}" data-branch="${r.branch}">forked #${r.from} to
+      checkpoint <b>#${r.checkpoint}</b> on branch <b>b${r.branch}</b> (${r.changed.length} field(s) changed).
+      Resume it from the steer tab, or <code>kt resume ${esc(view.id)}</code>.</p>`;
+    refreshTimeline();
+  } catch (e) {
+    toast(e.message, true);
+  }
+}
+
+// ---------------------------------------------------------------- kernels
+
+function renderKernels(d) {
+  const open = new Set([...document.querySelectorAll("#kernels details[open]")].map((x) => x.dataset.name));
+  $("#tab").innerHTML = `<section><h2>kernel versions</h2><div id="kernels">${d.kernels
+    .map((k) => {
+      const m = k.meta || {};
+      return `<details class="kernel" data-name="${esc(k.name)}" ${open.has(k.name) ? "open" : ""}><summary><code>${esc(k.name)}</code>
+        ${m.verdict ? `<span class="status">${esc(typeof m.verdict === "string" ? m.verdict : JSON.stringify(m.verdict))}</span>` : ""}
+        ${m.time_ms ? `${fmt(m.time_ms, 4)} ms` : ""}</summary>
+        ${k.diff ? `<h4>against the previous version</h4>${sideBySide(k.diff)}` : `<pre>${esc(k.code)}</pre>`}
+        ${k.meta ? `<h4>record</h4>${valueHtml(k.meta)}` : ""}</details>`;
+    })
+    .join("") || '<p class="muted">no kernel version yet</p>'}</div></section>
+    <section><h2>verdicts</h2><table id="verdicts"><thead><tr><th>step</th><th>verdict</th><th>time ms</th><th>why</th></tr></thead><tbody>
+      ${d.verdicts.map((v) => `<tr><td>${esc(v.step)}</td><td>${esc(v.status)}</td><td>${fmt(v.time_ms, 4)}</td><td>${esc(v.reason)}</td></tr>`).join("")}</tbody></table></section>
+    <section><h2>tuning</h2>${tuningProgress(d)}</section>
+    <div class="cols"><section><h2>speedup per step</h2><div id="speedup-chart">${d.speedup_svg}</div></section>
+    <section><h2>tuning distribution</h2><div id="tuning-chart">${d.tuning_svg}</div></section></div>
+    <section><h2>roofline and profiles</h2><div id="roofline">${d.roofline_svg ?? '<p class="muted">no roofline (needs the device peaks and a profile)</p>'}</div>
+      <ul id="profiles">${d.profile_lines.map((l) => `<li>${esc(l)}</li>`).join("")}</ul></section>`;
+}
+
+// ---------------------------------------------------------------- steer
+
+function renderSteer(d) {
+  if (READ_ONLY) {
+    $("#tab").innerHTML = `<p class="muted">kt studio runs read-only (--read-only): steering is off.</p>`;
+    return;
+  }
+  if ($("#steer")) return refreshJobs(); // keep what the user is typing
+  const bp = d.breakpoints;
+  $("#tab").innerHTML = `<div id="steer">
+    ${d.waiting_for ? `<section><h2>answer the waiting prompt (${esc(d.waiting_for.node)})</h2>
+      <textarea id="answer-text" rows="10" cols="100" placeholder="the answer, as the LLM would give it"></textarea>
+      <div><button id="answer-btn">answer and resume</button></div></section>` : ""}
+    <section><h2>replay</h2><div class="bar"><label>from checkpoint <input id="replay-from" size="8" value="input"></label>
+      <button id="replay-btn">replay (recorded answers and tuning)</button></div></section>
+    <section><h2>resume</h2><div class="bar"><button id="resume-btn">kt resume</button>
+      <span class="muted">continues the run (or its newest branch) from its last checkpoint, with live LLM calls for what is not recorded</span></div></section>
+    <section><h2>breakpoints</h2><div class="bar"><label>before <input id="bp-before" size="30" value="${esc(bp.before.join(", "))}"></label>
+      <label>after <input id="bp-after" size="30" value="${esc(bp.after.join(", "))}"></label><button id="bp-save">save</button></div>
+      <p class="muted">node names, comma-separated; resume and replay stop there</p></section>
+    <section><h2>operations</h2><table id="jobs"><thead><tr><th>#</th><th>run</th><th>what</th><th>state</th><th>how it ended</th></tr></thead><tbody></tbody></table></section></div>`;
+  const run = encodeURIComponent(view.id);
+  const act = async (path, body, done) => {
+    try {
+      const r = await api(`/api/runs/${run}/${path}`, body);
+      toast(done(r));
+      refreshJobs();
+    } catch (e) {
+      toast(e.message, true);
+    }
+  };
+  $("#replay-btn").addEventListener("click", () => act("replay", { from: $("#replay-from").value.trim() }, (r) => `replay started (operation ${r.job})`));
+  $("#resume-btn").addEventListener("click", () => act("resume", {}, (r) => `kt resume started (operation ${r.job})`));
+  const names = (s) => s.split(",").map((x) => x.trim()).filter(Boolean);
+  $("#bp-save").addEventListener("click", () =>
+    act("breakpoints", { before: names($("#bp-before").value), after: names($("#bp-after").value) }, (r) => `breakpoints: before [${r.before}] after [${r.after}]`)
+  );
+  $("#answer-btn")?.addEventListener("click", () => act("answer", { text: $("#answer-text").value }, (r) => `answered ${r.answered}; resuming (operation ${r.job})`));
+  refreshJobs();
+}
+
+async function refreshJobs() {
+  const { jobs } = await api("/api/jobs");
+  const body = $("#jobs tbody");
+  if (!body) return;
+  body.innerHTML = jobs
+    .filter((j) => j.run === view.id)
+    .reverse()
+    .map((j) => `<tr><td>${j.id}</td><td>${esc(j.run)}</td><td>${esc(j.kind)}</td><td><span class="status ${esc(j.state)}">${esc(j.state)}</span></td><td><pre>${esc(j.message)}</pre></td></tr>`)
+    .join("");
+  if (jobs.some((j) => j.state === "running")) setTimeout(refreshJobs, 1000);
+}
+
+// ---------------------------------------------------------------- routing
+
+function route() {
+  const parts = location.hash.replace(/^#\/?/, "").split("/").map(decodeURIComponent);
+  if (parts[0] === "run" && parts[1]) showRun(parts[1], TABS.includes(parts[2]) ? parts[2] : "live");
+  else showRuns();
+}
+
+$("#mode").textContent = READ_ONLY ? "read-only" : "";
+window.addEventListener("hashchange", route);
+route();
