@@ -85,6 +85,11 @@ def verify_row(kt, label, args, expect=("correct",)):
     return (label, "verify", "ok" if ok else "FAIL", f"{secs:.1f}", f"{verdict} (expected {'/'.join(expect)}); {detail}".replace("|", "/"))
 
 
+# `kt tune --json` names verdicts as kt verify's report does (snake_case `kind`), so the attacks' `expect`
+# lists use them as they are; a kind renamed in the tuner would be mapped here.
+TUNE_KINDS: dict = {}
+
+
 def tune_verdicts(kt, args):
     """`kt tune --json`: "delivered" when it delivers a best configuration, else the sorted verdict kinds of
     the configurations it refused."""

@@ -65,6 +65,7 @@ fn fixed_launch_restriction(expr: &str, tuned: &dyn Fn(&str) -> bool) -> bool {
         && ids
             .iter()
             .all(|id| id.starts_with("block_size_") && tuned(id))
+        && !expr.contains('%')
         && (expr.contains("==") || expr.contains("<="))
 }
 
