@@ -145,19 +145,44 @@ pub(crate) fn kept_items(all: &Items, kernel: &str) -> BTreeSet<usize> {
             queue.push_back(i);
         }
     }
-    while let Some(i) = queue.pop_front() {
-        if !keep.insert(i) {
-            continue;
-        }
-        for word in &all.items[i].uses {
-            for &j in defined.get(word.as_str()).into_iter().flatten() {
-                if !keep.contains(&j) {
-                    queue.push_back(j);
+    let mut wrapper_followed = vec![false; all.wrappers.len()];
+    loop {
+        while let Some(i) = queue.pop_front() {
+            if !keep.insert(i) {
+                continue;
+            }
+            for word in &all.items[i].uses {
+                for &j in defined.get(word.as_str()).into_iter().flatten() {
+                    if !keep.contains(&j) {
+                        queue.push_back(j);
+                    }
                 }
             }
         }
+        // a kept `#if` block keeps the macros its conditions test (`#define STANDARD_DATASET` for
+        // `#ifdef STANDARD_DATASET`), which may in turn bring more items inside other blocks
+        for (w, wrapper) in all.wrappers.iter().enumerate() {
+            if wrapper_followed[w] || !wraps_a_kept_item(all, &keep, wrapper) {
+                continue;
+            }
+            wrapper_followed[w] = true;
+            for word in &wrapper.uses {
+                for &j in defined.get(word.as_str()).into_iter().flatten() {
+                    if !keep.contains(&j) && all.items[j].kind == ItemKind::Macro {
+                        queue.push_back(j);
+                    }
+                }
+            }
+        }
+        if queue.is_empty() {
+            return keep;
+        }
     }
-    keep
+}
+
+fn wraps_a_kept_item(all: &Items, keep: &BTreeSet<usize>, wrapper: &unit_items::Wrapper) -> bool {
+    keep.iter()
+        .any(|&i| all.items[i].start >= wrapper.start && all.items[i].end <= wrapper.end)
 }
 
 fn item_text_mentions_std(item: &Item) -> bool {
@@ -184,10 +209,7 @@ pub(crate) fn unit_text(original: &str, all: &Items, keep: &BTreeSet<usize>) -> 
         .map(|&i| (all.items[i].start, all.items[i].end, true))
         .collect();
     for w in &all.wrappers {
-        let used = keep
-            .iter()
-            .any(|&i| all.items[i].start >= w.start && all.items[i].end <= w.end);
-        if used {
+        if wraps_a_kept_item(all, keep, w) {
             pieces.extend(w.parts.iter().map(|&(s, e)| (s, e, false)));
         }
     }
@@ -299,7 +321,18 @@ int main() {
         let u = unit(src, "k");
         assert_eq!(
             u.text,
-            "#ifndef GUARD\nnamespace ops {\ntemplate <typename T> __device__ T twice(T v) { return 2 * v; }\n#if USE_FAST\n__global__ void k(float *a) { a[0] = twice(a[0]); }\n#else\n__global__ void k(float *a) { a[0] = twice(a[0]) + 0.0f; }\n#endif\n}\n#endif\n"
+            "#ifndef GUARD\n#define GUARD\nnamespace ops {\ntemplate <typename T> __device__ T twice(T v) { return 2 * v; }\n#if USE_FAST\n__global__ void k(float *a) { a[0] = twice(a[0]); }\n#else\n__global__ void k(float *a) { a[0] = twice(a[0]) + 0.0f; }\n#endif\n}\n#endif\n"
+        );
+    }
+
+    #[test]
+    fn macros_tested_by_a_kept_conditional_come_along() {
+        // PolyBench's shape: the sizes live in an `#ifdef` on a macro that only the condition names
+        let src = "#define STANDARD_DATASET\n#define UNUSED 1\n#define FAST\n#define LEVEL 3\n#ifdef STANDARD_DATASET\n#define NY 4096\n#endif\n#if defined(FAST) && LEVEL > 2\n__device__ int twice(int v) { return 2 * v; }\n#endif\n__global__ void k(float *a) { a[NY - 1] = twice(1); }\nint main() { return 0; }\n";
+        let u = unit(src, "k");
+        assert_eq!(
+            u.text,
+            "#define STANDARD_DATASET\n#define FAST\n#define LEVEL 3\n#ifdef STANDARD_DATASET\n#define NY 4096\n#endif\n#if defined(FAST) && LEVEL > 2\n__device__ int twice(int v) { return 2 * v; }\n#endif\n__global__ void k(float *a) { a[NY - 1] = twice(1); }\n"
         );
     }
 
