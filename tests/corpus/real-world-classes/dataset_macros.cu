@@ -15,9 +15,9 @@
 
 #define DATA_TYPE float
 
-__global__ void atax_row(DATA_TYPE *a, DATA_TYPE *x, DATA_TYPE *tmp) {
+__global__ void atax_row(DATA_TYPE *a, DATA_TYPE *x, DATA_TYPE *tmp, int nx) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < NX) {
+    if (i < nx && i < NX) {
         DATA_TYPE sum = 0;
         for (int j = 0; j < NY; j++) {
             sum += a[i * NY + j] * x[j];
