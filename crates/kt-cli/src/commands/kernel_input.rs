@@ -172,7 +172,10 @@ pub(crate) fn load_kernel_with(
             dims: 0,
             host_code_left_out: host_names(&source),
             host_code_note: source.host_code_note(),
-            instantiations: kt_cuda::host_instantiations(&kernel_file.file.combined, &source.kernel.name),
+            instantiations: kt_cuda::host_instantiations(
+                &kernel_file.file.combined,
+                &source.kernel.name,
+            ),
             parsed: source.kernel,
             sidecar: None,
         });
@@ -190,7 +193,10 @@ pub(crate) fn load_kernel_with(
         dims: sc.problem_size.len(),
         host_code_left_out: host_names(&source),
         host_code_note: source.host_code_note(),
-        instantiations: kt_cuda::host_instantiations(&kernel_file.file.combined, &source.kernel.name),
+        instantiations: kt_cuda::host_instantiations(
+            &kernel_file.file.combined,
+            &source.kernel.name,
+        ),
         parsed: source.kernel,
         sidecar: Some(path),
     })
@@ -449,9 +455,8 @@ mod tests {
     fn arrays_of_a_template_type_take_the_type_the_template_is_given() {
         let file = corpus("tests/corpus/real-world-classes/host_instances.cu");
         let mut loaded = load_kernel(&file, Some("block_sum"), &[]).unwrap();
-        let dtype = |l: &Loaded, name: &str| {
-            l.params.iter().find(|p| p.name == name).unwrap().dtype
-        };
+        let dtype =
+            |l: &Loaded, name: &str| l.params.iter().find(|p| p.name == name).unwrap().dtype;
         assert_eq!(dtype(&loaded, "in"), None);
         let given = BTreeMap::from([
             ("T".to_string(), "double".to_string()),
