@@ -120,9 +120,7 @@ impl Prepared {
         for t in &tokens {
             if t.kind != TokenKind::Ident
                 || t.directive.is_some()
-                || macro_kernels
-                    .iter()
-                    .any(|&(s, e)| t.start >= s && t.end <= e)
+                || macro_kernels.iter().any(|&(s, e)| t.start >= s && t.end <= e)
             {
                 continue;
             }
@@ -360,11 +358,7 @@ mod tests {
         assert_eq!(p.text.len(), src.len());
         // the one after `)` is blanked, the one between statements is kept
         assert_eq!(p.text.matches("#pragma unroll").count(), 1);
-        assert!(
-            p.text.contains("i++)\n              \n    a[i] = 0;"),
-            "{}",
-            p.text
-        );
+        assert!(p.text.contains("i++)\n              \n    a[i] = 0;"), "{}", p.text);
         assert_eq!(p.original, src);
     }
 }

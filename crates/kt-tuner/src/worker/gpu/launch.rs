@@ -98,7 +98,10 @@ impl Launcher {
                         cuda("cuModuleGetFunction", e)
                     )
                 })?;
-                self.modules.insert(key.clone(), Loaded { module, func });
+                self.modules.insert(
+                    key.clone(),
+                    Loaded { module, func },
+                );
                 func
             }
         };
