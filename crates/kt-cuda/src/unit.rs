@@ -51,7 +51,7 @@ pub fn extract_unit(file: &SourceFile, kernel_name: &str) -> Result<KernelUnit, 
     let tree = syntax_tree(&prepared.text)?;
     let all = unit_items::collect(&prepared, tree.root_node());
     let keep = kept_items(&all, kernel_name);
-    let text = unit_text(&prepared.original, &all, &keep);
+    let text = with_type_headers(unit_text(&prepared.original, &all, &keep), &all, &keep);
     let describe = |item: &Item| {
         let location = prepared.location_of_original(item.start);
         let (origin, at) = file.relocate(location);
@@ -96,6 +96,33 @@ pub fn extract_unit(file: &SourceFile, kernel_name: &str) -> Result<KernelUnit, 
         dropped_host_items: dropped,
         missing_includes,
     })
+}
+
+/// The half-precision types reach a program through headers a unit leaves out (`cublas_v2.h` brings
+/// `__nv_bfloat16`): a unit that names them without their header gets it first.
+fn with_type_headers(text: String, all: &Items, keep: &BTreeSet<usize>) -> String {
+    const TYPE_HEADERS: &[(&str, &[&str])] = &[
+        (
+            "cuda_bf16.h",
+            &[
+                "__nv_bfloat16",
+                "nv_bfloat16",
+                "__nv_bfloat162",
+                "nv_bfloat162",
+            ],
+        ),
+        ("cuda_fp16.h", &["__half", "half", "__half2", "half2"]),
+    ];
+    let mut prefix = String::new();
+    for (header, types) in TYPE_HEADERS {
+        let named = keep
+            .iter()
+            .any(|&i| types.iter().any(|t| all.items[i].uses.contains(*t)));
+        if named && !text.contains(header) {
+            prefix.push_str(&format!("#include <{header}>\n"));
+        }
+    }
+    prefix + &text
 }
 
 /// The unit must parse back to the kernel: a check that nothing it needs was cut off in the middle.
@@ -334,6 +361,19 @@ int main() {
             u.text,
             "#define STANDARD_DATASET\n#define FAST\n#define LEVEL 3\n#ifdef STANDARD_DATASET\n#define NY 4096\n#endif\n#if defined(FAST) && LEVEL > 2\n__device__ int twice(int v) { return 2 * v; }\n#endif\n__global__ void k(float *a) { a[NY - 1] = twice(1); }\n"
         );
+    }
+
+    #[test]
+    fn a_unit_naming_bfloat16_without_its_header_gets_it() {
+        let src = "#include <cublas_v2.h>\ntypedef __nv_bfloat16 floatX;\n__global__ void k(floatX *a) { a[0] = a[1]; }\n";
+        let u = unit(src, "k");
+        assert!(
+            u.text
+                .starts_with("#include <cuda_bf16.h>\ntypedef __nv_bfloat16 floatX;"),
+            "{}",
+            u.text
+        );
+        assert!(!unit(PROGRAM, "pairs").text.contains("cuda_bf16.h"));
     }
 
     #[test]
