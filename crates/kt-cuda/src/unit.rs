@@ -51,7 +51,7 @@ pub fn extract_unit(file: &SourceFile, kernel_name: &str) -> Result<KernelUnit, 
     let tree = syntax_tree(&prepared.text)?;
     let all = unit_items::collect(&prepared, tree.root_node());
     let keep = kept_items(&all, kernel_name);
-    let text = unit_text(&prepared.original, &all, &keep);
+    let text = with_type_headers(unit_text(&prepared.original, &all, &keep), &all, &keep);
     let describe = |item: &Item| {
         let location = prepared.location_of_original(item.start);
         let (origin, at) = file.relocate(location);
@@ -96,6 +96,33 @@ pub fn extract_unit(file: &SourceFile, kernel_name: &str) -> Result<KernelUnit, 
         dropped_host_items: dropped,
         missing_includes,
     })
+}
+
+/// The half-precision types reach a program through headers a unit leaves out (`cublas_v2.h` brings
+/// `__nv_bfloat16`): a unit that names them without their header gets it first.
+fn with_type_headers(text: String, all: &Items, keep: &BTreeSet<usize>) -> String {
+    const TYPE_HEADERS: &[(&str, &[&str])] = &[
+        (
+            "cuda_bf16.h",
+            &[
+                "__nv_bfloat16",
+                "nv_bfloat16",
+                "__nv_bfloat162",
+                "nv_bfloat162",
+            ],
+        ),
+        ("cuda_fp16.h", &["__half", "half", "__half2", "half2"]),
+    ];
+    let mut prefix = String::new();
+    for (header, types) in TYPE_HEADERS {
+        let named = keep
+            .iter()
+            .any(|&i| types.iter().any(|t| all.items[i].uses.contains(*t)));
+        if named && !text.contains(header) {
+            prefix.push_str(&format!("#include <{header}>\n"));
+        }
+    }
+    prefix + &text
 }
 
 /// The unit must parse back to the kernel: a check that nothing it needs was cut off in the middle.
@@ -145,19 +172,44 @@ pub(crate) fn kept_items(all: &Items, kernel: &str) -> BTreeSet<usize> {
             queue.push_back(i);
         }
     }
-    while let Some(i) = queue.pop_front() {
-        if !keep.insert(i) {
-            continue;
-        }
-        for word in &all.items[i].uses {
-            for &j in defined.get(word.as_str()).into_iter().flatten() {
-                if !keep.contains(&j) {
-                    queue.push_back(j);
+    let mut wrapper_followed = vec![false; all.wrappers.len()];
+    loop {
+        while let Some(i) = queue.pop_front() {
+            if !keep.insert(i) {
+                continue;
+            }
+            for word in &all.items[i].uses {
+                for &j in defined.get(word.as_str()).into_iter().flatten() {
+                    if !keep.contains(&j) {
+                        queue.push_back(j);
+                    }
                 }
             }
         }
+        // a kept `#if` block keeps the macros its conditions test (`#define STANDARD_DATASET` for
+        // `#ifdef STANDARD_DATASET`), which may in turn bring more items inside other blocks
+        for (w, wrapper) in all.wrappers.iter().enumerate() {
+            if wrapper_followed[w] || !wraps_a_kept_item(all, &keep, wrapper) {
+                continue;
+            }
+            wrapper_followed[w] = true;
+            for word in &wrapper.uses {
+                for &j in defined.get(word.as_str()).into_iter().flatten() {
+                    if !keep.contains(&j) && all.items[j].kind == ItemKind::Macro {
+                        queue.push_back(j);
+                    }
+                }
+            }
+        }
+        if queue.is_empty() {
+            return keep;
+        }
     }
-    keep
+}
+
+fn wraps_a_kept_item(all: &Items, keep: &BTreeSet<usize>, wrapper: &unit_items::Wrapper) -> bool {
+    keep.iter()
+        .any(|&i| all.items[i].start >= wrapper.start && all.items[i].end <= wrapper.end)
 }
 
 fn item_text_mentions_std(item: &Item) -> bool {
@@ -184,10 +236,7 @@ pub(crate) fn unit_text(original: &str, all: &Items, keep: &BTreeSet<usize>) -> 
         .map(|&i| (all.items[i].start, all.items[i].end, true))
         .collect();
     for w in &all.wrappers {
-        let used = keep
-            .iter()
-            .any(|&i| all.items[i].start >= w.start && all.items[i].end <= w.end);
-        if used {
+        if wraps_a_kept_item(all, keep, w) {
             pieces.extend(w.parts.iter().map(|&(s, e)| (s, e, false)));
         }
     }
@@ -299,8 +348,32 @@ int main() {
         let u = unit(src, "k");
         assert_eq!(
             u.text,
-            "#ifndef GUARD\nnamespace ops {\ntemplate <typename T> __device__ T twice(T v) { return 2 * v; }\n#if USE_FAST\n__global__ void k(float *a) { a[0] = twice(a[0]); }\n#else\n__global__ void k(float *a) { a[0] = twice(a[0]) + 0.0f; }\n#endif\n}\n#endif\n"
+            "#ifndef GUARD\n#define GUARD\nnamespace ops {\ntemplate <typename T> __device__ T twice(T v) { return 2 * v; }\n#if USE_FAST\n__global__ void k(float *a) { a[0] = twice(a[0]); }\n#else\n__global__ void k(float *a) { a[0] = twice(a[0]) + 0.0f; }\n#endif\n}\n#endif\n"
         );
+    }
+
+    #[test]
+    fn macros_tested_by_a_kept_conditional_come_along() {
+        // PolyBench's shape: the sizes live in an `#ifdef` on a macro that only the condition names
+        let src = "#define STANDARD_DATASET\n#define UNUSED 1\n#define FAST\n#define LEVEL 3\n#ifdef STANDARD_DATASET\n#define NY 4096\n#endif\n#if defined(FAST) && LEVEL > 2\n__device__ int twice(int v) { return 2 * v; }\n#endif\n__global__ void k(float *a) { a[NY - 1] = twice(1); }\nint main() { return 0; }\n";
+        let u = unit(src, "k");
+        assert_eq!(
+            u.text,
+            "#define STANDARD_DATASET\n#define FAST\n#define LEVEL 3\n#ifdef STANDARD_DATASET\n#define NY 4096\n#endif\n#if defined(FAST) && LEVEL > 2\n__device__ int twice(int v) { return 2 * v; }\n#endif\n__global__ void k(float *a) { a[NY - 1] = twice(1); }\n"
+        );
+    }
+
+    #[test]
+    fn a_unit_naming_bfloat16_without_its_header_gets_it() {
+        let src = "#include <cublas_v2.h>\ntypedef __nv_bfloat16 floatX;\n__global__ void k(floatX *a) { a[0] = a[1]; }\n";
+        let u = unit(src, "k");
+        assert!(
+            u.text
+                .starts_with("#include <cuda_bf16.h>\ntypedef __nv_bfloat16 floatX;"),
+            "{}",
+            u.text
+        );
+        assert!(!unit(PROGRAM, "pairs").text.contains("cuda_bf16.h"));
     }
 
     #[test]

@@ -67,6 +67,9 @@ pub(crate) struct Wrapper {
     pub parts: Vec<(usize, usize)>,
     pub start: usize,
     pub end: usize,
+    /// Identifiers its lines test (`#ifdef STANDARD_DATASET`, `#if defined(X) && N > 4`): macros a kept
+    /// wrapper needs, or the unit takes another branch than the file does.
+    pub uses: BTreeSet<String>,
 }
 
 pub(crate) struct Items {
@@ -152,6 +155,7 @@ impl Collector<'_> {
             ],
             start,
             end,
+            uses: BTreeSet::new(),
         });
         let mut cursor = body.walk();
         let kids: Vec<Node> = body.named_children(&mut cursor).collect();
@@ -190,7 +194,25 @@ impl Collector<'_> {
             let (s, _) = self.original_range(endif.start_byte(), endif.end_byte());
             parts.push((s, self.line_end(s)));
         }
-        self.out.wrappers.push(Wrapper { parts, start, end });
+        let uses = parts
+            .iter()
+            .flat_map(|&(s, e)| self.identifiers_in(s, e))
+            .collect();
+        self.out.wrappers.push(Wrapper {
+            parts,
+            start,
+            end,
+            uses,
+        });
+    }
+
+    /// Identifiers between two original offsets (comments and strings excluded).
+    fn identifiers_in(&self, start: usize, end: usize) -> Vec<String> {
+        self.tokens
+            .iter()
+            .filter(|t| t.kind == TokenKind::Ident && t.start >= start && t.end <= end)
+            .map(|t| t.text(&self.prepared.original).to_string())
+            .collect()
     }
 
     fn item(&mut self, node: Node) {
@@ -208,12 +230,7 @@ impl Collector<'_> {
         while end > start && self.prepared.original.as_bytes()[end - 1] == b'\n' {
             end -= 1;
         }
-        let uses = self
-            .tokens
-            .iter()
-            .filter(|t| t.kind == TokenKind::Ident && t.start >= start && t.end <= end)
-            .map(|t| t.text(&self.prepared.original).to_string())
-            .collect();
+        let uses = self.identifiers_in(start, end).into_iter().collect();
         self.out.items.push(Item {
             kind,
             names,

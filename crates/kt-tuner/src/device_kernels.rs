@@ -100,13 +100,15 @@ __device__ void kt_record(u64* out, u64 i, double abs_err, double rel_err, bool 
         if (poison) atomicAdd(&out[2], 1ull);
     }
 }
-template <typename T> __device__ void kt_cmp_float(const T* got, const T* exp, u64 n, double atol, double rtol, T poison, u64* out) {
+// same_bits_agree: a rerun compared with the first run, where the same bits (the same NaN, the same
+// never-written poison) are agreement; against a reference a NaN never passes
+template <typename T> __device__ void kt_cmp_float(const T* got, const T* exp, u64 n, double atol, double rtol, T poison, u64 same_bits_agree, u64* out) {
     for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x) {
         T gv = got[i];
         double g = (double)gv, e = (double)exp[i];
         bool is_poison = memcmp_bits(gv, poison);
         double d = fabs(g - e);
-        bool ok = !is_poison && (g == e || d <= atol + rtol * fabs(e));
+        bool ok = (same_bits_agree && memcmp_bits(gv, exp[i])) || (!is_poison && (g == e || d <= atol + rtol * fabs(e)));
         kt_record(out, i, d, e != 0.0 ? d / fabs(e) : 0.0, !ok, is_poison);
     }
 }
@@ -150,7 +152,7 @@ pub fn full_source(dtypes: &[DType]) -> String {
         s.push_str(&format!(
             "extern \"C\" __global__ void kt_fill_{sfx}({t}* p, u64 n, int dist, double a, double b, u64 seed) {{ kt_fill<{t}>(p, n, dist, a, b, seed); }}\n\
              extern \"C\" __global__ void kt_poison_{sfx}({t}* p, u64 n, u64 v) {{ kt_poison<{t}>(p, n, ({t})v); }}\n\
-             extern \"C\" __global__ void kt_compare_{sfx}(const {t}* g, const {t}* e, u64 n, double atol, double rtol, u64 poison, u64* out) {{ kt_cmp_int<{t}>(g, e, n, ({t})poison, out); }}\n"
+             extern \"C\" __global__ void kt_compare_{sfx}(const {t}* g, const {t}* e, u64 n, double atol, double rtol, u64 poison, u64 same_bits_agree, u64* out) {{ kt_cmp_int<{t}>(g, e, n, ({t})poison, out); }}\n"
         ));
     }
     for (sfx, t, conv) in [
@@ -163,7 +165,7 @@ pub fn full_source(dtypes: &[DType]) -> String {
         s.push_str(&format!(
             "extern \"C\" __global__ void kt_fill_{sfx}({t}* p, u64 n, int dist, double a, double b, u64 seed) {{ kt_fill<{t}>(p, n, dist, a, b, seed); }}\n\
              extern \"C\" __global__ void kt_poison_{sfx}({t}* p, u64 n, u64 v) {{ kt_poison<{t}>(p, n, {conv}); }}\n\
-             extern \"C\" __global__ void kt_compare_{sfx}(const {t}* g, const {t}* e, u64 n, double atol, double rtol, u64 v, u64* out) {{ kt_cmp_float<{t}>(g, e, n, atol, rtol, {conv}, out); }}\n"
+             extern \"C\" __global__ void kt_compare_{sfx}(const {t}* g, const {t}* e, u64 n, double atol, double rtol, u64 v, u64 same_bits_agree, u64* out) {{ kt_cmp_float<{t}>(g, e, n, atol, rtol, {conv}, same_bits_agree, out); }}\n"
         ));
     }
     // half and bfloat16: stored as raw 16-bit patterns, converted by hand (no cuda_fp16.h / cuda_bf16.h
@@ -178,10 +180,10 @@ pub fn full_source(dtypes: &[DType]) -> String {
             "extern \"C\" __global__ void kt_fill_{sfx}(f16bits* p, u64 n, int dist, double a, double b, u64 seed) {{\n\
                for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x) p[i] = {to}((float)kt_sample(dist, a, b, seed, i)); }}\n\
              extern \"C\" __global__ void kt_poison_{sfx}(f16bits* p, u64 n, u64 v) {{ kt_poison<f16bits>(p, n, (f16bits)v); }}\n\
-             extern \"C\" __global__ void kt_compare_{sfx}(const f16bits* got, const f16bits* exp, u64 n, double atol, double rtol, u64 v, u64* out) {{\n\
+             extern \"C\" __global__ void kt_compare_{sfx}(const f16bits* got, const f16bits* exp, u64 n, double atol, double rtol, u64 v, u64 same_bits_agree, u64* out) {{\n\
                for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x) {{\n\
                  double g = {from}(got[i]), e = {from}(exp[i]); bool is_poison = got[i] == (f16bits)v;\n\
-                 double d = fabs(g - e); bool ok = !is_poison && (g == e || d <= atol + rtol * fabs(e));\n\
+                 double d = fabs(g - e); bool ok = (same_bits_agree && got[i] == exp[i]) || (!is_poison && (g == e || d <= atol + rtol * fabs(e)));\n\
                  kt_record(out, i, d, e != 0.0 ? d / fabs(e) : 0.0, !ok, is_poison); }} }}\n"
         ));
     }

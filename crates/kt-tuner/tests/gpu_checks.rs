@@ -1,7 +1,7 @@
 //! GPU tests of the checks added for real programs: bfloat16 data end to end, array sizes that follow the
 //! configuration, a candidate that launches its own way with its parameters matched by name, reruns that
-//! expose a race, compute-sanitizer's findings, and % of peak against the theoretical ceilings. Run on a
-//! GPU machine with `cargo test -p kt-tuner --test gpu_checks -- --include-ignored --test-threads=1`.
+//! expose a race (and reruns with the same NaNs that agree), compute-sanitizer's findings, and % of peak
+//! against the theoretical ceilings. Run on a GPU machine with `cargo test -p kt-tuner --test gpu_checks -- --include-ignored --test-threads=1`.
 //! The worker is this test executable itself, re-executed with only `gpu_worker_entry` selected.
 
 #![allow(clippy::unwrap_used)]
@@ -158,6 +158,23 @@ fn reruns_that_differ_are_a_nondeterministic_verdict() {
         matches!(&v, Verdict::Nondeterministic { details } if details[0].contains("first at index")),
         "{v:?}"
     );
+}
+
+/// Deterministic NaNs: sqrt of the negative half of randn inputs, and the last element never written.
+const SQRT_SOME_NAN: &str = r#"__global__ void root(const float* in, float* out, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n - 1) out[i] = sqrtf(in[i]);
+}
+"#;
+
+#[test]
+#[ignore = "needs a GPU"]
+fn reruns_with_the_same_nans_agree() {
+    let (tests, _) = tests_for("float32", "n", &[]);
+    let k = TunableKernel::new(SQRT_SOME_NAN, "root", vec!["n".into()]);
+    let mut t = Tuner::new(config()).unwrap();
+    let v = t.check_determinism(&k, &block(256), &tests).unwrap();
+    assert!(matches!(v, Verdict::Ok), "{v:?}");
 }
 
 /// Reads its neighbour's shared-memory slot with no barrier between the write and the read.

@@ -172,7 +172,10 @@ pub(crate) fn load_kernel_with(
             dims: 0,
             host_code_left_out: host_names(&source),
             host_code_note: source.host_code_note(),
-            instantiations: kt_cuda::host_instantiations(&kernel_file.file.combined, &source.kernel.name),
+            instantiations: kt_cuda::host_instantiations(
+                &kernel_file.file.combined,
+                &source.kernel.name,
+            ),
             parsed: source.kernel,
             sidecar: None,
         });
@@ -190,7 +193,10 @@ pub(crate) fn load_kernel_with(
         dims: sc.problem_size.len(),
         host_code_left_out: host_names(&source),
         host_code_note: source.host_code_note(),
-        instantiations: kt_cuda::host_instantiations(&kernel_file.file.combined, &source.kernel.name),
+        instantiations: kt_cuda::host_instantiations(
+            &kernel_file.file.combined,
+            &source.kernel.name,
+        ),
         parsed: source.kernel,
         sidecar: Some(path),
     })
@@ -228,7 +234,22 @@ impl Loaded {
         self.kernel.template_args =
             template_args_for(&self.kernel.kernel_name, &params, tuned, given)
                 .map_err(|e| anyhow::anyhow!("{e} (a type parameter: --template NAME=TYPE)"))?;
+        self.type_arrays_by_template(given);
         Ok(())
+    }
+
+    /// A parameter whose element type is a template type parameter (`T *g_idata`) takes the element
+    /// type the template is given (`--template T=float`, or the file's own single instantiation), where
+    /// the sidecar has not said it.
+    fn type_arrays_by_template(&mut self, given: &BTreeMap<String, String>) {
+        for (spec, param) in self.params.iter_mut().zip(&self.parsed.params) {
+            if spec.dtype.is_some() {
+                continue;
+            }
+            if let Some(ty) = given.get(param.base_type.trim()) {
+                spec.dtype = kt_record::DType::from_c_type(ty);
+            }
+        }
     }
 
     /// Makes array sizes that name launch parameters (`ceil_div(n, block_size_x)`) follow each
@@ -428,5 +449,22 @@ mod tests {
         assert_eq!(loaded.kernel.template_args, vec!["256"]);
         let wrong = BTreeMap::from([("T".to_string(), "float".to_string())]);
         assert!(loaded.set_template_args(&[], &wrong).is_err());
+    }
+
+    #[test]
+    fn arrays_of_a_template_type_take_the_type_the_template_is_given() {
+        let file = corpus("tests/corpus/real-world-classes/host_instances.cu");
+        let mut loaded = load_kernel(&file, Some("block_sum"), &[]).unwrap();
+        let dtype =
+            |l: &Loaded, name: &str| l.params.iter().find(|p| p.name == name).unwrap().dtype;
+        assert_eq!(dtype(&loaded, "in"), None);
+        let given = BTreeMap::from([
+            ("T".to_string(), "double".to_string()),
+            ("blockSize".to_string(), "128".to_string()),
+            ("nIsPow2".to_string(), "true".to_string()),
+        ]);
+        loaded.set_template_args(&[], &given).unwrap();
+        assert_eq!(dtype(&loaded, "in"), Some((kt_record::DType::Float64, 1)));
+        assert_eq!(dtype(&loaded, "out"), Some((kt_record::DType::Float64, 1)));
     }
 }

@@ -223,6 +223,9 @@ impl DeviceMemory {
     }
 
     /// Compares on the GPU; copies back only the five result words and, on mismatch, two elements.
+    /// `same_bits_agree`: a rerun against the first run, where the same bits (the same NaN, poison left
+    /// unwritten by both) agree; against a reference a NaN never passes.
+    #[allow(clippy::too_many_arguments)]
     pub fn compare(
         &mut self,
         name: &str,
@@ -231,6 +234,7 @@ impl DeviceMemory {
         dtype: DType,
         n: u64,
         tol: Tolerance,
+        same_bits_agree: bool,
     ) -> Result<OutputReport, String> {
         let init: [u64; CMP_WORDS] = [0, u64::MAX, 0, 0, 0];
         // SAFETY: cmp holds CMP_WORDS u64.
@@ -243,6 +247,7 @@ impl DeviceMemory {
             tol.atol.to_le_bytes().to_vec(),
             tol.rtol.to_le_bytes().to_vec(),
             poison_bits(dtype).to_le_bytes().to_vec(),
+            u64::from(same_bits_agree).to_le_bytes().to_vec(),
             self.cmp.to_le_bytes().to_vec(),
         ];
         self.util_launch(&format!("kt_compare_{}", dk::suffix(dtype)), n, &mut p)?;
@@ -278,7 +283,7 @@ impl DeviceMemory {
     pub fn compare_output(&mut self, a: &ArrayView, expected: Ptr) -> Result<OutputReport, String> {
         // never past the expected values (a reference at another launch may have produced fewer)
         let n = a.elements.min(a.expected_elements);
-        self.compare(&a.name, a.work, expected, a.dtype, n, a.tolerance)
+        self.compare(&a.name, a.work, expected, a.dtype, n, a.tolerance, false)
     }
 
     /// Whether an input came out of a run byte for byte as it went in; a changed one is reset.
@@ -297,7 +302,7 @@ impl DeviceMemory {
             atol: 0.0,
             max_mismatch_fraction: 0.0,
         };
-        let rep = self.compare(&a.name, a.work, a.pristine, word, words, exact)?;
+        let rep = self.compare(&a.name, a.work, a.pristine, word, words, exact, false)?;
         if !rep.passed() {
             // later configurations must see the original inputs
             reset(a)?;

@@ -146,7 +146,14 @@ pub(super) fn run(
             },
         )?;
         if last == LastLaunch::Prepared {
-            outcome.timed_check = Some(check_timed(mem, launcher, r, &mut s, &stats, first_counted)?);
+            outcome.timed_check = Some(check_timed(
+                mem,
+                launcher,
+                r,
+                &mut s,
+                &stats,
+                first_counted,
+            )?);
         }
         outcome.timing = Some(stats);
     }
@@ -341,7 +348,7 @@ pub(super) fn repeat(
                             ..a.tolerance
                         };
                         let mut rep = mem
-                            .compare(&a.name, a.work, *first, a.dtype, a.elements, tol)
+                            .compare(&a.name, a.work, *first, a.dtype, a.elements, tol, true)
                             .map_err(crashed)?;
                         rep.name = if run % 2 == 0 && a.poison {
                             format!(
