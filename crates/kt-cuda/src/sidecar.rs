@@ -241,6 +241,55 @@ impl std::fmt::Display for SidecarProblem {
     }
 }
 
+/// Deepest nesting of `[`/`{` a sidecar may have (a `[[table]]` header counts 2).
+const MAX_SIDECAR_NESTING: usize = 32;
+
+/// The 1-based line where `[`/`{` nesting first passes `limit`, outside strings and comments; None when it never
+/// does. A rough count (it does not parse TOML), erring towards refusing only text no sidecar has.
+fn nesting_past(text: &str, limit: usize) -> Option<usize> {
+    let (mut depth, mut line) = (0usize, 1usize);
+    let mut quote: Option<char> = None;
+    let mut comment = false;
+    let mut escaped = false;
+    for c in text.chars() {
+        if c == '\n' {
+            line += 1;
+            comment = false;
+            if quote == Some('\'') || quote == Some('"') {
+                quote = None;
+            }
+            continue;
+        }
+        if comment {
+            continue;
+        }
+        match quote {
+            Some(q) => {
+                if escaped {
+                    escaped = false;
+                } else if c == '\\' && q == '"' {
+                    escaped = true;
+                } else if c == q {
+                    quote = None;
+                }
+            }
+            None => match c {
+                '"' | '\'' => quote = Some(c),
+                '#' => comment = true,
+                '[' | '{' => {
+                    depth += 1;
+                    if depth > limit {
+                        return Some(line);
+                    }
+                }
+                ']' | '}' => depth = depth.saturating_sub(1),
+                _ => {}
+            },
+        }
+    }
+    None
+}
+
 impl Sidecar {
     pub fn load(path: &Path) -> Result<Sidecar, CudaError> {
         let text = std::fs::read_to_string(path).map_err(|source| CudaError::Read {
@@ -252,6 +301,17 @@ impl Sidecar {
 
     /// Parses sidecar text; `path` is only used in error messages.
     pub fn from_toml(text: &str, path: &Path) -> Result<Sidecar, CudaError> {
+        // The toml parser recurses into nested arrays and inline tables: thousands of `[` would overflow
+        // the stack. No sidecar needs more than a few levels, so deeper text is refused before parsing.
+        if let Some(line) = nesting_past(text, MAX_SIDECAR_NESTING) {
+            return Err(CudaError::Sidecar {
+                path: PathBuf::from(path),
+                message: format!(
+                    "line {line}: arrays or inline tables nested more than {MAX_SIDECAR_NESTING} deep; \
+                     a sidecar needs a few levels at most"
+                ),
+            });
+        }
         toml::from_str(text).map_err(|e| CudaError::Sidecar {
             path: PathBuf::from(path),
             message: e.to_string(),
@@ -492,4 +552,12 @@ bytes = "4 * (A_width*A_height + A_width*B_width + A_height*B_width)"
         let err = Sidecar::from_toml("kernel = 3", Path::new("bad.toml")).unwrap_err();
         assert!(err.to_string().starts_with("sidecar bad.toml:"), "{err}");
     }
+    #[test]
+    fn deeply_nested_sidecar_text_is_refused_not_a_stack_overflow() {
+        let text = format!("a = {}", "[".repeat(20_000));
+        let err = Sidecar::from_toml(&text, Path::new("deep.toml")).unwrap_err().to_string();
+        assert!(err.contains("nested more than"), "{err}");
+        assert_eq!(nesting_past("a = [[1, 2], [3]]\n[[kernel]]\nb = \"[[[[\"", 4), None);
+    }
+
 }
