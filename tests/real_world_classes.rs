@@ -36,7 +36,13 @@ fn host_only_headers_of_a_header_chain_never_reach_the_unit() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     let unit = text(&out.stdout);
     assert!(unit.contains("__global__ void scale"), "{unit}");
-    for host in ["<strings.h>", "<exception>", "<stdio.h>", "strcasecmp", "CheckFailed"] {
+    for host in [
+        "<strings.h>",
+        "<exception>",
+        "<stdio.h>",
+        "strcasecmp",
+        "CheckFailed",
+    ] {
         assert!(!unit.contains(host), "{host} reached the unit:\n{unit}");
     }
     // <math.h> can give device code something: it stays
@@ -75,9 +81,18 @@ fn a_block_shape_from_macros_a_pragma_inside_a_loop_and_a_helpers_shared_memory_
         .iter()
         .map(|r| r["expr"].as_str().unwrap())
         .collect();
-    assert!(restrictions.contains(&"block_size_x == 32"), "{restrictions:?}");
-    assert!(restrictions.contains(&"block_size_y == 8"), "{restrictions:?}");
-    assert!(!restrictions.contains(&"block_size_y == 32"), "{restrictions:?}");
+    assert!(
+        restrictions.contains(&"block_size_x == 32"),
+        "{restrictions:?}"
+    );
+    assert!(
+        restrictions.contains(&"block_size_y == 8"),
+        "{restrictions:?}"
+    );
+    assert!(
+        !restrictions.contains(&"block_size_y == 32"),
+        "{restrictions:?}"
+    );
     let s = kernel("shared_sum");
     assert_eq!(s["features"]["uses_dynamic_shared_memory"], true, "{s}");
     // the kernel made by a macro is listed, not dropped
@@ -87,7 +102,12 @@ fn a_block_shape_from_macros_a_pragma_inside_a_loop_and_a_helpers_shared_memory_
 
 #[test]
 fn one_kernel_asked_for_never_hides_the_rest_and_a_macro_kernel_is_refused_with_a_reason() {
-    let out = kt(&["inspect", &file("macro_shapes.cu"), "--kernel", "shared_sum"]);
+    let out = kt(&[
+        "inspect",
+        &file("macro_shapes.cu"),
+        "--kernel",
+        "shared_sum",
+    ]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let summary = text(&out.stdout);
     assert!(
@@ -100,7 +120,10 @@ fn one_kernel_asked_for_never_hides_the_rest_and_a_macro_kernel_is_refused_with_
     let out = kt(&["inspect", &file("macro_shapes.cu"), "--kernel", "abs_all"]);
     assert!(!out.status.success());
     let err = text(&out.stderr);
-    assert!(err.contains("defined through the macro `ELEMENTWISE`"), "{err}");
+    assert!(
+        err.contains("defined through the macro `ELEMENTWISE`"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -112,8 +135,14 @@ fn the_programs_own_launches_give_template_values_and_the_code_gives_restriction
         err.contains("template parameter `blockSize` of `block_sum` tuned over 256, 128, 64"),
         "{err}"
     );
-    assert!(err.contains("template parameter `nIsPow2` of `block_sum` = true"), "{err}");
-    assert!(err.contains("restriction from the code: block_size_x == blockSize"), "{err}");
+    assert!(
+        err.contains("template parameter `nIsPow2` of `block_sum` = true"),
+        "{err}"
+    );
+    assert!(
+        err.contains("restriction from the code: block_size_x == blockSize"),
+        "{err}"
+    );
     // the user's choice wins
     let out = compile_only("host_instances.cu", &["--template", "blockSize=128"]);
     let err = text(&out.stderr);
@@ -126,7 +155,10 @@ fn the_programs_own_launches_give_template_values_and_the_code_gives_restriction
         "block_size_y == 16",
         "block_size_x * block_size_y <= 256",
     ] {
-        assert!(err.contains(&format!("restriction from the code: {r}")), "{r}: {err}");
+        assert!(
+            err.contains(&format!("restriction from the code: {r}")),
+            "{r}: {err}"
+        );
     }
 }
 

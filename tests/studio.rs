@@ -63,7 +63,13 @@ impl Studio {
     }
 
     /// One HTTP/1.1 request; returns the status and the body.
-    fn request(&self, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> (u16, String) {
+    fn request(
+        &self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: &str,
+    ) -> (u16, String) {
         let mut stream = TcpStream::connect(self.addr()).unwrap();
         let mut req = format!(
             "{method} {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n",
@@ -79,14 +85,20 @@ impl Studio {
         let mut answer = String::new();
         stream.read_to_string(&mut answer).unwrap();
         let status = answer[9..12].parse().unwrap();
-        let body = answer.split_once("\r\n\r\n").map(|(_, b)| b.to_string()).unwrap_or_default();
+        let body = answer
+            .split_once("\r\n\r\n")
+            .map(|(_, b)| b.to_string())
+            .unwrap_or_default();
         (status, body)
     }
 
     /// The session token embedded in the page.
     fn session_token(&self) -> String {
         let (_, page) = self.request("GET", "/", &[], "");
-        let after = page.split(r#"name="kt-studio-token" content=""#).nth(1).unwrap();
+        let after = page
+            .split(r#"name="kt-studio-token" content=""#)
+            .nth(1)
+            .unwrap();
         after.split('"').next().unwrap().to_string()
     }
 }
@@ -109,7 +121,11 @@ fn history(home: &Path, id: &str) -> Value {
         .args(["debug", "history", id, "--json"])
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
@@ -118,7 +134,11 @@ fn the_studio_serves_runs_and_refuses_changes_without_its_session_token() {
     let home = tempfile::tempdir().unwrap();
     let id = record_run(home.path());
     let studio = Studio::start(home.path(), &[]);
-    assert!(studio.url.starts_with("http://127.0.0.1:"), "{}", studio.url);
+    assert!(
+        studio.url.starts_with("http://127.0.0.1:"),
+        "{}",
+        studio.url
+    );
     let (status, runs) = studio.request("GET", "/api/runs", &[], "");
     assert_eq!(status, 200);
     let runs: Value = serde_json::from_str(&runs).unwrap();
@@ -134,11 +154,20 @@ fn the_studio_serves_runs_and_refuses_changes_without_its_session_token() {
     assert_eq!(status, 403, "a change without the session token is refused");
     let (status, _) = studio.request("POST", &path, &[("x-kt-studio-token", "guessed")], &fork);
     assert_eq!(status, 403);
-    let before = history(home.path(), &id)["checkpoints"].as_array().unwrap().len();
+    let before = history(home.path(), &id)["checkpoints"]
+        .as_array()
+        .unwrap()
+        .len();
     let token = studio.session_token();
     let (status, body) = studio.request("POST", &path, &[("x-kt-studio-token", &token)], &fork);
     assert_eq!(status, 200, "{body}");
-    assert_eq!(history(home.path(), &id)["checkpoints"].as_array().unwrap().len(), before + 1);
+    assert_eq!(
+        history(home.path(), &id)["checkpoints"]
+            .as_array()
+            .unwrap()
+            .len(),
+        before + 1
+    );
 
     let (status, _) = studio.request("GET", "/api/runs/..%2F..%2Fetc", &[], "");
     assert_eq!(status, 400, "a run id is never a path");
@@ -148,7 +177,10 @@ fn the_studio_serves_runs_and_refuses_changes_without_its_session_token() {
         .unwrap();
     let mut answer = String::new();
     rebound.read_to_string(&mut answer).unwrap();
-    assert!(answer.starts_with("HTTP/1.1 403"), "a foreign Host is refused: {answer}");
+    assert!(
+        answer.starts_with("HTTP/1.1 403"),
+        "a foreign Host is refused: {answer}"
+    );
 }
 
 #[test]
@@ -175,7 +207,10 @@ fn read_only_mode_refuses_every_change_and_remote_binding_needs_a_token() {
         .unwrap();
     assert!(!refused.status.success());
     let err = String::from_utf8_lossy(&refused.stderr);
-    assert!(err.contains("--allow-remote") && err.contains("--token"), "{err}");
+    assert!(
+        err.contains("--allow-remote") && err.contains("--token"),
+        "{err}"
+    );
 }
 
 /// The fixture's fake GPU, slowed down so that a run takes a few seconds and its checkpoints come apart.
@@ -218,7 +253,10 @@ impl TuningBackend for PacedBackend {
 }
 
 fn now_ms() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as u64
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64
 }
 
 /// Where `KT_STUDIO_SCREENSHOTS` points: screenshots for docs/ are kept there.
@@ -237,23 +275,63 @@ fn studio_in_chromium_lists_runs_draws_the_graph_diffs_checkpoints_and_forks() {
     b.goto(&studio.url);
 
     // The run list, its search box and status filter.
-    b.wait_for("document.querySelectorAll('#runs .run-row').length === 1", long, "the run list");
-    assert_eq!(b.eval("document.querySelector('#runs .run-row').dataset.status"), "finished");
+    b.wait_for(
+        "document.querySelectorAll('#runs .run-row').length === 1",
+        long,
+        "the run list",
+    );
+    assert_eq!(
+        b.eval("document.querySelector('#runs .run-row').dataset.status"),
+        "finished"
+    );
     b.eval("const f = document.querySelector('#run-filter'); f.value = 'no-such-kernel'; f.dispatchEvent(new Event('input'))");
-    assert_eq!(b.eval("document.querySelectorAll('#runs .run-row:not([hidden])').length"), 0);
+    assert_eq!(
+        b.eval("document.querySelectorAll('#runs .run-row:not([hidden])').length"),
+        0
+    );
     b.eval("const f = document.querySelector('#run-filter'); f.value = 'matrixMul'; f.dispatchEvent(new Event('input'))");
-    assert_eq!(b.eval("document.querySelectorAll('#runs .run-row:not([hidden])').length"), 1);
+    assert_eq!(
+        b.eval("document.querySelectorAll('#runs .run-row:not([hidden])').length"),
+        1
+    );
 
     // A run: its graph with the path taken and route labels.
     b.eval("document.querySelector('#runs .run-row a').click()");
-    b.wait_for("document.querySelector('#graph svg')", long, "the run's graph");
-    assert_eq!(b.eval("document.querySelector('#run-summary').dataset.status"), "finished");
-    assert_eq!(b.eval("!!document.querySelector('#graph g.node.visited[data-node=\"apply\"]')"), true);
-    assert!(b.eval("document.querySelectorAll('#graph path.edge.taken').length").as_u64().unwrap() > 3);
-    assert!(b.eval("document.querySelector('#graph svg').innerHTML").as_str().unwrap().contains("route"));
-    assert_eq!(b.eval("document.querySelectorAll('#llm .llm-row').length"), 8);
+    b.wait_for(
+        "document.querySelector('#graph svg')",
+        long,
+        "the run's graph",
+    );
+    assert_eq!(
+        b.eval("document.querySelector('#run-summary').dataset.status"),
+        "finished"
+    );
+    assert_eq!(
+        b.eval("!!document.querySelector('#graph g.node.visited[data-node=\"apply\"]')"),
+        true
+    );
+    assert!(
+        b.eval("document.querySelectorAll('#graph path.edge.taken').length")
+            .as_u64()
+            .unwrap()
+            > 3
+    );
+    assert!(
+        b.eval("document.querySelector('#graph svg').innerHTML")
+            .as_str()
+            .unwrap()
+            .contains("route")
+    );
+    assert_eq!(
+        b.eval("document.querySelectorAll('#llm .llm-row').length"),
+        8
+    );
     b.eval("document.querySelector('#llm .llm-row').click()");
-    b.wait_for("document.querySelector('#llm-detail pre.prompt')", long, "a prompt and its raw answer");
+    b.wait_for(
+        "document.querySelector('#llm-detail pre.prompt')",
+        long,
+        "a prompt and its raw answer",
+    );
     if let Some(dir) = screenshot_dir() {
         b.screenshot(&dir.join("studio-run.png"));
     }
@@ -261,17 +339,30 @@ fn studio_in_chromium_lists_runs_draws_the_graph_diffs_checkpoints_and_forks() {
     // Time travel: every checkpoint on the timeline, and the diff from the input to the head.
     let h = history(home.path(), &id);
     let checkpoints = h["checkpoints"].as_array().unwrap();
-    let (first, last) = (checkpoints[0]["checkpoint"].as_u64().unwrap(), checkpoints.last().unwrap()["checkpoint"].as_u64().unwrap());
+    let (first, last) = (
+        checkpoints[0]["checkpoint"].as_u64().unwrap(),
+        checkpoints.last().unwrap()["checkpoint"].as_u64().unwrap(),
+    );
     b.eval("document.querySelector('#tab-timeline').click()");
     b.wait_for(
-        &format!("document.querySelectorAll('#timeline circle.cp').length === {}", checkpoints.len()),
+        &format!(
+            "document.querySelectorAll('#timeline circle.cp').length === {}",
+            checkpoints.len()
+        ),
         long,
         "every checkpoint on the timeline",
     );
     b.eval(&format!("document.querySelector('#cp-a').value = '{first}'; document.querySelector('#cp-b').value = '{last}'; document.querySelector('#show-diff').click()"));
-    b.wait_for("document.querySelectorAll('#diff-view .field-change').length > 0", long, "the diff");
+    b.wait_for(
+        "document.querySelectorAll('#diff-view .field-change').length > 0",
+        long,
+        "the diff",
+    );
     assert!(
-        b.eval("document.querySelectorAll('#diff-view .side-by-side td.new').length").as_u64().unwrap() > 0,
+        b.eval("document.querySelectorAll('#diff-view .side-by-side td.new').length")
+            .as_u64()
+            .unwrap()
+            > 0,
         "code is diffed side by side"
     );
     if let Some(dir) = screenshot_dir() {
@@ -280,9 +371,23 @@ fn studio_in_chromium_lists_runs_draws_the_graph_diffs_checkpoints_and_forks() {
 
     // A fork from the input with an edited field, and the new branch in the run's store.
     b.eval(&format!("document.querySelector('#cp-a').value = '{first}'; document.querySelector('#fork-field').value = 'plan'; document.querySelector('#fork-value').value = '[]'; document.querySelector('#fork-btn').click()"));
-    b.wait_for("document.querySelector('#fork-done')", long, "the fork's answer");
-    let forked = b.eval("document.querySelector('#fork-done').dataset.checkpoint").as_str().unwrap().parse::<u64>().unwrap();
-    let branch = b.eval("document.querySelector('#fork-done').dataset.branch").as_str().unwrap().parse::<u64>().unwrap();
+    b.wait_for(
+        "document.querySelector('#fork-done')",
+        long,
+        "the fork's answer",
+    );
+    let forked = b
+        .eval("document.querySelector('#fork-done').dataset.checkpoint")
+        .as_str()
+        .unwrap()
+        .parse::<u64>()
+        .unwrap();
+    let branch = b
+        .eval("document.querySelector('#fork-done').dataset.branch")
+        .as_str()
+        .unwrap()
+        .parse::<u64>()
+        .unwrap();
     let after = history(home.path(), &id);
     let entry = after["checkpoints"]
         .as_array()
@@ -293,8 +398,18 @@ fn studio_in_chromium_lists_runs_draws_the_graph_diffs_checkpoints_and_forks() {
     assert_eq!(entry["branch"], branch);
     assert_eq!(entry["source"], "fork");
     assert_eq!(entry["parent"], first);
-    assert!(after["branches"].as_array().unwrap().iter().any(|br| br["branch"] == branch));
-    b.wait_for("document.querySelector('#timeline').dataset.branches === '2'", long, "the new branch on the timeline");
+    assert!(
+        after["branches"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|br| br["branch"] == branch)
+    );
+    b.wait_for(
+        "document.querySelector('#timeline').dataset.branches === '2'",
+        long,
+        "the new branch on the timeline",
+    );
 }
 
 #[test]
@@ -306,7 +421,11 @@ fn studio_in_chromium_shows_a_running_transform_within_a_second_of_each_checkpoi
     let studio = Studio::start(home.path(), &[]);
     let mut b = Browser::start(1400, 1000);
     b.goto(&studio.url);
-    b.wait_for("document.querySelector('#runs tbody')", Duration::from_secs(20), "the empty run list");
+    b.wait_for(
+        "document.querySelector('#runs tbody')",
+        Duration::from_secs(20),
+        "the empty run list",
+    );
 
     // The transform runs in another thread, as it would in another terminal: scripted answers, a fake GPU
     // slowed to 600 ms per tuning.
@@ -323,7 +442,11 @@ fn studio_in_chromium_shows_a_running_transform_within_a_second_of_each_checkpoi
         ))
         .run_id()
     });
-    b.wait_for("document.querySelectorAll('#runs .run-row').length === 1", Duration::from_secs(20), "the new run in the list");
+    b.wait_for(
+        "document.querySelectorAll('#runs .run-row').length === 1",
+        Duration::from_secs(20),
+        "the new run in the list",
+    );
     b.eval("document.querySelector('#runs .run-row a').click()");
     // When the page first showed each head checkpoint.
     let mut first_seen: Vec<(u64, u64)> = Vec::new();
@@ -338,7 +461,9 @@ fn studio_in_chromium_shows_a_running_transform_within_a_second_of_each_checkpoi
         {
             first_seen.push((h, now_ms()));
         }
-        if status == "running" && b.eval("!!document.querySelector('#graph g.running')") == Value::Bool(true) {
+        if status == "running"
+            && b.eval("!!document.querySelector('#graph g.running')") == Value::Bool(true)
+        {
             saw_running = true;
             if !shot && let Some(dir) = screenshot_dir() {
                 b.screenshot(&dir.join("studio-live.png"));
@@ -348,7 +473,10 @@ fn studio_in_chromium_shows_a_running_transform_within_a_second_of_each_checkpoi
         if transform.is_finished() && status == "finished" {
             break;
         }
-        assert!(Instant::now() < deadline, "the run did not finish on the page in 120 s");
+        assert!(
+            Instant::now() < deadline,
+            "the run did not finish on the page in 120 s"
+        );
         std::thread::sleep(Duration::from_millis(25));
     }
     let id = transform.join().unwrap();
@@ -358,7 +486,12 @@ fn studio_in_chromium_shows_a_running_transform_within_a_second_of_each_checkpoi
         .as_array()
         .unwrap()
         .iter()
-        .map(|c| (c["checkpoint"].as_u64().unwrap(), c["created_ms"].as_u64().unwrap()))
+        .map(|c| {
+            (
+                c["checkpoint"].as_u64().unwrap(),
+                c["created_ms"].as_u64().unwrap(),
+            )
+        })
         .collect();
     assert!(written.len() > 5, "{h}");
     // Each checkpoint is on the page (as the head, or passed by a later head) within a second of its write.
@@ -388,7 +521,10 @@ kt_graph::state! {
 /// A finished run of `steps` checkpoints (a loop graph, each step overwriting a counter and a note and
 /// appending one history item), recorded in a real run directory under `runs`. Returns its id.
 fn record_long_run(runs: &Path, steps: u64) -> String {
-    use kt_graph::{END, Executor, GraphBuilder, NoError, NodeContext, RunId, RunOptions, START, SqliteStore, node_fn};
+    use kt_graph::{
+        END, Executor, GraphBuilder, NoError, NodeContext, RunId, RunOptions, START, SqliteStore,
+        node_fn,
+    };
     let root = support::root();
     let run = kt_pipeline::RunDir::create(
         runs,
@@ -397,7 +533,10 @@ fn record_long_run(runs: &Path, steps: u64) -> String {
             kernel: "matrixMultiply",
             strategy: "autonomous",
             settings: kt_pipeline::RunSettings::default(),
-            llm: kt_pipeline::RunLlm { provider: "scripted".into(), model: String::new() },
+            llm: kt_pipeline::RunLlm {
+                provider: "scripted".into(),
+                model: String::new(),
+            },
         },
     )
     .unwrap();
@@ -415,14 +554,23 @@ fn record_long_run(runs: &Path, steps: u64) -> String {
     )
     .writes(&["counter", "note", "history"]);
     g.edge(START, "tick");
-    g.route("tick", &["tick", END], move |s: &LongRun| if s.counter < steps { "tick" } else { END });
+    g.route("tick", &["tick", END], move |s: &LongRun| {
+        if s.counter < steps { "tick" } else { END }
+    });
     let graph = g.compile().unwrap();
     let store = Arc::new(SqliteStore::open(&run.sqlite()).unwrap());
     let exec = Executor::new(graph, store);
     let rt = tokio::runtime::Runtime::new().unwrap();
-    let opts = RunOptions { step_limit: steps + 10, ..RunOptions::default() };
-    rt.block_on(exec.start(RunId::new(format!("{}/stage3", run.run_id())), LongRun::default(), opts))
-        .unwrap();
+    let opts = RunOptions {
+        step_limit: steps + 10,
+        ..RunOptions::default()
+    };
+    rt.block_on(exec.start(
+        RunId::new(format!("{}/stage3", run.run_id())),
+        LongRun::default(),
+        opts,
+    ))
+    .unwrap();
     run.set_status(kt_pipeline::RunStatus::Finished).unwrap();
     run.run_id()
 }
@@ -447,11 +595,17 @@ fn peak_rss_mb(pid: u32) -> f64 {
 #[test]
 #[ignore = "needs chromium; a benchmark (experiments/studio-bench/run.sh)"]
 fn studio_bench_a_run_of_many_checkpoints() {
-    let steps: u64 = std::env::var("KT_STUDIO_BENCH_STEPS").ok().and_then(|s| s.parse().ok()).unwrap_or(10_000);
+    let steps: u64 = std::env::var("KT_STUDIO_BENCH_STEPS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(10_000);
     let home = tempfile::tempdir().unwrap();
     let t0 = Instant::now();
     let id = record_long_run(&home.path().join("runs"), steps);
-    eprintln!("recorded {steps} steps in {:.1} s", t0.elapsed().as_secs_f64());
+    eprintln!(
+        "recorded {steps} steps in {:.1} s",
+        t0.elapsed().as_secs_f64()
+    );
     let studio = Studio::start(home.path(), &[]);
     let mut b = Browser::start(1400, 1000);
     let mut page_ms = Vec::new();
@@ -460,14 +614,30 @@ fn studio_bench_a_run_of_many_checkpoints() {
         b.goto("about:blank");
         let t = Instant::now();
         b.goto(&format!("{}#/run/{id}/live", studio.url));
-        b.wait_for("document.querySelector('#graph svg') && document.querySelector('#steps tbody tr')", Duration::from_secs(60), "the run page");
+        b.wait_for(
+            "document.querySelector('#graph svg') && document.querySelector('#steps tbody tr')",
+            Duration::from_secs(60),
+            "the run page",
+        );
         page_ms.push(t.elapsed().as_secs_f64() * 1e3);
         let t = Instant::now();
         b.eval("document.querySelector('#tab-timeline').click()");
-        b.wait_for(&format!("document.querySelectorAll('#timeline circle.cp').length === {}", steps + 1), Duration::from_secs(60), "the timeline");
+        b.wait_for(
+            &format!(
+                "document.querySelectorAll('#timeline circle.cp').length === {}",
+                steps + 1
+            ),
+            Duration::from_secs(60),
+            "the timeline",
+        );
         timeline_ms.push(t.elapsed().as_secs_f64() * 1e3);
     }
-    let (status, body) = studio.request("GET", &format!("/api/runs/{id}/diff?a=1&b={steps}"), &[], "");
+    let (status, body) = studio.request(
+        "GET",
+        &format!("/api/runs/{id}/diff?a=1&b={steps}"),
+        &[],
+        "",
+    );
     assert_eq!(status, 200, "{body}");
     let median = |v: &mut Vec<f64>| {
         v.sort_by(f64::total_cmp);
@@ -475,7 +645,15 @@ fn studio_bench_a_run_of_many_checkpoints() {
     };
     let rss = peak_rss_mb(studio.child.id());
     println!("checkpoints: {}", steps + 1);
-    println!("run_page_interactive_ms: {:.0} (median of 3: {:?})", median(&mut page_ms), page_ms.iter().map(|m| m.round()).collect::<Vec<_>>());
-    println!("timeline_interactive_ms: {:.0} (median of 3: {:?})", median(&mut timeline_ms), timeline_ms.iter().map(|m| m.round()).collect::<Vec<_>>());
+    println!(
+        "run_page_interactive_ms: {:.0} (median of 3: {:?})",
+        median(&mut page_ms),
+        page_ms.iter().map(|m| m.round()).collect::<Vec<_>>()
+    );
+    println!(
+        "timeline_interactive_ms: {:.0} (median of 3: {:?})",
+        median(&mut timeline_ms),
+        timeline_ms.iter().map(|m| m.round()).collect::<Vec<_>>()
+    );
     println!("studio_peak_rss_mb: {rss:.1}");
 }

@@ -589,7 +589,10 @@ fn an_llm_outage_ends_the_run_llm_unavailable_with_exit_75_and_a_resumable_run()
 }
 
 /// Starts `kt transform` against a server that never answers and waits until its first LLM call is in flight.
-fn transform_waiting_on_the_llm(home: &std::path::Path, out_dir: &std::path::Path) -> std::process::Child {
+fn transform_waiting_on_the_llm(
+    home: &std::path::Path,
+    out_dir: &std::path::Path,
+) -> std::process::Child {
     let (tx, rx) = std::sync::mpsc::channel();
     let port = hanging_llm_server(tx);
     let child = kt_command(home)
@@ -615,7 +618,10 @@ fn transform_waiting_on_the_llm(home: &std::path::Path, out_dir: &std::path::Pat
 }
 
 /// Sends `signal` and waits (at most 10 s) for the exit.
-fn stop_with(mut child: std::process::Child, signal: libc::c_int) -> (std::process::ExitStatus, String) {
+fn stop_with(
+    mut child: std::process::Child,
+    signal: libc::c_int,
+) -> (std::process::ExitStatus, String) {
     // SAFETY: sends a signal to the child we spawned; no memory is involved.
     assert_eq!(unsafe { libc::kill(child.id() as libc::pid_t, signal) }, 0);
     let sent = std::time::Instant::now();
@@ -639,8 +645,16 @@ fn sigterm_and_sighup_end_a_run_as_ctrl_c_does_with_their_own_exit_codes() {
         let (status, stderr) = stop_with(child, signal);
         assert_eq!(status.code(), Some(code), "signal {signal}: {stderr}");
         let run = only_entry(&out_dir);
-        assert_eq!(read_json(&run.join("run.json"))["status"], "interrupted", "{stderr}");
-        assert_eq!(read_json(&run.join("result.json"))["status"], "interrupted", "{stderr}");
+        assert_eq!(
+            read_json(&run.join("run.json"))["status"],
+            "interrupted",
+            "{stderr}"
+        );
+        assert_eq!(
+            read_json(&run.join("result.json"))["status"],
+            "interrupted",
+            "{stderr}"
+        );
         let leftovers: Vec<_> = std::fs::read_dir(&run)
             .unwrap()
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())

@@ -142,7 +142,12 @@ impl Browser {
         browser
     }
 
-    fn send(&mut self, method: &str, params: Value, session: Option<String>) -> Result<Value, String> {
+    fn send(
+        &mut self,
+        method: &str,
+        params: Value,
+        session: Option<String>,
+    ) -> Result<Value, String> {
         self.next_id += 1;
         let id = self.next_id;
         let mut message = json!({"id": id, "method": method, "params": params});
@@ -163,7 +168,9 @@ impl Browser {
                     return Ok(v["result"].clone());
                 }
                 Ok(_) => continue, // an event
-                Err(RecvTimeoutError::Timeout) => panic!("{method}: chromium did not answer in 30 s"),
+                Err(RecvTimeoutError::Timeout) => {
+                    panic!("{method}: chromium did not answer in 30 s")
+                }
                 Err(RecvTimeoutError::Disconnected) => panic!("{method}: chromium exited"),
             }
         }

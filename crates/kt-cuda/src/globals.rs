@@ -48,8 +48,11 @@ pub(crate) fn written_by(
         return Vec::new();
     }
     let mut found: BTreeMap<String, MutableGlobal> = BTreeMap::new();
-    let bodies = std::iter::once(definition)
-        .chain(helpers.iter().filter_map(|h| file.device_by_name.get(h).copied()));
+    let bodies = std::iter::once(definition).chain(
+        helpers
+            .iter()
+            .filter_map(|h| file.device_by_name.get(h).copied()),
+    );
     for body in bodies {
         find_writes(prepared, body, &globals, &mut found);
     }
@@ -60,9 +63,9 @@ pub(crate) fn written_by(
 fn collect_globals(text: &str, node: Node, out: &mut BTreeMap<String, Global>) {
     match node.kind() {
         "declaration" => {
-            let space = ["__managed__", "__device__"]
-                .into_iter()
-                .find(|s| has_specifier(node, text, s) || has_word_before_declarator(node, text, s));
+            let space = ["__managed__", "__device__"].into_iter().find(|s| {
+                has_specifier(node, text, s) || has_word_before_declarator(node, text, s)
+            });
             let fixed = ["__constant__", "const", "constexpr"]
                 .iter()
                 .any(|s| has_specifier(node, text, s) || has_word_before_declarator(node, text, s));
@@ -139,7 +142,11 @@ fn find_writes(
         "assignment_expression" => node.child_by_field_name("left"),
         "update_expression" => node.child_by_field_name("argument"),
         // an address handed on (atomics, a helper that writes through it)
-        "pointer_expression" if node.child(0).is_some_and(|op| &text[op.byte_range()] == "&") => {
+        "pointer_expression"
+            if node
+                .child(0)
+                .is_some_and(|op| &text[op.byte_range()] == "&") =>
+        {
             node.child_by_field_name("argument")
         }
         _ => None,
@@ -200,7 +207,10 @@ extern "C" __global__ void k(float *c, const float *a, int n) {
     if (i < n) c[i] = a[i] * scale[0];
 }
 "#;
-        assert_eq!(globals(src), [("calls".to_string(), "__device__".to_string())]);
+        assert_eq!(
+            globals(src),
+            [("calls".to_string(), "__device__".to_string())]
+        );
     }
 
     #[test]

@@ -328,7 +328,9 @@ mod tests {
         assert_eq!(only_b.kernels[0].name, "b");
         // the file's other kernels are never hidden
         assert!(
-            only_b.human().starts_with("f.cu: 2 kernels, showing b (the others: a)\n"),
+            only_b
+                .human()
+                .starts_with("f.cu: 2 kernels, showing b (the others: a)\n"),
             "{}",
             only_b.human()
         );
@@ -344,7 +346,10 @@ mod tests {
             text.contains("kernels defined through macros (listed, not analysed: expand the macro to tune one): abs_k (UNARY, line 2)"),
             "{text}"
         );
-        let err = s.select_kernel_in(Some("abs_k"), "m.cu").unwrap_err().to_string();
+        let err = s
+            .select_kernel_in(Some("abs_k"), "m.cu")
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("defined through the macro `UNARY`"), "{err}");
     }
 

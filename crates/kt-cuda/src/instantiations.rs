@@ -35,7 +35,10 @@ fn code_only(source: &str) -> String {
     use crate::lexer::{TokenKind, tokenize};
     let mut bytes = source.as_bytes().to_vec();
     for t in tokenize(source) {
-        if matches!(t.kind, TokenKind::Comment | TokenKind::Str | TokenKind::Char) {
+        if matches!(
+            t.kind,
+            TokenKind::Comment | TokenKind::Str | TokenKind::Char
+        ) {
             for b in &mut bytes[t.start..t.end] {
                 if *b != b'\n' {
                     *b = b' ';

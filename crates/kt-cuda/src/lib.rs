@@ -73,8 +73,8 @@ mod instantiations;
 mod kernel;
 mod kernel_facts;
 mod layout;
-mod macro_kernels;
 mod lexer;
+mod macro_kernels;
 mod preprocess;
 mod relations;
 mod rewrite;
@@ -94,11 +94,11 @@ pub use globals::MutableGlobal;
 pub use includes::{IncludeRecord, SourceFile, decode};
 pub use inspect::{INSPECT_SCHEMA_VERSION, InspectReport};
 pub use instantiations::host_instantiations;
-pub use macro_kernels::MacroKernel;
 pub use kernel::{
     AssumptionKind, Kernel, KernelFeatures, KernelParam, LaunchAssumption, LaunchBounds, Location,
     Restriction, Span, StructField, StructLayout, TemplateParam,
 };
+pub use macro_kernels::MacroKernel;
 pub use rewrite::{prepend_defines, remove_defines, rename_identifiers};
 pub use sidecar::{
     LAUNCH_NAMES, SIDECAR_DTYPES, ScalarValue, Sidecar, SidecarProblem, SizeExpr,

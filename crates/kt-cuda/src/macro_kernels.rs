@@ -77,7 +77,11 @@ pub(crate) fn find(
 /// The byte ranges of the invocations of kernel-defining macros outside directives (the name through its
 /// closing parenthesis): text the grammar cannot read as a declaration, and that swallows the next one
 /// when it has no `;` — kt blanks them before parsing (the kernels they define are listed by [`find`]).
-pub(crate) fn invocation_spans(source: &str, tokens: &[Token], defines: &[Define]) -> Vec<(usize, usize)> {
+pub(crate) fn invocation_spans(
+    source: &str,
+    tokens: &[Token],
+    defines: &[Define],
+) -> Vec<(usize, usize)> {
     let makers: Vec<&Define> = defines
         .iter()
         .filter(|d| {

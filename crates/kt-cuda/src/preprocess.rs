@@ -120,7 +120,9 @@ impl Prepared {
         for t in &tokens {
             if t.kind != TokenKind::Ident
                 || t.directive.is_some()
-                || macro_kernels.iter().any(|&(s, e)| t.start >= s && t.end <= e)
+                || macro_kernels
+                    .iter()
+                    .any(|&(s, e)| t.start >= s && t.end <= e)
             {
                 continue;
             }
@@ -358,7 +360,11 @@ mod tests {
         assert_eq!(p.text.len(), src.len());
         // the one after `)` is blanked, the one between statements is kept
         assert_eq!(p.text.matches("#pragma unroll").count(), 1);
-        assert!(p.text.contains("i++)\n              \n    a[i] = 0;"), "{}", p.text);
+        assert!(
+            p.text.contains("i++)\n              \n    a[i] = 0;"),
+            "{}",
+            p.text
+        );
         assert_eq!(p.original, src);
     }
 }

@@ -172,7 +172,8 @@ impl Finder<'_> {
             let bound = cond.child_by_field_name("right").map(|r| self.text(r));
             let update = self.text(update);
             let step = update.split("+=").nth(1).map(|s| s.trim().to_string());
-            if let (true, Some("<"), Some(bound), Some(step)) = (from_zero, op.as_deref(), bound, step)
+            if let (true, Some("<"), Some(bound), Some(step)) =
+                (from_zero, op.as_deref(), bound, step)
                 && self.value_of(&step).is_some()
                 && self.value_of(&bound).is_some()
             {
@@ -376,7 +377,10 @@ mod tests {
         assert!(e.contains(&"block_size_x == 32".to_string()), "{e:?}");
         assert!(e.contains(&"block_size_y == 8".to_string()), "{e:?}");
         assert!(!e.contains(&"block_size_y == 32".to_string()), "{e:?}");
-        assert!(e.contains(&"block_size_x * block_size_y <= 256".to_string()), "{e:?}");
+        assert!(
+            e.contains(&"block_size_x * block_size_y <= 256".to_string()),
+            "{e:?}"
+        );
     }
 
     #[test]

@@ -285,15 +285,27 @@ mod depth_tests {
     }
 
     fn nested_parens(levels: usize) -> String {
-        kernel_around(&format!("x[0] = {}1{};", "(".repeat(levels), ")".repeat(levels)))
+        kernel_around(&format!(
+            "x[0] = {}1{};",
+            "(".repeat(levels),
+            ")".repeat(levels)
+        ))
     }
 
     fn nested_braces(levels: usize) -> String {
-        kernel_around(&format!("{}x[0] = 1;{}", "{".repeat(levels), "}".repeat(levels)))
+        kernel_around(&format!(
+            "{}x[0] = 1;{}",
+            "{".repeat(levels),
+            "}".repeat(levels)
+        ))
     }
 
     fn nested_ifs(levels: usize) -> String {
-        kernel_around(&format!("{}x[0] = 1;\n{}", "#if 1\n".repeat(levels), "#endif\n".repeat(levels)))
+        kernel_around(&format!(
+            "{}x[0] = 1;\n{}",
+            "#if 1\n".repeat(levels),
+            "#endif\n".repeat(levels)
+        ))
     }
 
     fn long_sum(terms: usize) -> String {
@@ -320,7 +332,9 @@ mod depth_tests {
         ] {
             let result = on_small_stack(move || crate::parse(&text).map(|_| ()));
             match result {
-                Err(CudaError::TooDeeplyNested { limit, .. }) => assert_eq!(limit, MAX_SYNTAX_DEPTH),
+                Err(CudaError::TooDeeplyNested { limit, .. }) => {
+                    assert_eq!(limit, MAX_SYNTAX_DEPTH)
+                }
                 other => panic!("{what}: {other:?}"),
             }
         }

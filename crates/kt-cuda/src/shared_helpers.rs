@@ -26,7 +26,10 @@ pub(crate) fn dynamic_shared_types(text: &str) -> Vec<String> {
             let name_end = after.len() - after.trim_start().len() + name.len();
             // `template <class T> struct S {`: the `class` of a template parameter names no type here
             let head = &after[name_end.min(open)..open];
-            if name.is_empty() || after.as_bytes()[open] != b'{' || head.contains(['>', ',', '(', ')']) {
+            if name.is_empty()
+                || after.as_bytes()[open] != b'{'
+                || head.contains(['>', ',', '(', ')'])
+            {
                 continue;
             }
             let body = balanced(&after[open..]);

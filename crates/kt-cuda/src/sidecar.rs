@@ -555,9 +555,13 @@ bytes = "4 * (A_width*A_height + A_width*B_width + A_height*B_width)"
     #[test]
     fn deeply_nested_sidecar_text_is_refused_not_a_stack_overflow() {
         let text = format!("a = {}", "[".repeat(20_000));
-        let err = Sidecar::from_toml(&text, Path::new("deep.toml")).unwrap_err().to_string();
+        let err = Sidecar::from_toml(&text, Path::new("deep.toml"))
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("nested more than"), "{err}");
-        assert_eq!(nesting_past("a = [[1, 2], [3]]\n[[kernel]]\nb = \"[[[[\"", 4), None);
+        assert_eq!(
+            nesting_past("a = [[1, 2], [3]]\n[[kernel]]\nb = \"[[[[\"", 4),
+            None
+        );
     }
-
 }

@@ -300,7 +300,9 @@ impl Transport {
         body: &serde_json::Value,
         streaming: bool,
     ) -> Result<reqwest::Response, LlmError> {
-        let size = serde_json::to_vec(body).map(|b| b.len() as u64).unwrap_or(0);
+        let size = serde_json::to_vec(body)
+            .map(|b| b.len() as u64)
+            .unwrap_or(0);
         if size > MAX_PROMPT_BYTES {
             return Err(self.too_large("prompt", size, MAX_PROMPT_BYTES, true));
         }

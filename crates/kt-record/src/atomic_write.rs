@@ -51,7 +51,9 @@ pub fn remove_stale_temporaries(dir: &Path) {
 }
 
 fn write_error(path: &Path, parent: &Path, needed: u64, source: std::io::Error) -> RecordError {
-    if source.raw_os_error() == Some(libc_enospc()) || source.kind() == std::io::ErrorKind::StorageFull {
+    if source.raw_os_error() == Some(libc_enospc())
+        || source.kind() == std::io::ErrorKind::StorageFull
+    {
         let available = nix::sys::statvfs::statvfs(parent)
             .map(|s| s.blocks_available() as u64 * s.fragment_size() as u64)
             .ok();
@@ -116,7 +118,10 @@ mod tests {
             std::io::Error::from_raw_os_error(libc_enospc()),
         );
         let text = err.to_string();
-        assert!(text.contains("4096 bytes") && text.contains("unchanged"), "{text}");
+        assert!(
+            text.contains("4096 bytes") && text.contains("unchanged"),
+            "{text}"
+        );
     }
 
     #[test]

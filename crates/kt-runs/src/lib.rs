@@ -50,8 +50,8 @@ pub use profiles::profile_lines;
 pub use record::RunRecord;
 pub use report::{ReportInputs, graph_dot, render_html};
 pub use session::{
-    ContinueReport, FieldSet, breakpoint_nodes, ForkReport, GraphFormat, NodeDebug, NodeReport, continue_run,
-    debug_node, export, fork, graph_nodes, replay, session_dir,
+    ContinueReport, FieldSet, ForkReport, GraphFormat, NodeDebug, NodeReport, breakpoint_nodes,
+    continue_run, debug_node, export, fork, graph_nodes, replay, session_dir,
 };
 pub use stage3::{RecordedBackend, Stage3Binding};
 pub use steps::{NodeRan, PathStep, run_path};

@@ -453,7 +453,10 @@ pub fn graph_nodes<B: GraphBinding>(
 /// mentions (other graphs, or a strategy that changed since).
 pub fn breakpoint_nodes(record: &RunRecord) -> Result<Vec<String>, RunsError> {
     if record.graph_run().as_str().ends_with("stage3") {
-        let setup = Setup::new(crate::capture::LlmChoice::Replay, session_dir(record, "break"));
+        let setup = Setup::new(
+            crate::capture::LlmChoice::Replay,
+            session_dir(record, "break"),
+        );
         if let Ok(names) = graph_nodes(&crate::stage3::Stage3Binding::default(), record, &setup) {
             return Ok(names);
         }

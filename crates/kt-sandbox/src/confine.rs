@@ -211,7 +211,15 @@ fn apply(c: &mut Confinement) -> io::Result<()> {
         // Changing credentials cleared the signal set above; in a PID namespace the parent is the waiting
         // intermediate process, which itself dies with kt.
         // SAFETY: one system call with integer arguments.
-        check(unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) })?;
+        check(unsafe {
+            libc::prctl(
+                libc::PR_SET_PDEATHSIG,
+                libc::SIGKILL as libc::c_ulong,
+                0,
+                0,
+                0,
+            )
+        })?;
     }
     Ok(())
 }
@@ -222,7 +230,12 @@ fn apply(c: &mut Confinement) -> io::Result<()> {
 fn close_inherited_descriptors() {
     // SAFETY: plain system calls with integer arguments.
     unsafe {
-        if libc::close_range(3, libc::c_uint::MAX, libc::CLOSE_RANGE_CLOEXEC as libc::c_int) == 0 {
+        if libc::close_range(
+            3,
+            libc::c_uint::MAX,
+            libc::CLOSE_RANGE_CLOEXEC as libc::c_int,
+        ) == 0
+        {
             return;
         }
         // Kernels before 5.11: one fcntl per possible descriptor, up to the open-files limit.
@@ -246,7 +259,13 @@ fn close_inherited_descriptors() {
 fn die_with_parent(parent: libc::pid_t) -> io::Result<()> {
     // SAFETY: plain system calls with integer arguments.
     unsafe {
-        check(libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0))?;
+        check(libc::prctl(
+            libc::PR_SET_PDEATHSIG,
+            libc::SIGKILL as libc::c_ulong,
+            0,
+            0,
+            0,
+        ))?;
         if libc::getppid() != parent {
             libc::_exit(128 + libc::SIGKILL);
         }
@@ -271,7 +290,13 @@ unsafe fn enter_pid_namespace() -> io::Result<()> {
             return Err(io::Error::last_os_error());
         }
         if pid == 0 {
-            return check(libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0));
+            return check(libc::prctl(
+                libc::PR_SET_PDEATHSIG,
+                libc::SIGKILL as libc::c_ulong,
+                0,
+                0,
+                0,
+            ));
         }
         // The intermediate must not hold std's error-report pipe (spawn would wait for it) or any other pipe.
         libc::close_range(3, libc::c_uint::MAX, 0);
@@ -445,7 +470,10 @@ pub(crate) fn probe(uid: libc::uid_t, gid: libc::gid_t, user_namespace: bool) ->
                 } else {
                     true
                 };
-                if !entered || libc::unshare(libc::CLONE_NEWPID | libc::CLONE_NEWNS | libc::CLONE_NEWIPC) != 0 {
+                if !entered
+                    || libc::unshare(libc::CLONE_NEWPID | libc::CLONE_NEWNS | libc::CLONE_NEWIPC)
+                        != 0
+                {
                     return false;
                 }
                 let pid = libc::fork();

@@ -132,7 +132,9 @@ mod tests {
         let dead = child.id();
         child.wait().unwrap();
         let stale = tmp.path().join(format!("{PREFIX}{dead}-abc"));
-        let live = tmp.path().join(format!("{PREFIX}{}-def", std::process::id()));
+        let live = tmp
+            .path()
+            .join(format!("{PREFIX}{}-def", std::process::id()));
         let other = tmp.path().join("kt-sandbox-notapid");
         for d in [&stale, &live, &other] {
             std::fs::create_dir_all(d.join("out")).unwrap();
@@ -145,7 +147,10 @@ mod tests {
     fn a_fresh_directory_carries_kt_pid_and_is_removed_when_dropped() {
         let w = Workdir::fresh().unwrap();
         let name = w.path().file_name().unwrap().to_string_lossy().into_owned();
-        assert!(name.starts_with(&format!("{PREFIX}{}-", std::process::id())), "{name}");
+        assert!(
+            name.starts_with(&format!("{PREFIX}{}-", std::process::id())),
+            "{name}"
+        );
         let path = w.path().to_path_buf();
         drop(w);
         assert!(!path.exists());

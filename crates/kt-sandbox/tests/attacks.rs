@@ -49,14 +49,22 @@ fn none(_: &Host, _: &Result<kt_sandbox::GeneratedTest, GeneratorError>) -> Resu
     Ok(())
 }
 
-fn refused_output(_: &Host, r: &Result<kt_sandbox::GeneratedTest, GeneratorError>) -> Result<(), String> {
+fn refused_output(
+    _: &Host,
+    r: &Result<kt_sandbox::GeneratedTest, GeneratorError>,
+) -> Result<(), String> {
     match r {
-        Err(GeneratorError::OutputRefused { .. }) | Err(GeneratorError::OutputInvalid { .. }) => Ok(()),
+        Err(GeneratorError::OutputRefused { .. }) | Err(GeneratorError::OutputInvalid { .. }) => {
+            Ok(())
+        }
         other => Err(format!("kt read the planted file: {other:?}")),
     }
 }
 
-fn limit_stopped(_: &Host, r: &Result<kt_sandbox::GeneratedTest, GeneratorError>) -> Result<(), String> {
+fn limit_stopped(
+    _: &Host,
+    r: &Result<kt_sandbox::GeneratedTest, GeneratorError>,
+) -> Result<(), String> {
     match r {
         Err(
             GeneratorError::LimitExceeded { .. }
@@ -68,17 +76,38 @@ fn limit_stopped(_: &Host, r: &Result<kt_sandbox::GeneratedTest, GeneratorError>
     }
 }
 
-fn appendable_untouched(h: &Host, _: &Result<kt_sandbox::GeneratedTest, GeneratorError>) -> Result<(), String> {
-    let len = std::fs::metadata(&h.appendable).map(|m| m.len()).unwrap_or(0);
-    if len == 0 { Ok(()) } else { Err(format!("{} grew to {len} bytes", h.appendable.display())) }
+fn appendable_untouched(
+    h: &Host,
+    _: &Result<kt_sandbox::GeneratedTest, GeneratorError>,
+) -> Result<(), String> {
+    let len = std::fs::metadata(&h.appendable)
+        .map(|m| m.len())
+        .unwrap_or(0);
+    if len == 0 {
+        Ok(())
+    } else {
+        Err(format!("{} grew to {len} bytes", h.appendable.display()))
+    }
 }
 
-fn host_dir_untouched(h: &Host, _: &Result<kt_sandbox::GeneratedTest, GeneratorError>) -> Result<(), String> {
-    let n = std::fs::read_dir(&h.host_dir).map(|d| d.count()).unwrap_or(0);
-    if n == 0 { Ok(()) } else { Err(format!("{n} files appeared in {}", h.host_dir.display())) }
+fn host_dir_untouched(
+    h: &Host,
+    _: &Result<kt_sandbox::GeneratedTest, GeneratorError>,
+) -> Result<(), String> {
+    let n = std::fs::read_dir(&h.host_dir)
+        .map(|d| d.count())
+        .unwrap_or(0);
+    if n == 0 {
+        Ok(())
+    } else {
+        Err(format!("{n} files appeared in {}", h.host_dir.display()))
+    }
 }
 
-fn no_marker_on_host(h: &Host, _: &Result<kt_sandbox::GeneratedTest, GeneratorError>) -> Result<(), String> {
+fn no_marker_on_host(
+    h: &Host,
+    _: &Result<kt_sandbox::GeneratedTest, GeneratorError>,
+) -> Result<(), String> {
     for dir in ["/tmp", "/var/tmp", "/run", "/run/lock", "/dev/shm", "/"] {
         let path = Path::new(dir).join(&h.marker);
         if std::fs::symlink_metadata(&path).is_ok() {
@@ -89,7 +118,10 @@ fn no_marker_on_host(h: &Host, _: &Result<kt_sandbox::GeneratedTest, GeneratorEr
     Ok(())
 }
 
-fn test_written_without_secret(h: &Host, r: &Result<kt_sandbox::GeneratedTest, GeneratorError>) -> Result<(), String> {
+fn test_written_without_secret(
+    h: &Host,
+    r: &Result<kt_sandbox::GeneratedTest, GeneratorError>,
+) -> Result<(), String> {
     let secret = std::fs::read(&h.secret).unwrap_or_default();
     if let Ok(test) = r {
         for entry in walk(&test.dir) {
@@ -107,7 +139,11 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
     while let Some(d) = stack.pop() {
         for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
             let p = e.path();
-            if p.is_dir() { stack.push(p) } else { out.push(p) }
+            if p.is_dir() {
+                stack.push(p)
+            } else {
+                out.push(p)
+            }
         }
     }
     out
@@ -136,7 +172,9 @@ macro_rules! plant {
         concat!(
             "    import numpy\n",
             "    def _plant(path, a, **k):\n",
-            "        ", $make, "\n",
+            "        ",
+            $make,
+            "\n",
             "    numpy.save = _plant\n"
         )
     };
@@ -144,43 +182,82 @@ macro_rules! plant {
 
 fn corpus() -> Vec<Case> {
     vec![
-        Case { name: "write through an inherited descriptor", needs: None, check: appendable_untouched, attack: r#"
+        Case {
+            name: "write through an inherited descriptor",
+            needs: None,
+            check: appendable_untouched,
+            attack: r#"
     for fd in range(3, 256):
         try:
             os.write(fd, b"pwned"); escaped = "wrote to fd %d" % fd
         except OSError:
             pass
-"# },
-        Case { name: "read a root-only file through an inherited descriptor", needs: None, check: none, attack: r#"
+"#,
+        },
+        Case {
+            name: "read a root-only file through an inherited descriptor",
+            needs: None,
+            check: none,
+            attack: r#"
     for fd in range(3, 256):
         try:
             os.lseek(fd, 0, 0)
             if b"kt-secret" in os.read(fd, 100): escaped = "read fd %d" % fd
         except OSError:
             pass
-"# },
-        Case { name: "read a root-only file by path", needs: Some(own_uid), check: none, attack: r#"
+"#,
+        },
+        Case {
+            name: "read a root-only file by path",
+            needs: Some(own_uid),
+            check: none,
+            attack: r#"
     try:
         if b"kt-secret" in open(SECRET, "rb").read(): escaped = "read " + SECRET
     except OSError:
         pass
-"# },
-        Case { name: "write into a host directory", needs: Some(own_uid), check: host_dir_untouched, attack: r#"
+"#,
+        },
+        Case {
+            name: "write into a host directory",
+            needs: Some(own_uid),
+            check: host_dir_untouched,
+            attack: r#"
     try:
         open(os.path.join(HOST_DIR, "x"), "w").write("x"); escaped = "wrote " + HOST_DIR
     except OSError:
         pass
-"# },
-        Case { name: "leave a file in /tmp", needs: Some(mounts), check: no_marker_on_host, attack: r#"
+"#,
+        },
+        Case {
+            name: "leave a file in /tmp",
+            needs: Some(mounts),
+            check: no_marker_on_host,
+            attack: r#"
     open("/tmp/" + MARKER, "w").write("x")
-"# },
-        Case { name: "leave a file in /var/tmp", needs: Some(mounts), check: no_marker_on_host, attack: r#"
+"#,
+        },
+        Case {
+            name: "leave a file in /var/tmp",
+            needs: Some(mounts),
+            check: no_marker_on_host,
+            attack: r#"
     open("/var/tmp/" + MARKER, "w").write("x")
-"# },
-        Case { name: "leave a file in /dev/shm (POSIX shared memory)", needs: Some(mounts), check: no_marker_on_host, attack: r#"
+"#,
+        },
+        Case {
+            name: "leave a file in /dev/shm (POSIX shared memory)",
+            needs: Some(mounts),
+            check: no_marker_on_host,
+            attack: r#"
     open("/dev/shm/" + MARKER, "w").write("x" * 1000)
-"# },
-        Case { name: "leave a lock file in /run/lock", needs: Some(mounts), check: no_marker_on_host, attack: r#"
+"#,
+        },
+        Case {
+            name: "leave a lock file in /run/lock",
+            needs: Some(mounts),
+            check: no_marker_on_host,
+            attack: r#"
     try:
         os.makedirs("/run/lock", exist_ok=True)
         open("/run/lock/" + MARKER, "w").write("x")
@@ -190,61 +267,106 @@ fn corpus() -> Vec<Case> {
         open("/run/" + MARKER, "w").write("x")
     except OSError:
         pass
-"# },
-        Case { name: "write at the file system root", needs: Some(own_uid), check: no_marker_on_host, attack: r#"
+"#,
+        },
+        Case {
+            name: "write at the file system root",
+            needs: Some(own_uid),
+            check: no_marker_on_host,
+            attack: r#"
     try:
         open("/" + MARKER, "w").write("x"); escaped = "wrote /"
     except OSError:
         pass
-"# },
-        Case { name: "connect to a host Unix socket by path", needs: Some(mounts), check: none, attack: r#"
+"#,
+        },
+        Case {
+            name: "connect to a host Unix socket by path",
+            needs: Some(mounts),
+            check: none,
+            attack: r#"
     import socket
     s = socket.socket(socket.AF_UNIX)
     try:
         s.connect(SOCKET_PATH); escaped = "connected to " + SOCKET_PATH
     except OSError:
         pass
-"# },
-        Case { name: "connect to a host abstract Unix socket", needs: Some(network), check: none, attack: r#"
+"#,
+        },
+        Case {
+            name: "connect to a host abstract Unix socket",
+            needs: Some(network),
+            check: none,
+            attack: r#"
     import socket
     s = socket.socket(socket.AF_UNIX)
     try:
         s.connect("\0" + ABSTRACT); escaped = "connected to @" + ABSTRACT
     except OSError:
         pass
-"# },
-        Case { name: "connect to a host TCP port on loopback", needs: Some(network), check: none, attack: r#"
+"#,
+        },
+        Case {
+            name: "connect to a host TCP port on loopback",
+            needs: Some(network),
+            check: none,
+            attack: r#"
     import socket
     try:
         socket.create_connection(("127.0.0.1", TCP_PORT), timeout=2); escaped = "connected to the host's port"
     except OSError:
         pass
-"# },
-        Case { name: "reach the internet", needs: Some(network), check: none, attack: r#"
+"#,
+        },
+        Case {
+            name: "reach the internet",
+            needs: Some(network),
+            check: none,
+            attack: r#"
     import socket
     try:
         socket.create_connection(("1.1.1.1", 80), timeout=2); escaped = "reached 1.1.1.1"
     except OSError:
         pass
-"# },
-        Case { name: "leave 256 MiB of System V shared memory", needs: Some(pid_ns), check: none, attack: r#"
+"#,
+        },
+        Case {
+            name: "leave 256 MiB of System V shared memory",
+            needs: Some(pid_ns),
+            check: none,
+            attack: r#"
     import ctypes
     libc = ctypes.CDLL(None, use_errno=True)
     shmid = libc.shmget(0x6b74 + os.getpid(), 256 << 20, 0o1666)
-"# },
-        Case { name: "see the host's processes", needs: Some(pid_ns), check: none, attack: r#"
+"#,
+        },
+        Case {
+            name: "see the host's processes",
+            needs: Some(pid_ns),
+            check: none,
+            attack: r#"
     pids = [p for p in os.listdir("/proc") if p.isdigit()]
     if len(pids) > 20: escaped = "sees %d processes" % len(pids)
-"# },
-        Case { name: "signal kt (the parent)", needs: Some(pid_ns), check: none, attack: r#"
+"#,
+        },
+        Case {
+            name: "signal kt (the parent)",
+            needs: Some(pid_ns),
+            check: none,
+            attack: r#"
     import signal
     for pid in {os.getppid(), 1}:
         try:
             if pid > 1: os.kill(pid, signal.SIGTERM)
         except OSError:
             pass
-"# },
-        Case { name: "kill every process it may signal", needs: Some(pid_ns), check: none, attack: r#"
+"#,
+        },
+        Case {
+            name: "kill every process it may signal",
+            needs: Some(pid_ns),
+            check: none,
+            attack: r#"
     import signal
     pid = os.fork()
     if pid == 0:
@@ -253,76 +375,157 @@ fn corpus() -> Vec<Case> {
         finally:
             os._exit(0)
     os.waitpid(pid, 0)
-"# },
-        Case { name: "read another process's memory through /proc", needs: Some(pid_ns), check: none, attack: r#"
+"#,
+        },
+        Case {
+            name: "read another process's memory through /proc",
+            needs: Some(pid_ns),
+            check: none,
+            attack: r#"
     for p in os.listdir("/proc"):
         if p.isdigit() and int(p) not in (os.getpid(),):
             try:
                 open("/proc/%s/environ" % p, "rb").read(); escaped = "read /proc/%s/environ" % p
             except OSError:
                 pass
-"# },
-        Case { name: "ptrace its parent", needs: None, check: none, attack: r#"
+"#,
+        },
+        Case {
+            name: "ptrace its parent",
+            needs: None,
+            check: none,
+            attack: r#"
     import ctypes
     libc = ctypes.CDLL(None, use_errno=True)
     ppid = os.getppid()
     if ppid > 0 and libc.ptrace(16, ppid, None, None) == 0: escaped = "attached to %d" % ppid
-"# },
-        Case { name: "become root", needs: None, check: none, attack: r#"
+"#,
+        },
+        Case {
+            name: "become root",
+            needs: None,
+            check: none,
+            attack: r#"
     try:
         os.setuid(0); escaped = "setuid(0)"
     except OSError:
         pass
-"# },
-        Case { name: "mount a file system", needs: None, check: none, attack: r#"
+"#,
+        },
+        Case {
+            name: "mount a file system",
+            needs: None,
+            check: none,
+            attack: r#"
     import ctypes
     libc = ctypes.CDLL(None, use_errno=True)
     if libc.mount(b"tmpfs", b"/mnt", b"tmpfs", 0, None) == 0: escaped = "mounted /mnt"
-"# },
-        Case { name: "outlive the run as a daemon", needs: Some(pid_ns), check: none, attack: r#"
+"#,
+        },
+        Case {
+            name: "outlive the run as a daemon",
+            needs: Some(pid_ns),
+            check: none,
+            attack: r#"
     if os.fork() == 0:
         os.setsid()
         if os.fork() == 0:
             os.execv("/bin/sleep", ["sleep", "1000.4242"])
         os._exit(0)
-"# },
-        Case { name: "outlive the run in a background child", needs: None, check: none, attack: r#"
+"#,
+        },
+        Case {
+            name: "outlive the run in a background child",
+            needs: None,
+            check: none,
+            attack: r#"
     if os.fork() == 0:
         os.execv("/bin/sleep", ["sleep", "1000.4242"])
-"# },
-        Case { name: "fork bomb", needs: Some(pids), check: limit_stopped, attack: r#"
+"#,
+        },
+        Case {
+            name: "fork bomb",
+            needs: Some(pids),
+            check: limit_stopped,
+            attack: r#"
     while True:
         os.fork()
-"# },
-        Case { name: "burn CPU forever", needs: None, check: limit_stopped, attack: r#"
+"#,
+        },
+        Case {
+            name: "burn CPU forever",
+            needs: None,
+            check: limit_stopped,
+            attack: r#"
     while True:
         pass
-"# },
-        Case { name: "allocate 64 GiB", needs: None, check: limit_stopped, attack: r#"
+"#,
+        },
+        Case {
+            name: "allocate 64 GiB",
+            needs: None,
+            check: limit_stopped,
+            attack: r#"
     b = bytearray(64 << 30)
-"# },
-        Case { name: "flood stdout", needs: None, check: limit_stopped, attack: r#"
+"#,
+        },
+        Case {
+            name: "flood stdout",
+            needs: None,
+            check: limit_stopped,
+            attack: r#"
     while True:
         print("x" * 100000)
-"# },
-        Case { name: "write one huge file", needs: None, check: limit_stopped, attack: r#"
+"#,
+        },
+        Case {
+            name: "write one huge file",
+            needs: None,
+            check: limit_stopped,
+            attack: r#"
     with open("huge", "wb") as f:
         while True:
             f.write(b"\0" * (1 << 20))
-"# },
-        Case { name: "read API keys from the environment", needs: None, check: none, attack: r#"
+"#,
+        },
+        Case {
+            name: "read API keys from the environment",
+            needs: None,
+            check: none,
+            attack: r#"
     leaked = [k for k in os.environ if any(w in k.upper() for w in ("KEY", "TOKEN", "SECRET", "PASSWORD"))]
     if leaked: escaped = "sees " + ", ".join(leaked)
-"# },
-        Case { name: "plant a symbolic link to a root-only file as its array", needs: None, check: refused_output,
-            attack: plant!("os.symlink(SECRET, path)") },
-        Case { name: "plant a FIFO as its array", needs: None, check: refused_output,
-            attack: plant!("os.mkfifo(path)") },
-        Case { name: "plant a symbolic link to /dev/zero as its array", needs: None, check: refused_output,
-            attack: plant!("os.symlink('/dev/zero', path)") },
-        Case { name: "plant a hard link to a host file as its array", needs: None, check: test_written_without_secret,
-            attack: plant!("os.link(SECRET, path)") },
-        Case { name: "plant a linked args directory", needs: None, check: refused_output, attack: r#"
+"#,
+        },
+        Case {
+            name: "plant a symbolic link to a root-only file as its array",
+            needs: None,
+            check: refused_output,
+            attack: plant!("os.symlink(SECRET, path)"),
+        },
+        Case {
+            name: "plant a FIFO as its array",
+            needs: None,
+            check: refused_output,
+            attack: plant!("os.mkfifo(path)"),
+        },
+        Case {
+            name: "plant a symbolic link to /dev/zero as its array",
+            needs: None,
+            check: refused_output,
+            attack: plant!("os.symlink('/dev/zero', path)"),
+        },
+        Case {
+            name: "plant a hard link to a host file as its array",
+            needs: None,
+            check: test_written_without_secret,
+            attack: plant!("os.link(SECRET, path)"),
+        },
+        Case {
+            name: "plant a linked args directory",
+            needs: None,
+            check: refused_output,
+            attack: r#"
     import numpy
     def _plant(path, a, **k):
         d = os.path.dirname(path)
@@ -331,8 +534,13 @@ fn corpus() -> Vec<Case> {
             os.symlink(os.path.basename(d) + ".real", d)
         numpy.lib.format.write_array(open(path, "wb"), a)
     numpy.save = _plant
-"# },
-        Case { name: "plant a symbolic link as result.json", needs: None, check: none, attack: r#"
+"#,
+        },
+        Case {
+            name: "plant a symbolic link as result.json",
+            needs: None,
+            check: none,
+            attack: r#"
     import builtins
     real_replace = os.replace
     def _replace(src, dst):
@@ -340,7 +548,8 @@ fn corpus() -> Vec<Case> {
             os.symlink(SECRET, dst); return
         real_replace(src, dst)
     os.replace = _replace
-"# },
+"#,
+        },
     ]
 }
 
@@ -383,7 +592,10 @@ fn script(host: &Host, attack: &str) -> String {
 fn spec() -> GeneratorSpec {
     GeneratorSpec {
         kernel: "k".into(),
-        params: vec![ArgSpec::array("a", "float", Some("n")), ArgSpec::scalar("n", "int")],
+        params: vec![
+            ArgSpec::array("a", "float", Some("n")),
+            ArgSpec::scalar("n", "int"),
+        ],
         outputs: vec!["a".into()],
         problem_size: Some(vec!["n".into()]),
         max_total_bytes: 16 << 20,
@@ -414,18 +626,31 @@ fn prepare_host(root: &Path) -> Host {
     std::fs::create_dir(&host_dir).unwrap();
     // Descriptors left open without close-on-exec, as `time -o` or a CI runner leaves them.
     for (path, write) in [(&appendable, true), (&secret, false)] {
-        let file = std::fs::OpenOptions::new().read(true).append(write).open(path).unwrap();
-        nix::fcntl::fcntl(&file, nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::empty())).unwrap();
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .append(write)
+            .open(path)
+            .unwrap();
+        nix::fcntl::fcntl(
+            &file,
+            nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::empty()),
+        )
+        .unwrap();
         assert!(file.as_raw_fd() >= 3);
         keep.push(Box::new(file));
     }
     let socket_path = root.join("x.sock");
-    keep.push(Box::new(std::os::unix::net::UnixListener::bind(&socket_path).unwrap()));
+    keep.push(Box::new(
+        std::os::unix::net::UnixListener::bind(&socket_path).unwrap(),
+    ));
     let abstract_name = format!("kt-attack-{}", std::process::id());
     {
         use std::os::linux::net::SocketAddrExt;
-        let addr = std::os::unix::net::SocketAddr::from_abstract_name(abstract_name.as_bytes()).unwrap();
-        keep.push(Box::new(std::os::unix::net::UnixListener::bind_addr(&addr).unwrap()));
+        let addr =
+            std::os::unix::net::SocketAddr::from_abstract_name(abstract_name.as_bytes()).unwrap();
+        keep.push(Box::new(
+            std::os::unix::net::UnixListener::bind_addr(&addr).unwrap(),
+        ));
     }
     let tcp = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let tcp_port = tcp.local_addr().unwrap().port();
@@ -455,7 +680,8 @@ fn leftovers(shm_before: usize) -> Vec<String> {
         if let Ok(mut f) = std::fs::File::open(entry.path().join("cmdline")) {
             let _ = f.read_to_string(&mut cmdline);
         }
-        let zombie = std::fs::read_to_string(entry.path().join("stat")).is_ok_and(|s| s.contains(") Z "));
+        let zombie =
+            std::fs::read_to_string(entry.path().join("stat")).is_ok_and(|s| s.contains(") Z "));
         if !zombie && (cmdline.contains("kt_harness.py") || cmdline.contains("1000.4242")) {
             left.push(format!("process {name}: {}", cmdline.replace('\0', " ")));
         }
@@ -468,25 +694,38 @@ fn leftovers(shm_before: usize) -> Vec<String> {
     }
     let shm = shm_segments();
     if shm > shm_before {
-        left.push(format!("{} new System V shared memory segments", shm - shm_before));
+        left.push(format!(
+            "{} new System V shared memory segments",
+            shm - shm_before
+        ));
     }
     left
 }
 
 fn shm_segments() -> usize {
-    std::fs::read_to_string("/proc/sysvipc/shm").map(|t| t.lines().count().saturating_sub(1)).unwrap_or(0)
+    std::fs::read_to_string("/proc/sysvipc/shm")
+        .map(|t| t.lines().count().saturating_sub(1))
+        .unwrap_or(0)
 }
 
 fn run_corpus() {
-    let python = PythonRuntime::probe()
-        .unwrap_or_else(|e| panic!("the attack corpus needs python3 with numpy: {e}. Run scripts/test.sh"));
+    let python = PythonRuntime::probe().unwrap_or_else(|e| {
+        panic!("the attack corpus needs python3 with numpy: {e}. Run scripts/test.sh")
+    });
     let root = tempfile::tempdir().unwrap();
     std::fs::set_permissions(root.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
     let host = prepare_host(root.path());
     let sandbox = Sandbox::new(policy());
     let protections = sandbox.protections();
-    let user = if protections.running_as_root { "root" } else { "an ordinary user" };
-    println!("attack corpus as {user}; protections: {}", protections.summary());
+    let user = if protections.running_as_root {
+        "root"
+    } else {
+        "an ordinary user"
+    };
+    println!(
+        "attack corpus as {user}; protections: {}",
+        protections.summary()
+    );
     let mut failures = Vec::new();
     let cases = corpus();
     assert!(cases.len() >= 30, "the corpus has {} cases", cases.len());
@@ -494,13 +733,24 @@ fn run_corpus() {
         let available = case.needs.is_none_or(|needs| needs(&protections));
         if !available {
             // Some of these would hit this very process (kill(-1) as the same user): not run, and listed.
-            println!("| {:>2} | {} | not run: its protection is unavailable here | - | - |", i + 1, case.name);
+            println!(
+                "| {:>2} | {} | not run: its protection is unavailable here | - | - |",
+                i + 1,
+                case.name
+            );
             continue;
         }
         let dest = tempfile::tempdir().unwrap();
         let shm_before = shm_segments();
         let start = Instant::now();
-        let result = run_generator(&sandbox, &python, &script(&host, case.attack), &spec(), 1, dest.path());
+        let result = run_generator(
+            &sandbox,
+            &python,
+            &script(&host, case.attack),
+            &spec(),
+            1,
+            dest.path(),
+        );
         let took = start.elapsed();
         let text = match &result {
             Ok(_) => "test written".to_string(),
@@ -508,7 +758,12 @@ fn run_corpus() {
         };
         let mut problems = Vec::new();
         if text.contains("ESCAPED") {
-            problems.push(text.lines().find(|l| l.contains("ESCAPED")).unwrap_or("").to_string());
+            problems.push(
+                text.lines()
+                    .find(|l| l.contains("ESCAPED"))
+                    .unwrap_or("")
+                    .to_string(),
+            );
         }
         if let Err(e) = (case.check)(&host, &result) {
             problems.push(e);
@@ -521,14 +776,33 @@ fn run_corpus() {
             left = leftovers(shm_before);
         }
         problems.extend(left);
-        let verdict = if problems.is_empty() { "contained" } else { "ESCAPED" };
-        let first_line = text.lines().next().unwrap_or("").chars().take(110).collect::<String>();
-        println!("| {:>2} | {} | {verdict} | {:.1} s | {first_line} |", i + 1, case.name, took.as_secs_f64());
+        let verdict = if problems.is_empty() {
+            "contained"
+        } else {
+            "ESCAPED"
+        };
+        let first_line = text
+            .lines()
+            .next()
+            .unwrap_or("")
+            .chars()
+            .take(110)
+            .collect::<String>();
+        println!(
+            "| {:>2} | {} | {verdict} | {:.1} s | {first_line} |",
+            i + 1,
+            case.name,
+            took.as_secs_f64()
+        );
         if !problems.is_empty() {
             failures.push(format!("{}: {}", case.name, problems.join("; ")));
         }
     }
-    assert!(failures.is_empty(), "attacks not contained as {user}:\n{}", failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "attacks not contained as {user}:\n{}",
+        failures.join("\n")
+    );
 }
 
 #[test]
@@ -549,13 +823,22 @@ fn corpus_holds_for_an_ordinary_user() {
     let out = std::process::Command::new("setpriv")
         .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
         .arg(&exe)
-        .args(["--exact", "corpus_holds_here", "--nocapture", "--test-threads=1"])
+        .args([
+            "--exact",
+            "corpus_holds_here",
+            "--nocapture",
+            "--test-threads=1",
+        ])
         .env("KT_PYTHON", &python.interpreter)
         .env("TMPDIR", "/tmp")
         .env("HOME", "/tmp")
         .output()
         .expect("setpriv runs");
-    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
     println!("{text}");
     assert!(out.status.success(), "the corpus as nobody failed:\n{text}");
     assert!(text.contains("attack corpus as an ordinary user"), "{text}");

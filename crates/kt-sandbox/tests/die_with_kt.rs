@@ -15,9 +15,13 @@ fn marked_processes() -> Vec<String> {
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {
         let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
         let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
-        let zombie = std::fs::read_to_string(entry.path().join("stat")).is_ok_and(|s| s.contains(") Z "));
+        let zombie =
+            std::fs::read_to_string(entry.path().join("stat")).is_ok_and(|s| s.contains(") Z "));
         if cmdline.contains(MARK) && !cmdline.contains("--exact") && !zombie {
-            found.push(format!("{}: {cmdline}", entry.file_name().to_string_lossy()));
+            found.push(format!(
+                "{}: {cmdline}",
+                entry.file_name().to_string_lossy()
+            ));
         }
     }
     found
@@ -35,13 +39,20 @@ fn programs_die_with_kt_even_on_sigkill() {
     }
     let exe = std::env::current_exe().unwrap();
     let mut kt = std::process::Command::new(exe)
-        .args(["--exact", "programs_die_with_kt_even_on_sigkill", "--nocapture"])
+        .args([
+            "--exact",
+            "programs_die_with_kt_even_on_sigkill",
+            "--nocapture",
+        ])
         .env(CHILD_ENV, "1")
         .spawn()
         .unwrap();
     let start = Instant::now();
     while marked_processes().len() < 2 {
-        assert!(start.elapsed() < Duration::from_secs(20), "the sandboxed program never started");
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "the sandboxed program never started"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
     kt.kill().unwrap();

@@ -21,7 +21,10 @@ fn stop_all_ends_a_running_program_at_once_and_its_work_directory_goes() {
     while kt_sandbox::stop_all() == 0 && start.elapsed() < Duration::from_secs(5) {
         std::thread::sleep(Duration::from_millis(20));
     }
-    let outcome = runner.join().expect("the runner thread").expect("an outcome");
+    let outcome = runner
+        .join()
+        .expect("the runner thread")
+        .expect("an outcome");
     assert!(start.elapsed() < Duration::from_secs(10), "{outcome:?}");
     assert!(!outcome.success(), "{outcome:?}");
     assert!(!path.exists(), "{} was left behind", path.display());

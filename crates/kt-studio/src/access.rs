@@ -66,7 +66,12 @@ impl Access {
     }
 
     /// The rules a request must pass before any handler sees it.
-    fn check(&self, method: &Method, headers: &HeaderMap, query: Option<&str>) -> Result<(), StudioError> {
+    fn check(
+        &self,
+        method: &Method,
+        headers: &HeaderMap,
+        query: Option<&str>,
+    ) -> Result<(), StudioError> {
         if self.loopback {
             let host = headers
                 .get(axum::http::header::HOST)
@@ -95,7 +100,11 @@ impl Access {
 }
 
 /// The middleware that applies [`Access`] to every request.
-pub async fn guard(State(access): State<std::sync::Arc<Access>>, request: Request, next: Next) -> Response {
+pub async fn guard(
+    State(access): State<std::sync::Arc<Access>>,
+    request: Request,
+    next: Next,
+) -> Response {
     match access.check(request.method(), request.headers(), request.uri().query()) {
         Ok(()) => next.run(request).await,
         Err(e) => e.into_response(),
@@ -103,7 +112,10 @@ pub async fn guard(State(access): State<std::sync::Arc<Access>>, request: Reques
 }
 
 fn header(headers: &HeaderMap, name: &str) -> Option<String> {
-    headers.get(name).and_then(|v| v.to_str().ok()).map(str::to_string)
+    headers
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string)
 }
 
 fn query_param(query: Option<&str>, name: &str) -> Option<String> {
@@ -146,7 +158,10 @@ mod tests {
         assert!(Access::new(remote, true, Some("short".into()), false).is_err());
         let ok = Access::new(remote, true, Some("a".repeat(20)), false).unwrap();
         let host = headers(&[("host", "example.org:7000")]);
-        assert!(ok.check(&Method::GET, &host, None).is_err(), "no access token");
+        assert!(
+            ok.check(&Method::GET, &host, None).is_err(),
+            "no access token"
+        );
         let with = format!("access={}", "a".repeat(20));
         ok.check(&Method::GET, &host, Some(&with)).unwrap();
     }

@@ -20,7 +20,10 @@ pub fn index_html(session_token: &str, read_only: bool) -> String {
 }
 
 pub async fn script() -> impl IntoResponse {
-    ([(header::CONTENT_TYPE, "text/javascript; charset=utf-8")], SCRIPT)
+    (
+        [(header::CONTENT_TYPE, "text/javascript; charset=utf-8")],
+        SCRIPT,
+    )
 }
 
 pub async fn style() -> impl IntoResponse {
@@ -40,8 +43,14 @@ mod tests {
         for text in [INDEX, SCRIPT, STYLE] {
             // SVG's namespace is a name, not something fetched.
             let text = text.replace("http://www.w3.org/2000/svg", "");
-            assert!(!text.contains("http://") && !text.contains("https://"), "no external resource");
+            assert!(
+                !text.contains("http://") && !text.contains("https://"),
+                "no external resource"
+            );
         }
-        assert!(!INDEX.contains("<script>"), "no inline script (the CSP forbids it)");
+        assert!(
+            !INDEX.contains("<script>"),
+            "no inline script (the CSP forbids it)"
+        );
     }
 }

@@ -62,7 +62,11 @@ pub fn tuning_distribution_svg(series: &[(String, Vec<f64>)]) -> String {
         ));
         let best = times.iter().copied().fold(f64::INFINITY, f64::min);
         for t in times {
-            let (r, fill) = if *t == best { (5.0, "#e08a00") } else { (3.0, "#4a78b5") };
+            let (r, fill) = if *t == best {
+                (5.0, "#e08a00")
+            } else {
+                (3.0, "#4a78b5")
+            };
             s.push_str(&format!(
                 r#"<circle cx="{:.1}" cy="{y}" r="{r}" fill="{fill}" fill-opacity="0.7"><title>{t:.4} ms</title></circle>"#,
                 x(*t)
@@ -74,7 +78,9 @@ pub fn tuning_distribution_svg(series: &[(String, Vec<f64>)]) -> String {
 }
 
 fn esc(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
 }
 
 #[cfg(test)]
@@ -83,7 +89,10 @@ mod tests {
 
     #[test]
     fn one_dot_per_configuration_and_the_best_is_marked() {
-        let svg = tuning_distribution_svg(&[("abc".into(), vec![2.0, 1.0, 3.0]), ("d".into(), vec![4.0])]);
+        let svg = tuning_distribution_svg(&[
+            ("abc".into(), vec![2.0, 1.0, 3.0]),
+            ("d".into(), vec![4.0]),
+        ]);
         assert_eq!(svg.matches("<circle").count(), 4);
         assert_eq!(svg.matches("#e08a00").count(), 2, "one best per row");
         assert!(tuning_distribution_svg(&[]).contains("no configuration measured yet"));
@@ -102,6 +111,9 @@ mod tests {
             configs_failed: None,
             detail: String::new(),
         };
-        assert_eq!(tuning_series(&[], &[row]), vec![("round 1 · #0".to_string(), vec![4.0])]);
+        assert_eq!(
+            tuning_series(&[], &[row]),
+            vec![("round 1 · #0".to_string(), vec![4.0])]
+        );
     }
 }

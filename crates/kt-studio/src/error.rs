@@ -11,7 +11,9 @@ pub enum StudioError {
          Pass --allow-remote and --token TOKEN (at least 16 characters) to serve it there, or bind 127.0.0.1"
     )]
     RemoteWithoutToken { addr: std::net::SocketAddr },
-    #[error("could not listen on {addr}: {source} (is another kt studio running there? try --port 0 for any free port)")]
+    #[error(
+        "could not listen on {addr}: {source} (is another kt studio running there? try --port 0 for any free port)"
+    )]
     Bind {
         addr: std::net::SocketAddr,
         #[source]
@@ -19,7 +21,9 @@ pub enum StudioError {
     },
     #[error("the web server stopped: {0}")]
     Serve(#[source] std::io::Error),
-    #[error("this request needs the studio's session token (header x-kt-studio-token); reload the page")]
+    #[error(
+        "this request needs the studio's session token (header x-kt-studio-token); reload the page"
+    )]
     Forbidden,
     #[error("kt studio runs with --read-only: {0} is refused")]
     ReadOnly(&'static str),
@@ -44,9 +48,8 @@ impl StudioError {
             StudioError::ReadOnly(_) => StatusCode::METHOD_NOT_ALLOWED,
             StudioError::BadRequest(_) => StatusCode::BAD_REQUEST,
             StudioError::Runs(e) => match e {
-                kt_runs::RunsError::RunNotFound { .. } | kt_runs::RunsError::NoCheckpoint { .. } => {
-                    StatusCode::NOT_FOUND
-                }
+                kt_runs::RunsError::RunNotFound { .. }
+                | kt_runs::RunsError::NoCheckpoint { .. } => StatusCode::NOT_FOUND,
                 kt_runs::RunsError::BadCheckpoint { .. }
                 | kt_runs::RunsError::UnknownField { .. }
                 | kt_runs::RunsError::UnknownNode { .. }
@@ -77,7 +80,10 @@ mod tests {
     #[test]
     fn refusals_map_to_client_errors_and_say_what_to_do() {
         assert_eq!(StudioError::Forbidden.status(), StatusCode::FORBIDDEN);
-        assert_eq!(StudioError::ReadOnly("fork").status(), StatusCode::METHOD_NOT_ALLOWED);
+        assert_eq!(
+            StudioError::ReadOnly("fork").status(),
+            StatusCode::METHOD_NOT_ALLOWED
+        );
         let missing = StudioError::Runs(kt_runs::RunsError::NoCheckpoint {
             run: "r".into(),
             checkpoint: 9,

@@ -36,7 +36,11 @@ pub struct Cell {
 pub fn find_experiments(base: &Path) -> Vec<Experiment> {
     let mut dirs = vec![base.to_path_buf()];
     if let Ok(entries) = std::fs::read_dir(base) {
-        let mut children: Vec<PathBuf> = entries.flatten().map(|e| e.path()).filter(|p| p.is_dir()).collect();
+        let mut children: Vec<PathBuf> = entries
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.is_dir())
+            .collect();
         children.sort();
         dirs.extend(children);
     }
@@ -44,7 +48,10 @@ pub fn find_experiments(base: &Path) -> Vec<Experiment> {
         .filter_map(|d| {
             let text = std::fs::read_to_string(d.join("cells.jsonl")).ok()?;
             Some(Experiment {
-                name: d.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default(),
+                name: d
+                    .file_name()
+                    .map(|n| n.to_string_lossy().to_string())
+                    .unwrap_or_default(),
                 cells: cells(&text),
                 path: d,
             })
@@ -54,7 +61,10 @@ pub fn find_experiments(base: &Path) -> Vec<Experiment> {
 
 fn cells(ledger: &str) -> Vec<Cell> {
     let mut latest: BTreeMap<String, Cell> = BTreeMap::new();
-    for v in ledger.lines().filter_map(|l| serde_json::from_str::<Value>(l).ok()) {
+    for v in ledger
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+    {
         let text = |k: &str| v[k].as_str().unwrap_or_default().to_string();
         let cell = Cell {
             cell_id: text("cell_id"),
@@ -92,7 +102,11 @@ mod tests {
                    "result": speedup.map(|s| json!({"speedup": s}))})
             .to_string()
         };
-        let text = format!("{}\n{}\nnot json\n", line("failed", None), line("finished", Some(2.5)));
+        let text = format!(
+            "{}\n{}\nnot json\n",
+            line("failed", None),
+            line("finished", Some(2.5))
+        );
         std::fs::write(exp.join("cells.jsonl"), text).unwrap();
         let found = find_experiments(base.path());
         assert_eq!(found.len(), 1);

@@ -74,7 +74,9 @@ where
         async move {
             loop {
                 let f = fingerprint.clone();
-                let now = tokio::task::spawn_blocking(move || f()).await.unwrap_or_default();
+                let now = tokio::task::spawn_blocking(move || f())
+                    .await
+                    .unwrap_or_default();
                 if last.as_ref() != Some(&now) {
                     let event = Event::default().event("change").data(n.to_string());
                     return Some((Ok(event), (Some(now), n + 1)));

@@ -22,7 +22,10 @@ fn is_secret_name(name: &str) -> bool {
 fn looks_like_key(s: &str) -> bool {
     let long_token = s.len() >= 24 && !s.contains(char::is_whitespace);
     long_token
-        && (s.starts_with("sk-") || s.starts_with("gsk_") || s.starts_with("AIza") || s.starts_with("xai-"))
+        && (s.starts_with("sk-")
+            || s.starts_with("gsk_")
+            || s.starts_with("AIza")
+            || s.starts_with("xai-"))
 }
 
 /// Blanks secrets in `value`, in place.

@@ -71,10 +71,10 @@ pub fn run_view(record: &RunRecord) -> Result<RunView, StudioError> {
     };
     let steps_total = inputs.path.len();
     let steps = inputs.path[steps_total.saturating_sub(RECENT_STEPS)..].to_vec();
-    let roofline_svg = inputs
-        .roofline
-        .as_ref()
-        .and_then(|r| r.svg(&format!("{} on {}", inputs.summary.kernel, r.device)).ok());
+    let roofline_svg = inputs.roofline.as_ref().and_then(|r| {
+        r.svg(&format!("{} on {}", inputs.summary.kernel, r.device))
+            .ok()
+    });
     let profile_lines = kt_runs::profile_lines(&inputs.profiles, inputs.summary.duration_s);
     let llm = inputs
         .llm
@@ -146,13 +146,20 @@ mod tests {
         let view = run_view(&record).unwrap();
         assert_eq!(view.summary.status, "finished");
         assert!(view.running.is_empty(), "a finished run runs nothing");
-        assert!(view.graph_svg.contains("data-node=\"apply\""), "{}", view.graph_svg);
+        assert!(
+            view.graph_svg.contains("data-node=\"apply\""),
+            "{}",
+            view.graph_svg
+        );
         assert!(view.graph_svg.contains("route"), "route labels are drawn");
         assert_eq!(view.llm.len(), 8);
         assert_eq!(view.kernels.len(), 3);
         assert!(view.speedup_svg.contains("speedup-svg"));
         assert!(view.tuning_svg.contains("tuning-svg"));
-        assert!(view.roofline_svg.is_some(), "the fixture has a device's peaks");
+        assert!(
+            view.roofline_svg.is_some(),
+            "the fixture has a device's peaks"
+        );
         assert_eq!(view.steps_total, view.steps.len());
         let call = llm_call(&record, 0).unwrap();
         assert!(call["messages"].as_array().is_some_and(|m| !m.is_empty()));

@@ -56,7 +56,9 @@ async fn blocking<T: Send + 'static>(
 fn open_run(state: &AppState, id: &str) -> Result<RunRecord, StudioError> {
     let plain = !id.is_empty()
         && !id.starts_with('.')
-        && id.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c));
+        && id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c));
     if !plain {
         return Err(StudioError::BadRequest(format!("`{id}` is not a run id")));
     }
@@ -86,7 +88,10 @@ async fn runs(State(s): State<AppState>) -> Result<Json<Value>, StudioError> {
     .await
 }
 
-async fn run(State(s): State<AppState>, UrlPath(id): UrlPath<String>) -> Result<Json<Value>, StudioError> {
+async fn run(
+    State(s): State<AppState>,
+    UrlPath(id): UrlPath<String>,
+) -> Result<Json<Value>, StudioError> {
     blocking(move || {
         let record = open_run(&s, &id)?;
         Ok(Json(json_of(&crate::run_view::run_view(&record)?)?))
@@ -94,7 +99,10 @@ async fn run(State(s): State<AppState>, UrlPath(id): UrlPath<String>) -> Result<
     .await
 }
 
-async fn history(State(s): State<AppState>, UrlPath(id): UrlPath<String>) -> Result<Json<Value>, StudioError> {
+async fn history(
+    State(s): State<AppState>,
+    UrlPath(id): UrlPath<String>,
+) -> Result<Json<Value>, StudioError> {
     blocking(move || {
         let record = open_run(&s, &id)?;
         Ok(Json(json_of(&kt_runs::history(&record)?)?))
@@ -138,7 +146,9 @@ async fn diff(
         let record = open_run(&s, &id)?;
         let (a, b) = (record.resolve(&q.a)?, record.resolve(&q.b)?);
         let changes = kt_runs::diff(&record, a, b)?;
-        Ok(Json(json!({ "a": a.0, "b": b.0, "changes": json_of(&changes)? })))
+        Ok(Json(
+            json!({ "a": a.0, "b": b.0, "changes": json_of(&changes)? }),
+        ))
     })
     .await
 }
@@ -154,7 +164,10 @@ async fn llm_call(
     .await
 }
 
-async fn run_events(State(s): State<AppState>, UrlPath(id): UrlPath<String>) -> Result<Response, StudioError> {
+async fn run_events(
+    State(s): State<AppState>,
+    UrlPath(id): UrlPath<String>,
+) -> Result<Response, StudioError> {
     let record = {
         let s = s.clone();
         blocking(move || open_run(&s, &id)).await?
@@ -220,21 +233,29 @@ async fn replay(
     record.resolve(&request.from)?;
     let job = s.jobs.start(&id, "replay");
     let jobs = s.jobs.clone();
-    tokio::task::spawn_blocking(move || match steer::replay(&record, &request.from, request.step_limit) {
-        Ok(r) => jobs.finish(
-            job,
-            true,
-            match &r.stopped {
-                Some(why) => format!("stopped at #{} on branch b{}: {why}", r.checkpoint, r.branch),
-                None => format!("{} at #{} on branch b{}", r.outcome, r.checkpoint, r.branch),
-            },
-        ),
-        Err(e) => jobs.finish(job, false, e.to_string()),
+    tokio::task::spawn_blocking(move || {
+        match steer::replay(&record, &request.from, request.step_limit) {
+            Ok(r) => jobs.finish(
+                job,
+                true,
+                match &r.stopped {
+                    Some(why) => format!(
+                        "stopped at #{} on branch b{}: {why}",
+                        r.checkpoint, r.branch
+                    ),
+                    None => format!("{} at #{} on branch b{}", r.outcome, r.checkpoint, r.branch),
+                },
+            ),
+            Err(e) => jobs.finish(job, false, e.to_string()),
+        }
     });
     Ok(Json(json!({ "job": job })))
 }
 
-async fn resume(State(s): State<AppState>, UrlPath(id): UrlPath<String>) -> Result<Json<Value>, StudioError> {
+async fn resume(
+    State(s): State<AppState>,
+    UrlPath(id): UrlPath<String>,
+) -> Result<Json<Value>, StudioError> {
     let record = {
         let (s, id) = (s.clone(), id.clone());
         blocking(move || open_run(&s, &id)).await?
@@ -307,7 +328,10 @@ fn router(state: AppState) -> Router {
 }
 
 /// Binds `config.addr`, calls `ready` with the address and the URL to open, and serves until Ctrl-C.
-pub async fn serve(config: StudioConfig, ready: impl FnOnce(SocketAddr, String)) -> Result<(), StudioError> {
+pub async fn serve(
+    config: StudioConfig,
+    ready: impl FnOnce(SocketAddr, String),
+) -> Result<(), StudioError> {
     let access = Access::new(
         config.addr,
         config.allow_remote,
@@ -316,7 +340,10 @@ pub async fn serve(config: StudioConfig, ready: impl FnOnce(SocketAddr, String))
     )?;
     let listener = tokio::net::TcpListener::bind(config.addr)
         .await
-        .map_err(|source| StudioError::Bind { addr: config.addr, source })?;
+        .map_err(|source| StudioError::Bind {
+            addr: config.addr,
+            source,
+        })?;
     let addr = listener.local_addr().map_err(StudioError::Serve)?;
     let url = match &config.access_token {
         Some(t) if !addr.ip().is_loopback() => format!("http://{addr}/?access={t}"),

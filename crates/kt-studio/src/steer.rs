@@ -57,13 +57,20 @@ pub fn fork(record: &RunRecord, request: &ForkRequest) -> Result<ForkReport, Stu
 }
 
 /// `POST /api/runs/{id}/breakpoints`: replaces the run's breakpoints.
-pub fn set_breakpoints(record: &RunRecord, wanted: Breakpoints) -> Result<Breakpoints, StudioError> {
+pub fn set_breakpoints(
+    record: &RunRecord,
+    wanted: Breakpoints,
+) -> Result<Breakpoints, StudioError> {
     let known = kt_runs::breakpoint_nodes(record)?;
     Ok(kt_runs::set_breakpoints(record, wanted, &known)?)
 }
 
 /// Replays from `from` with recorded LLM answers and tuning results, on a new branch; blocks until done.
-pub fn replay(record: &RunRecord, from: &str, step_limit: u64) -> Result<ContinueReport, StudioError> {
+pub fn replay(
+    record: &RunRecord,
+    from: &str,
+    step_limit: u64,
+) -> Result<ContinueReport, StudioError> {
     let from = record.resolve(from)?;
     let setup = Setup::new(LlmChoice::Replay, session_dir(record, "replay"));
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -85,7 +92,13 @@ pub fn answer(record: &RunRecord, text: &str) -> Result<WaitingAnswer, StudioErr
 }
 
 /// Starts `kt resume RUN_DIR` in the background; its end is recorded in `jobs`.
-pub fn spawn_resume(kt: &Path, run_dir: &Path, run: &str, kind: &str, jobs: &Jobs) -> Result<usize, StudioError> {
+pub fn spawn_resume(
+    kt: &Path,
+    run_dir: &Path,
+    run: &str,
+    kind: &str,
+    jobs: &Jobs,
+) -> Result<usize, StudioError> {
     let command = format!("{} resume {}", kt.display(), run_dir.display());
     let child = tokio::process::Command::new(kt)
         .arg("resume")
@@ -140,10 +153,18 @@ mod tests {
         assert!(report.branch > 0);
         assert_eq!(record.checkpoints().unwrap().len(), before + 1);
         assert_eq!(
-            kt_runs::state_at(&record, kt_runs::CheckpointId(report.checkpoint), Some("plan")).unwrap(),
+            kt_runs::state_at(
+                &record,
+                kt_runs::CheckpointId(report.checkpoint),
+                Some("plan")
+            )
+            .unwrap(),
             serde_json::json!([])
         );
-        let nothing = ForkRequest { at: "input".into(), sets: vec![] };
+        let nothing = ForkRequest {
+            at: "input".into(),
+            sets: vec![],
+        };
         assert!(fork(&record, &nothing).is_err());
     }
 

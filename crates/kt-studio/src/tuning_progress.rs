@@ -42,23 +42,31 @@ pub fn tuning_progress(dir: &Path) -> Vec<TuningProgress> {
         let Ok(file) = std::fs::File::open(&path) else {
             continue;
         };
-        let name = path.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().to_string())
+            .unwrap_or_default();
         let mut by_source: BTreeMap<String, TuningProgress> = BTreeMap::new();
         // A line being appended right now may be cut short: skip what does not parse.
         for line in std::io::BufReader::new(file).lines().map_while(Result::ok) {
             let Ok(v) = serde_json::from_str::<Value>(&line) else {
                 continue;
             };
-            let source = v["scope"]["source_hash"].as_str().unwrap_or("?").to_string();
-            let entry = by_source.entry(source.clone()).or_insert_with(|| TuningProgress {
-                file: name.clone(),
-                source,
-                measured: 0,
-                failed: 0,
-                best_ms: None,
-                best_config: None,
-                times_ms: Vec::new(),
-            });
+            let source = v["scope"]["source_hash"]
+                .as_str()
+                .unwrap_or("?")
+                .to_string();
+            let entry = by_source
+                .entry(source.clone())
+                .or_insert_with(|| TuningProgress {
+                    file: name.clone(),
+                    source,
+                    measured: 0,
+                    failed: 0,
+                    best_ms: None,
+                    best_config: None,
+                    times_ms: Vec::new(),
+                });
             let m = &v["measurement"];
             entry.measured += 1;
             // kt-tuner's Verdict is tagged by `kind`.
@@ -103,7 +111,10 @@ mod tests {
         std::fs::write(dir.path().join("results.jsonl"), text).unwrap();
         let p = tuning_progress(dir.path());
         assert_eq!(p.len(), 2);
-        assert_eq!((p[0].measured, p[0].failed, p[0].best_ms), (3, 1, Some(1.5)));
+        assert_eq!(
+            (p[0].measured, p[0].failed, p[0].best_ms),
+            (3, 1, Some(1.5))
+        );
         assert_eq!(p[0].best_config, Some(json!({"block_size_x": 32})));
         assert_eq!(p[1].measured, 1);
         assert!(tuning_progress(&dir.path().join("missing")).is_empty());

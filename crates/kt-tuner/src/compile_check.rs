@@ -33,7 +33,10 @@ pub fn compile_configuration(
 
 /// `sm_90` or `90` → (9, 0).
 pub fn parse_arch(text: &str) -> Option<(i32, i32)> {
-    let digits = text.trim().trim_start_matches("sm_").trim_start_matches("compute_");
+    let digits = text
+        .trim()
+        .trim_start_matches("sm_")
+        .trim_start_matches("compute_");
     if digits.len() < 2 || !digits.chars().all(|c| c.is_ascii_digit()) {
         return None;
     }

@@ -275,9 +275,13 @@ impl DefaultTests<'_> {
             .collect();
         let mut halved = false;
         for _ in 0..40 {
-            let test =
-                self.inputs
-                    .make_test(self.params, &values, "bench", self.next_seed + 2, self.configs)?;
+            let test = self.inputs.make_test(
+                self.params,
+                &values,
+                "bench",
+                self.next_seed + 2,
+                self.configs,
+            )?;
             if test.array_bytes() <= scale.max_test_bytes {
                 let label = if halved {
                     "near the bench size (halved to fit the GPU's memory)"
@@ -516,13 +520,21 @@ mod tests {
         for n in ["A_width", "A_height", "B_width"] {
             assert_eq!(scalar(&bench.test, n), 4096.0, "{n}");
         }
-        assert!(bench.description.starts_with("bench size:"), "{}", bench.description);
+        assert!(
+            bench.description.starts_with("bench size:"),
+            "{}",
+            bench.description
+        );
         // 3 x 4096^2 floats are 192 MiB: a GPU with 1 GiB (an eighth for a test) gets half of each
         // dimension the problem grows in; the inner dimension is no problem dimension and stays
         let small = DeviceScale::new(132, 2048, 1 << 30);
         let near = d.bench(&small).unwrap().unwrap();
         assert!(near.test.array_bytes() <= small.max_test_bytes);
-        assert!(near.description.starts_with("near the bench size"), "{}", near.description);
+        assert!(
+            near.description.starts_with("near the bench size"),
+            "{}",
+            near.description
+        );
         assert!(scalar(&near.test, "B_width") < 4096.0);
         // seeded tests already at the bench size: no bench test
         let at_bench = DefaultTests {
@@ -537,15 +549,18 @@ mod tests {
         let (inputs, params, ps) = vector_add();
         let d = at_test_size(&inputs, &params, &ps);
         let h100 = DeviceScale::new(132, 2048, 80 << 30);
-        let seeded = vec![
-            inputs
-                .make_test(&params, &d.base, "gen1", 1, &[])
-                .unwrap(),
-        ];
+        let seeded = vec![inputs.make_test(&params, &d.base, "gen1", 1, &[]).unwrap()];
         let past = d.past_float_index(&h100, &seeded).unwrap().unwrap();
         let n = scalar(&past.test, "n");
-        assert!(n > FLOAT_EXACT_INTEGERS as f64 && n < 2.0 * FLOAT_EXACT_INTEGERS as f64 * 1.3, "{n}");
-        assert_eq!(n as u64 % 2, 1, "odd, so an index rounded through float lands on a neighbour");
+        assert!(
+            n > FLOAT_EXACT_INTEGERS as f64 && n < 2.0 * FLOAT_EXACT_INTEGERS as f64 * 1.3,
+            "{n}"
+        );
+        assert_eq!(
+            n as u64 % 2,
+            1,
+            "odd, so an index rounded through float lands on a neighbour"
+        );
         let c = past.test.arrays().find(|a| a.name == "c").unwrap();
         assert!(c.elements > FLOAT_EXACT_INTEGERS);
         // a test that already reaches past 2^24 (the bench test) makes it unneeded

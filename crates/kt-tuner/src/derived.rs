@@ -212,10 +212,16 @@ mod tests {
         let exprs: Vec<&str> = d.restrictions.iter().map(|r| r.expr.as_str()).collect();
         assert!(exprs.iter().any(|e| e.contains("<= 256")), "{exprs:?}");
         assert!(d.added_params.is_empty());
-        let r: Vec<Restriction> = exprs.iter().map(|e| Restriction::Expr(e.to_string())).collect();
+        let r: Vec<Restriction> = exprs
+            .iter()
+            .map(|e| Restriction::Expr(e.to_string()))
+            .collect();
         let space = SearchSpace::build(&params, &r, &Default::default(), None).unwrap();
         assert!(
-            space.configs.iter().all(|c| c.get("block_size_x").unwrap() * c.get("block_size_y").unwrap() <= 256),
+            space
+                .configs
+                .iter()
+                .all(|c| c.get("block_size_x").unwrap() * c.get("block_size_y").unwrap() <= 256),
             "{:?}",
             space.configs
         );
@@ -227,7 +233,10 @@ mod tests {
         let d = derive(&k, &[TunableParam::new("block_size_x", [64, 128])]);
         // a warp-multiple rule is offered, not imposed, when nothing ties a template parameter
         assert!(d.added_params.is_empty());
-        assert!(d.restrictions.iter().all(|r| !r.expr.contains('%')), "{d:?}");
+        assert!(
+            d.restrictions.iter().all(|r| !r.expr.contains('%')),
+            "{d:?}"
+        );
         assert_eq!(block_equality("block_size_x == 256"), None);
         assert_eq!(
             block_equality("block_size_y == TILE"),

@@ -272,7 +272,11 @@ mod tests {
             .join()
             .unwrap();
         assert_eq!(results[0], Ok(1.0));
-        assert!(results[1].as_ref().is_ok_and(|v| *v > 400.0), "{:?}", results[1]);
+        assert!(
+            results[1].as_ref().is_ok_and(|v| *v > 400.0),
+            "{:?}",
+            results[1]
+        );
         assert_eq!(results[2], Ok(1.0));
     }
 }

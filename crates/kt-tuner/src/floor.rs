@@ -80,7 +80,10 @@ mod tests {
         let f = h100().floor(12.0 * (1u64 << 26) as f64).unwrap();
         assert!(f.ms > 0.18 && f.ms < 0.22, "{}", f.ms);
         let complaint = impossible(0.1, &f).unwrap();
-        assert!(complaint.contains("below the physical floor"), "{complaint}");
+        assert!(
+            complaint.contains("below the physical floor"),
+            "{complaint}"
+        );
         assert_eq!(impossible(0.25, &f), None);
     }
 

@@ -230,9 +230,15 @@ pub fn standard_prelude(unit: &str) -> String {
             out.push_str(&format!("#ifndef {bare}\n#define {name} {value}\n#endif\n"));
         }
     }
-    let declares_types = ["stdint.h", "cstdint", "cuda/std/cstdint", "inttypes.h", "cinttypes"]
-        .iter()
-        .any(|h| unit.contains(&format!("<{h}>")));
+    let declares_types = [
+        "stdint.h",
+        "cstdint",
+        "cuda/std/cstdint",
+        "inttypes.h",
+        "cinttypes",
+    ]
+    .iter()
+    .any(|h| unit.contains(&format!("<{h}>")));
     if !declares_types {
         for (name, ty) in STANDARD_TYPES {
             let own = unit.contains(&format!(" {name};")) || unit.contains(&format!("{name} =")); // typedef/using of its own

@@ -186,27 +186,27 @@ impl CompilePool {
                     let Ok(job) = job else { return };
                     let outcome = crate::nvcc::compile_with_fallback(&job.program, nvcc.as_deref())
                         .map(|r| {
-                        let o = match r {
-                            Ok(c) => ModuleOutcome::Compiled {
-                                key: job.key.clone(),
-                                cubin: Arc::new(c.cubin),
-                                log: c.log,
-                                ms: c.ms,
-                                from_disk: false,
-                                lowered_name: c.lowered_name,
-                            },
-                            Err(f) => ModuleOutcome::Failed {
-                                key: job.key.clone(),
-                                log: f.log,
-                            },
-                        };
-                        disk.store(&o);
-                        let o = Arc::new(o);
-                        if let Ok(mut m) = memory.lock() {
-                            m.insert(job.key.clone(), o.clone());
-                        }
-                        o
-                    });
+                            let o = match r {
+                                Ok(c) => ModuleOutcome::Compiled {
+                                    key: job.key.clone(),
+                                    cubin: Arc::new(c.cubin),
+                                    log: c.log,
+                                    ms: c.ms,
+                                    from_disk: false,
+                                    lowered_name: c.lowered_name,
+                                },
+                                Err(f) => ModuleOutcome::Failed {
+                                    key: job.key.clone(),
+                                    log: f.log,
+                                },
+                            };
+                            disk.store(&o);
+                            let o = Arc::new(o);
+                            if let Ok(mut m) = memory.lock() {
+                                m.insert(job.key.clone(), o.clone());
+                            }
+                            o
+                        });
                     if tx.send((job.ticket, outcome)).is_err() {
                         return;
                     }
@@ -288,13 +288,12 @@ mod tests {
         assert_ne!(k, module_key(&p("b", &o), &[], C0));
         assert_ne!(
             k,
-            module_key(
-                &p("a", &["--gpu-architecture=sm_80".to_string()]),
-                &[],
-                C0
-            )
+            module_key(&p("a", &["--gpu-architecture=sm_80".to_string()]), &[], C0)
         );
-        assert_ne!(k, module_key(&p("a", &o), &[], &compiler_identity((13, 1), None)));
+        assert_ne!(
+            k,
+            module_key(&p("a", &o), &[], &compiler_identity((13, 1), None))
+        );
         // a machine with nvcc may compile what NVRTC rejects: not the same module
         assert_eq!(compiler_identity((13, 0), None), C0);
         let with_nvcc = compiler_identity((13, 0), Some(std::path::Path::new("/cuda/bin/nvcc")));
@@ -314,10 +313,7 @@ mod tests {
             ..base.clone()
         };
         assert_ne!(k, module_key(&named, &[], C0));
-        assert_ne!(
-            module_key(&named, &[], C0),
-            module_key(&other, &[], C0)
-        );
+        assert_ne!(module_key(&named, &[], C0), module_key(&other, &[], C0));
         let with_header = Program {
             headers: vec![("stdio.h".into(), "".into())],
             ..base.clone()

@@ -71,7 +71,10 @@ pub fn compile_with_fallback(
                     nvcc.display()
                 );
             }
-            c.log = format!("{NVCC_LOG_PREFIX}: NVRTC failed with: {first_error}\n{}", c.log);
+            c.log = format!(
+                "{NVCC_LOG_PREFIX}: NVRTC failed with: {first_error}\n{}",
+                c.log
+            );
             Ok(Ok(c))
         }
         Err(f) => Ok(Err(CompileFailure {
@@ -85,7 +88,8 @@ pub fn compile_with_fallback(
 pub fn compile(nvcc: &Path, p: &Program) -> Result<Compiled, CompileFailure> {
     let start = Instant::now();
     let fail = |log: String| CompileFailure { log };
-    let dir = tempfile::tempdir().map_err(|e| fail(format!("nvcc: no temporary directory: {e}")))?;
+    let dir =
+        tempfile::tempdir().map_err(|e| fail(format!("nvcc: no temporary directory: {e}")))?;
     let src = dir.path().join("kernel.cu");
     let out = dir.path().join("kernel.cubin");
     std::fs::write(&src, source_for_nvcc(p))
@@ -155,9 +159,7 @@ fn kernel_symbol(cubin: &[u8], expr: &str) -> Option<String> {
     let path = path.split('<').next().unwrap_or(path);
     let name = path.rsplit("::").next().unwrap_or(path).trim();
     let tag = format!("{}{name}", name.len());
-    let mut matching = symbols
-        .iter()
-        .filter(|s| *s == name || s.contains(&tag));
+    let mut matching = symbols.iter().filter(|s| *s == name || s.contains(&tag));
     match (matching.next(), matching.next()) {
         (Some(one), None) => Some(one.clone()),
         _ if symbols.len() == 1 => symbols.first().cloned(),
@@ -213,7 +215,9 @@ mod tests {
     fn nvcc_compiles_what_nvrtc_cannot_and_finds_the_template_kernel() {
         // <iostream> is a host header NVRTC has no copy of
         let src = "#include <iostream>\ntemplate <int B> __global__ void scale(float *x) { x[threadIdx.x] *= B; }\n";
-        let c = compile_here(src, Some("&scale<16>")).expect("nvcc on this machine").unwrap();
+        let c = compile_here(src, Some("&scale<16>"))
+            .expect("nvcc on this machine")
+            .unwrap();
         assert!(!c.cubin.is_empty());
         assert_eq!(c.lowered_name.as_deref(), Some("_Z5scaleILi16EEvPf"));
         let bad = compile_here("__global__ void k() { undefined_name; }", Some("&k"))

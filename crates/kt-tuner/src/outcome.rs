@@ -6,10 +6,10 @@
 use serde::{Deserialize, Serialize};
 
 use crate::geometry::LaunchDims;
+use crate::guard::GuardBreach;
 use crate::measure::TimingStats;
 use crate::search::Strategy;
 use crate::space::Config;
-use crate::guard::GuardBreach;
 use crate::verify::OutputReport;
 use crate::worker::protocol::{DeviceInfo, RecordedOutput, RunOutcome};
 
@@ -154,7 +154,11 @@ impl Verdict {
         if let Some(v) = Verdict::from_checks(&o.outputs, &o.inputs_modified, test) {
             return Some(v);
         }
-        let problems = o.timed_check.as_ref().map(|c| c.problems()).unwrap_or_default();
+        let problems = o
+            .timed_check
+            .as_ref()
+            .map(|c| c.problems())
+            .unwrap_or_default();
         (!problems.is_empty()).then(|| Verdict::TimedRunDiffers {
             details: problems.iter().map(|p| format!("{prefix}{p}")).collect(),
         })
@@ -445,7 +449,8 @@ mod tests {
         let v = Verdict::from_outcome(&o, Some("t0")).unwrap();
         assert_eq!(v.short(), "timed launches differ");
         assert!(
-            v.reason().contains("test t0: the last timed launch's output c"),
+            v.reason()
+                .contains("test t0: the last timed launch's output c"),
             "{}",
             v.reason()
         );
@@ -458,7 +463,11 @@ mod tests {
             unchecked_median_ms: 0.1,
         });
         let v = Verdict::from_outcome(&o, None).unwrap();
-        assert!(v.reason().contains("did not do the verified work"), "{}", v.reason());
+        assert!(
+            v.reason().contains("did not do the verified work"),
+            "{}",
+            v.reason()
+        );
         // within noise of each other: sound
         o.timed_check = Some(TimedCheck {
             outputs: vec![passing_report("c")],

@@ -137,7 +137,10 @@ fn verification_reloads_the_module_between_tests() {
 #[ignore = "needs a GPU"]
 fn an_honest_kernel_passes_every_new_check_and_is_delivered() {
     let mut k = kernel(DOUBLE);
-    k.params = vec![TunableParam::new("block_size_x", [32, 64, 128, 256, 512, 1024])];
+    k.params = vec![TunableParam::new(
+        "block_size_x",
+        [32, 64, 128, 256, 512, 1024],
+    )];
     let r = tuner()
         .tune(&k, &tests(), &TuneOptions::default(), &mut |_| {})
         .unwrap();

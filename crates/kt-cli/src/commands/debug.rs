@@ -7,8 +7,8 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::{Args, Subcommand};
 use kt_runs::{
-    Breakpoints, CheckpointId, LlmChoice, NodeDebug, RunRecord, Setup, Stage3Binding, debug_node,
-    breakpoint_nodes, diff, history, render_text, resolve_run, runs_base, session_dir,
+    Breakpoints, CheckpointId, LlmChoice, NodeDebug, RunRecord, Setup, Stage3Binding,
+    breakpoint_nodes, debug_node, diff, history, render_text, resolve_run, runs_base, session_dir,
     set_breakpoints, state_at,
 };
 

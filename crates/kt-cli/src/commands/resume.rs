@@ -17,7 +17,8 @@ use kt_pipeline::{PromptLibrary, RunDir};
 
 use super::analyze::{llm_client, runtime, stage1_source};
 use super::transform::{
-    LiveView, NO_LLM, cancel_on_signals, claim_run, leave, report, seeded, stage3_settings, testgen_settings,
+    LiveView, NO_LLM, cancel_on_signals, claim_run, leave, report, seeded, stage3_settings,
+    testgen_settings,
 };
 
 #[derive(Debug, Args)]

@@ -18,9 +18,29 @@ pub(crate) struct FromInstances {
 
 /// Built-in types a launch may instantiate a type parameter with.
 const TYPES: &[&str] = &[
-    "float", "double", "int", "unsigned", "unsigned int", "long", "long long", "unsigned long",
-    "unsigned long long", "short", "unsigned short", "char", "signed char", "unsigned char", "bool",
-    "half", "__half", "__nv_bfloat16", "nv_bfloat16", "int64_t", "uint64_t", "int32_t", "uint32_t",
+    "float",
+    "double",
+    "int",
+    "unsigned",
+    "unsigned int",
+    "long",
+    "long long",
+    "unsigned long",
+    "unsigned long long",
+    "short",
+    "unsigned short",
+    "char",
+    "signed char",
+    "unsigned char",
+    "bool",
+    "half",
+    "__half",
+    "__nv_bfloat16",
+    "nv_bfloat16",
+    "int64_t",
+    "uint64_t",
+    "int32_t",
+    "uint32_t",
     "size_t",
 ];
 
@@ -73,9 +93,12 @@ pub(crate) fn from_instances(
                     "template parameter `{name}` of `{kernel}` = {one}: the value the file's own launch instantiates (--template {name}=… or --param {name}=… to choose)"
                 ));
             }
-            (several, Some(mut numbers)) if values.iter().all(|v| *v != "true" && *v != "false") => {
+            (several, Some(mut numbers))
+                if values.iter().all(|v| *v != "true" && *v != "false") =>
+            {
                 numbers.sort_unstable();
-                out.tuned.push(TunableParam::new(name.clone(), numbers.clone()));
+                out.tuned
+                    .push(TunableParam::new(name.clone(), numbers.clone()));
                 out.lines.push(format!(
                     "template parameter `{name}` of `{kernel}` tuned over {}: the values the file's own launches instantiate (--param {name}=… or --template {name}=… to choose)",
                     several.join(", ")
@@ -128,7 +151,13 @@ mod tests {
         assert_eq!(f.fixed.get("nIsPow2").map(String::as_str), Some("true"));
         assert!(!f.fixed.contains_key("T"));
         assert_eq!(f.lines.len(), 2);
-        assert!(f.lines.iter().any(|l| l.contains("tuned over 512, 256, 128")), "{:?}", f.lines);
+        assert!(
+            f.lines
+                .iter()
+                .any(|l| l.contains("tuned over 512, 256, 128")),
+            "{:?}",
+            f.lines
+        );
     }
 
     #[test]
@@ -142,7 +171,13 @@ mod tests {
         let f = from_instances("k", &with_default, &instances, &[], &BTreeMap::new());
         assert_eq!(f, FromInstances::default());
         // a type instantiated once is the default
-        let f = from_instances("k", &params(&["T", "BLOCK"]), &instances, &[], &BTreeMap::new());
+        let f = from_instances(
+            "k",
+            &params(&["T", "BLOCK"]),
+            &instances,
+            &[],
+            &BTreeMap::new(),
+        );
         assert_eq!(f.fixed.get("T").map(String::as_str), Some("float"));
         assert_eq!(f.tuned, vec![TunableParam::new("BLOCK", [16, 32])]);
     }

@@ -18,10 +18,10 @@ use kt_tuner::space::Restriction;
 use kt_tuner::suite::{default_block_space, template_params};
 use kt_tuner::{TimingPolicy, export};
 
-use super::template_instances::from_instances;
 use super::kernel_input::{
     LaunchFlags, default_cache_dir, load_kernel, load_tests, parse_pairs, parse_params, parse_sizes,
 };
+use super::template_instances::from_instances;
 
 #[derive(Debug, Args)]
 pub struct TuneArgs {
@@ -330,9 +330,19 @@ fn compile_only(
         .context("no configuration to compile: give --param or a sidecar with default_block")?;
     let scalars = tests.tests.first().map(|t| t.scalars()).unwrap_or_default();
     let nvcc = kt_tuner::nvcc::find();
-    match kt_tuner::compile_check::compile_configuration(kernel, &config, &scalars, cc, nvcc.as_deref())? {
+    match kt_tuner::compile_check::compile_configuration(
+        kernel,
+        &config,
+        &scalars,
+        cc,
+        nvcc.as_deref(),
+    )? {
         Ok(c) => {
-            let compiler = if c.log.starts_with(kt_tuner::nvcc::NVCC_LOG_PREFIX) { "nvcc" } else { "NVRTC" };
+            let compiler = if c.log.starts_with(kt_tuner::nvcc::NVCC_LOG_PREFIX) {
+                "nvcc"
+            } else {
+                "NVRTC"
+            };
             println!(
                 "compiled `{}` at {config} for sm_{}{} with {compiler}: {} bytes of CUBIN in {:.0} ms{}",
                 kernel.kernel_name,
@@ -340,7 +350,9 @@ fn compile_only(
                 cc.1,
                 c.cubin.len(),
                 c.ms,
-                c.lowered_name.map(|s| format!(", symbol {s}")).unwrap_or_default()
+                c.lowered_name
+                    .map(|s| format!(", symbol {s}"))
+                    .unwrap_or_default()
             );
             Ok(ExitCode::SUCCESS)
         }
@@ -507,21 +519,17 @@ fn print_summary(r: &TuneResult, tests: &TestSet) {
         ),
         (None, None) => {}
     }
-    for m in r
-        .measurements
-        .iter()
-        .filter(|m| {
-            use kt_tuner::Verdict as V;
-            // the verdicts that name a kernel gaming its measurement, each worth a line of its own
-            matches!(
-                m.verdict,
-                V::Nondeterministic { .. }
-                    | V::OutOfBounds { .. }
-                    | V::TimedRunDiffers { .. }
-                    | V::ImpossibleTime { .. }
-            )
-        })
-    {
+    for m in r.measurements.iter().filter(|m| {
+        use kt_tuner::Verdict as V;
+        // the verdicts that name a kernel gaming its measurement, each worth a line of its own
+        matches!(
+            m.verdict,
+            V::Nondeterministic { .. }
+                | V::OutOfBounds { .. }
+                | V::TimedRunDiffers { .. }
+                | V::ImpossibleTime { .. }
+        )
+    }) {
         println!("{}: {}", m.config, m.verdict.reason());
     }
     let p = &r.phases;

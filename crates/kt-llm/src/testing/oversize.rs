@@ -19,7 +19,11 @@ async fn an_answer_past_the_cap_is_refused_and_not_asked_again() {
         "{err}"
     );
     assert!(err.to_string().contains("larger than the"), "{err}");
-    assert_eq!(server.received().len(), 1, "a too-large answer is not retried");
+    assert_eq!(
+        server.received().len(),
+        1,
+        "a too-large answer is not retried"
+    );
 }
 
 #[tokio::test]

@@ -214,8 +214,23 @@ mod tests {
                 let len: u16 = u.int_in_range(0..=200)?;
                 bytes.extend_from_slice(&len.to_le_bytes());
                 const PIECES: &[&str] = &[
-                    "{", "}", "(", ")", "'descr': ", "'<f4'", "'fortran_order': ", "False", "'shape': ", "1", ", ",
-                    "99999999999999999999", "-1", " ", "\n", "'", "\\",
+                    "{",
+                    "}",
+                    "(",
+                    ")",
+                    "'descr': ",
+                    "'<f4'",
+                    "'fortran_order': ",
+                    "False",
+                    "'shape': ",
+                    "1",
+                    ", ",
+                    "99999999999999999999",
+                    "-1",
+                    " ",
+                    "\n",
+                    "'",
+                    "\\",
                 ];
                 while !u.is_empty() && bytes.len() < 4096 {
                     bytes.extend_from_slice(u.choose(PIECES)?.as_bytes());

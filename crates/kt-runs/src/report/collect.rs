@@ -139,7 +139,13 @@ impl ReportInputs {
 pub fn graph_dot(record: &RunRecord) -> Option<String> {
     let setup = Setup::new(LlmChoice::Replay, session_dir(record, "report"));
     let drawn = record.head().and_then(|head| {
-        export(&Stage3Binding::default(), record, &setup, GraphFormat::Dot, Some(head))
+        export(
+            &Stage3Binding::default(),
+            record,
+            &setup,
+            GraphFormat::Dot,
+            Some(head),
+        )
     });
     match drawn {
         Ok(dot) => Some(dot),

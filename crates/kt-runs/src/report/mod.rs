@@ -11,6 +11,6 @@ mod graph_svg;
 mod html;
 mod roofline;
 
-pub use collect::{graph_dot, KernelFile, LlmExchange, ReportInputs, StepPoint, TuningRow};
+pub use collect::{KernelFile, LlmExchange, ReportInputs, StepPoint, TuningRow, graph_dot};
 pub use graph_svg::{GraphShape, parse_dot};
 pub use html::render_html;

@@ -183,8 +183,14 @@ mod tests {
             detail: "  ".into(),
         }
         .to_string();
-        assert!(!cpu.contains(": :") && !cpu.trim_end().ends_with(':'), "{cpu}");
-        assert!(cpu.contains("CPU-time limit") && cpu.contains("vectorised"), "{cpu}");
+        assert!(
+            !cpu.contains(": :") && !cpu.trim_end().ends_with(':'),
+            "{cpu}"
+        );
+        assert!(
+            cpu.contains("CPU-time limit") && cpu.contains("vectorised"),
+            "{cpu}"
+        );
         let denied = GeneratorError::PermissionDenied {
             path: String::new(),
             traceback: "PermissionError: [Errno 1] Operation not permitted".into(),

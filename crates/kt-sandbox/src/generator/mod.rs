@@ -18,8 +18,8 @@ use serde::Deserialize;
 
 pub use error::GeneratorError;
 pub use kt_record::tests_format::{FORMAT, ManifestArg, TestManifest};
-pub use store::remove_stale_staging;
 pub use spec::{ArgSpec, ElementType, GeneratorSpec, element_type};
+pub use store::remove_stale_staging;
 
 use crate::outcome::{Ending, Limit, Outcome};
 use crate::python::PythonRuntime;

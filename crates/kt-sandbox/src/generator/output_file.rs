@@ -11,7 +11,11 @@ use std::path::Path;
 use super::error::GeneratorError;
 
 /// Opens `relative` (e.g. `args/a.npy`) under `out`, which the generator wrote. Returns the file and its size.
-pub(crate) fn open(out: &Path, relative: &str, max_bytes: u64) -> Result<(File, u64), GeneratorError> {
+pub(crate) fn open(
+    out: &Path,
+    relative: &str,
+    max_bytes: u64,
+) -> Result<(File, u64), GeneratorError> {
     let refused = |detail: String| GeneratorError::OutputRefused {
         file: relative.to_string(),
         detail,
@@ -117,7 +121,10 @@ mod tests {
         std::fs::write(&secret, b"root only").unwrap();
         std::os::unix::fs::symlink(&secret, dir.path().join("args/a.npy")).unwrap();
         let text = refusal(dir.path(), "args/a.npy");
-        assert!(text.contains("symbolic link") && text.contains("args/a.npy"), "{text}");
+        assert!(
+            text.contains("symbolic link") && text.contains("args/a.npy"),
+            "{text}"
+        );
     }
 
     #[test]

@@ -54,7 +54,8 @@ pub(crate) fn validate(
                 }
                 let path = out.join(file);
                 let (mut opened, len) = output_file::open(out, file, max_file_bytes(spec))?;
-                let header = npy::read_header_of(&mut opened, &path).map_err(|e| invalid(e.to_string()))?;
+                let header =
+                    npy::read_header_of(&mut opened, &path).map_err(|e| invalid(e.to_string()))?;
                 let expected = DType::parse_numpy(dtype).ok().map(|(d, _)| d);
                 if Some(header.dtype) != expected || shape.as_ref() != Some(&header.shape) {
                     return Err(invalid(format!(

@@ -89,7 +89,14 @@ impl CompileQueue {
         scalars: &Bindings,
         grid_defines: bool,
     ) -> Result<(Program, Vec<u8>), TunerError> {
-        kernel_program(kernel, config, scalars, grid_defines, self.arch, &self.cuda_include)
+        kernel_program(
+            kernel,
+            config,
+            scalars,
+            grid_defines,
+            self.arch,
+            &self.cuda_include,
+        )
     }
 
     /// Submits a configuration's compilation. `grid_defines`: whether the `grid_size_*` defines go in

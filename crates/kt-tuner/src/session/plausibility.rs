@@ -61,7 +61,10 @@ pub(crate) fn check(
         .submit(kernel, &best.config, &test.scalars(), grid_defines)?;
     let outcome = e.queue.wait(submitted.ticket)?;
     if let ModuleOutcome::Failed { log, .. } = &*outcome {
-        return Ok(Rejected(Verdict::from_compile_log(log, &kernel.kernel_name)));
+        return Ok(Rejected(Verdict::from_compile_log(
+            log,
+            &kernel.kernel_name,
+        )));
     }
     e.queue.remember(
         &submitted.key,

@@ -251,7 +251,10 @@ fn a_write_past_the_end_reaches_the_tuner_as_an_out_of_bounds_verdict() {
     );
     w.shutdown();
     let mut w = fake("ok");
-    assert_eq!(Verdict::from_outcome(&ran(&mut w, &verifying_run(false)), None), None);
+    assert_eq!(
+        Verdict::from_outcome(&ran(&mut w, &verifying_run(false)), None),
+        None
+    );
     w.shutdown();
 }
 
@@ -260,10 +263,16 @@ fn a_kernel_that_works_only_when_watched_fails_on_its_checked_timed_launch() {
     use crate::outcome::Verdict;
     let mut w = fake("unwatched");
     // untimed: nothing to catch, and nothing caught
-    assert_eq!(Verdict::from_outcome(&ran(&mut w, &verifying_run(false)), None), None);
+    assert_eq!(
+        Verdict::from_outcome(&ran(&mut w, &verifying_run(false)), None),
+        None
+    );
     let v = Verdict::from_outcome(&ran(&mut w, &verifying_run(true)), Some("gen1")).unwrap();
     assert_eq!(v.short(), "timed launches differ");
     let r = v.reason();
-    assert!(r.contains("never written") && r.contains("did not do the verified work"), "{r}");
+    assert!(
+        r.contains("never written") && r.contains("did not do the verified work"),
+        "{r}"
+    );
     w.shutdown();
 }

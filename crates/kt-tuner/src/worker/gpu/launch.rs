@@ -98,10 +98,7 @@ impl Launcher {
                         cuda("cuModuleGetFunction", e)
                     )
                 })?;
-                self.modules.insert(
-                    key.clone(),
-                    Loaded { module, func },
-                );
+                self.modules.insert(key.clone(), Loaded { module, func });
                 func
             }
         };
