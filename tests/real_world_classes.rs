@@ -163,6 +163,46 @@ fn the_programs_own_launches_give_template_values_and_the_code_gives_restriction
 }
 
 #[test]
+fn statement_macros_register_and_headers_nvcc_would_not_need_leave_every_kernel_readable() {
+    // before: one row of bare statement macros made the kernel an ERROR node, and the generated header a
+    // header includes, the header only `#ifdef WITH_COUNTERS` opens and `"cuda.h"` each stopped the compile
+    let out = kt(&["inspect", &file("benchmark_macros.cu"), "--kernel", "madd"]);
+    let said = text(&out.stdout);
+    assert!(out.status.success(), "{said}{}", text(&out.stderr));
+    assert!(said.contains("2 kernels"), "{said}");
+    assert!(
+        said.contains("macros used: MADD_BLOCK, MADD_OP, MADD_OP4"),
+        "{said}"
+    );
+    let out = kt(&[
+        "inspect",
+        &file("benchmark_macros.cu"),
+        "--kernel",
+        "madd",
+        "--unit",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let unit = text(&out.stdout);
+    assert!(
+        unit.contains("register T s") && !unit.contains("bench_seconds"),
+        "{unit}"
+    );
+}
+
+#[test]
+fn a_tile_of_rows_covered_by_fewer_threads_divides_the_grid_by_the_tile() {
+    let f = file("benchmark_macros.cu");
+    let out = kt(&["inspect", &f, "--kernel", "transpose_rows"]);
+    let said = text(&out.stdout);
+    assert!(out.status.success(), "{said}{}", text(&out.stderr));
+    assert!(said.contains("restriction: block_size_y == 8"), "{said}");
+    assert!(
+        said.contains("grid y: problem size / 32, not / block_size_y  (line 34:"),
+        "{said}"
+    );
+}
+
+#[test]
 #[ignore = "needs NVRTC (libnvrtc.so.13): run with --include-ignored on a CUDA machine"]
 fn every_class_compiles_as_tuning_compiles_it() {
     for (name, extra) in [
@@ -171,6 +211,10 @@ fn every_class_compiles_as_tuning_compiles_it() {
         ("fixed_block.cu", vec![]),
         ("dataset_macros.cu", vec![]),
         ("host_instances.cu", vec!["--template", "T=float"]),
+        (
+            "benchmark_macros.cu",
+            vec!["--kernel", "madd", "--template", "T=float"],
+        ),
     ] {
         let out = compile_only(name, &extra);
         let said = text(&out.stdout);

@@ -37,6 +37,11 @@ pub struct IncludeRecord {
     /// The file (as named in messages) and line of the directive.
     pub from_file: String,
     pub line: usize,
+    /// The macro an enclosing `#ifdef NAME` / `#if defined(NAME)` / `#if NAME` needs for the directive to
+    /// count (PolyBench's `#ifdef POLYBENCH_PAPI` … `#include "papi_counters.list"`): a header in a branch no
+    /// file defines the macro for is one nvcc never opens either.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requires_macro: Option<String>,
 }
 
 /// A CUDA file as kt reads it: its own text, and the combined text with its user headers inlined.
@@ -182,13 +187,55 @@ struct Directive {
     end: usize,
     header: String,
     system: bool,
+    requires_macro: Option<String>,
+}
+
+/// The macro a conditional directive's true branch needs, when the condition is just that one macro being
+/// defined (`#ifdef X`, `#if defined(X)`, `#if defined X`, `#if X`); anything else is None.
+fn condition_macro(words: &[&str]) -> Option<String> {
+    let ident = |w: &str| {
+        w.chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+            && w.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+    };
+    match words {
+        ["ifdef", name] if ident(name) => Some(name.to_string()),
+        ["if", "defined", "(", name, ")"] | ["if", "defined", name] | ["if", name]
+            if ident(name) && *name != "defined" =>
+        {
+            Some(name.to_string())
+        }
+        _ => None,
+    }
 }
 
 fn include_directives(text: &str) -> Vec<Directive> {
     let tokens = lexer::tokenize(text);
     let mut out = Vec::new();
+    // per open conditional: the macro its current branch needs (None: unknown or not one macro)
+    let mut conditions: Vec<Option<String>> = Vec::new();
     for (i, t) in tokens.iter().enumerate() {
         let is_hash = t.kind == TokenKind::Punct && t.directive == Some(i);
+        if is_hash {
+            let words: Vec<&str> = tokens[i + 1..]
+                .iter()
+                .take_while(|x| x.directive == Some(i) && x.kind != TokenKind::Comment)
+                .map(|x| x.text(text))
+                .collect();
+            match words.first().copied() {
+                Some("if" | "ifdef" | "ifndef") => conditions.push(condition_macro(&words)),
+                Some("else" | "elif" | "elifdef" | "elifndef") => {
+                    if let Some(top) = conditions.last_mut() {
+                        *top = None;
+                    }
+                }
+                Some("endif") => {
+                    conditions.pop();
+                }
+                _ => {}
+            }
+        }
         let is_include = tokens
             .get(i + 1)
             .is_some_and(|n| n.directive == Some(i) && n.text(text) == "include");
@@ -212,6 +259,7 @@ fn include_directives(text: &str) -> Vec<Directive> {
             end: line_end,
             header: header.trim().to_string(),
             system,
+            requires_macro: conditions.iter().flatten().next().cloned(),
         });
     }
     out
@@ -265,6 +313,7 @@ impl<'a> Builder<'a> {
                 resolved: resolved.clone(),
                 from_file: name.to_string(),
                 line,
+                requires_macro: d.requires_macro.clone(),
             });
             let (Some(header_path), Some(header_text)) = (resolved, followed) else {
                 continue;
@@ -386,6 +435,27 @@ mod tests {
                 "includes not found: \"gone.h\" (add their directory with --include DIR)"
             ),
             "{note}"
+        );
+    }
+
+    #[test]
+    fn an_include_in_a_branch_for_one_macro_names_that_macro() {
+        let src = "#ifndef GUARD_H\n#define GUARD_H\n#include \"always.h\"\n#ifdef PAPI\n#  include \"papi.list\"\n#else\n#include \"other.h\"\n#endif\n#if defined(MPI)\n#include \"mpi_x.h\"\n#endif\n#if N > 2\n#include \"n.h\"\n#endif\n#endif\n";
+        let file = SourceFile::from_text("k.cu", src, &[]);
+        let needs: Vec<(&str, Option<&str>)> = file
+            .includes
+            .iter()
+            .map(|i| (i.header.as_str(), i.requires_macro.as_deref()))
+            .collect();
+        assert_eq!(
+            needs,
+            vec![
+                ("always.h", None),
+                ("papi.list", Some("PAPI")),
+                ("other.h", None),
+                ("mpi_x.h", Some("MPI")),
+                ("n.h", None),
+            ]
         );
     }
 

@@ -273,6 +273,16 @@ fn describe_kernel(k: &Kernel) -> String {
             r.expr, r.location.line, r.reason
         );
     }
+    for d in &k.grid_divisors {
+        let _ = writeln!(
+            out,
+            "  grid {}: problem size / {}, not / block_size_{0}  (line {}: {}; kt tune uses it unless --grid-div-{0} says otherwise)",
+            ['x', 'y', 'z'][d.dim.min(2)],
+            d.value,
+            d.location.line,
+            d.reason
+        );
+    }
     if k.launch_assumptions.is_empty() {
         let _ = writeln!(
             out,

@@ -109,6 +109,19 @@ pub struct Restriction {
     pub location: Location,
 }
 
+/// A grid dimension whose blocks each cover a tile larger than their threads (`blockIdx.y * TILE_DIM +
+/// threadIdx.y` with a loop stepping by BLOCK_ROWS over the tile's rows): the grid is the problem size divided
+/// by the tile, not by the block (Kernel Tuner's `grid_div_y`).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct GridDivisor {
+    /// 0, 1, 2 for x, y, z.
+    pub dim: usize,
+    /// The tile's size as a number or a tunable template parameter (`32`, `TILE`).
+    pub value: String,
+    pub reason: String,
+    pub location: Location,
+}
+
 /// A spot where the kernel assumes a launch configuration instead of reading it.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct LaunchAssumption {
@@ -181,6 +194,9 @@ pub struct Kernel {
     /// Relations between launch parameters the code assumes, offered as tuner restrictions.
     #[serde(default)]
     pub restrictions: Vec<Restriction>,
+    /// Grid dimensions divided by a tile rather than by the block (see [`GridDivisor`]).
+    #[serde(default)]
+    pub grid_divisors: Vec<GridDivisor>,
     /// File-scope `__device__`/`__managed__` variables the kernel (or a helper) writes: state that
     /// outlives a launch.
     #[serde(default)]

@@ -122,7 +122,7 @@ pub(crate) fn analyse(prepared: &Prepared, file: &FileScope, found: &FoundKernel
         .map(|t| t.name.clone())
         .collect();
     let bounds = launch_bounds(prepared, definition);
-    let restrictions = relations::restrictions(
+    let relations = relations::relations(
         prepared,
         outer,
         &relations::Context {
@@ -168,7 +168,8 @@ pub(crate) fn analyse(prepared: &Prepared, file: &FileScope, found: &FoundKernel
             .collect::<String>()
             + &name_for_qualified,
         tunable_template_params,
-        restrictions,
+        restrictions: relations.restrictions,
+        grid_divisors: relations.grid_divisors,
         mutable_globals,
     }
 }

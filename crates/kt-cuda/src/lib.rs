@@ -85,6 +85,7 @@ mod signature;
 mod signature_diff;
 mod source;
 mod splice;
+mod statement_macros;
 mod unit;
 mod unit_items;
 
@@ -95,8 +96,8 @@ pub use includes::{IncludeRecord, SourceFile, decode};
 pub use inspect::{INSPECT_SCHEMA_VERSION, InspectReport};
 pub use instantiations::host_instantiations;
 pub use kernel::{
-    AssumptionKind, Kernel, KernelFeatures, KernelParam, LaunchAssumption, LaunchBounds, Location,
-    Restriction, Span, StructField, StructLayout, TemplateParam,
+    AssumptionKind, GridDivisor, Kernel, KernelFeatures, KernelParam, LaunchAssumption,
+    LaunchBounds, Location, Restriction, Span, StructField, StructLayout, TemplateParam,
 };
 pub use macro_kernels::MacroKernel;
 pub use rewrite::{prepend_defines, remove_defines, rename_identifiers};

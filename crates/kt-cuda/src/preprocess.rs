@@ -1,6 +1,6 @@
 //! Before tree-sitter sees the source, object-like macros that stand for qualifiers or builtin types
-//! (`#define RESTRICT __restrict__`, `#define DEVICE __device__ __forceinline__`, `#define real float`) are
-//! replaced by their bodies: the grammar does not run the preprocessor, and such macros in a declaration
+//! (`#define RESTRICT __restrict__`, `#define DEVICE __device__ __forceinline__`, `#define real float`) and
+//! those that stand for statements (statement_macros.rs) are replaced by their bodies: the grammar does not run the preprocessor, and such macros in a declaration
 //! otherwise become ERROR nodes or swallow the parameter name. Every other macro stays as written, so that
 //! kt can still report which macros a kernel uses. An offset map turns positions in the substituted text back
 //! into positions in what the user wrote.
@@ -97,7 +97,10 @@ impl Prepared {
     pub fn new(original: &str) -> Self {
         let tokens = lexer::tokenize(original);
         let defines = lexer::defines(original, &tokens);
-        let expansions = substitutable(&defines);
+        let mut expansions = substitutable(&defines);
+        for (name, body) in crate::statement_macros::statement_expansions(&defines) {
+            expansions.entry(name).or_insert(body);
+        }
         // like the preprocessor, a macro applies from its #define to its #undef (if any)
         let scope: HashMap<&str, (usize, usize)> = defines
             .iter()
@@ -134,6 +137,7 @@ impl Prepared {
             if let Some(body) = (in_scope)
                 .then(|| expansions.get(t.text(original)).map(String::as_str))
                 .flatten()
+                .filter(|body| text.len() + body.len() <= MAX_GRAMMAR_TEXT.max(2 * original.len()))
                 .or(builtin)
             {
                 text.push_str(&unsplit[copied..t.start]);
@@ -224,6 +228,10 @@ impl Prepared {
         self.original[start..end].trim_end_matches('\r')
     }
 }
+
+/// Size past which macro expansions stop (statement macros repeated thousands of times): the grammar then
+/// reads the rest as written, and the parse time stays bounded by the input's size.
+const MAX_GRAMMAR_TEXT: usize = 64 << 20;
 
 /// CUDA keywords the grammar does not know, spelled as the C++ it does: `__align__(8)` is `alignas(8)`
 /// (the grammar rejects `struct __align__(8) Pair`, and one such struct hid every kernel of a file).

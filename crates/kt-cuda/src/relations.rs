@@ -7,7 +7,7 @@ use std::collections::HashMap;
 
 use tree_sitter::Node;
 
-use crate::kernel::{LaunchBounds, Restriction};
+use crate::kernel::{GridDivisor, LaunchBounds, Restriction};
 use crate::preprocess::Prepared;
 use crate::scope::{collapse, strip_parens};
 
@@ -21,16 +21,19 @@ pub(crate) struct Context<'a> {
     pub warp_intrinsics: bool,
 }
 
+/// What the code says about its launch: relations between parameters, and grid dimensions a tile divides.
+pub(crate) struct Relations {
+    pub restrictions: Vec<Restriction>,
+    pub grid_divisors: Vec<GridDivisor>,
+}
+
 /// Every relation found in `definition` (the kernel, template included), each once, in source order.
-pub(crate) fn restrictions(
-    prepared: &Prepared,
-    definition: Node,
-    ctx: &Context,
-) -> Vec<Restriction> {
+pub(crate) fn relations(prepared: &Prepared, definition: Node, ctx: &Context) -> Relations {
     let mut finder = Finder {
         prepared,
         ctx,
         out: Vec::new(),
+        divisors: Vec::new(),
         dims: dims_used(&prepared.text[definition.byte_range()]),
         tile_loops: Vec::new(),
     };
@@ -74,7 +77,10 @@ pub(crate) fn restrictions(
             at,
         );
     }
-    finder.out
+    Relations {
+        restrictions: finder.out,
+        grid_divisors: finder.divisors,
+    }
 }
 
 /// Which of x, y, z the kernel reads from `threadIdx`/`blockDim`.
@@ -93,6 +99,7 @@ struct Finder<'a> {
     prepared: &'a Prepared,
     ctx: &'a Context<'a>,
     out: Vec<Restriction>,
+    divisors: Vec<GridDivisor>,
     dims: Vec<char>,
     /// `for (int i = 0; i < TILE; i += ROWS)` loops: (TILE, ROWS) as written.
     tile_loops: Vec<(String, String)>,
@@ -245,6 +252,18 @@ impl Finder<'_> {
                                 ),
                                 location,
                             );
+                            if let Some(tile) = self.value_of(&written)
+                                && !self.divisors.iter().any(|d| d.dim == 1)
+                            {
+                                self.divisors.push(GridDivisor {
+                                    dim: 1,
+                                    value: tile,
+                                    reason: format!(
+                                        "each block covers the {written} rows of a tile with {step} threads"
+                                    ),
+                                    location,
+                                });
+                            }
                             continue;
                         }
                         if thread == format!("threadIdx.{c}")
@@ -381,6 +400,24 @@ mod tests {
             e.contains(&"block_size_x * block_size_y <= 256".to_string()),
             "{e:?}"
         );
+        // the grid in y is the rows divided by the tile (32), not by the block's 8 rows
+        let k = parse(src).unwrap().kernels()[0].clone();
+        assert_eq!(k.grid_divisors.len(), 1, "{:?}", k.grid_divisors);
+        assert_eq!(
+            (k.grid_divisors[0].dim, k.grid_divisors[0].value.as_str()),
+            (1, "32")
+        );
+        assert!(
+            k.grid_divisors[0].reason.contains("TILE_DIM rows"),
+            "{:?}",
+            k.grid_divisors
+        );
+    }
+
+    #[test]
+    fn a_block_that_covers_its_own_rows_divides_the_grid_by_the_block() {
+        let src = "__global__ void k(float *o, int w) {\n  int y = blockIdx.y * blockDim.y + threadIdx.y;\n  o[y * w] = 0;\n}\n";
+        assert!(parse(src).unwrap().kernels()[0].grid_divisors.is_empty());
     }
 
     #[test]

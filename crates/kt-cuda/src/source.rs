@@ -298,6 +298,9 @@ fn relocate(parsed: &mut CudaSource, file: &SourceFile, with_origin: bool) {
         for r in &mut k.restrictions {
             at(&mut r.location);
         }
+        for d in &mut k.grid_divisors {
+            at(&mut d.location);
+        }
         k.origin_file = origin(name);
     }
     for d in &mut parsed.device_functions {

@@ -41,6 +41,18 @@ impl Geometry {
         }
     }
 
+    /// Divides the grid by the tiles the kernel's code says each block covers (`blockIdx.y * TILE_DIM +
+    /// threadIdx.y` with a loop stepping over the tile's rows: the grid in y is rows / TILE_DIM, not rows /
+    /// block_size_y). Only dimensions still at their default; the command line overrides this afterwards.
+    pub fn divide_by_kernel_tiles(&mut self, kernel: &kt_cuda::Kernel) {
+        for d in &kernel.grid_divisors {
+            let default = format!("block_size_{}", ['x', 'y', 'z'][d.dim.min(2)]);
+            if d.dim < 3 && self.grid_div[d.dim] == [default] {
+                self.grid_div[d.dim] = vec![d.value.clone()];
+            }
+        }
+    }
+
     /// The element counts (scalar elements: struct elements × `lanes` of the array named) of the arrays in
     /// `array_sizes` at `config`.
     pub fn extents(
@@ -197,6 +209,24 @@ mod tests {
             .launch(&cfg(&[("block_size_x", 128), ("work_per_thread_x", 4)]), &s)
             .unwrap();
         assert_eq!(d.grid, [2, 1, 1]);
+    }
+
+    #[test]
+    fn a_tile_covered_by_fewer_rows_of_threads_divides_the_grid_by_the_tile() {
+        let src = "#define TILE_DIM 32\n#define BLOCK_ROWS 8\n__global__ void t(float *o, const float *in, int w, int h) {\n  int x = blockIdx.x * TILE_DIM + threadIdx.x;\n  int y = blockIdx.y * TILE_DIM + threadIdx.y;\n  for (int j = 0; j < TILE_DIM; j += BLOCK_ROWS) o[(y + j) * w + x] = in[(y + j) * w + x];\n}\n";
+        let kernel = kt_cuda::parse(src).unwrap().kernels()[0].clone();
+        let mut g = Geometry::new(vec!["w".into(), "h".into()]);
+        g.divide_by_kernel_tiles(&kernel);
+        let s: Bindings = [("w".to_string(), 1024.0), ("h".to_string(), 1024.0)].into();
+        let d = g
+            .launch(&cfg(&[("block_size_x", 32), ("block_size_y", 8)]), &s)
+            .unwrap();
+        assert_eq!(d.grid, [32, 32, 1]);
+        // a divisor the user set stays
+        let mut given = Geometry::new(vec!["w".into(), "h".into()]);
+        given.grid_div[1] = vec!["16".into()];
+        given.divide_by_kernel_tiles(&kernel);
+        assert_eq!(given.grid_div[1], vec!["16".to_string()]);
     }
 
     #[test]

@@ -62,6 +62,44 @@ impl KernelFile {
         })
     }
 
+    /// The first `#include "…"` that is not found and stops a compile, as nvcc would stop: one the file itself
+    /// makes. Not one that sits in a branch for a macro no file defines (nvcc never opens it), not a system
+    /// header written with quotes (`#include "cuda.h"`: nvcc finds it on its system path, kt answers it), and
+    /// not one made by another header (a generated `config.h` of a library's configure step): those are
+    /// reported once and the compile goes on, its errors then name what is missing.
+    fn blocking_missing_header(&self) -> Option<&kt_cuda::IncludeRecord> {
+        let defined = |m: &str| self.parsed.defines.iter().any(|d| d.name == m);
+        let builtin = crate::headers::builtin_headers();
+        let mut blocking = None;
+        for missing in self
+            .file
+            .includes
+            .iter()
+            .filter(|i| !i.system && i.resolved.is_none())
+        {
+            if let Some(m) = &missing.requires_macro
+                && !defined(m)
+            {
+                continue;
+            }
+            if builtin.iter().any(|(name, _)| *name == missing.header) {
+                continue;
+            }
+            if missing.from_file != self.file.name {
+                tracing::warn!(
+                    "{}:{}: #include \"{}\" was not found; kt goes on without it (if the compile then fails \
+                     on a name it defines, add its directory with --include DIR)",
+                    missing.from_file,
+                    missing.line,
+                    missing.header
+                );
+                continue;
+            }
+            blocking = blocking.or(Some(missing));
+        }
+        blocking
+    }
+
     /// The kernel named `kernel` (or the file's only one) with its unit. Errors name the file and say what
     /// to do: no kernel, several and none chosen, a name the file lacks, and a user header the file
     /// includes that is in none of the include directories (nvcc would stop there too, and kt cannot tell
@@ -72,12 +110,7 @@ impl KernelFile {
             .select_kernel_in(kernel, &self.file.name)
             .map_err(source_error)?
             .clone();
-        if let Some(missing) = self
-            .file
-            .includes
-            .iter()
-            .find(|i| !i.system && i.resolved.is_none())
-        {
+        if let Some(missing) = self.blocking_missing_header() {
             let dirs: Vec<String> = self
                 .include_dirs
                 .iter()
@@ -121,10 +154,17 @@ impl KernelSource {
     /// mismatches. `file` is the file as the user named it.
     pub fn refuse_struct_by_value(&self, file: &Path) -> Result<(), TunerError> {
         let kernel = &self.kernel;
+        // a value of a template type (`T v`) is a scalar once `--template T=float` or the sidecar names T
+        let template_type = |text: &str| {
+            kernel
+                .template_params
+                .iter()
+                .any(|t| matches!(t.kind.as_str(), "typename" | "class") && t.name == text.trim())
+        };
         let Some(p) = kernel
             .params
             .iter()
-            .find(|p| !p.is_pointer() && p.dtype.is_none())
+            .find(|p| !p.is_pointer() && p.dtype.is_none() && !template_type(&p.type_text))
         else {
             return Ok(());
         };
@@ -150,6 +190,7 @@ impl KernelSource {
     /// the include directories, and `problem_size`; parameters, launch and tests are the caller's.
     pub fn tunable_code(&self, problem_size: Vec<String>) -> TunableKernel {
         let mut k = TunableKernel::new("", "", problem_size);
+        k.geometry.divide_by_kernel_tiles(&self.kernel);
         self.compile_as(&mut k);
         k
     }
@@ -249,6 +290,46 @@ mod tests {
             note.contains("main") && note.contains("unchanged"),
             "{note}"
         );
+    }
+
+    #[test]
+    fn missing_headers_nvcc_would_never_open_or_that_a_header_makes_do_not_stop_the_compile() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("timer.h"),
+            "#pragma once\n#include \"config.h\"\n",
+        )
+        .unwrap();
+        let cu = dir.path().join("k.cu");
+        std::fs::write(
+            &cu,
+            "#include \"cuda.h\"\n#include \"timer.h\"\n#ifdef PAPI\n#include \"papi.list\"\n#endif\n\
+             __global__ void k(float *a) { a[0] = 1; }\n",
+        )
+        .unwrap();
+        assert!(kernel_source(&cu, None, &[]).is_ok());
+        // the same branch with its macro defined is a header nvcc would open: an error again
+        let text = std::fs::read_to_string(&cu).unwrap();
+        std::fs::write(&cu, format!("#define PAPI\n{text}")).unwrap();
+        let err = kernel_source(&cu, None, &[]).unwrap_err().to_string();
+        assert!(err.contains("\"papi.list\" was not found"), "{err}");
+    }
+
+    #[test]
+    fn a_value_of_a_template_type_is_a_scalar_but_a_struct_value_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let cu = dir.path().join("k.cu");
+        std::fs::write(
+            &cu,
+            "template <class T> __global__ void add(T *d, T v) { d[0] += v; }\n\
+             struct M { int w; float *e; };\n__global__ void mat(M m) { m.e[0] = 0; }\n",
+        )
+        .unwrap();
+        let add = kernel_source(&cu, Some("add"), &[]).unwrap();
+        assert!(add.refuse_struct_by_value(&cu).is_ok());
+        let mat = kernel_source(&cu, Some("mat"), &[]).unwrap();
+        let err = mat.refuse_struct_by_value(&cu).unwrap_err().to_string();
+        assert!(err.contains("`m` of type `M` by value"), "{err}");
     }
 
     #[test]

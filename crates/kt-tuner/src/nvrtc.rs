@@ -72,13 +72,34 @@ pub fn version() -> Result<(i32, i32), TunerError> {
 /// The source NVRTC sees: Kernel Tuner's prefix of `#define name value` lines, then `#line 1` so that
 /// compiler messages point at the user's own line numbers.
 pub fn full_source(defines: &[(String, String)], source: &str) -> String {
-    let mut s = String::with_capacity(source.len() + defines.len() * 32 + 16);
+    let mut s = String::with_capacity(source.len() + defines.len() * 32 + 40);
     for (name, value) in defines {
         s.push_str(&format!("#define {name} {value}\n"));
+    }
+    if uses_register_keyword(source) {
+        // C++17 removed `register`; nvcc still takes it (a warning), NVRTC refuses it. It never changed what
+        // the compiler does, so it is dropped, as nvcc drops it.
+        s.push_str("#define register\n");
     }
     s.push_str("#line 1\n");
     s.push_str(source);
     s
+}
+
+/// Whether `source` has the word `register` (SHOC's and older benchmarks' `register float s0 = …`).
+fn uses_register_keyword(source: &str) -> bool {
+    source.match_indices("register").any(|(i, w)| {
+        let word_char = |c: char| c.is_ascii_alphanumeric() || c == '_';
+        let before = source[..i]
+            .chars()
+            .next_back()
+            .is_none_or(|c| !word_char(c));
+        let after = source[i + w.len()..]
+            .chars()
+            .next()
+            .is_none_or(|c| !word_char(c));
+        before && after
+    })
 }
 
 /// The options every compilation gets, in front of the caller's.
@@ -237,6 +258,21 @@ mod tests {
             s,
             "#define block_size_x 32\n#line 1\n__global__ void k() {}\n"
         );
+    }
+
+    #[test]
+    fn the_register_keyword_is_dropped_only_where_it_is_used() {
+        let with = full_source(
+            &[],
+            "__global__ void k(float *a) { register float s = a[0]; a[1] = s; }",
+        );
+        assert!(with.starts_with("#define register\n#line 1\n"), "{with}");
+        for without in [
+            "__global__ void k(int *registers) {}",
+            "__global__ void k(int *my_register) {}",
+        ] {
+            assert!(!full_source(&[], without).contains("#define register"));
+        }
     }
 
     #[test]

@@ -96,6 +96,7 @@ impl SuiteKernel {
         kernel.flops = Some(sidecar.flops.text());
         kernel.bytes = Some(sidecar.bytes.text());
         kernel.geometry.shared_mem = sidecar.shared_mem.as_ref().map(|s| s.text());
+        kernel.geometry.divide_by_kernel_tiles(k);
         let mut block = [1i64; 3];
         for (i, b) in sidecar.default_block.iter().take(3).enumerate() {
             block[i] = *b as i64;
