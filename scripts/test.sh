@@ -98,8 +98,9 @@ else
 fi
 run_group "HTML report in chromium" "have chromium || have chromium-browser" \
   --test runs_debug -- --include-ignored the_html_report_renders_in_a_browser
-# kt studio's chromium tests (`cargo test --test studio -- --include-ignored studio_in_chromium`) are not in
-# this list yet: the run-list/graph/diff/fork one fails in its browser driver (issue 30 stays open).
+run_group "kt studio in chromium (run list, graph, diff, fork; a transform watched live)" \
+  "have chromium || have chromium-browser" \
+  --test studio -- --include-ignored studio_in_chromium
 run_group "SLURM scripts through shellcheck" "have shellcheck" \
   -p kt-experiments --test matrix -- --include-ignored slurm_scripts_pass_shellcheck
 

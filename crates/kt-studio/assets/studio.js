@@ -48,10 +48,17 @@ function toast(text, bad) {
 
 function listen(url, onChange) {
   if (source) source.close();
-  source = new EventSource(withAccess(url));
-  source.addEventListener("change", onChange);
-  source.onopen = () => $("#live").classList.add("on");
-  source.onerror = () => $("#live").classList.remove("on");
+  const mine = new EventSource(withAccess(url));
+  source = mine;
+  mine.addEventListener("change", onChange);
+  mine.onopen = () => $("#live").classList.add("on");
+  mine.onerror = () => {
+    $("#live").classList.remove("on");
+    // the browser gives up on a refused stream (a run opened while it is still starting): try again while
+    // this view stands
+    if (mine.readyState === EventSource.CLOSED)
+      setTimeout(() => source === mine && listen(url, onChange), 250);
+  };
 }
 
 // ---------------------------------------------------------------- runs
@@ -76,6 +83,8 @@ async function showRuns() {
 async function refreshRuns() {
   if (view?.kind !== "runs") return;
   const data = await api("/api/runs");
+  // the user may have opened a run while the list was on its way
+  if (view?.kind !== "runs") return;
   view.data = data;
   $("#runs tbody").innerHTML = data.runs
     .slice()
@@ -139,10 +148,20 @@ async function refreshRun(id) {
   try {
     data = await api(`/api/runs/${encodeURIComponent(id)}`);
   } catch (e) {
-    main.innerHTML = `<p class="bad">${esc(e.message)}</p>`;
+    // a run that is just starting (or a store busy with a write) answers later: say so, keep the page,
+    // and draw the run at the next event
+    if (view?.id === id && $("#run-summary")) {
+      $("#run-summary").innerHTML = `<p class="bad">${esc(e.message)}</p>`;
+      view.dataText = null;
+    }
     return;
   }
   if (view?.id !== id) return;
+  // a reconnect of the event stream re-sends "change": draw again only what changed, so that a click
+  // or an open prompt is not lost to a redraw of the same page
+  const text = JSON.stringify(data);
+  if (view.dataText === text) return;
+  view.dataText = text;
   view.data = data;
   renderSummary(data);
   if (view.tab === "live") renderLive(data);
@@ -199,6 +218,8 @@ function renderLive(d) {
         .join("")}</tbody></table><div id="llm-detail"></div></section></div>`;
   for (const n of d.running) $(`#graph g[data-node="${CSS.escape(n)}"]`)?.classList.add("running");
   for (const row of document.querySelectorAll(".llm-row")) row.addEventListener("click", () => showLlm(row.dataset.index));
+  // the prompt the user opened stays open while the run goes on
+  if (view.llmDetail) $("#llm-detail").innerHTML = view.llmDetail;
 }
 
 function tuningProgress(d) {
@@ -213,8 +234,10 @@ function tuningProgress(d) {
 }
 
 async function showLlm(index) {
-  const c = await api(`/api/runs/${encodeURIComponent(view.id)}/llm/${index}`);
-  $("#llm-detail").innerHTML = `<h3>call ${index}: ${esc(c.node)} · ${esc(c.provider)}:${esc(c.model)} · ${c.elapsed_ms} ms</h3>
+  const id = view.id;
+  const c = await api(`/api/runs/${encodeURIComponent(id)}/llm/${index}`);
+  if (view?.id !== id || !$("#llm-detail")) return;
+  view.llmDetail = $("#llm-detail").innerHTML = `<h3>call ${index}: ${esc(c.node)} · ${esc(c.provider)}:${esc(c.model)} · ${c.elapsed_ms} ms</h3>
     ${c.messages.map((m) => `<h4>${esc(m.role)}</h4><pre class="prompt">${esc(m.content)}</pre>`).join("")}
     <h4>raw answer</h4><pre class="answer">${esc(c.answer ?? c.error ?? "")}</pre>`;
 }

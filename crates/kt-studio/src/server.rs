@@ -54,6 +54,11 @@ async fn blocking<T: Send + 'static>(
 
 /// A run id from a URL: a plain directory name under the runs directory, never a path.
 fn open_run(state: &AppState, id: &str) -> Result<RunRecord, StudioError> {
+    Ok(RunRecord::open(run_dir(state, id)?)?)
+}
+
+/// The directory of run `id` (a plain id or a unique prefix of one, never a path).
+fn run_dir(state: &AppState, id: &str) -> Result<kt_pipeline::RunDir, StudioError> {
     let plain = !id.is_empty()
         && !id.starts_with('.')
         && id
@@ -62,8 +67,7 @@ fn open_run(state: &AppState, id: &str) -> Result<RunRecord, StudioError> {
     if !plain {
         return Err(StudioError::BadRequest(format!("`{id}` is not a run id")));
     }
-    let dir = kt_runs::resolve_run(id, &state.runs_dir)?;
-    Ok(RunRecord::open(dir)?)
+    Ok(kt_runs::resolve_run(id, &state.runs_dir)?)
 }
 
 fn json_of<T: serde::Serialize>(value: &T) -> Result<Value, StudioError> {
@@ -168,11 +172,13 @@ async fn run_events(
     State(s): State<AppState>,
     UrlPath(id): UrlPath<String>,
 ) -> Result<Response, StudioError> {
-    let record = {
+    // the directory, not the record: a run opened while it is starting has no history yet, and its
+    // stream must still tell the page when the first step lands
+    let dir = {
         let s = s.clone();
-        blocking(move || open_run(&s, &id)).await?
+        blocking(move || run_dir(&s, &id)).await?
     };
-    let dir = record.root().to_path_buf();
+    let dir = dir.root().to_path_buf();
     Ok(watch(move || run_fingerprint(&dir)).into_response())
 }
 
