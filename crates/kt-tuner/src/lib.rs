@@ -43,6 +43,7 @@ pub mod module_cache;
 pub mod nvcc;
 pub mod nvrtc;
 pub mod outcome;
+pub mod sampling;
 pub mod sanitize;
 pub mod search;
 pub mod selftest;

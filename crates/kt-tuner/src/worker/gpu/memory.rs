@@ -288,7 +288,33 @@ impl DeviceMemory {
 
     /// Whether an input came out of a run byte for byte as it went in; a changed one is reset.
     pub fn input_unchanged(&mut self, a: &ArrayView) -> Result<bool, String> {
-        let bytes = a.bytes() as u64;
+        let same = self.same_bytes(&a.name, a.work, a.pristine, a.bytes() as u64)?;
+        if !same {
+            // later configurations must see the original inputs
+            reset(a)?;
+        }
+        Ok(same)
+    }
+
+    /// Whether an output's values `got` are its initial contents byte for byte (a launch that left it as
+    /// it found it).
+    pub fn is_initial(&mut self, a: &ArrayView, got: Ptr) -> Result<bool, String> {
+        self.same_bytes(&a.name, got, a.pristine, a.bytes() as u64)
+    }
+
+    /// Whether every element of an output's working copy is a number (no NaN, no poison).
+    pub fn all_numbers(&mut self, a: &ArrayView) -> Result<bool, String> {
+        let any = Tolerance {
+            rtol: 0.0,
+            atol: f64::INFINITY,
+            max_mismatch_fraction: 0.0,
+        };
+        let rep = self.compare(&a.name, a.work, a.work, a.dtype, a.elements, any, false)?;
+        Ok(rep.mismatches == 0)
+    }
+
+    /// Whether two buffers of `bytes` hold the same bytes.
+    fn same_bytes(&mut self, name: &str, a: Ptr, b: Ptr, bytes: u64) -> Result<bool, String> {
         // widest word that divides the size: far fewer elements than comparing byte by byte
         let (word, words) = if bytes.is_multiple_of(8) {
             (DType::Uint64, bytes / 8)
@@ -302,12 +328,9 @@ impl DeviceMemory {
             atol: 0.0,
             max_mismatch_fraction: 0.0,
         };
-        let rep = self.compare(&a.name, a.work, a.pristine, word, words, exact, false)?;
-        if !rep.passed() {
-            // later configurations must see the original inputs
-            reset(a)?;
-        }
-        Ok(rep.passed())
+        Ok(self
+            .compare(name, a, b, word, words, exact, false)?
+            .passed())
     }
 
     /// One element as f64, and whether it is the poison pattern.
