@@ -50,6 +50,7 @@ pub mod selftest;
 pub mod session;
 pub mod space;
 pub mod suite;
+pub mod sum_floor;
 pub mod verify;
 pub mod worker;
 

@@ -297,7 +297,8 @@ fn reference_checks(
         }
         reset(a).map_err(crashed)?;
     }
-    mem.set_expected(&r.test, &expected, &poisonable, &s.arrays);
+    mem.set_expected(&r.test, &expected, &poisonable, &s.arrays)
+        .map_err(crashed)?;
     // the rest of this request (its timed samples) prepares outputs as verifying runs will
     for a in &mut s.arrays {
         a.poison = poisonable.contains(&a.name);
@@ -365,6 +366,7 @@ pub(super) fn repeat(
                         let mut rep = mem
                             .compare(&a.name, a.work, *first, a.dtype, a.elements, tol, true)
                             .map_err(crashed)?;
+                        rep.sum_floor = a.sum_floor;
                         rep.name = if run % 2 == 0 && a.poison {
                             format!(
                                 "{} (run {run}, started from its initial contents instead of poison, \
