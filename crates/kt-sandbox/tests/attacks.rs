@@ -76,6 +76,20 @@ fn limit_stopped(
     }
 }
 
+fn quota_stopped(
+    _: &Host,
+    r: &Result<kt_sandbox::GeneratedTest, GeneratorError>,
+) -> Result<(), String> {
+    match r {
+        Err(e @ GeneratorError::DiskQuota { .. })
+            if e.to_string().contains("disk_quota_mb") && e.to_string().contains("256.0 MiB") =>
+        {
+            Ok(())
+        }
+        other => Err(format!("the disk quota did not stop it: {other:?}")),
+    }
+}
+
 fn appendable_untouched(
     h: &Host,
     _: &Result<kt_sandbox::GeneratedTest, GeneratorError>,
@@ -489,6 +503,28 @@ fn corpus() -> Vec<Case> {
 "#,
         },
         Case {
+            name: "fill the disk with files each within the file-size limit",
+            needs: None,
+            check: quota_stopped,
+            attack: r#"
+    i = 0
+    while True:
+        with open("fill%d" % i, "wb") as f:
+            f.write(b"\1" * (16 << 20))
+        i += 1
+"#,
+        },
+        Case {
+            name: "exhaust inodes with empty files",
+            needs: None,
+            check: quota_stopped,
+            attack: r#"
+    os.makedirs("many", exist_ok=True)
+    for i in range(10 ** 7):
+        os.close(os.open("many/%d" % i, os.O_CREAT | os.O_WRONLY))
+"#,
+        },
+        Case {
             name: "read API keys from the environment",
             needs: None,
             check: none,
@@ -610,6 +646,8 @@ fn policy() -> Policy {
     p.cpu_seconds = Some(3);
     p.address_space = Some(2 << 30);
     p.file_size = Some(32 << 20);
+    // above what run_generator needs for this spec's arrays (2 x 17 MiB + 64 MiB)
+    p.disk_quota = Some(256 << 20);
     p.processes = Some(32);
     p.output_cap = 256 * 1024;
     p
