@@ -534,7 +534,7 @@ mod tests {
         let h100 = DeviceScale::new(132, 2048, 80 << 30);
         // a reference that took 50 ms at 1 M elements: at 2^28 (256 x the data) about 3300 s
         let budget = TimeBudget {
-            measured_bytes: 3 * 4 << 20,
+            measured_bytes: 12 << 20,
             measured_ms: 50.0,
             measured_at: "large (fills the GPU): n=1048576".into(),
             budget_ms: DEFAULT_TEST_LAUNCH_MS,
