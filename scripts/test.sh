@@ -96,6 +96,8 @@ elif unshare --user --map-root-user --net --fork true >/dev/null 2>&1; then
 else
   not_run+=("sandbox protections (need root or unprivileged user namespaces)")
 fi
+run_group "sandbox attack corpus as an ordinary user (root, setpriv)" "[[ \$(id -u) -eq 0 ]] && have setpriv" \
+  -p kt-sandbox --test attacks -- --include-ignored corpus_holds_for_an_ordinary_user
 run_group "HTML report in chromium" "have chromium || have chromium-browser" \
   --test runs_debug -- --include-ignored the_html_report_renders_in_a_browser
 run_group "kt studio in chromium (run list, graph, diff, fork; a transform watched live)" \

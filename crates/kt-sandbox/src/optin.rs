@@ -6,6 +6,8 @@
 //! ```
 //!
 //! The command line's `--allow-unsandboxed` is the other way; either suffices ([`crate::Policy::allow_unsandboxed`]).
+//! The same section sets the generators' work-directory quota (`disk_quota_mb = 20000`; see
+//! [`crate::disk_quota`]).
 
 use std::path::Path;
 
@@ -24,18 +26,36 @@ struct File {
 struct Section {
     #[serde(default)]
     allow_unsandboxed: bool,
+    #[serde(default)]
+    disk_quota_mb: Option<u64>,
+}
+
+/// The `[sandbox]` section of a configuration file.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SandboxSettings {
+    pub allow_unsandboxed: bool,
+    /// The generators' work-directory quota in MiB, when set.
+    pub disk_quota_mb: Option<u64>,
 }
 
 /// Whether the configuration file at `path` opts in (`[sandbox] allow_unsandboxed = true`). Other sections are
 /// ignored; an unknown key in `[sandbox]` is an error, so a typo does not silently keep the default.
 pub fn allow_unsandboxed_in(path: &Path) -> Result<bool, SandboxError> {
+    Ok(settings_in(path)?.allow_unsandboxed)
+}
+
+/// The `[sandbox]` section of the configuration file at `path` (defaults where it says nothing).
+pub fn settings_in(path: &Path) -> Result<SandboxSettings, SandboxError> {
     let err = |detail: String| SandboxError::Config {
         path: path.to_path_buf(),
         detail,
     };
     let text = std::fs::read_to_string(path).map_err(|e| err(e.to_string()))?;
     let file: File = toml::from_str(&text).map_err(|e| err(e.to_string()))?;
-    Ok(file.sandbox.allow_unsandboxed)
+    Ok(SandboxSettings {
+        allow_unsandboxed: file.sandbox.allow_unsandboxed,
+        disk_quota_mb: file.sandbox.disk_quota_mb,
+    })
 }
 
 #[cfg(test)]
@@ -55,6 +75,17 @@ mod tests {
         assert!(!with("[sandbox]\nallow_unsandboxed = false\n").unwrap());
         assert!(!with("[llm]\nprovider = \"openai\"\nmodel = \"gpt-4.1\"\n").unwrap());
         assert!(!with("").unwrap());
+    }
+
+    #[test]
+    fn the_disk_quota_is_read_in_mebibytes() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("kt.toml");
+        std::fs::write(&path, "[sandbox]\ndisk_quota_mb = 20000\n").unwrap();
+        let s = settings_in(&path).unwrap();
+        assert_eq!(s.disk_quota_mb, Some(20000));
+        let p = crate::Policy::for_generator().with_disk_quota_mb(s.disk_quota_mb);
+        assert_eq!(p.disk_quota, Some(20000 << 20));
     }
 
     #[test]

@@ -43,6 +43,9 @@ pub enum Ending {
     Crashed { signal: i32 },
     /// It wrote more than the output cap to stdout + stderr; it was killed.
     OutputTooLarge { limit: usize },
+    /// Its work directory took more than the disk quota (bytes), or held too many entries; it was killed
+    /// (or, having finished, its output refused).
+    DiskQuotaExceeded { limit: u64, used: u64, entries: u64 },
 }
 
 /// The result of a one-shot run.

@@ -57,6 +57,8 @@ pub struct Policy {
     pub address_space: Option<u64>,
     /// RLIMIT_FSIZE in bytes: the largest file the program may write.
     pub file_size: Option<u64>,
+    /// Bytes the work directory may take in all (see [`crate::disk_quota`]); each file is also held to it.
+    pub disk_quota: Option<u64>,
     /// RLIMIT_NPROC: processes and threads. Only enforced when the program runs as a non-root uid of its own.
     pub processes: Option<u64>,
     /// RLIMIT_NOFILE.
@@ -80,6 +82,9 @@ pub struct Policy {
 
 const GIB: u64 = 1 << 30;
 
+/// A generator's work directory quota unless its arrays need more or the user sets one: 8 GiB.
+pub const DEFAULT_DISK_QUOTA: u64 = 8 * GIB;
+
 impl Policy {
     /// Limits for an LLM-written input generator (Python + numpy): generous enough for arrays of a few GB,
     /// tight enough that a runaway program ends within two minutes and leaves nothing behind. Safe by default:
@@ -91,6 +96,8 @@ impl Policy {
             cpu_seconds: Some(100),
             address_space: Some(16 * GIB),
             file_size: Some(8 * GIB),
+            // raised to fit each generator's arrays (`run_generator`) or by `[sandbox] disk_quota_mb`
+            disk_quota: Some(DEFAULT_DISK_QUOTA),
             processes: Some(64),
             open_files: Some(256),
             output_cap: 1 << 20,
@@ -139,6 +146,7 @@ impl Policy {
             cpu_seconds: None,
             address_space: None,
             file_size: None,
+            disk_quota: None,
             processes: None,
             open_files: Some(4096),
             output_cap: 1 << 20,
@@ -178,6 +186,14 @@ impl Policy {
     pub fn allow_unsandboxed(mut self, allow: bool) -> Self {
         if allow && self.network == NetworkIsolation::Required {
             self.network = NetworkIsolation::BestEffort;
+        }
+        self
+    }
+
+    /// The user's work-directory quota (`[sandbox] disk_quota_mb`), replacing the default.
+    pub fn with_disk_quota_mb(mut self, mb: Option<u64>) -> Self {
+        if let Some(mb) = mb {
+            self.disk_quota = Some(mb.saturating_mul(1 << 20));
         }
         self
     }

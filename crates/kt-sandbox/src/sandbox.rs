@@ -11,6 +11,7 @@ use nix::sys::resource::Resource;
 use crate::capture::{Capture, OutputTail};
 use crate::child::SandboxedChild;
 use crate::confine::{self, Confinement, MountOp, Rlimit};
+use crate::disk_quota;
 use crate::environment;
 use crate::error::SandboxError;
 use crate::identity::RunIdentity;
@@ -193,6 +194,7 @@ impl Sandbox {
 
         let deadline = self.policy.wall_timeout.map(|t| start + t);
         let mut forced: Option<Ending> = None;
+        let mut quota_checked = start;
         loop {
             if confine::has_exited(raw_pid).map_err(|source| SandboxError::Wait { pid, source })? {
                 break;
@@ -206,6 +208,9 @@ impl Sandbox {
                     forced = Some(Ending::TimedOut {
                         limit: self.policy.wall_timeout.unwrap_or_default(),
                     });
+                } else if quota_checked.elapsed() >= disk_quota::CHECK_EVERY {
+                    quota_checked = Instant::now();
+                    forced = self.over_quota(workdir);
                 }
                 if forced.is_some() {
                     confine::kill_group(raw_pid);
@@ -224,6 +229,8 @@ impl Sandbox {
         let (stdout, stderr, overflowed) = capture.finish(DRAIN_GRACE);
         let cpu_time = Duration::from_micros(reaped.cpu_micros);
         let status = reaped.status;
+        // once more at the end: a program that wrote past the quota within one interval is refused too
+        let forced = forced.or_else(|| self.over_quota(workdir));
         let ending = if overflowed {
             Ending::OutputTooLarge {
                 limit: self.policy.output_cap,
@@ -249,6 +256,17 @@ impl Sandbox {
             stderr,
             elapsed,
             cpu_time,
+        })
+    }
+
+    /// The ending of a run whose work directory is over the policy's disk quota, if it is.
+    fn over_quota(&self, workdir: &Workdir) -> Option<Ending> {
+        let limit = self.policy.disk_quota?;
+        let u = disk_quota::usage(workdir.path(), limit);
+        u.exceeds(limit).then_some(Ending::DiskQuotaExceeded {
+            limit,
+            used: u.bytes,
+            entries: u.entries,
         })
     }
 
@@ -401,7 +419,12 @@ impl Sandbox {
         // CPU: SIGXCPU at the soft limit, SIGKILL a second later if the program ignores it.
         limit(Resource::RLIMIT_CPU, p.cpu_seconds, 1);
         limit(Resource::RLIMIT_AS, p.address_space, 0);
-        limit(Resource::RLIMIT_FSIZE, p.file_size, 0);
+        // no one file past the directory's quota either
+        let file_size = match (p.file_size, p.disk_quota) {
+            (Some(f), Some(q)) => Some(f.min(q)),
+            (f, q) => f.or(q),
+        };
+        limit(Resource::RLIMIT_FSIZE, file_size, 0);
         limit(Resource::RLIMIT_NOFILE, p.open_files, 0);
         // No core files from untrusted programs: they would land in the work directory, possibly gigabytes.
         limit(Resource::RLIMIT_CORE, Some(0), 0);
@@ -512,6 +535,54 @@ mod tests {
         let o = sh(p, "while :; do :; done");
         assert_eq!(o.ending, Ending::KilledByLimit { which: Limit::Cpu });
         assert!(o.cpu_time >= Duration::from_millis(900), "{:?}", o.cpu_time);
+    }
+
+    #[test]
+    fn files_each_within_the_size_limit_that_fill_the_quota_stop_the_program() {
+        let mut p = shell_policy();
+        p.disk_quota = Some(1 << 20);
+        let start = Instant::now();
+        let o = sh(
+            p,
+            "for i in 1 2 3 4 5 6 7 8; do head -c 524288 /dev/zero > f$i; done; sleep 20",
+        );
+        let Ending::DiskQuotaExceeded { limit, used, .. } = o.ending else {
+            panic!("{o:?}")
+        };
+        assert_eq!(limit, 1 << 20);
+        assert!(used > 1 << 20, "{used}");
+        assert!(
+            start.elapsed() < Duration::from_secs(5),
+            "{:?}",
+            start.elapsed()
+        );
+    }
+
+    #[test]
+    fn a_program_that_ends_past_the_quota_between_two_checks_is_refused_too() {
+        let mut p = shell_policy();
+        p.disk_quota = Some(1 << 20);
+        let o = sh(
+            p,
+            "head -c 900000 /dev/zero > a; head -c 900000 /dev/zero > b",
+        );
+        assert!(
+            matches!(o.ending, Ending::DiskQuotaExceeded { .. }),
+            "{o:?}"
+        );
+        // and a single file is held to the quota by RLIMIT_FSIZE
+        let mut p = shell_policy();
+        p.disk_quota = Some(1 << 20);
+        let o = sh(p, "exec head -c 3000000 /dev/zero > big");
+        assert!(
+            matches!(
+                o.ending,
+                Ending::KilledByLimit {
+                    which: Limit::FileSize
+                } | Ending::DiskQuotaExceeded { .. }
+            ),
+            "{o:?}"
+        );
     }
 
     #[test]

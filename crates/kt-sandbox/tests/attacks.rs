@@ -76,6 +76,20 @@ fn limit_stopped(
     }
 }
 
+fn quota_stopped(
+    _: &Host,
+    r: &Result<kt_sandbox::GeneratedTest, GeneratorError>,
+) -> Result<(), String> {
+    match r {
+        Err(e @ GeneratorError::DiskQuota { .. })
+            if e.to_string().contains("disk_quota_mb") && e.to_string().contains("256.0 MiB") =>
+        {
+            Ok(())
+        }
+        other => Err(format!("the disk quota did not stop it: {other:?}")),
+    }
+}
+
 fn appendable_untouched(
     h: &Host,
     _: &Result<kt_sandbox::GeneratedTest, GeneratorError>,
@@ -489,6 +503,28 @@ fn corpus() -> Vec<Case> {
 "#,
         },
         Case {
+            name: "fill the disk with files each within the file-size limit",
+            needs: None,
+            check: quota_stopped,
+            attack: r#"
+    i = 0
+    while True:
+        with open("fill%d" % i, "wb") as f:
+            f.write(b"\1" * (16 << 20))
+        i += 1
+"#,
+        },
+        Case {
+            name: "exhaust inodes with empty files",
+            needs: None,
+            check: quota_stopped,
+            attack: r#"
+    os.makedirs("many", exist_ok=True)
+    for i in range(10 ** 7):
+        os.close(os.open("many/%d" % i, os.O_CREAT | os.O_WRONLY))
+"#,
+        },
+        Case {
             name: "read API keys from the environment",
             needs: None,
             check: none,
@@ -610,6 +646,8 @@ fn policy() -> Policy {
     p.cpu_seconds = Some(3);
     p.address_space = Some(2 << 30);
     p.file_size = Some(32 << 20);
+    // above what run_generator needs for this spec's arrays (2 x 17 MiB + 64 MiB)
+    p.disk_quota = Some(256 << 20);
     p.processes = Some(32);
     p.output_cap = 256 * 1024;
     p
@@ -810,18 +848,37 @@ fn corpus_holds_here() {
     run_corpus();
 }
 
-/// As root, the same corpus as `nobody` (an ordinary user: user namespaces instead of a uid switch).
+/// As root, the same corpus as `nobody` (an ordinary user: user namespaces instead of a uid switch). Ignored by
+/// `cargo test`: it needs root and setpriv, and scripts/test.sh runs it where both exist. kt's own Python usually
+/// lives where `nobody` cannot enter (a venv under /root): the test then finds an interpreter `nobody` can run
+/// and gives it a copy of numpy (see [`python_for_nobody`]); it fails, saying why, when there is none.
 #[test]
-#[ignore = "needs a python3 with numpy that `nobody` can run (KT_PYTHON outside /root); run with --include-ignored"]
+#[ignore = "runs the corpus as nobody: needs root and setpriv (scripts/test.sh runs it where both exist)"]
 fn corpus_holds_for_an_ordinary_user() {
-    if !nix::unistd::geteuid().is_root() {
-        // This process is the ordinary user already; `corpus_holds_here` covers it.
-        return;
-    }
+    assert!(
+        nix::unistd::geteuid().is_root(),
+        "run as root: this test switches to nobody (as an ordinary user, corpus_holds_here is the test)"
+    );
     let python = PythonRuntime::probe().expect("python3 with numpy");
-    let exe = std::env::current_exe().unwrap();
-    let out = std::process::Command::new("setpriv")
-        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+    let scratch = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(scratch.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let (interpreter, pythonpath) = python_for_nobody(&python.interpreter, scratch.path())
+        .unwrap_or_else(|why| panic!("no python3 with numpy that nobody can run here: {why}"));
+    println!(
+        "nobody runs {} (PYTHONPATH: {})",
+        interpreter.display(),
+        pythonpath.as_ref().map_or("not set".into(), |p| format!(
+            "a copy of numpy in {}",
+            p.display()
+        ))
+    );
+    // the test binary itself may lie where nobody cannot enter (a checkout under /root)
+    let exe = scratch.path().join("attacks");
+    std::fs::copy(std::env::current_exe().unwrap(), &exe).unwrap();
+    std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mut command = std::process::Command::new("setpriv");
+    command
+        .args(NOBODY)
         .arg(&exe)
         .args([
             "--exact",
@@ -829,11 +886,13 @@ fn corpus_holds_for_an_ordinary_user() {
             "--nocapture",
             "--test-threads=1",
         ])
-        .env("KT_PYTHON", &python.interpreter)
+        .env("KT_PYTHON", &interpreter)
         .env("TMPDIR", "/tmp")
-        .env("HOME", "/tmp")
-        .output()
-        .expect("setpriv runs");
+        .env("HOME", "/tmp");
+    if let Some(path) = &pythonpath {
+        command.env("PYTHONPATH", path);
+    }
+    let out = command.output().expect("setpriv runs");
     let text = format!(
         "{}{}",
         String::from_utf8_lossy(&out.stdout),
@@ -842,4 +901,86 @@ fn corpus_holds_for_an_ordinary_user() {
     println!("{text}");
     assert!(out.status.success(), "the corpus as nobody failed:\n{text}");
     assert!(text.contains("attack corpus as an ordinary user"), "{text}");
+}
+
+const NOBODY: [&str; 4] = ["--reuid=65534", "--regid=65534", "--clear-groups", "--"];
+
+/// Whether `nobody` can run `python` and import numpy (with `pythonpath`); the error output when not.
+fn nobody_imports_numpy(python: &Path, pythonpath: Option<&Path>) -> Result<(), String> {
+    // through a shell that already is nobody: setpriv's own exec of the interpreter resolves its path with
+    // root's access still in effect, and would pass where the test binary (as nobody) cannot start it
+    let mut c = std::process::Command::new("setpriv");
+    c.args(NOBODY)
+        .args(["/bin/sh", "-c", "exec \"$0\" -B -c 'import numpy'"])
+        .arg(python)
+        .env_remove("PYTHONPATH")
+        .current_dir("/");
+    if let Some(p) = pythonpath {
+        c.env("PYTHONPATH", p);
+    }
+    let out = c.output().map_err(|e| format!("setpriv: {e}"))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(String::from_utf8_lossy(&out.stderr).trim().to_string())
+    }
+}
+
+/// A python3 with numpy `nobody` can run: `python` itself when it can; else an interpreter of the same version
+/// that `nobody` can run (its base or the system's), with a copy of `python`'s numpy in `scratch/site` (then
+/// PYTHONPATH). The error says what was tried.
+fn python_for_nobody(python: &Path, scratch: &Path) -> Result<(PathBuf, Option<PathBuf>), String> {
+    let Err(direct) = nobody_imports_numpy(python, None) else {
+        return Ok((python.to_path_buf(), None));
+    };
+    let out = std::process::Command::new(python)
+        .args([
+            "-c",
+            "import numpy, os, sys; print(os.path.dirname(os.path.dirname(numpy.__file__))); \
+             print('%d.%d' % sys.version_info[:2]); print(sys._base_executable)",
+        ])
+        .output()
+        .map_err(|e| format!("{}: {e}", python.display()))?;
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let [site, version, base] = text.lines().collect::<Vec<_>>()[..] else {
+        return Err(format!(
+            "{} did not describe itself: {text}",
+            python.display()
+        ));
+    };
+    let site_copy = scratch.join("site");
+    std::fs::create_dir(&site_copy).map_err(|e| e.to_string())?;
+    for entry in std::fs::read_dir(site)
+        .map_err(|e| format!("{site}: {e}"))?
+        .flatten()
+    {
+        if entry.file_name().to_string_lossy().starts_with("numpy") {
+            let status = std::process::Command::new("cp")
+                .arg("-a")
+                .arg(entry.path())
+                .arg(&site_copy)
+                .status()
+                .map_err(|e| e.to_string())?;
+            if !status.success() {
+                return Err(format!("copying {} failed", entry.path().display()));
+            }
+        }
+    }
+    std::fs::set_permissions(&site_copy, std::fs::Permissions::from_mode(0o755))
+        .map_err(|e| e.to_string())?;
+    let mut tried = vec![format!("{}: {direct}", python.display())];
+    let candidates = [
+        base.to_string(),
+        format!("/usr/bin/python{version}"),
+        format!("/usr/local/bin/python{version}"),
+        "/usr/bin/python3".to_string(),
+    ];
+    for candidate in candidates {
+        let candidate = PathBuf::from(candidate);
+        match nobody_imports_numpy(&candidate, Some(&site_copy)) {
+            Ok(()) => return Ok((candidate, Some(site_copy))),
+            Err(e) => tried.push(format!("{} with a copy of numpy: {e}", candidate.display())),
+        }
+    }
+    Err(tried.join("; "))
 }

@@ -464,6 +464,7 @@ impl SuiteInputs {
                         .get(o)
                         .copied()
                         .unwrap_or(0.0),
+                    terms: None,
                 };
                 (o.clone(), t)
             })

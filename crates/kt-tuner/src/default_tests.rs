@@ -20,12 +20,15 @@
 //!
 //! A size that is a multiple of 64 (hence of every power of two up to 64) in every test is a warning.
 
+mod time_budget;
+
 use std::collections::BTreeMap;
 
 use crate::args::{KernelTest, ParamSpec, SuiteInputs, TestArg};
 use crate::error::TunerError;
 use crate::expr::{Bindings, eval_number};
 use crate::space::Config;
+pub use time_budget::{DEFAULT_TEST_LAUNCH_MS, TimeBudget};
 
 /// How much work fills the GPU, and how much memory a test may take.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -256,8 +259,13 @@ pub const FLOAT_EXACT_INTEGERS: u64 = 1 << 24;
 
 impl DefaultTests<'_> {
     /// The test at the sidecar's `bench` sizes, halved (the problem's dimensions) until it fits
-    /// `scale.max_test_bytes`; None when the seeded tests are already there or the sidecar has no bench.
-    pub fn bench(&self, scale: &DeviceScale) -> Result<Option<ExtraTest>, TunerError> {
+    /// `scale.max_test_bytes` and, with a `budget`, until the reference's estimated launch fits it; None
+    /// when the seeded tests are already there or the sidecar has no bench.
+    pub fn bench(
+        &self,
+        scale: &DeviceScale,
+        budget: Option<&TimeBudget>,
+    ) -> Result<Option<ExtraTest>, TunerError> {
         let sizes = self.sizes();
         let mut values = self.base.clone();
         for name in &sizes {
@@ -273,7 +281,8 @@ impl DefaultTests<'_> {
             .iter()
             .flat_map(|e| kt_cuda::expression_identifiers(e))
             .collect();
-        let mut halved = false;
+        let mut halved_for_memory = false;
+        let mut over_time: Option<String> = None;
         for _ in 0..40 {
             let test = self.inputs.make_test(
                 self.params,
@@ -282,18 +291,26 @@ impl DefaultTests<'_> {
                 self.next_seed + 2,
                 self.configs,
             )?;
-            if test.array_bytes() <= scale.max_test_bytes {
-                let label = if halved {
-                    "near the bench size (halved to fit the GPU's memory)"
-                } else {
-                    "bench size"
+            let fits_memory = test.array_bytes() <= scale.max_test_bytes;
+            let fits_time = budget.is_none_or(|b| b.fits(&test));
+            if fits_memory && fits_time {
+                let label = match (&over_time, halved_for_memory) {
+                    (Some(why), _) => {
+                        format!("below the bench size (halved: at the bench size {why})")
+                    }
+                    (None, true) => "near the bench size (halved to fit the GPU's memory)".into(),
+                    (None, false) => "bench size".into(),
                 };
                 return Ok(Some(ExtraTest {
-                    description: self.describe(label, &values),
+                    description: self.describe(&label, &values),
                     test,
                 }));
             }
-            halved = true;
+            if !fits_memory {
+                halved_for_memory = true;
+            } else if over_time.is_none() {
+                over_time = budget.map(|b| b.over(&test));
+            }
             let mut shrunk = false;
             for name in sizes.iter().filter(|n| mentioned.contains(n)) {
                 if let (Some(v), Some(b)) = (values.get_mut(name), self.base.get(name))
@@ -511,11 +528,48 @@ mod tests {
     }
 
     #[test]
+    fn a_bench_test_whose_reference_would_run_too_long_is_halved_and_says_why() {
+        let (inputs, params, ps) = vector_add();
+        let d = at_test_size(&inputs, &params, &ps);
+        let h100 = DeviceScale::new(132, 2048, 80 << 30);
+        // a reference that took 50 ms at 1 M elements: at 2^28 (256 x the data) about 3300 s
+        let budget = TimeBudget {
+            measured_bytes: 12 << 20,
+            measured_ms: 50.0,
+            measured_at: "large (fills the GPU): n=1048576".into(),
+            budget_ms: DEFAULT_TEST_LAUNCH_MS,
+        };
+        let capped = d.bench(&h100, Some(&budget)).unwrap().unwrap();
+        assert!(budget.fits(&capped.test));
+        // 4 x the data is 16 x the time (800 ms); 8 x would be 3.2 s
+        assert_eq!(scalar(&capped.test, "n"), (1u64 << 22) as f64);
+        let text = &capped.description;
+        assert!(
+            text.starts_with(
+                "below the bench size (halved: at the bench size the reference would take"
+            ) && text.contains("50.000 ms at large (fills the GPU): n=1048576")
+                && text.ends_with("n=4194304"),
+            "{text}"
+        );
+        // within the budget, the bench size itself
+        let fast = TimeBudget {
+            measured_ms: 0.01,
+            ..budget
+        };
+        let bench = d.bench(&h100, Some(&fast)).unwrap().unwrap();
+        assert!(
+            bench.description.starts_with("bench size:"),
+            "{}",
+            bench.description
+        );
+    }
+
+    #[test]
     fn the_bench_test_is_at_the_bench_size_when_it_fits_and_halved_when_not() {
         let (inputs, params, ps) = matmul();
         let d = at_test_size(&inputs, &params, &ps);
         let h100 = DeviceScale::new(132, 2048, 80 << 30);
-        let bench = d.bench(&h100).unwrap().unwrap();
+        let bench = d.bench(&h100, None).unwrap().unwrap();
         assert_eq!(bench.test.id, "bench");
         for n in ["A_width", "A_height", "B_width"] {
             assert_eq!(scalar(&bench.test, n), 4096.0, "{n}");
@@ -528,7 +582,7 @@ mod tests {
         // 3 x 4096^2 floats are 192 MiB: a GPU with 1 GiB (an eighth for a test) gets half of each
         // dimension the problem grows in; the inner dimension is no problem dimension and stays
         let small = DeviceScale::new(132, 2048, 1 << 30);
-        let near = d.bench(&small).unwrap().unwrap();
+        let near = d.bench(&small, None).unwrap().unwrap();
         assert!(near.test.array_bytes() <= small.max_test_bytes);
         assert!(
             near.description.starts_with("near the bench size"),
@@ -541,7 +595,7 @@ mod tests {
             base: inputs.values_at(SizeChoice::Bench, &BTreeMap::new()),
             ..d
         };
-        assert!(at_bench.bench(&h100).unwrap().is_none());
+        assert!(at_bench.bench(&h100, None).unwrap().is_none());
     }
 
     #[test]
@@ -564,7 +618,7 @@ mod tests {
         let c = past.test.arrays().find(|a| a.name == "c").unwrap();
         assert!(c.elements > FLOAT_EXACT_INTEGERS);
         // a test that already reaches past 2^24 (the bench test) makes it unneeded
-        let bench = d.bench(&h100).unwrap().unwrap();
+        let bench = d.bench(&h100, None).unwrap().unwrap();
         assert!(d.past_float_index(&h100, &[bench.test]).unwrap().is_none());
         // and a GPU too small for it gets none
         let tiny = DeviceScale::new(132, 2048, 256 << 20);

@@ -112,6 +112,18 @@ template <typename T> __device__ void kt_cmp_float(const T* got, const T* exp, u
         kt_record(out, i, d, e != 0.0 ? d / fabs(e) : 0.0, !ok, is_poison);
     }
 }
+// sum of squares and count of the finite values (x - x == 0 only for finite x), for an output's RMS
+__device__ void kt_sumsq_add(double s, u64 c, u64* out) {
+    if (c) { atomicAdd((double*)&out[0], s); atomicAdd(&out[1], c); }
+}
+template <typename T> __device__ void kt_sumsq(const T* p, u64 n, u64* out) {
+    double s = 0.0; u64 c = 0;
+    for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x) {
+        double v = (double)p[i];
+        if (v - v == 0.0) { s += v * v; c++; }
+    }
+    kt_sumsq_add(s, c, out);
+}
 template <typename T> __device__ void kt_cmp_int(const T* got, const T* exp, u64 n, T poison, u64* out) {
     for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x) {
         T g = got[i], e = exp[i];
@@ -133,7 +145,8 @@ pub fn needed_dtypes(dtypes: impl IntoIterator<Item = DType>) -> Vec<DType> {
     v
 }
 
-/// The per-dtype `extern "C"` entry points (fill, poison, compare) for `dtypes`.
+/// The per-dtype `extern "C"` entry points (fill, poison, compare; for floats the sum of squares an
+/// output's RMS comes from) for `dtypes`.
 pub fn full_source(dtypes: &[DType]) -> String {
     let mut s = String::from(SOURCE);
     s.insert_str(0, "__device__ __forceinline__ bool memcmp_bits(float a, float b) { return __float_as_uint(a) == __float_as_uint(b); }\n__device__ __forceinline__ bool memcmp_bits(double a, double b) { return __double_as_longlong(a) == __double_as_longlong(b); }\n");
@@ -165,7 +178,8 @@ pub fn full_source(dtypes: &[DType]) -> String {
         s.push_str(&format!(
             "extern \"C\" __global__ void kt_fill_{sfx}({t}* p, u64 n, int dist, double a, double b, u64 seed) {{ kt_fill<{t}>(p, n, dist, a, b, seed); }}\n\
              extern \"C\" __global__ void kt_poison_{sfx}({t}* p, u64 n, u64 v) {{ kt_poison<{t}>(p, n, {conv}); }}\n\
-             extern \"C\" __global__ void kt_compare_{sfx}(const {t}* g, const {t}* e, u64 n, double atol, double rtol, u64 v, u64 same_bits_agree, u64* out) {{ kt_cmp_float<{t}>(g, e, n, atol, rtol, {conv}, same_bits_agree, out); }}\n"
+             extern \"C\" __global__ void kt_compare_{sfx}(const {t}* g, const {t}* e, u64 n, double atol, double rtol, u64 v, u64 same_bits_agree, u64* out) {{ kt_cmp_float<{t}>(g, e, n, atol, rtol, {conv}, same_bits_agree, out); }}\n\
+             extern \"C\" __global__ void kt_sumsq_{sfx}(const {t}* p, u64 n, u64* out) {{ kt_sumsq<{t}>(p, n, out); }}\n"
         ));
     }
     // half and bfloat16: stored as raw 16-bit patterns, converted by hand (no cuda_fp16.h / cuda_bf16.h
@@ -184,7 +198,12 @@ pub fn full_source(dtypes: &[DType]) -> String {
                for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x) {{\n\
                  double g = {from}(got[i]), e = {from}(exp[i]); bool is_poison = got[i] == (f16bits)v;\n\
                  double d = fabs(g - e); bool ok = (same_bits_agree && got[i] == exp[i]) || (!is_poison && (g == e || d <= atol + rtol * fabs(e)));\n\
-                 kt_record(out, i, d, e != 0.0 ? d / fabs(e) : 0.0, !ok, is_poison); }} }}\n"
+                 kt_record(out, i, d, e != 0.0 ? d / fabs(e) : 0.0, !ok, is_poison); }} }}\n\
+             extern \"C\" __global__ void kt_sumsq_{sfx}(const f16bits* p, u64 n, u64* out) {{\n\
+               double s = 0.0; u64 c = 0;\n\
+               for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x) {{\n\
+                 double v = {from}(p[i]); if (v - v == 0.0) {{ s += v * v; c++; }} }}\n\
+               kt_sumsq_add(s, c, out); }}\n"
         ));
     }
     s
@@ -218,6 +237,11 @@ mod tests {
                     "{k} {d:?}"
                 );
             }
+            assert_eq!(
+                s.contains(&format!("void kt_sumsq_{}(", suffix(d))),
+                d.is_float(),
+                "sumsq {d:?}"
+            );
         }
     }
 

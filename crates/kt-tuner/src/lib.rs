@@ -43,12 +43,14 @@ pub mod module_cache;
 pub mod nvcc;
 pub mod nvrtc;
 pub mod outcome;
+pub mod sampling;
 pub mod sanitize;
 pub mod search;
 pub mod selftest;
 pub mod session;
 pub mod space;
 pub mod suite;
+pub mod sum_floor;
 pub mod verify;
 pub mod worker;
 

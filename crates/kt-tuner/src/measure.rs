@@ -115,15 +115,6 @@ impl TimingPolicy {
         TimingStats::from_samples(samples).is_some_and(|s| s.rel_error > self.target_error)
     }
 
-    /// Whether the policy will most likely stop after one more sample (taken as equal to the last): the
-    /// worker poisons the outputs before such a sample, so that the last timed launch is a checked one
-    /// without an extra launch.
-    pub fn next_is_last(&self, samples: &[f64], best: Option<Baseline>) -> bool {
-        let mut next = samples.to_vec();
-        next.push(samples.last().copied().unwrap_or(0.0));
-        !self.wants_more(&next, best)
-    }
-
     /// The relative margin above the best median beyond which a configuration cannot be the best.
     pub fn stop_margin(&self, best_noise: Option<f64>) -> f64 {
         let noise = best_noise
@@ -227,24 +218,6 @@ mod tests {
         assert_eq!(s.min_ms, 1.0);
         assert_eq!(s.mean_ms, 4.0);
         assert!((s.spread - 3.6).abs() < 1e-12);
-    }
-
-    #[test]
-    fn the_sample_the_policy_stops_after_is_known_before_it_is_taken() {
-        let p = TimingPolicy::default();
-        // two agreeing samples of three: the third is the last, so its outputs are poisoned before it
-        assert!(!p.next_is_last(&[1.0], None));
-        assert!(p.next_is_last(&[1.0, 1.0], None));
-        // at the cap, whatever the noise
-        let noisy: Vec<f64> = (0..19).map(|i| 1.0 + (i % 5) as f64 * 0.3).collect();
-        assert!(p.next_is_last(&noisy, None));
-        // a configuration about to be found hopeless stops after its next sample too
-        let best = Some(Baseline {
-            ms: 1.0,
-            noise: Some(0.01),
-        });
-        assert!(!p.next_is_last(&[], None));
-        assert!(p.next_is_last(&[5.0], best));
     }
 
     #[test]

@@ -1,10 +1,10 @@
 //! The tuning session: the API the pipeline and the CLI call. A `Tuner` owns one worker process (restarted
 //! whenever a kernel hangs or faults) and one compiler pool; each public operation is a file of its own:
 //! `tuning` (search a kernel's space on a set of tests; one configuration's evaluation is in `evaluate`),
-//! `verification` (a candidate against a reference on the same inputs), `reference_run` (expected outputs
-//! written to .npy files) and `peak` (the device's copy bandwidth). Beneath them, `compile_queue` (tickets
-//! in front of the compiler pool, modules remembered for reloads) and `worker_link` (the worker's
-//! lifecycle), held together in an `Engine`.
+//! `verification` (a candidate against a reference on the same inputs), `launch_time` (one timed launch,
+//! to size tests), `reference_run` (expected outputs written to .npy files) and `peak` (the device's copy
+//! bandwidth). Beneath them, `compile_queue` (tickets in front of the compiler pool, modules remembered
+//! for reloads) and `worker_link` (the worker's lifecycle), held together in an `Engine`.
 //!
 //! Overlap is what makes a short run fast: the worker creates its context and generates the inputs while
 //! the parent starts NVRTC and compiles the first batch of configurations on all cores.
@@ -13,6 +13,7 @@ mod compile_queue;
 mod determinism;
 mod engine;
 mod evaluate;
+mod launch_time;
 mod peak;
 mod plausibility;
 mod reference_run;
@@ -168,6 +169,17 @@ impl Tuner {
         timing: Option<TimingPolicy>,
     ) -> Result<Vec<ReferenceOutputs>, TunerError> {
         reference_run::run(&mut self.engine, kernel, config, tests, out_dirs, timing)
+    }
+
+    /// Times one launch of `kernel` at `config` on `test` (uploaded alone, outputs from their initial
+    /// contents), in milliseconds: how `kt verify` sizes its largest default tests.
+    pub fn time_launch(
+        &mut self,
+        kernel: &TunableKernel,
+        config: &Config,
+        test: &KernelTest,
+    ) -> Result<f64, TunerError> {
+        launch_time::time_once(&mut self.engine, kernel, config, test)
     }
 
     /// Runs `candidate` at `config` twice more on every test of the last `verify` (same inputs, outputs

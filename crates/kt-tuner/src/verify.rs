@@ -50,6 +50,8 @@ mod lossless_f64 {
 }
 
 /// |got - expected| <= atol + rtol * |expected| for floats; NaN never passes; integers compare exactly.
+/// For an output whose elements are sums (`terms`), `atol` is raised to the rounding a sum of that many
+/// terms may show in another order (see [`SumFloor`]).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Tolerance {
     pub rtol: f64,
@@ -57,6 +59,10 @@ pub struct Tolerance {
     /// Fraction of elements allowed to differ (chaotic kernels such as mandelbrot); 0 for everything else.
     #[serde(default)]
     pub max_mismatch_fraction: f64,
+    /// About how many terms each element of the output sums (the kernel's flops per output element);
+    /// None: not known, the tolerance is elementwise only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub terms: Option<f64>,
 }
 
 impl Default for Tolerance {
@@ -66,6 +72,7 @@ impl Default for Tolerance {
             rtol: 1e-4,
             atol: 1e-5,
             max_mismatch_fraction: 0.0,
+            terms: None,
         }
     }
 }
@@ -85,6 +92,7 @@ impl Tolerance {
             rtol,
             atol,
             max_mismatch_fraction: 0.0,
+            terms: None,
         }
     }
 
@@ -134,6 +142,9 @@ pub struct OutputReport {
     /// Mismatches tolerated by `max_mismatch_fraction` (never-written elements are never tolerated).
     #[serde(default)]
     pub allowed_mismatches: u64,
+    /// The raised absolute tolerance of an output whose elements are long sums, when it applied.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sum_floor: Option<crate::sum_floor::SumFloor>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -154,9 +165,13 @@ impl OutputReport {
     /// One line a user can act on: "output C: 12 of 4096 elements wrong (3 never written); first at index
     /// 4097: expected 1.25, got NaN (never written); max abs error 0.5, max rel error 0.4".
     pub fn describe(&self) -> String {
+        let floor = self
+            .sum_floor
+            .map(|f| format!("; {}", f.describe()))
+            .unwrap_or_default();
         if self.mismatches == 0 {
             return format!(
-                "output {}: all {} elements match (max abs error {:.3e}, max rel error {:.3e})",
+                "output {}: all {} elements match (max abs error {:.3e}, max rel error {:.3e}{floor})",
                 self.name, self.elements, self.max_abs_error, self.max_rel_error
             );
         }
@@ -180,7 +195,7 @@ impl OutputReport {
             ));
         }
         s.push_str(&format!(
-            "; max abs error {:.3e}, max rel error {:.3e}",
+            "; max abs error {:.3e}, max rel error {:.3e}{floor}",
             self.max_abs_error, self.max_rel_error
         ));
         s
@@ -205,6 +220,7 @@ pub fn compare_host(
         max_rel_error: 0.0,
         first_mismatch: None,
         allowed_mismatches: (tol.max_mismatch_fraction * got.len() as f64) as u64,
+        sum_floor: None,
     };
     for (i, ((&g, &e), &p)) in got.iter().zip(expected).zip(got_is_poison).enumerate() {
         if !g.is_nan() && !e.is_nan() {
@@ -244,6 +260,7 @@ mod tests {
             rtol: 1e-3,
             atol: 1e-3,
             max_mismatch_fraction: 0.0,
+            terms: None,
         };
         assert!(!t.accepts(DType::Float32, f64::NAN, f64::NAN));
         assert!(t.accepts(DType::Float32, 1.0005, 1.0));

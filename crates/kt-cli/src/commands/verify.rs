@@ -102,6 +102,9 @@ Default tests, when inputs are generated from the reference's sidecar (no --test
               eighth of the GPU's memory): catches kernels right only at small sizes;
   past-2^24   an output whose length follows one size grown past 2^24 elements (odd): catches an index
               computed through `float`, exact only up to 2^24 (left out when another test is that large).
+  The reference is timed once at the largest of the other tests; bench is halved, and past-2^24 left out,
+  where its launch would take over a second (estimated as growing with the square of the data), and the
+  output says so.
 --quick leaves out bench and past-2^24; --seeds-only runs only the seeded tests. A size that is a multiple
 of 64 in every test is a warning. Every array sits between guard bytes: a write past either end fails.";
 
@@ -294,7 +297,11 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
         tests.tests.push(large.test);
     }
     if !args.quick {
-        for extra in extras.real_sizes(config.device, &tests)? {
+        let (extra, notes) = extras.real_sizes(config.device, &tests, &mut tuner, &ref_config)?;
+        for note in notes {
+            eprintln!("note: {note}");
+        }
+        for extra in extra {
             described.push(extra.description);
             tests.tests.push(extra.test);
         }
@@ -400,15 +407,24 @@ impl DefaultTests<'_> {
         Ok(plan.large(&scale)?)
     }
 
-    /// The `bench` and `past-2^24` tests, sized for `device`; a bench test no larger than a test already
-    /// there is left out.
-    fn real_sizes(&self, device: usize, tests: &TestSet) -> anyhow::Result<Vec<ExtraTest>> {
+    /// The `bench` and `past-2^24` tests, sized for `device` and for the reference's time (timed once at
+    /// the largest test already there); a bench test no larger than a test already there is left out, and
+    /// so is a past-2^24 test over the time budget (with a note saying why).
+    fn real_sizes(
+        &self,
+        device: usize,
+        tests: &TestSet,
+        tuner: &mut Tuner,
+        ref_config: &Config,
+    ) -> anyhow::Result<(Vec<ExtraTest>, Vec<String>)> {
         let Some(plan) = self.plan() else {
-            return Ok(vec![]);
+            return Ok((vec![], vec![]));
         };
         let scale = kt_tuner::session::device_scale(device)?;
+        let budget = self.time_budget(tests, tuner, ref_config)?;
         let mut extra = Vec::new();
-        if let Some(bench) = plan.bench(&scale)?
+        let mut notes = Vec::new();
+        if let Some(bench) = plan.bench(&scale, budget.as_ref())?
             && tests
                 .tests
                 .iter()
@@ -423,9 +439,37 @@ impl DefaultTests<'_> {
             .cloned()
             .collect();
         if let Some(past) = plan.past_float_index(&scale, &existing)? {
-            extra.push(past);
+            match budget.as_ref().filter(|b| !b.fits(&past.test)) {
+                Some(b) => notes.push(format!(
+                    "the {} test is left out: {}; give larger sizes with --size to test there",
+                    past.description,
+                    b.over(&past.test)
+                )),
+                None => extra.push(past),
+            }
         }
-        Ok(extra)
+        Ok((extra, notes))
+    }
+
+    /// The reference timed once at the largest test of `tests` (None without tests).
+    fn time_budget(
+        &self,
+        tests: &TestSet,
+        tuner: &mut Tuner,
+        ref_config: &Config,
+    ) -> anyhow::Result<Option<default_tests::TimeBudget>> {
+        let Some(largest) = tests.tests.iter().max_by_key(|t| t.array_bytes()) else {
+            return Ok(None);
+        };
+        let ms = tuner
+            .time_launch(&self.reference.kernel, ref_config, largest)
+            .context("timing the reference at the largest default test, to size the bench tests")?;
+        Ok(Some(default_tests::TimeBudget {
+            measured_bytes: largest.array_bytes(),
+            measured_ms: ms,
+            measured_at: format!("test {}", largest.id),
+            budget_ms: default_tests::DEFAULT_TEST_LAUNCH_MS,
+        }))
     }
 
     fn warnings(&self, tests: &TestSet) -> Vec<String> {

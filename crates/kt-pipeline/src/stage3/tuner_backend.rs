@@ -768,6 +768,7 @@ pub(crate) mod tests {
                     never_written: true,
                 }),
                 allowed_mismatches: 0,
+                sum_floor: None,
             }],
         }
     }

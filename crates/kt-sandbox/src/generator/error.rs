@@ -84,6 +84,9 @@ pub enum GeneratorError {
     #[error("the generator did not finish within {after:?} and was killed")]
     TimedOut { after: Duration },
 
+    #[error("{}", disk_quota_exceeded(*limit, *used, *entries))]
+    DiskQuota { limit: u64, used: u64, entries: u64 },
+
     #[error(
         "the generator printed more than {limit} bytes and was killed; do not print the arrays"
     )]
@@ -142,6 +145,21 @@ fn permission_denied(path: &str, traceback: &str) -> String {
 }
 
 /// The limit and, when the program said anything, its last words.
+fn disk_quota_exceeded(limit: u64, used: u64, entries: u64) -> String {
+    use crate::disk_quota::{MAX_ENTRIES, human};
+    let what = if entries > MAX_ENTRIES {
+        format!("held more than {MAX_ENTRIES} files and directories")
+    } else {
+        format!("took more than {} on disk", human(used))
+    };
+    format!(
+        "the generator was stopped by the sandbox's disk quota: its work directory {what}, over the quota of {} \
+         ({MAX_ENTRIES} entries at most); write no files besides what generate() returns. If the inputs really \
+         need more, raise the quota with `disk_quota_mb = N` in the [sandbox] section of kt.toml",
+        human(limit)
+    )
+}
+
 fn limit_exceeded(which: Limit, detail: &str) -> String {
     let advice = match which {
         Limit::Cpu => "; generate the inputs with vectorised numpy calls instead of Python loops",

@@ -142,6 +142,10 @@ pub fn run_generator(
     if let Some(limit) = policy.file_size.as_mut() {
         *limit = (*limit).max(needed);
     }
+    // nor the work directory's quota: the arrays twice over (numpy may hold a temporary copy on disk)
+    if let Some(quota) = policy.disk_quota.as_mut() {
+        *quota = (*quota).max(needed.saturating_mul(2).saturating_add(64 << 20));
+    }
     let sandbox = Sandbox::new(policy);
     let workdir = sandbox.workdir()?;
     let write = |name: &str, bytes: &[u8]| {
@@ -172,6 +176,18 @@ pub fn run_generator(
     match (outcome.ending, result) {
         (Ending::TimedOut { limit }, _) => Err(GeneratorError::TimedOut { after: limit }),
         (Ending::OutputTooLarge { limit }, _) => Err(GeneratorError::OutputTooLarge { limit }),
+        (
+            Ending::DiskQuotaExceeded {
+                limit,
+                used,
+                entries,
+            },
+            _,
+        ) => Err(GeneratorError::DiskQuota {
+            limit,
+            used,
+            entries,
+        }),
         (Ending::Crashed { signal }, _) => Err(GeneratorError::Crashed {
             signal,
             stderr: tail(&outcome.stderr_text()),

@@ -14,6 +14,7 @@ use crate::session::engine::Engine;
 use crate::session::setup::TunableKernel;
 use crate::session::worker_link::{run_request, test_dtypes};
 use crate::space::Config;
+use crate::sum_floor::with_sum_lengths;
 use crate::worker::protocol::{Request, RunOutcome, RunRequest, RunStatus};
 
 /// Runs `reference` (its configuration's launch) to get expected outputs, then `candidate`, on the same
@@ -52,7 +53,10 @@ pub(crate) fn verify(
         .iter()
         .map(|t| run_request(&r.key, reference, reference_config, t))
         .collect::<Result<Vec<_>, _>>()?;
-    e.link.prepare(tests, Some(refs.clone()), &mut e.queue)?;
+    // outputs that are sums get a tolerance for their length (the reference's flops per output element)
+    let uploaded = with_sum_lengths(tests, reference.flops.as_deref());
+    e.link
+        .prepare(&uploaded, Some(refs.clone()), &mut e.queue)?;
     e.link.load_required(&r.key, &first.id, &mut e.queue)?;
     let mut report = VerifyReport {
         tests: Vec::new(),

@@ -345,6 +345,9 @@ impl WorkerLink {
             .request(&Request::Reference { run }, &[], Duration::from_secs(300))
         {
             Ok((Reply::Ran(o), _)) => match &o.status {
+                RunStatus::Ok if !o.unchanged_outputs.is_empty() => {
+                    Err(failed(does_no_work(&o.unchanged_outputs)))
+                }
                 RunStatus::Ok => Ok(o),
                 RunStatus::Invalid(m) | RunStatus::Crashed(m) => Err(failed(m.clone())),
             },
@@ -452,5 +455,46 @@ impl WorkerLink {
         if let Some(w) = self.worker.take() {
             w.client.shutdown_within(grace);
         }
+    }
+}
+
+/// Why a reference that left `outputs` as it found them (yet writes them when they start as poison) cannot
+/// give expected values: on this test it does no work, so every launch of it would verify and be timed
+/// doing nothing.
+pub(crate) fn does_no_work(outputs: &[String]) -> String {
+    let names: Vec<String> = outputs.iter().map(|n| format!("`{n}`")).collect();
+    format!(
+        "it left {} exactly as it found {} (every element at its initial value), but writes a number to \
+         every element when {} starts as NaN: it computes only where the output does not already hold a \
+         value, so on this test it does no work and its launches would be verified and timed doing \
+         nothing. A kernel must not read an output it computes; if it is really an input-output array, \
+         give it initial contents the kernel changes",
+        names.join(", "),
+        if outputs.len() == 1 { "it" } else { "them" },
+        if outputs.len() == 1 { "it" } else { "each" },
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_reference_that_does_no_work_is_named_with_what_to_do() {
+        let r = does_no_work(&["c".to_string()]);
+        assert!(
+            r.starts_with("it left `c` exactly as it found it")
+                && r.contains("does no work")
+                && r.contains("must not read an output it computes"),
+            "{r}"
+        );
+        let e = crate::error::TunerError::Reference {
+            test: "gen1".into(),
+            reason: r,
+        };
+        assert!(
+            e.to_string()
+                .starts_with("the reference launch failed on test gen1: it left `c`")
+        );
     }
 }

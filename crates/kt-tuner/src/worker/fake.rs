@@ -4,7 +4,10 @@
 //! the last element reported never written), `hang` never replies, `die` exits, `garbage` writes bytes that
 //! are no frame. Two modes play reward hacks the real worker catches: `out-of-bounds` (every verifying run
 //! wrote 4 bytes past the end of its first array) and `unwatched` (right outputs on the verifying launch,
-//! poison left by the checked last timed launch, the unchecked samples ten times faster).
+//! poison left by the checked last timed launch, the unchecked samples ten times faster). `skips-written`
+//! plays a kernel that computes only where its output does not already hold a number: its reference run
+//! left the output as it found it, and its timed samples run through the worker's own sampling sequence
+//! on a simulated kernel that is ten times faster when it finds its output written.
 
 use std::io::Write;
 
@@ -58,7 +61,7 @@ impl Fake {
                 false,
             ),
             Request::Run { run } => self.hack(&run, self.launch(run.dims.block[0], &[])),
-            Request::Reference { run } => self.launch(run.dims.block[0], &[]),
+            Request::Reference { run } => self.reference(&run),
             Request::RecordOutputs { run, files } => self.launch(run.dims.block[0], &files),
             Request::Repeat { run, runs } if self.mode == "nondeterministic" => {
                 (Reply::Ran(differing_reruns(&run.test, runs)), false)
@@ -74,10 +77,7 @@ impl Fake {
         let Reply::Ran(mut o) = reply else {
             return (reply, exits);
         };
-        let first_array = run.args.iter().find_map(|a| match a {
-            LaunchArg::Array(name) => Some(name.clone()),
-            LaunchArg::Scalar(_) => None,
-        });
+        let first_array = first_array(run);
         match self.mode.as_str() {
             "out-of-bounds" if run.verify => o.guard_breaches.push(GuardBreach {
                 array: first_array.unwrap_or_default(),
@@ -102,9 +102,26 @@ impl Fake {
                     unchecked_median_ms: 0.1,
                 });
             }
+            "skips-written" if run.verify => {
+                if let Some(policy) = &run.timing {
+                    o.timing = Some(timed_skipping_kernel(policy));
+                }
+            }
             _ => {}
         }
         (Reply::Ran(o), exits)
+    }
+
+    /// A reference run; in `skips-written` mode its first array was left as it was found.
+    fn reference(&self, run: &RunRequest) -> (Reply, bool) {
+        let (reply, exits) = self.launch(run.dims.block[0], &[]);
+        match reply {
+            Reply::Ran(mut o) if self.mode == "skips-written" => {
+                o.unchanged_outputs.extend(first_array(run));
+                (Reply::Ran(o), exits)
+            }
+            other => (other, exits),
+        }
     }
 
     fn launch(&self, block_x: u32, files: &[OutputFile]) -> (Reply, bool) {
@@ -155,6 +172,38 @@ impl Fake {
             }
         }
     }
+}
+
+fn first_array(run: &RunRequest) -> Option<String> {
+    run.args.iter().find_map(|a| match a {
+        LaunchArg::Array(name) => Some(name.clone()),
+        LaunchArg::Scalar(_) => None,
+    })
+}
+
+/// The timed samples of a verifying run of a kernel that skips its work where its output holds a number
+/// (1 ms when it computes, 0.1 ms when it finds its output written), sampled as the GPU worker samples:
+/// the verifying launch (on a poisoned output) counts as the first, every later sample is prepared.
+fn timed_skipping_kernel(policy: &crate::measure::TimingPolicy) -> TimingStats {
+    use crate::sampling::{FirstSample, SkipsWrittenOutput, take_samples};
+    use std::convert::Infallible;
+    let kernel = std::cell::RefCell::new(SkipsWrittenOutput {
+        full_ms: 1.0,
+        idle_ms: 0.1,
+        written: true,
+    });
+    let mut poison = || -> Result<(), Infallible> {
+        kernel.borrow_mut().poison();
+        Ok(())
+    };
+    let Ok((stats, _)) = take_samples(
+        policy,
+        None,
+        Some(FirstSample(1.0)),
+        Some(&mut poison as &mut dyn FnMut() -> Result<(), Infallible>),
+        &mut |_| Ok(kernel.borrow_mut().launch()),
+    );
+    stats
 }
 
 /// Reruns whose second run differs from the first at index 7 (a race, as a GPU would show it).

@@ -17,7 +17,8 @@ use process::{PROTOCOL_ENV, PROTOCOL_FD};
 use protocol::{Reply, Request, read_frame, write_frame};
 
 /// Selects a fake device for CPU tests of the protocol: `ok`, `hang`, `die` or `garbage` (what happens on
-/// a `Run` request).
+/// a `Run` request), or a reward hack the real worker catches (`out-of-bounds`, `unwatched`,
+/// `skips-written`, `nondeterministic`; see `fake.rs`).
 pub const FAKE_ENV: &str = "KT_TUNER_FAKE_WORKER";
 
 /// Entry point of the worker process (`kt __tuner-worker`). Reads requests from stdin and replies on the

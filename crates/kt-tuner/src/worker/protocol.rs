@@ -194,6 +194,11 @@ pub struct RunOutcome {
     pub occupancy: Option<f64>,
     /// Reference runs only: outputs that depend on their initial contents (reset, never poisoned).
     pub accumulating_outputs: Vec<String>,
+    /// Reference runs only: outputs the launch left exactly at their initial contents although it writes a
+    /// number to every element of them when they start as poison. The kernel computes only where an
+    /// output does not already hold a value, so on this test it does no work at all.
+    #[serde(default)]
+    pub unchanged_outputs: Vec<String>,
     /// Recording runs only: the files written.
     #[serde(default)]
     pub recorded: Vec<RecordedOutput>,
@@ -270,6 +275,7 @@ impl RunOutcome {
             timing: None,
             occupancy: None,
             accumulating_outputs: vec![],
+            unchanged_outputs: vec![],
             recorded: vec![],
             guard_breaches: vec![],
             timed_check: None,

@@ -276,3 +276,32 @@ fn a_kernel_that_works_only_when_watched_fails_on_its_checked_timed_launch() {
     );
     w.shutdown();
 }
+
+#[test]
+fn a_kernel_that_skips_written_outputs_is_timed_only_on_launches_that_did_the_work() {
+    let mut w = fake("skips-written");
+    // every timed sample started from a poisoned output: the 0.1 ms launches that find the previous
+    // result and return never reach the median
+    let o = ran(&mut w, &verifying_run(true));
+    let timing = o.timing.unwrap();
+    assert!(timing.samples_ms.iter().all(|&ms| ms == 1.0), "{timing:?}");
+    assert_eq!(timing.median_ms, 1.0);
+    // and its reference run, which found the output already holding numbers, did no work: refused
+    let (reply, _) = w
+        .request(
+            &Request::Reference {
+                run: match run_request(64) {
+                    Request::Run { run } => run,
+                    _ => unreachable!("run_request makes a Run"),
+                },
+            },
+            &[],
+            Duration::from_secs(10),
+        )
+        .unwrap();
+    let Reply::Ran(o) = reply else {
+        panic!("{reply:?}")
+    };
+    assert_eq!(o.unchanged_outputs, vec!["x".to_string()]);
+    w.shutdown();
+}

@@ -150,6 +150,7 @@ mod tests {
             "sandbox: uid switch",
             "sandbox: process limit",
             "sandbox: rlimits",
+            "sandbox: disk quota",
             "llm endpoint",
             "run storage",
         ] {

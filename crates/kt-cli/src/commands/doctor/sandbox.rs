@@ -6,7 +6,32 @@ use super::Check;
 
 pub fn probe() -> Vec<Check> {
     let p = detect_protections();
-    p.lines().into_iter().map(|line| check(&p, line)).collect()
+    let mut checks: Vec<Check> = p.lines().into_iter().map(|line| check(&p, line)).collect();
+    checks.push(disk_quota(kt_sandbox::disk_quota::probe()));
+    checks
+}
+
+/// The work directory's disk quota, tried with a program that writes past it.
+fn disk_quota(probed: Result<String, String>) -> Check {
+    const NAME: &str = "sandbox: disk quota";
+    match probed {
+        Ok(what) => Check::ok(
+            NAME,
+            format!(
+                "yes: {what} (a generator's quota: {} or what its arrays need, `disk_quota_mb` in kt.toml's \
+                 [sandbox]; checked every {} ms, so a program may overshoot by what it writes in that time)",
+                kt_sandbox::disk_quota::human(kt_sandbox::DEFAULT_DISK_QUOTA),
+                kt_sandbox::disk_quota::CHECK_EVERY.as_millis()
+            ),
+        ),
+        Err(why) => Check::missing(
+            NAME,
+            format!("does not hold here: {why}"),
+            "report this as a kt bug with `kt doctor --json`; meanwhile only the per-file size limit bounds \
+             what a generator writes"
+                .to_string(),
+        ),
+    }
 }
 
 fn check(p: &Protections, line: ProtectionLine) -> Check {
@@ -73,5 +98,21 @@ mod tests {
             "no uid switch without root is no fault"
         );
         assert_eq!(checks[6].status, super::super::Status::Ok);
+    }
+
+    #[test]
+    fn the_disk_quota_line_says_whether_it_held() {
+        let held = disk_quota(Ok("stopped at 1.5 MiB".into()));
+        assert_eq!(held.status, super::super::Status::Ok);
+        assert!(
+            held.detail.contains("disk_quota_mb") && held.detail.contains("8.0 GiB"),
+            "{held:?}"
+        );
+        let failed = disk_quota(Err("it finished".into()));
+        assert_eq!(failed.status, super::super::Status::Missing);
+        assert!(
+            failed.detail.contains("does not hold here: it finished"),
+            "{failed:?}"
+        );
     }
 }

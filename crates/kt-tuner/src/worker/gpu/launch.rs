@@ -12,18 +12,8 @@ use cudarc::driver::{DriverError, result};
 use super::memory::{Ptr, STREAM, alloc, cuda, free};
 use crate::geometry::LaunchDims;
 use crate::measure::{Baseline, TimingPolicy, TimingStats};
+use crate::sampling::{FirstSample, LastLaunch, take_samples};
 use crate::worker::protocol::{DeviceInfo, FunctionInfo, KERNEL_NOT_FOUND};
-
-/// What the last timed launch of a `time` call was.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum LastLaunch {
-    /// A sample no one looks at (no check was asked for).
-    Unchecked,
-    /// The verifying launch, already checked: no sample followed it.
-    Verifying,
-    /// A sample whose outputs were prepared (poisoned) before it: the caller checks them.
-    Prepared,
-}
 
 /// Why a launch did not complete.
 pub(super) enum LaunchError {
@@ -210,15 +200,9 @@ impl Launcher {
         Ok(0.0)
     }
 
-    /// Samples until the policy is satisfied. `initial` holds samples already taken (the verifying run's,
-    /// when `first_counted`); a counted verifying sample is dropped as a warm-up when the next sample shows
-    /// it was slow.
-    ///
-    /// With `before_checked`, the last timed launch is one the caller can check: `before_checked` (which
-    /// poisons the outputs) runs outside the timed events before each sample the policy will most likely
-    /// stop after ([`TimingPolicy::next_is_last`]), so that checking costs one poison and no extra launch;
-    /// only when the policy surprises (or the verifying run was not the last sample and no prepared one
-    /// was) does one more prepared sample follow. What the last launch was comes back with the statistics.
+    /// Samples until the policy is satisfied (see [`take_samples`]). `first` is the verifying run's sample
+    /// when it counts as the first. With `prepare` (which poisons or resets the outputs), every sample
+    /// starts from the state a checked launch starts from, and the last one is checked by the caller.
     #[allow(clippy::too_many_arguments)]
     pub fn time(
         &mut self,
@@ -227,54 +211,18 @@ impl Launcher {
         params: &mut [Vec<u8>],
         policy: &TimingPolicy,
         best: Option<Baseline>,
-        initial: Vec<f64>,
-        first_counted: bool,
-        mut before_checked: Option<&mut dyn FnMut() -> Result<(), LaunchError>>,
+        first: Option<FirstSample>,
+        prepare: Option<&mut dyn FnMut() -> Result<(), LaunchError>>,
     ) -> Result<(TimingStats, LastLaunch), LaunchError> {
-        let mut samples = initial;
-        let mut check_warmup = first_counted && samples.len() == 1;
-        let mut warmup_discarded = false;
-        let mut last = if first_counted {
-            LastLaunch::Verifying
-        } else {
-            LastLaunch::Unchecked
-        };
         if policy.flush_l2 && self.flush.is_none() {
             let bytes = self.l2_bytes.max(1 << 20) * 2;
             let p = alloc(bytes, "L2 flush buffer").map_err(LaunchError::Crashed)?;
             self.flush = Some((p, bytes));
         }
-        while policy.wants_more(&samples, best) {
-            last = LastLaunch::Unchecked;
-            if let Some(prepare) = before_checked.as_mut()
-                && policy.next_is_last(&samples, best)
-            {
-                prepare()?;
-                last = LastLaunch::Prepared;
-            }
-            samples.push(self.sample(func, dims, params, samples.len())?);
-            if check_warmup && samples.len() == 2 {
-                check_warmup = false;
-                if policy.first_is_warmup(samples[0], samples[1]) {
-                    samples.remove(0);
-                    warmup_discarded = true;
-                }
-            }
-        }
-        let policy_samples = samples.len();
-        if let Some(prepare) = before_checked
-            && last == LastLaunch::Unchecked
-        {
-            prepare()?;
-            samples.push(self.sample(func, dims, params, samples.len())?);
-            last = LastLaunch::Prepared;
-        }
-        let mut s = TimingStats::from_samples(&samples)
-            .ok_or_else(|| LaunchError::Crashed("no samples".into()))?;
-        // fewer than min_reps only when the policy found the configuration hopeless
-        s.aborted_early = (policy_samples as u32) < policy.min_reps;
-        s.warmup_discarded = warmup_discarded;
-        Ok((s, last))
+        let this = &*self;
+        take_samples(policy, best, first, prepare, &mut |index| {
+            this.sample(func, dims, params, index)
+        })
     }
 
     /// One timed sample, after the L2 flush when the policy asks for one.

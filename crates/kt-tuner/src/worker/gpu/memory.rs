@@ -17,6 +17,7 @@ use crate::device_kernels::{
     self as dk, CMP_FIRST, CMP_MAX_ABS, CMP_MAX_REL, CMP_MISMATCHES, CMP_POISON, CMP_WORDS,
 };
 use crate::guard::{GUARD_BYTES, GUARD_PATTERN, GuardBreach, GuardedLayout, Side};
+use crate::sum_floor::SumFloor;
 use crate::verify::{Mismatch, OutputReport, Tolerance, poison_bits};
 use kt_record::DType;
 
@@ -41,6 +42,8 @@ struct DevArray {
     poison: bool,
     /// How many elements `expected` holds (fewer than allocated when the size depends on the launch).
     expected_elements: u64,
+    /// RMS of the expected values, for an output whose elements are sums (see `crate::sum_floor`).
+    expected_rms: Option<f64>,
 }
 
 struct DevTest {
@@ -65,7 +68,9 @@ pub(super) struct ArrayView {
     pub is_output: bool,
     /// Poisoned (not reset) before a verifying run.
     pub poison: bool,
+    /// The output's tolerance, its `atol` raised when its elements are long sums (`sum_floor`).
     pub tolerance: Tolerance,
+    pub sum_floor: Option<SumFloor>,
     /// Where the working copy's guards are.
     pub guards: Guards,
 }
@@ -264,6 +269,7 @@ impl DeviceMemory {
             max_rel_error: f64::from_bits(out[CMP_MAX_REL]),
             first_mismatch: None,
             allowed_mismatches: (tol.max_mismatch_fraction * n as f64) as u64,
+            sum_floor: None,
         };
         if r.mismatches > 0 && out[CMP_FIRST] < n {
             let i = out[CMP_FIRST];
@@ -283,12 +289,76 @@ impl DeviceMemory {
     pub fn compare_output(&mut self, a: &ArrayView, expected: Ptr) -> Result<OutputReport, String> {
         // never past the expected values (a reference at another launch may have produced fewer)
         let n = a.elements.min(a.expected_elements);
-        self.compare(&a.name, a.work, expected, a.dtype, n, a.tolerance, false)
+        let mut r = self.compare(&a.name, a.work, expected, a.dtype, n, a.tolerance, false)?;
+        r.sum_floor = a.sum_floor;
+        Ok(r)
+    }
+
+    /// RMS of the finite values of `n` elements at `ptr`; None for integers or when none is finite.
+    pub fn rms(&mut self, ptr: Ptr, dtype: DType, n: u64) -> Result<Option<f64>, String> {
+        if !dtype.is_float() || n == 0 {
+            return Ok(None);
+        }
+        let init = [0u64; CMP_WORDS];
+        // SAFETY: cmp holds CMP_WORDS u64.
+        unsafe { result::memcpy_htod_sync(self.cmp, &init) }.map_err(|e| cuda("rms init", e))?;
+        let mut p = vec![
+            ptr.to_le_bytes().to_vec(),
+            n.to_le_bytes().to_vec(),
+            self.cmp.to_le_bytes().to_vec(),
+        ];
+        self.util_launch(&format!("kt_sumsq_{}", dk::suffix(dtype)), n, &mut p)?;
+        let mut out = [0u64; CMP_WORDS];
+        // SAFETY: synchronous copy of CMP_WORDS u64.
+        unsafe { result::memcpy_dtoh_sync(&mut out, self.cmp) }.map_err(|e| cuda("rms", e))?;
+        let (sum, count) = (f64::from_bits(out[0]), out[1]);
+        Ok((count > 0).then(|| (sum / count as f64).sqrt()))
+    }
+
+    /// The RMS an output's sum floor needs: only for outputs whose tolerance says they are sums.
+    fn rms_if_sum(
+        &mut self,
+        tol: Option<&Tolerance>,
+        ptr: Ptr,
+        a: &ArrayArg,
+        n: u64,
+    ) -> Result<Option<f64>, String> {
+        if tol.is_none_or(|t| t.terms.is_none()) {
+            return Ok(None);
+        }
+        self.rms(ptr, a.dtype, n)
     }
 
     /// Whether an input came out of a run byte for byte as it went in; a changed one is reset.
     pub fn input_unchanged(&mut self, a: &ArrayView) -> Result<bool, String> {
-        let bytes = a.bytes() as u64;
+        let same = self.same_bytes(&a.name, a.work, a.pristine, a.bytes() as u64)?;
+        if !same {
+            // later configurations must see the original inputs
+            reset(a)?;
+        }
+        Ok(same)
+    }
+
+    /// Whether an output's values `got` are its initial contents byte for byte (a launch that left it as
+    /// it found it).
+    pub fn is_initial(&mut self, a: &ArrayView, got: Ptr) -> Result<bool, String> {
+        self.same_bytes(&a.name, got, a.pristine, a.bytes() as u64)
+    }
+
+    /// Whether every element of an output's working copy is a number (no NaN, no poison).
+    pub fn all_numbers(&mut self, a: &ArrayView) -> Result<bool, String> {
+        let any = Tolerance {
+            rtol: 0.0,
+            atol: f64::INFINITY,
+            max_mismatch_fraction: 0.0,
+            terms: None,
+        };
+        let rep = self.compare(&a.name, a.work, a.work, a.dtype, a.elements, any, false)?;
+        Ok(rep.mismatches == 0)
+    }
+
+    /// Whether two buffers of `bytes` hold the same bytes.
+    fn same_bytes(&mut self, name: &str, a: Ptr, b: Ptr, bytes: u64) -> Result<bool, String> {
         // widest word that divides the size: far fewer elements than comparing byte by byte
         let (word, words) = if bytes.is_multiple_of(8) {
             (DType::Uint64, bytes / 8)
@@ -301,13 +371,11 @@ impl DeviceMemory {
             rtol: 0.0,
             atol: 0.0,
             max_mismatch_fraction: 0.0,
+            terms: None,
         };
-        let rep = self.compare(&a.name, a.work, a.pristine, word, words, exact, false)?;
-        if !rep.passed() {
-            // later configurations must see the original inputs
-            reset(a)?;
-        }
-        Ok(rep.passed())
+        Ok(self
+            .compare(name, a, b, word, words, exact, false)?
+            .passed())
     }
 
     /// One element as f64, and whether it is the poison pattern.
@@ -372,12 +440,14 @@ impl DeviceMemory {
                 expected: None,
                 poison: false,
                 expected_elements: a.elements,
+                expected_rms: None,
             };
             self.upload_source(pristine, a, &a.source)?;
             if let Some(exp) = &a.expected {
                 let e = alloc(bytes, "allocating expected")?;
                 self.upload_source(e, a, exp)?;
                 d.expected = Some(e);
+                d.expected_rms = self.rms_if_sum(test.tolerances.get(&a.name), e, a, a.elements)?;
             }
             // SAFETY: both hold `bytes`.
             unsafe { result::memcpy_dtod_sync(work, pristine, bytes) }
@@ -416,51 +486,70 @@ impl DeviceMemory {
             .ok_or_else(|| format!("test {test} not uploaded"))?;
         Ok(t.arrays
             .iter()
-            .map(|a| ArrayView {
-                name: a.meta.name.clone(),
-                work: a.work,
-                pristine: a.pristine,
-                expected: a.expected,
-                dtype: a.meta.dtype,
-                elements: a.meta.elements,
-                capacity: a.meta.elements,
-                expected_elements: a.expected_elements,
-                is_output: a.meta.is_output,
-                poison: a.poison,
-                guards: Guards::of(
-                    a.work,
-                    GuardedLayout::new((a.meta.bytes() as usize).max(1) as u64),
-                ),
-                tolerance: t
+            .map(|a| {
+                let own = t
                     .tolerances
                     .get(&a.meta.name)
                     .copied()
-                    .unwrap_or_else(|| Tolerance::for_dtype(a.meta.dtype)),
+                    .unwrap_or_else(|| Tolerance::for_dtype(a.meta.dtype));
+                let (tolerance, sum_floor) = own.raised_for_sums(a.meta.dtype, a.expected_rms);
+                ArrayView {
+                    name: a.meta.name.clone(),
+                    work: a.work,
+                    pristine: a.pristine,
+                    expected: a.expected,
+                    dtype: a.meta.dtype,
+                    elements: a.meta.elements,
+                    capacity: a.meta.elements,
+                    expected_elements: a.expected_elements,
+                    is_output: a.meta.is_output,
+                    poison: a.poison,
+                    guards: Guards::of(
+                        a.work,
+                        GuardedLayout::new((a.meta.bytes() as usize).max(1) as u64),
+                    ),
+                    tolerance,
+                    sum_floor,
+                }
             })
             .collect())
     }
 
     /// Records a reference run's findings: the expected values of each output (as many elements as the
-    /// reference's `run` views use), and which outputs are fully overwritten by the kernel (poisoned from
-    /// now on).
+    /// reference's `run` views use, their RMS for an output that is a sum), and which outputs are fully
+    /// overwritten by the kernel (poisoned from now on).
     pub fn set_expected(
         &mut self,
         test: &str,
         expected: &HashMap<String, Ptr>,
         poisonable: &[String],
         run: &[ArrayView],
-    ) {
-        if let Some(t) = self.tests.get_mut(test) {
-            for a in &mut t.arrays {
-                if let Some(e) = expected.get(&a.meta.name) {
-                    a.expected = Some(*e);
-                    if let Some(v) = run.iter().find(|v| v.name == a.meta.name) {
-                        a.expected_elements = v.elements;
-                    }
+    ) -> Result<(), String> {
+        let Some(t) = self.tests.remove(test) else {
+            return Ok(());
+        };
+        let mut t = t;
+        let mut failed = Ok(());
+        for a in &mut t.arrays {
+            if let Some(e) = expected.get(&a.meta.name) {
+                a.expected = Some(*e);
+                if let Some(v) = run.iter().find(|v| v.name == a.meta.name) {
+                    a.expected_elements = v.elements;
                 }
-                a.poison = poisonable.contains(&a.meta.name);
+                match self.rms_if_sum(
+                    t.tolerances.get(&a.meta.name),
+                    *e,
+                    &a.meta,
+                    a.expected_elements,
+                ) {
+                    Ok(r) => a.expected_rms = r,
+                    Err(m) => failed = Err(m),
+                }
             }
+            a.poison = poisonable.contains(&a.meta.name);
         }
+        self.tests.insert(test.to_string(), t);
+        failed
     }
 }
 

@@ -8,11 +8,12 @@ use std::collections::HashMap;
 
 use cudarc::driver::sys;
 
-use super::launch::{LastLaunch, LaunchError, Launcher};
+use super::launch::{LaunchError, Launcher};
 use super::memory::{
     ArrayView, DeviceMemory, Ptr, copy_of, free, reset, reset_outputs, write_npy_from_device,
 };
 use crate::measure::TimingStats;
+use crate::sampling::{FirstSample, LastLaunch};
 use crate::verify::Tolerance;
 use crate::worker::protocol::{
     LaunchArg, OutputFile, RecordedOutput, Reply, RunOutcome, RunRequest, RunStatus, TimedCheck,
@@ -107,14 +108,12 @@ pub(super) fn run(
             // a wrong answer is not timed: its time would never be used
             return Ok(outcome);
         }
-        let mut initial = Vec::new();
-        let mut first_counted = false;
+        let mut first = None;
         if r.verify && !reference && !policy.flush_l2 {
             // The verifying run verified: it is a launch like any other, so it is the first sample
-            // (modules load eagerly and the function was queried before it; `time` still drops it as a
-            // warm-up when the next sample shows it was slow).
-            initial.extend(first_ms);
-            first_counted = true;
+            // (modules load eagerly and the function was queried before it; `take_samples` still drops
+            // it as a warm-up when the next sample shows it was slow).
+            first = first_ms.map(FirstSample);
         } else if !r.verify && !reference {
             // warm-up: not a sample, but timed so a hopeless configuration can stop here
             let ms = launcher.launch(s.func, r.dims, &mut s.params, true)?;
@@ -126,26 +125,28 @@ pub(super) fn run(
                 return Ok(outcome);
             }
         }
-        // A verifying run's last timed launch is checked like the first: its outputs are poisoned
-        // before it (outside the timed events) so no median rests on launches never looked at.
+        // Every timed launch of a verifying (or reference) run starts from the outputs a checked launch
+        // starts from: poisoned, or reset for those the kernel accumulates into (outside the timed
+        // events, see `crate::sampling`). A verifying run's last timed launch is then checked like the
+        // first, so no median rests on launches that did less than the verified work.
         let checked = r.verify && !reference;
         let arrays = s.arrays.clone();
-        let mut poison_outputs = || prepare_outputs(mem, &arrays);
+        let mut prepare = || prepare_outputs(mem, &arrays);
         let (stats, last) = launcher.time(
             s.func,
             r.dims,
             &mut s.params,
             policy,
             r.best,
-            initial,
-            first_counted,
-            if checked {
-                Some(&mut poison_outputs as &mut dyn FnMut() -> Result<(), LaunchError>)
+            first,
+            if r.verify || reference {
+                Some(&mut prepare as &mut dyn FnMut() -> Result<(), LaunchError>)
             } else {
                 None
             },
         )?;
-        if last == LastLaunch::Prepared {
+        let first_counted = first.is_some();
+        if checked && last == LastLaunch::Prepared {
             outcome.timed_check = Some(check_timed(
                 mem,
                 launcher,
@@ -154,6 +155,8 @@ pub(super) fn run(
                 &stats,
                 first_counted,
             )?);
+        } else if reference {
+            reset_outputs(&s.arrays).map_err(crashed)?;
         }
         outcome.timing = Some(stats);
     }
@@ -283,10 +286,23 @@ fn reference_checks(
             poisonable.push(a.name.clone());
         } else {
             outcome.accumulating_outputs.push(a.name.clone());
+            // depends on its initial contents: a kernel that skips elements already holding a number
+            // leaves it exactly as it found it, yet writes all of it when it starts as poison
+            if rep.never_written == 0
+                && mem.all_numbers(a).map_err(crashed)?
+                && mem.is_initial(a, expected[&a.name]).map_err(crashed)?
+            {
+                outcome.unchanged_outputs.push(a.name.clone());
+            }
         }
         reset(a).map_err(crashed)?;
     }
-    mem.set_expected(&r.test, &expected, &poisonable, &s.arrays);
+    mem.set_expected(&r.test, &expected, &poisonable, &s.arrays)
+        .map_err(crashed)?;
+    // the rest of this request (its timed samples) prepares outputs as verifying runs will
+    for a in &mut s.arrays {
+        a.poison = poisonable.contains(&a.name);
+    }
     Ok(())
 }
 
@@ -350,6 +366,7 @@ pub(super) fn repeat(
                         let mut rep = mem
                             .compare(&a.name, a.work, *first, a.dtype, a.elements, tol, true)
                             .map_err(crashed)?;
+                        rep.sum_floor = a.sum_floor;
                         rep.name = if run % 2 == 0 && a.poison {
                             format!(
                                 "{} (run {run}, started from its initial contents instead of poison, \
@@ -432,16 +449,7 @@ pub(super) fn record(
     if let Some(policy) = &r.timing {
         outcome.timing = Some(
             launcher
-                .time(
-                    s.func,
-                    r.dims,
-                    &mut s.params,
-                    policy,
-                    None,
-                    Vec::new(),
-                    false,
-                    None,
-                )?
+                .time(s.func, r.dims, &mut s.params, policy, None, None, None)?
                 .0,
         );
         reset_outputs(&s.arrays).map_err(crashed)?;

@@ -1,0 +1,40 @@
+//! One timed launch of a kernel on one test, outputs from their initial contents: what `kt verify` uses to
+//! size its largest default tests by the reference's run time (see `crate::default_tests::TimeBudget`).
+
+use crate::args::KernelTest;
+use crate::error::TunerError;
+use crate::measure::TimingPolicy;
+use crate::session::engine::Engine;
+use crate::session::setup::TunableKernel;
+use crate::session::worker_link::{run_request, test_dtypes};
+use crate::space::Config;
+use crate::worker::protocol::RunRequest;
+
+/// Uploads `test` alone and times one launch of `kernel` at `config` on it (as a reference run: a
+/// failure is a reference error); milliseconds.
+pub(crate) fn time_once(
+    e: &mut Engine,
+    kernel: &TunableKernel,
+    config: &Config,
+    test: &KernelTest,
+) -> Result<f64, TunerError> {
+    e.queue.submit_util(&test_dtypes(test));
+    let submitted = e.queue.submit(kernel, config, &test.scalars(), false)?;
+    e.link.device(&mut e.queue)?;
+    e.queue.wait_required(
+        &submitted,
+        &kernel.kernel_name,
+        &test.id,
+        &format!("the kernel at {config}"),
+    )?;
+    e.link
+        .prepare(std::slice::from_ref(test), None, &mut e.queue)?;
+    e.link
+        .load_required(&submitted.key, &test.id, &mut e.queue)?;
+    let run = RunRequest {
+        timing: Some(TimingPolicy::exactly(1)),
+        ..run_request(&submitted.key, kernel, config, test)?
+    };
+    let outcome = e.link.reference(run, &mut e.queue)?;
+    Ok(outcome.timing.map(|t| t.median_ms).unwrap_or(0.0))
+}
