@@ -15,7 +15,7 @@ use kt_pipeline::prepare::{KernelInput, TestgenSettings};
 use kt_pipeline::stage2::{ReferenceRunner, Stage2Options, Unavailable};
 use kt_pipeline::stage3::TuningProgress;
 use kt_pipeline::strategy::{Strategy, StrategyOverrides, load_strategy};
-use kt_pipeline::{NewRun, PipelineError, PromptLibrary, RunDir, RunLlm, RunSettings};
+use kt_pipeline::{NewRun, PipelineError, PromptLibrary, RunDir, RunSettings};
 use kt_sandbox::PythonRuntime;
 
 use super::analyze::{llm_client, runtime, stage1_source};
@@ -46,6 +46,10 @@ pub struct TransformArgs {
     /// scripted:ANSWERS.toml); default: kt.toml's [llm] section or KT_LLM.
     #[arg(long, value_name = "PROVIDER:MODEL")]
     pub llm: Option<String>,
+    /// Wait for each whole answer instead of streaming it (for servers that do not stream; `stream = false`
+    /// in kt.toml's [llm] section).
+    #[arg(long)]
+    pub no_stream: bool,
     /// Where to create the run directory (default: $KT_RUNS_DIR or ./kt-runs).
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
@@ -270,7 +274,7 @@ pub fn run(args: TransformArgs) -> anyhow::Result<ExitCode> {
         candidates: args.candidates,
     };
     let strategy = strategy_with(&args.strategy, overrides)?;
-    let Some((client, config)) = llm_client(args.llm.as_deref())? else {
+    let Some((client, config)) = llm_client(args.llm.as_deref(), args.no_stream)? else {
         anyhow::bail!("{NO_LLM}");
     };
     let (client, config) = seeded(client, config, args.seed)?;
@@ -299,10 +303,7 @@ pub fn run(args: TransformArgs) -> anyhow::Result<ExitCode> {
                 allow_unsandboxed: args.allow_unsandboxed,
                 include_dirs: source.include_dirs_for_record(),
             },
-            llm: RunLlm {
-                provider: client.provider_name().into(),
-                model: client.model().into(),
-            },
+            llm: kt_pipeline::run_llm::recorded_llm(&client, &config),
         },
     )?;
     let _lock = claim_run(&run, kt_pipeline::run_lock::WhenHeld::Refuse)?;

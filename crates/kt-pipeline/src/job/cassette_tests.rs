@@ -93,6 +93,7 @@ fn new_run(base: &Path) -> RunDir {
             llm: RunLlm {
                 provider: "scripted".into(),
                 model: "scripted".into(),
+                ..RunLlm::default()
             },
         },
     )
