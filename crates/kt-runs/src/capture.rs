@@ -38,7 +38,11 @@ impl LlmChoice {
             "replay" => Ok(LlmChoice::Replay),
             s => match s.strip_prefix("scripted:") {
                 Some(file) if !file.is_empty() => Ok(LlmChoice::Scripted(PathBuf::from(file))),
-                _ => {
+                Some(_) => Err(RunsError::BadSetting {
+                    spec: spec.to_string(),
+                    reason: "`scripted:` needs its file: scripted:FILE".into(),
+                }),
+                None => {
                     LlmConfig::parse_spec(s).map_err(|e| RunsError::BadSetting {
                         spec: spec.to_string(),
                         reason: format!(
