@@ -117,3 +117,61 @@ fn an_ambiguous_prefix_lists_the_runs_it_matches_and_a_testgen_run_says_what_to_
     );
     assert!(!stderr.contains("no strategy named"), "{stderr}");
 }
+
+/// Bytes under `dir`, every file counted.
+fn disk_use(dir: &Path) -> u64 {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap())
+        .map(|e| {
+            let meta = e.metadata().unwrap();
+            if meta.is_dir() {
+                disk_use(&e.path())
+            } else {
+                meta.len()
+            }
+        })
+        .sum()
+}
+
+#[test]
+fn the_quick_start_without_a_gpu_leaves_under_10_mb_and_no_test_data() {
+    require_no_gpu();
+    let home = tempfile::tempdir().unwrap();
+    let out_dir = home.path().join("runs");
+    // README's quick start, as written (default number of tests).
+    let out = kt(
+        home.path(),
+        &[
+            "transform",
+            "naive-kernels/matmul.cu",
+            "--strategy",
+            "autonomous",
+            "--replan",
+            "3",
+            "--llm",
+            "replay:experiments/cassettes/matmul-autonomous.jsonl",
+            "--out",
+            out_dir.to_str().unwrap(),
+        ],
+    );
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("a CUDA GPU is needed")
+            && stderr.contains("tests are made where they are used"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("kt resume"), "{stderr}");
+    let run = only_entry(&out_dir);
+    let bytes = disk_use(&run);
+    assert!(bytes < 10 << 20, "{bytes} bytes in {}", run.display());
+    assert!(!run.join("tests").exists());
+    assert!(run.join("kernel_info.json").is_file(), "Stage 1 is kept");
+    let result = read_json(&run.join("result.json"));
+    assert_eq!(
+        (&result["status"], &result["needs_gpu"]),
+        (&"interrupted".into(), &true.into()),
+        "{result}"
+    );
+}

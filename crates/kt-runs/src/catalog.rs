@@ -33,6 +33,8 @@ pub struct RunSummary {
     pub waiting_for: Option<String>,
     /// RFC 3339, UTC.
     pub started: String,
+    /// Active time: result.json's `wall_time_s.total`, summed over the run's attempts (the idle time between a
+    /// stop and its `kt resume` is not counted); finished − started for runs without it.
     pub duration_s: Option<f64>,
     /// Why the run's files could not be read, when they could not.
     pub problem: Option<String>,
@@ -109,16 +111,17 @@ pub fn summarize(dir: &Path) -> RunSummary {
     summary.waiting_for = field("/waiting_for/prompt_file")
         .and_then(Value::as_str)
         .map(str::to_string);
-    summary.duration_s = match (
-        parse_time(&meta.started),
-        meta.finished.as_deref().and_then(parse_time),
-    ) {
-        (Some(a), Some(b)) => Some((b - a).as_seconds_f64().max(0.0)),
-        _ => result
-            .as_ref()
-            .and_then(|r| r.pointer("/wall_time_s/total"))
-            .and_then(Value::as_f64),
-    };
+    // Active time: a run resumed a day later did not take a day.
+    let active = field("/wall_time_s/total").and_then(Value::as_f64);
+    summary.duration_s = active.or_else(|| {
+        match (
+            parse_time(&meta.started),
+            meta.finished.as_deref().and_then(parse_time),
+        ) {
+            (Some(a), Some(b)) => Some((b - a).as_seconds_f64().max(0.0)),
+            _ => None,
+        }
+    });
     summary
 }
 
@@ -182,6 +185,29 @@ mod tests {
         assert_eq!(runs[0].duration_s, Some(125.0));
         assert_eq!(runs[1].status, "unreadable");
         assert!(runs[1].problem.is_some());
+    }
+
+    #[test]
+    fn the_duration_is_active_time_not_the_idle_time_between_attempts() {
+        let base = tempfile::tempdir().unwrap();
+        let run = base.path().join("20261122-031500-mm-autonomous-bbbb");
+        std::fs::create_dir_all(&run).unwrap();
+        std::fs::write(
+            run.join("run.json"),
+            json!({"run_id": "20261122-031500-mm-autonomous-bbbb", "kernel_file": "mm.cu", "kernel": "mm",
+                   "strategy": "autonomous", "settings": {}, "llm": {"provider": "openai", "model": "gpt-4.1"},
+                   "status": "finished", "started": "2026-11-22T03:15:00Z", "finished": "2026-11-22T03:15:20.4Z",
+                   "kt_version": "0.1.0"})
+            .to_string(),
+        )
+        .unwrap();
+        std::fs::write(
+            run.join("result.json"),
+            json!({"wall_time_s": {"stage1": 0.5, "stage2": 0.5, "stage3": 0.5, "total": 1.5}})
+                .to_string(),
+        )
+        .unwrap();
+        assert_eq!(summarize(&run).duration_s, Some(1.5));
     }
 
     #[test]

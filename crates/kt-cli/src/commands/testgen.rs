@@ -182,6 +182,8 @@ pub fn run(args: TestgenArgs) -> anyhow::Result<ExitCode> {
         sandbox,
         python,
         reference: reference_runner(&run, &source),
+        // The tests are what `kt testgen` is for: their inputs are written even without a GPU.
+        gpu_missing: None,
     };
 
     let rt = runtime()?;

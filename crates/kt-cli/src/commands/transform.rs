@@ -39,7 +39,7 @@ pub struct TransformArgs {
     /// Variants asked for per step, in parallel; the best verified one is kept (best-of-N).
     #[arg(long)]
     pub candidates: Option<u32>,
-    /// Number of generated tests (different seeds; at least one size not a multiple of 32).
+    /// Number of generated tests, at least 1 (different seeds; at least one size not a multiple of 32).
     #[arg(long, default_value_t = 3)]
     pub tests: u32,
     /// LLM as PROVIDER:MODEL (openai:gpt-4.1, anthropic:claude-sonnet-4, replay:CASSETTE.jsonl,
@@ -237,6 +237,8 @@ pub(crate) fn testgen_settings(
         sandbox: super::unsandboxed::generator_sandbox(allow_unsandboxed)?,
         python: PythonRuntime::find_or_provision()?,
         reference: reference_runner(),
+        // Asked before Stage 2 makes data: a run that will stop for want of a GPU makes its tests there.
+        gpu_missing: kt_tuner::cuda_probe::gpu_missing(),
     })
 }
 
@@ -262,6 +264,12 @@ pub(crate) fn stage3_settings(
 }
 
 pub fn run(args: TransformArgs) -> anyhow::Result<ExitCode> {
+    // Refused rather than raised to 1: run.json records what was asked, and it must be what was made.
+    if args.tests == 0 {
+        anyhow::bail!(
+            "--tests must be at least 1: every candidate is verified on the generated tests (default 3)"
+        );
+    }
     if !args.file.is_file() {
         anyhow::bail!(
             "{} is not a file: give the path of a .cu source holding a __global__ kernel",
