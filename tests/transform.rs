@@ -250,13 +250,9 @@ fn the_seed_from_kt_seed_is_recorded_and_seeds_the_tests() {
     let run = only_entry(&out_dir);
     assert_eq!(read_json(&run.join("run.json"))["settings"]["seed"], 41);
     assert_eq!(read_json(&run.join("result.json"))["settings"]["seed"], 41);
-    let tests: Vec<PathBuf> = std::fs::read_dir(run.join("tests"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.join("manifest.json").is_file())
-        .collect();
-    assert_eq!(tests.len(), 1, "{tests:?}");
-    assert_eq!(read_json(&tests[0].join("manifest.json"))["seed"], 41);
+    // Without a GPU the tests are not made here: they are made where they are used, by `kt resume` on a GPU
+    // machine, whose Stage 2 starts from the seed recorded above.
+    assert!(!run.join("tests").exists());
 
     // `--seed` wins over KT_SEED.
     let out_dir = home.path().join("runs-flag");
@@ -575,7 +571,9 @@ fn an_llm_outage_ends_the_run_llm_unavailable_with_exit_75_and_a_resumable_run()
         ],
     );
     let stderr = text(&resumed.stderr);
-    assert!(run.join("kernel_info.json").is_file() && run.join("tests").is_dir());
+    assert!(run.join("kernel_info.json").is_file());
+    // Without a GPU, Stage 2 makes no test data here (tests are made where they are used).
+    assert_eq!(run.join("tests").is_dir(), gpu_enabled());
     if gpu_enabled() {
         // With a GPU the resumed run finishes.
         assert!(resumed.status.success(), "stderr: {stderr}");
