@@ -5,8 +5,6 @@
 
 #![allow(clippy::unwrap_used)]
 
-use std::path::PathBuf;
-
 mod support;
 use support::{gpu_enabled, kt, kt_command, only_entry, output, read_json, require_no_gpu, text};
 

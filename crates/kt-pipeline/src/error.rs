@@ -4,12 +4,11 @@
 
 use std::path::PathBuf;
 
-/// Everything that can go wrong in kt-pipeline.
-
 /// What a run stopped before Stage 2 for want of a GPU says about its tests.
 pub const TESTS_WHERE_USED: &str = "Stage 1 is done, and tests are made where they are used: Stage 2 \
     generates them when the run continues on a machine with a GPU (no test data is left here)";
 
+/// Everything that can go wrong in kt-pipeline.
 #[derive(Debug, thiserror::Error)]
 pub enum PipelineError {
     // ---- prompt templates (prompt.rs) ----

@@ -13,23 +13,19 @@ use crate::stage3::{BackendError, Stage3State, TuningBackend};
 pub(super) fn stopped_for_gpu(run: &RunDir, wall: WallTimes, reason: &str) -> PipelineError {
     let detail = format!("{reason}; {TESTS_WHERE_USED}");
     let stopped = BackendError::GpuUnavailable { detail };
-    let written = write_result_ending(
-        run,
-        &run.results(0),
-        None,
-        None,
-        RunStatus::Interrupted,
-        wall,
-        Ending {
-            error: Some(stopped.to_string()),
-            needs_gpu: true,
-            waiting: None,
-        },
-    )
-    .and_then(|_| Ok(run.set_status(RunStatus::Interrupted)?));
-    match written {
+    let ending = Ending {
+        error: Some(stopped.to_string()),
+        needs_gpu: true,
+        waiting: None,
+    };
+    let out = run.results(0);
+    let status = RunStatus::Interrupted;
+    if let Err(e) = write_result_ending(run, &out, None, None, status, wall, ending) {
+        return e;
+    }
+    match run.set_status(status) {
         Ok(()) => PipelineError::Tuning(stopped),
-        Err(e) => e,
+        Err(e) => e.into(),
     }
 }
 
