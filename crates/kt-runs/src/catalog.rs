@@ -153,25 +153,32 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    #[test]
-    fn runs_are_listed_with_speedup_and_duration_and_broken_ones_are_flagged() {
-        let base = tempfile::tempdir().unwrap();
-        let good = base.path().join("20261122-031500-mm-autonomous-aaaa");
-        std::fs::create_dir_all(&good).unwrap();
+    /// A finished run `id` under `base`, started 03:15:00 and finished at `finished`, with `result`.
+    fn finished_run(base: &Path, id: &str, finished: &str, result: Value) -> PathBuf {
+        let dir = base.join(id);
+        std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(
-            good.join("run.json"),
-            json!({"run_id": "20261122-031500-mm-autonomous-aaaa", "kernel_file": "mm.cu", "kernel": "mm",
+            dir.join("run.json"),
+            json!({"run_id": id, "kernel_file": "mm.cu", "kernel": "mm",
                    "strategy": "autonomous", "settings": {}, "llm": {"provider": "openai", "model": "gpt-4.1"},
-                   "status": "finished", "started": "2026-11-22T03:15:00Z", "finished": "2026-11-22T03:17:05Z",
+                   "status": "finished", "started": "2026-11-22T03:15:00Z", "finished": finished,
                    "kt_version": "0.1.0"})
             .to_string(),
         )
         .unwrap();
-        std::fs::write(
-            good.join("result.json"),
-            json!({"speedup": 6.5}).to_string(),
-        )
-        .unwrap();
+        std::fs::write(dir.join("result.json"), result.to_string()).unwrap();
+        dir
+    }
+
+    #[test]
+    fn runs_are_listed_with_speedup_and_duration_and_broken_ones_are_flagged() {
+        let base = tempfile::tempdir().unwrap();
+        finished_run(
+            base.path(),
+            "20261122-031500-mm-autonomous-aaaa",
+            "2026-11-22T03:17:05Z",
+            json!({"speedup": 6.5}),
+        );
         let bad = base.path().join("20261122-041500-broken");
         std::fs::create_dir_all(&bad).unwrap();
         std::fs::write(bad.join("run.json"), "{not json").unwrap();
@@ -190,23 +197,13 @@ mod tests {
     #[test]
     fn the_duration_is_active_time_not_the_idle_time_between_attempts() {
         let base = tempfile::tempdir().unwrap();
-        let run = base.path().join("20261122-031500-mm-autonomous-bbbb");
-        std::fs::create_dir_all(&run).unwrap();
-        std::fs::write(
-            run.join("run.json"),
-            json!({"run_id": "20261122-031500-mm-autonomous-bbbb", "kernel_file": "mm.cu", "kernel": "mm",
-                   "strategy": "autonomous", "settings": {}, "llm": {"provider": "openai", "model": "gpt-4.1"},
-                   "status": "finished", "started": "2026-11-22T03:15:00Z", "finished": "2026-11-22T03:15:20.4Z",
-                   "kt_version": "0.1.0"})
-            .to_string(),
-        )
-        .unwrap();
-        std::fs::write(
-            run.join("result.json"),
-            json!({"wall_time_s": {"stage1": 0.5, "stage2": 0.5, "stage3": 0.5, "total": 1.5}})
-                .to_string(),
-        )
-        .unwrap();
+        // 1.5 s of work, resumed once: 20.4 s from start to finish.
+        let run = finished_run(
+            base.path(),
+            "20261122-031500-mm-autonomous-bbbb",
+            "2026-11-22T03:15:20.4Z",
+            json!({"wall_time_s": {"stage1": 0.5, "stage2": 0.5, "stage3": 0.5, "total": 1.5}}),
+        );
         assert_eq!(summarize(&run).duration_s, Some(1.5));
     }
 
