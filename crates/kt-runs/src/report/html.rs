@@ -117,11 +117,14 @@ fn summary(h: &mut String, r: &ReportInputs) {
     }
     h.push_str("<table id=\"summary\">");
     for (k, v) in rows {
-        // A value not known yet is a dash, not a blank cell.
-        let v = if v.is_empty() { "—".to_string() } else { v };
-        let _ = write!(h, "<tr><th>{k}</th><td>{}</td></tr>", esc(&v));
+        let _ = write!(h, "<tr><th>{k}</th><td>{}</td></tr>", esc(&or_dash(v)));
     }
     h.push_str("</table>");
+}
+
+/// A value not known (yet) is a dash, not a blank cell.
+fn or_dash(v: String) -> String {
+    if v.is_empty() { "—".to_string() } else { v }
 }
 
 fn verdict_table(r: &ReportInputs) -> String {
@@ -221,11 +224,11 @@ fn steps(h: &mut String, r: &ReportInputs) {
             "<tr><td>#{}</td><td class=\"num\">{}</td><td>{}</td><td class=\"num\">{secs:.3}</td><td class=\"num\">{}/{}</td><td>{}</td><td>{}</td></tr>",
             s.checkpoint,
             s.step,
-            esc(&nodes.join(", ")),
+            esc(&or_dash(nodes.join(", "))),
             s.tokens_in,
             s.tokens_out,
             esc(&s.outcome),
-            esc(&s.next.join(", "))
+            esc(&or_dash(s.next.join(", ")))
         );
     }
     h.push_str("</table>");
