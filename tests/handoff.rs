@@ -33,7 +33,7 @@ fn stopped_run(home: &Path, out_dir: &Path) -> PathBuf {
 }
 
 #[test]
-fn resume_by_id_prefix_without_llm_continues_with_the_recorded_provider() {
+fn a_run_stopped_without_a_gpu_resumes_by_id_prefix_with_its_recorded_llm() {
     require_no_gpu();
     let home = tempfile::tempdir().unwrap();
     let out_dir = home.path().join("runs");
@@ -81,7 +81,7 @@ fn resume_by_id_prefix_without_llm_continues_with_the_recorded_provider() {
 }
 
 #[test]
-fn an_ambiguous_prefix_lists_the_runs_it_matches_and_a_testgen_run_says_what_to_run() {
+fn without_a_gpu_an_ambiguous_prefix_lists_its_runs_and_a_testgen_run_says_what_to_run() {
     require_no_gpu();
     let home = tempfile::tempdir().unwrap();
     let out_dir = home.path().join("runs");

@@ -67,7 +67,7 @@ fn stopped_run_report(home: &std::path::Path) -> std::path::PathBuf {
 }
 
 #[test]
-fn the_report_of_a_run_stopped_for_a_gpu_says_so_and_what_to_run() {
+fn the_report_of_a_run_stopped_without_a_gpu_says_so_and_what_to_run() {
     support::require_no_gpu();
     let home = tempfile::tempdir().unwrap();
     let html = std::fs::read_to_string(stopped_run_report(home.path())).unwrap();
@@ -80,7 +80,7 @@ fn the_report_of_a_run_stopped_for_a_gpu_says_so_and_what_to_run() {
 
 #[test]
 #[ignore = "needs chromium; scripts/test.sh runs it where chromium is installed"]
-fn the_report_of_a_stopped_run_fits_700_px_without_sideways_scrolling() {
+fn the_report_of_a_run_stopped_without_a_gpu_fits_700_px_without_sideways_scrolling() {
     support::require_no_gpu();
     let home = tempfile::tempdir().unwrap();
     let page = stopped_run_report(home.path());
