@@ -105,6 +105,8 @@ run_group "kt studio in chromium (run list, graph, diff, fork; a transform watch
   --test studio -- --include-ignored studio_in_chromium
 run_group "SLURM scripts through shellcheck" "have shellcheck" \
   -p kt-experiments --test matrix -- --include-ignored slurm_scripts_pass_shellcheck
+run_group "HTML report of a stopped run at 700 px in chromium" "have chromium || have chromium-browser" \
+  --test records -- --include-ignored fits_700_px
 
 echo
 echo "tool-dependent tests run: $ran_total"

@@ -546,6 +546,7 @@ fn record_long_run(runs: &Path, steps: u64) -> String {
             llm: kt_pipeline::RunLlm {
                 provider: "scripted".into(),
                 model: String::new(),
+                ..kt_pipeline::RunLlm::default()
             },
         },
     )

@@ -136,8 +136,8 @@ impl Overrides {
 }
 
 /// Defaults of a provider name.
-struct Preset {
-    kind: Kind,
+pub(crate) struct Preset {
+    pub(crate) kind: Kind,
     base_url: &'static str,
     key_env: &'static str,
     /// A cloud service where a missing key is certainly a mistake.
@@ -148,7 +148,7 @@ struct Preset {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
+pub(crate) enum Kind {
     OpenAi,
     Anthropic,
     Scripted,
@@ -163,7 +163,7 @@ const PROVIDERS: &str = "openai, anthropic, together, deepseek, vllm, llama-serv
 /// llama-server take `response_format` with a `json_schema` natively; DeepSeek takes only `json_object`, so the
 /// schema also goes into the prompt; Anthropic answers through a forced tool call; Ollama gets its `format`
 /// schema. A server that rejects its parameter anyway switches the client to the schema in the prompt.
-fn preset(name: &str) -> Option<Preset> {
+pub(crate) fn preset(name: &str) -> Option<Preset> {
     let p = |kind, base_url, key_env, needs_key, default_model| Preset {
         kind,
         base_url,
@@ -342,10 +342,8 @@ impl LlmConfig {
         {
             cfg.overlay(Self::parse_spec(&spec)?);
         }
-        if let Ok(url) = std::env::var("KT_LLM_BASE_URL")
-            && !url.trim().is_empty()
-        {
-            cfg.base_url = Some(url.trim().to_string());
+        if let Some(url) = crate::run_spec::base_url_from_env() {
+            cfg.base_url = Some(url);
         }
         Ok((cfg, file))
     }

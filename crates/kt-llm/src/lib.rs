@@ -49,6 +49,7 @@ mod recorder;
 mod request;
 mod response;
 mod retry;
+mod run_spec;
 mod structured;
 #[cfg(test)]
 mod testing;
@@ -73,6 +74,7 @@ pub use recorder::{Record, Recorder, read_records};
 pub use request::{LlmRequest, Message, OutputSchema, Params, Role};
 pub use response::{LlmResponse, ProviderReply};
 pub use retry::{RetryPolicy, parse_retry_after};
+pub use run_spec::{BASE_URL_ENV, base_url_from_env};
 pub use structured::{StructuredMode, json_candidate};
 pub use thinking::{Stripped, ThinkTags};
 pub use transport::{

@@ -178,18 +178,27 @@ impl Transport {
     }
 
     /// POSTs `body` and feeds the `data:` payload of every server-sent event to `on_data` until it returns
-    /// `true` (done) or the stream ends. Each chunk must arrive within the idle deadline.
+    /// `true` (done) or the stream ends. Each chunk must arrive within the idle deadline. A server that does
+    /// not stream and answers with one JSON body instead (`application/json`, or a body without any event)
+    /// gives [`Streamed::Whole`], for the provider to read as a non-streamed answer.
     pub async fn post_sse(
         &self,
         url: &str,
         auth: &[(&'static str, String)],
         body: &serde_json::Value,
         mut on_data: impl FnMut(&str) -> Result<bool, LlmError> + Send,
-    ) -> Result<(), LlmError> {
+    ) -> Result<Streamed, LlmError> {
         let work = async {
             let resp = self.send(url, auth, body, true).await?;
+            if is_json(&resp) {
+                let text = self.read_capped(url, resp, MAX_ANSWER_BYTES).await?;
+                return self.whole_answer(&text);
+            }
             let mut stream = resp.bytes_stream();
             let mut buf: Vec<u8> = Vec::new();
+            // Everything received while no event has carried data: a JSON body sent as another type.
+            let mut before_events: Vec<u8> = Vec::new();
+            let mut events = 0usize;
             let mut received = 0u64;
             loop {
                 let chunk = match tokio::time::timeout(self.timeouts.idle, stream.next()).await {
@@ -204,23 +213,46 @@ impl Transport {
                     return Err(self.too_large("answer", received, MAX_ANSWER_BYTES, false));
                 }
                 buf.extend_from_slice(&chunk);
+                if events == 0 {
+                    before_events.extend_from_slice(&chunk);
+                }
                 while let Some((event, rest)) = split_event(&buf) {
                     let data = event_data(&event);
                     buf = rest;
-                    if let Some(data) = data
-                        && on_data(&data)?
-                    {
-                        return Ok(());
+                    if let Some(data) = data {
+                        events += 1;
+                        if on_data(&data)? {
+                            return Ok(Streamed::Events);
+                        }
                     }
                 }
             }
             // A last event without the blank line that should end it.
             if let Some(data) = event_data(&buf) {
+                events += 1;
                 on_data(&data)?;
             }
-            Ok(())
+            if events == 0 {
+                let text = String::from_utf8_lossy(&before_events);
+                if text.trim_start().starts_with('{') {
+                    return self.whole_answer(&text);
+                }
+            }
+            Ok(Streamed::Events)
         };
         self.within_total(url, work).await
+    }
+
+    /// A whole JSON answer to a streamed request.
+    fn whole_answer(&self, text: &str) -> Result<Streamed, LlmError> {
+        tracing::debug!(provider = %self.provider, "the server answered a streamed request in one JSON body");
+        serde_json::from_str(text)
+            .map(Streamed::Whole)
+            .map_err(|e| LlmError::BadResponse {
+                provider: self.provider.clone(),
+                detail: format!("the answer is not valid JSON ({e})"),
+                body: excerpt(&self.redact(text)),
+            })
     }
 
     /// GETs `url` with a short deadline and returns the status (for `kt doctor`).
@@ -424,6 +456,27 @@ impl Transport {
             detail,
         }
     }
+}
+
+/// How a streamed request was answered.
+#[derive(Debug)]
+pub(crate) enum Streamed {
+    /// As server-sent events, each given to the caller.
+    Events,
+    /// In one JSON body: the server does not stream (read it as a non-streamed answer).
+    Whole(serde_json::Value),
+}
+
+/// Whether a response is plain JSON rather than an event stream.
+fn is_json(resp: &reqwest::Response) -> bool {
+    resp.headers()
+        .get(reqwest::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|t| {
+            t.trim_start()
+                .to_ascii_lowercase()
+                .starts_with("application/json")
+        })
 }
 
 /// Splits the first complete server-sent event (ended by a blank line) off `buf`.

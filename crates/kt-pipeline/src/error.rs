@@ -4,6 +4,10 @@
 
 use std::path::PathBuf;
 
+/// What a run stopped before Stage 2 for want of a GPU says about its tests.
+pub const TESTS_WHERE_USED: &str = "Stage 1 is done, and tests are made where they are used: Stage 2 \
+    generates them when the run continues on a machine with a GPU (no test data is left here)";
+
 /// Everything that can go wrong in kt-pipeline.
 #[derive(Debug, thiserror::Error)]
 pub enum PipelineError {
@@ -139,6 +143,8 @@ pub enum PipelineError {
          expected outputs and reference times need a machine with a CUDA GPU (`kt doctor` checks one)"
     )]
     NoGpu { reason: String },
+    #[error("a CUDA GPU is needed from here on: {reason}; {}", TESTS_WHERE_USED)]
+    TestsNeedGpu { reason: String },
     #[error("the original kernel failed on test {test}: {message}")]
     Reference {
         test: String,
@@ -275,6 +281,7 @@ impl PipelineError {
             Self::Tuning(crate::stage3::backend::BackendError::GpuUnavailable { detail }) => {
                 Some(detail)
             }
+            Self::TestsNeedGpu { reason } => Some(reason),
             _ => self.node_error().and_then(Self::gpu_unavailable),
         }
     }

@@ -17,6 +17,7 @@ pub mod prepare;
 pub mod problem_size;
 pub mod prompt;
 pub mod run_dir;
+pub mod run_llm;
 pub mod run_lock;
 pub mod seed;
 pub mod stage1;

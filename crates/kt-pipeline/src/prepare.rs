@@ -221,6 +221,11 @@ pub struct TestgenSettings {
     pub sandbox: Sandbox,
     pub python: PythonRuntime,
     pub reference: Arc<dyn ReferenceRunner>,
+    /// Why this machine cannot run kernels, when the run would stop for it right after Stage 2 (`kt
+    /// transform`): Stage 2 then makes no data. Tests are made where they are used: a run handed to a GPU
+    /// machine keeps Stage 1 and makes its tests there (`kt resume`), instead of leaving full-size inputs
+    /// behind here. `None`: make the tests (a GPU is here, or the tests are the product, as in `kt testgen`).
+    pub gpu_missing: Option<String>,
 }
 
 /// Everything Stages 1 and 2 produced for a run.
@@ -259,6 +264,9 @@ pub async fn prepare(
     )
     .await?;
     understood.stage1.info.save(&run)?;
+    if let Some(reason) = settings.gpu_missing {
+        return Err(PipelineError::TestsNeedGpu { reason });
+    }
     let mut options = settings.options.clone();
     if options.array_sizes.is_empty()
         && use_sidecar_sizes

@@ -58,6 +58,7 @@ mod tests {
             llm: RunLlm {
                 provider: "scripted".into(),
                 model: "scripted".into(),
+                ..RunLlm::default()
             },
         }
     }

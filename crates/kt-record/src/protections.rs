@@ -51,9 +51,26 @@ impl Default for Protections {
 pub struct ProtectionLine {
     /// Short name, e.g. "network namespace".
     pub name: &'static str,
+    /// The field of the same name in the record (`user_namespace`, ...): one source of truth for every view.
     pub active: bool,
+    /// Inactive because nothing needs it here (a user namespace when kt is root): no fault.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub not_needed: bool,
     /// What it means here, and when inactive, why and how to get it.
     pub detail: String,
+}
+
+impl ProtectionLine {
+    /// `active`, `not needed` or `NOT active`, as the report shows it.
+    pub fn state(&self) -> &'static str {
+        if self.active {
+            "active"
+        } else if self.not_needed {
+            "not needed"
+        } else {
+            "NOT active"
+        }
+    }
 }
 
 impl Protections {
@@ -62,6 +79,7 @@ impl Protections {
         let line = |name, active, on: &str, off: String| ProtectionLine {
             name,
             active,
+            not_needed: false,
             detail: if active { on.to_string() } else { off },
         };
         let userns_fix = if self.running_as_root {
@@ -113,16 +131,19 @@ impl Protections {
                         .to_string()
                 },
             ),
-            line(
-                "user namespace",
-                self.user_namespace || self.running_as_root,
-                if self.running_as_root {
-                    "not needed: kt is root"
-                } else {
-                    "programs run in a user namespace of their own (your uid mapped to itself)"
-                },
-                format!("unavailable: {userns_fix}"),
-            ),
+            ProtectionLine {
+                not_needed: self.running_as_root && !self.user_namespace,
+                ..line(
+                    "user namespace",
+                    self.user_namespace,
+                    "programs run in a user namespace of their own (your uid mapped to itself)",
+                    if self.running_as_root {
+                        "not needed: kt is root".to_string()
+                    } else {
+                        format!("unavailable: {userns_fix}")
+                    },
+                )
+            },
             line(
                 "process limit",
                 self.pids_limit,
@@ -172,5 +193,33 @@ impl Protections {
             && self.unprivileged_user
             && self.pids_limit
             && self.rlimits
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_user_namespace_line_says_what_the_record_says() {
+        let root = Protections {
+            running_as_root: true,
+            ..Protections::default()
+        };
+        let line = root
+            .lines()
+            .into_iter()
+            .find(|l| l.name == "user namespace")
+            .unwrap_or_else(|| panic!("no user namespace line"));
+        assert_eq!(line.active, root.user_namespace);
+        assert_eq!(line.state(), "not needed");
+        let user = Protections {
+            user_namespace: true,
+            ..Protections::default()
+        };
+        let line = &user.lines()[4];
+        assert_eq!((line.name, line.state()), ("user namespace", "active"));
+        let bare = &Protections::default().lines()[4];
+        assert_eq!(bare.state(), "NOT active");
     }
 }

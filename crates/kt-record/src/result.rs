@@ -64,8 +64,9 @@ pub struct RunResult {
     pub settings: RunSettings,
     pub llm: RunLlm,
     pub status: RunStatus,
-    /// The delivered kernel (best.cu at best_params) is a transformed kernel verified on every test. False
-    /// when the original is kept: then nothing new was delivered, and `outcome` says `no_improvement`.
+    /// The delivered kernel (best.cu at best_params) is correct: a transformed kernel verified on every test,
+    /// or, in a finished run that kept it (`outcome: no_improvement`), the original kernel itself. False when
+    /// nothing is delivered (a stopped or failed run before any step was accepted, `not_verified`).
     pub correct: bool,
     /// `improved`, `no_improvement` or `not_verified` for a finished run; null otherwise.
     #[serde(default)]

@@ -41,9 +41,12 @@ impl Setup {
 
     /// The LLM client nodes should use in this session (capturing, with the override).
     pub fn client(&self, run: &RunDir) -> Result<Arc<LlmClient>, RunsError> {
+        // Only a live choice asks the LLM the run recorded; a run.json that cannot be read leaves it unknown.
+        let recorded = run.read_meta().map(|m| m.llm).unwrap_or_default();
         debug_client(
             &self.llm,
             &run.llm_jsonl(),
+            &recorded,
             self.prompt_override.clone(),
             &self.calls,
         )

@@ -10,6 +10,8 @@ use kt_llm::{
     Call, LlmClient, LlmConfig, LlmError, Provider, ProviderReply, ReplayProvider, Role,
     ScriptedProvider,
 };
+use kt_pipeline::RunLlm;
+use kt_pipeline::run_llm::{LlmOrigin, llm_for_run};
 use serde::Serialize;
 
 use crate::error::RunsError;
@@ -20,24 +22,35 @@ use crate::error::RunsError;
 pub enum LlmChoice {
     /// Recorded answers: the run's effect journal first, then its `llm.jsonl` by request. Nothing is paid for.
     Replay,
-    /// The configured LLM (kt.toml / KT_LLM), asked anew.
+    /// The run's own LLM as run.json records it (or the one `KT_LLM` names), asked anew.
     Live,
     /// Answers from a script file (kt-llm's scripted provider format).
     Scripted(PathBuf),
+    /// Another LLM, named as `PROVIDER:MODEL` (it overrides the run's recorded one), asked anew.
+    Given(String),
 }
 
 impl LlmChoice {
-    /// `live`, `replay` or `scripted:FILE`.
+    /// `live`, `replay`, `scripted:FILE` or any other `PROVIDER:MODEL`.
     pub fn parse(spec: &str) -> Result<Self, RunsError> {
         match spec {
             "live" => Ok(LlmChoice::Live),
             "replay" => Ok(LlmChoice::Replay),
             s => match s.strip_prefix("scripted:") {
                 Some(file) if !file.is_empty() => Ok(LlmChoice::Scripted(PathBuf::from(file))),
-                _ => Err(RunsError::BadSetting {
+                Some(_) => Err(RunsError::BadSetting {
                     spec: spec.to_string(),
-                    reason: "expected `live`, `replay` or `scripted:FILE`".into(),
+                    reason: "`scripted:` needs its file: scripted:FILE".into(),
                 }),
+                None => {
+                    LlmConfig::parse_spec(s).map_err(|e| RunsError::BadSetting {
+                        spec: spec.to_string(),
+                        reason: format!(
+                            "expected `live`, `replay`, `scripted:FILE` or PROVIDER:MODEL ({e})"
+                        ),
+                    })?;
+                    Ok(LlmChoice::Given(s.to_string()))
+                }
             },
         }
     }
@@ -162,10 +175,41 @@ impl Provider for Capturing {
     }
 }
 
-/// The client a debugging session's nodes use. `run_llm_jsonl` is the run's recording (the replay cassette).
+/// The LLM a live choice asks on a run that recorded `recorded`: that one unless `KT_LLM` or a
+/// [`LlmChoice::Given`] names another; `None` for the choices that ask no one (replay, scripted). The origin's
+/// notice is the line to show the user.
+pub fn live_llm(
+    choice: &LlmChoice,
+    recorded: &RunLlm,
+) -> Result<Option<(LlmConfig, LlmOrigin)>, RunsError> {
+    let given = match choice {
+        LlmChoice::Live => None,
+        LlmChoice::Given(spec) => Some(spec.as_str()),
+        LlmChoice::Replay | LlmChoice::Scripted(_) => return Ok(None),
+    };
+    let cwd = std::env::current_dir().map_err(|e| RunsError::io("reading", ".", e))?;
+    let (config, origin) = llm_for_run(recorded, &cwd, given).map_err(|e| {
+        RunsError::Usage(format!(
+            "a live answer needs an LLM: the run's recorded one, or `--llm PROVIDER:MODEL` \
+             (e.g. --llm openai:gpt-4.1): {e}"
+        ))
+    })?;
+    if !config.is_configured() {
+        return Err(RunsError::Usage(
+            "a live answer needs an LLM and this run recorded none: pass `--llm PROVIDER:MODEL` \
+             (e.g. --llm openai:gpt-4.1) or set KT_LLM"
+                .into(),
+        ));
+    }
+    Ok(Some((config, origin)))
+}
+
+/// The client a debugging session's nodes use. `run_llm_jsonl` is the run's recording (the replay cassette),
+/// `recorded` the LLM its run.json names (what `live` asks).
 pub fn debug_client(
     choice: &LlmChoice,
     run_llm_jsonl: &Path,
+    recorded: &RunLlm,
     prompt_override: Option<String>,
     log: &CallLog,
 ) -> Result<Arc<LlmClient>, RunsError> {
@@ -192,15 +236,17 @@ pub fn debug_client(
             }
         }
         LlmChoice::Scripted(file) => (Arc::new(ScriptedProvider::load(file)?), None),
-        LlmChoice::Live => {
-            let cwd = std::env::current_dir().map_err(|e| RunsError::io("reading", ".", e))?;
-            let live = |e: LlmError| {
-                RunsError::Usage(format!(
-                    "`--llm live` asks the LLM configured in kt.toml or KT_LLM (e.g. KT_LLM=openai:gpt-4.1): {e}"
-                ))
+        LlmChoice::Live | LlmChoice::Given(_) => {
+            let Some((config, _)) = live_llm(choice, recorded)? else {
+                return Err(RunsError::Usage("no live LLM for this choice".into()));
             };
-            let (config, _) = LlmConfig::load(&cwd).map_err(live)?;
-            (config.build_provider().map_err(live)?, Some(config))
+            let provider = config.build_provider().map_err(|e| {
+                RunsError::Usage(format!(
+                    "the live LLM ({}) cannot be used: {e}",
+                    config.describe()
+                ))
+            })?;
+            (provider, Some(config))
         }
     };
     let provider = Capturing {
@@ -272,6 +318,35 @@ mod tests {
         );
         let err = LlmChoice::parse("scripted:").unwrap_err().to_string();
         assert!(err.contains("scripted:FILE"), "{err}");
+        assert_eq!(
+            LlmChoice::parse("openai:gpt-4.1").unwrap(),
+            LlmChoice::Given("openai:gpt-4.1".into())
+        );
+        let err = LlmChoice::parse("nosuch:x").unwrap_err().to_string();
+        assert!(err.contains("PROVIDER:MODEL"), "{err}");
+    }
+
+    #[test]
+    fn live_asks_the_llm_the_run_recorded_and_a_given_one_overrides_it() {
+        if std::env::var_os("KT_LLM").is_some() {
+            return;
+        }
+        let recorded = RunLlm {
+            provider: "scripted".into(),
+            spec: Some("scripted:/answers.toml".into()),
+            ..RunLlm::default()
+        };
+        let (config, origin) = live_llm(&LlmChoice::Live, &recorded).unwrap().unwrap();
+        assert_eq!(config.spec().as_deref(), Some("scripted:/answers.toml"));
+        assert_eq!(origin, LlmOrigin::Recorded("scripted:/answers.toml".into()));
+        let given = LlmChoice::Given("exec:cat".into());
+        let (config, origin) = live_llm(&given, &recorded).unwrap().unwrap();
+        assert_eq!(config.spec().as_deref(), Some("exec:cat"));
+        assert!(
+            origin.notice("exec").unwrap().contains("overrides"),
+            "{origin:?}"
+        );
+        assert!(live_llm(&LlmChoice::Replay, &recorded).unwrap().is_none());
     }
 
     #[test]
@@ -279,6 +354,7 @@ mod tests {
         let err = debug_client(
             &LlmChoice::Replay,
             Path::new("/nonexistent"),
+            &RunLlm::default(),
             Some("x".into()),
             &CallLog::default(),
         )
@@ -300,6 +376,7 @@ mod tests {
         let client = debug_client(
             &LlmChoice::Scripted(script),
             Path::new("/none"),
+            &RunLlm::default(),
             Some("OVERRIDE".into()),
             &log,
         )
@@ -337,8 +414,14 @@ mod tests {
         let script = dir.path().join("a.json");
         std::fs::write(&script, r#"{"answers": [{"text": "one"}]}"#).unwrap();
         let log = CallLog::default();
-        let client =
-            debug_client(&LlmChoice::Scripted(script), Path::new("/none"), None, &log).unwrap();
+        let client = debug_client(
+            &LlmChoice::Scripted(script),
+            Path::new("/none"),
+            &RunLlm::default(),
+            None,
+            &log,
+        )
+        .unwrap();
         // gpt-4.1 is in the shipped price table: only the wrapped provider's `billed() == false` makes it free.
         let answer = client
             .complete(kt_llm::LlmRequest::new("n").user("q").model("gpt-4.1"))

@@ -33,6 +33,8 @@ pub struct RunSummary {
     pub waiting_for: Option<String>,
     /// RFC 3339, UTC.
     pub started: String,
+    /// Active time: result.json's `wall_time_s.total`, summed over the run's attempts (the idle time between a
+    /// stop and its `kt resume` is not counted); finished − started for runs without it.
     pub duration_s: Option<f64>,
     /// Why the run's files could not be read, when they could not.
     pub problem: Option<String>,
@@ -109,16 +111,17 @@ pub fn summarize(dir: &Path) -> RunSummary {
     summary.waiting_for = field("/waiting_for/prompt_file")
         .and_then(Value::as_str)
         .map(str::to_string);
-    summary.duration_s = match (
-        parse_time(&meta.started),
-        meta.finished.as_deref().and_then(parse_time),
-    ) {
-        (Some(a), Some(b)) => Some((b - a).as_seconds_f64().max(0.0)),
-        _ => result
-            .as_ref()
-            .and_then(|r| r.pointer("/wall_time_s/total"))
-            .and_then(Value::as_f64),
-    };
+    // Active time: a run resumed a day later did not take a day.
+    let active = field("/wall_time_s/total").and_then(Value::as_f64);
+    summary.duration_s = active.or_else(|| {
+        match (
+            parse_time(&meta.started),
+            meta.finished.as_deref().and_then(parse_time),
+        ) {
+            (Some(a), Some(b)) => Some((b - a).as_seconds_f64().max(0.0)),
+            _ => None,
+        }
+    });
     summary
 }
 
@@ -150,25 +153,32 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    #[test]
-    fn runs_are_listed_with_speedup_and_duration_and_broken_ones_are_flagged() {
-        let base = tempfile::tempdir().unwrap();
-        let good = base.path().join("20261122-031500-mm-autonomous-aaaa");
-        std::fs::create_dir_all(&good).unwrap();
+    /// A finished run `id` under `base`, started 03:15:00 and finished at `finished`, with `result`.
+    fn finished_run(base: &Path, id: &str, finished: &str, result: Value) -> PathBuf {
+        let dir = base.join(id);
+        std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(
-            good.join("run.json"),
-            json!({"run_id": "20261122-031500-mm-autonomous-aaaa", "kernel_file": "mm.cu", "kernel": "mm",
+            dir.join("run.json"),
+            json!({"run_id": id, "kernel_file": "mm.cu", "kernel": "mm",
                    "strategy": "autonomous", "settings": {}, "llm": {"provider": "openai", "model": "gpt-4.1"},
-                   "status": "finished", "started": "2026-11-22T03:15:00Z", "finished": "2026-11-22T03:17:05Z",
+                   "status": "finished", "started": "2026-11-22T03:15:00Z", "finished": finished,
                    "kt_version": "0.1.0"})
             .to_string(),
         )
         .unwrap();
-        std::fs::write(
-            good.join("result.json"),
-            json!({"speedup": 6.5}).to_string(),
-        )
-        .unwrap();
+        std::fs::write(dir.join("result.json"), result.to_string()).unwrap();
+        dir
+    }
+
+    #[test]
+    fn runs_are_listed_with_speedup_and_duration_and_broken_ones_are_flagged() {
+        let base = tempfile::tempdir().unwrap();
+        finished_run(
+            base.path(),
+            "20261122-031500-mm-autonomous-aaaa",
+            "2026-11-22T03:17:05Z",
+            json!({"speedup": 6.5}),
+        );
         let bad = base.path().join("20261122-041500-broken");
         std::fs::create_dir_all(&bad).unwrap();
         std::fs::write(bad.join("run.json"), "{not json").unwrap();
@@ -182,6 +192,19 @@ mod tests {
         assert_eq!(runs[0].duration_s, Some(125.0));
         assert_eq!(runs[1].status, "unreadable");
         assert!(runs[1].problem.is_some());
+    }
+
+    #[test]
+    fn the_duration_is_active_time_not_the_idle_time_between_attempts() {
+        let base = tempfile::tempdir().unwrap();
+        // 1.5 s of work, resumed once: 20.4 s from start to finish.
+        let run = finished_run(
+            base.path(),
+            "20261122-031500-mm-autonomous-bbbb",
+            "2026-11-22T03:15:20.4Z",
+            json!({"wall_time_s": {"stage1": 0.5, "stage2": 0.5, "stage3": 0.5, "total": 1.5}}),
+        );
+        assert_eq!(summarize(&run).duration_s, Some(1.5));
     }
 
     #[test]

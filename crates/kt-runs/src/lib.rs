@@ -35,7 +35,7 @@ mod session_tests;
 
 pub use answer::{WaitingAnswer, answer_waiting_prompt, waiting_prompt};
 pub use binding::{GraphBinding, Setup};
-pub use capture::{CallLog, CapturedCall, LlmChoice};
+pub use capture::{CallLog, CapturedCall, LlmChoice, live_llm};
 pub use catalog::{RunSummary, format_duration, list_runs, summarize};
 pub use error::RunsError;
 pub use field_diff::{FieldChange, LeafChange, LeafDiff, diff_fields, render_text};

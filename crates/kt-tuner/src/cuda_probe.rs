@@ -41,6 +41,28 @@ pub fn driver_present() -> bool {
     unsafe { cudarc::driver::sys::is_culib_present() }
 }
 
+/// Why this machine cannot run kernels (no driver, a driver that does not start, no device, no NVRTC), or
+/// `None` when it can. Cheap: no context is made, so a run can ask before it makes data only a GPU would use.
+pub fn gpu_missing() -> Option<String> {
+    if !driver_present() {
+        return Some("no CUDA driver on this machine (libcuda.so.1 not found)".into());
+    }
+    if let Err(err) = cudarc::driver::result::init() {
+        return Some(format!("the CUDA driver did not initialise ({err})"));
+    }
+    if !matches!(CudaContext::device_count(), Ok(n) if n > 0) {
+        return Some(
+            "the CUDA driver reports no device (check `nvidia-smi` and CUDA_VISIBLE_DEVICES)"
+                .into(),
+        );
+    }
+    // SAFETY: only tries to dlopen libnvrtc.
+    if !unsafe { cudarc::nvrtc::sys::is_culib_present() } {
+        return Some("NVRTC (libnvrtc.so.13) not found".into());
+    }
+    None
+}
+
 /// The driver, every GPU it reports, and NVRTC. Never panics: a missing library is a finding.
 pub fn probe() -> Vec<Check> {
     let mut checks = Vec::new();

@@ -22,6 +22,10 @@ pub struct AnalyzeArgs {
     /// default: kt.toml / KT_LLM.
     #[arg(long, value_name = "PROVIDER:MODEL")]
     pub llm: Option<String>,
+    /// Wait for each whole answer instead of streaming it (for servers that do not stream; `stream = false`
+    /// in kt.toml's [llm] section).
+    #[arg(long)]
+    pub no_stream: bool,
     /// Take the facts from the kernel's sidecar (FILE.toml) instead of asking an LLM.
     #[arg(long)]
     pub info_from_sidecar: bool,
@@ -40,12 +44,24 @@ pub struct AnalyzeArgs {
     pub json: bool,
 }
 
-/// The LLM from kt.toml / `KT_LLM` / `--llm`, or None when nothing is configured.
-pub(crate) fn llm_client(spec: Option<&str>) -> anyhow::Result<Option<(LlmClient, LlmConfig)>> {
+/// The LLM from kt.toml / `KT_LLM` / `--llm` (with `KT_LLM_BASE_URL` in force either way), or None when
+/// nothing is configured. `no_stream` asks for whole answers (`--no-stream`).
+pub(crate) fn llm_client(
+    spec: Option<&str>,
+    no_stream: bool,
+) -> anyhow::Result<Option<(LlmClient, LlmConfig)>> {
     let cwd = std::env::current_dir().context("reading the current directory")?;
-    let (mut config, _file) = LlmConfig::load(&cwd)?;
-    if let Some(spec) = spec {
-        config.overlay(LlmConfig::parse_spec(spec)?);
+    let config = LlmConfig::load_with(&cwd, spec, None)?;
+    built(config, no_stream)
+}
+
+/// The client of `config` (None when it names no provider), with `--no-stream` applied.
+pub(crate) fn built(
+    mut config: LlmConfig,
+    no_stream: bool,
+) -> anyhow::Result<Option<(LlmClient, LlmConfig)>> {
+    if no_stream {
+        config.stream = Some(false);
     }
     if !config.is_configured() {
         return Ok(None);
@@ -87,7 +103,7 @@ pub fn run(args: AnalyzeArgs) -> anyhow::Result<ExitCode> {
     let mut llm = if args.info_from_sidecar {
         None
     } else {
-        llm_client(args.llm.as_deref())?
+        llm_client(args.llm.as_deref(), args.no_stream)?
     };
     if let (Some((client, _)), Some(path)) = (llm.as_mut(), &args.record) {
         *client = client.clone().with_recorder(Recorder::open(path)?);

@@ -7,9 +7,9 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::{Args, Subcommand};
 use kt_runs::{
-    Breakpoints, CheckpointId, LlmChoice, NodeDebug, RunRecord, Setup, Stage3Binding,
-    breakpoint_nodes, debug_node, diff, history, render_text, resolve_run, runs_base, session_dir,
-    set_breakpoints, state_at,
+    Breakpoints, CheckpointId, NodeDebug, RunRecord, Setup, Stage3Binding, breakpoint_nodes,
+    debug_node, diff, history, render_text, resolve_run, runs_base, session_dir, set_breakpoints,
+    state_at,
 };
 
 #[derive(Debug, Args)]
@@ -86,7 +86,8 @@ pub struct NodeArgs {
     /// The saved state to run it on (default: the first checkpoint of the recorded run where NODE runs next).
     #[arg(long)]
     pub at: Option<String>,
-    /// Who answers LLM calls: replay (the run's recorded answers), live (the configured LLM) or scripted:FILE.
+    /// Who answers LLM calls: replay (the run's recorded answers), live (the LLM the run recorded),
+    /// scripted:FILE, or another PROVIDER:MODEL (which overrides the recorded one).
     #[arg(long, default_value = "replay")]
     pub llm: String,
     /// Send this file's text instead of the node's first rendered prompt (needs --llm live or scripted:FILE).
@@ -223,7 +224,7 @@ fn node(a: NodeArgs) -> anyhow::Result<ExitCode> {
         None => first_checkpoint_before(&record, &a.node)?,
     };
     let output = session_dir(&record, "node");
-    let mut setup = Setup::new(LlmChoice::parse(&a.llm)?, &output);
+    let mut setup = Setup::new(super::replay::llm_choice(&a.llm, &record)?, &output);
     if let Some(file) = &a.prompt_override {
         setup.prompt_override = Some(
             std::fs::read_to_string(file)

@@ -86,10 +86,8 @@ pub fn run(args: LlmArgs) -> anyhow::Result<ExitCode> {
 
 fn ask(a: AskArgs) -> anyhow::Result<ExitCode> {
     let cwd = std::env::current_dir().context("reading the current directory")?;
-    let (mut config, _file) = LlmConfig::load(&cwd)?;
-    if let Some(spec) = &a.llm {
-        config.overlay(LlmConfig::parse_spec(spec)?);
-    }
+    // KT_LLM_BASE_URL stays in force with --llm; --base-url below still wins over it.
+    let mut config = LlmConfig::load_with(&cwd, a.llm.as_deref(), None)?;
     config.overlay(LlmConfig {
         provider: a.provider.clone(),
         base_url: a.base_url.clone(),

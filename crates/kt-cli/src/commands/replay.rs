@@ -17,7 +17,8 @@ pub struct ReplayArgs {
     /// The checkpoint to replay from (a number from `kt debug history`, or `input`).
     #[arg(long, default_value = "input")]
     pub from: String,
-    /// Who answers LLM calls: replay (recorded answers and tuning results), live, or scripted:FILE.
+    /// Who answers LLM calls: replay (recorded answers and tuning results), live (the LLM the run recorded),
+    /// scripted:FILE, or another PROVIDER:MODEL (which overrides the recorded one).
     #[arg(long, default_value = "replay")]
     pub llm: String,
     /// The most graph steps the replay may take.
@@ -31,11 +32,24 @@ pub struct ReplayArgs {
     pub json: bool,
 }
 
+/// `--llm` of replay and `debug node` as a choice; a live one says which LLM it asks (the run's recorded one,
+/// or the one that overrides it) in one line on stderr.
+pub(crate) fn llm_choice(spec: &str, record: &RunRecord) -> anyhow::Result<LlmChoice> {
+    let choice = LlmChoice::parse(spec)?;
+    let recorded = record.dir().read_meta()?.llm;
+    if let Some((config, origin)) = kt_runs::live_llm(&choice, &recorded)?
+        && let Some(line) = origin.notice(&config.describe())
+    {
+        eprintln!("{line}");
+    }
+    Ok(choice)
+}
+
 pub fn run(a: ReplayArgs) -> anyhow::Result<ExitCode> {
     let record = RunRecord::open(resolve_run(&a.run, &runs_base(a.runs_dir.as_deref()))?)?;
     let from = record.resolve(&a.from)?;
     // Files the replayed nodes write (candidates) go beside the run's own, never over them.
-    let setup = Setup::new(LlmChoice::parse(&a.llm)?, session_dir(&record, "replay"));
+    let setup = Setup::new(llm_choice(&a.llm, &record)?, session_dir(&record, "replay"));
     let rt = tokio::runtime::Runtime::new()?;
     let report = rt.block_on(replay(
         &Stage3Binding::default(),

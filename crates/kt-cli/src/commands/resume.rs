@@ -10,12 +10,12 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::Args;
-use kt_llm::Recorder;
+use kt_llm::{LlmClient, LlmConfig, Recorder};
 use kt_pipeline::prepare::KernelInput;
 use kt_pipeline::strategy::{StrategyOverrides, load_run_strategy};
 use kt_pipeline::{PromptLibrary, RunDir};
 
-use super::analyze::{llm_client, runtime, stage1_source};
+use super::analyze::{built, runtime, stage1_source};
 use super::transform::{
     LiveView, NO_LLM, cancel_on_signals, claim_run, leave, report, seeded, stage3_settings,
     testgen_settings,
@@ -23,11 +23,16 @@ use super::transform::{
 
 #[derive(Debug, Args)]
 pub struct ResumeArgs {
-    /// The run: its directory, or its id (looked up under --out, $KT_RUNS_DIR or ./kt-runs).
+    /// The run: its directory, or its id or a unique prefix of one (looked up under --out, $KT_RUNS_DIR or
+    /// ./kt-runs).
     pub run: String,
-    /// LLM for the calls not made yet, as PROVIDER:MODEL (default: kt.toml's [llm] section or KT_LLM).
+    /// LLM for the calls not made yet, as PROVIDER:MODEL (default: the one the run recorded in run.json, with
+    /// its base URL; the key comes from the environment). Naming another overrides the recorded one.
     #[arg(long, value_name = "PROVIDER:MODEL")]
     pub llm: Option<String>,
+    /// Wait for each whole answer instead of streaming it (for servers that do not stream).
+    #[arg(long)]
+    pub no_stream: bool,
     /// Where run ids are looked up.
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
@@ -60,23 +65,79 @@ fn give_answer(dir: &RunDir, answer: &std::path::Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn find_run(run: &str, out: Option<&std::path::Path>) -> anyhow::Result<RunDir> {
-    let as_path = PathBuf::from(run);
-    if as_path.join("run.json").is_file() {
-        return Ok(RunDir::open(as_path)?);
+/// What to run instead of resuming a `kt testgen` run: it has tests, not a strategy to continue.
+fn testgen_hint(dir: &RunDir, meta: &kt_pipeline::RunMeta) -> String {
+    let mut words = vec![
+        "kt".to_string(),
+        "testgen".into(),
+        shell_word(&meta.kernel_file),
+        "--kernel".into(),
+        shell_word(&meta.kernel),
+    ];
+    if let Some(n) = meta.settings.tests {
+        words.extend(["--tests".into(), n.to_string()]);
     }
-    let under = RunDir::base_dir(out).join(run);
-    if under.join("run.json").is_file() {
-        return Ok(RunDir::open(under)?);
+    if let Some(spec) = &meta.llm.spec {
+        words.extend(["--llm".into(), shell_word(spec)]);
     }
-    anyhow::bail!(
-        "no run `{run}`: give a run directory (holding run.json) or a run id under {}",
-        RunDir::base_dir(out).display()
+    // The kernel file's own directory is searched anyway; only the others were `--include`s.
+    let own = std::path::Path::new(&meta.kernel_file)
+        .parent()
+        .and_then(|p| std::path::absolute(p).ok());
+    for d in meta.settings.include_paths() {
+        if Some(&d) != own.as_ref() {
+            words.extend(["--include".into(), shell_word(&d.display().to_string())]);
+        }
+    }
+    if meta.settings.allow_unsandboxed {
+        words.push("--allow-unsandboxed".into());
+    }
+    format!(
+        "{} is a `kt testgen` run: it makes tests and has no strategy for `kt resume` to continue. On a \
+         machine with a GPU, make its tests again with\n  {}\nor transform the kernel with `kt transform {}`.",
+        dir.root().display(),
+        words.join(" "),
+        shell_word(&meta.kernel_file)
     )
 }
 
+/// `word` as one shell word (single-quoted when it holds anything a shell would split or expand).
+fn shell_word(word: &str) -> String {
+    let plain = !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./:=,+@%".contains(c));
+    if plain {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', "'\\''"))
+    }
+}
+
+/// The LLM for the calls a resumed run has not made yet: the one it recorded unless `--llm` or `KT_LLM` names
+/// another (said in one line either way), else kt.toml for runs that recorded none.
+fn run_llm(
+    meta: &kt_pipeline::RunMeta,
+    given: Option<&str>,
+    no_stream: bool,
+) -> anyhow::Result<(LlmClient, LlmConfig)> {
+    let cwd = std::env::current_dir().context("reading the current directory")?;
+    let (config, origin) = kt_pipeline::run_llm::llm_for_run(&meta.llm, &cwd, given)?;
+    let Some((client, config)) = built(config, no_stream)? else {
+        anyhow::bail!("{NO_LLM}");
+    };
+    if let Some(line) = origin.notice(&config.describe()) {
+        eprintln!("{line}");
+    }
+    Ok((client, config))
+}
+
 pub fn run(args: ResumeArgs) -> anyhow::Result<ExitCode> {
-    let dir = find_run(&args.run, args.out.as_deref())?;
+    let dir = kt_runs::resolve_run(&args.run, &kt_runs::runs_base(args.out.as_deref()))?;
+    let meta = dir.read_meta()?;
+    if meta.strategy == "testgen" {
+        anyhow::bail!("{}", testgen_hint(&dir, &meta));
+    }
     let when_held = if args.wait {
         kt_pipeline::run_lock::WhenHeld::Wait
     } else {
@@ -93,9 +154,7 @@ pub fn run(args: ResumeArgs) -> anyhow::Result<ExitCode> {
         candidates: meta.settings.candidates,
     };
     let strategy = load_run_strategy(&dir, None)?.with_overrides(&overrides);
-    let Some((client, config)) = llm_client(args.llm.as_deref())? else {
-        anyhow::bail!("{NO_LLM}");
-    };
+    let (client, config) = run_llm(&meta, args.llm.as_deref(), args.no_stream)?;
     // The calls not made yet carry the seed the run was started with.
     let (client, config) = seeded(client, config, meta.settings.seed)?;
     eprintln!(

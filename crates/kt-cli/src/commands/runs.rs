@@ -127,7 +127,7 @@ fn show_run(a: ShowArgs) -> anyhow::Result<ExitCode> {
         m.kernel, m.strategy, m.model
     );
     println!(
-        "status    {}   speedup {}   started {}   duration {}",
+        "status    {}   speedup {}   started {}   duration {} (active time, summed over attempts)",
         m.status,
         m.speedup
             .map(|v| format!("{v:.2}x"))

@@ -34,6 +34,10 @@ pub struct TestgenArgs {
     /// kt.toml / KT_LLM.
     #[arg(long, value_name = "PROVIDER:MODEL")]
     pub llm: Option<String>,
+    /// Wait for each whole answer instead of streaming it (for servers that do not stream; `stream = false`
+    /// in kt.toml's [llm] section).
+    #[arg(long)]
+    pub no_stream: bool,
     /// A hand-written generator (`def generate(seed: int) -> list`) to use instead of asking the LLM.
     #[arg(long, value_name = "GEN.py")]
     pub script: Option<PathBuf>,
@@ -111,7 +115,7 @@ pub fn run(args: TestgenArgs) -> anyhow::Result<ExitCode> {
     // An LLM is needed for Stage 1 unless the sidecar answers it, and for Stage 2 unless a script is given.
     let needs_llm = !args.info_from_sidecar || script.is_none();
     let mut llm = if needs_llm {
-        llm_client(args.llm.as_deref())?
+        llm_client(args.llm.as_deref(), args.no_stream)?
     } else {
         None
     };
@@ -138,14 +142,8 @@ pub fn run(args: TestgenArgs) -> anyhow::Result<ExitCode> {
                 ..RunSettings::default()
             },
             llm: match &llm {
-                Some((client, _)) => RunLlm {
-                    provider: client.provider_name().into(),
-                    model: client.model().into(),
-                },
-                None => RunLlm {
-                    provider: "none".into(),
-                    model: String::new(),
-                },
+                Some((client, config)) => kt_pipeline::run_llm::recorded_llm(client, config),
+                None => RunLlm::none(),
             },
         },
     )?;
@@ -184,6 +182,8 @@ pub fn run(args: TestgenArgs) -> anyhow::Result<ExitCode> {
         sandbox,
         python,
         reference: reference_runner(&run, &source),
+        // The tests are what `kt testgen` is for: their inputs are written even without a GPU.
+        gpu_missing: None,
     };
 
     let rt = runtime()?;

@@ -15,7 +15,7 @@ use kt_pipeline::prepare::{KernelInput, TestgenSettings};
 use kt_pipeline::stage2::{ReferenceRunner, Stage2Options, Unavailable};
 use kt_pipeline::stage3::TuningProgress;
 use kt_pipeline::strategy::{Strategy, StrategyOverrides, load_strategy};
-use kt_pipeline::{NewRun, PipelineError, PromptLibrary, RunDir, RunLlm, RunSettings};
+use kt_pipeline::{NewRun, PipelineError, PromptLibrary, RunDir, RunSettings};
 use kt_sandbox::PythonRuntime;
 
 use super::analyze::{llm_client, runtime, stage1_source};
@@ -39,13 +39,17 @@ pub struct TransformArgs {
     /// Variants asked for per step, in parallel; the best verified one is kept (best-of-N).
     #[arg(long)]
     pub candidates: Option<u32>,
-    /// Number of generated tests (different seeds; at least one size not a multiple of 32).
+    /// Number of generated tests, at least 1 (different seeds; at least one size not a multiple of 32).
     #[arg(long, default_value_t = 3)]
     pub tests: u32,
     /// LLM as PROVIDER:MODEL (openai:gpt-4.1, anthropic:claude-sonnet-4, replay:CASSETTE.jsonl,
     /// scripted:ANSWERS.toml); default: kt.toml's [llm] section or KT_LLM.
     #[arg(long, value_name = "PROVIDER:MODEL")]
     pub llm: Option<String>,
+    /// Wait for each whole answer instead of streaming it (for servers that do not stream; `stream = false`
+    /// in kt.toml's [llm] section).
+    #[arg(long)]
+    pub no_stream: bool,
     /// Where to create the run directory (default: $KT_RUNS_DIR or ./kt-runs).
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
@@ -233,6 +237,8 @@ pub(crate) fn testgen_settings(
         sandbox: super::unsandboxed::generator_sandbox(allow_unsandboxed)?,
         python: PythonRuntime::find_or_provision()?,
         reference: reference_runner(),
+        // Asked before Stage 2 makes data: a run that will stop for want of a GPU makes its tests there.
+        gpu_missing: kt_tuner::cuda_probe::gpu_missing(),
     })
 }
 
@@ -258,6 +264,12 @@ pub(crate) fn stage3_settings(
 }
 
 pub fn run(args: TransformArgs) -> anyhow::Result<ExitCode> {
+    // Refused rather than raised to 1: run.json records what was asked, and it must be what was made.
+    if args.tests == 0 {
+        anyhow::bail!(
+            "--tests must be at least 1: every candidate is verified on the generated tests (default 3)"
+        );
+    }
     if !args.file.is_file() {
         anyhow::bail!(
             "{} is not a file: give the path of a .cu source holding a __global__ kernel",
@@ -270,7 +282,7 @@ pub fn run(args: TransformArgs) -> anyhow::Result<ExitCode> {
         candidates: args.candidates,
     };
     let strategy = strategy_with(&args.strategy, overrides)?;
-    let Some((client, config)) = llm_client(args.llm.as_deref())? else {
+    let Some((client, config)) = llm_client(args.llm.as_deref(), args.no_stream)? else {
         anyhow::bail!("{NO_LLM}");
     };
     let (client, config) = seeded(client, config, args.seed)?;
@@ -299,10 +311,7 @@ pub fn run(args: TransformArgs) -> anyhow::Result<ExitCode> {
                 allow_unsandboxed: args.allow_unsandboxed,
                 include_dirs: source.include_dirs_for_record(),
             },
-            llm: RunLlm {
-                provider: client.provider_name().into(),
-                model: client.model().into(),
-            },
+            llm: kt_pipeline::run_llm::recorded_llm(&client, &config),
         },
     )?;
     let _lock = claim_run(&run, kt_pipeline::run_lock::WhenHeld::Refuse)?;

@@ -6,12 +6,12 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 
 use super::anthropic_stream::MessageStream;
-use super::{Endpoint, SchemaStyle, json_instruction};
+use super::{Endpoint, SchemaStyle, StreamSwitch, json_instruction};
 use crate::error::{LlmError, excerpt};
 use crate::provider::{Call, Provider};
 use crate::request::Role;
 use crate::response::ProviderReply;
-use crate::transport::Transport;
+use crate::transport::{Streamed, Transport};
 use crate::usage::Usage;
 
 /// The API version kt is written against.
@@ -24,6 +24,8 @@ const DEFAULT_MAX_TOKENS: u32 = 8192;
 pub struct AnthropicProvider {
     endpoint: Endpoint,
     transport: Transport,
+    /// Off for good once the server answered a streamed request in one body.
+    streaming: StreamSwitch,
 }
 
 impl AnthropicProvider {
@@ -36,6 +38,7 @@ impl AnthropicProvider {
             &endpoint.extra_headers,
         )?;
         Ok(Self {
+            streaming: StreamSwitch::new(endpoint.stream),
             endpoint,
             transport,
         })
@@ -102,7 +105,7 @@ impl AnthropicProvider {
         if !system.is_empty() {
             body["system"] = json!(system.join("\n\n"));
         }
-        if self.endpoint.stream {
+        if self.streaming.on() {
             body["stream"] = json!(true);
         }
         body
@@ -168,11 +171,16 @@ impl Provider for AnthropicProvider {
     async fn send(&self, call: Call<'_>) -> Result<ProviderReply, LlmError> {
         let url = self.endpoint.url("messages");
         let body = self.body(&call);
-        if self.endpoint.stream {
+        if self.streaming.on() {
             let mut stream = MessageStream::default();
-            self.transport
+            let streamed = self
+                .transport
                 .post_sse(&url, &self.auth(), &body, |data| stream.feed(data))
                 .await?;
+            if let Streamed::Whole(v) = streamed {
+                self.streaming.turn_off("anthropic");
+                return parse_message(&v);
+            }
             return stream.finish(&url);
         }
         let v = self.transport.post_json(&url, &self.auth(), &body).await?;

@@ -10,6 +10,7 @@ mod prompt_text;
 mod replay;
 mod schema_style;
 mod scripted;
+mod stream_switch;
 
 use std::collections::BTreeMap;
 
@@ -20,6 +21,7 @@ pub use openai::OpenAiProvider;
 pub use replay::ReplayProvider;
 pub use schema_style::SchemaStyle;
 pub use scripted::ScriptedProvider;
+pub(crate) use stream_switch::StreamSwitch;
 
 use crate::transport::{ApiKey, Timeouts};
 

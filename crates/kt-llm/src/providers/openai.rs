@@ -6,17 +6,19 @@
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
-use super::{Endpoint, SchemaStyle};
+use super::{Endpoint, SchemaStyle, StreamSwitch};
 use crate::error::{LlmError, excerpt};
 use crate::provider::{Call, Provider};
 use crate::response::ProviderReply;
-use crate::transport::Transport;
+use crate::transport::{Streamed, Transport};
 use crate::usage::Usage;
 
 #[derive(Debug)]
 pub struct OpenAiProvider {
     endpoint: Endpoint,
     transport: Transport,
+    /// Off for good once the server answered a streamed request in one body (see [`StreamSwitch`]).
+    streaming: StreamSwitch,
 }
 
 impl OpenAiProvider {
@@ -29,6 +31,7 @@ impl OpenAiProvider {
             &endpoint.extra_headers,
         )?;
         Ok(Self {
+            streaming: StreamSwitch::new(endpoint.stream),
             endpoint,
             transport,
         })
@@ -84,7 +87,7 @@ impl OpenAiProvider {
                 SchemaStyle::Instruction => {}
             }
         }
-        if self.endpoint.stream {
+        if self.streaming.on() {
             body["stream"] = json!(true);
             body["stream_options"] = json!({"include_usage": true});
         }
@@ -102,7 +105,8 @@ impl OpenAiProvider {
         let mut reply = ProviderReply::default();
         let mut thought = String::new();
         let mut done = false;
-        self.transport
+        let streamed = self
+            .transport
             .post_sse(url, &self.auth(), body, |data| {
                 if data.trim() == "[DONE]" {
                     done = true;
@@ -141,6 +145,10 @@ impl OpenAiProvider {
                 Ok(false)
             })
             .await?;
+        if let Streamed::Whole(v) = streamed {
+            self.streaming.turn_off("openai");
+            return parse_completion(&v);
+        }
         // A stream cut before its end marker and without a finish reason is a truncated answer: treat it as
         // a dropped connection (retried) rather than hand half an answer to a parser.
         if !done && reply.finish_reason.is_none() {
@@ -214,7 +222,7 @@ impl Provider for OpenAiProvider {
     async fn send(&self, call: Call<'_>) -> Result<ProviderReply, LlmError> {
         let url = self.endpoint.url("chat/completions");
         let body = self.body(&call);
-        if self.endpoint.stream {
+        if self.streaming.on() {
             self.send_streaming(&url, &body).await
         } else {
             let v = self.transport.post_json(&url, &self.auth(), &body).await?;

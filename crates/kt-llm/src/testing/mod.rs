@@ -2,5 +2,6 @@
 
 mod faults;
 mod modes;
+mod non_streaming;
 mod oversize;
 pub(crate) mod server;

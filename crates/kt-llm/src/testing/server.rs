@@ -246,8 +246,17 @@ async fn serve(
             headers,
             body,
         } => {
+            // JSON unless the reply names its own type.
+            let typed = headers
+                .iter()
+                .any(|(n, _)| n.eq_ignore_ascii_case("content-type"));
             let mut out = format!(
-                "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n",
+                "HTTP/1.1 {status} X\r\n{}content-length: {}\r\nconnection: close\r\n",
+                if typed {
+                    ""
+                } else {
+                    "content-type: application/json\r\n"
+                },
                 body.len()
             );
             for (n, v) in headers {

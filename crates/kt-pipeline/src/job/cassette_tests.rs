@@ -93,6 +93,7 @@ fn new_run(base: &Path) -> RunDir {
             llm: RunLlm {
                 provider: "scripted".into(),
                 model: "scripted".into(),
+                ..RunLlm::default()
             },
         },
     )
@@ -162,6 +163,8 @@ async fn record_demo_cassette() {
         reference: Arc::new(crate::stage2::Unavailable {
             reason: "recording on a machine without a GPU".into(),
         }),
+        // The recording covers Stage 2's answers too: its tests are made here.
+        gpu_missing: None,
     };
     let all = 0b111;
     let outcome = transform(

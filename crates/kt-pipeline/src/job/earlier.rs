@@ -87,14 +87,12 @@ pub fn stages_1_2_finished(run: &RunDir) -> bool {
 pub(super) fn stopped_in_stages_1_2(
     run: &RunDir,
     started: Instant,
+    earlier: WallTimes,
     stopped: Stopped,
 ) -> Result<TransformOutcome, PipelineError> {
-    let total = started.elapsed().as_secs_f64();
-    let wall = WallTimes {
-        stage1: total,
-        total,
-        ..WallTimes::default()
-    };
+    let mut wall = earlier;
+    wall.stage1 += started.elapsed().as_secs_f64();
+    wall.total = wall.stage1 + wall.stage2 + wall.stage3;
     let out = run.results(0);
     let result = write_result_ending(
         run,

@@ -4,9 +4,30 @@ use kt_graph::{Executor, GraphError, RunId, RunOutcome};
 
 use super::outcome::{Stopped, TransformOutcome};
 use super::result::{Ending, WallTimes, write_result, write_result_ending};
-use crate::error::PipelineError;
+use crate::error::{PipelineError, TESTS_WHERE_USED};
 use crate::run_dir::{ResultFiles, RunDir, RunStatus};
 use crate::stage3::{BackendError, Stage3State, TuningBackend};
+
+/// Records a run stopped before Stage 2 because this machine has no GPU (`reason`): interrupted, `needs_gpu`,
+/// resumable on a machine with one. Returns the error the job ends with (a missing GPU, as in Stage 3).
+pub(super) fn stopped_for_gpu(run: &RunDir, wall: WallTimes, reason: &str) -> PipelineError {
+    let detail = format!("{reason}; {TESTS_WHERE_USED}");
+    let stopped = BackendError::GpuUnavailable { detail };
+    let ending = Ending {
+        error: Some(stopped.to_string()),
+        needs_gpu: true,
+        waiting: None,
+    };
+    let out = run.results(0);
+    let status = RunStatus::Interrupted;
+    if let Err(e) = write_result_ending(run, &out, None, None, status, wall, ending) {
+        return e;
+    }
+    match run.set_status(status) {
+        Ok(()) => PipelineError::Tuning(stopped),
+        Err(e) => e.into(),
+    }
+}
 
 /// Records how Stage 3's graph run `id` ended: the result files of a finished run, a stop (resumable, not an
 /// error), or a failure with its status (`interrupted` where a GPU is needed, `llm_unavailable`, `failed`).

@@ -156,6 +156,7 @@ pub async fn record_matmul_run_with(runs_dir: &Path, backend: super::BackendFact
             llm: RunLlm {
                 provider: "scripted".into(),
                 model: String::new(),
+                ..RunLlm::default()
             },
         },
     )

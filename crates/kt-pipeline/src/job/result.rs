@@ -178,8 +178,9 @@ pub fn build_result(
         settings: meta.settings,
         llm: meta.llm,
         status,
-        // Only verified kernels ever become `best`; the original is `best` until a step is accepted.
-        correct: best.is_some_and(|b| b.step != ORIGINAL_STEP),
+        // `correct` describes the delivered kernel. Only verified kernels ever become `best`; the original is
+        // `best` until a step is accepted, and a finished run that keeps it delivers the reference itself.
+        correct: best.is_some_and(|b| b.step != ORIGINAL_STEP || finished),
         outcome,
         naive_time_ms: naive,
         best_time_ms: best_time,
@@ -350,7 +351,7 @@ pub fn report_markdown(result: &RunResult, state: Option<&Stage3State>) -> Strin
     ));
     let w = result.wall_time_s;
     md.push_str(&format!(
-        "- wall time: stage 1 {:.1} s, stage 2 {:.1} s, stage 3 {:.1} s, total {:.1} s\n",
+        "- wall time (active, summed over the run's attempts; idle time between them not counted): stage 1 {:.1} s, stage 2 {:.1} s, stage 3 {:.1} s, total {:.1} s\n",
         w.stage1, w.stage2, w.stage3, w.total
     ));
     for w in &result.test_warnings {
@@ -602,6 +603,7 @@ mod tests {
                 llm: RunLlm {
                     provider: "scripted".into(),
                     model: "scripted".into(),
+                    ..RunLlm::default()
                 },
             },
         )
@@ -653,7 +655,7 @@ mod tests {
     }
 
     #[test]
-    fn keeping_the_original_is_no_improvement_and_not_a_correct_transformed_kernel() {
+    fn keeping_the_original_is_no_improvement_and_delivers_a_correct_kernel() {
         let tmp = tempfile::tempdir().unwrap();
         let run = run_dir(tmp.path());
         let kept = finished(version("original", 8.0));
@@ -666,7 +668,19 @@ mod tests {
         )
         .unwrap();
         assert_eq!(r.outcome, Some(ResultOutcome::NoImprovement));
-        assert!(!r.correct);
+        assert!(
+            r.correct,
+            "the delivered kernel is the original, which is correct"
+        );
+        let stopped = build_result(
+            &run,
+            Some(&kept),
+            RunStatus::Interrupted,
+            WallTimes::default(),
+            None,
+        )
+        .unwrap();
+        assert!(!stopped.correct, "a stopped run delivers nothing yet");
         assert_eq!((r.speedup, r.gain), (Some(1.0), Some(0.0)));
 
         let improved = finished(version("tile", 2.0));

@@ -27,13 +27,7 @@ pub fn environment_markdown(
         let lines: Vec<String> = p
             .lines()
             .iter()
-            .map(|l| {
-                format!(
-                    "{}: {}",
-                    l.name,
-                    if l.active { "active" } else { "NOT active" }
-                )
-            })
+            .map(|l| format!("{}: {}", l.name, l.state()))
             .collect();
         md.push_str(&format!(
             "- sandbox of the generated test programs: {}\n",

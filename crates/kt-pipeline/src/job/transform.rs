@@ -6,7 +6,7 @@ use super::earlier::{
     earlier_wall, graph_span_s, open_store, resumed_branch, stage3_run_id, stages_1_2_finished,
     stopped_in_stages_1_2,
 };
-use super::finish::finish;
+use super::finish::{finish, stopped_for_gpu};
 use super::outcome::{Stopped, TransformOutcome};
 use super::result::WallTimes;
 use super::settings::Stage3Settings;
@@ -25,10 +25,23 @@ pub async fn transform(
     testgen: TestgenSettings,
     stage3: Stage3Settings,
 ) -> Result<TransformOutcome, PipelineError> {
+    all_stages(run, source, stage1, testgen, stage3, WallTimes::default()).await
+}
+
+/// Stages 1, 2 and 3 after `earlier` seconds spent in earlier attempts of the run: the recorded times are
+/// active time, summed over attempts, never the idle time between them.
+async fn all_stages(
+    run: &RunDir,
+    source: &KernelInput,
+    stage1: Stage1Source,
+    testgen: TestgenSettings,
+    stage3: Stage3Settings,
+    earlier: WallTimes,
+) -> Result<TransformOutcome, PipelineError> {
     let started = Instant::now();
     // The run keeps the strategy it was made with: resume, replay and debug read this snapshot.
     snapshot_strategy(run, &stage3.strategy, &stage3.prompts)?;
-    let mut wall = WallTimes::default();
+    let mut wall = earlier;
     // Stages 1-2 take no cancel token of their own: dropping their future at Ctrl-C abandons the step in
     // flight (an LLM call, a generator), and their graphs keep every committed checkpoint for `kt resume`.
     let cancel = stage3.cancel.clone();
@@ -41,7 +54,7 @@ pub async fn transform(
                 cancelled: true,
                 waiting: None,
             };
-            return stopped_in_stages_1_2(run, started, stopped);
+            return stopped_in_stages_1_2(run, started, earlier, stopped);
         }
         prepared = prepare(run, source, stage1, testgen) => prepared,
     };
@@ -54,11 +67,14 @@ pub async fn transform(
                 cancelled: false,
                 waiting: Some(waiting),
             };
-            return stopped_in_stages_1_2(run, started, stopped);
+            return stopped_in_stages_1_2(run, started, earlier, stopped);
         }
         Err(e) => {
-            wall.total = started.elapsed().as_secs_f64();
-            wall.stage1 = wall.total;
+            wall.stage1 += started.elapsed().as_secs_f64();
+            wall.total = wall.stage1 + wall.stage2 + wall.stage3;
+            if let PipelineError::TestsNeedGpu { reason } = &e {
+                return Err(stopped_for_gpu(run, wall, reason));
+            }
             return finish(run, &run.results(0), None, None, wall, Err(e));
         }
     };
@@ -66,10 +82,11 @@ pub async fn transform(
     let elapsed = started.elapsed().as_secs_f64();
     let store = open_store(run)?;
     let id = run.run_id();
-    wall.stage1 = graph_span_s(store.as_ref(), &format!("{id}/stage1"))
+    let stage1_now = graph_span_s(store.as_ref(), &format!("{id}/stage1"))
         .unwrap_or(0.0)
         .min(elapsed);
-    wall.stage2 = elapsed - wall.stage1;
+    wall.stage1 += stage1_now;
+    wall.stage2 += elapsed - stage1_now;
     let stage1 = prepared.understood.stage1;
     run_stage3(
         run,
@@ -98,7 +115,8 @@ pub async fn resume_run(
         return resume(run, stage3).await;
     }
     run.set_status(RunStatus::Running)?;
-    transform(run, source, stage1, testgen, stage3).await
+    let earlier = earlier_wall(run, &run.results(0));
+    all_stages(run, source, stage1, testgen, stage3, earlier).await
 }
 
 /// Continues a run's Stage 3 from its last checkpoint (Stages 1 and 2 must have finished).

@@ -162,51 +162,78 @@ impl GraphShape {
                 "on error" => r#" stroke-dasharray="2,3""#,
                 _ => "",
             };
-            let d = if a == b {
+            // The path, and where its label goes (beside the curve's outermost point).
+            let (d, lx, ly, anchor) = if a == b {
                 // a self-loop: a small arc on the left of the box
-                format!(
-                    "M{x0},{} C{},{} {},{} {x0},{}",
-                    ya + 6.0,
-                    x0 - 36.0,
-                    ya - 8.0,
-                    x0 - 36.0,
-                    ya + box_h + 8.0,
-                    ya + box_h - 6.0
+                (
+                    format!(
+                        "M{x0},{} C{},{} {},{} {x0},{}",
+                        ya + 6.0,
+                        x0 - 36.0,
+                        ya - 8.0,
+                        x0 - 36.0,
+                        ya + box_h + 8.0,
+                        ya + box_h - 6.0
+                    ),
+                    x0 - 30.0,
+                    ya + box_h / 2.0,
+                    "end",
                 )
             } else if (yb - ya - row).abs() < 1e-6 {
                 // the next node down: a short straight arrow
-                format!(
-                    "M{},{} L{},{}",
-                    x0 + box_w / 2.0,
-                    ya + box_h,
-                    x0 + box_w / 2.0,
-                    yb
+                (
+                    format!(
+                        "M{},{} L{},{}",
+                        x0 + box_w / 2.0,
+                        ya + box_h,
+                        x0 + box_w / 2.0,
+                        yb
+                    ),
+                    x0 + box_w / 2.0 + 6.0,
+                    (ya + box_h + yb) / 2.0 + 4.0,
+                    "start",
                 )
             } else if yb > ya {
                 let bulge = 30.0 + (yb - ya) / row * 14.0;
                 let x = x0 + box_w;
-                format!(
-                    "M{x},{} C{},{} {},{} {x},{}",
-                    ya + box_h / 2.0,
-                    x + bulge,
-                    ya + box_h / 2.0,
-                    x + bulge,
-                    yb + box_h / 2.0,
-                    yb + box_h / 2.0
+                (
+                    format!(
+                        "M{x},{} C{},{} {},{} {x},{}",
+                        ya + box_h / 2.0,
+                        x + bulge,
+                        ya + box_h / 2.0,
+                        x + bulge,
+                        yb + box_h / 2.0,
+                        yb + box_h / 2.0
+                    ),
+                    x + bulge * 0.75 + 3.0,
+                    (ya + yb + box_h) / 2.0,
+                    "start",
                 )
             } else {
                 let bulge = 30.0 + (ya - yb) / row * 14.0;
                 let x = x0;
-                format!(
-                    "M{x},{} C{},{} {},{} {x},{}",
-                    ya + box_h / 2.0,
-                    x - bulge,
-                    ya + box_h / 2.0,
-                    x - bulge,
-                    yb + box_h / 2.0,
-                    yb + box_h / 2.0
+                (
+                    format!(
+                        "M{x},{} C{},{} {},{} {x},{}",
+                        ya + box_h / 2.0,
+                        x - bulge,
+                        ya + box_h / 2.0,
+                        x - bulge,
+                        yb + box_h / 2.0,
+                        yb + box_h / 2.0
+                    ),
+                    x - bulge * 0.75 - 3.0,
+                    (ya + yb + box_h) / 2.0,
+                    "end",
                 )
             };
+            if !label.is_empty() {
+                s.push_str(&format!(
+                    r#"<text class="edge-label" x="{lx:.1}" y="{ly:.1}" text-anchor="{anchor}" font-family="sans-serif" font-size="10" fill="{stroke}">{}</text>"#,
+                    esc(label)
+                ));
+            }
             s.push_str(&format!(
                 r#"<path class="edge{}" d="{d}" fill="none" stroke="{stroke}" stroke-width="{width_px}"{dash} marker-end="url(#{marker})"><title>{} → {}{}</title></path>"#,
                 if hot { " taken" } else { "" },
@@ -289,5 +316,11 @@ mod tests {
             "START, plan and END"
         );
         assert_eq!(svg.matches("class=\"edge taken\"").count(), 2);
+        assert_eq!(
+            svg.matches("class=\"edge-label\"").count(),
+            2,
+            "route edges are labelled where they are drawn: {svg}"
+        );
+        assert!(svg.contains(">route</text>"), "{svg}");
     }
 }

@@ -8,18 +8,21 @@ use serde_json::Value;
 use super::chart::speedup_svg;
 use super::collect::ReportInputs;
 use super::graph_svg::esc;
+use super::notice::{nothing, run_state};
 use crate::catalog::format_duration;
 
 const CSS: &str = r#"
-body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 0 auto; max-width: 1200px; padding: 16px 24px; color: #222; }
-h1 { font-size: 22px; margin: 8px 0 4px; } h2 { font-size: 18px; margin-top: 32px; border-bottom: 1px solid #ddd; padding-bottom: 4px; }
-table { border-collapse: collapse; font-size: 13px; } td, th { border: 1px solid #ddd; padding: 3px 8px; text-align: left; vertical-align: top; }
+body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 0 auto; max-width: 1200px; padding: 16px 12px; color: #222; }
+h1 { font-size: 22px; margin: 8px 0 4px; overflow-wrap: anywhere; } h2 { font-size: 18px; margin-top: 32px; border-bottom: 1px solid #ddd; padding-bottom: 4px; }
+table { border-collapse: collapse; font-size: 13px; display: block; max-width: 100%; overflow-x: auto; } td, th { border: 1px solid #ddd; padding: 3px 8px; text-align: left; vertical-align: top; overflow-wrap: anywhere; }
 th { background: #f6f6f6; } .num { text-align: right; font-variant-numeric: tabular-nums; }
-pre { background: #f8f8f8; border: 1px solid #e4e4e4; padding: 8px; overflow-x: auto; font-size: 12px; max-height: 480px; }
-details { margin: 4px 0; } summary { cursor: pointer; font-size: 13px; }
+pre { background: #f8f8f8; border: 1px solid #e4e4e4; padding: 8px; overflow: auto; font-size: 12px; max-height: 480px; max-width: 100%; box-sizing: border-box; }
+svg { max-width: 100%; height: auto; }
+details { margin: 4px 0; max-width: 100%; } summary { cursor: pointer; font-size: 13px; overflow-wrap: anywhere; }
 .accepted { color: #1e7b2c; font-weight: 600; } .rejected, .dropped, .invalid { color: #b03a2e; }
 .diff .add { color: #1e7b2c; } .diff .del { color: #b03a2e; } .diff .hunk { color: #6a4fb3; }
-.muted { color: #777; } .flex { display: flex; gap: 24px; align-items: flex-start; flex-wrap: wrap; }
+.muted { color: #777; } .flex { display: flex; gap: 24px; align-items: flex-start; flex-wrap: wrap; } .flex > * { min-width: 0; max-width: 100%; }
+.state { border-left: 4px solid #e08a00; background: #fff8e6; padding: 8px 12px; margin: 12px 0; overflow-wrap: anywhere; }
 "#;
 
 /// The HTML page of one run.
@@ -28,14 +31,17 @@ pub fn render_html(r: &ReportInputs) -> String {
     let title = format!("kt run {}", r.summary.id);
     let _ = write!(
         h,
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{}</title><style>{CSS}</style></head><body>",
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>{}</title><style>{CSS}</style></head><body>",
         esc(&title)
     );
     let _ = write!(h, "<h1 id=\"title\">{}</h1>", esc(&title));
+    if let Some(state) = run_state(r) {
+        h.push_str(&state);
+    }
     summary(&mut h, r);
     let _ = write!(
         h,
-        "<h2>Graph and path taken</h2><div id=\"graph\" class=\"flex\">{}<div><p class=\"muted\">Highlighted: the nodes the run visited and the edges it took ({}).</p>{}</div></div>",
+        "<h2>Graph and path taken</h2><div id=\"graph\" class=\"flex\">{}<div><p class=\"muted\">Highlighted: the nodes the run visited and the edges it took ({}). Solid edges always follow; dashed ones (“route”) are taken when the node chooses them; dotted ones (“on error”) when its retries run out.</p>{}</div></div>",
         r.graph.to_svg(),
         esc(&r.graph_run),
         verdict_table(r)
@@ -54,7 +60,7 @@ pub fn render_html(r: &ReportInputs) -> String {
     );
     let _ = write!(h, "<h2>Speedup per step</h2><div id=\"speedup\">");
     if r.points.is_empty() {
-        h.push_str("<p class=\"muted\">No measured steps.</p>");
+        h.push_str(&nothing("speedup-empty", "No measured steps", r));
     } else {
         let _ = write!(
             h,
@@ -111,12 +117,20 @@ fn summary(h: &mut String, r: &ReportInputs) {
     }
     h.push_str("<table id=\"summary\">");
     for (k, v) in rows {
-        let _ = write!(h, "<tr><th>{k}</th><td>{}</td></tr>", esc(&v));
+        let _ = write!(h, "<tr><th>{k}</th><td>{}</td></tr>", esc(&or_dash(v)));
     }
     h.push_str("</table>");
 }
 
+/// A value not known (yet) is a dash, not a blank cell.
+fn or_dash(v: String) -> String {
+    if v.is_empty() { "—".to_string() } else { v }
+}
+
 fn verdict_table(r: &ReportInputs) -> String {
+    if r.verdicts.is_empty() {
+        return nothing("verdicts", "No kernel judged", r);
+    }
     let mut h = String::from(
         "<table id=\"verdicts\"><tr><th>step</th><th>verdict</th><th class=\"num\">time (ms)</th><th>why</th></tr>",
     );
@@ -137,6 +151,11 @@ fn verdict_table(r: &ReportInputs) -> String {
 
 fn timeline(h: &mut String, r: &ReportInputs) {
     h.push_str("<h2>Timeline</h2><div id=\"timeline\">");
+    if r.path.iter().all(|s| s.nodes.is_empty()) {
+        h.push_str(&nothing("timeline-empty", "No step of the strategy ran", r));
+        h.push_str("</div>");
+        return;
+    }
     let rows: Vec<(String, f64, f64)> = {
         let mut t = 0.0;
         let mut out = Vec::new();
@@ -191,6 +210,11 @@ fn human_secs(secs: f64) -> String {
 }
 
 fn steps(h: &mut String, r: &ReportInputs) {
+    if r.path.is_empty() {
+        h.push_str("<h2>Steps</h2>");
+        h.push_str(&nothing("steps", "No steps", r));
+        return;
+    }
     h.push_str("<h2>Steps</h2><table id=\"steps\"><tr><th>checkpoint</th><th>step</th><th>node(s)</th><th class=\"num\">time (s)</th><th class=\"num\">tokens in/out</th><th>outcome</th><th>next</th></tr>");
     for s in &r.path {
         let nodes = s.node_labels();
@@ -200,11 +224,11 @@ fn steps(h: &mut String, r: &ReportInputs) {
             "<tr><td>#{}</td><td class=\"num\">{}</td><td>{}</td><td class=\"num\">{secs:.3}</td><td class=\"num\">{}/{}</td><td>{}</td><td>{}</td></tr>",
             s.checkpoint,
             s.step,
-            esc(&nodes.join(", ")),
+            esc(&or_dash(nodes.join(", "))),
             s.tokens_in,
             s.tokens_out,
             esc(&s.outcome),
-            esc(&s.next.join(", "))
+            esc(&or_dash(s.next.join(", ")))
         );
     }
     h.push_str("</table>");
@@ -268,6 +292,9 @@ fn kernels(h: &mut String, r: &ReportInputs) {
         "<h2>Kernel versions ({})</h2><div id=\"kernels\">",
         r.kernels.len()
     );
+    if r.kernels.is_empty() {
+        h.push_str(&nothing("kernels-empty", "No kernel versions", r));
+    }
     for (i, k) in r.kernels.iter().enumerate() {
         let verdict = k
             .meta
@@ -314,6 +341,11 @@ fn kernels(h: &mut String, r: &ReportInputs) {
 }
 
 fn tuning(h: &mut String, r: &ReportInputs) {
+    if r.tuning.is_empty() {
+        h.push_str("<h2>Tuning</h2>");
+        h.push_str(&nothing("tuning", "Nothing tuned", r));
+        return;
+    }
     h.push_str("<h2>Tuning</h2><table id=\"tuning\"><tr><th>round</th><th>candidate</th><th>verdict</th><th class=\"num\">time (ms)</th><th class=\"num\">noise (ms)</th><th class=\"num\">speedup</th><th>best parameters</th><th class=\"num\">configs tried/failed</th><th>detail</th></tr>");
     for t in &r.tuning {
         let speedup = match (r.naive_time_ms, t.time_ms) {

@@ -9,6 +9,7 @@ mod chart;
 mod collect;
 mod graph_svg;
 mod html;
+mod notice;
 mod roofline;
 
 pub use collect::{KernelFile, LlmExchange, ReportInputs, StepPoint, TuningRow, graph_dot};

@@ -1,0 +1,177 @@
+//! End-to-end tests of handing a run to another machine: a run records how to reach its LLM (never a key),
+//! `kt resume` continues with it without `--llm`, takes a unique prefix of a run id, lists the runs an
+//! ambiguous one matches, and says what to run for a `kt testgen` run. No GPU, no LLM service.
+
+#![allow(clippy::unwrap_used)]
+
+use std::path::{Path, PathBuf};
+
+mod support;
+use support::{kt, kt_command, only_entry, output, read_json, require_no_gpu, text};
+
+const SCRIPT: &str = "experiments/cassettes/matmul-autonomous.toml";
+
+/// A `kt transform` of the suite's matmul with scripted answers, stopped for want of a GPU; its run directory.
+fn stopped_run(home: &Path, out_dir: &Path) -> PathBuf {
+    let out = kt(
+        home,
+        &[
+            "transform",
+            "naive-kernels/matmul.cu",
+            "--strategy",
+            "autonomous",
+            "--tests",
+            "1",
+            "--llm",
+            &format!("scripted:{SCRIPT}"),
+            "--out",
+            out_dir.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    only_entry(out_dir)
+}
+
+#[test]
+fn a_run_stopped_without_a_gpu_resumes_by_id_prefix_with_its_recorded_llm() {
+    require_no_gpu();
+    let home = tempfile::tempdir().unwrap();
+    let out_dir = home.path().join("runs");
+    let run = stopped_run(home.path(), &out_dir);
+    let meta = read_json(&run.join("run.json"));
+    let spec = meta["llm"]["spec"].as_str().unwrap();
+    let path = spec.strip_prefix("scripted:").unwrap();
+    assert!(
+        Path::new(path).is_absolute() && path.ends_with(SCRIPT),
+        "{meta}"
+    );
+
+    let id = run.file_name().unwrap().to_str().unwrap().to_string();
+    let prefix = &id[..15];
+    let resumed = kt(
+        home.path(),
+        &["resume", prefix, "--out", out_dir.to_str().unwrap()],
+    );
+    let stderr = text(&resumed.stderr);
+    assert_eq!(resumed.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("(recorded by the run)") && stderr.contains(SCRIPT),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("needs an LLM"), "{stderr}");
+    assert!(stderr.contains("a CUDA GPU is needed"), "{stderr}");
+
+    // Naming another LLM overrides the recorded one, and says so in one line.
+    let other = home.path().join("other.toml");
+    std::fs::copy(SCRIPT, &other).unwrap();
+    let overridden = kt(
+        home.path(),
+        &[
+            "resume",
+            run.to_str().unwrap(),
+            "--llm",
+            &format!("scripted:{}", other.display()),
+        ],
+    );
+    let stderr = text(&overridden.stderr);
+    assert!(
+        stderr.contains("overrides the run's recorded LLM"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn without_a_gpu_an_ambiguous_prefix_lists_its_runs_and_a_testgen_run_says_what_to_run() {
+    require_no_gpu();
+    let home = tempfile::tempdir().unwrap();
+    let out_dir = home.path().join("runs");
+    let run = stopped_run(home.path(), &out_dir);
+    let id = run.file_name().unwrap().to_str().unwrap().to_string();
+    // A second run with the same start: a `kt testgen` run of the same kernel.
+    let twin = out_dir.join(format!("{id}-testgen"));
+    std::fs::create_dir_all(&twin).unwrap();
+    let mut meta = read_json(&run.join("run.json"));
+    meta["strategy"] = "testgen".into();
+    meta["run_id"] = format!("{id}-testgen").into();
+    std::fs::write(twin.join("run.json"), meta.to_string()).unwrap();
+
+    let prefix = &id[..8];
+    let out = kt(
+        home.path(),
+        &["resume", prefix, "--out", out_dir.to_str().unwrap()],
+    );
+    let stderr = text(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains("matches 2 runs") && stderr.contains(&id) && stderr.contains("-testgen"),
+        "{stderr}"
+    );
+
+    let out = output(kt_command(home.path()).args(["resume", twin.to_str().unwrap()]));
+    let stderr = text(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains("is a `kt testgen` run")
+            && stderr.contains("kt testgen naive-kernels/matmul.cu --kernel matrixMultiply --tests 1 --llm scripted:"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("no strategy named"), "{stderr}");
+}
+
+/// Bytes under `dir`, every file counted.
+fn disk_use(dir: &Path) -> u64 {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap())
+        .map(|e| {
+            let meta = e.metadata().unwrap();
+            if meta.is_dir() {
+                disk_use(&e.path())
+            } else {
+                meta.len()
+            }
+        })
+        .sum()
+}
+
+#[test]
+fn the_quick_start_without_a_gpu_leaves_under_10_mb_and_no_test_data() {
+    require_no_gpu();
+    let home = tempfile::tempdir().unwrap();
+    let out_dir = home.path().join("runs");
+    // README's quick start, as written (default number of tests).
+    let out = kt(
+        home.path(),
+        &[
+            "transform",
+            "naive-kernels/matmul.cu",
+            "--strategy",
+            "autonomous",
+            "--replan",
+            "3",
+            "--llm",
+            "replay:experiments/cassettes/matmul-autonomous.jsonl",
+            "--out",
+            out_dir.to_str().unwrap(),
+        ],
+    );
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("a CUDA GPU is needed")
+            && stderr.contains("tests are made where they are used"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("kt resume"), "{stderr}");
+    let run = only_entry(&out_dir);
+    let bytes = disk_use(&run);
+    assert!(bytes < 10 << 20, "{bytes} bytes in {}", run.display());
+    assert!(!run.join("tests").exists());
+    assert!(run.join("kernel_info.json").is_file(), "Stage 1 is kept");
+    let result = read_json(&run.join("result.json"));
+    assert_eq!(
+        (&result["status"], &result["needs_gpu"]),
+        (&"interrupted".into(), &true.into()),
+        "{result}"
+    );
+}
