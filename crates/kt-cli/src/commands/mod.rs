@@ -17,7 +17,6 @@ pub mod resume;
 pub mod runs;
 pub mod selftest;
 pub mod studio;
-mod template_instances;
 pub mod testgen;
 pub mod transform;
 pub mod tune;

@@ -5,23 +5,16 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
-use anyhow::{Context as _, bail};
+use anyhow::Context as _;
 use clap::Args;
-use kt_tuner::args::TestSet;
-use kt_tuner::derived::{Derived, derive};
+use kt_tuner::args::{SizeChoice, TestSet};
 use kt_tuner::export::import::KernelTunerCache;
+use kt_tuner::input::{LoadedKernel, SpaceRequest, TestSource, TuneSpace, load_kernel, load_tests};
 use kt_tuner::search::{Limits, Strategy};
-use kt_tuner::session::{
-    TunableKernel, TuneOptions, TuneResult, Tuner, TunerConfig, config_from_block,
-};
-use kt_tuner::space::Restriction;
-use kt_tuner::suite::{default_block_space, template_params};
+use kt_tuner::session::{TunableKernel, TuneOptions, TuneResult, Tuner, TunerConfig};
 use kt_tuner::{TimingPolicy, export};
 
-use super::kernel_input::{
-    LaunchFlags, default_cache_dir, load_kernel, load_tests, parse_pairs, parse_params, parse_sizes,
-};
-use super::template_instances::from_instances;
+use super::kernel_input::{LaunchFlags, default_cache_dir, parse_pairs, parse_params, parse_sizes};
 
 #[derive(Debug, Args)]
 pub struct TuneArgs {
@@ -124,6 +117,56 @@ pub struct TuneArgs {
 }
 
 pub fn run(args: TuneArgs) -> anyhow::Result<ExitCode> {
+    let prepared = prepare(&args)?;
+    if args.compile_only {
+        return compile_only(
+            &prepared.loaded.kernel,
+            &prepared.tests,
+            &prepared.space.configs,
+            &args.arch,
+        );
+    }
+    let prior = args
+        .kt_cache
+        .as_deref()
+        .map(|p| read_prior(p, &prepared.loaded.kernel, &prepared.tests))
+        .transpose()?;
+    let options = tune_options(&args)?;
+    let config = TunerConfig {
+        cache_dir: args.cache_dir.clone().or_else(default_cache_dir),
+        ..TunerConfig::default()
+    };
+    let result = tune_on_gpu(&config, &prepared, &options, args.json)?;
+    let sanitizer = sanitize_best(&args, &config, &prepared, &result)?;
+    if let Some(prior) = &prior {
+        report_reuse(prior, &prepared.loaded.kernel, &result);
+    }
+    export_kernel_tuner(&args, &prepared, &result)?;
+    print_result(&args, &prepared, &result, sanitizer.as_ref())?;
+    if let Some(line) = default_only_line(&result, &args.file) {
+        eprintln!("{line}");
+    }
+    let sanitizer_ok = sanitizer.as_ref().is_none_or(|s| {
+        s.clean() || matches!(s, kt_tuner::sanitize::SanitizerReport::Skipped { .. })
+    });
+    Ok(if result.best.is_some() && sanitizer_ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+/// What `kt tune` has read and checked before a GPU is asked for: the kernel with its space, the tests.
+struct Prepared {
+    loaded: LoadedKernel,
+    space: TuneSpace,
+    sizes: BTreeMap<String, f64>,
+    tests: TestSet,
+}
+
+/// Reads the kernel, sets its space and makes its tests; a bad parameter, restriction or sidecar is an
+/// error here, before the GPU is touched.
+fn prepare(args: &TuneArgs) -> anyhow::Result<Prepared> {
     let mut loaded = load_kernel(&args.file, args.kernel.as_deref(), &args.include)?;
     if let Some(note) = &loaded.host_code_note {
         eprintln!("note: {note}");
@@ -132,78 +175,55 @@ pub fn run(args: TuneArgs) -> anyhow::Result<ExitCode> {
     if args.launch.problem_size.is_some() {
         loaded.dims = loaded.kernel.geometry.problem_size.len();
     }
-    if loaded.kernel.geometry.problem_size.is_empty() {
-        bail!(
-            "no problem size: give --problem-size (names or expressions over scalar arguments, x first)"
-        );
-    }
-    let mut params = parse_params(&args.params)?;
-    let mut templates = parse_pairs(&args.templates)?;
-    let instances = from_instances(
-        &loaded.kernel.kernel_name,
-        &template_params(&loaded.parsed),
-        &loaded.instantiations,
-        &params,
-        &templates,
-    );
-    for line in &instances.lines {
+    let request = SpaceRequest {
+        params: parse_params(&args.params)?,
+        templates: parse_pairs(&args.templates)?,
+        restrictions: args.restrictions.clone(),
+        derive: !args.no_derived_restrictions,
+    };
+    let space = TuneSpace::set(&mut loaded, request)?;
+    for line in &space.instance_lines {
         eprintln!("{line}");
     }
-    templates.extend(instances.fixed);
-    let mut restrictions = args.restrictions.clone();
-    if params.is_empty() {
-        let (p, r) = default_block_space(loaded.dims);
-        params = p;
-        restrictions.extend(r);
-    }
-    params.extend(instances.tuned);
-    let derived = if args.no_derived_restrictions {
-        Derived::default()
-    } else {
-        derive(&loaded.parsed, &params)
-    };
-    for line in derived.lines() {
+    for line in space.derived.lines() {
         eprintln!("{line} (--no-derived-restrictions: leave them out)");
     }
-    params.extend(derived.added_params.iter().cloned());
-    restrictions.extend(derived.restrictions.iter().map(|r| r.expr.clone()));
-    loaded.kernel.reference = loaded.default_block.map(|b| {
-        let mut reference = config_from_block(&params, b);
-        derived.align_reference(&mut reference);
-        reference
-    });
-    loaded.set_template_args(&params, &templates)?;
-    loaded.size_arrays_per_configuration();
-    let configs = kt_tuner::space::every_config(&params, loaded.kernel.reference.as_slice());
-    loaded.kernel.params = params;
-    loaded.kernel.restrictions = restrictions.into_iter().map(Restriction::Expr).collect();
     loaded.kernel.compiler_options = args.nvrtc_options.clone();
     let sizes = parse_sizes(&args.sizes)?;
-    let tests = load_tests(
-        &loaded,
-        args.tests.as_deref(),
-        args.test_size,
-        args.tests_count,
-        &sizes,
-        &configs,
-    )?;
+    let tests = load_tests(&loaded, test_source(args), &sizes, &space.configs)?;
+    TuneSpace::after_restrictions(&loaded, &tests)?;
+    Strategy::parse(&args.strategy).with_context(|| unknown_strategy(&args.strategy))?;
+    Ok(Prepared {
+        loaded,
+        space,
+        sizes,
+        tests,
+    })
+}
 
-    if args.compile_only {
-        return compile_only(&loaded.kernel, &tests, &configs, &args.arch);
+fn unknown_strategy(name: &str) -> String {
+    format!("unknown strategy `{name}` (brute_force, random, greedy, annealing, genetic)")
+}
+
+/// `--tests DIR`, else tests generated at the sidecar's `test` size (`--test-size`) or `bench` size.
+fn test_source(args: &TuneArgs) -> TestSource<'_> {
+    match &args.tests {
+        Some(dir) => TestSource::Dir(dir),
+        None => TestSource::Generate {
+            size: if args.test_size {
+                SizeChoice::Test
+            } else {
+                SizeChoice::Bench
+            },
+            count: args.tests_count,
+        },
     }
-    let prior = args
-        .kt_cache
-        .as_deref()
-        .map(|p| read_prior(p, &loaded.kernel, &tests))
-        .transpose()?;
+}
 
-    let strategy = Strategy::parse(&args.strategy).with_context(|| {
-        format!(
-            "unknown strategy `{}` (brute_force, random, greedy, annealing, genetic)",
-            args.strategy
-        )
-    })?;
-    let options = TuneOptions {
+fn tune_options(args: &TuneArgs) -> anyhow::Result<TuneOptions> {
+    let strategy =
+        Strategy::parse(&args.strategy).with_context(|| unknown_strategy(&args.strategy))?;
+    Ok(TuneOptions {
         strategy,
         limits: Limits {
             max_evals: args.max_evals,
@@ -219,14 +239,19 @@ pub fn run(args: TuneArgs) -> anyhow::Result<ExitCode> {
         results_cache: args.results.clone(),
         measure_peak: !args.no_peak,
         kernel_tuner_cache: args.kt_cache.clone(),
-    };
-    let config = TunerConfig {
-        cache_dir: args.cache_dir.clone().or_else(default_cache_dir),
-        ..TunerConfig::default()
-    };
+    })
+}
+
+/// Starts the tuner and tunes, with a progress bar unless the result is printed as JSON.
+fn tune_on_gpu(
+    config: &TunerConfig,
+    prepared: &Prepared,
+    options: &TuneOptions,
+    json: bool,
+) -> anyhow::Result<TuneResult> {
     let mut tuner = Tuner::new(config.clone()).context("starting the tuner (this needs an NVIDIA GPU, its driver and NVRTC; `kt doctor` checks them)")?;
     let bar = indicatif::ProgressBar::new(0);
-    if !args.json {
+    if !json {
         bar.set_style(
             indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} {msg}")
                 .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
@@ -234,84 +259,112 @@ pub fn run(args: TuneArgs) -> anyhow::Result<ExitCode> {
     } else {
         bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());
     }
-    let basis = time_label(&tests);
-    let result = tuner.tune(&loaded.kernel, &tests, &options, &mut |p| {
-        bar.set_length(p.total as u64);
-        bar.set_position(p.done as u64);
-        bar.set_message(format!(
-            "{} {} best {}",
-            p.config,
-            p.verdict,
-            p.best_ms
-                .map(|b| format!("{b:.4} ms ({basis})"))
-                .unwrap_or("-".into())
-        ));
-    })?;
+    let basis = time_label(&prepared.tests);
+    let result = tuner.tune(
+        &prepared.loaded.kernel,
+        &prepared.tests,
+        options,
+        &mut |p| {
+            bar.set_length(p.total as u64);
+            bar.set_position(p.done as u64);
+            bar.set_message(format!(
+                "{} {} best {}",
+                p.config,
+                p.verdict,
+                p.best_ms
+                    .map(|b| format!("{b:.4} ms ({basis})"))
+                    .unwrap_or("-".into())
+            ));
+        },
+    )?;
     bar.finish_and_clear();
-    drop(tuner);
-    let sanitizer = match (&result.best, args.sanitize) {
-        (Some(best), true) => {
-            let small = load_tests(&loaded, args.tests.as_deref(), true, 1, &sizes, &configs)?;
-            Some(kt_tuner::sanitize::run_tools(
-                &config,
-                &loaded.kernel,
-                &best.config,
-                &small,
-            )?)
-        }
-        _ => None,
-    };
-    if let Some(prior) = &prior {
-        report_reuse(prior, &loaded.kernel, &result);
-    }
+    Ok(result)
+}
 
-    if args.export_kt_cache.is_some() || args.export_kt_script.is_some() {
-        let export = export::KernelTunerExport::new(&loaded.kernel, &tests, &result)?;
-        if let Some(path) = &args.export_kt_cache {
-            std::fs::write(path, export.cache_json()?)
-                .with_context(|| format!("writing {}", path.display()))?;
-        }
-        if let Some(path) = &args.export_kt_script {
-            let dir = path.parent().unwrap_or(Path::new("."));
-            let name = path
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .with_context(|| format!("{}: give a file name for the script", path.display()))?;
-            export.write(dir, Some(&name))?;
-        }
+/// `--sanitize`: compute-sanitizer on the best configuration at the sidecar's small test size.
+fn sanitize_best(
+    args: &TuneArgs,
+    config: &TunerConfig,
+    prepared: &Prepared,
+    result: &TuneResult,
+) -> anyhow::Result<Option<kt_tuner::sanitize::SanitizerReport>> {
+    let (Some(best), true) = (&result.best, args.sanitize) else {
+        return Ok(None);
+    };
+    let source = match args.tests.as_deref() {
+        Some(dir) => TestSource::Dir(dir),
+        None => TestSource::Generate {
+            size: SizeChoice::Test,
+            count: 1,
+        },
+    };
+    let small = load_tests(
+        &prepared.loaded,
+        source,
+        &prepared.sizes,
+        &prepared.space.configs,
+    )?;
+    Ok(Some(kt_tuner::sanitize::run_tools(
+        config,
+        &prepared.loaded.kernel,
+        &best.config,
+        &small,
+    )?))
+}
+
+/// `--export-kt-cache` and `--export-kt-script`.
+fn export_kernel_tuner(
+    args: &TuneArgs,
+    prepared: &Prepared,
+    result: &TuneResult,
+) -> anyhow::Result<()> {
+    if args.export_kt_cache.is_none() && args.export_kt_script.is_none() {
+        return Ok(());
     }
-    if args.json {
-        let mut json = serde_json::to_value(&result)?;
-        if let Some(o) = json.as_object_mut() {
-            o.insert("time_basis".into(), time_basis(&tests));
-            o.insert("sanitizer".into(), serde_json::to_value(&sanitizer)?);
-            o.insert(
-                "host_code_left_out".into(),
-                serde_json::to_value(&loaded.host_code_left_out)?,
-            );
-            o.insert(
-                "derived_restrictions".into(),
-                serde_json::to_value(derived.lines())?,
-            );
-        }
-        println!("{}", serde_json::to_string_pretty(&json)?);
-    } else {
-        print_summary(&result, &tests);
+    let export = export::KernelTunerExport::new(&prepared.loaded.kernel, &prepared.tests, result)?;
+    if let Some(path) = &args.export_kt_cache {
+        std::fs::write(path, export.cache_json()?)
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    if let Some(path) = &args.export_kt_script {
+        let dir = path.parent().unwrap_or(Path::new("."));
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .with_context(|| format!("{}: give a file name for the script", path.display()))?;
+        export.write(dir, Some(&name))?;
+    }
+    Ok(())
+}
+
+fn print_result(
+    args: &TuneArgs,
+    prepared: &Prepared,
+    result: &TuneResult,
+    sanitizer: Option<&kt_tuner::sanitize::SanitizerReport>,
+) -> anyhow::Result<()> {
+    if !args.json {
+        print_summary(result, &prepared.tests);
         for line in sanitizer.iter().flat_map(|s| s.lines()) {
             println!("{line}");
         }
+        return Ok(());
     }
-    if let Some(line) = default_only_line(&result, &args.file) {
-        eprintln!("{line}");
+    let mut json = serde_json::to_value(result)?;
+    if let Some(o) = json.as_object_mut() {
+        o.insert("time_basis".into(), time_basis(&prepared.tests));
+        o.insert("sanitizer".into(), serde_json::to_value(sanitizer)?);
+        o.insert(
+            "host_code_left_out".into(),
+            serde_json::to_value(&prepared.loaded.host_code_left_out)?,
+        );
+        o.insert(
+            "derived_restrictions".into(),
+            serde_json::to_value(prepared.space.derived.lines())?,
+        );
     }
-    let sanitizer_ok = sanitizer.as_ref().is_none_or(|s| {
-        s.clean() || matches!(s, kt_tuner::sanitize::SanitizerReport::Skipped { .. })
-    });
-    Ok(if result.best.is_some() && sanitizer_ok {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    })
+    println!("{}", serde_json::to_string_pretty(&json)?);
+    Ok(())
 }
 
 /// `--compile-only`: the default configuration compiled for `arch` as the tuner would compile it.

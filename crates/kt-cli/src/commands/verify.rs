@@ -13,15 +13,16 @@ use kt_tuner::arg_map::match_arguments;
 use kt_tuner::args::{SizeChoice, SuiteInputs, TestSet};
 use kt_tuner::default_tests::{self, ExtraTest};
 use kt_tuner::expr::Bindings;
-use kt_tuner::kernel_file::KernelFile;
+use kt_tuner::input::{
+    CandidateSpec, LoadedKernel, TestSource, load_candidate, load_kernel, load_tests,
+    reference_kernel_name,
+};
 use kt_tuner::sanitize::{SanitizerReport, run_tools};
 use kt_tuner::session::{Tuner, TunerConfig, Verdict, VerifyReport, config_from_block};
 use kt_tuner::space::{Config, TunableParam};
-use kt_tuner::suite::sidecar_for;
 
 use super::kernel_input::{
-    LaunchFlags, Loaded, SidecarChoice, default_cache_dir, load_kernel, load_kernel_with,
-    load_tests, parse_kv, parse_pairs, parse_sizes, split_list,
+    LaunchFlags, default_cache_dir, parse_kv, parse_pairs, parse_sizes, split_list,
 };
 
 #[derive(Debug, Args)]
@@ -106,29 +107,13 @@ Default tests, when inputs are generated from the reference's sidecar (no --test
 of 64 in every test is a warning. Every array sits between guard bytes: a write past either end fails.";
 
 /// The reference's kernel name: `--reference-kernel`, else `--kernel` when the reference file has it.
-fn reference_kernel_name(args: &VerifyArgs) -> Option<String> {
-    if args.reference_kernel.is_some() {
-        return args.reference_kernel.clone();
-    }
-    let k = args.kernel.as_deref()?;
-    let has = KernelFile::load(&args.reference, &args.include)
-        .ok()
-        .is_some_and(|f| f.parsed.kernels.iter().any(|x| x.name == k));
-    has.then(|| k.to_string())
-}
-
-/// The candidate's kernel name: `--kernel`, else the reference's when the candidate file has it.
-fn candidate_kernel_name(args: &VerifyArgs, reference: &str) -> anyhow::Result<Option<String>> {
-    if args.kernel.is_some() {
-        return Ok(args.kernel.clone());
-    }
-    let file = KernelFile::load(&args.candidate, &args.include)?;
-    Ok(file
-        .parsed
-        .kernels
-        .iter()
-        .any(|k| k.name == reference)
-        .then(|| reference.to_string()))
+fn reference_name(args: &VerifyArgs) -> Option<String> {
+    reference_kernel_name(
+        &args.reference,
+        args.reference_kernel.as_deref(),
+        args.kernel.as_deref(),
+        &args.include,
+    )
 }
 
 fn parse_block(text: &str) -> anyhow::Result<[i64; 3]> {
@@ -146,49 +131,19 @@ fn parse_block(text: &str) -> anyhow::Result<[i64; 3]> {
     Ok(block)
 }
 
-/// The candidate with its own launch: its sidecar's when it has one (not the reference's), else the
-/// reference's, then the command line's overrides.
-fn load_candidate(args: &VerifyArgs, reference: &Loaded) -> anyhow::Result<(Loaded, Config)> {
-    let name = candidate_kernel_name(args, &reference.kernel.kernel_name)?;
-    let own = match &args.candidate_sidecar {
-        Some(p) => Some(p.clone()),
-        None => sidecar_for(&args.candidate, name.as_deref())
-            .filter(|p| Some(p) != reference.sidecar.as_ref()),
+/// The candidate with its own launch (kt-tuner's `load_candidate`), then the command line's overrides:
+/// launch flags, block, parameter values, template arguments, arguments the reference lacks.
+fn candidate_with_overrides(
+    args: &VerifyArgs,
+    reference: &LoadedKernel,
+) -> anyhow::Result<(LoadedKernel, Config)> {
+    let spec = CandidateSpec {
+        file: &args.candidate,
+        kernel: args.kernel.as_deref(),
+        sidecar: args.candidate_sidecar.as_deref(),
+        include_dirs: &args.include,
     };
-    let mut cand = match &own {
-        Some(p) => load_kernel_with(
-            &args.candidate,
-            name.as_deref(),
-            SidecarChoice::Given(p),
-            &args.include,
-        )?,
-        None => {
-            // no sidecar of its own: the kernel from its file, the launch and inputs of the reference
-            let k = load_kernel_with(
-                &args.candidate,
-                name.as_deref(),
-                SidecarChoice::Without,
-                &args.include,
-            )?;
-            let mut c = Loaded {
-                kernel: reference.kernel.clone(),
-                params: k.params,
-                inputs: reference.inputs.clone(),
-                default_block: reference.default_block,
-                dims: reference.dims,
-                parsed: k.parsed,
-                sidecar: None,
-                host_code_left_out: k.host_code_left_out,
-                host_code_note: k.host_code_note,
-                instantiations: k.instantiations,
-            };
-            c.kernel.source = k.kernel.source;
-            c.kernel.kernel_name = k.kernel.kernel_name;
-            c.kernel.qualified_name = k.kernel.qualified_name;
-            c.kernel.include_dirs = k.kernel.include_dirs;
-            c
-        }
-    };
+    let mut cand = load_candidate(spec, reference)?;
     args.launch.apply(&mut cand.kernel.geometry);
     let block = match &args.block {
         Some(b) => Some(parse_block(b)?),
@@ -221,61 +176,22 @@ fn load_candidate(args: &VerifyArgs, reference: &Loaded) -> anyhow::Result<(Load
 }
 
 pub fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
-    let mut reference = load_kernel(
-        &args.reference,
-        reference_kernel_name(&args).as_deref(),
-        &args.include,
-    )?;
-    // A templated reference takes the `--template` values that name its own template parameters (verifying
-    // a templated kernel against itself, or versions that share a template parameter).
-    let given = parse_pairs(&args.templates)?;
-    let reference_params = kt_tuner::suite::template_params(&reference.parsed);
-    let reference_given: BTreeMap<String, String> = given
-        .into_iter()
-        .filter(|(name, _)| reference_params.iter().any(|(p, _)| p == name))
-        .collect();
-    reference.set_template_args(&[], &reference_given)?;
-    reference.size_arrays_per_configuration();
-    let ref_config = reference
-        .default_block
-        .map(|b| config_from_block(&[], b))
-        .unwrap_or(Config(vec![]));
-    let (candidate, cand_config) = load_candidate(&args, &reference)?;
-    for note in [&reference.host_code_note, &candidate.host_code_note]
-        .into_iter()
-        .flatten()
-    {
-        eprintln!("note: {note}");
-    }
-    if let Some(note) = globals_note(&candidate.parsed) {
-        eprintln!("note: {note}");
-    }
+    let pair = load_pair(&args)?;
     let sizes = parse_sizes(&args.sizes)?;
-    let configs = [ref_config.clone(), cand_config.clone()];
-    let mut tests = load_tests(
-        &reference,
-        args.tests.as_deref(),
-        !args.bench_size,
-        args.tests_count,
-        &sizes,
-        &configs,
-    )?;
+    let configs = [pair.ref_config.clone(), pair.cand_config.clone()];
+    let mut tests = load_tests(&pair.reference, test_source(&args), &sizes, &configs)?;
     let extras = DefaultTests {
-        inputs: reference
+        inputs: pair
+            .reference
             .inputs
             .as_ref()
             .filter(|_| args.tests.is_none() && !args.seeds_only),
-        reference: &reference,
-        base: reference.inputs.as_ref().map(|i| {
-            i.values_at(
-                if args.bench_size {
-                    SizeChoice::Bench
-                } else {
-                    SizeChoice::Test
-                },
-                &sizes,
-            )
-        }),
+        reference: &pair.reference,
+        base: pair
+            .reference
+            .inputs
+            .as_ref()
+            .map(|i| i.values_at(size_choice(&args), &sizes)),
         configs: &configs,
         next_seed: args.tests_count.max(1) as u64 + 1,
     };
@@ -289,16 +205,7 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
         ..TunerConfig::default()
     };
     let mut tuner = Tuner::new(config.clone()).context("starting the tuner (this needs an NVIDIA GPU, its driver and NVRTC; `kt doctor` checks them)")?;
-    if let Some(large) = extras.large(config.device)? {
-        described.push(large.description);
-        tests.tests.push(large.test);
-    }
-    if !args.quick {
-        for extra in extras.real_sizes(config.device, &tests)? {
-            described.push(extra.description);
-            tests.tests.push(extra.test);
-        }
-    }
+    add_device_sized_tests(&args, &extras, config.device, &mut tests, &mut described)?;
     let warnings = extras.warnings(&tests);
     for w in &warnings {
         eprintln!("warning: {w}");
@@ -306,22 +213,15 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
     if !args.json {
         println!("tests: {}", describe_tests(&tests, &described));
     }
-    let mut report = tuner.verify(
-        &reference.kernel,
-        &ref_config,
-        &candidate.kernel,
-        &cand_config,
-        &tests,
-    )?;
-    // a candidate that verified once is run twice more: differing reruns are a race
-    let rerun = if report.passed() {
-        tuner.check_determinism(&candidate.kernel, &cand_config, &tests)?
-    } else {
-        Verdict::Ok
-    };
+    let (report, rerun) = verify_and_rerun(&mut tuner, &pair, &tests)?;
     drop(tuner);
     let sanitizer = if args.sanitize && report.passed() && rerun.is_ok() {
-        Some(run_tools(&config, &candidate.kernel, &cand_config, &tests)?)
+        Some(run_tools(
+            &config,
+            &pair.candidate.kernel,
+            &pair.cand_config,
+            &tests,
+        )?)
     } else {
         None
     };
@@ -330,31 +230,21 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
         && sanitizer
             .as_ref()
             .is_none_or(|s| s.clean() || matches!(s, SanitizerReport::Skipped { .. }));
+    let mut report = report;
     if !rerun.is_ok()
         && let Some(t) = report.tests.first_mut()
     {
         t.verdict = rerun;
     }
+    let outcome = Outcome {
+        report: &report,
+        passed,
+        described: &described,
+        warnings: &warnings,
+        sanitizer: sanitizer.as_ref(),
+    };
     if args.json {
-        let mut json = serde_json::to_value(&report)?;
-        if let Some(o) = json.as_object_mut() {
-            o.insert("passed".into(), passed.into());
-            o.insert("extra_tests".into(), serde_json::to_value(&described)?);
-            o.insert("warnings".into(), serde_json::to_value(&warnings)?);
-            o.insert(
-                "host_code_left_out".into(),
-                serde_json::json!({
-                    "reference": reference.host_code_left_out,
-                    "candidate": candidate.host_code_left_out,
-                }),
-            );
-            o.insert("sanitizer".into(), serde_json::to_value(&sanitizer)?);
-            o.insert(
-                "mutable_globals".into(),
-                serde_json::to_value(&candidate.parsed.mutable_globals)?,
-            );
-        }
-        println!("{}", serde_json::to_string_pretty(&json)?);
+        print_json(&pair, &outcome)?;
     } else {
         print_report(&report, sanitizer.as_ref(), passed);
     }
@@ -365,11 +255,152 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
+/// The reference and the candidate, each with the configuration it runs at.
+struct Pair {
+    reference: LoadedKernel,
+    ref_config: Config,
+    candidate: LoadedKernel,
+    cand_config: Config,
+}
+
+/// Reads both kernels with their launches; notes on host code and globals go to stderr.
+fn load_pair(args: &VerifyArgs) -> anyhow::Result<Pair> {
+    let mut reference = load_kernel(
+        &args.reference,
+        reference_name(args).as_deref(),
+        &args.include,
+    )?;
+    // A templated reference takes the `--template` values that name its own template parameters (verifying
+    // a templated kernel against itself, or versions that share a template parameter).
+    let given = parse_pairs(&args.templates)?;
+    let reference_params = reference.template_params();
+    let reference_given: BTreeMap<String, String> = given
+        .into_iter()
+        .filter(|(name, _)| reference_params.iter().any(|(p, _)| p == name))
+        .collect();
+    reference.set_template_args(&[], &reference_given)?;
+    reference.size_arrays_per_configuration();
+    let ref_config = reference
+        .default_block
+        .map(|b| config_from_block(&[], b))
+        .unwrap_or(Config(vec![]));
+    let (candidate, cand_config) = candidate_with_overrides(args, &reference)?;
+    for note in [&reference.host_code_note, &candidate.host_code_note]
+        .into_iter()
+        .flatten()
+    {
+        eprintln!("note: {note}");
+    }
+    if let Some(note) = globals_note(&candidate.parsed) {
+        eprintln!("note: {note}");
+    }
+    Ok(Pair {
+        reference,
+        ref_config,
+        candidate,
+        cand_config,
+    })
+}
+
+fn size_choice(args: &VerifyArgs) -> SizeChoice {
+    if args.bench_size {
+        SizeChoice::Bench
+    } else {
+        SizeChoice::Test
+    }
+}
+
+/// `--tests DIR`, else the seeded tests at the chosen size.
+fn test_source(args: &VerifyArgs) -> TestSource<'_> {
+    match &args.tests {
+        Some(dir) => TestSource::Dir(dir),
+        None => TestSource::Generate {
+            size: size_choice(args),
+            count: args.tests_count,
+        },
+    }
+}
+
+/// The `large` test, and unless `--quick` the `bench` and `past-2^24` ones: sized for the device, so once
+/// the tuner has started.
+fn add_device_sized_tests(
+    args: &VerifyArgs,
+    extras: &DefaultTests,
+    device: usize,
+    tests: &mut TestSet,
+    described: &mut Vec<String>,
+) -> anyhow::Result<()> {
+    if let Some(large) = extras.large(device)? {
+        described.push(large.description);
+        tests.tests.push(large.test);
+    }
+    if !args.quick {
+        for extra in extras.real_sizes(device, tests)? {
+            described.push(extra.description);
+            tests.tests.push(extra.test);
+        }
+    }
+    Ok(())
+}
+
+/// Verifies the candidate; one that verified is run twice more: differing reruns are a race.
+fn verify_and_rerun(
+    tuner: &mut Tuner,
+    pair: &Pair,
+    tests: &TestSet,
+) -> anyhow::Result<(VerifyReport, Verdict)> {
+    let report = tuner.verify(
+        &pair.reference.kernel,
+        &pair.ref_config,
+        &pair.candidate.kernel,
+        &pair.cand_config,
+        tests,
+    )?;
+    let rerun = if report.passed() {
+        tuner.check_determinism(&pair.candidate.kernel, &pair.cand_config, tests)?
+    } else {
+        Verdict::Ok
+    };
+    Ok((report, rerun))
+}
+
+/// What a verification found, for printing.
+struct Outcome<'a> {
+    report: &'a VerifyReport,
+    passed: bool,
+    described: &'a [String],
+    warnings: &'a [String],
+    sanitizer: Option<&'a SanitizerReport>,
+}
+
+fn print_json(pair: &Pair, o: &Outcome) -> anyhow::Result<()> {
+    let mut json = serde_json::to_value(o.report)?;
+    if let Some(map) = json.as_object_mut() {
+        map.insert("passed".into(), o.passed.into());
+        map.insert("extra_tests".into(), serde_json::to_value(o.described)?);
+        map.insert("warnings".into(), serde_json::to_value(o.warnings)?);
+        map.insert(
+            "host_code_left_out".into(),
+            serde_json::json!({
+                "reference": pair.reference.host_code_left_out,
+                "candidate": pair.candidate.host_code_left_out,
+            }),
+        );
+        map.insert("sanitizer".into(), serde_json::to_value(o.sanitizer)?);
+        map.insert(
+            "mutable_globals".into(),
+            serde_json::to_value(&pair.candidate.parsed.mutable_globals)?,
+        );
+    }
+    println!("{}", serde_json::to_string_pretty(&json)?);
+    Ok(())
+}
+
 /// The default test set's extra tests (see [`DEFAULT_TESTS_HELP`]), made from the reference's sidecar.
 struct DefaultTests<'a> {
     /// None: no extra tests (inputs from --tests, --seeds-only, or no sidecar).
     inputs: Option<&'a SuiteInputs>,
-    reference: &'a Loaded,
+    reference: &'a LoadedKernel,
     base: Option<Bindings>,
     configs: &'a [Config],
     next_seed: u64,
@@ -554,7 +585,11 @@ mod tests {
         let odd = extras.odd().unwrap().unwrap();
         // the seeded tests' inner dimension is even (100): the odd test's is not
         assert_eq!(odd.test.scalars()["A_width"], 101.0);
-        let mut tests = load_tests(&reference, None, true, 3, &BTreeMap::new(), &configs).unwrap();
+        let source = TestSource::Generate {
+            size: SizeChoice::Test,
+            count: 3,
+        };
+        let mut tests = load_tests(&reference, source, &BTreeMap::new(), &configs).unwrap();
         tests.tests.push(odd.test);
         assert!(extras.warnings(&tests).is_empty());
         assert_eq!(
@@ -587,10 +622,9 @@ mod tests {
             "--kernel",
             "softmax_forward_kernel2",
         ]);
-        let reference =
-            load_kernel(&a.reference, reference_kernel_name(&a).as_deref(), &[]).unwrap();
+        let reference = load_kernel(&a.reference, reference_name(&a).as_deref(), &[]).unwrap();
         assert_eq!(reference.kernel.kernel_name, "softmax_forward_kernel1");
-        let (cand, config) = load_candidate(&a, &reference).unwrap();
+        let (cand, config) = candidate_with_overrides(&a, &reference).unwrap();
         assert_eq!(cand.kernel.kernel_name, "softmax_forward_kernel2");
         assert!(
             cand.sidecar
@@ -625,7 +659,7 @@ mod tests {
             "block_size_x*8",
         ]);
         let reference = load_kernel(&a.reference, None, &[]).unwrap();
-        let (cand, config) = load_candidate(&a, &reference).unwrap();
+        let (cand, config) = candidate_with_overrides(&a, &reference).unwrap();
         assert_eq!(config.get("block_size_x"), Some(32));
         assert_eq!(config.get("block_size_y"), Some(4));
         assert_eq!(
@@ -643,7 +677,7 @@ mod tests {
         let a = args(&[&f, &f, "--param", "block_size_x=128"]);
         let mut reference = load_kernel(&a.reference, None, &[]).unwrap();
         reference.size_arrays_per_configuration();
-        let (cand, config) = load_candidate(&a, &reference).unwrap();
+        let (cand, config) = candidate_with_overrides(&a, &reference).unwrap();
         assert_eq!(config.get("block_size_x"), Some(128));
         assert_eq!(
             cand.kernel
@@ -654,7 +688,11 @@ mod tests {
             Some("ceil_div(n, block_size_x)")
         );
         let configs = [config_from_block(&[], [256, 1, 1]), config];
-        let tests = load_tests(&reference, None, true, 1, &BTreeMap::new(), &configs).unwrap();
+        let source = TestSource::Generate {
+            size: SizeChoice::Test,
+            count: 1,
+        };
+        let tests = load_tests(&reference, source, &BTreeMap::new(), &configs).unwrap();
         let out = tests.tests[0]
             .arrays()
             .find(|a| a.name == "output")
