@@ -606,7 +606,10 @@ impl TuningBackend for TunerBackend {
                 Ok(outcome)
             }
             // The candidate's own reference launch disagreed with the tests' expected outputs: a wrong answer.
-            Err(TunerError::Reference { test, reason }) => Ok(Outcome::WrongAnswer {
+            Err(
+                TunerError::Reference { test, reason }
+                | TunerError::ReferenceFault { test, reason },
+            ) => Ok(Outcome::WrongAnswer {
                 config: "the first configuration".into(),
                 test,
                 output: String::new(),
