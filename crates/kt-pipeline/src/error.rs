@@ -50,7 +50,7 @@ pub enum PipelineError {
         found: String,
     },
 
-    // ---- run directory (run_dir.rs) ----
+    // ---- run directory (kt-record) ----
     #[error("{action} {path}: {source}")]
     Io {
         action: &'static str,

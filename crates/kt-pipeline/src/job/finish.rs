@@ -5,8 +5,8 @@ use kt_graph::{Executor, GraphError, RunId, RunOutcome};
 use super::outcome::{Stopped, TransformOutcome};
 use super::result::{Ending, WallTimes, write_result, write_result_ending};
 use crate::error::PipelineError;
-use crate::run_dir::{ResultFiles, RunDir, RunStatus};
 use crate::stage3::{BackendError, Stage3State, TuningBackend};
+use kt_record::{ResultFiles, RunDir, RunStatus};
 
 /// Records how Stage 3's graph run `id` ended: the result files of a finished run, a stop (resumable, not an
 /// error), or a failure with its status (`interrupted` where a GPU is needed, `llm_unavailable`, `failed`).

@@ -7,12 +7,12 @@ use std::path::Path;
 
 use super::report::report_markdown;
 use crate::error::PipelineError;
-use crate::run_dir::{ResultFiles, RunDir, RunStatus, WaitingAnswer};
 use crate::stage3::TuningBackend;
 use crate::stage3::config_record::{self, ConfigRecord};
 use crate::stage3::tunable_code::ORIGINAL_STEP;
 use crate::stage3::{Stage3State, StepStatus};
 pub use kt_record::{RESULT_SCHEMA_VERSION, ResultOutcome, RunResult, StepSummary, WallTimes};
+use kt_record::{ResultFiles, RunDir, RunStatus, WaitingAnswer};
 
 /// Token and cost totals of a run, read from its `llm.jsonl` (every call of every stage, resumed runs included).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -316,8 +316,8 @@ pub(crate) fn write_result_ending(
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use crate::run_dir::{NewRun, RunLlm, RunSettings};
     use crate::stage3::{KernelVersion, Reference, StepRecord, TunableCode, TunableParameter};
+    use kt_record::{NewRun, RunLlm, RunSettings};
 
     #[test]
     fn result_files_hold_the_best_verified_kernel_its_params_and_every_step() {

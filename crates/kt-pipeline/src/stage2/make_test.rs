@@ -431,7 +431,7 @@ impl Attempt<'_> {
         sizes: SizeFacts,
         reference_time_ms: Option<f64>,
     ) -> Result<Stage2Update, PipelineError> {
-        crate::run_dir::write_file(&generated.dir.join("generator.py"), script.as_bytes())?;
+        kt_record::layout::write_file(&generated.dir.join("generator.py"), script.as_bytes())?;
         let record = TestRecord {
             id: generated.id.clone(),
             dir: generated.dir.clone(),

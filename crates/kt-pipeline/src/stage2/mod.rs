@@ -134,7 +134,7 @@ pub fn list_tests(tests_dir: &Path) -> Result<Vec<StoredTest>, PipelineError> {
         if !manifest_path.is_file() {
             continue;
         }
-        let manifest: TestManifest = crate::run_dir::read_json(&manifest_path, "test manifest")?;
+        let manifest: TestManifest = kt_record::layout::read_json(&manifest_path, "test manifest")?;
         out.push(StoredTest {
             id: entry.file_name().to_string_lossy().to_string(),
             dir,

@@ -12,9 +12,7 @@ use async_trait::async_trait;
 use kt_tuner::args::TestArg;
 use kt_tuner::search::Limits;
 use kt_tuner::session::{TuneOptions, TuneResult, Tuner, TunerConfig};
-use kt_tuner::{
-    Config, Measurement, ParamSpec, Restriction, TestSet, TunableParam, TunerError, Verdict,
-};
+use kt_tuner::{Config, Measurement, ParamSpec, Restriction, TestSet, TunableParam, TunerError};
 
 use super::backend::{
     BackendError, Outcome, PairTimes, ProfileRun, Reference, TuningBackend, TuningProgress,
@@ -574,6 +572,7 @@ impl TuningBackend for TunerBackend {
 pub(crate) mod tests {
     use super::*;
     use crate::stage3::tuned_outcome::tests::{config, result};
+    use kt_tuner::Verdict;
 
     #[test]
     fn the_kernel_tuner_export_does_not_wait_for_a_tuning_job_still_running() {

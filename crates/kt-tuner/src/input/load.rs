@@ -71,21 +71,15 @@ pub fn load_kernel_with(
     let Some(path) = sidecar_path else {
         let source = kernel_file.select(kernel)?;
         source.refuse_struct_by_value(file)?;
-        return Ok(LoadedKernel {
+        let description = Description {
             kernel: source.tunable_code(Vec::new()),
             params: ParamSpec::from_kernel(&source.kernel),
             inputs: None,
             default_block: None,
             dims: 0,
-            host_code_left_out: host_names(&source),
-            host_code_note: source.host_code_note(),
-            instantiations: kt_cuda::host_instantiations(
-                &kernel_file.file.combined,
-                &source.kernel.name,
-            ),
-            parsed: source.kernel,
             sidecar: None,
-        });
+        };
+        return Ok(description.of(&kernel_file, source));
     };
     let sc = kt_cuda::Sidecar::load(&path).map_err(TunerError::Sidecar)?;
     let source = kernel_file.select(Some(kernel.unwrap_or(&sc.kernel)))?;
@@ -95,21 +89,46 @@ pub fn load_kernel_with(
             path: path.clone(),
             source: Box::new(e),
         })?;
-    Ok(LoadedKernel {
+    let description = Description {
         kernel: sk.kernel,
         params: sk.params,
         inputs: Some(sk.inputs),
         default_block: Some(sk.default_block),
         dims: sc.problem_size.len(),
-        host_code_left_out: host_names(&source),
-        host_code_note: source.host_code_note(),
-        instantiations: kt_cuda::host_instantiations(
-            &kernel_file.file.combined,
-            &source.kernel.name,
-        ),
-        parsed: source.kernel,
         sidecar: Some(path),
-    })
+    };
+    Ok(description.of(&kernel_file, source))
+}
+
+/// What a sidecar says of a kernel (or the kernel alone says, without one).
+struct Description {
+    kernel: TunableKernel,
+    params: Vec<ParamSpec>,
+    inputs: Option<SuiteInputs>,
+    default_block: Option<[i64; 3]>,
+    dims: usize,
+    sidecar: Option<PathBuf>,
+}
+
+impl Description {
+    /// The loaded kernel: this description with what the file says of `source` (host code, launches).
+    fn of(self, kernel_file: &KernelFile, source: KernelSource) -> LoadedKernel {
+        LoadedKernel {
+            kernel: self.kernel,
+            params: self.params,
+            inputs: self.inputs,
+            default_block: self.default_block,
+            dims: self.dims,
+            host_code_left_out: host_names(&source),
+            host_code_note: source.host_code_note(),
+            instantiations: kt_cuda::host_instantiations(
+                &kernel_file.file.combined,
+                &source.kernel.name,
+            ),
+            parsed: source.kernel,
+            sidecar: self.sidecar,
+        }
+    }
 }
 
 fn host_names(source: &KernelSource) -> Vec<String> {
