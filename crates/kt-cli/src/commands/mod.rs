@@ -4,6 +4,7 @@
 pub mod analyze;
 pub mod debug;
 pub mod doctor;
+mod dry_run;
 pub mod experiment;
 pub mod fork;
 pub mod graph;

@@ -12,6 +12,7 @@ use kt_tuner::export::import::KernelTunerCache;
 use kt_tuner::input::{LoadedKernel, SpaceRequest, TestSource, TuneSpace, load_kernel, load_tests};
 use kt_tuner::search::{Limits, Strategy};
 use kt_tuner::session::{TunableKernel, TuneOptions, TuneResult, Tuner, TunerConfig};
+use kt_tuner::space::Restriction;
 use kt_tuner::{TimingPolicy, export};
 
 use super::kernel_input::{LaunchFlags, default_cache_dir, parse_pairs, parse_params, parse_sizes};
@@ -114,9 +115,18 @@ pub struct TuneArgs {
     /// The architecture `--compile-only` compiles for.
     #[arg(long, default_value = "sm_90", requires = "compile_only")]
     pub arch: String,
+    /// Check the kernel, sidecar, parameters and restrictions, count the space after restrictions and say what
+    /// would be tuned, without a GPU: exit 0, or 2 on bad input.
+    #[arg(long)]
+    pub dry_run: bool,
 }
 
 pub fn run(args: TuneArgs) -> anyhow::Result<ExitCode> {
+    if args.dry_run {
+        return Ok(super::dry_run::report(
+            prepare(&args).and_then(|p| describe(&args, &p).map(|lines| lines.join("\n"))),
+        ));
+    }
     let prepared = prepare(&args)?;
     if args.compile_only {
         return compile_only(
@@ -199,6 +209,57 @@ fn prepare(args: &TuneArgs) -> anyhow::Result<Prepared> {
         sizes,
         tests,
     })
+}
+
+/// `--dry-run`: what would be tuned, on what, and how large the space is after its restrictions.
+fn describe(args: &TuneArgs, p: &Prepared) -> anyhow::Result<Vec<String>> {
+    let kernel = &p.loaded.kernel;
+    let counted = TuneSpace::after_restrictions(&p.loaded, &p.tests)?;
+    let params: Vec<String> = kernel
+        .params
+        .iter()
+        .map(|t| {
+            let values: Vec<String> = t.values.iter().map(i64::to_string).collect();
+            format!("{}={}", t.name, values.join(","))
+        })
+        .collect();
+    let combinations: usize = kernel.params.iter().map(|t| t.values.len()).product();
+    let mut lines = vec![
+        format!(
+            "kernel `{}` of {}{}",
+            kernel.kernel_name,
+            args.file.display(),
+            p.loaded
+                .sidecar
+                .as_ref()
+                .map(|s| format!(", described by {}", s.display()))
+                .unwrap_or_default()
+        ),
+        format!("parameters: {}", params.join(" ")),
+    ];
+    for r in &kernel.restrictions {
+        if let Restriction::Expr(e) = r {
+            lines.push(format!("restriction: {e}"));
+        }
+    }
+    lines.push(format!(
+        "space: {combinations} configurations, {} after restrictions (at most 1024 threads per block)",
+        counted.len()
+    ));
+    lines.push(format!(
+        "tests: {} ({})",
+        p.tests.tests.len(),
+        time_label(&p.tests)
+    ));
+    lines.push(format!(
+        "strategy: {}{}",
+        args.strategy,
+        args.max_evals
+            .map(|n| format!(", at most {n} configurations"))
+            .unwrap_or_default()
+    ));
+    lines.push("dry run: nothing compiled or run; without --dry-run this tunes on the GPU".into());
+    Ok(lines)
 }
 
 fn unknown_strategy(name: &str) -> String {

@@ -89,6 +89,10 @@ pub struct VerifyArgs {
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
+    /// Check both kernels, their launches and the tests that need no GPU, and say what would be verified,
+    /// without a GPU: exit 0, or 2 on bad input.
+    #[arg(long)]
+    pub dry_run: bool,
 }
 
 const DEFAULT_TESTS_HELP: &str = "\
@@ -176,30 +180,13 @@ fn candidate_with_overrides(
 }
 
 pub fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
+    if args.dry_run {
+        return Ok(super::dry_run::report(dry_run(&args)));
+    }
     let pair = load_pair(&args)?;
     let sizes = parse_sizes(&args.sizes)?;
     let configs = [pair.ref_config.clone(), pair.cand_config.clone()];
-    let mut tests = load_tests(&pair.reference, test_source(&args), &sizes, &configs)?;
-    let extras = DefaultTests {
-        inputs: pair
-            .reference
-            .inputs
-            .as_ref()
-            .filter(|_| args.tests.is_none() && !args.seeds_only),
-        reference: &pair.reference,
-        base: pair
-            .reference
-            .inputs
-            .as_ref()
-            .map(|i| i.values_at(size_choice(&args), &sizes)),
-        configs: &configs,
-        next_seed: args.tests_count.max(1) as u64 + 1,
-    };
-    let mut described = Vec::new();
-    if let Some(odd) = extras.odd()? {
-        described.push(odd.description);
-        tests.tests.push(odd.test);
-    }
+    let (mut tests, extras, mut described) = tests_before_gpu(&args, &pair, &sizes, &configs)?;
     let config = TunerConfig {
         cache_dir: default_cache_dir(),
         ..TunerConfig::default()
@@ -253,6 +240,77 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::FAILURE
     })
+}
+
+/// The tests made before a GPU is asked for: the seeded ones and the odd one (the large, bench and
+/// past-2^24 ones are sized for the device), with the plan of the extra tests and their descriptions.
+fn tests_before_gpu<'a>(
+    args: &VerifyArgs,
+    pair: &'a Pair,
+    sizes: &BTreeMap<String, f64>,
+    configs: &'a [Config],
+) -> anyhow::Result<(TestSet, DefaultTests<'a>, Vec<String>)> {
+    let mut tests = load_tests(&pair.reference, test_source(args), sizes, configs)?;
+    let extras = DefaultTests {
+        inputs: pair
+            .reference
+            .inputs
+            .as_ref()
+            .filter(|_| args.tests.is_none() && !args.seeds_only),
+        reference: &pair.reference,
+        base: pair
+            .reference
+            .inputs
+            .as_ref()
+            .map(|i| i.values_at(size_choice(args), sizes)),
+        configs,
+        next_seed: args.tests_count.max(1) as u64 + 1,
+    };
+    let mut described = Vec::new();
+    if let Some(odd) = extras.odd()? {
+        described.push(odd.description);
+        tests.tests.push(odd.test);
+    }
+    Ok((tests, extras, described))
+}
+
+/// `--dry-run`: both kernels at their configurations and the tests, checked without a GPU.
+fn dry_run(args: &VerifyArgs) -> anyhow::Result<String> {
+    let pair = load_pair(args)?;
+    let sizes = parse_sizes(&args.sizes)?;
+    let configs = [pair.ref_config.clone(), pair.cand_config.clone()];
+    let (tests, extras, described) = tests_before_gpu(args, &pair, &sizes, &configs)?;
+    let later = if extras.inputs.is_none() {
+        ""
+    } else if args.quick {
+        "; large: sized once the GPU is known"
+    } else {
+        "; large, bench and past-2^24: sized once the GPU is known"
+    };
+    let at = |c: &Config| {
+        if c.0.is_empty() {
+            "at its sidecar's launch".to_string()
+        } else {
+            format!("at {c}")
+        }
+    };
+    Ok([
+        format!(
+            "reference: `{}` of {} {}",
+            pair.reference.kernel.kernel_name,
+            args.reference.display(),
+            at(&pair.ref_config)
+        ),
+        format!(
+            "candidate: `{}` of {} {}",
+            pair.candidate.kernel.kernel_name,
+            args.candidate.display(),
+            at(&pair.cand_config)
+        ),
+        format!("tests: {}{later}", describe_tests(&tests, &described)),
+        "dry run: nothing compiled or run; without --dry-run this verifies on the GPU".to_string(),
+    ]
+    .join("\n"))
 }
 
 /// The reference and the candidate, each with the configuration it runs at.
