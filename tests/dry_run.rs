@@ -136,3 +136,67 @@ fn an_experiment_dry_run_expands_the_design_and_runs_no_cell() {
     assert!(stdout.contains("smoke: 7 cells"), "{stdout}");
     assert!(!out_dir.exists(), "a dry run wrote {}", out_dir.display());
 }
+
+#[test]
+fn one_flag_means_one_thing_and_the_old_spellings_still_work() {
+    for search in ["--search", "--strategy"] {
+        let (out, _home) = run(&[
+            "tune",
+            "naive-kernels/vectorAdd.cu",
+            search,
+            "random",
+            "--bench-size",
+            "--dry-run",
+        ]);
+        let stdout = text(&out.stdout);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{search}: {}",
+            text(&out.stderr)
+        );
+        assert!(stdout.contains("strategy: random"), "{stdout}");
+    }
+    // a tests directory, under its new name and its old one
+    for flag in ["--tests-dir", "--tests"] {
+        let (out, _home) = run(&[
+            "tune",
+            "naive-kernels/vectorAdd.cu",
+            flag,
+            "/nonexistent-tests",
+            "--dry-run",
+        ]);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{flag}: {err}");
+        assert!(err.contains("/nonexistent-tests"), "{flag}: {err}");
+    }
+    let (out, _home) = run(&[
+        "verify",
+        "naive-kernels/vectorAdd.cu",
+        "naive-kernels/vectorAdd.cu",
+        "--test-size",
+        "--bench-size",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    for runs in ["--runs-dir", "--out"] {
+        let (out, home) = run(&[
+            "transform",
+            "naive-kernels/matmul.cu",
+            "--llm",
+            "replay:experiments/cassettes/matmul-autonomous.jsonl",
+            "--tests-count",
+            "2",
+            runs,
+            "/tmp/kt-runs-of-a-dry-run",
+            "--dry-run",
+        ]);
+        drop(home);
+        let stdout = text(&out.stdout);
+        assert_eq!(out.status.code(), Some(0), "{runs}: {}", text(&out.stderr));
+        assert!(
+            stdout.contains("under /tmp/kt-runs-of-a-dry-run"),
+            "{stdout}"
+        );
+        assert!(stdout.contains("tests: 2 generated"), "{stdout}");
+    }
+}

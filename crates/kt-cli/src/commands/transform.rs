@@ -40,14 +40,14 @@ pub struct TransformArgs {
     #[arg(long)]
     pub candidates: Option<u32>,
     /// Number of generated tests (different seeds; at least one size not a multiple of 32).
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, alias = "tests-count", default_value_t = 3)]
     pub tests: u32,
     /// LLM as PROVIDER:MODEL (openai:gpt-4.1, anthropic:claude-sonnet-4, replay:CASSETTE.jsonl,
     /// scripted:ANSWERS.toml); default: kt.toml's [llm] section or KT_LLM.
     #[arg(long, value_name = "PROVIDER:MODEL")]
     pub llm: Option<String>,
-    /// Where to create the run directory (default: $KT_RUNS_DIR or ./kt-runs).
-    #[arg(long, value_name = "DIR")]
+    /// Where to create the run directory (default: $KT_RUNS_DIR or ./kt-runs; `--out` is still taken).
+    #[arg(long = "runs-dir", alias = "out", value_name = "DIR")]
     pub out: Option<PathBuf>,
     /// Prompt templates directory (default: KT_PROMPTS_DIR, a prompts/ directory above, else built in).
     #[arg(long, value_name = "DIR")]

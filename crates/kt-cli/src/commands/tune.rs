@@ -35,8 +35,8 @@ pub struct TuneArgs {
     /// A restriction over parameter names, e.g. `--restrict "block_size_x*block_size_y <= 512"`. Repeatable.
     #[arg(long = "restrict", value_name = "EXPR")]
     pub restrictions: Vec<String>,
-    /// Search strategy: brute_force, random, greedy, annealing or genetic.
-    #[arg(long, default_value = "brute_force")]
+    /// Search algorithm: brute_force, random, greedy, annealing or genetic (`--strategy` is still taken).
+    #[arg(long = "search", alias = "strategy", default_value = "brute_force")]
     pub strategy: String,
     /// Stop after this many configurations.
     #[arg(long)]
@@ -50,12 +50,16 @@ pub struct TuneArgs {
     /// Override a scalar argument's value, e.g. `--size n=1000000`. Repeatable.
     #[arg(long = "size", value_name = "NAME=V")]
     pub sizes: Vec<String>,
-    /// Read inputs from a tests directory (TESTS_FORMAT) instead of generating them from the sidecar.
-    #[arg(long)]
+    /// Read inputs from a tests directory (TESTS_FORMAT) instead of generating them from the sidecar
+    /// (`--tests DIR` is still taken).
+    #[arg(long = "tests-dir", alias = "tests", value_name = "DIR")]
     pub tests: Option<PathBuf>,
     /// Generate inputs at the sidecar's small `test` size instead of its `bench` size.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "bench_size")]
     pub test_size: bool,
+    /// Generate inputs at the sidecar's `bench` size (the default of `kt tune`).
+    #[arg(long)]
+    pub bench_size: bool,
     /// How many generated tests (different seeds) to tune on.
     #[arg(long, default_value_t = 1)]
     pub tests_count: usize,

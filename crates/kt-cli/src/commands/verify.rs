@@ -60,12 +60,15 @@ pub struct VerifyArgs {
     /// template parameters too. Repeatable.
     #[arg(long = "template", value_name = "NAME=VALUE")]
     pub templates: Vec<String>,
-    /// Read inputs from a tests directory instead of generating them.
-    #[arg(long)]
+    /// Read inputs from a tests directory instead of generating them (`--tests DIR` is still taken).
+    #[arg(long = "tests-dir", alias = "tests", value_name = "DIR")]
     pub tests: Option<PathBuf>,
     /// Generate inputs at the sidecar's `bench` size (default: its small `test` size).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "test_size")]
     pub bench_size: bool,
+    /// Generate inputs at the sidecar's small `test` size (the default of `kt verify`).
+    #[arg(long)]
+    pub test_size: bool,
     /// How many seeded tests at the chosen size.
     #[arg(long, default_value_t = 3)]
     pub tests_count: usize,
