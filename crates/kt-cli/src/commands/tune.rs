@@ -623,6 +623,23 @@ fn print_summary(r: &TuneResult, tests: &TestSet) {
             time_label(tests)
         );
     }
+    print_peak_basis(r);
+    print_gaming_verdicts(r);
+    let p = &r.phases;
+    println!(
+        "phases (ms): context {:.0}, upload {:.0}, reference {:.0}, benchmark {:.0}, compile wait {:.0}, compile cpu {:.0}, total {:.0}",
+        p.context_ms,
+        p.upload_ms,
+        p.reference_ms,
+        p.benchmark_ms,
+        p.compile_wait_ms,
+        p.compile_cpu_ms,
+        p.total_ms
+    );
+}
+
+/// What `% of peak` is measured against.
+fn print_peak_basis(r: &TuneResult) {
     match (&r.theoretical_peaks, r.peak_gbps) {
         (Some(t), measured) => println!(
             "% of peak against the theoretical ceilings: {:.0} GB/s DRAM, {:.0} GFLOP/s FP32{}",
@@ -637,6 +654,10 @@ fn print_summary(r: &TuneResult, tests: &TestSet) {
         ),
         (None, None) => {}
     }
+}
+
+/// A line each for the configurations that gamed their measurement.
+fn print_gaming_verdicts(r: &TuneResult) {
     for m in r.measurements.iter().filter(|m| {
         use kt_tuner::Verdict as V;
         // the verdicts that name a kernel gaming its measurement, each worth a line of its own
@@ -650,17 +671,6 @@ fn print_summary(r: &TuneResult, tests: &TestSet) {
     }) {
         println!("{}: {}", m.config, m.verdict.reason());
     }
-    let p = &r.phases;
-    println!(
-        "phases (ms): context {:.0}, upload {:.0}, reference {:.0}, benchmark {:.0}, compile wait {:.0}, compile cpu {:.0}, total {:.0}",
-        p.context_ms,
-        p.upload_ms,
-        p.reference_ms,
-        p.benchmark_ms,
-        p.compile_wait_ms,
-        p.compile_cpu_ms,
-        p.total_ms
-    );
 }
 
 #[cfg(test)]
