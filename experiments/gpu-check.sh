@@ -34,11 +34,11 @@ want doctor && step doctor "$KT" doctor
 want selftest && step selftest "$KT" selftest --gpu
 if want testgen; then
   for k in matmul vectorAdd matrixAdd; do
-    step "testgen-$k" "$KT" testgen "naive-kernels/$k.cu" --llm "scripted:experiments/scripted/$k.toml" --out "$out/testgen"
+    step "testgen-$k" "$KT" testgen "naive-kernels/$k.cu" --llm "scripted:experiments/scripted/$k.toml" --runs-dir "$out/testgen"
   done
 fi
 want demo && step demo "$KT" transform naive-kernels/matmul.cu --strategy autonomous --replan 3 \
-  --llm replay:experiments/cassettes/matmul-autonomous.jsonl --out "$out/demo"
+  --llm replay:experiments/cassettes/matmul-autonomous.jsonl --runs-dir "$out/demo"
 if want smoke; then
   step smoke "$KT" experiment run experiments/smoke.toml --gpus 0 --quiet --out "$out/smoke"
   step smoke-report "$KT" experiment report "$out/smoke" --format md

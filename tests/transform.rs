@@ -320,49 +320,8 @@ fn llm_server(reply: Option<String>, accepted: Option<std::sync::mpsc::Sender<()
 fn ctrl_c_during_a_hanging_llm_call_exits_at_once_with_a_resumable_interrupted_run() {
     let home = tempfile::tempdir().unwrap();
     let out_dir = home.path().join("runs");
-    let (tx, rx) = std::sync::mpsc::channel();
-    let port = hanging_llm_server(tx);
-    let mut child = kt_command(home.path())
-        .args([
-            "transform",
-            "naive-kernels/matmul.cu",
-            "--tests",
-            "1",
-            "--seed",
-            "3",
-            "--out",
-            out_dir.to_str().unwrap(),
-        ])
-        .env("KT_LLM", "openai:gpt-4.1")
-        .env("KT_LLM_BASE_URL", format!("http://127.0.0.1:{port}/v1"))
-        .env("OPENAI_API_KEY", "test-key")
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    // Stage 1's first question is in flight (and will never be answered) once the server has it.
-    rx.recv_timeout(std::time::Duration::from_secs(60))
-        .expect("kt transform never called the LLM");
-    std::thread::sleep(std::time::Duration::from_millis(200));
-    let sent = std::time::Instant::now();
-    // SAFETY: sends a signal to the child we spawned; no memory is involved.
-    assert_eq!(
-        unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) },
-        0
-    );
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if sent.elapsed() > std::time::Duration::from_secs(10) {
-            child.kill().unwrap();
-            panic!("kt transform still running 10 s after SIGINT");
-        }
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    };
-    let took = sent.elapsed();
-    let out = child.wait_with_output().unwrap();
-    let stderr = text(&out.stderr);
+    let child = transform_waiting_on_the_llm_with(home.path(), &out_dir, &["--seed", "3"]);
+    let (status, stderr, took) = stop_with(child, libc::SIGINT);
     assert!(
         took < std::time::Duration::from_secs(3),
         "exited {took:?} after SIGINT\n{stderr}"
@@ -587,6 +546,15 @@ fn transform_waiting_on_the_llm(
     home: &std::path::Path,
     out_dir: &std::path::Path,
 ) -> std::process::Child {
+    transform_waiting_on_the_llm_with(home, out_dir, &[])
+}
+
+/// As [`transform_waiting_on_the_llm`], with `extra` arguments.
+fn transform_waiting_on_the_llm_with(
+    home: &std::path::Path,
+    out_dir: &std::path::Path,
+    extra: &[&str],
+) -> std::process::Child {
     let (tx, rx) = std::sync::mpsc::channel();
     let port = hanging_llm_server(tx);
     let child = kt_command(home)
@@ -598,6 +566,7 @@ fn transform_waiting_on_the_llm(
             "--out",
             out_dir.to_str().unwrap(),
         ])
+        .args(extra)
         .env("KT_LLM", "openai:gpt-4.1")
         .env("KT_LLM_BASE_URL", format!("http://127.0.0.1:{port}/v1"))
         .env("OPENAI_API_KEY", "test-key")
@@ -605,17 +574,18 @@ fn transform_waiting_on_the_llm(
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
+    // Its first question is in flight (and will never be answered) once the server has it.
     rx.recv_timeout(std::time::Duration::from_secs(60))
         .expect("kt transform never called the LLM");
     std::thread::sleep(std::time::Duration::from_millis(200));
     child
 }
 
-/// Sends `signal` and waits (at most 10 s) for the exit.
+/// Sends `signal` and waits (at most 10 s) for the exit: its status, stderr and how long it took.
 fn stop_with(
     mut child: std::process::Child,
     signal: libc::c_int,
-) -> (std::process::ExitStatus, String) {
+) -> (std::process::ExitStatus, String, std::time::Duration) {
     // SAFETY: sends a signal to the child we spawned; no memory is involved.
     assert_eq!(unsafe { libc::kill(child.id() as libc::pid_t, signal) }, 0);
     let sent = std::time::Instant::now();
@@ -626,8 +596,9 @@ fn stop_with(
         }
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
+    let took = sent.elapsed();
     let out = child.wait_with_output().unwrap();
-    (out.status, text(&out.stderr))
+    (out.status, text(&out.stderr), took)
 }
 
 #[test]
@@ -636,7 +607,7 @@ fn sigterm_and_sighup_end_a_run_as_ctrl_c_does_with_their_own_exit_codes() {
         let home = tempfile::tempdir().unwrap();
         let out_dir = home.path().join("runs");
         let child = transform_waiting_on_the_llm(home.path(), &out_dir);
-        let (status, stderr) = stop_with(child, signal);
+        let (status, stderr, _) = stop_with(child, signal);
         assert_eq!(status.code(), Some(code), "signal {signal}: {stderr}");
         let run = only_entry(&out_dir);
         assert_eq!(
@@ -680,7 +651,7 @@ fn a_second_resume_of_a_run_in_progress_is_refused_and_names_the_holder() {
         "{stderr}"
     );
     assert!(!stderr.contains("UNIQUE constraint"), "{stderr}");
-    let (status, stderr) = stop_with(first, libc::SIGINT);
+    let (status, stderr, _) = stop_with(first, libc::SIGINT);
     assert_eq!(status.code(), Some(130), "{stderr}");
     assert_eq!(read_json(&run.join("run.json"))["status"], "interrupted");
 }

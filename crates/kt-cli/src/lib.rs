@@ -6,6 +6,7 @@
 //! in a library crate.
 
 mod cli;
+mod closed_pipe;
 mod commands;
 mod logging;
 
@@ -42,6 +43,7 @@ pub fn main() -> ExitCode {
         }
     };
     logging::init(cli.verbose);
+    closed_pipe::exit_quietly_when_stdout_is_closed();
     match cli.run() {
         Ok(code) => code,
         Err(err) => {

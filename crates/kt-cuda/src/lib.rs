@@ -81,6 +81,7 @@ mod rewrite;
 mod scope;
 mod shared_helpers;
 mod sidecar;
+mod sidecar_text;
 mod signature;
 mod signature_diff;
 mod source;

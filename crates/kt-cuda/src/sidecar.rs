@@ -11,8 +11,9 @@ use serde::{Deserialize, Serialize};
 use crate::error::CudaError;
 use crate::kernel::Kernel;
 
-/// A number or an expression over scalar parameter names (`"width*height"`, `256`).
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+/// A number or an expression over scalar parameter names (`"width*height"`, `256`). Read by
+/// `sidecar_text.rs`, whose errors say what a sidecar allows.
+#[derive(Debug, Clone, Serialize, PartialEq)]
 #[serde(untagged)]
 pub enum SizeExpr {
     Int(i64),
@@ -31,8 +32,8 @@ impl SizeExpr {
     }
 }
 
-/// A scalar argument value.
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
+/// A scalar argument value (read by `sidecar_text.rs`).
+#[derive(Debug, Clone, Copy, Serialize, PartialEq)]
 #[serde(untagged)]
 pub enum ScalarValue {
     Int(i64),
@@ -48,8 +49,9 @@ impl std::fmt::Display for ScalarValue {
     }
 }
 
-/// One kernel's sidecar.
+/// One kernel's sidecar. A key it does not know is refused: a misspelt `rtoll` must not pass silently.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
 pub struct Sidecar {
     /// The `__global__` function's name.
     pub kernel: String,
@@ -87,6 +89,9 @@ pub struct Sidecar {
     /// Fraction of elements allowed to differ per output (chaotic kernels such as mandelbrot).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub max_mismatch_fraction: BTreeMap<String, f64>,
+    /// Prose on output sizes that depend on the launch (for people; kt does not read it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outputs_size_note: Option<String>,
 }
 
 /// Names in expressions that are functions, not parameters (also recognised by a following `(`).
@@ -314,7 +319,7 @@ impl Sidecar {
         }
         toml::from_str(text).map_err(|e| CudaError::Sidecar {
             path: PathBuf::from(path),
-            message: e.to_string(),
+            message: crate::sidecar_text::explain(&e, text),
         })
     }
 

@@ -92,8 +92,12 @@ pub(crate) fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
     let mut msg = e.to_string();
     let mut source = e.source();
     while let Some(s) = source {
-        msg.push_str(": ");
-        msg.push_str(&s.to_string());
+        // many errors name their cause in their own message: said once, not "X: X"
+        let text = s.to_string();
+        if !msg.contains(&text) {
+            msg.push_str(": ");
+            msg.push_str(&text);
+        }
         source = s.source();
     }
     msg
@@ -168,7 +172,13 @@ impl<S: State, N: Node<S>> RunTask<S> for Policied<S, N> {
                         ),
                     };
                     let will_retry = retryable && attempt < max;
-                    tracing::warn!(attempt, will_retry, error = %message, "node attempt failed");
+                    // The last attempt's error goes up to the caller, which reports it: logging it too
+                    // printed every failure twice.
+                    if will_retry {
+                        tracing::info!(attempt, error = %message, "node attempt failed; retrying");
+                    } else {
+                        tracing::debug!(attempt, error = %message, "node attempt failed");
+                    }
                     emit(
                         &ctx,
                         EventKind::NodeFailed {
@@ -227,4 +237,41 @@ fn emit(ctx: &NodeContext, kind: EventKind) {
         step: ctx.inner.step,
         kind,
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::error_chain;
+
+    #[derive(Debug)]
+    struct Outer(std::io::Error, bool);
+
+    impl std::fmt::Display for Outer {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            if self.1 {
+                write!(f, "LLM call failed: {}", self.0)
+            } else {
+                write!(f, "LLM call failed")
+            }
+        }
+    }
+
+    impl std::error::Error for Outer {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            Some(&self.0)
+        }
+    }
+
+    #[test]
+    fn a_cause_the_message_already_names_is_said_once() {
+        let cause = || std::io::Error::other("no recorded answer");
+        assert_eq!(
+            error_chain(&Outer(cause(), true)),
+            "LLM call failed: no recorded answer"
+        );
+        assert_eq!(
+            error_chain(&Outer(cause(), false)),
+            "LLM call failed: no recorded answer"
+        );
+    }
 }

@@ -54,7 +54,7 @@ pub enum PipelineError {
         found: String,
     },
 
-    // ---- run directory (run_dir.rs) ----
+    // ---- run directory (kt-record) ----
     #[error("{action} {path}: {source}")]
     Io {
         action: &'static str,

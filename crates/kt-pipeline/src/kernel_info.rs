@@ -1,7 +1,10 @@
 //! [`KernelInfo`]: what Stage 1 knows about a kernel. Shared by every later version of the kernel, because a
 //! transformation must keep the signature, the outputs and the meaning of the size parameters.
 
+use kt_record::RunDir;
 use serde::{Deserialize, Serialize};
+
+use crate::error::PipelineError;
 
 /// One dimension of the problem size: an expression over the kernel's scalar parameters (often just a name).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -34,12 +37,63 @@ impl KernelInfo {
     pub fn dimensions(&self) -> usize {
         self.problem_size.len()
     }
+
+    /// Writes `kernel_info.json` in `dir`.
+    pub fn save(&self, dir: &RunDir) -> Result<(), PipelineError> {
+        Ok(kt_record::layout::write_json(
+            &dir.kernel_info_json(),
+            self,
+        )?)
+    }
+
+    /// Reads `kernel_info.json` of `dir`.
+    pub fn load(dir: &RunDir) -> Result<KernelInfo, PipelineError> {
+        Ok(kt_record::layout::read_json(
+            &dir.kernel_info_json(),
+            "kernel_info.json",
+        )?)
+    }
 }
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use kt_record::{NewRun, RunLlm, RunSettings};
+
+    #[test]
+    fn kernel_info_round_trips_and_open_refuses_a_non_run() {
+        let tmp = tempfile::tempdir().unwrap();
+        let cu = tmp.path().join("k.cu");
+        std::fs::write(&cu, "x").unwrap();
+        let llm = RunLlm {
+            provider: "scripted".into(),
+            model: "scripted".into(),
+        };
+        let new_run = NewRun {
+            kernel_file: &cu,
+            kernel: "vectorAdd",
+            strategy: "testgen",
+            settings: RunSettings::default(),
+            llm,
+        };
+        let run = RunDir::create(tmp.path(), new_run).unwrap();
+        let info = KernelInfo {
+            name: "vectorAdd".into(),
+            parameters: vec!["a".into(), "n".into()],
+            description: "adds".into(),
+            problem_size: vec![ProblemDimension {
+                expression: "n".into(),
+            }],
+            outputs: vec!["a".into()],
+            inputs_and_outputs: vec!["a".into()],
+            default_block: [256, 1, 1],
+        };
+        info.save(&run).unwrap();
+        assert_eq!(KernelInfo::load(&run).unwrap(), info);
+        let err = RunDir::open(tmp.path()).unwrap_err();
+        assert!(err.to_string().contains("run.json"), "{err}");
+    }
 
     #[test]
     fn dimensionality_is_the_number_of_problem_size_expressions() {

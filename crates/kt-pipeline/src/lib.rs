@@ -16,7 +16,6 @@ pub mod kernel_unit;
 pub mod prepare;
 pub mod problem_size;
 pub mod prompt;
-pub mod run_dir;
 pub mod run_llm;
 pub mod run_lock;
 pub mod seed;
@@ -27,8 +26,8 @@ pub mod strategy;
 
 pub use error::PipelineError;
 pub use kernel_info::{KernelInfo, ProblemDimension};
-pub use problem_size::SizeExpression;
-pub use prompt::{PromptLibrary, PromptTemplate, RenderedPrompt};
-pub use run_dir::{
+pub use kt_record::{
     GpuRecord, NewRun, ResultFiles, RunDir, RunLlm, RunMeta, RunSettings, RunStatus, WaitingAnswer,
 };
+pub use problem_size::SizeExpression;
+pub use prompt::{PromptLibrary, PromptTemplate, RenderedPrompt};

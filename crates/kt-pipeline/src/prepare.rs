@@ -11,9 +11,9 @@ use kt_sandbox::{PythonRuntime, Sandbox};
 
 use crate::error::PipelineError;
 use crate::prompt::PromptLibrary;
-use crate::run_dir::RunDir;
 use crate::stage1::{self, SidecarDisagreement, SidecarFacts, Stage1Deps, Stage1Outcome};
 use crate::stage2::{self, ReferenceRunner, Stage2Deps, Stage2Options, Stage2Outcome};
+use kt_record::RunDir;
 
 /// A kernel file and the kernel chosen in it.
 #[derive(Debug, Clone)]
@@ -116,7 +116,7 @@ impl KernelInput {
 /// resume` work on; `input.cu` stays the exact copy of the user's file).
 pub fn save_unit(run: &RunDir, source: &KernelInput) -> Result<(), PipelineError> {
     if source.program.is_some() {
-        crate::run_dir::write_file(&run.unit_cu(), source.text.as_bytes())?;
+        kt_record::layout::write_file(&run.unit_cu(), source.text.as_bytes())?;
     }
     Ok(())
 }
@@ -299,7 +299,7 @@ pub async fn prepare(
         tracing::warn!("tests: {w}");
     }
     let warnings = serde_json::to_vec_pretty(&tests.warnings).unwrap_or_default();
-    crate::run_dir::write_file(&run.test_warnings_json(), &warnings)?;
+    kt_record::layout::write_file(&run.test_warnings_json(), &warnings)?;
     Ok(Prepared { understood, tests })
 }
 

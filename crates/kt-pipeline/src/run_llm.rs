@@ -7,7 +7,7 @@ use std::path::Path;
 
 use kt_llm::{LlmClient, LlmConfig, LlmError};
 
-use crate::run_dir::RunLlm;
+use kt_record::RunLlm;
 
 /// The environment variable that names an LLM for one command (`KT_LLM=openai:gpt-4.1`).
 const LLM_ENV: &str = "KT_LLM";

@@ -121,6 +121,22 @@ pub(crate) fn install(command: &mut Command, mut confinement: Confinement) {
     }
 }
 
+/// Makes every mount of this mount namespace private: what is mounted after it is seen nowhere else, and
+/// never propagates back to the host when `/` is a shared mount. Async-signal-safe (one system call), for a
+/// forked child. Returns mount's result.
+fn make_mounts_private() -> libc::c_int {
+    // SAFETY: one system call with static C strings and null data.
+    unsafe {
+        libc::mount(
+            c"none".as_ptr(),
+            c"/".as_ptr(),
+            std::ptr::null(),
+            libc::MS_REC | libc::MS_PRIVATE,
+            std::ptr::null(),
+        )
+    }
+}
+
 fn check(ret: libc::c_int) -> io::Result<()> {
     if ret == -1 {
         Err(io::Error::last_os_error())
@@ -171,13 +187,7 @@ fn apply(c: &mut Confinement) -> io::Result<()> {
         }
         if c.unshare_flags & libc::CLONE_NEWNS != 0 {
             // Without this, mounts made here would propagate back to the host when / is a shared mount.
-            check(libc::mount(
-                c"none".as_ptr(),
-                c"/".as_ptr(),
-                std::ptr::null(),
-                libc::MS_REC | libc::MS_PRIVATE,
-                std::ptr::null(),
-            ))?;
+            check(make_mounts_private())?;
             for op in &mut c.mounts {
                 if let MountOp::Bind { source, fd, .. } = op {
                     let opened = libc::open(source.as_ptr(), libc::O_PATH | libc::O_CLOEXEC);
@@ -446,13 +456,7 @@ pub(crate) fn probe(uid: libc::uid_t, gid: libc::gid_t, user_namespace: bool) ->
             // SAFETY: system calls with static C strings; the tmpfs lives in the child's private namespace.
             unsafe {
                 libc::unshare(userns | libc::CLONE_NEWNS) == 0
-                    && libc::mount(
-                        c"none".as_ptr(),
-                        c"/".as_ptr(),
-                        std::ptr::null(),
-                        libc::MS_REC | libc::MS_PRIVATE,
-                        std::ptr::null(),
-                    ) == 0
+                    && make_mounts_private() == 0
                     && libc::mount(
                         c"tmpfs".as_ptr(),
                         c"/tmp".as_ptr(),
@@ -478,13 +482,7 @@ pub(crate) fn probe(uid: libc::uid_t, gid: libc::gid_t, user_namespace: bool) ->
                 }
                 let pid = libc::fork();
                 if pid == 0 {
-                    let mounted = libc::mount(
-                        c"none".as_ptr(),
-                        c"/".as_ptr(),
-                        std::ptr::null(),
-                        libc::MS_REC | libc::MS_PRIVATE,
-                        std::ptr::null(),
-                    ) == 0
+                    let mounted = make_mounts_private() == 0
                         && libc::mount(
                             c"proc".as_ptr(),
                             c"/proc".as_ptr(),

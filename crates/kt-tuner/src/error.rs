@@ -36,6 +36,34 @@ pub enum TunerError {
         "the reference launch failed on test {test}: {reason}; expected outputs cannot be computed, fix the reference kernel or its inputs"
     )]
     Reference { test: String, reason: String },
+    /// The reference kernel faulted on the GPU (an illegal address, a misaligned access, a trap): most
+    /// often an input sized or indexed wrong, rarely the kernel itself.
+    #[error(
+        "the reference launch failed on test {test}: {reason}; expected outputs cannot be computed, fix the reference kernel or its inputs"
+    )]
+    ReferenceFault { test: String, reason: String },
+    #[error("with the sidecar {}", path.display())]
+    InSidecar {
+        path: PathBuf,
+        #[source]
+        source: Box<TunerError>,
+    },
+    #[error(transparent)]
+    Sidecar(kt_cuda::CudaError),
+    #[error("--template {name}=…: kernel `{kernel}` has no template parameter `{name}` (it has: {})", known.join(", "))]
+    UnknownTemplateParam {
+        kernel: String,
+        name: String,
+        known: Vec<String>,
+    },
+    #[error("{0} (a type parameter: --template NAME=TYPE)")]
+    TemplateArgs(Box<TunerError>),
+    #[error("no sidecar next to the kernel, so inputs cannot be generated: give --tests DIR")]
+    NoInputs,
+    #[error(
+        "no problem size: give --problem-size (names or expressions over scalar arguments, x first)"
+    )]
+    NoProblemSize,
     #[error("tuning cache {path}: {message}")]
     Cache { path: PathBuf, message: String },
     #[error("Kernel Tuner file {path}: {message}")]
@@ -57,6 +85,12 @@ impl From<kt_record::RecordError> for TunerError {
 }
 
 impl TunerError {
+    /// Whether a reference launch faulted on the GPU (as opposed to not compiling, being refused, or
+    /// disagreeing with expected values): the one failure that points at the inputs.
+    pub fn is_kernel_fault(&self) -> bool {
+        matches!(self, TunerError::ReferenceFault { .. })
+    }
+
     pub(crate) fn io(path: impl Into<PathBuf>, err: impl std::fmt::Display) -> Self {
         TunerError::Io {
             path: path.into(),

@@ -37,6 +37,7 @@ pub mod floor;
 pub mod geometry;
 pub mod guard;
 pub mod headers;
+pub mod input;
 pub mod kernel_file;
 pub mod measure;
 pub mod module_cache;

@@ -88,8 +88,9 @@ impl Verdict {
         match self {
             Verdict::Ok => "no failure".into(),
             Verdict::WrongAnswer { details, .. } => details.join("; "),
-            Verdict::CompileError { log } => format!("compile error: {log}"),
-            Verdict::Invalid { reason } => format!("launch error: {reason}"),
+            Verdict::CompileError { log: detail } | Verdict::Invalid { reason: detail } => {
+                format!("{}: {detail}", self.short())
+            }
             Verdict::Crashed { reason } => format!("launch error (the kernel crashed): {reason}"),
             Verdict::Timeout { after_s } => {
                 format!("timeout: no reply within {after_s:.1} s (hung kernel?); worker killed")
@@ -97,17 +98,12 @@ impl Verdict {
             Verdict::KernelNotFound { name, detail } => {
                 format!("kernel not found: `{name}`: {detail}")
             }
-            Verdict::Nondeterministic { details } => {
-                format!("nondeterministic: {}", details.join("; "))
-            }
-            Verdict::OutOfBounds { details, .. } => {
-                format!("out-of-bounds write: {}", details.join("; "))
-            }
-            Verdict::TimedRunDiffers { details } => {
-                format!("timed launches differ: {}", details.join("; "))
-            }
-            Verdict::ImpossibleTime { details } => {
-                format!("impossibly fast: {}", details.join("; "))
+            // the verdicts that name a kernel gaming its measurement: their name, then what was seen
+            Verdict::Nondeterministic { details }
+            | Verdict::OutOfBounds { details, .. }
+            | Verdict::TimedRunDiffers { details }
+            | Verdict::ImpossibleTime { details } => {
+                format!("{}: {}", self.short(), details.join("; "))
             }
         }
     }
@@ -439,13 +435,16 @@ mod tests {
         let mut never = passing_report("c");
         never.mismatches = 1;
         never.never_written = 1;
-        o.timed_check = Some(TimedCheck {
-            outputs: vec![never],
-            inputs_modified: vec![],
-            guard_breaches: vec![],
-            checked_ms: 1.0,
-            unchecked_median_ms: 1.0,
-        });
+        let timed = |outputs, checked_ms, unchecked_median_ms| {
+            Some(TimedCheck {
+                outputs,
+                inputs_modified: vec![],
+                guard_breaches: vec![],
+                checked_ms,
+                unchecked_median_ms,
+            })
+        };
+        o.timed_check = timed(vec![never], 1.0, 1.0);
         let v = Verdict::from_outcome(&o, Some("t0")).unwrap();
         assert_eq!(v.short(), "timed launches differ");
         assert!(
@@ -455,13 +454,7 @@ mod tests {
             v.reason()
         );
         // right outputs, but the unwatched samples were 10x faster than the watched launch
-        o.timed_check = Some(TimedCheck {
-            outputs: vec![passing_report("c")],
-            inputs_modified: vec![],
-            guard_breaches: vec![],
-            checked_ms: 1.0,
-            unchecked_median_ms: 0.1,
-        });
+        o.timed_check = timed(vec![passing_report("c")], 1.0, 0.1);
         let v = Verdict::from_outcome(&o, None).unwrap();
         assert!(
             v.reason().contains("did not do the verified work"),
@@ -469,13 +462,7 @@ mod tests {
             v.reason()
         );
         // within noise of each other: sound
-        o.timed_check = Some(TimedCheck {
-            outputs: vec![passing_report("c")],
-            inputs_modified: vec![],
-            guard_breaches: vec![],
-            checked_ms: 1.2,
-            unchecked_median_ms: 1.0,
-        });
+        o.timed_check = timed(vec![passing_report("c")], 1.2, 1.0);
         assert_eq!(Verdict::from_outcome(&o, None), None);
     }
 

@@ -127,56 +127,79 @@ fn tune_suite(
 
 /// Runs every check; `Err` only when no GPU session could be set up at all.
 pub fn run(config: TunerConfig) -> Result<Vec<Check>, TunerError> {
-    let mut checks = Vec::new();
-    let mut push = |name: &str, passed: bool, detail: String| {
-        checks.push(Check {
-            name: name.into(),
-            passed,
-            detail,
-        })
-    };
+    let mut checks = Checks::default();
     let mut tuner = Tuner::new(config)?;
-    push(
+    checks.push(
         "nvrtc + driver",
         true,
         format!("compiling for sm_{}{}", tuner.arch().0, tuner.arch().1),
     );
-
     for (name, source, toml) in SUITE {
-        match tune_suite(&mut tuner, name, source, toml) {
-            Ok(r) => {
-                let bad: Vec<String> = r
-                    .measurements
-                    .iter()
-                    .filter(|m| !m.verdict.is_ok())
-                    .map(|m| format!("{}: {:?}", m.config, m.verdict))
-                    .collect();
-                let best = r.best.as_ref().and_then(|b| b.objective_ms());
-                let ok = bad.is_empty() && best.is_some();
-                push(
-                    &format!("tune {name} (test size, 2 tests, {} configs)", r.space_size),
-                    ok,
-                    if ok {
-                        format!(
-                            "all verified; best {} at {:.4} ms; device {}",
-                            r.best
-                                .as_ref()
-                                .map(|b| b.config.to_string())
-                                .unwrap_or_default(),
-                            best.unwrap_or(0.0),
-                            r.device.name
-                        )
-                    } else {
-                        bad.join("; ")
-                    },
-                );
-            }
-            Err(e) => push(&format!("tune {name}"), false, e.to_string()),
-        }
+        check_suite_kernel(&mut checks, &mut tuner, name, source, toml);
     }
-
-    // The broken kernel: every failure mode in one tuning run.
     let (vk, _) = suite_kernel("vectorAdd", SUITE[0].1, SUITE[0].2)?;
+    let bk = broken_kernel(&vk);
+    check_broken_kernel(&mut checks, &mut tuner, &bk)?;
+    check_verify(&mut checks, &mut tuner, &vk, &bk)?;
+    check_peak(&mut checks, &mut tuner);
+    Ok(checks.0)
+}
+
+/// The checks so far, in order.
+#[derive(Default)]
+struct Checks(Vec<Check>);
+
+impl Checks {
+    fn push(&mut self, name: &str, passed: bool, detail: String) {
+        self.0.push(Check {
+            name: name.into(),
+            passed,
+            detail,
+        })
+    }
+}
+
+/// A suite kernel tuned over its default block space: every configuration verifies, a best is found.
+fn check_suite_kernel(
+    checks: &mut Checks,
+    tuner: &mut Tuner,
+    name: &str,
+    source: &str,
+    toml: &str,
+) {
+    let r = match tune_suite(tuner, name, source, toml) {
+        Ok(r) => r,
+        Err(e) => return checks.push(&format!("tune {name}"), false, e.to_string()),
+    };
+    let bad: Vec<String> = r
+        .measurements
+        .iter()
+        .filter(|m| !m.verdict.is_ok())
+        .map(|m| format!("{}: {:?}", m.config, m.verdict))
+        .collect();
+    let best = r.best.as_ref().and_then(|b| b.objective_ms());
+    let ok = bad.is_empty() && best.is_some();
+    checks.push(
+        &format!("tune {name} (test size, 2 tests, {} configs)", r.space_size),
+        ok,
+        if ok {
+            format!(
+                "all verified; best {} at {:.4} ms; device {}",
+                r.best
+                    .as_ref()
+                    .map(|b| b.config.to_string())
+                    .unwrap_or_default(),
+                best.unwrap_or(0.0),
+                r.device.name
+            )
+        } else {
+            bad.join("; ")
+        },
+    );
+}
+
+/// vectorAdd's launch and inputs with the broken kernel's code: `mode` picks the failure.
+fn broken_kernel(vk: &SuiteKernel) -> SuiteKernel {
     let params = vec![
         TunableParam::new("mode", 0..7),
         TunableParam::new("block_size_x", [256]),
@@ -188,91 +211,107 @@ pub fn run(config: TunerConfig) -> Result<Vec<Check>, TunerError> {
         ("mode".into(), 0),
         ("block_size_x".into(), 256),
     ]));
+    bk
+}
+
+/// What each mode of the broken kernel must be found to be.
+const BROKEN_MODES: [Expectation; 7] = [
+    (0, "correct configuration passes", |v| {
+        matches!(v, Verdict::Ok)
+    }),
+    (1, "hung kernel is killed by the watchdog", |v| {
+        matches!(v, Verdict::Timeout { .. })
+    }),
+    (2, "out-of-bounds write is caught as a crash", |v| {
+        matches!(v, Verdict::Crashed { .. })
+    }),
+    (
+        3,
+        "wrong answer is found with its index",
+        |v| matches!(v, Verdict::WrongAnswer { reports, .. } if reports.iter().any(|r| r.mismatches == 1 && r.never_written == 0)),
+    ),
+    (
+        4,
+        "unwritten element is reported as never written",
+        |v| matches!(v, Verdict::WrongAnswer { reports, .. } if reports.iter().any(|r| r.never_written == 1)),
+    ),
+    (
+        5,
+        "compile error keeps NVRTC's log",
+        |v| matches!(v, Verdict::CompileError { log } if log.contains("error")),
+    ),
+    (
+        6,
+        "too many threads for the launch bounds is invalid",
+        |v| matches!(v, Verdict::Invalid { .. }),
+    ),
+];
+
+/// The broken kernel: every failure mode in one tuning run, which must carry on past each.
+fn check_broken_kernel(
+    checks: &mut Checks,
+    tuner: &mut Tuner,
+    bk: &SuiteKernel,
+) -> Result<(), TunerError> {
     let tests = bk
         .inputs
         .make_tests(&bk.params, SizeChoice::Test, &BTreeMap::new(), 1)?;
-    match tuner.tune(&bk.kernel, &tests, &options(), &mut |_| {}) {
-        Ok(r) => {
-            let verdict = |mode: i64| {
-                r.measurements
-                    .iter()
-                    .find(|m| m.config.get("mode") == Some(mode))
-                    .map(|m| m.verdict.clone())
-            };
-            let expect: [Expectation; 7] = [
-                (0, "correct configuration passes", |v| {
-                    matches!(v, Verdict::Ok)
-                }),
-                (1, "hung kernel is killed by the watchdog", |v| {
-                    matches!(v, Verdict::Timeout { .. })
-                }),
-                (2, "out-of-bounds write is caught as a crash", |v| {
-                    matches!(v, Verdict::Crashed { .. })
-                }),
-                (
-                    3,
-                    "wrong answer is found with its index",
-                    |v| matches!(v, Verdict::WrongAnswer { reports, .. } if reports.iter().any(|r| r.mismatches == 1 && r.never_written == 0)),
-                ),
-                (
-                    4,
-                    "unwritten element is reported as never written",
-                    |v| matches!(v, Verdict::WrongAnswer { reports, .. } if reports.iter().any(|r| r.never_written == 1)),
-                ),
-                (
-                    5,
-                    "compile error keeps NVRTC's log",
-                    |v| matches!(v, Verdict::CompileError { log } if log.contains("error")),
-                ),
-                (
-                    6,
-                    "too many threads for the launch bounds is invalid",
-                    |v| matches!(v, Verdict::Invalid { .. }),
-                ),
-            ];
-            for (mode, what, ok) in expect {
-                let v = verdict(mode);
-                let passed = v.as_ref().is_some_and(ok);
-                let detail = match &v {
-                    Some(Verdict::WrongAnswer { details, .. }) => details.join("; "),
-                    Some(Verdict::CompileError { log }) => {
-                        log.lines().next().unwrap_or("").to_string()
-                    }
-                    Some(other) => format!("{other:?}"),
-                    None => "not measured".into(),
-                };
-                push(&format!("broken mode={mode}: {what}"), passed, detail);
-            }
-            push(
-                "tuning continued past every failure",
-                r.measurements.len() == 7
-                    && r.best.as_ref().and_then(|b| b.config.get("mode")) == Some(0),
-                format!(
-                    "{} configs measured, {} worker restarts",
-                    r.measurements.len(),
-                    r.worker_restarts
-                ),
-            );
+    let r = match tuner.tune(&bk.kernel, &tests, &options(), &mut |_| {}) {
+        Ok(r) => r,
+        Err(e) => {
+            checks.push("broken kernel tuning run", false, e.to_string());
+            return Ok(());
         }
-        Err(e) => push("broken kernel tuning run", false, e.to_string()),
+    };
+    for (mode, what, ok) in BROKEN_MODES {
+        let v = r
+            .measurements
+            .iter()
+            .find(|m| m.config.get("mode") == Some(mode))
+            .map(|m| m.verdict.clone());
+        let passed = v.as_ref().is_some_and(ok);
+        let detail = match &v {
+            Some(Verdict::WrongAnswer { details, .. }) => details.join("; "),
+            Some(Verdict::CompileError { log }) => log.lines().next().unwrap_or("").to_string(),
+            Some(other) => format!("{other:?}"),
+            None => "not measured".into(),
+        };
+        checks.push(&format!("broken mode={mode}: {what}"), passed, detail);
     }
+    checks.push(
+        "tuning continued past every failure",
+        r.measurements.len() == 7 && r.best.as_ref().and_then(|b| b.config.get("mode")) == Some(0),
+        format!(
+            "{} configs measured, {} worker restarts",
+            r.measurements.len(),
+            r.worker_restarts
+        ),
+    );
+    Ok(())
+}
 
-    // verify: candidate against reference on the same inputs.
+/// verify: candidate against reference on the same inputs, a correct one and a wrong one.
+fn check_verify(
+    checks: &mut Checks,
+    tuner: &mut Tuner,
+    vk: &SuiteKernel,
+    bk: &SuiteKernel,
+) -> Result<(), TunerError> {
     let tests = vk
         .inputs
         .make_tests(&vk.params, SizeChoice::Test, &BTreeMap::new(), 2)?;
     let cfg = |m: i64| Config(vec![("mode".into(), m), ("block_size_x".into(), 256)]);
     let ref_cfg = Config(vec![]);
     match tuner.verify(&vk.kernel, &ref_cfg, &bk.kernel, &cfg(0), &tests) {
-        Ok(rep) => push(
+        Ok(rep) => checks.push(
             "verify: correct candidate passes every test",
             rep.passed() && rep.tests.len() == 2,
             format!("{} tests", rep.tests.len()),
         ),
-        Err(e) => push("verify: correct candidate", false, e.to_string()),
+        Err(e) => checks.push("verify: correct candidate", false, e.to_string()),
     }
     match tuner.verify(&vk.kernel, &ref_cfg, &bk.kernel, &cfg(3), &tests) {
-        Ok(rep) => push(
+        Ok(rep) => checks.push(
             "verify: wrong candidate fails every test",
             rep.tests.iter().all(|t| !t.verdict.is_ok()),
             rep.tests
@@ -281,19 +320,21 @@ pub fn run(config: TunerConfig) -> Result<Vec<Check>, TunerError> {
                 .collect::<Vec<_>>()
                 .join(", "),
         ),
-        Err(e) => push("verify: wrong candidate", false, e.to_string()),
+        Err(e) => checks.push("verify: wrong candidate", false, e.to_string()),
     }
+    Ok(())
+}
 
-    // peak bandwidth
+/// The device's copy bandwidth is measured and plausible.
+fn check_peak(checks: &mut Checks, tuner: &mut Tuner) {
     let device = tuner.device_info();
     match device.map(|d| tuner.measure_peak(&d)) {
-        Some(Ok(g)) => push(
+        Some(Ok(g)) => checks.push(
             "copy bandwidth measured",
             g > 10.0,
             format!("{g:.0} GB/s (read + write)"),
         ),
-        Some(Err(e)) => push("copy bandwidth measured", false, e.to_string()),
-        None => push("copy bandwidth measured", false, "no device".into()),
+        Some(Err(e)) => checks.push("copy bandwidth measured", false, e.to_string()),
+        None => checks.push("copy bandwidth measured", false, "no device".into()),
     }
-    Ok(checks)
 }

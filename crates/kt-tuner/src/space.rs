@@ -231,6 +231,17 @@ pub fn every_config(params: &[TunableParam], extra: &[Config]) -> Vec<Config> {
 mod tests {
     use super::*;
 
+    #[test]
+    fn the_space_product_covers_every_value_combination() {
+        let params = vec![
+            TunableParam::new("block_size_x", [32, 64]),
+            TunableParam::new("tile", [1, 2, 4]),
+        ];
+        let c = every_config(&params, &[Config(vec![("block_size_x".into(), 256)])]);
+        assert_eq!(c.len(), 7);
+        assert_eq!(c[0].to_string(), "block_size_x=32 tile=1");
+    }
+
     fn matmul_params() -> Vec<TunableParam> {
         vec![
             TunableParam::new("block_size_x", [8, 16, 32, 64, 128, 256]),

@@ -83,9 +83,11 @@ impl SuiteKernel {
             .select_kernel(Some(kernel_name.unwrap_or(&sidecar.kernel)))
             .map_err(|e| TunerError::Source(e.to_string()))?;
         if let Err(problems) = sidecar.check_against(k) {
+            let problems: Vec<String> = problems.iter().map(ToString::to_string).collect();
             return Err(TunerError::Source(format!(
-                "the sidecar disagrees with kernel `{}`: {problems:?}",
-                k.name
+                "the sidecar disagrees with kernel `{}`: {}",
+                k.name,
+                problems.join("; ")
             )));
         }
         let mut kernel = TunableKernel::new(

@@ -58,6 +58,10 @@ pub struct RunArgs {
     /// Print the run summary as JSON.
     #[arg(long)]
     pub json: bool,
+    /// Check the design, each cell's kernel, strategy and LLM spec, and say what would run, without a GPU
+    /// and without contacting an LLM: exit 0, or 2 on bad input.
+    #[arg(long)]
+    pub dry_run: bool,
 }
 
 #[derive(Debug, Args)]
@@ -171,7 +175,55 @@ fn load(file: &Path) -> anyhow::Result<(Design, Vec<kt_experiments::Cell>)> {
     Ok((design, cells))
 }
 
+/// `--dry-run`: the design expanded, and what each distinct kernel, strategy and LLM spec of its cells is.
+fn dry_run(a: &RunArgs) -> anyhow::Result<String> {
+    let (design, cells) = load(&a.file)?;
+    let mut kernels = std::collections::BTreeSet::new();
+    let mut strategies = std::collections::BTreeSet::new();
+    let mut models = std::collections::BTreeSet::new();
+    for c in &cells {
+        if kernels.insert((c.kernel_file.clone(), c.kernel_choice.clone())) {
+            let file = design.root.join(&c.kernel_file);
+            kt_pipeline::prepare::KernelInput::read_with_includes(
+                &file,
+                c.kernel_choice.as_deref(),
+                &[],
+            )
+            .and_then(|k| k.kernel_name())
+            .with_context(|| format!("cell {}", c.id))?;
+        }
+        if strategies.insert(c.strategy.clone()) {
+            let name = if c.strategy.ends_with(".toml") {
+                design.root.join(&c.strategy).to_string_lossy().into_owned()
+            } else {
+                c.strategy.clone()
+            };
+            kt_pipeline::strategy::load_strategy(&name, None)
+                .with_context(|| format!("cell {}", c.id))?;
+        }
+        if models.insert(c.model.clone()) {
+            kt_llm::LlmConfig::parse_spec(&c.model).with_context(|| format!("cell {}", c.id))?;
+        }
+    }
+    let out = a.out.clone().unwrap_or_else(|| design.default_out_dir());
+    let join = |set: &std::collections::BTreeSet<String>| {
+        set.iter().cloned().collect::<Vec<_>>().join(", ")
+    };
+    Ok([
+        format!("{}: {} cells", design.name, cells.len()),
+        format!("kernels: {} (each read and parsed)", kernels.len()),
+        format!("strategies: {}", join(&strategies)),
+        format!("LLMs: {} (specs checked, not contacted)", join(&models)),
+        format!("results would go to {}", out.display()),
+        "dry run: nothing written, no cell run, no GPU used".to_string(),
+    ]
+    .join("\n"))
+}
+
 fn run_all(a: RunArgs) -> anyhow::Result<ExitCode> {
+    if a.dry_run {
+        return Ok(super::dry_run::report(dry_run(&a)));
+    }
     let (design, cells) = load(&a.file)?;
     let out = a.out.unwrap_or_else(|| design.default_out_dir());
     let mut opts = RunOptions::new(&out, kt_binary(a.kt_bin)?);

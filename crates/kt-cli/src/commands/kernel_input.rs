@@ -1,17 +1,12 @@
-//! What `kt tune` and `kt verify` read before the GPU is touched: the kernel and its sidecar (a per-kernel
-//! `NAME.KERNEL.toml` first), its template parameters, the launch overrides of the command line, and the
-//! tests (generated from the sidecar, with arrays sized over the configurations that will run).
+//! The command-line side of `kt tune` and `kt verify`'s inputs: launch overrides, `NAME=VALUE` lists and
+//! the cache directory. What they mean (which sidecar, which template arguments, which tests) is decided in
+//! kt-tuner's `input`.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use anyhow::{Context as _, bail};
-use kt_tuner::args::{ParamSpec, SizeChoice, SuiteInputs, TestSet};
-use kt_tuner::kernel_file::{KernelFile, KernelSource};
-use kt_tuner::session::TunableKernel;
-use kt_tuner::session::setup::template_args_for;
-use kt_tuner::space::{Config, TunableParam};
-use kt_tuner::suite::{SuiteKernel, sidecar_for, template_params};
+use anyhow::Context as _;
+use kt_tuner::space::TunableParam;
 
 /// How the kernel is launched, when the sidecar does not say or says otherwise (`kt tune`; in `kt verify`,
 /// the candidate's launch).
@@ -65,6 +60,10 @@ pub(crate) fn parse_params(list: &[String]) -> anyhow::Result<Vec<TunableParam>>
     list.iter()
         .map(|p| {
             let (name, values) = parse_kv(p)?;
+            anyhow::ensure!(
+                !name.is_empty(),
+                "--param {p}: the parameter has no name (expected NAME=V1,V2,..)"
+            );
             let values: Result<Vec<i64>, _> =
                 values.split(',').map(|v| v.trim().parse::<i64>()).collect();
             Ok(TunableParam::new(
@@ -107,364 +106,30 @@ pub(crate) fn split_list(s: &str) -> Vec<String> {
         .collect()
 }
 
-/// The kernel, its parameter specs and how to make inputs: from the sidecar when there is one.
-pub(crate) struct Loaded {
-    /// Compiles the kernel's own unit (no host code), not the user's whole file.
-    pub kernel: TunableKernel,
-    pub params: Vec<ParamSpec>,
-    pub inputs: Option<SuiteInputs>,
-    pub default_block: Option<[i64; 3]>,
-    pub dims: usize,
-    /// The parsed kernel (signature, template parameters).
-    pub parsed: kt_cuda::Kernel,
-    /// The sidecar the description came from.
-    pub sidecar: Option<PathBuf>,
-    /// Host code of the file left out of what is compiled (`main`, host functions): names, in order.
-    pub host_code_left_out: Vec<String>,
-    /// One line for the user when host code was left out.
-    pub host_code_note: Option<String>,
-    /// The template argument lists the file's own host code launches the kernel with.
-    pub instantiations: Vec<Vec<String>>,
-}
-
-/// Which sidecar describes a kernel.
-#[derive(Debug, Clone, Copy)]
-pub(crate) enum SidecarChoice<'a> {
-    /// The one beside the file ([`sidecar_for`]), if any.
-    Beside,
-    /// This one (`--candidate-sidecar`).
-    Given(&'a Path),
-    /// None: the kernel alone, its launch and inputs to come from elsewhere.
-    Without,
-}
-
-/// The kernel of `file` with its tunable description. The file's directory, then `include_dirs`, are
-/// searched for its headers, both when it is parsed (a kernel may live in an included `.cuh`) and by NVRTC.
-pub(crate) fn load_kernel(
-    file: &Path,
-    kernel: Option<&str>,
-    include_dirs: &[PathBuf],
-) -> anyhow::Result<Loaded> {
-    load_kernel_with(file, kernel, SidecarChoice::Beside, include_dirs)
-}
-
-/// As [`load_kernel`], with the sidecar chosen.
-pub(crate) fn load_kernel_with(
-    file: &Path,
-    kernel: Option<&str>,
-    sidecar: SidecarChoice,
-    include_dirs: &[PathBuf],
-) -> anyhow::Result<Loaded> {
-    let kernel_file = KernelFile::load(file, include_dirs)?;
-    let sidecar_path = match sidecar {
-        SidecarChoice::Given(p) => Some(p.to_path_buf()),
-        SidecarChoice::Beside => sidecar_for(file, kernel),
-        SidecarChoice::Without => None,
-    };
-    let Some(path) = sidecar_path else {
-        let source = kernel_file.select(kernel)?;
-        source.refuse_struct_by_value(file)?;
-        return Ok(Loaded {
-            kernel: source.tunable_code(Vec::new()),
-            params: ParamSpec::from_kernel(&source.kernel),
-            inputs: None,
-            default_block: None,
-            dims: 0,
-            host_code_left_out: host_names(&source),
-            host_code_note: source.host_code_note(),
-            instantiations: kt_cuda::host_instantiations(
-                &kernel_file.file.combined,
-                &source.kernel.name,
-            ),
-            parsed: source.kernel,
-            sidecar: None,
-        });
-    };
-    let sc = kt_cuda::Sidecar::load(&path)?;
-    let source = kernel_file.select(Some(kernel.unwrap_or(&sc.kernel)))?;
-    source.refuse_struct_by_value(file)?;
-    let sk = SuiteKernel::from_unit(&kernel_file, &source, &sc)
-        .with_context(|| format!("with the sidecar {}", path.display()))?;
-    Ok(Loaded {
-        kernel: sk.kernel,
-        params: sk.params,
-        inputs: Some(sk.inputs),
-        default_block: Some(sk.default_block),
-        dims: sc.problem_size.len(),
-        host_code_left_out: host_names(&source),
-        host_code_note: source.host_code_note(),
-        instantiations: kt_cuda::host_instantiations(
-            &kernel_file.file.combined,
-            &source.kernel.name,
-        ),
-        parsed: source.kernel,
-        sidecar: Some(path),
-    })
-}
-
-fn host_names(source: &KernelSource) -> Vec<String> {
-    source
-        .host_code_dropped()
-        .iter()
-        .map(|i| i.name.clone())
-        .collect()
-}
-
-impl Loaded {
-    /// Fills the template arguments of a templated kernel: a template parameter among the tuned ones is
-    /// instantiated per configuration, one in `given` (`--template T=float`) or with a default takes that
-    /// value; any other is an error saying which to give.
-    pub fn set_template_args(
-        &mut self,
-        tuned: &[TunableParam],
-        given: &BTreeMap<String, String>,
-    ) -> anyhow::Result<()> {
-        let params = template_params(&self.parsed);
-        if let Some(unknown) = given.keys().find(|g| !params.iter().any(|(n, _)| n == *g)) {
-            bail!(
-                "--template {unknown}=…: kernel `{}` has no template parameter `{unknown}` (it has: {})",
-                self.kernel.kernel_name,
-                params
-                    .iter()
-                    .map(|(n, _)| n.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            );
-        }
-        self.kernel.template_args =
-            template_args_for(&self.kernel.kernel_name, &params, tuned, given)
-                .map_err(|e| anyhow::anyhow!("{e} (a type parameter: --template NAME=TYPE)"))?;
-        self.type_arrays_by_template(given);
-        Ok(())
-    }
-
-    /// A parameter whose element type is a template type parameter (`T *g_idata`) takes the element
-    /// type the template is given (`--template T=float`, or the file's own single instantiation), where
-    /// the sidecar has not said it.
-    fn type_arrays_by_template(&mut self, given: &BTreeMap<String, String>) {
-        for (spec, param) in self.params.iter_mut().zip(&self.parsed.params) {
-            if spec.dtype.is_some() {
-                continue;
-            }
-            if let Some(ty) = given.get(param.base_type.trim()) {
-                spec.dtype = kt_record::DType::from_c_type(ty);
-            }
-        }
-    }
-
-    /// Makes array sizes that name launch parameters (`ceil_div(n, block_size_x)`) follow each
-    /// configuration.
-    pub fn size_arrays_per_configuration(&mut self) {
-        if let Some(inputs) = &self.inputs {
-            self.kernel.geometry.array_sizes = inputs.config_dependent_sizes(&self.params);
-        }
-    }
-}
-
-pub(crate) fn load_tests(
-    loaded: &Loaded,
-    tests: Option<&Path>,
-    test_size: bool,
-    count: usize,
-    sizes: &BTreeMap<String, f64>,
-    configs: &[Config],
-) -> anyhow::Result<TestSet> {
-    let tolerances = loaded
-        .inputs
-        .as_ref()
-        .map(|i| i.tolerances_for(&loaded.params))
-        .unwrap_or_default();
-    if let Some(dir) = tests {
-        return Ok(TestSet::load_dir(dir, &loaded.params, &tolerances)?);
-    }
-    let Some(inputs) = &loaded.inputs else {
-        bail!("no sidecar next to the kernel, so inputs cannot be generated: give --tests DIR");
-    };
-    let size = if test_size {
-        SizeChoice::Test
-    } else {
-        SizeChoice::Bench
-    };
-    Ok(inputs.make_tests_for(&loaded.params, size, sizes, count, configs)?)
-}
-
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use kt_tuner::space::every_config;
 
-    fn corpus(rel: &str) -> PathBuf {
-        Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../..")
-            .join(rel)
-    }
-
-    /// Every sidecar of a corpus folder with the file and kernel it describes (`NAME.toml` → `NAME.cu`,
-    /// `NAME.KERNEL.toml` → kernel KERNEL of `NAME.cu`).
-    fn sidecars_in(dir: &str) -> Vec<(PathBuf, Option<String>)> {
-        let mut out = Vec::new();
-        for entry in std::fs::read_dir(corpus(dir)).unwrap() {
-            let path = entry.unwrap().path();
-            if path.extension().and_then(|e| e.to_str()) != Some("toml") {
-                continue;
-            }
-            let stem = path.file_stem().unwrap().to_string_lossy().into_owned();
-            let (file, kernel) = match stem.split_once('.') {
-                Some((f, k)) => (f.to_string(), Some(k.to_string())),
-                None => (stem, None),
-            };
-            out.push((path.with_file_name(format!("{file}.cu")), kernel));
-        }
-        out.sort();
-        out
+    #[test]
+    fn a_parameter_needs_a_name_and_integer_values() {
+        let p = parse_params(&["block_size_x=32, 64".into()]).unwrap();
+        assert_eq!(p, vec![TunableParam::new("block_size_x", [32, 64])]);
+        let err = parse_params(&["=32".into()]).unwrap_err().to_string();
+        assert!(err.contains("no name"), "{err}");
+        assert!(parse_params(&["x=1.5".into()]).is_err());
+        assert!(parse_params(&["x".into()]).is_err());
     }
 
     #[test]
-    fn every_corpus_kernel_compiles_as_a_unit_without_host_code() {
-        let mut files = std::collections::BTreeSet::new();
-        for dir in [
-            "tests/corpus/wild",
-            "tests/corpus/programs/bench-style",
-            "tests/corpus/programs/sample-style",
-        ] {
-            for (cu, kernel) in sidecars_in(dir) {
-                let loaded = load_kernel(&cu, kernel.as_deref(), &[])
-                    .unwrap_or_else(|e| panic!("{}: {e:#}", cu.display()));
-                let unit = &loaded.kernel.source;
-                for host in ["main(", "<<<", "cudaMalloc", "cudaMemcpy"] {
-                    assert!(
-                        !unit.contains(host),
-                        "{}: `{host}` in\n{unit}",
-                        cu.display()
-                    );
-                }
-                assert!(
-                    unit.contains(&loaded.kernel.kernel_name),
-                    "{}",
-                    cu.display()
-                );
-                assert_eq!(loaded.kernel.include_dirs[0], cu.parent().unwrap());
-                let whole = std::fs::read_to_string(&cu).unwrap();
-                if whole.contains("int main(") {
-                    assert!(
-                        loaded.host_code_left_out.iter().any(|n| n == "main"),
-                        "{}: {:?}",
-                        cu.display(),
-                        loaded.host_code_left_out
-                    );
-                    assert!(loaded.host_code_note.is_some());
-                }
-                files.insert(cu);
-            }
-        }
-        // every .cu of the corpus has a sidecar, so none is left untested
-        for dir in [
-            "tests/corpus/wild",
-            "tests/corpus/programs/bench-style",
-            "tests/corpus/programs/sample-style",
-        ] {
-            for entry in std::fs::read_dir(corpus(dir)).unwrap() {
-                let path = entry.unwrap().path();
-                if path.extension().and_then(|e| e.to_str()) == Some("cu") {
-                    assert!(files.contains(&path), "{} has no sidecar", path.display());
-                }
-            }
-        }
-    }
-
-    #[test]
-    fn the_namespaced_saxpy_is_looked_up_by_its_qualified_name() {
-        let loaded =
-            load_kernel(&corpus("tests/corpus/wild/namespace_saxpy.cu"), None, &[]).unwrap();
-        let q = loaded.kernel.qualified_name.clone().unwrap();
-        assert!(q.ends_with("::saxpy"), "{q}");
-        assert_eq!(
-            loaded.kernel.name_expression(&Config(vec![])),
-            format!("&{q}")
-        );
-    }
-
-    #[test]
-    fn the_space_product_covers_every_value_combination() {
-        let params = vec![
-            TunableParam::new("block_size_x", [32, 64]),
-            TunableParam::new("tile", [1, 2, 4]),
-        ];
-        let c = every_config(&params, &[Config(vec![("block_size_x".into(), 256)])]);
-        assert_eq!(c.len(), 7);
-        assert_eq!(c[0].to_string(), "block_size_x=32 tile=1");
-    }
-
-    #[test]
-    fn the_reduction_sizes_its_output_by_the_block_size() {
-        let mut loaded = load_kernel(&corpus("naive-kernels/reduce_sum.cu"), None, &[]).unwrap();
-        loaded.size_arrays_per_configuration();
-        assert_eq!(
-            loaded
-                .kernel
-                .geometry
-                .array_sizes
-                .get("output")
-                .map(String::as_str),
-            Some("ceil_div(n, block_size_x)")
-        );
-        let configs = every_config(&[TunableParam::new("block_size_x", [64, 256])], &[]);
-        let tests = load_tests(&loaded, None, true, 1, &BTreeMap::new(), &configs).unwrap();
-        let out = tests.tests[0]
-            .arrays()
-            .find(|a| a.name == "output")
-            .unwrap();
-        assert_eq!(out.elements, 10007u64.div_ceil(64));
-    }
-
-    #[test]
-    fn a_templated_kernel_needs_its_template_parameter_tuned_or_given() {
-        let file = corpus("tests/corpus/programs/sample-style/reduction.cu");
-        let mut loaded = load_kernel(&file, Some("reduce3"), &[]).unwrap();
-        assert!(
-            loaded
-                .sidecar
-                .as_ref()
-                .unwrap()
-                .ends_with("reduction.reduce3.toml")
-        );
-        let err = loaded
-            .set_template_args(&[], &BTreeMap::new())
-            .unwrap_err()
-            .to_string();
-        assert!(
-            err.contains("blockSize") && err.contains("--param"),
-            "{err}"
-        );
-        loaded
-            .set_template_args(
-                &[TunableParam::new("blockSize", [128, 256])],
-                &BTreeMap::new(),
-            )
-            .unwrap();
-        assert_eq!(loaded.kernel.template_args, vec!["blockSize"]);
-        let given = BTreeMap::from([("blockSize".to_string(), "256".to_string())]);
-        loaded.set_template_args(&[], &given).unwrap();
-        assert_eq!(loaded.kernel.template_args, vec!["256"]);
-        let wrong = BTreeMap::from([("T".to_string(), "float".to_string())]);
-        assert!(loaded.set_template_args(&[], &wrong).is_err());
-    }
-
-    #[test]
-    fn arrays_of_a_template_type_take_the_type_the_template_is_given() {
-        let file = corpus("tests/corpus/real-world-classes/host_instances.cu");
-        let mut loaded = load_kernel(&file, Some("block_sum"), &[]).unwrap();
-        let dtype =
-            |l: &Loaded, name: &str| l.params.iter().find(|p| p.name == name).unwrap().dtype;
-        assert_eq!(dtype(&loaded, "in"), None);
-        let given = BTreeMap::from([
-            ("T".to_string(), "double".to_string()),
-            ("blockSize".to_string(), "128".to_string()),
-            ("nIsPow2".to_string(), "true".to_string()),
-        ]);
-        loaded.set_template_args(&[], &given).unwrap();
-        assert_eq!(dtype(&loaded, "in"), Some((kt_record::DType::Float64, 1)));
-        assert_eq!(dtype(&loaded, "out"), Some((kt_record::DType::Float64, 1)));
+    fn launch_flags_replace_only_what_they_name() {
+        let mut g = kt_tuner::Geometry::new(vec!["n".into()]);
+        let flags = LaunchFlags {
+            grid_div_y: Some("block_size_y, 2".into()),
+            ..LaunchFlags::default()
+        };
+        flags.apply(&mut g);
+        assert_eq!(g.problem_size, ["n"]);
+        assert_eq!(g.grid_div[1], ["block_size_y", "2"]);
     }
 }

@@ -4,6 +4,7 @@
 pub mod analyze;
 pub mod debug;
 pub mod doctor;
+mod dry_run;
 pub mod experiment;
 pub mod fork;
 pub mod graph;
@@ -17,7 +18,6 @@ pub mod resume;
 pub mod runs;
 pub mod selftest;
 pub mod studio;
-mod template_instances;
 pub mod testgen;
 pub mod transform;
 pub mod tune;

@@ -28,7 +28,12 @@ pub struct TestgenArgs {
     #[arg(long)]
     pub kernel: Option<String>,
     /// How many tests to make (different seeds; at least one has sizes that are not multiples of 32).
-    #[arg(short = 'n', long = "tests", default_value_t = 3)]
+    #[arg(
+        short = 'n',
+        long = "tests",
+        alias = "tests-count",
+        default_value_t = 3
+    )]
     pub tests: usize,
     /// LLM as PROVIDER:MODEL (openai:gpt-4.1, scripted:experiments/scripted/matmul.toml, ...); default:
     /// kt.toml / KT_LLM.
@@ -44,8 +49,8 @@ pub struct TestgenArgs {
     /// Take Stage 1 from the kernel's sidecar (FILE.toml) instead of asking an LLM.
     #[arg(long)]
     pub info_from_sidecar: bool,
-    /// Where to create the run directory (default: $KT_RUNS_DIR or ./kt-runs).
-    #[arg(long, value_name = "DIR")]
+    /// Where to create the run directory (default: $KT_RUNS_DIR or ./kt-runs; `--out` is still taken).
+    #[arg(long = "runs-dir", alias = "out", value_name = "DIR")]
     pub out: Option<PathBuf>,
     /// Shortest acceptable run time of the original kernel on a test, in milliseconds.
     #[arg(long, default_value_t = TimeBounds::default().min_ms)]

@@ -40,7 +40,7 @@ pub struct TransformArgs {
     #[arg(long)]
     pub candidates: Option<u32>,
     /// Number of generated tests, at least 1 (different seeds; at least one size not a multiple of 32).
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, alias = "tests-count", default_value_t = 3)]
     pub tests: u32,
     /// LLM as PROVIDER:MODEL (openai:gpt-4.1, anthropic:claude-sonnet-4, replay:CASSETTE.jsonl,
     /// scripted:ANSWERS.toml); default: kt.toml's [llm] section or KT_LLM.
@@ -50,8 +50,8 @@ pub struct TransformArgs {
     /// in kt.toml's [llm] section).
     #[arg(long)]
     pub no_stream: bool,
-    /// Where to create the run directory (default: $KT_RUNS_DIR or ./kt-runs).
-    #[arg(long, value_name = "DIR")]
+    /// Where to create the run directory (default: $KT_RUNS_DIR or ./kt-runs; `--out` is still taken).
+    #[arg(long = "runs-dir", alias = "out", value_name = "DIR")]
     pub out: Option<PathBuf>,
     /// Prompt templates directory (default: KT_PROMPTS_DIR, a prompts/ directory above, else built in).
     #[arg(long, value_name = "DIR")]
@@ -71,6 +71,10 @@ pub struct TransformArgs {
     /// Print result.json instead of the summary.
     #[arg(long)]
     pub json: bool,
+    /// Check the kernel, its sidecar, the strategy and the LLM configuration and say what would run, without
+    /// a GPU and without contacting the LLM: exit 0, or 2 on bad input.
+    #[arg(long)]
+    pub dry_run: bool,
 }
 
 /// The message for a machine with no LLM configured.
@@ -263,7 +267,17 @@ pub(crate) fn stage3_settings(
     }
 }
 
-pub fn run(args: TransformArgs) -> anyhow::Result<ExitCode> {
+/// What `kt transform` checks before a run directory exists.
+struct Checked {
+    strategy: Strategy,
+    client: LlmClient,
+    config: LlmConfig,
+    source: KernelInput,
+    kernel_name: String,
+}
+
+/// The strategy with its overrides, the LLM client (built, not contacted) and the kernel.
+fn check_inputs(args: &TransformArgs) -> anyhow::Result<Checked> {
     // Refused rather than raised to 1: run.json records what was asked, and it must be what was made.
     if args.tests == 0 {
         anyhow::bail!(
@@ -291,6 +305,72 @@ pub fn run(args: TransformArgs) -> anyhow::Result<ExitCode> {
     let source =
         KernelInput::read_with_includes(&args.file, args.kernel.as_deref(), &args.include)?;
     let kernel_name = source.kernel_name()?;
+    Ok(Checked {
+        strategy,
+        client,
+        config,
+        source,
+        kernel_name,
+    })
+}
+
+/// `--dry-run`: the checks of a real run up to its run directory, and the sidecar read; what would run.
+fn dry_run(args: &TransformArgs) -> anyhow::Result<String> {
+    let checked = check_inputs(args)?;
+    let sidecar = kt_cuda::Sidecar::path_for(&args.file);
+    let sidecar_line = if sidecar.is_file() {
+        kt_cuda::Sidecar::load(&sidecar)?;
+        format!("sidecar: {} (read and checked)", sidecar.display())
+    } else {
+        "sidecar: none (Stage 1 asks the LLM what the kernel computes)".to_string()
+    };
+    let s = &checked.strategy;
+    Ok([
+        format!(
+            "kernel: `{}` of {}",
+            checked.kernel_name,
+            args.file.display()
+        ),
+        sidecar_line,
+        format!(
+            "strategy: {} (replan {}, breakdown {}, candidates {})",
+            s.name,
+            s.settings.max_replans,
+            s.breakdown_limit(),
+            s.settings.candidates
+        ),
+        format!(
+            "LLM: {} {} (configured, not contacted)",
+            checked.client.provider_name(),
+            checked.client.model()
+        ),
+        format!(
+            "tests: {} generated{}",
+            args.tests,
+            args.seed
+                .map(|s| format!(", seeds from {s}"))
+                .unwrap_or_default()
+        ),
+        format!(
+            "run directory: a new one under {}",
+            RunDir::base_dir(args.out.as_deref()).display()
+        ),
+        "dry run: nothing written, no LLM asked, no GPU used".to_string(),
+    ]
+    .join("\n"))
+}
+
+pub fn run(args: TransformArgs) -> anyhow::Result<ExitCode> {
+    if args.dry_run {
+        return Ok(super::dry_run::report(dry_run(&args)));
+    }
+    let Checked {
+        strategy,
+        client,
+        config,
+        source,
+        kernel_name,
+    } = check_inputs(&args)?;
     // Found (or provisioned) before the run exists: a machine without Python or a safe sandbox gets no half-made
     // run.
     let generators = super::unsandboxed::generator_sandbox(args.allow_unsandboxed)?;

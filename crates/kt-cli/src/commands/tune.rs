@@ -5,23 +5,17 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
-use anyhow::{Context as _, bail};
+use anyhow::Context as _;
 use clap::Args;
-use kt_tuner::args::TestSet;
-use kt_tuner::derived::{Derived, derive};
+use kt_tuner::args::{SizeChoice, TestSet};
 use kt_tuner::export::import::KernelTunerCache;
+use kt_tuner::input::{LoadedKernel, SpaceRequest, TestSource, TuneSpace, load_kernel, load_tests};
 use kt_tuner::search::{Limits, Strategy};
-use kt_tuner::session::{
-    TunableKernel, TuneOptions, TuneResult, Tuner, TunerConfig, config_from_block,
-};
+use kt_tuner::session::{TunableKernel, TuneOptions, TuneResult, Tuner, TunerConfig};
 use kt_tuner::space::Restriction;
-use kt_tuner::suite::{default_block_space, template_params};
 use kt_tuner::{TimingPolicy, export};
 
-use super::kernel_input::{
-    LaunchFlags, default_cache_dir, load_kernel, load_tests, parse_pairs, parse_params, parse_sizes,
-};
-use super::template_instances::from_instances;
+use super::kernel_input::{LaunchFlags, default_cache_dir, parse_pairs, parse_params, parse_sizes};
 
 #[derive(Debug, Args)]
 pub struct TuneArgs {
@@ -41,8 +35,8 @@ pub struct TuneArgs {
     /// A restriction over parameter names, e.g. `--restrict "block_size_x*block_size_y <= 512"`. Repeatable.
     #[arg(long = "restrict", value_name = "EXPR")]
     pub restrictions: Vec<String>,
-    /// Search strategy: brute_force, random, greedy, annealing or genetic.
-    #[arg(long, default_value = "brute_force")]
+    /// Search algorithm: brute_force, random, greedy, annealing or genetic (`--strategy` is still taken).
+    #[arg(long = "search", alias = "strategy", default_value = "brute_force")]
     pub strategy: String,
     /// Stop after this many configurations.
     #[arg(long)]
@@ -56,12 +50,16 @@ pub struct TuneArgs {
     /// Override a scalar argument's value, e.g. `--size n=1000000`. Repeatable.
     #[arg(long = "size", value_name = "NAME=V")]
     pub sizes: Vec<String>,
-    /// Read inputs from a tests directory (TESTS_FORMAT) instead of generating them from the sidecar.
-    #[arg(long)]
+    /// Read inputs from a tests directory (TESTS_FORMAT) instead of generating them from the sidecar
+    /// (`--tests DIR` is still taken).
+    #[arg(long = "tests-dir", alias = "tests", value_name = "DIR")]
     pub tests: Option<PathBuf>,
     /// Generate inputs at the sidecar's small `test` size instead of its `bench` size.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "bench_size")]
     pub test_size: bool,
+    /// Generate inputs at the sidecar's `bench` size (the default of `kt tune`).
+    #[arg(long)]
+    pub bench_size: bool,
     /// How many generated tests (different seeds) to tune on.
     #[arg(long, default_value_t = 1)]
     pub tests_count: usize,
@@ -121,9 +119,68 @@ pub struct TuneArgs {
     /// The architecture `--compile-only` compiles for.
     #[arg(long, default_value = "sm_90", requires = "compile_only")]
     pub arch: String,
+    /// Check the kernel, sidecar, parameters and restrictions, count the space after restrictions and say what
+    /// would be tuned, without a GPU: exit 0, or 2 on bad input.
+    #[arg(long)]
+    pub dry_run: bool,
 }
 
 pub fn run(args: TuneArgs) -> anyhow::Result<ExitCode> {
+    if args.dry_run {
+        return Ok(super::dry_run::report(
+            prepare(&args).and_then(|p| describe(&args, &p).map(|lines| lines.join("\n"))),
+        ));
+    }
+    let prepared = prepare(&args)?;
+    if args.compile_only {
+        return compile_only(
+            &prepared.loaded.kernel,
+            &prepared.tests,
+            &prepared.space.configs,
+            &args.arch,
+        );
+    }
+    let prior = args
+        .kt_cache
+        .as_deref()
+        .map(|p| read_prior(p, &prepared.loaded.kernel, &prepared.tests))
+        .transpose()?;
+    let options = tune_options(&args)?;
+    let config = TunerConfig {
+        cache_dir: args.cache_dir.clone().or_else(default_cache_dir),
+        ..TunerConfig::default()
+    };
+    let result = tune_on_gpu(&config, &prepared, &options, args.json)?;
+    let sanitizer = sanitize_best(&args, &config, &prepared, &result)?;
+    if let Some(prior) = &prior {
+        report_reuse(prior, &prepared.loaded.kernel, &result);
+    }
+    export_kernel_tuner(&args, &prepared, &result)?;
+    print_result(&args, &prepared, &result, sanitizer.as_ref())?;
+    if let Some(line) = default_only_line(&result, &args.file) {
+        eprintln!("{line}");
+    }
+    let sanitizer_ok = sanitizer.as_ref().is_none_or(|s| {
+        s.clean() || matches!(s, kt_tuner::sanitize::SanitizerReport::Skipped { .. })
+    });
+    Ok(if result.best.is_some() && sanitizer_ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+/// What `kt tune` has read and checked before a GPU is asked for: the kernel with its space, the tests.
+struct Prepared {
+    loaded: LoadedKernel,
+    space: TuneSpace,
+    sizes: BTreeMap<String, f64>,
+    tests: TestSet,
+}
+
+/// Reads the kernel, sets its space and makes its tests; a bad parameter, restriction or sidecar is an
+/// error here, before the GPU is touched.
+fn prepare(args: &TuneArgs) -> anyhow::Result<Prepared> {
     let mut loaded = load_kernel(&args.file, args.kernel.as_deref(), &args.include)?;
     if let Some(note) = &loaded.host_code_note {
         eprintln!("note: {note}");
@@ -132,78 +189,106 @@ pub fn run(args: TuneArgs) -> anyhow::Result<ExitCode> {
     if args.launch.problem_size.is_some() {
         loaded.dims = loaded.kernel.geometry.problem_size.len();
     }
-    if loaded.kernel.geometry.problem_size.is_empty() {
-        bail!(
-            "no problem size: give --problem-size (names or expressions over scalar arguments, x first)"
-        );
-    }
-    let mut params = parse_params(&args.params)?;
-    let mut templates = parse_pairs(&args.templates)?;
-    let instances = from_instances(
-        &loaded.kernel.kernel_name,
-        &template_params(&loaded.parsed),
-        &loaded.instantiations,
-        &params,
-        &templates,
-    );
-    for line in &instances.lines {
+    let request = SpaceRequest {
+        params: parse_params(&args.params)?,
+        templates: parse_pairs(&args.templates)?,
+        restrictions: args.restrictions.clone(),
+        derive: !args.no_derived_restrictions,
+    };
+    let space = TuneSpace::set(&mut loaded, request)?;
+    for line in &space.instance_lines {
         eprintln!("{line}");
     }
-    templates.extend(instances.fixed);
-    let mut restrictions = args.restrictions.clone();
-    if params.is_empty() {
-        let (p, r) = default_block_space(loaded.dims);
-        params = p;
-        restrictions.extend(r);
-    }
-    params.extend(instances.tuned);
-    let derived = if args.no_derived_restrictions {
-        Derived::default()
-    } else {
-        derive(&loaded.parsed, &params)
-    };
-    for line in derived.lines() {
+    for line in space.derived.lines() {
         eprintln!("{line} (--no-derived-restrictions: leave them out)");
     }
-    params.extend(derived.added_params.iter().cloned());
-    restrictions.extend(derived.restrictions.iter().map(|r| r.expr.clone()));
-    loaded.kernel.reference = loaded.default_block.map(|b| {
-        let mut reference = config_from_block(&params, b);
-        derived.align_reference(&mut reference);
-        reference
-    });
-    loaded.set_template_args(&params, &templates)?;
-    loaded.size_arrays_per_configuration();
-    let configs = kt_tuner::space::every_config(&params, loaded.kernel.reference.as_slice());
-    loaded.kernel.params = params;
-    loaded.kernel.restrictions = restrictions.into_iter().map(Restriction::Expr).collect();
     loaded.kernel.compiler_options = args.nvrtc_options.clone();
     let sizes = parse_sizes(&args.sizes)?;
-    let tests = load_tests(
-        &loaded,
-        args.tests.as_deref(),
-        args.test_size,
-        args.tests_count,
-        &sizes,
-        &configs,
-    )?;
+    let tests = load_tests(&loaded, test_source(args), &sizes, &space.configs)?;
+    TuneSpace::after_restrictions(&loaded, &tests)?;
+    Strategy::parse(&args.strategy).with_context(|| unknown_strategy(&args.strategy))?;
+    Ok(Prepared {
+        loaded,
+        space,
+        sizes,
+        tests,
+    })
+}
 
-    if args.compile_only {
-        return compile_only(&loaded.kernel, &tests, &configs, &args.arch);
-    }
-    let prior = args
-        .kt_cache
-        .as_deref()
-        .map(|p| read_prior(p, &loaded.kernel, &tests))
-        .transpose()?;
-
-    let strategy = Strategy::parse(&args.strategy).with_context(|| {
+/// `--dry-run`: what would be tuned, on what, and how large the space is after its restrictions.
+fn describe(args: &TuneArgs, p: &Prepared) -> anyhow::Result<Vec<String>> {
+    let kernel = &p.loaded.kernel;
+    let counted = TuneSpace::after_restrictions(&p.loaded, &p.tests)?;
+    let params: Vec<String> = kernel
+        .params
+        .iter()
+        .map(|t| {
+            let values: Vec<String> = t.values.iter().map(i64::to_string).collect();
+            format!("{}={}", t.name, values.join(","))
+        })
+        .collect();
+    let combinations: usize = kernel.params.iter().map(|t| t.values.len()).product();
+    let mut lines = vec![
         format!(
-            "unknown strategy `{}` (brute_force, random, greedy, annealing, genetic)",
-            args.strategy
-        )
-    })?;
-    let options = TuneOptions {
+            "kernel `{}` of {}{}",
+            kernel.kernel_name,
+            args.file.display(),
+            p.loaded
+                .sidecar
+                .as_ref()
+                .map(|s| format!(", described by {}", s.display()))
+                .unwrap_or_default()
+        ),
+        format!("parameters: {}", params.join(" ")),
+    ];
+    for r in &kernel.restrictions {
+        if let Restriction::Expr(e) = r {
+            lines.push(format!("restriction: {e}"));
+        }
+    }
+    lines.push(format!(
+        "space: {combinations} configurations, {} after restrictions (at most 1024 threads per block)",
+        counted.len()
+    ));
+    lines.push(format!(
+        "tests: {} ({})",
+        p.tests.tests.len(),
+        time_label(&p.tests)
+    ));
+    lines.push(format!(
+        "strategy: {}{}",
+        args.strategy,
+        args.max_evals
+            .map(|n| format!(", at most {n} configurations"))
+            .unwrap_or_default()
+    ));
+    lines.push("dry run: nothing compiled or run; without --dry-run this tunes on the GPU".into());
+    Ok(lines)
+}
+
+fn unknown_strategy(name: &str) -> String {
+    format!("unknown strategy `{name}` (brute_force, random, greedy, annealing, genetic)")
+}
+
+/// `--tests DIR`, else tests generated at the sidecar's `test` size (`--test-size`) or `bench` size.
+fn test_source(args: &TuneArgs) -> TestSource<'_> {
+    match &args.tests {
+        Some(dir) => TestSource::Dir(dir),
+        None => TestSource::Generate {
+            size: if args.test_size {
+                SizeChoice::Test
+            } else {
+                SizeChoice::Bench
+            },
+            count: args.tests_count,
+        },
+    }
+}
+
+fn tune_options(args: &TuneArgs) -> anyhow::Result<TuneOptions> {
+    let strategy =
+        Strategy::parse(&args.strategy).with_context(|| unknown_strategy(&args.strategy))?;
+    Ok(TuneOptions {
         strategy,
         limits: Limits {
             max_evals: args.max_evals,
@@ -219,14 +304,19 @@ pub fn run(args: TuneArgs) -> anyhow::Result<ExitCode> {
         results_cache: args.results.clone(),
         measure_peak: !args.no_peak,
         kernel_tuner_cache: args.kt_cache.clone(),
-    };
-    let config = TunerConfig {
-        cache_dir: args.cache_dir.clone().or_else(default_cache_dir),
-        ..TunerConfig::default()
-    };
+    })
+}
+
+/// Starts the tuner and tunes, with a progress bar unless the result is printed as JSON.
+fn tune_on_gpu(
+    config: &TunerConfig,
+    prepared: &Prepared,
+    options: &TuneOptions,
+    json: bool,
+) -> anyhow::Result<TuneResult> {
     let mut tuner = Tuner::new(config.clone()).context("starting the tuner (this needs an NVIDIA GPU, its driver and NVRTC; `kt doctor` checks them)")?;
     let bar = indicatif::ProgressBar::new(0);
-    if !args.json {
+    if !json {
         bar.set_style(
             indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} {msg}")
                 .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
@@ -234,84 +324,112 @@ pub fn run(args: TuneArgs) -> anyhow::Result<ExitCode> {
     } else {
         bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());
     }
-    let basis = time_label(&tests);
-    let result = tuner.tune(&loaded.kernel, &tests, &options, &mut |p| {
-        bar.set_length(p.total as u64);
-        bar.set_position(p.done as u64);
-        bar.set_message(format!(
-            "{} {} best {}",
-            p.config,
-            p.verdict,
-            p.best_ms
-                .map(|b| format!("{b:.4} ms ({basis})"))
-                .unwrap_or("-".into())
-        ));
-    })?;
+    let basis = time_label(&prepared.tests);
+    let result = tuner.tune(
+        &prepared.loaded.kernel,
+        &prepared.tests,
+        options,
+        &mut |p| {
+            bar.set_length(p.total as u64);
+            bar.set_position(p.done as u64);
+            bar.set_message(format!(
+                "{} {} best {}",
+                p.config,
+                p.verdict,
+                p.best_ms
+                    .map(|b| format!("{b:.4} ms ({basis})"))
+                    .unwrap_or("-".into())
+            ));
+        },
+    )?;
     bar.finish_and_clear();
-    drop(tuner);
-    let sanitizer = match (&result.best, args.sanitize) {
-        (Some(best), true) => {
-            let small = load_tests(&loaded, args.tests.as_deref(), true, 1, &sizes, &configs)?;
-            Some(kt_tuner::sanitize::run_tools(
-                &config,
-                &loaded.kernel,
-                &best.config,
-                &small,
-            )?)
-        }
-        _ => None,
-    };
-    if let Some(prior) = &prior {
-        report_reuse(prior, &loaded.kernel, &result);
-    }
+    Ok(result)
+}
 
-    if args.export_kt_cache.is_some() || args.export_kt_script.is_some() {
-        let export = export::KernelTunerExport::new(&loaded.kernel, &tests, &result)?;
-        if let Some(path) = &args.export_kt_cache {
-            std::fs::write(path, export.cache_json()?)
-                .with_context(|| format!("writing {}", path.display()))?;
-        }
-        if let Some(path) = &args.export_kt_script {
-            let dir = path.parent().unwrap_or(Path::new("."));
-            let name = path
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .with_context(|| format!("{}: give a file name for the script", path.display()))?;
-            export.write(dir, Some(&name))?;
-        }
+/// `--sanitize`: compute-sanitizer on the best configuration at the sidecar's small test size.
+fn sanitize_best(
+    args: &TuneArgs,
+    config: &TunerConfig,
+    prepared: &Prepared,
+    result: &TuneResult,
+) -> anyhow::Result<Option<kt_tuner::sanitize::SanitizerReport>> {
+    let (Some(best), true) = (&result.best, args.sanitize) else {
+        return Ok(None);
+    };
+    let source = match args.tests.as_deref() {
+        Some(dir) => TestSource::Dir(dir),
+        None => TestSource::Generate {
+            size: SizeChoice::Test,
+            count: 1,
+        },
+    };
+    let small = load_tests(
+        &prepared.loaded,
+        source,
+        &prepared.sizes,
+        &prepared.space.configs,
+    )?;
+    Ok(Some(kt_tuner::sanitize::run_tools(
+        config,
+        &prepared.loaded.kernel,
+        &best.config,
+        &small,
+    )?))
+}
+
+/// `--export-kt-cache` and `--export-kt-script`.
+fn export_kernel_tuner(
+    args: &TuneArgs,
+    prepared: &Prepared,
+    result: &TuneResult,
+) -> anyhow::Result<()> {
+    if args.export_kt_cache.is_none() && args.export_kt_script.is_none() {
+        return Ok(());
     }
-    if args.json {
-        let mut json = serde_json::to_value(&result)?;
-        if let Some(o) = json.as_object_mut() {
-            o.insert("time_basis".into(), time_basis(&tests));
-            o.insert("sanitizer".into(), serde_json::to_value(&sanitizer)?);
-            o.insert(
-                "host_code_left_out".into(),
-                serde_json::to_value(&loaded.host_code_left_out)?,
-            );
-            o.insert(
-                "derived_restrictions".into(),
-                serde_json::to_value(derived.lines())?,
-            );
-        }
-        println!("{}", serde_json::to_string_pretty(&json)?);
-    } else {
-        print_summary(&result, &tests);
+    let export = export::KernelTunerExport::new(&prepared.loaded.kernel, &prepared.tests, result)?;
+    if let Some(path) = &args.export_kt_cache {
+        std::fs::write(path, export.cache_json()?)
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    if let Some(path) = &args.export_kt_script {
+        let dir = path.parent().unwrap_or(Path::new("."));
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .with_context(|| format!("{}: give a file name for the script", path.display()))?;
+        export.write(dir, Some(&name))?;
+    }
+    Ok(())
+}
+
+fn print_result(
+    args: &TuneArgs,
+    prepared: &Prepared,
+    result: &TuneResult,
+    sanitizer: Option<&kt_tuner::sanitize::SanitizerReport>,
+) -> anyhow::Result<()> {
+    if !args.json {
+        print_summary(result, &prepared.tests);
         for line in sanitizer.iter().flat_map(|s| s.lines()) {
             println!("{line}");
         }
+        return Ok(());
     }
-    if let Some(line) = default_only_line(&result, &args.file) {
-        eprintln!("{line}");
+    let mut json = serde_json::to_value(result)?;
+    if let Some(o) = json.as_object_mut() {
+        o.insert("time_basis".into(), time_basis(&prepared.tests));
+        o.insert("sanitizer".into(), serde_json::to_value(sanitizer)?);
+        o.insert(
+            "host_code_left_out".into(),
+            serde_json::to_value(&prepared.loaded.host_code_left_out)?,
+        );
+        o.insert(
+            "derived_restrictions".into(),
+            serde_json::to_value(prepared.space.derived.lines())?,
+        );
     }
-    let sanitizer_ok = sanitizer.as_ref().is_none_or(|s| {
-        s.clean() || matches!(s, kt_tuner::sanitize::SanitizerReport::Skipped { .. })
-    });
-    Ok(if result.best.is_some() && sanitizer_ok {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    })
+    println!("{}", serde_json::to_string_pretty(&json)?);
+    Ok(())
 }
 
 /// `--compile-only`: the default configuration compiled for `arch` as the tuner would compile it.
@@ -505,6 +623,23 @@ fn print_summary(r: &TuneResult, tests: &TestSet) {
             time_label(tests)
         );
     }
+    print_peak_basis(r);
+    print_gaming_verdicts(r);
+    let p = &r.phases;
+    println!(
+        "phases (ms): context {:.0}, upload {:.0}, reference {:.0}, benchmark {:.0}, compile wait {:.0}, compile cpu {:.0}, total {:.0}",
+        p.context_ms,
+        p.upload_ms,
+        p.reference_ms,
+        p.benchmark_ms,
+        p.compile_wait_ms,
+        p.compile_cpu_ms,
+        p.total_ms
+    );
+}
+
+/// What `% of peak` is measured against.
+fn print_peak_basis(r: &TuneResult) {
     match (&r.theoretical_peaks, r.peak_gbps) {
         (Some(t), measured) => println!(
             "% of peak against the theoretical ceilings: {:.0} GB/s DRAM, {:.0} GFLOP/s FP32{}",
@@ -519,6 +654,10 @@ fn print_summary(r: &TuneResult, tests: &TestSet) {
         ),
         (None, None) => {}
     }
+}
+
+/// A line each for the configurations that gamed their measurement.
+fn print_gaming_verdicts(r: &TuneResult) {
     for m in r.measurements.iter().filter(|m| {
         use kt_tuner::Verdict as V;
         // the verdicts that name a kernel gaming its measurement, each worth a line of its own
@@ -532,17 +671,6 @@ fn print_summary(r: &TuneResult, tests: &TestSet) {
     }) {
         println!("{}: {}", m.config, m.verdict.reason());
     }
-    let p = &r.phases;
-    println!(
-        "phases (ms): context {:.0}, upload {:.0}, reference {:.0}, benchmark {:.0}, compile wait {:.0}, compile cpu {:.0}, total {:.0}",
-        p.context_ms,
-        p.upload_ms,
-        p.reference_ms,
-        p.benchmark_ms,
-        p.compile_wait_ms,
-        p.compile_cpu_ms,
-        p.total_ms
-    );
 }
 
 #[cfg(test)]

@@ -13,15 +13,16 @@ use kt_tuner::arg_map::match_arguments;
 use kt_tuner::args::{SizeChoice, SuiteInputs, TestSet};
 use kt_tuner::default_tests::{self, ExtraTest};
 use kt_tuner::expr::Bindings;
-use kt_tuner::kernel_file::KernelFile;
+use kt_tuner::input::{
+    CandidateSpec, LoadedKernel, TestSource, load_candidate, load_kernel, load_tests,
+    reference_kernel_name,
+};
 use kt_tuner::sanitize::{SanitizerReport, run_tools};
 use kt_tuner::session::{Tuner, TunerConfig, Verdict, VerifyReport, config_from_block};
 use kt_tuner::space::{Config, TunableParam};
-use kt_tuner::suite::sidecar_for;
 
 use super::kernel_input::{
-    LaunchFlags, Loaded, SidecarChoice, default_cache_dir, load_kernel, load_kernel_with,
-    load_tests, parse_kv, parse_pairs, parse_sizes, split_list,
+    LaunchFlags, default_cache_dir, parse_kv, parse_pairs, parse_sizes, split_list,
 };
 
 #[derive(Debug, Args)]
@@ -59,12 +60,15 @@ pub struct VerifyArgs {
     /// template parameters too. Repeatable.
     #[arg(long = "template", value_name = "NAME=VALUE")]
     pub templates: Vec<String>,
-    /// Read inputs from a tests directory instead of generating them.
-    #[arg(long)]
+    /// Read inputs from a tests directory instead of generating them (`--tests DIR` is still taken).
+    #[arg(long = "tests-dir", alias = "tests", value_name = "DIR")]
     pub tests: Option<PathBuf>,
     /// Generate inputs at the sidecar's `bench` size (default: its small `test` size).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "test_size")]
     pub bench_size: bool,
+    /// Generate inputs at the sidecar's small `test` size (the default of `kt verify`).
+    #[arg(long)]
+    pub test_size: bool,
     /// How many seeded tests at the chosen size.
     #[arg(long, default_value_t = 3)]
     pub tests_count: usize,
@@ -88,6 +92,10 @@ pub struct VerifyArgs {
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
+    /// Check both kernels, their launches and the tests that need no GPU, and say what would be verified,
+    /// without a GPU: exit 0, or 2 on bad input.
+    #[arg(long)]
+    pub dry_run: bool,
 }
 
 const DEFAULT_TESTS_HELP: &str = "\
@@ -109,29 +117,13 @@ Default tests, when inputs are generated from the reference's sidecar (no --test
 of 64 in every test is a warning. Every array sits between guard bytes: a write past either end fails.";
 
 /// The reference's kernel name: `--reference-kernel`, else `--kernel` when the reference file has it.
-fn reference_kernel_name(args: &VerifyArgs) -> Option<String> {
-    if args.reference_kernel.is_some() {
-        return args.reference_kernel.clone();
-    }
-    let k = args.kernel.as_deref()?;
-    let has = KernelFile::load(&args.reference, &args.include)
-        .ok()
-        .is_some_and(|f| f.parsed.kernels.iter().any(|x| x.name == k));
-    has.then(|| k.to_string())
-}
-
-/// The candidate's kernel name: `--kernel`, else the reference's when the candidate file has it.
-fn candidate_kernel_name(args: &VerifyArgs, reference: &str) -> anyhow::Result<Option<String>> {
-    if args.kernel.is_some() {
-        return Ok(args.kernel.clone());
-    }
-    let file = KernelFile::load(&args.candidate, &args.include)?;
-    Ok(file
-        .parsed
-        .kernels
-        .iter()
-        .any(|k| k.name == reference)
-        .then(|| reference.to_string()))
+fn reference_name(args: &VerifyArgs) -> Option<String> {
+    reference_kernel_name(
+        &args.reference,
+        args.reference_kernel.as_deref(),
+        args.kernel.as_deref(),
+        &args.include,
+    )
 }
 
 fn parse_block(text: &str) -> anyhow::Result<[i64; 3]> {
@@ -149,49 +141,19 @@ fn parse_block(text: &str) -> anyhow::Result<[i64; 3]> {
     Ok(block)
 }
 
-/// The candidate with its own launch: its sidecar's when it has one (not the reference's), else the
-/// reference's, then the command line's overrides.
-fn load_candidate(args: &VerifyArgs, reference: &Loaded) -> anyhow::Result<(Loaded, Config)> {
-    let name = candidate_kernel_name(args, &reference.kernel.kernel_name)?;
-    let own = match &args.candidate_sidecar {
-        Some(p) => Some(p.clone()),
-        None => sidecar_for(&args.candidate, name.as_deref())
-            .filter(|p| Some(p) != reference.sidecar.as_ref()),
+/// The candidate with its own launch (kt-tuner's `load_candidate`), then the command line's overrides:
+/// launch flags, block, parameter values, template arguments, arguments the reference lacks.
+fn candidate_with_overrides(
+    args: &VerifyArgs,
+    reference: &LoadedKernel,
+) -> anyhow::Result<(LoadedKernel, Config)> {
+    let spec = CandidateSpec {
+        file: &args.candidate,
+        kernel: args.kernel.as_deref(),
+        sidecar: args.candidate_sidecar.as_deref(),
+        include_dirs: &args.include,
     };
-    let mut cand = match &own {
-        Some(p) => load_kernel_with(
-            &args.candidate,
-            name.as_deref(),
-            SidecarChoice::Given(p),
-            &args.include,
-        )?,
-        None => {
-            // no sidecar of its own: the kernel from its file, the launch and inputs of the reference
-            let k = load_kernel_with(
-                &args.candidate,
-                name.as_deref(),
-                SidecarChoice::Without,
-                &args.include,
-            )?;
-            let mut c = Loaded {
-                kernel: reference.kernel.clone(),
-                params: k.params,
-                inputs: reference.inputs.clone(),
-                default_block: reference.default_block,
-                dims: reference.dims,
-                parsed: k.parsed,
-                sidecar: None,
-                host_code_left_out: k.host_code_left_out,
-                host_code_note: k.host_code_note,
-                instantiations: k.instantiations,
-            };
-            c.kernel.source = k.kernel.source;
-            c.kernel.kernel_name = k.kernel.kernel_name;
-            c.kernel.qualified_name = k.kernel.qualified_name;
-            c.kernel.include_dirs = k.kernel.include_dirs;
-            c
-        }
-    };
+    let mut cand = load_candidate(spec, reference)?;
     args.launch.apply(&mut cand.kernel.geometry);
     let block = match &args.block {
         Some(b) => Some(parse_block(b)?),
@@ -224,88 +186,26 @@ fn load_candidate(args: &VerifyArgs, reference: &Loaded) -> anyhow::Result<(Load
 }
 
 pub fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
-    let mut reference = load_kernel(
-        &args.reference,
-        reference_kernel_name(&args).as_deref(),
-        &args.include,
-    )?;
-    // A templated reference takes the `--template` values that name its own template parameters (verifying
-    // a templated kernel against itself, or versions that share a template parameter).
-    let given = parse_pairs(&args.templates)?;
-    let reference_params = kt_tuner::suite::template_params(&reference.parsed);
-    let reference_given: BTreeMap<String, String> = given
-        .into_iter()
-        .filter(|(name, _)| reference_params.iter().any(|(p, _)| p == name))
-        .collect();
-    reference.set_template_args(&[], &reference_given)?;
-    reference.size_arrays_per_configuration();
-    let ref_config = reference
-        .default_block
-        .map(|b| config_from_block(&[], b))
-        .unwrap_or(Config(vec![]));
-    let (candidate, cand_config) = load_candidate(&args, &reference)?;
-    for note in [&reference.host_code_note, &candidate.host_code_note]
-        .into_iter()
-        .flatten()
-    {
-        eprintln!("note: {note}");
+    if args.dry_run {
+        return Ok(super::dry_run::report(dry_run(&args)));
     }
-    if let Some(note) = globals_note(&candidate.parsed) {
-        eprintln!("note: {note}");
-    }
+    let pair = load_pair(&args)?;
     let sizes = parse_sizes(&args.sizes)?;
-    let configs = [ref_config.clone(), cand_config.clone()];
-    let mut tests = load_tests(
-        &reference,
-        args.tests.as_deref(),
-        !args.bench_size,
-        args.tests_count,
-        &sizes,
-        &configs,
-    )?;
-    let extras = DefaultTests {
-        inputs: reference
-            .inputs
-            .as_ref()
-            .filter(|_| args.tests.is_none() && !args.seeds_only),
-        reference: &reference,
-        base: reference.inputs.as_ref().map(|i| {
-            i.values_at(
-                if args.bench_size {
-                    SizeChoice::Bench
-                } else {
-                    SizeChoice::Test
-                },
-                &sizes,
-            )
-        }),
-        configs: &configs,
-        next_seed: args.tests_count.max(1) as u64 + 1,
-    };
-    let mut described = Vec::new();
-    if let Some(odd) = extras.odd()? {
-        described.push(odd.description);
-        tests.tests.push(odd.test);
-    }
+    let configs = [pair.ref_config.clone(), pair.cand_config.clone()];
+    let (mut tests, extras, mut described) = tests_before_gpu(&args, &pair, &sizes, &configs)?;
     let config = TunerConfig {
         cache_dir: default_cache_dir(),
         ..TunerConfig::default()
     };
     let mut tuner = Tuner::new(config.clone()).context("starting the tuner (this needs an NVIDIA GPU, its driver and NVRTC; `kt doctor` checks them)")?;
-    if let Some(large) = extras.large(config.device)? {
-        described.push(large.description);
-        tests.tests.push(large.test);
-    }
-    if !args.quick {
-        let (extra, notes) = extras.real_sizes(config.device, &tests, &mut tuner, &ref_config)?;
-        for note in notes {
-            eprintln!("note: {note}");
-        }
-        for extra in extra {
-            described.push(extra.description);
-            tests.tests.push(extra.test);
-        }
-    }
+    add_device_sized_tests(
+        &args,
+        &extras,
+        config.device,
+        (&mut tuner, &pair.ref_config),
+        &mut tests,
+        &mut described,
+    )?;
     let warnings = extras.warnings(&tests);
     for w in &warnings {
         eprintln!("warning: {w}");
@@ -313,22 +213,15 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
     if !args.json {
         println!("tests: {}", describe_tests(&tests, &described));
     }
-    let mut report = tuner.verify(
-        &reference.kernel,
-        &ref_config,
-        &candidate.kernel,
-        &cand_config,
-        &tests,
-    )?;
-    // a candidate that verified once is run twice more: differing reruns are a race
-    let rerun = if report.passed() {
-        tuner.check_determinism(&candidate.kernel, &cand_config, &tests)?
-    } else {
-        Verdict::Ok
-    };
+    let (report, rerun) = verify_and_rerun(&mut tuner, &pair, &tests)?;
     drop(tuner);
     let sanitizer = if args.sanitize && report.passed() && rerun.is_ok() {
-        Some(run_tools(&config, &candidate.kernel, &cand_config, &tests)?)
+        Some(run_tools(
+            &config,
+            &pair.candidate.kernel,
+            &pair.cand_config,
+            &tests,
+        )?)
     } else {
         None
     };
@@ -337,31 +230,21 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
         && sanitizer
             .as_ref()
             .is_none_or(|s| s.clean() || matches!(s, SanitizerReport::Skipped { .. }));
+    let mut report = report;
     if !rerun.is_ok()
         && let Some(t) = report.tests.first_mut()
     {
         t.verdict = rerun;
     }
+    let outcome = Outcome {
+        report: &report,
+        passed,
+        described: &described,
+        warnings: &warnings,
+        sanitizer: sanitizer.as_ref(),
+    };
     if args.json {
-        let mut json = serde_json::to_value(&report)?;
-        if let Some(o) = json.as_object_mut() {
-            o.insert("passed".into(), passed.into());
-            o.insert("extra_tests".into(), serde_json::to_value(&described)?);
-            o.insert("warnings".into(), serde_json::to_value(&warnings)?);
-            o.insert(
-                "host_code_left_out".into(),
-                serde_json::json!({
-                    "reference": reference.host_code_left_out,
-                    "candidate": candidate.host_code_left_out,
-                }),
-            );
-            o.insert("sanitizer".into(), serde_json::to_value(&sanitizer)?);
-            o.insert(
-                "mutable_globals".into(),
-                serde_json::to_value(&candidate.parsed.mutable_globals)?,
-            );
-        }
-        println!("{}", serde_json::to_string_pretty(&json)?);
+        print_json(&pair, &outcome)?;
     } else {
         print_report(&report, sanitizer.as_ref(), passed);
     }
@@ -372,11 +255,231 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
+/// The tests made before a GPU is asked for: the seeded ones and the odd one (the large, bench and
+/// past-2^24 ones are sized for the device), with the plan of the extra tests and their descriptions.
+fn tests_before_gpu<'a>(
+    args: &VerifyArgs,
+    pair: &'a Pair,
+    sizes: &BTreeMap<String, f64>,
+    configs: &'a [Config],
+) -> anyhow::Result<(TestSet, DefaultTests<'a>, Vec<String>)> {
+    let mut tests = load_tests(&pair.reference, test_source(args), sizes, configs)?;
+    let extras = DefaultTests {
+        inputs: pair
+            .reference
+            .inputs
+            .as_ref()
+            .filter(|_| args.tests.is_none() && !args.seeds_only),
+        reference: &pair.reference,
+        base: pair
+            .reference
+            .inputs
+            .as_ref()
+            .map(|i| i.values_at(size_choice(args), sizes)),
+        configs,
+        next_seed: args.tests_count.max(1) as u64 + 1,
+    };
+    let mut described = Vec::new();
+    if let Some(odd) = extras.odd()? {
+        described.push(odd.description);
+        tests.tests.push(odd.test);
+    }
+    Ok((tests, extras, described))
+}
+
+/// `--dry-run`: both kernels at their configurations and the tests, checked without a GPU.
+fn dry_run(args: &VerifyArgs) -> anyhow::Result<String> {
+    let pair = load_pair(args)?;
+    let sizes = parse_sizes(&args.sizes)?;
+    let configs = [pair.ref_config.clone(), pair.cand_config.clone()];
+    let (tests, extras, described) = tests_before_gpu(args, &pair, &sizes, &configs)?;
+    let later = if extras.inputs.is_none() {
+        ""
+    } else if args.quick {
+        "; large: sized once the GPU is known"
+    } else {
+        "; large, bench and past-2^24: sized once the GPU is known"
+    };
+    let at = |c: &Config| {
+        if c.0.is_empty() {
+            "at its sidecar's launch".to_string()
+        } else {
+            format!("at {c}")
+        }
+    };
+    Ok([
+        format!(
+            "reference: `{}` of {} {}",
+            pair.reference.kernel.kernel_name,
+            args.reference.display(),
+            at(&pair.ref_config)
+        ),
+        format!(
+            "candidate: `{}` of {} {}",
+            pair.candidate.kernel.kernel_name,
+            args.candidate.display(),
+            at(&pair.cand_config)
+        ),
+        format!("tests: {}{later}", describe_tests(&tests, &described)),
+        "dry run: nothing compiled or run; without --dry-run this verifies on the GPU".to_string(),
+    ]
+    .join("\n"))
+}
+
+/// The reference and the candidate, each with the configuration it runs at.
+struct Pair {
+    reference: LoadedKernel,
+    ref_config: Config,
+    candidate: LoadedKernel,
+    cand_config: Config,
+}
+
+/// Reads both kernels with their launches; notes on host code and globals go to stderr.
+fn load_pair(args: &VerifyArgs) -> anyhow::Result<Pair> {
+    let mut reference = load_kernel(
+        &args.reference,
+        reference_name(args).as_deref(),
+        &args.include,
+    )?;
+    // A templated reference takes the `--template` values that name its own template parameters (verifying
+    // a templated kernel against itself, or versions that share a template parameter).
+    let given = parse_pairs(&args.templates)?;
+    let reference_params = reference.template_params();
+    let reference_given: BTreeMap<String, String> = given
+        .into_iter()
+        .filter(|(name, _)| reference_params.iter().any(|(p, _)| p == name))
+        .collect();
+    reference.set_template_args(&[], &reference_given)?;
+    reference.size_arrays_per_configuration();
+    let ref_config = reference
+        .default_block
+        .map(|b| config_from_block(&[], b))
+        .unwrap_or(Config(vec![]));
+    let (candidate, cand_config) = candidate_with_overrides(args, &reference)?;
+    for note in [&reference.host_code_note, &candidate.host_code_note]
+        .into_iter()
+        .flatten()
+    {
+        eprintln!("note: {note}");
+    }
+    if let Some(note) = globals_note(&candidate.parsed) {
+        eprintln!("note: {note}");
+    }
+    Ok(Pair {
+        reference,
+        ref_config,
+        candidate,
+        cand_config,
+    })
+}
+
+fn size_choice(args: &VerifyArgs) -> SizeChoice {
+    if args.bench_size {
+        SizeChoice::Bench
+    } else {
+        SizeChoice::Test
+    }
+}
+
+/// `--tests DIR`, else the seeded tests at the chosen size.
+fn test_source(args: &VerifyArgs) -> TestSource<'_> {
+    match &args.tests {
+        Some(dir) => TestSource::Dir(dir),
+        None => TestSource::Generate {
+            size: size_choice(args),
+            count: args.tests_count,
+        },
+    }
+}
+
+/// The `large` test, and unless `--quick` the `bench` and `past-2^24` ones: sized for the device, so once
+/// the tuner has started.
+/// The large test, and (unless `--quick`) the bench-size and past-2^24 ones, sized to what the reference's
+/// run time allows (`reference`: the tuner and the reference's configuration, to time it).
+fn add_device_sized_tests(
+    args: &VerifyArgs,
+    extras: &DefaultTests,
+    device: usize,
+    reference: (&mut Tuner, &Config),
+    tests: &mut TestSet,
+    described: &mut Vec<String>,
+) -> anyhow::Result<()> {
+    if let Some(large) = extras.large(device)? {
+        described.push(large.description);
+        tests.tests.push(large.test);
+    }
+    if !args.quick {
+        let (tuner, ref_config) = reference;
+        let (extra, notes) = extras.real_sizes(device, tests, tuner, ref_config)?;
+        for note in notes {
+            eprintln!("note: {note}");
+        }
+        for extra in extra {
+            described.push(extra.description);
+            tests.tests.push(extra.test);
+        }
+    }
+    Ok(())
+}
+
+/// Verifies the candidate; one that verified is run twice more: differing reruns are a race.
+fn verify_and_rerun(
+    tuner: &mut Tuner,
+    pair: &Pair,
+    tests: &TestSet,
+) -> anyhow::Result<(VerifyReport, Verdict)> {
+    let report = tuner.verify(
+        &pair.reference.kernel,
+        &pair.ref_config,
+        &pair.candidate.kernel,
+        &pair.cand_config,
+        tests,
+    )?;
+    let rerun = if report.passed() {
+        tuner.check_determinism(&pair.candidate.kernel, &pair.cand_config, tests)?
+    } else {
+        Verdict::Ok
+    };
+    Ok((report, rerun))
+}
+
+/// What a verification found, for printing.
+struct Outcome<'a> {
+    report: &'a VerifyReport,
+    passed: bool,
+    described: &'a [String],
+    warnings: &'a [String],
+    sanitizer: Option<&'a SanitizerReport>,
+}
+
+fn print_json(pair: &Pair, o: &Outcome) -> anyhow::Result<()> {
+    let mut json = serde_json::to_value(o.report)?;
+    if let Some(map) = json.as_object_mut() {
+        map.insert("passed".into(), o.passed.into());
+        map.insert("extra_tests".into(), serde_json::to_value(o.described)?);
+        map.insert("warnings".into(), serde_json::to_value(o.warnings)?);
+        map.insert(
+            "host_code_left_out".into(),
+            serde_json::json!({
+                "reference": pair.reference.host_code_left_out,
+                "candidate": pair.candidate.host_code_left_out,
+            }),
+        );
+        map.insert("sanitizer".into(), serde_json::to_value(o.sanitizer)?);
+        map.insert(
+            "mutable_globals".into(),
+            serde_json::to_value(&pair.candidate.parsed.mutable_globals)?,
+        );
+    }
+    println!("{}", serde_json::to_string_pretty(&json)?);
+    Ok(())
+}
+
 /// The default test set's extra tests (see [`DEFAULT_TESTS_HELP`]), made from the reference's sidecar.
 struct DefaultTests<'a> {
     /// None: no extra tests (inputs from --tests, --seeds-only, or no sidecar).
     inputs: Option<&'a SuiteInputs>,
-    reference: &'a Loaded,
+    reference: &'a LoadedKernel,
     base: Option<Bindings>,
     configs: &'a [Config],
     next_seed: u64,
@@ -598,7 +701,11 @@ mod tests {
         let odd = extras.odd().unwrap().unwrap();
         // the seeded tests' inner dimension is even (100): the odd test's is not
         assert_eq!(odd.test.scalars()["A_width"], 101.0);
-        let mut tests = load_tests(&reference, None, true, 3, &BTreeMap::new(), &configs).unwrap();
+        let source = TestSource::Generate {
+            size: SizeChoice::Test,
+            count: 3,
+        };
+        let mut tests = load_tests(&reference, source, &BTreeMap::new(), &configs).unwrap();
         tests.tests.push(odd.test);
         assert!(extras.warnings(&tests).is_empty());
         assert_eq!(
@@ -631,10 +738,9 @@ mod tests {
             "--kernel",
             "softmax_forward_kernel2",
         ]);
-        let reference =
-            load_kernel(&a.reference, reference_kernel_name(&a).as_deref(), &[]).unwrap();
+        let reference = load_kernel(&a.reference, reference_name(&a).as_deref(), &[]).unwrap();
         assert_eq!(reference.kernel.kernel_name, "softmax_forward_kernel1");
-        let (cand, config) = load_candidate(&a, &reference).unwrap();
+        let (cand, config) = candidate_with_overrides(&a, &reference).unwrap();
         assert_eq!(cand.kernel.kernel_name, "softmax_forward_kernel2");
         assert!(
             cand.sidecar
@@ -669,7 +775,7 @@ mod tests {
             "block_size_x*8",
         ]);
         let reference = load_kernel(&a.reference, None, &[]).unwrap();
-        let (cand, config) = load_candidate(&a, &reference).unwrap();
+        let (cand, config) = candidate_with_overrides(&a, &reference).unwrap();
         assert_eq!(config.get("block_size_x"), Some(32));
         assert_eq!(config.get("block_size_y"), Some(4));
         assert_eq!(
@@ -687,7 +793,7 @@ mod tests {
         let a = args(&[&f, &f, "--param", "block_size_x=128"]);
         let mut reference = load_kernel(&a.reference, None, &[]).unwrap();
         reference.size_arrays_per_configuration();
-        let (cand, config) = load_candidate(&a, &reference).unwrap();
+        let (cand, config) = candidate_with_overrides(&a, &reference).unwrap();
         assert_eq!(config.get("block_size_x"), Some(128));
         assert_eq!(
             cand.kernel
@@ -698,7 +804,11 @@ mod tests {
             Some("ceil_div(n, block_size_x)")
         );
         let configs = [config_from_block(&[], [256, 1, 1]), config];
-        let tests = load_tests(&reference, None, true, 1, &BTreeMap::new(), &configs).unwrap();
+        let source = TestSource::Generate {
+            size: SizeChoice::Test,
+            count: 1,
+        };
+        let tests = load_tests(&reference, source, &BTreeMap::new(), &configs).unwrap();
         let out = tests.tests[0]
             .arrays()
             .find(|a| a.name == "output")

@@ -4,8 +4,8 @@
 //! user's file itself is never changed.
 
 use crate::error::PipelineError;
-use crate::run_dir::RunDir;
 use crate::stage3::KernelVersion;
+use kt_record::RunDir;
 
 /// The program with `best` in place of kernel `kernel`, its tuned values defined at the top; None when the run's
 /// input was the kernel's unit already (no `unit.cu`).
@@ -60,8 +60,8 @@ fn header(best: &KernelVersion, kernel: &str, file: &str) -> String {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use crate::run_dir::{NewRun, RunLlm, RunSettings};
     use crate::stage3::{TunableParameter, default_grid_divisors};
+    use kt_record::{NewRun, RunLlm, RunSettings};
 
     const PROGRAM: &str = "#include <stdio.h>\n__device__ float twice(float x) { return 2.0f * x; }\n\
         __global__ void scale(float* a, int n) {\n    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    \

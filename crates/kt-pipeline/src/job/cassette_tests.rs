@@ -14,9 +14,9 @@ use kt_llm::{LlmClient, LlmConfig, Recorder, StructuredMode, read_records};
 use super::*;
 use crate::PromptLibrary;
 use crate::prepare::{KernelInput, Stage1Source, TestgenSettings, understand};
-use crate::run_dir::{NewRun, RunDir, RunLlm, RunSettings, RunStatus};
 use crate::stage3::*;
 use crate::strategy::{StrategyOverrides, load_strategy};
+use kt_record::{NewRun, RunDir, RunLlm, RunSettings, RunStatus};
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")

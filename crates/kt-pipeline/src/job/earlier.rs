@@ -9,7 +9,7 @@ use kt_graph::{CheckpointStore, RunId, SqliteStore};
 use super::outcome::{Stopped, TransformOutcome};
 use super::result::{Ending, RunResult, WallTimes, write_result_ending};
 use crate::error::PipelineError;
-use crate::run_dir::{ResultFiles, RunDir, RunStatus};
+use kt_record::{ResultFiles, RunDir, RunStatus};
 
 pub(super) fn stage3_run_id(run: &RunDir) -> RunId {
     RunId::new(format!("{}/stage3", run.run_id()))

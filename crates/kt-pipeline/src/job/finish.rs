@@ -5,8 +5,8 @@ use kt_graph::{Executor, GraphError, RunId, RunOutcome};
 use super::outcome::{Stopped, TransformOutcome};
 use super::result::{Ending, WallTimes, write_result, write_result_ending};
 use crate::error::{PipelineError, TESTS_WHERE_USED};
-use crate::run_dir::{ResultFiles, RunDir, RunStatus};
 use crate::stage3::{BackendError, Stage3State, TuningBackend};
+use kt_record::{ResultFiles, RunDir, RunStatus};
 
 /// Records a run stopped before Stage 2 because this machine has no GPU (`reason`): interrupted, `needs_gpu`,
 /// resumable on a machine with one. Returns the error the job ends with (a missing GPU, as in Stage 3).

@@ -7,13 +7,14 @@
 //! In reading order: [`Stage3Settings`] and the backend it builds (`settings.rs`), [`transform`], [`resume_run`]
 //! and [`resume`] (`transform.rs`), what earlier parts of a run left (`earlier.rs`), Stage 3's graph run
 //! (`stage3_run.rs`), how a run ended (`finish.rs`, with [`TransformOutcome`] and [`Stopped`] in
-//! `outcome.rs`), and the files it leaves (`result.rs`: best.cu, result.json, report.md; `run_record.rs`,
+//! `outcome.rs`), and the files it leaves (`result.rs`: best.cu, result.json; `report.rs`: report.md; `run_record.rs`,
 //! `best_program.rs`).
 
 mod best_program;
 mod earlier;
 mod finish;
 mod outcome;
+mod report;
 mod result;
 mod run_record;
 mod settings;
@@ -31,9 +32,10 @@ mod program_input_tests;
 
 pub use earlier::stages_1_2_finished;
 pub use outcome::{Stopped, TransformOutcome};
+pub use report::{gains_markdown, report_markdown};
 pub use result::{
     LlmTotals, RESULT_SCHEMA_VERSION, ResultOutcome, RunResult, StepSummary, WallTimes,
-    build_result, gains_markdown, llm_totals, report_markdown, write_result,
+    build_result, llm_totals, write_result,
 };
 pub use run_record::environment_markdown;
 pub use settings::{BackendFactory, BackendInputs, EventSink, Stage3Settings, tuner_backend};

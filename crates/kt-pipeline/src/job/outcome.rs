@@ -3,8 +3,8 @@
 use kt_graph::{RunOutcome, StopReason};
 
 use super::result::RunResult;
-use crate::run_dir::ResultFiles;
 use crate::stage3::Stage3State;
+use kt_record::ResultFiles;
 
 /// How a transform ended.
 #[derive(Debug, Clone)]
@@ -28,7 +28,7 @@ pub struct Stopped {
     /// Ctrl-C (the run's cancel token), as opposed to a stop the run was set up for.
     pub cancelled: bool,
     /// The manual provider's question the run waits for, when that is why it stopped.
-    pub waiting: Option<crate::run_dir::WaitingAnswer>,
+    pub waiting: Option<kt_record::WaitingAnswer>,
 }
 
 impl Stopped {

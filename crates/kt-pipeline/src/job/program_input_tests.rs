@@ -15,10 +15,10 @@ use super::recorded_run::{MATMUL, matmul_info, recorded_run_answers, repo_root, 
 use super::*;
 use crate::gpu_record::GpuRecord;
 use crate::prepare::{KernelInput, save_unit};
-use crate::run_dir::RunStatus;
 use crate::stage3::*;
 use crate::strategy::{StrategyOverrides, load_strategy};
 use crate::{NewRun, PromptLibrary, RunDir, RunLlm, RunSettings};
+use kt_record::RunStatus;
 
 fn program() -> String {
     format!(

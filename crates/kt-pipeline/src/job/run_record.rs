@@ -3,8 +3,8 @@
 
 use super::best_program::best_program_text;
 use crate::error::PipelineError;
-use crate::run_dir::{ResultFiles, RunDir};
 use crate::stage3::Stage3State;
+use kt_record::{ResultFiles, RunDir};
 
 /// The report's lines on the delivered program, the GPU and the generator sandbox (nothing for what is not
 /// recorded).

@@ -7,9 +7,9 @@ use kt_llm::{LlmClient, StructuredMode};
 
 use crate::kernel_info::KernelInfo;
 use crate::prompt::PromptLibrary;
-use crate::run_dir::RunDir;
 use crate::stage3::{TunableCode, TunerBackend, TunerBackendConfig, TuningBackend, TuningProgress};
 use crate::strategy::Strategy;
+use kt_record::RunDir;
 
 /// Receives the graph's events (the live view).
 pub type EventSink = Arc<dyn Fn(&Event) + Send + Sync>;

@@ -12,8 +12,8 @@ use super::result::WallTimes;
 use super::settings::{BackendInputs, Stage3Settings};
 use crate::error::PipelineError;
 use crate::kernel_info::KernelInfo;
-use crate::run_dir::{ResultFiles, RunDir};
 use crate::stage3::{KernelFacts, Stage3Context, Stage3State, TunableCode, build_graph};
+use kt_record::{ResultFiles, RunDir};
 
 /// Runs (or resumes) the strategy's graph of `run` with checkpoints in its `run.sqlite`, then records how it
 /// ended ([`super::finish::end_stage3`]).

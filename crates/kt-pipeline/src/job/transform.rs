@@ -14,8 +14,8 @@ use super::stage3_run::run_stage3;
 use crate::error::PipelineError;
 use crate::kernel_info::KernelInfo;
 use crate::prepare::{KernelInput, Stage1Source, TestgenSettings, prepare};
-use crate::run_dir::{RunDir, RunStatus};
 use crate::strategy::snapshot_strategy;
+use kt_record::{RunDir, RunStatus};
 
 /// Runs Stages 1, 2 and 3 into `run`.
 pub async fn transform(

@@ -6,7 +6,9 @@
 
 pub mod answers;
 pub mod graph;
+pub mod make_test;
 pub mod reference;
+pub mod state;
 pub mod tuner_reference;
 
 use std::path::{Path, PathBuf};
@@ -17,11 +19,9 @@ use kt_graph::{CheckpointStore, Executor, RunId, RunOptions, RunOutcome};
 use kt_sandbox::generator::TestManifest;
 
 pub use answers::GeneratorScript;
-pub use graph::{
-    Revision, Stage2Deps, Stage2Options, Stage2State, TestRecord, TimeBounds, generator_spec,
-    has_tail,
-};
+pub use make_test::{generator_spec, has_tail};
 pub use reference::{ReferenceJob, ReferenceRun, ReferenceRunner, Unavailable, record_in_manifest};
+pub use state::{Revision, Stage2Deps, Stage2Options, Stage2State, TestRecord, TimeBounds};
 pub use tuner_reference::TunerReference;
 
 use crate::error::PipelineError;
@@ -134,7 +134,7 @@ pub fn list_tests(tests_dir: &Path) -> Result<Vec<StoredTest>, PipelineError> {
         if !manifest_path.is_file() {
             continue;
         }
-        let manifest: TestManifest = crate::run_dir::read_json(&manifest_path, "test manifest")?;
+        let manifest: TestManifest = kt_record::layout::read_json(&manifest_path, "test manifest")?;
         out.push(StoredTest {
             id: entry.file_name().to_string_lossy().to_string(),
             dir,

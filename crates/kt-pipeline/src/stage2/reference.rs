@@ -75,11 +75,11 @@ pub fn record_in_manifest(
     run: &ReferenceRun,
 ) -> Result<TestManifest, PipelineError> {
     let path = test_dir.join("manifest.json");
-    let mut manifest: TestManifest = crate::run_dir::read_json(&path, "test manifest")?;
+    let mut manifest: TestManifest = kt_record::layout::read_json(&path, "test manifest")?;
     // An empty map would claim "expected outputs recorded" for a runner that records none.
     manifest.expected = (!run.expected.is_empty()).then(|| run.expected.clone());
     manifest.reference_time_ms = Some(run.time_ms);
-    crate::run_dir::write_json(&path, &manifest)?;
+    kt_record::layout::write_json(&path, &manifest)?;
     Ok(manifest)
 }
 
@@ -111,14 +111,15 @@ mod tests {
     #[test]
     fn reference_run_fills_expected_and_time_and_keeps_the_rest() {
         let dir = tempfile::tempdir().unwrap();
-        crate::run_dir::write_json(&dir.path().join("manifest.json"), &manifest()).unwrap();
+        kt_record::layout::write_json(&dir.path().join("manifest.json"), &manifest()).unwrap();
         let run = ReferenceRun {
             time_ms: 12.5,
             expected: BTreeMap::from([("c".to_string(), "expected/c.npy".to_string())]),
         };
         let m = record_in_manifest(dir.path(), &run).unwrap();
         let back: TestManifest =
-            crate::run_dir::read_json(&dir.path().join("manifest.json"), "test manifest").unwrap();
+            kt_record::layout::read_json(&dir.path().join("manifest.json"), "test manifest")
+                .unwrap();
         assert_eq!(m, back);
         assert_eq!(back.expected, Some(run.expected.clone()));
         assert_eq!(back.reference_time_ms, Some(12.5));
@@ -128,7 +129,7 @@ mod tests {
     #[test]
     fn a_run_without_outputs_leaves_expected_absent() {
         let dir = tempfile::tempdir().unwrap();
-        crate::run_dir::write_json(&dir.path().join("manifest.json"), &manifest()).unwrap();
+        kt_record::layout::write_json(&dir.path().join("manifest.json"), &manifest()).unwrap();
         let run = ReferenceRun {
             time_ms: 1.0,
             expected: BTreeMap::new(),

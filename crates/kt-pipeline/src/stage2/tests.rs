@@ -418,6 +418,6 @@ async fn a_size_that_is_a_multiple_of_a_power_of_two_in_every_test_is_a_warning(
 #[test]
 fn the_largest_shared_power_of_two_is_found_per_dimension() {
     let sizes = [[96, 7, 1], [160, 9, 1]];
-    assert_eq!(graph::shared_powers_of_two(&sizes, 2), vec![(0, 32)]);
-    assert!(graph::all_odd(&[7, 9, 2], 2) && !graph::all_odd(&[7, 8, 1], 2));
+    assert_eq!(make_test::shared_powers_of_two(&sizes, 2), vec![(0, 32)]);
+    assert!(make_test::all_odd(&[7, 9, 2], 2) && !make_test::all_odd(&[7, 8, 1], 2));
 }

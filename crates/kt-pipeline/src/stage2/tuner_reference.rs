@@ -116,10 +116,11 @@ impl ReferenceRunner for TunerReference {
         };
         let dir = scratch.clone();
         let expected_dir = job.test_dir.join(EXPECTED_DIR);
-        // The tuner blocks for as long as the kernel runs: keep it off the async workers.
+        // The tuner blocks for as long as the kernel runs: keep it off the async workers. A failure is its
+        // message and whether the reference faulted on the GPU.
         let outcome = tokio::task::spawn_blocking(move || {
-            let tests =
-                TestSet::load_dir(&dir, &specs, &BTreeMap::new()).map_err(|e| e.to_string())?;
+            let as_failure = |e: TunerError| (e.to_string(), e.is_kernel_fault());
+            let tests = TestSet::load_dir(&dir, &specs, &BTreeMap::new()).map_err(as_failure)?;
             this.with_tuner(|tuner| {
                 tuner.run_reference(
                     &kernel,
@@ -128,22 +129,18 @@ impl ReferenceRunner for TunerReference {
                     &[expected_dir],
                     Some(TimingPolicy::default()),
                 )
-            })?
-            .map_err(|e: TunerError| e.to_string())
+            })
+            .map_err(|message| (message, false))?
+            .map_err(as_failure)
         })
         .await
-        .unwrap_or_else(|join| Err(format!("the tuner thread failed: {join}")));
+        .unwrap_or_else(|join| Err((format!("the tuner thread failed: {join}"), false)));
         let _ = std::fs::remove_dir_all(&scratch);
-        let result = outcome.map_err(|message| {
+        let result = outcome.map_err(|(message, faulted)| PipelineError::Reference {
+            test: test_id.clone(),
+            message,
             // A fault in the reference launch is most often an argument the generator sized wrong.
-            let inputs_at_fault = message.contains("illegal")
-                || message.contains("fault")
-                || message.contains("out of range");
-            PipelineError::Reference {
-                test: test_id.clone(),
-                message,
-                inputs_at_fault,
-            }
+            inputs_at_fault: faulted,
         })?;
         reference_run(&test_id, result)
     }

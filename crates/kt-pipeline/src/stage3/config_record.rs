@@ -137,7 +137,7 @@ mod tests {
                 },
             ),
         ];
-        let record = config_record(&crate::stage3::tuner_backend::tests::result(
+        let record = config_record(&crate::stage3::tuned_outcome::tests::result(
             measurements,
             None,
         ));

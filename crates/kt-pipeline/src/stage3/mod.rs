@@ -30,6 +30,7 @@ mod rewrite_check;
 mod speedup_interval;
 mod state;
 pub(crate) mod tunable_code;
+mod tuned_outcome;
 mod tuner_backend;
 
 #[cfg(test)]
@@ -41,6 +42,9 @@ mod outcome_tests;
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod profile_tests;
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod strategy_tests;
 
 pub use answers::{
     Breakdown, CodeParameters, GridDivisors, KernelRewrite, ParameterRenames, Plan, Rename,

@@ -8,7 +8,7 @@ use serde::Deserialize;
 use super::config::{Strategy, StrategyKind, StrategyPrompts, StrategySettings};
 use super::explicit::{ExplicitStep, order_steps};
 use crate::error::PipelineError;
-use crate::run_dir::RunDir;
+use kt_record::RunDir;
 
 /// The strategies shipped with kt: (name, file text).
 pub const BUILTIN_STRATEGIES: &[(&str, &str)] = &[
@@ -184,7 +184,7 @@ pub fn snapshot_strategy(
     if snapshot.is_file() {
         return Ok(());
     }
-    crate::run_dir::write_file(&snapshot, strategy.text.as_bytes())?;
+    kt_record::layout::write_file(&snapshot, strategy.text.as_bytes())?;
     let mut meta = run.read_meta()?;
     meta.prompt_hashes = prompts
         .names()

@@ -8,7 +8,7 @@ use std::time::Duration;
 use crate::args::{ArrayArg, ArraySource, TestSet};
 use crate::error::TunerError;
 use crate::measure::TimingPolicy;
-use crate::outcome::ReferenceOutputs;
+use crate::outcome::{ReferenceOutputs, Verdict};
 use crate::session::engine::Engine;
 use crate::session::setup::TunableKernel;
 use crate::session::worker_link::{run_request, test_dtypes};
@@ -73,6 +73,10 @@ pub(crate) fn run(
             test: t.id.clone(),
             reason,
         };
+        let faulted = |reason: String| TunerError::ReferenceFault {
+            test: t.id.clone(),
+            reason,
+        };
         let o = match e.link.run(
             &key,
             Request::RecordOutputs { run, files },
@@ -80,10 +84,13 @@ pub(crate) fn run(
             &mut e.queue,
         )? {
             Ok(o) => o,
+            Err(v @ Verdict::Crashed { .. }) => return Err(faulted(v.reason())),
             Err(v) => return Err(failed(v.reason())),
         };
-        if let RunStatus::Invalid(m) | RunStatus::Crashed(m) = o.status {
-            return Err(failed(m));
+        match o.status {
+            RunStatus::Ok => {}
+            RunStatus::Invalid(m) => return Err(failed(m)),
+            RunStatus::Crashed(m) => return Err(faulted(m)),
         }
         runs.push(ReferenceOutputs {
             test_id: t.id.clone(),

@@ -349,7 +349,11 @@ impl WorkerLink {
                     Err(failed(does_no_work(&o.unchanged_outputs)))
                 }
                 RunStatus::Ok => Ok(o),
-                RunStatus::Invalid(m) | RunStatus::Crashed(m) => Err(failed(m.clone())),
+                RunStatus::Invalid(m) => Err(failed(m.clone())),
+                RunStatus::Crashed(m) => Err(TunerError::ReferenceFault {
+                    test: test.clone(),
+                    reason: m.clone(),
+                }),
             },
             Ok((other, _)) => Err(failed(format!("{other:?}"))),
             Err(f) => Err(failed(f.to_string())),

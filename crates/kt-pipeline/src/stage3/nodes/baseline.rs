@@ -45,8 +45,14 @@ impl Node<Stage3State> for Baseline {
             .iter()
             .filter_map(|p| p.values.first().map(|v| (p.name.clone(), *v)))
             .collect();
-        let file =
-            super::candidate::write_kernel_file(cx, 0, "original", &original, None, &best_params)?;
+        let file = super::kernel_files::write_kernel_file(
+            cx,
+            0,
+            "original",
+            &original,
+            None,
+            &best_params,
+        )?;
         let profile =
             super::profile::profile_kernel(cx, &ctx, ORIGINAL_STEP, &original, &best_params)
                 .await?;

@@ -7,7 +7,6 @@
 //! back to the LLM (the handler appends it to the next attempt's prompt). The last attempt records the failure
 //! instead of failing, so a step that keeps failing is dropped and the run goes on.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use kt_graph::{Node, NodeContext};
@@ -20,7 +19,7 @@ use crate::stage3::answers::{
     CodeParameters, KernelRewrite, ParameterRenames, Restrictions, TunableParameter,
 };
 use crate::stage3::ask::{AskError, ask, ask_text};
-use crate::stage3::backend::{BackendError, Outcome};
+use crate::stage3::backend::Outcome;
 use crate::stage3::context::Stage3Context;
 use crate::stage3::failure::FailureKind;
 use crate::stage3::feedback::failure_feedback;
@@ -29,17 +28,12 @@ use crate::stage3::rewrite_answer::{ReadRewrite, read_rewrite};
 use crate::stage3::rewrite_check::{
     NamedRewrite, check_restrictions, check_rewrite, code_of, normalize_names,
 };
-use crate::stage3::speedup_interval::speedup_interval;
 use crate::stage3::state::{
-    CandidateOutcome, CurrentStep, LlmCallRecord, Stage3State, Stage3Update, StepRecord, StepStatus,
+    CandidateOutcome, CurrentStep, LlmCallRecord, Stage3State, Stage3Update,
 };
-use crate::stage3::tunable_code::{KernelVersion, TunableCode};
+use crate::stage3::tunable_code::TunableCode;
 
-use super::launch_timing::{time_pair, tuning_error};
-
-/// The smallest gain a step is accepted for, whatever the strategy's threshold: its speedup's 95 % interval
-/// must lie above 1 + this.
-const MIN_GAIN: f64 = 0.01;
+use super::launch_timing::tuning_error;
 
 /// `prepare`: starts a new candidate round for the current step.
 pub(crate) struct Prepare;
@@ -501,268 +495,5 @@ impl Node<Stage3State> for Apply {
             }
             Err(AttemptError::Fatal(e)) => Err(e),
         }
-    }
-}
-
-/// Whether `time_ms` (with its noise) beats the best kernel: by more than either measurement's noise and by more
-/// than `threshold` of the best time. A gain smaller than the noise is not a gain.
-pub(crate) fn is_gain(best: &KernelVersion, time_ms: f64, noise_ms: f64, threshold: f64) -> bool {
-    let gain = best.time_ms - time_ms;
-    gain > best.noise_ms.max(noise_ms) && gain > threshold * best.time_ms
-}
-
-/// A file-name slug: the first words of a step, lower case, joined by dashes.
-pub(crate) fn slug(text: &str) -> String {
-    let words: Vec<String> = text
-        .split(|c: char| !c.is_ascii_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .take(6)
-        .map(|w| w.to_ascii_lowercase())
-        .collect();
-    if words.is_empty() {
-        "step".into()
-    } else {
-        words.join("-")
-    }
-}
-
-/// Writes `kernels/NNN-<slug>.cu` and its `.json` (verdict and tuning summary) when the run has a directory.
-/// Returns the `.cu` path relative to the run directory.
-pub(crate) fn write_kernel_file(
-    cx: &Stage3Context,
-    number: u32,
-    name: &str,
-    kernel: &TunableCode,
-    outcome: Option<&Outcome>,
-    best_params: &BTreeMap<String, i64>,
-) -> Result<Option<String>, PipelineError> {
-    let Some(dir) = &cx.run_dir else {
-        return Ok(None);
-    };
-    let kernels = dir.join("kernels");
-    std::fs::create_dir_all(&kernels).map_err(|e| PipelineError::io("creating", &kernels, e))?;
-    let stem = format!("{number:03}-{}", slug(name));
-    let cu = kernels.join(format!("{stem}.cu"));
-    std::fs::write(&cu, &kernel.code).map_err(|e| PipelineError::io("writing", &cu, e))?;
-    let json = kernels.join(format!("{stem}.json"));
-    let summary = serde_json::json!({
-        "step": name,
-        "parameters": kernel.parameters,
-        "restrictions": kernel.restrictions,
-        "grid_divisors": kernel.grid_divisors,
-        "dynamic_shared_memory": kernel.dynamic_shared_memory,
-        "verdict": outcome.map(Outcome::verdict),
-        "outcome": outcome,
-        "best_params": best_params,
-    });
-    let text = serde_json::to_string_pretty(&summary).map_err(|e| PipelineError::BadFile {
-        path: json.clone(),
-        what: "JSON",
-        message: e.to_string(),
-    })?;
-    std::fs::write(&json, text).map_err(|e| PipelineError::io("writing", &json, e))?;
-    Ok(Some(format!("kernels/{stem}.cu")))
-}
-
-/// `select`: the barrier after a round. Writes every candidate to `kernels/`, keeps the fastest verified one if
-/// it is a gain, and records the step. Only a verified candidate can become the best kernel.
-pub(crate) struct Select(pub Arc<Stage3Context>);
-
-impl Node<Stage3State> for Select {
-    type Error = PipelineError;
-
-    async fn run(
-        &self,
-        state: Arc<Stage3State>,
-        ctx: NodeContext,
-    ) -> Result<Stage3Update, PipelineError> {
-        let cx = &self.0;
-        let step = state.current_step()?;
-        let best = state.best_kernel()?.clone();
-        let mut round: Vec<&CandidateOutcome> = state.round_candidates().collect();
-        round.sort_by_key(|c| c.index);
-        let several = round.len() > 1;
-        let mut number = state.kernels_written;
-        let mut files: BTreeMap<u32, String> = BTreeMap::new();
-        for c in &round {
-            if let Some(kernel) = &c.kernel {
-                let name = if several {
-                    format!("{} c{}", step.description, c.index)
-                } else {
-                    step.description.clone()
-                };
-                let params = match &c.outcome {
-                    Some(Outcome::Verified { best_params, .. }) => best_params.clone(),
-                    _ => BTreeMap::new(),
-                };
-                if let Some(f) =
-                    write_kernel_file(cx, number, &name, kernel, c.outcome.as_ref(), &params)?
-                {
-                    files.insert(c.index, f);
-                }
-                number += 1;
-            }
-        }
-        let attempts = round.iter().map(|c| c.attempts).max().unwrap_or(0);
-        let fastest = round
-            .iter()
-            .filter_map(|c| c.verified_time().map(|t| (*c, t)))
-            .min_by(|a, b| a.1.total_cmp(&b.1));
-        let mut update = Stage3Update::default()
-            .kernels_written(number)
-            .current(None);
-        let mut record = StepRecord {
-            best_before_ms: Some(best.time_ms),
-            attempts,
-            ..StepRecord::unmeasured(&step, StepStatus::Dropped, String::new())
-        };
-        match fastest {
-            Some((c, time_ms)) => {
-                let (noise_ms, best_params, percent_of_peak, gflops) = match &c.outcome {
-                    Some(Outcome::Verified {
-                        noise_ms,
-                        best_params,
-                        percent_of_peak,
-                        gflops,
-                        ..
-                    }) => (*noise_ms, best_params.clone(), *percent_of_peak, *gflops),
-                    _ => (0.0, BTreeMap::new(), None, None),
-                };
-                record.time_ms = Some(time_ms);
-                record.kernel_file = files.get(&c.index).cloned();
-                let threshold = cx.strategy.settings.acceptance_threshold;
-                // The tuned objective must beat the best kernel by more than the noise and the threshold
-                // first (cheap); then separate launches of both must put the speedup's 95 % interval above
-                // 1 + threshold.
-                let interval = match (is_gain(&best, time_ms, noise_ms, threshold), &c.kernel) {
-                    (true, Some(kernel)) => {
-                        let timed = time_pair(
-                            cx,
-                            &ctx,
-                            "tuning.compare",
-                            (&best.kernel, &best.best_params),
-                            (kernel, &best_params),
-                        )
-                        .await;
-                        match timed {
-                            Ok(times) => {
-                                speedup_interval(&times.first_ms, &times.second_ms).map(|e| e.ci95)
-                            }
-                            // No GPU: the run stops (resumable). Any other failure to time the pair is
-                            // no evidence of a gain: the step is rejected.
-                            Err(PipelineError::Tuning(BackendError::Failed { detail })) => {
-                                tracing::warn!(step = %step.description, %detail, "timing the candidate against the best kernel failed");
-                                None
-                            }
-                            Err(e) => return Err(e),
-                        }
-                    }
-                    _ => None,
-                };
-                record.speedup_ci95 = interval;
-                let confirmed = interval.is_some_and(|[lo, _]| lo > 1.0 + threshold.max(MIN_GAIN));
-                if let (true, Some(kernel)) = (confirmed, c.kernel.clone()) {
-                    record.status = StepStatus::Accepted;
-                    // Reasons go into later prompts: their wording is part of recorded requests.
-                    record.reason =
-                        "verified on every test and faster than the best kernel by more than the \
-                                     measured noise"
-                            .into();
-                    let profile = super::profile::profile_kernel(
-                        cx,
-                        &ctx,
-                        &step.description,
-                        &kernel,
-                        &best_params,
-                    )
-                    .await?;
-                    update = update.profiles(vec![profile]).best(Some(KernelVersion {
-                        kernel,
-                        time_ms,
-                        noise_ms,
-                        best_params,
-                        step: step.description.clone(),
-                        file: record.kernel_file.clone(),
-                        percent_of_peak,
-                        gflops,
-                    }));
-                } else {
-                    record.status = StepStatus::Rejected;
-                    record.reason = format!(
-                        "verified on every test, but not faster than the best kernel by more than the measured \
-                         noise and {:.0}% of its time",
-                        threshold * 100.0
-                    );
-                }
-            }
-            None => {
-                let kinds: Vec<String> = round
-                    .iter()
-                    .filter_map(|c| c.failure_kind.map(|k| k.to_string()))
-                    .collect::<std::collections::BTreeSet<_>>()
-                    .into_iter()
-                    .collect();
-                record.reason = format!(
-                    "no candidate verified after {attempts} attempt(s); last failure: {}",
-                    if kinds.is_empty() {
-                        "unknown".to_string()
-                    } else {
-                        kinds.join(", ")
-                    }
-                );
-                record.kernel_file = files.values().next().cloned();
-            }
-        }
-        Ok(update.history(vec![record]))
-    }
-}
-
-#[cfg(test)]
-#[allow(clippy::unwrap_used)]
-mod tests {
-    use super::*;
-
-    fn version(time_ms: f64, noise_ms: f64) -> KernelVersion {
-        KernelVersion {
-            kernel: TunableCode {
-                code: String::new(),
-                parameters: vec![],
-                restrictions: vec![],
-                grid_divisors: crate::stage3::tunable_code::default_grid_divisors(),
-                dynamic_shared_memory: None,
-            },
-            time_ms,
-            noise_ms,
-            best_params: BTreeMap::new(),
-            step: "original".into(),
-            file: None,
-            percent_of_peak: None,
-            gflops: None,
-        }
-    }
-
-    #[test]
-    fn a_gain_within_the_noise_is_not_a_gain() {
-        let best = version(10.0, 0.5);
-        assert!(
-            !is_gain(&best, 9.6, 0.1, 0.0),
-            "0.4 ms gain < 0.5 ms noise of the best"
-        );
-        assert!(!is_gain(&best, 9.6, 0.6, 0.0));
-        assert!(is_gain(&best, 9.0, 0.1, 0.01));
-        assert!(
-            !is_gain(&best, 9.0, 0.1, 0.2),
-            "10% gain under a 20% threshold"
-        );
-        assert!(!is_gain(&best, 11.0, 0.1, 0.0));
-    }
-
-    #[test]
-    fn slugs_are_short_and_file_safe() {
-        assert_eq!(
-            slug("Tile A and B in shared memory (tunable tile_k)!"),
-            "tile-a-and-b-in-shared"
-        );
-        assert_eq!(slug("***"), "step");
     }
 }

@@ -6,11 +6,11 @@
 
 use std::collections::BTreeMap;
 
-use kt_tuner::space::TunableParam;
+use crate::space::TunableParam;
 
 /// What the instantiations give: parameters to tune, fixed values, and a line each for the user.
 #[derive(Debug, Default, PartialEq)]
-pub(crate) struct FromInstances {
+pub struct FromInstances {
     pub tuned: Vec<TunableParam>,
     pub fixed: BTreeMap<String, String>,
     pub lines: Vec<String>,
@@ -63,7 +63,7 @@ fn as_number(v: &str) -> Option<i64> {
 
 /// `params`: the kernel's template parameters (name, default); `instances`: the argument lists of its
 /// launches; `tuned`/`given`: what the user asked for, which always wins.
-pub(crate) fn from_instances(
+pub fn from_instances(
     kernel: &str,
     params: &[(String, Option<String>)],
     instances: &[Vec<String>],

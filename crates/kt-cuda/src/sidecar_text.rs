@@ -1,0 +1,155 @@
+//! How a sidecar's text is read and what its errors say: numbers and size expressions accept exactly what a
+//! sidecar allows and name it when refused; unknown keys are refused; a TOML error is told in sidecar terms
+//! (the key, its line, what is allowed), never in the words of the types that read it.
+
+use serde::de::{self, Deserializer, Visitor};
+
+use crate::sidecar::{ScalarValue, SizeExpr};
+
+struct ScalarVisitor;
+
+impl Visitor<'_> for ScalarVisitor {
+    type Value = ScalarValue;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a number (e.g. 1024 or 0.5)")
+    }
+
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<ScalarValue, E> {
+        Ok(ScalarValue::Int(v))
+    }
+
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<ScalarValue, E> {
+        i64::try_from(v)
+            .map(ScalarValue::Int)
+            .map_err(|_| E::custom(format!("{v} is too large for a 64-bit integer")))
+    }
+
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<ScalarValue, E> {
+        Ok(ScalarValue::Float(v))
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ScalarValue {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(ScalarVisitor)
+    }
+}
+
+struct SizeVisitor;
+
+impl Visitor<'_> for SizeVisitor {
+    type Value = SizeExpr;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str(
+            "a number or an expression over scalar parameters in quotes (e.g. 256 or \"4 * n\")",
+        )
+    }
+
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<SizeExpr, E> {
+        Ok(SizeExpr::Int(v))
+    }
+
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<SizeExpr, E> {
+        i64::try_from(v)
+            .map(SizeExpr::Int)
+            .map_err(|_| E::custom(format!("{v} is too large for a 64-bit integer")))
+    }
+
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<SizeExpr, E> {
+        Ok(SizeExpr::Float(v))
+    }
+
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<SizeExpr, E> {
+        Ok(SizeExpr::Expr(v.to_string()))
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for SizeExpr {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(SizeVisitor)
+    }
+}
+
+/// A TOML error of a sidecar in sidecar terms: `line N: …` where the text has a place (a missing key has
+/// none), keys called keys, the allowed ones listed.
+pub(crate) fn explain(e: &toml::de::Error, text: &str) -> String {
+    let message = e
+        .message()
+        .trim()
+        .replace("unknown field", "unknown key")
+        .replace("missing field", "missing key")
+        .replace("duplicate field", "duplicate key")
+        .replace(", expected one of", "; a sidecar's keys are")
+        .replace(", expected", "; expected");
+    let missing = message.starts_with("missing key");
+    match e.span() {
+        Some(span) if !missing => {
+            let line = text[..span.start.min(text.len())].matches('\n').count() + 1;
+            format!("line {line}: {message}")
+        }
+        _ => message,
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use crate::Sidecar;
+    use std::path::Path;
+
+    const GOOD: &str = r#"kernel = "vectorAdd"
+description = "c = a + b"
+problem_size = ["n"]
+outputs = ["c"]
+default_block = [256, 1, 1]
+bench = { n = 1024 }
+inputs = { a = "randn", b = "randn", c = "zeros" }
+flops = "n"
+bytes = "12 * n"
+"#;
+
+    fn error_of(text: &str) -> String {
+        Sidecar::from_toml(text, Path::new("k.toml"))
+            .unwrap_err()
+            .to_string()
+    }
+
+    #[test]
+    fn an_unknown_key_is_refused_with_its_line_and_the_allowed_keys() {
+        let err = error_of(&format!("{GOOD}bogus = 3\n"));
+        assert!(err.contains("line 10: unknown key `bogus`"), "{err}");
+        assert!(err.contains("`problem_size`"), "{err}");
+        assert!(!err.contains("field"), "{err}");
+    }
+
+    #[test]
+    fn a_value_of_the_wrong_kind_says_what_is_allowed_in_sidecar_words() {
+        let err = error_of(&GOOD.replace("n = 1024", "n = \"big\""));
+        assert!(err.contains("line 6:"), "{err}");
+        assert!(err.contains("expected a number"), "{err}");
+        assert!(
+            !err.contains("ScalarValue") && !err.contains("untagged"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_missing_key_is_said_once_without_a_misleading_line() {
+        let err = error_of(&GOOD.replace("flops = \"n\"\n", ""));
+        assert_eq!(err.matches("missing key `flops`").count(), 1, "{err}");
+        assert!(!err.contains("line 1"), "{err}");
+    }
+
+    #[test]
+    fn sizes_take_numbers_and_quoted_expressions() {
+        let sc = Sidecar::from_toml(
+            &GOOD.replace("flops = \"n\"", "flops = 2.5"),
+            Path::new("k.toml"),
+        )
+        .unwrap();
+        assert_eq!(sc.flops.text(), "2.5");
+        assert_eq!(sc.bytes.text(), "12 * n");
+    }
+}

@@ -1,0 +1,616 @@
+//! Stage 2's one node, `make_test`, in its steps (see `graph.rs` for the loop): the program, the sandbox
+//! run, the size rules, the original kernel's run, acceptance.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use kt_cuda::Kernel;
+use kt_graph::NodeContext;
+use kt_llm::{LlmClient, LlmRequest};
+use kt_sandbox::generator::{ArgSpec, GeneratorError, GeneratorSpec, TestManifest};
+use serde::{Deserialize, Serialize};
+
+use crate::error::PipelineError;
+use crate::kernel_info::KernelInfo;
+use crate::stage1::graph::PromptKernel;
+
+use super::answers::{ANSWER, GeneratorScript};
+use super::reference::{ReferenceJob, record_in_manifest};
+use super::state::{Revision, Stage2Deps, Stage2Options, Stage2State, Stage2Update, TestRecord};
+
+/// The generator spec of a kernel: its parameters in order, outputs and problem size from Stage 1.
+pub fn generator_spec(
+    kernel: &Kernel,
+    info: &KernelInfo,
+    options: &Stage2Options,
+) -> GeneratorSpec {
+    GeneratorSpec {
+        kernel: kernel.name.clone(),
+        params: kernel
+            .params
+            .iter()
+            .map(|p| ArgSpec {
+                name: p.name.clone(),
+                base_type: p.base_type.clone(),
+                pointer_depth: if p.is_pointer() {
+                    p.pointer_depth.max(1)
+                } else {
+                    0
+                },
+                size: options.array_sizes.get(&p.name).cloned(),
+            })
+            .collect(),
+        outputs: info.outputs.clone(),
+        problem_size: Some(
+            info.problem_size
+                .iter()
+                .map(|d| d.expression.clone())
+                .collect(),
+        ),
+        max_total_bytes: options.max_total_bytes,
+    }
+}
+
+/// Whether every dimension the kernel uses is odd.
+pub fn all_odd(problem_size: &[i64; 3], dimensions: usize) -> bool {
+    problem_size
+        .iter()
+        .take(dimensions.clamp(1, 3))
+        .all(|d| d % 2 != 0)
+}
+
+/// The largest power of two (2 to 64) that divides a dimension's size in every test, per dimension the
+/// kernel uses: `(dimension index, power)`. Tiles of that width would never meet a partial tile.
+pub fn shared_powers_of_two(sizes: &[[i64; 3]], dimensions: usize) -> Vec<(usize, i64)> {
+    if sizes.is_empty() {
+        return Vec::new();
+    }
+    (0..dimensions.clamp(1, 3))
+        .filter_map(|d| {
+            let power = [64, 32, 16, 8, 4, 2]
+                .into_iter()
+                .find(|p| sizes.iter().all(|s| s[d] % p == 0))?;
+            Some((d, power))
+        })
+        .collect()
+}
+
+/// Whether a dimension the kernel uses is not a multiple of 32 (then also not of 64).
+pub fn has_tail(problem_size: &[i64; 3], dimensions: usize) -> bool {
+    problem_size
+        .iter()
+        .take(dimensions.clamp(1, 3))
+        .any(|d| d % 32 != 0)
+}
+
+pub(super) struct MakeTest {
+    pub(super) deps: Stage2Deps,
+}
+
+#[derive(Serialize)]
+struct ArraySize<'a> {
+    name: &'a str,
+    size: &'a str,
+}
+
+#[derive(Serialize)]
+struct GeneratorContext<'a> {
+    kernel: PromptKernel<'a>,
+    info: &'a KernelInfo,
+    array_sizes: Vec<ArraySize<'a>>,
+    /// Milliseconds as Rust prints them (`1`, `0.5`), not minijinja's `1.0`.
+    min_ms: String,
+    max_ms: String,
+    max_total_mb: u64,
+    previous_script: Option<&'a str>,
+    seed: u64,
+    problem_size: Option<String>,
+    measured_ms: Option<String>,
+    errors: &'a [String],
+}
+
+/// What the generator effect journals (the files themselves are on disk under their content hash).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Generated {
+    id: String,
+    dir: PathBuf,
+    manifest: TestManifest,
+    reused: bool,
+}
+
+impl kt_graph::Node<Stage2State> for MakeTest {
+    type Error = PipelineError;
+
+    fn run(
+        &self,
+        state: Arc<Stage2State>,
+        ctx: NodeContext,
+    ) -> impl std::future::Future<Output = Result<Stage2Update, PipelineError>> + Send {
+        let deps = self.deps.clone();
+        async move { make_test(&deps, &state, &ctx).await }
+    }
+}
+
+fn missing(what: &str) -> PipelineError {
+    PipelineError::Graph {
+        stage: "stage 2",
+        message: format!("the initial state has no {what}"),
+    }
+}
+
+/// One attempt at test number `index`: what every step of [`make_test`] reads.
+struct Attempt<'a> {
+    deps: &'a Stage2Deps,
+    state: &'a Stage2State,
+    ctx: &'a NodeContext,
+    kernel: &'a Kernel,
+    info: &'a KernelInfo,
+    index: usize,
+    seed: u64,
+}
+
+/// How a step ends when the test is not (yet) accepted: a pending revision of the program, which is not an
+/// error, or an error.
+enum NotAccepted {
+    Revise(Box<Stage2Update>),
+    Failed(PipelineError),
+}
+
+impl NotAccepted {
+    fn into_result(self) -> Result<Stage2Update, PipelineError> {
+        match self {
+            NotAccepted::Revise(update) => Ok(*update),
+            NotAccepted::Failed(e) => Err(e),
+        }
+    }
+}
+
+impl From<PipelineError> for NotAccepted {
+    fn from(e: PipelineError) -> Self {
+        NotAccepted::Failed(e)
+    }
+}
+
+/// The problem size a generated test has, and what the tests so far say of it.
+struct SizeFacts {
+    problem_size: Option<[i64; 3]>,
+    tail: bool,
+    all_odd: bool,
+    warnings: Vec<String>,
+}
+
+async fn make_test(
+    deps: &Stage2Deps,
+    state: &Stage2State,
+    ctx: &NodeContext,
+) -> Result<Stage2Update, PipelineError> {
+    let index = state.tests.len();
+    let attempt = Attempt {
+        deps,
+        state,
+        ctx,
+        kernel: state.kernel.as_ref().ok_or_else(|| missing("kernel"))?,
+        info: state.info.as_ref().ok_or_else(|| missing("KernelInfo"))?,
+        index,
+        // Wrapping: a user seed near u64::MAX must not panic.
+        seed: deps.options.first_seed.wrapping_add(index as u64),
+    };
+    let script = attempt.program().await?;
+    let generated = attempt.generate(&script).await?;
+    let discard = || {
+        if !generated.reused {
+            let _ = std::fs::remove_dir_all(&generated.dir);
+        }
+    };
+    let mut sizes = match attempt.check_sizes(&script, &generated) {
+        Ok(sizes) => sizes,
+        Err(not_accepted) => {
+            discard();
+            return not_accepted.into_result();
+        }
+    };
+    let reference_time_ms = match attempt.run_original(&script, &generated, &mut sizes).await {
+        Ok(ms) => ms,
+        Err(NotAccepted::Revise(update)) => {
+            discard();
+            return Ok(*update);
+        }
+        // a failed reference run keeps the test's directory, as its error names it
+        Err(NotAccepted::Failed(e)) => return Err(e),
+    };
+    attempt.accept(script, &generated, sizes, reference_time_ms)
+}
+
+impl Attempt<'_> {
+    fn refused(&self, script: &str, reason: String) -> PipelineError {
+        PipelineError::GeneratorRefused {
+            node: "stage2.make_test".into(),
+            reason,
+            script: Some(script.to_string()),
+        }
+    }
+
+    /// Step 1: the program, asked of the LLM when there is none yet, a revision is pending or the last
+    /// attempt failed; else the last one.
+    async fn program(&self) -> Result<String, PipelineError> {
+        let state = self.state;
+        let needs_llm =
+            state.script.is_none() || state.revision.is_some() || !state.feedback.is_empty();
+        match (&self.deps.llm, needs_llm) {
+            (Some(llm), true) => {
+                ask_for_script(
+                    self.deps,
+                    llm,
+                    state,
+                    self.kernel,
+                    self.info,
+                    self.seed,
+                    self.ctx,
+                )
+                .await
+            }
+            (_, _) => state
+                .script
+                .clone()
+                .ok_or_else(|| missing("generator program and no LLM to write one")),
+        }
+    }
+
+    /// Step 2: the program runs in the sandbox; a test identical to an earlier one is refused.
+    async fn generate(&self, script: &str) -> Result<Generated, PipelineError> {
+        let (deps, seed) = (self.deps, self.seed);
+        let spec = generator_spec(self.kernel, self.info, &deps.options);
+        let generated = run_generator(deps, self.ctx, script, &spec, seed)
+            .await
+            .map_err(|e| match e {
+                GeneratorError::Io { .. }
+                | GeneratorError::Sandbox(_)
+                | GeneratorError::Python(_)
+                | GeneratorError::SpecInvalid { .. } => e.into(),
+                e if deps.llm.is_some() && e.is_generator_fault() => {
+                    self.refused(script, format!("with seed {seed} the program failed: {e}"))
+                }
+                e => e.into(),
+            })?;
+        if let Some(earlier) = self.state.tests.iter().find(|t| t.id == generated.id) {
+            if !generated.reused {
+                let _ = std::fs::remove_dir_all(&generated.dir);
+            }
+            return Err(self.refused(script, format!(
+                "seeds {} and {seed} produced identical arguments; draw every random value from np.random.default_rng(seed) \
+                 and let the sizes depend on the seed",
+                earlier.seed
+            )));
+        }
+        Ok(generated)
+    }
+
+    /// A revision of the program, when the LLM may still revise; None otherwise.
+    fn revise(&self, script: &str, event: &str, revision: Revision) -> Option<NotAccepted> {
+        let state = self.state;
+        if self.deps.llm.is_none() || state.revisions >= self.deps.options.max_revisions {
+            return None;
+        }
+        let detail = match &revision {
+            Revision::Tail { seed, problem_size } => {
+                serde_json::json!({ "seed": seed, "problem_size": problem_size })
+            }
+            Revision::Resize {
+                seed, measured_ms, ..
+            } => serde_json::json!({ "seed": seed, "measured_ms": measured_ms }),
+        };
+        self.ctx.emit(event, detail);
+        Some(NotAccepted::Revise(Box::new(
+            Stage2Update::default()
+                .script(Some(script.to_string()))
+                .revision(Some(revision))
+                .revisions(state.revisions + 1),
+        )))
+    }
+
+    /// Step 3: the problem size and the tail rule; the last test is sent back until some test has a tail
+    /// and some test is odd in every dimension.
+    fn check_sizes(&self, script: &str, generated: &Generated) -> Result<SizeFacts, NotAccepted> {
+        let (state, seed) = (self.state, self.seed);
+        let dims = self.info.dimensions();
+        let ps = generated.manifest.problem_size;
+        if let Some(p) = ps
+            && p.iter().take(dims).any(|d| *d <= 0)
+        {
+            return Err(self
+                .refused(
+                    script,
+                    format!(
+                        "the problem size evaluates to {p:?}; every dimension must be at least 1"
+                    ),
+                )
+                .into());
+        }
+        let tail = ps.is_some_and(|p| has_tail(&p, dims));
+        let odd = ps.is_some_and(|p| all_odd(&p, dims));
+        let mut warnings = Vec::new();
+        let last = self.index + 1 >= self.deps.options.tests;
+        let tail_missing = !tail && !state.tests.iter().any(|t| t.tail);
+        let odd_missing = ps.is_some() && !odd && !state.tests.iter().any(|t| t.all_odd);
+        if last && (tail_missing || odd_missing) {
+            let revision = Revision::Tail {
+                seed,
+                problem_size: ps,
+            };
+            if let Some(revise) = self.revise(script, "tail_requested", revision) {
+                return Err(revise);
+            }
+            if tail_missing {
+                warnings.push(format!(
+                    "no test has a problem size that is not a multiple of 32 (last: {ps:?}); boundary handling is untested"
+                ));
+            }
+            if odd_missing {
+                warnings.push(format!(
+                    "no test has every problem-size dimension odd (last: {ps:?}); kernels that assume even or \
+                     tile-multiple sizes may pass"
+                ));
+            }
+        }
+        if last {
+            warnings.extend(self.shared_power_warnings(ps, dims));
+        }
+        Ok(SizeFacts {
+            problem_size: ps,
+            tail,
+            all_odd: odd,
+            warnings,
+        })
+    }
+
+    fn shared_power_warnings(&self, ps: Option<[i64; 3]>, dims: usize) -> Vec<String> {
+        let sizes: Vec<[i64; 3]> = self
+            .state
+            .tests
+            .iter()
+            .filter_map(|t| t.problem_size)
+            .chain(ps)
+            .collect();
+        shared_powers_of_two(&sizes, dims)
+            .into_iter()
+            .map(|(d, power)| {
+                format!(
+                    "problem-size dimension {} is a multiple of {power} in every test; a kernel that assumes tiles of \
+                     {power} would pass them all",
+                    ["x", "y", "z"][d]
+                )
+            })
+            .collect()
+    }
+
+    /// Step 4: the original kernel on the test (when a GPU is available): expected outputs and its time; a
+    /// time outside the bounds asks for a resize.
+    async fn run_original(
+        &self,
+        script: &str,
+        generated: &Generated,
+        sizes: &mut SizeFacts,
+    ) -> Result<Option<f64>, NotAccepted> {
+        let (deps, seed) = (self.deps, self.seed);
+        if deps.reference.availability().is_err() {
+            return Ok(None);
+        }
+        let run = run_reference(deps, self.ctx, &self.state.source, self.kernel, self.info, generated)
+            .await
+            .map_err(|e| match e {
+                PipelineError::Reference { inputs_at_fault: true, test, message } if deps.llm.is_some() => {
+                    self.refused(script, format!("the original kernel failed on the arguments of seed {seed} (test {test}): {message}"))
+                }
+                other => other,
+            })?;
+        record_in_manifest(&generated.dir, &run)?;
+        let b = deps.options.bounds;
+        if run.time_ms < b.min_ms || run.time_ms > b.max_ms {
+            let revision = Revision::Resize {
+                seed,
+                problem_size: sizes.problem_size,
+                measured_ms: run.time_ms,
+            };
+            if let Some(revise) = self.revise(script, "resize_requested", revision) {
+                return Err(revise);
+            }
+            sizes.warnings.push(format!(
+                "test {} (seed {seed}) runs {:.3} ms, outside [{}, {}] ms; kept because no more resizes are allowed",
+                generated.id, run.time_ms, b.min_ms, b.max_ms
+            ));
+        }
+        Ok(Some(run.time_ms))
+    }
+
+    /// Step 5: accepted. The program is kept beside the test, so the test can be remade or audited.
+    fn accept(
+        &self,
+        script: String,
+        generated: &Generated,
+        sizes: SizeFacts,
+        reference_time_ms: Option<f64>,
+    ) -> Result<Stage2Update, PipelineError> {
+        kt_record::layout::write_file(&generated.dir.join("generator.py"), script.as_bytes())?;
+        let record = TestRecord {
+            id: generated.id.clone(),
+            dir: generated.dir.clone(),
+            seed: self.seed,
+            problem_size: sizes.problem_size,
+            tail: sizes.tail,
+            all_odd: sizes.all_odd,
+            reference_time_ms,
+            reused: generated.reused,
+        };
+        tracing::info!(test = %record.id, seed = self.seed, problem_size = ?sizes.problem_size, time_ms = ?reference_time_ms, "test accepted");
+        Ok(Stage2Update::default()
+            .script(Some(script))
+            .revision(None)
+            .tests(vec![record])
+            .warnings(sizes.warnings))
+    }
+}
+
+async fn ask_for_script(
+    deps: &Stage2Deps,
+    llm: &LlmClient,
+    state: &Stage2State,
+    kernel: &Kernel,
+    info: &KernelInfo,
+    seed: u64,
+    ctx: &NodeContext,
+) -> Result<String, PipelineError> {
+    let (template, label) = match &state.revision {
+        Some(Revision::Resize { .. }) => ("stage2-resize", "stage2.resize"),
+        Some(Revision::Tail { .. }) => ("stage2-tail", "stage2.tail"),
+        None => ("stage2-generator", "stage2.generator"),
+    };
+    let (problem_size, measured_ms) = match &state.revision {
+        Some(Revision::Resize {
+            problem_size,
+            measured_ms,
+            ..
+        }) => (
+            problem_size.map(|p| format!("{p:?}")),
+            Some(format!("{measured_ms:.3}")),
+        ),
+        Some(Revision::Tail { problem_size, .. }) => (problem_size.map(|p| format!("{p:?}")), None),
+        None => (None, None),
+    };
+    let context = GeneratorContext {
+        kernel: PromptKernel::new(kernel, &state.source),
+        info,
+        array_sizes: deps
+            .options
+            .array_sizes
+            .iter()
+            .map(|(name, size)| ArraySize { name, size })
+            .collect(),
+        min_ms: deps.options.bounds.min_ms.to_string(),
+        max_ms: deps.options.bounds.max_ms.to_string(),
+        max_total_mb: deps.options.max_total_bytes >> 20,
+        previous_script: state.script.as_deref(),
+        seed,
+        problem_size,
+        measured_ms,
+        errors: &state.feedback,
+    };
+    let prompt = deps.prompts.render_as(template, ANSWER, &context)?;
+    tracing::debug!(node = label, template_hash = %prompt.template_hash, text_hash = %prompt.text_hash, "asking");
+    // Which template (and which exact text) produced the call, for the run's event stream.
+    ctx.emit("prompt", serde_json::json!({ "node": label, "template": prompt.name, "template_hash": prompt.template_hash, "text_hash": prompt.text_hash }));
+    let request = LlmRequest::new(label).user(prompt.text);
+    let llm = llm.clone();
+    let text: String = ctx
+        .effect("llm", || async move {
+            llm.complete(request).await.map(|r| r.text)
+        })
+        .await
+        .map_err(|e| match e {
+            kt_graph::EffectError::Failed { source, .. } => {
+                crate::graph_run::llm_failure(ctx, label, source)
+            }
+            kt_graph::EffectError::Journal { source, .. } => PipelineError::Graph {
+                stage: "stage 2",
+                message: source.to_string(),
+            },
+        })?;
+    GeneratorScript::from_answer(&text)
+        .map(|s| s.code)
+        .map_err(|reason| PipelineError::GeneratorRefused {
+            node: label.into(),
+            reason,
+            script: state.script.clone(),
+        })
+}
+
+async fn run_generator(
+    deps: &Stage2Deps,
+    ctx: &NodeContext,
+    script: &str,
+    spec: &GeneratorSpec,
+    seed: u64,
+) -> Result<Generated, GeneratorError> {
+    let (sandbox, python, script, spec, dest) = (
+        deps.sandbox.clone(),
+        deps.python.clone(),
+        script.to_string(),
+        spec.clone(),
+        deps.tests_dir.clone(),
+    );
+    let key = format!(
+        "seed{seed}-{}",
+        &blake3::hash(script.as_bytes()).to_hex()[..16]
+    );
+    ctx.effect_keyed("generator", &key, || async move {
+        let dest_for_error = dest.clone();
+        tokio::task::spawn_blocking(move || {
+            kt_sandbox::generator::run_generator(&sandbox, &python, &script, &spec, seed, &dest)
+                .map(|t| Generated {
+                    id: t.id,
+                    dir: t.dir,
+                    manifest: t.manifest,
+                    reused: t.reused,
+                })
+        })
+        .await
+        .unwrap_or_else(|join| {
+            Err(GeneratorError::Io {
+                what: "run the generator thread",
+                path: dest_for_error,
+                source: std::io::Error::other(join.to_string()),
+            })
+        })
+    })
+    .await
+    .map_err(|e| match e {
+        kt_graph::EffectError::Failed { source, .. } => source,
+        kt_graph::EffectError::Journal { source, .. } => GeneratorError::Io {
+            what: "journal the generator run",
+            path: deps.tests_dir.clone(),
+            source: std::io::Error::other(source.to_string()),
+        },
+    })
+}
+
+async fn run_reference(
+    deps: &Stage2Deps,
+    ctx: &NodeContext,
+    source: &str,
+    kernel: &Kernel,
+    info: &KernelInfo,
+    generated: &Generated,
+) -> Result<super::reference::ReferenceRun, PipelineError> {
+    let job = ReferenceJob {
+        source,
+        kernel,
+        info,
+        test_dir: &generated.dir,
+        manifest: &generated.manifest,
+    };
+    let runner = deps.reference.clone();
+    let run = ctx
+        .effect_keyed("reference", &generated.id, || async move {
+            runner.run(job).await
+        })
+        .await
+        .map_err(|e| match e {
+            kt_graph::EffectError::Failed { source, .. } => source,
+            kt_graph::EffectError::Journal { source, .. } => PipelineError::Graph {
+                stage: "stage 2",
+                message: source.to_string(),
+            },
+        })?;
+    if !expected_files_exist(&generated.dir, &run.expected) {
+        return Err(PipelineError::Reference {
+            test: generated.id.clone(),
+            message: "the reference run reported expected outputs that are not on disk".into(),
+            inputs_at_fault: false,
+        });
+    }
+    Ok(run)
+}
+
+fn expected_files_exist(dir: &Path, expected: &BTreeMap<String, String>) -> bool {
+    expected.values().all(|f| dir.join(f).is_file())
+}

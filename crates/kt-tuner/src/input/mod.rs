@@ -1,0 +1,20 @@
+//! What `kt tune` and `kt verify` read before the GPU is touched, and the rules that decide it: the kernel and
+//! its sidecar (a per-kernel `NAME.KERNEL.toml` first), its template parameters (given, tuned, or the values
+//! the file's own launches instantiate), a candidate's launch when it has no sidecar of its own, the space to
+//! tune with the restrictions kt reads from the code, and the tests (generated from the sidecar, with arrays
+//! sized over the configurations that will run).
+//!
+//! It does not parse command lines (kt-cli does) and it needs no GPU: a space is counted, a restriction
+//! checked and tests made on any machine.
+
+mod candidate;
+mod instances;
+mod load;
+mod tests_for;
+mod tune_space;
+
+pub use candidate::{CandidateSpec, load_candidate, reference_kernel_name};
+pub use instances::{FromInstances, from_instances};
+pub use load::{LoadedKernel, SidecarChoice, load_kernel, load_kernel_with};
+pub use tests_for::{TestSource, load_tests};
+pub use tune_space::{SpaceRequest, TuneSpace};

@@ -1,0 +1,183 @@
+//! The space `kt tune` searches: the parameters the user names (else block sizes for the problem's
+//! dimensions), the template parameters the file's own launches instantiate, the restrictions the user gives
+//! and those kt reads from the code; counted after restrictions without a GPU.
+
+use std::collections::BTreeMap;
+
+use crate::args::TestSet;
+use crate::derived::{Derived, derive};
+use crate::error::TunerError;
+use crate::session::config_from_block;
+use crate::space::{Config, Restriction, SearchSpace, TunableParam};
+use crate::suite::default_block_space;
+
+use super::{LoadedKernel, from_instances};
+
+/// What the user asked to tune.
+#[derive(Debug, Clone, Default)]
+pub struct SpaceRequest {
+    /// `--param NAME=V1,V2,..`; empty: block sizes are tuned.
+    pub params: Vec<TunableParam>,
+    /// `--template NAME=VALUE`.
+    pub templates: BTreeMap<String, String>,
+    /// `--restrict EXPR`.
+    pub restrictions: Vec<String>,
+    /// Add the restrictions kt reads from the code.
+    pub derive: bool,
+}
+
+/// The space set on a kernel, with what was decided on the user's behalf.
+#[derive(Debug, Clone)]
+pub struct TuneSpace {
+    /// Every value combination (before restrictions), with the default launch.
+    pub configs: Vec<Config>,
+    /// Restrictions and parameters read from the code.
+    pub derived: Derived,
+    /// A line each for a template parameter taken from the file's own launches.
+    pub instance_lines: Vec<String>,
+}
+
+/// Most threads per block of every current NVIDIA GPU: the count of a space before a device is asked.
+const MAX_THREADS_PER_BLOCK: u64 = 1024;
+
+impl TuneSpace {
+    /// Sets the space of `request` on `loaded`: parameters, restrictions, template arguments, the default
+    /// launch as the reference configuration, arrays sized per configuration.
+    pub fn set(loaded: &mut LoadedKernel, request: SpaceRequest) -> Result<Self, TunerError> {
+        if loaded.kernel.geometry.problem_size.is_empty() {
+            return Err(TunerError::NoProblemSize);
+        }
+        let SpaceRequest {
+            mut params,
+            mut templates,
+            mut restrictions,
+            derive: derive_restrictions,
+        } = request;
+        let instances = from_instances(
+            &loaded.kernel.kernel_name,
+            &loaded.template_params(),
+            &loaded.instantiations,
+            &params,
+            &templates,
+        );
+        templates.extend(instances.fixed);
+        if params.is_empty() {
+            let (p, r) = default_block_space(loaded.dims);
+            params = p;
+            restrictions.extend(r);
+        }
+        params.extend(instances.tuned);
+        let derived = if derive_restrictions {
+            derive(&loaded.parsed, &params)
+        } else {
+            Derived::default()
+        };
+        params.extend(derived.added_params.iter().cloned());
+        restrictions.extend(derived.restrictions.iter().map(|r| r.expr.clone()));
+        loaded.kernel.reference = loaded.default_block.map(|b| {
+            let mut reference = config_from_block(&params, b);
+            derived.align_reference(&mut reference);
+            reference
+        });
+        loaded.set_template_args(&params, &templates)?;
+        loaded.size_arrays_per_configuration();
+        let configs = crate::space::every_config(&params, loaded.kernel.reference.as_slice());
+        loaded.kernel.params = params;
+        loaded.kernel.restrictions = restrictions.into_iter().map(Restriction::Expr).collect();
+        Ok(TuneSpace {
+            configs,
+            derived,
+            instance_lines: instances.lines,
+        })
+    }
+
+    /// The configurations left after the restrictions, bound to the scalars of the first test: a
+    /// restriction naming something that is neither a parameter nor a scalar is an error here, before a
+    /// GPU is asked for.
+    pub fn after_restrictions(
+        loaded: &LoadedKernel,
+        tests: &TestSet,
+    ) -> Result<SearchSpace, TunerError> {
+        let scalars = tests.tests.first().map(|t| t.scalars()).unwrap_or_default();
+        SearchSpace::build(
+            &loaded.kernel.params,
+            &loaded.kernel.restrictions,
+            &scalars,
+            Some(MAX_THREADS_PER_BLOCK),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::args::SizeChoice;
+    use crate::input::{TestSource, load_kernel, load_tests};
+    use std::path::Path;
+
+    fn matmul() -> LoadedKernel {
+        let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../naive-kernels/matmul.cu");
+        load_kernel(&file, None, &[]).unwrap()
+    }
+
+    fn tests_of(loaded: &LoadedKernel, configs: &[Config]) -> TestSet {
+        let source = TestSource::Generate {
+            size: SizeChoice::Test,
+            count: 1,
+        };
+        load_tests(loaded, source, &BTreeMap::new(), configs).unwrap()
+    }
+
+    #[test]
+    fn a_restriction_narrows_the_counted_space() {
+        let mut loaded = matmul();
+        let request = SpaceRequest {
+            params: vec![
+                TunableParam::new("block_size_x", [8, 16, 32]),
+                TunableParam::new("block_size_y", [8, 16, 32]),
+            ],
+            restrictions: vec!["block_size_x * block_size_y <= 256".into()],
+            ..SpaceRequest::default()
+        };
+        let space = TuneSpace::set(&mut loaded, request).unwrap();
+        let tests = tests_of(&loaded, &space.configs);
+        let counted = TuneSpace::after_restrictions(&loaded, &tests).unwrap();
+        // 9 combinations; 16x32, 32x16 and 32x32 exceed 256 threads
+        assert_eq!(counted.len(), 6);
+    }
+
+    #[test]
+    fn a_restriction_on_an_unknown_name_is_refused_before_any_gpu() {
+        let mut loaded = matmul();
+        let request = SpaceRequest {
+            restrictions: vec!["nosuch > 4".into()],
+            ..SpaceRequest::default()
+        };
+        let space = TuneSpace::set(&mut loaded, request).unwrap();
+        let tests = tests_of(&loaded, &space.configs);
+        let err = TuneSpace::after_restrictions(&loaded, &tests).unwrap_err();
+        assert!(err.to_string().contains("nosuch"), "{err}");
+    }
+
+    #[test]
+    fn without_parameters_the_block_sizes_of_the_problems_dimensions_are_tuned() {
+        let mut loaded = matmul();
+        TuneSpace::set(&mut loaded, SpaceRequest::default()).unwrap();
+        let names: Vec<&str> = loaded
+            .kernel
+            .params
+            .iter()
+            .map(|p| p.name.as_str())
+            .collect();
+        assert_eq!(names, ["block_size_x", "block_size_y"]);
+        assert_eq!(loaded.kernel.restrictions.len(), 1);
+    }
+
+    #[test]
+    fn a_kernel_without_a_problem_size_is_refused() {
+        let mut loaded = matmul();
+        loaded.kernel.geometry.problem_size.clear();
+        let err = TuneSpace::set(&mut loaded, SpaceRequest::default()).unwrap_err();
+        assert!(matches!(err, TunerError::NoProblemSize), "{err}");
+    }
+}

@@ -1,0 +1,202 @@
+//! End-to-end tests of `--dry-run` (`kt tune`, `kt verify`, `kt transform`, `kt experiment run`) and of tuning
+//! arguments checked before any GPU work: a dry run checks what it can on a login node (no GPU, no LLM call),
+//! says what would run and exits 0, or 2 on bad input; nothing is written.
+
+#![allow(clippy::unwrap_used)]
+
+use std::process::Output;
+
+mod support;
+use support::{kt, text};
+
+fn run(args: &[&str]) -> (Output, tempfile::TempDir) {
+    let home = tempfile::tempdir().unwrap();
+    (kt(home.path(), args), home)
+}
+
+#[test]
+fn a_tune_dry_run_counts_the_space_after_its_restrictions() {
+    let (out, _home) = run(&[
+        "tune",
+        "naive-kernels/matmul.cu",
+        "--param",
+        "block_size_x=8,16,32",
+        "--param",
+        "block_size_y=8,16,32",
+        "--restrict",
+        "block_size_x*block_size_y <= 256",
+        "--dry-run",
+    ]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    // 9 combinations; 16x32, 32x16 and 32x32 exceed 256 threads
+    assert!(
+        stdout.contains("space: 9 configurations, 6 after restrictions"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("`matrixMultiply`"), "{stdout}");
+    assert!(stdout.contains("dry run"), "{stdout}");
+}
+
+#[test]
+fn a_bad_restriction_is_refused_without_a_gpu_with_or_without_dry_run() {
+    let args = [
+        "tune",
+        "naive-kernels/matmul.cu",
+        "--restrict",
+        "nosuch > 4",
+    ];
+    let (out, _home) = run(&args);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("nosuch > 4"), "{err}");
+    assert!(
+        !err.contains("starting the tuner"),
+        "reached the GPU: {err}"
+    );
+    let (out, _home) = run(&[&args[..], &["--dry-run"]].concat());
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("nosuch > 4"), "{err}");
+    assert_eq!(err.matches("error:").count(), 1, "said once: {err}");
+}
+
+#[test]
+fn a_parameter_without_a_name_is_refused_before_any_gpu_work() {
+    let (out, _home) = run(&["tune", "naive-kernels/matmul.cu", "--param", "=32"]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("--param =32") && err.contains("no name"),
+        "{err}"
+    );
+    assert!(
+        !err.contains("starting the tuner"),
+        "reached the GPU: {err}"
+    );
+}
+
+#[test]
+fn a_verify_dry_run_names_both_kernels_and_the_tests_it_can_make_without_a_gpu() {
+    let (out, _home) = run(&[
+        "verify",
+        "naive-kernels/vectorAdd.cu",
+        "naive-kernels/vectorAdd.cu",
+        "--dry-run",
+    ]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(stdout.contains("reference: `vectorAdd`"), "{stdout}");
+    assert!(stdout.contains("gen1, gen2, gen3; odd"), "{stdout}");
+    assert!(stdout.contains("sized once the GPU is known"), "{stdout}");
+}
+
+#[test]
+fn a_transform_dry_run_checks_the_llm_configuration_and_writes_no_run() {
+    let (out, home) = run(&[
+        "transform",
+        "naive-kernels/matmul.cu",
+        "--llm",
+        "replay:experiments/cassettes/matmul-autonomous.jsonl",
+        "--out",
+        "RUNS_PLACEHOLDER",
+        "--dry-run",
+    ]);
+    drop(home);
+    // the placeholder is relative to the workspace root: a dry run must not create it
+    assert!(!support::root().join("RUNS_PLACEHOLDER").exists());
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(stdout.contains("strategy: autonomous"), "{stdout}");
+    assert!(stdout.contains("not contacted"), "{stdout}");
+    // no LLM configured: bad input, said before anything runs
+    let (out, _home) = run(&["transform", "naive-kernels/matmul.cu", "--dry-run"]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("none is configured"), "{err}");
+}
+
+#[test]
+fn an_experiment_dry_run_expands_the_design_and_runs_no_cell() {
+    let home = tempfile::tempdir().unwrap();
+    let out_dir = home.path().join("exp");
+    let out = kt(
+        home.path(),
+        &[
+            "experiment",
+            "run",
+            "experiments/smoke.toml",
+            "--out",
+            out_dir.to_str().unwrap(),
+            "--dry-run",
+        ],
+    );
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(stdout.contains("smoke: 7 cells"), "{stdout}");
+    assert!(!out_dir.exists(), "a dry run wrote {}", out_dir.display());
+}
+
+#[test]
+fn one_flag_means_one_thing_and_the_old_spellings_still_work() {
+    for search in ["--search", "--strategy"] {
+        let (out, _home) = run(&[
+            "tune",
+            "naive-kernels/vectorAdd.cu",
+            search,
+            "random",
+            "--bench-size",
+            "--dry-run",
+        ]);
+        let stdout = text(&out.stdout);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{search}: {}",
+            text(&out.stderr)
+        );
+        assert!(stdout.contains("strategy: random"), "{stdout}");
+    }
+    // a tests directory, under its new name and its old one
+    for flag in ["--tests-dir", "--tests"] {
+        let (out, _home) = run(&[
+            "tune",
+            "naive-kernels/vectorAdd.cu",
+            flag,
+            "/nonexistent-tests",
+            "--dry-run",
+        ]);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{flag}: {err}");
+        assert!(err.contains("/nonexistent-tests"), "{flag}: {err}");
+    }
+    let (out, _home) = run(&[
+        "verify",
+        "naive-kernels/vectorAdd.cu",
+        "naive-kernels/vectorAdd.cu",
+        "--test-size",
+        "--bench-size",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    for runs in ["--runs-dir", "--out"] {
+        let (out, home) = run(&[
+            "transform",
+            "naive-kernels/matmul.cu",
+            "--llm",
+            "replay:experiments/cassettes/matmul-autonomous.jsonl",
+            "--tests-count",
+            "2",
+            runs,
+            "/tmp/kt-runs-of-a-dry-run",
+            "--dry-run",
+        ]);
+        drop(home);
+        let stdout = text(&out.stdout);
+        assert_eq!(out.status.code(), Some(0), "{runs}: {}", text(&out.stderr));
+        assert!(
+            stdout.contains("under /tmp/kt-runs-of-a-dry-run"),
+            "{stdout}"
+        );
+        assert!(stdout.contains("tests: 2 generated"), "{stdout}");
+    }
+}
