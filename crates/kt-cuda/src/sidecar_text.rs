@@ -6,6 +6,11 @@ use serde::de::{self, Deserializer, Visitor};
 
 use crate::sidecar::{ScalarValue, SizeExpr};
 
+/// An unsigned number of the text as the signed integer a sidecar holds.
+fn signed<E: de::Error>(v: u64) -> Result<i64, E> {
+    i64::try_from(v).map_err(|_| E::custom(format!("{v} is too large for a 64-bit integer")))
+}
+
 struct ScalarVisitor;
 
 impl Visitor<'_> for ScalarVisitor {
@@ -20,9 +25,7 @@ impl Visitor<'_> for ScalarVisitor {
     }
 
     fn visit_u64<E: de::Error>(self, v: u64) -> Result<ScalarValue, E> {
-        i64::try_from(v)
-            .map(ScalarValue::Int)
-            .map_err(|_| E::custom(format!("{v} is too large for a 64-bit integer")))
+        signed(v).map(ScalarValue::Int)
     }
 
     fn visit_f64<E: de::Error>(self, v: f64) -> Result<ScalarValue, E> {
@@ -52,9 +55,7 @@ impl Visitor<'_> for SizeVisitor {
     }
 
     fn visit_u64<E: de::Error>(self, v: u64) -> Result<SizeExpr, E> {
-        i64::try_from(v)
-            .map(SizeExpr::Int)
-            .map_err(|_| E::custom(format!("{v} is too large for a 64-bit integer")))
+        signed(v).map(SizeExpr::Int)
     }
 
     fn visit_f64<E: de::Error>(self, v: f64) -> Result<SizeExpr, E> {

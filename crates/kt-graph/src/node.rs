@@ -173,9 +173,9 @@ impl<S: State, N: Node<S>> RunTask<S> for Policied<S, N> {
                     };
                     let will_retry = retryable && attempt < max;
                     // The last attempt's error goes up to the caller, which reports it: logging it too
-                    // printed every failure twice.
+                    // printed every failure twice. A retried attempt is said here, the only place it is.
                     if will_retry {
-                        tracing::info!(attempt, error = %message, "node attempt failed; retrying");
+                        tracing::warn!(attempt, error = %message, "node attempt failed; retrying");
                     } else {
                         tracing::debug!(attempt, error = %message, "node attempt failed");
                     }
