@@ -194,8 +194,8 @@ pub struct Kernel {
     /// Relations between launch parameters the code assumes, offered as tuner restrictions.
     #[serde(default)]
     pub restrictions: Vec<Restriction>,
-    /// Grid dimensions divided by a tile rather than by the block (see [`GridDivisor`]).
-    #[serde(default)]
+    /// Grid dimensions divided by a tile rather than by the block (see [`GridDivisor`]); absent when none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub grid_divisors: Vec<GridDivisor>,
     /// File-scope `__device__`/`__managed__` variables the kernel (or a helper) writes: state that
     /// outlives a launch.

@@ -69,6 +69,7 @@ mod tests {
         let llm = RunLlm {
             provider: "scripted".into(),
             model: "scripted".into(),
+            ..RunLlm::default()
         };
         let new_run = NewRun {
             kernel_file: &cu,

@@ -59,7 +59,21 @@ fn default_warmup_outlier() -> f64 {
     0.05
 }
 
+/// Samples per configuration, at least, of a kernel that keeps state across launches (it writes
+/// `__device__`/`__managed__` variables): a kernel that counts its launches and stops working after the first
+/// few would otherwise fit its good launches exactly into the verifying launch and `min_reps` samples, and the
+/// checked last sample would be one of them.
+pub const STATEFUL_MIN_REPS: u32 = 10;
+
 impl TimingPolicy {
+    /// This policy for a kernel with state across launches: at least [`STATEFUL_MIN_REPS`] samples, so that
+    /// the checked last one comes after launches a launch counter could still treat as the first few.
+    pub fn for_stateful_kernel(mut self) -> Self {
+        self.min_reps = self.min_reps.max(STATEFUL_MIN_REPS);
+        self.max_reps = self.max_reps.max(self.min_reps);
+        self
+    }
+
     /// Exactly `launches` timed launches, otherwise as every configuration is timed, so that an interval from
     /// them is about the same quantity (the end-of-run speedup interval, a profiled launch).
     pub fn exactly(launches: u32) -> Self {
@@ -218,6 +232,23 @@ mod tests {
         assert_eq!(s.min_ms, 1.0);
         assert_eq!(s.mean_ms, 4.0);
         assert!((s.spread - 3.6).abs() < 1e-12);
+    }
+
+    #[test]
+    fn a_stateful_kernel_is_sampled_past_a_few_launches() {
+        let p = TimingPolicy::default().for_stateful_kernel();
+        assert_eq!(p.min_reps, STATEFUL_MIN_REPS);
+        assert!(p.max_reps >= p.min_reps);
+        // agreeing samples no longer stop the sampling at the default's three
+        let agreeing = vec![1.0; 3];
+        assert!(p.wants_more(&agreeing, None));
+        let many = TimingPolicy {
+            min_reps: 50,
+            max_reps: 60,
+            ..TimingPolicy::default()
+        }
+        .for_stateful_kernel();
+        assert_eq!((many.min_reps, many.max_reps), (50, 60), "a larger setting stays");
     }
 
     #[test]

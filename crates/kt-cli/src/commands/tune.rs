@@ -145,7 +145,25 @@ pub fn run(args: TuneArgs) -> anyhow::Result<ExitCode> {
         .as_deref()
         .map(|p| read_prior(p, &prepared.loaded.kernel, &prepared.tests))
         .transpose()?;
-    let options = tune_options(&args)?;
+    let mut options = tune_options(&args)?;
+    if !prepared.loaded.parsed.mutable_globals.is_empty() {
+        options.timing = options.timing.for_stateful_kernel();
+        eprintln!(
+            "note: `{}` writes device variables that outlive a launch ({}): each configuration is sampled at \
+             least {} times and the last sample is checked, so a kernel that changes behaviour after a few \
+             launches is caught",
+            prepared.loaded.parsed.name,
+            prepared
+                .loaded
+                .parsed
+                .mutable_globals
+                .iter()
+                .map(|g| g.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+            options.timing.min_reps
+        );
+    }
     let config = TunerConfig {
         cache_dir: args.cache_dir.clone().or_else(default_cache_dir),
         ..TunerConfig::default()
