@@ -248,7 +248,11 @@ mod tests {
             ..TimingPolicy::default()
         }
         .for_stateful_kernel();
-        assert_eq!((many.min_reps, many.max_reps), (50, 60), "a larger setting stays");
+        assert_eq!(
+            (many.min_reps, many.max_reps),
+            (50, 60),
+            "a larger setting stays"
+        );
     }
 
     #[test]
