@@ -206,11 +206,15 @@ impl Collector<'_> {
         });
     }
 
-    /// Identifiers between two original offsets (comments and strings excluded).
+    /// Identifiers between two original offsets (comments and strings excluded). The tokens are in source
+    /// order: a binary search finds the first, so a file of many items is read once, not once per item
+    /// (800k device functions took minutes).
     fn identifiers_in(&self, start: usize, end: usize) -> Vec<String> {
-        self.tokens
+        let first = self.tokens.partition_point(|t| t.start < start);
+        self.tokens[first..]
             .iter()
-            .filter(|t| t.kind == TokenKind::Ident && t.start >= start && t.end <= end)
+            .take_while(|t| t.start < end)
+            .filter(|t| t.kind == TokenKind::Ident && t.end <= end)
             .map(|t| t.text(&self.prepared.original).to_string())
             .collect()
     }
