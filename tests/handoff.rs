@@ -50,7 +50,7 @@ fn a_run_stopped_without_a_gpu_resumes_by_id_prefix_with_its_recorded_llm() {
     let prefix = &id[..15];
     let resumed = kt(
         home.path(),
-        &["resume", prefix, "--out", out_dir.to_str().unwrap()],
+        &["resume", prefix, "--runs-dir", out_dir.to_str().unwrap()],
     );
     let stderr = text(&resumed.stderr);
     assert_eq!(resumed.status.code(), Some(2), "{stderr}");

@@ -33,8 +33,8 @@ pub struct ResumeArgs {
     /// Wait for each whole answer instead of streaming it (for servers that do not stream).
     #[arg(long)]
     pub no_stream: bool,
-    /// Where run ids are looked up.
-    #[arg(long, value_name = "DIR")]
+    /// Where run ids are looked up (default: $KT_RUNS_DIR or ./kt-runs; `--out` is still taken).
+    #[arg(long = "runs-dir", alias = "out", value_name = "DIR")]
     pub out: Option<PathBuf>,
     /// Prompt templates directory.
     #[arg(long, value_name = "DIR")]
