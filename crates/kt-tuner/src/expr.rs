@@ -147,10 +147,36 @@ fn check_size(expr: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// What went wrong, in the user's terms: the names an expression may use, rather than the evaluator's words
+/// ("Variable identifier is not bound to anything by context").
+fn in_plain_words(e: &EvalexprError, bindings: &Bindings) -> String {
+    let known = || {
+        let names: Vec<&str> = bindings.keys().map(String::as_str).collect();
+        if names.is_empty() {
+            "none".to_string()
+        } else {
+            names.join(", ")
+        }
+    };
+    match e {
+        EvalexprError::VariableIdentifierNotFound(name) => format!(
+            "`{name}` is not a tunable parameter or a scalar argument here (known names: {})",
+            known()
+        ),
+        EvalexprError::FunctionIdentifierNotFound(name) => format!(
+            "`{name}` is not a function kt knows (min, max, floor, ceil, round, ceil_div, and evalexpr's `math::` ones)"
+        ),
+        EvalexprError::UnmatchedLBrace | EvalexprError::UnmatchedRBrace => {
+            "its parentheses do not match".to_string()
+        }
+        other => other.to_string(),
+    }
+}
+
 fn evaluate(expr: &str, bindings: &Bindings) -> Result<Value, TunerError> {
     let err = |e: EvalexprError| TunerError::Expression {
         expr: expr.to_string(),
-        message: e.to_string(),
+        message: in_plain_words(&e, bindings),
     };
     check_size(expr).map_err(|message| TunerError::Expression {
         expr: expr.chars().take(80).collect::<String>() + "…",
@@ -204,6 +230,22 @@ mod tests {
 
     fn b(pairs: &[(&str, f64)]) -> Bindings {
         pairs.iter().map(|(k, v)| (k.to_string(), *v)).collect()
+    }
+
+    #[test]
+    fn an_unknown_name_is_named_with_the_names_an_expression_may_use() {
+        let env: Bindings = [("block_size_x".to_string(), 32.0), ("n".to_string(), 100.0)].into();
+        let err = eval_bool("nosuch > 4", &env).unwrap_err().to_string();
+        assert!(
+            err.contains("`nosuch` is not a tunable parameter or a scalar argument here (known names: block_size_x, n)"),
+            "{err}"
+        );
+        assert!(!err.contains("bound to anything by context"), "{err}");
+        let err = eval_number("frobnicate(n)", &env).unwrap_err().to_string();
+        assert!(
+            err.contains("`frobnicate` is not a function kt knows"),
+            "{err}"
+        );
     }
 
     #[test]
