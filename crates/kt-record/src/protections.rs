@@ -160,7 +160,7 @@ impl Protections {
             line(
                 "rlimits",
                 self.rlimits,
-                "wall time, CPU time, memory, file size (each file; no quota on the work directory's total), open \
+                "wall time, CPU time, memory, file size (each file; the work directory's total has a quota of its own), open \
                  files and output are limited; inherited descriptors are closed; programs die with kt",
                 "unavailable".to_string(),
             ),
