@@ -86,7 +86,13 @@ impl CellRunner {
         std::fs::create_dir_all(&cell_dir)
             .map_err(|e| ExperimentError::io(&cell_dir, "creating the cell directory", e))?;
         // One process per cell: a second coordinator on the same directory must not run it again.
-        let Some(_lock) = lock_cell(&cell_dir)? else {
+        let lock = match lock_cell(&cell_dir)? {
+            Some(lock) => Some(lock),
+            // a requeued SLURM task may start while its preempted predecessor is still being stopped
+            None if requeued_slurm_task() => wait_for_cell_lock(&cell_dir, REQUEUE_LOCK_WAIT)?,
+            None => None,
+        };
+        let Some(_lock) = lock else {
             return Ok(CellOutcome::Busy);
         };
         let state_path = cell_dir.join("cell-state.json");
@@ -337,6 +343,35 @@ struct Watched {
     stopped_by_signal: bool,
 }
 
+/// How long a requeued task waits for the lock its preempted predecessor still holds (SLURM's kill wait is
+/// 30 s by default; the predecessor then also writes its interrupted record).
+const REQUEUE_LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(120);
+
+/// True in a SLURM task that runs again after a requeue (`SLURM_RESTART_COUNT` > 0).
+fn requeued_slurm_task() -> bool {
+    std::env::var("SLURM_RESTART_COUNT")
+        .ok()
+        .and_then(|v| v.trim().parse::<u32>().ok())
+        .is_some_and(|n| n > 0)
+}
+
+/// [`lock_cell`], retried until `wait` has passed; None when the holder kept it all that time.
+fn wait_for_cell_lock(
+    cell_dir: &Path,
+    wait: std::time::Duration,
+) -> Result<Option<Flock<std::fs::File>>, ExperimentError> {
+    let deadline = std::time::Instant::now() + wait;
+    loop {
+        if let Some(lock) = lock_cell(cell_dir)? {
+            return Ok(Some(lock));
+        }
+        if std::time::Instant::now() >= deadline {
+            return Ok(None);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(250));
+    }
+}
+
 /// Locks `cell_dir` for this process; None when another process holds it.
 fn lock_cell(cell_dir: &Path) -> Result<Option<Flock<std::fs::File>>, ExperimentError> {
     let lock_path = cell_dir.join(".lock");
@@ -393,6 +428,22 @@ mod tests {
         );
         assert_eq!(unfinished_status(Some(2), None), CellStatus::Crashed);
         assert_eq!(unfinished_status(None, None), CellStatus::Crashed);
+    }
+
+    #[test]
+    fn a_requeued_task_waits_for_the_lock_its_predecessor_lets_go_of() {
+        let dir = tempfile::tempdir().unwrap();
+        let held = std::fs::File::create(dir.path().join(".lock")).unwrap();
+        let held = Flock::lock(held, FlockArg::LockExclusiveNonblock).unwrap();
+        let release = std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(400));
+            drop(held);
+        });
+        let short = wait_for_cell_lock(dir.path(), std::time::Duration::from_millis(50)).unwrap();
+        assert!(short.is_none(), "still held after 50 ms");
+        let got = wait_for_cell_lock(dir.path(), std::time::Duration::from_secs(10)).unwrap();
+        assert!(got.is_some(), "taken once the holder let go");
+        release.join().unwrap();
     }
 
     #[test]
