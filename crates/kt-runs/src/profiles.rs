@@ -23,8 +23,14 @@ pub fn profile_lines(records: &[ProfileRecord], run_seconds: Option<f64>) -> Vec
         .filter(|s| *s > 0.0)
         .map(|s| format!(" = {:.1}% of the run's wall time", 100.0 * seconds / s))
         .unwrap_or_default();
+    let cached = measured.iter().filter(|r| r.from_cache).count();
+    let reused = if cached > 0 {
+        format!(", {cached} of them from the profile cache")
+    } else {
+        String::new()
+    };
     let mut lines = vec![format!(
-        "profiles (Nsight Compute, {} kernel(s), {seconds:.1} s{share}):",
+        "profiles (Nsight Compute, {} kernel(s){reused}, {seconds:.1} s{share}):",
         measured.len()
     )];
     for r in records {
@@ -72,6 +78,7 @@ mod tests {
             skipped: (!profiled).then(|| "ncu was not found".to_string()),
             profile,
             seconds,
+            from_cache: false,
         }
     }
 
@@ -92,6 +99,18 @@ mod tests {
             lines[2].contains("tiling") && lines[2].contains("bound"),
             "{}",
             lines[2]
+        );
+    }
+
+    #[test]
+    fn profiles_reused_from_the_cache_are_counted() {
+        let mut reused = record("original", true, 0.01);
+        reused.from_cache = true;
+        let lines = profile_lines(&[reused, record("tiling", true, 3.0)], None);
+        assert!(
+            lines[0].contains("2 kernel(s), 1 of them from the profile cache, 3.0 s"),
+            "{}",
+            lines[0]
         );
     }
 

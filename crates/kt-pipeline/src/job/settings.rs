@@ -56,6 +56,7 @@ pub fn tuner_backend(inputs: &BackendInputs<'_>) -> Arc<dyn TuningBackend> {
         time_limit: Some(std::time::Duration::from_secs(600)),
         original: inputs.original.clone(),
         include_dirs: settings.map(|s| s.include_paths()).unwrap_or_default(),
+        profile_cache: crate::stage3::default_profile_cache(),
     }))
 }
 

@@ -104,6 +104,10 @@ pub struct ProfileRun {
     pub skipped: Option<String>,
     /// Wall time of the profiling, seconds (ncu, the program it watched and its compile).
     pub seconds: f64,
+    /// The profile came from the profile cache (an earlier run profiled the same kernel, configuration,
+    /// test and GPU).
+    #[serde(default)]
+    pub cached: bool,
 }
 
 impl ProfileRun {
@@ -113,6 +117,7 @@ impl ProfileRun {
             profile: None,
             skipped: Some(reason.into()),
             seconds: 0.0,
+            cached: false,
         }
     }
 }

@@ -288,6 +288,7 @@ impl TuningBackend for FakeBackend {
                 profile: Some(p.clone()),
                 skipped: None,
                 seconds: 0.5,
+                cached: false,
             },
             None => ProfileRun::skipped("the fake GPU was given no profile"),
         })

@@ -21,6 +21,7 @@ pub(crate) mod feedback;
 mod graph;
 pub(crate) mod llm_call;
 mod nodes;
+mod profile_cache;
 mod profile_launch;
 mod profile_record;
 pub(crate) mod profiling;
@@ -61,6 +62,7 @@ pub use failure::FailureKind;
 pub use fake_backend::FakeBackend;
 pub use feedback::failure_feedback;
 pub use graph::{GraphFormat, build_graph, export_graph, node};
+pub use profile_cache::{ProfileCache, default_profile_cache};
 pub use profile_launch::{PROFILE_LAUNCHES, ProfileLaunch};
 pub use profiling::{ProfileRecord, RunProfiles, RunRoofline, run_profiles, run_roofline};
 pub use rewrite_check::{

@@ -22,6 +22,9 @@ pub struct ProfileRecord {
     pub skipped: Option<String>,
     /// Wall time the profiling took, seconds.
     pub seconds: f64,
+    /// The profile was read from the profile cache, not measured in this run.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub from_cache: bool,
 }
 
 impl ProfileRecord {

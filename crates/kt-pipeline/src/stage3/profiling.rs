@@ -141,6 +141,7 @@ pub(crate) fn record(
         summary,
         skipped: run.skipped,
         seconds: run.seconds,
+        from_cache: run.cached,
     }
 }
 
@@ -185,6 +186,7 @@ mod tests {
             profile: Some(captured()),
             skipped: None,
             seconds: 3.5,
+            cached: false,
         };
         let r = record(ORIGINAL_STEP, &BTreeMap::new(), run);
         assert!(r.is_naive());
@@ -225,6 +227,7 @@ mod tests {
             profile: Some(captured()),
             skipped: None,
             seconds: s,
+            cached: false,
         };
         let state = Stage3State {
             profiles: vec![

@@ -17,6 +17,7 @@ use kt_tuner::{Config, Measurement, ParamSpec, Restriction, TestSet, TunablePara
 use super::backend::{
     BackendError, Outcome, PairTimes, ProfileRun, Reference, TuningBackend, TuningProgress,
 };
+use super::profile_cache::{ProfileCache, ProfileKey, ncu_identity};
 use super::profile_launch::ProfileLaunch;
 
 /// The longest one profile may take (ncu replays the kernel for each group of metrics).
@@ -50,6 +51,8 @@ pub struct TunerBackendConfig {
     pub original: TunableCode,
     /// Where NVRTC looks for the kernel's own headers (run.json's `include_dirs`).
     pub include_dirs: Vec<PathBuf>,
+    /// Profiles kept across runs ([`ProfileCache`]); None profiles every kernel afresh.
+    pub profile_cache: Option<PathBuf>,
 }
 
 /// How many of a candidate's fastest configurations are checked against the original kernel, when the tests
@@ -234,6 +237,35 @@ impl TunerBackend {
         )
     }
 
+    /// The profile cache and this profile's key, when the cache is on and the GPU is known (after a tuning).
+    fn profile_cache_entry(
+        &self,
+        ncu: &kt_profile::NcuPath,
+        kernel: &TunableCode,
+        params: &BTreeMap<String, i64>,
+    ) -> Option<(ProfileCache, ProfileKey)> {
+        let dir = self.config.profile_cache.clone()?;
+        let gpu = self.gpu.lock().unwrap_or_else(|p| p.into_inner()).clone()?;
+        let test = {
+            let guard = self.session.lock().unwrap_or_else(|p| p.into_inner());
+            guard.as_ref()?.tests.tests.first()?.id.clone()
+        };
+        let key = ProfileKey {
+            kernel_hash: kernel.content_hash(),
+            params: params.clone(),
+            geometry: serde_json::to_string(&self.to_tuner_kernel(kernel).geometry).ok()?,
+            test,
+            gpu: if gpu.uuid.is_empty() {
+                gpu.name
+            } else {
+                gpu.uuid
+            },
+            driver: gpu.driver_version,
+            ncu: ncu_identity(ncu.path()),
+        };
+        Some((ProfileCache::new(dir), key))
+    }
+
     fn options(&self, kernel_hash: &str) -> TuneOptions {
         let defaults = TuneOptions::default();
         TuneOptions {
@@ -416,6 +448,21 @@ impl TuningBackend for TunerBackend {
             return Ok(ProfileRun::skipped(why));
         };
         let started = std::time::Instant::now();
+        let cached = self.profile_cache_entry(ncu, kernel, params);
+        if let Some((cache, key)) = &cached
+            && let Some(profile) = cache.get(key)
+        {
+            tracing::info!(
+                step = label,
+                "using the cached Nsight Compute profile of this kernel"
+            );
+            return Ok(ProfileRun {
+                profile: Some(profile),
+                skipped: None,
+                seconds: started.elapsed().as_secs_f64(),
+                cached: true,
+            });
+        }
         let command = match self.profile_command(ncu.clone(), kernel, params) {
             Ok(c) => c,
             Err(why) => return Ok(ProfileRun::skipped(why)),
@@ -427,11 +474,17 @@ impl TuningBackend for TunerBackend {
         let joined = tokio::task::spawn_blocking(move || command.run(PROFILE_TIMEOUT)).await;
         let seconds = started.elapsed().as_secs_f64();
         Ok(match joined {
-            Ok(Ok(profile)) => ProfileRun {
-                profile: Some(profile),
-                skipped: None,
-                seconds,
-            },
+            Ok(Ok(profile)) => {
+                if let Some((cache, key)) = &cached {
+                    cache.put(key, &profile);
+                }
+                ProfileRun {
+                    profile: Some(profile),
+                    skipped: None,
+                    seconds,
+                    cached: false,
+                }
+            }
             Ok(Err(e)) => {
                 tracing::warn!(step = label, error = %e, "no profile");
                 ProfileRun {
@@ -609,6 +662,7 @@ pub(crate) mod tests {
             time_limit: None,
             original: original.clone(),
             include_dirs: Vec::new(),
+            profile_cache: None,
         }));
         let fast = Measurement::synthetic(config(64), Verdict::Ok, Some(1.0));
         backend.results.lock().unwrap().insert(
