@@ -31,6 +31,9 @@ pub struct RunSummary {
     pub outcome: Option<String>,
     /// The prompt file a `manual:` run waits for an answer to.
     pub waiting_for: Option<String>,
+    /// The run stopped where it needs a CUDA GPU (result.json's `needs_gpu`): `kt resume` on a GPU machine
+    /// continues it.
+    pub needs_gpu: bool,
     /// RFC 3339, UTC.
     pub started: String,
     /// Active time: result.json's `wall_time_s.total`, summed over the run's attempts (the idle time between a
@@ -74,6 +77,7 @@ pub fn summarize(dir: &Path) -> RunSummary {
         gain: None,
         outcome: None,
         waiting_for: None,
+        needs_gpu: false,
         started: String::new(),
         duration_s: None,
         problem: None,
@@ -108,6 +112,7 @@ pub fn summarize(dir: &Path) -> RunSummary {
     summary.outcome = field("/outcome")
         .and_then(Value::as_str)
         .map(str::to_string);
+    summary.needs_gpu = field("/needs_gpu").and_then(Value::as_bool) == Some(true);
     summary.waiting_for = field("/waiting_for/prompt_file")
         .and_then(Value::as_str)
         .map(str::to_string);
@@ -192,6 +197,25 @@ mod tests {
         assert_eq!(runs[0].duration_s, Some(125.0));
         assert_eq!(runs[1].status, "unreadable");
         assert!(runs[1].problem.is_some());
+    }
+
+    #[test]
+    fn a_run_stopped_for_want_of_a_gpu_says_so() {
+        let base = tempfile::tempdir().unwrap();
+        let stopped = finished_run(
+            base.path(),
+            "20261122-031500-mm-autonomous-cccc",
+            "2026-11-22T03:15:02Z",
+            json!({"needs_gpu": true, "error": "a CUDA GPU is needed from here on"}),
+        );
+        let done = finished_run(
+            base.path(),
+            "20261122-031500-mm-autonomous-dddd",
+            "2026-11-22T03:15:02Z",
+            json!({"speedup": 2.0}),
+        );
+        assert!(summarize(&stopped).needs_gpu);
+        assert!(!summarize(&done).needs_gpu);
     }
 
     #[test]

@@ -108,6 +108,11 @@ fn list(a: ListArgs) -> anyhow::Result<ExitCode> {
         );
         if let Some(p) = r.problem {
             println!("    ({p})");
+        } else if r.needs_gpu {
+            println!(
+                "    (stopped where a CUDA GPU is needed: `kt resume {}` on a GPU machine continues it)",
+                r.id
+            );
         }
     }
     Ok(ExitCode::SUCCESS)

@@ -110,6 +110,7 @@ mod tests {
                 gain: None,
                 outcome: None,
                 waiting_for: None,
+                needs_gpu: false,
                 started: "2026-11-25T20:08:01Z".into(),
                 duration_s: Some(1.5),
                 problem: None,
