@@ -312,7 +312,7 @@ fn describe_kernel(k: &Kernel) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::source::parse;
+    use crate::parse::parse;
 
     #[test]
     fn human_summary_names_each_parameter_and_the_linkage() {

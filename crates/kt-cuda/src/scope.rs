@@ -7,7 +7,7 @@ use std::collections::{BTreeSet, HashMap};
 use tree_sitter::{Node, Parser, Tree};
 
 use crate::error::CudaError;
-use crate::kernel::Span;
+use crate::location::Span;
 use crate::preprocess::Prepared;
 use crate::signature;
 

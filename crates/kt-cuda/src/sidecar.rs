@@ -10,44 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::CudaError;
 use crate::kernel::Kernel;
-
-/// A number or an expression over scalar parameter names (`"width*height"`, `256`). Read by
-/// `sidecar_text.rs`, whose errors say what a sidecar allows.
-#[derive(Debug, Clone, Serialize, PartialEq)]
-#[serde(untagged)]
-pub enum SizeExpr {
-    Int(i64),
-    Float(f64),
-    Expr(String),
-}
-
-impl SizeExpr {
-    /// The expression as text (numbers formatted as numbers).
-    pub fn text(&self) -> String {
-        match self {
-            SizeExpr::Int(v) => v.to_string(),
-            SizeExpr::Float(v) => v.to_string(),
-            SizeExpr::Expr(s) => s.clone(),
-        }
-    }
-}
-
-/// A scalar argument value (read by `sidecar_text.rs`).
-#[derive(Debug, Clone, Copy, Serialize, PartialEq)]
-#[serde(untagged)]
-pub enum ScalarValue {
-    Int(i64),
-    Float(f64),
-}
-
-impl std::fmt::Display for ScalarValue {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            ScalarValue::Int(v) => write!(f, "{v}"),
-            ScalarValue::Float(v) => write!(f, "{v:?}"),
-        }
-    }
-}
+pub use crate::sidecar_values::{ScalarValue, SizeExpr};
 
 /// One kernel's sidecar. A key it does not know is refused: a misspelt `rtoll` must not pass silently.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -440,7 +403,7 @@ impl Sidecar {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::source::parse;
+    use crate::parse::parse;
 
     const MATMUL: &str = "extern \"C\" __global__ void matrixMultiply(const float* A, const float* B, float* C, int A_width, int A_height, int B_width) {}";
     const SIDECAR: &str = r#"
