@@ -13,7 +13,7 @@ use crate::module_cache::ModuleOutcome;
 use crate::outcome::{Measurement, Phases, Verdict};
 use crate::session::compile_queue::Submitted;
 use crate::session::engine::Engine;
-use crate::session::setup::TunableKernel;
+use crate::tunable_kernel::TunableKernel;
 use crate::session::worker_link::run_request;
 use crate::space::Config;
 use crate::worker::protocol::{Request, RunRequest, RunStatus};
