@@ -297,6 +297,18 @@ impl Sidecar {
     /// parameter an `inputs` entry.
     pub fn check_against(&self, kernel: &Kernel) -> Result<(), Vec<SidecarProblem>> {
         let mut problems = Vec::new();
+        self.check_own_fields(kernel, &mut problems);
+        self.check_names_are_parameters(kernel, &mut problems);
+        self.check_every_parameter_has_a_value(kernel, &mut problems);
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(problems)
+        }
+    }
+
+    /// The kernel's name, the fields that may not be empty, and the dtypes.
+    fn check_own_fields(&self, kernel: &Kernel, problems: &mut Vec<SidecarProblem>) {
         if self.kernel != kernel.name {
             problems.push(SidecarProblem::KernelNameMismatch {
                 sidecar: self.kernel.clone(),
@@ -321,6 +333,11 @@ impl Sidecar {
                 });
             }
         }
+    }
+
+    /// Every name the sidecar mentions is a parameter of the kernel, of the right kind (a launch name may stand
+    /// for a scalar).
+    fn check_names_are_parameters(&self, kernel: &Kernel, problems: &mut Vec<SidecarProblem>) {
         let mut expect = |field: &str, name: &str, pointer: bool| match kernel.param(name) {
             None if !pointer && LAUNCH_NAMES.contains(&name) => {}
             None => problems.push(SidecarProblem::UnknownParameter {
@@ -372,6 +389,14 @@ impl Sidecar {
                 expect("rtol/atol/max_mismatch_fraction", name, true);
             }
         }
+    }
+
+    /// Every pointer parameter has inputs, every scalar a bench value (and a test value where tests are given).
+    fn check_every_parameter_has_a_value(
+        &self,
+        kernel: &Kernel,
+        problems: &mut Vec<SidecarProblem>,
+    ) {
         for p in &kernel.params {
             if p.is_pointer() {
                 if !self.inputs.contains_key(&p.name) {
@@ -391,11 +416,6 @@ impl Sidecar {
                     });
                 }
             }
-        }
-        if problems.is_empty() {
-            Ok(())
-        } else {
-            Err(problems)
         }
     }
 }
