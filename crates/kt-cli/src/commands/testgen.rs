@@ -14,7 +14,7 @@ use kt_pipeline::stage2::{
     ReferenceRunner, Stage2Options, TimeBounds, TunerReference, Unavailable,
 };
 use kt_pipeline::{NewRun, PipelineError, PromptLibrary, RunDir, RunLlm, RunSettings, RunStatus};
-use kt_sandbox::PythonRuntime;
+use kt_sandbox::{PythonRuntime, Sandbox};
 
 use super::analyze::{
     llm_client, print_disagreements, print_info, runtime, stage1_source, understood_json,
@@ -125,22 +125,7 @@ pub fn run(args: TestgenArgs) -> anyhow::Result<ExitCode> {
         args.prompts.as_deref(),
         args.attempts,
     )?;
-    let settings = TestgenSettings {
-        // A hand-written generator is used as written: no LLM rewrites, resizes or fixes it.
-        llm: if script.is_some() {
-            None
-        } else {
-            llm.as_ref().map(|(c, _)| c.clone())
-        },
-        prompts: Arc::new(PromptLibrary::locate(args.prompts.as_deref())?),
-        script,
-        options: stage2_options(&args),
-        sandbox,
-        python,
-        reference: reference_runner(&run, &source),
-        // The tests are what `kt testgen` is for: their inputs are written even without a GPU.
-        gpu_missing: None,
-    };
+    let settings = settings_of(&args, &run, &source, script, llm.as_ref(), sandbox, python)?;
     let Some(result) = run_stages(&run, &source, stage1, settings)? else {
         run.set_status(RunStatus::Interrupted)?;
         eprintln!(
@@ -233,6 +218,35 @@ fn create_run(
             },
         },
     )?)
+}
+
+/// Stage 2's settings: the LLM unless a hand-written generator is used as written, the prompts, the options,
+/// the sandbox and Python, and this machine's reference runner.
+fn settings_of(
+    args: &TestgenArgs,
+    run: &RunDir,
+    source: &KernelInput,
+    script: Option<String>,
+    llm: Option<&(LlmClient, LlmConfig)>,
+    sandbox: Sandbox,
+    python: PythonRuntime,
+) -> anyhow::Result<TestgenSettings> {
+    Ok(TestgenSettings {
+        // A hand-written generator is used as written: no LLM rewrites, resizes or fixes it.
+        llm: if script.is_some() {
+            None
+        } else {
+            llm.map(|(c, _)| c.clone())
+        },
+        prompts: Arc::new(PromptLibrary::locate(args.prompts.as_deref())?),
+        script,
+        options: stage2_options(args),
+        sandbox,
+        python,
+        reference: reference_runner(run, source),
+        // The tests are what `kt testgen` is for: their inputs are written even without a GPU.
+        gpu_missing: None,
+    })
 }
 
 /// Stage 2's options from the flags.
