@@ -102,7 +102,7 @@ pub fn normalize_names(
 
 /// The steps of [`normalize_names`], in its order.
 impl NamedRewrite {
-    /// 1. Launch-geometry names in the tuner's spelling (`BLOCK_SIZE_X` → `block_size_x`).
+    /// Step 1: Launch-geometry names in the tuner's spelling (`BLOCK_SIZE_X` → `block_size_x`).
     fn spell_launch_names_as_the_tuner(&mut self) {
         for canonical in BLOCK_SIZE_NAMES {
             let key = normalize_name(canonical);
@@ -145,7 +145,7 @@ impl NamedRewrite {
         }
     }
 
-    /// 2. Parameters that differ only in case or underscores.
+    /// Step 2: Parameters that differ only in case or underscores.
     fn report_parameters_spelled_twice(&mut self) {
         let mut seen: Vec<(String, String)> = Vec::new();
         for p in &self.parameters {
@@ -161,7 +161,7 @@ impl NamedRewrite {
         }
     }
 
-    /// 3. A `#define` of a tunable parameter goes: kt defines it for each configuration.
+    /// Step 3: A `#define` of a tunable parameter goes: kt defines it for each configuration.
     fn remove_defines_of_parameters(&mut self, conflicts: &[NameConflict]) {
         let exact_defines: BTreeSet<String> = conflicts
             .iter()
@@ -182,7 +182,7 @@ impl NamedRewrite {
         }
     }
 
-    /// 4. A `#define` of a near-duplicate goes and its uses become the parameter.
+    /// Step 4: A `#define` of a near-duplicate goes and its uses become the parameter.
     fn merge_near_duplicate_defines(&mut self, conflicts: &[NameConflict]) {
         let similar_defines: Vec<(String, String)> = conflicts
             .iter()
@@ -207,7 +207,7 @@ impl NamedRewrite {
         }
     }
 
-    /// 5. What is left needs a decision about meaning: collisions in the code, and a kernel argument with a
+    /// Step 5: What is left needs a decision about meaning: collisions in the code, and a kernel argument with a
     /// parameter's exact name (the `#define` would rewrite the signature).
     fn report_remaining_collisions(&mut self, names: &[String]) {
         let remaining: Vec<NameConflict> = find_name_conflicts(&self.code, names)
