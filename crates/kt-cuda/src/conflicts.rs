@@ -5,8 +5,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::kernel::Location;
 use crate::lexer::{self, TokenKind};
+use crate::location::Location;
 use crate::preprocess::Prepared;
 
 /// How an identifier collides with a tunable parameter name.

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use crate::kernel::Location;
+use crate::location::Location;
 
 /// One place where tree-sitter could not make sense of the source.
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize, PartialEq)]

@@ -6,23 +6,12 @@
 
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize};
 use tree_sitter::Node;
 
-use crate::kernel::Location;
+use crate::kernel::MutableGlobal;
 use crate::preprocess::Prepared;
 use crate::scope::{FileScope, has_specifier};
 use crate::signature;
-
-/// A file-scope variable that lives in device memory across launches and that the kernel writes.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct MutableGlobal {
-    pub name: String,
-    /// `__device__` or `__managed__`.
-    pub space: String,
-    /// The first write in the kernel or its helpers.
-    pub written_at: Location,
-}
 
 /// What `collect_globals` knows of a global.
 struct Global {
@@ -183,7 +172,7 @@ fn find_writes(
 
 #[cfg(test)]
 mod tests {
-    use crate::source::parse;
+    use crate::parse::parse;
 
     fn globals(src: &str) -> Vec<(String, String)> {
         let parsed = parse(src).unwrap();

@@ -8,8 +8,8 @@
 use std::path::{Path, PathBuf};
 
 use crate::error::CudaError;
-use crate::kernel::Location;
 use crate::lexer::{self, TokenKind};
+use crate::location::Location;
 
 /// Deeper nesting than this is taken as an include cycle the guards did not stop.
 const MAX_DEPTH: usize = 32;

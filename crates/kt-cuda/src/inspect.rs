@@ -146,15 +146,26 @@ fn list_or_none(items: &[String]) -> String {
     }
 }
 
+/// What `kt inspect` says of one kernel, section by section.
 fn describe_kernel(k: &Kernel) -> String {
     let mut out = String::new();
+    write_signature(&mut out, k);
+    write_parameters(&mut out, k);
+    write_what_it_uses(&mut out, k);
+    write_features(&mut out, k);
+    write_launch_facts(&mut out, k);
+    out
+}
+
+/// Its name, lines, linkage and template parameters.
+fn write_signature(out: &mut String, k: &Kernel) {
     let linkage = if k.extern_c {
         "extern \"C\""
     } else {
         "C++ linkage: name is mangled"
     };
     let _ = writeln!(
-        out,
+        *out,
         "kernel {} (lines {}-{}, {linkage})",
         k.name, k.span.start.line, k.span.end.line
     );
@@ -167,9 +178,13 @@ fn describe_kernel(k: &Kernel) -> String {
                 None => format!("{} {}", t.kind, t.name),
             })
             .collect();
-        let _ = writeln!(out, "  template <{}>", params.join(", "));
+        let _ = writeln!(*out, "  template <{}>", params.join(", "));
     }
-    let _ = writeln!(out, "  parameters:");
+}
+
+/// One line per parameter: name, type, pointer or scalar, qualifiers, array dimensions.
+fn write_parameters(out: &mut String, k: &Kernel) {
+    let _ = writeln!(*out, "  parameters:");
     let width = k.params.iter().map(|p| p.name.len()).max().unwrap_or(0);
     let type_width = k
         .params
@@ -189,13 +204,17 @@ fn describe_kernel(k: &Kernel) -> String {
             notes.push(format!("array [{}]", p.array_dims.join("][")));
         }
         let _ = writeln!(
-            out,
+            *out,
             "    {i:>2}  {:<width$}  {:<type_width$}  {}",
             p.name,
             p.type_text,
             notes.join(", ")
         );
     }
+}
+
+/// Launch bounds, helpers, macros, constants and the mutable globals it writes.
+fn write_what_it_uses(out: &mut String, k: &Kernel) {
     if let Some(b) = &k.launch_bounds {
         let min = b
             .min_blocks_per_sm
@@ -203,15 +222,15 @@ fn describe_kernel(k: &Kernel) -> String {
             .map(|m| format!(", min {m} blocks/SM"))
             .unwrap_or_default();
         let _ = writeln!(
-            out,
+            *out,
             "  launch bounds: max {} threads/block{min}",
             b.max_threads_per_block
         );
     }
-    let _ = writeln!(out, "  helpers: {}", list_or_none(&k.helpers));
-    let _ = writeln!(out, "  macros used: {}", list_or_none(&k.macros_used));
+    let _ = writeln!(*out, "  helpers: {}", list_or_none(&k.helpers));
+    let _ = writeln!(*out, "  macros used: {}", list_or_none(&k.macros_used));
     let _ = writeln!(
-        out,
+        *out,
         "  constants used: {}",
         list_or_none(&k.constexprs_used)
     );
@@ -222,11 +241,15 @@ fn describe_kernel(k: &Kernel) -> String {
             .map(|g| format!("{} {} (written at {})", g.space, g.name, g.written_at))
             .collect();
         let _ = writeln!(
-            out,
+            *out,
             "  mutable globals written: {} (state that outlives a launch)",
             globals.join(", ")
         );
     }
+}
+
+/// The CUDA features it uses, tunable template parameters and barriers.
+fn write_features(out: &mut String, k: &Kernel) {
     let f = &k.features;
     let mut uses = Vec::new();
     for (on, name) in [
@@ -245,17 +268,17 @@ fn describe_kernel(k: &Kernel) -> String {
     }
     uses.extend(f.atomics.iter().cloned());
     uses.extend(f.warp_intrinsics.iter().cloned());
-    let _ = writeln!(out, "  uses: {}", list_or_none(&uses));
+    let _ = writeln!(*out, "  uses: {}", list_or_none(&uses));
     if !k.tunable_template_params.is_empty() {
         let _ = writeln!(
-            out,
+            *out,
             "  tunable template parameters: {}",
             k.tunable_template_params.join(", ")
         );
     }
     if f.barriers + f.warp_barriers > 0 {
         let _ = writeln!(
-            out,
+            *out,
             "  barriers: {} block-wide, {} warp-level{}",
             f.barriers,
             f.warp_barriers,
@@ -266,16 +289,20 @@ fn describe_kernel(k: &Kernel) -> String {
             }
         );
     }
+}
+
+/// Restrictions, grid divisors and the launch assumptions the code makes.
+fn write_launch_facts(out: &mut String, k: &Kernel) {
     for r in &k.restrictions {
         let _ = writeln!(
-            out,
+            *out,
             "  restriction: {}  (line {}: {})",
             r.expr, r.location.line, r.reason
         );
     }
     for d in &k.grid_divisors {
         let _ = writeln!(
-            out,
+            *out,
             "  grid {}: problem size / {}, not / block_size_{0}  (line {}: {}; kt tune uses it unless --grid-div-{0} says otherwise)",
             ['x', 'y', 'z'][d.dim.min(2)],
             d.value,
@@ -285,11 +312,11 @@ fn describe_kernel(k: &Kernel) -> String {
     }
     if k.launch_assumptions.is_empty() {
         let _ = writeln!(
-            out,
+            *out,
             "  launch assumptions: none (block size read from blockDim or not used)"
         );
     } else {
-        let _ = writeln!(out, "  launch assumptions:");
+        let _ = writeln!(*out, "  launch assumptions:");
         for a in &k.launch_assumptions {
             let why = match a.kind {
                 crate::kernel::AssumptionKind::LiteralBlockSize => "fixed block size",
@@ -300,19 +327,18 @@ fn describe_kernel(k: &Kernel) -> String {
                 }
             };
             let _ = writeln!(
-                out,
+                *out,
                 "    line {}: {} ({why} {})",
                 a.location.line, a.text, a.value
             );
         }
     }
-    out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::source::parse;
+    use crate::parse::parse;
 
     #[test]
     fn human_summary_names_each_parameter_and_the_linkage() {

@@ -3,32 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-/// A position in the user's original source (1-based line and column, column counted in bytes), so that
-/// messages point at what the user wrote even when kt substituted macros before parsing.
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Location {
-    pub line: usize,
-    pub column: usize,
-}
-
-impl std::fmt::Display for Location {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}:{}", self.line, self.column)
-    }
-}
-
-/// A start..end range in the user's original source (end is exclusive).
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Span {
-    pub start: Location,
-    pub end: Location,
-}
-
-impl std::fmt::Display for Span {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}-{}", self.start, self.end)
-    }
-}
+use crate::location::{Location, Span};
 
 /// One parameter of a kernel, in declaration order.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
@@ -158,6 +133,16 @@ pub struct KernelFeatures {
     pub uses_cooperative_groups: bool,
 }
 
+/// A file-scope variable that lives in device memory across launches and that the kernel writes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MutableGlobal {
+    pub name: String,
+    /// `__device__` or `__managed__`.
+    pub space: String,
+    /// The first write in the kernel or its helpers.
+    pub written_at: Location,
+}
+
 /// One `__global__` function.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Kernel {
@@ -200,7 +185,7 @@ pub struct Kernel {
     /// File-scope `__device__`/`__managed__` variables the kernel (or a helper) writes: state that
     /// outlives a launch.
     #[serde(default)]
-    pub mutable_globals: Vec<crate::globals::MutableGlobal>,
+    pub mutable_globals: Vec<MutableGlobal>,
 }
 
 impl Kernel {

@@ -62,16 +62,7 @@ pub(crate) fn analyse(prepared: &Prepared, file: &FileScope, found: &FoundKernel
             |n| prepared.location(n.start_byte()),
         );
     let outer = found.template.unwrap_or(definition);
-    // a definition inside `extern "C" { … }` or after `extern "C"` starts at the linkage keyword
-    let span_node = match outer.parent() {
-        Some(p)
-            if p.kind() == "linkage_specification"
-                && p.child_by_field_name("body") == Some(outer) =>
-        {
-            p
-        }
-        _ => outer,
-    };
+    let span_node = with_linkage(outer);
 
     let template_params = found
         .template
@@ -82,45 +73,16 @@ pub(crate) fn analyse(prepared: &Prepared, file: &FileScope, found: &FoundKernel
         .iter()
         .map(|d| (d.name.as_str(), d.body.as_str()))
         .collect();
-    let mut scan = Scan {
-        prepared,
-        file,
-        macro_bodies: &macro_bodies,
-        compile_time_names: template_params.iter().map(|p| p.name.clone()).collect(),
-        features: KernelFeatures::default(),
-        atomics: BTreeSet::new(),
-        warp: BTreeSet::new(),
-        macros: BTreeSet::new(),
-        constants: BTreeSet::new(),
-        helpers: Vec::new(),
-        visited: HashSet::from([name.clone()]),
-        assumptions: Vec::new(),
-        tiles: HashSet::new(),
-    };
+    let compile_time_names = template_params.iter().map(|p| p.name.clone()).collect();
+    let mut scan = Scan::new(prepared, file, &macro_bodies, compile_time_names, &name);
     // the whole definition, not only the body: macros and constants also appear in the parameter list,
     // in `__launch_bounds__` and in template defaults
     scan.walk(outer);
     scan.macros
         .extend(prepared.substituted_macros(span_node.start_byte(), span_node.end_byte()));
-    // macros used by the macros the kernel uses
-    let mut pending: Vec<String> = scan.macros.iter().cloned().collect();
-    while let Some(m) = pending.pop() {
-        for word in macro_bodies
-            .get(m.as_str())
-            .into_iter()
-            .flat_map(|b| b.split(|c: char| !(c.is_alphanumeric() || c == '_')))
-        {
-            if macro_bodies.contains_key(word) && scan.macros.insert(word.to_string()) {
-                pending.push(word.to_string());
-            }
-        }
-    }
+    add_macros_of_macros(&mut scan.macros, &macro_bodies);
 
-    let tunable_template_params: Vec<String> = template_params
-        .iter()
-        .filter(|t| !matches!(t.kind.as_str(), "typename" | "class") && !t.kind.contains("..."))
-        .map(|t| t.name.clone())
-        .collect();
+    let tunable_template_params = tunable_template_names(&template_params);
     let bounds = launch_bounds(prepared, definition);
     let relations = relations::relations(
         prepared,
@@ -133,19 +95,18 @@ pub(crate) fn analyse(prepared: &Prepared, file: &FileScope, found: &FoundKernel
         },
     );
     let mut features = scan.features;
-    if !features.uses_dynamic_shared_memory {
-        let body = &text[outer.byte_range()];
-        let names_one = crate::shared_helpers::dynamic_shared_types(text)
-            .iter()
-            .any(|t| word_in(body, t));
-        if names_one {
-            features.uses_shared_memory = true;
-            features.uses_dynamic_shared_memory = true;
-        }
+    if !features.uses_dynamic_shared_memory && names_dynamic_shared_type(text, outer) {
+        features.uses_shared_memory = true;
+        features.uses_dynamic_shared_memory = true;
     }
     features.atomics = scan.atomics.into_iter().collect();
     features.warp_intrinsics = scan.warp.into_iter().collect();
-    let name_for_qualified = name.clone();
+    let qualified_name = found
+        .namespaces
+        .iter()
+        .map(|n| format!("{n}::"))
+        .chain(std::iter::once(name.clone()))
+        .collect();
     let mutable_globals = crate::globals::written_by(prepared, file, definition, &scan.helpers);
     Kernel {
         name,
@@ -161,17 +122,60 @@ pub(crate) fn analyse(prepared: &Prepared, file: &FileScope, found: &FoundKernel
         span: span_of(prepared, span_node),
         name_location,
         origin_file: None,
-        qualified_name: found
-            .namespaces
-            .iter()
-            .map(|n| format!("{n}::"))
-            .collect::<String>()
-            + &name_for_qualified,
+        qualified_name,
         tunable_template_params,
         restrictions: relations.restrictions,
         grid_divisors: relations.grid_divisors,
         mutable_globals,
     }
+}
+
+/// The template parameters a tuner can set: values, not types or packs.
+fn tunable_template_names(template_params: &[TemplateParam]) -> Vec<String> {
+    template_params
+        .iter()
+        .filter(|t| !matches!(t.kind.as_str(), "typename" | "class") && !t.kind.contains("..."))
+        .map(|t| t.name.clone())
+        .collect()
+}
+
+/// The node a definition's span starts at: a definition inside `extern "C" { … }` or after `extern "C"`
+/// starts at the linkage keyword.
+fn with_linkage(outer: Node) -> Node {
+    match outer.parent() {
+        Some(p)
+            if p.kind() == "linkage_specification"
+                && p.child_by_field_name("body") == Some(outer) =>
+        {
+            p
+        }
+        _ => outer,
+    }
+}
+
+/// Adds to `macros` the macros used by the macros in it, to the end of the chain.
+fn add_macros_of_macros(macros: &mut BTreeSet<String>, macro_bodies: &HashMap<&str, &str>) {
+    let mut pending: Vec<String> = macros.iter().cloned().collect();
+    while let Some(m) = pending.pop() {
+        for word in macro_bodies
+            .get(m.as_str())
+            .into_iter()
+            .flat_map(|b| b.split(|c: char| !(c.is_alphanumeric() || c == '_')))
+        {
+            if macro_bodies.contains_key(word) && macros.insert(word.to_string()) {
+                pending.push(word.to_string());
+            }
+        }
+    }
+}
+
+/// Whether the definition names a type that a helper declares as dynamic shared memory (`extern __shared__`
+/// behind a struct or a template helper).
+fn names_dynamic_shared_type(text: &str, outer: Node) -> bool {
+    let body = &text[outer.byte_range()];
+    crate::shared_helpers::dynamic_shared_types(text)
+        .iter()
+        .any(|t| word_in(body, t))
 }
 
 fn launch_bounds(prepared: &Prepared, definition: Node) -> Option<LaunchBounds> {
@@ -261,6 +265,33 @@ struct Scan<'a, 't> {
     assumptions: Vec<LaunchAssumption>,
     /// Variables that hold a cooperative-groups tile (their `.sync()` is a warp barrier).
     tiles: HashSet<String>,
+}
+
+impl<'a, 't> Scan<'a, 't> {
+    /// A scan of the kernel `name`, with nothing found yet.
+    fn new(
+        prepared: &'a Prepared,
+        file: &'a FileScope<'t>,
+        macro_bodies: &'a HashMap<&'a str, &'a str>,
+        compile_time_names: HashSet<String>,
+        name: &str,
+    ) -> Self {
+        Scan {
+            prepared,
+            file,
+            macro_bodies,
+            compile_time_names,
+            features: KernelFeatures::default(),
+            atomics: BTreeSet::new(),
+            warp: BTreeSet::new(),
+            macros: BTreeSet::new(),
+            constants: BTreeSet::new(),
+            helpers: Vec::new(),
+            visited: HashSet::from([name.to_string()]),
+            assumptions: Vec::new(),
+            tiles: HashSet::new(),
+        }
+    }
 }
 
 impl<'t> Scan<'_, 't> {

@@ -74,7 +74,9 @@ mod kernel;
 mod kernel_facts;
 mod layout;
 mod lexer;
+mod location;
 mod macro_kernels;
+mod parse;
 mod preprocess;
 mod relations;
 mod rewrite;
@@ -82,6 +84,7 @@ mod scope;
 mod shared_helpers;
 mod sidecar;
 mod sidecar_text;
+mod sidecar_values;
 mod signature;
 mod signature_diff;
 mod source;
@@ -92,15 +95,16 @@ mod unit_items;
 
 pub use conflicts::{ConflictKind, NameConflict, find_name_conflicts, normalize_name};
 pub use error::{CudaError, SyntaxProblem};
-pub use globals::MutableGlobal;
 pub use includes::{IncludeRecord, SourceFile, decode};
 pub use inspect::{INSPECT_SCHEMA_VERSION, InspectReport};
 pub use instantiations::host_instantiations;
 pub use kernel::{
     AssumptionKind, GridDivisor, Kernel, KernelFeatures, KernelParam, LaunchAssumption,
-    LaunchBounds, Location, Restriction, Span, StructField, StructLayout, TemplateParam,
+    LaunchBounds, MutableGlobal, Restriction, StructField, StructLayout, TemplateParam,
 };
+pub use location::{Location, Span};
 pub use macro_kernels::MacroKernel;
+pub use parse::{parse, parse_file, parse_named, parse_source_file, parse_tolerant};
 pub use rewrite::{prepend_defines, remove_defines, rename_identifiers};
 pub use sidecar::{
     LAUNCH_NAMES, SIDECAR_DTYPES, ScalarValue, Sidecar, SidecarProblem, SizeExpr,
@@ -109,10 +113,7 @@ pub use sidecar::{
 pub use signature_diff::{
     SignatureChange, compare_params, compare_signatures, require_same_signature,
 };
-pub use source::{
-    CudaSource, DeviceFunction, MacroDefinition, parse, parse_file, parse_named, parse_source_file,
-    parse_tolerant,
-};
+pub use source::{CudaSource, DeviceFunction, MacroDefinition};
 pub use splice::{splice_kernel_into_file, splice_kernel_into_program};
 pub use unit::{KernelUnit, UnitItem, extract_unit};
 pub use unit_items::ItemKind;

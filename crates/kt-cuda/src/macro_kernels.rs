@@ -5,8 +5,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::kernel::Location;
 use crate::lexer::{Define, Token, TokenKind, tokenize};
+use crate::location::Location;
 
 /// A kernel a macro invocation defines.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

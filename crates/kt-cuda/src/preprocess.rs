@@ -7,8 +7,8 @@
 
 use std::collections::HashMap;
 
-use crate::kernel::Location;
 use crate::lexer::{self, Define, Token, TokenKind};
+use crate::location::Location;
 
 /// Words a substitutable macro body may consist of.
 const QUALIFIER_WORDS: &[&str] = &[

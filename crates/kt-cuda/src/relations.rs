@@ -110,7 +110,7 @@ impl Finder<'_> {
         collapse(&self.prepared.text[node.byte_range()])
     }
 
-    fn push(&mut self, expr: String, reason: String, location: crate::kernel::Location) {
+    fn push(&mut self, expr: String, reason: String, location: crate::location::Location) {
         if !self.out.iter().any(|r| r.expr == expr) {
             self.out.push(Restriction {
                 expr,

@@ -7,7 +7,7 @@ use std::collections::{BTreeSet, HashMap};
 use tree_sitter::{Node, Parser, Tree};
 
 use crate::error::CudaError;
-use crate::kernel::Span;
+use crate::location::Span;
 use crate::preprocess::Prepared;
 use crate::signature;
 
@@ -113,6 +113,7 @@ impl<'t> FileScope<'t> {
         }
     }
 
+    /// Records what `node` declares at file scope and walks into the nodes that hold more declarations.
     fn visit(
         &mut self,
         prepared: &Prepared,
@@ -122,32 +123,7 @@ impl<'t> FileScope<'t> {
     ) {
         let text = &prepared.text;
         match node.kind() {
-            "function_definition" => {
-                let Some(name) = signature::function_name(node, text) else {
-                    return;
-                };
-                if has_specifier(node, text, "__global__") {
-                    let mut namespaces = Vec::new();
-                    let mut up = node.parent();
-                    while let Some(p) = up {
-                        if p.kind() == "namespace_definition"
-                            && let Some(n) = p.child_by_field_name("name")
-                        {
-                            namespaces.insert(0, text[n.byte_range()].to_string());
-                        }
-                        up = p.parent();
-                    }
-                    self.kernels.push(FoundKernel {
-                        definition: node,
-                        template,
-                        extern_c,
-                        namespaces,
-                    });
-                } else if has_specifier(node, text, "__device__") {
-                    self.device_by_name.entry(name.clone()).or_insert(node);
-                    self.device_functions.push((name, node));
-                }
-            }
+            "function_definition" => self.record_function(text, node, extern_c, template),
             "linkage_specification" => {
                 let is_c = node
                     .child_by_field_name("value")
@@ -166,38 +142,7 @@ impl<'t> FileScope<'t> {
                 }
             }
             "struct_specifier" | "class_specifier" => self.record_struct(text, node),
-            "type_definition" => {
-                let mut cursor = node.walk();
-                let ty = node.child_by_field_name("type");
-                if let Some(t) = ty
-                    && matches!(t.kind(), "struct_specifier" | "class_specifier")
-                {
-                    self.record_struct(text, t);
-                }
-                for d in node.children_by_field_name("declarator", &mut cursor) {
-                    if let (Some(t), "type_identifier") = (ty, d.kind()) {
-                        let name = text[d.byte_range()].to_string();
-                        let target = match t.kind() {
-                            // `typedef struct { … } Name;` names the struct itself
-                            "struct_specifier" | "class_specifier"
-                                if t.child_by_field_name("name").is_none() =>
-                            {
-                                if t.child_by_field_name("body").is_some() {
-                                    self.structs.entry(name.clone()).or_insert(t);
-                                }
-                                name.clone()
-                            }
-                            "struct_specifier" | "class_specifier" => t
-                                .child_by_field_name("name")
-                                .map_or(name.clone(), |n| text[n.byte_range()].to_string()),
-                            _ => collapse(&text[t.byte_range()]),
-                        };
-                        if target != name {
-                            self.typedefs.entry(name).or_insert(target);
-                        }
-                    }
-                }
-            }
+            "type_definition" => self.record_typedef(text, node),
             "alias_declaration" => {
                 if let (Some(n), Some(t)) = (
                     node.child_by_field_name("name"),
@@ -208,27 +153,7 @@ impl<'t> FileScope<'t> {
                         .or_insert_with(|| collapse(&text[t.byte_range()]));
                 }
             }
-            "declaration" => {
-                if let Some(t) = node.child_by_field_name("type")
-                    && matches!(t.kind(), "struct_specifier" | "class_specifier")
-                {
-                    self.record_struct(text, t);
-                }
-                // a file-scope constant: constexpr, or const with an initializer
-                let is_constant = (0..node.child_count())
-                    .filter_map(|i| node.child(i))
-                    .any(|c| matches!(&text[c.byte_range()], "constexpr" | "const"));
-                if is_constant {
-                    let mut cursor = node.walk();
-                    for d in node.children_by_field_name("declarator", &mut cursor) {
-                        if d.kind() == "init_declarator"
-                            && let Some(name) = signature::declared_name(d, text)
-                        {
-                            self.constants.insert(name);
-                        }
-                    }
-                }
-            }
+            "declaration" => self.record_declaration(text, node),
             "translation_unit"
             | "declaration_list"
             | "namespace_definition"
@@ -243,6 +168,97 @@ impl<'t> FileScope<'t> {
                 }
             }
             _ => {}
+        }
+    }
+
+    /// A `__global__` definition (with the namespaces around it) or a `__device__` helper.
+    fn record_function(
+        &mut self,
+        text: &str,
+        node: Node<'t>,
+        extern_c: bool,
+        template: Option<Node<'t>>,
+    ) {
+        let Some(name) = signature::function_name(node, text) else {
+            return;
+        };
+        if has_specifier(node, text, "__global__") {
+            let mut namespaces = Vec::new();
+            let mut up = node.parent();
+            while let Some(p) = up {
+                if p.kind() == "namespace_definition"
+                    && let Some(n) = p.child_by_field_name("name")
+                {
+                    namespaces.insert(0, text[n.byte_range()].to_string());
+                }
+                up = p.parent();
+            }
+            self.kernels.push(FoundKernel {
+                definition: node,
+                template,
+                extern_c,
+                namespaces,
+            });
+        } else if has_specifier(node, text, "__device__") {
+            self.device_by_name.entry(name.clone()).or_insert(node);
+            self.device_functions.push((name, node));
+        }
+    }
+
+    /// `typedef T Name;`: the struct it defines, and what Name stands for.
+    fn record_typedef(&mut self, text: &str, node: Node<'t>) {
+        let mut cursor = node.walk();
+        let ty = node.child_by_field_name("type");
+        if let Some(t) = ty
+            && matches!(t.kind(), "struct_specifier" | "class_specifier")
+        {
+            self.record_struct(text, t);
+        }
+        for d in node.children_by_field_name("declarator", &mut cursor) {
+            if let (Some(t), "type_identifier") = (ty, d.kind()) {
+                let name = text[d.byte_range()].to_string();
+                let target = match t.kind() {
+                    // `typedef struct { … } Name;` names the struct itself
+                    "struct_specifier" | "class_specifier"
+                        if t.child_by_field_name("name").is_none() =>
+                    {
+                        if t.child_by_field_name("body").is_some() {
+                            self.structs.entry(name.clone()).or_insert(t);
+                        }
+                        name.clone()
+                    }
+                    "struct_specifier" | "class_specifier" => t
+                        .child_by_field_name("name")
+                        .map_or(name.clone(), |n| text[n.byte_range()].to_string()),
+                    _ => collapse(&text[t.byte_range()]),
+                };
+                if target != name {
+                    self.typedefs.entry(name).or_insert(target);
+                }
+            }
+        }
+    }
+
+    /// A declaration: the struct it defines, and a file-scope constant (constexpr, or const with an
+    /// initializer).
+    fn record_declaration(&mut self, text: &str, node: Node<'t>) {
+        if let Some(t) = node.child_by_field_name("type")
+            && matches!(t.kind(), "struct_specifier" | "class_specifier")
+        {
+            self.record_struct(text, t);
+        }
+        let is_constant = (0..node.child_count())
+            .filter_map(|i| node.child(i))
+            .any(|c| matches!(&text[c.byte_range()], "constexpr" | "const"));
+        if is_constant {
+            let mut cursor = node.walk();
+            for d in node.children_by_field_name("declarator", &mut cursor) {
+                if d.kind() == "init_declarator"
+                    && let Some(name) = signature::declared_name(d, text)
+                {
+                    self.constants.insert(name);
+                }
+            }
         }
     }
 }

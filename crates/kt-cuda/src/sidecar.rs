@@ -10,44 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::CudaError;
 use crate::kernel::Kernel;
-
-/// A number or an expression over scalar parameter names (`"width*height"`, `256`). Read by
-/// `sidecar_text.rs`, whose errors say what a sidecar allows.
-#[derive(Debug, Clone, Serialize, PartialEq)]
-#[serde(untagged)]
-pub enum SizeExpr {
-    Int(i64),
-    Float(f64),
-    Expr(String),
-}
-
-impl SizeExpr {
-    /// The expression as text (numbers formatted as numbers).
-    pub fn text(&self) -> String {
-        match self {
-            SizeExpr::Int(v) => v.to_string(),
-            SizeExpr::Float(v) => v.to_string(),
-            SizeExpr::Expr(s) => s.clone(),
-        }
-    }
-}
-
-/// A scalar argument value (read by `sidecar_text.rs`).
-#[derive(Debug, Clone, Copy, Serialize, PartialEq)]
-#[serde(untagged)]
-pub enum ScalarValue {
-    Int(i64),
-    Float(f64),
-}
-
-impl std::fmt::Display for ScalarValue {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            ScalarValue::Int(v) => write!(f, "{v}"),
-            ScalarValue::Float(v) => write!(f, "{v:?}"),
-        }
-    }
-}
+pub use crate::sidecar_values::{ScalarValue, SizeExpr};
 
 /// One kernel's sidecar. A key it does not know is refused: a misspelt `rtoll` must not pass silently.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -334,6 +297,18 @@ impl Sidecar {
     /// parameter an `inputs` entry.
     pub fn check_against(&self, kernel: &Kernel) -> Result<(), Vec<SidecarProblem>> {
         let mut problems = Vec::new();
+        self.check_own_fields(kernel, &mut problems);
+        self.check_names_are_parameters(kernel, &mut problems);
+        self.check_every_parameter_has_a_value(kernel, &mut problems);
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(problems)
+        }
+    }
+
+    /// The kernel's name, the fields that may not be empty, and the dtypes.
+    fn check_own_fields(&self, kernel: &Kernel, problems: &mut Vec<SidecarProblem>) {
         if self.kernel != kernel.name {
             problems.push(SidecarProblem::KernelNameMismatch {
                 sidecar: self.kernel.clone(),
@@ -358,6 +333,11 @@ impl Sidecar {
                 });
             }
         }
+    }
+
+    /// Every name the sidecar mentions is a parameter of the kernel, of the right kind (a launch name may stand
+    /// for a scalar).
+    fn check_names_are_parameters(&self, kernel: &Kernel, problems: &mut Vec<SidecarProblem>) {
         let mut expect = |field: &str, name: &str, pointer: bool| match kernel.param(name) {
             None if !pointer && LAUNCH_NAMES.contains(&name) => {}
             None => problems.push(SidecarProblem::UnknownParameter {
@@ -409,6 +389,14 @@ impl Sidecar {
                 expect("rtol/atol/max_mismatch_fraction", name, true);
             }
         }
+    }
+
+    /// Every pointer parameter has inputs, every scalar a bench value (and a test value where tests are given).
+    fn check_every_parameter_has_a_value(
+        &self,
+        kernel: &Kernel,
+        problems: &mut Vec<SidecarProblem>,
+    ) {
         for p in &kernel.params {
             if p.is_pointer() {
                 if !self.inputs.contains_key(&p.name) {
@@ -429,18 +417,13 @@ impl Sidecar {
                 }
             }
         }
-        if problems.is_empty() {
-            Ok(())
-        } else {
-            Err(problems)
-        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::source::parse;
+    use crate::parse::parse;
 
     const MATMUL: &str = "extern \"C\" __global__ void matrixMultiply(const float* A, const float* B, float* C, int A_width, int A_height, int B_width) {}";
     const SIDECAR: &str = r#"

@@ -259,7 +259,7 @@ pub fn compare_params(before: &[KernelParam], after: &[KernelParam]) -> Vec<Sign
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::source::parse;
+    use crate::parse::parse;
 
     fn kernel(src: &str) -> Kernel {
         parse(src).unwrap().kernels()[0].clone()

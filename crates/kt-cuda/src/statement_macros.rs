@@ -156,7 +156,7 @@ __global__ void MAdd1(T *data, int nIters, T v1, T v2) {
 
     #[test]
     fn a_kernel_made_of_statement_macros_parses_and_names_the_macros_it_uses() {
-        let parsed = crate::source::parse(BENCHMARK).expect("parses");
+        let parsed = crate::parse::parse(BENCHMARK).expect("parses");
         assert!(
             parsed.syntax_problems.is_empty(),
             "{:?}",

@@ -10,9 +10,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::CudaError;
 use crate::includes::SourceFile;
+use crate::parse::parse_source_file;
 use crate::preprocess::Prepared;
 use crate::scope::syntax_tree;
-use crate::source::parse_source_file;
 use crate::unit_items::{self, Item, ItemKind, Items};
 
 /// One item of a unit (or one left out of it).
@@ -128,7 +128,7 @@ fn with_type_headers(text: String, all: &Items, keep: &BTreeSet<usize>) -> Strin
 /// The unit must parse back to the kernel: a check that nothing it needs was cut off in the middle.
 fn check_unit(file: &str, kernel: &str, text: &str) -> Result<(), CudaError> {
     let what = format!("the unit of `{kernel}` extracted from {file}");
-    let parsed = crate::source::parse_named(text, &what).map_err(|e| CudaError::Unit {
+    let parsed = crate::parse::parse_named(text, &what).map_err(|e| CudaError::Unit {
         what: file.to_string(),
         kernel: kernel.to_string(),
         reason: e.to_string(),

@@ -350,41 +350,71 @@ fn resolve_study(
         }
     }
 
-    let mut strategies = Vec::new();
-    for s in strategies_file {
-        let spec = match s {
-            StrategyFile::Name(name) => StrategySpec {
-                name,
-                settings: BTreeMap::new(),
-                grid: BTreeMap::new(),
-            },
-            StrategyFile::Full(t) => StrategySpec {
-                name: t.name,
-                settings: t.settings,
-                grid: t.grid,
-            },
-        };
-        check_slug(path, "strategy", &spec.name)?;
-        check_settings(path, spec.settings.keys())?;
-        check_settings(path, spec.grid.keys())?;
-        if let Some((key, _)) = spec.grid.iter().find(|(_, values)| values.is_empty()) {
-            return Err(ExperimentError::design(
-                path,
-                format!("grid `{key}` of strategy `{}` has no values", spec.name),
-            ));
-        }
-        strategies.push(spec);
-    }
-
+    let strategies = strategies_file
+        .into_iter()
+        .map(|s| strategy_spec(path, s))
+        .collect::<Result<Vec<_>, _>>()?;
     let repeats = study.repeats.or(defaults.repeats).unwrap_or(1);
+    let seeds = study.seeds.or_else(|| defaults.seeds.clone());
+    check_repeats(path, &name, repeats, seeds.as_deref())?;
+    let mut settings = defaults.settings.clone().unwrap_or_default();
+    settings.extend(study.settings.unwrap_or_default());
+    check_settings(path, settings.keys())?;
+    let budget = budget_of(path, merge_budget(defaults.budget.as_ref(), study.budget))?;
+
+    Ok(Study {
+        name,
+        description: study.description,
+        kernels,
+        strategies,
+        models,
+        repeats,
+        seeds,
+        settings,
+        budget,
+    })
+}
+
+/// One strategy of a study, with its settings and grid checked.
+fn strategy_spec(path: &Path, s: StrategyFile) -> Result<StrategySpec, ExperimentError> {
+    let spec = match s {
+        StrategyFile::Name(name) => StrategySpec {
+            name,
+            settings: BTreeMap::new(),
+            grid: BTreeMap::new(),
+        },
+        StrategyFile::Full(t) => StrategySpec {
+            name: t.name,
+            settings: t.settings,
+            grid: t.grid,
+        },
+    };
+    check_slug(path, "strategy", &spec.name)?;
+    check_settings(path, spec.settings.keys())?;
+    check_settings(path, spec.grid.keys())?;
+    if let Some((key, _)) = spec.grid.iter().find(|(_, values)| values.is_empty()) {
+        return Err(ExperimentError::design(
+            path,
+            format!("grid `{key}` of strategy `{}` has no values", spec.name),
+        ));
+    }
+    Ok(spec)
+}
+
+/// At least one repeat, and one seed per repeat where seeds are given.
+fn check_repeats(
+    path: &Path,
+    name: &str,
+    repeats: u32,
+    seeds: Option<&[u64]>,
+) -> Result<(), ExperimentError> {
     if repeats == 0 {
         return Err(ExperimentError::design(
             path,
             format!("study `{name}`: repeats must be at least 1"),
         ));
     }
-    let seeds = study.seeds.or_else(|| defaults.seeds.clone());
-    if let Some(seeds) = &seeds
+    if let Some(seeds) = seeds
         && seeds.len() != repeats as usize
     {
         return Err(ExperimentError::design(
@@ -395,12 +425,11 @@ fn resolve_study(
             ),
         ));
     }
+    Ok(())
+}
 
-    let mut settings = defaults.settings.clone().unwrap_or_default();
-    settings.extend(study.settings.unwrap_or_default());
-    check_settings(path, settings.keys())?;
-
-    let budget_file = merge_budget(defaults.budget.as_ref(), study.budget);
+/// A study's budget, its time read as a duration and its dollars checked.
+fn budget_of(path: &Path, budget_file: BudgetFile) -> Result<Budget, ExperimentError> {
     let time = match &budget_file.time {
         Some(t) => Some(parse_duration(t).ok_or_else(|| {
             ExperimentError::design(
@@ -419,22 +448,10 @@ fn resolve_study(
             "budget dollars must be a non-negative number",
         ));
     }
-    let budget = Budget {
+    Ok(Budget {
         time,
         tokens: budget_file.tokens,
         dollars: budget_file.dollars,
-    };
-
-    Ok(Study {
-        name,
-        description: study.description,
-        kernels,
-        strategies,
-        models,
-        repeats,
-        seeds,
-        settings,
-        budget,
     })
 }
 

@@ -25,7 +25,7 @@ use crate::design::Design;
 use crate::error::ExperimentError;
 use crate::interrupt::StopSignal;
 use crate::launch::KtBinary;
-use crate::ledger::{CellStatus, Ledger};
+use crate::ledger::{CellRecord, CellStatus, Ledger};
 use crate::progress::{Progress, human};
 
 /// Options of `kt experiment run`.
@@ -115,7 +115,6 @@ pub fn run_experiment(
     stop: &StopSignal,
 ) -> Result<RunSummary, ExperimentError> {
     prepare_out_dir(design, cells, &opts.out)?;
-
     let ledger = Ledger::new(&opts.out);
     let records = ledger.load()?;
     let pending: VecDeque<Cell> = cells
@@ -123,7 +122,7 @@ pub fn run_experiment(
         .filter(|c| !records.get(&c.id).is_some_and(|r| r.status.is_final()))
         .cloned()
         .collect();
-    let mut summary = RunSummary {
+    let summary = RunSummary {
         total: cells.len(),
         skipped: cells.len() - pending.len(),
         ..RunSummary::default()
@@ -137,109 +136,148 @@ pub fn run_experiment(
         "running experiment {}",
         design.name
     );
-
     let mut runner = CellRunner::new(opts.kt.clone(), design.root.clone(), opts.out.clone());
     runner.grace = opts.grace;
     runner.poll = opts.poll;
     runner.llm_configs = design.llm_configs.clone();
-    let mut progress = Progress::new(cells.len(), summary.skipped, workers.len(), opts.progress);
+    let progress = Progress::new(cells.len(), summary.skipped, workers.len(), opts.progress);
+    let mut tally = Tally {
+        ledger: &ledger,
+        stop,
+        summary,
+        progress,
+        first_error: None,
+    };
     let queue = Mutex::new(pending);
     let (tx, rx) = mpsc::channel::<Event>();
-    let mut first_error: Option<ExperimentError> = None;
-
     std::thread::scope(|scope| {
         for gpu in &workers {
             let tx = tx.clone();
-            let (queue, runner, stop) = (&queue, &runner, stop);
-            scope.spawn(move || {
-                loop {
-                    if stop.is_stopped() {
-                        break;
-                    }
-                    // A poisoned queue only means another worker panicked; the queue itself is intact.
-                    let next = queue.lock().unwrap_or_else(|p| p.into_inner()).pop_front();
-                    let Some(cell) = next else { break };
-                    let _ = tx.send(Event::Started);
-                    let start = Instant::now();
-                    let outcome = runner.run(&cell, gpu.as_deref(), stop);
-                    let _ = tx.send(Event::Ended {
-                        cell: Box::new(cell),
-                        outcome,
-                        took: start.elapsed(),
-                    });
-                }
-            });
+            let (queue, runner) = (&queue, &runner);
+            scope.spawn(move || work_through(queue, runner, gpu.as_deref(), stop, &tx));
         }
         drop(tx);
-
         for event in rx {
-            match event {
-                Event::Started => progress.started(),
-                Event::Ended {
-                    cell,
-                    outcome,
-                    took,
-                } => match outcome {
-                    Ok(CellOutcome::Recorded { record, launched }) => {
-                        if let Err(e) = ledger.append(&record) {
-                            tracing::error!(cell = %cell.id, "cannot record the cell: {e}");
-                            first_error.get_or_insert(e);
-                            stop.stop();
-                        }
-                        match record.status {
-                            CellStatus::Finished => summary.finished += 1,
-                            CellStatus::Failed => summary.failed += 1,
-                            CellStatus::OverBudget => summary.over_budget += 1,
-                            CellStatus::Crashed => summary.crashed += 1,
-                            CellStatus::NeedsGpu => summary.needs_gpu += 1,
-                            CellStatus::LlmUnavailable => summary.llm_unavailable += 1,
-                        }
-                        let speed = record
-                            .run_result()
-                            .speedup
-                            .map_or_else(String::new, |s| format!(" {s:.2}×"));
-                        let line = format!(
-                            "{:<11} {}{speed} ({})",
-                            record.status.as_str(),
-                            cell.id,
-                            human(took)
-                        );
-                        progress.ended(
-                            Some(record.status),
-                            if launched { took } else { Duration::ZERO },
-                            &line,
-                        );
-                    }
-                    Ok(CellOutcome::Interrupted) => {
-                        summary.not_done += 1;
-                        progress.ended(None, Duration::ZERO, &format!("stopped     {}", cell.id));
-                    }
-                    Ok(CellOutcome::Busy) => {
-                        summary.not_done += 1;
-                        let line = format!("busy        {} (another kt process runs it)", cell.id);
-                        progress.ended(None, Duration::ZERO, &line);
-                    }
-                    Err(e) => {
-                        tracing::error!(cell = %cell.id, "{e}");
-                        summary.not_done += 1;
-                        progress.ended(
-                            None,
-                            Duration::ZERO,
-                            &format!("error       {}: {e}", cell.id),
-                        );
-                        first_error.get_or_insert(e);
-                        stop.stop();
-                    }
-                },
-            }
+            tally.take(event);
         }
     });
+    let Tally {
+        mut summary,
+        progress,
+        first_error,
+        ..
+    } = tally;
     progress.finish();
     summary.not_done += queue.into_inner().unwrap_or_else(|p| p.into_inner()).len();
     summary.elapsed_s = progress.elapsed().as_secs_f64();
     match first_error {
         Some(e) => Err(e),
         None => Ok(summary),
+    }
+}
+
+/// One worker (on `gpu`): takes cells off the queue and runs them until the queue is empty or a stop.
+fn work_through(
+    queue: &Mutex<VecDeque<Cell>>,
+    runner: &CellRunner,
+    gpu: Option<&str>,
+    stop: &StopSignal,
+    tx: &mpsc::Sender<Event>,
+) {
+    while !stop.is_stopped() {
+        // A poisoned queue only means another worker panicked; the queue itself is intact.
+        let next = queue.lock().unwrap_or_else(|p| p.into_inner()).pop_front();
+        let Some(cell) = next else { break };
+        let _ = tx.send(Event::Started);
+        let start = Instant::now();
+        let outcome = runner.run(&cell, gpu, stop);
+        let _ = tx.send(Event::Ended {
+            cell: Box::new(cell),
+            outcome,
+            took: start.elapsed(),
+        });
+    }
+}
+
+/// What the workers report, counted, recorded in the ledger and shown as progress; the first error stops
+/// the run.
+struct Tally<'a> {
+    ledger: &'a Ledger,
+    stop: &'a StopSignal,
+    summary: RunSummary,
+    progress: Progress,
+    first_error: Option<ExperimentError>,
+}
+
+impl Tally<'_> {
+    fn take(&mut self, event: Event) {
+        let Event::Ended {
+            cell,
+            outcome,
+            took,
+        } = event
+        else {
+            self.progress.started();
+            return;
+        };
+        match outcome {
+            Ok(CellOutcome::Recorded { record, launched }) => self.recorded(
+                &cell,
+                &record,
+                if launched { took } else { Duration::ZERO },
+                took,
+            ),
+            Ok(CellOutcome::Interrupted) => {
+                self.summary.not_done += 1;
+                self.progress
+                    .ended(None, Duration::ZERO, &format!("stopped     {}", cell.id));
+            }
+            Ok(CellOutcome::Busy) => {
+                self.summary.not_done += 1;
+                let line = format!("busy        {} (another kt process runs it)", cell.id);
+                self.progress.ended(None, Duration::ZERO, &line);
+            }
+            Err(e) => {
+                tracing::error!(cell = %cell.id, "{e}");
+                self.summary.not_done += 1;
+                self.progress.ended(
+                    None,
+                    Duration::ZERO,
+                    &format!("error       {}: {e}", cell.id),
+                );
+                self.first_error.get_or_insert(e);
+                self.stop.stop();
+            }
+        }
+    }
+
+    /// A cell that ran to a record: into the ledger, counted by status, one progress line.
+    fn recorded(&mut self, cell: &Cell, record: &CellRecord, launched: Duration, took: Duration) {
+        if let Err(e) = self.ledger.append(record) {
+            tracing::error!(cell = %cell.id, "cannot record the cell: {e}");
+            self.first_error.get_or_insert(e);
+            self.stop.stop();
+        }
+        let s = &mut self.summary;
+        match record.status {
+            CellStatus::Finished => s.finished += 1,
+            CellStatus::Failed => s.failed += 1,
+            CellStatus::OverBudget => s.over_budget += 1,
+            CellStatus::Crashed => s.crashed += 1,
+            CellStatus::NeedsGpu => s.needs_gpu += 1,
+            CellStatus::LlmUnavailable => s.llm_unavailable += 1,
+        }
+        let speed = record
+            .run_result()
+            .speedup
+            .map_or_else(String::new, |s| format!(" {s:.2}×"));
+        let line = format!(
+            "{:<11} {}{speed} ({})",
+            record.status.as_str(),
+            cell.id,
+            human(took)
+        );
+        self.progress.ended(Some(record.status), launched, &line);
     }
 }
 

@@ -110,16 +110,69 @@ pub fn write_slurm(
     let logs = dir.join("logs");
     std::fs::create_dir_all(&logs)
         .map_err(|e| ExperimentError::io(&logs, "creating the SLURM directory", e))?;
-
     let cell_list = dir.join("cells.txt");
     let list: String = cells.iter().map(|c| format!("{}\n", c.id)).collect();
     write(&cell_list, &list)?;
+    let shared = Shared {
+        design_name,
+        n: cells.len(),
+        design: quote(&design_file.to_string_lossy()),
+        out: quote(&opts.out.to_string_lossy()),
+        kt: quote(&opts.kt.to_string_lossy()),
+        common: common_lines(opts),
+        env: opts
+            .env
+            .iter()
+            .map(|(k, v)| format!("export {k}={}\n", quote(v)))
+            .collect(),
+        logs_q: quote(&logs.to_string_lossy()),
+    };
+    let array = dir.join("cells.sbatch");
+    write(&array, &array_script(&shared, opts, &time, &cell_list))?;
+    let collect = dir.join("collect.sbatch");
+    write(&collect, &collect_script(&shared, opts))?;
+    let submit = dir.join("submit.sh");
+    write(&submit, &submit_script(shared.n))?;
+    for script in [&array, &collect, &submit] {
+        make_executable(script)?;
+    }
+    Ok(SlurmScripts {
+        dir,
+        cell_list,
+        array,
+        collect,
+        submit,
+        tasks: shared.n,
+    })
+}
 
-    let design = quote(&design_file.to_string_lossy());
-    let out = quote(&opts.out.to_string_lossy());
-    let kt = quote(&opts.kt.to_string_lossy());
-    let n = cells.len();
-    let common = common_lines(opts);
+/// What the scripts share, quoted for the shell where it is a value.
+struct Shared<'a> {
+    design_name: &'a str,
+    /// How many cells (array tasks).
+    n: usize,
+    design: String,
+    out: String,
+    kt: String,
+    /// The `#SBATCH` lines every job takes (account, partition, ...).
+    common: String,
+    /// `export K=V` lines of the options' environment.
+    env: String,
+    logs_q: String,
+}
+
+/// The array job: one task per cell of cells.txt.
+fn array_script(shared: &Shared, opts: &SlurmOptions, time: &str, cell_list: &Path) -> String {
+    let Shared {
+        design_name,
+        n,
+        design,
+        out,
+        kt,
+        common,
+        env,
+        logs_q,
+    } = shared;
     let gpus = match (opts.gpus, opts.gpu_request) {
         (0, _) => String::new(),
         (g, GpuRequest::Gres) => format!("#SBATCH --gres=gpu:{g}\n"),
@@ -135,18 +188,8 @@ pub fn write_slurm(
     } else {
         "--no-requeue"
     };
-    let env: String = opts
-        .env
-        .iter()
-        .map(|(k, v)| format!("export {k}={}\n", quote(v)))
-        .collect();
-    let logs_q = quote(&logs.to_string_lossy());
-
-    let array = dir.join("cells.sbatch");
-    write(
-        &array,
-        &format!(
-            r#"#!/usr/bin/env bash
+    format!(
+        r#"#!/usr/bin/env bash
 # One array task per cell of the experiment {design_name} ({n} cells), written by `kt experiment slurm`.
 # Task i runs the cell on line i+1 of cells.txt. Resubmitting is safe: finished cells are skipped and
 # half-finished ones resume from their last checkpoint (so does a task that SLURM requeues).
@@ -182,19 +225,18 @@ exec >>"$LOGS/$cell.log" 2>&1
 echo "$(date -u +%FT%TZ) job ${{SLURM_ARRAY_JOB_ID:-?}}_$SLURM_ARRAY_TASK_ID (restart ${{SLURM_RESTART_COUNT:-0}}) on $(hostname): cell $cell, GPU ${{CUDA_VISIBLE_DEVICES:-none}}"
 exec "$KT" experiment run-cell {design} --cell "$cell" --out {out}
 "#,
-            name = quote(&format!("kt-{design_name}")),
-            time = quote(&time),
-            cpus = opts.cpus_per_task.max(1),
-            last = n - 1,
-            cell_list = quote(&cell_list.to_string_lossy()),
-        ),
-    )?;
+        name = quote(&format!("kt-{design_name}")),
+        time = quote(time),
+        cpus = opts.cpus_per_task.max(1),
+        last = n - 1,
+        cell_list = quote(&cell_list.to_string_lossy()),
+    )
+}
 
-    let collect = dir.join("collect.sbatch");
-    write(
-        &collect,
-        &format!(
-            r#"#!/usr/bin/env bash
+/// The collection job: tables and plots once the array job has ended.
+fn collect_script(shared: &Shared, opts: &SlurmOptions) -> String {
+    format!(
+        r#"#!/usr/bin/env bash
 # Collects the results of the array job once it has ended: tables and plots into {report_dir}.
 #SBATCH --job-name={collect_name}
 {common}#SBATCH --time=00:30:00
@@ -206,16 +248,20 @@ KT="${{KT:-{kt}}}"
 {env}"$KT" experiment report {out} --format md
 "$KT" experiment report {out} --format csv --no-plots > /dev/null
 "#,
-            report_dir = opts.out.join("report").display(),
-            collect_name = quote(&format!("kt-{design_name}-report")),
-        ),
-    )?;
+        report_dir = opts.out.join("report").display(),
+        collect_name = quote(&format!("kt-{}-report", shared.design_name)),
+        common = shared.common,
+        logs_q = shared.logs_q,
+        kt = shared.kt,
+        env = shared.env,
+        out = shared.out,
+    )
+}
 
-    let submit = dir.join("submit.sh");
-    write(
-        &submit,
-        &format!(
-            r#"#!/usr/bin/env bash
+/// submit.sh: the array job, then the collection job after it.
+fn submit_script(n: usize) -> String {
+    format!(
+        r#"#!/usr/bin/env bash
 # Submits the array job, then the collection job to run after it (whatever the cells' exit codes).
 set -euo pipefail
 here=$(cd "$(dirname "${{BASH_SOURCE[0]}}")" && pwd)
@@ -225,19 +271,7 @@ collect_job=$(sbatch --parsable --dependency="afterany:$array_job" "$here/collec
 collect_job=${{collect_job%%;*}}
 echo "submitted array job $array_job ({n} cells) and collection job $collect_job"
 "#
-        ),
-    )?;
-    for script in [&array, &collect, &submit] {
-        make_executable(script)?;
-    }
-    Ok(SlurmScripts {
-        dir,
-        cell_list,
-        array,
-        collect,
-        submit,
-        tasks: n,
-    })
+    )
 }
 
 fn check(cells: &[Cell], opts: &SlurmOptions, time: &str) -> Result<(), ExperimentError> {

@@ -1,26 +1,19 @@
-//! [`LlmConfig`]: which LLM to use and how, from `kt.toml` / `$KT_CONFIG` / `~/.config/kt/config.toml`
-//! (`[llm]` section), the environment (`KT_LLM=openai:gpt-4.1`) and command-line flags, in increasing
-//! priority; and [`LlmConfig::build_client`], which turns it into a ready [`LlmClient`].
+//! [`LlmConfig`]: which LLM to use and how, as layered from `kt.toml` / `$KT_CONFIG` /
+//! `~/.config/kt/config.toml` (`[llm]` section), the environment (`KT_LLM=openai:gpt-4.1`) and command-line
+//! flags, in increasing priority (`config_load.rs` reads those sources), and the settings it resolves to:
+//! timeouts, retries, parameters. `client_setup.rs` turns it into a ready [`crate::LlmClient`].
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::client::LlmClient;
-use crate::error::LlmError;
-use crate::price::PriceTable;
-use crate::provider::Provider;
-use crate::providers::{
-    AnthropicProvider, Endpoint, ExecProvider, ManualProvider, OpenAiProvider, ReplayProvider,
-    SchemaStyle, ScriptedProvider,
-};
+use crate::preset::{Kind, preset};
+use crate::providers::SchemaStyle;
 use crate::request::Params;
 use crate::retry::RetryPolicy;
 use crate::structured::StructuredMode;
-use crate::thinking::ThinkTags;
 use crate::transport::{ApiKey, Timeouts};
 
 /// The `[llm]` section. Every field is optional so that files, environment and flags can be layered.
@@ -135,217 +128,10 @@ impl Overrides {
     }
 }
 
-/// Defaults of a provider name.
-pub(crate) struct Preset {
-    pub(crate) kind: Kind,
-    base_url: &'static str,
-    key_env: &'static str,
-    /// A cloud service where a missing key is certainly a mistake.
-    needs_key: bool,
-    default_model: Option<&'static str>,
-    /// How the server takes a JSON schema.
-    schema_style: SchemaStyle,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Kind {
-    OpenAi,
-    Anthropic,
-    Scripted,
-    Replay,
-    Manual,
-    Exec,
-}
-
-const PROVIDERS: &str = "openai, anthropic, together, deepseek, vllm, llama-server, ollama, scripted, replay, manual, exec";
-
-/// The defaults of each provider name. Structured output, per provider: OpenAI, Together, vLLM and
-/// llama-server take `response_format` with a `json_schema` natively; DeepSeek takes only `json_object`, so the
-/// schema also goes into the prompt; Anthropic answers through a forced tool call; Ollama gets its `format`
-/// schema. A server that rejects its parameter anyway switches the client to the schema in the prompt.
-pub(crate) fn preset(name: &str) -> Option<Preset> {
-    let p = |kind, base_url, key_env, needs_key, default_model| Preset {
-        kind,
-        base_url,
-        key_env,
-        needs_key,
-        default_model,
-        schema_style: match kind {
-            Kind::Anthropic => SchemaStyle::Tool,
-            _ => SchemaStyle::JsonSchema,
-        },
-    };
-    let styled = |preset: Preset, schema_style| Preset {
-        schema_style,
-        ..preset
-    };
-    Some(match name {
-        "openai" => p(
-            Kind::OpenAi,
-            "https://api.openai.com/v1",
-            "OPENAI_API_KEY",
-            true,
-            None,
-        ),
-        "anthropic" => p(
-            Kind::Anthropic,
-            "https://api.anthropic.com/v1",
-            "ANTHROPIC_API_KEY",
-            true,
-            None,
-        ),
-        "together" => p(
-            Kind::OpenAi,
-            "https://api.together.xyz/v1",
-            "TOGETHER_API_KEY",
-            true,
-            None,
-        ),
-        "deepseek" => styled(
-            p(
-                Kind::OpenAi,
-                "https://api.deepseek.com/v1",
-                "DEEPSEEK_API_KEY",
-                true,
-                Some("deepseek-chat"),
-            ),
-            SchemaStyle::JsonObject,
-        ),
-        "vllm" => p(
-            Kind::OpenAi,
-            "http://127.0.0.1:8000/v1",
-            "VLLM_API_KEY",
-            false,
-            None,
-        ),
-        // llama-server serves whatever model it loaded and ignores the name; "local" is priced at zero.
-        "llama-server" | "llamacpp" | "llama.cpp" => p(
-            Kind::OpenAi,
-            "http://127.0.0.1:8080/v1",
-            "LLAMA_API_KEY",
-            false,
-            Some("local"),
-        ),
-        "ollama" => styled(
-            p(
-                Kind::OpenAi,
-                "http://127.0.0.1:11434/v1",
-                "OLLAMA_API_KEY",
-                false,
-                None,
-            ),
-            SchemaStyle::OllamaFormat,
-        ),
-        "scripted" => p(Kind::Scripted, "", "", false, Some("scripted")),
-        "replay" => p(Kind::Replay, "", "", false, None),
-        "manual" => p(Kind::Manual, "", "", false, Some("human")),
-        "exec" => p(Kind::Exec, "", "", false, None),
-        _ => return None,
-    })
-}
-
 impl LlmConfig {
     /// Whether a provider is chosen at all.
     pub fn is_configured(&self) -> bool {
         self.provider.is_some()
-    }
-
-    /// Parses the compact form `PROVIDER:MODEL` (`openai:gpt-4.1`, `ollama:qwen3:8b`), `PROVIDER:PATH` for the
-    /// file-based providers (`replay:kt-runs/x/llm.jsonl`, `scripted:answers.toml`, `manual:prompts/`) or
-    /// `exec:COMMAND` (`exec:ollama run qwen3`).
-    pub fn parse_spec(spec: &str) -> Result<LlmConfig, LlmError> {
-        let (name, rest) = spec.split_once(':').unwrap_or((spec, ""));
-        let name = name.trim().to_ascii_lowercase();
-        let preset = preset(&name).ok_or_else(|| LlmError::Config {
-            detail: format!("unknown LLM provider `{name}` in `{spec}`"),
-            fix: format!("use PROVIDER:MODEL with PROVIDER one of {PROVIDERS}"),
-        })?;
-        let mut cfg = LlmConfig {
-            provider: Some(name),
-            ..LlmConfig::default()
-        };
-        let rest = rest.trim();
-        if !rest.is_empty() {
-            match preset.kind {
-                Kind::Scripted | Kind::Replay | Kind::Manual => {
-                    cfg.path = Some(PathBuf::from(rest))
-                }
-                Kind::OpenAi | Kind::Anthropic => cfg.model = Some(rest.to_string()),
-                Kind::Exec => cfg.command = Some(rest.to_string()),
-            }
-        }
-        Ok(cfg)
-    }
-
-    /// Reads the `[llm]` section of a TOML file (other sections belong to other parts of kt and are ignored).
-    pub fn from_file(path: &Path) -> Result<LlmConfig, LlmError> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| LlmError::io(path, "reading the configuration", e))?;
-        let invalid = |e: String| LlmError::Config {
-            detail: format!("{}: {e}", path.display()),
-            fix: "fix the [llm] section (keys: provider, model, base_url, api_key_env, ...)".into(),
-        };
-        let table: toml::Table = toml::from_str(&text).map_err(|e| invalid(e.to_string()))?;
-        let Some(llm) = table.get("llm") else {
-            return Ok(LlmConfig::default());
-        };
-        let mut cfg: LlmConfig = llm
-            .clone()
-            .try_into()
-            .map_err(|e: toml::de::Error| invalid(e.to_string()))?;
-        // Relative paths in a file are relative to that file, not to wherever kt was started.
-        let base = path.parent().unwrap_or(Path::new("."));
-        for p in [&mut cfg.path, &mut cfg.prices].into_iter().flatten() {
-            if p.is_relative() {
-                *p = base.join(&*p);
-            }
-        }
-        Ok(cfg)
-    }
-
-    /// The configuration file in effect: `$KT_CONFIG`, else `kt.toml` in `cwd`, else
-    /// `$XDG_CONFIG_HOME/kt/config.toml` (default `~/.config/kt/config.toml`). `None` when there is none.
-    pub fn find_file(cwd: &Path) -> Result<Option<PathBuf>, LlmError> {
-        if let Some(p) = std::env::var_os("KT_CONFIG").filter(|p| !p.is_empty()) {
-            let p = PathBuf::from(p);
-            if !p.is_file() {
-                return Err(LlmError::Config {
-                    detail: format!("KT_CONFIG points to {}, which is not a file", p.display()),
-                    fix: "fix or unset KT_CONFIG".into(),
-                });
-            }
-            return Ok(Some(p));
-        }
-        let local = cwd.join("kt.toml");
-        if local.is_file() {
-            return Ok(Some(local));
-        }
-        let config_home = std::env::var_os("XDG_CONFIG_HOME")
-            .filter(|p| !p.is_empty())
-            .map(PathBuf::from)
-            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")));
-        Ok(config_home
-            .map(|d| d.join("kt").join("config.toml"))
-            .filter(|p| p.is_file()))
-    }
-
-    /// File (see [`LlmConfig::find_file`]) overlaid with the environment: `KT_LLM` (compact form) and
-    /// `KT_LLM_BASE_URL`. Returns the file used, if any.
-    pub fn load(cwd: &Path) -> Result<(LlmConfig, Option<PathBuf>), LlmError> {
-        let file = Self::find_file(cwd)?;
-        let mut cfg = match &file {
-            Some(p) => Self::from_file(p)?,
-            None => LlmConfig::default(),
-        };
-        if let Ok(spec) = std::env::var("KT_LLM")
-            && !spec.trim().is_empty()
-        {
-            cfg.overlay(Self::parse_spec(&spec)?);
-        }
-        if let Some(url) = crate::run_spec::base_url_from_env() {
-            cfg.base_url = Some(url);
-        }
-        Ok((cfg, file))
     }
 
     /// Replaces every field that `over` sets. Choosing another provider drops the settings that belonged to
@@ -416,7 +202,7 @@ impl LlmConfig {
         }
     }
 
-    fn model_or_default(&self) -> Option<&str> {
+    pub(crate) fn model_or_default(&self) -> Option<&str> {
         self.model.as_deref().or_else(|| {
             self.provider
                 .as_deref()
@@ -425,7 +211,7 @@ impl LlmConfig {
         })
     }
 
-    fn base_url_or_default(&self) -> String {
+    pub(crate) fn base_url_or_default(&self) -> String {
         self.base_url
             .clone()
             .or_else(|| {
@@ -506,107 +292,6 @@ impl LlmConfig {
             .filter(|v| !v.is_empty())
     }
 
-    /// The server endpoint for the HTTP providers.
-    pub fn endpoint(&self) -> Result<Endpoint, LlmError> {
-        let name = self.provider.as_deref().unwrap_or_default();
-        let preset = preset(name).ok_or_else(|| unknown_provider(name))?;
-        let model = self.model_or_default().ok_or_else(|| LlmError::Config {
-            detail: format!("no model set for provider `{name}`"),
-            fix: format!("set `model = \"...\"` in the [llm] section, pass --model, or use --llm {name}:MODEL"),
-        })?;
-        let key_env = self.key_env().unwrap_or_default();
-        let api_key = self.api_key.clone().or_else(|| ApiKey::from_env(&key_env));
-        // A cloud service on its own URL without a key can only fail with 401: say so before sending.
-        if api_key.is_none() && preset.needs_key && self.base_url.is_none() {
-            return Err(LlmError::Config {
-                detail: format!("no API key for `{name}`: ${key_env} is not set"),
-                fix: format!("export {key_env}=... (or set `api_key_env` in the [llm] section)"),
-            });
-        }
-        let resolved = self.resolved();
-        Ok(Endpoint {
-            base_url: self.base_url_or_default(),
-            model: model.to_string(),
-            api_key,
-            key_env,
-            extra_headers: self.headers.clone(),
-            timeouts: self.timeouts(),
-            stream: resolved.stream.unwrap_or(true),
-            schema_style: resolved.schema_style.unwrap_or(preset.schema_style),
-        })
-    }
-
-    fn required_path(&self, what: &str) -> Result<&Path, LlmError> {
-        let name = self.provider.as_deref().unwrap_or_default();
-        self.path.as_deref().ok_or_else(|| LlmError::Config {
-            detail: format!("provider `{name}` needs {what}"),
-            fix: format!("use --llm {name}:PATH or set `path = \"...\"` in the [llm] section"),
-        })
-    }
-
-    /// The provider this configuration names.
-    pub fn build_provider(&self) -> Result<Arc<dyn Provider>, LlmError> {
-        let name = self.provider.as_deref().ok_or_else(|| LlmError::Config {
-            detail: "no LLM provider configured".into(),
-            fix: "add `[llm] provider = \"openai\"` and `model = \"...\"` to kt.toml (or ~/.config/kt/config.toml), \
-                  set KT_LLM=openai:MODEL, or pass --llm PROVIDER:MODEL"
-                .into(),
-        })?;
-        let kind = preset(name).ok_or_else(|| unknown_provider(name))?.kind;
-        Ok(match kind {
-            Kind::OpenAi => Arc::new(OpenAiProvider::new(self.endpoint()?)?),
-            Kind::Anthropic => Arc::new(AnthropicProvider::new(self.endpoint()?)?),
-            Kind::Scripted => Arc::new(ScriptedProvider::load(
-                self.required_path("an answer script (TOML or JSON)")?,
-            )?),
-            Kind::Replay => Arc::new(ReplayProvider::open(
-                self.required_path("a cassette (a run's llm.jsonl)")?,
-            )?),
-            Kind::Manual => Arc::new(ManualProvider::new(
-                self.path
-                    .clone()
-                    .unwrap_or_else(|| PathBuf::from("prompts")),
-            )),
-            Kind::Exec => Arc::new(ExecProvider::new(
-                self.command
-                    .clone()
-                    .filter(|c| !c.trim().is_empty())
-                    .ok_or_else(|| LlmError::Config {
-                        detail: "provider `exec` needs a command".into(),
-                        fix:
-                            "use --llm exec:COMMAND or set `command = \"...\"` in the [llm] section"
-                                .into(),
-                    })?,
-                self.timeouts().total,
-            )),
-        })
-    }
-
-    /// A client with this configuration's provider, defaults, retries, think tags and prices (no recorder:
-    /// attach one with [`LlmClient::with_recorder`]).
-    pub fn build_client(&self) -> Result<LlmClient, LlmError> {
-        let mut prices = PriceTable::builtin();
-        if let Some(p) = &self.prices {
-            prices.extend(PriceTable::load(p)?);
-        }
-        let mut client = LlmClient::from_arc(self.build_provider()?)
-            .with_defaults(self.params())
-            .with_retry(self.retry_policy())
-            .with_prices(prices);
-        if let Some(tags) = &self.think_tags {
-            client = client.with_think_tags(ThinkTags {
-                pairs: tags.clone(),
-            });
-        }
-        if let Some(n) = self.parse_retries {
-            client = client.with_parse_retries(n);
-        }
-        if let Some(cap) = self.resolved().max_tokens_cap {
-            client = client.with_max_tokens_cap(cap);
-        }
-        Ok(client)
-    }
-
     /// Whether this provider talks HTTP (and so has an endpoint to check).
     pub fn is_http(&self) -> bool {
         matches!(
@@ -623,13 +308,6 @@ impl LlmConfig {
     }
 }
 
-fn unknown_provider(name: &str) -> LlmError {
-    LlmError::Config {
-        detail: format!("unknown LLM provider `{name}`"),
-        fix: format!("use one of {PROVIDERS}"),
-    }
-}
-
 impl<'de> Deserialize<'de> for ApiKey {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         String::deserialize(d).map(ApiKey::new)
@@ -639,49 +317,6 @@ impl<'de> Deserialize<'de> for ApiKey {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn compact_spec_names_model_or_path() {
-        let c = LlmConfig::parse_spec("openai:gpt-4.1").unwrap();
-        assert_eq!(
-            (c.provider.as_deref(), c.model.as_deref()),
-            (Some("openai"), Some("gpt-4.1"))
-        );
-        let c = LlmConfig::parse_spec("ollama:qwen3:8b").unwrap();
-        assert_eq!(c.model.as_deref(), Some("qwen3:8b"));
-        let c = LlmConfig::parse_spec("replay:runs/a/llm.jsonl").unwrap();
-        assert_eq!(c.path.as_deref(), Some(Path::new("runs/a/llm.jsonl")));
-        assert!(matches!(
-            LlmConfig::parse_spec("gpt:4"),
-            Err(LlmError::Config { .. })
-        ));
-    }
-
-    #[test]
-    fn file_section_is_read_with_paths_relative_to_the_file_and_flags_override() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("kt.toml");
-        std::fs::write(
-            &path,
-            "[other]\nx = 1\n[llm]\nprovider = \"vllm\"\nmodel = \"qwen\"\ntemperature = 0.2\nprices = \"p.toml\"\n\
-             timeout_secs = 30\n[llm.headers]\nX-Team = \"kt\"\n",
-        )
-        .unwrap();
-        let mut c = LlmConfig::from_file(&path).unwrap();
-        assert_eq!(c.prices, Some(dir.path().join("p.toml")));
-        assert_eq!(c.timeouts().total, Duration::from_secs(30));
-        assert_eq!(c.headers["X-Team"], "kt");
-        c.overlay(LlmConfig {
-            model: Some("other".into()),
-            ..Default::default()
-        });
-        assert_eq!(
-            (c.model.as_deref(), c.temperature),
-            (Some("other"), Some(0.2))
-        );
-        c.overlay(LlmConfig::parse_spec("replay:x.jsonl").unwrap());
-        assert_eq!((c.model, c.provider.as_deref()), (None, Some("replay")));
-    }
 
     #[test]
     fn timeouts_take_the_new_names_and_per_model_overrides() {
@@ -720,74 +355,6 @@ mod tests {
         });
         assert_eq!(chat.timeouts().total, Duration::from_secs(60));
         assert_eq!(chat.params().max_tokens, Some(4000));
-    }
-
-    #[test]
-    fn schema_style_defaults_per_provider() {
-        let style = |spec: &str| {
-            let mut c = LlmConfig::parse_spec(spec).unwrap();
-            c.api_key = Some(ApiKey::new("k"));
-            c.endpoint().unwrap().schema_style
-        };
-        assert_eq!(style("openai:gpt-4.1"), SchemaStyle::JsonSchema);
-        assert_eq!(style("vllm:qwen"), SchemaStyle::JsonSchema);
-        assert_eq!(style("llama-server:local"), SchemaStyle::JsonSchema);
-        assert_eq!(style("anthropic:claude-sonnet-4"), SchemaStyle::Tool);
-        assert_eq!(style("ollama:qwen3:8b"), SchemaStyle::OllamaFormat);
-        assert_eq!(style("deepseek:deepseek-chat"), SchemaStyle::JsonObject);
-    }
-
-    #[test]
-    fn exec_spec_keeps_the_whole_command() {
-        let c = LlmConfig::parse_spec("exec:python3 ask.py --model X:Y").unwrap();
-        assert_eq!(c.command.as_deref(), Some("python3 ask.py --model X:Y"));
-        assert!(c.build_provider().is_ok());
-        assert!(
-            LlmConfig::parse_spec("exec")
-                .unwrap()
-                .build_provider()
-                .is_err()
-        );
-    }
-
-    #[test]
-    fn unknown_keys_in_the_section_are_rejected() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("kt.toml");
-        std::fs::write(&path, "[llm]\nprovdier = \"openai\"\n").unwrap();
-        assert!(
-            LlmConfig::from_file(&path)
-                .unwrap_err()
-                .to_string()
-                .contains("provdier")
-        );
-    }
-
-    #[test]
-    fn cloud_provider_without_key_is_a_config_error_naming_the_variable() {
-        let c = LlmConfig {
-            provider: Some("together".into()),
-            model: Some("m".into()),
-            api_key_env: Some("KT_TEST_SURELY_UNSET_KEY".into()),
-            ..Default::default()
-        };
-        let err = c.build_provider().unwrap_err();
-        assert!(
-            err.to_string().contains("KT_TEST_SURELY_UNSET_KEY"),
-            "{err}"
-        );
-        let local = LlmConfig {
-            provider: Some("llama-server".into()),
-            ..Default::default()
-        };
-        assert!(local.build_provider().is_ok());
-        assert!(
-            LlmConfig::default()
-                .build_provider()
-                .unwrap_err()
-                .to_string()
-                .contains("kt.toml")
-        );
     }
 
     #[test]

@@ -35,12 +35,15 @@
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
 mod client;
+mod client_setup;
 mod code;
 mod config;
+mod config_load;
 mod error;
 mod fallback;
 mod intake;
 mod measured;
+mod preset;
 mod price;
 mod probe;
 mod provider;
@@ -60,6 +63,7 @@ mod usage;
 pub use client::{DEFAULT_MAX_TOKENS_CAP, DEFAULT_PARSE_RETRIES, LlmClient};
 pub use code::{CodeBlock, code_blocks, extract_code};
 pub use config::{LlmConfig, Overrides};
+pub use config_load::{BASE_URL_ENV, base_url_from_env};
 pub use error::{LlmError, TimeoutPhase};
 pub use intake::{IntakeError, Lenient, json_block, lenient_value, parse_lenient};
 pub use measured::{MEASURED_CLOSE, MEASURED_OPEN, without_measured};
@@ -74,7 +78,6 @@ pub use recorder::{Record, Recorder, read_records};
 pub use request::{LlmRequest, Message, OutputSchema, Params, Role};
 pub use response::{LlmResponse, ProviderReply};
 pub use retry::{RetryPolicy, parse_retry_after};
-pub use run_spec::{BASE_URL_ENV, base_url_from_env};
 pub use structured::{StructuredMode, json_candidate};
 pub use thinking::{Stripped, ThinkTags};
 pub use transport::{

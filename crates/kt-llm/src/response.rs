@@ -4,6 +4,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::code::extract_code;
+use crate::error::LlmError;
 use crate::usage::Usage;
 
 /// The answer of one call, with its accounting.
@@ -25,9 +27,9 @@ pub struct LlmResponse {
     /// How many attempts it took (1 = no retry).
     pub attempts: u32,
     pub finish_reason: Option<String>,
-    /// [`crate::LlmRequest::stable_hash`] of the request.
+    /// [`crate::request::LlmRequest::stable_hash`] of the request.
     pub request_hash: String,
-    /// What lenient intake repaired to read a structured answer (see [`crate::parse_lenient`]); empty for
+    /// What lenient intake repaired to read a structured answer (see [`crate::intake::parse_lenient`]); empty for
     /// free-text calls and clean JSON.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub repairs: Vec<String>,
@@ -50,12 +52,12 @@ impl LlmResponse {
         }
     }
 
-    /// The code block of the answer (see [`crate::extract_code`]), with this response's node in the error.
-    pub fn code(&self) -> Result<String, crate::LlmError> {
-        crate::extract_code(&self.text).map_err(|e| match e {
-            crate::LlmError::NoCode {
+    /// The code block of the answer (see [`extract_code`]), with this response's node in the error.
+    pub fn code(&self) -> Result<String, LlmError> {
+        extract_code(&self.text).map_err(|e| match e {
+            LlmError::NoCode {
                 detail, excerpt, ..
-            } => crate::LlmError::NoCode {
+            } => LlmError::NoCode {
                 node: Some(self.node.clone()),
                 detail,
                 excerpt,

@@ -1,17 +1,41 @@
 //! What a run keeps of its LLM so that a later command, on this machine or another, reaches the same one: the
 //! `--llm` form (`openai:gpt-4.1`, `replay:/abs/cassette.jsonl`, `exec:COMMAND`) and the base URL, never a key
-//! (keys stay in the environment). And the one order in which a command's LLM is put together from the
-//! configuration file, the environment, a spec (a run's, or `--llm`) and `KT_LLM_BASE_URL`.
+//! (keys stay in the environment); and how that form is read back ([`LlmConfig::parse_spec`]).
 
-use std::path::Path;
+use std::path::PathBuf;
 
-use crate::config::{Kind, LlmConfig, preset};
+use crate::config::LlmConfig;
 use crate::error::LlmError;
-
-/// The environment variable that points an HTTP provider at another server (`--llm` does not override it).
-pub const BASE_URL_ENV: &str = "KT_LLM_BASE_URL";
+use crate::preset::{Kind, PROVIDERS, preset};
 
 impl LlmConfig {
+    /// Parses the compact form `PROVIDER:MODEL` (`openai:gpt-4.1`, `ollama:qwen3:8b`), `PROVIDER:PATH` for the
+    /// file-based providers (`replay:kt-runs/x/llm.jsonl`, `scripted:answers.toml`, `manual:prompts/`) or
+    /// `exec:COMMAND` (`exec:ollama run qwen3`).
+    pub fn parse_spec(spec: &str) -> Result<LlmConfig, LlmError> {
+        let (name, rest) = spec.split_once(':').unwrap_or((spec, ""));
+        let name = name.trim().to_ascii_lowercase();
+        let preset = preset(&name).ok_or_else(|| LlmError::Config {
+            detail: format!("unknown LLM provider `{name}` in `{spec}`"),
+            fix: format!("use PROVIDER:MODEL with PROVIDER one of {PROVIDERS}"),
+        })?;
+        let mut cfg = LlmConfig {
+            provider: Some(name),
+            ..LlmConfig::default()
+        };
+        let rest = rest.trim();
+        if !rest.is_empty() {
+            match preset.kind {
+                Kind::Scripted | Kind::Replay | Kind::Manual => {
+                    cfg.path = Some(PathBuf::from(rest))
+                }
+                Kind::OpenAi | Kind::Anthropic => cfg.model = Some(rest.to_string()),
+                Kind::Exec => cfg.command = Some(rest.to_string()),
+            }
+        }
+        Ok(cfg)
+    }
+
     /// The `--llm` form that reaches this configuration's LLM again (file paths made absolute, so another
     /// working directory finds them), or `None` when no provider is chosen. Never holds a key.
     pub fn spec(&self) -> Option<String> {
@@ -36,38 +60,29 @@ impl LlmConfig {
     pub fn recorded_base_url(&self) -> Option<String> {
         self.is_http().then(|| self.base_url.clone()).flatten()
     }
-
-    /// The configuration a command uses: the file and `KT_LLM` ([`LlmConfig::load`]), then `spec` (`--llm`,
-    /// or the LLM a run recorded), then the base URL: `KT_LLM_BASE_URL` when set, else `base_url`. The URL
-    /// comes last so that `KT_LLM_BASE_URL` stays in force when `spec` names another provider (which drops
-    /// the file's URL).
-    pub fn load_with(
-        cwd: &Path,
-        spec: Option<&str>,
-        base_url: Option<&str>,
-    ) -> Result<LlmConfig, LlmError> {
-        let (mut config, _file) = LlmConfig::load(cwd)?;
-        if let Some(spec) = spec {
-            config.overlay(LlmConfig::parse_spec(spec)?);
-        }
-        if let Some(url) = base_url_from_env().or_else(|| base_url.map(str::to_string)) {
-            config.base_url = Some(url);
-        }
-        Ok(config)
-    }
-}
-
-/// `KT_LLM_BASE_URL`, when set and not empty.
-pub fn base_url_from_env() -> Option<String> {
-    std::env::var(BASE_URL_ENV)
-        .ok()
-        .map(|u| u.trim().to_string())
-        .filter(|u| !u.is_empty())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::Path;
+
+    #[test]
+    fn compact_spec_names_model_or_path() {
+        let c = LlmConfig::parse_spec("openai:gpt-4.1").unwrap();
+        assert_eq!(
+            (c.provider.as_deref(), c.model.as_deref()),
+            (Some("openai"), Some("gpt-4.1"))
+        );
+        let c = LlmConfig::parse_spec("ollama:qwen3:8b").unwrap();
+        assert_eq!(c.model.as_deref(), Some("qwen3:8b"));
+        let c = LlmConfig::parse_spec("replay:runs/a/llm.jsonl").unwrap();
+        assert_eq!(c.path.as_deref(), Some(Path::new("runs/a/llm.jsonl")));
+        assert!(matches!(
+            LlmConfig::parse_spec("gpt:4"),
+            Err(LlmError::Config { .. })
+        ));
+    }
 
     #[test]
     fn a_spec_round_trips_model_and_command_and_makes_paths_absolute_without_the_key() {
@@ -102,21 +117,5 @@ mod tests {
         let mut file = LlmConfig::parse_spec("replay:x.jsonl").unwrap();
         file.base_url = Some("http://ignored".into());
         assert_eq!(file.recorded_base_url(), None);
-    }
-
-    #[test]
-    fn a_spec_keeps_the_given_base_url_over_the_file_of_another_provider() {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::write(
-            dir.path().join("kt.toml"),
-            "[llm]\nprovider = \"vllm\"\nmodel = \"m\"\nbase_url = \"http://file:1/v1\"\n",
-        )
-        .unwrap();
-        // KT_LLM_BASE_URL is process-wide; this test only reads it, so it holds whatever it holds here.
-        let cfg = LlmConfig::load_with(dir.path(), Some("openai:gpt-4.1"), Some("http://run:2/v1"))
-            .unwrap();
-        let expected = base_url_from_env().unwrap_or_else(|| "http://run:2/v1".into());
-        assert_eq!(cfg.base_url.as_deref(), Some(expected.as_str()));
-        assert_eq!(cfg.model.as_deref(), Some("gpt-4.1"));
     }
 }

@@ -93,49 +93,7 @@ impl LlmClient {
     ) -> Result<(T, LlmResponse), LlmError> {
         let started = Instant::now();
         let mut spent: Vec<LlmResponse> = Vec::new();
-        let mut ask = match mode {
-            StructuredMode::Native => request.schema(schema.clone()),
-            StructuredMode::Instruction => {
-                let mut r = request;
-                r.schema = None;
-                append_to_last_user(&mut r, &json_instruction(&schema));
-                r
-            }
-            StructuredMode::Separate => {
-                let mut free = request.clone();
-                free.schema = None;
-                let first = self.complete(free).await?;
-                let convert = LlmRequest {
-                    node: request.node.clone(),
-                    messages: vec![
-                        Message::system(SEPARATE_SYSTEM),
-                        Message::user(format!("Convert this answer into JSON:\n\n{}", first.text)),
-                    ],
-                    params: request.params.clone(),
-                    model: request.model.clone(),
-                    schema: Some(schema.clone()),
-                };
-                spent.push(first);
-                convert
-            }
-            StructuredMode::Hybrid => {
-                let mut think = request.clone();
-                think.schema = None;
-                append_to_last_user(&mut think, HYBRID_THINK);
-                let first = self.complete(think.clone()).await?;
-                let mut fin = think;
-                // The thought is given back as the assistant's turn so that the constrained call builds on it.
-                let said = match &first.thought {
-                    Some(t) if first.text.trim().is_empty() => t.clone(),
-                    _ => first.text.clone(),
-                };
-                fin.messages.push(Message::assistant(said));
-                fin.messages.push(Message::user(HYBRID_FINAL));
-                fin.schema = Some(schema.clone());
-                spent.push(first);
-                fin
-            }
-        };
+        let mut ask = self.first_ask(request, &schema, mode, &mut spent).await?;
         let mut tries = 0;
         loop {
             tries += 1;
@@ -177,6 +135,60 @@ impl LlmClient {
                 }
             }
         }
+    }
+
+    /// The request that asks for the structured value in `mode`; a mode that asks a free question first
+    /// (separate, hybrid) has spent that answer, kept in `spent` for the accounting.
+    async fn first_ask(
+        &self,
+        request: LlmRequest,
+        schema: &OutputSchema,
+        mode: StructuredMode,
+        spent: &mut Vec<LlmResponse>,
+    ) -> Result<LlmRequest, LlmError> {
+        Ok(match mode {
+            StructuredMode::Native => request.schema(schema.clone()),
+            StructuredMode::Instruction => {
+                let mut r = request;
+                r.schema = None;
+                append_to_last_user(&mut r, &json_instruction(schema));
+                r
+            }
+            StructuredMode::Separate => {
+                let mut free = request.clone();
+                free.schema = None;
+                let first = self.complete(free).await?;
+                let convert = LlmRequest {
+                    node: request.node.clone(),
+                    messages: vec![
+                        Message::system(SEPARATE_SYSTEM),
+                        Message::user(format!("Convert this answer into JSON:\n\n{}", first.text)),
+                    ],
+                    params: request.params.clone(),
+                    model: request.model.clone(),
+                    schema: Some(schema.clone()),
+                };
+                spent.push(first);
+                convert
+            }
+            StructuredMode::Hybrid => {
+                let mut think = request.clone();
+                think.schema = None;
+                append_to_last_user(&mut think, HYBRID_THINK);
+                let first = self.complete(think.clone()).await?;
+                let mut fin = think;
+                // The thought is given back as the assistant's turn so that the constrained call builds on it.
+                let said = match &first.thought {
+                    Some(t) if first.text.trim().is_empty() => t.clone(),
+                    _ => first.text.clone(),
+                };
+                fin.messages.push(Message::assistant(said));
+                fin.messages.push(Message::user(HYBRID_FINAL));
+                fin.schema = Some(schema.clone());
+                spent.push(first);
+                fin
+            }
+        })
     }
 }
 

@@ -1,8 +1,16 @@
 //! The one error type of kt-pipeline. Every variant says what happened, where (file, prompt, node, test), and
 //! what the user can do about it. Stage 1/2 variants, prompt and run-directory variants live here; Stage 3 adds
-//! its own variants to the same enum.
+//! its own variants to the same enum, and the two Stage 3 types those variants carry live beside it
+//! (`error/backend.rs`: [`BackendError`]; `error/failure_kind.rs`: [`FailureKind`]), so the crate's error,
+//! on the ground floor, needs nothing from the stages above it.
 
 use std::path::PathBuf;
+
+mod backend;
+mod failure_kind;
+
+pub use backend::BackendError;
+pub use failure_kind::FailureKind;
 
 /// What a run stopped before Stage 2 for want of a GPU says about its tests.
 pub const TESTS_WHERE_USED: &str = "Stage 1 is done, and tests are made where they are used: Stage 2 \
@@ -166,14 +174,14 @@ pub enum PipelineError {
     #[error("step `{step}`: {kind}: {feedback}")]
     CandidateFailed {
         step: String,
-        kind: crate::stage3::failure::FailureKind,
+        kind: FailureKind,
         feedback: String,
         /// The LLM calls the failed attempt made, carried to the next attempt so no tokens go unaccounted.
-        calls: Vec<crate::stage3::llm_call::LlmCallRecord>,
+        calls: Vec<crate::llm_call::LlmCallRecord>,
     },
     /// The GPU side could not work at all (no GPU, driver, NVRTC): the run stops, resumable.
     #[error("{0}; the run is saved: resume it with `kt resume RUN` on a machine with a CUDA GPU")]
-    Tuning(crate::stage3::backend::BackendError),
+    Tuning(BackendError),
     #[error(
         "Stage 3 needs an LLM (none configured): pass --llm PROVIDER:MODEL (e.g. openai:gpt-4.1, or replay:CASSETTE.jsonl), or set [llm] provider and model in kt.toml"
     )]
@@ -278,9 +286,7 @@ impl PipelineError {
     /// Why no GPU could be used, when that is what stopped this run (here or in a node of its graph).
     pub fn gpu_unavailable(&self) -> Option<&str> {
         match self {
-            Self::Tuning(crate::stage3::backend::BackendError::GpuUnavailable { detail }) => {
-                Some(detail)
-            }
+            Self::Tuning(BackendError::GpuUnavailable { detail }) => Some(detail),
             Self::TestsNeedGpu { reason } => Some(reason),
             _ => self.node_error().and_then(Self::gpu_unavailable),
         }

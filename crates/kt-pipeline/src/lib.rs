@@ -13,6 +13,7 @@ mod graph_run;
 pub mod job;
 pub mod kernel_info;
 pub mod kernel_unit;
+mod llm_call;
 pub mod prepare;
 pub mod problem_size;
 pub mod prompt;

@@ -68,12 +68,12 @@ impl SandboxedChild {
         self.child.stdout.take()
     }
 
-    /// Takes the read end of the reply pipe requested with [`crate::SpawnOptions::reply_fd`].
+    /// Takes the read end of the reply pipe requested with `SpawnOptions::reply_fd`.
     pub fn take_replies(&mut self) -> Option<std::fs::File> {
         self.replies.take()
     }
 
-    /// The last bytes the program wrote to stderr (and to stdout with [`crate::SpawnOptions::stdout_to_tail`]);
+    /// The last bytes the program wrote to stderr (and to stdout with `SpawnOptions::stdout_to_tail`);
     /// empty when stderr is inherited.
     pub fn stderr_tail(&self) -> Vec<u8> {
         self.tail

@@ -65,14 +65,14 @@ pub fn usage(dir: &Path, quota: u64) -> Usage {
 /// Whether the quota holds on this machine: a shell in the generator sandbox (1 MiB quota) writes 512 KiB
 /// files until it is stopped. `Ok` with what stopped it, `Err` with what happened instead.
 pub fn probe() -> Result<String, String> {
-    let mut p = crate::Policy::for_generator().allow_unsandboxed(true);
+    let mut p = crate::policy::Policy::for_generator().allow_unsandboxed(true);
     p.wall_timeout = Some(Duration::from_secs(10));
     p.disk_quota = Some(1 << 20);
-    let sandbox = crate::Sandbox::new(p);
+    let sandbox = crate::sandbox::Sandbox::new(p);
     let script = "i=0; while [ $i -lt 64 ]; do head -c 524288 /dev/zero > f$i || exit 1; i=$((i+1)); done; sleep 20";
     match sandbox.run("/bin/sh", &["-c", script], None) {
         Ok(o) => match o.ending {
-            crate::Ending::DiskQuotaExceeded { used, .. } => Ok(format!(
+            crate::outcome::Ending::DiskQuotaExceeded { used, .. } => Ok(format!(
                 "a program past a 1 MiB quota was stopped at {} after {:.1} s",
                 human(used),
                 o.elapsed.as_secs_f64()

@@ -1,5 +1,5 @@
 //! Errors of kt-sandbox's process machinery (what went wrong *around* the program; what the program itself did
-//! is an [`crate::Outcome`]).
+//! is an `Outcome`).
 
 use std::path::PathBuf;
 

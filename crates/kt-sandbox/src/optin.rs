@@ -5,7 +5,7 @@
 //! allow_unsandboxed = true   # LLM-written programs may then reach the network where no namespace can be made
 //! ```
 //!
-//! The command line's `--allow-unsandboxed` is the other way; either suffices ([`crate::Policy::allow_unsandboxed`]).
+//! The command line's `--allow-unsandboxed` is the other way; either suffices (`Policy::allow_unsandboxed`).
 //! The same section sets the generators' work-directory quota (`disk_quota_mb = 20000`; see
 //! [`crate::disk_quota`]).
 
@@ -84,7 +84,7 @@ mod tests {
         std::fs::write(&path, "[sandbox]\ndisk_quota_mb = 20000\n").unwrap();
         let s = settings_in(&path).unwrap();
         assert_eq!(s.disk_quota_mb, Some(20000));
-        let p = crate::Policy::for_generator().with_disk_quota_mb(s.disk_quota_mb);
+        let p = crate::policy::Policy::for_generator().with_disk_quota_mb(s.disk_quota_mb);
         assert_eq!(p.disk_quota, Some(20000 << 20));
     }
 

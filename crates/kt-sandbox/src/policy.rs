@@ -8,7 +8,7 @@ use std::time::Duration;
 pub enum NetworkIsolation {
     /// Refuse to run when a network namespace cannot be created here (the default for generated programs).
     Required,
-    /// Isolate when possible; otherwise run with the host's network and say so in [`crate::Protections`].
+    /// Isolate when possible; otherwise run with the host's network and say so in `Protections`.
     BestEffort,
     /// Share the host's network.
     Off,
@@ -25,10 +25,10 @@ pub enum UserPolicy {
     Keep,
 }
 
-/// What happens to the program's stderr in [`crate::Sandbox::spawn`] (a one-shot run always captures it).
+/// What happens to the program's stderr in `Sandbox::spawn` (a one-shot run always captures it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StderrMode {
-    /// Keep the last `tail_bytes` bytes, readable with [`crate::SandboxedChild::stderr_tail`].
+    /// Keep the last `tail_bytes` bytes, readable with `SandboxedChild::stderr_tail`.
     Capture { tail_bytes: usize },
     /// Write straight to kt's own stderr.
     Inherit,
@@ -182,7 +182,7 @@ impl Policy {
 
     /// The user's opt-in (`--allow-unsandboxed`, `[sandbox] allow_unsandboxed = true`): when `allow`, a policy
     /// that requires a network namespace runs without one where the machine cannot make it (the run records
-    /// that it had none: [`crate::Sandbox::protections`]).
+    /// that it had none: `Sandbox::protections`).
     pub fn allow_unsandboxed(mut self, allow: bool) -> Self {
         if allow && self.network == NetworkIsolation::Required {
             self.network = NetworkIsolation::BestEffort;

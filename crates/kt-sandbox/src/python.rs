@@ -36,7 +36,7 @@ pub struct PythonRuntime {
     pub source: RuntimeSource,
     /// Directories the interpreter reads (its prefix — a venv's root —, the base interpreter's prefix and binary
     /// directory, numpy's site directory). A sandbox makes them visible read-only whatever it hides (a private
-    /// /tmp, a home the unprivileged uid cannot enter): see [`crate::Policy::readable_paths`].
+    /// /tmp, a home the unprivileged uid cannot enter): see `Policy::readable_paths`.
     pub readable_paths: Vec<PathBuf>,
 }
 
@@ -146,7 +146,7 @@ impl PythonRuntime {
     }
 
     /// Adds what this interpreter needs to read to a sandbox policy.
-    pub fn apply_to(&self, policy: &mut crate::Policy) {
+    pub fn apply_to(&self, policy: &mut crate::policy::Policy) {
         for path in &self.readable_paths {
             if !policy.readable_paths.contains(path) {
                 policy.readable_paths.push(path.clone());

@@ -12,7 +12,7 @@ use crate::error::TunerError;
 use crate::expr::{Bindings, eval_count};
 use crate::geometry::bindings;
 use crate::space::Config;
-use crate::verify::Tolerance;
+use crate::tolerance::Tolerance;
 use kt_record::DType;
 use kt_record::tests_format::npy::read_header;
 use kt_record::tests_format::{ManifestArg, TestManifest};

@@ -8,7 +8,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::error::TunerError;
-use crate::session::setup::TunableKernel;
+use crate::tunable_kernel::TunableKernel;
 
 /// A CUDA file with its headers followed and its kernels parsed, before one is chosen.
 #[derive(Debug, Clone)]

@@ -52,6 +52,8 @@ pub mod session;
 pub mod space;
 pub mod suite;
 pub mod sum_floor;
+pub mod tolerance;
+pub mod tunable_kernel;
 pub mod verify;
 pub mod worker;
 
@@ -69,5 +71,6 @@ pub use session::{
     Verdict, VerifyReport,
 };
 pub use space::{Config, Restriction, SearchSpace, TunableParam};
-pub use verify::{OutputReport, Tolerance};
+pub use tolerance::Tolerance;
+pub use verify::OutputReport;
 pub use worker::protocol::RecordedOutput;

@@ -48,7 +48,7 @@ static TOLD: AtomicBool = AtomicBool::new(false);
 pub fn compile_with_fallback(
     p: &Program,
     nvcc: Option<&Path>,
-) -> Result<Result<Compiled, CompileFailure>, crate::TunerError> {
+) -> Result<Result<Compiled, CompileFailure>, crate::error::TunerError> {
     let nvrtc_failure = match crate::nvrtc::compile_program(p)? {
         Ok(c) => return Ok(Ok(c)),
         Err(f) => f,

@@ -6,8 +6,9 @@ use std::path::{Path, PathBuf};
 use crate::args::{ParamSpec, SuiteInputs};
 use crate::error::TunerError;
 use crate::kernel_file::{KernelFile, KernelSource};
-use crate::session::setup::{TunableKernel, config_from_block};
+use crate::session::setup::config_from_block;
 use crate::space::TunableParam;
+use crate::tunable_kernel::TunableKernel;
 
 #[derive(Debug, Clone)]
 pub struct SuiteKernel {

@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::args::KernelTest;
 use crate::expr::eval_number;
-use crate::verify::Tolerance;
+use crate::tolerance::Tolerance;
 use kt_record::DType;
 
 /// How many times u·√terms·RMS an element of a sum may differ from its expected value.

@@ -91,6 +91,21 @@ pub(crate) fn stage1_source(
     })
 }
 
+/// Stage 1 asked of the run's LLM (`client` with its `config`), prompts from `prompts` or built in.
+pub(crate) fn stage1_from_llm(
+    client: &LlmClient,
+    config: &LlmConfig,
+    prompts: Option<&Path>,
+) -> anyhow::Result<Stage1Source> {
+    let llm = (client.clone(), config.clone());
+    stage1_source(
+        false,
+        Some(&llm),
+        prompts,
+        kt_pipeline::stage1::DEFAULT_ATTEMPTS,
+    )
+}
+
 pub(crate) fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
     Ok(tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

@@ -7,9 +7,9 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::{Args, Subcommand};
 use kt_runs::{
-    Breakpoints, CheckpointId, NodeDebug, RunRecord, Setup, Stage3Binding, breakpoint_nodes,
-    debug_node, diff, history, render_text, resolve_run, runs_base, session_dir, set_breakpoints,
-    state_at,
+    Breakpoints, CheckpointId, NodeDebug, NodeReport, RunRecord, Setup, Stage3Binding,
+    breakpoint_nodes, debug_node, diff, history, render_text, resolve_run, runs_base, session_dir,
+    set_breakpoints, state_at,
 };
 
 #[derive(Debug, Args)]
@@ -247,6 +247,13 @@ fn node(a: NodeArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     println!("node `{}` at #{} (llm: {})", report.node, report.at, a.llm);
+    print_calls(&report);
+    print_node_result(&report)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Each LLM call of the node: its prompt (said when overridden) and its raw answer.
+fn print_calls(report: &NodeReport) {
     for (i, c) in report.calls.iter().enumerate() {
         println!(
             "\n--- call {} [{}] {} ({}) ---",
@@ -269,6 +276,11 @@ fn node(a: NodeArgs) -> anyhow::Result<ExitCode> {
                 .unwrap_or("(none)")
         );
     }
+}
+
+/// What the node did: its update and tuning, its route, how it compares with the recorded run, and whether
+/// it was committed.
+fn print_node_result(report: &NodeReport) -> anyhow::Result<()> {
     println!(
         "\n--- update ---\n{}",
         serde_json::to_string_pretty(&report.update)?
@@ -301,7 +313,7 @@ fn node(a: NodeArgs) -> anyhow::Result<ExitCode> {
         }
         None => println!("history unchanged (add --commit to keep the result)"),
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }
 
 /// The first checkpoint of the recorded run (branch 0) at which `node` is the next to run.

@@ -14,7 +14,7 @@ pub(crate) fn report(checked: anyhow::Result<String>) -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(e) => {
-            eprintln!("{}", crate::error_report(&e));
+            eprintln!("{}", crate::error_report::error_report(&e));
             ExitCode::from(EXIT_BAD_INPUT)
         }
     }

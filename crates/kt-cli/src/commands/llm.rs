@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::{Args, Subcommand};
-use kt_llm::{LlmConfig, LlmRequest, OutputSchema, Recorder, StructuredMode};
+use kt_llm::{LlmConfig, LlmRequest, LlmResponse, OutputSchema, Recorder, StructuredMode};
 
 #[derive(Debug, Args)]
 pub struct LlmArgs {
@@ -85,6 +85,52 @@ pub fn run(args: LlmArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn ask(a: AskArgs) -> anyhow::Result<ExitCode> {
+    let config = ask_config(&a)?;
+    let mut client = config.build_client()?;
+    if let Some(path) = &a.record {
+        client = client.with_recorder(Recorder::open(path)?);
+    }
+    let mut request = LlmRequest::new(&a.node);
+    if let Some(system) = &a.system {
+        request = request.system(system);
+    }
+    request = request.user(&a.prompt);
+    let schema = match &a.json_schema {
+        Some(path) => Some(output_schema(path)?),
+        None => None,
+    };
+    let mode = a.mode.or(config.structured_mode).unwrap_or_default();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let (parsed, response) = runtime.block_on(async {
+        match schema {
+            Some(s) => client
+                .structured_value(request, s, mode)
+                .await
+                .map(|(v, r)| (Some(v), r)),
+            None => client.complete(request).await.map(|r| (None, r)),
+        }
+    })?;
+    let usage = client.totals().run.summary();
+    if a.json {
+        print_json(parsed, &response)?;
+    } else {
+        match parsed {
+            Some(v) => println!("{}", serde_json::to_string_pretty(&v)?),
+            None => println!("{}", response.text),
+        }
+        for repair in &response.repairs {
+            eprintln!("read leniently: {repair}");
+        }
+        // On stderr, so that the answer can be piped on its own.
+        eprintln!("{} {}: {usage}", response.provider, response.model);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The configuration of `kt llm ask`: the file, the environment and `--llm`, then its own flags.
+fn ask_config(a: &AskArgs) -> anyhow::Result<LlmConfig> {
     let cwd = std::env::current_dir().context("reading the current directory")?;
     // KT_LLM_BASE_URL stays in force with --llm; --base-url below still wins over it.
     let mut config = LlmConfig::load_with(&cwd, a.llm.as_deref(), None)?;
@@ -104,73 +150,40 @@ fn ask(a: AskArgs) -> anyhow::Result<ExitCode> {
         },
         ..LlmConfig::default()
     });
-    let mut client = config.build_client()?;
-    if let Some(path) = &a.record {
-        client = client.with_recorder(Recorder::open(path)?);
-    }
-    let mut request = LlmRequest::new(&a.node);
-    if let Some(system) = &a.system {
-        request = request.system(system);
-    }
-    request = request.user(&a.prompt);
-    let schema = match &a.json_schema {
-        Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .with_context(|| format!("reading {}", path.display()))?;
-            let schema: serde_json::Value = serde_json::from_str(&text)
-                .with_context(|| format!("{} is not JSON", path.display()))?;
-            let name = path
-                .file_stem()
-                .and_then(|s| s.to_str())
-                .unwrap_or("answer");
-            let name: String = name
-                .chars()
-                .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
-                .collect();
-            Some(OutputSchema { name, schema })
-        }
-        None => None,
-    };
-    let mode = a.mode.or(config.structured_mode).unwrap_or_default();
+    Ok(config)
+}
 
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
-    let (parsed, response) = runtime.block_on(async {
-        match schema {
-            Some(s) => client
-                .structured_value(request, s, mode)
-                .await
-                .map(|(v, r)| (Some(v), r)),
-            None => client.complete(request).await.map(|r| (None, r)),
-        }
-    })?;
+/// The JSON schema in `path`, named after the file.
+fn output_schema(path: &std::path::Path) -> anyhow::Result<OutputSchema> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let schema: serde_json::Value =
+        serde_json::from_str(&text).with_context(|| format!("{} is not JSON", path.display()))?;
+    let name = path
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .unwrap_or("answer");
+    let name: String = name
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect();
+    Ok(OutputSchema { name, schema })
+}
 
-    let usage = client.totals().run.summary();
-    if a.json {
-        let out = serde_json::json!({
-            "answer": response.text,
-            "json": parsed,
-            "thought": response.thought,
-            "provider": response.provider,
-            "model": response.model,
-            "usage": response.usage,
-            "cost_usd": response.cost_usd,
-            "elapsed_ms": response.elapsed.as_millis() as u64,
-            "attempts": response.attempts,
-            "repairs": response.repairs,
-        });
-        println!("{}", serde_json::to_string_pretty(&out)?);
-    } else {
-        match parsed {
-            Some(v) => println!("{}", serde_json::to_string_pretty(&v)?),
-            None => println!("{}", response.text),
-        }
-        for repair in &response.repairs {
-            eprintln!("read leniently: {repair}");
-        }
-        // On stderr, so that the answer can be piped on its own.
-        eprintln!("{} {}: {usage}", response.provider, response.model);
-    }
-    Ok(ExitCode::SUCCESS)
+/// `--json`: the answer with everything the call reported.
+fn print_json(parsed: Option<serde_json::Value>, response: &LlmResponse) -> anyhow::Result<()> {
+    let out = serde_json::json!({
+        "answer": response.text,
+        "json": parsed,
+        "thought": response.thought,
+        "provider": response.provider,
+        "model": response.model,
+        "usage": response.usage,
+        "cost_usd": response.cost_usd,
+        "elapsed_ms": response.elapsed.as_millis() as u64,
+        "attempts": response.attempts,
+        "repairs": response.repairs,
+    });
+    println!("{}", serde_json::to_string_pretty(&out)?);
+    Ok(())
 }

@@ -11,11 +11,11 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::Args;
 use kt_llm::{LlmClient, LlmConfig, Recorder};
-use kt_pipeline::prepare::KernelInput;
+use kt_pipeline::prepare::{KernelInput, Stage1Source, TestgenSettings};
 use kt_pipeline::strategy::{StrategyOverrides, load_run_strategy};
-use kt_pipeline::{PromptLibrary, RunDir};
+use kt_pipeline::{PromptLibrary, RunDir, RunMeta};
 
-use super::analyze::{built, runtime, stage1_source};
+use super::analyze::{built, runtime, stage1_from_llm};
 use super::transform::{
     LiveView, NO_LLM, cancel_on_signals, claim_run, leave, report, seeded, stage3_settings,
     testgen_settings,
@@ -168,35 +168,13 @@ pub fn run(args: ResumeArgs) -> anyhow::Result<ExitCode> {
     let earlier = if kt_pipeline::job::stages_1_2_finished(&dir) {
         None
     } else {
-        let original = PathBuf::from(&meta.kernel_file);
-        // The original file carries the sidecar (tolerances, % of peak); input.cu is the exact copy.
-        let file = if original.is_file() {
-            original
-        } else {
-            dir.input_cu()
-        };
-        let source = KernelInput::read_with_includes(
-            &file,
-            Some(&meta.kernel),
-            &meta.settings.include_paths(),
-        )?;
-        let llm_pair = (client.clone(), config.clone());
-        let stage1 = stage1_source(
-            false,
-            Some(&llm_pair),
-            args.prompts.as_deref(),
-            kt_pipeline::stage1::DEFAULT_ATTEMPTS,
-        )?;
-        let tests = meta.settings.tests.unwrap_or(3);
-        // The opt-in given to `kt transform` holds for the rest of its run.
-        let testgen = testgen_settings(
-            &client,
-            prompts.clone(),
-            tests,
-            meta.settings.seed,
-            meta.settings.allow_unsandboxed,
-        )?;
-        Some((source, stage1, testgen))
+        Some(earlier_stages(
+            &dir,
+            &meta,
+            (&client, &config),
+            &prompts,
+            &args,
+        )?)
     };
     let rt = runtime()?;
     let cancel = cancel_on_signals(&rt)?;
@@ -211,4 +189,35 @@ pub fn run(args: ResumeArgs) -> anyhow::Result<ExitCode> {
     leave(rt);
     view.finish();
     report(&dir, outcome, args.json)
+}
+
+/// What Stages 1 and 2 of a run stopped before Stage 3 need to continue: the kernel, Stage 1's source and
+/// Stage 2's settings.
+fn earlier_stages(
+    dir: &RunDir,
+    meta: &RunMeta,
+    (client, config): (&LlmClient, &LlmConfig),
+    prompts: &std::sync::Arc<PromptLibrary>,
+    args: &ResumeArgs,
+) -> anyhow::Result<(KernelInput, Stage1Source, TestgenSettings)> {
+    let original = PathBuf::from(&meta.kernel_file);
+    // The original file carries the sidecar (tolerances, % of peak); input.cu is the exact copy.
+    let file = if original.is_file() {
+        original
+    } else {
+        dir.input_cu()
+    };
+    let source =
+        KernelInput::read_with_includes(&file, Some(&meta.kernel), &meta.settings.include_paths())?;
+    let stage1 = stage1_from_llm(client, config, args.prompts.as_deref())?;
+    let tests = meta.settings.tests.unwrap_or(3);
+    // The opt-in given to `kt transform` holds for the rest of its run.
+    let testgen = testgen_settings(
+        client,
+        prompts.clone(),
+        tests,
+        meta.settings.seed,
+        meta.settings.allow_unsandboxed,
+    )?;
+    Ok((source, stage1, testgen))
 }

@@ -6,8 +6,8 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::{Args, Subcommand};
 use kt_runs::{
-    ReportInputs, RunRecord, format_duration, graph_dot, list_runs, render_html, resolve_run,
-    runs_base, show_dir,
+    ReportInputs, RunRecord, RunShow, format_duration, graph_dot, list_runs, render_html,
+    resolve_run, runs_base, show_dir,
 };
 
 #[derive(Debug, Args)]
@@ -125,6 +125,18 @@ fn show_run(a: ShowArgs) -> anyhow::Result<ExitCode> {
         println!("{}", serde_json::to_string_pretty(&s)?);
         return Ok(ExitCode::SUCCESS);
     }
+    print_summary(&s);
+    if s.path.is_empty() {
+        println!("\n(no graph history: the run stopped before its first graph step)");
+        return Ok(ExitCode::SUCCESS);
+    }
+    print_path(&s);
+    print_kernels(&s);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The head of `kt runs show`: what ran, how it ended, its gains and where it stopped.
+fn print_summary(s: &RunShow) {
     let m = &s.summary;
     println!("run       {}", m.id);
     println!(
@@ -166,10 +178,10 @@ fn show_run(a: ShowArgs) -> anyhow::Result<ExitCode> {
     for line in kt_runs::profile_lines(&s.profiles, m.duration_s) {
         println!("{line}");
     }
-    if s.path.is_empty() {
-        println!("\n(no graph history: the run stopped before its first graph step)");
-        return Ok(ExitCode::SUCCESS);
-    }
+}
+
+/// The graph path: one line per checkpoint.
+fn print_path(s: &RunShow) {
     println!("\npath ({}):", s.graph_run);
     println!(
         "{:>5} {:>5}  {:<28} {:>9} {:>13}  OUTCOME",
@@ -192,23 +204,27 @@ fn show_run(a: ShowArgs) -> anyhow::Result<ExitCode> {
             p.outcome
         );
     }
-    if !s.kernels.is_empty() {
-        println!("\nkernels:");
-        for k in &s.kernels {
-            println!(
-                "  {:<12} {:<36} {:>10}  {}{}",
-                k.status,
-                k.step,
-                k.time_ms.map(|t| format!("{t:.4} ms")).unwrap_or_default(),
-                k.reason,
-                k.kernel_file
-                    .as_ref()
-                    .map(|f| format!("  [{f}]"))
-                    .unwrap_or_default()
-            );
-        }
+}
+
+/// The kernels the run wrote, with their status and time.
+fn print_kernels(s: &RunShow) {
+    if s.kernels.is_empty() {
+        return;
     }
-    Ok(ExitCode::SUCCESS)
+    println!("\nkernels:");
+    for k in &s.kernels {
+        println!(
+            "  {:<12} {:<36} {:>10}  {}{}",
+            k.status,
+            k.step,
+            k.time_ms.map(|t| format!("{t:.4} ms")).unwrap_or_default(),
+            k.reason,
+            k.kernel_file
+                .as_ref()
+                .map(|f| format!("  [{f}]"))
+                .unwrap_or_default()
+        );
+    }
 }
 
 fn report(a: ReportArgs) -> anyhow::Result<ExitCode> {

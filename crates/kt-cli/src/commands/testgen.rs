@@ -8,13 +8,13 @@ use std::sync::Arc;
 
 use anyhow::Context as _;
 use clap::Args;
-use kt_llm::Recorder;
-use kt_pipeline::prepare::{KernelInput, Prepared, TestgenSettings, prepare};
+use kt_llm::{LlmClient, LlmConfig, Recorder};
+use kt_pipeline::prepare::{KernelInput, Prepared, Stage1Source, TestgenSettings, prepare};
 use kt_pipeline::stage2::{
     ReferenceRunner, Stage2Options, TimeBounds, TunerReference, Unavailable,
 };
 use kt_pipeline::{NewRun, PipelineError, PromptLibrary, RunDir, RunLlm, RunSettings, RunStatus};
-use kt_sandbox::PythonRuntime;
+use kt_sandbox::{PythonRuntime, Sandbox};
 
 use super::analyze::{
     llm_client, print_disagreements, print_info, runtime, stage1_source, understood_json,
@@ -98,16 +98,7 @@ fn reference_runner(run: &RunDir, source: &KernelInput) -> Arc<dyn ReferenceRunn
 }
 
 pub fn run(args: TestgenArgs) -> anyhow::Result<ExitCode> {
-    if args.tests == 0 {
-        anyhow::bail!("--tests must be at least 1");
-    }
-    if !(args.min_ms > 0.0 && args.min_ms < args.max_ms) {
-        anyhow::bail!(
-            "--min-ms must be positive and below --max-ms (got {} and {})",
-            args.min_ms,
-            args.max_ms
-        );
-    }
+    check_args(&args)?;
     let source =
         KernelInput::read_with_includes(&args.file, args.kernel.as_deref(), &args.include)?;
     let script = match &args.script {
@@ -117,41 +108,11 @@ pub fn run(args: TestgenArgs) -> anyhow::Result<ExitCode> {
         ),
         None => None,
     };
-    // An LLM is needed for Stage 1 unless the sidecar answers it, and for Stage 2 unless a script is given.
-    let needs_llm = !args.info_from_sidecar || script.is_none();
-    let mut llm = if needs_llm {
-        llm_client(args.llm.as_deref(), args.no_stream)?
-    } else {
-        None
-    };
-    if script.is_none() && llm.is_none() {
-        anyhow::bail!(
-            "Stage 2 needs an LLM to write the input generator: pass --llm PROVIDER:MODEL, or --script GEN.py \
-             with a hand-written `def generate(seed: int) -> list`"
-        );
-    }
+    let mut llm = testgen_llm(&args, script.is_some())?;
     let sandbox = super::unsandboxed::generator_sandbox(args.allow_unsandboxed)?;
     super::unsandboxed::warn_if_unsandboxed(&sandbox);
     let python = PythonRuntime::find_or_provision()?;
-    let kernel_name = source.kernel_name()?;
-    let run = RunDir::create(
-        &RunDir::base_dir(args.out.as_deref()),
-        NewRun {
-            kernel_file: &args.file,
-            kernel: &kernel_name,
-            strategy: "testgen",
-            settings: RunSettings {
-                tests: Some(args.tests as u32),
-                allow_unsandboxed: args.allow_unsandboxed,
-                include_dirs: source.include_dirs_for_record(),
-                ..RunSettings::default()
-            },
-            llm: match &llm {
-                Some((client, config)) => kt_pipeline::run_llm::recorded_llm(client, config),
-                None => RunLlm::none(),
-            },
-        },
-    )?;
+    let run = create_run(&args, &source, llm.as_ref())?;
     let _lock = super::transform::claim_run(&run, kt_pipeline::run_lock::WhenHeld::Refuse)?;
     if let Some((client, _)) = llm.as_mut() {
         *client = client
@@ -164,55 +125,19 @@ pub fn run(args: TestgenArgs) -> anyhow::Result<ExitCode> {
         args.prompts.as_deref(),
         args.attempts,
     )?;
-    let settings = TestgenSettings {
-        // A hand-written generator is used as written: no LLM rewrites, resizes or fixes it.
-        llm: if script.is_some() {
-            None
-        } else {
-            llm.as_ref().map(|(c, _)| c.clone())
-        },
-        prompts: Arc::new(PromptLibrary::locate(args.prompts.as_deref())?),
-        script,
-        options: Stage2Options {
-            tests: args.tests,
-            first_seed: args.seed,
-            bounds: TimeBounds {
-                min_ms: args.min_ms,
-                max_ms: args.max_ms,
-            },
-            attempts: args.attempts,
-            max_total_bytes: args.max_total_mib << 20,
-            ..Stage2Options::default()
-        },
-        sandbox,
-        python,
-        reference: reference_runner(&run, &source),
-        // The tests are what `kt testgen` is for: their inputs are written even without a GPU.
-        gpu_missing: None,
+    let settings = settings_of(&args, &run, &source, script, llm.as_ref(), sandbox, python)?;
+    let Some(result) = run_stages(&run, &source, stage1, settings)? else {
+        run.set_status(RunStatus::Interrupted)?;
+        eprintln!(
+            "kt testgen was interrupted; the run is in {} (status interrupted); tests finished so far are in \
+             its tests/ directory. Run kt testgen again for the rest.",
+            run.root().display()
+        );
+        return Ok(ExitCode::from(super::interrupt::exit_code()));
     };
-
-    let rt = runtime()?;
-    let cancel = super::transform::cancel_on_signals(&rt)?;
-    // A signal abandons the stage in flight; its generator is already killed (see `interrupt`).
-    let result = rt.block_on(async {
-        tokio::select! {
-            result = prepare(&run, &source, stage1, settings) => Some(result),
-            () = cancel.cancelled() => None,
-        }
-    });
-    super::transform::leave(rt);
     let prepared = match result {
-        None => {
-            run.set_status(RunStatus::Interrupted)?;
-            eprintln!(
-                "kt testgen was interrupted; the run is in {} (status interrupted); tests finished so far are in \
-                 its tests/ directory. Run kt testgen again for the rest.",
-                run.root().display()
-            );
-            return Ok(ExitCode::from(super::interrupt::exit_code()));
-        }
-        Some(Ok(p)) => p,
-        Some(Err(err)) => {
+        Ok(p) => p,
+        Err(err) => {
             run.set_status(RunStatus::Failed)?;
             return Err(anyhow::Error::new(err).context(format!(
                 "kt testgen failed; what it did is in {}",
@@ -230,6 +155,133 @@ pub fn run(args: TestgenArgs) -> anyhow::Result<ExitCode> {
     }
     run.set_status(RunStatus::Finished)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Refuses flags that cannot make tests: no tests asked for, or time bounds that leave no room.
+fn check_args(args: &TestgenArgs) -> anyhow::Result<()> {
+    if args.tests == 0 {
+        anyhow::bail!("--tests must be at least 1");
+    }
+    if !(args.min_ms > 0.0 && args.min_ms < args.max_ms) {
+        anyhow::bail!(
+            "--min-ms must be positive and below --max-ms (got {} and {})",
+            args.min_ms,
+            args.max_ms
+        );
+    }
+    Ok(())
+}
+
+/// The LLM, where one is needed: for Stage 1 unless the sidecar answers it, for Stage 2 unless a script is
+/// given (`has_script`).
+fn testgen_llm(
+    args: &TestgenArgs,
+    has_script: bool,
+) -> anyhow::Result<Option<(LlmClient, LlmConfig)>> {
+    let needs_llm = !args.info_from_sidecar || !has_script;
+    let llm = if needs_llm {
+        llm_client(args.llm.as_deref(), args.no_stream)?
+    } else {
+        None
+    };
+    if !has_script && llm.is_none() {
+        anyhow::bail!(
+            "Stage 2 needs an LLM to write the input generator: pass --llm PROVIDER:MODEL, or --script GEN.py \
+             with a hand-written `def generate(seed: int) -> list`"
+        );
+    }
+    Ok(llm)
+}
+
+/// The run directory of this `kt testgen`, with its settings and LLM recorded.
+fn create_run(
+    args: &TestgenArgs,
+    source: &KernelInput,
+    llm: Option<&(LlmClient, LlmConfig)>,
+) -> anyhow::Result<RunDir> {
+    let kernel_name = source.kernel_name()?;
+    Ok(RunDir::create(
+        &RunDir::base_dir(args.out.as_deref()),
+        NewRun {
+            kernel_file: &args.file,
+            kernel: &kernel_name,
+            strategy: "testgen",
+            settings: RunSettings {
+                tests: Some(args.tests as u32),
+                allow_unsandboxed: args.allow_unsandboxed,
+                include_dirs: source.include_dirs_for_record(),
+                ..RunSettings::default()
+            },
+            llm: match llm {
+                Some((client, config)) => kt_pipeline::run_llm::recorded_llm(client, config),
+                None => RunLlm::none(),
+            },
+        },
+    )?)
+}
+
+/// Stage 2's settings: the LLM unless a hand-written generator is used as written, the prompts, the options,
+/// the sandbox and Python, and this machine's reference runner.
+fn settings_of(
+    args: &TestgenArgs,
+    run: &RunDir,
+    source: &KernelInput,
+    script: Option<String>,
+    llm: Option<&(LlmClient, LlmConfig)>,
+    sandbox: Sandbox,
+    python: PythonRuntime,
+) -> anyhow::Result<TestgenSettings> {
+    Ok(TestgenSettings {
+        // A hand-written generator is used as written: no LLM rewrites, resizes or fixes it.
+        llm: if script.is_some() {
+            None
+        } else {
+            llm.map(|(c, _)| c.clone())
+        },
+        prompts: Arc::new(PromptLibrary::locate(args.prompts.as_deref())?),
+        script,
+        options: stage2_options(args),
+        sandbox,
+        python,
+        reference: reference_runner(run, source),
+        // The tests are what `kt testgen` is for: their inputs are written even without a GPU.
+        gpu_missing: None,
+    })
+}
+
+/// Stage 2's options from the flags.
+fn stage2_options(args: &TestgenArgs) -> Stage2Options {
+    Stage2Options {
+        tests: args.tests,
+        first_seed: args.seed,
+        bounds: TimeBounds {
+            min_ms: args.min_ms,
+            max_ms: args.max_ms,
+        },
+        attempts: args.attempts,
+        max_total_bytes: args.max_total_mib << 20,
+        ..Stage2Options::default()
+    }
+}
+
+/// Stages 1 and 2; None when a signal abandoned them (the generator in flight is already killed, see
+/// `interrupt`).
+fn run_stages(
+    run: &RunDir,
+    source: &KernelInput,
+    stage1: Stage1Source,
+    settings: TestgenSettings,
+) -> anyhow::Result<Option<Result<Prepared, PipelineError>>> {
+    let rt = runtime()?;
+    let cancel = super::transform::cancel_on_signals(&rt)?;
+    let result = rt.block_on(async {
+        tokio::select! {
+            result = prepare(run, source, stage1, settings) => Some(result),
+            () = cancel.cancelled() => None,
+        }
+    });
+    super::transform::leave(rt);
+    Ok(result)
 }
 
 fn report(run: &RunDir, p: &Prepared, json: bool, compared: bool) -> anyhow::Result<()> {

@@ -18,7 +18,7 @@ use kt_pipeline::strategy::{Strategy, StrategyOverrides, load_strategy};
 use kt_pipeline::{NewRun, PipelineError, PromptLibrary, RunDir, RunSettings};
 use kt_sandbox::PythonRuntime;
 
-use super::analyze::{llm_client, runtime, stage1_source};
+use super::analyze::{llm_client, runtime, stage1_from_llm};
 
 #[derive(Debug, Args)]
 pub struct TransformArgs {
@@ -397,13 +397,7 @@ pub fn run(args: TransformArgs) -> anyhow::Result<ExitCode> {
     let _lock = claim_run(&run, kt_pipeline::run_lock::WhenHeld::Refuse)?;
     eprintln!("run directory: {}", run.root().display());
     let client = client.with_recorder(Recorder::open(run.llm_jsonl())?);
-    let llm_pair = (client.clone(), config.clone());
-    let stage1 = stage1_source(
-        false,
-        Some(&llm_pair),
-        args.prompts.as_deref(),
-        kt_pipeline::stage1::DEFAULT_ATTEMPTS,
-    )?;
+    let stage1 = stage1_from_llm(&client, &config, args.prompts.as_deref())?;
     let prompts = Arc::new(PromptLibrary::locate(args.prompts.as_deref())?);
     let testgen = testgen_settings(
         &client,

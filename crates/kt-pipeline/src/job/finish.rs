@@ -40,84 +40,127 @@ pub(super) fn end_stage3(
     wall: WallTimes,
     outcome: Result<RunOutcome<Stage3State>, GraphError>,
 ) -> Result<TransformOutcome, PipelineError> {
-    let main = out.branch().is_none();
-    // The state to report from: the final one, or the last checkpoint's when the run stopped early.
-    let last_state = |exec: &Executor<Stage3State>| {
-        exec.latest(id)
-            .ok()
-            .and_then(|cp| exec.state_at(id, cp).ok())
+    let ended = Stage3End {
+        run,
+        out,
+        executor,
+        id,
+        backend,
+        wall,
     };
-    let set_status = |status: RunStatus| {
-        if main { run.set_status(status) } else { Ok(()) }
-    };
-    let (stopped, state) = match outcome {
+    match outcome {
         Ok(RunOutcome::Finished { state, .. }) => {
-            return finish(run, out, Some(state), Some(backend), wall, Ok(()));
+            finish(run, out, Some(state), Some(backend), wall, Ok(()))
         }
-        Ok(other) => (Stopped::of(&other), Some(other.into_state())),
-        Err(GraphError::Cancelled { checkpoint, .. }) => (
-            Stopped {
+        Ok(other) => ended.stopped(Stopped::of(&other), Some(other.into_state())),
+        Err(GraphError::Cancelled { checkpoint, .. }) => {
+            let stopped = Stopped {
                 checkpoint: Some(checkpoint.0),
                 at: "in stage 3".into(),
                 cancelled: true,
                 waiting: None,
-            },
-            last_state(executor),
-        ),
-        Err(e) => {
-            let message = e.to_string();
-            let e = PipelineError::graph("stage 3", e);
-            let gpu_missing = e.gpu_unavailable().map(str::to_string);
-            let status = if gpu_missing.is_some() {
-                RunStatus::Interrupted
-            } else if e.is_llm_unavailable() {
-                RunStatus::LlmUnavailable
-            } else {
-                RunStatus::Failed
             };
-            let written = write_result_ending(
-                run,
-                out,
-                last_state(executor).as_ref(),
-                Some(backend),
-                status,
-                wall,
-                Ending {
-                    error: Some(message),
-                    needs_gpu: gpu_missing.is_some(),
-                    waiting: None,
-                },
-            );
-            set_status(status)?;
-            written?;
-            if let Some(detail) = gpu_missing {
-                return Err(PipelineError::Tuning(BackendError::GpuUnavailable {
-                    detail,
-                }));
-            }
-            return Err(e);
+            ended.stopped(stopped, ended.last_state())
         }
-    };
-    let result = write_result_ending(
-        run,
-        out,
-        state.as_ref(),
-        Some(backend),
-        RunStatus::Interrupted,
-        wall,
-        Ending {
-            error: Some(stopped.message(run.root())),
+        Err(e) => Err(ended.failed(e)),
+    }
+}
+
+/// A Stage 3 graph run that has ended, and where to record how.
+struct Stage3End<'a> {
+    run: &'a RunDir,
+    out: &'a ResultFiles,
+    executor: &'a Executor<Stage3State>,
+    id: &'a RunId,
+    backend: &'a dyn TuningBackend,
+    wall: WallTimes,
+}
+
+impl Stage3End<'_> {
+    /// The state to report from when the run stopped early: the last checkpoint's.
+    fn last_state(&self) -> Option<Stage3State> {
+        let exec = self.executor;
+        exec.latest(self.id)
+            .ok()
+            .and_then(|cp| exec.state_at(self.id, cp).ok())
+    }
+
+    /// run.json's status; a branch's run leaves it as it is.
+    fn set_status(&self, status: RunStatus) -> Result<(), PipelineError> {
+        if self.out.branch().is_none() {
+            self.run.set_status(status)?;
+        }
+        Ok(())
+    }
+
+    /// A stop (paused, cancelled, waiting for an answer): interrupted and resumable, not an error.
+    fn stopped(
+        &self,
+        stopped: Stopped,
+        state: Option<Stage3State>,
+    ) -> Result<TransformOutcome, PipelineError> {
+        let ending = Ending {
+            error: Some(stopped.message(self.run.root())),
             needs_gpu: false,
             waiting: stopped.waiting.clone(),
-        },
-    )?;
-    set_status(RunStatus::Interrupted)?;
-    Ok(TransformOutcome {
-        result,
-        state,
-        stopped: Some(stopped),
-        results: out.clone(),
-    })
+        };
+        let status = RunStatus::Interrupted;
+        let result = write_result_ending(
+            self.run,
+            self.out,
+            state.as_ref(),
+            Some(self.backend),
+            status,
+            self.wall,
+            ending,
+        )?;
+        self.set_status(status)?;
+        Ok(TransformOutcome {
+            result,
+            state,
+            stopped: Some(stopped),
+            results: self.out.clone(),
+        })
+    }
+
+    /// A failure: its result files and status (`interrupted` where a GPU is needed, `llm_unavailable`,
+    /// `failed`), and the error the job ends with.
+    fn failed(&self, e: GraphError) -> PipelineError {
+        let message = e.to_string();
+        let e = PipelineError::graph("stage 3", e);
+        let gpu_missing = e.gpu_unavailable().map(str::to_string);
+        let status = if gpu_missing.is_some() {
+            RunStatus::Interrupted
+        } else if e.is_llm_unavailable() {
+            RunStatus::LlmUnavailable
+        } else {
+            RunStatus::Failed
+        };
+        let ending = Ending {
+            error: Some(message),
+            needs_gpu: gpu_missing.is_some(),
+            waiting: None,
+        };
+        let written = write_result_ending(
+            self.run,
+            self.out,
+            self.last_state().as_ref(),
+            Some(self.backend),
+            status,
+            self.wall,
+            ending,
+        );
+        if let Err(status_error) = self.set_status(status) {
+            return status_error;
+        }
+        if let Err(written_error) = written {
+            return written_error;
+        }
+        match gpu_missing {
+            Some(detail) => PipelineError::Tuning(BackendError::GpuUnavailable { detail }),
+            None => e,
+        }
+    }
 }
 
 pub(super) fn finish(

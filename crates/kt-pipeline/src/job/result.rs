@@ -10,7 +10,7 @@ use crate::error::PipelineError;
 use crate::stage3::TuningBackend;
 use crate::stage3::config_record::{self, ConfigRecord};
 use crate::stage3::tunable_code::ORIGINAL_STEP;
-use crate::stage3::{Stage3State, StepStatus};
+use crate::stage3::{KernelVersion, Stage3State, StepStatus};
 pub use kt_record::{RESULT_SCHEMA_VERSION, ResultOutcome, RunResult, StepSummary, WallTimes};
 use kt_record::{ResultFiles, RunDir, RunStatus, WaitingAnswer};
 
@@ -146,29 +146,10 @@ pub fn build_result(
     let naive = state.and_then(|s| s.reference.as_ref()).map(|r| r.time_ms);
     let best = state.and_then(|s| s.best.as_ref());
     let best_time = best.map(|b| b.time_ms);
-    let steps = state
-        .map(|s| {
-            s.history
-                .iter()
-                .map(|r| StepSummary {
-                    name: r.step.clone(),
-                    accepted: r.status == StepStatus::Accepted,
-                    status: r.status,
-                    reason: r.reason.clone(),
-                    time_ms: r.time_ms,
-                    speedup_ci95: r.speedup_ci95,
-                    worth_it: s.worth_it_answer(r).flatten(),
-                    worth_it_asked: s.worth_it_answer(r).is_some(),
-                })
-                .collect()
-        })
-        .unwrap_or_default();
+    let steps = state.map(step_summaries).unwrap_or_default();
     let finished = status == RunStatus::Finished && state.is_some_and(|s| s.finished);
-    let outcome = finished.then(|| match best {
-        Some(b) if b.step != ORIGINAL_STEP => ResultOutcome::Improved,
-        Some(_) => ResultOutcome::NoImprovement,
-        None => ResultOutcome::NotVerified,
-    });
+    let outcome = finished.then(|| delivered_outcome(best));
+    let (speedup, gain) = speedup_and_gain(naive, best_time);
     let final_timing = state.and_then(|s| s.final_timing.clone());
     Ok(RunResult {
         schema_version: RESULT_SCHEMA_VERSION,
@@ -186,15 +167,9 @@ pub fn build_result(
         naive_time_ms: naive,
         best_time_ms: best_time,
         time_basis: naive.map(|_| format!("sum over {} tests", test_count(dir))),
-        speedup: match (naive, best_time) {
-            (Some(n), Some(b)) if b > 0.0 => Some(n / b),
-            _ => None,
-        },
+        speedup,
         speedup_ci95: final_timing.as_ref().and_then(|f| f.speedup_ci95),
-        gain: match (naive, best_time) {
-            (Some(n), Some(b)) if n > 0.0 => Some((n - b) / n),
-            _ => None,
-        },
+        gain,
         final_timing,
         best_params: best.map(|b| b.best_params.clone()).unwrap_or_default(),
         percent_of_peak: best.and_then(|b| b.percent_of_peak),
@@ -222,6 +197,40 @@ pub fn build_result(
         sandbox: meta.sandbox,
         best_program: None,
     })
+}
+
+/// One summary per step of the run's history, for result.json.
+fn step_summaries(s: &Stage3State) -> Vec<StepSummary> {
+    s.history
+        .iter()
+        .map(|r| StepSummary {
+            name: r.step.clone(),
+            accepted: r.status == StepStatus::Accepted,
+            status: r.status,
+            reason: r.reason.clone(),
+            time_ms: r.time_ms,
+            speedup_ci95: r.speedup_ci95,
+            worth_it: s.worth_it_answer(r).flatten(),
+            worth_it_asked: s.worth_it_answer(r).is_some(),
+        })
+        .collect()
+}
+
+/// What a finished run delivered: an accepted step, the original kept, or no verified kernel at all.
+fn delivered_outcome(best: Option<&KernelVersion>) -> ResultOutcome {
+    match best {
+        Some(b) if b.step != ORIGINAL_STEP => ResultOutcome::Improved,
+        Some(_) => ResultOutcome::NoImprovement,
+        None => ResultOutcome::NotVerified,
+    }
+}
+
+/// The speedup (naive / best) and the gain ((naive - best) / naive), where both times are known.
+fn speedup_and_gain(naive: Option<f64>, best: Option<f64>) -> (Option<f64>, Option<f64>) {
+    match (naive, best) {
+        (Some(n), Some(b)) => ((b > 0.0).then(|| n / b), (n > 0.0).then(|| (n - b) / n)),
+        _ => (None, None),
+    }
 }
 
 /// Writes best.cu, best_params.json, the Kernel Tuner export, result.json and report.md into `out` (the

@@ -11,8 +11,8 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 use super::context::Stage3Context;
-use super::failure::FailureKind;
 use super::state::LlmCallRecord;
+use crate::error::FailureKind;
 use crate::error::{PipelineError, is_llm_outage};
 
 /// The template every Stage 3 call uses as its system message.

@@ -9,6 +9,8 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
 use super::tunable_code::TunableCode;
+pub use crate::error::BackendError;
+use crate::error::FailureKind;
 
 /// The first elements where a candidate's output differs from the expected output.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -62,6 +64,18 @@ pub enum Outcome {
 impl Outcome {
     pub fn is_verified(&self) -> bool {
         matches!(self, Outcome::Verified { .. })
+    }
+
+    /// Why this verdict is a failure, or None when it is [`Outcome::Verified`].
+    pub fn failure_kind(&self) -> Option<FailureKind> {
+        Some(match self {
+            Outcome::Verified { .. } => return None,
+            Outcome::CompileError { .. } => FailureKind::CompileError,
+            Outcome::WrongAnswer { .. } => FailureKind::WrongAnswer,
+            Outcome::Timeout { .. } => FailureKind::Timeout,
+            Outcome::Crashed { .. } => FailureKind::Crashed,
+            Outcome::NoValidConfig { .. } => FailureKind::NoValidConfig,
+        })
     }
 
     /// Short name of the verdict, for reports and file names.
@@ -132,17 +146,6 @@ pub struct PairTimes {
     pub first_ms: Vec<f64>,
     /// Milliseconds of each launch of the second kernel.
     pub second_ms: Vec<f64>,
-}
-
-/// Why the backend could not do its job at all (as opposed to a candidate failing, which is an [`Outcome`]).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, thiserror::Error)]
-pub enum BackendError {
-    /// No GPU, driver or NVRTC: the run stops here and can be resumed on a machine that has them.
-    #[error("a CUDA GPU is needed from here on: {detail}")]
-    GpuUnavailable { detail: String },
-    /// Anything else the tuner reports (bad tests directory, worker failure that is not the candidate's fault).
-    #[error("tuning failed: {detail}")]
-    Failed { detail: String },
 }
 
 /// Progress of a tuning run, for the progress bar.

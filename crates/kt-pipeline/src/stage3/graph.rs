@@ -84,109 +84,119 @@ pub fn build_graph(cx: Arc<Stage3Context>) -> Result<CompiledGraph<Stage3State>,
     b.node(FINISH, Finish(cx.clone()));
     b.edge(START, BASELINE);
     b.edge(FINISH, END);
-    let settings = cx.strategy.settings.clone();
     match cx.strategy.kind {
-        StrategyKind::OnePrompt => {
-            b.node(NEXT_STEP, OnePromptStep(cx.clone()));
-            b.edge(BASELINE, NEXT_STEP);
-            b.edge(NEXT_STEP, PREPARE);
-            add_candidate_round(&mut b, &cx, FINISH);
-        }
-        StrategyKind::Explicit => {
-            b.node(NEXT_EXPLICIT, NextExplicit(cx.clone()));
-            b.node(WORTH_IT, WorthItCheck(cx.clone()));
-            b.edge(BASELINE, NEXT_EXPLICIT);
-            let total = cx.strategy.steps.len();
-            b.route(
-                NEXT_EXPLICIT,
-                &[WORTH_IT, PREPARE, NEXT_EXPLICIT, FINISH],
-                move |s: &Stage3State| match &s.current {
-                    Some(c) if c.ask_if_worth_it => WORTH_IT,
-                    Some(_) => PREPARE,
-                    None if s.explicit_done.len() >= total => FINISH,
-                    None => NEXT_EXPLICIT,
-                },
-            );
-            b.route(WORTH_IT, &[PREPARE, NEXT_EXPLICIT], |s: &Stage3State| {
-                if s.current.is_some() {
-                    PREPARE
-                } else {
-                    NEXT_EXPLICIT
-                }
-            });
-            add_candidate_round(&mut b, &cx, NEXT_EXPLICIT);
-        }
-        StrategyKind::Autonomous => {
-            b.node(
-                PLAN,
-                Planner {
-                    cx: cx.clone(),
-                    replan: false,
-                },
-            );
-            b.node(
-                REPLAN,
-                Planner {
-                    cx: cx.clone(),
-                    replan: true,
-                },
-            );
-            b.node(NEXT_STEP, NextStep(cx.clone()));
-            b.node(VALIDATE, Validate(cx.clone()));
-            b.node(BREAKDOWN, Breakdown(cx.clone()));
-            b.edge(BASELINE, PLAN);
-            let max_failures = settings.max_planner_failures;
-            let after_plan = move |retry_node: &'static str| {
-                move |s: &Stage3State| {
-                    if !s.plan.is_empty() {
-                        NEXT_STEP
-                    } else if s.last_plan_failed && s.planner_failures < max_failures {
-                        retry_node
-                    } else {
-                        FINISH
-                    }
-                }
-            };
-            b.route(PLAN, &[NEXT_STEP, PLAN, FINISH], after_plan(PLAN));
-            b.route(REPLAN, &[NEXT_STEP, REPLAN, FINISH], after_plan(REPLAN));
-            let max_replans = settings.max_replans;
-            b.route(
-                NEXT_STEP,
-                &[VALIDATE, REPLAN, FINISH],
-                move |s: &Stage3State| {
-                    if s.current.is_some() {
-                        VALIDATE
-                    } else if s.replans_used < max_replans && s.planner_failures < max_failures {
-                        REPLAN
-                    } else {
-                        FINISH
-                    }
-                },
-            );
-            let limit = cx.strategy.breakdown_limit();
-            b.route(
-                VALIDATE,
-                &[BREAKDOWN, PREPARE, NEXT_STEP],
-                move |s: &Stage3State| match &s.current {
-                    None => NEXT_STEP,
-                    Some(c) if c.breakdown_depth < limit => BREAKDOWN,
-                    Some(_) => PREPARE,
-                },
-            );
-            b.route(BREAKDOWN, &[NEXT_STEP, PREPARE], |s: &Stage3State| {
-                if s.current.is_some() {
-                    PREPARE
-                } else {
-                    NEXT_STEP
-                }
-            });
-            add_candidate_round(&mut b, &cx, NEXT_STEP);
-        }
+        StrategyKind::OnePrompt => add_one_prompt(&mut b, &cx),
+        StrategyKind::Explicit => add_explicit(&mut b, &cx),
+        StrategyKind::Autonomous => add_autonomous(&mut b, &cx),
     }
     b.compile().map_err(|e| PipelineError::Graph {
         stage: "stage 3",
         message: e.to_string(),
     })
+}
+
+/// One-prompt: baseline → the one step → one candidate round → finish.
+fn add_one_prompt(b: &mut GraphBuilder<Stage3State>, cx: &Arc<Stage3Context>) {
+    b.node(NEXT_STEP, OnePromptStep(cx.clone()));
+    b.edge(BASELINE, NEXT_STEP);
+    b.edge(NEXT_STEP, PREPARE);
+    add_candidate_round(b, cx, FINISH);
+}
+
+/// Explicit: the strategy's steps in order, each asked whether it is worth it where the step says so.
+fn add_explicit(b: &mut GraphBuilder<Stage3State>, cx: &Arc<Stage3Context>) {
+    b.node(NEXT_EXPLICIT, NextExplicit(cx.clone()));
+    b.node(WORTH_IT, WorthItCheck(cx.clone()));
+    b.edge(BASELINE, NEXT_EXPLICIT);
+    let total = cx.strategy.steps.len();
+    b.route(
+        NEXT_EXPLICIT,
+        &[WORTH_IT, PREPARE, NEXT_EXPLICIT, FINISH],
+        move |s: &Stage3State| match &s.current {
+            Some(c) if c.ask_if_worth_it => WORTH_IT,
+            Some(_) => PREPARE,
+            None if s.explicit_done.len() >= total => FINISH,
+            None => NEXT_EXPLICIT,
+        },
+    );
+    b.route(WORTH_IT, &[PREPARE, NEXT_EXPLICIT], |s: &Stage3State| {
+        if s.current.is_some() {
+            PREPARE
+        } else {
+            NEXT_EXPLICIT
+        }
+    });
+    add_candidate_round(b, cx, NEXT_EXPLICIT);
+}
+
+/// Autonomous: plan → next step → validate → breakdown → candidate round → … → replan, bounded by the
+/// planner-failure and replan limits.
+fn add_autonomous(b: &mut GraphBuilder<Stage3State>, cx: &Arc<Stage3Context>) {
+    let settings = &cx.strategy.settings;
+    for (name, replan) in [(PLAN, false), (REPLAN, true)] {
+        b.node(
+            name,
+            Planner {
+                cx: cx.clone(),
+                replan,
+            },
+        );
+    }
+    b.node(NEXT_STEP, NextStep(cx.clone()));
+    b.node(VALIDATE, Validate(cx.clone()));
+    b.node(BREAKDOWN, Breakdown(cx.clone()));
+    b.edge(BASELINE, PLAN);
+    let max_failures = settings.max_planner_failures;
+    let after_plan = move |retry_node: &'static str| {
+        move |s: &Stage3State| {
+            if !s.plan.is_empty() {
+                NEXT_STEP
+            } else if s.last_plan_failed && s.planner_failures < max_failures {
+                retry_node
+            } else {
+                FINISH
+            }
+        }
+    };
+    b.route(PLAN, &[NEXT_STEP, PLAN, FINISH], after_plan(PLAN));
+    b.route(REPLAN, &[NEXT_STEP, REPLAN, FINISH], after_plan(REPLAN));
+    let max_replans = settings.max_replans;
+    b.route(
+        NEXT_STEP,
+        &[VALIDATE, REPLAN, FINISH],
+        move |s: &Stage3State| {
+            if s.current.is_some() {
+                VALIDATE
+            } else if s.replans_used < max_replans && s.planner_failures < max_failures {
+                REPLAN
+            } else {
+                FINISH
+            }
+        },
+    );
+    add_step_refinement(b, cx);
+    add_candidate_round(b, cx, NEXT_STEP);
+}
+
+/// Autonomous: a validated step is broken down until the strategy's depth, then applied.
+fn add_step_refinement(b: &mut GraphBuilder<Stage3State>, cx: &Arc<Stage3Context>) {
+    let limit = cx.strategy.breakdown_limit();
+    b.route(
+        VALIDATE,
+        &[BREAKDOWN, PREPARE, NEXT_STEP],
+        move |s: &Stage3State| match &s.current {
+            None => NEXT_STEP,
+            Some(c) if c.breakdown_depth < limit => BREAKDOWN,
+            Some(_) => PREPARE,
+        },
+    );
+    b.route(BREAKDOWN, &[NEXT_STEP, PREPARE], |s: &Stage3State| {
+        if s.current.is_some() {
+            PREPARE
+        } else {
+            NEXT_STEP
+        }
+    });
 }
 
 /// `next_step` of the one-prompt strategy: the single step, with the one-prompt template.

@@ -15,11 +15,9 @@ mod ask;
 pub(crate) mod backend;
 pub(crate) mod config_record;
 mod context;
-pub(crate) mod failure;
 mod fake_backend;
 pub(crate) mod feedback;
 mod graph;
-pub(crate) mod llm_call;
 mod nodes;
 mod profile_cache;
 mod profile_launch;
@@ -47,6 +45,7 @@ mod profile_tests;
 #[allow(clippy::unwrap_used)]
 mod strategy_tests;
 
+pub use crate::error::FailureKind;
 pub use answers::{
     Breakdown, CodeParameters, GridDivisors, KernelRewrite, ParameterRenames, Plan, Rename,
     Restrictions, StepValidation, TunableParameter, WorthIt,
@@ -58,7 +57,6 @@ pub use backend::{
 };
 pub use config_record::{ConfigRecord, FailedConfiguration};
 pub use context::{KernelFacts, Stage3Context};
-pub use failure::FailureKind;
 pub use fake_backend::FakeBackend;
 pub use feedback::failure_feedback;
 pub use graph::{GraphFormat, build_graph, export_graph, node};

@@ -90,114 +90,144 @@ pub fn normalize_names(
         notes: Vec::new(),
         unresolved: Vec::new(),
     };
-    // 1. Launch-geometry names in the tuner's spelling.
-    for canonical in BLOCK_SIZE_NAMES {
-        let key = normalize_name(canonical);
-        let spelled: Vec<String> = out
-            .parameters
-            .iter()
-            .filter(|p| p.name != canonical && normalize_name(&p.name) == key)
-            .map(|p| p.name.clone())
-            .collect();
-        for from in spelled {
-            if out.parameters.iter().any(|p| p.name == canonical) {
-                out.unresolved.push(format!(
-                    "parameters `{from}` and `{canonical}` are the same knob spelled twice"
-                ));
-                continue;
-            }
-            match merge_identifier(&out.code, &from, canonical) {
-                Ok(code) => {
-                    out.code = code;
-                    for p in out.parameters.iter_mut().filter(|p| p.name == from) {
-                        p.name = canonical.to_string();
-                    }
-                    for d in out.divisors.iter_mut() {
-                        rename_in_list(d, &from, canonical);
-                    }
-                    out.notes.push(format!(
-                        "renamed parameter `{from}` to `{canonical}` (the tuner's launch name)"
-                    ));
-                }
-                Err(e) => out
-                    .unresolved
-                    .push(format!("cannot rename `{from}` to `{canonical}`: {e}")),
-            }
-        }
-    }
-    // 2. Parameters that differ only in case or underscores.
-    let mut seen: Vec<(String, String)> = Vec::new();
-    for p in &out.parameters {
-        let key = normalize_name(&p.name);
-        if let Some((_, other)) = seen.iter().find(|(k, _)| *k == key) {
-            out.unresolved.push(format!(
-                "parameters `{other}` and `{}` differ only in case or underscores",
-                p.name
-            ));
-        } else {
-            seen.push((key, p.name.clone()));
-        }
-    }
-    // 3. Collisions in the code.
+    out.spell_launch_names_as_the_tuner();
+    out.report_parameters_spelled_twice();
     let names: Vec<String> = out.parameters.iter().map(|p| p.name.clone()).collect();
     let conflicts = find_name_conflicts(&out.code, &names);
-    let exact_defines: BTreeSet<String> = conflicts
-        .iter()
-        .filter(|c| c.kind == ConflictKind::Exact && c.is_define)
-        .map(|c| c.identifier.clone())
-        .collect();
-    if !exact_defines.is_empty() {
+    out.remove_defines_of_parameters(&conflicts);
+    out.merge_near_duplicate_defines(&conflicts);
+    out.report_remaining_collisions(&names);
+    out
+}
+
+/// The steps of [`normalize_names`], in its order.
+impl NamedRewrite {
+    /// Step 1: Launch-geometry names in the tuner's spelling (`BLOCK_SIZE_X` → `block_size_x`).
+    fn spell_launch_names_as_the_tuner(&mut self) {
+        for canonical in BLOCK_SIZE_NAMES {
+            let key = normalize_name(canonical);
+            let spelled: Vec<String> = self
+                .parameters
+                .iter()
+                .filter(|p| p.name != canonical && normalize_name(&p.name) == key)
+                .map(|p| p.name.clone())
+                .collect();
+            for from in spelled {
+                self.rename_parameter(&from, canonical);
+            }
+        }
+    }
+
+    /// Renames parameter `from` to launch name `canonical` in the code, the space and the divisors.
+    fn rename_parameter(&mut self, from: &str, canonical: &str) {
+        if self.parameters.iter().any(|p| p.name == canonical) {
+            self.unresolved.push(format!(
+                "parameters `{from}` and `{canonical}` are the same knob spelled twice"
+            ));
+            return;
+        }
+        match merge_identifier(&self.code, from, canonical) {
+            Ok(code) => {
+                self.code = code;
+                for p in self.parameters.iter_mut().filter(|p| p.name == from) {
+                    p.name = canonical.to_string();
+                }
+                for d in self.divisors.iter_mut() {
+                    rename_in_list(d, from, canonical);
+                }
+                self.notes.push(format!(
+                    "renamed parameter `{from}` to `{canonical}` (the tuner's launch name)"
+                ));
+            }
+            Err(e) => self
+                .unresolved
+                .push(format!("cannot rename `{from}` to `{canonical}`: {e}")),
+        }
+    }
+
+    /// Step 2: Parameters that differ only in case or underscores.
+    fn report_parameters_spelled_twice(&mut self) {
+        let mut seen: Vec<(String, String)> = Vec::new();
+        for p in &self.parameters {
+            let key = normalize_name(&p.name);
+            if let Some((_, other)) = seen.iter().find(|(k, _)| *k == key) {
+                self.unresolved.push(format!(
+                    "parameters `{other}` and `{}` differ only in case or underscores",
+                    p.name
+                ));
+            } else {
+                seen.push((key, p.name.clone()));
+            }
+        }
+    }
+
+    /// Step 3: A `#define` of a tunable parameter goes: kt defines it for each configuration.
+    fn remove_defines_of_parameters(&mut self, conflicts: &[NameConflict]) {
+        let exact_defines: BTreeSet<String> = conflicts
+            .iter()
+            .filter(|c| c.kind == ConflictKind::Exact && c.is_define)
+            .map(|c| c.identifier.clone())
+            .collect();
+        if exact_defines.is_empty() {
+            return;
+        }
         let list: Vec<&str> = exact_defines.iter().map(String::as_str).collect();
-        let (code, removed) = kt_cuda::remove_defines(&out.code, &list);
-        out.code = code;
+        let (code, removed) = kt_cuda::remove_defines(&self.code, &list);
+        self.code = code;
         if removed > 0 {
-            out.notes.push(format!(
+            self.notes.push(format!(
                 "removed #define of tunable parameter(s) {} (kt defines them)",
                 list.join(", ")
             ));
         }
     }
-    let similar_defines: Vec<(String, String)> = conflicts
-        .iter()
-        .filter(|c| c.kind == ConflictKind::SimilarSpelling && c.is_define)
-        .map(|c| (c.identifier.clone(), c.parameter.clone()))
-        .collect::<BTreeSet<_>>()
-        .into_iter()
-        .collect();
-    for (ident, param) in similar_defines {
-        let (code, _) = kt_cuda::remove_defines(&out.code, &[ident.as_str()]);
-        match merge_identifier(&code, &ident, &param) {
-            Ok(code) => {
-                out.code = code;
-                out.notes.push(format!(
-                    "replaced the fixed `#define {ident}` by tunable parameter `{param}`"
+
+    /// Step 4: A `#define` of a near-duplicate goes and its uses become the parameter.
+    fn merge_near_duplicate_defines(&mut self, conflicts: &[NameConflict]) {
+        let similar_defines: Vec<(String, String)> = conflicts
+            .iter()
+            .filter(|c| c.kind == ConflictKind::SimilarSpelling && c.is_define)
+            .map(|c| (c.identifier.clone(), c.parameter.clone()))
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        for (ident, param) in similar_defines {
+            let (code, _) = kt_cuda::remove_defines(&self.code, &[ident.as_str()]);
+            match merge_identifier(&code, &ident, &param) {
+                Ok(code) => {
+                    self.code = code;
+                    self.notes.push(format!(
+                        "replaced the fixed `#define {ident}` by tunable parameter `{param}`"
+                    ));
+                }
+                Err(e) => self
+                    .unresolved
+                    .push(format!("cannot merge `{ident}` into `{param}`: {e}")),
+            }
+        }
+    }
+
+    /// Step 5: What is left needs a decision about meaning: collisions in the code, and a kernel argument with a
+    /// parameter's exact name (the `#define` would rewrite the signature).
+    fn report_remaining_collisions(&mut self, names: &[String]) {
+        let remaining: Vec<NameConflict> = find_name_conflicts(&self.code, names)
+            .into_iter()
+            .filter(|c| c.kind != ConflictKind::Exact || c.is_define)
+            .collect();
+        let mut reported = BTreeSet::new();
+        for c in remaining {
+            if reported.insert((c.identifier.clone(), c.parameter.clone())) {
+                self.unresolved.push(c.to_string());
+            }
+        }
+        for arg in kernel_argument_names(&self.code) {
+            if names.contains(&arg) {
+                self.unresolved.push(format!(
+                    "kernel argument `{arg}` has the name of a tunable parameter"
                 ));
             }
-            Err(e) => out
-                .unresolved
-                .push(format!("cannot merge `{ident}` into `{param}`: {e}")),
         }
     }
-    // What is left needs a decision about meaning.
-    let remaining: Vec<NameConflict> = find_name_conflicts(&out.code, &names)
-        .into_iter()
-        .filter(|c| c.kind != ConflictKind::Exact || c.is_define)
-        .collect();
-    let mut reported = BTreeSet::new();
-    for c in remaining {
-        if reported.insert((c.identifier.clone(), c.parameter.clone())) {
-            out.unresolved.push(c.to_string());
-        }
-    }
-    // A kernel argument with a parameter's exact name: the #define would rewrite the signature.
-    for arg in kernel_argument_names(&out.code) {
-        if names.contains(&arg) {
-            out.unresolved.push(format!(
-                "kernel argument `{arg}` has the name of a tunable parameter"
-            ));
-        }
-    }
-    out
 }
 
 /// Argument names of every `__global__` function in `code` (empty when it does not parse).
@@ -226,7 +256,15 @@ pub fn check_rewrite(
         );
         return problems;
     }
-    // Signature: same kernel name, same parameters in the same order with the same types.
+    check_signature(original, code, &mut problems);
+    check_device_code_only(code, &mut problems);
+    let names = check_parameters(code, parameters, divisors, &mut problems);
+    check_divisors(divisors, &names, &mut problems);
+    problems
+}
+
+/// Signature: same kernel name, same parameters in the same order with the same types.
+fn check_signature(original: &kt_cuda::Kernel, code: &str, problems: &mut Vec<String>) {
     match kt_cuda::parse_tolerant(code) {
         Ok(source) => match source.kernels.iter().find(|k| k.name == original.name) {
             Some(new) => {
@@ -254,7 +292,10 @@ pub fn check_rewrite(
         },
         Err(e) => problems.push(format!("the code cannot be read as CUDA: {e}")),
     }
-    // Comments never count: a launch in a comment is no launch.
+}
+
+/// No host code and no libraries; comments never count (a launch in a comment is no launch).
+fn check_device_code_only(code: &str, problems: &mut Vec<String>) {
     let uncommented = crate::kernel_unit::strip_comments(code);
     for (needle, what) in FORBIDDEN {
         if uncommented.contains(needle) {
@@ -264,7 +305,16 @@ pub fn check_rewrite(
             ));
         }
     }
-    // Parameters.
+}
+
+/// Each parameter: a C identifier, listed once, with distinct values, used in the code; and a space that is
+/// not too large. Returns the parameters' names.
+fn check_parameters<'p>(
+    code: &str,
+    parameters: &'p [TunableParameter],
+    divisors: &[Vec<String>; 3],
+    problems: &mut Vec<String>,
+) -> BTreeSet<&'p str> {
     let mut names = BTreeSet::new();
     let mut space: u64 = 1;
     for p in parameters {
@@ -301,6 +351,11 @@ pub fn check_rewrite(
             "the parameters give {space} configurations (more than {MAX_SPACE_SIZE}); offer fewer values"
         ));
     }
+    names
+}
+
+/// Each grid divisor: a tunable parameter, a launch name or a positive number.
+fn check_divisors(divisors: &[Vec<String>; 3], names: &BTreeSet<&str>, problems: &mut Vec<String>) {
     for (d, list) in divisors.iter().enumerate() {
         for name in list {
             let known = names.contains(name.as_str())
@@ -314,7 +369,6 @@ pub fn check_rewrite(
             }
         }
     }
-    problems
 }
 
 /// Checks restrictions name only tunable parameters (or the launch names kt always defines).

@@ -6,9 +6,9 @@ use serde::{Deserialize, Serialize};
 
 use super::answers::TunableParameter;
 use super::backend::{Outcome, Reference};
-pub use super::llm_call::LlmCallRecord;
 use super::tunable_code::{KernelVersion, TunableCode};
 use crate::error::PipelineError;
+pub use crate::llm_call::LlmCallRecord;
 pub use kt_record::{FinalTiming, StepStatus};
 
 /// A step waiting in the autonomous plan.
@@ -94,7 +94,7 @@ pub struct CandidateOutcome {
     pub outcome: Option<Outcome>,
     /// Why the last attempt failed, when it did (the message the LLM would have been sent).
     pub failure: Option<String>,
-    pub failure_kind: Option<super::failure::FailureKind>,
+    pub failure_kind: Option<crate::error::FailureKind>,
     pub attempts: u32,
     /// What each failed attempt was told.
     pub feedback: Vec<String>,

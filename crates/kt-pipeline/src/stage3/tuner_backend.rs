@@ -296,83 +296,23 @@ impl TunerBackend {
         let config = self.config.clone();
         // Progress crosses to the blocking thread through a channel; the bar is updated here.
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(u64, u64)>();
-        let original = self.to_tuner_kernel(&self.config.original);
-        let original_config = Config(
-            self.config
-                .original
-                .parameters
-                .iter()
-                .filter_map(|p| p.values.first().map(|v| (p.name.clone(), *v)))
-                .collect(),
-        );
+        let original = OriginalKernel {
+            kernel: self.to_tuner_kernel(&self.config.original),
+            config: first_values(&self.config.original),
+        };
         let job = tokio::task::spawn_blocking(
             move || -> Result<Result<Tuned, TunerError>, BackendError> {
                 let mut guard = session.lock().unwrap_or_else(|p| p.into_inner());
                 let s = open_session(&mut guard, &config)?;
-                let has_expected = s.tests.tests.iter().all(|t| {
-                    t.args.iter().all(|a| match a {
-                        TestArg::Array(arr) => !arr.is_output || arr.expected.is_some(),
-                        TestArg::Scalar(_) => true,
-                    })
-                });
-                let mut options = options;
-                // Without expected outputs on disk, the tuner's own check would compare a candidate with itself:
-                // time without it, then check the fastest configurations against the original kernel.
-                options.verify &= has_expected;
-                let result = match s.tuner.tune(&kernel, &s.tests, &options, &mut |p| {
-                    let _ = tx.send((p.done as u64, p.total as u64));
-                }) {
-                    Ok(r) => r,
-                    Err(e) => return Ok(Err(e)),
-                };
-                if has_expected {
-                    return Ok(Ok(Tuned {
-                        result,
-                        checked: None,
-                    }));
-                }
-                let mut ok: Vec<&Measurement> = result
-                    .measurements
-                    .iter()
-                    .filter(|m| m.objective_ms().is_some())
-                    .collect();
-                ok.sort_by(|a, b| {
-                    a.objective
-                        .unwrap_or(f64::MAX)
-                        .total_cmp(&b.objective.unwrap_or(f64::MAX))
-                });
-                let mut first_failure = None;
-                for m in ok.into_iter().take(VERIFY_FASTEST) {
-                    let report = match s.tuner.verify(
-                        &original,
-                        &original_config,
-                        &kernel,
-                        &m.config,
-                        &s.tests,
-                    ) {
-                        Ok(r) => r,
-                        Err(e) => return Ok(Err(e)),
-                    };
-                    if report.passed() {
-                        let chosen = m.clone();
-                        return Ok(Ok(Tuned {
-                            result,
-                            checked: Some(Ok(chosen)),
-                        }));
-                    }
-                    if first_failure.is_none() {
-                        let bad = report.tests.into_iter().find(|t| !t.verdict.is_ok());
-                        first_failure = bad.map(|t| {
-                            let mut failed = m.clone();
-                            failed.verdict = t.verdict;
-                            failed
-                        });
-                    }
-                }
-                Ok(Ok(Tuned {
-                    result,
-                    checked: first_failure.map(Err),
-                }))
+                Ok(tune_in_session(
+                    s,
+                    &kernel,
+                    options,
+                    &original,
+                    &mut |done, total| {
+                        let _ = tx.send((done, total));
+                    },
+                ))
             },
         );
         let mut job = std::pin::pin!(job);
@@ -394,6 +334,95 @@ impl TunerBackend {
         }
         tuned
     }
+}
+
+/// The original kernel at its default configuration: what a candidate is checked against when the tests hold
+/// no expected outputs.
+struct OriginalKernel {
+    kernel: kt_tuner::TunableKernel,
+    config: Config,
+}
+
+/// Every parameter of `code` at its first value.
+fn first_values(code: &TunableCode) -> Config {
+    Config(
+        code.parameters
+            .iter()
+            .filter_map(|p| p.values.first().map(|v| (p.name.clone(), *v)))
+            .collect(),
+    )
+}
+
+/// One tuning job in an open session (on the blocking pool), progress as (done, total).
+fn tune_in_session(
+    s: &mut Session,
+    kernel: &kt_tuner::TunableKernel,
+    mut options: TuneOptions,
+    original: &OriginalKernel,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<Tuned, TunerError> {
+    let has_expected = s.tests.tests.iter().all(|t| {
+        t.args.iter().all(|a| match a {
+            TestArg::Array(arr) => !arr.is_output || arr.expected.is_some(),
+            TestArg::Scalar(_) => true,
+        })
+    });
+    // Without expected outputs on disk, the tuner's own check would compare a candidate with itself:
+    // time without it, then check the fastest configurations against the original kernel.
+    options.verify &= has_expected;
+    let result = s.tuner.tune(kernel, &s.tests, &options, &mut |p| {
+        progress(p.done as u64, p.total as u64)
+    })?;
+    if has_expected {
+        return Ok(Tuned {
+            result,
+            checked: None,
+        });
+    }
+    let checked = check_fastest_against_original(s, kernel, &result, original)?;
+    Ok(Tuned { result, checked })
+}
+
+/// The fastest [`VERIFY_FASTEST`] configurations of `result` checked against the original kernel: the first
+/// that passes, else the first failure (with its verdict), else None (no configuration ran).
+fn check_fastest_against_original(
+    s: &mut Session,
+    kernel: &kt_tuner::TunableKernel,
+    result: &TuneResult,
+    original: &OriginalKernel,
+) -> Result<Option<Result<Measurement, Measurement>>, TunerError> {
+    let mut ok: Vec<&Measurement> = result
+        .measurements
+        .iter()
+        .filter(|m| m.objective_ms().is_some())
+        .collect();
+    ok.sort_by(|a, b| {
+        a.objective
+            .unwrap_or(f64::MAX)
+            .total_cmp(&b.objective.unwrap_or(f64::MAX))
+    });
+    let mut first_failure = None;
+    for m in ok.into_iter().take(VERIFY_FASTEST) {
+        let report = s.tuner.verify(
+            &original.kernel,
+            &original.config,
+            kernel,
+            &m.config,
+            &s.tests,
+        )?;
+        if report.passed() {
+            return Ok(Some(Ok(m.clone())));
+        }
+        if first_failure.is_none() {
+            let bad = report.tests.into_iter().find(|t| !t.verdict.is_ok());
+            first_failure = bad.map(|t| {
+                let mut failed = m.clone();
+                failed.verdict = t.verdict;
+                failed
+            });
+        }
+    }
+    Ok(first_failure.map(Err))
 }
 
 #[async_trait]

@@ -8,7 +8,7 @@ use super::error::GeneratorError;
 use super::output_file;
 use kt_record::tests_format::{DType, FORMAT, ManifestArg, TestManifest, npy};
 
-use super::spec::{GeneratorSpec, dtype_size};
+use super::spec::{ArgSpec, GeneratorSpec, dtype_size};
 
 /// The largest array file a spec allows: its total data plus a header.
 fn max_file_bytes(spec: &GeneratorSpec) -> u64 {
@@ -23,7 +23,6 @@ pub(crate) fn validate(
     problem_size: Option<Vec<i64>>,
     out: &Path,
 ) -> Result<TestManifest, GeneratorError> {
-    let invalid = |detail: String| GeneratorError::OutputInvalid { detail };
     if args.len() != spec.params.len() {
         return Err(invalid(format!(
             "{} arguments reported for {} parameters",
@@ -33,7 +32,6 @@ pub(crate) fn validate(
     }
     let mut total = 0u64;
     for (arg, param) in args.iter().zip(&spec.params) {
-        let element = param.element()?;
         match arg {
             ManifestArg::Array {
                 name,
@@ -42,62 +40,15 @@ pub(crate) fn validate(
                 file,
                 ..
             } => {
-                if name != &param.name
-                    || param.pointer_depth != 1
-                    || dtype != element.dtype
-                    || file != &format!("args/{name}.npy")
-                {
-                    return Err(invalid(format!(
-                        "array entry `{name}` ({dtype}, {file}) does not match parameter `{}`",
-                        param.name
-                    )));
-                }
-                let path = out.join(file);
-                let (mut opened, len) = output_file::open(out, file, max_file_bytes(spec))?;
-                let header =
-                    npy::read_header_of(&mut opened, &path).map_err(|e| invalid(e.to_string()))?;
-                let expected = DType::parse_numpy(dtype).ok().map(|(d, _)| d);
-                if Some(header.dtype) != expected || shape.as_ref() != Some(&header.shape) {
-                    return Err(invalid(format!(
-                        "{file}: header {header:?} does not match {dtype} {shape:?}"
-                    )));
-                }
-                let shape = &header.shape;
-                if element.lanes > 1 && shape.last() != Some(&(element.lanes as u64)) {
-                    return Err(invalid(format!(
-                        "{file}: last dimension is not {}",
-                        element.lanes
-                    )));
-                }
-                let elements = shape
-                    .iter()
-                    .try_fold(1u64, |acc, d| acc.checked_mul(*d))
-                    .ok_or_else(|| invalid(format!("{file}: shape overflows")))?;
-                let data = elements
-                    .checked_mul(dtype_size(dtype).unwrap_or(0))
-                    .ok_or_else(|| invalid(format!("{file}: size overflows")))?;
-                if elements == 0 || len != header.data_offset + data {
-                    return Err(invalid(format!(
-                        "{file}: {len} bytes on disk, header promises {} + {data}",
-                        header.data_offset
-                    )));
-                }
-                total = total.saturating_add(data);
+                let entry = ArrayEntry {
+                    name,
+                    dtype,
+                    shape: shape.as_ref(),
+                    file,
+                };
+                total = total.saturating_add(array_bytes(spec, &entry, param, out)?);
             }
-            ManifestArg::Scalar { name, dtype, value } => {
-                if name != &param.name || param.pointer_depth != 0 || dtype != element.dtype {
-                    return Err(invalid(format!(
-                        "scalar entry `{name}` ({dtype}) does not match parameter `{}`",
-                        param.name
-                    )));
-                }
-                let integral = !dtype.starts_with("float");
-                if integral && !(value.is_i64() || value.is_u64()) {
-                    return Err(invalid(format!(
-                        "scalar `{name}` of type {dtype} has the non-integer value {value}"
-                    )));
-                }
-            }
+            ManifestArg::Scalar { name, dtype, value } => check_scalar(name, dtype, value, param)?,
         }
     }
     if total > spec.max_total_bytes {
@@ -125,6 +76,98 @@ pub(crate) fn validate(
         expected: None,
         reference_time_ms: None,
     })
+}
+
+fn invalid(detail: String) -> GeneratorError {
+    GeneratorError::OutputInvalid { detail }
+}
+
+/// An array entry of the harness's argument list.
+struct ArrayEntry<'a> {
+    name: &'a str,
+    dtype: &'a str,
+    shape: Option<&'a Vec<u64>>,
+    file: &'a str,
+}
+
+/// Checks an array entry against its parameter and its .npy file in `out` (header, shape, lanes, length on
+/// disk); returns its data bytes.
+fn array_bytes(
+    spec: &GeneratorSpec,
+    entry: &ArrayEntry,
+    param: &ArgSpec,
+    out: &Path,
+) -> Result<u64, GeneratorError> {
+    let ArrayEntry {
+        name,
+        dtype,
+        shape,
+        file,
+    } = *entry;
+    let element = param.element()?;
+    if name != param.name
+        || param.pointer_depth != 1
+        || dtype != element.dtype
+        || file != format!("args/{name}.npy")
+    {
+        return Err(invalid(format!(
+            "array entry `{name}` ({dtype}, {file}) does not match parameter `{}`",
+            param.name
+        )));
+    }
+    let path = out.join(file);
+    let (mut opened, len) = output_file::open(out, file, max_file_bytes(spec))?;
+    let header = npy::read_header_of(&mut opened, &path).map_err(|e| invalid(e.to_string()))?;
+    let expected = DType::parse_numpy(dtype).ok().map(|(d, _)| d);
+    if Some(header.dtype) != expected || shape != Some(&header.shape) {
+        return Err(invalid(format!(
+            "{file}: header {header:?} does not match {dtype} {shape:?}"
+        )));
+    }
+    let shape = &header.shape;
+    if element.lanes > 1 && shape.last() != Some(&(element.lanes as u64)) {
+        return Err(invalid(format!(
+            "{file}: last dimension is not {}",
+            element.lanes
+        )));
+    }
+    let elements = shape
+        .iter()
+        .try_fold(1u64, |acc, d| acc.checked_mul(*d))
+        .ok_or_else(|| invalid(format!("{file}: shape overflows")))?;
+    let data = elements
+        .checked_mul(dtype_size(dtype).unwrap_or(0))
+        .ok_or_else(|| invalid(format!("{file}: size overflows")))?;
+    if elements == 0 || len != header.data_offset + data {
+        return Err(invalid(format!(
+            "{file}: {len} bytes on disk, header promises {} + {data}",
+            header.data_offset
+        )));
+    }
+    Ok(data)
+}
+
+/// Checks a scalar entry against its parameter: name, dtype, and an integer value for an integer type.
+fn check_scalar(
+    name: &str,
+    dtype: &str,
+    value: &serde_json::Number,
+    param: &ArgSpec,
+) -> Result<(), GeneratorError> {
+    let element = param.element()?;
+    if name != param.name || param.pointer_depth != 0 || dtype != element.dtype {
+        return Err(invalid(format!(
+            "scalar entry `{name}` ({dtype}) does not match parameter `{}`",
+            param.name
+        )));
+    }
+    let integral = !dtype.starts_with("float");
+    if integral && !(value.is_i64() || value.is_u64()) {
+        return Err(invalid(format!(
+            "scalar `{name}` of type {dtype} has the non-integer value {value}"
+        )));
+    }
+    Ok(())
 }
 
 /// The test id: the first 16 hex digits of blake3 over the manifest's argument list (canonical JSON) followed by

@@ -9,9 +9,9 @@ use crate::args::{ParamSpec, SuiteInputs};
 use crate::error::TunerError;
 use crate::kernel_file::{KernelFile, KernelSource};
 use crate::session::TunableKernel;
-use crate::session::setup::template_args_for;
 use crate::space::TunableParam;
 use crate::suite::{SuiteKernel, sidecar_for, template_params};
+use crate::tunable_kernel::template_args_for;
 
 /// The kernel, its parameter specs and how to make inputs: from the sidecar when there is one.
 #[derive(Debug, Clone)]

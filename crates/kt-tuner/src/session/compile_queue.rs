@@ -12,8 +12,8 @@ use crate::expr::Bindings;
 use crate::headers;
 use crate::module_cache::{CompilePool, ModuleOutcome};
 use crate::nvrtc::{self, Program};
-use crate::session::setup::TunableKernel;
 use crate::space::Config;
+use crate::tunable_kernel::TunableKernel;
 use kt_record::DType;
 
 /// A configuration handed to the pool: its ticket, its module key and the dynamic shared memory its

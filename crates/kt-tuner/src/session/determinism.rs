@@ -12,9 +12,9 @@ use crate::error::TunerError;
 use crate::module_cache::ModuleOutcome;
 use crate::outcome::Verdict;
 use crate::session::engine::Engine;
-use crate::session::setup::TunableKernel;
 use crate::session::worker_link::run_request;
 use crate::space::Config;
+use crate::tunable_kernel::TunableKernel;
 use crate::verify::OutputReport;
 use crate::worker::protocol::{Request, RunStatus};
 

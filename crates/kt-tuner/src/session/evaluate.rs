@@ -13,9 +13,9 @@ use crate::module_cache::ModuleOutcome;
 use crate::outcome::{Measurement, Phases, Verdict};
 use crate::session::compile_queue::Submitted;
 use crate::session::engine::Engine;
-use crate::session::setup::TunableKernel;
 use crate::session::worker_link::run_request;
 use crate::space::Config;
+use crate::tunable_kernel::TunableKernel;
 use crate::worker::protocol::{Request, RunRequest, RunStatus};
 
 /// What the evaluations of one tuning run share.
@@ -46,13 +46,46 @@ pub(crate) fn evaluate(
             "configuration {config} was never submitted for compilation"
         )));
     };
+    let Some(key) = wait_for_module(e, kernel, submitted, phases, &mut m)? else {
+        return Ok(m);
+    };
+    let t_bench = Instant::now();
+    if !load_in_worker(e, kernel, &key, &mut m)? {
+        return Ok(m);
+    }
+    let mut per_test = Vec::new();
+    let tests = bench.tests;
+    for (i, t) in tests.iter().enumerate() {
+        match run_on_test(e, &key, kernel, config, (i, t), bench, &mut m)? {
+            Some(median) => per_test.push(median),
+            None => break,
+        }
+    }
+    m.benchmark_ms = t_bench.elapsed().as_secs_f64() * 1e3;
+    if m.verdict.is_ok() {
+        m.objective = Some(per_test.iter().sum());
+        m.per_test_ms = per_test;
+        fill_rates(kernel, &bench.tests[0].scalars(), &mut m);
+    }
+    Ok(m)
+}
+
+/// Waits for the configuration's module; returns its key, or None when it did not compile (then that is `m`'s
+/// verdict).
+fn wait_for_module(
+    e: &mut Engine,
+    kernel: &TunableKernel,
+    submitted: Submitted,
+    phases: &mut Phases,
+    m: &mut Measurement,
+) -> Result<Option<String>, TunerError> {
     let t_wait = Instant::now();
     let outcome = e.queue.wait(submitted.ticket)?;
     phases.compile_wait_ms += t_wait.elapsed().as_secs_f64() * 1e3;
     match &*outcome {
         ModuleOutcome::Failed { log, .. } => {
             m.verdict = Verdict::from_compile_log(log, &kernel.kernel_name);
-            return Ok(m);
+            return Ok(None);
         }
         ModuleOutcome::Compiled { ms, .. } => {
             m.compile_ms = *ms;
@@ -62,85 +95,101 @@ pub(crate) fn evaluate(
     let key = submitted.key;
     e.queue
         .remember(&key, outcome.clone(), &kernel.kernel_name, submitted.shared);
-    let t_bench = Instant::now();
-    match e.link.load(&key, &mut e.queue)? {
+    Ok(Some(key))
+}
+
+/// Loads the module into the worker (registers, local and shared memory into `m`); false when the load
+/// failed (then that is `m`'s verdict).
+fn load_in_worker(
+    e: &mut Engine,
+    kernel: &TunableKernel,
+    key: &str,
+    m: &mut Measurement,
+) -> Result<bool, TunerError> {
+    match e.link.load(key, &mut e.queue)? {
         Ok(info) => {
             m.registers = Some(info.registers);
             m.local_bytes = Some(info.local_bytes);
             m.static_shared_bytes = Some(info.static_shared_bytes);
+            Ok(true)
         }
         Err(reason) => {
             m.verdict = Verdict::from_load_failure(reason, &kernel.kernel_name);
-            return Ok(m);
+            Ok(false)
         }
     }
-    let mut per_test = Vec::new();
-    for (i, t) in bench.tests.iter().enumerate() {
-        let base = run_request(&key, kernel, config, t)?;
-        m.launch.get_or_insert(base.dims);
-        let reference = bench.refs.get(i).copied();
-        let ref_ms = reference.map(|r| r.ms).unwrap_or(1.0);
-        let timing = bench.timing;
-        let budget_ms = timing.max_total_ms * 2.0 + ref_ms * (timing.max_reps as f64 + 2.0);
-        let timeout = e.run_timeout(ref_ms, budget_ms);
-        // the default launch's time bounds the early stop until something faster is found
-        let best = match (bench.best_per_test[i], reference) {
-            (Some(b), Some(r)) if r.ms < b.ms => Some(r),
-            (Some(b), _) => Some(b),
-            (None, r) => r,
-        };
-        let run = RunRequest {
-            verify: bench.verify,
-            timing: Some(timing),
-            best,
-            ..base
-        };
-        let outcome = match e
-            .link
-            .run(&key, Request::Run { run }, timeout, &mut e.queue)?
-        {
-            Ok(o) => o,
-            Err(v) => {
-                m.verdict = v;
-                break;
-            }
-        };
-        if m.occupancy.is_none() {
-            m.occupancy = outcome.occupancy;
+}
+
+/// One verifying run of test `i` under a watchdog and, if it verifies, its timed samples; returns its median,
+/// or None when the evaluation stops here (a failure, now `m`'s verdict, or no timing).
+fn run_on_test(
+    e: &mut Engine,
+    key: &str,
+    kernel: &TunableKernel,
+    config: &Config,
+    (i, t): (usize, &KernelTest),
+    bench: &mut Bench,
+    m: &mut Measurement,
+) -> Result<Option<f64>, TunerError> {
+    let base = run_request(key, kernel, config, t)?;
+    m.launch.get_or_insert(base.dims);
+    let reference = bench.refs.get(i).copied();
+    let ref_ms = reference.map(|r| r.ms).unwrap_or(1.0);
+    let timing = bench.timing;
+    let budget_ms = timing.max_total_ms * 2.0 + ref_ms * (timing.max_reps as f64 + 2.0);
+    let timeout = e.run_timeout(ref_ms, budget_ms);
+    // the default launch's time bounds the early stop until something faster is found
+    let best = match (bench.best_per_test[i], reference) {
+        (Some(b), Some(r)) if r.ms < b.ms => Some(r),
+        (Some(b), _) => Some(b),
+        (None, r) => r,
+    };
+    let run = RunRequest {
+        verify: bench.verify,
+        timing: Some(timing),
+        best,
+        ..base
+    };
+    let outcome = match e
+        .link
+        .run(key, Request::Run { run }, timeout, &mut e.queue)?
+    {
+        Ok(o) => o,
+        Err(v) => {
+            m.verdict = v;
+            return Ok(None);
         }
-        match outcome.status {
-            RunStatus::Ok => {}
-            RunStatus::Invalid(reason) | RunStatus::Crashed(reason) => {
-                m.verdict = Verdict::Invalid { reason };
-                break;
-            }
-        }
-        if let Some(wrong) = Verdict::from_outcome(&outcome, Some(&t.id)) {
-            m.verdict = wrong;
-            break;
-        }
-        let Some(stats) = outcome.timing else { break };
-        let median = stats.median_ms;
-        if !stats.aborted_early {
-            let noise = Some(stats.sample_noise());
-            if bench.best_per_test[i].is_none_or(|b| median < b.ms) {
-                bench.best_per_test[i] = Some(Baseline { ms: median, noise });
-            }
-        }
-        // An early stop on one test does not skip the others: every test is still verified (their
-        // timing will most likely stop after the verifying sample too).
-        if m.timing.is_none() {
-            m.timing = Some(stats);
-        }
-        per_test.push(median);
+    };
+    if m.occupancy.is_none() {
+        m.occupancy = outcome.occupancy;
     }
-    m.benchmark_ms = t_bench.elapsed().as_secs_f64() * 1e3;
-    if m.verdict.is_ok() {
-        m.objective = Some(per_test.iter().sum());
-        m.per_test_ms = per_test;
-        fill_rates(kernel, &bench.tests[0].scalars(), &mut m);
+    match outcome.status {
+        RunStatus::Ok => {}
+        RunStatus::Invalid(reason) | RunStatus::Crashed(reason) => {
+            m.verdict = Verdict::Invalid { reason };
+            return Ok(None);
+        }
     }
-    Ok(m)
+    if let Some(wrong) = Verdict::from_outcome(&outcome, Some(&t.id)) {
+        m.verdict = wrong;
+        return Ok(None);
+    }
+    let Some(stats) = outcome.timing else {
+        return Ok(None);
+    };
+    let median = stats.median_ms;
+    if !stats.aborted_early {
+        let noise = Some(stats.sample_noise());
+        if bench.best_per_test[i].is_none_or(|b| median < b.ms) {
+            bench.best_per_test[i] = Some(Baseline { ms: median, noise });
+        }
+    }
+    // An early stop on one test does not skip the others: every test is still verified (their
+    // timing will most likely stop after the verifying sample too).
+    if m.timing.is_none() {
+        m.timing = Some(stats);
+    }
+    Ok(Some(median))
 }
 
 /// Bandwidth and FLOP rate of the first test's median, from the kernel's `bytes` / `flops` expressions.

@@ -5,9 +5,9 @@ use crate::args::KernelTest;
 use crate::error::TunerError;
 use crate::measure::TimingPolicy;
 use crate::session::engine::Engine;
-use crate::session::setup::TunableKernel;
 use crate::session::worker_link::{run_request, test_dtypes};
 use crate::space::Config;
+use crate::tunable_kernel::TunableKernel;
 use crate::worker::protocol::RunRequest;
 
 /// Uploads `test` alone and times one launch of `kernel` at `config` on it (as a reference run: a

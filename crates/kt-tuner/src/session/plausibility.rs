@@ -13,8 +13,8 @@ use crate::measure::{TimingPolicy, TimingStats};
 use crate::module_cache::ModuleOutcome;
 use crate::outcome::{Measurement, Verdict};
 use crate::session::engine::Engine;
-use crate::session::setup::TunableKernel;
 use crate::session::worker_link::run_request;
+use crate::tunable_kernel::TunableKernel;
 use crate::worker::protocol::{Request, RunRequest, RunStatus};
 
 /// What holding a time against its floor found.

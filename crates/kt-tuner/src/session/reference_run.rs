@@ -10,9 +10,9 @@ use crate::error::TunerError;
 use crate::measure::TimingPolicy;
 use crate::outcome::{ReferenceOutputs, Verdict};
 use crate::session::engine::Engine;
-use crate::session::setup::TunableKernel;
 use crate::session::worker_link::{run_request, test_dtypes};
 use crate::space::Config;
+use crate::tunable_kernel::TunableKernel;
 use crate::worker::protocol::{OutputFile, Request, RunRequest, RunStatus};
 
 /// Runs `kernel` at `config` on every test and writes each output to `<out_dirs[i]>/<name>.npy`. Outputs

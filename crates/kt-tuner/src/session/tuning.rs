@@ -21,9 +21,10 @@ use crate::session::engine::Engine;
 use crate::session::evaluate::{Bench, evaluate, fill_rates};
 use crate::session::peak::{copy_bandwidth, percent_of_binding_peak, theoretical};
 use crate::session::plausibility::{self, Plausibility};
-use crate::session::setup::{TunableKernel, TuneOptions};
+use crate::session::setup::TuneOptions;
 use crate::session::worker_link::{run_request, test_dtypes};
 use crate::space::{Config, SearchSpace};
+use crate::tunable_kernel::TunableKernel;
 use crate::worker::protocol::{DeviceInfo, RunRequest};
 
 /// The space to search and how its modules are built.

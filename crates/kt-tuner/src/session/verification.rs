@@ -11,10 +11,10 @@ use crate::error::TunerError;
 use crate::module_cache::ModuleOutcome;
 use crate::outcome::{TestVerdict, Verdict, VerifyReport};
 use crate::session::engine::Engine;
-use crate::session::setup::TunableKernel;
 use crate::session::worker_link::{run_request, test_dtypes};
 use crate::space::Config;
 use crate::sum_floor::with_sum_lengths;
+use crate::tunable_kernel::TunableKernel;
 use crate::worker::protocol::{Request, RunOutcome, RunRequest, RunStatus};
 
 /// Runs `reference` (its configuration's launch) to get expected outputs, then `candidate`, on the same

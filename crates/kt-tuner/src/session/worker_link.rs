@@ -13,8 +13,9 @@ use crate::error::TunerError;
 use crate::module_cache::ModuleOutcome;
 use crate::outcome::Verdict;
 use crate::session::compile_queue::CompileQueue;
-use crate::session::setup::{TunableKernel, TunerConfig};
+use crate::session::setup::TunerConfig;
 use crate::space::Config;
+use crate::tunable_kernel::TunableKernel;
 use crate::worker::client::{WorkerClient, WorkerFailure};
 use crate::worker::process::WorkerCommand;
 use crate::worker::protocol::{

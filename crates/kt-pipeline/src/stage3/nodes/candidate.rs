@@ -13,6 +13,7 @@ use kt_graph::{Node, NodeContext};
 use serde::Serialize;
 
 use crate::KernelInfo;
+use crate::error::FailureKind;
 use crate::error::PipelineError;
 use crate::kernel_unit::kernel_unit;
 use crate::stage3::answers::{
@@ -21,7 +22,6 @@ use crate::stage3::answers::{
 use crate::stage3::ask::{AskError, ask, ask_text};
 use crate::stage3::backend::Outcome;
 use crate::stage3::context::Stage3Context;
-use crate::stage3::failure::FailureKind;
 use crate::stage3::feedback::failure_feedback;
 use crate::stage3::prompt_vars::{KernelVar, LaunchVar, kernel_var, launch_var};
 use crate::stage3::rewrite_answer::{ReadRewrite, read_rewrite};
@@ -417,7 +417,7 @@ impl Apply {
             })
             .await
             .map_err(|e| AttemptError::Fatal(tuning_error(ctx, e)))?;
-        if let Some(kind) = FailureKind::of_outcome(&outcome) {
+        if let Some(kind) = outcome.failure_kind() {
             let feedback = failure_feedback(&outcome).unwrap_or_default();
             return Err(AttemptError::Failed(Box::new(Failed {
                 kind,

@@ -8,10 +8,10 @@ use schemars::JsonSchema;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use crate::error::FailureKind;
 use crate::error::PipelineError;
 use crate::stage3::ask::{AskError, ask};
 use crate::stage3::context::Stage3Context;
-use crate::stage3::failure::FailureKind;
 use crate::stage3::prompt_vars::step_vars;
 use crate::stage3::state::{Stage3State, Stage3Update, StepRecord, StepStatus};
 

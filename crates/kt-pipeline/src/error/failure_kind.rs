@@ -35,17 +35,16 @@ impl std::fmt::Display for FailureKind {
     }
 }
 
-impl FailureKind {
-    /// The kind of a failed tuner verdict.
-    pub fn of_outcome(outcome: &super::backend::Outcome) -> Option<Self> {
-        use super::backend::Outcome;
-        Some(match outcome {
-            Outcome::Verified { .. } => return None,
-            Outcome::CompileError { .. } => FailureKind::CompileError,
-            Outcome::WrongAnswer { .. } => FailureKind::WrongAnswer,
-            Outcome::Timeout { .. } => FailureKind::Timeout,
-            Outcome::Crashed { .. } => FailureKind::Crashed,
-            Outcome::NoValidConfig { .. } => FailureKind::NoValidConfig,
-        })
+#[cfg(test)]
+mod tests {
+    use super::FailureKind;
+
+    #[test]
+    fn kinds_serialize_in_snake_case_and_display_in_words() {
+        assert_eq!(
+            serde_json::to_string(&FailureKind::NoValidConfig).unwrap_or_default(),
+            "\"no_valid_config\""
+        );
+        assert_eq!(FailureKind::LlmUnavailable.to_string(), "LLM unavailable");
     }
 }

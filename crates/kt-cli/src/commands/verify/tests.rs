@@ -1,0 +1,153 @@
+use std::collections::BTreeMap;
+
+use super::pair::{candidate_with_overrides, parse_block, reference_name};
+use super::report::describe_tests;
+use super::test_plan::DefaultTests;
+use super::*;
+use clap::Parser;
+use kt_tuner::args::SizeChoice;
+use kt_tuner::input::{TestSource, load_kernel, load_tests};
+use kt_tuner::session::config_from_block;
+use std::path::Path;
+
+#[derive(Parser)]
+struct Cli {
+    #[command(flatten)]
+    args: VerifyArgs,
+}
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn args(extra: &[&str]) -> VerifyArgs {
+    let mut argv = vec!["verify"];
+    argv.extend_from_slice(extra);
+    Cli::parse_from(argv).args
+}
+
+#[test]
+fn the_default_tests_add_an_odd_inner_dimension_unless_seeds_only() {
+    let file = root().join("naive-kernels/matmul.cu");
+    let reference = load_kernel(&file, None, &[]).unwrap();
+    let inputs = reference.inputs.as_ref().unwrap();
+    let configs = [config_from_block(&[], [16, 16, 1])];
+    let extras = DefaultTests {
+        inputs: Some(inputs),
+        reference: &reference,
+        base: Some(inputs.values_at(SizeChoice::Test, &BTreeMap::new())),
+        configs: &configs,
+        next_seed: 4,
+    };
+    let odd = extras.odd().unwrap().unwrap();
+    // the seeded tests' inner dimension is even (100): the odd test's is not
+    assert_eq!(odd.test.scalars()["A_width"], 101.0);
+    let source = TestSource::Generate {
+        size: SizeChoice::Test,
+        count: 3,
+    };
+    let mut tests = load_tests(&reference, source, &BTreeMap::new(), &configs).unwrap();
+    tests.tests.push(odd.test);
+    assert!(extras.warnings(&tests).is_empty());
+    assert_eq!(
+        describe_tests(&tests, &[odd.description]),
+        "gen1, gen2, gen3; odd (next primes): A_width=101 A_height=79 B_width=97"
+    );
+    let seeds_only = DefaultTests {
+        inputs: None,
+        ..extras
+    };
+    assert!(seeds_only.odd().unwrap().is_none());
+}
+
+#[test]
+fn a_block_flag_takes_one_to_three_sizes() {
+    assert_eq!(parse_block("16,16").unwrap(), [16, 16, 1]);
+    assert!(parse_block("1,2,3,4").is_err());
+    assert!(parse_block("x").is_err());
+}
+
+#[test]
+fn version_two_of_a_file_is_checked_against_version_one_with_its_own_launch() {
+    let file = root().join("tests/corpus/programs/bench-style/softmax_forward.cu");
+    let f = file.to_string_lossy().to_string();
+    let a = args(&[
+        &f,
+        &f,
+        "--reference-kernel",
+        "softmax_forward_kernel1",
+        "--kernel",
+        "softmax_forward_kernel2",
+    ]);
+    let reference = load_kernel(&a.reference, reference_name(&a).as_deref(), &[]).unwrap();
+    assert_eq!(reference.kernel.kernel_name, "softmax_forward_kernel1");
+    let (cand, config) = candidate_with_overrides(&a, &reference).unwrap();
+    // Its own sidecar is found by kt-tuner's `load_candidate` (and tested there); its launch is seen here.
+    assert_eq!(cand.kernel.kernel_name, "softmax_forward_kernel2");
+    assert_eq!(
+        cand.kernel.geometry.shared_mem.as_deref(),
+        Some("block_size_x * 4")
+    );
+    let scalars = BTreeMap::from([("N".to_string(), 37.0), ("C".to_string(), 1001.0)]);
+    let dims = cand.kernel.geometry.launch(&config, &scalars).unwrap();
+    assert_eq!(
+        (dims.block, dims.grid, dims.shared_mem),
+        ([256, 1, 1], [37, 1, 1], 1024)
+    );
+}
+
+#[test]
+fn launch_flags_override_the_candidates_launch() {
+    let file = root().join("naive-kernels/matrixAdd.cu");
+    let f = file.to_string_lossy().to_string();
+    let a = args(&[
+        &f,
+        &f,
+        "--block",
+        "32,8",
+        "--param",
+        "block_size_y=4",
+        "--shared-mem",
+        "block_size_x*8",
+    ]);
+    let reference = load_kernel(&a.reference, None, &[]).unwrap();
+    let (cand, config) = candidate_with_overrides(&a, &reference).unwrap();
+    assert_eq!(config.get("block_size_x"), Some(32));
+    assert_eq!(config.get("block_size_y"), Some(4));
+    assert_eq!(
+        cand.kernel.geometry.shared_mem.as_deref(),
+        Some("block_size_x*8")
+    );
+    // same signature: the tests' arguments as they are
+    assert_eq!(cand.kernel.arguments, None);
+}
+
+#[test]
+fn the_reductions_output_follows_the_candidates_block_size() {
+    let file = root().join("naive-kernels/reduce_sum.cu");
+    let f = file.to_string_lossy().to_string();
+    let a = args(&[&f, &f, "--param", "block_size_x=128"]);
+    let mut reference = load_kernel(&a.reference, None, &[]).unwrap();
+    reference.size_arrays_per_configuration();
+    let (cand, config) = candidate_with_overrides(&a, &reference).unwrap();
+    assert_eq!(config.get("block_size_x"), Some(128));
+    assert_eq!(
+        cand.kernel
+            .geometry
+            .array_sizes
+            .get("output")
+            .map(String::as_str),
+        Some("ceil_div(n, block_size_x)")
+    );
+    let configs = [config_from_block(&[], [256, 1, 1]), config];
+    let source = TestSource::Generate {
+        size: SizeChoice::Test,
+        count: 1,
+    };
+    let tests = load_tests(&reference, source, &BTreeMap::new(), &configs).unwrap();
+    let out = tests.tests[0]
+        .arrays()
+        .find(|a| a.name == "output")
+        .unwrap();
+    assert_eq!(out.elements, 10007u64.div_ceil(128));
+}
