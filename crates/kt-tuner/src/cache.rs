@@ -153,11 +153,7 @@ mod tests {
     use crate::outcome::Verdict;
 
     fn m(x: i64, ms: f64) -> Measurement {
-        Measurement::synthetic(
-            Config(vec![("block_size_x".into(), x)]),
-            Verdict::Ok,
-            Some(ms),
-        )
+        Measurement::synthetic(Config::ints([("block_size_x", x)]), Verdict::Ok, Some(ms))
     }
 
     #[test]

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use crate::arg_map::ArgBinding;
 use crate::geometry::{Geometry, default_define};
 use crate::measure::TimingPolicy;
+use crate::param_value::ParamValue;
 use crate::search::{Limits, Strategy};
 use crate::space::{Config, Restriction, TunableParam};
 use crate::worker::process::WorkerCommand;
@@ -227,19 +228,19 @@ impl Default for TunerConfig {
 /// Kernel Tuner style reference configuration from a default block: `block_size_x/y/z` set to it and every
 /// other tunable parameter at its first value.
 pub fn config_from_block(params: &[TunableParam], block: [i64; 3]) -> Config {
-    let mut values: Vec<(String, i64)> = params
+    let mut values: Vec<(String, ParamValue)> = params
         .iter()
-        .map(|p| (p.name.clone(), p.values[0]))
+        .map(|p| (p.name.clone(), p.values[0].clone()))
         .collect();
     for (i, n) in ["block_size_x", "block_size_y", "block_size_z"]
         .iter()
         .enumerate()
     {
         match values.iter_mut().find(|(name, _)| name == n) {
-            Some(v) => v.1 = block[i],
+            Some(v) => v.1 = block[i].into(),
             None => {
                 if block[i] != default_define(n).unwrap_or(1) {
-                    values.push((n.to_string(), block[i]));
+                    values.push((n.to_string(), block[i].into()));
                 }
             }
         }
@@ -252,7 +253,7 @@ mod tests {
     use super::*;
 
     fn config(values: &[(&str, i64)]) -> Config {
-        Config(values.iter().map(|(n, v)| (n.to_string(), *v)).collect())
+        Config::ints(values.iter().copied())
     }
 
     #[test]
