@@ -53,6 +53,7 @@ pub mod session;
 pub mod space;
 pub mod suite;
 pub mod sum_floor;
+pub mod tune_call;
 pub mod verify;
 pub mod worker;
 
