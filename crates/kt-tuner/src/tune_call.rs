@@ -143,7 +143,7 @@ impl TuneCall {
                     ..
                 }
             ) {
-                test.tolerances.insert(name, tolerance.clone());
+                test.tolerances.insert(name, tolerance);
             }
         }
         Ok(TestSet { tests: vec![test] })
