@@ -122,7 +122,7 @@ mod tests {
     fn m(bx: i64, tile: i64, verdict: Verdict) -> Measurement {
         let ok = verdict.is_ok();
         Measurement::synthetic(
-            Config(vec![("block_size_x".into(), bx), ("TILE".into(), tile)]),
+            Config::ints([("block_size_x", bx), ("TILE", tile)]),
             verdict,
             ok.then_some(1.0),
         )

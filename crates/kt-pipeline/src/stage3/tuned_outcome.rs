@@ -201,7 +201,7 @@ pub(crate) mod tests {
     }
 
     pub(crate) fn config(v: i64) -> Config {
-        Config(vec![("block_size_x".into(), v)])
+        Config::ints([("block_size_x", v)])
     }
 
     fn wrong() -> Verdict {
