@@ -10,6 +10,7 @@
 #    exports) is installed into it next to numpy.
 # 3. cargo test --workspace --locked: every test that needs nothing more. Tests that need a GPU or a missing tool are
 #    reported as ignored (the GPU ones run in experiments/gpu-check.sh).
+# 3b. kt's Python module: built with maturin and tested on kt's fake device (crates/kt-python/tests/run.sh).
 # 4. The tool-dependent tests (ignored in step 3) whose tool this machine has; the end lists those it could not run.
 # Exits non-zero when a test fails or when a step that this machine can do fails.
 set -euo pipefail
@@ -67,6 +68,11 @@ fi
 
 say "3. cargo test --workspace --locked $*"
 cargo test --workspace --locked "$@"
+
+say "3b. kt's Python module (kt.tune_kernel) on kt's fake device"
+# Builds the module (debug) into target/kt-python-venv with maturin, and NVRTC from NVIDIA's wheel when CUDA_HOME
+# has none: both from PyPI, like Kernel Tuner above.
+PYTHON=$python crates/kt-python/tests/run.sh
 
 say "4. tests that need a tool this machine has"
 ran_total=0

@@ -200,3 +200,54 @@ fn one_flag_means_one_thing_and_the_old_spellings_still_work() {
         assert!(stdout.contains("tests: 2 generated"), "{stdout}");
     }
 }
+
+#[test]
+fn a_tune_dry_run_takes_float_and_string_parameters_as_kernel_tuner_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("scale.cu");
+    std::fs::write(
+        &file,
+        "__global__ void scale(float *out, const float *in, int n) {\n  int i = blockIdx.x * block_size_x + threadIdx.x;\n  if (i < n) out[i] = (float)((VALUE_T)in[i] * (VALUE_T)factor);\n}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("scale.toml"),
+        "kernel = \"scale\"\ndescription = \"out = in * factor\"\nproblem_size = [\"n\"]\noutputs = [\"out\"]\ndefault_block = [256, 1, 1]\nbench = { n = 1000 }\ninputs = { out = \"zeros\", in = \"randn\" }\nsizes = { out = \"n\", in = \"n\" }\nflops = \"n\"\nbytes = \"8 * n\"\n",
+    )
+    .unwrap();
+    let f = file.to_str().unwrap();
+    let tune = |extra: &[&str]| {
+        let base = [
+            "tune",
+            f,
+            "--param",
+            "block_size_x=128,256",
+            "--param",
+            "factor=0.5,2.0",
+            "--param",
+            "VALUE_T='float','double'",
+            "--dry-run",
+        ];
+        run(&[&base[..], extra].concat())
+    };
+    let (out, _home) = tune(&["--restrict", "factor > 1 or VALUE_T == 'float'"]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        stdout.contains("parameters: block_size_x=128,256 factor=0.5,2.0 VALUE_T=float,double"),
+        "{stdout}"
+    );
+    // 8 combinations; factor 0.5 with double is left out
+    assert!(
+        stdout.contains("space: 8 configurations, 6 after restrictions"),
+        "{stdout}"
+    );
+    // a block size is a number of threads: a float is refused by name
+    let (out, _home) = tune(&["--param", "block_size_y=1.5"]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("`block_size_y` sets the block size") && err.contains("`1.5` is a float"),
+        "{err}"
+    );
+}

@@ -780,7 +780,7 @@ sizes = { input = "n", output = "ceil_div(n, block_size_x)" }
             )])
         );
         let configs: Vec<Config> = [32, 256]
-            .map(|b| Config(vec![("block_size_x".into(), b)]))
+            .map(|b| Config::ints([("block_size_x", b)]))
             .into();
         let set = s
             .make_tests_for(&params, SizeChoice::Bench, &BTreeMap::new(), 1, &configs)

@@ -153,11 +153,7 @@ mod tests {
     use crate::outcome::Verdict;
 
     fn m(x: i64, ms: f64) -> Measurement {
-        Measurement::synthetic(
-            Config(vec![("block_size_x".into(), x)]),
-            Verdict::Ok,
-            Some(ms),
-        )
+        Measurement::synthetic(Config::ints([("block_size_x", x)]), Verdict::Ok, Some(ms))
     }
 
     #[test]
@@ -211,5 +207,33 @@ mod tests {
         memory.append(&m(128, 2.0)).unwrap();
         assert_eq!(memory.len(), 2);
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn float_bool_and_string_values_survive_a_resume() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("results.jsonl");
+        let scope = CacheScope::new("GPU-1", "src", "k", &[], "p");
+        let config = Config(vec![
+            ("factor".into(), 1.0.into()),
+            ("on".into(), false.into()),
+            ("T".into(), "double".into()),
+        ]);
+        let mut c = ResultCache::open(&path, scope.clone()).unwrap();
+        c.append(&Measurement::synthetic(
+            config.clone(),
+            Verdict::Ok,
+            Some(2.5),
+        ))
+        .unwrap();
+        let again = ResultCache::open(&path, scope).unwrap();
+        assert_eq!(again.get(&config).unwrap().objective_ms(), Some(2.5));
+        // 1.0 is a float, not the integer 1: another configuration
+        let other = Config(vec![
+            ("factor".into(), 1.into()),
+            ("on".into(), false.into()),
+            ("T".into(), "double".into()),
+        ]);
+        assert!(again.get(&other).is_none());
     }
 }

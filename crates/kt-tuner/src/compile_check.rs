@@ -66,7 +66,7 @@ mod tests {
             vec!["n".into()],
         );
         k.params = vec![TunableParam::new("block_size_x", [128])];
-        let config = Config(vec![("block_size_x".into(), 128)]);
+        let config = Config::ints([("block_size_x", 128)]);
         let scalars: Bindings = [("n".to_string(), 1000.0)].into_iter().collect();
         let c = compile_configuration(&k, &config, &scalars, (9, 0), None)
             .unwrap()

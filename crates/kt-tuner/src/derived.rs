@@ -49,7 +49,7 @@ impl Derived {
             if let Some(v) = reference.get(&block)
                 && let Some(slot) = reference.0.iter_mut().find(|(n, _)| *n == param)
             {
-                slot.1 = v;
+                slot.1 = v.into();
             }
         }
     }
@@ -191,10 +191,7 @@ mod tests {
     fn the_default_launch_takes_the_template_value_of_its_block() {
         let k = reduce3();
         let d = derive(&k, &[TunableParam::new("blockSize", [128, 256])]);
-        let mut reference = Config(vec![
-            ("blockSize".into(), 128),
-            ("block_size_x".into(), 256),
-        ]);
+        let mut reference = Config::ints([("blockSize", 128), ("block_size_x", 256)]);
         d.align_reference(&mut reference);
         assert_eq!(reference.get("blockSize"), Some(256));
     }

@@ -11,6 +11,7 @@ use evalexpr::{
 };
 
 use crate::error::TunerError;
+use crate::param_value::ParamValue;
 
 /// A value a name can take in an expression.
 pub type Bindings = BTreeMap<String, f64>;
@@ -53,6 +54,23 @@ fn normalise(expr: &str) -> String {
     let mut i = 0;
     while i < chars.len() {
         let ch = chars[i];
+        if ch == '\'' || ch == '"' {
+            // a string literal (Python quotes either way, evalexpr only double): copied, never rewritten
+            flush(&mut word, &mut out, &mut open_nots, depth);
+            let end = chars[i + 1..]
+                .iter()
+                .position(|c| *c == ch)
+                .map_or(chars.len(), |p| i + 1 + p);
+            out.push('"');
+            out.extend(
+                chars[i + 1..end]
+                    .iter()
+                    .map(|c| if *c == '"' { '\'' } else { *c }),
+            );
+            out.push('"');
+            i = end + 1;
+            continue;
+        }
         if ch.is_alphanumeric()
             || ch == '_'
             || (ch == '.' && !word.is_empty() && word.chars().all(|c| c.is_ascii_digit()))
@@ -84,7 +102,10 @@ fn normalise(expr: &str) -> String {
     out
 }
 
-fn context(bindings: &Bindings) -> Result<HashMapContext<DefaultNumericTypes>, EvalexprError> {
+fn context(
+    bindings: &Bindings,
+    values: &[(String, ParamValue)],
+) -> Result<HashMapContext<DefaultNumericTypes>, EvalexprError> {
     let mut ctx = HashMapContext::<DefaultNumericTypes>::new();
     for (name, value) in bindings {
         // Integral values stay integers so that `%` and integer division behave as in C and Python.
@@ -92,6 +113,17 @@ fn context(bindings: &Bindings) -> Result<HashMapContext<DefaultNumericTypes>, E
             Value::Int(*value as i64)
         } else {
             Value::Float(*value)
+        };
+        ctx.set_value(name.clone(), v)?;
+    }
+    // Parameter values keep their kind: a float stays a float even when whole (`1.0 / 2` is 0.5, as in
+    // Python), strings compare with `==`, booleans combine with `and`/`or`.
+    for (name, value) in values {
+        let v = match value {
+            ParamValue::Int(i) => Value::Int(*i),
+            ParamValue::Float(f) => Value::Float(*f),
+            ParamValue::Bool(b) => Value::Boolean(*b),
+            ParamValue::Str(s) => Value::String(s.clone()),
         };
         ctx.set_value(name.clone(), v)?;
     }
@@ -149,9 +181,16 @@ fn check_size(expr: &str) -> Result<(), String> {
 
 /// What went wrong, in the user's terms: the names an expression may use, rather than the evaluator's words
 /// ("Variable identifier is not bound to anything by context").
-fn in_plain_words(e: &EvalexprError, bindings: &Bindings) -> String {
+fn in_plain_words(
+    e: &EvalexprError,
+    bindings: &Bindings,
+    values: &[(String, ParamValue)],
+) -> String {
     let known = || {
-        let names: Vec<&str> = bindings.keys().map(String::as_str).collect();
+        let mut names: Vec<&str> = bindings.keys().map(String::as_str).collect();
+        names.extend(values.iter().map(|(n, _)| n.as_str()));
+        names.sort_unstable();
+        names.dedup();
         if names.is_empty() {
             "none".to_string()
         } else {
@@ -173,22 +212,26 @@ fn in_plain_words(e: &EvalexprError, bindings: &Bindings) -> String {
     }
 }
 
-fn evaluate(expr: &str, bindings: &Bindings) -> Result<Value, TunerError> {
+fn evaluate(
+    expr: &str,
+    bindings: &Bindings,
+    values: &[(String, ParamValue)],
+) -> Result<Value, TunerError> {
     let err = |e: EvalexprError| TunerError::Expression {
         expr: expr.to_string(),
-        message: in_plain_words(&e, bindings),
+        message: in_plain_words(&e, bindings, values),
     };
     check_size(expr).map_err(|message| TunerError::Expression {
         expr: expr.chars().take(80).collect::<String>() + "…",
         message,
     })?;
-    let ctx = context(bindings).map_err(err)?;
+    let ctx = context(bindings, values).map_err(err)?;
     evalexpr::eval_with_context(&normalise(expr), &ctx).map_err(err)
 }
 
 /// Evaluates a numeric expression (integer or float result).
 pub fn eval_number(expr: &str, bindings: &Bindings) -> Result<f64, TunerError> {
-    match evaluate(expr, bindings)? {
+    match evaluate(expr, bindings, &[])? {
         Value::Int(i) => Ok(i as f64),
         Value::Float(f) => Ok(f),
         Value::Boolean(b) => Ok(if b { 1.0 } else { 0.0 }),
@@ -213,7 +256,17 @@ pub fn eval_count(expr: &str, bindings: &Bindings) -> Result<u64, TunerError> {
 
 /// Evaluates a condition. Numbers count as true when non-zero (as in Python and C).
 pub fn eval_bool(expr: &str, bindings: &Bindings) -> Result<bool, TunerError> {
-    match evaluate(expr, bindings)? {
+    eval_bool_with(expr, bindings, &[])
+}
+
+/// Evaluates a condition over numbers and parameter values of any kind (a configuration's values take
+/// precedence over a number of the same name).
+pub fn eval_bool_with(
+    expr: &str,
+    bindings: &Bindings,
+    values: &[(String, ParamValue)],
+) -> Result<bool, TunerError> {
+    match evaluate(expr, bindings, values)? {
         Value::Boolean(b) => Ok(b),
         Value::Int(i) => Ok(i != 0),
         Value::Float(f) => Ok(f != 0.0),
@@ -230,6 +283,20 @@ mod tests {
 
     fn b(pairs: &[(&str, f64)]) -> Bindings {
         pairs.iter().map(|(k, v)| (k.to_string(), *v)).collect()
+    }
+
+    #[test]
+    fn python_string_literals_compare_with_string_values() {
+        let values = vec![
+            ("T".to_string(), ParamValue::Str("float".into())),
+            ("alpha".to_string(), ParamValue::Float(1.0)),
+            ("on".to_string(), ParamValue::Bool(true)),
+        ];
+        let env = Bindings::new();
+        assert!(eval_bool_with("T == 'float' and alpha / 2 == 0.5", &env, &values).unwrap());
+        assert!(!eval_bool_with("T == \"double\" or not on", &env, &values).unwrap());
+        // words inside a string are not Python operators to rewrite
+        assert!(!eval_bool_with("T == 'a and b'", &env, &values).unwrap());
     }
 
     #[test]

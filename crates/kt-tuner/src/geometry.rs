@@ -157,7 +157,8 @@ impl Geometry {
         let mut out: Vec<(String, String)> = config
             .0
             .iter()
-            .map(|(n, v)| (n.clone(), v.to_string()))
+            // Python's str() of the value, a newline continued as Kernel Tuner does
+            .map(|(n, v)| (n.clone(), v.to_string().replace('\n', "\\\n")))
             .collect();
         for (i, n) in ["block_size_x", "block_size_y", "block_size_z"]
             .iter()
@@ -182,7 +183,7 @@ mod tests {
     use super::*;
 
     fn cfg(pairs: &[(&str, i64)]) -> Config {
-        Config(pairs.iter().map(|(n, v)| (n.to_string(), *v)).collect())
+        Config::ints(pairs.iter().copied())
     }
 
     #[test]
@@ -265,5 +266,20 @@ mod tests {
                 .shared_mem,
             512
         );
+    }
+
+    #[test]
+    fn float_bool_and_string_values_are_defined_as_python_writes_them() {
+        let g = Geometry::new(vec!["n".into()]);
+        let s: Bindings = [("n".to_string(), 1024.0)].into();
+        let config = Config(vec![
+            ("alpha".into(), 1.0.into()),
+            ("flag".into(), true.into()),
+            ("unroll".into(), "#pragma unroll\nfor".into()),
+        ]);
+        let defs = g.defines(&config, &s).unwrap();
+        assert!(defs.contains(&("alpha".into(), "1.0".into())));
+        assert!(defs.contains(&("flag".into(), "True".into())));
+        assert!(defs.contains(&("unroll".into(), "#pragma unroll\\\nfor".into())));
     }
 }

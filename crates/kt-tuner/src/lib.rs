@@ -44,6 +44,7 @@ pub mod module_cache;
 pub mod nvcc;
 pub mod nvrtc;
 pub mod outcome;
+pub mod param_value;
 pub mod sampling;
 pub mod sanitize;
 pub mod search;
@@ -54,6 +55,7 @@ pub mod suite;
 pub mod sum_floor;
 pub mod tolerance;
 pub mod tunable_kernel;
+pub mod tune_call;
 pub mod verify;
 pub mod worker;
 
@@ -65,6 +67,7 @@ pub use error::TunerError;
 pub use geometry::{Geometry, LaunchDims};
 pub use kernel_file::{KernelFile, KernelSource, kernel_source};
 pub use measure::{Baseline, TimingPolicy, TimingStats};
+pub use param_value::ParamValue;
 pub use search::Strategy;
 pub use session::{
     Measurement, Phases, Progress, ReferenceOutputs, TunableKernel, TuneOptions, TuneResult, Tuner,

@@ -207,10 +207,7 @@ fn broken_kernel(vk: &SuiteKernel) -> SuiteKernel {
     let mut bk = vk.clone().with_params(params);
     bk.kernel.source = BROKEN_KERNEL.to_string();
     bk.kernel.kernel_name = "broken".into();
-    bk.kernel.reference = Some(Config(vec![
-        ("mode".into(), 0),
-        ("block_size_x".into(), 256),
-    ]));
+    bk.kernel.reference = Some(Config::ints([("mode", 0), ("block_size_x", 256)]));
     bk
 }
 
@@ -300,7 +297,7 @@ fn check_verify(
     let tests = vk
         .inputs
         .make_tests(&vk.params, SizeChoice::Test, &BTreeMap::new(), 2)?;
-    let cfg = |m: i64| Config(vec![("mode".into(), m), ("block_size_x".into(), 256)]);
+    let cfg = |m: i64| Config::ints([("mode", m), ("block_size_x", 256)]);
     let ref_cfg = Config(vec![]);
     match tuner.verify(&vk.kernel, &ref_cfg, &bk.kernel, &cfg(0), &tests) {
         Ok(rep) => checks.push(

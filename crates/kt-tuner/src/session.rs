@@ -110,17 +110,33 @@ pub fn device_scale(ordinal: usize) -> Result<crate::default_tests::DeviceScale,
     ))
 }
 
+/// The device a fake worker (`worker::FAKE_ENV` in its environment) stands for: sm_90, 1024 threads per
+/// block, as `worker/fake.rs` reports. The parent then needs no driver, only NVRTC: CPU tests of a whole
+/// tuning run (kt's Python module in CI) compile for real and launch on the fake.
+fn fake_device(config: &TunerConfig) -> Option<((i32, i32), u64)> {
+    let worker = config.worker.as_ref()?;
+    worker
+        .env
+        .iter()
+        .any(|(k, _)| k == crate::worker::FAKE_ENV)
+        .then_some(((9, 0), 1024))
+}
+
 impl Tuner {
     /// Starts the worker (its context is created in the background) and the compiler pool.
     pub fn new(config: TunerConfig) -> Result<Self, TunerError> {
         nvrtc::ensure_available()?;
+        let fake = fake_device(&config);
         // SAFETY: only dlopen.
-        if !unsafe { cudarc::driver::sys::is_culib_present() } {
+        if fake.is_none() && !unsafe { cudarc::driver::sys::is_culib_present() } {
             return Err(TunerError::NoDriver("libcuda.so not found".into()));
         }
         // the worker creates its context while this process initialises the driver and NVRTC
         let link = WorkerLink::start(&config)?;
-        let (arch, max_threads) = query_device(config.device)?;
+        let (arch, max_threads) = match fake {
+            Some(device) => device,
+            None => query_device(config.device)?,
+        };
         let disk = DiskCache::new(config.cache_dir.as_ref().map(|d| d.join("modules")));
         let pool = CompilePool::new(config.compile_threads, disk)?;
         Ok(Tuner {
@@ -232,4 +248,27 @@ impl Drop for Tuner {
 /// Convenience: scalar bindings of a test by name.
 pub fn test_scalars(test: &KernelTest) -> BTreeMap<String, f64> {
     test.scalars()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::worker::process::WorkerCommand;
+
+    #[test]
+    fn only_a_worker_started_as_the_fake_stands_for_a_device() {
+        let worker = |env: Vec<(String, String)>| TunerConfig {
+            worker: Some(WorkerCommand {
+                program: "python3".into(),
+                args: vec![],
+                env,
+                under_profiler: false,
+            }),
+            ..TunerConfig::default()
+        };
+        let fake = worker(vec![(crate::worker::FAKE_ENV.into(), "ok".into())]);
+        assert_eq!(fake_device(&fake), Some(((9, 0), 1024)));
+        assert_eq!(fake_device(&worker(vec![])), None);
+        assert_eq!(fake_device(&TunerConfig::default()), None);
+    }
 }

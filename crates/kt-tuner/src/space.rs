@@ -7,35 +7,99 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use crate::error::TunerError;
-use crate::expr::{Bindings, eval_bool};
+use crate::expr::{Bindings, eval_bool_with};
+use crate::param_value::ParamValue;
 
-/// One tunable parameter, e.g. `block_size_x` ∈ {16, 32, 64}.
+/// One tunable parameter, e.g. `block_size_x` ∈ {16, 32, 64} or `T` ∈ {"float", "double"}.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TunableParam {
     pub name: String,
-    pub values: Vec<i64>,
+    pub values: Vec<ParamValue>,
 }
 
+/// Parameters that set the launch's block: their values must be integers.
+pub const BLOCK_SIZE_NAMES: [&str; 3] = ["block_size_x", "block_size_y", "block_size_z"];
+
 impl TunableParam {
-    pub fn new(name: impl Into<String>, values: impl IntoIterator<Item = i64>) -> Self {
+    pub fn new<V: Into<ParamValue>>(
+        name: impl Into<String>,
+        values: impl IntoIterator<Item = V>,
+    ) -> Self {
         TunableParam {
             name: name.into(),
-            values: values.into_iter().collect(),
+            values: values.into_iter().map(Into::into).collect(),
+        }
+    }
+
+    /// Reads `NAME=V1,V2,..` (a command line's `--param`): integers, floats, `True`/`False` and strings
+    /// (quoted when they hold a comma).
+    pub fn parse(text: &str) -> Result<Self, TunerError> {
+        let bad = |why: &str| {
+            TunerError::Space(format!("--param {text}: {why} (expected NAME=V1,V2,..)"))
+        };
+        let (name, values) = text.split_once('=').ok_or_else(|| bad("no `=`"))?;
+        let name = name.trim();
+        if name.is_empty() {
+            return Err(bad("the parameter has no name"));
+        }
+        if !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+            || name.starts_with(|c: char| c.is_ascii_digit())
+        {
+            return Err(bad(&format!(
+                "`{name}` is not a C identifier, so it cannot be a #define"
+            )));
+        }
+        let param = TunableParam::new(name, ParamValue::parse_list(values));
+        param.check_block_size(&[])?;
+        Ok(param)
+    }
+
+    /// Refuses a value a block-size parameter cannot take (a float, boolean or string), naming it.
+    pub fn check_block_size(&self, block_size_names: &[String]) -> Result<(), TunerError> {
+        let is_block = BLOCK_SIZE_NAMES.contains(&self.name.as_str())
+            || block_size_names.iter().any(|n| n == &self.name);
+        match self.values.iter().find(|v| v.as_int().is_none()) {
+            Some(bad) if is_block => Err(TunerError::Space(format!(
+                "parameter `{}` sets the block size, so its values must be integers; `{bad}` is {}",
+                self.name,
+                bad.kind()
+            ))),
+            _ => Ok(()),
         }
     }
 }
 
 /// One point of the space: a value for each parameter, in the space's parameter order.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-pub struct Config(pub Vec<(String, i64)>);
+pub struct Config(pub Vec<(String, ParamValue)>);
 
 impl Config {
-    pub fn get(&self, name: &str) -> Option<i64> {
-        self.0.iter().find(|(n, _)| n == name).map(|(_, v)| *v)
+    /// A configuration of integer values (block sizes, tiles), in the order given.
+    pub fn ints<'a>(pairs: impl IntoIterator<Item = (&'a str, i64)>) -> Config {
+        Config(
+            pairs
+                .into_iter()
+                .map(|(n, v)| (n.to_string(), ParamValue::Int(v)))
+                .collect(),
+        )
     }
 
+    /// The parameter's value when it is an integer (block sizes, tiles, counts).
+    pub fn get(&self, name: &str) -> Option<i64> {
+        self.value(name).and_then(ParamValue::as_int)
+    }
+
+    /// The parameter's value, of whatever kind.
+    pub fn value(&self, name: &str) -> Option<&ParamValue> {
+        self.0.iter().find(|(n, _)| n == name).map(|(_, v)| v)
+    }
+
+    /// The numeric values (booleans as 1 or 0) for size and launch expressions; strings are left out.
     pub fn bindings(&self) -> Bindings {
-        self.0.iter().map(|(n, v)| (n.clone(), *v as f64)).collect()
+        self.0
+            .iter()
+            .filter_map(|(n, v)| v.as_number().map(|x| (n.clone(), x)))
+            .collect()
     }
 
     /// Kernel Tuner's cache key: the values joined by commas, in parameter order.
@@ -73,11 +137,7 @@ impl Restriction {
 
     fn allows(&self, config: &Config, extra: &Bindings) -> Result<bool, TunerError> {
         match self {
-            Restriction::Expr(expr) => {
-                let mut env = extra.clone();
-                env.extend(config.bindings());
-                eval_bool(expr, &env)
-            }
+            Restriction::Expr(expr) => eval_bool_with(expr, extra, &config.0),
             Restriction::Closure(f) => Ok(f(config)),
         }
     }
@@ -115,6 +175,7 @@ impl SearchSpace {
                     p.name
                 )));
             }
+            p.check_block_size(&[])?;
         }
         let total: usize = params.iter().map(|p| p.values.len()).product();
         if total > 5_000_000 {
@@ -129,7 +190,7 @@ impl SearchSpace {
                 params
                     .iter()
                     .zip(&index)
-                    .map(|(p, &i)| (p.name.clone(), p.values[i]))
+                    .map(|(p, &i)| (p.name.clone(), p.values[i].clone()))
                     .collect(),
             );
             // advance the odometer, last parameter fastest (Kernel Tuner's itertools.product order)
@@ -141,7 +202,7 @@ impl SearchSpace {
                 index[d] = 0;
             }
             if let Some(limit) = max_threads {
-                let threads: i64 = ["block_size_x", "block_size_y", "block_size_z"]
+                let threads: i64 = BLOCK_SIZE_NAMES
                     .iter()
                     .map(|n| config.get(n).unwrap_or(1))
                     .product();
@@ -181,8 +242,8 @@ impl SearchSpace {
             .iter()
             .map(|p| {
                 config
-                    .get(&p.name)
-                    .and_then(|v| p.values.iter().position(|x| *x == v))
+                    .value(&p.name)
+                    .and_then(|v| p.values.iter().position(|x| x == v))
             })
             .collect();
         self.configs
@@ -192,8 +253,8 @@ impl SearchSpace {
                 let mut changed = 0;
                 for (p, own) in self.params.iter().zip(&pos) {
                     let other = c
-                        .get(&p.name)
-                        .and_then(|v| p.values.iter().position(|x| *x == v));
+                        .value(&p.name)
+                        .and_then(|v| p.values.iter().position(|x| x == v));
                     match (own, other) {
                         (Some(a), Some(b)) if a == &b => {}
                         (Some(a), Some(b)) if a.abs_diff(b) == 1 => changed += 1,
@@ -217,7 +278,7 @@ pub fn every_config(params: &[TunableParam], extra: &[Config]) -> Vec<Config> {
             .flat_map(|c| {
                 p.values.iter().map(move |v| {
                     let mut c = c.clone();
-                    c.0.push((p.name.clone(), *v));
+                    c.0.push((p.name.clone(), v.clone()));
                     c
                 })
             })
@@ -237,7 +298,7 @@ mod tests {
             TunableParam::new("block_size_x", [32, 64]),
             TunableParam::new("tile", [1, 2, 4]),
         ];
-        let c = every_config(&params, &[Config(vec![("block_size_x".into(), 256)])]);
+        let c = every_config(&params, &[Config::ints([("block_size_x", 256)])]);
         assert_eq!(c.len(), 7);
         assert_eq!(c[0].to_string(), "block_size_x=32 tile=1");
     }
@@ -284,10 +345,7 @@ mod tests {
     #[test]
     fn neighbours_change_one_parameter_by_one_step() {
         let space = SearchSpace::build(&matmul_params(), &[], &Bindings::new(), None).unwrap();
-        let c = Config(vec![
-            ("block_size_x".into(), 32),
-            ("block_size_y".into(), 4),
-        ]);
+        let c = Config::ints([("block_size_x", 32), ("block_size_y", 4)]);
         let mut n: Vec<String> = space
             .neighbours(&c)
             .into_iter()
@@ -307,8 +365,88 @@ mod tests {
 
     #[test]
     fn empty_value_list_is_rejected() {
-        let err = SearchSpace::build(&[TunableParam::new("x", [])], &[], &Bindings::new(), None)
-            .unwrap_err();
+        let err = SearchSpace::build(
+            &[TunableParam::new("x", Vec::<i64>::new())],
+            &[],
+            &Bindings::new(),
+            None,
+        )
+        .unwrap_err();
         assert!(err.to_string().contains("`x`"));
+    }
+
+    #[test]
+    fn restrictions_compare_float_bool_and_string_values() {
+        let params = vec![
+            TunableParam::new("factor", [0.5, 1.0, 2.0]),
+            TunableParam::new("use_shared", [false, true]),
+            TunableParam::new("T", ["float", "double"]),
+        ];
+        let r = vec![Restriction::Expr(
+            "factor * 2 >= 2 and (use_shared or T == 'double')".into(),
+        )];
+        let space = SearchSpace::build(&params, &r, &Bindings::new(), None).unwrap();
+        let shown: Vec<String> = space.configs.iter().map(|c| c.to_string()).collect();
+        assert_eq!(
+            shown,
+            [
+                "factor=1.0 use_shared=False T=double",
+                "factor=1.0 use_shared=True T=float",
+                "factor=1.0 use_shared=True T=double",
+                "factor=2.0 use_shared=False T=double",
+                "factor=2.0 use_shared=True T=float",
+                "factor=2.0 use_shared=True T=double",
+            ]
+        );
+        assert_eq!(space.configs[0].kt_key(), "1.0,False,double");
+    }
+
+    #[test]
+    fn a_command_line_parameter_reads_values_of_every_kind() {
+        let p = TunableParam::parse("T='float','double'").unwrap();
+        assert_eq!(p.values, [ParamValue::from("float"), "double".into()]);
+        let p = TunableParam::parse("f=0.5,1,True").unwrap();
+        assert_eq!(p.values, [ParamValue::Float(0.5), 1.into(), true.into()]);
+        assert!(
+            TunableParam::parse("=1")
+                .unwrap_err()
+                .to_string()
+                .contains("no name")
+        );
+        assert!(
+            TunableParam::parse("a-b=1")
+                .unwrap_err()
+                .to_string()
+                .contains("C identifier")
+        );
+    }
+
+    #[test]
+    fn a_space_with_a_float_block_size_is_refused() {
+        let err = SearchSpace::build(
+            &[TunableParam::new("block_size_y", [1.5])],
+            &[],
+            &Bindings::new(),
+            None,
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("must be integers"), "{err}");
+    }
+
+    #[test]
+    fn a_block_size_that_is_not_an_integer_is_refused_by_name() {
+        let err = TunableParam::new("block_size_x", [32.0, 64.0])
+            .check_block_size(&[])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("`block_size_x` sets the block size"), "{err}");
+        assert!(err.contains("`32.0` is a float"), "{err}");
+        let named = TunableParam::new("threads", ["a"]).check_block_size(&["threads".into()]);
+        assert!(named.is_err());
+        assert!(
+            TunableParam::new("T", ["float"])
+                .check_block_size(&[])
+                .is_ok()
+        );
     }
 }

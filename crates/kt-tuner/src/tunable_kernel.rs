@@ -160,7 +160,7 @@ mod tests {
     use super::*;
 
     fn config(values: &[(&str, i64)]) -> Config {
-        Config(values.iter().map(|(n, v)| (n.to_string(), *v)).collect())
+        Config::ints(values.iter().copied())
     }
 
     #[test]

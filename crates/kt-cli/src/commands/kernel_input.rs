@@ -57,21 +57,10 @@ pub(crate) fn parse_kv(text: &str) -> anyhow::Result<(String, String)> {
 }
 
 pub(crate) fn parse_params(list: &[String]) -> anyhow::Result<Vec<TunableParam>> {
-    list.iter()
-        .map(|p| {
-            let (name, values) = parse_kv(p)?;
-            anyhow::ensure!(
-                !name.is_empty(),
-                "--param {p}: the parameter has no name (expected NAME=V1,V2,..)"
-            );
-            let values: Result<Vec<i64>, _> =
-                values.split(',').map(|v| v.trim().parse::<i64>()).collect();
-            Ok(TunableParam::new(
-                name,
-                values.with_context(|| format!("`{p}`: values must be integers"))?,
-            ))
-        })
-        .collect()
+    Ok(list
+        .iter()
+        .map(|p| TunableParam::parse(p))
+        .collect::<Result<_, _>>()?)
 }
 
 pub(crate) fn parse_sizes(list: &[String]) -> anyhow::Result<BTreeMap<String, f64>> {
@@ -117,7 +106,14 @@ mod tests {
         assert_eq!(p, vec![TunableParam::new("block_size_x", [32, 64])]);
         let err = parse_params(&["=32".into()]).unwrap_err().to_string();
         assert!(err.contains("no name"), "{err}");
-        assert!(parse_params(&["x=1.5".into()]).is_err());
+        // any Kernel Tuner kind of value, except for the block size (issue 31)
+        assert!(parse_params(&["block_size_x=1.5".into()]).is_err());
+        let p = parse_params(&["x=1.5,'float'".into()]).unwrap();
+        let want = [
+            kt_tuner::ParamValue::Float(1.5),
+            kt_tuner::ParamValue::Str("float".into()),
+        ];
+        assert_eq!(p, vec![TunableParam::new("x", want)]);
         assert!(parse_params(&["x".into()]).is_err());
     }
 

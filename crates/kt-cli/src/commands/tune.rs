@@ -241,7 +241,7 @@ fn describe(args: &TuneArgs, p: &Prepared) -> anyhow::Result<Vec<String>> {
         .params
         .iter()
         .map(|t| {
-            let values: Vec<String> = t.values.iter().map(i64::to_string).collect();
+            let values: Vec<String> = t.values.iter().map(|v| v.to_string()).collect();
             format!("{}={}", t.name, values.join(","))
         })
         .collect();

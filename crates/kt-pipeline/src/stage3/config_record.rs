@@ -13,10 +13,14 @@ use super::tunable_code::TunableCode;
 pub fn config_record(result: &kt_tuner::TuneResult) -> ConfigRecord {
     let mut verified_values: BTreeMap<String, Vec<i64>> = BTreeMap::new();
     for m in result.measurements.iter().filter(|m| m.verdict.is_ok()) {
+        // the pipeline tunes integer parameters only (the LLM's rewrites declare them so)
         for (name, value) in &m.config.0 {
+            let Some(value) = value.as_int() else {
+                continue;
+            };
             let values = verified_values.entry(name.clone()).or_default();
-            if !values.contains(value) {
-                values.push(*value);
+            if !values.contains(&value) {
+                values.push(value);
             }
         }
     }
@@ -26,7 +30,12 @@ pub fn config_record(result: &kt_tuner::TuneResult) -> ConfigRecord {
     let failed = kt_tuner::export::failed_configurations(result)
         .into_iter()
         .map(|f| FailedConfiguration {
-            config: f.config.0,
+            config: f
+                .config
+                .0
+                .into_iter()
+                .filter_map(|(n, v)| v.as_int().map(|i| (n, i)))
+                .collect(),
             verdict: f.verdict.to_string(),
             detail: f.detail,
         })
@@ -113,7 +122,7 @@ mod tests {
     fn m(bx: i64, tile: i64, verdict: Verdict) -> Measurement {
         let ok = verdict.is_ok();
         Measurement::synthetic(
-            Config(vec![("block_size_x".into(), bx), ("TILE".into(), tile)]),
+            Config::ints([("block_size_x", bx), ("TILE", tile)]),
             verdict,
             ok.then_some(1.0),
         )

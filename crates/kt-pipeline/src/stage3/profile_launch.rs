@@ -105,7 +105,7 @@ impl ProfileLaunch {
             .map(|(name, v)| TunableParam::new(name.clone(), vec![*v]))
             .collect();
         kernel.include_dirs = self.include.clone();
-        let config = Config(self.params.iter().map(|(k, v)| (k.clone(), *v)).collect());
+        let config = Config::ints(self.params.iter().map(|(k, v)| (k.as_str(), *v)));
         let out = tempfile::tempdir().map_err(|e| failed("making a temporary directory", e))?;
         // Under ncu the worker must share the host's network namespace: ncu's library in the worker reports
         // to the ncu front end over a local socket.

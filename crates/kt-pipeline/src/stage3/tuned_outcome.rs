@@ -52,7 +52,13 @@ pub(super) fn outcome(tuned: &Tuned) -> Outcome {
         return Outcome::Verified {
             time_ms,
             noise_ms: noise_ms(best),
-            best_params: best.config.0.iter().cloned().collect(),
+            // the pipeline tunes integer parameters only (the LLM's rewrites declare them so)
+            best_params: best
+                .config
+                .0
+                .iter()
+                .filter_map(|(n, v)| v.as_int().map(|i| (n.clone(), i)))
+                .collect(),
             configs_tried: result.measurements.len() as u32,
             configs_failed: failed,
             percent_of_peak: best.percent_of_peak,
@@ -195,7 +201,7 @@ pub(crate) mod tests {
     }
 
     pub(crate) fn config(v: i64) -> Config {
-        Config(vec![("block_size_x".into(), v)])
+        Config::ints([("block_size_x", v)])
     }
 
     fn wrong() -> Verdict {

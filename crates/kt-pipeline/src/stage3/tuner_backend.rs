@@ -348,7 +348,7 @@ fn first_values(code: &TunableCode) -> Config {
     Config(
         code.parameters
             .iter()
-            .filter_map(|p| p.values.first().map(|v| (p.name.clone(), *v)))
+            .filter_map(|p| p.values.first().map(|v| (p.name.clone(), (*v).into())))
             .collect(),
     )
 }
@@ -574,7 +574,7 @@ impl TuningBackend for TunerBackend {
         let session = self.session.clone();
         let config = self.config.clone();
         let config_of =
-            |p: &BTreeMap<String, i64>| Config(p.iter().map(|(k, v)| (k.clone(), *v)).collect());
+            |p: &BTreeMap<String, i64>| Config::ints(p.iter().map(|(k, v)| (k.as_str(), *v)));
         let (a, ca) = (self.to_tuner_kernel(first.0), config_of(first.1));
         let (b, cb) = (self.to_tuner_kernel(second.0), config_of(second.1));
         let job = tokio::task::spawn_blocking(move || -> Result<PairTimes, BackendError> {

@@ -157,7 +157,7 @@ mod tests {
     use crate::space::Config;
 
     fn cfg(x: i64) -> Config {
-        Config(vec![("block_size_x".into(), x)])
+        Config::ints([("block_size_x", x)])
     }
 
     #[test]

@@ -12,6 +12,7 @@ use crate::args::KernelTest;
 use crate::error::TunerError;
 use crate::measure::TimingStats;
 use crate::outcome::{Measurement, Verdict};
+use crate::param_value::ParamValue;
 use crate::session::setup::TunableKernel;
 use crate::space::Config;
 
@@ -38,6 +39,11 @@ const MARKERS: [&str; 4] = [
 
 /// The text Kernel Tuner's reader would parse: an unclosed file (its state while tuning, or after a crash)
 /// gets its trailing comma dropped and its two closing braces added.
+/// A parameter's value in a Kernel Tuner cache entry (a number, boolean or string, as json.dump wrote it).
+fn param_value(v: &Value) -> Option<ParamValue> {
+    serde_json::from_value(v.clone()).ok()
+}
+
 fn closed(text: &str) -> String {
     let t = text.trim();
     if t.is_empty() || t.ends_with("}\n}") || t.ends_with("}}}") || t.ends_with('}') {
@@ -191,7 +197,7 @@ impl KernelTunerCache {
             kernel
                 .params
                 .iter()
-                .map(|p| Some((p.name.clone(), e.get(&p.name)?.as_i64()?)))
+                .map(|p| Some((p.name.clone(), param_value(e.get(&p.name)?)?)))
                 .collect::<Option<_>>()?,
         );
         let number = |k: &str| e.get(k).and_then(Value::as_f64);

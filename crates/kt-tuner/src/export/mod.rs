@@ -20,6 +20,7 @@ use crate::args::{ArraySource, KernelTest, TestArg, TestSet};
 use crate::error::TunerError;
 use crate::geometry;
 use crate::outcome::{Measurement, TuneResult};
+use crate::param_value::ParamValue;
 use crate::session::setup::TunableKernel;
 use crate::space::{Config, Restriction, SearchSpace};
 
@@ -116,7 +117,7 @@ struct SpaceView<'a> {
     names: Vec<String>,
     space: SearchSpace,
     measured: Vec<&'a Measurement>,
-    failed: Vec<Vec<i64>>,
+    failed: Vec<Vec<ParamValue>>,
     unmeasured: usize,
 }
 
@@ -179,11 +180,11 @@ impl<'a> KernelTunerExport<'a> {
     }
 
     /// The values of `config` in parameter order, when it sets every parameter.
-    fn values(&self, config: &Config) -> Option<Vec<i64>> {
+    fn values(&self, config: &Config) -> Option<Vec<ParamValue>> {
         self.kernel
             .params
             .iter()
-            .map(|p| config.get(&p.name))
+            .map(|p| config.value(&p.name).cloned())
             .collect()
     }
 
@@ -230,7 +231,7 @@ impl<'a> KernelTunerExport<'a> {
         script_problem_size(self.kernel, self.test())
     }
 
-    fn kt_best(&self) -> Option<Vec<(String, i64)>> {
+    fn kt_best(&self) -> Option<Vec<(String, ParamValue)>> {
         let b = self.result.best.as_ref()?;
         let values = self.values(&b.config)?;
         Some(self.param_names().into_iter().zip(values).collect())
@@ -319,7 +320,7 @@ impl<'a> KernelTunerExport<'a> {
             }
         }
         if !untranslated.is_empty() {
-            let all: Vec<Vec<i64>> = view
+            let all: Vec<Vec<ParamValue>> = view
                 .space
                 .configs
                 .iter()
@@ -373,7 +374,7 @@ impl<'a> KernelTunerExport<'a> {
         if view.unmeasured == 0 {
             return None;
         }
-        let measured: Vec<Vec<i64>> = view
+        let measured: Vec<Vec<ParamValue>> = view
             .measured
             .iter()
             .filter_map(|m| self.values(&m.config))

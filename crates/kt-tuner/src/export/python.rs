@@ -4,6 +4,7 @@
 //! defaults (256, 1, 1) become numbers when they are not tuned.
 
 use crate::expr::Bindings;
+use crate::param_value::ParamValue;
 
 #[derive(Debug, Clone, PartialEq)]
 enum Token {
@@ -185,7 +186,7 @@ pub fn translate(expr: &str, params: &[String], constants: &Bindings) -> Result<
 
 /// A Python set literal of configurations as tuples over `names`, e.g. `{(16, 2), (32, 1)}`, and the tuple of
 /// names it is compared with: `(block_size_x, block_size_y)`.
-pub fn config_set(names: &[String], configs: &[Vec<i64>]) -> (String, String) {
+pub fn config_set(names: &[String], configs: &[Vec<ParamValue>]) -> (String, String) {
     let tuple = |items: Vec<String>| {
         if items.len() == 1 {
             format!("({},)", items[0])
@@ -196,9 +197,23 @@ pub fn config_set(names: &[String], configs: &[Vec<i64>]) -> (String, String) {
     let lhs = tuple(names.to_vec());
     let set: Vec<String> = configs
         .iter()
-        .map(|c| tuple(c.iter().map(|v| v.to_string()).collect()))
+        .map(|c| tuple(c.iter().map(py_value).collect()))
         .collect();
     (lhs, format!("{{{}}}", set.join(", ")))
+}
+
+/// A parameter value as a Python literal: `4`, `0.5`, `True`, `"float"`.
+pub fn py_value(v: &ParamValue) -> String {
+    match v {
+        ParamValue::Str(s) => py_str(s),
+        other => other.to_string(),
+    }
+}
+
+/// A Python list literal of parameter values: `[16, 32]`, `["float", "double"]`.
+pub fn py_values(values: &[ParamValue]) -> String {
+    let items: Vec<String> = values.iter().map(py_value).collect();
+    format!("[{}]", items.join(", "))
 }
 
 /// A Python string literal (double-quoted).
@@ -278,9 +293,10 @@ mod tests {
 
     #[test]
     fn configuration_sets_are_tuples_even_for_one_parameter() {
-        let (lhs, set) = config_set(&names(&["x"]), &[vec![16], vec![32]]);
+        let v = |x: i64| ParamValue::Int(x);
+        let (lhs, set) = config_set(&names(&["x"]), &[vec![v(16)], vec![v(32)]]);
         assert_eq!(format!("{lhs} in {set}"), "(x,) in {(16,), (32,)}");
-        let (lhs, set) = config_set(&names(&["x", "y"]), &[vec![16, 2]]);
+        let (lhs, set) = config_set(&names(&["x", "y"]), &[vec![v(16), v(2)]]);
         assert_eq!(format!("{lhs} not in {set}"), "(x, y) not in {(16, 2)}");
     }
 

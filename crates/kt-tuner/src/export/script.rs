@@ -6,7 +6,8 @@ use std::fmt::Write as _;
 
 use crate::args::{ArraySource, Distribution, KernelTest, TestArg};
 
-use super::python::{py_number, py_str};
+use super::python::{py_number, py_str, py_values};
+use crate::param_value::ParamValue;
 
 /// One restriction line: the Python expression and a comment saying where it comes from.
 #[derive(Debug, Clone, PartialEq)]
@@ -25,7 +26,7 @@ pub struct ScriptSpec {
     pub source_file: String,
     pub cache_file: String,
     pub script_file: String,
-    pub params: Vec<(String, Vec<i64>)>,
+    pub params: Vec<(String, Vec<ParamValue>)>,
     pub restrictions: Vec<RestrictionLine>,
     /// Added in simulation mode only: the configurations kt measured, when its search did not cover the space.
     pub simulate_only: Option<RestrictionLine>,
@@ -166,7 +167,7 @@ args = []
     };
     let _ = writeln!(s, "\nproblem_size = {problem}\ntune_params = dict()");
     for (name, values) in &spec.params {
-        let _ = writeln!(s, "tune_params[{}] = {values:?}", py_str(name));
+        let _ = writeln!(s, "tune_params[{}] = {}", py_str(name), py_values(values));
     }
     s.push_str("\nrestrictions = [\n");
     restriction_block(&mut s, &spec.restrictions, "    ");

@@ -29,7 +29,7 @@ fn device() -> DeviceInfo {
 }
 
 fn cfg(x: i64, y: i64) -> Config {
-    Config(vec![("block_size_x".into(), x), ("block_size_y".into(), y)])
+    Config::ints([("block_size_x", x), ("block_size_y", y)])
 }
 
 fn ok(x: i64, y: i64, ms: f64) -> Measurement {
@@ -330,4 +330,61 @@ fn an_unclosed_kernel_tuner_cache_is_read_and_a_mismatch_is_explained() {
             .to_string()
             .contains("kernel `k`")
     );
+}
+
+#[test]
+fn float_bool_and_string_parameters_round_trip_through_kernel_tuners_cache() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut k = TunableKernel::new("__global__ void k() {}", "k", vec!["n".into()]);
+    k.params = vec![
+        TunableParam::new("alpha", [0.5, 1.0]),
+        TunableParam::new("shared", [true]),
+        TunableParam::new("T", ["float", "double"]),
+    ];
+    let config = |a: f64, t: &str| {
+        Config(vec![
+            ("alpha".into(), a.into()),
+            ("shared".into(), true.into()),
+            ("T".into(), t.into()),
+        ])
+    };
+    let mut r = result(
+        [
+            (0.5, "float", 2.0),
+            (0.5, "double", 3.0),
+            (1.0, "float", 1.0),
+            (1.0, "double", 4.0),
+        ]
+        .iter()
+        .map(|(a, t, ms)| {
+            let mut m = Measurement::synthetic(config(*a, t), Verdict::Ok, Some(*ms));
+            m.timing = crate::measure::TimingStats::from_samples(&[*ms, *ms]);
+            m
+        })
+        .collect(),
+    );
+    r.space_size = 4;
+    let t = generated();
+    let export = KernelTunerExport::new(&k, &t, &r).unwrap();
+    let doc: serde_json::Value = serde_json::from_str(&export.cache_json().unwrap()).unwrap();
+    // Kernel Tuner's keys are str() of each value; the entries hold the values as JSON
+    let entry = &doc["cache"]["1.0,True,float"];
+    assert_eq!(entry["alpha"], json!(1.0));
+    assert_eq!(entry["shared"], json!(true));
+    assert_eq!(entry["T"], json!("float"));
+    assert_eq!(doc["tune_params"]["T"], json!(["float", "double"]));
+    let script = export.script("tune_k.py").unwrap();
+    assert_lines(
+        &script,
+        &[
+            "tune_params[\"alpha\"] = [0.5, 1.0]",
+            "tune_params[\"shared\"] = [True]",
+            "tune_params[\"T\"] = [\"float\", \"double\"]",
+        ],
+    );
+    let written = export.write(dir.path(), None).unwrap();
+    let c = import::KernelTunerCache::read(&written[0]).unwrap();
+    let m = c.measurements_for(&k, "NVIDIA H200").unwrap();
+    assert_eq!(m.len(), 4);
+    assert_eq!(m[&config(1.0, "float")].objective_ms(), Some(1.0));
 }

@@ -8,6 +8,7 @@ use rand::RngExt;
 use rand::rngs::StdRng;
 
 use super::{History, SearchStrategy, random_unevaluated};
+use crate::param_value::ParamValue;
 use crate::space::{Config, SearchSpace};
 
 const POPULATION: usize = 12;
@@ -81,7 +82,7 @@ impl SearchStrategy for Genetic {
             }
             let (pa, pb) = (self.tournament(history), self.tournament(history));
             let (a, b) = (&space.configs[pa], &space.configs[pb]);
-            let mut child: Vec<(String, i64)> =
+            let mut child: Vec<(String, ParamValue)> =
                 a.0.iter()
                     .zip(&b.0)
                     .map(|(x, y)| {
@@ -101,7 +102,7 @@ impl SearchStrategy for Genetic {
                     if let Some(pos) = values.iter().position(|v| *v == child[p].1) {
                         let step: i64 = if self.rng.random::<bool>() { 1 } else { -1 };
                         let np = (pos as i64 + step).clamp(0, values.len() as i64 - 1) as usize;
-                        child[p].1 = values[np];
+                        child[p].1 = values[np].clone();
                     }
                 }
                 if let Some(&i) = lookup.get(&Config(child.clone()))

@@ -70,6 +70,11 @@ pub(crate) fn percent_of_binding_peak(
 pub(crate) fn theoretical(ordinal: usize, compute_capability: (i32, i32)) -> Option<DevicePeaks> {
     use cudarc::driver::result;
     use cudarc::driver::sys::CUdevice_attribute as A;
+    // a fake worker's run has no driver in this process, and cudarc panics on a missing library
+    // SAFETY: only dlopen.
+    if !unsafe { cudarc::driver::sys::is_culib_present() } {
+        return None;
+    }
     let dev = result::device::get(ordinal as i32).ok()?;
     // SAFETY: dev is a valid device handle; an attribute the driver lacks is an error, read as 0.
     let attr = |a| {

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::geometry::default_define;
 use crate::measure::TimingPolicy;
+use crate::param_value::ParamValue;
 use crate::search::{Limits, Strategy};
 use crate::space::{Config, TunableParam};
 use crate::worker::process::WorkerCommand;
@@ -81,19 +82,19 @@ impl Default for TunerConfig {
 /// Kernel Tuner style reference configuration from a default block: `block_size_x/y/z` set to it and every
 /// other tunable parameter at its first value.
 pub fn config_from_block(params: &[TunableParam], block: [i64; 3]) -> Config {
-    let mut values: Vec<(String, i64)> = params
+    let mut values: Vec<(String, ParamValue)> = params
         .iter()
-        .map(|p| (p.name.clone(), p.values[0]))
+        .map(|p| (p.name.clone(), p.values[0].clone()))
         .collect();
     for (i, n) in ["block_size_x", "block_size_y", "block_size_z"]
         .iter()
         .enumerate()
     {
         match values.iter_mut().find(|(name, _)| name == n) {
-            Some(v) => v.1 = block[i],
+            Some(v) => v.1 = block[i].into(),
             None => {
                 if block[i] != default_define(n).unwrap_or(1) {
-                    values.push((n.to_string(), block[i]));
+                    values.push((n.to_string(), block[i].into()));
                 }
             }
         }
@@ -113,12 +114,8 @@ mod tests {
         ];
         let c = config_from_block(&params, [128, 2, 1]);
         assert_eq!(
-            c.0,
-            vec![
-                ("block_size_x".to_string(), 128),
-                ("TILE".to_string(), 8),
-                ("block_size_y".to_string(), 2)
-            ]
+            c,
+            Config::ints([("block_size_x", 128), ("TILE", 8), ("block_size_y", 2)])
         );
     }
 }

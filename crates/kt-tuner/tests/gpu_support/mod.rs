@@ -41,7 +41,7 @@ pub fn tuner() -> Tuner {
 }
 
 pub fn config_of(values: &[(&str, i64)]) -> Config {
-    Config(values.iter().map(|(n, v)| (n.to_string(), *v)).collect())
+    Config::ints(values.iter().copied())
 }
 
 pub fn block(x: i64) -> Config {

@@ -119,7 +119,7 @@ impl BestValues for TuneResult {
     fn best_values(&self) -> Vec<i64> {
         self.best
             .as_ref()
-            .map(|b| b.config.0.iter().map(|(_, v)| *v).collect())
+            .map(|b| b.config.0.iter().filter_map(|(_, v)| v.as_int()).collect())
             .unwrap_or_default()
     }
 }

@@ -113,15 +113,15 @@ pub(super) fn candidate_with_overrides(
             .parse()
             .with_context(|| format!("`{p}`: value must be an integer"))?;
         match config.0.iter_mut().find(|(n, _)| *n == k) {
-            Some(slot) => slot.1 = v,
-            None => config.0.push((k, v)),
+            Some(slot) => slot.1 = v.into(),
+            None => config.0.push((k, v.into())),
         }
     }
     // a template parameter given as a --param is instantiated at that value
     let tuned: Vec<TunableParam> = config
         .0
         .iter()
-        .map(|(n, v)| TunableParam::new(n.clone(), [*v]))
+        .map(|(n, v)| TunableParam::new(n.clone(), [v.clone()]))
         .collect();
     cand.set_template_args(&tuned, &parse_pairs(&args.templates)?)?;
     cand.size_arrays_per_configuration();

@@ -1,0 +1,187 @@
+"""kt.tune_kernel called the way Kernel Tuner's documentation calls tune_kernel, on kt's fake device
+(KT_TUNER_FAKE_WORKER=ok: NVRTC compiles every configuration for real, the fake worker "launches" it in
+|block_size_x - 64| / 64 + 1 ms). Plain Python, no pytest: run by tests/run.sh, which builds and installs the
+package first. Each check prints its name; the first failure stops the run with a traceback."""
+
+import itertools
+import json
+import os
+import sys
+import tempfile
+
+import numpy as np
+
+import kt
+
+VECTOR_ADD = """
+__global__ void vector_add(float *c, float *a, float *b, int n) {
+    int i = blockIdx.x * block_size_x + threadIdx.x;
+    if (i < n) {
+        c[i] = a[i] + b[i];
+    }
+}
+"""
+
+# a 2-D kernel whose threads each compute tile_size_y rows: the grid in y divides by both
+MATMUL = """
+__global__ void matmul(float *C, float *A, float *B, int n) {
+    int x = blockIdx.x * block_size_x + threadIdx.x;
+    int y0 = (blockIdx.y * block_size_y + threadIdx.y) * tile_size_y;
+    for (int t = 0; t < tile_size_y; t++) {
+        int y = y0 + t;
+        if (x < n && y < n) {
+            float sum = 0.0f;
+            for (int k = 0; k < n; k++) sum += A[y * n + k] * B[k * n + x];
+            C[y * n + x] = sum;
+        }
+    }
+}
+"""
+
+SCALE = """
+__global__ void scale(float *out, const float *in, int n) {
+    int i = blockIdx.x * block_size_x + threadIdx.x;
+    if (i < n) out[i] = (float)((VALUE_T)in[i] * (VALUE_T)factor);
+}
+"""
+
+RESULT_KEYS = {"time", "times", "compile_time", "benchmark_time", "kt_verdict", "kt_objective_ms"}
+
+
+def vector_args(n=10000):
+    size = np.int32(n)
+    a = np.random.randn(n).astype(np.float32)
+    b = np.random.randn(n).astype(np.float32)
+    c = np.zeros_like(a)
+    return [c, a, b, size], a + b
+
+
+def check(name, condition, detail=""):
+    if not condition:
+        raise AssertionError(f"{name}: {detail}")
+
+
+def expect_error(kind, words, call):
+    try:
+        call()
+    except kind as e:
+        for w in words:
+            check(f"{kind.__name__} names {w!r}", w in str(e), str(e))
+        return
+    raise AssertionError(f"expected {kind.__name__} mentioning {words}")
+
+
+def test_vector_add_returns_kernel_tuners_shapes():
+    args, answer = vector_args()
+    tune_params = {"block_size_x": [32, 64, 128, 256]}
+    results, env = kt.tune_kernel(
+        "vector_add", VECTOR_ADD, args[-1], args, tune_params,
+        restrictions=["block_size_x > 32"], answer=[answer, None, None, None], atol=1e-5,
+    )
+    check("one result per configuration after restrictions", len(results) == 3, results)
+    for r in results:
+        check("result keys", RESULT_KEYS <= set(r), sorted(r))
+        check("time is a float in ms", isinstance(r["time"], float) and r["time"] > 0, r)
+        check("times is a list of floats", all(isinstance(t, float) for t in r["times"]), r)
+        check("parameter values stay ints", isinstance(r["block_size_x"], int), r)
+        check("verdict", r["kt_verdict"] == "ok", r)
+    check("restriction applied", all(r["block_size_x"] > 32 for r in results))
+    check("env names the device", env["device_name"] == "fake", env)
+    check("best is the fake's fastest", env["best_config"]["block_size_x"] == 64, env["best_config"])
+    check("verified against the answer", env["kt_verified"] is True, env)
+
+
+def test_a_2d_kernel_with_grid_div_and_a_lambda_restriction():
+    n = 64
+    A = np.random.randn(n * n).astype(np.float32)
+    B = np.random.randn(n * n).astype(np.float32)
+    C = np.zeros_like(A)
+    tune_params = {"block_size_x": [16, 32, 64], "block_size_y": [1, 2, 4], "tile_size_y": [1, 2]}
+    restrict = lambda p: p["block_size_x"] * p["block_size_y"] >= 64  # noqa: E731
+    results, env = kt.tune_kernel(
+        "matmul", MATMUL, (n, n), [C, A, B, np.int32(n)], tune_params,
+        grid_div_y=["block_size_y", "tile_size_y"], restrictions=[restrict],
+    )
+    space = [dict(zip(tune_params, v)) for v in itertools.product(*tune_params.values())]
+    wanted = [c for c in space if restrict(c)]
+    got = [{k: r[k] for k in tune_params} for r in results]
+    check("the lambda keeps exactly the configurations it allows", sorted(map(str, got)) == sorted(map(str, wanted)), got)
+    check("not verified without an answer", env["kt_verified"] is False, env)
+    # Kernel Tuner's newer style: a function of the parameters it names
+    results, _ = kt.tune_kernel(
+        "matmul", MATMUL, (n, n), [C, A, B, np.int32(n)], tune_params,
+        grid_div_y=["block_size_y", "tile_size_y"],
+        restrictions=[lambda block_size_x, tile_size_y: block_size_x == 32 and tile_size_y == 2],
+    )
+    check("named-argument restriction", len(results) == 3 and all(r["tile_size_y"] == 2 for r in results), results)
+
+
+def test_float_and_string_parameters():
+    n = 1000
+    x = np.random.randn(n).astype(np.float32)
+    out = np.zeros_like(x)
+    tune_params = {"block_size_x": [64, 128], "factor": [0.5, 2.0], "VALUE_T": ["float", "double"]}
+    results, env = kt.tune_kernel(
+        "scale", SCALE, n, [out, x, np.int32(n)], tune_params,
+        restrictions="factor > 1 or VALUE_T == 'float'",
+    )
+    check("six configurations after the restriction", len(results) == 6, results)
+    check("floats stay floats", all(isinstance(r["factor"], float) for r in results), results)
+    check("strings stay strings", {r["VALUE_T"] for r in results} == {"float", "double"}, results)
+    check("the restriction on a string", not any(r["factor"] == 0.5 and r["VALUE_T"] == "double" for r in results))
+    check("every one compiled and ran", all(r["kt_verdict"] == "ok" for r in results), results)
+
+
+def test_answer_with_atol_and_the_cache_file():
+    args, answer = vector_args(4096)
+    with tempfile.TemporaryDirectory() as d:
+        cache = os.path.join(d, "vector_add_cache")
+        kt.tune_kernel(
+            "vector_add", VECTOR_ADD, args[-1], args, {"block_size_x": [64, 128]},
+            answer=[answer, None, None, None], atol=1e-3, cache=cache, strategy="brute_force",
+        )
+        with open(cache + ".json", encoding="utf-8") as f:
+            doc = json.load(f)
+        check("Kernel Tuner's cache keys", set(doc["cache"]) == {"64", "128"}, list(doc["cache"]))
+        check("cache names the device", doc["device_name"] == "fake", doc["device_name"])
+
+
+def test_unsupported_arguments_are_refused_by_name():
+    args, answer = vector_args(256)
+    call = lambda **kw: kt.tune_kernel("vector_add", VECTOR_ADD, 256, args, {"block_size_x": [32, 64]}, **kw)  # noqa: E731
+    expect_error(TypeError, ["smem_args", "not supported"], lambda: call(smem_args={"x": 1}))
+    expect_error(TypeError, ["verify", "answer"], lambda: call(verify=lambda a, b, atol=None: True))
+    expect_error(TypeError, ["lang"], lambda: call(lang="OpenCL"))
+    expect_error(TypeError, ["observers"], lambda: call(observers=[object()]))
+    expect_error(TypeError, ["block_size_names"], lambda: call(block_size_names=["bx"]))
+    expect_error(TypeError, ["fraction"], lambda: call(strategy="random_sample", strategy_options={"fraction": 0.1}))
+    expect_error(ValueError, ["bayes_opt"], lambda: call(strategy="bayes_opt"))
+    expect_error(ValueError, ["answer"], lambda: call(answer=[answer]))
+    expect_error(TypeError, ["argument 3", "np.int32"], lambda: kt.tune_kernel(
+        "vector_add", VECTOR_ADD, 256, args[:3] + [256], {"block_size_x": [32]}))
+    expect_error(ValueError, ["block_size_x", "integers"], lambda: kt.tune_kernel(
+        "vector_add", VECTOR_ADD, 256, args, {"block_size_x": [32.0, 64.0]}))
+
+
+def test_a_failing_restriction_function_raises_its_own_error():
+    args, _ = vector_args(256)
+
+    def broken(p):
+        raise KeyError("no_such_param")
+
+    expect_error(KeyError, ["no_such_param"], lambda: kt.tune_kernel(
+        "vector_add", VECTOR_ADD, 256, args, {"block_size_x": [32, 64]}, restrictions=broken))
+
+
+def main():
+    if os.environ.get("KT_TUNER_FAKE_WORKER") != "ok":
+        sys.exit("set KT_TUNER_FAKE_WORKER=ok: these tests run on kt's fake device (tests/run.sh does)")
+    tests = [v for k, v in sorted(globals().items()) if k.startswith("test_")]
+    for t in tests:
+        t()
+        print(f"ok  {t.__name__}")
+    print(f"{len(tests)} kt.tune_kernel tests passed")
+
+
+if __name__ == "__main__":
+    main()
