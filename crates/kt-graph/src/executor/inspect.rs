@@ -7,6 +7,7 @@ use super::Executor;
 use crate::checkpoint::{
     Checkpoint, CheckpointSource, FieldOp, GraphRunMeta, StateRecord, fold_ops,
 };
+use crate::checkpoint_head::{CheckpointHead, lineage_of};
 use crate::decl::{END, START};
 use crate::error::GraphError;
 use crate::ids::{CheckpointId, RunId};
@@ -115,8 +116,13 @@ impl<S: State> Executor<S> {
     /// The nodes run and edges taken from the start of the run up to checkpoint `to` (following its
     /// parents, so on `to`'s branch), for [`ExportOptions::highlight`](crate::ExportOptions).
     pub fn path(&self, run: &RunId, to: CheckpointId) -> Result<RunPath, GraphError> {
-        let chain: Vec<Checkpoint> = self
-            .lineage(run, to)?
+        // heads, not checkpoints: the states are not needed, and on a long run they are most of the store
+        let heads = self.store.list_checkpoint_heads(run)?;
+        let chain: Vec<&CheckpointHead> = lineage_of(&heads, to)
+            .map_err(|missing| GraphError::CheckpointNotFound {
+                run: run.clone(),
+                checkpoint: missing,
+            })?
             .into_iter()
             .filter(|cp| cp.source != CheckpointSource::Fork)
             .collect();

@@ -4,6 +4,7 @@ use super::CheckpointStore;
 use crate::checkpoint::{
     BranchInfo, Breakpoints, Checkpoint, CheckpointSource, FieldOp, GraphRunMeta, StateRecord, Task,
 };
+use crate::checkpoint_head::CheckpointHead;
 use crate::error::GraphError;
 use crate::ids::{BranchId, CheckpointId, RunId};
 use serde_json::json;
@@ -94,6 +95,64 @@ fn checkpoints_round_trip_in_id_order(store: &dyn CheckpointStore) {
         .map(|c| c.id.0)
         .collect();
     assert_eq!(ids, vec![0, 1, 2]);
+    // heads: the same checkpoints without their states, snapshots told apart from deltas
+    let heads = store.list_checkpoint_heads(&run).unwrap();
+    let expected: Vec<CheckpointHead> = store
+        .list_checkpoints(&run)
+        .unwrap()
+        .into_iter()
+        .map(CheckpointHead::from)
+        .collect();
+    assert_eq!(heads, expected);
+    assert_eq!(
+        heads.iter().map(|h| h.snapshot).collect::<Vec<_>>(),
+        vec![true, false, false]
+    );
+    assert_eq!(
+        store
+            .latest_checkpoint_on_branch(&run, BranchId(0))
+            .unwrap(),
+        Some(CheckpointId(2))
+    );
+    let mut forked = checkpoint(4, Some(1));
+    forked.branch = BranchId(1);
+    store.put_checkpoint(&run, &forked).unwrap();
+    assert_eq!(
+        store
+            .latest_checkpoint_on_branch(&run, BranchId(0))
+            .unwrap(),
+        Some(CheckpointId(2)),
+        "a newer checkpoint on another branch"
+    );
+    assert_eq!(
+        store
+            .latest_checkpoint_on_branch(&run, BranchId(1))
+            .unwrap(),
+        Some(CheckpointId(4))
+    );
+    assert_eq!(
+        store
+            .latest_checkpoint_on_branch(&run, BranchId(7))
+            .unwrap(),
+        None
+    );
+    // a head longer than what a store may read of it at first (long failure messages) comes whole
+    let mut long = checkpoint(5, Some(2));
+    long.failures.push(crate::checkpoint::RoutedFailure {
+        node: "a".into(),
+        index: 0,
+        message: "x".repeat(10_000),
+        routed_to: "b".into(),
+    });
+    store.put_checkpoint(&run, &long).unwrap();
+    let heads = store.list_checkpoint_heads(&run).unwrap();
+    assert_eq!(heads.last(), Some(&CheckpointHead::from(long)));
+    assert!(
+        store
+            .list_checkpoint_heads(&RunId::new("none"))
+            .unwrap()
+            .is_empty()
+    );
 }
 
 fn task_writes_are_cleared_when_the_step_commits(store: &dyn CheckpointStore) {
