@@ -28,6 +28,7 @@ pub mod record;
 pub mod report;
 pub mod session;
 pub mod stage3;
+mod step_outcome;
 pub mod steps;
 
 #[cfg(test)]
@@ -54,4 +55,4 @@ pub use session::{
     continue_run, debug_node, export, fork, graph_nodes, replay, session_dir,
 };
 pub use stage3::{RecordedBackend, Stage3Binding};
-pub use steps::{NodeRan, PathStep, run_path};
+pub use steps::{NodeRan, PathStep, RecentPath, nodes_ran, recent_path, run_path};

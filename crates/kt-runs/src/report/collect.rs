@@ -13,7 +13,7 @@ use crate::inspect::{KernelVerdict, verdicts};
 use crate::record::RunRecord;
 use crate::session::{GraphFormat, export, session_dir};
 use crate::stage3::Stage3Binding;
-use crate::steps::{PathStep, run_path};
+use crate::steps::{PathStep, recent_path};
 use crate::{LlmChoice, Setup};
 
 /// One recorded LLM call.
@@ -74,7 +74,10 @@ pub struct ReportInputs {
     pub graph_run: String,
     /// Nodes and edges to draw; from the run's graph (DOT) when it could be rebuilt, else from the path.
     pub graph: GraphShape,
+    /// The path to the head, step by step: all of it, or its last steps ([`ReportInputs::collect_recent`]).
     pub path: Vec<PathStep>,
+    /// How many checkpoints the whole path has.
+    pub steps_total: usize,
     pub verdicts: Vec<KernelVerdict>,
     pub llm: Vec<LlmExchange>,
     pub kernels: Vec<KernelFile>,
@@ -90,17 +93,29 @@ pub struct ReportInputs {
 impl ReportInputs {
     /// Reads the run; `graph_dot` is the run's graph as DOT (with the path highlighted), when available.
     pub fn collect(record: &RunRecord, graph_dot: Option<&str>) -> Result<Self, RunsError> {
+        Self::collect_recent(record, graph_dot, usize::MAX)
+    }
+
+    /// As [`ReportInputs::collect`], with only the last `keep` steps of the path in full: a long run's
+    /// page then reads the states of those steps, not of every step.
+    pub fn collect_recent(
+        record: &RunRecord,
+        graph_dot: Option<&str>,
+        keep: usize,
+    ) -> Result<Self, RunsError> {
         let head = record.head()?;
-        let path = run_path(record, Some(head))?;
+        let recent = recent_path(record, Some(head), keep)?;
         let fields = record.fields_at(head)?;
         let mut graph = match graph_dot {
             Some(dot) => parse_dot(dot),
-            None => GraphShape::from_path(&path),
+            None => GraphShape::from_lineage(&recent.lineage, &recent.ran),
         };
         // Draw visited nodes in the order the run first reached them (DOT lists them in declaration order).
         let first_visit = |n: &String| {
-            path.iter()
-                .position(|s| s.nodes.iter().any(|r| &r.node == n))
+            recent
+                .ran
+                .iter()
+                .position(|nodes| nodes.iter().any(|r| &r.node == n))
                 .unwrap_or(usize::MAX)
         };
         graph.visited.sort_by_key(first_visit);
@@ -119,7 +134,8 @@ impl ReportInputs {
             verdicts,
             llm: llm_exchanges(&record.dir().llm_jsonl()),
             kernels: kernel_files(&record.dir().kernels_dir())?,
-            path,
+            steps_total: recent.lineage.len(),
+            path: recent.steps,
             naive_time_ms,
             profiles: crate::inspect::profiles(fields.get("profiles")),
             roofline: super::roofline::roofline_of(&fields),
