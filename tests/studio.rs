@@ -316,11 +316,17 @@ fn studio_in_chromium_lists_runs_draws_the_graph_diffs_checkpoints_and_forks() {
             .unwrap()
             > 3
     );
+    // routes are labelled with the outcome the strategy graph declares for them, where the user sees it
+    let labels = b.eval(
+        "[...document.querySelectorAll('#graph text.edge-label')].filter((t) => t.getBBox().width > 0).map((t) => t.textContent).join('|')",
+    );
+    let labels = labels.as_str().unwrap();
     assert!(
-        b.eval("document.querySelector('#graph svg').innerHTML")
-            .as_str()
-            .unwrap()
-            .contains("route")
+        labels.split('|').any(|l| l == "planned")
+            && labels
+                .split('|')
+                .any(|l| l == "valid: apply" || l == "valid: break down"),
+        "{labels}"
     );
     assert_eq!(
         b.eval("document.querySelectorAll('#llm .llm-row').length"),

@@ -326,6 +326,11 @@ async fn the_graph_export_highlights_the_path_and_the_report_has_every_part() {
     assert_eq!(inputs.points.len(), 2);
     assert!((inputs.points[1].best_speedup - 5.0).abs() < 1e-9);
     let html = render_html(&inputs);
+    // routes carry the outcomes the strategy's graph declares for them, not just their kind
+    assert!(
+        html.contains(">planned</text>") && html.contains("next_step → validate (next step)"),
+        "{html}"
+    );
     for id in [
         "summary",
         "graph-svg",

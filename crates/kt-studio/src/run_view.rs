@@ -151,7 +151,11 @@ mod tests {
             "{}",
             view.graph_svg
         );
-        assert!(view.graph_svg.contains("route"), "route labels are drawn");
+        assert!(
+            view.graph_svg.contains(">planned</text>"),
+            "routes are labelled with the outcomes the strategy graph declares: {}",
+            view.graph_svg
+        );
         assert_eq!(view.llm.len(), 8);
         assert_eq!(view.kernels.len(), 3);
         assert!(view.speedup_svg.contains("speedup-svg"));

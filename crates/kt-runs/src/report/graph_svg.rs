@@ -163,10 +163,11 @@ impl GraphShape {
             } else {
                 ("#999", 1.2, "arrow")
             };
+            // kt-graph labels a route with the outcome declared for the target, or "route"
             let dash = match label.as_str() {
-                "route" => r#" stroke-dasharray="5,3""#,
+                "" | "fan-out" => "",
                 "on error" => r#" stroke-dasharray="2,3""#,
-                _ => "",
+                _ => r#" stroke-dasharray="5,3""#,
             };
             // The path, and where its label goes (beside the curve's outermost point).
             let (d, lx, ly, anchor) = if a == b {
@@ -328,6 +329,35 @@ mod tests {
             "route edges are labelled where they are drawn: {svg}"
         );
         assert!(svg.contains(">route</text>"), "{svg}");
+    }
+
+    #[test]
+    fn a_route_is_drawn_with_the_outcome_its_graph_declares() {
+        let dot = r##"digraph G {
+    "validate" [shape=box];
+    "breakdown" [shape=box];
+    "prepare" [shape=box];
+    "validate" -> "breakdown" [style=dashed, label="too big: break down"];
+    "validate" -> "prepare" [style=dashed, label="valid", color="#e08a00", penwidth=3];
+    "prepare" -> "apply" [style=bold, label="fan-out"];
+}"##;
+        let g = parse_dot(dot);
+        assert_eq!(
+            g.edges[1],
+            ("validate".into(), "prepare".into(), "valid".into())
+        );
+        let svg = g.to_svg();
+        assert!(svg.contains(">too big: break down</text>"), "{svg}");
+        assert!(svg.contains(">valid</text>"), "{svg}");
+        assert!(
+            svg.contains("<title>validate → prepare (valid)</title>"),
+            "{svg}"
+        );
+        assert_eq!(
+            svg.matches(r#"stroke-dasharray="5,3""#).count(),
+            2,
+            "both routes dashed, the fan-out solid: {svg}"
+        );
     }
 
     #[test]
