@@ -21,6 +21,7 @@ pub mod capture;
 pub mod catalog;
 pub mod error;
 pub mod field_diff;
+pub mod history_page;
 pub mod inspect;
 pub mod locate;
 pub mod profiles;
@@ -40,6 +41,7 @@ pub use capture::{CallLog, CapturedCall, LlmChoice, live_llm};
 pub use catalog::{RunSummary, format_duration, list_runs, summarize};
 pub use error::RunsError;
 pub use field_diff::{FieldChange, LeafChange, LeafDiff, diff_fields, render_text};
+pub use history_page::{HISTORY_PAGE, HistoryPage, history_page};
 pub use inspect::{
     History, HistoryEntry, KernelVerdict, RunShow, diff, history, nodes_seen, set_breakpoints,
     show, show_dir, state_at,

@@ -135,6 +135,25 @@ impl RunRecord {
             .map_err(|e| self.graph_err(e))
     }
 
+    /// The newest `limit` checkpoints older than `before` (the newest of all when `None`), in creation
+    /// order: one page of a long history.
+    pub fn checkpoints_before(
+        &self,
+        before: Option<CheckpointId>,
+        limit: usize,
+    ) -> Result<Vec<Checkpoint>, RunsError> {
+        self.store
+            .list_checkpoints_before(&self.graph_run, before, limit)
+            .map_err(|e| self.graph_err(e))
+    }
+
+    /// How many checkpoints the run has, all branches.
+    pub fn count_checkpoints(&self) -> Result<u64, RunsError> {
+        self.store
+            .count_checkpoints(&self.graph_run)
+            .map_err(|e| self.graph_err(e))
+    }
+
     pub fn checkpoint(&self, id: CheckpointId) -> Result<Checkpoint, RunsError> {
         self.store
             .get_checkpoint(&self.graph_run, id)

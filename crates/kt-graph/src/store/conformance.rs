@@ -54,6 +54,7 @@ pub(crate) fn seed(store: &dyn CheckpointStore, run: &str) {
 pub(crate) fn run_all(store: &dyn CheckpointStore) {
     runs_are_created_once_and_updated(store);
     checkpoints_round_trip_in_id_order(store);
+    a_page_of_checkpoints_is_the_newest_before_a_point(store);
     task_writes_are_cleared_when_the_step_commits(store);
     effects_are_kept_per_branch(store);
     missing_things_are_none_not_errors(store);
@@ -153,6 +154,36 @@ fn checkpoints_round_trip_in_id_order(store: &dyn CheckpointStore) {
             .unwrap()
             .is_empty()
     );
+}
+
+fn a_page_of_checkpoints_is_the_newest_before_a_point(store: &dyn CheckpointStore) {
+    seed(store, "pages");
+    let run = RunId::new("pages");
+    for id in 2..6 {
+        store
+            .put_checkpoint(&run, &checkpoint(id, Some(id - 1)))
+            .unwrap();
+    }
+    let ids = |before: Option<u64>, limit: usize| -> Vec<u64> {
+        store
+            .list_checkpoints_before(&run, before.map(CheckpointId), limit)
+            .unwrap()
+            .iter()
+            .map(|c| c.id.0)
+            .collect()
+    };
+    assert_eq!(ids(None, 2), vec![4, 5], "the newest page first");
+    assert_eq!(ids(Some(4), 3), vec![1, 2, 3], "then the page before it");
+    assert_eq!(ids(Some(1), 3), vec![0], "the oldest page is short");
+    assert_eq!(ids(Some(0), 3), Vec::<u64>::new());
+    assert_eq!(ids(None, usize::MAX), vec![0, 1, 2, 3, 4, 5]);
+    assert_eq!(
+        store.list_checkpoints_before(&run, None, 3).unwrap()[0],
+        checkpoint(3, Some(2)),
+        "whole checkpoints, states included"
+    );
+    assert_eq!(store.count_checkpoints(&run).unwrap(), 6);
+    assert_eq!(store.count_checkpoints(&RunId::new("none")).unwrap(), 0);
 }
 
 fn task_writes_are_cleared_when_the_step_commits(store: &dyn CheckpointStore) {

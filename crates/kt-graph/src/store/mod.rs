@@ -62,6 +62,26 @@ pub trait CheckpointStore: Send + Sync {
             .map(CheckpointHead::from)
             .collect())
     }
+    /// The newest `limit` checkpoints older than `before` (of all when `None`), in id order: one page of a
+    /// long history, read without the rest of it.
+    fn list_checkpoints_before(
+        &self,
+        run: &RunId,
+        before: Option<CheckpointId>,
+        limit: usize,
+    ) -> Result<Vec<Checkpoint>, GraphError> {
+        let mut older: Vec<Checkpoint> = self
+            .list_checkpoints(run)?
+            .into_iter()
+            .filter(|c| before.is_none_or(|b| c.id < b))
+            .collect();
+        let skip = older.len().saturating_sub(limit);
+        Ok(older.split_off(skip))
+    }
+    /// How many checkpoints the run has (all branches).
+    fn count_checkpoints(&self, run: &RunId) -> Result<u64, GraphError> {
+        Ok(self.list_checkpoints(run)?.len() as u64)
+    }
     /// Saves the update of a task that finished in a step which has not been committed yet.
     fn put_task_write(
         &self,

@@ -292,6 +292,41 @@ impl CheckpointStore for SqliteStore {
         Ok(heads)
     }
 
+    fn list_checkpoints_before(
+        &self,
+        run: &RunId,
+        before: Option<CheckpointId>,
+        limit: usize,
+    ) -> Result<Vec<Checkpoint>, GraphError> {
+        let conn = self.lock();
+        let mut stmt = conn
+            .prepare_cached(
+                "SELECT id, body FROM kt_checkpoints WHERE run = ?1 AND id < ?2 ORDER BY id DESC LIMIT ?3",
+            )
+            .map_err(|e| self.err("list checkpoints", e))?;
+        let before = before.map_or(i64::MAX, |b| b.0 as i64);
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let mut rows = stmt
+            .query_map(params![run.as_str(), before, limit], |r| {
+                Ok((r.get::<_, i64>(0)?, r.get::<_, Vec<u8>>(1)?))
+            })
+            .and_then(|rows| rows.collect::<Result<Vec<_>, _>>())
+            .map_err(|e| self.err("list checkpoints", e))?;
+        rows.reverse();
+        rows.into_iter()
+            .map(|(id, body)| Self::decode_checkpoint(run, CheckpointId(id as u64), &body))
+            .collect()
+    }
+
+    fn count_checkpoints(&self, run: &RunId) -> Result<u64, GraphError> {
+        let conn = self.lock();
+        let n: i64 = conn
+            .prepare_cached("SELECT count(*) FROM kt_checkpoints WHERE run = ?1")
+            .and_then(|mut s| s.query_row(params![run.as_str()], |r| r.get(0)))
+            .map_err(|e| self.err("count checkpoints", e))?;
+        Ok(n as u64)
+    }
+
     fn put_task_write(
         &self,
         run: &RunId,
