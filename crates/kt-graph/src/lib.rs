@@ -112,7 +112,7 @@ pub use decl::{END, START};
 pub use error::{GraphError, NodeError};
 pub use events::{Event, EventKind};
 pub use executor::debug::{NodeRun, RunNodeOptions};
-pub use executor::inspect::{FieldDiff, RunPath};
+pub use executor::inspect::{FieldDiff, RunPath, path_along};
 pub use executor::run::{RunOptions, RunOutcome};
 pub use executor::{Executor, Migration};
 pub use export::ExportOptions;

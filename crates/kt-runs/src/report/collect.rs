@@ -2,6 +2,7 @@
 
 use std::path::Path;
 
+use kt_graph::CheckpointHead;
 use serde::Serialize;
 use serde_json::Value;
 
@@ -91,7 +92,8 @@ pub struct ReportInputs {
 }
 
 impl ReportInputs {
-    /// Reads the run; `graph_dot` is the run's graph as DOT (with the path highlighted), when available.
+    /// Reads the run; `graph_dot` is the run's graph as DOT ([`graph_dot`]), when available: the path to
+    /// the head is marked on it here (a highlight the DOT carries is kept).
     pub fn collect(record: &RunRecord, graph_dot: Option<&str>) -> Result<Self, RunsError> {
         Self::collect_recent(record, graph_dot, usize::MAX)
     }
@@ -107,7 +109,11 @@ impl ReportInputs {
         let recent = recent_path(record, Some(head), keep)?;
         let fields = record.fields_at(head)?;
         let mut graph = match graph_dot {
-            Some(dot) => parse_dot(dot),
+            Some(dot) => {
+                let mut graph = parse_dot(dot);
+                mark_path(&mut graph, &recent.lineage);
+                graph
+            }
             None => GraphShape::from_lineage(&recent.lineage, &recent.ran),
         };
         // Draw visited nodes in the order the run first reached them (DOT lists them in declaration order).
@@ -150,24 +156,42 @@ impl ReportInputs {
     }
 }
 
-/// The run's graph as DOT with the path to its head highlighted, or None when the graph cannot be rebuilt
-/// (another strategy file, a run from a newer kt): pages then draw the path alone.
+/// The run's graph as DOT, or None when the graph cannot be rebuilt (another strategy file, a run from a
+/// newer kt): pages then draw the path alone.
 pub fn graph_dot(record: &RunRecord) -> Option<String> {
     let setup = Setup::new(LlmChoice::Replay, session_dir(record, "report"));
-    let drawn = record.head().and_then(|head| {
-        export(
-            &Stage3Binding::default(),
-            record,
-            &setup,
-            GraphFormat::Dot,
-            Some(head),
-        )
-    });
+    // no highlight: the collection marks the path from the heads it reads anyway
+    let drawn = export(
+        &Stage3Binding::default(),
+        record,
+        &setup,
+        GraphFormat::Dot,
+        None,
+    );
     match drawn {
         Ok(dot) => Some(dot),
         Err(e) => {
             tracing::warn!("drawing the path only: the run's graph could not be rebuilt ({e})");
             None
+        }
+    }
+}
+
+/// Marks on `graph` the nodes `lineage` ran and the graph's edges it took.
+fn mark_path(graph: &mut GraphShape, lineage: &[CheckpointHead]) {
+    let line: Vec<&CheckpointHead> = lineage.iter().collect();
+    let edges = &graph.edges;
+    let path = kt_graph::path_along(&line, |a, b| {
+        edges.iter().any(|(from, to, _)| from == a && to == b)
+    });
+    for n in path.nodes {
+        if !graph.visited.contains(&n) {
+            graph.visited.push(n);
+        }
+    }
+    for e in path.edges {
+        if !graph.taken.contains(&e) {
+            graph.taken.push(e);
         }
     }
 }
