@@ -660,6 +660,15 @@ fn studio_bench_a_run_of_many_checkpoints() {
             false,
             "older checkpoints are a click away"
         );
+        b.eval("document.querySelector('#timeline-earlier').click()");
+        b.wait_for(
+            &format!(
+                "document.querySelectorAll('#timeline circle.cp').length === {}",
+                (2 * shown).min(steps + 1)
+            ),
+            Duration::from_secs(60),
+            "the page before the newest",
+        );
     }
     // the two questions a user asks of a long run: the diff of two checkpoints and the state at one
     let timed = |path: String| {

@@ -298,10 +298,13 @@ async function loadEarlierCheckpoints() {
   view.loadingEarlier = true;
   try {
     const page = await api(`/api/runs/${encodeURIComponent(id)}/history?before=${h.checkpoints[0].checkpoint}`);
-    if (view?.id !== id || view.history !== h) return;
-    h.checkpoints = page.checkpoints.concat(h.checkpoints);
-    h.more = page.more;
-    h.total = page.total;
+    // the newest page may have been fetched again meanwhile (a change of the run): add to what is shown now
+    const now = view?.id === id ? view.history : null;
+    if (!now) return;
+    const first = now.checkpoints[0]?.checkpoint ?? Infinity;
+    now.checkpoints = page.checkpoints.filter((c) => c.checkpoint < first).concat(now.checkpoints);
+    now.more = page.more;
+    now.total = page.total;
     drawTimeline(false);
   } finally {
     view.loadingEarlier = false;
