@@ -74,6 +74,9 @@ pub struct RecentPath {
     pub ran: Vec<Vec<NodeRan>>,
     /// The last steps of the path in full, oldest first.
     pub steps: Vec<PathStep>,
+    /// The state at the path's end, rebuilt while its last steps were described (none when no step was):
+    /// a caller that needs it too need not rebuild it.
+    pub state: Option<Fields>,
 }
 
 /// The path from the run's input to `to` (default: the recorded run's head), one entry per checkpoint.
@@ -94,11 +97,12 @@ pub fn recent_path(
     let lineage = record.lineage(to)?;
     let ran = nodes_ran(&lineage);
     let first = lineage.len().saturating_sub(keep);
-    let steps = describe_steps(record, &lineage, &ran, first..lineage.len())?;
+    let (steps, state) = describe_steps(record, &lineage, &ran, first..lineage.len())?;
     Ok(RecentPath {
         lineage,
         ran,
         steps,
+        state,
     })
 }
 
@@ -136,14 +140,14 @@ pub fn nodes_ran(lineage: &[CheckpointHead]) -> Vec<Vec<NodeRan>> {
         .collect()
 }
 
-/// The steps at `range` of `lineage` in full: what each changed, its tokens and how it ended. Reads the
-/// state before the range once, then one checkpoint per step.
+/// The steps at `range` of `lineage` in full: what each changed, its tokens and how it ended, and the state
+/// after the last of them. Reads the state before the range once, then one checkpoint per step.
 pub(crate) fn describe_steps(
     record: &RunRecord,
     lineage: &[CheckpointHead],
     ran: &[Vec<NodeRan>],
     range: std::ops::Range<usize>,
-) -> Result<Vec<PathStep>, RunsError> {
+) -> Result<(Vec<PathStep>, Option<Fields>), RunsError> {
     let stopped = record.meta()?.stopped;
     let mut out = Vec::with_capacity(range.len());
     let mut fields: Option<Fields> = None;
@@ -173,7 +177,7 @@ pub(crate) fn describe_steps(
         });
         fields = Some(after);
     }
-    Ok(out)
+    Ok((out, fields))
 }
 
 pub(crate) fn source_name(s: CheckpointSource) -> &'static str {
@@ -299,10 +303,13 @@ mod tests {
         assert_eq!(recent.lineage.len(), whole.len());
         assert_eq!(recent.ran.len(), whole.len());
         assert_eq!(recent.steps, whole[whole.len() - 3..].to_vec());
+        let head = record.head().unwrap();
+        assert_eq!(recent.state, Some(record.fields_at(head).unwrap()));
         let ids: Vec<u64> = recent.lineage.iter().map(|h| h.id.0).collect();
         let whole_ids: Vec<u64> = whole.iter().map(|s| s.checkpoint).collect();
         assert_eq!(ids, whole_ids);
-        assert!(recent_path(&record, None, 0).unwrap().steps.is_empty());
+        let none = recent_path(&record, None, 0).unwrap();
+        assert!(none.steps.is_empty() && none.state.is_none());
         let early = recent_path(&record, Some(CheckpointId(2)), 10).unwrap();
         assert_eq!(
             early.steps,

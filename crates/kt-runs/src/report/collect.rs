@@ -106,8 +106,11 @@ impl ReportInputs {
         keep: usize,
     ) -> Result<Self, RunsError> {
         let head = record.head()?;
-        let recent = recent_path(record, Some(head), keep)?;
-        let fields = record.fields_at(head)?;
+        let mut recent = recent_path(record, Some(head), keep)?;
+        let fields = match recent.state.take() {
+            Some(state) => state,
+            None => record.fields_at(head)?,
+        };
         let mut graph = match graph_dot {
             Some(dot) => {
                 let mut graph = parse_dot(dot);
