@@ -75,6 +75,27 @@ impl<S: State> GraphBuilder<S> {
             from.into(),
             Outgoing::Route {
                 targets: targets.iter().map(|t| t.to_string()).collect(),
+                labels: vec![String::new(); targets.len()],
+                router: Arc::new(move |s| router(s).into()),
+            },
+        ));
+        self
+    }
+
+    /// A conditional route whose targets are named by the outcome that leads to each, as `(target, outcome)`:
+    /// `b.route_labelled("validate", &[("breakdown", "too big"), ("prepare", "valid")], router)`. The router
+    /// still returns the target; the outcomes are what diagrams (and the studio) write on the edges.
+    pub fn route_labelled<R: Into<String>>(
+        &mut self,
+        from: impl Into<String>,
+        targets: &[(&str, &str)],
+        router: impl Fn(&S) -> R + Send + Sync + 'static,
+    ) -> &mut Self {
+        self.outgoing.push((
+            from.into(),
+            Outgoing::Route {
+                targets: targets.iter().map(|(t, _)| t.to_string()).collect(),
+                labels: targets.iter().map(|(_, l)| l.to_string()).collect(),
                 router: Arc::new(move |s| router(s).into()),
             },
         ));

@@ -97,6 +97,7 @@ pub struct Checkpoint {
     pub source: CheckpointSource,
     /// Milliseconds since the Unix epoch.
     pub created_ms: u64,
+    /// Last: the SQLite store reads a checkpoint's head from the JSON before it.
     pub state: StateRecord,
 }
 

@@ -22,6 +22,9 @@ pub(crate) enum Outgoing<S> {
     /// Exactly one of `targets`, chosen by the router after the step's updates are merged.
     Route {
         targets: Vec<String>,
+        /// What leads to each target (`labels[i]` to `targets[i]`; empty when not declared), drawn on the
+        /// edge in diagrams. Not part of the graph's fingerprint: renaming an outcome changes no behaviour.
+        labels: Vec<String>,
         router: Router<S>,
     },
     /// `count(state)` parallel copies of `target`, merged at the next barrier in index order.
@@ -32,8 +35,13 @@ impl<S> Clone for Outgoing<S> {
     fn clone(&self) -> Self {
         match self {
             Self::Edge(t) => Self::Edge(t.clone()),
-            Self::Route { targets, router } => Self::Route {
+            Self::Route {
+                targets,
+                labels,
+                router,
+            } => Self::Route {
                 targets: targets.clone(),
+                labels: labels.clone(),
                 router: router.clone(),
             },
             Self::FanOut { target, count } => Self::FanOut {
@@ -87,6 +95,7 @@ mod tests {
         let edge: Outgoing<()> = Outgoing::Edge("b".into());
         let route: Outgoing<()> = Outgoing::Route {
             targets: vec!["c".into(), END.into()],
+            labels: vec![String::new(); 2],
             router: Arc::new(|_| "c".into()),
         };
         let fan: Outgoing<()> = Outgoing::FanOut {

@@ -1,7 +1,8 @@
 //! Mermaid and DOT diagrams of a compiled graph, optionally highlighting the path a run took.
 //!
-//! Edge styles: fixed edges solid, routes dashed and labelled "route", fan-outs bold labelled "fan-out",
-//! `on_exhausted` dotted labelled "on error".
+//! Edge styles: fixed edges solid, routes dashed and labelled with the outcome declared for the target
+//! ([`GraphBuilder::route_labelled`](crate::GraphBuilder::route_labelled); "route" when none was), fan-outs
+//! bold labelled "fan-out", `on_exhausted` dotted labelled "on error".
 
 use crate::decl::{END, Outgoing, START};
 use crate::executor::inspect::RunPath;
@@ -15,10 +16,11 @@ pub struct ExportOptions {
     pub highlight: Option<RunPath>,
 }
 
-#[derive(Clone, Copy, PartialEq)]
+#[derive(Clone, PartialEq)]
 enum Kind {
     Edge,
-    Route,
+    /// With the outcome that leads to the target ("route" when none was declared).
+    Route(String),
     FanOut,
     OnError,
 }
@@ -28,12 +30,13 @@ impl<S: State> CompiledGraph<S> {
         let mut out = Vec::new();
         let mut push = |from: &str, o: &Outgoing<S>| match o {
             Outgoing::Edge(t) => out.push((from.to_string(), t.clone(), Kind::Edge)),
-            Outgoing::Route { targets, .. } => {
-                out.extend(
-                    targets
-                        .iter()
-                        .map(|t| (from.to_string(), t.clone(), Kind::Route)),
-                );
+            Outgoing::Route {
+                targets, labels, ..
+            } => {
+                out.extend(targets.iter().zip(labels).map(|(t, label)| {
+                    let label = if label.is_empty() { "route" } else { label };
+                    (from.to_string(), t.clone(), Kind::Route(label.to_string()))
+                }));
             }
             Outgoing::FanOut { target, .. } => {
                 out.push((from.to_string(), target.clone(), Kind::FanOut))
@@ -79,7 +82,7 @@ impl<S: State> CompiledGraph<S> {
         for (i, (from, to, kind)) in self.edges().iter().enumerate() {
             let arrow = match kind {
                 Kind::Edge => "-->".to_string(),
-                Kind::Route => "-.->|route|".to_string(),
+                Kind::Route(label) => format!("-.->|{}|", label.replace(['|', '"'], "'")),
                 Kind::FanOut => "==>|fan-out|".to_string(),
                 Kind::OnError => "-.->|on error|".to_string(),
             };
@@ -141,7 +144,10 @@ impl<S: State> CompiledGraph<S> {
         for (from, to, kind) in self.edges() {
             let mut attrs: Vec<String> = match kind {
                 Kind::Edge => vec![],
-                Kind::Route => vec!["style=dashed".into(), "label=\"route\"".into()],
+                Kind::Route(label) => vec![
+                    "style=dashed".into(),
+                    format!("label=\"{}\"", label.replace('"', "\\\"")),
+                ],
                 Kind::FanOut => vec!["style=bold".into(), "label=\"fan-out\"".into()],
                 Kind::OnError => vec!["style=dotted".into(), "label=\"on error\"".into()],
             };

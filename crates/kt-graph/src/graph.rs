@@ -169,7 +169,9 @@ impl<S: State> CompiledGraph<S> {
         for out in outgoing {
             match out {
                 Outgoing::Edge(t) => tasks.push(Task::single(t.clone())),
-                Outgoing::Route { targets, router } => {
+                Outgoing::Route {
+                    targets, router, ..
+                } => {
                     let chosen = router(state);
                     if !targets.contains(&chosen) {
                         return Err(GraphError::UndeclaredTarget {

@@ -85,6 +85,7 @@
 mod builder;
 mod cancel;
 mod checkpoint;
+mod checkpoint_head;
 mod context;
 mod decl;
 mod error;
@@ -105,12 +106,13 @@ pub use checkpoint::{
     BranchInfo, Breakpoints, Checkpoint, CheckpointSource, FULL_SNAPSHOT_EVERY, FieldOp,
     GraphRunMeta, NodeTiming, RoutedFailure, StateRecord, StopReason, Task, fold_ops,
 };
+pub use checkpoint_head::{CheckpointHead, lineage_of};
 pub use context::{EffectError, Interrupted, NodeContext, ReplayMode};
 pub use decl::{END, START};
 pub use error::{GraphError, NodeError};
 pub use events::{Event, EventKind};
 pub use executor::debug::{NodeRun, RunNodeOptions};
-pub use executor::inspect::{FieldDiff, RunPath};
+pub use executor::inspect::{FieldDiff, RunPath, path_along};
 pub use executor::run::{RunOptions, RunOutcome};
 pub use executor::{Executor, Migration};
 pub use export::ExportOptions;

@@ -2,7 +2,7 @@
 //! a checkpoint, the per-field diff of two checkpoints, the step-by-step summary `kt runs show` prints, and the
 //! breakpoints stored with the run (the one thing here that writes, to the run record only).
 
-use kt_graph::{Breakpoints, CheckpointId, StateRecord};
+use kt_graph::{Breakpoints, Checkpoint, CheckpointId, GraphRunMeta, StateRecord};
 use kt_pipeline::stage3::ProfileRecord;
 use serde::Serialize;
 use serde_json::Value;
@@ -10,7 +10,7 @@ use serde_json::Value;
 use crate::catalog::{RunSummary, summarize};
 use crate::error::RunsError;
 use crate::field_diff::{FieldChange, diff_fields};
-use crate::record::RunRecord;
+use crate::record::{Fields, RunRecord};
 use crate::steps::{PathStep, describe_stop, run_path, source_name};
 
 /// One checkpoint in `kt debug history`.
@@ -54,59 +54,92 @@ pub fn history(record: &RunRecord) -> Result<History, RunsError> {
     let meta = record.meta()?;
     let checkpoints = record
         .checkpoints()?
-        .into_iter()
-        .map(|cp| -> Result<HistoryEntry, RunsError> {
-            Ok(HistoryEntry {
-            checkpoint: cp.id.0,
-            parent: cp.parent.map(|p| p.0),
-            branch: cp.branch.0,
-            step: cp.step,
-            source: source_name(cp.source),
-            ran: cp.timings.iter().map(|t| t.node.clone()).collect(),
-            changed: match &cp.state {
-                // A snapshot stores every field; name only those that differ from the parent.
-                StateRecord::Full(m) => match cp.parent.map(|p| record.fields_at(p)).transpose()? {
-                    Some(before) => m.iter().filter(|(k, v)| before.get(*k) != Some(*v)).map(|(k, _)| k.clone()).collect(),
-                    None => m.keys().cloned().collect(),
-                },
-                StateRecord::Delta(ops) => {
-                    let mut names: Vec<String> = Vec::new();
-                    for op in ops {
-                        if matches!(op, kt_graph::FieldOp::Extend(_, Value::Array(a)) if a.is_empty()) {
-                            continue;
-                        }
-                        let (kt_graph::FieldOp::Set(n, _) | kt_graph::FieldOp::Extend(n, _)) = op;
-                        if !names.contains(n) {
-                            names.push(n.clone());
-                        }
-                    }
-                    names
-                }
-            },
-            next: cp.next.iter().map(|t| t.key()).collect(),
-            created_ms: cp.created_ms,
-            stopped: meta
-                .stopped
-                .as_ref()
-                .filter(|(at, _)| *at == cp.id)
-                .map(|(_, r)| describe_stop(r)),
-        })
-        })
+        .iter()
+        .map(|cp| history_entry(record, &meta, cp, None))
         .collect::<Result<Vec<_>, _>>()?;
-    let branches = meta
-        .branches
+    Ok(History {
+        graph_run: record.graph_run().to_string(),
+        checkpoints,
+        branches: branch_entries(&meta),
+        breakpoints: meta.breakpoints,
+    })
+}
+
+/// The branches of the run's record, with where each came from.
+pub(crate) fn branch_entries(meta: &GraphRunMeta) -> Vec<BranchEntry> {
+    meta.branches
         .iter()
         .map(|b| BranchEntry {
             branch: b.id.0,
             origin: b.origin.map(|(br, cp)| (br.0, cp.0)),
             reuses_effects: b.inherits_effects,
         })
-        .collect();
-    Ok(History {
-        graph_run: record.graph_run().to_string(),
-        checkpoints,
-        branches,
-        breakpoints: meta.breakpoints,
+        .collect()
+}
+
+/// One checkpoint as `kt debug history` and the studio's timeline list it. `before` is the state at its
+/// parent when the caller has it (else a snapshot reads it, to name what it changed).
+pub(crate) fn history_entry(
+    record: &RunRecord,
+    meta: &GraphRunMeta,
+    cp: &Checkpoint,
+    before: Option<&Fields>,
+) -> Result<HistoryEntry, RunsError> {
+    Ok(HistoryEntry {
+        checkpoint: cp.id.0,
+        parent: cp.parent.map(|p| p.0),
+        branch: cp.branch.0,
+        step: cp.step,
+        source: source_name(cp.source),
+        ran: cp.timings.iter().map(|t| t.node.clone()).collect(),
+        changed: changed_fields(record, cp, before)?,
+        next: cp.next.iter().map(|t| t.key()).collect(),
+        created_ms: cp.created_ms,
+        stopped: meta
+            .stopped
+            .as_ref()
+            .filter(|(at, _)| *at == cp.id)
+            .map(|(_, r)| describe_stop(r)),
+    })
+}
+
+/// The fields `cp` changed: a snapshot stores every field, so name only those that differ from the parent.
+fn changed_fields(
+    record: &RunRecord,
+    cp: &Checkpoint,
+    before: Option<&Fields>,
+) -> Result<Vec<String>, RunsError> {
+    let read;
+    let before = match (before, cp.parent, &cp.state) {
+        (Some(b), _, _) => Some(b),
+        (None, Some(p), StateRecord::Full(_)) => {
+            read = record.fields_at(p)?;
+            Some(&read)
+        }
+        _ => None,
+    };
+    Ok(match &cp.state {
+        StateRecord::Full(m) => match before {
+            Some(before) => m
+                .iter()
+                .filter(|(k, v)| before.get(*k) != Some(*v))
+                .map(|(k, _)| k.clone())
+                .collect(),
+            None => m.keys().cloned().collect(),
+        },
+        StateRecord::Delta(ops) => {
+            let mut names: Vec<String> = Vec::new();
+            for op in ops {
+                if matches!(op, kt_graph::FieldOp::Extend(_, Value::Array(a)) if a.is_empty()) {
+                    continue;
+                }
+                let (kt_graph::FieldOp::Set(n, _) | kt_graph::FieldOp::Extend(n, _)) = op;
+                if !names.contains(n) {
+                    names.push(n.clone());
+                }
+            }
+            names
+        }
     })
 }
 

@@ -21,6 +21,7 @@ pub mod capture;
 pub mod catalog;
 pub mod error;
 pub mod field_diff;
+pub mod history_page;
 pub mod inspect;
 pub mod locate;
 pub mod profiles;
@@ -28,6 +29,7 @@ pub mod record;
 pub mod report;
 pub mod session;
 pub mod stage3;
+mod step_outcome;
 pub mod steps;
 
 #[cfg(test)]
@@ -39,6 +41,7 @@ pub use capture::{CallLog, CapturedCall, LlmChoice, live_llm};
 pub use catalog::{RunSummary, format_duration, list_runs, summarize};
 pub use error::RunsError;
 pub use field_diff::{FieldChange, LeafChange, LeafDiff, diff_fields, render_text};
+pub use history_page::{HISTORY_PAGE, HistoryPage, history_page};
 pub use inspect::{
     History, HistoryEntry, KernelVerdict, RunShow, diff, history, nodes_seen, set_breakpoints,
     show, show_dir, state_at,
@@ -54,4 +57,4 @@ pub use session::{
     continue_run, debug_node, export, fork, graph_nodes, replay, session_dir,
 };
 pub use stage3::{RecordedBackend, Stage3Binding};
-pub use steps::{NodeRan, PathStep, run_path};
+pub use steps::{NodeRan, PathStep, RecentPath, nodes_ran, recent_path, run_path};

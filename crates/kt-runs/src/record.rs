@@ -9,8 +9,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use kt_graph::{
-    BranchId, Checkpoint, CheckpointId, CheckpointStore, FieldOp, GraphError, GraphRunMeta, RunId,
-    SqliteStore, StateRecord, fold_ops,
+    BranchId, Checkpoint, CheckpointHead, CheckpointId, CheckpointStore, FieldOp, GraphError,
+    GraphRunMeta, RunId, SqliteStore, StateRecord, fold_ops, lineage_of,
 };
 use kt_pipeline::RunDir;
 use serde_json::{Map, Value};
@@ -135,6 +135,25 @@ impl RunRecord {
             .map_err(|e| self.graph_err(e))
     }
 
+    /// The newest `limit` checkpoints older than `before` (the newest of all when `None`), in creation
+    /// order: one page of a long history.
+    pub fn checkpoints_before(
+        &self,
+        before: Option<CheckpointId>,
+        limit: usize,
+    ) -> Result<Vec<Checkpoint>, RunsError> {
+        self.store
+            .list_checkpoints_before(&self.graph_run, before, limit)
+            .map_err(|e| self.graph_err(e))
+    }
+
+    /// How many checkpoints the run has, all branches.
+    pub fn count_checkpoints(&self) -> Result<u64, RunsError> {
+        self.store
+            .count_checkpoints(&self.graph_run)
+            .map_err(|e| self.graph_err(e))
+    }
+
     pub fn checkpoint(&self, id: CheckpointId) -> Result<Checkpoint, RunsError> {
         self.store
             .get_checkpoint(&self.graph_run, id)
@@ -156,13 +175,18 @@ impl RunRecord {
             })
     }
 
+    /// Every checkpoint without its state, all branches, in creation order: for timelines and paths.
+    pub fn heads(&self) -> Result<Vec<CheckpointHead>, RunsError> {
+        self.store
+            .list_checkpoint_heads(&self.graph_run)
+            .map_err(|e| self.graph_err(e))
+    }
+
     /// The last checkpoint of branch 0: the run as it was recorded, whatever was replayed or forked since.
     pub fn head(&self) -> Result<CheckpointId, RunsError> {
-        self.checkpoints()?
-            .iter()
-            .filter(|c| c.branch == BranchId(0))
-            .map(|c| c.id)
-            .max()
+        self.store
+            .latest_checkpoint_on_branch(&self.graph_run, BranchId(0))
+            .map_err(|e| self.graph_err(e))?
             .ok_or_else(|| RunsError::NoCheckpoint {
                 run: self.graph_run.to_string(),
                 checkpoint: 0,
@@ -188,17 +212,14 @@ impl RunRecord {
         }
     }
 
-    /// The checkpoints from the input to `to`, following parents (across the branches it was copied from).
-    pub fn lineage(&self, to: CheckpointId) -> Result<Vec<Checkpoint>, RunsError> {
-        let mut chain = Vec::new();
-        let mut cur = Some(to);
-        while let Some(id) = cur {
-            let cp = self.checkpoint(id)?;
-            cur = cp.parent;
-            chain.push(cp);
-        }
-        chain.reverse();
-        Ok(chain)
+    /// The heads from the input to `to`, following parents (across the branches it was copied from).
+    pub fn lineage(&self, to: CheckpointId) -> Result<Vec<CheckpointHead>, RunsError> {
+        let heads = self.heads()?;
+        let chain = lineage_of(&heads, to).map_err(|missing| RunsError::NoCheckpoint {
+            run: self.graph_run.to_string(),
+            checkpoint: missing.0,
+        })?;
+        Ok(chain.into_iter().cloned().collect())
     }
 
     /// The state at `id` as JSON fields: the nearest full snapshot, then the deltas after it.

@@ -326,6 +326,11 @@ async fn the_graph_export_highlights_the_path_and_the_report_has_every_part() {
     assert_eq!(inputs.points.len(), 2);
     assert!((inputs.points[1].best_speedup - 5.0).abs() < 1e-9);
     let html = render_html(&inputs);
+    // routes carry the outcomes the strategy's graph declares for them, not just their kind
+    assert!(
+        html.contains(">planned</text>") && html.contains("next_step → validate (next step)"),
+        "{html}"
+    );
     for id in [
         "summary",
         "graph-svg",
@@ -359,4 +364,32 @@ async fn the_graph_export_highlights_the_path_and_the_report_has_every_part() {
     assert!(!html.contains("<script"), "no script");
     assert!(!html.contains("src=\"http"), "no external resource");
     let _ = rewrite;
+}
+
+#[tokio::test]
+async fn the_report_marks_the_path_on_a_graph_drawn_without_a_highlight_as_the_export_would() {
+    let (_base, record) = recorded().await;
+    let setup = Setup::new(LlmChoice::Replay, record.root().join("debug/export"));
+    let head = record.head().unwrap();
+    let plain = export(&binding(), &record, &setup, GraphFormat::Dot, None).unwrap();
+    assert!(!plain.contains("#e08a00"), "no highlight: {plain}");
+    let highlighted = export(&binding(), &record, &setup, GraphFormat::Dot, Some(head)).unwrap();
+    let sorted = |mut v: Vec<String>| {
+        v.sort();
+        v
+    };
+    let expected = report::parse_dot(&highlighted);
+    let inputs = ReportInputs::collect_recent(&record, Some(&plain), 2).unwrap();
+    assert_eq!(
+        sorted(inputs.graph.visited.clone()),
+        sorted(expected.visited)
+    );
+    let mut taken = inputs.graph.taken.clone();
+    let mut expected_taken = expected.taken;
+    taken.sort();
+    expected_taken.sort();
+    assert_eq!(taken, expected_taken);
+    assert!(taken.len() > 5, "{taken:?}");
+    assert_eq!(inputs.path.len(), 2, "the last two steps in full");
+    assert_eq!(inputs.steps_total, run_path(&record, None).unwrap().len());
 }

@@ -3,12 +3,12 @@
 //! for any graph; fields that follow kt's conventions (appended items with `tokens_in`/`tokens_out`, history
 //! items with `step`/`status`/`reason`) are summarised, everything else is listed by name.
 
-use kt_graph::{Checkpoint, CheckpointId, CheckpointSource, StopReason};
+use kt_graph::{CheckpointHead, CheckpointId, CheckpointSource, StopReason};
 use serde::Serialize;
-use serde_json::Value;
 
 use crate::error::RunsError;
 use crate::record::{Fields, RunRecord};
+use crate::step_outcome::{advance, outcome_of, tokens};
 
 /// One node that ran in a step.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -64,66 +64,120 @@ impl PathStep {
     }
 }
 
+/// The path to a checkpoint with only its last steps described in full: what a page showing the recent
+/// steps of a long run needs, without reading every state on the way.
+#[derive(Debug, Clone)]
+pub struct RecentPath {
+    /// Every checkpoint on the path (without states), from the input.
+    pub lineage: Vec<CheckpointHead>,
+    /// The nodes that ran to produce each checkpoint of `lineage` (same indices).
+    pub ran: Vec<Vec<NodeRan>>,
+    /// The last steps of the path in full, oldest first.
+    pub steps: Vec<PathStep>,
+    /// The state at the path's end, rebuilt while its last steps were described (none when no step was):
+    /// a caller that needs it too need not rebuild it.
+    pub state: Option<Fields>,
+}
+
 /// The path from the run's input to `to` (default: the recorded run's head), one entry per checkpoint.
 pub fn run_path(record: &RunRecord, to: Option<CheckpointId>) -> Result<Vec<PathStep>, RunsError> {
+    Ok(recent_path(record, to, usize::MAX)?.steps)
+}
+
+/// The path to `to` (default: the head) with its last `keep` steps in full.
+pub fn recent_path(
+    record: &RunRecord,
+    to: Option<CheckpointId>,
+    keep: usize,
+) -> Result<RecentPath, RunsError> {
     let to = match to {
         Some(id) => id,
         None => record.head()?,
     };
-    let chain = record.lineage(to)?;
-    let stopped = record.meta()?.stopped;
-    let mut out = Vec::with_capacity(chain.len());
-    let mut fields: Option<Fields> = None;
+    let lineage = record.lineage(to)?;
+    let ran = nodes_ran(&lineage);
+    let first = lineage.len().saturating_sub(keep);
+    let (steps, state) = describe_steps(record, &lineage, &ran, first..lineage.len())?;
+    Ok(RecentPath {
+        lineage,
+        ran,
+        steps,
+        state,
+    })
+}
+
+/// The nodes that ran to produce each checkpoint of `lineage`: its recorded timings, or for a step recorded
+/// without them, what the checkpoint before it scheduled.
+pub fn nodes_ran(lineage: &[CheckpointHead]) -> Vec<Vec<NodeRan>> {
     let mut prev_next: Vec<String> = Vec::new();
-    for cp in &chain {
-        let (after, changed, appended) = advance(record, fields.take(), cp)?;
-        let (tokens_in, tokens_out) = tokens(&appended);
-        let mut nodes: Vec<NodeRan> = cp
-            .timings
-            .iter()
-            .map(|t| NodeRan {
-                node: t.node.clone(),
-                index: t.index,
-                seconds: t.micros as f64 / 1e6,
-                attempts: t.attempts,
-            })
-            .collect();
-        if nodes.is_empty() && cp.source == CheckpointSource::Step {
-            nodes = prev_next
+    lineage
+        .iter()
+        .map(|cp| {
+            let mut nodes: Vec<NodeRan> = cp
+                .timings
                 .iter()
-                .map(|n| NodeRan {
-                    node: n.clone(),
-                    index: 0,
-                    seconds: 0.0,
-                    attempts: 0,
+                .map(|t| NodeRan {
+                    node: t.node.clone(),
+                    index: t.index,
+                    seconds: t.micros as f64 / 1e6,
+                    attempts: t.attempts,
                 })
                 .collect();
-        }
-        let mut outcome = outcome_of(cp, &changed, &appended, &after);
+            if nodes.is_empty() && cp.source == CheckpointSource::Step {
+                nodes = prev_next
+                    .iter()
+                    .map(|n| NodeRan {
+                        node: n.clone(),
+                        index: 0,
+                        seconds: 0.0,
+                        attempts: 0,
+                    })
+                    .collect();
+            }
+            prev_next = dedup(cp.next.iter().map(|t| t.node.clone()));
+            nodes
+        })
+        .collect()
+}
+
+/// The steps at `range` of `lineage` in full: what each changed, its tokens and how it ended, and the state
+/// after the last of them. Reads the state before the range once, then one checkpoint per step.
+pub(crate) fn describe_steps(
+    record: &RunRecord,
+    lineage: &[CheckpointHead],
+    ran: &[Vec<NodeRan>],
+    range: std::ops::Range<usize>,
+) -> Result<(Vec<PathStep>, Option<Fields>), RunsError> {
+    let stopped = record.meta()?.stopped;
+    let mut out = Vec::with_capacity(range.len());
+    let mut fields: Option<Fields> = None;
+    for i in range {
+        let cp = record.checkpoint(lineage[i].id)?;
+        let (after, changed, appended) = advance(record, fields.take(), &cp)?;
+        let (tokens_in, tokens_out) = tokens(&appended);
+        let mut outcome = outcome_of(&cp, &changed, &appended, &after);
         if let Some((at, reason)) = &stopped
             && *at == cp.id
         {
             outcome.push_str(&format!("; stopped here ({})", describe_stop(reason)));
         }
-        let next: Vec<String> = dedup(cp.next.iter().map(|t| t.node.clone()));
-        prev_next = next.clone();
         out.push(PathStep {
             checkpoint: cp.id.0,
             parent: cp.parent.map(|p| p.0),
             branch: cp.branch.0,
             step: cp.step,
             source: source_name(cp.source),
-            nodes,
+            nodes: ran.get(i).cloned().unwrap_or_default(),
             changed,
             tokens_in,
             tokens_out,
             outcome,
-            next,
+            next: dedup(cp.next.iter().map(|t| t.node.clone())),
             created_ms: cp.created_ms,
         });
         fields = Some(after);
     }
-    Ok(out)
+    Ok((out, fields))
 }
 
 pub(crate) fn source_name(s: CheckpointSource) -> &'static str {
@@ -151,182 +205,6 @@ fn dedup(names: impl Iterator<Item = String>) -> Vec<String> {
         }
     }
     out
-}
-
-/// Items appended to each field by one checkpoint.
-type Appended = Vec<(String, Vec<Value>)>;
-
-/// The fields after `cp`, the names it changed and the items it appended (per field).
-fn advance(
-    record: &RunRecord,
-    before: Option<Fields>,
-    cp: &Checkpoint,
-) -> Result<(Fields, Vec<String>, Appended), RunsError> {
-    let before = match (before, cp.parent) {
-        (Some(f), _) => Some(f),
-        (None, Some(p)) => Some(record.fields_at(p)?),
-        (None, None) => None,
-    };
-    match (&cp.state, before) {
-        (kt_graph::StateRecord::Delta(ops), Some(mut fields)) => {
-            record.apply_ops(&mut fields, cp.id, ops)?;
-            let mut changed = Vec::new();
-            let mut appended = Vec::new();
-            for op in ops {
-                if matches!(op, kt_graph::FieldOp::Extend(_, Value::Array(items)) if items.is_empty())
-                {
-                    continue; // appending nothing is no change
-                }
-                let (kt_graph::FieldOp::Set(name, _) | kt_graph::FieldOp::Extend(name, _)) = op;
-                if !changed.contains(name) {
-                    changed.push(name.clone());
-                }
-                if let kt_graph::FieldOp::Extend(name, Value::Array(items)) = op {
-                    appended.push((name.clone(), items.clone()));
-                }
-            }
-            Ok((fields, changed, appended))
-        }
-        (kt_graph::StateRecord::Full(after), Some(before)) => {
-            let mut changed = Vec::new();
-            let mut appended = Vec::new();
-            for (name, value) in after {
-                let old = before.get(name);
-                if old == Some(value) {
-                    continue;
-                }
-                changed.push(name.clone());
-                if let (Some(Value::Array(old)), Value::Array(new)) = (old, value)
-                    && new.len() > old.len()
-                    && new[..old.len()] == old[..]
-                {
-                    appended.push((name.clone(), new[old.len()..].to_vec()));
-                }
-            }
-            Ok((after.clone(), changed, appended))
-        }
-        (kt_graph::StateRecord::Full(after), None) => Ok((after.clone(), Vec::new(), Vec::new())),
-        (kt_graph::StateRecord::Delta(_), None) => Err(RunsError::NoCheckpoint {
-            run: record.graph_run().to_string(),
-            checkpoint: cp.parent.map_or(0, |p| p.0),
-        }),
-    }
-}
-
-fn tokens(appended: &Appended) -> (u64, u64) {
-    let mut t = (0, 0);
-    for (_, items) in appended {
-        for item in items {
-            t.0 += item.get("tokens_in").and_then(Value::as_u64).unwrap_or(0);
-            t.1 += item.get("tokens_out").and_then(Value::as_u64).unwrap_or(0);
-        }
-    }
-    t
-}
-
-fn outcome_of(cp: &Checkpoint, changed: &[String], appended: &Appended, after: &Fields) -> String {
-    match cp.source {
-        CheckpointSource::Input => return "input state".into(),
-        CheckpointSource::Fork => {
-            return format!(
-                "copied from #{} to a new branch",
-                cp.parent.map_or(0, |p| p.0)
-            );
-        }
-        _ => {}
-    }
-    let mut parts: Vec<String> = cp
-        .failures
-        .iter()
-        .map(|f| {
-            format!(
-                "`{}` failed ({}) and routed to `{}`",
-                f.node,
-                first_line(&f.message),
-                f.routed_to
-            )
-        })
-        .collect();
-    // Step-history items (`step` + `status`) say how an optimisation step ended.
-    for (_, items) in appended {
-        for item in items {
-            if let (Some(step), Some(status)) = (
-                item.get("step").and_then(Value::as_str),
-                item.get("status").and_then(Value::as_str),
-            ) {
-                let mut s = format!("{step}: {}", status.replace('_', " "));
-                if let Some(t) = item.get("time_ms").and_then(Value::as_f64) {
-                    s.push_str(&format!(" ({t:.3} ms)"));
-                }
-                parts.push(s);
-            }
-        }
-    }
-    // Candidates (items with an `outcome` verdict or a `failure`) say what the tuner made of a rewrite.
-    for (_, items) in appended {
-        for item in items {
-            let index = item.get("index").and_then(Value::as_u64).unwrap_or(0);
-            let verdict = item.pointer("/outcome/verdict").and_then(Value::as_str);
-            match (verdict, item.get("failure").and_then(Value::as_str)) {
-                (Some(v), _) => {
-                    let mut s = format!("candidate {index}: {}", v.replace('_', " "));
-                    if let Some(t) = item.pointer("/outcome/time_ms").and_then(Value::as_f64) {
-                        s.push_str(&format!(" ({t:.3} ms)"));
-                    }
-                    parts.push(s);
-                }
-                (None, Some(f)) => {
-                    parts.push(format!("candidate {index}: failed ({})", first_line(f)))
-                }
-                _ => {}
-            }
-        }
-    }
-    if parts.is_empty() {
-        // What the step set, described where the value says something by itself (a step, a plan).
-        let described: Vec<String> = changed
-            .iter()
-            .filter_map(|f| describe_set(f, after.get(f)?))
-            .collect();
-        if !described.is_empty() {
-            parts.extend(described);
-        } else if changed.is_empty() {
-            parts.push("no change".into());
-        } else {
-            parts.push(format!("set {}", changed.join(", ")));
-        }
-    }
-    if cp.is_finished() {
-        parts.push("finished".into());
-    }
-    parts.join("; ")
-}
-
-/// `current: tile the loop`, `plan: 2 step(s) (a; b)`, `best: 4.000 ms`, `current cleared`: fields whose
-/// value says something by itself.
-fn describe_set(field: &str, value: &Value) -> Option<String> {
-    let desc = |v: &Value| {
-        v.get("description")
-            .and_then(Value::as_str)
-            .map(str::to_string)
-    };
-    match value {
-        Value::Null => Some(format!("{field} cleared")),
-        Value::Object(_) => desc(value).map(|d| format!("{field}: {d}")).or_else(|| {
-            let t = value.get("time_ms").and_then(Value::as_f64)?;
-            Some(format!("{field}: {t:.3} ms"))
-        }),
-        Value::Array(items) if items.is_empty() => Some(format!("{field}: empty")),
-        Value::Array(items) => {
-            let all: Option<Vec<String>> = items.iter().map(desc).collect();
-            all.map(|d| format!("{field}: {} step(s) ({})", d.len(), d.join("; ")))
-        }
-        _ => None,
-    }
-}
-
-fn first_line(s: &str) -> &str {
-    s.lines().next().unwrap_or(s)
 }
 
 #[cfg(test)]
@@ -369,5 +247,74 @@ mod tests {
             ..step
         };
         assert_eq!(idle.seconds(), 0.0);
+    }
+
+    fn head(id: u64, source: CheckpointSource, timed: &[&str], next: &[&str]) -> CheckpointHead {
+        CheckpointHead {
+            id: CheckpointId(id),
+            parent: id.checked_sub(1).map(CheckpointId),
+            branch: kt_graph::BranchId(0),
+            step: id,
+            fingerprint: String::new(),
+            next: next.iter().map(|n| kt_graph::Task::single(*n)).collect(),
+            timings: timed
+                .iter()
+                .map(|n| kt_graph::NodeTiming {
+                    node: n.to_string(),
+                    index: 0,
+                    micros: 2_000_000,
+                    attempts: 1,
+                })
+                .collect(),
+            failures: vec![],
+            source,
+            created_ms: 0,
+            snapshot: id == 0,
+        }
+    }
+
+    #[test]
+    fn a_step_recorded_without_timings_ran_what_the_checkpoint_before_it_scheduled() {
+        let lineage = [
+            head(0, CheckpointSource::Input, &[], &["plan"]),
+            head(1, CheckpointSource::Step, &["plan"], &["apply", "apply"]),
+            head(2, CheckpointSource::Step, &[], &[]),
+        ];
+        let ran = nodes_ran(&lineage);
+        assert!(ran[0].is_empty(), "the input ran nothing");
+        assert_eq!((ran[1][0].node.as_str(), ran[1][0].seconds), ("plan", 2.0));
+        let names: Vec<&str> = ran[2].iter().map(|n| n.node.as_str()).collect();
+        assert_eq!(
+            names,
+            ["apply"],
+            "scheduled copies of one node are one node"
+        );
+        assert_eq!(ran[2][0].attempts, 0, "not timed: no attempts known");
+    }
+
+    #[tokio::test]
+    async fn the_recent_path_is_the_tail_of_the_whole_path_over_the_whole_lineage() {
+        let home = tempfile::tempdir().unwrap();
+        let run = kt_pipeline::job::recorded_run::record_matmul_run(home.path()).await;
+        let record = RunRecord::open(run).unwrap();
+        let whole = run_path(&record, None).unwrap();
+        assert!(whole.len() > 5, "{}", whole.len());
+        let recent = recent_path(&record, None, 3).unwrap();
+        assert_eq!(recent.lineage.len(), whole.len());
+        assert_eq!(recent.ran.len(), whole.len());
+        assert_eq!(recent.steps, whole[whole.len() - 3..].to_vec());
+        let head = record.head().unwrap();
+        assert_eq!(recent.state, Some(record.fields_at(head).unwrap()));
+        let ids: Vec<u64> = recent.lineage.iter().map(|h| h.id.0).collect();
+        let whole_ids: Vec<u64> = whole.iter().map(|s| s.checkpoint).collect();
+        assert_eq!(ids, whole_ids);
+        let none = recent_path(&record, None, 0).unwrap();
+        assert!(none.steps.is_empty() && none.state.is_none());
+        let early = recent_path(&record, Some(CheckpointId(2)), 10).unwrap();
+        assert_eq!(
+            early.steps,
+            whole[..3].to_vec(),
+            "the path to an earlier checkpoint"
+        );
     }
 }

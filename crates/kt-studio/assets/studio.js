@@ -176,7 +176,7 @@ function renderSummary(d) {
   el.dataset.head = d.head ?? "";
   el.dataset.steps = d.steps_total;
   el.dataset.status = s.status;
-  el.dataset.llmCalls = d.llm.length;
+  el.dataset.llmCalls = d.llm_total;
   el.innerHTML = `<div class="facts">
       <span class="status ${esc(s.status)}">${esc(s.status)}</span>
       <b>${esc(s.kernel)}</b> · ${esc(s.strategy)} · ${esc(s.model)}
@@ -208,7 +208,7 @@ function renderLive(d) {
       <table id="steps"><thead><tr><th>cp</th><th>branch</th><th>nodes</th><th>time</th><th>tokens</th><th>outcome</th><th>next</th></tr></thead>
       <tbody>${stepRows(d.steps)}</tbody></table>
       <h2>tuning progress</h2><div id="tuning-progress">${tuningProgress(d)}</div>
-      <h2>LLM calls</h2><table id="llm"><thead><tr><th>#</th><th>node</th><th>time</th><th>tokens in</th><th>tokens out</th><th>took</th></tr></thead>
+      <h2>LLM calls ${newestOf(d.llm, d.llm_total)}</h2><table id="llm"><thead><tr><th>#</th><th>node</th><th>time</th><th>tokens in</th><th>tokens out</th><th>took</th></tr></thead>
       <tbody>${d.llm
         .map(
           (c) => `<tr class="llm-row" data-index="${c.index}"><td>${c.index}</td><td>${esc(c.node)}</td><td>${esc(c.time.slice(11, 19))}</td>
@@ -220,6 +220,11 @@ function renderLive(d) {
   for (const row of document.querySelectorAll(".llm-row")) row.addEventListener("click", () => showLlm(row.dataset.index));
   // the prompt the user opened stays open while the run goes on
   if (view.llmDetail) $("#llm-detail").innerHTML = view.llmDetail;
+}
+
+// A long run's lists come bounded to their newest items: say so.
+function newestOf(shown, total) {
+  return shown.length < total ? `<span class="muted">(the newest ${shown.length} of ${total})</span>` : "";
 }
 
 function tuningProgress(d) {
@@ -245,7 +250,8 @@ async function showLlm(index) {
 // ---------------------------------------------------------------- time travel
 
 function renderTimelineShell() {
-  $("#tab").innerHTML = `<section><h2>checkpoints</h2><div id="timeline"></div>
+  $("#tab").innerHTML = `<section><h2>checkpoints <span id="timeline-count" class="muted"></span></h2>
+    <div class="bar"><button id="timeline-earlier" hidden>load earlier checkpoints</button></div><div id="timeline"></div>
     <div class="bar"><label>A <input id="cp-a" size="6" placeholder="#"></label>
       <label>B <input id="cp-b" size="6" placeholder="#"></label>
       <button id="show-state">state at A</button><button id="show-diff">diff A → B</button>
@@ -258,20 +264,65 @@ function renderTimelineShell() {
   $("#show-state").addEventListener("click", showState);
   $("#show-diff").addEventListener("click", showDiff);
   $("#fork-btn").addEventListener("click", doFork);
-  refreshTimeline();
-}
-
-async function refreshTimeline() {
-  if (!$("#timeline")) return;
-  const h = await api(`/api/runs/${encodeURIComponent(view.id)}/history`);
-  view.history = h;
-  $("#timeline").innerHTML = timelineSvg(h);
-  $("#timeline").dataset.checkpoints = h.checkpoints.length;
-  $("#timeline").dataset.branches = h.branches.length;
-  $("#timeline svg").addEventListener("click", (e) => {
+  $("#timeline-earlier").addEventListener("click", loadEarlierCheckpoints);
+  $("#timeline").addEventListener("click", (e) => {
     const cp = e.target.closest("[data-cp]")?.dataset.cp;
     if (cp) (e.shiftKey ? $("#cp-b") : $("#cp-a")).value = cp;
   });
+  // scrolled back to the start of what is loaded: load the page before it
+  $("#timeline").addEventListener("scroll", (e) => {
+    if (e.target.scrollLeft === 0 && view?.history?.more) loadEarlierCheckpoints();
+  });
+  refreshTimeline();
+}
+
+// The timeline loads the newest page of checkpoints (the server's page size) and older pages on demand, so a
+// run of 10,000 checkpoints draws as fast as a short one.
+async function refreshTimeline() {
+  if (!$("#timeline")) return;
+  const id = view.id;
+  const h = await api(`/api/runs/${encodeURIComponent(id)}/history`);
+  if (view?.id !== id || !$("#timeline")) return;
+  // the newest page replaces what it covers; older pages the user loaded stay
+  const lowest = h.checkpoints.length ? h.checkpoints[0].checkpoint : Infinity;
+  const earlier = (view.history?.checkpoints ?? []).filter((c) => c.checkpoint < lowest);
+  const more = earlier.length ? view.history.more : h.more;
+  view.history = { ...h, checkpoints: earlier.concat(h.checkpoints), more };
+  drawTimeline(true);
+}
+
+async function loadEarlierCheckpoints() {
+  const h = view?.history;
+  if (!h?.more || view.loadingEarlier) return;
+  const id = view.id;
+  view.loadingEarlier = true;
+  try {
+    const page = await api(`/api/runs/${encodeURIComponent(id)}/history?before=${h.checkpoints[0].checkpoint}`);
+    // the newest page may have been fetched again meanwhile (a change of the run): add to what is shown now
+    const now = view?.id === id ? view.history : null;
+    if (!now) return;
+    const first = now.checkpoints[0]?.checkpoint ?? Infinity;
+    now.checkpoints = page.checkpoints.filter((c) => c.checkpoint < first).concat(now.checkpoints);
+    now.more = page.more;
+    now.total = page.total;
+    drawTimeline(false);
+  } finally {
+    view.loadingEarlier = false;
+  }
+}
+
+function drawTimeline(toNewest) {
+  const h = view.history;
+  const el = $("#timeline");
+  const fromRight = el.scrollWidth - el.scrollLeft;
+  el.innerHTML = timelineSvg(h);
+  el.dataset.checkpoints = h.checkpoints.length;
+  el.dataset.total = h.total;
+  el.dataset.branches = h.branches.length;
+  // the newest checkpoints in view; after loading earlier ones, the same checkpoints stay where they were
+  el.scrollLeft = toNewest ? el.scrollWidth : el.scrollWidth - fromRight;
+  $("#timeline-count").textContent = h.more ? `(the newest ${h.checkpoints.length} of ${h.total})` : `(${h.total})`;
+  $("#timeline-earlier").hidden = !h.more;
 }
 
 // Lanes per branch, x by checkpoint order; each branch starts under the checkpoint it came from.
@@ -400,7 +451,7 @@ async function doFork() {
 
 function renderKernels(d) {
   const open = new Set([...document.querySelectorAll("#kernels details[open]")].map((x) => x.dataset.name));
-  $("#tab").innerHTML = `<section><h2>kernel versions</h2><div id="kernels">${d.kernels
+  $("#tab").innerHTML = `<section><h2>kernel versions ${newestOf(d.kernels, d.kernels_total)}</h2><div id="kernels">${d.kernels
     .map((k) => {
       const m = k.meta || {};
       return `<details class="kernel" data-name="${esc(k.name)}" ${open.has(k.name) ? "open" : ""}><summary><code>${esc(k.name)}</code>
@@ -410,7 +461,7 @@ function renderKernels(d) {
         ${k.meta ? `<h4>record</h4>${valueHtml(k.meta)}` : ""}</details>`;
     })
     .join("") || '<p class="muted">no kernel version yet</p>'}</div></section>
-    <section><h2>verdicts</h2><table id="verdicts"><thead><tr><th>step</th><th>verdict</th><th>time ms</th><th>why</th></tr></thead><tbody>
+    <section><h2>verdicts ${newestOf(d.verdicts, d.verdicts_total)}</h2><table id="verdicts"><thead><tr><th>step</th><th>verdict</th><th>time ms</th><th>why</th></tr></thead><tbody>
       ${d.verdicts.map((v) => `<tr><td>${esc(v.step)}</td><td>${esc(v.status)}</td><td>${fmt(v.time_ms, 4)}</td><td>${esc(v.reason)}</td></tr>`).join("")}</tbody></table></section>
     <section><h2>tuning</h2>${tuningProgress(d)}</section>
     <div class="cols"><section><h2>speedup per step</h2><div id="speedup-chart">${d.speedup_svg}</div></section>

@@ -27,6 +27,7 @@ pub mod run_view;
 pub mod server;
 pub mod steer;
 pub mod tuning_progress;
+pub mod view_cache;
 
 pub use error::StudioError;
 pub use server::{StudioConfig, serve};

@@ -36,7 +36,16 @@ pub fn run_fingerprint(dir: &Path) -> Fingerprint {
         "tuning",
     ]
     .iter()
-    .map(|name| stat(&dir.join(name)))
+    .map(|name| {
+        let s = stat(&dir.join(name));
+        // SQLite makes an empty WAL whenever anyone (the studio too) opens the store, and deletes it when the
+        // last one closes: an empty one holds nothing to show
+        if name.starts_with("run.sqlite-") && s.1 == 0 {
+            (s.0, 0, None)
+        } else {
+            s
+        }
+    })
     .collect();
     // Appending to a file does not change its directory's time: look at the tuner's results files too.
     if let Ok(entries) = std::fs::read_dir(dir.join("tuning")) {
@@ -105,6 +114,25 @@ mod tests {
         std::fs::write(dir.path().join("tuning/results.jsonl"), "a\nb\n").unwrap();
         assert_ne!(one, run_fingerprint(dir.path()), "the length changed");
         assert_eq!(run_fingerprint(dir.path()), run_fingerprint(dir.path()));
+        // a reader opening the store leaves an empty WAL behind while it reads: no change
+        std::fs::write(dir.path().join("run.sqlite-wal"), "").unwrap();
+        assert_eq!(without_wal(&dir), run_fingerprint(dir.path()));
+        std::fs::write(dir.path().join("run.sqlite-wal"), "frames").unwrap();
+        assert_ne!(
+            without_wal(&dir),
+            run_fingerprint(dir.path()),
+            "a write went to the WAL"
+        );
+    }
+
+    /// The fingerprint with the WAL as absent.
+    fn without_wal(dir: &tempfile::TempDir) -> Fingerprint {
+        let wal = dir.path().join("run.sqlite-wal");
+        let saved = std::fs::read(&wal).unwrap();
+        std::fs::remove_file(&wal).unwrap();
+        let fp = run_fingerprint(dir.path());
+        std::fs::write(&wal, saved).unwrap();
+        fp
     }
 
     #[test]

@@ -15,6 +15,11 @@ use crate::tuning_progress::{TuningProgress, tuning_progress};
 
 /// The most recent steps sent with the page; the full history is its own request.
 const RECENT_STEPS: usize = 200;
+/// The page's other lists are bounded the same way on a long run: the newest LLM calls (any call's prompt
+/// is still one request away, by its number), kernel versions and verdicts.
+const RECENT_LLM_CALLS: usize = 200;
+const RECENT_KERNELS: usize = 50;
+const RECENT_VERDICTS: usize = 500;
 
 /// One LLM call without its prompt and answer (those come with `/llm/N`).
 #[derive(Debug, Clone, Serialize)]
@@ -44,9 +49,15 @@ pub struct RunView {
     pub steps: Vec<PathStep>,
     pub breakpoints: Breakpoints,
     pub waiting_for: Option<WaitingAnswer>,
+    /// The last [`RECENT_VERDICTS`] of `verdicts_total`.
     pub verdicts: Vec<kt_runs::KernelVerdict>,
+    pub verdicts_total: usize,
+    /// The last [`RECENT_LLM_CALLS`] of `llm_total`.
     pub llm: Vec<LlmCallLine>,
+    pub llm_total: usize,
+    /// The last [`RECENT_KERNELS`] of `kernels_total`.
     pub kernels: Vec<KernelFile>,
+    pub kernels_total: usize,
     pub tuning: Vec<TuningRow>,
     pub tuning_progress: Vec<TuningProgress>,
     pub speedup_svg: String,
@@ -58,7 +69,8 @@ pub struct RunView {
 /// Reads the run page's data from `record`'s directory.
 pub fn run_view(record: &RunRecord) -> Result<RunView, StudioError> {
     let dot = kt_runs::graph_dot(record);
-    let inputs = ReportInputs::collect(record, dot.as_deref())?;
+    // only the steps the page shows are read in full: a long run's other states stay on disk
+    let inputs = ReportInputs::collect_recent(record, dot.as_deref(), RECENT_STEPS)?;
     let meta = record.meta()?;
     let head = record.head().ok();
     let running = match (&inputs.summary.status[..], inputs.path.last()) {
@@ -69,17 +81,19 @@ pub fn run_view(record: &RunRecord) -> Result<RunView, StudioError> {
             .collect(),
         _ => Vec::new(),
     };
-    let steps_total = inputs.path.len();
-    let steps = inputs.path[steps_total.saturating_sub(RECENT_STEPS)..].to_vec();
+    let steps_total = inputs.steps_total;
+    let steps = inputs.path[inputs.path.len().saturating_sub(RECENT_STEPS)..].to_vec();
     let roofline_svg = inputs.roofline.as_ref().and_then(|r| {
         r.svg(&format!("{} on {}", inputs.summary.kernel, r.device))
             .ok()
     });
     let profile_lines = kt_runs::profile_lines(&inputs.profiles, inputs.summary.duration_s);
+    let llm_total = inputs.llm.len();
     let llm = inputs
         .llm
         .iter()
         .enumerate()
+        .skip(llm_total.saturating_sub(RECENT_LLM_CALLS))
         .map(|(index, c)| LlmCallLine {
             index,
             node: c.node.clone(),
@@ -109,13 +123,22 @@ pub fn run_view(record: &RunRecord) -> Result<RunView, StudioError> {
         steps_total,
         steps,
         breakpoints: meta.breakpoints,
-        verdicts: inputs.verdicts,
+        verdicts_total: inputs.verdicts.len(),
+        verdicts: newest(inputs.verdicts, RECENT_VERDICTS),
         llm,
-        kernels: inputs.kernels,
+        llm_total,
+        kernels_total: inputs.kernels.len(),
+        kernels: newest(inputs.kernels, RECENT_KERNELS),
         tuning: inputs.tuning,
         roofline_svg,
         profile_lines,
     })
+}
+
+/// The last `n` items of `items`.
+fn newest<T>(mut items: Vec<T>, n: usize) -> Vec<T> {
+    let from = items.len().saturating_sub(n);
+    items.split_off(from)
 }
 
 /// One LLM call in full: prompt and raw answer (API keys never reach llm.jsonl; redacted all the same).
@@ -136,6 +159,13 @@ pub fn llm_call(record: &RunRecord, index: usize) -> Result<Value, StudioError> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_long_list_keeps_its_newest_items_in_order() {
+        assert_eq!(newest((0..10).collect(), 3), [7, 8, 9]);
+        assert_eq!(newest(vec![1, 2], 5), [1, 2]);
+        assert_eq!(newest(Vec::<u8>::new(), 5), Vec::<u8>::new());
+    }
     use kt_pipeline::job::recorded_run::record_matmul_run;
 
     #[tokio::test]
@@ -151,7 +181,11 @@ mod tests {
             "{}",
             view.graph_svg
         );
-        assert!(view.graph_svg.contains("route"), "route labels are drawn");
+        assert!(
+            view.graph_svg.contains(">planned</text>"),
+            "routes are labelled with the outcomes the strategy graph declares: {}",
+            view.graph_svg
+        );
         assert_eq!(view.llm.len(), 8);
         assert_eq!(view.kernels.len(), 3);
         assert!(view.speedup_svg.contains("speedup-svg"));
@@ -161,6 +195,8 @@ mod tests {
             "the fixture has a device's peaks"
         );
         assert_eq!(view.steps_total, view.steps.len());
+        assert_eq!((view.llm_total, view.kernels_total), (8, 3));
+        assert_eq!(view.verdicts_total, view.verdicts.len());
         let call = llm_call(&record, 0).unwrap();
         assert!(call["messages"].as_array().is_some_and(|m| !m.is_empty()));
         assert!(llm_call(&record, 99).is_err());

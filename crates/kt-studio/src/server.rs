@@ -5,6 +5,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use axum::body::Bytes;
 use axum::extract::{Path as UrlPath, Query, State};
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
@@ -21,6 +22,7 @@ use crate::jobs::Jobs;
 use crate::live::{run_fingerprint, runs_fingerprint, watch};
 use crate::redact::redact;
 use crate::steer::{self, ForkRequest};
+use crate::view_cache::ViewCache;
 
 /// What `kt studio` is started with.
 #[derive(Debug, Clone)]
@@ -41,6 +43,10 @@ struct AppState {
     access: Arc<Access>,
     jobs: Jobs,
     kt: Arc<PathBuf>,
+    /// The run page's JSON per run, while the run's files are unchanged.
+    views: ViewCache<Bytes>,
+    /// The newest page of each run's history (what the timeline loads first), likewise.
+    newest_pages: ViewCache<Bytes>,
 }
 
 /// Runs `f` on a blocking thread.
@@ -95,23 +101,57 @@ async fn runs(State(s): State<AppState>) -> Result<Json<Value>, StudioError> {
 async fn run(
     State(s): State<AppState>,
     UrlPath(id): UrlPath<String>,
-) -> Result<Json<Value>, StudioError> {
-    blocking(move || {
-        let record = open_run(&s, &id)?;
-        Ok(Json(json_of(&crate::run_view::run_view(&record)?)?))
+) -> Result<Response, StudioError> {
+    let body = blocking(move || {
+        let dir = run_dir(&s, &id)?;
+        // opened only to build: the check reads file times alone
+        s.views.get(dir.root(), || {
+            let record = RunRecord::open(dir.clone())?;
+            json_bytes(&crate::run_view::run_view(&record)?)
+        })
     })
-    .await
+    .await?;
+    Ok(json_response(body))
+}
+
+/// `value` as the JSON body of an answer, redacted.
+fn json_bytes<T: serde::Serialize>(value: &T) -> Result<Bytes, StudioError> {
+    serde_json::to_vec(&json_of(value)?)
+        .map(Bytes::from)
+        .map_err(|e| StudioError::Task(e.to_string()))
+}
+
+fn json_response(body: Bytes) -> Response {
+    ([(header::CONTENT_TYPE, "application/json")], body).into_response()
+}
+
+/// A page of the history: the newest checkpoints older than `before` (the newest of all without it).
+#[derive(Deserialize)]
+struct HistoryQuery {
+    before: Option<u64>,
+    limit: Option<usize>,
 }
 
 async fn history(
     State(s): State<AppState>,
     UrlPath(id): UrlPath<String>,
-) -> Result<Json<Value>, StudioError> {
-    blocking(move || {
-        let record = open_run(&s, &id)?;
-        Ok(Json(json_of(&kt_runs::history(&record)?)?))
+    Query(q): Query<HistoryQuery>,
+) -> Result<Response, StudioError> {
+    let body = blocking(move || {
+        let dir = run_dir(&s, &id)?;
+        let limit = q.limit.unwrap_or(kt_runs::HISTORY_PAGE);
+        let before = q.before.map(kt_runs::CheckpointId);
+        let page = || {
+            let record = RunRecord::open(dir.clone())?;
+            json_bytes(&kt_runs::history_page(&record, before, limit)?)
+        };
+        match (before, q.limit) {
+            (None, None) => s.newest_pages.get(dir.root(), page),
+            _ => page(),
+        }
     })
-    .await
+    .await?;
+    Ok(json_response(body))
 }
 
 #[derive(Deserialize)]
@@ -360,6 +400,8 @@ pub async fn serve(
         access: Arc::new(access),
         jobs: Jobs::default(),
         kt: Arc::new(config.kt),
+        views: ViewCache::default(),
+        newest_pages: ViewCache::default(),
     };
     ready(addr, url);
     let app = router(state);

@@ -7,6 +7,7 @@ use super::Executor;
 use crate::checkpoint::{
     Checkpoint, CheckpointSource, FieldOp, GraphRunMeta, StateRecord, fold_ops,
 };
+use crate::checkpoint_head::{CheckpointHead, lineage_of};
 use crate::decl::{END, START};
 use crate::error::GraphError;
 use crate::ids::{CheckpointId, RunId};
@@ -115,43 +116,13 @@ impl<S: State> Executor<S> {
     /// The nodes run and edges taken from the start of the run up to checkpoint `to` (following its
     /// parents, so on `to`'s branch), for [`ExportOptions::highlight`](crate::ExportOptions).
     pub fn path(&self, run: &RunId, to: CheckpointId) -> Result<RunPath, GraphError> {
-        let chain: Vec<Checkpoint> = self
-            .lineage(run, to)?
-            .into_iter()
-            .filter(|cp| cp.source != CheckpointSource::Fork)
-            .collect();
-        let mut path = RunPath::default();
-        let mut prev: Vec<String> = vec![START.to_string()];
-        for (i, cp) in chain.iter().enumerate() {
-            // the tasks that ran to produce the next checkpoint of the chain
-            if i + 1 >= chain.len() && !cp.is_finished() {
-                break;
-            }
-            let ran: Vec<String> = if i + 1 < chain.len() {
-                let mut seen = BTreeSet::new();
-                cp.next
-                    .iter()
-                    .filter(|t| seen.insert(t.node.clone()))
-                    .map(|t| t.node.clone())
-                    .collect()
-            } else {
-                vec![END.to_string()]
-            };
-            for a in &prev {
-                for b in &ran {
-                    if self.graph.has_edge(a, b) && !path.edges.contains(&(a.clone(), b.clone())) {
-                        path.edges.push((a.clone(), b.clone()));
-                    }
-                }
-            }
-            for b in &ran {
-                if !path.nodes.contains(b) {
-                    path.nodes.push(b.clone());
-                }
-            }
-            prev = ran;
-        }
-        Ok(path)
+        // heads, not checkpoints: the states are not needed, and on a long run they are most of the store
+        let heads = self.store.list_checkpoint_heads(run)?;
+        let chain = lineage_of(&heads, to).map_err(|missing| GraphError::CheckpointNotFound {
+            run: run.clone(),
+            checkpoint: missing,
+        })?;
+        Ok(path_along(&chain, |a, b| self.graph.has_edge(a, b)))
     }
 
     /// Rebuilds the JSON fields at a checkpoint: the nearest full snapshot, then the deltas after it.
@@ -237,5 +208,106 @@ impl<S: State> Executor<S> {
             }
         }
         Ok((cp, state))
+    }
+}
+
+/// The nodes run and edges taken along `lineage` (a line of heads from the input, as
+/// [`lineage_of`] gives it): the tasks each checkpoint schedules are the ones that ran to produce the next,
+/// and a finished line ends at END. Forks copy a state and run nothing. Only edges `has_edge` admits (the
+/// graph's own) are listed, so a caller holding the heads and the graph's edges draws a run's path without
+/// reading the store again.
+pub fn path_along(lineage: &[&CheckpointHead], has_edge: impl Fn(&str, &str) -> bool) -> RunPath {
+    let chain: Vec<&CheckpointHead> = lineage
+        .iter()
+        .copied()
+        .filter(|cp| cp.source != CheckpointSource::Fork)
+        .collect();
+    let mut path = RunPath::default();
+    let mut prev: Vec<String> = vec![START.to_string()];
+    for (i, cp) in chain.iter().enumerate() {
+        // the tasks that ran to produce the next checkpoint of the chain
+        if i + 1 >= chain.len() && !cp.is_finished() {
+            break;
+        }
+        let ran: Vec<String> = if i + 1 < chain.len() {
+            let mut seen = BTreeSet::new();
+            cp.next
+                .iter()
+                .filter(|t| seen.insert(t.node.clone()))
+                .map(|t| t.node.clone())
+                .collect()
+        } else {
+            vec![END.to_string()]
+        };
+        for a in &prev {
+            for b in &ran {
+                if has_edge(a, b) && !path.edges.contains(&(a.clone(), b.clone())) {
+                    path.edges.push((a.clone(), b.clone()));
+                }
+            }
+        }
+        for b in &ran {
+            if !path.nodes.contains(b) {
+                path.nodes.push(b.clone());
+            }
+        }
+        prev = ran;
+    }
+    path
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::checkpoint::Task;
+    use crate::ids::BranchId;
+
+    fn head(id: u64, source: CheckpointSource, next: &[&str]) -> CheckpointHead {
+        CheckpointHead {
+            id: CheckpointId(id),
+            parent: id.checked_sub(1).map(CheckpointId),
+            branch: BranchId(0),
+            step: id,
+            fingerprint: String::new(),
+            next: next.iter().map(|n| Task::single(*n)).collect(),
+            timings: vec![],
+            failures: vec![],
+            source,
+            created_ms: 0,
+            snapshot: false,
+        }
+    }
+
+    #[test]
+    fn a_path_along_heads_keeps_the_graphs_edges_skips_forks_and_ends_a_finished_line() {
+        let line = [
+            head(0, CheckpointSource::Input, &["plan"]),
+            head(1, CheckpointSource::Step, &["apply", "apply"]),
+            head(2, CheckpointSource::Fork, &["apply"]),
+            head(3, CheckpointSource::Step, &[]),
+        ];
+        let refs: Vec<&CheckpointHead> = line.iter().collect();
+        let edges = [(START, "plan"), ("plan", "apply"), ("apply", END)];
+        let all = |a: &str, b: &str| edges.contains(&(a, b));
+        let path = path_along(&refs, all);
+        assert_eq!(path.nodes, ["plan", "apply", END]);
+        assert_eq!(path.edges.len(), 3, "{:?}", path.edges);
+        let no_apply = path_along(&refs, |a, b| all(a, b) && b != "apply");
+        assert_eq!(
+            no_apply.nodes,
+            ["plan", "apply", END],
+            "nodes ran all the same"
+        );
+        assert_eq!(
+            no_apply.edges.len(),
+            2,
+            "an edge the graph lacks is not drawn"
+        );
+        let unfinished = path_along(&refs[..2], all);
+        assert_eq!(
+            unfinished.nodes,
+            ["plan"],
+            "what the last checkpoint schedules has not run"
+        );
     }
 }

@@ -4,6 +4,7 @@ use super::CheckpointStore;
 use crate::checkpoint::{
     BranchInfo, Breakpoints, Checkpoint, CheckpointSource, FieldOp, GraphRunMeta, StateRecord, Task,
 };
+use crate::checkpoint_head::CheckpointHead;
 use crate::error::GraphError;
 use crate::ids::{BranchId, CheckpointId, RunId};
 use serde_json::json;
@@ -53,6 +54,7 @@ pub(crate) fn seed(store: &dyn CheckpointStore, run: &str) {
 pub(crate) fn run_all(store: &dyn CheckpointStore) {
     runs_are_created_once_and_updated(store);
     checkpoints_round_trip_in_id_order(store);
+    a_page_of_checkpoints_is_the_newest_before_a_point(store);
     task_writes_are_cleared_when_the_step_commits(store);
     effects_are_kept_per_branch(store);
     missing_things_are_none_not_errors(store);
@@ -94,6 +96,94 @@ fn checkpoints_round_trip_in_id_order(store: &dyn CheckpointStore) {
         .map(|c| c.id.0)
         .collect();
     assert_eq!(ids, vec![0, 1, 2]);
+    // heads: the same checkpoints without their states, snapshots told apart from deltas
+    let heads = store.list_checkpoint_heads(&run).unwrap();
+    let expected: Vec<CheckpointHead> = store
+        .list_checkpoints(&run)
+        .unwrap()
+        .into_iter()
+        .map(CheckpointHead::from)
+        .collect();
+    assert_eq!(heads, expected);
+    assert_eq!(
+        heads.iter().map(|h| h.snapshot).collect::<Vec<_>>(),
+        vec![true, false, false]
+    );
+    assert_eq!(
+        store
+            .latest_checkpoint_on_branch(&run, BranchId(0))
+            .unwrap(),
+        Some(CheckpointId(2))
+    );
+    let mut forked = checkpoint(4, Some(1));
+    forked.branch = BranchId(1);
+    store.put_checkpoint(&run, &forked).unwrap();
+    assert_eq!(
+        store
+            .latest_checkpoint_on_branch(&run, BranchId(0))
+            .unwrap(),
+        Some(CheckpointId(2)),
+        "a newer checkpoint on another branch"
+    );
+    assert_eq!(
+        store
+            .latest_checkpoint_on_branch(&run, BranchId(1))
+            .unwrap(),
+        Some(CheckpointId(4))
+    );
+    assert_eq!(
+        store
+            .latest_checkpoint_on_branch(&run, BranchId(7))
+            .unwrap(),
+        None
+    );
+    // a head longer than what a store may read of it at first (long failure messages) comes whole
+    let mut long = checkpoint(5, Some(2));
+    long.failures.push(crate::checkpoint::RoutedFailure {
+        node: "a".into(),
+        index: 0,
+        message: "x".repeat(10_000),
+        routed_to: "b".into(),
+    });
+    store.put_checkpoint(&run, &long).unwrap();
+    let heads = store.list_checkpoint_heads(&run).unwrap();
+    assert_eq!(heads.last(), Some(&CheckpointHead::from(long)));
+    assert!(
+        store
+            .list_checkpoint_heads(&RunId::new("none"))
+            .unwrap()
+            .is_empty()
+    );
+}
+
+fn a_page_of_checkpoints_is_the_newest_before_a_point(store: &dyn CheckpointStore) {
+    seed(store, "pages");
+    let run = RunId::new("pages");
+    for id in 2..6 {
+        store
+            .put_checkpoint(&run, &checkpoint(id, Some(id - 1)))
+            .unwrap();
+    }
+    let ids = |before: Option<u64>, limit: usize| -> Vec<u64> {
+        store
+            .list_checkpoints_before(&run, before.map(CheckpointId), limit)
+            .unwrap()
+            .iter()
+            .map(|c| c.id.0)
+            .collect()
+    };
+    assert_eq!(ids(None, 2), vec![4, 5], "the newest page first");
+    assert_eq!(ids(Some(4), 3), vec![1, 2, 3], "then the page before it");
+    assert_eq!(ids(Some(1), 3), vec![0], "the oldest page is short");
+    assert_eq!(ids(Some(0), 3), Vec::<u64>::new());
+    assert_eq!(ids(None, usize::MAX), vec![0, 1, 2, 3, 4, 5]);
+    assert_eq!(
+        store.list_checkpoints_before(&run, None, 3).unwrap()[0],
+        checkpoint(3, Some(2)),
+        "whole checkpoints, states included"
+    );
+    assert_eq!(store.count_checkpoints(&run).unwrap(), 6);
+    assert_eq!(store.count_checkpoints(&RunId::new("none")).unwrap(), 0);
 }
 
 fn task_writes_are_cleared_when_the_step_commits(store: &dyn CheckpointStore) {

@@ -12,6 +12,7 @@ pub use memory::MemoryStore;
 pub use sqlite::SqliteStore;
 
 use crate::checkpoint::{Checkpoint, GraphRunMeta};
+use crate::checkpoint_head::CheckpointHead;
 use crate::error::GraphError;
 use crate::ids::{BranchId, CheckpointId, RunId};
 use serde_json::Value;
@@ -37,8 +38,50 @@ pub trait CheckpointStore: Send + Sync {
     ) -> Result<Option<Checkpoint>, GraphError>;
     /// The highest checkpoint id of the run (the most recently written one).
     fn latest_checkpoint(&self, run: &RunId) -> Result<Option<CheckpointId>, GraphError>;
+    /// The highest checkpoint id on `branch` (where the recorded run, branch 0, stands).
+    fn latest_checkpoint_on_branch(
+        &self,
+        run: &RunId,
+        branch: BranchId,
+    ) -> Result<Option<CheckpointId>, GraphError> {
+        Ok(self
+            .list_checkpoint_heads(run)?
+            .iter()
+            .filter(|h| h.branch == branch)
+            .map(|h| h.id)
+            .max())
+    }
     /// Every checkpoint of the run, in id order.
     fn list_checkpoints(&self, run: &RunId) -> Result<Vec<Checkpoint>, GraphError>;
+    /// Every checkpoint of the run without its state, in id order: for timelines and paths, which would
+    /// otherwise read (and a long run's snapshots make that most of the store) every state.
+    fn list_checkpoint_heads(&self, run: &RunId) -> Result<Vec<CheckpointHead>, GraphError> {
+        Ok(self
+            .list_checkpoints(run)?
+            .into_iter()
+            .map(CheckpointHead::from)
+            .collect())
+    }
+    /// The newest `limit` checkpoints older than `before` (of all when `None`), in id order: one page of a
+    /// long history, read without the rest of it.
+    fn list_checkpoints_before(
+        &self,
+        run: &RunId,
+        before: Option<CheckpointId>,
+        limit: usize,
+    ) -> Result<Vec<Checkpoint>, GraphError> {
+        let mut older: Vec<Checkpoint> = self
+            .list_checkpoints(run)?
+            .into_iter()
+            .filter(|c| before.is_none_or(|b| c.id < b))
+            .collect();
+        let skip = older.len().saturating_sub(limit);
+        Ok(older.split_off(skip))
+    }
+    /// How many checkpoints the run has (all branches).
+    fn count_checkpoints(&self, run: &RunId) -> Result<u64, GraphError> {
+        Ok(self.list_checkpoints(run)?.len() as u64)
+    }
     /// Saves the update of a task that finished in a step which has not been committed yet.
     fn put_task_write(
         &self,

@@ -6,6 +6,7 @@
 
 use super::CheckpointStore;
 use crate::checkpoint::{Checkpoint, GraphRunMeta};
+use crate::checkpoint_head::{CheckpointHead, SNAPSHOT_TAG, STATE_KEY, head_from_json};
 use crate::error::GraphError;
 use crate::ids::{BranchId, CheckpointId, RunId};
 use rusqlite::{Connection, ErrorCode, OptionalExtension, params};
@@ -230,6 +231,100 @@ impl CheckpointStore for SqliteStore {
         rows.into_iter()
             .map(|(id, body)| Self::decode_checkpoint(run, CheckpointId(id as u64), &body))
             .collect()
+    }
+
+    fn latest_checkpoint_on_branch(
+        &self,
+        run: &RunId,
+        branch: BranchId,
+    ) -> Result<Option<CheckpointId>, GraphError> {
+        // newest first, stopping at the first on the branch: usually one body is read, not the run's
+        let conn = self.lock();
+        let id: Option<i64> = conn
+            .prepare_cached(
+                "SELECT id FROM kt_checkpoints WHERE run = ?1
+                 AND json_extract(CAST(body AS TEXT), '$.branch') = ?2 ORDER BY id DESC LIMIT 1",
+            )
+            .and_then(|mut s| {
+                s.query_row(params![run.as_str(), branch.0], |r| r.get(0))
+                    .optional()
+            })
+            .map_err(|e| self.err("find the latest checkpoint of a branch", e))?;
+        Ok(id.map(|i| CheckpointId(i as u64)))
+    }
+
+    fn list_checkpoint_heads(&self, run: &RunId) -> Result<Vec<CheckpointHead>, GraphError> {
+        // SQLite cuts each body before its state (the state comes last: see STATE_KEY) and only the heads
+        // are decoded: on a long run the states, its full snapshots above all, are most of the store. A
+        // body without the key is read whole.
+        let rows: Vec<(i64, i64, Vec<u8>, bool)> = {
+            let conn = self.lock();
+            let mut stmt = conn
+                .prepare_cached(
+                    "SELECT id, at, substr(body, 1, at - 1), substr(body, at + ?3, ?4) = ?5
+                     FROM (SELECT id, body, instr(body, ?2) AS at FROM kt_checkpoints WHERE run = ?1)
+                     ORDER BY id",
+                )
+                .map_err(|e| self.err("list checkpoints", e))?;
+            let args = params![
+                run.as_str(),
+                STATE_KEY,
+                STATE_KEY.len() as i64,
+                SNAPSHOT_TAG.len() as i64,
+                SNAPSHOT_TAG
+            ];
+            stmt.query_map(args, |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+                .and_then(|rows| rows.collect::<Result<Vec<_>, _>>())
+                .map_err(|e| self.err("list checkpoints", e))?
+        };
+        let mut heads = Vec::with_capacity(rows.len());
+        for (id, at, before_state, snapshot) in rows {
+            if let Some(head) = (at > 0)
+                .then(|| head_from_json(&before_state, snapshot))
+                .flatten()
+            {
+                heads.push(head);
+            } else if let Some(cp) = self.get_checkpoint(run, CheckpointId(id as u64))? {
+                // (a checkpoint gone since the first read is no longer part of the run)
+                heads.push(CheckpointHead::from(cp));
+            }
+        }
+        Ok(heads)
+    }
+
+    fn list_checkpoints_before(
+        &self,
+        run: &RunId,
+        before: Option<CheckpointId>,
+        limit: usize,
+    ) -> Result<Vec<Checkpoint>, GraphError> {
+        let conn = self.lock();
+        let mut stmt = conn
+            .prepare_cached(
+                "SELECT id, body FROM kt_checkpoints WHERE run = ?1 AND id < ?2 ORDER BY id DESC LIMIT ?3",
+            )
+            .map_err(|e| self.err("list checkpoints", e))?;
+        let before = before.map_or(i64::MAX, |b| b.0 as i64);
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let mut rows = stmt
+            .query_map(params![run.as_str(), before, limit], |r| {
+                Ok((r.get::<_, i64>(0)?, r.get::<_, Vec<u8>>(1)?))
+            })
+            .and_then(|rows| rows.collect::<Result<Vec<_>, _>>())
+            .map_err(|e| self.err("list checkpoints", e))?;
+        rows.reverse();
+        rows.into_iter()
+            .map(|(id, body)| Self::decode_checkpoint(run, CheckpointId(id as u64), &body))
+            .collect()
+    }
+
+    fn count_checkpoints(&self, run: &RunId) -> Result<u64, GraphError> {
+        let conn = self.lock();
+        let n: i64 = conn
+            .prepare_cached("SELECT count(*) FROM kt_checkpoints WHERE run = ?1")
+            .and_then(|mut s| s.query_row(params![run.as_str()], |r| r.get(0)))
+            .map_err(|e| self.err("count checkpoints", e))?;
+        Ok(n as u64)
     }
 
     fn put_task_write(

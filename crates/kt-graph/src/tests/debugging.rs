@@ -139,6 +139,62 @@ async fn export_highlights_the_path_a_run_took() {
 }
 
 #[tokio::test]
+async fn a_route_declared_with_outcomes_is_drawn_with_them_and_routes_the_same() {
+    // `apply` until the counter reaches 3, its route declared with outcomes or without
+    let counting = |labelled: bool| {
+        let mut b = GraphBuilder::<Loop>::new();
+        b.node(
+            "apply",
+            node_fn(|s: Arc<Loop>, _c: NodeContext| async move {
+                Ok::<_, NoError>(LoopUpdate::default().counter(s.counter + 1))
+            }),
+        );
+        b.edge(START, "apply");
+        let router = |s: &Loop| if s.counter < 3 { "apply" } else { END };
+        if labelled {
+            b.route_labelled(
+                "apply",
+                &[("apply", "not yet"), (END, "done \"at last\"")],
+                router,
+            );
+        } else {
+            b.route("apply", &["apply", END], router);
+        }
+        b.compile().unwrap()
+    };
+    let labelled = counting(true);
+    assert_eq!(
+        labelled.fingerprint(),
+        counting(false).fingerprint(),
+        "outcome names are for readers: a run recorded before they were declared still resumes"
+    );
+    let dot = labelled.to_dot(&ExportOptions::default());
+    assert!(
+        dot.contains("\"apply\" -> \"apply\" [style=dashed, label=\"not yet\"];"),
+        "{dot}"
+    );
+    assert!(
+        dot.contains("\"apply\" -> \"__end__\" [style=dashed, label=\"done \\\"at last\\\"\"];"),
+        "{dot}"
+    );
+    let mermaid = labelled.to_mermaid(&ExportOptions::default());
+    assert!(
+        mermaid.contains("n_apply -.->|not yet| n_apply"),
+        "{mermaid}"
+    );
+    assert!(
+        mermaid.contains("n_apply -.->|done 'at last'| __end__"),
+        "{mermaid}"
+    );
+    let ex = Executor::new(labelled, Arc::new(MemoryStore::new()));
+    let out = ex
+        .start(RunId::new("l"), Loop::default(), RunOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(out.state().counter, 3, "the router still picks the target");
+}
+
+#[tokio::test]
 async fn path_stops_at_an_unfinished_checkpoint() {
     let ex = Executor::new(pipeline(), Arc::new(MemoryStore::new()));
     let run = RunId::new("p");

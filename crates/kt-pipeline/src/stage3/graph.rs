@@ -109,9 +109,14 @@ fn add_explicit(b: &mut GraphBuilder<Stage3State>, cx: &Arc<Stage3Context>) {
     b.node(WORTH_IT, WorthItCheck(cx.clone()));
     b.edge(BASELINE, NEXT_EXPLICIT);
     let total = cx.strategy.steps.len();
-    b.route(
+    b.route_labelled(
         NEXT_EXPLICIT,
-        &[WORTH_IT, PREPARE, NEXT_EXPLICIT, FINISH],
+        &[
+            (WORTH_IT, "ask if worth it"),
+            (PREPARE, "next step"),
+            (NEXT_EXPLICIT, "skipped"),
+            (FINISH, "all steps done"),
+        ],
         move |s: &Stage3State| match &s.current {
             Some(c) if c.ask_if_worth_it => WORTH_IT,
             Some(_) => PREPARE,
@@ -119,7 +124,8 @@ fn add_explicit(b: &mut GraphBuilder<Stage3State>, cx: &Arc<Stage3Context>) {
             None => NEXT_EXPLICIT,
         },
     );
-    b.route(WORTH_IT, &[PREPARE, NEXT_EXPLICIT], |s: &Stage3State| {
+    let worth_it = [(PREPARE, "worth it"), (NEXT_EXPLICIT, "not worth it")];
+    b.route_labelled(WORTH_IT, &worth_it, |s: &Stage3State| {
         if s.current.is_some() {
             PREPARE
         } else {
@@ -158,12 +164,23 @@ fn add_autonomous(b: &mut GraphBuilder<Stage3State>, cx: &Arc<Stage3Context>) {
             }
         }
     };
-    b.route(PLAN, &[NEXT_STEP, PLAN, FINISH], after_plan(PLAN));
-    b.route(REPLAN, &[NEXT_STEP, REPLAN, FINISH], after_plan(REPLAN));
+    let planned = |retry: &'static str| {
+        [
+            (NEXT_STEP, "planned"),
+            (retry, "failed: ask again"),
+            (FINISH, "no plan"),
+        ]
+    };
+    b.route_labelled(PLAN, &planned(PLAN), after_plan(PLAN));
+    b.route_labelled(REPLAN, &planned(REPLAN), after_plan(REPLAN));
     let max_replans = settings.max_replans;
-    b.route(
+    b.route_labelled(
         NEXT_STEP,
-        &[VALIDATE, REPLAN, FINISH],
+        &[
+            (VALIDATE, "next step"),
+            (REPLAN, "plan used up"),
+            (FINISH, "no replans left"),
+        ],
         move |s: &Stage3State| {
             if s.current.is_some() {
                 VALIDATE
@@ -181,16 +198,21 @@ fn add_autonomous(b: &mut GraphBuilder<Stage3State>, cx: &Arc<Stage3Context>) {
 /// Autonomous: a validated step is broken down until the strategy's depth, then applied.
 fn add_step_refinement(b: &mut GraphBuilder<Stage3State>, cx: &Arc<Stage3Context>) {
     let limit = cx.strategy.breakdown_limit();
-    b.route(
+    b.route_labelled(
         VALIDATE,
-        &[BREAKDOWN, PREPARE, NEXT_STEP],
+        &[
+            (BREAKDOWN, "valid: break down"),
+            (PREPARE, "valid: apply"),
+            (NEXT_STEP, "refused"),
+        ],
         move |s: &Stage3State| match &s.current {
             None => NEXT_STEP,
             Some(c) if c.breakdown_depth < limit => BREAKDOWN,
             Some(_) => PREPARE,
         },
     );
-    b.route(BREAKDOWN, &[NEXT_STEP, PREPARE], |s: &Stage3State| {
+    let broken_down = [(NEXT_STEP, "split into sub-steps"), (PREPARE, "kept whole")];
+    b.route_labelled(BREAKDOWN, &broken_down, |s: &Stage3State| {
         if s.current.is_some() {
             PREPARE
         } else {

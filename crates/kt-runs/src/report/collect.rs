@@ -2,6 +2,7 @@
 
 use std::path::Path;
 
+use kt_graph::CheckpointHead;
 use serde::Serialize;
 use serde_json::Value;
 
@@ -13,7 +14,7 @@ use crate::inspect::{KernelVerdict, verdicts};
 use crate::record::RunRecord;
 use crate::session::{GraphFormat, export, session_dir};
 use crate::stage3::Stage3Binding;
-use crate::steps::{PathStep, run_path};
+use crate::steps::{PathStep, recent_path};
 use crate::{LlmChoice, Setup};
 
 /// One recorded LLM call.
@@ -74,7 +75,10 @@ pub struct ReportInputs {
     pub graph_run: String,
     /// Nodes and edges to draw; from the run's graph (DOT) when it could be rebuilt, else from the path.
     pub graph: GraphShape,
+    /// The path to the head, step by step: all of it, or its last steps ([`ReportInputs::collect_recent`]).
     pub path: Vec<PathStep>,
+    /// How many checkpoints the whole path has.
+    pub steps_total: usize,
     pub verdicts: Vec<KernelVerdict>,
     pub llm: Vec<LlmExchange>,
     pub kernels: Vec<KernelFile>,
@@ -88,19 +92,39 @@ pub struct ReportInputs {
 }
 
 impl ReportInputs {
-    /// Reads the run; `graph_dot` is the run's graph as DOT (with the path highlighted), when available.
+    /// Reads the run; `graph_dot` is the run's graph as DOT ([`graph_dot`]), when available: the path to
+    /// the head is marked on it here (a highlight the DOT carries is kept).
     pub fn collect(record: &RunRecord, graph_dot: Option<&str>) -> Result<Self, RunsError> {
+        Self::collect_recent(record, graph_dot, usize::MAX)
+    }
+
+    /// As [`ReportInputs::collect`], with only the last `keep` steps of the path in full: a long run's
+    /// page then reads the states of those steps, not of every step.
+    pub fn collect_recent(
+        record: &RunRecord,
+        graph_dot: Option<&str>,
+        keep: usize,
+    ) -> Result<Self, RunsError> {
         let head = record.head()?;
-        let path = run_path(record, Some(head))?;
-        let fields = record.fields_at(head)?;
+        let mut recent = recent_path(record, Some(head), keep)?;
+        let fields = match recent.state.take() {
+            Some(state) => state,
+            None => record.fields_at(head)?,
+        };
         let mut graph = match graph_dot {
-            Some(dot) => parse_dot(dot),
-            None => GraphShape::from_path(&path),
+            Some(dot) => {
+                let mut graph = parse_dot(dot);
+                mark_path(&mut graph, &recent.lineage);
+                graph
+            }
+            None => GraphShape::from_lineage(&recent.lineage, &recent.ran),
         };
         // Draw visited nodes in the order the run first reached them (DOT lists them in declaration order).
         let first_visit = |n: &String| {
-            path.iter()
-                .position(|s| s.nodes.iter().any(|r| &r.node == n))
+            recent
+                .ran
+                .iter()
+                .position(|nodes| nodes.iter().any(|r| &r.node == n))
                 .unwrap_or(usize::MAX)
         };
         graph.visited.sort_by_key(first_visit);
@@ -119,7 +143,8 @@ impl ReportInputs {
             verdicts,
             llm: llm_exchanges(&record.dir().llm_jsonl()),
             kernels: kernel_files(&record.dir().kernels_dir())?,
-            path,
+            steps_total: recent.lineage.len(),
+            path: recent.steps,
             naive_time_ms,
             profiles: crate::inspect::profiles(fields.get("profiles")),
             roofline: super::roofline::roofline_of(&fields),
@@ -134,24 +159,42 @@ impl ReportInputs {
     }
 }
 
-/// The run's graph as DOT with the path to its head highlighted, or None when the graph cannot be rebuilt
-/// (another strategy file, a run from a newer kt): pages then draw the path alone.
+/// The run's graph as DOT, or None when the graph cannot be rebuilt (another strategy file, a run from a
+/// newer kt): pages then draw the path alone.
 pub fn graph_dot(record: &RunRecord) -> Option<String> {
     let setup = Setup::new(LlmChoice::Replay, session_dir(record, "report"));
-    let drawn = record.head().and_then(|head| {
-        export(
-            &Stage3Binding::default(),
-            record,
-            &setup,
-            GraphFormat::Dot,
-            Some(head),
-        )
-    });
+    // no highlight: the collection marks the path from the heads it reads anyway
+    let drawn = export(
+        &Stage3Binding::default(),
+        record,
+        &setup,
+        GraphFormat::Dot,
+        None,
+    );
     match drawn {
         Ok(dot) => Some(dot),
         Err(e) => {
             tracing::warn!("drawing the path only: the run's graph could not be rebuilt ({e})");
             None
+        }
+    }
+}
+
+/// Marks on `graph` the nodes `lineage` ran and the graph's edges it took.
+fn mark_path(graph: &mut GraphShape, lineage: &[CheckpointHead]) {
+    let line: Vec<&CheckpointHead> = lineage.iter().collect();
+    let edges = &graph.edges;
+    let path = kt_graph::path_along(&line, |a, b| {
+        edges.iter().any(|(from, to, _)| from == a && to == b)
+    });
+    for n in path.nodes {
+        if !graph.visited.contains(&n) {
+            graph.visited.push(n);
+        }
+    }
+    for e in path.edges {
+        if !graph.taken.contains(&e) {
+            graph.taken.push(e);
         }
     }
 }

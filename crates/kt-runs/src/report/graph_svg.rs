@@ -4,7 +4,9 @@
 
 use serde::Serialize;
 
-use crate::steps::PathStep;
+use kt_graph::{CheckpointHead, CheckpointSource};
+
+use crate::steps::NodeRan;
 
 /// Nodes and edges to draw, with what the run visited.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -71,16 +73,20 @@ fn quoted(s: &str, from: usize) -> Option<(String, usize)> {
 }
 
 impl GraphShape {
-    /// A graph made of the path alone (when the run's graph cannot be rebuilt).
-    pub fn from_path(path: &[PathStep]) -> Self {
+    /// A graph made of the path alone (when the run's graph cannot be rebuilt): `lineage` and the nodes
+    /// that ran to produce each of its checkpoints.
+    pub fn from_lineage(lineage: &[CheckpointHead], ran: &[Vec<NodeRan>]) -> Self {
         let mut g = GraphShape {
             nodes: vec![START.into()],
             ..Default::default()
         };
         let mut prev: Vec<String> = vec![START.into()];
-        for step in path.iter().filter(|s| s.source == "step") {
+        for (cp, nodes) in lineage.iter().zip(ran) {
+            if cp.source != CheckpointSource::Step {
+                continue;
+            }
             let ran: Vec<String> =
-                step.nodes
+                nodes
                     .iter()
                     .map(|n| n.node.clone())
                     .fold(Vec::new(), |mut v, n| {
@@ -106,7 +112,7 @@ impl GraphShape {
             }
             prev = ran;
         }
-        if path.last().is_some_and(|s| s.next.is_empty()) {
+        if lineage.last().is_some_and(CheckpointHead::is_finished) {
             g.nodes.push(END.into());
             g.visited.push(END.into());
             for a in &prev {
@@ -157,10 +163,11 @@ impl GraphShape {
             } else {
                 ("#999", 1.2, "arrow")
             };
+            // kt-graph labels a route with the outcome declared for the target, or "route"
             let dash = match label.as_str() {
-                "route" => r#" stroke-dasharray="5,3""#,
+                "" | "fan-out" => "",
                 "on error" => r#" stroke-dasharray="2,3""#,
-                _ => "",
+                _ => r#" stroke-dasharray="5,3""#,
             };
             // The path, and where its label goes (beside the curve's outermost point).
             let (d, lx, ly, anchor) = if a == b {
@@ -322,5 +329,77 @@ mod tests {
             "route edges are labelled where they are drawn: {svg}"
         );
         assert!(svg.contains(">route</text>"), "{svg}");
+    }
+
+    #[test]
+    fn a_route_is_drawn_with_the_outcome_its_graph_declares() {
+        let dot = r##"digraph G {
+    "validate" [shape=box];
+    "breakdown" [shape=box];
+    "prepare" [shape=box];
+    "validate" -> "breakdown" [style=dashed, label="too big: break down"];
+    "validate" -> "prepare" [style=dashed, label="valid", color="#e08a00", penwidth=3];
+    "prepare" -> "apply" [style=bold, label="fan-out"];
+}"##;
+        let g = parse_dot(dot);
+        assert_eq!(
+            g.edges[1],
+            ("validate".into(), "prepare".into(), "valid".into())
+        );
+        let svg = g.to_svg();
+        assert!(svg.contains(">too big: break down</text>"), "{svg}");
+        assert!(svg.contains(">valid</text>"), "{svg}");
+        assert!(
+            svg.contains("<title>validate → prepare (valid)</title>"),
+            "{svg}"
+        );
+        assert_eq!(
+            svg.matches(r#"stroke-dasharray="5,3""#).count(),
+            2,
+            "both routes dashed, the fan-out solid: {svg}"
+        );
+    }
+
+    #[test]
+    fn a_path_alone_draws_the_nodes_that_ran_in_order_and_ends_a_finished_run() {
+        use kt_graph::{BranchId, CheckpointId, Task};
+        let head = |id: u64, source, next: &[&str]| CheckpointHead {
+            id: CheckpointId(id),
+            parent: id.checked_sub(1).map(CheckpointId),
+            branch: BranchId(0),
+            step: id,
+            fingerprint: String::new(),
+            next: next.iter().map(|n| Task::single(*n)).collect(),
+            timings: vec![],
+            failures: vec![],
+            source,
+            created_ms: 0,
+            snapshot: false,
+        };
+        let lineage = [
+            head(0, CheckpointSource::Input, &["plan"]),
+            head(1, CheckpointSource::Step, &["apply"]),
+            head(2, CheckpointSource::Fork, &["apply"]),
+            head(3, CheckpointSource::Step, &["plan"]),
+            head(4, CheckpointSource::Step, &[]),
+        ];
+        let g = GraphShape::from_lineage(&lineage, &crate::steps::nodes_ran(&lineage));
+        assert_eq!(g.nodes, [START, "plan", "apply", END]);
+        assert_eq!(g.visited, ["plan", "apply", END]);
+        let taken: Vec<(&str, &str)> = g
+            .taken
+            .iter()
+            .map(|(a, b)| (a.as_str(), b.as_str()))
+            .collect();
+        assert_eq!(
+            taken,
+            [
+                (START, "plan"),
+                ("plan", "apply"),
+                ("apply", "plan"),
+                ("plan", END)
+            ],
+            "the fork ran nothing; each edge once"
+        );
     }
 }

@@ -119,6 +119,7 @@ mod tests {
             graph_run: "x/stage3".into(),
             graph: GraphShape::default(),
             path: Vec::new(),
+            steps_total: 0,
             verdicts: Vec::new(),
             llm: Vec::new(),
             kernels: Vec::new(),
