@@ -27,9 +27,11 @@ impl Derived {
     /// Lines for the user: each restriction with its reason, each parameter added.
     pub fn lines(&self) -> Vec<String> {
         let added = self.added_params.iter().map(|p| {
+            let values: Vec<String> = p.values.iter().map(|v| v.to_string()).collect();
             format!(
-                "{} added to the space with the values {:?}: it follows a tuned template parameter",
-                p.name, p.values
+                "{} added to the space with the values [{}]: it follows a tuned template parameter",
+                p.name,
+                values.join(", ")
             )
         });
         let restrictions = self

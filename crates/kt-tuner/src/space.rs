@@ -50,8 +50,10 @@ impl TunableParam {
             )));
         }
         let param = TunableParam::new(name, ParamValue::parse_list(values));
-        param.check_block_size(&[])?;
-        Ok(param)
+        match param.check_block_size(&[]) {
+            Err(TunerError::Space(why)) => Err(TunerError::Space(format!("--param {text}: {why}"))),
+            other => other.map(|()| param),
+        }
     }
 
     /// Refuses a value a block-size parameter cannot take (a float, boolean or string), naming it.
