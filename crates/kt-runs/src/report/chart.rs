@@ -1,8 +1,19 @@
 //! The speedup-per-step chart as inline SVG: one point per step (its own speedup, coloured by verdict) and
 //! the best-so-far line, over the original kernel (1×).
 
-use super::collect::StepPoint;
 use super::graph_svg::esc;
+use serde::Serialize;
+
+/// Speedup after one step (for the chart).
+#[derive(Debug, Clone, Serialize)]
+pub struct StepPoint {
+    pub label: String,
+    pub status: String,
+    /// The step's own speedup over the original (its best candidate), when it verified.
+    pub step_speedup: Option<f64>,
+    /// The best speedup so far after this step.
+    pub best_speedup: f64,
+}
 
 pub(crate) fn speedup_svg(points: &[StepPoint]) -> String {
     let (w, h, left, right, top, bottom) = (760.0, 300.0, 56.0, 16.0, 16.0, 90.0);

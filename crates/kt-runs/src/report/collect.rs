@@ -6,6 +6,7 @@ use kt_graph::CheckpointHead;
 use serde::Serialize;
 use serde_json::Value;
 
+use super::chart::StepPoint;
 use super::graph_svg::{GraphShape, parse_dot};
 use crate::catalog::{RunSummary, read_result, summarize};
 use crate::error::RunsError;
@@ -54,17 +55,6 @@ pub struct TuningRow {
     pub configs_tried: Option<u64>,
     pub configs_failed: Option<u64>,
     pub detail: String,
-}
-
-/// Speedup after one step (for the chart).
-#[derive(Debug, Clone, Serialize)]
-pub struct StepPoint {
-    pub label: String,
-    pub status: String,
-    /// The step's own speedup over the original (its best candidate), when it verified.
-    pub step_speedup: Option<f64>,
-    /// The best speedup so far after this step.
-    pub best_speedup: f64,
 }
 
 /// Everything the page shows.

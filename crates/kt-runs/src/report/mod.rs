@@ -12,6 +12,7 @@ mod html;
 mod notice;
 mod roofline;
 
-pub use collect::{KernelFile, LlmExchange, ReportInputs, StepPoint, TuningRow, graph_dot};
+pub use chart::StepPoint;
+pub use collect::{KernelFile, LlmExchange, ReportInputs, TuningRow, graph_dot};
 pub use graph_svg::{GraphShape, parse_dot};
 pub use html::render_html;

@@ -13,8 +13,8 @@ use crate::error::TunerError;
 use crate::measure::TimingStats;
 use crate::outcome::{Measurement, Verdict};
 use crate::param_value::ParamValue;
-use crate::session::setup::TunableKernel;
 use crate::space::Config;
+use crate::tunable_kernel::TunableKernel;
 
 /// A Kernel Tuner cache file, read.
 #[derive(Debug, Clone)]

@@ -21,8 +21,8 @@ use crate::error::TunerError;
 use crate::geometry;
 use crate::outcome::{Measurement, TuneResult};
 use crate::param_value::ParamValue;
-use crate::session::setup::TunableKernel;
 use crate::space::{Config, Restriction, SearchSpace};
+use crate::tunable_kernel::TunableKernel;
 
 pub use cache_file::{Ordered, marker, verdict_detail};
 use python::{config_set, mentions, translate};

@@ -8,9 +8,9 @@ use std::path::{Path, PathBuf};
 use crate::args::{ParamSpec, SuiteInputs};
 use crate::error::TunerError;
 use crate::kernel_file::{KernelFile, KernelSource};
-use crate::session::TunableKernel;
 use crate::space::TunableParam;
 use crate::suite::{SuiteKernel, sidecar_for, template_params};
+use crate::tunable_kernel::TunableKernel;
 use crate::tunable_kernel::template_args_for;
 
 /// The kernel, its parameter specs and how to make inputs: from the sidecar when there is one.
