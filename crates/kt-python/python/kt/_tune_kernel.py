@@ -38,6 +38,14 @@ _CUDA_LANGS = (None, "CUDA", "cuda", "CUPY", "cupy", "NVCUDA", "nvcuda")
 _DEFAULT_BLOCK_NAMES = ["block_size_x", "block_size_y", "block_size_z"]
 
 
+def _tuner_cache_dir():
+    """kt's own tuner cache, shared with `kt tune`: compiled modules and device facts such as the measured copy
+    bandwidth, so a second call does not compile or measure them again. (Kernel Tuner's `cache` is the
+    results file and stays separate.)"""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "kt", "tuner")
+
+
 def _refuse(name, why="kt does not support it"):
     raise TypeError(f"kt.tune_kernel: argument `{name}` is not supported ({why}); leave it out")
 
@@ -203,7 +211,9 @@ def tune_kernel(
     _check_refused(given)
     with tempfile.TemporaryDirectory(prefix="kt-tune-") as folder:
         request, callables = _request(given, folder)
-        text = _kt.tune(json.dumps(request), worker_command(), worker_env(), callables)
+        text = _kt.tune(
+            json.dumps(request), worker_command(), worker_env(), callables, _tuner_cache_dir()
+        )
     reply = json.loads(text)
     if request["cache"] and reply.get("kernel_tuner_cache"):
         with open(request["cache"], "w", encoding="utf-8") as f:
