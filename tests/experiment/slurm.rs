@@ -348,7 +348,12 @@ fn a_requeued_task_resumes_its_cell_which_finishes_once() {
 
     let calls = lines(&log);
     let count = |what: &str| calls.iter().filter(|l| l.starts_with(what)).count();
-    assert_eq!((count("transform "), count("resume ")), (1, 1), "{calls:?}");
+    assert_eq!(
+        (count("transform "), count("resume ")),
+        (1, 1),
+        "{calls:?}\n{}",
+        job_logs(&out)
+    );
     let recorded = records(&out);
     assert_eq!(
         recorded.len(),
