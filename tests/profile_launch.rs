@@ -54,12 +54,43 @@ fn profile_launch_under_ncu_profiles_one_launch_of_the_naive_matmul() {
         cache_dir: Some(home.path().join("cache")),
     };
     let started = std::time::Instant::now();
-    let profile = kt_profile::ProfileCommand::new(ncu, "matrixMultiply", env!("CARGO_BIN_EXE_kt"))
-        .args(launch.args())
-        .launch_skip(1)
-        .run(Duration::from_secs(300))
-        .unwrap();
+    let profile =
+        kt_profile::ProfileCommand::new(ncu.clone(), "matrixMultiply", env!("CARGO_BIN_EXE_kt"))
+            .args(launch.args())
+            .launch_skip(1)
+            .run(Duration::from_secs(300))
+            .unwrap();
     println!("profiled in {:.1} s", started.elapsed().as_secs_f64());
+    check(&profile);
+
+    // The same launch through a standby: ncu and the program start first, the launch comes on stdin.
+    let cache = home.path().join("cache");
+    let mut standby =
+        kt_profile::ProfileCommand::new(ncu, "matrixMultiply", env!("CARGO_BIN_EXE_kt"))
+            .args([
+                "__profile-launch",
+                "--standby",
+                "--cache-dir",
+                cache.to_str().unwrap(),
+            ])
+            .launch_skip(1)
+            .spawn(true)
+            .unwrap();
+    std::thread::sleep(Duration::from_secs(5));
+    assert!(standby.is_running(), "the standby waits for its launch");
+    let line = serde_json::to_string(&launch).unwrap() + "\n";
+    let started = std::time::Instant::now();
+    let profile = standby
+        .finish(Some(line.as_bytes()), Duration::from_secs(300))
+        .unwrap();
+    println!(
+        "profiled through a standby {:.1} s after the launch was given",
+        started.elapsed().as_secs_f64()
+    );
+    check(&profile);
+}
+
+fn check(profile: &kt_profile::KernelProfile) {
     assert!(
         profile.kernel.contains("matrixMultiply"),
         "{}",
@@ -67,7 +98,7 @@ fn profile_launch_under_ncu_profiles_one_launch_of_the_naive_matmul() {
     );
     assert!(profile.throughput.memory_pct.is_some(), "{profile:?}");
     assert!(profile.occupancy.achieved_pct.is_some(), "{profile:?}");
-    let summary = kt_profile::summarize(&profile).unwrap();
+    let summary = kt_profile::summarize(profile).unwrap();
     println!("{summary}");
     assert!(summary.lines().count() <= kt_profile::MAX_LINES);
 }

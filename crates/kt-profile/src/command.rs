@@ -10,11 +10,14 @@ use crate::error::ProfileError;
 use crate::locate::NcuPath;
 use crate::metrics::METRICS;
 use crate::profile::KernelProfile;
+pub use crate::running::RunningProfile;
 use std::ffi::OsString;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+#[cfg(test)]
+use std::time::Instant;
 
 /// One kernel launch to profile: which kernel, in which program.
 #[derive(Debug, Clone)]
@@ -98,6 +101,13 @@ impl ProfileCommand {
     /// Runs ncu on the program and parses the one profiled launch. The program's own output is kept
     /// apart from the report; `timeout` bounds the whole run (ncu replays the kernel a few dozen times).
     pub fn run(&self, timeout: Duration) -> Result<KernelProfile, ProfileError> {
+        self.spawn(false)?.finish(None, timeout)
+    }
+
+    /// Starts ncu on the program and returns at once. With `piped_input`, the program's standard input
+    /// is a pipe that [`RunningProfile::finish`] writes to: a program that starts (ncu, its process,
+    /// its CUDA context) and then waits there for what to launch lets that start-up overlap other work.
+    pub fn spawn(&self, piped_input: bool) -> Result<RunningProfile, ProfileError> {
         let dir = tempfile::tempdir().map_err(|source| ProfileError::Io {
             what: "make a temporary directory for ncu's report".into(),
             source,
@@ -114,44 +124,29 @@ impl ProfileCommand {
         })?;
         let mut cmd = Command::new(self.ncu.path());
         cmd.args(self.ncu_args(&log))
-            .stdin(Stdio::null())
+            .stdin(if piped_input {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
             .stdout(program_out)
             .stderr(program_err);
         #[cfg(unix)]
         std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
-        tracing::debug!(kernel = %self.kernel, ncu = %self.ncu.path().display(), "profiling one launch");
-        let mut child = cmd.spawn().map_err(|source| ProfileError::Spawn {
+        tracing::debug!(kernel = %self.kernel, ncu = %self.ncu.path().display(), piped_input, "starting ncu");
+        let child = cmd.spawn().map_err(|source| ProfileError::Spawn {
             path: self.ncu.path().to_path_buf(),
             source,
         })?;
-        let started = Instant::now();
-        loop {
-            match child.try_wait() {
-                Ok(Some(_)) => break,
-                Ok(None) if started.elapsed() >= timeout => {
-                    stop(&mut child);
-                    return Err(ProfileError::Timeout {
-                        kernel: self.kernel.clone(),
-                        seconds: timeout.as_secs(),
-                    });
-                }
-                Ok(None) => std::thread::sleep(Duration::from_millis(50)),
-                Err(source) => {
-                    stop(&mut child);
-                    return Err(ProfileError::Io {
-                        what: "wait for ncu".into(),
-                        source,
-                    });
-                }
-            }
-        }
-        let report = std::fs::read_to_string(&log).unwrap_or_default();
-        let program_text = std::fs::read_to_string(&out).unwrap_or_default();
-        self.interpret(&format!("{report}\n{program_text}"), &report)
+        Ok(RunningProfile::new(self.clone(), child, dir, log, out))
     }
 
     /// Turns ncu's log (and, for messages, the program's output) into a profile or a telling error.
-    fn interpret(&self, everything: &str, report: &str) -> Result<KernelProfile, ProfileError> {
+    pub(crate) fn interpret(
+        &self,
+        everything: &str,
+        report: &str,
+    ) -> Result<KernelProfile, ProfileError> {
         if everything.contains("ERR_NVGPUCTRPERM") {
             return Err(ProfileError::CountersRestricted);
         }
@@ -175,23 +170,9 @@ impl ProfileCommand {
 }
 
 /// The last lines of some output, for an error message.
-fn tail(text: &str) -> String {
+pub(crate) fn tail(text: &str) -> String {
     let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
     lines[lines.len().saturating_sub(8)..].join("\n")
-}
-
-/// Kills ncu and the program it started (one process group), then reaps ncu.
-fn stop(child: &mut std::process::Child) {
-    #[cfg(unix)]
-    if let Ok(pid) = i32::try_from(child.id()) {
-        // SAFETY: kill(2) with a negative pid signals the process group we created for ncu; it has no
-        // memory effects in this process.
-        unsafe {
-            libc::kill(-pid, libc::SIGKILL);
-        }
-    }
-    let _ = child.kill();
-    let _ = child.wait();
 }
 
 #[cfg(test)]

@@ -10,7 +10,8 @@
 //! Main types, in reading order:
 //! - [`ncu_availability`] / [`ncu_once`] (`locate.rs`) → [`NcuPath`] or [`NcuMissing`] (a message a user
 //!   can act on).
-//! - [`ProfileCommand`] (`command.rs`): the ncu command line, and `run`, which yields a [`KernelProfile`].
+//! - [`ProfileCommand`] (`command.rs`): the ncu command line, and `run`, which yields a [`KernelProfile`];
+//!   `spawn` starts it early and [`RunningProfile`] (`running.rs`) finishes it later.
 //! - [`METRICS`] (`metrics.rs`): the fixed metric set, one group per fact.
 //! - [`KernelProfile`] (`profile.rs`, parsed by `raw.rs`): throughput, occupancy and its limiter, memory
 //!   traffic and hit rates, spills, bank conflicts, FP32 work and [`Stall`]s ([`StallReason`], `stall.rs`).
@@ -27,10 +28,11 @@ pub mod metrics;
 mod profile;
 mod raw;
 mod roofline;
+mod running;
 mod stall;
 mod summary;
 
-pub use command::ProfileCommand;
+pub use command::{ProfileCommand, RunningProfile};
 pub use error::ProfileError;
 pub use locate::{NcuMissing, NcuPath, SearchPlaces, find_ncu, ncu_availability, ncu_once};
 pub use metrics::METRICS;

@@ -218,6 +218,7 @@ fn earlier_stages(
         tests,
         meta.settings.seed,
         meta.settings.allow_unsandboxed,
+        kt_tuner::cuda_probe::gpu_missing(),
     )?;
     Ok((source, stage1, testgen))
 }

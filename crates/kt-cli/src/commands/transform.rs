@@ -222,12 +222,15 @@ pub(crate) fn claim_run(
 }
 
 /// What Stage 2 runs with in `kt transform` and in a `kt resume` that still has Stage 2 to do.
+/// Stage 2's settings. `gpu_missing` is asked before Stage 2 makes data (`cuda_probe::gpu_missing`): a run
+/// that will stop for want of a GPU makes its tests where they are used.
 pub(crate) fn testgen_settings(
     client: &LlmClient,
     prompts: Arc<PromptLibrary>,
     tests: u32,
     seed: Option<u64>,
     allow_unsandboxed: bool,
+    gpu_missing: Option<String>,
 ) -> anyhow::Result<TestgenSettings> {
     Ok(TestgenSettings {
         llm: Some(client.clone()),
@@ -241,8 +244,7 @@ pub(crate) fn testgen_settings(
         sandbox: super::unsandboxed::generator_sandbox(allow_unsandboxed)?,
         python: PythonRuntime::find_or_provision()?,
         reference: reference_runner(),
-        // Asked before Stage 2 makes data: a run that will stop for want of a GPU makes its tests there.
-        gpu_missing: kt_tuner::cuda_probe::gpu_missing(),
+        gpu_missing,
     })
 }
 
@@ -364,6 +366,8 @@ pub fn run(args: TransformArgs) -> anyhow::Result<ExitCode> {
     if args.dry_run {
         return Ok(super::dry_run::report(dry_run(&args)));
     }
+    // The driver's start (most of a second) overlaps checking the inputs and preparing the sandbox.
+    let gpu_probe = std::thread::spawn(kt_tuner::cuda_probe::gpu_missing);
     let Checked {
         strategy,
         client,
@@ -399,17 +403,27 @@ pub fn run(args: TransformArgs) -> anyhow::Result<ExitCode> {
     let client = client.with_recorder(Recorder::open(run.llm_jsonl())?);
     let stage1 = stage1_from_llm(&client, &config, args.prompts.as_deref())?;
     let prompts = Arc::new(PromptLibrary::locate(args.prompts.as_deref())?);
+    let gpu_missing = gpu_probe
+        .join()
+        .unwrap_or_else(|_| Some("the check for a GPU failed unexpectedly".into()));
     let testgen = testgen_settings(
         &client,
         prompts.clone(),
         args.tests,
         args.seed,
         args.allow_unsandboxed,
+        gpu_missing,
     )?;
     let rt = runtime()?;
     let cancel = cancel_on_signals(&rt)?;
     let view = LiveView::new(args.json);
-    let settings = stage3_settings(strategy, client, &config, prompts, &view, cancel);
+    let mut settings = stage3_settings(strategy, client, &config, prompts, &view, cancel);
+    if testgen.gpu_missing.is_none() {
+        // the tuner's worker and CUDA context start while Stages 1 and 2 run
+        settings.backend = kt_pipeline::job::tuner_backend_with(
+            kt_pipeline::stage3::EarlyTuner::start(run.tuning_dir()),
+        );
+    }
     let outcome = rt.block_on(kt_pipeline::job::transform(
         &run, &source, stage1, testgen, settings,
     ));

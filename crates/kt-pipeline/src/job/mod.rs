@@ -38,5 +38,7 @@ pub use result::{
     build_result, llm_totals, write_result,
 };
 pub use run_record::environment_markdown;
-pub use settings::{BackendFactory, BackendInputs, EventSink, Stage3Settings, tuner_backend};
+pub use settings::{
+    BackendFactory, BackendInputs, EventSink, Stage3Settings, tuner_backend, tuner_backend_with,
+};
 pub use transform::{resume, resume_run, transform};

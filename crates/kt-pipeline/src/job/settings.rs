@@ -7,7 +7,9 @@ use kt_llm::{LlmClient, StructuredMode};
 
 use crate::kernel_info::KernelInfo;
 use crate::prompt::PromptLibrary;
-use crate::stage3::{TunableCode, TunerBackend, TunerBackendConfig, TuningBackend, TuningProgress};
+use crate::stage3::{
+    EarlyTuner, TunableCode, TunerBackend, TunerBackendConfig, TuningBackend, TuningProgress,
+};
 use crate::strategy::Strategy;
 use kt_record::RunDir;
 
@@ -31,6 +33,15 @@ pub struct BackendInputs<'a> {
 
 /// The real backend: kt-tuner on this machine's GPU, brute force over each candidate's space.
 pub fn tuner_backend(inputs: &BackendInputs<'_>) -> Arc<dyn TuningBackend> {
+    real_backend(inputs, EarlyTuner::default())
+}
+
+/// The real backend, taking over `early` (a tuner started while Stages 1 and 2 ran) on its first call.
+pub fn tuner_backend_with(early: EarlyTuner) -> BackendFactory {
+    Arc::new(move |inputs: &BackendInputs<'_>| real_backend(inputs, early.clone()))
+}
+
+fn real_backend(inputs: &BackendInputs<'_>, early_tuner: EarlyTuner) -> Arc<dyn TuningBackend> {
     let tolerances = inputs
         .sidecar
         .map(|s| kt_tuner::SuiteInputs::from_sidecar(s).tolerances())
@@ -57,6 +68,7 @@ pub fn tuner_backend(inputs: &BackendInputs<'_>) -> Arc<dyn TuningBackend> {
         original: inputs.original.clone(),
         include_dirs: settings.map(|s| s.include_paths()).unwrap_or_default(),
         profile_cache: crate::stage3::default_profile_cache(),
+        early_tuner,
     }))
 }
 

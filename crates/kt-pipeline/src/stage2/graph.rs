@@ -24,10 +24,14 @@ use kt_graph::{END, GraphBuilder, Retry, START};
 use crate::error::PipelineError;
 
 use super::make_test::MakeTest;
+use super::prefetch::GeneratorPrefetch;
 use super::state::{Stage2Deps, Stage2State};
 
-/// Builds the Stage 2 graph.
-pub fn build(deps: Stage2Deps) -> Result<kt_graph::CompiledGraph<Stage2State>, PipelineError> {
+/// Builds the Stage 2 graph; `prefetch` holds the generator runs its node starts ahead.
+pub(crate) fn build(
+    deps: Stage2Deps,
+    prefetch: GeneratorPrefetch,
+) -> Result<kt_graph::CompiledGraph<Stage2State>, PipelineError> {
     let wanted = deps.options.tests;
     let attempts = if deps.llm.is_some() {
         deps.options.attempts
@@ -35,7 +39,7 @@ pub fn build(deps: Stage2Deps) -> Result<kt_graph::CompiledGraph<Stage2State>, P
         1
     };
     let mut g = GraphBuilder::<Stage2State>::new();
-    g.node("make_test", MakeTest { deps })
+    g.node("make_test", MakeTest { deps, prefetch })
         .retry(generator_retry(attempts));
     g.edge(START, "make_test");
     g.route("make_test", &["make_test", END], move |s: &Stage2State| {

@@ -16,6 +16,7 @@ use crate::kernel_info::KernelInfo;
 use crate::stage1::graph::PromptKernel;
 
 use super::answers::{ANSWER, GeneratorScript};
+use super::prefetch::{GeneratorPrefetch, run_key};
 use super::reference::{ReferenceJob, record_in_manifest};
 use super::state::{Revision, Stage2Deps, Stage2Options, Stage2State, Stage2Update, TestRecord};
 
@@ -86,6 +87,8 @@ pub fn has_tail(problem_size: &[i64; 3], dimensions: usize) -> bool {
 
 pub(super) struct MakeTest {
     pub(super) deps: Stage2Deps,
+    /// The remaining seeds' runs of the program, started ahead.
+    pub(super) prefetch: GeneratorPrefetch,
 }
 
 #[derive(Serialize)]
@@ -127,8 +130,8 @@ impl kt_graph::Node<Stage2State> for MakeTest {
         state: Arc<Stage2State>,
         ctx: NodeContext,
     ) -> impl std::future::Future<Output = Result<Stage2Update, PipelineError>> + Send {
-        let deps = self.deps.clone();
-        async move { make_test(&deps, &state, &ctx).await }
+        let (deps, prefetch) = (self.deps.clone(), self.prefetch.clone());
+        async move { make_test(&deps, &prefetch, &state, &ctx).await }
     }
 }
 
@@ -142,6 +145,7 @@ fn missing(what: &str) -> PipelineError {
 /// One attempt at test number `index`: what every step of [`make_test`] reads.
 struct Attempt<'a> {
     deps: &'a Stage2Deps,
+    prefetch: &'a GeneratorPrefetch,
     state: &'a Stage2State,
     ctx: &'a NodeContext,
     kernel: &'a Kernel,
@@ -182,12 +186,14 @@ struct SizeFacts {
 
 async fn make_test(
     deps: &Stage2Deps,
+    prefetch: &GeneratorPrefetch,
     state: &Stage2State,
     ctx: &NodeContext,
 ) -> Result<Stage2Update, PipelineError> {
     let index = state.tests.len();
     let attempt = Attempt {
         deps,
+        prefetch,
         state,
         ctx,
         kernel: state.kernel.as_ref().ok_or_else(|| missing("kernel"))?,
@@ -197,6 +203,16 @@ async fn make_test(
         seed: deps.options.first_seed.wrapping_add(index as u64),
     };
     let script = attempt.program().await?;
+    // the tests after this one run the same program unless it is revised: start them now
+    let later =
+        (index + 1..deps.options.tests).map(|i| deps.options.first_seed.wrapping_add(i as u64));
+    prefetch.start(
+        &deps.sandbox,
+        &deps.python,
+        &script,
+        &generator_spec(attempt.kernel, attempt.info, &deps.options),
+        later,
+    );
     let generated = attempt.generate(&script).await?;
     let discard = || {
         if !generated.reused {
@@ -261,7 +277,7 @@ impl Attempt<'_> {
     async fn generate(&self, script: &str) -> Result<Generated, PipelineError> {
         let (deps, seed) = (self.deps, self.seed);
         let spec = generator_spec(self.kernel, self.info, &deps.options);
-        let generated = run_generator(deps, self.ctx, script, &spec, seed)
+        let generated = run_generator(deps, self.prefetch, self.ctx, script, &spec, seed)
             .await
             .map_err(|e| match e {
                 GeneratorError::Io { .. }
@@ -526,6 +542,7 @@ async fn ask_for_script(
 
 async fn run_generator(
     deps: &Stage2Deps,
+    prefetch: &GeneratorPrefetch,
     ctx: &NodeContext,
     script: &str,
     spec: &GeneratorSpec,
@@ -538,12 +555,19 @@ async fn run_generator(
         spec.clone(),
         deps.tests_dir.clone(),
     );
-    let key = format!(
-        "seed{seed}-{}",
-        &blake3::hash(script.as_bytes()).to_hex()[..16]
-    );
-    ctx.effect_keyed("generator", &key, || async move {
+    let key = run_key(&script, seed);
+    let prefetch = prefetch.clone();
+    let effect_key = key.clone();
+    ctx.effect_keyed("generator", &effect_key, || async move {
         let dest_for_error = dest.clone();
+        if let Some(prefetched) = prefetch.take(&key, &dest).await {
+            return prefetched.map(|t| Generated {
+                id: t.id,
+                dir: t.dir,
+                manifest: t.manifest,
+                reused: t.reused,
+            });
+        }
         tokio::task::spawn_blocking(move || {
             kt_sandbox::generator::run_generator(&sandbox, &python, &script, &spec, seed, &dest)
                 .map(|t| Generated {

@@ -7,6 +7,7 @@
 pub mod answers;
 pub mod graph;
 pub mod make_test;
+mod prefetch;
 pub mod reference;
 pub mod state;
 pub mod tuner_reference;
@@ -26,6 +27,7 @@ pub use tuner_reference::TunerReference;
 
 use crate::error::PipelineError;
 use crate::kernel_info::KernelInfo;
+use prefetch::GeneratorPrefetch;
 
 /// What Stage 2 produced.
 #[derive(Debug, Clone)]
@@ -58,7 +60,8 @@ pub async fn make_tests(
         .map_err(|e| PipelineError::io("creating the tests directory", &deps.tests_dir, e))?;
     let expected_missing = deps.reference.availability().err();
     let tests_dir = deps.tests_dir.clone();
-    let graph = graph::build(deps)?;
+    let prefetch = GeneratorPrefetch::new(GeneratorPrefetch::staging_for(&tests_dir));
+    let graph = graph::build(deps, prefetch.clone())?;
     let executor = Executor::new(graph, store);
     let initial = Stage2State {
         source: source.to_string(),
@@ -67,9 +70,11 @@ pub async fn make_tests(
         script,
         ..Stage2State::default()
     };
-    let outcome = crate::graph_run::start_or_resume(&executor, run, initial, RunOptions::default())
-        .await
-        .map_err(|e| PipelineError::graph("stage 2", e))?;
+    let outcome =
+        crate::graph_run::start_or_resume(&executor, run, initial, RunOptions::default()).await;
+    // runs started ahead for a program that was revised, or a run that stopped, leave nothing behind
+    prefetch.finish().await;
+    let outcome = outcome.map_err(|e| PipelineError::graph("stage 2", e))?;
     let state = match outcome {
         RunOutcome::Finished { state, .. } => state,
         other => {

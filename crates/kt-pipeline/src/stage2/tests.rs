@@ -260,6 +260,9 @@ async fn sizes_that_are_all_multiples_of_32_get_a_tail_test() {
     assert!(!out.tests[0].tail);
     assert!(out.tests[1].tail);
     assert_eq!(out.tests[1].problem_size, Some([4096 * 6 + 17, 1, 1]));
+    // the aligned program's run for the second seed (started ahead, then revised away) left nothing behind
+    assert_eq!(list_tests(&out.tests_dir).unwrap().len(), 2);
+    assert!(!super::prefetch::GeneratorPrefetch::staging_for(&out.tests_dir).exists());
     let asks = prompts_of(dir.path(), "stage2.tail");
     assert_eq!(asks.len(), 1);
     assert!(asks[0].contains("[24576, 1, 1]"), "{}", asks[0]);
@@ -294,6 +297,10 @@ async fn hand_written_script_without_gpu_writes_inputs_and_says_why_expected_out
             .iter()
             .all(|t| !t.has_expected() && t.manifest.reference_time_ms.is_none())
     );
+    // seeds 2 and 3 ran ahead, beside `tests/`, and moved in when their tests asked for them
+    let seeds: Vec<u64> = stored.iter().map(|t| t.manifest.seed).collect();
+    assert!([1, 2, 3].iter().all(|s| seeds.contains(s)), "{seeds:?}");
+    assert!(!super::prefetch::GeneratorPrefetch::staging_for(&out.tests_dir).exists());
     assert_eq!(stored[0].manifest.outputs, ["c"]);
 }
 

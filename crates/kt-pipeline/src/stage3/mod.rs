@@ -15,6 +15,7 @@ mod ask;
 pub(crate) mod backend;
 pub(crate) mod config_record;
 mod context;
+mod early_tuner;
 mod fake_backend;
 pub(crate) mod feedback;
 mod graph;
@@ -22,6 +23,7 @@ mod nodes;
 mod profile_cache;
 mod profile_launch;
 mod profile_record;
+mod profile_standby;
 pub(crate) mod profiling;
 mod prompt_vars;
 mod rewrite_answer;
@@ -57,11 +59,13 @@ pub use backend::{
 };
 pub use config_record::{ConfigRecord, FailedConfiguration};
 pub use context::{KernelFacts, Stage3Context};
+pub use early_tuner::EarlyTuner;
 pub use fake_backend::FakeBackend;
 pub use feedback::failure_feedback;
 pub use graph::{GraphFormat, build_graph, export_graph, node};
 pub use profile_cache::{ProfileCache, default_profile_cache};
-pub use profile_launch::{PROFILE_LAUNCHES, ProfileLaunch};
+pub use profile_launch::{PROFILE_LAUNCHES, ProfileLaunch, run_standby};
+pub use profile_standby::STANDBY_ENV;
 pub use profiling::{ProfileRecord, RunProfiles, RunRoofline, run_profiles, run_roofline};
 pub use rewrite_check::{
     MAX_SPACE_SIZE, check_restrictions, check_rewrite, code_of, normalize_names,

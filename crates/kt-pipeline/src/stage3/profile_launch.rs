@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use kt_tuner::session::{Tuner, TunerConfig};
 use kt_tuner::{Config, Geometry, ParamSpec, TestSet, TunableParam};
+use serde::{Deserialize, Serialize};
 
 use super::backend::BackendError;
 use crate::error::PipelineError;
@@ -17,8 +18,9 @@ use crate::error::PipelineError;
 /// Launches of the kernel: ncu lets the first through (warm-up) and profiles the second.
 pub const PROFILE_LAUNCHES: u32 = 3;
 
-/// One configuration of one kernel on one test, to be launched under a profiler.
-#[derive(Debug, Clone, PartialEq)]
+/// One configuration of one kernel on one test, to be launched under a profiler. As JSON it is what a
+/// standby launch ([`run_standby`]) reads on its standard input.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ProfileLaunch {
     /// The kernel's device code (what the tuner compiles).
     pub kernel_file: PathBuf,
@@ -86,8 +88,15 @@ impl ProfileLaunch {
     }
 
     /// Compiles the kernel at its configuration and launches it [`PROFILE_LAUNCHES`] times on the test's
-    /// inputs (outputs go to a temporary directory).
+    /// inputs (outputs go to a temporary directory). The kernel and its test are read before the GPU is.
     pub fn run(&self) -> Result<(), PipelineError> {
+        let prepared = self.prepare()?;
+        let tuner = start_tuner(self.cache_dir.clone())?;
+        self.launch(prepared, tuner)
+    }
+
+    /// The kernel at its configuration and its test, read from disk.
+    fn prepare(&self) -> Result<(kt_tuner::TunableKernel, Config, TestSet), PipelineError> {
         let code = std::fs::read_to_string(&self.kernel_file)
             .map_err(|e| PipelineError::io("reading", &self.kernel_file, e))?;
         let parsed = kt_cuda::parse(&code)?;
@@ -106,20 +115,16 @@ impl ProfileLaunch {
             .collect();
         kernel.include_dirs = self.include.clone();
         let config = Config::ints(self.params.iter().map(|(k, v)| (k.as_str(), *v)));
+        Ok((kernel, config, tests))
+    }
+
+    /// Launches the prepared kernel in `tuner`.
+    fn launch(
+        &self,
+        (kernel, config, tests): (kt_tuner::TunableKernel, Config, TestSet),
+        mut tuner: Tuner,
+    ) -> Result<(), PipelineError> {
         let out = tempfile::tempdir().map_err(|e| failed("making a temporary directory", e))?;
-        // Under ncu the worker must share the host's network namespace: ncu's library in the worker reports
-        // to the ncu front end over a local socket.
-        let worker = kt_tuner::worker::process::WorkerCommand {
-            under_profiler: true,
-            ..kt_tuner::worker::process::WorkerCommand::current_exe()
-                .map_err(|e| failed("finding kt's worker", e))?
-        };
-        let mut tuner = Tuner::new(TunerConfig {
-            cache_dir: self.cache_dir.clone(),
-            worker: Some(worker),
-            ..TunerConfig::default()
-        })
-        .map_err(|e| failed("starting the tuner", e))?;
         let policy = kt_tuner::TimingPolicy::exactly(PROFILE_LAUNCHES);
         tuner
             .run_reference(
@@ -159,6 +164,45 @@ impl ProfileLaunch {
     }
 }
 
+/// The tuner a profiled launch runs in. Under ncu its worker must share the host's network namespace:
+/// ncu's library in the worker reports to the ncu front end over a local socket.
+fn start_tuner(cache_dir: Option<PathBuf>) -> Result<Tuner, PipelineError> {
+    let worker = kt_tuner::worker::process::WorkerCommand {
+        under_profiler: true,
+        ..kt_tuner::worker::process::WorkerCommand::current_exe()
+            .map_err(|e| failed("finding kt's worker", e))?
+    };
+    Tuner::new(TunerConfig {
+        cache_dir,
+        worker: Some(worker),
+        ..TunerConfig::default()
+    })
+    .map_err(|e| failed("starting the tuner", e))
+}
+
+/// A launch started before it is known what to launch (`kt __profile-launch --standby`): starts the
+/// tuner (its worker process and CUDA context: under ncu the slow part of a profile) while the run is
+/// still tuning, then reads one [`ProfileLaunch`] as a JSON line from `input` and runs it. An input that
+/// ends without a line (the run needed no more profiles, or kt exited) ends it without a launch.
+pub fn run_standby(
+    cache_dir: Option<PathBuf>,
+    input: &mut dyn std::io::BufRead,
+) -> Result<(), PipelineError> {
+    let tuner = start_tuner(cache_dir)?;
+    let mut line = String::new();
+    input
+        .read_line(&mut line)
+        .map_err(|e| failed("reading the launch on standard input", e))?;
+    if line.trim().is_empty() {
+        tuner.close(Duration::from_secs(10));
+        return Ok(());
+    }
+    let launch: ProfileLaunch = serde_json::from_str(&line)
+        .map_err(|e| failed("the launch on standard input is not valid", e))?;
+    let prepared = launch.prepare()?;
+    launch.launch(prepared, tuner)
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
@@ -195,6 +239,14 @@ mod tests {
             ProfileLaunch::parse_json(&value("--params"), &value("--geometry")).unwrap();
         assert_eq!(params, launch().params);
         assert_eq!(geometry, launch().geometry);
+    }
+
+    #[test]
+    fn a_launch_goes_to_a_standby_as_one_json_line_and_comes_back_the_same() {
+        let line = serde_json::to_string(&launch()).unwrap();
+        assert!(!line.contains('\n'), "one line: {line}");
+        let back: ProfileLaunch = serde_json::from_str(&line).unwrap();
+        assert_eq!(back, launch());
     }
 
     #[test]

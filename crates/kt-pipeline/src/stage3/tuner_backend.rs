@@ -11,17 +11,38 @@ use std::time::Duration;
 use async_trait::async_trait;
 use kt_tuner::args::TestArg;
 use kt_tuner::search::Limits;
-use kt_tuner::session::{TuneOptions, TuneResult, Tuner, TunerConfig};
+use kt_tuner::session::{TuneOptions, TuneResult, Tuner};
 use kt_tuner::{Config, Measurement, ParamSpec, Restriction, TestSet, TunableParam, TunerError};
 
 use super::backend::{
     BackendError, Outcome, PairTimes, ProfileRun, Reference, TuningBackend, TuningProgress,
 };
+use super::early_tuner::{EarlyTuner, tuner_config};
 use super::profile_cache::{ProfileCache, ProfileKey, ncu_identity};
 use super::profile_launch::ProfileLaunch;
+use super::profile_standby::ProfileStandby;
 
 /// The longest one profile may take (ncu replays the kernel for each group of metrics).
 const PROFILE_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// A profile about to be taken: by a standby that already started (with the launch to write to it), or
+/// by ncu started now.
+enum ProfileVia {
+    Standby(kt_profile::RunningProfile, String),
+    Direct(kt_profile::ProfileCommand),
+}
+
+impl ProfileVia {
+    fn run(self) -> Result<kt_profile::KernelProfile, kt_profile::ProfileError> {
+        match self {
+            ProfileVia::Standby(run, line) => {
+                tracing::debug!("profiling through the standby");
+                run.finish(Some(line.as_bytes()), PROFILE_TIMEOUT)
+            }
+            ProfileVia::Direct(command) => command.run(PROFILE_TIMEOUT),
+        }
+    }
+}
 use super::tunable_code::TunableCode;
 use super::tuned_outcome::{self, Tuned, noise_ms};
 
@@ -53,6 +74,8 @@ pub struct TunerBackendConfig {
     pub include_dirs: Vec<PathBuf>,
     /// Profiles kept across runs ([`ProfileCache`]); None profiles every kernel afresh.
     pub profile_cache: Option<PathBuf>,
+    /// A tuner started while Stages 1 and 2 ran, taken over by the first call (else one starts then).
+    pub early_tuner: EarlyTuner,
 }
 
 /// How many of a candidate's fastest configurations are checked against the original kernel, when the tests
@@ -73,6 +96,8 @@ pub struct TunerBackend {
     device: Mutex<String>,
     /// The GPU of the latest tuning job (run.json's `gpu`).
     gpu: Mutex<Option<crate::gpu_record::GpuRecord>>,
+    /// A profile started while a kernel is tuned, ready for the next profile.
+    standby: ProfileStandby,
 }
 
 impl std::fmt::Debug for TunerBackend {
@@ -105,10 +130,10 @@ fn open_session<'a>(
         std::fs::create_dir_all(&config.cache_dir).map_err(|e| BackendError::Failed {
             detail: format!("creating {}: {e}", config.cache_dir.display()),
         })?;
-        let tuner = Tuner::new(TunerConfig {
-            cache_dir: Some(config.cache_dir.clone()),
-            ..TunerConfig::default()
-        })
+        let tuner = match config.early_tuner.take(&config.cache_dir) {
+            Some(started) => started,
+            None => Tuner::new(tuner_config(&config.cache_dir)),
+        }
         .map_err(backend_error)?;
         let params = ParamSpec::from_kernel(&config.kernel);
         let tests =
@@ -162,6 +187,7 @@ impl TunerBackend {
             results: Mutex::new(HashMap::new()),
             device: Mutex::new(String::new()),
             gpu: Mutex::new(None),
+            standby: ProfileStandby::default(),
         }
     }
 
@@ -200,15 +226,13 @@ impl TunerBackend {
         (f > 0.0 && b > 0.0).then(|| f / b)
     }
 
-    /// ncu on `kt __profile-launch` for `kernel` at `params` on the first test; the kernel's code is written
-    /// under the tuning cache. The error says why there can be no profile.
-    fn profile_command(
+    /// The launch `kt __profile-launch` profiles for `kernel` at `params` on the first test; the kernel's code
+    /// is written under the tuning cache. The error says why there can be no profile.
+    fn profile_launch(
         &self,
-        ncu: kt_profile::NcuPath,
         kernel: &TunableCode,
         params: &BTreeMap<String, i64>,
-    ) -> Result<kt_profile::ProfileCommand, String> {
-        let program = std::env::current_exe().map_err(|e| format!("kt's own path: {e}"))?;
+    ) -> Result<ProfileLaunch, String> {
         let first = {
             let guard = self.session.lock().unwrap_or_else(|p| p.into_inner());
             guard
@@ -221,7 +245,7 @@ impl TunerBackend {
         let file = dir.join(format!("{}.cu", kernel.content_hash()));
         std::fs::write(&file, &kernel.code)
             .map_err(|e| format!("writing {}: {e}", file.display()))?;
-        let launch = ProfileLaunch {
+        Ok(ProfileLaunch {
             kernel_file: file,
             kernel: self.config.kernel.name.clone(),
             params: params.clone(),
@@ -229,12 +253,27 @@ impl TunerBackend {
             test: self.config.tests_dir.join(test),
             include: Vec::new(),
             cache_dir: Some(self.config.cache_dir.clone()),
-        };
-        Ok(
-            kt_profile::ProfileCommand::new(ncu, self.config.kernel.name.clone(), program)
+        })
+    }
+
+    /// How `launch` will be profiled: through the waiting standby when there is one (only the launch is
+    /// left to do), else by starting ncu on `kt __profile-launch` now.
+    fn profile_via(
+        &self,
+        ncu: &kt_profile::NcuPath,
+        launch: &ProfileLaunch,
+    ) -> Result<ProfileVia, String> {
+        if let Some(run) = self.standby.take() {
+            let line =
+                serde_json::to_string(launch).map_err(|e| format!("the launch as JSON: {e}"))?;
+            return Ok(ProfileVia::Standby(run, line + "\n"));
+        }
+        let program = std::env::current_exe().map_err(|e| format!("kt's own path: {e}"))?;
+        Ok(ProfileVia::Direct(
+            kt_profile::ProfileCommand::new(ncu.clone(), launch.kernel.clone(), program)
                 .args(launch.args())
                 .launch_skip(1),
-        )
+        ))
     }
 
     /// The profile cache and this profile's key, when the cache is on and the GPU is known (after a tuning).
@@ -292,6 +331,13 @@ impl TunerBackend {
         options: TuneOptions,
         progress: &dyn TuningProgress,
     ) -> Result<Result<Tuned, TunerError>, BackendError> {
+        // ncu's start-up for the next profile overlaps this tuning
+        if let Some(ncu) = kt_profile::ncu_once()
+            && std::fs::create_dir_all(&self.config.cache_dir).is_ok()
+        {
+            self.standby
+                .ensure(ncu, &self.config.kernel.name, &self.config.cache_dir);
+        }
         let session = self.session.clone();
         let config = self.config.clone();
         // Progress crosses to the blocking thread through a channel; the bar is updated here.
@@ -492,15 +538,18 @@ impl TuningBackend for TunerBackend {
                 cached: true,
             });
         }
-        let command = match self.profile_command(ncu.clone(), kernel, params) {
-            Ok(c) => c,
+        let profile = match self
+            .profile_launch(kernel, params)
+            .and_then(|launch| self.profile_via(ncu, &launch))
+        {
+            Ok(p) => p,
             Err(why) => return Ok(ProfileRun::skipped(why)),
         };
         tracing::info!(
             step = label,
             "profiling the best configuration with Nsight Compute"
         );
-        let joined = tokio::task::spawn_blocking(move || command.run(PROFILE_TIMEOUT)).await;
+        let joined = tokio::task::spawn_blocking(move || profile.run()).await;
         let seconds = started.elapsed().as_secs_f64();
         Ok(match joined {
             Ok(Ok(profile)) => {
@@ -692,6 +741,7 @@ pub(crate) mod tests {
             original: original.clone(),
             include_dirs: Vec::new(),
             profile_cache: None,
+            early_tuner: EarlyTuner::default(),
         }));
         let fast = Measurement::synthetic(config(64), Verdict::Ok, Some(1.0));
         backend.results.lock().unwrap().insert(

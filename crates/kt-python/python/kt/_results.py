@@ -43,7 +43,8 @@ def _env(result, request, best):
     return {
         "device_name": device["name"],
         "compute_capability": f"{major}{minor}",
-        "iterations": request["iterations"],
+        # the runs timed per configuration: as given, else kt's minimum (it samples until the median is sure)
+        "iterations": request["iterations"] or 3,
         "compiler_options": request["compiler_options"],
         "device_properties": device,
         "best_config": best,
@@ -54,6 +55,8 @@ def _env(result, request, best):
         "kt_space_size": result["space_size"],
         "kt_worker_restarts": result.get("worker_restarts", 0),
         "kt_verified": any(a.get("answer") for a in request["arguments"]),
+        # where the tuner's time went (ms): worker start, uploads, compilation, reference, the search
+        "kt_phases": phases,
     }
 
 

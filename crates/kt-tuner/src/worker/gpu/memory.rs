@@ -21,6 +21,9 @@ use crate::sum_floor::SumFloor;
 use crate::verify::{Mismatch, OutputReport, Tolerance, poison_bits};
 use kt_record::DType;
 
+/// Bytes of an input file read and copied to the GPU at a time.
+const UPLOAD_PIECE: usize = 16 << 20;
+
 pub(super) type Ptr = sys::CUdeviceptr;
 
 /// The default stream: every launch and copy of the worker is ordered on it.
@@ -396,15 +399,25 @@ impl DeviceMemory {
                     std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
                 f.seek(SeekFrom::Start(*offset))
                     .map_err(|e| format!("{}: {e}", path.display()))?;
-                let mut buf = vec![0u8; a.bytes() as usize];
-                f.read_exact(&mut buf).map_err(|e| {
-                    format!(
-                        "{}: {e} (file shorter than its header says?)",
-                        path.display()
-                    )
-                })?;
-                // SAFETY: ptr holds a.bytes() bytes.
-                unsafe { result::memcpy_htod_sync(ptr, &buf) }.map_err(|e| cuda("uploading", e))
+                // In pieces through one small buffer: a buffer the size of a large array would be
+                // zeroed and page-faulted in first, which takes longer than reading and copying it.
+                let total = a.bytes() as usize;
+                let mut buf = vec![0u8; total.min(UPLOAD_PIECE)];
+                let mut done = 0;
+                while done < total {
+                    let piece = &mut buf[..(total - done).min(UPLOAD_PIECE)];
+                    f.read_exact(piece).map_err(|e| {
+                        format!(
+                            "{}: {e} (file shorter than its header says?)",
+                            path.display()
+                        )
+                    })?;
+                    // SAFETY: ptr holds a.bytes() bytes; this piece ends at or before its end.
+                    unsafe { result::memcpy_htod_sync(ptr + done as u64, piece) }
+                        .map_err(|e| cuda("uploading", e))?;
+                    done += piece.len();
+                }
+                Ok(())
             }
             ArraySource::Generate { dist, seed } => self.fill(ptr, a, dist, *seed),
         }

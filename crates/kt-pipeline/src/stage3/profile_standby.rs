@@ -1,0 +1,132 @@
+//! A profile started before it is needed. Most of an Nsight Compute profile's cost is start-up: ncu itself,
+//! its injection into `kt __profile-launch` and into that program's worker, and the worker's CUDA context
+//! (about 2.5 of the 3 seconds a profile of the demo's matmul takes on an H100; the profiled launch and its
+//! replays take a few hundred milliseconds). So while a kernel is being tuned, a standby (`kt
+//! __profile-launch --standby` under ncu) starts and then waits on its standard input; when the tuned
+//! kernel is accepted and must be profiled, the launch is written to it and only the launch itself is left
+//! to wait for. A standby that is never used ends when its input closes (the run ends) or is killed when
+//! the backend is dropped. The standby launches nothing while it waits, so the tuning it overlaps is timed
+//! on a GPU that runs only the tuner's kernels. `KT_PROFILE_STANDBY=off` turns it off (every profile then
+//! starts ncu when it is needed, as before).
+
+use std::path::Path;
+use std::sync::Mutex;
+
+use kt_profile::{NcuPath, ProfileCommand, RunningProfile};
+
+/// The environment variable that turns standbys off (`off`).
+pub const STANDBY_ENV: &str = "KT_PROFILE_STANDBY";
+
+/// At most one waiting profile run.
+#[derive(Default)]
+pub(super) struct ProfileStandby {
+    waiting: Mutex<Option<RunningProfile>>,
+}
+
+/// The ncu command of a standby for kernel `kernel` with the tuner's cache in `cache_dir`: the same filter
+/// and warm-up launch as a direct profile (`ProfileLaunch::args`), the launch itself still to come.
+pub(super) fn standby_command(
+    ncu: NcuPath,
+    kernel: &str,
+    program: &Path,
+    cache_dir: &Path,
+) -> ProfileCommand {
+    ProfileCommand::new(ncu, kernel, program)
+        .args([
+            "__profile-launch".as_ref(),
+            "--standby".as_ref(),
+            "--cache-dir".as_ref(),
+            cache_dir.as_os_str(),
+        ])
+        .launch_skip(1)
+}
+
+fn turned_off() -> bool {
+    std::env::var(STANDBY_ENV).is_ok_and(|v| v.eq_ignore_ascii_case("off") || v == "0")
+}
+
+impl ProfileStandby {
+    /// Starts a standby for `kernel` unless one is waiting (or standbys are off). A failure to start only
+    /// means the next profile starts ncu itself.
+    pub fn ensure(&self, ncu: &NcuPath, kernel: &str, cache_dir: &Path) {
+        if turned_off() {
+            return;
+        }
+        let mut slot = self.waiting.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(run) = slot.as_mut()
+            && run.is_running()
+        {
+            return;
+        }
+        let program = match std::env::current_exe() {
+            Ok(p) => p,
+            Err(e) => {
+                tracing::debug!(error = %e, "no standby profile: kt's own path is unknown");
+                return;
+            }
+        };
+        match standby_command(ncu.clone(), kernel, &program, cache_dir).spawn(true) {
+            Ok(run) => {
+                tracing::debug!(kernel, "a standby profile is starting");
+                *slot = Some(run);
+            }
+            Err(e) => tracing::debug!(error = %e, "no standby profile"),
+        }
+    }
+
+    /// The waiting standby, if one is still alive (one that died is dropped: the caller profiles afresh).
+    pub fn take(&self) -> Option<RunningProfile> {
+        let mut slot = self.waiting.lock().unwrap_or_else(|p| p.into_inner());
+        let mut run = slot.take()?;
+        run.is_running().then_some(run)
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_standby_runs_the_hidden_launch_command_with_the_direct_profiles_filter() {
+        let cmd = standby_command(
+            NcuPath("/cuda/bin/ncu".into()),
+            "matrixMultiply",
+            Path::new("/bin/kt"),
+            Path::new("/run/tuning"),
+        );
+        let args: Vec<String> = cmd
+            .ncu_args(Path::new("/tmp/r.csv"))
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        let line = args.join(" ");
+        assert!(
+            line.ends_with("/bin/kt __profile-launch --standby --cache-dir /run/tuning"),
+            "{line}"
+        );
+        assert!(
+            line.contains("--kernel-name regex:^matrixMultiply$ --launch-skip 1"),
+            "{line}"
+        );
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_dead_standby_is_not_handed_out_and_a_live_one_only_once() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let ncu = dir.path().join("ncu");
+        // a fake ncu whose program waits for its input: `sleep` stands for the waiting launch
+        std::fs::write(&ncu, "#!/bin/sh\nsleep 5\n").unwrap();
+        std::fs::set_permissions(&ncu, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let standby = ProfileStandby::default();
+        standby.ensure(&NcuPath(ncu.clone()), "k", dir.path());
+        assert!(standby.take().is_some(), "a live standby is handed out");
+        assert!(standby.take().is_none(), "and only once");
+        std::fs::write(&ncu, "#!/bin/sh\nexit 1\n").unwrap();
+        standby.ensure(&NcuPath(ncu), "k", dir.path());
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        assert!(standby.take().is_none(), "a standby that died is not used");
+    }
+}

@@ -1,0 +1,170 @@
+//! An ncu run in flight: started by [`ProfileCommand::spawn`], ended by [`RunningProfile::finish`] (which
+//! may first tell the program what to launch on its standard input) or by being dropped (ncu and its
+//! program are killed). Starting early and finishing later is what lets ncu's own start-up, which costs
+//! more than the profiled launch itself, overlap other work.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Child, ChildStdin};
+use std::time::{Duration, Instant};
+
+use crate::command::ProfileCommand;
+use crate::error::ProfileError;
+use crate::profile::KernelProfile;
+
+/// ncu running on a program, with the files its report and the program's output go to.
+pub struct RunningProfile {
+    command: ProfileCommand,
+    child: Child,
+    input: Option<ChildStdin>,
+    /// Holds the report and output files until the run is read.
+    _dir: tempfile::TempDir,
+    log: PathBuf,
+    out: PathBuf,
+    /// Set once ncu has exited and been reaped.
+    ended: bool,
+}
+
+impl RunningProfile {
+    pub(crate) fn new(
+        command: ProfileCommand,
+        mut child: Child,
+        dir: tempfile::TempDir,
+        log: PathBuf,
+        out: PathBuf,
+    ) -> Self {
+        let input = child.stdin.take();
+        Self {
+            command,
+            child,
+            input,
+            _dir: dir,
+            log,
+            out,
+            ended: false,
+        }
+    }
+
+    /// Whether ncu is still running (a program waiting for its input is).
+    pub fn is_running(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+
+    /// Writes `input` (when given) to the program's standard input and closes it, waits for ncu to exit
+    /// (at most `timeout` from now) and parses the one profiled launch.
+    pub fn finish(
+        mut self,
+        input: Option<&[u8]>,
+        timeout: Duration,
+    ) -> Result<KernelProfile, ProfileError> {
+        if let Some(mut pipe) = self.input.take()
+            && let Some(bytes) = input
+        {
+            // A program that already exited closed its end; its output then says why.
+            if let Err(e) = pipe.write_all(bytes).and_then(|()| pipe.flush()) {
+                tracing::debug!(error = %e, "the profiled program did not take its input");
+            }
+        }
+        let started = Instant::now();
+        loop {
+            match self.child.try_wait() {
+                Ok(Some(_)) => break,
+                Ok(None) if started.elapsed() >= timeout => {
+                    self.stop();
+                    return Err(ProfileError::Timeout {
+                        kernel: self.command.kernel.clone(),
+                        seconds: timeout.as_secs(),
+                    });
+                }
+                Ok(None) => std::thread::sleep(Duration::from_millis(20)),
+                Err(source) => {
+                    self.stop();
+                    return Err(ProfileError::Io {
+                        what: "wait for ncu".into(),
+                        source,
+                    });
+                }
+            }
+        }
+        self.ended = true;
+        let report = std::fs::read_to_string(&self.log).unwrap_or_default();
+        let program_text = std::fs::read_to_string(&self.out).unwrap_or_default();
+        self.command
+            .interpret(&format!("{report}\n{program_text}"), &report)
+    }
+
+    /// Kills ncu and the program it started (one process group), then reaps ncu.
+    fn stop(&mut self) {
+        self.input = None;
+        #[cfg(unix)]
+        if let Ok(pid) = i32::try_from(self.child.id()) {
+            // SAFETY: kill(2) with a negative pid signals the process group made for ncu at spawn; it has
+            // no memory effects in this process.
+            unsafe {
+                libc::kill(-pid, libc::SIGKILL);
+            }
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        self.ended = true;
+    }
+}
+
+impl Drop for RunningProfile {
+    fn drop(&mut self) {
+        if !self.ended {
+            self.stop();
+        }
+    }
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::*;
+    use crate::locate::NcuPath;
+    use std::os::unix::fs::PermissionsExt;
+
+    /// A fake ncu that runs its program (after `--log-file FILE`) and then writes a one-launch report
+    /// naming the kernel the program printed.
+    fn fake_ncu(dir: &std::path::Path) -> NcuPath {
+        let fake = dir.join("ncu");
+        let script = "#!/bin/sh\nwhile [ \"$1\" != \"--log-file\" ]; do shift; done\nlog=$2; shift 2\n\
+            name=$(\"$@\")\n\
+            printf '\"ID\",\"Kernel Name\",\"launch__registers_per_thread\"\\n\"\",\"\",\"register/thread\"\\n\"0\",\"%s\",\"40\"\\n' \"$name\" > \"$log\"\n";
+        std::fs::write(&fake, script).unwrap();
+        std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+        NcuPath(fake)
+    }
+
+    #[test]
+    fn a_program_waiting_for_its_input_is_profiled_once_the_input_comes() {
+        let dir = tempfile::tempdir().unwrap();
+        // the program reads one line and prints it: what it launches is decided by its input
+        let mut running = ProfileCommand::new(fake_ncu(dir.path()), "matmul", "/bin/sh")
+            .args(["-c", "read line; echo $line"])
+            .spawn(true)
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(200));
+        assert!(running.is_running(), "it waits for its input");
+        let profile = running
+            .finish(Some(b"matmul\n"), Duration::from_secs(20))
+            .unwrap();
+        assert_eq!(profile.kernel, "matmul");
+    }
+
+    #[test]
+    fn dropping_a_waiting_run_stops_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let marker = dir.path().join("ran");
+        let running = ProfileCommand::new(fake_ncu(dir.path()), "k", "/bin/sh")
+            .args([
+                "-c".to_string(),
+                format!("sleep 2; touch {}", marker.display()),
+            ])
+            .spawn(true)
+            .unwrap();
+        drop(running);
+        std::thread::sleep(Duration::from_millis(2500));
+        assert!(!marker.exists(), "the program was killed with ncu");
+    }
+}
