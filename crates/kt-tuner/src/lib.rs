@@ -23,6 +23,7 @@
 
 pub mod arg_map;
 pub mod args;
+pub mod block_names;
 pub mod cache;
 pub mod compile_check;
 pub mod cuda_probe;
@@ -63,6 +64,7 @@ pub use args::{
     ArrayArg, ArraySource, Distribution, KernelTest, ParamSpec, SizeChoice, SuiteInputs, TestArg,
     TestSet,
 };
+pub use block_names::BlockNames;
 pub use error::TunerError;
 pub use geometry::{Geometry, LaunchDims};
 pub use kernel_file::{KernelFile, KernelSource, kernel_source};
