@@ -49,6 +49,7 @@ pub mod param_value;
 pub mod sampling;
 pub mod sanitize;
 pub mod search;
+pub mod self_command;
 pub mod selftest;
 pub mod session;
 pub mod space;

@@ -364,13 +364,24 @@ pub fn run(args: TransformArgs) -> anyhow::Result<ExitCode> {
     if args.dry_run {
         return Ok(super::dry_run::report(dry_run(&args)));
     }
+    let (run, outcome) = execute(&args, cancel_on_signals, LiveView::new(args.json))?;
+    report(&run, outcome, args.json)
+}
+
+/// The run, up to its end or its stop: its directory and what the pipeline returned. `cancel` gives the
+/// token that stops it (the command line's: at SIGINT, SIGTERM or SIGHUP).
+pub(crate) fn execute(
+    args: &TransformArgs,
+    cancel: impl FnOnce(&tokio::runtime::Runtime) -> anyhow::Result<CancelToken>,
+    view: Arc<LiveView>,
+) -> anyhow::Result<(RunDir, Result<TransformOutcome, PipelineError>)> {
     let Checked {
         strategy,
         client,
         config,
         source,
         kernel_name,
-    } = check_inputs(&args)?;
+    } = check_inputs(args)?;
     // Found (or provisioned) before the run exists: a machine without Python or a safe sandbox gets no half-made
     // run.
     let generators = super::unsandboxed::generator_sandbox(args.allow_unsandboxed)?;
@@ -407,15 +418,40 @@ pub fn run(args: TransformArgs) -> anyhow::Result<ExitCode> {
         args.allow_unsandboxed,
     )?;
     let rt = runtime()?;
-    let cancel = cancel_on_signals(&rt)?;
-    let view = LiveView::new(args.json);
+    let cancel = cancel(&rt)?;
     let settings = stage3_settings(strategy, client, &config, prompts, &view, cancel);
     let outcome = rt.block_on(kt_pipeline::job::transform(
         &run, &source, stage1, testgen, settings,
     ));
     leave(rt);
     view.finish();
-    report(&run, outcome, args.json)
+    Ok((run, outcome))
+}
+
+/// What a run that stopped for want of a GPU says after the tuner's message.
+pub(crate) fn needs_gpu_hint(run: &RunDir) -> String {
+    format!(
+        "Stages up to this point are saved in {}; on a machine with an NVIDIA GPU, continue with:\n  kt resume {}",
+        run.root().display(),
+        run.root().display()
+    )
+}
+
+/// What a run the LLM service's outage stopped says after the error.
+pub(crate) fn llm_unavailable_hint(run: &RunDir) -> String {
+    format!(
+        "The run is saved in {} (status llm_unavailable); once the LLM service answers again, continue with:\n  kt resume {}",
+        run.root().display(),
+        run.root().display()
+    )
+}
+
+/// How a run that failed outright is reported: the error, and where what it did is.
+pub(crate) fn failed(run: &RunDir, e: PipelineError) -> anyhow::Error {
+    anyhow::Error::new(e).context(format!(
+        "kt transform stopped; what it did is in {} (report.md, result.json)",
+        run.root().display()
+    ))
 }
 
 /// Prints the summary (or result.json) and picks the exit code; a stopped run says how to continue it.
@@ -448,28 +484,15 @@ pub(crate) fn report(
         }
         Err(PipelineError::Tuning(e)) => {
             eprintln!("{e}");
-            eprintln!(
-                "Stages up to this point are saved in {}; on a machine with an NVIDIA GPU, continue with:\n  kt resume {}",
-                run.root().display(),
-                run.root().display()
-            );
+            eprintln!("{}", needs_gpu_hint(run));
             Ok(ExitCode::from(2))
         }
         Err(e) if e.is_llm_unavailable() => {
             eprintln!("{e}");
-            eprintln!(
-                "The run is saved in {} (status llm_unavailable); once the LLM service answers again, continue with:\n  kt resume {}",
-                run.root().display(),
-                run.root().display()
-            );
+            eprintln!("{}", llm_unavailable_hint(run));
             Ok(ExitCode::from(EXIT_LLM_UNAVAILABLE))
         }
-        Err(e) => Err(anyhow::Error::new(e)).with_context(|| {
-            format!(
-                "kt transform stopped; what it did is in {} (report.md, result.json)",
-                run.root().display()
-            )
-        }),
+        Err(e) => Err(failed(run, e)),
     }
 }
 

@@ -208,7 +208,8 @@ impl TunerBackend {
         kernel: &TunableCode,
         params: &BTreeMap<String, i64>,
     ) -> Result<kt_profile::ProfileCommand, String> {
-        let program = std::env::current_exe().map_err(|e| format!("kt's own path: {e}"))?;
+        // kt's own command line: this executable, or the host's (kt's Python module)
+        let kt = kt_tuner::self_command::self_command().map_err(|e| e.to_string())?;
         let first = {
             let guard = self.session.lock().unwrap_or_else(|p| p.into_inner());
             guard
@@ -231,7 +232,8 @@ impl TunerBackend {
             cache_dir: Some(self.config.cache_dir.clone()),
         };
         Ok(
-            kt_profile::ProfileCommand::new(ncu, self.config.kernel.name.clone(), program)
+            kt_profile::ProfileCommand::new(ncu, self.config.kernel.name.clone(), kt.program)
+                .args(kt.args)
                 .args(launch.args())
                 .launch_skip(1),
         )
