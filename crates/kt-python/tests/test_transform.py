@@ -5,9 +5,13 @@ replayed run finishes from Python with a faster verified kernel, its tuner worke
 started through this interpreter. Plain Python, run by tests/run.sh with KT_REPO set to the repository."""
 
 import os
+import signal
+import socket
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 
 import kt
 from kt._worker import kt_command
@@ -79,6 +83,55 @@ def test_transform_on_a_gpu_finishes_with_a_faster_verified_kernel(home):
     check("faster", run.speedup > 1.0, run.speedup)
     check("the best kernel's source", "__global__" in run.best_source, run.best_kernel_file)
     check("kt.runs.list agrees", kt.runs.list(runs_dir)[0]["speedup"] == run.speedup, kt.runs.list(runs_dir))
+
+
+def hanging_llm_server():
+    """A server on 127.0.0.1 that reads requests and never answers; the event is set at the first."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    asked = threading.Event()
+    held = []
+
+    def serve():
+        while True:
+            conn, _ = listener.accept()
+            conn.recv(65536)
+            held.append(conn)
+            asked.set()
+
+    threading.Thread(target=serve, daemon=True).start()
+    return listener.getsockname()[1], asked
+
+
+CALLER = """
+import sys, kt
+try:
+    kt.transform(sys.argv[1], llm="openai:gpt-4.1", tests=1, runs_dir=sys.argv[2])
+except KeyboardInterrupt:
+    print("KeyboardInterrupt")
+    sys.exit(130)
+"""
+
+
+def test_ctrl_c_saves_the_run_and_raises_keyboard_interrupt(home):
+    port, asked = hanging_llm_server()
+    runs_dir = os.path.join(home, "interrupted")
+    env = dict(os.environ, KT_LLM_BASE_URL=f"http://127.0.0.1:{port}/v1", OPENAI_API_KEY="test-key")
+    child = subprocess.Popen([sys.executable, "-c", CALLER, MATMUL, runs_dir], env=env,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    check("kt.transform asked the LLM", asked.wait(60), "no request in 60 s")
+    time.sleep(0.2)
+    child.send_signal(signal.SIGINT)
+    sent = time.monotonic()
+    try:
+        out, err = child.communicate(timeout=10)
+    except subprocess.TimeoutExpired:
+        child.kill()
+        raise AssertionError(f"kt.transform still running 10 s after SIGINT: {child.communicate()}")
+    took = time.monotonic() - sent
+    check("KeyboardInterrupt within 3 s", child.returncode == 130 and took < 3, (child.returncode, took, out, err))
+    [run] = kt.runs.list(runs_dir)
+    check("the run is saved, interrupted", run["status"] == "interrupted", run)
+    check("stderr says how to continue", f"kt resume {run['path']}" in err, err)
 
 
 def test_refusals_carry_the_commands_messages(home):

@@ -24,9 +24,11 @@ pub fn set_host(command: SelfCommand) {
 
 /// The command that runs kt's command line: the host's, else the running executable.
 pub fn self_command() -> Result<SelfCommand, TunerError> {
-    if let Some(host) = HOST.read().unwrap_or_else(|p| p.into_inner()).clone() {
-        return Ok(host);
-    }
+    let host = HOST.read().unwrap_or_else(|p| p.into_inner()).clone();
+    host.map_or_else(running_executable, Ok)
+}
+
+fn running_executable() -> Result<SelfCommand, TunerError> {
     let program = std::env::current_exe().map_err(|e| {
         TunerError::Worker(format!(
             "cannot find the running executable to start kt's worker: {e}"
@@ -40,27 +42,41 @@ pub fn self_command() -> Result<SelfCommand, TunerError> {
 
 /// `kt SUBCOMMAND`: the program and its arguments up to and including `subcommand`.
 pub fn subcommand(subcommand: &str) -> Result<(PathBuf, Vec<String>), TunerError> {
-    let SelfCommand { program, mut args } = self_command()?;
-    args.push(subcommand.to_string());
-    Ok((program, args))
+    Ok(self_command()?.with(subcommand))
+}
+
+impl SelfCommand {
+    fn with(self, subcommand: &str) -> (PathBuf, Vec<String>) {
+        let mut args = self.args;
+        args.push(subcommand.to_string());
+        (self.program, args)
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    // The host command is process-wide: these tests read it and never set it, so that other tests of this
+    // binary that start a worker are not affected.
     #[test]
-    fn the_running_executable_unless_a_host_says_otherwise() {
+    fn without_a_host_kt_is_the_running_executable() {
         let (program, args) = subcommand("__tuner-worker").unwrap();
         assert_eq!(program, std::env::current_exe().unwrap());
         assert_eq!(args, ["__tuner-worker"]);
-        set_host(SelfCommand {
+    }
+
+    #[test]
+    fn a_hosts_command_comes_before_the_subcommand() {
+        let host = SelfCommand {
             program: "/usr/bin/python3".into(),
-            args: vec!["-c".into(), "import kt._main".into()],
-        });
-        let (program, args) = subcommand("__profile-launch").unwrap();
+            args: vec!["-c".into(), "from kt._main import main; main()".into()],
+        };
+        let (program, args) = host.with("__profile-launch");
         assert_eq!(program, PathBuf::from("/usr/bin/python3"));
-        assert_eq!(args, ["-c", "import kt._main", "__profile-launch"]);
-        *HOST.write().unwrap() = None;
+        assert_eq!(
+            args,
+            ["-c", "from kt._main import main; main()", "__profile-launch"]
+        );
     }
 }
