@@ -14,6 +14,7 @@ import threading
 import time
 
 import kt
+from checks import check, expect_error
 from kt._worker import kt_command
 
 REPO = os.environ["KT_REPO"]
@@ -21,21 +22,6 @@ MATMUL = os.path.join(REPO, "naive-kernels", "matmul.cu")
 GPU = os.environ.get("KT_GPU") == "1"
 REPLAY = "replay:" + os.path.join(REPO, "experiments", "cassettes", "matmul-autonomous.jsonl")
 SCRIPTED = "scripted:" + os.path.join(REPO, "experiments", "cassettes", "matmul-autonomous.toml")
-
-
-def check(name, condition, detail=""):
-    if not condition:
-        raise AssertionError(f"{name}: {detail}")
-
-
-def expect_error(kind, words, call):
-    try:
-        call()
-    except kind as e:
-        for w in words:
-            check(f"{kind.__name__} names {w!r}", w in str(e), str(e))
-        return e
-    raise AssertionError(f"expected {kind.__name__} mentioning {words}")
 
 
 def isolate(home):

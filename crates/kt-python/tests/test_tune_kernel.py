@@ -12,6 +12,7 @@ import tempfile
 import numpy as np
 
 import kt
+from checks import check, expect_error
 
 VECTOR_ADD = """
 __global__ void vector_add(float *c, float *a, float *b, int n) {
@@ -64,21 +65,6 @@ def vector_args(n=10000):
     b = np.random.randn(n).astype(np.float32)
     c = np.zeros_like(a)
     return [c, a, b, size], a + b
-
-
-def check(name, condition, detail=""):
-    if not condition:
-        raise AssertionError(f"{name}: {detail}")
-
-
-def expect_error(kind, words, call):
-    try:
-        call()
-    except kind as e:
-        for w in words:
-            check(f"{kind.__name__} names {w!r}", w in str(e), str(e))
-        return
-    raise AssertionError(f"expected {kind.__name__} mentioning {words}")
 
 
 def test_vector_add_returns_kernel_tuners_shapes():
