@@ -71,8 +71,9 @@ def test_transform_on_a_gpu_finishes_with_a_faster_verified_kernel(home):
     check("kt.runs.list agrees", kt.runs.list(runs_dir)[0]["speedup"] == run.speedup, kt.runs.list(runs_dir))
 
 
-def hanging_llm_server():
-    """A server on 127.0.0.1 that reads requests and never answers; the event is set at the first."""
+def llm_server(reply=None):
+    """A server on 127.0.0.1 that reads each request and sends ``reply`` (raw HTTP), or holds the connection
+    open unanswered when there is none; the event is set at the first request."""
     listener = socket.create_server(("127.0.0.1", 0))
     asked = threading.Event()
     held = []
@@ -81,11 +82,19 @@ def hanging_llm_server():
         while True:
             conn, _ = listener.accept()
             conn.recv(65536)
-            held.append(conn)
             asked.set()
+            if reply is None:
+                held.append(conn)
+            else:
+                conn.sendall(reply.encode())
+                conn.close()
 
     threading.Thread(target=serve, daemon=True).start()
     return listener.getsockname()[1], asked
+
+
+def llm_env(port):
+    return dict(KT_LLM_BASE_URL=f"http://127.0.0.1:{port}/v1", OPENAI_API_KEY="test-key")
 
 
 CALLER = """
@@ -99,9 +108,9 @@ except KeyboardInterrupt:
 
 
 def test_ctrl_c_saves_the_run_and_raises_keyboard_interrupt(home):
-    port, asked = hanging_llm_server()
+    port, asked = llm_server()
     runs_dir = os.path.join(home, "interrupted")
-    env = dict(os.environ, KT_LLM_BASE_URL=f"http://127.0.0.1:{port}/v1", OPENAI_API_KEY="test-key")
+    env = dict(os.environ, **llm_env(port))
     child = subprocess.Popen([sys.executable, "-c", CALLER, MATMUL, runs_dir], env=env,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     check("kt.transform asked the LLM", asked.wait(60), "no request in 60 s")
@@ -118,6 +127,22 @@ def test_ctrl_c_saves_the_run_and_raises_keyboard_interrupt(home):
     [run] = kt.runs.list(runs_dir)
     check("the run is saved, interrupted", run["status"] == "interrupted", run)
     check("stderr says how to continue", f"kt resume {run['path']}" in err, err)
+
+
+def test_an_llm_outage_stops_the_run_resumable(home):
+    body = '{"error": {"message": "overloaded"}}'
+    port, _ = llm_server(
+        "HTTP/1.1 503 Service Unavailable\r\nRetry-After: 0\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n{body}")
+    runs_dir = os.path.join(home, "outage")
+    os.environ.update(llm_env(port))
+    try:
+        stop = expect_error(kt.RunStopped, ["llm_unavailable", "kt resume"], lambda: kt.transform(
+            MATMUL, llm="openai:gpt-4.1", tests=1, runs_dir=runs_dir))
+    finally:
+        for name in llm_env(port):
+            del os.environ[name]
+    check("the run is saved", kt.runs.open(stop.path).status == "llm_unavailable", stop.path)
 
 
 def test_refusals_carry_the_commands_messages(home):
