@@ -31,13 +31,13 @@ def _flags(**settings):
 
 def transform(
     kernel_file,
-    strategy="autonomous",
+    strategy=None,
     llm=None,
     kernel=None,
     replan=None,
     breakdown=None,
     candidates=None,
-    tests=3,
+    tests=None,
     runs_dir=None,
     prompts=None,
     seed=None,
@@ -49,9 +49,10 @@ def transform(
     """Runs ``kt transform KERNEL_FILE`` and returns the run as a ``kt.Run`` (``speedup``, ``correct``,
     ``outcome``, ``best_params``, ``best_source``, ``path``, ``result``).
 
-    strategy: one-prompt, explicit, autonomous or a strategy .toml; llm: ``PROVIDER:MODEL`` (openai:gpt-4.1,
+    Every setting left at None takes the command's default. strategy: one-prompt, explicit, autonomous (the
+    default) or a strategy .toml; llm: ``PROVIDER:MODEL`` (openai:gpt-4.1,
     anthropic:claude-sonnet-4, replay:CASSETTE.jsonl, scripted:ANSWERS.toml; default: kt.toml's [llm] or
-    KT_LLM); replan, breakdown, candidates: the strategy's settings; tests: how many generated tests;
+    KT_LLM); replan, breakdown, candidates: the strategy's settings; tests: how many generated tests (3);
     runs_dir: where the run directory goes (default $KT_RUNS_DIR, else ./kt-runs); seed, prompts, include
     (header directories), allow_unsandboxed and stream as the command's flags; progress: the command's live
     view on stderr.
@@ -61,6 +62,8 @@ def transform(
     ValueError. A run stopped on purpose (a ``manual:`` prompt) returns with ``run.stopped`` saying how to
     continue it. Ctrl-C saves the run at its last checkpoint and raises KeyboardInterrupt.
     """
+    if isinstance(include, (str, os.PathLike)):
+        include = [include]
     args = [os.fspath(kernel_file)] + _flags(
         strategy=strategy,
         llm=llm,
