@@ -31,7 +31,7 @@ pub fn self_command() -> Result<SelfCommand, TunerError> {
 fn running_executable() -> Result<SelfCommand, TunerError> {
     let program = std::env::current_exe().map_err(|e| {
         TunerError::Worker(format!(
-            "cannot find the running executable to start kt's worker: {e}"
+            "cannot find the running executable, which kt starts again for its GPU worker and profiled launches: {e}"
         ))
     })?;
     Ok(SelfCommand {
@@ -76,7 +76,11 @@ mod tests {
         assert_eq!(program, PathBuf::from("/usr/bin/python3"));
         assert_eq!(
             args,
-            ["-c", "from kt._main import main; main()", "__profile-launch"]
+            [
+                "-c",
+                "from kt._main import main; main()",
+                "__profile-launch"
+            ]
         );
     }
 }
