@@ -8,6 +8,7 @@
 mod cli;
 mod closed_pipe;
 mod commands;
+pub mod embed;
 mod error_report;
 mod logging;
 

@@ -8,6 +8,12 @@
 //! worker's entry point. kt's tuner launches kernels in a worker process; inside Python there is no `kt`
 //! binary to start, so the worker is this same module run by the same interpreter:
 //! `python -c "import kt._kt; kt._kt.tuner_worker()"` (see `kt/_worker.py`).
+//!
+//! `kt.transform` and `kt.runs` (`transform.rs`, `runs.rs`) are the command line's own code (kt-cli's
+//! `embed`, kt-runs' catalog); `main` is kt's command line for the processes kt starts itself as.
+
+mod runs;
+mod transform;
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -135,10 +141,29 @@ fn tuner_worker() -> PyResult<()> {
     kt_tuner::worker::serve().map_err(to_py)
 }
 
+/// kt's command line with `args` (the subcommand first), as the process kt starts itself as (the worker,
+/// the program Nsight Compute watches); `kt_command` is how this process's kt starts kt in turn. Returns
+/// the exit status: 0 on success, else 1 (errors are printed as the `kt` binary prints them).
+#[pyfunction]
+fn main(py: Python<'_>, args: Vec<String>, kt_command: Vec<String>) -> PyResult<i32> {
+    transform::set_kt_command(kt_command)?;
+    let args = args.into_iter().map(std::ffi::OsString::from).collect();
+    let code = py.detach(|| kt_cli::embed::main_from(args));
+    Ok(if code == std::process::ExitCode::SUCCESS {
+        0
+    } else {
+        1
+    })
+}
+
 #[pymodule]
 fn _kt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(tune, m)?)?;
     m.add_function(wrap_pyfunction!(tuner_worker, m)?)?;
+    m.add_function(wrap_pyfunction!(main, m)?)?;
+    m.add_function(wrap_pyfunction!(transform::transform, m)?)?;
+    m.add_function(wrap_pyfunction!(runs::runs_list, m)?)?;
+    m.add_function(wrap_pyfunction!(runs::runs_open, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -12,6 +12,7 @@ import tempfile
 import numpy as np
 
 import kt
+from checks import check, expect_error
 
 VECTOR_ADD = """
 __global__ void vector_add(float *c, float *a, float *b, int n) {
@@ -45,6 +46,16 @@ __global__ void scale(float *out, const float *in, int n) {
 }
 """
 
+# block sizes under the script's own names: `bx` tuned, `by` left at its default (1), both #defined
+NAMED_BLOCKS = """
+__global__ void vector_add(float *c, float *a, float *b, int n) {
+    int i = (blockIdx.x * bx + threadIdx.x) * by;
+    if (i < n) {
+        c[i] = a[i] + b[i];
+    }
+}
+"""
+
 RESULT_KEYS = {"time", "times", "compile_time", "benchmark_time", "kt_verdict", "kt_objective_ms"}
 
 
@@ -54,21 +65,6 @@ def vector_args(n=10000):
     b = np.random.randn(n).astype(np.float32)
     c = np.zeros_like(a)
     return [c, a, b, size], a + b
-
-
-def check(name, condition, detail=""):
-    if not condition:
-        raise AssertionError(f"{name}: {detail}")
-
-
-def expect_error(kind, words, call):
-    try:
-        call()
-    except kind as e:
-        for w in words:
-            check(f"{kind.__name__} names {w!r}", w in str(e), str(e))
-        return
-    raise AssertionError(f"expected {kind.__name__} mentioning {words}")
 
 
 def test_vector_add_returns_kernel_tuners_shapes():
@@ -146,6 +142,20 @@ def test_answer_with_atol_and_the_cache_file():
         check("cache names the device", doc["device_name"] == "fake", doc["device_name"])
 
 
+def test_block_size_names_name_the_block_parameters():
+    args, answer = vector_args(1000)
+    results, env = kt.tune_kernel(
+        "vector_add", NAMED_BLOCKS, args[-1], args, {"bx": [32, 64, 128, 2048]},
+        block_size_names=["bx", "by"], answer=[answer, None, None, None],
+    )
+    # the fake device's time follows the launch's block x: only the named parameter can set it to 64
+    check("best block is bx=64", env["best_config"]["bx"] == 64, env["best_config"])
+    check("bx above the device's 1024 threads is left out", sorted(r["bx"] for r in results) == [32, 64, 128], results)
+    check("every one compiled with bx and by defined", all(r["kt_verdict"] == "ok" for r in results), results)
+    expect_error(ValueError, ["`bx` sets the block size"], lambda: kt.tune_kernel(
+        "vector_add", NAMED_BLOCKS, args[-1], args, {"bx": [32.5]}, block_size_names=["bx", "by"]))
+
+
 def test_unsupported_arguments_are_refused_by_name():
     args, answer = vector_args(256)
     call = lambda **kw: kt.tune_kernel("vector_add", VECTOR_ADD, 256, args, {"block_size_x": [32, 64]}, **kw)  # noqa: E731
@@ -153,7 +163,8 @@ def test_unsupported_arguments_are_refused_by_name():
     expect_error(TypeError, ["verify", "answer"], lambda: call(verify=lambda a, b, atol=None: True))
     expect_error(TypeError, ["lang"], lambda: call(lang="OpenCL"))
     expect_error(TypeError, ["observers"], lambda: call(observers=[object()]))
-    expect_error(TypeError, ["block_size_names"], lambda: call(block_size_names=["bx"]))
+    expect_error(ValueError, ["block_size_names", "list"], lambda: call(block_size_names="bx"))
+    expect_error(ValueError, ["at most three"], lambda: call(block_size_names=["a", "b", "c", "d"]))
     expect_error(TypeError, ["fraction"], lambda: call(strategy="random_sample", strategy_options={"fraction": 0.1}))
     expect_error(ValueError, ["bayes_opt"], lambda: call(strategy="bayes_opt"))
     expect_error(ValueError, ["answer"], lambda: call(answer=[answer]))

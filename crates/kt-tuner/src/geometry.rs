@@ -1,11 +1,12 @@
 //! Launch geometry from a configuration, Kernel Tuner's way: the block is `block_size_x/y/z` (defaults
-//! 256/1/1 when not tuned), the grid is ceil(problem_size / product of the grid divisors) per dimension, so a
+//! 256/1/1 when not tuned; other names when the caller gives them, see `block_names`), the grid is ceil(problem_size / product of the grid divisors) per dimension, so a
 //! kernel that does more work per thread gets a smaller grid when its divisor lists say so.
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::block_names::BlockNames;
 use crate::error::TunerError;
 use crate::expr::{Bindings, eval_count};
 use crate::space::Config;
@@ -25,6 +26,9 @@ pub struct Geometry {
     /// records only the elements its configuration covers.
     #[serde(default)]
     pub array_sizes: BTreeMap<String, String>,
+    /// The parameters that set the block (`block_size_x/y/z` unless the caller names others).
+    #[serde(default, skip_serializing_if = "BlockNames::is_default")]
+    pub block_names: BlockNames,
 }
 
 impl Geometry {
@@ -38,7 +42,30 @@ impl Geometry {
             ],
             shared_mem: None,
             array_sizes: BTreeMap::new(),
+            block_names: BlockNames::default(),
         }
+    }
+
+    /// Makes `names` the block-size parameters; grid divisors still at their default (the old block-size
+    /// name of their dimension) follow.
+    pub fn set_block_names(&mut self, names: BlockNames) {
+        for (d, div) in self.grid_div.iter_mut().enumerate() {
+            if *div == [self.block_names.0[d].clone()] {
+                *div = vec![names.0[d].clone()];
+            }
+        }
+        self.block_names = names;
+    }
+
+    /// Bindings for a configuration: scalar arguments, then the block sizes at their defaults under this
+    /// geometry's names, then the configuration.
+    pub fn bindings(&self, config: &Config, scalars: &Bindings) -> Bindings {
+        let mut env = scalars.clone();
+        for (d, n) in self.block_names.iter().enumerate() {
+            env.insert(n.to_string(), BlockNames::default_size(d) as f64);
+        }
+        env.extend(config.bindings());
+        env
     }
 
     /// Divides the grid by the tiles the kernel's code says each block covers (`blockIdx.y * TILE_DIM +
@@ -46,8 +73,7 @@ impl Geometry {
     /// block_size_y). Only dimensions still at their default; the command line overrides this afterwards.
     pub fn divide_by_kernel_tiles(&mut self, kernel: &kt_cuda::Kernel) {
         for d in &kernel.grid_divisors {
-            let default = format!("block_size_{}", ['x', 'y', 'z'][d.dim.min(2)]);
-            if d.dim < 3 && self.grid_div[d.dim] == [default] {
+            if d.dim < 3 && self.grid_div[d.dim] == [self.block_names.0[d.dim].clone()] {
                 self.grid_div[d.dim] = vec![d.value.clone()];
             }
         }
@@ -61,7 +87,7 @@ impl Geometry {
         scalars: &Bindings,
         lanes: impl Fn(&str) -> u32,
     ) -> Result<Vec<(String, u64)>, TunerError> {
-        let env = bindings(config, scalars);
+        let env = self.bindings(config, scalars);
         self.array_sizes
             .iter()
             .map(|(name, e)| Ok((name.clone(), eval_count(e, &env)? * lanes(name) as u64)))
@@ -86,14 +112,10 @@ pub fn default_define(name: &str) -> Option<i64> {
     }
 }
 
-/// Bindings for a configuration: scalar arguments, then the block-size defaults, then the configuration.
+/// Bindings for a configuration under the default block-size names: scalar arguments, then the block-size
+/// defaults, then the configuration.
 pub fn bindings(config: &Config, scalars: &Bindings) -> Bindings {
-    let mut env = scalars.clone();
-    for n in ["block_size_x", "block_size_y", "block_size_z"] {
-        env.insert(n.to_string(), default_define(n).unwrap_or(1) as f64);
-    }
-    env.extend(config.bindings());
-    env
+    Geometry::new(Vec::new()).bindings(config, scalars)
 }
 
 fn to_u32(v: u64, what: &str) -> Result<u32, TunerError> {
@@ -104,7 +126,7 @@ fn to_u32(v: u64, what: &str) -> Result<u32, TunerError> {
 
 impl Geometry {
     pub fn problem(&self, config: &Config, scalars: &Bindings) -> Result<[u64; 3], TunerError> {
-        let env = bindings(config, scalars);
+        let env = self.bindings(config, scalars);
         let mut p = [1u64; 3];
         for (d, e) in self.problem_size.iter().take(3).enumerate() {
             p[d] = eval_count(e, &env)?;
@@ -113,13 +135,10 @@ impl Geometry {
     }
 
     pub fn launch(&self, config: &Config, scalars: &Bindings) -> Result<LaunchDims, TunerError> {
-        let env = bindings(config, scalars);
+        let env = self.bindings(config, scalars);
         let problem = self.problem(config, scalars)?;
         let mut block = [1u32; 3];
-        for (d, n) in ["block_size_x", "block_size_y", "block_size_z"]
-            .iter()
-            .enumerate()
-        {
+        for (d, n) in self.block_names.iter().enumerate() {
             block[d] = to_u32(eval_count(n, &env)?, n)?;
         }
         let mut grid = [1u32; 3];
@@ -160,11 +179,8 @@ impl Geometry {
             // Python's str() of the value, a newline continued as Kernel Tuner does
             .map(|(n, v)| (n.clone(), v.to_string().replace('\n', "\\\n")))
             .collect();
-        for (i, n) in ["block_size_x", "block_size_y", "block_size_z"]
-            .iter()
-            .enumerate()
-        {
-            if config.get(n).is_none() {
+        for (i, n) in self.block_names.iter().enumerate() {
+            if config.value(n).is_none() {
                 out.push((n.to_string(), dims.block[i].to_string()));
             }
         }
@@ -238,6 +254,43 @@ mod tests {
         assert!(defs.contains(&("block_size_x".into(), "256".into())));
         assert!(defs.contains(&("grid_size_x".into(), "4".into())));
         assert!(defs.contains(&("tile".into(), "2".into())));
+    }
+
+    #[test]
+    fn named_block_sizes_set_the_launch_the_defines_and_the_grid() {
+        let mut g = Geometry::new(vec!["w".into(), "h".into()]);
+        g.set_block_names(BlockNames::new(&["bx".into(), "by".into()]).unwrap());
+        assert_eq!(g.grid_div[0], ["bx"]);
+        assert_eq!(g.grid_div[2], ["block_size_z"]);
+        let s: Bindings = [("w".to_string(), 100.0), ("h".to_string(), 64.0)].into();
+        let c = cfg(&[("bx", 32), ("by", 4), ("block_size_x", 999)]);
+        let d = g.launch(&c, &s).unwrap();
+        assert_eq!(d.block, [32, 4, 1]);
+        assert_eq!(d.grid, [4, 16, 1]);
+        let defs = g.defines(&cfg(&[("bx", 32)]), &s).unwrap();
+        assert!(defs.contains(&("bx".into(), "32".into())));
+        // untuned named sizes are defined at Kernel Tuner's defaults under their names
+        assert!(defs.contains(&("by".into(), "1".into())));
+        assert!(defs.contains(&("block_size_z".into(), "1".into())));
+        assert!(
+            !defs
+                .iter()
+                .any(|(n, _)| n == "block_size_x" || n == "block_size_y")
+        );
+        // a divisor the user set stays when the names change
+        let mut given = Geometry::new(vec!["w".into()]);
+        given.grid_div[0] = vec!["16".into()];
+        given.set_block_names(BlockNames::new(&["bx".into()]).unwrap());
+        assert_eq!(given.grid_div[0], ["16"]);
+    }
+
+    #[test]
+    fn default_block_names_are_not_serialized() {
+        let g = Geometry::new(vec!["n".into()]);
+        let text = serde_json::to_string(&g).unwrap();
+        assert!(!text.contains("block_names"), "{text}");
+        let back: Geometry = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, g);
     }
 
     #[test]

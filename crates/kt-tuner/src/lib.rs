@@ -23,6 +23,7 @@
 
 pub mod arg_map;
 pub mod args;
+pub mod block_names;
 pub mod cache;
 pub mod compile_check;
 pub mod cuda_probe;
@@ -48,6 +49,7 @@ pub mod param_value;
 pub mod sampling;
 pub mod sanitize;
 pub mod search;
+pub mod self_command;
 pub mod selftest;
 pub mod session;
 pub mod space;
@@ -63,6 +65,7 @@ pub use args::{
     ArrayArg, ArraySource, Distribution, KernelTest, ParamSpec, SizeChoice, SuiteInputs, TestArg,
     TestSet,
 };
+pub use block_names::BlockNames;
 pub use error::TunerError;
 pub use geometry::{Geometry, LaunchDims};
 pub use kernel_file::{KernelFile, KernelSource, kernel_source};

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+use crate::block_names::BlockNames;
 use crate::error::TunerError;
 use crate::expr::{Bindings, eval_bool_with};
 use crate::param_value::ParamValue;
@@ -170,6 +171,23 @@ impl SearchSpace {
         extra: &Bindings,
         max_threads: Option<u64>,
     ) -> Result<Self, TunerError> {
+        Self::build_for_blocks(
+            params,
+            restrictions,
+            extra,
+            max_threads,
+            &BlockNames::default(),
+        )
+    }
+
+    /// [`SearchSpace::build`] when the block sizes are the parameters `blocks` names.
+    pub fn build_for_blocks(
+        params: &[TunableParam],
+        restrictions: &[Restriction],
+        extra: &Bindings,
+        max_threads: Option<u64>,
+        blocks: &BlockNames,
+    ) -> Result<Self, TunerError> {
         for p in params {
             if p.values.is_empty() {
                 return Err(TunerError::Space(format!(
@@ -177,7 +195,7 @@ impl SearchSpace {
                     p.name
                 )));
             }
-            p.check_block_size(&[])?;
+            p.check_block_size(&blocks.0)?;
         }
         let total: usize = params.iter().map(|p| p.values.len()).product();
         if total > 5_000_000 {
@@ -204,10 +222,7 @@ impl SearchSpace {
                 index[d] = 0;
             }
             if let Some(limit) = max_threads {
-                let threads: i64 = BLOCK_SIZE_NAMES
-                    .iter()
-                    .map(|n| config.get(n).unwrap_or(1))
-                    .product();
+                let threads: i64 = blocks.iter().map(|n| config.get(n).unwrap_or(1)).product();
                 if threads <= 0 || threads as u64 > limit {
                     continue 'outer;
                 }
@@ -335,6 +350,27 @@ mod tests {
                 .all(|c| c.get("block_size_x").unwrap() * c.get("block_size_y").unwrap() <= 256)
         );
         assert_eq!(space.len(), 21);
+    }
+
+    #[test]
+    fn the_thread_limit_reads_named_block_sizes() {
+        let params = vec![
+            TunableParam::new("bx", [8, 16, 32, 64, 128, 256]),
+            TunableParam::new("by", [1, 2, 4, 8, 16, 32]),
+        ];
+        let blocks = BlockNames::new(&["bx".into(), "by".into()]).unwrap();
+        let space =
+            SearchSpace::build_for_blocks(&params, &[], &Bindings::new(), Some(256), &blocks)
+                .unwrap();
+        assert_eq!(space.len(), 21);
+        // under the default names `bx` and `by` are ordinary parameters: nothing is dropped
+        let all = SearchSpace::build(&params, &[], &Bindings::new(), Some(256)).unwrap();
+        assert_eq!(all.len(), 36);
+        // and a named block size must be an integer
+        let floats = vec![TunableParam::new("bx", [0.5, 1.0])];
+        let e = SearchSpace::build_for_blocks(&floats, &[], &Bindings::new(), None, &blocks)
+            .unwrap_err();
+        assert!(e.to_string().contains("`bx` sets the block size"), "{e}");
     }
 
     #[test]

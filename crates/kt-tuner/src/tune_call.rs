@@ -12,6 +12,7 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use crate::args::{ArrayArg, ArraySource, KernelTest, ScalarArg, TestArg, TestSet};
+use crate::block_names::BlockNames;
 use crate::error::TunerError;
 use crate::param_value::ParamValue;
 use crate::search::{Limits, Strategy};
@@ -55,9 +56,13 @@ pub struct TuneCall {
     pub tune_params: Vec<(String, Vec<ParamValue>)>,
     #[serde(default)]
     pub restrictions: Vec<String>,
-    /// grid_div_x, grid_div_y, grid_div_z; None keeps Kernel Tuner's default (`block_size_*`).
+    /// grid_div_x, grid_div_y, grid_div_z; None keeps Kernel Tuner's default (the block-size parameter).
     #[serde(default)]
     pub grid_div: [Option<Vec<String>>; 3],
+    /// The parameters that set the block, x first (Kernel Tuner's `block_size_names`); None or fewer than
+    /// three: `block_size_x/y/z` for the dimensions not named.
+    #[serde(default)]
+    pub block_size_names: Option<Vec<String>>,
     #[serde(default)]
     pub atol: Option<f64>,
     #[serde(default)]
@@ -99,9 +104,10 @@ impl TuneCall {
             self.kernel_name.clone(),
             self.problem_size.clone(),
         );
+        let blocks = BlockNames::new(self.block_size_names.as_deref().unwrap_or_default())?;
         for (name, values) in &self.tune_params {
             let param = TunableParam::new(name.clone(), values.iter().cloned());
-            param.check_block_size(&[])?;
+            param.check_block_size(&blocks.0)?;
             kernel.params.push(param);
         }
         kernel.restrictions = self
@@ -110,6 +116,7 @@ impl TuneCall {
             .cloned()
             .map(Restriction::Expr)
             .collect();
+        kernel.geometry.set_block_names(blocks);
         for (d, div) in self.grid_div.iter().enumerate() {
             if let Some(div) = div {
                 kernel.geometry.grid_div[d] = div.clone();
@@ -329,6 +336,31 @@ mod tests {
                 .to_string()
                 .contains("`block_size_x` sets the block size")
         );
+    }
+
+    #[test]
+    fn block_size_names_set_the_launch_and_the_grid_divisors() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut c = call(
+            dir.path(),
+            r#", "block_size_names": ["bx"], "grid_div": [null, ["4"], null]"#,
+        );
+        c.tune_params[0].0 = "bx".into();
+        let k = c.kernel().unwrap();
+        assert_eq!(k.geometry.block_names.0[0], "bx");
+        assert_eq!(k.geometry.grid_div[0], ["bx"]);
+        assert_eq!(k.geometry.grid_div[1], ["4"]);
+        let config = crate::Config::ints([("bx", 64)]);
+        let dims = k.geometry.launch(&config, &Default::default()).unwrap();
+        assert_eq!((dims.block, dims.grid), ([64, 1, 1], [2, 1, 1]));
+        // a named block size must be an integer, and bad names are refused
+        c.tune_params[0].1 = vec![ParamValue::Float(64.0)];
+        let e = c.kernel().unwrap_err();
+        assert!(e.to_string().contains("`bx` sets the block size"), "{e}");
+        let e = call(dir.path(), r#", "block_size_names": ["a", "b", "c", "d"]"#)
+            .kernel()
+            .unwrap_err();
+        assert!(e.to_string().contains("at most three"), "{e}");
     }
 
     #[test]

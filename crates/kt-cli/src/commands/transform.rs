@@ -366,6 +366,17 @@ pub fn run(args: TransformArgs) -> anyhow::Result<ExitCode> {
     if args.dry_run {
         return Ok(super::dry_run::report(dry_run(&args)));
     }
+    let (run, outcome) = execute(&args, cancel_on_signals, LiveView::new(args.json))?;
+    report(&run, outcome, args.json)
+}
+
+/// The run, up to its end or its stop: its directory and what the pipeline returned. `cancel` gives the
+/// token that stops it (the command line's: at SIGINT, SIGTERM or SIGHUP).
+pub(crate) fn execute(
+    args: &TransformArgs,
+    cancel: impl FnOnce(&tokio::runtime::Runtime) -> anyhow::Result<CancelToken>,
+    view: Arc<LiveView>,
+) -> anyhow::Result<(RunDir, Result<TransformOutcome, PipelineError>)> {
     // The driver's start (most of a second) overlaps checking the inputs and preparing the sandbox.
     let gpu_probe = std::thread::spawn(kt_tuner::cuda_probe::gpu_missing);
     let Checked {
@@ -374,7 +385,7 @@ pub fn run(args: TransformArgs) -> anyhow::Result<ExitCode> {
         config,
         source,
         kernel_name,
-    } = check_inputs(&args)?;
+    } = check_inputs(args)?;
     // Found (or provisioned) before the run exists: a machine without Python or a safe sandbox gets no half-made
     // run.
     let generators = super::unsandboxed::generator_sandbox(args.allow_unsandboxed)?;
@@ -415,8 +426,7 @@ pub fn run(args: TransformArgs) -> anyhow::Result<ExitCode> {
         gpu_missing,
     )?;
     let rt = runtime()?;
-    let cancel = cancel_on_signals(&rt)?;
-    let view = LiveView::new(args.json);
+    let cancel = cancel(&rt)?;
     let mut settings = stage3_settings(strategy, client, &config, prompts, &view, cancel);
     if testgen.gpu_missing.is_none() {
         // the tuner's worker and CUDA context start while Stages 1 and 2 run
@@ -429,7 +439,33 @@ pub fn run(args: TransformArgs) -> anyhow::Result<ExitCode> {
     ));
     leave(rt);
     view.finish();
-    report(&run, outcome, args.json)
+    Ok((run, outcome))
+}
+
+/// What a run that stopped for want of a GPU says after the tuner's message.
+pub(crate) fn needs_gpu_hint(run: &RunDir) -> String {
+    format!(
+        "Stages up to this point are saved in {}; on a machine with an NVIDIA GPU, continue with:\n  kt resume {}",
+        run.root().display(),
+        run.root().display()
+    )
+}
+
+/// What a run the LLM service's outage stopped says after the error.
+pub(crate) fn llm_unavailable_hint(run: &RunDir) -> String {
+    format!(
+        "The run is saved in {} (status llm_unavailable); once the LLM service answers again, continue with:\n  kt resume {}",
+        run.root().display(),
+        run.root().display()
+    )
+}
+
+/// How a run that failed outright is reported: the error, and where what it did is.
+pub(crate) fn failed(run: &RunDir, e: PipelineError) -> anyhow::Error {
+    anyhow::Error::new(e).context(format!(
+        "kt transform stopped; what it did is in {} (report.md, result.json)",
+        run.root().display()
+    ))
 }
 
 /// Prints the summary (or result.json) and picks the exit code; a stopped run says how to continue it.
@@ -462,28 +498,15 @@ pub(crate) fn report(
         }
         Err(PipelineError::Tuning(e)) => {
             eprintln!("{e}");
-            eprintln!(
-                "Stages up to this point are saved in {}; on a machine with an NVIDIA GPU, continue with:\n  kt resume {}",
-                run.root().display(),
-                run.root().display()
-            );
+            eprintln!("{}", needs_gpu_hint(run));
             Ok(ExitCode::from(2))
         }
         Err(e) if e.is_llm_unavailable() => {
             eprintln!("{e}");
-            eprintln!(
-                "The run is saved in {} (status llm_unavailable); once the LLM service answers again, continue with:\n  kt resume {}",
-                run.root().display(),
-                run.root().display()
-            );
+            eprintln!("{}", llm_unavailable_hint(run));
             Ok(ExitCode::from(EXIT_LLM_UNAVAILABLE))
         }
-        Err(e) => Err(anyhow::Error::new(e)).with_context(|| {
-            format!(
-                "kt transform stopped; what it did is in {} (report.md, result.json)",
-                run.root().display()
-            )
-        }),
+        Err(e) => Err(failed(run, e)),
     }
 }
 

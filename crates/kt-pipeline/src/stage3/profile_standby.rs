@@ -28,10 +28,11 @@ pub(super) struct ProfileStandby {
 pub(super) fn standby_command(
     ncu: NcuPath,
     kernel: &str,
-    program: &Path,
+    kt: kt_tuner::self_command::SelfCommand,
     cache_dir: &Path,
 ) -> ProfileCommand {
-    ProfileCommand::new(ncu, kernel, program)
+    ProfileCommand::new(ncu, kernel, kt.program)
+        .args(kt.args)
         .args([
             "__profile-launch".as_ref(),
             "--standby".as_ref(),
@@ -58,14 +59,15 @@ impl ProfileStandby {
         {
             return;
         }
-        let program = match std::env::current_exe() {
-            Ok(p) => p,
+        // kt's own command line: this executable, or the host's (kt's Python module)
+        let kt = match kt_tuner::self_command::self_command() {
+            Ok(kt) => kt,
             Err(e) => {
-                tracing::debug!(error = %e, "no standby profile: kt's own path is unknown");
+                tracing::debug!(error = %e, "no standby profile");
                 return;
             }
         };
-        match standby_command(ncu.clone(), kernel, &program, cache_dir).spawn(true) {
+        match standby_command(ncu.clone(), kernel, kt, cache_dir).spawn(true) {
             Ok(run) => {
                 tracing::debug!(kernel, "a standby profile is starting");
                 *slot = Some(run);
@@ -89,10 +91,14 @@ mod tests {
 
     #[test]
     fn a_standby_runs_the_hidden_launch_command_with_the_direct_profiles_filter() {
+        let kt = kt_tuner::self_command::SelfCommand {
+            program: "/bin/kt".into(),
+            args: Vec::new(),
+        };
         let cmd = standby_command(
             NcuPath("/cuda/bin/ncu".into()),
             "matrixMultiply",
-            Path::new("/bin/kt"),
+            kt,
             Path::new("/run/tuning"),
         );
         let args: Vec<String> = cmd

@@ -268,9 +268,11 @@ impl TunerBackend {
                 serde_json::to_string(launch).map_err(|e| format!("the launch as JSON: {e}"))?;
             return Ok(ProfileVia::Standby(run, line + "\n"));
         }
-        let program = std::env::current_exe().map_err(|e| format!("kt's own path: {e}"))?;
+        // kt's own command line: this executable, or the host's (kt's Python module)
+        let kt = kt_tuner::self_command::self_command().map_err(|e| e.to_string())?;
         Ok(ProfileVia::Direct(
-            kt_profile::ProfileCommand::new(ncu.clone(), launch.kernel.clone(), program)
+            kt_profile::ProfileCommand::new(ncu.clone(), launch.kernel.clone(), kt.program)
+                .args(kt.args)
                 .args(launch.args())
                 .launch_skip(1),
         ))

@@ -36,7 +36,6 @@ _REFUSED = {
 
 _STRATEGY_OPTIONS = ("max_fevals", "time_limit")
 _CUDA_LANGS = (None, "CUDA", "cuda", "CUPY", "cupy", "NVCUDA", "nvcuda")
-_DEFAULT_BLOCK_NAMES = ["block_size_x", "block_size_y", "block_size_z"]
 
 
 def _tuner_cache_dir():
@@ -67,9 +66,6 @@ def _check_refused(given):
         _refuse("verify", "a verify function; give `answer` (and `atol`) instead")
     if given["verify"] is not None:
         _refuse("verify", "give `answer` (and `atol`) instead")
-    names = given["block_size_names"]
-    if names is not None and list(names) != _DEFAULT_BLOCK_NAMES[: len(names)]:
-        _refuse("block_size_names", "kt's block sizes are block_size_x, block_size_y and block_size_z")
 
 
 def _source_text(kernel_source):
@@ -112,6 +108,15 @@ def _strategy_options(options):
     return options
 
 
+def _block_size_names(names):
+    """Kernel Tuner's ``block_size_names``: up to three parameter names, x first (kt checks the names)."""
+    if names is None:
+        return None
+    if isinstance(names, str) or not all(isinstance(n, str) for n in names):
+        raise ValueError("kt.tune_kernel: block_size_names must be a list of parameter names, e.g. ['bx', 'by']")
+    return list(names)
+
+
 def _cache_path(cache):
     if cache is None:
         return None
@@ -149,6 +154,7 @@ def _request(given, folder):
         "tune_params": tune_params_list(given["tune_params"]),
         "restrictions": strings,
         "grid_div": [_grid_div(given[f"grid_div_{d}"]) for d in "xyz"],
+        "block_size_names": _block_size_names(given["block_size_names"]),
         "atol": float(given["atol"]),
         "strategy": given["strategy"],
         "max_fevals": options.get("max_fevals"),

@@ -18,11 +18,23 @@ def worker_command():
     return [sys.executable, "-c", "import kt._kt as m; m.tuner_worker()"]
 
 
-def worker_env():
-    """What the worker's environment needs beyond kt's defaults: where ``kt`` is importable from."""
+def _import_paths():
+    """Where ``kt`` and what it imports are importable from in this interpreter."""
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     paths = [here] + [p for p in sys.path if p and os.path.isdir(p)]
-    env = [("PYTHONPATH", os.pathsep.join(dict.fromkeys(paths)))]
+    return list(dict.fromkeys(paths))
+
+
+def kt_command():
+    """kt's command line as this interpreter running kt's module (``kt.transform`` starts the worker and the
+    profiled launch with it). The import paths travel in the code, since kt scrubs the worker's environment."""
+    code = f"import sys; sys.path[:0] = {_import_paths()!r}; from kt._main import main; main()"
+    return [sys.executable, "-c", code]
+
+
+def worker_env():
+    """What the worker's environment needs beyond kt's defaults: where ``kt`` is importable from."""
+    env = [("PYTHONPATH", os.pathsep.join(_import_paths()))]
     if os.environ.get(FAKE_ENV):
         env.append((FAKE_ENV, os.environ[FAKE_ENV]))
     return env

@@ -193,11 +193,12 @@ impl<'a> KernelTunerExport<'a> {
     }
 
     fn space(&self) -> Result<SpaceView<'a>, TunerError> {
-        let space = SearchSpace::build(
+        let space = SearchSpace::build_for_blocks(
             &self.kernel.params,
             &self.kernel.restrictions,
             &self.test().scalars(),
             Some(self.result.device.max_threads_per_block as u64),
+            &self.kernel.geometry.block_names,
         )?;
         let mut measured: Vec<&'a Measurement> = Vec::new();
         for m in &self.result.measurements {
@@ -335,8 +336,7 @@ impl<'a> KernelTunerExport<'a> {
                 python: format!("{lhs} in {set}"),
             });
         }
-        let blocks: Vec<&str> = ["block_size_x", "block_size_y", "block_size_z"]
-            .into_iter()
+        let blocks: Vec<&str> = (self.kernel.geometry.block_names.iter())
             .filter(|b| view.names.iter().any(|n| n == b))
             .collect();
         if !blocks.is_empty() {

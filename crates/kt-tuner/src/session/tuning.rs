@@ -45,11 +45,12 @@ impl Plan {
             .first()
             .ok_or_else(|| TunerError::Arguments("no tests to tune on".into()))?;
         let scalars0 = first.scalars();
-        let space = SearchSpace::build(
+        let space = SearchSpace::build_for_blocks(
             &kernel.params,
             &kernel.restrictions,
             &scalars0,
             Some(e.max_threads),
+            &kernel.geometry.block_names,
         )?;
         if space.is_empty() {
             return Err(TunerError::Space(

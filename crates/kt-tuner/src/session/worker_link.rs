@@ -74,7 +74,7 @@ pub(crate) fn run_request(
     let args = match &kernel.arguments {
         None => launch_args(test),
         Some(bindings) => {
-            let env = crate::geometry::bindings(config, &scalars);
+            let env = kernel.geometry.bindings(config, &scalars);
             bindings
                 .iter()
                 .map(|b| b.resolve(test, &env))

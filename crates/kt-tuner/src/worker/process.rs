@@ -32,16 +32,13 @@ pub struct WorkerCommand {
 }
 
 impl WorkerCommand {
-    /// `<this executable> __tuner-worker`: what the `kt` binary uses.
+    /// `kt __tuner-worker`: the running executable, or the command a host embedding kt set
+    /// (`self_command`).
     pub fn current_exe() -> Result<Self, TunerError> {
-        let program = std::env::current_exe().map_err(|e| {
-            TunerError::Worker(format!(
-                "cannot find the running executable to start the worker: {e}"
-            ))
-        })?;
+        let (program, args) = crate::self_command::subcommand("__tuner-worker")?;
         Ok(WorkerCommand {
             program,
-            args: vec!["__tuner-worker".into()],
+            args,
             env: Vec::new(),
             under_profiler: false,
         })
