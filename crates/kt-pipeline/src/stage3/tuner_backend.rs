@@ -96,8 +96,9 @@ pub struct TunerBackend {
     device: Mutex<String>,
     /// The GPU of the latest tuning job (run.json's `gpu`).
     gpu: Mutex<Option<crate::gpu_record::GpuRecord>>,
-    /// A profile started while a kernel is tuned, ready for the next profile.
-    standby: ProfileStandby,
+    /// A profile started while a kernel is tuned, ready for the next profile (shared with the early tuner,
+    /// which starts the first).
+    standby: Arc<ProfileStandby>,
 }
 
 impl std::fmt::Debug for TunerBackend {
@@ -182,12 +183,12 @@ impl TunerBackend {
     /// The backend; nothing starts until the first call.
     pub fn new(config: TunerBackendConfig) -> Self {
         Self {
-            config,
             session: Arc::new(Mutex::new(None)),
             results: Mutex::new(HashMap::new()),
             device: Mutex::new(String::new()),
             gpu: Mutex::new(None),
-            standby: ProfileStandby::default(),
+            standby: config.early_tuner.standby.clone(),
+            config,
         }
     }
 
