@@ -431,7 +431,7 @@ pub(crate) fn execute(
     if testgen.gpu_missing.is_none() {
         // the tuner's worker and CUDA context start while Stages 1 and 2 run
         settings.backend = kt_pipeline::job::tuner_backend_with(
-            kt_pipeline::stage3::EarlyTuner::start(run.tuning_dir(), &kernel_name),
+            kt_pipeline::job::start_early_tuner(&run, &kernel_name),
         );
     }
     let outcome = rt.block_on(kt_pipeline::job::transform(

@@ -36,6 +36,13 @@ pub fn tuner_backend(inputs: &BackendInputs<'_>) -> Arc<dyn TuningBackend> {
     real_backend(inputs, EarlyTuner::default())
 }
 
+/// Starts the tuner of `run`'s backend now, on a thread (and the first profile's standby for `kernel`), for
+/// [`tuner_backend_with`] to take over once Stages 1 and 2 are done.
+pub fn start_early_tuner(run: &RunDir, kernel: &str) -> EarlyTuner {
+    let tuner_cache = crate::stage3::default_tuner_cache();
+    EarlyTuner::start(tuner_cache.unwrap_or_else(|| run.tuning_dir()), kernel)
+}
+
 /// The real backend, taking over `early` (a tuner started while Stages 1 and 2 ran) on its first call.
 pub fn tuner_backend_with(early: EarlyTuner) -> BackendFactory {
     Arc::new(move |inputs: &BackendInputs<'_>| real_backend(inputs, early.clone()))
@@ -69,6 +76,7 @@ fn real_backend(inputs: &BackendInputs<'_>, early_tuner: EarlyTuner) -> Arc<dyn 
         include_dirs: settings.map(|s| s.include_paths()).unwrap_or_default(),
         profile_cache: crate::stage3::default_profile_cache(),
         early_tuner,
+        tuner_cache: crate::stage3::default_tuner_cache(),
     }))
 }
 

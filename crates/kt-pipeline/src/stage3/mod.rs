@@ -77,4 +77,4 @@ pub use state::{
     Stage3Update, StepRecord, StepStatus, WorthItAnswer,
 };
 pub use tunable_code::{BLOCK_SIZE_NAMES, KernelVersion, TunableCode, default_grid_divisors};
-pub use tuner_backend::{TunerBackend, TunerBackendConfig};
+pub use tuner_backend::{TunerBackend, TunerBackendConfig, default_tuner_cache};

@@ -76,6 +76,31 @@ pub struct TunerBackendConfig {
     pub profile_cache: Option<PathBuf>,
     /// A tuner started while Stages 1 and 2 ran, taken over by the first call (else one starts then).
     pub early_tuner: EarlyTuner,
+    /// The tuner's own cache (compiled modules, device facts such as the measured copy bandwidth), shared
+    /// with `kt tune` and across runs ([`default_tuner_cache`]); None keeps them in `cache_dir`. Results stay in
+    /// `cache_dir`: every run measures afresh.
+    pub tuner_cache: Option<PathBuf>,
+}
+
+impl TunerBackendConfig {
+    /// Where the tuner keeps compiled modules and device facts.
+    pub fn tuner_dir(&self) -> &Path {
+        self.tuner_cache.as_deref().unwrap_or(&self.cache_dir)
+    }
+}
+
+/// kt's tuner cache, as `kt tune` uses it: `$XDG_CACHE_HOME/kt/tuner` (default `~/.cache/kt/tuner`);
+/// `KT_TUNER_CACHE` names another directory, `off` keeps each run's modules in its own `tuning/`.
+pub fn default_tuner_cache() -> Option<PathBuf> {
+    match std::env::var_os("KT_TUNER_CACHE") {
+        Some(v) if v == "off" => None,
+        Some(v) if !v.is_empty() => Some(PathBuf::from(v)),
+        _ => std::env::var_os("XDG_CACHE_HOME")
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+            .map(|base| base.join("kt").join("tuner")),
+    }
 }
 
 /// How many of a candidate's fastest configurations are checked against the original kernel, when the tests
@@ -128,12 +153,14 @@ fn open_session<'a>(
     config: &TunerBackendConfig,
 ) -> Result<&'a mut Session, BackendError> {
     if guard.is_none() {
-        std::fs::create_dir_all(&config.cache_dir).map_err(|e| BackendError::Failed {
-            detail: format!("creating {}: {e}", config.cache_dir.display()),
-        })?;
-        let tuner = match config.early_tuner.take(&config.cache_dir) {
+        for dir in [&config.cache_dir, config.tuner_dir()] {
+            std::fs::create_dir_all(dir).map_err(|e| BackendError::Failed {
+                detail: format!("creating {}: {e}", dir.display()),
+            })?;
+        }
+        let tuner = match config.early_tuner.take(config.tuner_dir()) {
             Some(started) => started,
-            None => Tuner::new(tuner_config(&config.cache_dir)),
+            None => Tuner::new(tuner_config(config.tuner_dir())),
         }
         .map_err(backend_error)?;
         let params = ParamSpec::from_kernel(&config.kernel);
@@ -253,7 +280,7 @@ impl TunerBackend {
             geometry: self.to_tuner_kernel(kernel).geometry,
             test: self.config.tests_dir.join(test),
             include: Vec::new(),
-            cache_dir: Some(self.config.cache_dir.clone()),
+            cache_dir: Some(self.config.tuner_dir().to_path_buf()),
         })
     }
 
@@ -336,10 +363,10 @@ impl TunerBackend {
     ) -> Result<Result<Tuned, TunerError>, BackendError> {
         // ncu's start-up for the next profile overlaps this tuning
         if let Some(ncu) = kt_profile::ncu_once()
-            && std::fs::create_dir_all(&self.config.cache_dir).is_ok()
+            && std::fs::create_dir_all(self.config.tuner_dir()).is_ok()
         {
             self.standby
-                .ensure(ncu, &self.config.kernel.name, &self.config.cache_dir);
+                .ensure(ncu, &self.config.kernel.name, self.config.tuner_dir());
         }
         let session = self.session.clone();
         let config = self.config.clone();
@@ -745,6 +772,7 @@ pub(crate) mod tests {
             include_dirs: Vec::new(),
             profile_cache: None,
             early_tuner: EarlyTuner::default(),
+            tuner_cache: None,
         }));
         let fast = Measurement::synthetic(config(64), Verdict::Ok, Some(1.0));
         backend.results.lock().unwrap().insert(
