@@ -24,8 +24,10 @@ pub mod jobs;
 pub mod live;
 pub mod redact;
 pub mod run_view;
+pub mod sections;
 pub mod server;
 pub mod steer;
+pub mod timing;
 pub mod tuning_progress;
 pub mod view_cache;
 
