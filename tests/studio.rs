@@ -998,4 +998,38 @@ fn demo_copies_watched_live_in_chromium() {
             );
         }
     }
+    // the last copy's other tabs: its kernel versions with verdicts and tuning, and its timeline
+    b.eval("document.querySelector('#tab-kernels').click()");
+    b.wait_for(
+        "document.querySelectorAll('#kernels details.kernel').length > 0",
+        Duration::from_secs(20),
+        "the kernel versions",
+    );
+    if let Some(dir) = screenshot_dir() {
+        settle(&mut b);
+        b.screenshot(&dir.join("studio-live-kernels.png"));
+    }
+    b.eval("document.querySelector('#tab-timeline').click()");
+    b.wait_for(
+        "document.querySelectorAll('#timeline circle.cp').length > 0",
+        Duration::from_secs(20),
+        "the timeline",
+    );
+    // a click on a checkpoint shows its state; a shift-click on another the diff to it
+    b.eval("document.querySelectorAll('#timeline circle.cp')[3].dispatchEvent(new MouseEvent('click', {bubbles: true}))");
+    b.wait_for(
+        "document.querySelector('#state-view h2')?.textContent.startsWith('state at #')",
+        Duration::from_secs(20),
+        "the state at a clicked checkpoint",
+    );
+    b.eval("document.querySelectorAll('#timeline circle.cp')[5].dispatchEvent(new MouseEvent('click', {bubbles: true, shiftKey: true}))");
+    b.wait_for(
+        "document.querySelector('#diff-view').textContent.length > 0",
+        Duration::from_secs(20),
+        "the diff to a shift-clicked checkpoint",
+    );
+    if let Some(dir) = screenshot_dir() {
+        settle(&mut b);
+        b.screenshot(&dir.join("studio-live-timeline.png"));
+    }
 }

@@ -344,19 +344,28 @@ function renderTimelineShell() {
     <div class="bar"><label>A <input id="cp-a" size="6" placeholder="#"></label>
       <label>B <input id="cp-b" size="6" placeholder="#"></label>
       <button id="show-state">state at A</button><button id="show-diff">diff A → B</button>
-      <span class="muted">click a checkpoint to set A, shift-click to set B</span></div></section>
+      <span class="muted">click a checkpoint for its state (A); shift-click another for the diff from A to it (B); hover one for what ran</span></div></section>
     <section id="fork-box" ${READ_ONLY ? "hidden" : ""}><h2>fork from A with an edited field</h2>
       <div class="bar"><input id="fork-field" placeholder="field, e.g. plan or best.time_ms" size="28">
       <textarea id="fork-value" rows="2" cols="50" placeholder="value (JSON, else text)"></textarea>
       <button id="fork-btn">fork</button></div><div id="fork-result"></div></section>
-    <section><div id="state-view"></div><div id="diff-view"></div></section>`;
+    <section id="cp-views"><div id="state-view"></div><div id="diff-view"></div></section>`;
   $("#show-state").addEventListener("click", showState);
   $("#show-diff").addEventListener("click", showDiff);
   $("#fork-btn").addEventListener("click", doFork);
   $("#timeline-earlier").addEventListener("click", loadEarlierCheckpoints);
+  // a click shows the state at that checkpoint; a shift-click the diff from A to it
   $("#timeline").addEventListener("click", (e) => {
     const cp = e.target.closest("[data-cp]")?.dataset.cp;
-    if (cp) (e.shiftKey ? $("#cp-b") : $("#cp-a")).value = cp;
+    if (!cp) return;
+    (e.shiftKey ? $("#cp-b") : $("#cp-a")).value = cp;
+    view[e.shiftKey ? "pickB" : "pickA"] = cp;
+    for (const c of document.querySelectorAll("#timeline circle.cp")) {
+      c.classList.toggle("picked", c.dataset.cp === view.pickA);
+      c.classList.toggle("picked-b", c.dataset.cp === view.pickB);
+    }
+    if (e.shiftKey && $("#cp-a").value.trim()) showDiff();
+    else if (!e.shiftKey) showState();
   });
   // scrolled back to the start of what is loaded: load the page before it
   $("#timeline").addEventListener("scroll", (e) => {
@@ -427,8 +436,10 @@ function timelineSvg(h) {
     xOf.set(c.checkpoint, 60 + i * step);
     byId.set(c.checkpoint, c);
   });
+  // a short run gets each checkpoint's node written under it; a long one keeps them in the tooltips
+  const labelled = n <= 60;
   const w = 80 + n * step;
-  const hgt = 40 + lanes.length * 34;
+  const hgt = 40 + lanes.length * 34 + (labelled ? 70 : 0);
   let s = `<svg id="timeline-svg" xmlns="http://www.w3.org/2000/svg" width="${w}" height="${hgt}">`;
   for (const b of lanes) s += `<text x="4" y="${laneY(b) + 4}" class="lane">b${b}</text>`;
   for (const c of cps) {
@@ -447,7 +458,11 @@ function timelineSvg(h) {
   const r = n > 400 ? 2 : 6;
   for (const c of cps) {
     const cls = c.stopped ? "stopped" : c.source === "fork" ? "fork" : c.next.length === 0 ? "end" : "";
-    s += `<circle data-cp="${c.checkpoint}" class="cp ${cls}" cx="${xOf.get(c.checkpoint)}" cy="${laneY(c.branch)}" r="${r}"><title>#${c.checkpoint} b${c.branch} step ${c.step} ${esc(c.source)} ${esc(c.ran.join(","))} → ${esc(c.next.join(","))}${c.stopped ? " (stopped: " + esc(c.stopped) + ")" : ""}</title></circle>`;
+    if (labelled) {
+      const [x, y] = [xOf.get(c.checkpoint), laneY(c.branch) + 12];
+      s += `<text class="cp-label" transform="translate(${x},${y}) rotate(50)">${esc(c.ran.join(",") || c.source)}</text>`;
+    }
+    s += `<circle data-cp="${c.checkpoint}" class="cp ${cls}${String(c.checkpoint) === view.pickA ? " picked" : ""}${String(c.checkpoint) === view.pickB ? " picked-b" : ""}" cx="${xOf.get(c.checkpoint)}" cy="${laneY(c.branch)}" r="${r}"><title>#${c.checkpoint} b${c.branch} step ${c.step} ${esc(c.source)} ${esc(c.ran.join(","))} → ${esc(c.next.join(","))}${c.stopped ? " (stopped: " + esc(c.stopped) + ")" : ""}</title></circle>`;
   }
   return s + "</svg>";
 }
@@ -475,6 +490,42 @@ function valueHtml(v) {
   return `<pre>${esc(typeof v === "string" ? v : JSON.stringify(v, null, 2))}</pre>`;
 }
 
+function leafHtml(l) {
+  return `<div class="leaf"><code>${esc(l.path)}</code>${l.kind === "text" ? sideBySide(l.diff) : `<div class="value-change"><pre class="old">${esc(JSON.stringify(l.before))}</pre><span>→</span><pre class="new">${esc(JSON.stringify(l.after))}</pre></div>`}</div>`;
+}
+
+// An array item that is new (or gone) as a whole: one block with its values, not one "null → value" per leaf.
+function itemHtml(g) {
+  const side = g.kind === "added" ? "after" : "before";
+  const rows = g.leaves.map((l) => `<tr><td><code>${esc(l.path.slice(g.item.length).replace(/^\./, "") || "(value)")}</code></td><td>${l.kind === "text" ? sideBySide(l.diff) : `<code>${esc(JSON.stringify(l[side]))}</code>`}</td></tr>`);
+  return `<div class="leaf item ${g.kind}"><code>${esc(g.item)}</code> <span class="status">${g.kind}</span><table>${rows.join("")}</table></div>`;
+}
+
+// The leaves of a field, with those of an array item that is added or removed as a whole taken together.
+function leafGroups(leaves) {
+  const groups = [];
+  for (const l of leaves) {
+    const item = /^(.*?\[\d+\])/.exec(l.path)?.[1];
+    const last = groups[groups.length - 1];
+    if (item && last?.item === item) last.leaves.push(l);
+    else groups.push({ item, leaves: [l] });
+  }
+  return groups.flatMap((g) => {
+    if (!g.item) return [g];
+    const none = (v) => v === null || v === undefined;
+    // (a multi-line text inside the item comes as a diff, whichever way it went)
+    const values = g.leaves.filter((l) => l.kind !== "text");
+    const kind = !values.length
+      ? null
+      : values.every((l) => none(l.before) && !none(l.after))
+        ? "added"
+        : values.every((l) => none(l.after) && !none(l.before))
+          ? "removed"
+          : null;
+    return kind ? [{ ...g, kind }] : g.leaves.map((l) => ({ leaves: [l] }));
+  });
+}
+
 async function showDiff() {
   const a = $("#cp-a").value.replace("#", "").trim();
   const b = $("#cp-b").value.replace("#", "").trim();
@@ -484,8 +535,8 @@ async function showDiff() {
     $("#state-view").innerHTML = "";
     $("#diff-view").innerHTML = `<h2>#${d.a} → #${d.b}: ${d.changes.length} field(s) changed</h2>${d.changes
       .map(
-        (f) => `<div class="field-change" data-field="${esc(f.field)}"><h3><code>${esc(f.field)}</code></h3>${f.leaves
-          .map((l) => `<div class="leaf"><code>${esc(l.path)}</code>${l.kind === "text" ? sideBySide(l.diff) : `<div class="value-change"><pre class="old">${esc(JSON.stringify(l.before))}</pre><span>→</span><pre class="new">${esc(JSON.stringify(l.after))}</pre></div>`}</div>`)
+        (f) => `<div class="field-change" data-field="${esc(f.field)}"><h3><code>${esc(f.field)}</code></h3>${leafGroups(f.leaves)
+          .map((g) => (g.item ? itemHtml(g) : leafHtml(g.leaves[0])))
           .join("")}</div>`
       )
       .join("")}`;
