@@ -316,15 +316,29 @@ function configText(c) {
   return pairs.map(([k, v]) => `${k}=${typeof v === "string" ? v : JSON.stringify(v)}`).join(", ");
 }
 
+// One row per tuning: those the tuner is writing (per kernel source, as it measures each configuration) and
+// those the run's state records as a candidate's; a tuning whose best time is a candidate's is one row, named by
+// its candidate.
 function tuningProgress(d) {
   if (!d.tuning_progress.length && !d.tuning.length) return `<p class="muted">nothing tuned yet</p>`;
+  const taken = new Set();
+  const sameTime = (a, b) => a !== null && a !== undefined && b !== null && b !== undefined && Math.abs(a - b) <= 1e-6 * Math.max(1, Math.abs(a));
   const live = d.tuning_progress
-    .map((p) => `<tr><td><code>${esc(p.source.slice(0, 12))}</code></td><td>${p.measured}</td><td>${p.failed}</td><td>${fmt(p.best_ms, 4)}</td><td><code>${esc(configText(p.best_config))}</code></td></tr>`)
+    .map((p) => {
+      const k = d.tuning.findIndex((t, i) => !taken.has(i) && sameTime(t.time_ms, p.best_ms));
+      if (k >= 0) taken.add(k);
+      const t = d.tuning[k];
+      const what = t
+        ? `round ${t.round} · #${t.index}: ${esc(t.verdict)}`
+        : `<span class="muted">not (yet) a candidate's</span>`;
+      return `<tr><td>${what}</td><td><code title="the tuner's hash of the kernel source it measures">${esc(p.source.slice(0, 12))}</code></td><td>${p.measured}</td><td>${p.failed}</td><td>${fmt(p.best_ms, 4)}</td><td><code>${esc(configText(p.best_config))}</code></td></tr>`;
+    })
     .join("");
   const done = d.tuning
-    .map((t) => `<tr><td>round ${t.round} · #${t.index}</td><td>${t.configs_tried ?? "–"}</td><td>${t.configs_failed ?? "–"}</td><td>${fmt(t.time_ms, 4)}</td><td>${esc(t.verdict)} <code>${esc(t.best_params)}</code></td></tr>`)
+    .filter((_, i) => !taken.has(i))
+    .map((t) => `<tr><td>round ${t.round} · #${t.index}: ${esc(t.verdict)}</td><td class="muted">–</td><td>${t.configs_tried ?? "–"}</td><td>${t.configs_failed ?? "–"}</td><td>${fmt(t.time_ms, 4)}</td><td><code>${esc(t.best_params)}</code></td></tr>`)
     .join("");
-  return `<table><thead><tr><th>kernel</th><th>configs</th><th>failed</th><th>best ms</th><th>best</th></tr></thead><tbody>${live}${done}</tbody></table>`;
+  return `<table><thead><tr><th>candidate</th><th>kernel</th><th>configs</th><th>failed</th><th>best ms</th><th>best configuration</th></tr></thead><tbody>${live}${done}</tbody></table>`;
 }
 
 async function showLlm(index) {
