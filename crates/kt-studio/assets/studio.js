@@ -192,6 +192,7 @@ async function drawRun(v) {
     v.dataText = text;
     v.data = data;
     renderSummary(data);
+    speedupSoFar();
     if (v.tab === "live") renderLive(data);
     if (v.tab === "steer") renderSteer(data);
     if (v.tab === "timeline") refreshTimeline();
@@ -211,10 +212,20 @@ async function drawRun(v) {
   renderSections();
 }
 
+// A run without its final speedup yet shows the best accepted step's so far, said as such.
+function speedupSoFar() {
+  const el = $("#speedup");
+  const so = view.sections?.speedup_so_far;
+  if (!el || view.data?.summary.speedup || !so) return;
+  el.textContent = `${fmt(so)}× so far`;
+  el.title = "the best accepted step's time against the original's, as measured while tuning; the run's own speedup is measured apart at its end";
+}
+
 // The sections into the tab shown (the live tab's lower half, or the kernels tab).
 function renderSections() {
   const s = view.sections;
   if (!s) return;
+  speedupSoFar();
   if (view.tab === "live" && $("#live-llm")) {
     $("#live-tuning").innerHTML = tuningProgress(s);
     $("#live-llm").innerHTML = llmCalls(s);

@@ -49,6 +49,9 @@ pub struct RunSections {
     pub tuning_svg: String,
     pub roofline_svg: Option<String>,
     pub profile_lines: Vec<String>,
+    /// The best accepted step's speedup over the original so far, from the times measured while tuning (the
+    /// run's own speedup is measured apart at its end): none before a step is accepted.
+    pub speedup_so_far: Option<f64>,
 }
 
 /// Reads the run page's sections from `record`'s directory.
@@ -81,7 +84,13 @@ pub fn run_sections(record: &RunRecord) -> Result<RunSections, StudioError> {
         })
         .collect();
     let tuning_progress = tuning_progress(&record.dir().tuning_dir());
+    let accepted = inputs.points.iter().any(|p| p.status == "accepted");
     Ok(RunSections {
+        speedup_so_far: inputs
+            .points
+            .last()
+            .map(|p| p.best_speedup)
+            .filter(|_| accepted),
         speedup_svg: inputs.speedup_svg(),
         tuning_svg: tuning_distribution_svg(&tuning_series(&tuning_progress, &inputs.tuning)),
         tuning_progress,
@@ -143,6 +152,11 @@ mod tests {
         assert!(s.roofline_svg.is_some(), "the fixture has a device's peaks");
         assert_eq!((s.llm_total, s.kernels_total), (8, 3));
         assert_eq!(s.verdicts_total, s.verdicts.len());
+        assert!(
+            s.speedup_so_far.is_some_and(|x| x > 1.0),
+            "the fixture accepts a faster step: {:?}",
+            s.speedup_so_far
+        );
         assert!(!s.verdicts.is_empty(), "the fixture's steps have verdicts");
         let call = llm_call(&record, 0).unwrap();
         assert!(call["messages"].as_array().is_some_and(|m| !m.is_empty()));
