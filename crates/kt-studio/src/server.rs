@@ -105,31 +105,37 @@ async fn run(
     State(s): State<AppState>,
     UrlPath(id): UrlPath<String>,
 ) -> Result<Response, StudioError> {
-    let body = blocking(move || {
-        let dir = run_dir(&s, &id)?;
-        // opened only to build: the check reads file times alone
-        s.views.get(dir.root(), || {
-            timed("run page built", &id, || {
-                let record = RunRecord::open(dir.clone())?;
-                json_bytes(&crate::run_view::run_view(&record)?)
-            })
-        })
+    let cache = s.views.clone();
+    kept_json(s, cache, id, "run page built", |record| {
+        json_bytes(&crate::run_view::run_view(record)?)
     })
-    .await?;
-    Ok(json_response(body))
+    .await
 }
 
 async fn sections(
     State(s): State<AppState>,
     UrlPath(id): UrlPath<String>,
 ) -> Result<Response, StudioError> {
+    let cache = s.sections.clone();
+    kept_json(s, cache, id, "run page's sections built", |record| {
+        json_bytes(&crate::sections::run_sections(record)?)
+    })
+    .await
+}
+
+/// Run `id`'s JSON from `build`, kept in `cache` while the run's files are unchanged (the check reads file
+/// times alone: the run is opened only to build); `what` names the build in the debug log with its time.
+async fn kept_json(
+    s: AppState,
+    cache: ViewCache<Bytes>,
+    id: String,
+    what: &'static str,
+    build: impl FnOnce(&RunRecord) -> Result<Bytes, StudioError> + Send + 'static,
+) -> Result<Response, StudioError> {
     let body = blocking(move || {
         let dir = run_dir(&s, &id)?;
-        s.sections.get(dir.root(), || {
-            timed("run page's sections built", &id, || {
-                let record = RunRecord::open(dir.clone())?;
-                json_bytes(&crate::sections::run_sections(&record)?)
-            })
+        cache.get(dir.root(), || {
+            timed(what, &id, || build(&RunRecord::open(dir.clone())?))
         })
     })
     .await?;
