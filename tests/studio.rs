@@ -912,7 +912,8 @@ fn settle(b: &mut Browser) {
 }
 
 /// The real demo run watched live (docs/studio-demo-live.png): copies of its run directory taken while it
-/// ran (KT_STUDIO_LIVE_SNAPSHOTS: a folder of snap-NN/ runs dirs, oldest first, each with the one run) are
+/// ran (KT_STUDIO_LIVE_SNAPSHOTS: a folder of snap-NN/ runs dirs, oldest first, each with the one run, and
+/// final/, the finished run, if there is one) are
 /// swapped in turn into the runs directory a studio serves, as the run wrote them. The open page must follow
 /// each copy (its head, its node running, its sections) on its own, through its event stream; a screenshot of
 /// each is saved under KT_STUDIO_SCREENSHOTS (KT_STUDIO_LIVE_PICK: the snap-NN names to use, comma-separated).
@@ -930,13 +931,14 @@ fn demo_copies_watched_live_in_chromium() {
         .map(|e| e.path())
         .filter(|p| {
             let name = p.file_name().unwrap().to_string_lossy().to_string();
-            name.starts_with("snap-")
+            (name.starts_with("snap-") || name == "final")
                 && pick
                     .as_ref()
                     .is_none_or(|pick| pick.split(',').any(|n| n.trim() == name))
         })
         .collect();
-    snaps.sort();
+    // oldest first: the copies in their order, the finished run (final/) last
+    snaps.sort_by_key(|p| (p.ends_with("final"), p.clone()));
     assert!(!snaps.is_empty(), "no snap-NN/ in {}", snaps_dir.display());
     let id = std::fs::read_dir(&snaps[0])
         .unwrap()

@@ -341,7 +341,7 @@ function tuningProgress(d) {
       const t = d.tuning[k];
       const what = t
         ? `round ${t.round} · #${t.index}: ${esc(t.verdict)}`
-        : `<span class="muted">not (yet) a candidate's</span>`;
+        : `<span class="muted">${view.data?.summary.status === "running" ? "not (yet) a candidate's" : "not a candidate's"}</span>`;
       return `<tr><td>${what}</td><td><code title="the tuner's hash of the kernel source it measures">${esc(p.source.slice(0, 12))}</code></td><td>${p.measured}</td><td>${p.failed}</td><td>${fmt(p.best_ms, 4)}</td><td><code>${esc(configText(p.best_config))}</code></td></tr>`;
     })
     .join("");
