@@ -14,7 +14,7 @@ use crate::redact::redact;
 use crate::timing::timed;
 
 /// The most recent steps sent with the page; the full history is its own request.
-const RECENT_STEPS: usize = 50;
+pub const RECENT_STEPS: usize = 50;
 
 /// The run page's first data.
 #[derive(Debug, Clone, Serialize)]

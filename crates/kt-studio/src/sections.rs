@@ -15,9 +15,9 @@ use crate::tuning_progress::{TuningProgress, tuning_progress};
 
 /// A long run's lists are bounded to their newest items: the LLM calls (any call's prompt is still one
 /// request away, by its number), kernel versions and verdicts.
-const RECENT_LLM_CALLS: usize = 200;
-const RECENT_KERNELS: usize = 50;
-const RECENT_VERDICTS: usize = 500;
+pub const RECENT_LLM_CALLS: usize = 200;
+pub const RECENT_KERNELS: usize = 50;
+pub const RECENT_VERDICTS: usize = 500;
 
 /// One LLM call without its prompt and answer (those come with `/llm/N`).
 #[derive(Debug, Clone, Serialize)]
