@@ -35,14 +35,23 @@ struct Studio {
 
 impl Studio {
     fn start(home: &Path, extra: &[&str]) -> Studio {
-        let mut child = kt_command(home)
-            .args(["studio", "--port", "0", "--runs-dir"])
+        Studio::start_logged(home, extra, None)
+    }
+
+    /// [`Studio::start`], with the studio's debug log (the time each page took to build) in `log`.
+    fn start_logged(home: &Path, extra: &[&str], log: Option<&Path>) -> Studio {
+        let mut cmd = kt_command(home);
+        cmd.args(["studio", "--port", "0", "--runs-dir"])
             .arg(home.join("runs"))
             .args(extra)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
+            .stdout(Stdio::piped());
+        match log {
+            Some(path) => cmd
+                .env("KT_LOG", "warn,kt_studio=debug")
+                .stderr(std::fs::File::create(path).unwrap()),
+            None => cmd.stderr(Stdio::null()),
+        };
+        let mut child = cmd.spawn().unwrap();
         let mut line = String::new();
         BufReader::new(child.stdout.take().unwrap())
             .read_line(&mut line)
@@ -328,6 +337,12 @@ fn studio_in_chromium_lists_runs_draws_the_graph_diffs_checkpoints_and_forks() {
                 .any(|l| l == "valid: apply" || l == "valid: break down"),
         "{labels}"
     );
+    // the LLM calls come with the page's sections, fetched once the graph and steps are drawn
+    b.wait_for(
+        "document.querySelector('#tab').dataset.sections === 'loaded'",
+        long,
+        "the run page's sections",
+    );
     assert_eq!(
         b.eval("document.querySelectorAll('#llm .llm-row').length"),
         8
@@ -607,8 +622,106 @@ fn peak_rss_mb(pid: u32) -> f64 {
     kb / 1024.0
 }
 
+/// The recorded long run: under `KT_STUDIO_BENCH_HOME` when set (kept there and reused by the next run of the
+/// benchmark with as many steps), else in a temporary directory. Returns the home and the run's id.
+fn bench_run(steps: u64) -> (PathBuf, String, Option<tempfile::TempDir>) {
+    let (home, tmp) = match std::env::var_os("KT_STUDIO_BENCH_HOME") {
+        Some(h) => (PathBuf::from(h), None),
+        None => {
+            let t = tempfile::tempdir().unwrap();
+            (t.path().to_path_buf(), Some(t))
+        }
+    };
+    let kept = home.join(format!("bench-run-{steps}"));
+    if let Ok(id) = std::fs::read_to_string(&kept) {
+        eprintln!("recorded {steps} steps earlier ({})", home.display());
+        return (home, id, tmp);
+    }
+    let t0 = Instant::now();
+    let id = record_long_run(&home.join("runs"), steps);
+    std::fs::write(&kept, &id).unwrap();
+    eprintln!(
+        "recorded {steps} steps in {:.1} s",
+        t0.elapsed().as_secs_f64()
+    );
+    (home, id, tmp)
+}
+
+/// Opens run `id`'s page from a blank one; returns the ms until it is interactive (summary, graph and the
+/// recent steps drawn: the first paint) and until its other sections (LLM calls, tuning, kernels) are in.
+fn load_run_page(b: &mut Browser, url: &str, id: &str) -> (f64, f64) {
+    b.goto("about:blank");
+    let t = Instant::now();
+    b.goto(&format!("{url}#/run/{id}/live"));
+    run_page_drawn(b, t)
+}
+
+/// Opens the studio's run list and, once it is drawn, clicks run `id`: the way a person gets to a run. Returns
+/// the ms from the click, as [`load_run_page`] does (no new document: the browser's own start is not in it).
+fn click_run_page(b: &mut Browser, url: &str, id: &str) -> (f64, f64) {
+    b.goto("about:blank");
+    b.goto(url);
+    b.wait_for(
+        &format!("document.querySelector('#runs .run-row[data-run=\"{id}\"] a')"),
+        Duration::from_secs(60),
+        "the run list",
+    );
+    let t = Instant::now();
+    b.eval(&format!(
+        "document.querySelector('#runs .run-row[data-run=\"{id}\"] a').click()"
+    ));
+    run_page_drawn(b, t)
+}
+
+/// Waits for the run page's first paint and then its sections; the ms since `t` of each.
+fn run_page_drawn(b: &mut Browser, t: Instant) -> (f64, f64) {
+    b.wait_for(
+        "document.querySelector('#run-summary .facts') && document.querySelector('#graph svg') && document.querySelector('#steps tbody tr')",
+        Duration::from_secs(60),
+        "the run page",
+    );
+    let interactive = t.elapsed().as_secs_f64() * 1e3;
+    // (the LLM calls' table is drawn with the other sections; a studio that sends them with the page, as
+    // before the page was split, draws it at once)
+    b.wait_for(
+        "document.querySelector('#llm')",
+        Duration::from_secs(60),
+        "the run page's other sections",
+    );
+    (interactive, t.elapsed().as_secs_f64() * 1e3)
+}
+
+/// Clicks the timeline tab; returns the ms until its newest page of checkpoints is drawn.
+fn load_timeline(b: &mut Browser, checkpoints: u64) -> f64 {
+    let t = Instant::now();
+    b.eval("document.querySelector('#tab-timeline').click()");
+    // the newest page of checkpoints, the rest behind "load earlier"
+    b.wait_for(
+        &format!(
+            "document.querySelector('#timeline')?.dataset.total === '{checkpoints}' && document.querySelectorAll('#timeline circle.cp').length === Number(document.querySelector('#timeline').dataset.checkpoints)"
+        ),
+        Duration::from_secs(60),
+        "the timeline",
+    );
+    t.elapsed().as_secs_f64() * 1e3
+}
+
+/// The median of `v`, and `v` rounded to whole ms in load order.
+fn median_and_samples(v: &[f64]) -> String {
+    let mut sorted = v.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let rounded: Vec<f64> = v.iter().map(|m| m.round()).collect();
+    format!(
+        "{:.0} (median of {}, in load order: {rounded:?})",
+        sorted[sorted.len() / 2],
+        v.len()
+    )
+}
+
 /// experiments/studio-bench/run.sh: a run of KT_STUDIO_BENCH_STEPS checkpoints (default 10,000); how long the
-/// run page and its timeline take to become interactive in Chromium, and the studio's peak memory.
+/// run page and its timeline take to become interactive in Chromium, on a first load (a fresh `kt studio`
+/// for each sample: nothing of the run kept) and on a load served from what the studio keeps; where the
+/// server's time goes on a first build (its debug log); and the studio's peak memory.
 #[test]
 #[ignore = "needs chromium; a benchmark (experiments/studio-bench/run.sh)"]
 fn studio_bench_a_run_of_many_checkpoints() {
@@ -616,39 +729,50 @@ fn studio_bench_a_run_of_many_checkpoints() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(10_000);
-    let home = tempfile::tempdir().unwrap();
-    let t0 = Instant::now();
-    let id = record_long_run(&home.path().join("runs"), steps);
-    eprintln!(
-        "recorded {steps} steps in {:.1} s",
-        t0.elapsed().as_secs_f64()
-    );
-    let studio = Studio::start(home.path(), &[]);
+    let samples: usize = std::env::var("KT_STUDIO_BENCH_SAMPLES")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(5);
+    let (home, id, _tmp) = bench_run(steps);
+    let home = home.as_path();
     let mut b = Browser::start(1400, 1000);
-    let mut page_ms = Vec::new();
-    let mut timeline_ms = Vec::new();
-    for _ in 0..3 {
-        b.goto("about:blank");
-        let t = Instant::now();
-        b.goto(&format!("{}#/run/{id}/live", studio.url));
-        b.wait_for(
-            "document.querySelector('#graph svg') && document.querySelector('#steps tbody tr')",
-            Duration::from_secs(60),
-            "the run page",
-        );
-        page_ms.push(t.elapsed().as_secs_f64() * 1e3);
-        let t = Instant::now();
-        b.eval("document.querySelector('#tab-timeline').click()");
-        // the newest page of checkpoints, the rest behind "load earlier"
-        b.wait_for(
-            &format!(
-                "document.querySelector('#timeline')?.dataset.total === '{}' && document.querySelectorAll('#timeline circle.cp').length === Number(document.querySelector('#timeline').dataset.checkpoints)",
-                steps + 1
-            ),
-            Duration::from_secs(60),
-            "the timeline",
-        );
-        timeline_ms.push(t.elapsed().as_secs_f64() * 1e3);
+    // first loads: a fresh studio each time, so nothing of the run is kept (the OS may still cache the file)
+    let (mut first, mut first_full, mut first_timeline) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut clicked, mut clicked_full) = (Vec::new(), Vec::new());
+    let mut first_rss = 0.0_f64;
+    for i in 0..samples {
+        let studio = Studio::start(home, &[]);
+        let (page, full) = click_run_page(&mut b, &studio.url, &id);
+        clicked.push(page);
+        clicked_full.push(full);
+        drop(studio);
+        let log = home.join(format!("studio-first-load-{i}.log"));
+        let studio = Studio::start_logged(home, &[], Some(&log));
+        let (page, full) = load_run_page(&mut b, &studio.url, &id);
+        first.push(page);
+        first_full.push(full);
+        first_timeline.push(load_timeline(&mut b, steps + 1));
+        first_rss = first_rss.max(peak_rss_mb(studio.child.id()));
+        drop(studio);
+        if i == 0 {
+            // where the server's time went, part by part
+            for line in std::fs::read_to_string(&log).unwrap().lines() {
+                if let Some(at) = line.find("DEBUG") {
+                    println!("first_build: {}", line[at + 5..].trim());
+                }
+            }
+        }
+    }
+    // kept: one studio; its first load builds, the next ones are served from what it keeps
+    let studio = Studio::start(home, &[]);
+    load_run_page(&mut b, &studio.url, &id);
+    load_timeline(&mut b, steps + 1);
+    let (mut kept, mut kept_full, mut kept_timeline) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..samples {
+        let (page, full) = load_run_page(&mut b, &studio.url, &id);
+        kept.push(page);
+        kept_full.push(full);
+        kept_timeline.push(load_timeline(&mut b, steps + 1));
     }
     let shown = b
         .eval("document.querySelectorAll('#timeline circle.cp').length")
@@ -680,7 +804,7 @@ fn studio_bench_a_run_of_many_checkpoints() {
     let rss_pages = peak_rss_mb(studio.child.id());
     // the server's share of the pages, one request at a time: built (the run's files moved, as touching
     // run.json makes them), then kept
-    let run_json = home.path().join("runs").join(&id).join("run.json");
+    let run_json = home.join("runs").join(&id).join("run.json");
     let touch = || {
         std::fs::File::options()
             .append(true)
@@ -694,30 +818,50 @@ fn studio_bench_a_run_of_many_checkpoints() {
         timed(format!("/api/runs/{id}")),
     ];
     touch();
+    let sections_api_ms = [
+        timed(format!("/api/runs/{id}/sections")),
+        timed(format!("/api/runs/{id}/sections")),
+    ];
+    touch();
     let history_api_ms = [
         timed(format!("/api/runs/{id}/history")),
         timed(format!("/api/runs/{id}/history")),
     ];
     let diff_ms = timed(format!("/api/runs/{id}/diff?a=1&b={steps}"));
     let state_ms = timed(format!("/api/runs/{id}/state?at={steps}"));
-    // in load order: the first load of each builds what the studio then keeps for the run as it is
-    let median = |v: &[f64]| {
-        let mut sorted = v.to_vec();
-        sorted.sort_by(f64::total_cmp);
-        sorted[sorted.len() / 2]
-    };
-    let rounded = |v: &[f64]| v.iter().map(|m| m.round()).collect::<Vec<_>>();
     let rss = peak_rss_mb(studio.child.id());
     println!("checkpoints: {}", steps + 1);
     println!(
-        "run_page_interactive_ms: {:.0} (median of 3, in load order: {:?})",
-        median(&page_ms),
-        rounded(&page_ms)
+        "run_page_interactive_first_load_ms: {}",
+        median_and_samples(&first)
     );
     println!(
-        "timeline_interactive_ms: {:.0} (median of 3, in load order: {:?})",
-        median(&timeline_ms),
-        rounded(&timeline_ms)
+        "run_page_all_sections_first_load_ms: {}",
+        median_and_samples(&first_full)
+    );
+    println!(
+        "run_page_interactive_first_load_from_the_run_list_ms: {}",
+        median_and_samples(&clicked)
+    );
+    println!(
+        "run_page_all_sections_first_load_from_the_run_list_ms: {}",
+        median_and_samples(&clicked_full)
+    );
+    println!(
+        "timeline_interactive_first_load_ms: {}",
+        median_and_samples(&first_timeline)
+    );
+    println!(
+        "run_page_interactive_kept_ms: {}",
+        median_and_samples(&kept)
+    );
+    println!(
+        "run_page_all_sections_kept_ms: {}",
+        median_and_samples(&kept_full)
+    );
+    println!(
+        "timeline_interactive_kept_ms: {}",
+        median_and_samples(&kept_timeline)
     );
     println!("timeline_checkpoints_drawn: {shown} (the newest page; earlier ones on demand)");
     println!(
@@ -725,10 +869,169 @@ fn studio_bench_a_run_of_many_checkpoints() {
         run_api_ms[0], run_api_ms[1]
     );
     println!(
+        "sections_api_ms: {:.0} built, {:.0} kept",
+        sections_api_ms[0], sections_api_ms[1]
+    );
+    println!(
         "history_api_ms: {:.0} built, {:.0} kept",
         history_api_ms[0], history_api_ms[1]
     );
     println!("diff_1_to_last_ms: {diff_ms:.0}");
     println!("state_at_last_ms: {state_ms:.0}");
-    println!("studio_peak_rss_mb: {rss:.1} (after the pages alone: {rss_pages:.1})");
+    println!(
+        "studio_peak_rss_mb: {rss:.1} (after the pages alone: {rss_pages:.1}; a fresh studio after one first load: {first_rss:.1})"
+    );
+}
+
+/// Copies the files of run directory `from` over those of `to`, each written beside its target and renamed
+/// into place, as a run writing its store would leave them; the store's WAL and shared memory from readers
+/// of the copy before go first (the new store is whole in its main file).
+fn swap_run_files(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap().flatten() {
+        let (src, dst) = (entry.path(), to.join(entry.file_name()));
+        if src.is_dir() {
+            swap_run_files(&src, &dst);
+            continue;
+        }
+        if entry.file_name() == "run.sqlite" {
+            for extra in ["run.sqlite-wal", "run.sqlite-shm"] {
+                let _ = std::fs::remove_file(to.join(extra));
+            }
+        }
+        let tmp = to.join(format!(".swap-{}", entry.file_name().to_string_lossy()));
+        std::fs::copy(&src, &tmp).unwrap();
+        std::fs::rename(&tmp, &dst).unwrap();
+    }
+}
+
+/// Waits until the page has drawn what it shows (every pending frame painted), so a screenshot is of the
+/// page and not of a frame before it.
+fn settle(b: &mut Browser) {
+    b.eval("new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(() => setTimeout(() => r(true), 100))))");
+}
+
+/// The real demo run watched live (docs/studio-demo-live.png): copies of its run directory taken while it
+/// ran (KT_STUDIO_LIVE_SNAPSHOTS: a folder of snap-NN/ runs dirs, oldest first, each with the one run, and
+/// final/, the finished run, if there is one) are
+/// swapped in turn into the runs directory a studio serves, as the run wrote them. The open page must follow
+/// each copy (its head, its node running, its sections) on its own, through its event stream; a screenshot of
+/// each is saved under KT_STUDIO_SCREENSHOTS (KT_STUDIO_LIVE_PICK: the snap-NN names to use, comma-separated).
+#[test]
+#[ignore = "needs chromium and copies of a live run (KT_STUDIO_LIVE_SNAPSHOTS)"]
+fn demo_copies_watched_live_in_chromium() {
+    let snaps_dir = PathBuf::from(
+        std::env::var_os("KT_STUDIO_LIVE_SNAPSHOTS")
+            .expect("set KT_STUDIO_LIVE_SNAPSHOTS to a folder of snap-NN/ runs dirs"),
+    );
+    let pick = std::env::var("KT_STUDIO_LIVE_PICK").ok();
+    let mut snaps: Vec<PathBuf> = std::fs::read_dir(&snaps_dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            let name = p.file_name().unwrap().to_string_lossy().to_string();
+            (name.starts_with("snap-") || name == "final")
+                && pick
+                    .as_ref()
+                    .is_none_or(|pick| pick.split(',').any(|n| n.trim() == name))
+        })
+        .collect();
+    // oldest first: the copies in their order, the finished run (final/) last
+    snaps.sort_by_key(|p| (p.ends_with("final"), p.clone()));
+    assert!(!snaps.is_empty(), "no snap-NN/ in {}", snaps_dir.display());
+    let id = std::fs::read_dir(&snaps[0])
+        .unwrap()
+        .flatten()
+        .next()
+        .unwrap()
+        .file_name()
+        .to_string_lossy()
+        .to_string();
+    let home = tempfile::tempdir().unwrap();
+    let served = home.path().join("runs").join(&id);
+    swap_run_files(&snaps[0].join(&id), &served);
+    let studio = Studio::start(home.path(), &["--read-only"]);
+    // tall enough for the graph, the steps, the LLM calls and the tuning progress on one screen
+    let mut b = Browser::start(1400, 1300);
+    b.goto(&format!("{}#/run/{id}/live", studio.url));
+    for snap in &snaps {
+        let t = Instant::now();
+        swap_run_files(&snap.join(&id), &served);
+        let (status, body) = studio.request("GET", &format!("/api/runs/{id}"), &[], "");
+        assert_eq!(status, 200, "{body}");
+        let data: Value = serde_json::from_str(&body).unwrap();
+        // the page follows by itself: no reload, no click
+        b.wait_for(
+            &format!(
+                "document.querySelector('#run-summary')?.dataset.head === '{}' && document.querySelector('#graph svg') && document.querySelector('#tab').dataset.sections === 'loaded'",
+                data["head"]
+            ),
+            Duration::from_secs(20),
+            "the page showing the copy",
+        );
+        let name = snap.file_name().unwrap().to_string_lossy().to_string();
+        println!(
+            "{name}: head #{} ({}), running {}, on the page {:.0} ms after the copy landed",
+            data["head"],
+            data["summary"]["status"],
+            data["running"],
+            t.elapsed().as_secs_f64() * 1e3
+        );
+        if data["summary"]["status"] == "running"
+            && data["running"].as_array().is_some_and(|r| !r.is_empty())
+        {
+            assert_eq!(
+                b.eval("!!document.querySelector('#graph g.running')"),
+                true,
+                "{name}: the node running now is marked on the graph"
+            );
+        }
+        settle(&mut b);
+        if let Some(dir) = screenshot_dir() {
+            let png = dir.join(format!("studio-live-{name}.png"));
+            b.screenshot(&png);
+            let bytes = std::fs::metadata(&png).unwrap().len();
+            // a blank page compresses to a few KB; the run page is tens of KB at least
+            assert!(
+                bytes > 20_000,
+                "{}: {bytes} bytes, a blank page?",
+                png.display()
+            );
+        }
+    }
+    // the last copy's other tabs: its kernel versions with verdicts and tuning, and its timeline
+    b.eval("document.querySelector('#tab-kernels').click()");
+    b.wait_for(
+        "document.querySelectorAll('#kernels details.kernel').length > 0",
+        Duration::from_secs(20),
+        "the kernel versions",
+    );
+    if let Some(dir) = screenshot_dir() {
+        settle(&mut b);
+        b.screenshot(&dir.join("studio-live-kernels.png"));
+    }
+    b.eval("document.querySelector('#tab-timeline').click()");
+    b.wait_for(
+        "document.querySelectorAll('#timeline circle.cp').length > 0",
+        Duration::from_secs(20),
+        "the timeline",
+    );
+    // a click on a checkpoint shows its state; a shift-click on another the diff to it
+    b.eval("document.querySelectorAll('#timeline circle.cp')[3].dispatchEvent(new MouseEvent('click', {bubbles: true}))");
+    b.wait_for(
+        "document.querySelector('#state-view h2')?.textContent.startsWith('state at #')",
+        Duration::from_secs(20),
+        "the state at a clicked checkpoint",
+    );
+    b.eval("document.querySelectorAll('#timeline circle.cp')[5].dispatchEvent(new MouseEvent('click', {bubbles: true, shiftKey: true}))");
+    b.wait_for(
+        "document.querySelector('#diff-view').textContent.length > 0",
+        Duration::from_secs(20),
+        "the diff to a shift-clicked checkpoint",
+    );
+    if let Some(dir) = screenshot_dir() {
+        settle(&mut b);
+        b.screenshot(&dir.join("studio-live-timeline.png"));
+    }
 }

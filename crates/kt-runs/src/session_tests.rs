@@ -393,3 +393,30 @@ async fn the_report_marks_the_path_on_a_graph_drawn_without_a_highlight_as_the_e
     assert_eq!(inputs.path.len(), 2, "the last two steps in full");
     assert_eq!(inputs.steps_total, run_path(&record, None).unwrap().len());
 }
+
+#[tokio::test]
+async fn a_page_can_read_the_path_first_and_the_state_after_and_get_the_whole_report() {
+    let (_base, record) = recorded().await;
+    let setup = Setup::new(LlmChoice::Replay, record.root().join("debug/export"));
+    let dot = export(&binding(), &record, &setup, GraphFormat::Dot, None).unwrap();
+    let whole = ReportInputs::collect_recent(&record, Some(&dot), 3).unwrap();
+    let path = report::path_graph(&record, record.head().unwrap(), Some(&dot), 3).unwrap();
+    assert_eq!(path.graph, whole.graph);
+    assert_eq!(path.recent.steps, whole.path);
+    assert_eq!(path.recent.lineage.len(), whole.steps_total);
+    let state = ReportInputs::collect_state(&record).unwrap();
+    assert!(
+        state.path.is_empty() && state.graph.nodes.is_empty(),
+        "no path read"
+    );
+    assert_eq!(
+        serde_json::to_value(&state.verdicts).unwrap(),
+        serde_json::to_value(&whole.verdicts).unwrap()
+    );
+    assert_eq!(
+        (state.llm.len(), state.kernels.len(), state.tuning.len()),
+        (whole.llm.len(), whole.kernels.len(), whole.tuning.len())
+    );
+    assert!(!state.verdicts.is_empty() && !state.llm.is_empty());
+    assert_eq!(state.speedup_svg(), whole.speedup_svg());
+}

@@ -133,41 +133,117 @@ const TABS = ["live", "timeline", "kernels", "steer"];
 
 async function showRun(id, tab) {
   const same = view?.kind === "run" && view.id === id;
-  view = { kind: "run", id, tab, data: same ? view.data : null, history: null };
+  view = { kind: "run", id, tab, data: same ? view.data : null, sections: same ? view.sections : null, history: null };
   $("#crumb").innerHTML = `<a href="#/">runs</a> / ${esc(id)}`;
   main.innerHTML = `<section id="run-summary"></section>
     <nav class="tabs">${TABS.map((t) => `<a id="tab-${t}" class="${t === tab ? "on" : ""}" href="#/run/${encodeURIComponent(id)}/${t}">${t}</a>`).join("")}</nav>
     <div id="tab"></div>`;
   if (tab === "timeline") renderTimelineShell();
+  if (tab === "kernels") {
+    if (view.sections) renderKernels(view.sections);
+    else $("#tab").innerHTML = '<p class="muted">reading kernel versions, verdicts and tuning…</p>';
+  }
+  // fetched at once, beside the event stream (whose first event would ask for the same a round trip later)
+  refreshRun(id);
   listen(`/api/runs/${encodeURIComponent(id)}/events`, () => refreshRun(id));
 }
 
+// One refresh of a run at a time: a change that lands during one asks for another once it is done.
 async function refreshRun(id) {
-  if (view?.kind !== "run" || view.id !== id) return;
+  const v = view;
+  if (v?.kind !== "run" || v.id !== id) return;
+  if (v.refreshing) {
+    v.again = true;
+    return;
+  }
+  v.refreshing = true;
+  try {
+    await drawRun(v);
+  } finally {
+    v.refreshing = false;
+    if (v.again && view === v) {
+      v.again = false;
+      refreshRun(id);
+    }
+  }
+}
+
+// The run's graph, summary and recent steps first; then its sections (LLM calls, tuning, kernels, charts),
+// which take longer to read on a long run.
+async function drawRun(v) {
+  const run = encodeURIComponent(v.id);
   let data;
   try {
-    data = await api(`/api/runs/${encodeURIComponent(id)}`);
+    data = await api(`/api/runs/${run}`);
   } catch (e) {
     // a run that is just starting (or a store busy with a write) answers later: say so, keep the page,
     // and draw the run at the next event
-    if (view?.id === id && $("#run-summary")) {
+    if (view === v && $("#run-summary")) {
       $("#run-summary").innerHTML = `<p class="bad">${esc(e.message)}</p>`;
-      view.dataText = null;
+      v.dataText = null;
     }
     return;
   }
-  if (view?.id !== id) return;
+  if (view !== v) return;
   // a reconnect of the event stream re-sends "change": draw again only what changed, so that a click
   // or an open prompt is not lost to a redraw of the same page
   const text = JSON.stringify(data);
-  if (view.dataText === text) return;
-  view.dataText = text;
-  view.data = data;
-  renderSummary(data);
-  if (view.tab === "live") renderLive(data);
-  if (view.tab === "kernels") renderKernels(data);
-  if (view.tab === "steer") renderSteer(data);
-  if (view.tab === "timeline") refreshTimeline();
+  if (v.dataText !== text) {
+    v.dataText = text;
+    v.data = data;
+    renderSummary(data);
+    speedupSoFar();
+    if (v.tab === "live") renderLive(data);
+    if (v.tab === "steer") renderSteer(data);
+    if (v.tab === "timeline") refreshTimeline();
+  }
+  let sections;
+  try {
+    sections = await api(`/api/runs/${run}/sections`);
+  } catch (e) {
+    if (view === v) toast(`the run's LLM calls, kernels and tuning could not be read: ${e.message}`, true);
+    return;
+  }
+  if (view !== v) return;
+  const sectionsText = JSON.stringify(sections);
+  if (v.sectionsText === sectionsText && $("#tab").dataset.sections === "loaded") return;
+  v.sectionsText = sectionsText;
+  v.sections = sections;
+  renderSections();
+}
+
+// A run without its final speedup yet shows the best accepted step's so far, said as such.
+function speedupSoFar() {
+  const el = $("#speedup");
+  const so = view.sections?.speedup_so_far;
+  if (!el || view.data?.summary.speedup || !so) return;
+  el.textContent = `${fmt(so)}× so far`;
+  el.title = "the best accepted step's time against the original's, as measured while tuning; the run's own speedup is measured apart at its end";
+}
+
+// The sections into the tab shown (the live tab's lower half, or the kernels tab).
+function renderSections() {
+  const s = view.sections;
+  if (!s) return;
+  speedupSoFar();
+  if (view.tab === "live" && $("#live-llm")) {
+    $("#live-tuning").innerHTML = tuningProgress(s);
+    $("#live-llm").innerHTML = llmCalls(s);
+    bindLlmRows();
+  }
+  if (view.tab === "kernels") renderKernels(s);
+  $("#tab").dataset.sections = "loaded";
+}
+
+// How long the run took; while it runs, how far into it its newest checkpoint was written (from the run's
+// own clock, so a copy of a run's files read later says the same).
+function runTime(d) {
+  const s = d.summary;
+  if (s.duration_s !== null && s.duration_s !== undefined) return duration(s.duration_s);
+  const last = d.steps[d.steps.length - 1]?.created_ms;
+  const started = Date.parse(s.started);
+  if (!last || Number.isNaN(started)) return "–";
+  return `started ${esc(s.started.slice(11, 19))} UTC, newest checkpoint <b id="elapsed">${duration(Math.max(0, (last - started) / 1000))}</b> in`;
 }
 
 function renderSummary(d) {
@@ -176,12 +252,11 @@ function renderSummary(d) {
   el.dataset.head = d.head ?? "";
   el.dataset.steps = d.steps_total;
   el.dataset.status = s.status;
-  el.dataset.llmCalls = d.llm_total;
   el.innerHTML = `<div class="facts">
       <span class="status ${esc(s.status)}">${esc(s.status)}</span>
       <b>${esc(s.kernel)}</b> · ${esc(s.strategy)} · ${esc(s.model)}
       · speedup <b id="speedup">${s.speedup ? fmt(s.speedup) + "×" : "–"}</b>
-      · ${duration(s.duration_s)} · head <b id="head">#${d.head ?? "–"}</b> · ${d.steps_total} steps
+      · ${runTime(d)} · head <b id="head">#${d.head ?? "–"}</b> · ${d.steps_total} steps
       ${d.running.length ? `· running <b id="running">${esc(d.running.join(", "))}</b>` : ""}
     </div>
     ${d.waiting_for ? `<div class="waiting">waiting for an answer to <b>${esc(d.waiting_for.node)}</b> (<code>${esc(d.waiting_for.prompt_file)}</code>) — answer it in the <a href="#/run/${encodeURIComponent(view.id)}/steer">steer</a> tab</div>` : ""}`;
@@ -200,26 +275,43 @@ function stepRows(steps) {
     .join("");
 }
 
+// The live tab: the graph and the tuning as it happens on the left; the recent steps and the LLM calls on
+// the right, each in a box of its own height, so that everything a person watches fits one screen.
 function renderLive(d) {
   $("#tab").innerHTML = `<div class="cols">
-    <section><h2>graph</h2><div id="graph">${d.graph_svg}</div>
+    <div class="col"><section><h2>graph</h2><div id="graph">${d.graph_svg}</div>
       <p class="muted">orange: the path taken; pulsing: running now; dashed: routes (hover an edge for its kind)</p></section>
-    <section class="grow"><h2>steps <span class="muted">(latest first, ${d.steps.length} of ${d.steps_total})</span></h2>
-      <table id="steps"><thead><tr><th>cp</th><th>branch</th><th>nodes</th><th>time</th><th>tokens</th><th>outcome</th><th>next</th></tr></thead>
-      <tbody>${stepRows(d.steps)}</tbody></table>
-      <h2>tuning progress</h2><div id="tuning-progress">${tuningProgress(d)}</div>
-      <h2>LLM calls ${newestOf(d.llm, d.llm_total)}</h2><table id="llm"><thead><tr><th>#</th><th>node</th><th>time</th><th>tokens in</th><th>tokens out</th><th>took</th></tr></thead>
-      <tbody>${d.llm
-        .map(
-          (c) => `<tr class="llm-row" data-index="${c.index}"><td>${c.index}</td><td>${esc(c.node)}</td><td>${esc(c.time.slice(11, 19))}</td>
-          <td>${c.tokens_in}</td><td>${c.tokens_out}</td><td>${fmt(c.elapsed_ms / 1000, 1)} s</td></tr>
-          ${c.error ? `<tr><td></td><td colspan="5" class="bad">${esc(c.error)}</td></tr>` : ""}`
-        )
-        .join("")}</tbody></table><div id="llm-detail"></div></section></div>`;
+      <section><h2>tuning progress</h2><div id="live-tuning">${view.sections ? tuningProgress(view.sections) : '<p class="muted">reading…</p>'}</div></section></div>
+    <div class="col grow"><section><h2>steps <span class="muted">(latest first, ${d.steps.length} of ${d.steps_total}; all of them in the timeline)</span></h2>
+      <div class="scroll"><table id="steps"><thead><tr><th>cp</th><th>branch</th><th>nodes</th><th>time</th><th>tokens</th><th>outcome</th><th>next</th></tr></thead>
+      <tbody>${stepRows(d.steps)}</tbody></table></div></section>
+      <section><div id="live-llm">${view.sections ? llmCalls(view.sections) : '<h2>LLM calls</h2><p class="muted">reading…</p>'}</div>
+      <div id="llm-detail"></div></section></div></div>`;
   for (const n of d.running) $(`#graph g[data-node="${CSS.escape(n)}"]`)?.classList.add("running");
-  for (const row of document.querySelectorAll(".llm-row")) row.addEventListener("click", () => showLlm(row.dataset.index));
+  bindLlmRows();
   // the prompt the user opened stays open while the run goes on
   if (view.llmDetail) $("#llm-detail").innerHTML = view.llmDetail;
+}
+
+// The live tab's LLM calls, newest first (a page section).
+function llmCalls(s) {
+  const rows = s.llm
+    .slice()
+    .reverse()
+    .map(
+      (c) => `<tr class="llm-row" data-index="${c.index}"><td>${c.index}</td><td>${esc(c.node)}</td><td>${esc(c.time.slice(11, 19))}</td>
+        <td>${c.tokens_in}</td><td>${c.tokens_out}</td><td>${fmt(c.elapsed_ms / 1000, 1)} s</td></tr>
+        ${c.error ? `<tr><td></td><td colspan="5" class="bad">${esc(c.error)}</td></tr>` : ""}`
+    )
+    .join("");
+  const tokens = s.llm.reduce((t, c) => [t[0] + c.tokens_in, t[1] + c.tokens_out], [0, 0]);
+  return `<h2>LLM calls <span class="muted">(newest first${s.llm.length < s.llm_total ? `, the newest ${s.llm.length} of ${s.llm_total}` : ""}; ${tokens[0]} tokens in, ${tokens[1]} out; click one for its prompt and answer)</span></h2>
+    <div class="scroll short"><table id="llm" data-calls="${s.llm_total}"><thead><tr><th>#</th><th>node</th><th>time</th><th>tokens in</th><th>tokens out</th><th>took</th></tr></thead>
+    <tbody>${rows || '<tr><td colspan="6" class="muted">no LLM call yet</td></tr>'}</tbody></table></div>`;
+}
+
+function bindLlmRows() {
+  for (const row of document.querySelectorAll(".llm-row")) row.addEventListener("click", () => showLlm(row.dataset.index));
 }
 
 // A long run's lists come bounded to their newest items: say so.
@@ -227,15 +319,37 @@ function newestOf(shown, total) {
   return shown.length < total ? `<span class="muted">(the newest ${shown.length} of ${total})</span>` : "";
 }
 
+// A tuning configuration as `name=value, …` (it comes as [name, value] pairs or an object).
+function configText(c) {
+  if (c === null || c === undefined) return "";
+  const pairs = Array.isArray(c) ? c : typeof c === "object" ? Object.entries(c) : null;
+  if (!pairs || !pairs.every((p) => Array.isArray(p) && p.length === 2)) return JSON.stringify(c);
+  return pairs.map(([k, v]) => `${k}=${typeof v === "string" ? v : JSON.stringify(v)}`).join(", ");
+}
+
+// One row per tuning: those the tuner is writing (per kernel source, as it measures each configuration) and
+// those the run's state records as a candidate's; a tuning whose best time is a candidate's is one row, named by
+// its candidate.
 function tuningProgress(d) {
   if (!d.tuning_progress.length && !d.tuning.length) return `<p class="muted">nothing tuned yet</p>`;
+  const taken = new Set();
+  const sameTime = (a, b) => a !== null && a !== undefined && b !== null && b !== undefined && Math.abs(a - b) <= 1e-6 * Math.max(1, Math.abs(a));
   const live = d.tuning_progress
-    .map((p) => `<tr><td><code>${esc(p.source.slice(0, 12))}</code></td><td>${p.measured}</td><td>${p.failed}</td><td>${fmt(p.best_ms, 4)}</td><td><code>${esc(JSON.stringify(p.best_config ?? ""))}</code></td></tr>`)
+    .map((p) => {
+      const k = d.tuning.findIndex((t, i) => !taken.has(i) && sameTime(t.time_ms, p.best_ms));
+      if (k >= 0) taken.add(k);
+      const t = d.tuning[k];
+      const what = t
+        ? `round ${t.round} · #${t.index}: ${esc(t.verdict)}`
+        : `<span class="muted">${view.data?.summary.status === "running" ? "not (yet) a candidate's" : "not a candidate's"}</span>`;
+      return `<tr><td>${what}</td><td><code title="the tuner's hash of the kernel source it measures">${esc(p.source.slice(0, 12))}</code></td><td>${p.measured}</td><td>${p.failed}</td><td>${fmt(p.best_ms, 4)}</td><td><code>${esc(configText(p.best_config))}</code></td></tr>`;
+    })
     .join("");
   const done = d.tuning
-    .map((t) => `<tr><td>round ${t.round} · #${t.index}</td><td>${t.configs_tried ?? "–"}</td><td>${t.configs_failed ?? "–"}</td><td>${fmt(t.time_ms, 4)}</td><td>${esc(t.verdict)} <code>${esc(t.best_params)}</code></td></tr>`)
+    .filter((_, i) => !taken.has(i))
+    .map((t) => `<tr><td>round ${t.round} · #${t.index}: ${esc(t.verdict)}</td><td class="muted">–</td><td>${t.configs_tried ?? "–"}</td><td>${t.configs_failed ?? "–"}</td><td>${fmt(t.time_ms, 4)}</td><td><code>${esc(t.best_params)}</code></td></tr>`)
     .join("");
-  return `<table><thead><tr><th>kernel</th><th>configs</th><th>failed</th><th>best ms</th><th>best</th></tr></thead><tbody>${live}${done}</tbody></table>`;
+  return `<table><thead><tr><th>candidate</th><th>kernel</th><th>configs</th><th>failed</th><th>best ms</th><th>best configuration</th></tr></thead><tbody>${live}${done}</tbody></table>`;
 }
 
 async function showLlm(index) {
@@ -255,19 +369,28 @@ function renderTimelineShell() {
     <div class="bar"><label>A <input id="cp-a" size="6" placeholder="#"></label>
       <label>B <input id="cp-b" size="6" placeholder="#"></label>
       <button id="show-state">state at A</button><button id="show-diff">diff A → B</button>
-      <span class="muted">click a checkpoint to set A, shift-click to set B</span></div></section>
+      <span class="muted">click a checkpoint for its state (A); shift-click another for the diff from A to it (B); hover one for what ran</span></div></section>
     <section id="fork-box" ${READ_ONLY ? "hidden" : ""}><h2>fork from A with an edited field</h2>
       <div class="bar"><input id="fork-field" placeholder="field, e.g. plan or best.time_ms" size="28">
       <textarea id="fork-value" rows="2" cols="50" placeholder="value (JSON, else text)"></textarea>
       <button id="fork-btn">fork</button></div><div id="fork-result"></div></section>
-    <section><div id="state-view"></div><div id="diff-view"></div></section>`;
+    <section id="cp-views"><div id="state-view"></div><div id="diff-view"></div></section>`;
   $("#show-state").addEventListener("click", showState);
   $("#show-diff").addEventListener("click", showDiff);
   $("#fork-btn").addEventListener("click", doFork);
   $("#timeline-earlier").addEventListener("click", loadEarlierCheckpoints);
+  // a click shows the state at that checkpoint; a shift-click the diff from A to it
   $("#timeline").addEventListener("click", (e) => {
     const cp = e.target.closest("[data-cp]")?.dataset.cp;
-    if (cp) (e.shiftKey ? $("#cp-b") : $("#cp-a")).value = cp;
+    if (!cp) return;
+    (e.shiftKey ? $("#cp-b") : $("#cp-a")).value = cp;
+    view[e.shiftKey ? "pickB" : "pickA"] = cp;
+    for (const c of document.querySelectorAll("#timeline circle.cp")) {
+      c.classList.toggle("picked", c.dataset.cp === view.pickA);
+      c.classList.toggle("picked-b", c.dataset.cp === view.pickB);
+    }
+    if (e.shiftKey && $("#cp-a").value.trim()) showDiff();
+    else if (!e.shiftKey) showState();
   });
   // scrolled back to the start of what is loaded: load the page before it
   $("#timeline").addEventListener("scroll", (e) => {
@@ -338,8 +461,10 @@ function timelineSvg(h) {
     xOf.set(c.checkpoint, 60 + i * step);
     byId.set(c.checkpoint, c);
   });
+  // a short run gets each checkpoint's node written under it; a long one keeps them in the tooltips
+  const labelled = n <= 60;
   const w = 80 + n * step;
-  const hgt = 40 + lanes.length * 34;
+  const hgt = 40 + lanes.length * 34 + (labelled ? 70 : 0);
   let s = `<svg id="timeline-svg" xmlns="http://www.w3.org/2000/svg" width="${w}" height="${hgt}">`;
   for (const b of lanes) s += `<text x="4" y="${laneY(b) + 4}" class="lane">b${b}</text>`;
   for (const c of cps) {
@@ -358,7 +483,11 @@ function timelineSvg(h) {
   const r = n > 400 ? 2 : 6;
   for (const c of cps) {
     const cls = c.stopped ? "stopped" : c.source === "fork" ? "fork" : c.next.length === 0 ? "end" : "";
-    s += `<circle data-cp="${c.checkpoint}" class="cp ${cls}" cx="${xOf.get(c.checkpoint)}" cy="${laneY(c.branch)}" r="${r}"><title>#${c.checkpoint} b${c.branch} step ${c.step} ${esc(c.source)} ${esc(c.ran.join(","))} → ${esc(c.next.join(","))}${c.stopped ? " (stopped: " + esc(c.stopped) + ")" : ""}</title></circle>`;
+    if (labelled) {
+      const [x, y] = [xOf.get(c.checkpoint), laneY(c.branch) + 12];
+      s += `<text class="cp-label" transform="translate(${x},${y}) rotate(50)">${esc(c.ran.join(",") || c.source)}</text>`;
+    }
+    s += `<circle data-cp="${c.checkpoint}" class="cp ${cls}${String(c.checkpoint) === view.pickA ? " picked" : ""}${String(c.checkpoint) === view.pickB ? " picked-b" : ""}" cx="${xOf.get(c.checkpoint)}" cy="${laneY(c.branch)}" r="${r}"><title>#${c.checkpoint} b${c.branch} step ${c.step} ${esc(c.source)} ${esc(c.ran.join(","))} → ${esc(c.next.join(","))}${c.stopped ? " (stopped: " + esc(c.stopped) + ")" : ""}</title></circle>`;
   }
   return s + "</svg>";
 }
@@ -386,6 +515,42 @@ function valueHtml(v) {
   return `<pre>${esc(typeof v === "string" ? v : JSON.stringify(v, null, 2))}</pre>`;
 }
 
+function leafHtml(l) {
+  return `<div class="leaf"><code>${esc(l.path)}</code>${l.kind === "text" ? sideBySide(l.diff) : `<div class="value-change"><pre class="old">${esc(JSON.stringify(l.before))}</pre><span>→</span><pre class="new">${esc(JSON.stringify(l.after))}</pre></div>`}</div>`;
+}
+
+// An array item that is new (or gone) as a whole: one block with its values, not one "null → value" per leaf.
+function itemHtml(g) {
+  const side = g.kind === "added" ? "after" : "before";
+  const rows = g.leaves.map((l) => `<tr><td><code>${esc(l.path.slice(g.item.length).replace(/^\./, "") || "(value)")}</code></td><td>${l.kind === "text" ? sideBySide(l.diff) : `<code>${esc(JSON.stringify(l[side]))}</code>`}</td></tr>`);
+  return `<div class="leaf item ${g.kind}"><code>${esc(g.item)}</code> <span class="status">${g.kind}</span><table>${rows.join("")}</table></div>`;
+}
+
+// The leaves of a field, with those of an array item that is added or removed as a whole taken together.
+function leafGroups(leaves) {
+  const groups = [];
+  for (const l of leaves) {
+    const item = /^(.*?\[\d+\])/.exec(l.path)?.[1];
+    const last = groups[groups.length - 1];
+    if (item && last?.item === item) last.leaves.push(l);
+    else groups.push({ item, leaves: [l] });
+  }
+  return groups.flatMap((g) => {
+    if (!g.item) return [g];
+    const none = (v) => v === null || v === undefined;
+    // (a multi-line text inside the item comes as a diff, whichever way it went)
+    const values = g.leaves.filter((l) => l.kind !== "text");
+    const kind = !values.length
+      ? null
+      : values.every((l) => none(l.before) && !none(l.after))
+        ? "added"
+        : values.every((l) => none(l.after) && !none(l.before))
+          ? "removed"
+          : null;
+    return kind ? [{ ...g, kind }] : g.leaves.map((l) => ({ leaves: [l] }));
+  });
+}
+
 async function showDiff() {
   const a = $("#cp-a").value.replace("#", "").trim();
   const b = $("#cp-b").value.replace("#", "").trim();
@@ -395,8 +560,8 @@ async function showDiff() {
     $("#state-view").innerHTML = "";
     $("#diff-view").innerHTML = `<h2>#${d.a} → #${d.b}: ${d.changes.length} field(s) changed</h2>${d.changes
       .map(
-        (f) => `<div class="field-change" data-field="${esc(f.field)}"><h3><code>${esc(f.field)}</code></h3>${f.leaves
-          .map((l) => `<div class="leaf"><code>${esc(l.path)}</code>${l.kind === "text" ? sideBySide(l.diff) : `<div class="value-change"><pre class="old">${esc(JSON.stringify(l.before))}</pre><span>→</span><pre class="new">${esc(JSON.stringify(l.after))}</pre></div>`}</div>`)
+        (f) => `<div class="field-change" data-field="${esc(f.field)}"><h3><code>${esc(f.field)}</code></h3>${leafGroups(f.leaves)
+          .map((g) => (g.item ? itemHtml(g) : leafHtml(g.leaves[0])))
           .join("")}</div>`
       )
       .join("")}`;
@@ -532,5 +697,12 @@ function route() {
 }
 
 $("#mode").textContent = READ_ONLY ? "read-only" : "";
+// A page left (or kept in the back-forward cache) gives its event stream back: the browser allows a few
+// connections per studio, and a stream held by a page nobody sees would make the next page's requests wait.
+window.addEventListener("pagehide", () => {
+  source?.close();
+  source = null;
+});
+window.addEventListener("pageshow", (e) => e.persisted && route());
 window.addEventListener("hashchange", route);
 route();

@@ -22,6 +22,7 @@ use crate::jobs::Jobs;
 use crate::live::{run_fingerprint, runs_fingerprint, watch};
 use crate::redact::redact;
 use crate::steer::{self, ForkRequest};
+use crate::timing::timed;
 use crate::view_cache::ViewCache;
 
 /// What `kt studio` is started with.
@@ -43,8 +44,10 @@ struct AppState {
     access: Arc<Access>,
     jobs: Jobs,
     kt: Arc<PathBuf>,
-    /// The run page's JSON per run, while the run's files are unchanged.
+    /// The run page's JSON per run (what it draws first, and its sections), while the run's files are
+    /// unchanged.
     views: ViewCache<Bytes>,
+    sections: ViewCache<Bytes>,
     /// The newest page of each run's history (what the timeline loads first), likewise.
     newest_pages: ViewCache<Bytes>,
 }
@@ -102,12 +105,37 @@ async fn run(
     State(s): State<AppState>,
     UrlPath(id): UrlPath<String>,
 ) -> Result<Response, StudioError> {
+    let cache = s.views.clone();
+    kept_json(s, cache, id, "run page built", |record| {
+        json_bytes(&crate::run_view::run_view(record)?)
+    })
+    .await
+}
+
+async fn sections(
+    State(s): State<AppState>,
+    UrlPath(id): UrlPath<String>,
+) -> Result<Response, StudioError> {
+    let cache = s.sections.clone();
+    kept_json(s, cache, id, "run page's sections built", |record| {
+        json_bytes(&crate::sections::run_sections(record)?)
+    })
+    .await
+}
+
+/// Run `id`'s JSON from `build`, kept in `cache` while the run's files are unchanged (the check reads file
+/// times alone: the run is opened only to build); `what` names the build in the debug log with its time.
+async fn kept_json(
+    s: AppState,
+    cache: ViewCache<Bytes>,
+    id: String,
+    what: &'static str,
+    build: impl FnOnce(&RunRecord) -> Result<Bytes, StudioError> + Send + 'static,
+) -> Result<Response, StudioError> {
     let body = blocking(move || {
         let dir = run_dir(&s, &id)?;
-        // opened only to build: the check reads file times alone
-        s.views.get(dir.root(), || {
-            let record = RunRecord::open(dir.clone())?;
-            json_bytes(&crate::run_view::run_view(&record)?)
+        cache.get(dir.root(), || {
+            timed(what, &id, || build(&RunRecord::open(dir.clone())?))
         })
     })
     .await?;
@@ -203,7 +231,7 @@ async fn llm_call(
 ) -> Result<Json<Value>, StudioError> {
     blocking(move || {
         let record = open_run(&s, &id)?;
-        Ok(Json(crate::run_view::llm_call(&record, index)?))
+        Ok(Json(crate::sections::llm_call(&record, index)?))
     })
     .await
 }
@@ -356,6 +384,7 @@ fn router(state: AppState) -> Router {
         .route("/api/events", get(runs_events))
         .route("/api/jobs", get(jobs))
         .route("/api/runs/{id}", get(run))
+        .route("/api/runs/{id}/sections", get(sections))
         .route("/api/runs/{id}/events", get(run_events))
         .route("/api/runs/{id}/history", get(history))
         .route("/api/runs/{id}/state", get(state_at))
@@ -401,6 +430,7 @@ pub async fn serve(
         jobs: Jobs::default(),
         kt: Arc::new(config.kt),
         views: ViewCache::default(),
+        sections: ViewCache::default(),
         newest_pages: ViewCache::default(),
     };
     ready(addr, url);

@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use kt_graph::CheckpointHead;
+use kt_graph::{CheckpointHead, CheckpointId};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -12,10 +12,10 @@ use crate::catalog::{RunSummary, read_result, summarize};
 use crate::error::RunsError;
 use crate::field_diff::unified;
 use crate::inspect::{KernelVerdict, verdicts};
-use crate::record::RunRecord;
+use crate::record::{Fields, RunRecord};
 use crate::session::{GraphFormat, export, session_dir};
 use crate::stage3::Stage3Binding;
-use crate::steps::{PathStep, recent_path};
+use crate::steps::{PathStep, RecentPath, recent_path};
 use crate::{LlmChoice, Setup};
 
 /// One recorded LLM call.
@@ -96,28 +96,27 @@ impl ReportInputs {
         keep: usize,
     ) -> Result<Self, RunsError> {
         let head = record.head()?;
-        let mut recent = recent_path(record, Some(head), keep)?;
+        let PathGraph { graph, mut recent } = path_graph(record, head, graph_dot, keep)?;
         let fields = match recent.state.take() {
             Some(state) => state,
             None => record.fields_at(head)?,
         };
-        let mut graph = match graph_dot {
-            Some(dot) => {
-                let mut graph = parse_dot(dot);
-                mark_path(&mut graph, &recent.lineage);
-                graph
-            }
-            None => GraphShape::from_lineage(&recent.lineage, &recent.ran),
-        };
-        // Draw visited nodes in the order the run first reached them (DOT lists them in declaration order).
-        let first_visit = |n: &String| {
-            recent
-                .ran
-                .iter()
-                .position(|nodes| nodes.iter().any(|r| &r.node == n))
-                .unwrap_or(usize::MAX)
-        };
-        graph.visited.sort_by_key(first_visit);
+        let mut inputs = Self::from_state(record, &fields)?;
+        inputs.graph = graph;
+        inputs.steps_total = recent.lineage.len();
+        inputs.path = recent.steps;
+        Ok(inputs)
+    }
+
+    /// What the state at the head and the run's files give (LLM calls, kernels, verdicts, tuning, the
+    /// speedup points, profiles and roofline), without the path: the graph is empty and no step is listed.
+    /// For a page that shows the path first ([`path_graph`]) and these after, without reading every
+    /// checkpoint's head again.
+    pub fn collect_state(record: &RunRecord) -> Result<Self, RunsError> {
+        Self::from_state(record, &record.fields_at(record.head()?)?)
+    }
+
+    fn from_state(record: &RunRecord, fields: &Fields) -> Result<Self, RunsError> {
         let naive_time_ms = fields
             .get("reference")
             .and_then(|r| r.get("time_ms"))
@@ -127,17 +126,17 @@ impl ReportInputs {
             summary: summarize(record.root()),
             result: read_result(record.dir()),
             graph_run: record.graph_run().to_string(),
-            graph,
+            graph: GraphShape::default(),
             points: points(fields.get("history"), naive_time_ms),
             tuning: tuning_rows(fields.get("candidates")),
             verdicts,
             llm: llm_exchanges(&record.dir().llm_jsonl()),
             kernels: kernel_files(&record.dir().kernels_dir())?,
-            steps_total: recent.lineage.len(),
-            path: recent.steps,
+            steps_total: 0,
+            path: Vec::new(),
             naive_time_ms,
             profiles: crate::inspect::profiles(fields.get("profiles")),
-            roofline: super::roofline::roofline_of(&fields),
+            roofline: super::roofline::roofline_of(fields),
         })
     }
 }
@@ -147,6 +146,44 @@ impl ReportInputs {
     pub fn speedup_svg(&self) -> String {
         super::chart::speedup_svg(&self.points)
     }
+}
+
+/// The path to a checkpoint drawn on the run's graph: what a page shows first, read without the state at
+/// the head unless its last steps are described ([`RecentPath::state`] then has it).
+#[derive(Debug, Clone)]
+pub struct PathGraph {
+    /// The run's graph (from `graph_dot` when given, else from the path) with the path marked on it.
+    pub graph: GraphShape,
+    pub recent: RecentPath,
+}
+
+/// The path to `to` with its last `keep` steps in full, marked on the run's graph (`graph_dot`, as
+/// [`ReportInputs::collect`] takes it).
+pub fn path_graph(
+    record: &RunRecord,
+    to: CheckpointId,
+    graph_dot: Option<&str>,
+    keep: usize,
+) -> Result<PathGraph, RunsError> {
+    let recent = recent_path(record, Some(to), keep)?;
+    let mut graph = match graph_dot {
+        Some(dot) => {
+            let mut graph = parse_dot(dot);
+            mark_path(&mut graph, &recent.lineage);
+            graph
+        }
+        None => GraphShape::from_lineage(&recent.lineage, &recent.ran),
+    };
+    // Draw visited nodes in the order the run first reached them (DOT lists them in declaration order).
+    let first_visit = |n: &String| {
+        recent
+            .ran
+            .iter()
+            .position(|nodes| nodes.iter().any(|r| &r.node == n))
+            .unwrap_or(usize::MAX)
+    };
+    graph.visited.sort_by_key(first_visit);
+    Ok(PathGraph { graph, recent })
 }
 
 /// The run's graph as DOT, or None when the graph cannot be rebuilt (another strategy file, a run from a

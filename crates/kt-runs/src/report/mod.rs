@@ -13,6 +13,8 @@ mod notice;
 mod roofline;
 
 pub use chart::StepPoint;
-pub use collect::{KernelFile, LlmExchange, ReportInputs, TuningRow, graph_dot};
+pub use collect::{
+    KernelFile, LlmExchange, PathGraph, ReportInputs, TuningRow, graph_dot, path_graph,
+};
 pub use graph_svg::{GraphShape, parse_dot};
 pub use html::render_html;
