@@ -14,15 +14,7 @@ use kt_profile::KernelProfile;
 /// Where the profile cache lives by default: `$KT_PROFILE_CACHE` (`off` turns it off), else
 /// `$XDG_CACHE_HOME/kt/profiles`, else `~/.cache/kt/profiles`.
 pub fn default_profile_cache() -> Option<PathBuf> {
-    match std::env::var_os("KT_PROFILE_CACHE") {
-        Some(v) if v == "off" => None,
-        Some(v) if !v.is_empty() => Some(PathBuf::from(v)),
-        _ => std::env::var_os("XDG_CACHE_HOME")
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
-            .map(|base| base.join("kt").join("profiles")),
-    }
+    super::cache_dir::kt_cache_dir("KT_PROFILE_CACHE", "profiles")
 }
 
 /// What one profile depends on.

@@ -92,15 +92,7 @@ impl TunerBackendConfig {
 /// kt's tuner cache, as `kt tune` uses it: `$XDG_CACHE_HOME/kt/tuner` (default `~/.cache/kt/tuner`);
 /// `KT_TUNER_CACHE` names another directory, `off` keeps each run's modules in its own `tuning/`.
 pub fn default_tuner_cache() -> Option<PathBuf> {
-    match std::env::var_os("KT_TUNER_CACHE") {
-        Some(v) if v == "off" => None,
-        Some(v) if !v.is_empty() => Some(PathBuf::from(v)),
-        _ => std::env::var_os("XDG_CACHE_HOME")
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
-            .map(|base| base.join("kt").join("tuner")),
-    }
+    super::cache_dir::kt_cache_dir("KT_TUNER_CACHE", "tuner")
 }
 
 /// How many of a candidate's fastest configurations are checked against the original kernel, when the tests
