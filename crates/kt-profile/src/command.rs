@@ -138,41 +138,15 @@ impl ProfileCommand {
             path: self.ncu.path().to_path_buf(),
             source,
         })?;
-        Ok(RunningProfile::new(self.clone(), child, dir, log, out))
+        Ok(RunningProfile::new(
+            self.kernel.clone(),
+            self.kernel_filter(),
+            child,
+            dir,
+            log,
+            out,
+        ))
     }
-
-    /// Turns ncu's log (and, for messages, the program's output) into a profile or a telling error.
-    pub(crate) fn interpret(
-        &self,
-        everything: &str,
-        report: &str,
-    ) -> Result<KernelProfile, ProfileError> {
-        if everything.contains("ERR_NVGPUCTRPERM") {
-            return Err(ProfileError::CountersRestricted);
-        }
-        let no_launch = || ProfileError::NoKernelProfiled {
-            kernel: self.kernel.clone(),
-            regex: self.kernel_filter(),
-            excerpt: tail(everything),
-        };
-        if everything.contains("No kernels were profiled") {
-            return Err(no_launch());
-        }
-        match KernelProfile::parse_all(report) {
-            Ok(mut profiles) if !profiles.is_empty() => Ok(profiles.swap_remove(0)),
-            Ok(_) => Err(no_launch()),
-            Err(ProfileError::NoReport { .. }) => Err(ProfileError::NoReport {
-                excerpt: tail(everything),
-            }),
-            Err(e) => Err(e),
-        }
-    }
-}
-
-/// The last lines of some output, for an error message.
-pub(crate) fn tail(text: &str) -> String {
-    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
-    lines[lines.len().saturating_sub(8)..].join("\n")
 }
 
 #[cfg(test)]
@@ -218,12 +192,14 @@ mod tests {
 
     #[test]
     fn restricted_counters_say_how_to_allow_them() {
-        let err = cmd()
-            .interpret(
-                "==ERROR== ERR_NVGPUCTRPERM - The user does not have permission",
-                "",
-            )
-            .unwrap_err();
+        let c = cmd();
+        let err = crate::ncu_log::interpret(
+            &c.kernel,
+            &c.kernel_filter(),
+            "==ERROR== ERR_NVGPUCTRPERM - The user does not have permission",
+            "",
+        )
+        .unwrap_err();
         assert!(matches!(err, ProfileError::CountersRestricted));
         assert!(
             err.to_string()
@@ -234,7 +210,8 @@ mod tests {
     #[test]
     fn a_kernel_that_never_ran_is_named_in_the_error() {
         let log = "==PROF== Connected to process 1\n==WARNING== No kernels were profiled.\n";
-        let err = cmd().interpret(log, log).unwrap_err();
+        let c = cmd();
+        let err = crate::ncu_log::interpret(&c.kernel, &c.kernel_filter(), log, log).unwrap_err();
         let msg = err.to_string();
         assert!(
             msg.contains("`matmul`") && msg.contains("regex:^matmul$"),

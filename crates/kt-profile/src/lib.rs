@@ -25,6 +25,7 @@ mod command;
 mod error;
 mod locate;
 pub mod metrics;
+mod ncu_log;
 mod profile;
 mod raw;
 mod roofline;

@@ -8,13 +8,15 @@ use std::path::PathBuf;
 use std::process::{Child, ChildStdin};
 use std::time::{Duration, Instant};
 
-use crate::command::ProfileCommand;
 use crate::error::ProfileError;
+use crate::ncu_log::interpret;
 use crate::profile::KernelProfile;
 
 /// ncu running on a program, with the files its report and the program's output go to.
 pub struct RunningProfile {
-    command: ProfileCommand,
+    /// The kernel profiled, and ncu's filter for it (for the error when it never ran).
+    kernel: String,
+    filter: String,
     child: Child,
     input: Option<ChildStdin>,
     /// Holds the report and output files until the run is read.
@@ -27,7 +29,8 @@ pub struct RunningProfile {
 
 impl RunningProfile {
     pub(crate) fn new(
-        command: ProfileCommand,
+        kernel: String,
+        filter: String,
         mut child: Child,
         dir: tempfile::TempDir,
         log: PathBuf,
@@ -35,7 +38,8 @@ impl RunningProfile {
     ) -> Self {
         let input = child.stdin.take();
         Self {
-            command,
+            kernel,
+            filter,
             child,
             input,
             _dir: dir,
@@ -72,7 +76,7 @@ impl RunningProfile {
                 Ok(None) if started.elapsed() >= timeout => {
                     self.stop();
                     return Err(ProfileError::Timeout {
-                        kernel: self.command.kernel.clone(),
+                        kernel: self.kernel.clone(),
                         seconds: timeout.as_secs(),
                     });
                 }
@@ -89,8 +93,12 @@ impl RunningProfile {
         self.ended = true;
         let report = std::fs::read_to_string(&self.log).unwrap_or_default();
         let program_text = std::fs::read_to_string(&self.out).unwrap_or_default();
-        self.command
-            .interpret(&format!("{report}\n{program_text}"), &report)
+        interpret(
+            &self.kernel,
+            &self.filter,
+            &format!("{report}\n{program_text}"),
+            &report,
+        )
     }
 
     /// Kills ncu and the program it started (one process group), then reaps ncu.
@@ -121,6 +129,7 @@ impl Drop for RunningProfile {
 #[cfg(all(test, unix))]
 mod tests {
     use super::*;
+    use crate::command::ProfileCommand;
     use crate::locate::NcuPath;
     use std::os::unix::fs::PermissionsExt;
 
