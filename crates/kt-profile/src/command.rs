@@ -253,4 +253,53 @@ mod tests {
         assert!(matches!(err, ProfileError::Timeout { .. }), "{err}");
         assert!(t0.elapsed() < Duration::from_secs(10));
     }
+
+    // Started early, finished later (running.rs).
+    /// A fake ncu that runs its program (after `--log-file FILE`) and then writes a one-launch report
+    /// naming the kernel the program printed.
+    #[cfg(unix)]
+    fn fake_ncu(dir: &std::path::Path) -> NcuPath {
+        use std::os::unix::fs::PermissionsExt;
+        let fake = dir.join("ncu");
+        let script = "#!/bin/sh\nwhile [ \"$1\" != \"--log-file\" ]; do shift; done\nlog=$2; shift 2\n\
+            name=$(\"$@\")\n\
+            printf '\"ID\",\"Kernel Name\",\"launch__registers_per_thread\"\\n\"\",\"\",\"register/thread\"\\n\"0\",\"%s\",\"40\"\\n' \"$name\" > \"$log\"\n";
+        std::fs::write(&fake, script).unwrap();
+        std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+        NcuPath(fake)
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_program_waiting_for_its_input_is_profiled_once_the_input_comes() {
+        let dir = tempfile::tempdir().unwrap();
+        // the program reads one line and prints it: what it launches is decided by its input
+        let mut running = ProfileCommand::new(fake_ncu(dir.path()), "matmul", "/bin/sh")
+            .args(["-c", "read line; echo $line"])
+            .spawn(true)
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(200));
+        assert!(running.is_running(), "it waits for its input");
+        let profile = running
+            .finish(Some(b"matmul\n"), Duration::from_secs(20))
+            .unwrap();
+        assert_eq!(profile.kernel, "matmul");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn dropping_a_waiting_run_stops_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let marker = dir.path().join("ran");
+        let running = ProfileCommand::new(fake_ncu(dir.path()), "k", "/bin/sh")
+            .args([
+                "-c".to_string(),
+                format!("sleep 2; touch {}", marker.display()),
+            ])
+            .spawn(true)
+            .unwrap();
+        drop(running);
+        std::thread::sleep(Duration::from_millis(2500));
+        assert!(!marker.exists(), "the program was killed with ncu");
+    }
 }

@@ -7,7 +7,9 @@
 use serde::{Deserialize, Serialize};
 
 use crate::error::TunerError;
-use crate::space::BLOCK_SIZE_NAMES;
+
+/// Kernel Tuner's default names of the parameters that set the launch's block: their values must be integers.
+pub const BLOCK_SIZE_NAMES: [&str; 3] = ["block_size_x", "block_size_y", "block_size_z"];
 
 /// Block-size parameter names per dimension, x first.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use crate::block_names::BlockNames;
+use crate::block_names::{BLOCK_SIZE_NAMES, BlockNames};
 use crate::error::TunerError;
 use crate::expr::{Bindings, eval_bool_with};
 use crate::param_value::ParamValue;
@@ -17,9 +17,6 @@ pub struct TunableParam {
     pub name: String,
     pub values: Vec<ParamValue>,
 }
-
-/// Parameters that set the launch's block: their values must be integers.
-pub const BLOCK_SIZE_NAMES: [&str; 3] = ["block_size_x", "block_size_y", "block_size_z"];
 
 impl TunableParam {
     pub fn new<V: Into<ParamValue>>(
