@@ -34,6 +34,7 @@ mod state;
 pub(crate) mod tunable_code;
 mod tuned_outcome;
 mod tuner_backend;
+mod tuner_profiling;
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]

@@ -18,31 +18,8 @@ use super::backend::{
     BackendError, Outcome, PairTimes, ProfileRun, Reference, TuningBackend, TuningProgress,
 };
 use super::early_tuner::{EarlyTuner, tuner_config};
-use super::profile_cache::{ProfileCache, ProfileKey, ncu_identity};
-use super::profile_launch::ProfileLaunch;
 use super::profile_standby::ProfileStandby;
 
-/// The longest one profile may take (ncu replays the kernel for each group of metrics).
-const PROFILE_TIMEOUT: Duration = Duration::from_secs(300);
-
-/// A profile about to be taken: by a standby that already started (with the launch to write to it), or
-/// by ncu started now.
-enum ProfileVia {
-    Standby(kt_profile::RunningProfile, String),
-    Direct(kt_profile::ProfileCommand),
-}
-
-impl ProfileVia {
-    fn run(self) -> Result<kt_profile::KernelProfile, kt_profile::ProfileError> {
-        match self {
-            ProfileVia::Standby(run, line) => {
-                tracing::debug!("profiling through the standby");
-                run.finish(Some(line.as_bytes()), PROFILE_TIMEOUT)
-            }
-            ProfileVia::Direct(command) => command.run(PROFILE_TIMEOUT),
-        }
-    }
-}
 use super::tunable_code::TunableCode;
 use super::tuned_outcome::{self, Tuned, noise_ms};
 
@@ -99,23 +76,23 @@ pub fn default_tuner_cache() -> Option<PathBuf> {
 /// hold no expected outputs, before the candidate counts as wrong.
 const VERIFY_FASTEST: usize = 8;
 
-struct Session {
-    tuner: Tuner,
-    tests: TestSet,
+pub(super) struct Session {
+    pub(super) tuner: Tuner,
+    pub(super) tests: TestSet,
 }
 
 /// kt-tuner behind [`TuningBackend`].
 pub struct TunerBackend {
-    config: TunerBackendConfig,
-    session: Arc<Mutex<Option<Session>>>,
+    pub(super) config: TunerBackendConfig,
+    pub(super) session: Arc<Mutex<Option<Session>>>,
     /// The tuning result of every kernel tuned in this process, by content hash, for the Kernel Tuner export.
     results: Mutex<HashMap<String, (kt_tuner::TunableKernel, TuneResult)>>,
     device: Mutex<String>,
     /// The GPU of the latest tuning job (run.json's `gpu`).
-    gpu: Mutex<Option<crate::gpu_record::GpuRecord>>,
+    pub(super) gpu: Mutex<Option<crate::gpu_record::GpuRecord>>,
     /// A profile started while a kernel is tuned, ready for the next profile (shared with the early tuner,
     /// which starts the first).
-    standby: Arc<ProfileStandby>,
+    pub(super) standby: Arc<ProfileStandby>,
 }
 
 impl std::fmt::Debug for TunerBackend {
@@ -211,7 +188,7 @@ impl TunerBackend {
         }
     }
 
-    fn to_tuner_kernel(&self, kernel: &TunableCode) -> kt_tuner::TunableKernel {
+    pub(super) fn to_tuner_kernel(&self, kernel: &TunableCode) -> kt_tuner::TunableKernel {
         let mut k = kt_tuner::TunableKernel::new(
             kernel.code.clone(),
             self.config.kernel.name.clone(),
@@ -244,87 +221,6 @@ impl TunerBackend {
         let f = kt_tuner::expr::eval_number(flops, &scalars).ok()?;
         let b = kt_tuner::expr::eval_number(bytes, &scalars).ok()?;
         (f > 0.0 && b > 0.0).then(|| f / b)
-    }
-
-    /// The launch `kt __profile-launch` profiles for `kernel` at `params` on the first test; the kernel's code
-    /// is written under the tuning cache. The error says why there can be no profile.
-    fn profile_launch(
-        &self,
-        kernel: &TunableCode,
-        params: &BTreeMap<String, i64>,
-    ) -> Result<ProfileLaunch, String> {
-        let first = {
-            let guard = self.session.lock().unwrap_or_else(|p| p.into_inner());
-            guard
-                .as_ref()
-                .and_then(|s| s.tests.tests.first().map(|t| t.id.clone()))
-        };
-        let test = first.ok_or("the tests are not loaded yet")?;
-        let dir = self.config.cache_dir.join("profiles");
-        std::fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
-        let file = dir.join(format!("{}.cu", kernel.content_hash()));
-        std::fs::write(&file, &kernel.code)
-            .map_err(|e| format!("writing {}: {e}", file.display()))?;
-        Ok(ProfileLaunch {
-            kernel_file: file,
-            kernel: self.config.kernel.name.clone(),
-            params: params.clone(),
-            geometry: self.to_tuner_kernel(kernel).geometry,
-            test: self.config.tests_dir.join(test),
-            include: Vec::new(),
-            cache_dir: Some(self.config.tuner_dir().to_path_buf()),
-        })
-    }
-
-    /// How `launch` will be profiled: through the waiting standby when there is one (only the launch is
-    /// left to do), else by starting ncu on `kt __profile-launch` now.
-    fn profile_via(
-        &self,
-        ncu: &kt_profile::NcuPath,
-        launch: &ProfileLaunch,
-    ) -> Result<ProfileVia, String> {
-        if let Some(run) = self.standby.take() {
-            let line =
-                serde_json::to_string(launch).map_err(|e| format!("the launch as JSON: {e}"))?;
-            return Ok(ProfileVia::Standby(run, line + "\n"));
-        }
-        // kt's own command line: this executable, or the host's (kt's Python module)
-        let kt = kt_tuner::self_command::self_command().map_err(|e| e.to_string())?;
-        Ok(ProfileVia::Direct(
-            kt_profile::ProfileCommand::new(ncu.clone(), launch.kernel.clone(), kt.program)
-                .args(kt.args)
-                .args(launch.args())
-                .launch_skip(1),
-        ))
-    }
-
-    /// The profile cache and this profile's key, when the cache is on and the GPU is known (after a tuning).
-    fn profile_cache_entry(
-        &self,
-        ncu: &kt_profile::NcuPath,
-        kernel: &TunableCode,
-        params: &BTreeMap<String, i64>,
-    ) -> Option<(ProfileCache, ProfileKey)> {
-        let dir = self.config.profile_cache.clone()?;
-        let gpu = self.gpu.lock().unwrap_or_else(|p| p.into_inner()).clone()?;
-        let test = {
-            let guard = self.session.lock().unwrap_or_else(|p| p.into_inner());
-            guard.as_ref()?.tests.tests.first()?.id.clone()
-        };
-        let key = ProfileKey {
-            kernel_hash: kernel.content_hash(),
-            params: params.clone(),
-            geometry: serde_json::to_string(&self.to_tuner_kernel(kernel).geometry).ok()?,
-            test,
-            gpu: if gpu.uuid.is_empty() {
-                gpu.name
-            } else {
-                gpu.uuid
-            },
-            driver: gpu.driver_version,
-            ncu: ncu_identity(ncu.path()),
-        };
-        Some((ProfileCache::new(dir), key))
     }
 
     fn options(&self, kernel_hash: &str) -> TuneOptions {
@@ -537,63 +433,7 @@ impl TuningBackend for TunerBackend {
         kernel: &TunableCode,
         params: &BTreeMap<String, i64>,
     ) -> Result<ProfileRun, BackendError> {
-        let Some(ncu) = kt_profile::ncu_once() else {
-            let why = kt_profile::ncu_availability().err().map_or_else(
-                || "Nsight Compute (ncu) was not found".into(),
-                |m| m.to_string(),
-            );
-            return Ok(ProfileRun::skipped(why));
-        };
-        let started = std::time::Instant::now();
-        let cached = self.profile_cache_entry(ncu, kernel, params);
-        if let Some((cache, key)) = &cached
-            && let Some(profile) = cache.get(key)
-        {
-            tracing::info!(
-                step = label,
-                "using the cached Nsight Compute profile of this kernel"
-            );
-            return Ok(ProfileRun {
-                profile: Some(profile),
-                skipped: None,
-                seconds: started.elapsed().as_secs_f64(),
-                cached: true,
-            });
-        }
-        let profile = match self
-            .profile_launch(kernel, params)
-            .and_then(|launch| self.profile_via(ncu, &launch))
-        {
-            Ok(p) => p,
-            Err(why) => return Ok(ProfileRun::skipped(why)),
-        };
-        tracing::info!(
-            step = label,
-            "profiling the best configuration with Nsight Compute"
-        );
-        let joined = tokio::task::spawn_blocking(move || profile.run()).await;
-        let seconds = started.elapsed().as_secs_f64();
-        Ok(match joined {
-            Ok(Ok(profile)) => {
-                if let Some((cache, key)) = &cached {
-                    cache.put(key, &profile);
-                }
-                ProfileRun {
-                    profile: Some(profile),
-                    skipped: None,
-                    seconds,
-                    cached: false,
-                }
-            }
-            Ok(Err(e)) => {
-                tracing::warn!(step = label, error = %e, "no profile");
-                ProfileRun {
-                    seconds,
-                    ..ProfileRun::skipped(e.to_string())
-                }
-            }
-            Err(e) => ProfileRun::skipped(format!("the profiling thread failed: {e}")),
-        })
+        Ok(self.profile_kernel(label, kernel, params).await)
     }
 
     async fn evaluate(
@@ -727,8 +567,8 @@ pub(crate) mod tests {
     use crate::stage3::tuned_outcome::tests::{config, result};
     use kt_tuner::Verdict;
 
-    #[test]
-    fn the_kernel_tuner_export_does_not_wait_for_a_tuning_job_still_running() {
+    /// A backend of a one-line kernel with its caches under `dir`, nothing started; and the kernel.
+    pub(crate) fn small_backend(dir: &std::path::Path) -> (Arc<TunerBackend>, TunableCode) {
         let source = "extern \"C\" __global__ void k(float* a, int n) { a[0] = n; }\n";
         let kernel = kt_cuda::parse(source)
             .unwrap()
@@ -747,13 +587,12 @@ pub(crate) mod tests {
             default_block: [256, 1, 1],
         };
         let original = TunableCode::original(source, &info);
-        let dir = tempfile::tempdir().unwrap();
         let backend = Arc::new(TunerBackend::new(TunerBackendConfig {
-            tests_dir: dir.path().join("tests"),
+            tests_dir: dir.join("tests"),
             kernel,
             problem_size: vec!["n".into()],
             tolerances: BTreeMap::new(),
-            cache_dir: dir.path().join("tuning"),
+            cache_dir: dir.join("tuning"),
             flops: None,
             bytes: None,
             strategy: kt_tuner::Strategy::BruteForce,
@@ -766,6 +605,13 @@ pub(crate) mod tests {
             early_tuner: EarlyTuner::default(),
             tuner_cache: None,
         }));
+        (backend, original)
+    }
+
+    #[test]
+    fn the_kernel_tuner_export_does_not_wait_for_a_tuning_job_still_running() {
+        let dir = tempfile::tempdir().unwrap();
+        let (backend, original) = small_backend(dir.path());
         let fast = Measurement::synthetic(config(64), Verdict::Ok, Some(1.0));
         backend.results.lock().unwrap().insert(
             original.content_hash(),

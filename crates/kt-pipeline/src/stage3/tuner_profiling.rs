@@ -1,0 +1,213 @@
+//! How the real backend profiles a kernel: the profile cache first, else the launch `kt __profile-launch` runs,
+//! handed to the standby ncu started while the kernel was tuned (`profile_standby.rs`) or to a new ncu.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use super::backend::ProfileRun;
+use super::profile_cache::{ProfileCache, ProfileKey, ncu_identity};
+use super::profile_launch::ProfileLaunch;
+use super::tunable_code::TunableCode;
+use super::tuner_backend::TunerBackend;
+
+/// The longest one profile may take (ncu replays the kernel for each group of metrics).
+const PROFILE_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// A profile about to be taken: by a standby that already started (with the launch to write to it), or
+/// by ncu started now.
+enum ProfileVia {
+    Standby(kt_profile::RunningProfile, String),
+    Direct(kt_profile::ProfileCommand),
+}
+
+impl ProfileVia {
+    fn run(self) -> Result<kt_profile::KernelProfile, kt_profile::ProfileError> {
+        match self {
+            ProfileVia::Standby(run, line) => {
+                tracing::debug!("profiling through the standby");
+                run.finish(Some(line.as_bytes()), PROFILE_TIMEOUT)
+            }
+            ProfileVia::Direct(command) => command.run(PROFILE_TIMEOUT),
+        }
+    }
+}
+
+impl TunerBackend {
+    /// The profile of `kernel` at `params` (the kernel of step `label`): from the profile cache, else
+    /// through the waiting standby or a new ncu; a profile that cannot be taken says why.
+    pub(super) async fn profile_kernel(
+        &self,
+        label: &str,
+        kernel: &TunableCode,
+        params: &BTreeMap<String, i64>,
+    ) -> ProfileRun {
+        let Some(ncu) = kt_profile::ncu_once() else {
+            let why = kt_profile::ncu_availability().err().map_or_else(
+                || "Nsight Compute (ncu) was not found".into(),
+                |m| m.to_string(),
+            );
+            return ProfileRun::skipped(why);
+        };
+        let started = std::time::Instant::now();
+        let cached = self.profile_cache_entry(ncu, kernel, params);
+        if let Some((cache, key)) = &cached
+            && let Some(profile) = cache.get(key)
+        {
+            tracing::info!(
+                step = label,
+                "using the cached Nsight Compute profile of this kernel"
+            );
+            return ProfileRun {
+                profile: Some(profile),
+                skipped: None,
+                seconds: started.elapsed().as_secs_f64(),
+                cached: true,
+            };
+        }
+        let profile = match self
+            .profile_launch(kernel, params)
+            .and_then(|launch| self.profile_via(ncu, &launch))
+        {
+            Ok(p) => p,
+            Err(why) => return ProfileRun::skipped(why),
+        };
+        tracing::info!(
+            step = label,
+            "profiling the best configuration with Nsight Compute"
+        );
+        let joined = tokio::task::spawn_blocking(move || profile.run()).await;
+        let seconds = started.elapsed().as_secs_f64();
+        match joined {
+            Ok(Ok(profile)) => {
+                if let Some((cache, key)) = &cached {
+                    cache.put(key, &profile);
+                }
+                ProfileRun {
+                    profile: Some(profile),
+                    skipped: None,
+                    seconds,
+                    cached: false,
+                }
+            }
+            Ok(Err(e)) => {
+                tracing::warn!(step = label, error = %e, "no profile");
+                ProfileRun {
+                    seconds,
+                    ..ProfileRun::skipped(e.to_string())
+                }
+            }
+            Err(e) => ProfileRun::skipped(format!("the profiling thread failed: {e}")),
+        }
+    }
+
+    /// The launch `kt __profile-launch` profiles for `kernel` at `params` on the first test; the kernel's code
+    /// is written under the tuning cache. The error says why there can be no profile.
+    fn profile_launch(
+        &self,
+        kernel: &TunableCode,
+        params: &BTreeMap<String, i64>,
+    ) -> Result<ProfileLaunch, String> {
+        let first = {
+            let guard = self.session.lock().unwrap_or_else(|p| p.into_inner());
+            guard
+                .as_ref()
+                .and_then(|s| s.tests.tests.first().map(|t| t.id.clone()))
+        };
+        let test = first.ok_or("the tests are not loaded yet")?;
+        let dir = self.config.cache_dir.join("profiles");
+        std::fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
+        let file = dir.join(format!("{}.cu", kernel.content_hash()));
+        std::fs::write(&file, &kernel.code)
+            .map_err(|e| format!("writing {}: {e}", file.display()))?;
+        Ok(ProfileLaunch {
+            kernel_file: file,
+            kernel: self.config.kernel.name.clone(),
+            params: params.clone(),
+            geometry: self.to_tuner_kernel(kernel).geometry,
+            test: self.config.tests_dir.join(test),
+            include: Vec::new(),
+            cache_dir: Some(self.config.tuner_dir().to_path_buf()),
+        })
+    }
+
+    /// How `launch` will be profiled: through the waiting standby when there is one (only the launch is
+    /// left to do), else by starting ncu on `kt __profile-launch` now.
+    fn profile_via(
+        &self,
+        ncu: &kt_profile::NcuPath,
+        launch: &ProfileLaunch,
+    ) -> Result<ProfileVia, String> {
+        if let Some(run) = self.standby.take() {
+            let line =
+                serde_json::to_string(launch).map_err(|e| format!("the launch as JSON: {e}"))?;
+            return Ok(ProfileVia::Standby(run, line + "\n"));
+        }
+        // kt's own command line: this executable, or the host's (kt's Python module)
+        let kt = kt_tuner::self_command::self_command().map_err(|e| e.to_string())?;
+        Ok(ProfileVia::Direct(
+            kt_profile::ProfileCommand::new(ncu.clone(), launch.kernel.clone(), kt.program)
+                .args(kt.args)
+                .args(launch.args())
+                .launch_skip(1),
+        ))
+    }
+
+    /// The profile cache and this profile's key, when the cache is on and the GPU is known (after a tuning).
+    fn profile_cache_entry(
+        &self,
+        ncu: &kt_profile::NcuPath,
+        kernel: &TunableCode,
+        params: &BTreeMap<String, i64>,
+    ) -> Option<(ProfileCache, ProfileKey)> {
+        let dir = self.config.profile_cache.clone()?;
+        let gpu = self.gpu.lock().unwrap_or_else(|p| p.into_inner()).clone()?;
+        let test = {
+            let guard = self.session.lock().unwrap_or_else(|p| p.into_inner());
+            guard.as_ref()?.tests.tests.first()?.id.clone()
+        };
+        let key = ProfileKey {
+            kernel_hash: kernel.content_hash(),
+            params: params.clone(),
+            geometry: serde_json::to_string(&self.to_tuner_kernel(kernel).geometry).ok()?,
+            test,
+            gpu: if gpu.uuid.is_empty() {
+                gpu.name
+            } else {
+                gpu.uuid
+            },
+            driver: gpu.driver_version,
+            ncu: ncu_identity(ncu.path()),
+        };
+        Some((ProfileCache::new(dir), key))
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::stage3::tuner_backend::tests::small_backend;
+
+    #[test]
+    fn a_profile_before_the_tests_are_loaded_says_so_and_writes_nothing_to_launch() {
+        let dir = tempfile::tempdir().unwrap();
+        let (backend, original) = small_backend(dir.path());
+        let err = backend
+            .profile_launch(&original, &BTreeMap::new())
+            .unwrap_err();
+        assert!(err.contains("tests are not loaded"), "{err}");
+        assert!(!dir.path().join("tuning/profiles").exists());
+    }
+
+    #[test]
+    fn without_a_known_gpu_there_is_no_cache_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let (backend, original) = small_backend(dir.path());
+        let ncu = kt_profile::NcuPath("/nonexistent/ncu".into());
+        assert!(
+            backend
+                .profile_cache_entry(&ncu, &original, &BTreeMap::new())
+                .is_none()
+        );
+    }
+}
