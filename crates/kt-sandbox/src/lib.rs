@@ -16,6 +16,7 @@
 // Tests may unwrap (COMMON rules); library code may not.
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
+mod cache_dir;
 mod capture;
 mod child;
 mod confine;
@@ -37,6 +38,7 @@ mod spawn;
 mod view;
 mod workdir;
 
+pub use cache_dir::kt_cache_dir;
 pub use child::SandboxedChild;
 pub use error::SandboxError;
 pub use generator::{ArgSpec, GeneratedTest, GeneratorError, GeneratorSpec, run_generator};

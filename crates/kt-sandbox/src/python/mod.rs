@@ -2,19 +2,29 @@
 //!
 //! Order: `KT_PYTHON` when set (the user's choice is final: no fallback that would hide a typo), else `python3` on
 //! PATH if it imports numpy, else kt's own virtual environment (created on first use with a pinned numpy under
-//! `$KT_HOME/venv`, else `$XDG_DATA_HOME/kt/venv`, else `~/.local/share/kt/venv`).
+//! `$KT_HOME/venv`, else `$XDG_DATA_HOME/kt/venv`, else `~/.local/share/kt/venv`). What the lookup finds is
+//! kept across runs while nothing it depends on changes (see `cache.rs`); `kt doctor` always looks again.
 
+mod cache;
+mod probe;
+mod watch;
+
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde::{Deserialize, Serialize};
+
+use cache::ProbeCache;
+use probe::{inspect, inspect_watched};
+use watch::Watched;
 
 /// numpy version installed into kt's own virtual environment (a version known to build arrays the tests format
 /// expects; pinned so that generated tests are reproducible across machines).
 pub const PINNED_NUMPY: &str = "2.4.6";
 
 /// Where a runtime came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum RuntimeSource {
     /// `KT_PYTHON`.
@@ -26,7 +36,7 @@ pub enum RuntimeSource {
 }
 
 /// A Python interpreter that imports numpy.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PythonRuntime {
     /// The interpreter binary (`sys.executable`: the real binary behind a pyenv shim; inside a virtual
     /// environment its bin/python3, not the base interpreter it links to, so the environment stays active).
@@ -73,63 +83,22 @@ pub enum PythonError {
     },
 }
 
-/// What the probe script prints, as JSON on one line.
-#[derive(Debug, Deserialize)]
-struct ProbeReport {
-    executable: String,
-    version: String,
-    prefix: String,
-    base_prefix: String,
-    /// The directory of the binary behind `executable` (a venv's bin/python3 is a link to it).
-    real_dir: String,
-    numpy: Option<String>,
-    numpy_dir: Option<String>,
-    numpy_error: Option<String>,
-}
-
-const PROBE_SCRIPT: &str = r#"
-import json, os, sys
-r = {"executable": os.path.abspath(sys.executable), "version": sys.version.split()[0],
-     "prefix": sys.prefix, "base_prefix": sys.base_prefix,
-     "real_dir": os.path.dirname(os.path.realpath(sys.executable)), "numpy": None, "numpy_dir": None, "numpy_error": None}
-try:
-    import numpy
-    r["numpy"] = numpy.__version__
-    r["numpy_dir"] = os.path.dirname(os.path.dirname(os.path.realpath(numpy.__file__)))
-except Exception as e:
-    r["numpy_error"] = "%s: %s" % (type(e).__name__, e)
-print(json.dumps(r))
-"#;
-
 impl PythonRuntime {
     /// Finds a python3 with numpy without installing anything: `KT_PYTHON`, else `python3` on PATH, else kt's
     /// virtual environment if one was created earlier. This is what `kt doctor` reports.
+    /// Never cached: it is the diagnostic.
     pub fn probe() -> Result<PythonRuntime, PythonError> {
-        if let Some(python) = std::env::var_os("KT_PYTHON") {
-            return inspect(&python.to_string_lossy(), RuntimeSource::EnvVar);
-        }
-        match inspect("python3", RuntimeSource::Path) {
-            Ok(rt) => Ok(rt),
-            Err(err) => {
-                let venv_python = managed_venv_dir().join("bin/python3");
-                if venv_python.exists() {
-                    inspect(&venv_python.to_string_lossy(), RuntimeSource::ManagedVenv).or(Err(err))
-                } else {
-                    Err(err)
-                }
-            }
-        }
+        probe_in(&Lookup::from_env(), &mut Watched::off())
     }
 
     /// Like [`PythonRuntime::probe`], but when `python3` lacks numpy (and KT_PYTHON is unset) creates kt's own
     /// virtual environment with numpy [`PINNED_NUMPY`] (needs python3-venv and the package index; minutes once).
+    /// The answer comes from kt's cache while nothing it depends on changed (`KT_PYTHON_PROBE_CACHE=off`: never).
     pub fn find_or_provision() -> Result<PythonRuntime, PythonError> {
-        match Self::probe() {
-            Ok(rt) => Ok(rt),
-            Err(PythonError::NumpyMissing { .. }) if std::env::var_os("KT_PYTHON").is_none() => {
-                provision(&managed_venv_dir(), "python3")
-            }
-            Err(err) => Err(err),
+        let lookup = Lookup::from_env();
+        match ProbeCache::from_env() {
+            Some(cache) => cache.find(&lookup, |watched| find_or_provision_in(&lookup, watched)),
+            None => find_or_provision_in(&lookup, &mut Watched::off()),
         }
     }
 
@@ -152,6 +121,90 @@ impl PythonRuntime {
                 policy.readable_paths.push(path.clone());
             }
         }
+    }
+}
+
+/// What decides which interpreter kt finds, read from the environment once.
+#[derive(Debug, Clone)]
+pub(crate) struct Lookup {
+    pub(crate) kt_python: Option<OsString>,
+    pub(crate) path_var: Option<OsString>,
+    pub(crate) venv_dir: PathBuf,
+    /// The variables Python builds its import path from, by name.
+    pub(crate) python_env: Vec<(&'static str, Option<OsString>)>,
+}
+
+/// Variables that change what an interpreter imports (HOME: its user site directory).
+const PYTHON_ENV: [&str; 8] = [
+    "PYTHONPATH",
+    "PYTHONHOME",
+    "PYTHONUSERBASE",
+    "PYTHONNOUSERSITE",
+    "PYTHONSAFEPATH",
+    "PYTHONPLATLIBDIR",
+    "HOME",
+    "LD_LIBRARY_PATH",
+];
+
+impl Lookup {
+    pub(crate) fn from_env() -> Lookup {
+        Lookup {
+            kt_python: std::env::var_os("KT_PYTHON"),
+            path_var: std::env::var_os("PATH"),
+            venv_dir: managed_venv_dir(),
+            python_env: PYTHON_ENV
+                .map(|name| (name, std::env::var_os(name)))
+                .to_vec(),
+        }
+    }
+}
+
+/// [`PythonRuntime::probe`] for `lookup`, noting in `watched` what the answer depends on.
+pub(crate) fn probe_in(
+    lookup: &Lookup,
+    watched: &mut Watched,
+) -> Result<PythonRuntime, PythonError> {
+    let path = lookup.path_var.as_deref();
+    if let Some(python) = &lookup.kt_python {
+        return inspect_watched(
+            &python.to_string_lossy(),
+            RuntimeSource::EnvVar,
+            path,
+            watched,
+        );
+    }
+    match inspect_watched("python3", RuntimeSource::Path, path, watched) {
+        Ok(rt) => Ok(rt),
+        Err(err) => {
+            let venv_python = lookup.venv_dir.join("bin/python3");
+            if venv_python.exists() {
+                inspect_watched(
+                    &venv_python.to_string_lossy(),
+                    RuntimeSource::ManagedVenv,
+                    path,
+                    watched,
+                )
+                .or(Err(err))
+            } else {
+                Err(err)
+            }
+        }
+    }
+}
+
+/// [`PythonRuntime::find_or_provision`] for `lookup`, noting in `watched` what the answer depends on.
+pub(crate) fn find_or_provision_in(
+    lookup: &Lookup,
+    watched: &mut Watched,
+) -> Result<PythonRuntime, PythonError> {
+    match probe_in(lookup, watched) {
+        Ok(rt) => Ok(rt),
+        Err(PythonError::NumpyMissing { .. }) if lookup.kt_python.is_none() => {
+            // the next run probes the environment just made and keeps that answer
+            watched.unsure("kt's Python environment was just created");
+            provision(&lookup.venv_dir, "python3")
+        }
+        Err(err) => Err(err),
     }
 }
 
@@ -178,65 +231,6 @@ fn venv_dir_for(
     }
     home.unwrap_or_else(|| PathBuf::from("."))
         .join(".local/share/kt/venv")
-}
-
-/// Runs the probe script with `python`.
-fn run_probe(python: &str) -> Result<ProbeReport, PythonError> {
-    let out = Command::new(python)
-        .args(["-c", PROBE_SCRIPT])
-        .output()
-        .map_err(|e| PythonError::NotFound {
-            python: python.to_string(),
-            source: e,
-        })?;
-    if !out.status.success() {
-        return Err(PythonError::Broken {
-            python: python.to_string(),
-            detail: last_line(&out.stderr),
-        });
-    }
-    serde_json::from_slice(&out.stdout).map_err(|e| PythonError::Broken {
-        python: python.to_string(),
-        detail: format!("unexpected probe output ({e}); is it Python 3?"),
-    })
-}
-
-/// The directories an interpreter reads, without duplicates.
-fn readable_paths(report: &ProbeReport) -> Vec<PathBuf> {
-    let mut paths = Vec::new();
-    for p in [
-        Some(&report.prefix),
-        Some(&report.base_prefix),
-        Some(&report.real_dir),
-        report.numpy_dir.as_ref(),
-    ]
-    .into_iter()
-    .flatten()
-    {
-        let p = PathBuf::from(p);
-        if p.is_dir() && !paths.contains(&p) {
-            paths.push(p);
-        }
-    }
-    paths
-}
-
-fn inspect(python: &str, source: RuntimeSource) -> Result<PythonRuntime, PythonError> {
-    let report = run_probe(python)?;
-    let readable_paths = readable_paths(&report);
-    let Some(numpy_version) = report.numpy else {
-        return Err(PythonError::NumpyMissing {
-            python: python.to_string(),
-            detail: report.numpy_error.unwrap_or_else(|| "import failed".into()),
-        });
-    };
-    Ok(PythonRuntime {
-        interpreter: PathBuf::from(report.executable),
-        version: report.version,
-        numpy_version,
-        source,
-        readable_paths,
-    })
 }
 
 /// Creates (or completes) a virtual environment in `dir` with `base_python` and installs the pinned numpy.
@@ -285,7 +279,7 @@ fn run_step(command: &mut Command, what: &str) -> Result<(), String> {
     }
 }
 
-fn last_line(bytes: &[u8]) -> String {
+pub(super) fn last_line(bytes: &[u8]) -> String {
     let text = String::from_utf8_lossy(bytes);
     text.lines()
         .rev()
@@ -297,6 +291,7 @@ fn last_line(bytes: &[u8]) -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::probe::{readable_paths, run_probe};
     use super::*;
 
     #[test]
@@ -337,7 +332,7 @@ mod tests {
                 .unwrap();
             assert!(made.status.success(), "{}", last_line(&made.stderr));
             let python = venv.join("bin/python3");
-            let report = run_probe(&python.to_string_lossy()).unwrap();
+            let report = run_probe(&python.to_string_lossy(), None).unwrap();
             let mut policy = Policy::for_generator();
             policy.network = NetworkIsolation::BestEffort;
             policy.readable_paths = readable_paths(&report);
