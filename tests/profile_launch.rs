@@ -57,7 +57,6 @@ fn profile_launch_under_ncu_profiles_one_launch_of_the_naive_matmul() {
     let profile =
         kt_profile::ProfileCommand::new(ncu.clone(), "matrixMultiply", env!("CARGO_BIN_EXE_kt"))
             .args(launch.args())
-            .launch_skip(1)
             .run(Duration::from_secs(300))
             .unwrap();
     println!("profiled in {:.1} s", started.elapsed().as_secs_f64());
@@ -73,7 +72,7 @@ fn profile_launch_under_ncu_profiles_one_launch_of_the_naive_matmul() {
                 "--cache-dir",
                 cache.to_str().unwrap(),
             ])
-            .launch_skip(1)
+            .with_warmup()
             .spawn(true)
             .unwrap();
     std::thread::sleep(Duration::from_secs(5));

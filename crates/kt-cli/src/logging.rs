@@ -7,10 +7,10 @@ pub fn init(verbosity: u8) {
     let default = match verbosity {
         0 => "warn",
         1 => {
-            "warn,kt=debug,kt_cli=debug,kt_graph=debug,kt_llm=debug,kt_cuda=debug,kt_tuner=debug,kt_sandbox=debug,kt_pipeline=debug,kt_experiments=debug"
+            "warn,kt=debug,kt_cli=debug,kt_graph=debug,kt_llm=debug,kt_cuda=debug,kt_tuner=debug,kt_sandbox=debug,kt_pipeline=debug,kt_profile=debug,kt_runs=debug,kt_experiments=debug"
         }
         _ => {
-            "debug,kt=trace,kt_cli=trace,kt_graph=trace,kt_llm=trace,kt_cuda=trace,kt_tuner=trace,kt_sandbox=trace,kt_pipeline=trace,kt_experiments=trace"
+            "debug,kt=trace,kt_cli=trace,kt_graph=trace,kt_llm=trace,kt_cuda=trace,kt_tuner=trace,kt_sandbox=trace,kt_pipeline=trace,kt_profile=trace,kt_runs=trace,kt_experiments=trace"
         }
     };
     let filter = EnvFilter::try_from_env("KT_LOG").unwrap_or_else(|_| EnvFilter::new(default));

@@ -174,6 +174,10 @@ impl CellRunner {
         let mut stopped_by_signal = false;
         let exit = loop {
             if let Some(status) = process.try_wait()? {
+                // A run that stopped unfinished between two polls after its time was up was stopped by it.
+                if !status.success() {
+                    over = cell.budget.exceeded(before + started.elapsed(), &llm);
+                }
                 break status;
             }
             if stop.is_stopped() {

@@ -33,10 +33,10 @@ mod running;
 mod stall;
 mod summary;
 
-pub use command::{ProfileCommand, RunningProfile};
+pub use command::{ProfileCommand, RunningProfile, WARMUP_KERNEL};
 pub use error::ProfileError;
 pub use locate::{NcuMissing, NcuPath, SearchPlaces, find_ncu, ncu_availability, ncu_once};
-pub use metrics::METRICS;
+pub use metrics::{METRICS, SUMMARY_METRICS};
 pub use profile::{
     BankConflicts, KernelProfile, MemoryTraffic, Occupancy, OccupancyLimiter, Spills, Throughput,
 };

@@ -86,8 +86,10 @@ pub const STALL_SLEEPING: &str =
     "smsp__average_warps_issue_stalled_sleeping_per_issue_active.ratio";
 pub const STALL_MISC: &str = "smsp__average_warps_issue_stalled_misc_per_issue_active.ratio";
 
-/// The fixed set, in groups, as passed to `ncu --metrics`.
-pub const METRICS: &[&str] = &[
+/// What [`crate::summarize`] reads, in groups: what kt profiles for a prompt.
+pub const SUMMARY_METRICS: &[&str] = &SUMMARY;
+
+const SUMMARY: [&str; 41] = [
     // launch facts
     REGISTERS_PER_THREAD,
     BLOCK_SIZE,
@@ -110,8 +112,6 @@ pub const METRICS: &[&str] = &[
     // memory traffic and hit rates
     DRAM_READ_BYTES,
     DRAM_WRITE_BYTES,
-    L2_BYTES,
-    L1_BYTES,
     L2_HIT_PCT,
     L1_HIT_PCT,
     // spills
@@ -120,10 +120,6 @@ pub const METRICS: &[&str] = &[
     // shared-memory bank conflicts
     BANK_CONFLICTS_LD,
     BANK_CONFLICTS_ST,
-    // FP32 work
-    FADD,
-    FMUL,
-    FFMA,
     // warp stalls
     STALL_LONG_SCOREBOARD,
     STALL_SHORT_SCOREBOARD,
@@ -144,9 +140,47 @@ pub const METRICS: &[&str] = &[
     STALL_MISC,
 ];
 
+/// The measured roofline's inputs ([`crate::KernelProfile::arithmetic_intensity`]): traffic through L2 and
+/// L1, and the FP32 instruction counts. The summary does not read them, and they cost ncu extra replays (the
+/// instruction counts patch the kernel's code).
+const ROOFLINE: [&str; 5] = [L2_BYTES, L1_BYTES, FADD, FMUL, FFMA];
+
+/// The full set, as passed to `ncu --metrics` by default: the summary's and the roofline's.
+pub const METRICS: &[&str] = &concat::<41, 5, 46>(SUMMARY, ROOFLINE);
+
+/// `a` then `b` (a const fn: the sets are constants).
+const fn concat<const A: usize, const B: usize, const C: usize>(
+    a: [&'static str; A],
+    b: [&'static str; B],
+) -> [&'static str; C] {
+    let mut out = [""; C];
+    let mut i = 0;
+    while i < A {
+        out[i] = a[i];
+        i += 1;
+    }
+    let mut j = 0;
+    while j < B {
+        out[A + j] = b[j];
+        j += 1;
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_summarys_set_is_the_full_set_without_the_roofline_counts() {
+        assert!(SUMMARY_METRICS.iter().all(|m| METRICS.contains(m)));
+        let left: Vec<&str> = METRICS
+            .iter()
+            .filter(|m| !SUMMARY_METRICS.contains(m))
+            .copied()
+            .collect();
+        assert_eq!(left, vec![L2_BYTES, L1_BYTES, FADD, FMUL, FFMA]);
+    }
 
     #[test]
     fn the_set_has_no_repeats_and_only_metric_names() {

@@ -78,6 +78,7 @@ impl GraphBinding for Stage3Binding {
             info: &info,
             original: &original,
             sidecar: sidecar.as_ref(),
+            takes_profiles: strategy.settings.takes_profiles(),
         });
         let backend = RecordedBackend::from_run(run, live);
         let facts = KernelFacts {

@@ -62,8 +62,8 @@ pub mod verify;
 pub mod worker;
 
 pub use args::{
-    ArrayArg, ArraySource, Distribution, KernelTest, ParamSpec, SizeChoice, SuiteInputs, TestArg,
-    TestSet,
+    ArrayArg, ArraySource, Distribution, KernelTest, ParamSpec, ScalarArg, SizeChoice, SuiteInputs,
+    TestArg, TestSet,
 };
 pub use block_names::BlockNames;
 pub use error::TunerError;

@@ -164,6 +164,12 @@ impl Tuner {
         tuning::tune(&mut self.engine, kernel, tests, options, progress)
     }
 
+    /// Waits until the worker is up (its CUDA context created) and returns its device: a caller that knows it
+    /// will need the GPU soon takes the start-up out of its later calls.
+    pub fn wait_for_device(&mut self) -> Result<DeviceInfo, TunerError> {
+        self.engine.link.device(&mut self.engine.queue)
+    }
+
     /// The device of the live worker, if one is running.
     pub fn device_info(&self) -> Option<DeviceInfo> {
         self.engine.link.device_info()
@@ -196,6 +202,18 @@ impl Tuner {
         test: &KernelTest,
     ) -> Result<f64, TunerError> {
         launch_time::time_once(&mut self.engine, kernel, config, test)
+    }
+
+    /// Times `launches` separate launches of `kernel` at `config` on `test` (uploaded alone, outputs from
+    /// their initial contents, nothing written), in milliseconds.
+    pub fn time_launches(
+        &mut self,
+        kernel: &TunableKernel,
+        config: &Config,
+        test: &KernelTest,
+        launches: u32,
+    ) -> Result<Vec<f64>, TunerError> {
+        launch_time::time_exactly(&mut self.engine, kernel, config, test, launches)
     }
 
     /// Runs `candidate` at `config` twice more on every test of the last `verify` (same inputs, outputs

@@ -386,6 +386,14 @@ pub(crate) fn execute(
         source,
         kernel_name,
     } = check_inputs(args)?;
+    // The first profile (the naive kernel's, which the plan prompt waits for) needs ncu and its program
+    // started: begun now, it is ready by the time the baseline is measured.
+    let takes_profiles = strategy.settings.takes_profiles();
+    let early = if takes_profiles && kt_tuner::cuda_probe::driver_present() {
+        kt_pipeline::job::start_profile_standby(&kernel_name)
+    } else {
+        kt_pipeline::stage3::EarlyTuner::default()
+    };
     // Found (or provisioned) before the run exists: a machine without Python or a safe sandbox gets no half-made
     // run.
     let generators = super::unsandboxed::generator_sandbox(args.allow_unsandboxed)?;
@@ -431,7 +439,7 @@ pub(crate) fn execute(
     if testgen.gpu_missing.is_none() {
         // the tuner's worker and CUDA context start while Stages 1 and 2 run
         settings.backend = kt_pipeline::job::tuner_backend_with(
-            kt_pipeline::job::start_early_tuner(&run, &kernel_name),
+            kt_pipeline::job::start_early_tuner(&run, early, &kernel_name, takes_profiles),
         );
     }
     let outcome = rt.block_on(kt_pipeline::job::transform(

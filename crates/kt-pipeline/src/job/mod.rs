@@ -39,7 +39,7 @@ pub use result::{
 };
 pub use run_record::environment_markdown;
 pub use settings::{
-    BackendFactory, BackendInputs, EventSink, Stage3Settings, start_early_tuner, tuner_backend,
-    tuner_backend_with,
+    BackendFactory, BackendInputs, EventSink, Stage3Settings, start_early_tuner,
+    start_profile_standby, tuner_backend, tuner_backend_with,
 };
 pub use transform::{resume, resume_run, transform};

@@ -29,6 +29,8 @@ pub struct BackendInputs<'a> {
     pub original: &'a TunableCode,
     /// The kernel file's sidecar, when there is one (tolerances, FLOPs and bytes for % of peak).
     pub sidecar: Option<&'a kt_cuda::Sidecar>,
+    /// Whether the strategy may profile kernels (Nsight Compute is started ahead of time only then).
+    pub takes_profiles: bool,
 }
 
 /// The real backend: kt-tuner on this machine's GPU, brute force over each candidate's space.
@@ -36,11 +38,30 @@ pub fn tuner_backend(inputs: &BackendInputs<'_>) -> Arc<dyn TuningBackend> {
     real_backend(inputs, EarlyTuner::default())
 }
 
-/// Starts the tuner of `run`'s backend now, on a thread (and the first profile's standby for `kernel`), for
+/// Starts the first profile's standby for `kernel` now, before the run directory exists, in kt's shared
+/// tuner cache (nothing without one: the standby would then belong in the run's `tuning/`).
+pub fn start_profile_standby(kernel: &str) -> EarlyTuner {
+    match crate::stage3::default_tuner_cache() {
+        Some(dir) => EarlyTuner::with_standby(dir, kernel),
+        None => EarlyTuner::default(),
+    }
+}
+
+/// Starts the tuner of `run`'s backend now, on a thread, in `early` (which may hold the first profile's
+/// standby already; when the strategy `takes_profiles` one is started unless it does), for
 /// [`tuner_backend_with`] to take over once Stages 1 and 2 are done.
-pub fn start_early_tuner(run: &RunDir, kernel: &str) -> EarlyTuner {
+pub fn start_early_tuner(
+    run: &RunDir,
+    early: EarlyTuner,
+    kernel: &str,
+    takes_profiles: bool,
+) -> EarlyTuner {
     let tuner_cache = crate::stage3::default_tuner_cache();
-    EarlyTuner::start(tuner_cache.unwrap_or_else(|| run.tuning_dir()), kernel)
+    early.start(
+        tuner_cache.unwrap_or_else(|| run.tuning_dir()),
+        kernel,
+        takes_profiles,
+    )
 }
 
 /// The real backend, taking over `early` (a tuner started while Stages 1 and 2 ran) on its first call.
@@ -77,6 +98,7 @@ fn real_backend(inputs: &BackendInputs<'_>, early_tuner: EarlyTuner) -> Arc<dyn 
         profile_cache: crate::stage3::default_profile_cache(),
         early_tuner,
         tuner_cache: crate::stage3::default_tuner_cache(),
+        takes_profiles: inputs.takes_profiles,
     }))
 }
 

@@ -42,6 +42,7 @@ pub(super) async fn run_stage3(
         info,
         original: &original,
         sidecar: sidecar.as_ref(),
+        takes_profiles: settings.strategy.settings.takes_profiles(),
     });
     let facts = KernelFacts {
         info: info.clone(),

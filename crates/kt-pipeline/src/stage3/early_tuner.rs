@@ -33,6 +33,15 @@ impl std::fmt::Debug for EarlyTuner {
     }
 }
 
+/// A standby for `kernel` in `standby` where ncu is installed, unless one is waiting there.
+fn ensure_standby(standby: &ProfileStandby, cache_dir: &Path, kernel: &str) {
+    if let Some(ncu) = kt_profile::ncu_once()
+        && std::fs::create_dir_all(cache_dir).is_ok()
+    {
+        standby.ensure(ncu, kernel, cache_dir);
+    }
+}
+
 /// The tuner configuration of a run's backend with its cache in `cache_dir`.
 pub(super) fn tuner_config(cache_dir: &Path) -> TunerConfig {
     TunerConfig {
@@ -42,25 +51,31 @@ pub(super) fn tuner_config(cache_dir: &Path) -> TunerConfig {
 }
 
 impl EarlyTuner {
-    /// Starts a tuner with its cache in `cache_dir` (the run's `tuning/`) on a thread, and a profile
-    /// standby for `kernel` where ncu is installed.
-    pub fn start(cache_dir: PathBuf, kernel: &str) -> Self {
+    /// Only the first profile's standby for `kernel`, with the tuner's cache in `cache_dir`, started on a
+    /// thread (finding ncu may take a moment): what `kt transform` starts first of all, before the run
+    /// exists, since the plan prompt waits for the naive kernel's profile right after the baseline.
+    pub fn with_standby(cache_dir: PathBuf, kernel: &str) -> Self {
+        let early = Self::default();
+        let standby = early.standby.clone();
+        let kernel = kernel.to_string();
+        std::thread::spawn(move || ensure_standby(&standby, &cache_dir, &kernel));
+        early
+    }
+
+    /// Starts a tuner with its cache in `cache_dir` (the run's `tuning/`) on a thread, and, with
+    /// `standby_profile`, a profile standby for `kernel` where ncu is installed (unless one is waiting).
+    pub fn start(self, cache_dir: PathBuf, kernel: &str, standby_profile: bool) -> Self {
         let dir = cache_dir.clone();
         let handle = std::thread::spawn(move || {
             std::fs::create_dir_all(&dir)
                 .map_err(|e| TunerError::Worker(format!("creating {}: {e}", dir.display())))?;
             Tuner::new(tuner_config(&dir))
         });
-        let standby = Arc::new(ProfileStandby::default());
-        if let Some(ncu) = kt_profile::ncu_once()
-            && std::fs::create_dir_all(&cache_dir).is_ok()
-        {
-            standby.ensure(ncu, kernel, &cache_dir);
+        if standby_profile {
+            ensure_standby(&self.standby, &cache_dir, kernel);
         }
-        Self {
-            tuner: Arc::new(Mutex::new(Some((cache_dir, handle)))),
-            standby,
-        }
+        *self.tuner.lock().unwrap_or_else(|p| p.into_inner()) = Some((cache_dir, handle));
+        self
     }
 
     /// The early tuner, once started, when it was started for `cache_dir`; None when there is none (or
@@ -91,7 +106,7 @@ mod tests {
         assert!(EarlyTuner::default().take(dir.path()).is_none());
         // Without a GPU (or NVRTC) here the start fails; what matters is that its outcome is handed over
         // once, to the backend of the same cache, and that the cache directory was made.
-        let early = EarlyTuner::start(dir.path().join("tuning"), "k");
+        let early = EarlyTuner::default().start(dir.path().join("tuning"), "k", true);
         assert!(early.take(&dir.path().join("tuning")).is_some());
         assert!(early.take(&dir.path().join("tuning")).is_none());
         assert!(dir.path().join("tuning").is_dir());
@@ -100,7 +115,7 @@ mod tests {
     #[test]
     fn a_tuner_started_for_another_cache_is_not_used() {
         let dir = tempfile::tempdir().unwrap();
-        let early = EarlyTuner::start(dir.path().join("a"), "k");
+        let early = EarlyTuner::default().start(dir.path().join("a"), "k", true);
         assert!(early.take(&dir.path().join("b")).is_none());
         assert!(
             early.take(&dir.path().join("a")).is_none(),

@@ -66,7 +66,8 @@ fn add_candidate_round(
     after_select: &str,
 ) {
     let settings = &cx.strategy.settings;
-    b.node(PREPARE, Prepare).writes(&["round", "current"]);
+    b.node(PREPARE, Prepare(cx.clone()))
+        .writes(&["round", "current", "profiles"]);
     b.node(APPLY, Apply(cx.clone()))
         .retry(apply_retry(settings.max_attempts))
         .writes(APPLY_WRITES);

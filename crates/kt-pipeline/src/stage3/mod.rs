@@ -66,7 +66,7 @@ pub use fake_backend::FakeBackend;
 pub use feedback::failure_feedback;
 pub use graph::{GraphFormat, build_graph, export_graph, node};
 pub use profile_cache::{ProfileCache, default_profile_cache};
-pub use profile_launch::{PROFILE_LAUNCHES, ProfileLaunch, run_standby};
+pub use profile_launch::{ProfileLaunch, run_standby};
 pub use profile_standby::STANDBY_ENV;
 pub use profiling::{ProfileRecord, RunProfiles, RunRoofline, run_profiles, run_roofline};
 pub use rewrite_check::{

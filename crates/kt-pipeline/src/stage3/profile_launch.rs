@@ -15,9 +15,6 @@ use serde::{Deserialize, Serialize};
 use super::backend::BackendError;
 use crate::error::PipelineError;
 
-/// Launches of the kernel: ncu lets the first through (warm-up) and profiles the second.
-pub const PROFILE_LAUNCHES: u32 = 3;
-
 /// One configuration of one kernel on one test, to be launched under a profiler. As JSON it is what a
 /// standby launch ([`run_standby`]) reads on its standard input.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -87,7 +84,7 @@ impl ProfileLaunch {
         Ok((params, geometry))
     }
 
-    /// Compiles the kernel at its configuration and launches it [`PROFILE_LAUNCHES`] times on the test's
+    /// Compiles the kernel at its configuration and launches it once (the launch ncu profiles) on the test's
     /// inputs (outputs go to a temporary directory). The kernel and its test are read before the GPU is.
     pub fn run(&self) -> Result<(), PipelineError> {
         let prepared = self.prepare()?;
@@ -118,25 +115,24 @@ impl ProfileLaunch {
         Ok((kernel, config, tests))
     }
 
-    /// Launches the prepared kernel in `tuner`.
+    /// Launches the prepared kernel in `tuner`: one timed launch (ncu profiles the kernel's first launch;
+    /// its modules are loaded eagerly and ncu flushes the caches before each replay, so a first launch is
+    /// what any other would be), then the reference run's probe with poisoned outputs. Nothing is written.
     fn launch(
         &self,
         (kernel, config, tests): (kt_tuner::TunableKernel, Config, TestSet),
         mut tuner: Tuner,
     ) -> Result<(), PipelineError> {
-        let out = tempfile::tempdir().map_err(|e| failed("making a temporary directory", e))?;
-        let policy = kt_tuner::TimingPolicy::exactly(PROFILE_LAUNCHES);
-        tuner
-            .run_reference(
-                &kernel,
-                &config,
-                &tests,
-                &[out.path().to_path_buf()],
-                Some(policy),
-            )
-            .map_err(|e| failed(&format!("launching {} at {config}", self.kernel), e))?;
+        tracing::debug!(kernel = %self.kernel, %config, "launching");
+        for test in &tests.tests {
+            tuner
+                .time_launch(&kernel, &config, test)
+                .map_err(|e| failed(&format!("launching {} at {config}", self.kernel), e))?;
+        }
+        tracing::debug!("launched; closing the tuner");
         // The worker exits by itself: a profiler watching it writes its report at exit.
         tuner.close(Duration::from_secs(10));
+        tracing::debug!("tuner closed");
         Ok(())
     }
 
@@ -188,7 +184,16 @@ pub fn run_standby(
     cache_dir: Option<PathBuf>,
     input: &mut dyn std::io::BufRead,
 ) -> Result<(), PipelineError> {
-    let tuner = start_tuner(cache_dir)?;
+    let mut tuner = start_tuner(cache_dir)?;
+    // The worker's CUDA context under ncu and ncu's own set-up for a first profile are the slow parts of a
+    // profile: both are done before the launch is known (the warm-up kernel compiles while the worker
+    // starts). Without a warm-up the worker is still waited for.
+    if !warm_up_profiler(&mut tuner) {
+        tuner
+            .wait_for_device()
+            .map_err(|e| failed("starting the tuner's worker", e))?;
+    }
+    tracing::debug!("standby ready; waiting for the launch on standard input");
     let mut line = String::new();
     input
         .read_line(&mut line)
@@ -199,8 +204,64 @@ pub fn run_standby(
     }
     let launch: ProfileLaunch = serde_json::from_str(&line)
         .map_err(|e| failed("the launch on standard input is not valid", e))?;
+    tracing::debug!("launch read");
     let prepared = launch.prepare()?;
     launch.launch(prepared, tuner)
+}
+
+/// Launches [`kt_profile::WARMUP_KERNEL`] (a few threads writing their index) in the worker, so that ncu's
+/// set-up for the first profiled kernel of the process (about 0.6 s) happens while the standby waits. It
+/// runs on a GPU that may be timing other kernels: its profile replays a kernel of microseconds and ncu
+/// leaves the clocks alone (`--clock-control none`). A failure only leaves that set-up to the real profile;
+/// whether it ran is returned.
+fn warm_up_profiler(tuner: &mut Tuner) -> bool {
+    let (kernel, test) = warmup_launch();
+    match tuner.time_launch(&kernel, &Config::ints(Vec::<(&str, i64)>::new()), &test) {
+        Ok(_) => {
+            tracing::debug!("profiler warmed up");
+            true
+        }
+        Err(e) => {
+            tracing::debug!(error = %e, "the profiler warm-up failed; the profile pays its set-up");
+            false
+        }
+    }
+}
+
+/// The warm-up kernel and its one test: 256 floats, one block.
+fn warmup_launch() -> (kt_tuner::TunableKernel, kt_tuner::KernelTest) {
+    use kt_tuner::{ArrayArg, ArraySource, Distribution, KernelTest, ScalarArg, TestArg};
+    let name = kt_profile::WARMUP_KERNEL;
+    let code = format!(
+        "extern \"C\" __global__ void {name}(float* out, int n) {{\n    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i < n) out[i] = (float)i + 1.0f;\n}}\n"
+    );
+    let kernel = kt_tuner::TunableKernel::new(code, name, vec!["n".into()]);
+    let n: i32 = 256;
+    let test = KernelTest {
+        id: "warmup".into(),
+        args: vec![
+            TestArg::Array(ArrayArg {
+                name: "out".into(),
+                dtype: kt_record::DType::Float32,
+                lanes: 1,
+                elements: n as u64,
+                source: ArraySource::Generate {
+                    dist: Distribution::Zeros,
+                    seed: 0,
+                },
+                is_output: true,
+                expected: None,
+            }),
+            TestArg::Scalar(ScalarArg {
+                name: "n".into(),
+                dtype: kt_record::DType::Int32,
+                value: f64::from(n),
+                bytes: n.to_le_bytes().to_vec(),
+            }),
+        ],
+        tolerances: BTreeMap::new(),
+    };
+    (kernel, test)
 }
 
 #[cfg(test)]
@@ -247,6 +308,20 @@ mod tests {
         assert!(!line.contains('\n'), "one line: {line}");
         let back: ProfileLaunch = serde_json::from_str(&line).unwrap();
         assert_eq!(back, launch());
+    }
+
+    #[test]
+    fn the_warm_up_kernel_parses_and_its_test_matches_its_signature() {
+        let (kernel, test) = warmup_launch();
+        let parsed = kt_cuda::parse(&kernel.source).unwrap();
+        let signature = parsed
+            .select_kernel(Some(kt_profile::WARMUP_KERNEL))
+            .unwrap();
+        let names: Vec<&str> = signature.params.iter().map(|p| p.name.as_str()).collect();
+        let args: Vec<&str> = test.args.iter().map(|a| a.name()).collect();
+        assert_eq!(names, args);
+        assert!(test.arrays().all(|a| a.is_output && a.bytes() == 1024));
+        assert_eq!(kernel.kernel_name, kt_profile::WARMUP_KERNEL);
     }
 
     #[test]

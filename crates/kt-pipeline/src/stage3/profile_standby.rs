@@ -39,7 +39,8 @@ pub(super) fn standby_command(
             "--cache-dir".as_ref(),
             cache_dir.as_os_str(),
         ])
-        .launch_skip(1)
+        .with_warmup()
+        .metrics(kt_profile::SUMMARY_METRICS)
 }
 
 fn turned_off() -> bool {
@@ -90,7 +91,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_standby_runs_the_hidden_launch_command_with_the_direct_profiles_filter() {
+    fn a_standby_runs_the_hidden_launch_command_with_the_warm_up_filter() {
         let kt = kt_tuner::self_command::SelfCommand {
             program: "/bin/kt".into(),
             args: Vec::new(),
@@ -111,10 +112,13 @@ mod tests {
             line.ends_with("/bin/kt __profile-launch --standby --cache-dir /run/tuning"),
             "{line}"
         );
+        // the standby launches the warm-up kernel first: the first launch of each is profiled
         assert!(
-            line.contains("--kernel-name regex:^matrixMultiply$ --launch-skip 1"),
+            line.contains("--kernel-id ::regex:^(matrixMultiply|kt_ncu_warmup)$:1 "),
             "{line}"
         );
+        // only what the summary reads: no FP32 instruction counts (they patch the kernel's code)
+        assert!(!line.contains("ffma"), "{line}");
     }
 
     #[cfg(unix)]

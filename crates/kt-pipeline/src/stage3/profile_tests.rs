@@ -1,7 +1,8 @@
 //! Profiles through the whole graph on the CPU: the fake backend answers every profile with kt-profile's
-//! real ncu capture, so the naive kernel and each accepted step are profiled, recorded in the state, and (with
-//! `profile = true`) rendered into the plan, replan and apply prompts inside a measured section that leaves
-//! the prompt, once removed, exactly as it reads without profiles.
+//! real ncu capture. A kernel is profiled when a prompt about to be asked reads its profile (or, with
+//! `profile_every_best`, as it becomes the best), recorded in the state, and rendered into the prompts the
+//! strategy names inside a measured section that leaves the prompt, once removed, exactly as it reads
+//! without profiles.
 
 use kt_llm::without_measured;
 
@@ -9,9 +10,11 @@ use super::graph_tests::{Harness, harness_with, plan, prompts_of, restrictions, 
 use super::profiling::captured_profile;
 use super::*;
 use crate::job::recorded_run::matmul_rewrite as rewrite;
-use crate::strategy::StrategyOverrides;
+use crate::strategy::{ProfilePrompt, StrategyOverrides};
+use std::sync::Arc;
 
-fn autonomous(backend: FakeBackend) -> Harness {
+/// Plan two steps (the first accepted at 10 ms, the second at `second`), then replan once with nothing.
+fn autonomous_with(backend: FakeBackend, second: &str) -> Harness {
     harness_with(
         "autonomous",
         StrategyOverrides {
@@ -28,12 +31,31 @@ fn autonomous(backend: FakeBackend) -> Harness {
             ("stage3.apply", rewrite("ok 10.0")),
             ("stage3.restrictions", restrictions(&[])),
             ("stage3.validate", valid(true)),
-            ("stage3.apply", rewrite("ok 9.99")),
+            ("stage3.apply", rewrite(second)),
             ("stage3.restrictions", restrictions(&[])),
             ("stage3.replan", plan(&[])),
         ],
         backend,
     )
+}
+
+/// As [`autonomous_with`], the second step rejected (not faster than the first).
+fn autonomous(backend: FakeBackend) -> Harness {
+    autonomous_with(backend, "ok 9.99")
+}
+
+/// `h` with its strategy's settings changed by `change`.
+fn with_settings(
+    mut h: Harness,
+    change: impl FnOnce(&mut crate::strategy::StrategySettings),
+) -> Harness {
+    let cx = Arc::get_mut(&mut h.cx).expect("the harness's context is not shared yet");
+    change(&mut cx.strategy.settings);
+    h
+}
+
+fn profiled_steps(s: &Stage3State) -> Vec<&str> {
+    s.profiles.iter().map(|r| r.step.as_str()).collect()
 }
 
 fn peaks() -> kt_profile::DevicePeaks {
@@ -44,14 +66,42 @@ fn peaks() -> kt_profile::DevicePeaks {
 }
 
 #[tokio::test]
-async fn the_naive_kernel_and_each_accepted_step_are_profiled_and_recorded() {
-    let h = autonomous(FakeBackend::new(20.0).with_profile(captured_profile()));
+async fn by_default_only_the_kernels_a_prompt_reads_are_profiled() {
+    // Both steps accepted: the plan reads the naive kernel's profile, the replan the second step's; the
+    // first step's kernel is never in a prompt and is not profiled.
+    let h = autonomous_with(
+        FakeBackend::new(20.0).with_profile(captured_profile()),
+        "ok 5.0",
+    );
     let s = run(&h).await.unwrap();
-    let steps: Vec<&str> = s.profiles.iter().map(|r| r.step.as_str()).collect();
+    assert_eq!(profiled_steps(&s), vec!["original", "register tiling"]);
+    assert_eq!(h.backend.profiled().len(), 2);
+    assert!(h.cx.strategy.settings.takes_profiles());
+    // apply prompts do not read profiles by default
+    assert!(
+        prompts_of(&h, "stage3.apply")
+            .iter()
+            .all(|p| !p.contains("<measured>"))
+    );
+    let replan = prompts_of(&h, "stage3.replan");
+    assert!(
+        replan.iter().all(|p| p.contains("<measured>")),
+        "{replan:?}"
+    );
+}
+
+#[tokio::test]
+async fn with_profile_every_best_the_naive_kernel_and_each_accepted_step_are_profiled_and_recorded()
+{
+    let h = with_settings(
+        autonomous(FakeBackend::new(20.0).with_profile(captured_profile())),
+        |s| s.profile_every_best = true,
+    );
+    let s = run(&h).await.unwrap();
     assert_eq!(
-        steps,
+        profiled_steps(&s),
         vec!["original", "tunable block size"],
-        "the rejected step is not profiled"
+        "the rejected step is not profiled, and the replan reuses the first step's profile"
     );
     assert_eq!(h.backend.profiled().len(), 2);
     assert!(s.profiles.iter().all(|r| r.profile.is_some()));
@@ -67,10 +117,38 @@ async fn the_naive_kernel_and_each_accepted_step_are_profiled_and_recorded() {
 }
 
 #[tokio::test]
+async fn apply_prompts_that_read_profiles_get_each_accepted_steps_profile_once() {
+    let h = with_settings(
+        autonomous_with(
+            FakeBackend::new(20.0).with_profile(captured_profile()),
+            "ok 5.0",
+        ),
+        |s| s.profile_in.push(ProfilePrompt::Apply),
+    );
+    let s = run(&h).await.unwrap();
+    // plan: the naive kernel; apply of step 2: step 1's kernel; replan: step 2's kernel
+    assert_eq!(
+        profiled_steps(&s),
+        vec!["original", "tunable block size", "register tiling"]
+    );
+    assert_eq!(h.backend.profiled().len(), 3);
+}
+
+#[tokio::test]
 async fn profile_facts_reach_plan_replan_and_apply_prompts_in_measured_sections_only() {
-    let profiled = autonomous(FakeBackend::new(20.0).with_profile(captured_profile()));
+    let all_prompts = |s: &mut crate::strategy::StrategySettings| {
+        s.profile_in = vec![
+            ProfilePrompt::Plan,
+            ProfilePrompt::Replan,
+            ProfilePrompt::Apply,
+        ];
+    };
+    let profiled = with_settings(
+        autonomous(FakeBackend::new(20.0).with_profile(captured_profile())),
+        all_prompts,
+    );
     run(&profiled).await.unwrap();
-    let plain = autonomous(FakeBackend::new(20.0));
+    let plain = with_settings(autonomous(FakeBackend::new(20.0)), all_prompts);
     run(&plain).await.unwrap();
     let summary = kt_profile::summarize(&captured_profile()).unwrap();
     for node in ["stage3.plan", "stage3.replan", "stage3.apply"] {
@@ -101,17 +179,27 @@ async fn profile_facts_reach_plan_replan_and_apply_prompts_in_measured_sections_
 }
 
 #[tokio::test]
-async fn a_strategy_without_profile_true_keeps_profiles_out_of_prompts_but_records_them() {
-    let h = harness_with(
-        "one-prompt",
-        StrategyOverrides::default(),
-        &[
-            ("stage3.apply", rewrite("ok 10.0")),
-            ("stage3.restrictions", restrictions(&[])),
-        ],
-        FakeBackend::new(20.0).with_profile(captured_profile()),
-    );
+async fn a_strategy_without_profile_true_profiles_nothing_unless_asked_to_record_every_best() {
+    let one_prompt = || {
+        harness_with(
+            "one-prompt",
+            StrategyOverrides::default(),
+            &[
+                ("stage3.apply", rewrite("ok 10.0")),
+                ("stage3.restrictions", restrictions(&[])),
+            ],
+            FakeBackend::new(20.0).with_profile(captured_profile()),
+        )
+    };
+    let h = one_prompt();
     assert!(!h.cx.strategy.settings.profile);
+    assert!(!h.cx.strategy.settings.takes_profiles());
+    let s = run(&h).await.unwrap();
+    assert!(s.profiles.is_empty() && h.backend.profiled().is_empty());
+    assert!(run_profiles(&s, 10.0).is_none());
+
+    let h = with_settings(one_prompt(), |s| s.profile_every_best = true);
+    assert!(h.cx.strategy.settings.takes_profiles());
     let s = run(&h).await.unwrap();
     assert_eq!(s.profiles.len(), 2);
     assert!(

@@ -1,8 +1,9 @@
-//! Profiles and the roofline of a run. The naive kernel (after the baseline) and the kernel of every accepted
-//! step are profiled once with Nsight Compute at their best configuration ([`ProfileRecord`]s in the state,
-//! `profiles` in result.json); the best kernel's summary goes into the plan, replan and apply prompts when
-//! the strategy says `profile = true`, inside a measured section (`<measured>` … `</measured>`), which a
-//! request's identity leaves out so a recorded run replays on another GPU. The roofline places the naive and
+//! Profiles and the roofline of a run. A kernel is profiled with Nsight Compute at its best configuration when
+//! a prompt about to be asked reads its profile (the strategy's `profile` and `profile_in`) and it was not
+//! profiled yet, or, with `profile_every_best`, whenever it becomes the best kernel ([`ProfileRecord`]s in
+//! the state, `profiles` in result.json). The summary goes into the prompt inside a measured section
+//! (`<measured>` … `</measured>`), which a request's identity leaves out so a recorded run replays on another
+//! GPU. The roofline places the naive and
 //! the best kernel under the device's theoretical peaks, at the kernel's arithmetic intensity.
 
 use std::collections::BTreeMap;
@@ -16,6 +17,7 @@ use super::context::Stage3Context;
 pub use super::profile_record::ProfileRecord;
 use super::state::Stage3State;
 use super::tunable_code::ORIGINAL_STEP;
+use crate::strategy::ProfilePrompt;
 
 /// result.json's `profiles`: the naive kernel's and each accepted step's, and what they cost.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -99,19 +101,27 @@ pub fn run_roofline(state: &Stage3State) -> Option<RunRoofline> {
     })
 }
 
-/// The best kernel's profile summary for a prompt, when the strategy turns profiles on and the best kernel
-/// was profiled; the template wraps it in a measured section.
-pub(crate) fn prompt_profile(cx: &Stage3Context, state: &Stage3State) -> Option<String> {
-    if !cx.strategy.settings.profile {
-        return None;
-    }
+/// The profile record of the best kernel at its configuration, when one was taken.
+pub(crate) fn best_profile(state: &Stage3State) -> Option<&ProfileRecord> {
     let best = state.best.as_ref()?;
     state
         .profiles
         .iter()
         .rev()
-        .find(|r| r.step == best.step)
-        .and_then(|r| r.summary.clone())
+        .find(|r| r.step == best.step && r.params == best.best_params)
+}
+
+/// The best kernel's profile summary for a prompt of kind `prompt`, when the strategy puts profiles into
+/// that prompt and the best kernel was profiled; the template wraps it in a measured section.
+pub(crate) fn prompt_profile(
+    cx: &Stage3Context,
+    state: &Stage3State,
+    prompt: ProfilePrompt,
+) -> Option<String> {
+    if !cx.strategy.settings.prompt_reads_profile(prompt) {
+        return None;
+    }
+    best_profile(state).and_then(|r| r.summary.clone())
 }
 
 /// A record from a profiling run: the summary rendered from the profile (a rendering failure only loses

@@ -57,6 +57,8 @@ pub struct TunerBackendConfig {
     /// with `kt tune` and across runs ([`default_tuner_cache`]); None keeps them in `cache_dir`. Results stay in
     /// `cache_dir`: every run measures afresh.
     pub tuner_cache: Option<PathBuf>,
+    /// Whether the strategy may profile kernels: a standby ncu is started during tunings only then.
+    pub takes_profiles: bool,
 }
 
 impl TunerBackendConfig {
@@ -146,33 +148,24 @@ fn open_session<'a>(
     })
 }
 
-/// `launches` separate timed launches of `kernel` at `config` on `test` (one tuner reference run with exactly
-/// that many samples); its outputs go to `out`.
+/// `launches` separate timed launches of `kernel` at `config` on `test` (nothing written).
 fn time_launches(
     s: &mut Session,
     kernel: &kt_tuner::TunableKernel,
     config: &Config,
-    test: &TestSet,
-    out: &Path,
+    test: &kt_tuner::KernelTest,
     launches: u32,
 ) -> Result<Vec<f64>, BackendError> {
-    let runs = s
+    let samples = s
         .tuner
-        .run_reference(
-            kernel,
-            config,
-            test,
-            &[out.to_path_buf()],
-            Some(kt_tuner::TimingPolicy::exactly(launches)),
-        )
+        .time_launches(kernel, config, test, launches)
         .map_err(backend_error)?;
-    runs.into_iter()
-        .next()
-        .and_then(|r| r.timing)
-        .map(|t| t.samples_ms)
-        .ok_or_else(|| BackendError::Failed {
+    if samples.is_empty() {
+        return Err(BackendError::Failed {
             detail: format!("the tuner returned no timing for {}", kernel.kernel_name),
-        })
+        });
+    }
+    Ok(samples)
 }
 
 impl TunerBackend {
@@ -250,7 +243,8 @@ impl TunerBackend {
         progress: &dyn TuningProgress,
     ) -> Result<Result<Tuned, TunerError>, BackendError> {
         // ncu's start-up for the next profile overlaps this tuning
-        if let Some(ncu) = kt_profile::ncu_once()
+        if self.config.takes_profiles
+            && let Some(ncu) = kt_profile::ncu_once()
             && std::fs::create_dir_all(self.config.tuner_dir()).is_ok()
         {
             self.standby
@@ -500,10 +494,8 @@ impl TuningBackend for TunerBackend {
                     detail: format!("no tests in {}", config.tests_dir.display()),
                 })?;
             let id = test.id.clone();
-            let one = TestSet { tests: vec![test] };
-            let out = config.cache_dir.join("launch-timing");
-            let first_ms = time_launches(s, &a, &ca, &one, &out.join("first"), launches)?;
-            let second_ms = time_launches(s, &b, &cb, &one, &out.join("second"), launches)?;
+            let first_ms = time_launches(s, &a, &ca, &test, launches)?;
+            let second_ms = time_launches(s, &b, &cb, &test, launches)?;
             Ok(PairTimes {
                 test: id,
                 first_ms,
@@ -604,6 +596,7 @@ pub(crate) mod tests {
             profile_cache: None,
             early_tuner: EarlyTuner::default(),
             tuner_cache: None,
+            takes_profiles: true,
         }));
         (backend, original)
     }

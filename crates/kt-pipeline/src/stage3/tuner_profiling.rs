@@ -140,6 +140,8 @@ impl TunerBackend {
         if let Some(run) = self.standby.take() {
             let line =
                 serde_json::to_string(launch).map_err(|e| format!("the launch as JSON: {e}"))?;
+            // what a user needs to take this profile again by hand (`kt __profile-launch --standby` reads it)
+            tracing::debug!(launch = %line, "handing the launch to the waiting standby");
             return Ok(ProfileVia::Standby(run, line + "\n"));
         }
         // kt's own command line: this executable, or the host's (kt's Python module)
@@ -148,7 +150,7 @@ impl TunerBackend {
             kt_profile::ProfileCommand::new(ncu.clone(), launch.kernel.clone(), kt.program)
                 .args(kt.args)
                 .args(launch.args())
-                .launch_skip(1),
+                .metrics(kt_profile::SUMMARY_METRICS),
         ))
     }
 

@@ -89,11 +89,45 @@ pub struct StrategySettings {
     /// Bound on graph steps, so that no combination of answers can loop for ever.
     #[serde(default = "default_graph_steps")]
     pub max_graph_steps: u64,
-    /// Nsight Compute's summary of the best kernel in the plan, replan and apply prompts (inside a measured
-    /// section, which replays ignore). Takes effect only where ncu is installed; the best kernels are
-    /// profiled either way.
+    /// Nsight Compute's summary of the best kernel in the prompts `profile_in` names (inside a measured
+    /// section, which replays ignore). Takes effect only where ncu is installed.
     #[serde(default)]
     pub profile: bool,
+    /// The prompts that carry the profile summary when `profile` is on. A kernel is profiled when a prompt
+    /// about to be asked reads its profile and none of it (same kernel, same configuration) was taken yet:
+    /// the plan prompt profiles the naive kernel, a replan the best kernel at that point. `apply` adds a
+    /// profile of every accepted step's kernel, taken before the next step is applied.
+    #[serde(default = "default_profile_in")]
+    pub profile_in: Vec<ProfilePrompt>,
+    /// Also profile every kernel that becomes the best one (the naive kernel and each accepted step's), for
+    /// the record (result.json, the report), whether or not a prompt reads its profile.
+    #[serde(default)]
+    pub profile_every_best: bool,
+}
+
+/// A prompt that can carry the best kernel's profile summary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ProfilePrompt {
+    Plan,
+    Replan,
+    Apply,
+}
+
+fn default_profile_in() -> Vec<ProfilePrompt> {
+    vec![ProfilePrompt::Plan, ProfilePrompt::Replan]
+}
+
+impl StrategySettings {
+    /// Whether a prompt of kind `prompt` carries the best kernel's profile summary.
+    pub fn prompt_reads_profile(&self, prompt: ProfilePrompt) -> bool {
+        self.profile && self.profile_in.contains(&prompt)
+    }
+
+    /// Whether this strategy may profile a kernel at all (ncu is started ahead of time only then).
+    pub fn takes_profiles(&self) -> bool {
+        self.profile_every_best || (self.profile && !self.profile_in.is_empty())
+    }
 }
 
 impl Default for StrategySettings {
@@ -110,6 +144,8 @@ impl Default for StrategySettings {
             max_plan_length: default_plan_length(),
             max_graph_steps: default_graph_steps(),
             profile: false,
+            profile_in: default_profile_in(),
+            profile_every_best: false,
         }
     }
 }

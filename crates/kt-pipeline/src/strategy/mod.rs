@@ -7,7 +7,9 @@ mod config;
 mod explicit;
 mod load;
 
-pub use config::{Strategy, StrategyKind, StrategyOverrides, StrategyPrompts, StrategySettings};
+pub use config::{
+    ProfilePrompt, Strategy, StrategyKind, StrategyOverrides, StrategyPrompts, StrategySettings,
+};
 pub use explicit::{ExplicitStep, StepParameter};
 pub use load::{
     BUILTIN_STRATEGIES, find_strategies_dir, load_run_strategy, load_strategy, parse_strategy,

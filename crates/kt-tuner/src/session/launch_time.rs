@@ -18,6 +18,21 @@ pub(crate) fn time_once(
     config: &Config,
     test: &KernelTest,
 ) -> Result<f64, TunerError> {
+    let samples = time_exactly(e, kernel, config, test, 1)?;
+    let stats = crate::measure::TimingStats::from_samples(&samples);
+    Ok(stats.map(|t| t.median_ms).unwrap_or(0.0))
+}
+
+/// Uploads `test` alone and times `launches` separate launches of
+/// `kernel` at `config` on it, outputs from their initial contents; their times in milliseconds. Nothing
+/// is written: the samples behind a speedup's interval.
+pub(crate) fn time_exactly(
+    e: &mut Engine,
+    kernel: &TunableKernel,
+    config: &Config,
+    test: &KernelTest,
+    launches: u32,
+) -> Result<Vec<f64>, TunerError> {
     e.queue.submit_util(&test_dtypes(test));
     let submitted = e.queue.submit(kernel, config, &test.scalars(), false)?;
     e.link.device(&mut e.queue)?;
@@ -32,9 +47,9 @@ pub(crate) fn time_once(
     e.link
         .load_required(&submitted.key, &test.id, &mut e.queue)?;
     let run = RunRequest {
-        timing: Some(TimingPolicy::exactly(1)),
+        timing: Some(TimingPolicy::exactly(launches)),
         ..run_request(&submitted.key, kernel, config, test)?
     };
     let outcome = e.link.reference(run, &mut e.queue)?;
-    Ok(outcome.timing.map(|t| t.median_ms).unwrap_or(0.0))
+    Ok(outcome.timing.map(|t| t.samples_ms).unwrap_or_default())
 }

@@ -43,13 +43,16 @@ pub(crate) fn run(
     }
     let submitted = e.queue.submit(kernel, config, &first.scalars(), false)?;
     e.link.device(&mut e.queue)?;
+    tracing::debug!("reference run: the worker is ready");
     e.queue.wait_required(
         &submitted,
         &kernel.kernel_name,
         &first.id,
         &format!("the kernel at {config}"),
     )?;
+    tracing::debug!("reference run: the kernel is compiled");
     e.link.prepare(tests, None, &mut e.queue)?;
+    tracing::debug!("reference run: the tests are uploaded");
     let key = submitted.key;
     let mut runs = Vec::new();
     for (t, dir) in tests.iter().zip(out_dirs) {
@@ -92,6 +95,7 @@ pub(crate) fn run(
             RunStatus::Invalid(m) => return Err(failed(m)),
             RunStatus::Crashed(m) => return Err(faulted(m)),
         }
+        tracing::debug!(test = %t.id, "reference run: launched and recorded");
         runs.push(ReferenceOutputs {
             test_id: t.id.clone(),
             outputs: o.recorded,

@@ -208,6 +208,18 @@ pub(crate) fn tune(
         best => best,
     };
     phases.total_ms = start.elapsed().as_secs_f64() * 1e3;
+    tracing::debug!(
+        kernel = %kernel.kernel_name,
+        configurations = measurements.len(),
+        context_ms = phases.context_ms as u64,
+        upload_ms = phases.upload_ms as u64,
+        reference_ms = phases.reference_ms as u64,
+        compile_wait_ms = phases.compile_wait_ms as u64,
+        benchmark_ms = phases.benchmark_ms as u64,
+        after_search_ms = (t_bench.elapsed().as_secs_f64() * 1e3 - phases.benchmark_ms) as u64,
+        total_ms = phases.total_ms as u64,
+        "tuning finished"
+    );
 
     let mut result = TuneResult {
         kernel_name: kernel.kernel_name.clone(),

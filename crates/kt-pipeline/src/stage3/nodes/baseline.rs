@@ -53,9 +53,15 @@ impl Node<Stage3State> for Baseline {
             None,
             &best_params,
         )?;
-        let profile =
-            super::profile::profile_kernel(cx, &ctx, ORIGINAL_STEP, &original, &best_params)
-                .await?;
+        // profiled here only for the record; a prompt that reads the profile takes it itself
+        let profile = if cx.strategy.settings.profile_every_best {
+            vec![
+                super::profile::profile_kernel(cx, &ctx, ORIGINAL_STEP, &original, &best_params)
+                    .await?,
+            ]
+        } else {
+            Vec::new()
+        };
         let best = KernelVersion {
             kernel: original,
             time_ms: reference.time_ms,
@@ -70,6 +76,6 @@ impl Node<Stage3State> for Baseline {
             .reference(Some(reference))
             .best(Some(best))
             .kernels_written(1)
-            .profiles(vec![profile]))
+            .profiles(profile))
     }
 }

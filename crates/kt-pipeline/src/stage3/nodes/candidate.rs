@@ -32,11 +32,13 @@ use crate::stage3::state::{
     CandidateOutcome, CurrentStep, LlmCallRecord, Stage3State, Stage3Update,
 };
 use crate::stage3::tunable_code::TunableCode;
+use crate::strategy::ProfilePrompt;
 
 use super::launch_timing::tuning_error;
 
-/// `prepare`: starts a new candidate round for the current step.
-pub(crate) struct Prepare;
+/// `prepare`: starts a new candidate round for the current step, profiling the best kernel first when the
+/// apply prompts of the round read its profile (once, before the candidates run in parallel).
+pub(crate) struct Prepare(pub Arc<Stage3Context>);
 
 impl Node<Stage3State> for Prepare {
     type Error = PipelineError;
@@ -44,12 +46,17 @@ impl Node<Stage3State> for Prepare {
     async fn run(
         &self,
         state: Arc<Stage3State>,
-        _ctx: NodeContext,
+        ctx: NodeContext,
     ) -> Result<Stage3Update, PipelineError> {
         let mut current = state.current_step()?;
         let round = state.round + 1;
         current.round = round;
-        Ok(Stage3Update::default().round(round).current(Some(current)))
+        let taken =
+            super::profile::profile_best_for(&self.0, &ctx, &state, ProfilePrompt::Apply).await?;
+        Ok(Stage3Update::default()
+            .round(round)
+            .current(Some(current))
+            .profiles(taken.into_iter().collect()))
     }
 }
 
@@ -239,7 +246,7 @@ impl Apply {
             step: &step.description,
             suggested: &step.suggested_parameters,
             errors: &state.feedback,
-            profile: crate::stage3::profiling::prompt_profile(cx, state),
+            profile: crate::stage3::profiling::prompt_profile(cx, state, ProfilePrompt::Apply),
         };
         let asked = ask_text::<KernelRewrite, _>(cx, ctx, "stage3.apply", &step.template, &vars)
             .await

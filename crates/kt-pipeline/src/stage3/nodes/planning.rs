@@ -21,6 +21,7 @@ use crate::stage3::prompt_vars::{
 use crate::stage3::state::{
     CurrentStep, PlannedStep, Stage3State, Stage3Update, StepRecord, StepStatus,
 };
+use crate::strategy::ProfilePrompt;
 
 use super::step_gate::StepGate;
 
@@ -54,13 +55,24 @@ impl Node<Stage3State> for Planner {
     ) -> Result<Stage3Update, PipelineError> {
         let cx = &self.cx;
         let settings = &cx.strategy.settings;
+        let kind = if self.replan {
+            ProfilePrompt::Replan
+        } else {
+            ProfilePrompt::Plan
+        };
+        let taken = super::profile::profile_best_for(cx, &ctx, &state, kind).await?;
+        let profile = match &taken {
+            Some(record) => record.summary.clone(),
+            None => crate::stage3::profiling::prompt_profile(cx, &state, kind),
+        };
+        let taken: Vec<_> = taken.into_iter().collect();
         let vars = PlanVars {
             kernel: kernel_var(cx, &state.best_kernel()?.kernel),
             info: &cx.kernel.info,
             launch: launch_var(&cx.kernel.info),
             history: history_var(&state.history),
             max_steps: settings.max_plan_length,
-            profile: crate::stage3::profiling::prompt_profile(cx, &state),
+            profile,
         };
         let (template, node) = if self.replan {
             (&cx.strategy.prompts.replan, "stage3.replan")
@@ -101,6 +113,7 @@ impl Node<Stage3State> for Planner {
                     })
                     .collect();
                 let mut update = Stage3Update::default()
+                    .profiles(taken)
                     .plan(plan)
                     .last_plan_failed(false)
                     .history(cut)
@@ -113,6 +126,7 @@ impl Node<Stage3State> for Planner {
             Err(AskError::Recoverable { kind, message }) => {
                 tracing::warn!(%kind, %message, failures = state.planner_failures + 1, "planner gave no usable plan");
                 Ok(Stage3Update::default()
+                    .profiles(taken)
                     .plan(Vec::new())
                     .last_plan_failed(true)
                     .planner_failures(state.planner_failures + 1))

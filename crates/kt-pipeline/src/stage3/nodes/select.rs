@@ -142,7 +142,7 @@ struct Judged<'a> {
 }
 
 impl Judged<'_> {
-    /// Accepts the candidate (profiled, the new best) or rejects it, in `record`.
+    /// Accepts the candidate (the new best) or rejects it, in `record`.
     async fn fastest(
         &self,
         c: &CandidateOutcome,
@@ -180,15 +180,22 @@ impl Judged<'_> {
         record.reason = "verified on every test and faster than the best kernel by more than the \
                                      measured noise"
             .into();
-        let profile = super::profile::profile_kernel(
-            self.cx,
-            self.ctx,
-            &self.step.description,
-            &kernel,
-            &best_params,
-        )
-        .await?;
-        Ok(update.profiles(vec![profile]).best(Some(KernelVersion {
+        // profiled here only for the record; a prompt that reads the profile takes it itself
+        let profile = if self.cx.strategy.settings.profile_every_best {
+            vec![
+                super::profile::profile_kernel(
+                    self.cx,
+                    self.ctx,
+                    &self.step.description,
+                    &kernel,
+                    &best_params,
+                )
+                .await?,
+            ]
+        } else {
+            Vec::new()
+        };
+        Ok(update.profiles(profile).best(Some(KernelVersion {
             kernel,
             time_ms,
             noise_ms,
