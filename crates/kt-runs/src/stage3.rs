@@ -13,8 +13,8 @@ use async_trait::async_trait;
 use kt_graph::CompiledGraph;
 use kt_pipeline::job::{BackendInputs, tuner_backend};
 use kt_pipeline::stage3::{
-    BackendError, KernelFacts, Outcome, PairTimes, ProfileRun, Reference, Stage3Context,
-    Stage3State, TunableCode, TuningBackend, TuningProgress, build_graph,
+    BackendError, KernelFacts, Outcome, PairTimes, ProfileRecord, ProfileRun, Reference,
+    Stage3Context, Stage3State, TunableCode, TuningBackend, TuningProgress, build_graph,
 };
 use kt_pipeline::strategy::{StrategyOverrides, load_run_strategy};
 use kt_pipeline::{PipelineError, PromptLibrary, RunDir};
@@ -130,6 +130,8 @@ impl GraphBinding for Stage3Binding {
 pub struct RecordedBackend {
     reference: Option<Reference>,
     outcomes: HashMap<String, Outcome>,
+    /// Recorded profiles by step and configuration (what a node that reads a profile asks for).
+    profiles: HashMap<(String, String), ProfileRun>,
     live: Arc<dyn TuningBackend>,
 }
 
@@ -139,6 +141,7 @@ impl RecordedBackend {
         let mut me = Self {
             reference: None,
             outcomes: HashMap::new(),
+            profiles: HashMap::new(),
             live,
         };
         let Ok(record) = RunRecord::open(run.clone()) else {
@@ -177,6 +180,21 @@ impl RecordedBackend {
                 };
                 me.outcomes.insert(key(&kernel), outcome);
             }
+            for r in fields
+                .get("profiles")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(|r| serde_json::from_value::<ProfileRecord>(r.clone()).ok())
+            {
+                let run = ProfileRun {
+                    profile: r.profile,
+                    skipped: r.skipped,
+                    seconds: r.seconds,
+                    cached: r.from_cache,
+                };
+                me.profiles.insert(profile_key(&r.step, &r.params), run);
+            }
         }
         me
     }
@@ -189,6 +207,13 @@ impl RecordedBackend {
 
 fn key(kernel: &TunableCode) -> String {
     serde_json::to_string(kernel).unwrap_or_default()
+}
+
+fn profile_key(step: &str, params: &BTreeMap<String, i64>) -> (String, String) {
+    (
+        step.to_string(),
+        serde_json::to_string(params).unwrap_or_default(),
+    )
 }
 
 #[async_trait]
@@ -218,14 +243,23 @@ impl TuningBackend for RecordedBackend {
         }
     }
 
-    // Profiles of kernels the recording did not reach are measurements of this machine.
+    // A profile the recording took is what the prompt read then; others are measurements of this machine.
     async fn profile(
         &self,
         label: &str,
         kernel: &TunableCode,
         params: &BTreeMap<String, i64>,
     ) -> Result<ProfileRun, BackendError> {
-        self.live.profile(label, kernel, params).await
+        match self.profiles.get(&profile_key(label, params)) {
+            Some(run) => {
+                tracing::info!(
+                    label,
+                    "kernel profiled before in this run: reusing its profile"
+                );
+                Ok(run.clone())
+            }
+            None => self.live.profile(label, kernel, params).await,
+        }
     }
 
     // Launch times are measurements of this machine, never reused from the recording.
