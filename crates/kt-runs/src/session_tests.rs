@@ -344,7 +344,8 @@ async fn the_graph_export_highlights_the_path_and_the_report_has_every_part() {
     ] {
         assert!(html.contains(&format!("id=\"{id}\"")), "missing #{id}");
     }
-    // The fixture's device has peaks and every best kernel a profile: the roofline and the summaries show.
+    // The fixture's device has peaks and a profile for every kernel a prompt read: the roofline and the
+    // summaries show.
     let roof = inputs.roofline.as_ref().expect("a roofline");
     assert_eq!(roof.points.len(), 2, "naive and best");
     assert!(
@@ -353,8 +354,8 @@ async fn the_graph_export_highlights_the_path_and_the_report_has_every_part() {
     );
     assert_eq!(
         inputs.profiles.len(),
-        3,
-        "the naive kernel and two accepted steps"
+        2,
+        "the naive kernel (read by the plan) and the best one (read by the replan)"
     );
     assert!(
         html.contains("Warps stall most on"),
