@@ -72,7 +72,6 @@ fn profile_launch_under_ncu_profiles_one_launch_of_the_naive_matmul() {
                 "--cache-dir",
                 cache.to_str().unwrap(),
             ])
-            .with_warmup()
             .spawn(true)
             .unwrap();
     std::thread::sleep(Duration::from_secs(5));

@@ -6,15 +6,9 @@
 //! is replayed for the metrics, and the report (with ncu's own messages) goes to the log file so the
 //! program's output cannot mix with it.
 //!
-//! With a warm-up ([`ProfileCommand::with_warmup`]) the filter is `--kernel-id ::regex:^(NAME|kt_ncu_warmup)$:1`
-//! instead: the first launch of each of the two kernels is profiled. Nsight Compute's first profiled kernel
-//! in a process costs about 0.6 s more than the next one (its profiling set-up); a program that launches
-//! [`WARMUP_KERNEL`] while it waits for its real launch takes that cost out of the profile that matters.
-//!
-//! `--clock-control none`: ncu leaves the GPU's clocks alone. A profile may be taken (the warm-up) while
-//! kt's tuner times other kernels on the same GPU, and locked base clocks would slow those down; the
-//! summary's figures are shares of peak, stall ratios, bytes and hit rates, which do not depend on the
-//! clock.
+//! `--clock-control none`: ncu leaves the GPU's clocks alone, so a profile never changes the clocks under
+//! kernels kt's tuner may be timing in another process; the summary's figures are shares of peak, stall
+//! ratios, bytes and hit rates, which do not depend on the clock.
 
 use crate::error::ProfileError;
 use crate::locate::NcuPath;
@@ -29,9 +23,6 @@ use std::time::Duration;
 #[cfg(test)]
 use std::time::Instant;
 
-/// The kernel a program under a warm-up profile launches first (see the module documentation).
-pub const WARMUP_KERNEL: &str = "kt_ncu_warmup";
-
 /// One kernel launch to profile: which kernel, in which program.
 #[derive(Debug, Clone)]
 pub struct ProfileCommand {
@@ -42,9 +33,6 @@ pub struct ProfileCommand {
     pub launch_skip: u64,
     pub program: PathBuf,
     pub args: Vec<OsString>,
-    /// The program launches [`WARMUP_KERNEL`] first: profile the first launch of each (`launch_skip` is
-    /// then not used).
-    pub warmup: bool,
     /// The metrics collected: [`METRICS`] unless [`ProfileCommand::metrics`] chose others.
     pub metrics: &'static [&'static str],
 }
@@ -57,7 +45,6 @@ impl ProfileCommand {
             launch_skip: 0,
             program: program.into(),
             args: Vec::new(),
-            warmup: false,
             metrics: METRICS,
         }
     }
@@ -83,37 +70,6 @@ impl ProfileCommand {
         self
     }
 
-    /// The program launches [`WARMUP_KERNEL`] before the kernel: profile the first launch of each. Not
-    /// for a kernel name with `:` (the kernel-id filter separates its fields with colons): that one keeps
-    /// the plain filter.
-    pub fn with_warmup(mut self) -> Self {
-        self.warmup = !self.kernel.contains(':');
-        self
-    }
-
-    /// ncu's arguments that pick the launch to profile.
-    fn filter_args(&self) -> Vec<String> {
-        if self.warmup {
-            let name = self.kernel_filter();
-            let name = name
-                .strip_prefix("regex:^")
-                .and_then(|n| n.strip_suffix('$'))
-                .unwrap_or(&self.kernel);
-            return vec![
-                "--kernel-id".into(),
-                format!("::regex:^({name}|{WARMUP_KERNEL})$:1"),
-            ];
-        }
-        vec![
-            "--kernel-name".into(),
-            self.kernel_filter(),
-            "--launch-skip".into(),
-            self.launch_skip.to_string(),
-            "--launch-count".into(),
-            "1".into(),
-        ]
-    }
-
     /// ncu's kernel filter: the exact name, regex metacharacters escaped (`<`, `>` and `:` stay literal:
     /// some regex dialects read `\<` as a word boundary).
     pub fn kernel_filter(&self) -> String {
@@ -125,6 +81,18 @@ impl ProfileCommand {
             escaped.push(c);
         }
         format!("regex:^{escaped}$")
+    }
+
+    /// ncu's arguments that pick the launch to profile.
+    fn filter_args(&self) -> Vec<String> {
+        vec![
+            "--kernel-name".into(),
+            self.kernel_filter(),
+            "--launch-skip".into(),
+            self.launch_skip.to_string(),
+            "--launch-count".into(),
+            "1".into(),
+        ]
     }
 
     /// ncu's arguments, up to and including the program and its arguments.
@@ -239,36 +207,6 @@ mod tests {
         );
         let metrics = &args[args.iter().position(|a| a == "--metrics").unwrap() + 1];
         assert_eq!(metrics.split(',').count(), METRICS.len());
-    }
-
-    #[test]
-    fn a_warm_up_profiles_the_first_launch_of_the_warm_up_kernel_and_of_the_kernel() {
-        let args: Vec<String> = cmd()
-            .launch_skip(1)
-            .with_warmup()
-            .ncu_args(Path::new("/tmp/r.csv"))
-            .iter()
-            .map(|a| a.to_string_lossy().into_owned())
-            .collect();
-        let line = args.join(" ");
-        assert!(
-            line.starts_with(
-                "--target-processes all --kernel-id ::regex:^(matmul|kt_ncu_warmup)$:1 --csv "
-            ),
-            "{line}"
-        );
-        assert!(!line.contains("--launch-skip"), "{line}");
-        // regex characters stay escaped inside the group
-        let mut c = cmd();
-        c.kernel = "a.b".into();
-        let c = c.with_warmup();
-        assert_eq!(c.filter_args()[1], "::regex:^(a\\.b|kt_ncu_warmup)$:1");
-        // a name with colons cannot go into a kernel id: the plain filter stays
-        let mut c = cmd();
-        c.kernel = "ns::gemm".into();
-        let c = c.with_warmup();
-        assert!(!c.warmup);
-        assert_eq!(c.filter_args()[0], "--kernel-name");
     }
 
     #[test]

@@ -33,7 +33,7 @@ mod running;
 mod stall;
 mod summary;
 
-pub use command::{ProfileCommand, RunningProfile, WARMUP_KERNEL};
+pub use command::{ProfileCommand, RunningProfile};
 pub use error::ProfileError;
 pub use locate::{NcuMissing, NcuPath, SearchPlaces, find_ncu, ncu_availability, ncu_once};
 pub use metrics::{METRICS, SUMMARY_METRICS};

@@ -49,6 +49,11 @@ impl RunningProfile {
         }
     }
 
+    /// Whether the program has written `marker` to its output (a standby says so once it is ready).
+    pub fn output_contains(&self, marker: &str) -> bool {
+        std::fs::read_to_string(&self.out).is_ok_and(|text| text.contains(marker))
+    }
+
     /// Whether ncu is still running (a program waiting for its input is).
     pub fn is_running(&mut self) -> bool {
         matches!(self.child.try_wait(), Ok(None))

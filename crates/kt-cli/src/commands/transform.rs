@@ -387,7 +387,7 @@ pub(crate) fn execute(
         kernel_name,
     } = check_inputs(args)?;
     // The first profile (the naive kernel's, which the plan prompt waits for) needs ncu and its program
-    // started: begun now, it is ready by the time the baseline is measured.
+    // started: begun now, its start overlaps Stages 1 and 2 (the baseline waits for whatever is left of it).
     let takes_profiles = strategy.settings.takes_profiles();
     let early = if takes_profiles && kt_tuner::cuda_probe::driver_present() {
         kt_pipeline::job::start_profile_standby(&kernel_name)

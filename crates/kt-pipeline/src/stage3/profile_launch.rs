@@ -176,6 +176,9 @@ fn start_tuner(cache_dir: Option<PathBuf>) -> Result<Tuner, PipelineError> {
     .map_err(|e| failed("starting the tuner", e))
 }
 
+/// What a standby prints once its worker (and that worker's CUDA context) is up.
+pub const STANDBY_READY: &str = "kt-profile-standby-ready";
+
 /// A launch started before it is known what to launch (`kt __profile-launch --standby`): starts the
 /// tuner (its worker process and CUDA context: under ncu the slow part of a profile) while the run is
 /// still tuning, then reads one [`ProfileLaunch`] as a JSON line from `input` and runs it. An input that
@@ -185,14 +188,14 @@ pub fn run_standby(
     input: &mut dyn std::io::BufRead,
 ) -> Result<(), PipelineError> {
     let mut tuner = start_tuner(cache_dir)?;
-    // The worker's CUDA context under ncu and ncu's own set-up for a first profile are the slow parts of a
-    // profile: both are done before the launch is known (the warm-up kernel compiles while the worker
-    // starts). Without a warm-up the worker is still waited for.
-    if !warm_up_profiler(&mut tuner) {
-        tuner
-            .wait_for_device()
-            .map_err(|e| failed("starting the tuner's worker", e))?;
-    }
+    // the worker's CUDA context under ncu is the slow part of a start: created before the launch is known
+    tuner
+        .wait_for_device()
+        .map_err(|e| failed("starting the tuner's worker", e))?;
+    // the run waits for this line before it times a kernel: a context being created under ncu slows kernels
+    // other processes are timing
+    println!("{STANDBY_READY}");
+    let _ = std::io::Write::flush(&mut std::io::stdout());
     tracing::debug!("standby ready; waiting for the launch on standard input");
     let mut line = String::new();
     input
@@ -207,61 +210,6 @@ pub fn run_standby(
     tracing::debug!("launch read");
     let prepared = launch.prepare()?;
     launch.launch(prepared, tuner)
-}
-
-/// Launches [`kt_profile::WARMUP_KERNEL`] (a few threads writing their index) in the worker, so that ncu's
-/// set-up for the first profiled kernel of the process (about 0.6 s) happens while the standby waits. It
-/// runs on a GPU that may be timing other kernels: its profile replays a kernel of microseconds and ncu
-/// leaves the clocks alone (`--clock-control none`). A failure only leaves that set-up to the real profile;
-/// whether it ran is returned.
-fn warm_up_profiler(tuner: &mut Tuner) -> bool {
-    let (kernel, test) = warmup_launch();
-    match tuner.time_launch(&kernel, &Config::ints(Vec::<(&str, i64)>::new()), &test) {
-        Ok(_) => {
-            tracing::debug!("profiler warmed up");
-            true
-        }
-        Err(e) => {
-            tracing::debug!(error = %e, "the profiler warm-up failed; the profile pays its set-up");
-            false
-        }
-    }
-}
-
-/// The warm-up kernel and its one test: 256 floats, one block.
-fn warmup_launch() -> (kt_tuner::TunableKernel, kt_tuner::KernelTest) {
-    use kt_tuner::{ArrayArg, ArraySource, Distribution, KernelTest, ScalarArg, TestArg};
-    let name = kt_profile::WARMUP_KERNEL;
-    let code = format!(
-        "extern \"C\" __global__ void {name}(float* out, int n) {{\n    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i < n) out[i] = (float)i + 1.0f;\n}}\n"
-    );
-    let kernel = kt_tuner::TunableKernel::new(code, name, vec!["n".into()]);
-    let n: i32 = 256;
-    let test = KernelTest {
-        id: "warmup".into(),
-        args: vec![
-            TestArg::Array(ArrayArg {
-                name: "out".into(),
-                dtype: kt_record::DType::Float32,
-                lanes: 1,
-                elements: n as u64,
-                source: ArraySource::Generate {
-                    dist: Distribution::Zeros,
-                    seed: 0,
-                },
-                is_output: true,
-                expected: None,
-            }),
-            TestArg::Scalar(ScalarArg {
-                name: "n".into(),
-                dtype: kt_record::DType::Int32,
-                value: f64::from(n),
-                bytes: n.to_le_bytes().to_vec(),
-            }),
-        ],
-        tolerances: BTreeMap::new(),
-    };
-    (kernel, test)
 }
 
 #[cfg(test)]
@@ -308,20 +256,6 @@ mod tests {
         assert!(!line.contains('\n'), "one line: {line}");
         let back: ProfileLaunch = serde_json::from_str(&line).unwrap();
         assert_eq!(back, launch());
-    }
-
-    #[test]
-    fn the_warm_up_kernel_parses_and_its_test_matches_its_signature() {
-        let (kernel, test) = warmup_launch();
-        let parsed = kt_cuda::parse(&kernel.source).unwrap();
-        let signature = parsed
-            .select_kernel(Some(kt_profile::WARMUP_KERNEL))
-            .unwrap();
-        let names: Vec<&str> = signature.params.iter().map(|p| p.name.as_str()).collect();
-        let args: Vec<&str> = test.args.iter().map(|a| a.name()).collect();
-        assert_eq!(names, args);
-        assert!(test.arrays().all(|a| a.is_output && a.bytes() == 1024));
-        assert_eq!(kernel.kernel_name, kt_profile::WARMUP_KERNEL);
     }
 
     #[test]

@@ -39,7 +39,6 @@ pub(super) fn standby_command(
             "--cache-dir".as_ref(),
             cache_dir.as_os_str(),
         ])
-        .with_warmup()
         .metrics(kt_profile::SUMMARY_METRICS)
 }
 
@@ -77,6 +76,25 @@ impl ProfileStandby {
         }
     }
 
+    /// Waits (at most `timeout`) until a standby that is still starting says it is ready, so that no kernel is
+    /// timed while its worker creates a CUDA context under ncu (measured: that made a concurrent baseline
+    /// 5 % slower). Returns how long it waited.
+    pub async fn wait_until_ready(&self, timeout: std::time::Duration) -> std::time::Duration {
+        let started = std::time::Instant::now();
+        loop {
+            let starting = {
+                let mut slot = self.waiting.lock().unwrap_or_else(|p| p.into_inner());
+                slot.as_mut().is_some_and(|run| {
+                    run.is_running() && !run.output_contains(super::profile_launch::STANDBY_READY)
+                })
+            };
+            if !starting || started.elapsed() >= timeout {
+                return started.elapsed();
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    }
+
     /// The waiting standby, if one is still alive (one that died is dropped: the caller profiles afresh).
     pub fn take(&self) -> Option<RunningProfile> {
         let mut slot = self.waiting.lock().unwrap_or_else(|p| p.into_inner());
@@ -91,7 +109,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_standby_runs_the_hidden_launch_command_with_the_warm_up_filter() {
+    fn a_standby_runs_the_hidden_launch_command_with_the_direct_profiles_filter() {
         let kt = kt_tuner::self_command::SelfCommand {
             program: "/bin/kt".into(),
             args: Vec::new(),
@@ -112,13 +130,50 @@ mod tests {
             line.ends_with("/bin/kt __profile-launch --standby --cache-dir /run/tuning"),
             "{line}"
         );
-        // the standby launches the warm-up kernel first: the first launch of each is profiled
+        // the kernel's first launch is profiled (its module is loaded eagerly)
         assert!(
-            line.contains("--kernel-id ::regex:^(matrixMultiply|kt_ncu_warmup)$:1 "),
+            line.contains("--kernel-name regex:^matrixMultiply$ --launch-skip 0 --launch-count 1 "),
             "{line}"
         );
         // only what the summary reads: no FP32 instruction counts (they patch the kernel's code)
         assert!(!line.contains("ffma"), "{line}");
+    }
+
+    #[cfg(unix)]
+    #[tokio::test]
+    async fn a_measurement_waits_for_a_starting_standby_until_it_says_it_is_ready() {
+        use std::os::unix::fs::PermissionsExt;
+        use std::time::Duration;
+        let dir = tempfile::tempdir().unwrap();
+        let ncu = dir.path().join("ncu");
+        let script = format!(
+            "#!/bin/sh\nsleep 0.4\necho {}\nsleep 5\n",
+            super::super::profile_launch::STANDBY_READY
+        );
+        std::fs::write(&ncu, script).unwrap();
+        std::fs::set_permissions(&ncu, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let standby = ProfileStandby::default();
+        assert!(
+            standby.wait_until_ready(Duration::from_secs(5)).await < Duration::from_millis(50),
+            "no standby: no wait"
+        );
+        standby.ensure(&NcuPath(ncu.clone()), "k", dir.path());
+        let waited = standby.wait_until_ready(Duration::from_secs(5)).await;
+        assert!(
+            waited >= Duration::from_millis(300) && waited < Duration::from_secs(4),
+            "{waited:?}"
+        );
+        // ready now: no second wait, and the standby is still there to be used
+        assert!(standby.wait_until_ready(Duration::from_secs(5)).await < Duration::from_millis(50));
+        assert!(standby.take().is_some());
+        // one that never says it is ready is waited for only up to the limit
+        std::fs::write(&ncu, "#!/bin/sh\nsleep 5\n").unwrap();
+        standby.ensure(&NcuPath(ncu), "k", dir.path());
+        let waited = standby.wait_until_ready(Duration::from_millis(300)).await;
+        assert!(
+            waited >= Duration::from_millis(300) && waited < Duration::from_secs(2),
+            "{waited:?}"
+        );
     }
 
     #[cfg(unix)]

@@ -74,6 +74,9 @@ pub fn default_tuner_cache() -> Option<PathBuf> {
     super::cache_dir::kt_cache_dir("KT_TUNER_CACHE", "tuner")
 }
 
+/// The longest the baseline waits for a starting profile standby (see [`ProfileStandby::wait_until_ready`]).
+const STANDBY_START_LIMIT: Duration = Duration::from_secs(10);
+
 /// How many of a candidate's fastest configurations are checked against the original kernel, when the tests
 /// hold no expected outputs, before the candidate counts as wrong.
 const VERIFY_FASTEST: usize = 8;
@@ -386,6 +389,15 @@ fn check_fastest_against_original(
 #[async_trait]
 impl TuningBackend for TunerBackend {
     async fn reference(&self, original: &TunableCode) -> Result<Reference, BackendError> {
+        // The first standby started with the run; the original kernel's time is the denominator of every
+        // speedup and is not measured while that standby's worker is still starting.
+        let waited = self.standby.wait_until_ready(STANDBY_START_LIMIT).await;
+        if waited.as_millis() > 0 {
+            tracing::info!(
+                seconds = waited.as_secs_f64(),
+                "waited for the profiler's standby to start before timing the original kernel"
+            );
+        }
         let kernel = self.to_tuner_kernel(original);
         let options = self.options(&original.content_hash());
         let result = self
