@@ -13,7 +13,6 @@
 mod answers;
 mod ask;
 pub(crate) mod backend;
-mod cache_dir;
 pub(crate) mod config_record;
 mod context;
 mod early_tuner;

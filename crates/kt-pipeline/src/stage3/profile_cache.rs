@@ -14,7 +14,7 @@ use kt_profile::KernelProfile;
 /// Where the profile cache lives by default: `$KT_PROFILE_CACHE` (`off` turns it off), else
 /// `$XDG_CACHE_HOME/kt/profiles`, else `~/.cache/kt/profiles`.
 pub fn default_profile_cache() -> Option<PathBuf> {
-    super::cache_dir::kt_cache_dir("KT_PROFILE_CACHE", "profiles")
+    kt_sandbox::kt_cache_dir("KT_PROFILE_CACHE", "profiles")
 }
 
 /// What one profile depends on.

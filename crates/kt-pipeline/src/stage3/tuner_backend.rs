@@ -71,7 +71,7 @@ impl TunerBackendConfig {
 /// kt's tuner cache, as `kt tune` uses it: `$XDG_CACHE_HOME/kt/tuner` (default `~/.cache/kt/tuner`);
 /// `KT_TUNER_CACHE` names another directory, `off` keeps each run's modules in its own `tuning/`.
 pub fn default_tuner_cache() -> Option<PathBuf> {
-    super::cache_dir::kt_cache_dir("KT_TUNER_CACHE", "tuner")
+    kt_sandbox::kt_cache_dir("KT_TUNER_CACHE", "tuner")
 }
 
 /// The longest the baseline waits for a starting profile standby (see [`ProfileStandby::wait_until_ready`]).
