@@ -47,7 +47,7 @@ impl ProfileKey {
             &self.gpu,
             &self.driver,
             &self.ncu,
-            &kt_profile::METRICS.join(","),
+            &kt_profile::SUMMARY_METRICS.join(","),
         ] {
             h.update(&(part.len() as u64).to_le_bytes());
             h.update(part.as_bytes());
