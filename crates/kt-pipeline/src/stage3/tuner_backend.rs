@@ -122,7 +122,7 @@ fn backend_error(e: TunerError) -> BackendError {
 }
 
 /// The tuner session, started on first use: the tuner (and its worker) and the run's tests.
-fn open_session<'a>(
+pub(super) fn open_session<'a>(
     guard: &'a mut Option<Session>,
     config: &TunerBackendConfig,
 ) -> Result<&'a mut Session, BackendError> {
@@ -390,13 +390,16 @@ fn check_fastest_against_original(
 impl TuningBackend for TunerBackend {
     async fn reference(&self, original: &TunableCode) -> Result<Reference, BackendError> {
         // The first standby started with the run; the original kernel's time is the denominator of every
-        // speedup and is not measured while that standby's worker is still starting.
-        let waited = self.standby.wait_until_ready(STANDBY_START_LIMIT).await;
-        if waited.as_millis() > 0 {
-            tracing::info!(
-                seconds = waited.as_secs_f64(),
-                "waited for the profiler's standby to start before timing the original kernel"
-            );
+        // speedup and is not measured while that standby's worker is still starting. A standby whose
+        // profile is already cached is not waited for: it will not be used.
+        if !self.original_profile_cached(original).await {
+            let waited = self.standby.wait_until_ready(STANDBY_START_LIMIT).await;
+            if waited.as_millis() > 0 {
+                tracing::info!(
+                    seconds = waited.as_secs_f64(),
+                    "waited for the profiler's standby to start before timing the original kernel"
+                );
+            }
         }
         let kernel = self.to_tuner_kernel(original);
         let options = self.options(&original.content_hash());

@@ -100,6 +100,37 @@ impl TunerBackend {
         }
     }
 
+    /// Whether the original kernel's profile at its default configuration is in the profile cache (the plan
+    /// prompt will then not need a standby). Opens the tuner session and waits for its worker, which the
+    /// baseline needs next anyway, so that the GPU and the first test are known.
+    pub(super) async fn original_profile_cached(&self, original: &TunableCode) -> bool {
+        let Some(ncu) = kt_profile::ncu_once() else {
+            return false;
+        };
+        let session = self.session.clone();
+        let config = self.config.clone();
+        let device = tokio::task::spawn_blocking(move || {
+            let mut guard = session.lock().unwrap_or_else(|p| p.into_inner());
+            let s = super::tuner_backend::open_session(&mut guard, &config).ok()?;
+            s.tuner.wait_for_device().ok()
+        })
+        .await
+        .ok()
+        .flatten();
+        let Some(device) = device else {
+            return false;
+        };
+        *self.gpu.lock().unwrap_or_else(|p| p.into_inner()) =
+            Some(crate::gpu_record::gpu_record(&device));
+        let params: BTreeMap<String, i64> = original
+            .parameters
+            .iter()
+            .filter_map(|p| p.values.first().map(|v| (p.name.clone(), *v)))
+            .collect();
+        self.profile_cache_entry(ncu, original, &params)
+            .is_some_and(|(cache, key)| cache.get(&key).is_some())
+    }
+
     /// The launch `kt __profile-launch` profiles for `kernel` at `params` on the first test; the kernel's code
     /// is written under the tuning cache. The error says why there can be no profile.
     fn profile_launch(
