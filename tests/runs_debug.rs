@@ -107,7 +107,7 @@ fn runs_list_and_show_describe_a_recorded_run_step_by_step() {
         "register tiling",
         // The fixture's fake GPU profiles what the prompts read: the naive kernel (plan) and the best
         // kernel when the plan ran out (replan), not the first accepted step.
-        "profiles (Nsight Compute, 2 kernel(s)",
+        "profiles (hardware counters, 2 kernel(s)",
         "naive kernel",
         "memory-bound",
     ] {

@@ -22,6 +22,15 @@ impl RawLaunch {
             .filter(|v| !v.is_empty())
     }
 
+    /// A launch described by metric values under ncu's names (as CUPTI inside kt's worker reports them), with
+    /// the kernel's name as ncu's "Kernel Name" column.
+    pub fn from_metrics(kernel: &str, values: &[(String, Option<f64>)]) -> RawLaunch {
+        RawLaunch {
+            columns: BTreeMap::from([("Kernel Name".to_string(), kernel.to_string())]),
+            metrics: values.iter().cloned().collect(),
+        }
+    }
+
     /// A metric's value; `None` when it was not collected or not available.
     pub fn metric(&self, name: &str) -> Option<f64> {
         self.metrics.get(name).copied().flatten()
@@ -142,6 +151,23 @@ fn excerpt(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_launch_from_named_values_reads_like_one_from_ncus_report() {
+        let raw = RawLaunch::from_metrics(
+            "matmul",
+            &[
+                ("dram__bytes_read.sum".into(), Some(1024.0)),
+                ("lts__t_sector_hit_rate.pct".into(), None),
+            ],
+        );
+        assert_eq!(raw.column("Kernel Name"), Some("matmul"));
+        assert_eq!(raw.metric("dram__bytes_read.sum"), Some(1024.0));
+        assert_eq!(raw.metric("lts__t_sector_hit_rate.pct"), None);
+        let profile = crate::KernelProfile::from_raw(&raw);
+        assert_eq!(profile.kernel, "matmul");
+        assert_eq!(profile.memory.dram_read_bytes, Some(1024.0));
+    }
 
     const SMALL: &str = "==PROF== Connected to process 4242 (/tmp/matmul)\n\
         result ok\n\

@@ -30,7 +30,7 @@ pub fn profile_lines(records: &[ProfileRecord], run_seconds: Option<f64>) -> Vec
         String::new()
     };
     let mut lines = vec![format!(
-        "profiles (Nsight Compute, {} kernel(s){reused}, {seconds:.1} s{share}):",
+        "profiles (hardware counters, {} kernel(s){reused}, {seconds:.1} s{share}):",
         measured.len()
     )];
     for r in records {

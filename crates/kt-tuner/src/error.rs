@@ -32,6 +32,10 @@ pub enum TunerError {
     Source(String),
     #[error("the GPU worker failed: {0}")]
     Worker(String),
+    /// No hardware counters for a profiled launch (CUPTI missing, no permission to read counters, a GPU it
+    /// does not support); the worker is still usable.
+    #[error("no hardware counters: {0}")]
+    Counters(String),
     #[error(
         "the reference launch failed on test {test}: {reason}; expected outputs cannot be computed, fix the reference kernel or its inputs"
     )]

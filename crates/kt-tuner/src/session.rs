@@ -204,6 +204,33 @@ impl Tuner {
         launch_time::time_once(&mut self.engine, kernel, config, test)
     }
 
+    /// Profiles one launch of `kernel` at `config` on `test` (uploaded alone, outputs from their initial
+    /// contents) through CUPTI, loaded from `cupti` ([`crate::find_cupti`]): `metrics` by Nsight Compute's
+    /// names. `TunerError::Counters` when no counters can be read; the session stays usable.
+    pub fn count_launch(
+        &mut self,
+        kernel: &TunableKernel,
+        config: &Config,
+        test: &KernelTest,
+        metrics: &[&str],
+        cupti: &std::path::Path,
+    ) -> Result<crate::worker::protocol::CounterReport, TunerError> {
+        launch_time::count_once(&mut self.engine, kernel, config, test, metrics, cupti)
+    }
+
+    /// Has the worker start CUPTI and prepare `metrics` on a helper thread (waiting for the worker's device
+    /// first), so that the first [`Tuner::count_launch`] does not pay for CUPTI's start.
+    pub fn prepare_counters(
+        &mut self,
+        metrics: &[&str],
+        cupti: &std::path::Path,
+    ) -> Result<(), TunerError> {
+        let metrics = metrics.iter().map(|m| m.to_string()).collect();
+        self.engine
+            .link
+            .prepare_counters(metrics, cupti.to_path_buf(), &mut self.engine.queue)
+    }
+
     /// Times `launches` separate launches of `kernel` at `config` on `test` (uploaded alone, outputs from
     /// their initial contents, nothing written), in milliseconds.
     pub fn time_launches(

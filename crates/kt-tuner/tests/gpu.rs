@@ -124,3 +124,121 @@ fn reference_run_of_vector_add_writes_expected_outputs_that_match_the_cpu() {
         out[0].never_written
     );
 }
+
+/// A profile through CUPTI inside the worker: vectorAdd over 2²⁴ floats reads two arrays and writes one, so
+/// DRAM traffic is about 128 MiB read and 64 MiB written; the launch facts match the launch; the session
+/// times launches as before afterwards (the profiler is switched off again).
+#[test]
+#[ignore = "needs a GPU; experiments/gpu-check.sh runs it (KT_GPU=1, --include-ignored)"]
+fn a_launch_profiled_through_cupti_reports_traffic_and_launch_facts() {
+    use kt_tuner::session::{TunableKernel, config_from_block};
+    use kt_tuner::{ParamSpec, TestSet, TunableParam};
+    use std::collections::BTreeMap;
+    let n: usize = 1 << 24;
+    let dir = tempfile::tempdir().unwrap();
+    let t = dir.path().join("t0");
+    std::fs::create_dir_all(t.join("args")).unwrap();
+    let a: Vec<f32> = (0..n).map(|i| (i % 1000) as f32 * 0.5).collect();
+    let b: Vec<f32> = (0..n).map(|i| 3.0 - (i % 777) as f32).collect();
+    write_f32_npy(&t.join("args/a.npy"), &a);
+    write_f32_npy(&t.join("args/b.npy"), &b);
+    write_f32_npy(&t.join("args/c.npy"), &vec![7.0; n]);
+    let manifest = serde_json::json!({
+        "format": 1, "kernel": "vectorAdd", "seed": 1,
+        "args": [
+            {"name": "a", "kind": "array", "dtype": "float32", "shape": [n], "file": "args/a.npy"},
+            {"name": "b", "kind": "array", "dtype": "float32", "shape": [n], "file": "args/b.npy"},
+            {"name": "c", "kind": "array", "dtype": "float32", "shape": [n], "file": "args/c.npy"},
+            {"name": "n", "kind": "scalar", "dtype": "int32", "value": n}
+        ],
+        "outputs": ["c"]
+    });
+    std::fs::write(t.join("manifest.json"), manifest.to_string()).unwrap();
+    let f32p = |name: &str| ParamSpec {
+        name: name.into(),
+        is_pointer: true,
+        dtype: Some((kt_record::DType::Float32, 1)),
+    };
+    let specs = vec![
+        f32p("a"),
+        f32p("b"),
+        f32p("c"),
+        ParamSpec {
+            name: "n".into(),
+            is_pointer: false,
+            dtype: Some((kt_record::DType::Int32, 1)),
+        },
+    ];
+    let tests = TestSet::load_dir(dir.path(), &specs, &BTreeMap::new()).unwrap();
+    let source = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../naive-kernels/vectorAdd.cu"),
+    )
+    .unwrap();
+    let mut kernel = TunableKernel::new(source, "vectorAdd", vec!["n".into()]);
+    kernel.params = vec![TunableParam::new("block_size_x", [256])];
+    let config = config_from_block(&kernel.params, [256, 1, 1]);
+    let cupti = kt_tuner::worker::find_cupti().expect("CUPTI next to the CUDA toolkit");
+    let mut tuner = gpu_support::tuner();
+    let test = &tests.tests[0];
+    let before = tuner.time_launches(&kernel, &config, test, 20).unwrap();
+    let started = std::time::Instant::now();
+    let report = tuner
+        .count_launch(&kernel, &config, test, kt_profile::SUMMARY_METRICS, &cupti)
+        .unwrap();
+    let wall = started.elapsed().as_secs_f64();
+    let again_started = std::time::Instant::now();
+    let again = tuner
+        .count_launch(&kernel, &config, test, kt_profile::SUMMARY_METRICS, &cupti)
+        .unwrap();
+    let again_wall = again_started.elapsed().as_secs_f64();
+    println!(
+        "first profile phases {:?}; second profile {:.3} s, phases {:?}",
+        report.phases_ms, again_wall, again.phases_ms
+    );
+    let after = tuner.time_launches(&kernel, &config, test, 20).unwrap();
+    for (name, value) in &report.values {
+        println!("{name} = {value:?}");
+    }
+    let median = |v: &[f64]| {
+        let mut v = v.to_vec();
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    println!(
+        "CUPTI profile: {} passes, {:.1} ms in the worker, {:.3} s in all; launch {:.4} ms before, {:.4} ms after",
+        report.passes,
+        report.ms,
+        wall,
+        median(&before),
+        median(&after)
+    );
+    let get = |name: &str| {
+        report
+            .values
+            .iter()
+            .find(|(n, _)| n == name)
+            .and_then(|(_, v)| *v)
+            .unwrap_or_else(|| panic!("{name} missing"))
+    };
+    let bytes = (n * 4) as f64;
+    let read = get("dram__bytes_read.sum");
+    let written = get("dram__bytes_write.sum");
+    assert!((read / (2.0 * bytes) - 1.0).abs() < 0.1, "read {read}");
+    // a little more is written back than the output's size (partial lines, write-allocate)
+    assert!((written / bytes - 1.0).abs() < 0.25, "written {written}");
+    assert_eq!(get("launch__block_size"), 256.0);
+    assert_eq!(get("launch__grid_size"), (n / 256) as f64);
+    assert!(get("launch__registers_per_thread") > 0.0);
+    assert!(get("dram__throughput.avg.pct_of_peak_sustained_elapsed") > 10.0);
+    assert!(report.passes >= 1);
+    let known = report.values.iter().filter(|(_, v)| v.is_some()).count();
+    assert_eq!(
+        known,
+        report.values.len(),
+        "every summary metric has a value"
+    );
+    assert!(
+        median(&after) < 1.1 * median(&before),
+        "launches after the profile are not slower"
+    );
+}

@@ -63,11 +63,14 @@ impl<S: State> Executor<S> {
     ) -> Result<StepEnd, GraphError> {
         let head = input.head;
         let (branch, step, tasks) = (head.branch, head.step + 1, &head.next);
-        let keys = tasks.iter().map(Task::key).collect();
+        let keys: Vec<String> = tasks.iter().map(Task::key).collect();
+        let names = keys.join(" ");
         self.emit(run, branch, step, EventKind::StepStarted { tasks: keys });
 
+        let started = std::time::Instant::now();
         let saved = self.reuse_saved_writes(run, head)?;
         let collected = self.run_tasks(run, &input, state, saved).await?;
+        let ran = started.elapsed();
         if let Some(e) = collected.failure {
             return Err(e);
         }
@@ -79,6 +82,13 @@ impl<S: State> Executor<S> {
         self.emit(run, branch, step, EventKind::StateMerged { fields });
         let next = self.route(tasks, &merged.routes, state)?;
         let cp = self.write_checkpoint(run, &input, state, merged, next)?;
+        // where a run's time goes between its nodes' own logs
+        tracing::debug!(
+            tasks = %names,
+            tasks_ms = ran.as_secs_f64() * 1e3,
+            commit_ms = (started.elapsed() - ran).as_secs_f64() * 1e3,
+            "step committed"
+        );
         Ok(StepEnd::Committed(cp, tasks.clone()))
     }
 

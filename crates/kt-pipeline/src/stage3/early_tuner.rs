@@ -33,9 +33,10 @@ impl std::fmt::Debug for EarlyTuner {
     }
 }
 
-/// A standby for `kernel` in `standby` where ncu is installed, unless one is waiting there.
+/// A standby for `kernel` in `standby` where profiles are taken with ncu, unless one is waiting there.
 fn ensure_standby(standby: &ProfileStandby, cache_dir: &Path, kernel: &str) {
-    if let Some(ncu) = kt_profile::ncu_once()
+    if super::profiler_choice::profiles_with_ncu()
+        && let Some(ncu) = kt_profile::ncu_once()
         && std::fs::create_dir_all(cache_dir).is_ok()
     {
         standby.ensure(ncu, kernel, cache_dir);
@@ -63,13 +64,18 @@ impl EarlyTuner {
     }
 
     /// Starts a tuner with its cache in `cache_dir` (the run's `tuning/`) on a thread, and, with
-    /// `standby_profile`, a profile standby for `kernel` where ncu is installed (unless one is waiting).
+    /// `standby_profile` (the strategy takes profiles), CUPTI started in its worker where profiles are taken
+    /// with CUPTI, else a profile standby for `kernel` where ncu is installed (unless one is waiting).
     pub fn start(self, cache_dir: PathBuf, kernel: &str, standby_profile: bool) -> Self {
         let dir = cache_dir.clone();
         let handle = std::thread::spawn(move || {
             std::fs::create_dir_all(&dir)
                 .map_err(|e| TunerError::Worker(format!("creating {}: {e}", dir.display())))?;
-            Tuner::new(tuner_config(&dir))
+            let mut tuner = Tuner::new(tuner_config(&dir))?;
+            if standby_profile {
+                super::profiler_choice::prepare_counters(&mut tuner);
+            }
+            Ok(tuner)
         });
         if standby_profile {
             ensure_standby(&self.standby, &cache_dir, kernel);

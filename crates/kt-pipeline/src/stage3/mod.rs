@@ -24,6 +24,7 @@ mod profile_cache;
 mod profile_launch;
 mod profile_record;
 mod profile_standby;
+pub mod profiler_choice;
 pub(crate) mod profiling;
 mod prompt_vars;
 mod rewrite_answer;

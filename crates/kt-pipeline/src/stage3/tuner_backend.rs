@@ -134,7 +134,12 @@ pub(super) fn open_session<'a>(
         }
         let tuner = match config.early_tuner.take(config.tuner_dir()) {
             Some(started) => started,
-            None => Tuner::new(tuner_config(config.tuner_dir())),
+            None => Tuner::new(tuner_config(config.tuner_dir())).map(|mut tuner| {
+                if config.takes_profiles {
+                    super::profiler_choice::prepare_counters(&mut tuner);
+                }
+                tuner
+            }),
         }
         .map_err(backend_error)?;
         let params = ParamSpec::from_kernel(&config.kernel);
@@ -247,6 +252,7 @@ impl TunerBackend {
     ) -> Result<Result<Tuned, TunerError>, BackendError> {
         // ncu's start-up for the next profile overlaps this tuning
         if self.config.takes_profiles
+            && super::profiler_choice::profiles_with_ncu()
             && let Some(ncu) = kt_profile::ncu_once()
             && std::fs::create_dir_all(self.config.tuner_dir()).is_ok()
         {
@@ -263,17 +269,19 @@ impl TunerBackend {
         };
         let job = tokio::task::spawn_blocking(
             move || -> Result<Result<Tuned, TunerError>, BackendError> {
+                let started = std::time::Instant::now();
                 let mut guard = session.lock().unwrap_or_else(|p| p.into_inner());
                 let s = open_session(&mut guard, &config)?;
-                Ok(tune_in_session(
-                    s,
-                    &kernel,
-                    options,
-                    &original,
-                    &mut |done, total| {
-                        let _ = tx.send((done, total));
-                    },
-                ))
+                let opened_ms = started.elapsed().as_secs_f64() * 1e3;
+                let tuned = tune_in_session(s, &kernel, options, &original, &mut |done, total| {
+                    let _ = tx.send((done, total));
+                });
+                tracing::debug!(
+                    opened_ms,
+                    ms = started.elapsed().as_secs_f64() * 1e3,
+                    "the tuning job ended"
+                );
+                Ok(tuned)
             },
         );
         let mut job = std::pin::pin!(job);
@@ -340,7 +348,12 @@ fn tune_in_session(
             checked: None,
         });
     }
+    let started = std::time::Instant::now();
     let checked = check_fastest_against_original(s, kernel, &result, original)?;
+    tracing::debug!(
+        ms = started.elapsed().as_secs_f64() * 1e3,
+        "checked the fastest configurations against the original kernel (the tests hold no expected outputs)"
+    );
     Ok(Tuned { result, checked })
 }
 
@@ -498,6 +511,7 @@ impl TuningBackend for TunerBackend {
         let (a, ca) = (self.to_tuner_kernel(first.0), config_of(first.1));
         let (b, cb) = (self.to_tuner_kernel(second.0), config_of(second.1));
         let job = tokio::task::spawn_blocking(move || -> Result<PairTimes, BackendError> {
+            let started = std::time::Instant::now();
             let mut guard = session.lock().unwrap_or_else(|p| p.into_inner());
             let s = open_session(&mut guard, &config)?;
             let test = s
@@ -511,6 +525,11 @@ impl TuningBackend for TunerBackend {
             let id = test.id.clone();
             let first_ms = time_launches(s, &a, &ca, &test, launches)?;
             let second_ms = time_launches(s, &b, &cb, &test, launches)?;
+            tracing::debug!(
+                launches,
+                ms = started.elapsed().as_secs_f64() * 1e3,
+                "timed the pair's separate launches"
+            );
             Ok(PairTimes {
                 test: id,
                 first_ms,

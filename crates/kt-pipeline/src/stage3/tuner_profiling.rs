@@ -1,12 +1,14 @@
-//! How the real backend profiles a kernel: the profile cache first, else the launch `kt __profile-launch` runs,
-//! handed to the standby ncu started while the kernel was tuned (`profile_standby.rs`) or to a new ncu.
+//! How the real backend profiles a kernel: the profile cache first, else CUPTI in the tuner's worker
+//! (`profiler_choice.rs`), else the launch `kt __profile-launch` runs, handed to the standby ncu started while
+//! the kernel was tuned (`profile_standby.rs`) or to a new ncu.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 use super::backend::ProfileRun;
-use super::profile_cache::{ProfileCache, ProfileKey, ncu_identity};
+use super::profile_cache::{ProfileCache, ProfileKey};
 use super::profile_launch::ProfileLaunch;
+use super::profiler_choice::{self, Profiler, cupti_failed, profiler};
 use super::tunable_code::TunableCode;
 use super::tuner_backend::TunerBackend;
 
@@ -41,22 +43,16 @@ impl TunerBackend {
         kernel: &TunableCode,
         params: &BTreeMap<String, i64>,
     ) -> ProfileRun {
-        let Some(ncu) = kt_profile::ncu_once() else {
-            let why = kt_profile::ncu_availability().err().map_or_else(
-                || "Nsight Compute (ncu) was not found".into(),
-                |m| m.to_string(),
-            );
-            return ProfileRun::skipped(why);
+        let profiler = match profiler() {
+            Ok(p) => p,
+            Err(why) => return ProfileRun::skipped(why),
         };
         let started = std::time::Instant::now();
-        let cached = self.profile_cache_entry(ncu, kernel, params);
+        let cached = self.profile_cache_entry(&profiler, kernel, params);
         if let Some((cache, key)) = &cached
             && let Some(profile) = cache.get(key)
         {
-            tracing::info!(
-                step = label,
-                "using the cached Nsight Compute profile of this kernel"
-            );
+            tracing::info!(step = label, "using the cached profile of this kernel");
             return ProfileRun {
                 profile: Some(profile),
                 skipped: None,
@@ -64,6 +60,45 @@ impl TunerBackend {
                 cached: true,
             };
         }
+        let ncu = match profiler {
+            Profiler::Cupti(lib) => match self.profile_with_cupti(label, kernel, params, lib).await
+            {
+                Ok(profile) => {
+                    if let Some((cache, key)) = &cached {
+                        cache.put(key, &profile);
+                    }
+                    return ProfileRun {
+                        profile: Some(profile),
+                        skipped: None,
+                        seconds: started.elapsed().as_secs_f64(),
+                        cached: false,
+                    };
+                }
+                Err(why) => {
+                    cupti_failed(&why);
+                    match profiler_choice::profiler() {
+                        Ok(Profiler::Ncu(ncu)) => ncu,
+                        Ok(Profiler::Cupti(_)) => return ProfileRun::skipped(why),
+                        Err(also) => return ProfileRun::skipped(format!("{why}; {also}")),
+                    }
+                }
+            },
+            Profiler::Ncu(ncu) => ncu,
+        };
+        self.profile_with_ncu(label, kernel, params, &ncu, started)
+            .await
+    }
+
+    /// The profile through Nsight Compute: the waiting standby, or ncu started now.
+    async fn profile_with_ncu(
+        &self,
+        label: &str,
+        kernel: &TunableCode,
+        params: &BTreeMap<String, i64>,
+        ncu: &kt_profile::NcuPath,
+        started: std::time::Instant,
+    ) -> ProfileRun {
+        let cached = self.profile_cache_entry(&Profiler::Ncu(ncu.clone()), kernel, params);
         let profile = match self
             .profile_launch(kernel, params)
             .and_then(|launch| self.profile_via(ncu, &launch))
@@ -100,11 +135,60 @@ impl TunerBackend {
         }
     }
 
+    /// The profile of one launch of `kernel` at `params` on the first test, through CUPTI in the tuner's
+    /// worker; the error says why CUPTI could not read counters.
+    async fn profile_with_cupti(
+        &self,
+        label: &str,
+        kernel: &TunableCode,
+        params: &BTreeMap<String, i64>,
+        cupti: std::path::PathBuf,
+    ) -> Result<kt_profile::KernelProfile, String> {
+        tracing::info!(step = label, "profiling the kernel with CUPTI");
+        let session = self.session.clone();
+        let config = self.config.clone();
+        let tuner_kernel = self.to_tuner_kernel(kernel);
+        let params = kt_tuner::Config::ints(params.iter().map(|(k, v)| (k.as_str(), *v)));
+        let name = self.config.kernel.name.clone();
+        let job = tokio::task::spawn_blocking(move || -> Result<_, String> {
+            let mut guard = session.lock().unwrap_or_else(|p| p.into_inner());
+            let s = super::tuner_backend::open_session(&mut guard, &config)
+                .map_err(|e| e.to_string())?;
+            let test = s
+                .tests
+                .tests
+                .first()
+                .cloned()
+                .ok_or("the tests are not loaded yet")?;
+            s.tuner
+                .count_launch(
+                    &tuner_kernel,
+                    &params,
+                    &test,
+                    kt_profile::SUMMARY_METRICS,
+                    &cupti,
+                )
+                .map_err(|e| e.to_string())
+        });
+        let report = job
+            .await
+            .map_err(|e| format!("the profiling thread failed: {e}"))??;
+        tracing::debug!(
+            passes = report.passes,
+            ms = report.ms,
+            phases = ?report.phases_ms,
+            "CUPTI profile taken"
+        );
+        Ok(kt_profile::KernelProfile::from_raw(
+            &kt_profile::RawLaunch::from_metrics(&name, &report.values),
+        ))
+    }
+
     /// Whether the original kernel's profile at its default configuration is in the profile cache (the plan
     /// prompt will then not need a standby). Opens the tuner session and waits for its worker, which the
     /// baseline needs next anyway, so that the GPU and the first test are known.
     pub(super) async fn original_profile_cached(&self, original: &TunableCode) -> bool {
-        let Some(ncu) = kt_profile::ncu_once() else {
+        let Ok(profiler) = profiler() else {
             return false;
         };
         let session = self.session.clone();
@@ -127,7 +211,7 @@ impl TunerBackend {
             .iter()
             .filter_map(|p| p.values.first().map(|v| (p.name.clone(), *v)))
             .collect();
-        self.profile_cache_entry(ncu, original, &params)
+        self.profile_cache_entry(&profiler, original, &params)
             .is_some_and(|(cache, key)| cache.get(&key).is_some())
     }
 
@@ -188,7 +272,7 @@ impl TunerBackend {
     /// The profile cache and this profile's key, when the cache is on and the GPU is known (after a tuning).
     fn profile_cache_entry(
         &self,
-        ncu: &kt_profile::NcuPath,
+        profiler: &Profiler,
         kernel: &TunableCode,
         params: &BTreeMap<String, i64>,
     ) -> Option<(ProfileCache, ProfileKey)> {
@@ -209,7 +293,7 @@ impl TunerBackend {
                 gpu.uuid
             },
             driver: gpu.driver_version,
-            ncu: ncu_identity(ncu.path()),
+            ncu: profiler.identity(),
         };
         Some((ProfileCache::new(dir), key))
     }
@@ -236,7 +320,7 @@ mod tests {
     fn without_a_known_gpu_there_is_no_cache_key() {
         let dir = tempfile::tempdir().unwrap();
         let (backend, original) = small_backend(dir.path());
-        let ncu = kt_profile::NcuPath("/nonexistent/ncu".into());
+        let ncu = Profiler::Ncu(kt_profile::NcuPath("/nonexistent/ncu".into()));
         assert!(
             backend
                 .profile_cache_entry(&ncu, &original, &BTreeMap::new())

@@ -19,7 +19,8 @@ use crate::tunable_kernel::TunableKernel;
 use crate::worker::client::{WorkerClient, WorkerFailure};
 use crate::worker::process::WorkerCommand;
 use crate::worker::protocol::{
-    DeviceInfo, FunctionInfo, LaunchArg, Reply, Request, RunOutcome, RunRequest, RunStatus,
+    CounterReport, DeviceInfo, FunctionInfo, LaunchArg, Reply, Request, RunOutcome, RunRequest,
+    RunStatus,
 };
 use kt_record::DType;
 
@@ -31,6 +32,12 @@ struct Worker {
     device: DeviceInfo,
     loaded: HashSet<String>,
     util_dtypes: Vec<Vec<DType>>,
+    /// Tests on this worker as they were uploaded. Uploading one of them again (each tuning, timed pair,
+    /// verification and profile uploads its tests) is skipped: no request changes what a later one reads
+    /// (working copies are reset from the pristine ones before use, a modified input is restored, and
+    /// expected values that are not the test's own are recomputed by the reference run that starts every
+    /// tuning, verification and timing).
+    resident: Vec<KernelTest>,
 }
 
 pub(crate) struct WorkerLink {
@@ -172,6 +179,7 @@ impl WorkerLink {
                 device,
                 loaded: HashSet::new(),
                 util_dtypes: Vec::new(),
+                resident: Vec::new(),
             });
             if !first {
                 // a fresh worker after a hang or a fault: bring back the tests and their expected values
@@ -219,6 +227,10 @@ impl WorkerLink {
     fn upload(&mut self, test: &KernelTest, queue: &mut CompileQueue) -> Result<(), TunerError> {
         self.ensure_util(&test_dtypes(test), queue)?;
         let w = self.live(queue)?;
+        if w.resident.iter().any(|t| t == test) {
+            return Ok(());
+        }
+        w.resident.retain(|t| t.id != test.id);
         match w
             .client
             .request(
@@ -228,7 +240,10 @@ impl WorkerLink {
             )
             .map_err(worker_failure)?
         {
-            (Reply::Done { .. }, _) => Ok(()),
+            (Reply::Done { .. }, _) => {
+                w.resident.push(test.clone());
+                Ok(())
+            }
             (Reply::Error { message, .. }, _) => Err(TunerError::Arguments(format!(
                 "test {}: {message}",
                 test.id
@@ -358,6 +373,59 @@ impl WorkerLink {
             },
             Ok((other, _)) => Err(failed(format!("{other:?}"))),
             Err(f) => Err(failed(f.to_string())),
+        }
+    }
+
+    /// Profiles one launch of a loaded module (`Request::Counters`). A fault in the kernel ends the worker
+    /// (the next request starts a fresh one).
+    pub fn counters(
+        &mut self,
+        run: RunRequest,
+        metrics: Vec<String>,
+        cupti: std::path::PathBuf,
+        queue: &mut CompileQueue,
+    ) -> Result<CounterReport, TunerError> {
+        let w = self.live(queue)?;
+        let request = Request::Counters {
+            run,
+            metrics,
+            cupti,
+        };
+        match w.client.request(&request, &[], Duration::from_secs(300)) {
+            Ok((Reply::Counted(report), _)) => Ok(report),
+            Ok((Reply::Error { message, fatal }, _)) => {
+                if fatal {
+                    if let Some(w) = self.worker.as_mut() {
+                        w.client.kill();
+                    }
+                    self.worker = None;
+                }
+                Err(TunerError::Counters(message))
+            }
+            Ok((other, _)) => Err(TunerError::Worker(format!("unexpected reply {other:?}"))),
+            Err(f) => {
+                self.worker = None;
+                Err(TunerError::Worker(f.to_string()))
+            }
+        }
+    }
+
+    /// Asks the worker to start CUPTI and prepare `metrics` in the background (`Request::PrepareCounters`).
+    pub fn prepare_counters(
+        &mut self,
+        metrics: Vec<String>,
+        cupti: std::path::PathBuf,
+        queue: &mut CompileQueue,
+    ) -> Result<(), TunerError> {
+        let w = self.live(queue)?;
+        let request = Request::PrepareCounters { metrics, cupti };
+        match w.client.request(&request, &[], Duration::from_secs(30)) {
+            Ok((Reply::Done { .. }, _)) => Ok(()),
+            Ok((other, _)) => Err(TunerError::Worker(format!("unexpected reply {other:?}"))),
+            Err(f) => {
+                self.worker = None;
+                Err(TunerError::Worker(f.to_string()))
+            }
         }
     }
 

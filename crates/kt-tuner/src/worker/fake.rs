@@ -68,6 +68,13 @@ impl Fake {
             }
             Request::Repeat { run, .. } => self.launch(run.dims.block[0], &[]),
             Request::MeasureBandwidth { .. } => (Reply::Bandwidth { gbps: 1000.0 }, false),
+            Request::Counters { .. } => (
+                Reply::Error {
+                    message: "the fake device has no performance counters".into(),
+                    fatal: false,
+                },
+                false,
+            ),
             _ => (Reply::Done { ms: 0.0 }, false),
         }
     }

@@ -8,6 +8,8 @@ mod gpu;
 pub mod process;
 pub mod protocol;
 
+pub use gpu::find_cupti;
+
 use std::fs::File;
 use std::io::{BufReader, BufWriter};
 use std::os::fd::FromRawFd;

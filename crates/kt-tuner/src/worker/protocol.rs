@@ -159,6 +159,20 @@ pub enum Request {
     MeasureBandwidth {
         bytes: u64,
     },
+    /// Launches once (outputs from their initial contents) under CUPTI's range profiler, loaded from
+    /// `cupti`, and reports `metrics` by Nsight Compute's names: counters from CUPTI, `launch__*` facts
+    /// computed from the function and the launch.
+    Counters {
+        run: RunRequest,
+        metrics: Vec<String>,
+        cupti: std::path::PathBuf,
+    },
+    /// Starts CUPTI and prepares `metrics` on a helper thread of the worker, so that a later `Counters`
+    /// request finds them ready; answered at once.
+    PrepareCounters {
+        metrics: Vec<String>,
+        cupti: std::path::PathBuf,
+    },
     /// Unloads a user module: the next `Load` of its key loads it afresh, its `__device__` and
     /// `__managed__` globals back at their initial values (so no state carries from one test to the next).
     Unload {
@@ -173,6 +187,20 @@ pub struct FunctionInfo {
     pub local_bytes: i32,
     pub static_shared_bytes: i32,
     pub max_threads_per_block: i32,
+}
+
+/// The metrics of one profiled launch, by Nsight Compute's names, in the order asked for; `None` for one
+/// this device or CUPTI does not provide.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CounterReport {
+    pub values: Vec<(String, Option<f64>)>,
+    /// How many times CUPTI replayed the launch to collect the counters.
+    pub passes: u32,
+    /// Milliseconds the worker spent on the whole request (set-up, replays, evaluation).
+    pub ms: f64,
+    /// Where those went: (phase, milliseconds), for the debug log.
+    #[serde(default)]
+    pub phases_ms: Vec<(String, f64)>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -295,6 +323,7 @@ pub enum Reply {
     Bandwidth {
         gbps: f64,
     },
+    Counted(CounterReport),
     /// A request the worker could not serve; `fatal` means it exits next.
     Error {
         message: String,

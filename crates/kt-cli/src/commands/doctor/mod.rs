@@ -5,6 +5,7 @@
 
 mod cuda;
 mod llm;
+mod profiler;
 mod python;
 mod sandbox;
 mod storage;
@@ -70,6 +71,7 @@ struct Report {
 /// Runs every probe, in the order a user would fix things.
 pub fn collect() -> Vec<Check> {
     let mut checks = cuda::probe();
+    checks.push(profiler::probe());
     checks.extend(python::probe());
     checks.extend(sandbox::probe());
     checks.push(llm::probe());

@@ -134,19 +134,26 @@ impl Launcher {
         self.modules.get(key).map(|l| l.func)
     }
 
-    /// Achieved occupancy bound of a launch: active threads per SM over the maximum.
-    pub fn occupancy(&self, func: sys::CUfunction, dims: &LaunchDims) -> Option<f64> {
+    /// How many blocks of this launch fit on one SM at once, as the driver computes it.
+    pub fn blocks_per_sm(&self, func: sys::CUfunction, dims: &LaunchDims) -> Option<i64> {
         let threads = (dims.block[0] * dims.block[1] * dims.block[2]) as i32;
         // SAFETY: func is loaded.
-        let blocks = unsafe {
+        unsafe {
             result::occupancy::max_active_block_per_multiprocessor(
                 func,
                 threads,
                 dims.shared_mem as usize,
             )
         }
-        .ok()?;
-        Some((blocks * threads) as f64 / self.max_threads_per_sm.max(1) as f64)
+        .ok()
+        .map(i64::from)
+    }
+
+    /// Achieved occupancy bound of a launch: active threads per SM over the maximum.
+    pub fn occupancy(&self, func: sys::CUfunction, dims: &LaunchDims) -> Option<f64> {
+        let threads = (dims.block[0] * dims.block[1] * dims.block[2]) as f64;
+        let blocks = self.blocks_per_sm(func, dims)? as f64;
+        Some(blocks * threads / self.max_threads_per_sm.max(1) as f64)
     }
 
     /// Launches the kernel once and checks both the launch and the last error; `timed` returns its time.
@@ -214,15 +221,32 @@ impl Launcher {
         first: Option<FirstSample>,
         prepare: Option<&mut dyn FnMut() -> Result<(), LaunchError>>,
     ) -> Result<(TimingStats, LastLaunch), LaunchError> {
-        if policy.flush_l2 && self.flush.is_none() {
-            let bytes = self.l2_bytes.max(1 << 20) * 2;
-            let p = alloc(bytes, "L2 flush buffer").map_err(LaunchError::Crashed)?;
-            self.flush = Some((p, bytes));
+        if policy.flush_l2 {
+            self.flush_buffer()?;
         }
         let this = &*self;
         take_samples(policy, best, first, prepare, &mut |index| {
             this.sample(func, dims, params, index)
         })
+    }
+
+    /// The L2 flush buffer, allocated on first use.
+    fn flush_buffer(&mut self) -> Result<(Ptr, usize), LaunchError> {
+        if let Some(f) = self.flush {
+            return Ok(f);
+        }
+        let bytes = self.l2_bytes.max(1 << 20) * 2;
+        let p = alloc(bytes, "L2 flush buffer").map_err(LaunchError::Crashed)?;
+        self.flush = Some((p, bytes));
+        Ok((p, bytes))
+    }
+
+    /// Evicts everything from L2 by writing a buffer twice its size (queued on the launch stream).
+    pub fn flush_l2(&mut self) -> Result<(), LaunchError> {
+        let (p, bytes) = self.flush_buffer()?;
+        // SAFETY: writes the whole flush buffer.
+        unsafe { result::memset_d8_async(p, 0, bytes, STREAM) }
+            .map_err(|e| LaunchError::Crashed(cuda("L2 flush", e)))
     }
 
     /// One timed sample, after the L2 flush when the policy asks for one.

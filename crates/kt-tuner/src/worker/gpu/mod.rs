@@ -5,7 +5,11 @@
 //! found at synchronisation (illegal address, trap) ends this process after the reply, because such a
 //! context cannot be used again.
 
+mod counted_run;
+mod counters;
 mod launch;
+mod launch_facts;
+pub use counters::find_cupti;
 mod memory;
 mod runs;
 
@@ -26,6 +30,10 @@ pub struct GpuWorker {
     info: Option<DeviceInfo>,
     memory: DeviceMemory,
     launcher: Launcher,
+    /// CUPTI, started by `PrepareCounters` or the first `Counters` request.
+    counters: Option<counters::CounterSession>,
+    /// CUPTI being started on a helper thread (`PrepareCounters`).
+    counters_starting: Option<std::thread::JoinHandle<Result<counters::CounterSession, String>>>,
 }
 
 impl GpuWorker {
@@ -101,11 +109,99 @@ impl GpuWorker {
                 Ok(gbps) => (Reply::Bandwidth { gbps }, false),
                 Err(m) => err(m),
             },
+            Request::Counters {
+                run,
+                metrics,
+                cupti,
+            } => self.counters(&run, &metrics, &cupti),
+            Request::PrepareCounters { metrics, cupti } => {
+                if let (Some(ctx), Some(info), None, None) = (
+                    &self.ctx,
+                    &self.info,
+                    &self.counters,
+                    &self.counters_starting,
+                ) {
+                    self.counters_starting = Some(counters::CounterSession::start_in_background(
+                        cupti,
+                        ctx.clone(),
+                        info.ordinal,
+                        metrics,
+                    ));
+                }
+                (Reply::Done { ms: 0.0 }, false)
+            }
             Request::Unload { key } => {
                 self.launcher.unload(&key);
                 (Reply::Done { ms: 0.0 }, false)
             }
             Request::Shutdown => (Reply::Done { ms: 0.0 }, true),
+        }
+    }
+
+    fn counters(
+        &mut self,
+        run: &crate::worker::protocol::RunRequest,
+        metrics: &[String],
+        cupti: &std::path::Path,
+    ) -> (Reply, bool) {
+        let (Some(ctx), Some(info)) = (&self.ctx, &self.info) else {
+            return (
+                Reply::Error {
+                    message: "no CUDA context: Hello first".into(),
+                    fatal: false,
+                },
+                false,
+            );
+        };
+        let (ctx, ordinal) = (ctx.cu_ctx(), info.ordinal);
+        if let Some(starting) = self.counters_starting.take() {
+            match starting.join() {
+                Ok(Ok(session)) => self.counters = Some(session),
+                Ok(Err(message)) => {
+                    return (
+                        Reply::Error {
+                            message,
+                            fatal: false,
+                        },
+                        false,
+                    );
+                }
+                Err(_) => {
+                    return (
+                        Reply::Error {
+                            message: "starting CUPTI panicked".into(),
+                            fatal: false,
+                        },
+                        false,
+                    );
+                }
+            }
+        }
+        match counted_run::count(
+            &mut self.memory,
+            &mut self.launcher,
+            &mut self.counters,
+            ctx,
+            ordinal,
+            run,
+            metrics,
+            cupti,
+        ) {
+            Ok(report) => (Reply::Counted(report), false),
+            Err(launch::LaunchError::Invalid(message)) => (
+                Reply::Error {
+                    message,
+                    fatal: false,
+                },
+                false,
+            ),
+            Err(launch::LaunchError::Crashed(message)) => (
+                Reply::Error {
+                    message,
+                    fatal: true,
+                },
+                true,
+            ),
         }
     }
 

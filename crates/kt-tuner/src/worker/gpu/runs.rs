@@ -33,14 +33,18 @@ pub(super) fn ran_reply(result: Result<RunOutcome, LaunchError>) -> (Reply, bool
 }
 
 /// A launch request resolved against the device: the function, its encoded arguments, the test's arrays.
-struct Setup {
-    func: sys::CUfunction,
-    params: Vec<Vec<u8>>,
-    arrays: Vec<ArrayView>,
+pub(super) struct Setup {
+    pub func: sys::CUfunction,
+    pub params: Vec<Vec<u8>>,
+    pub arrays: Vec<ArrayView>,
     occupancy: Option<f64>,
 }
 
-fn setup(mem: &DeviceMemory, launcher: &Launcher, r: &RunRequest) -> Result<Setup, LaunchError> {
+pub(super) fn setup(
+    mem: &DeviceMemory,
+    launcher: &Launcher,
+    r: &RunRequest,
+) -> Result<Setup, LaunchError> {
     let inv = LaunchError::Invalid;
     let func = launcher
         .function(&r.module)
@@ -71,7 +75,7 @@ fn setup(mem: &DeviceMemory, launcher: &Launcher, r: &RunRequest) -> Result<Setu
     })
 }
 
-fn crashed(m: String) -> LaunchError {
+pub(super) fn crashed(m: String) -> LaunchError {
     LaunchError::Crashed(m)
 }
 
