@@ -1,7 +1,8 @@
 //! kt-profile: why a kernel is slow, from Nsight Compute, in facts and in words.
 //!
 //! It finds `ncu`, builds the command line that profiles exactly one launch of one kernel in a child
-//! process with a fixed metric set, parses ncu's raw CSV report into a typed [`KernelProfile`] (every
+//! process with a fixed metric set, parses ncu's raw CSV report (or takes the same metrics by name, as CUPTI in
+//! kt-tuner's worker reports them: [`RawLaunch::from_metrics`]) into a typed [`KernelProfile`] (every
 //! measured fact optional, so an older ncu or another GPU degrades instead of failing), renders a summary
 //! of at most ten lines for a prompt, and draws a roofline. It deliberately knows nothing of LLMs, runs or
 //! the pipeline, and never times kernels: the times kt reports come from its own launches. Without ncu,

@@ -84,9 +84,18 @@ impl Fake {
 }
 
 fn find(cache: &ProbeCache, lookup: &Lookup) -> PythonRuntime {
-    cache
-        .find(lookup, |watched| find_or_provision_in(lookup, watched))
-        .unwrap()
+    // Running a script this process has just written fails with ETXTBSY while another test thread's fork
+    // still holds the descriptor it was written through (until that child execs): the fake interpreter did not
+    // run, so trying again changes no count.
+    for _ in 0..100 {
+        match cache.find(lookup, |watched| find_or_provision_in(lookup, watched)) {
+            Err(e) if format!("{e:?}").contains("ExecutableFileBusy") => {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            other => return other.unwrap(),
+        }
+    }
+    panic!("the fake interpreter stayed busy (ETXTBSY) for a second");
 }
 
 fn touch(path: &Path, secs: u64) {

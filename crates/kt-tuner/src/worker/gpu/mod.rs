@@ -1,6 +1,7 @@
 //! The real worker: owns the CUDA context and answers the parent's requests. Device memory and its checks
-//! are in `memory`, loading, launching and timing in `launch`, and what each launch request does step by
-//! step in `runs`; this file only dispatches. Every CUDA call is checked; a launch error that leaves the
+//! are in `memory`, loading, launching and timing in `launch`, what each launch request does step by
+//! step in `runs`, and a profiled launch in `counted_run` (CUPTI's counters in `counters`, ncu's launch
+//! facts in `launch_facts`); this file only dispatches. Every CUDA call is checked; a launch error that leaves the
 //! context usable (too many resources, invalid configuration) makes the configuration invalid, anything
 //! found at synchronisation (illegal address, trap) ends this process after the reply, because such a
 //! context cannot be used again.
