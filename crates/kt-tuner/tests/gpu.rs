@@ -43,30 +43,32 @@ fn read_f32_npy(path: &std::path::Path) -> Vec<f32> {
         .collect()
 }
 
-/// vectorAdd's reference run writes expected/c.npy equal to a + b computed here; `c` is 24 elements longer
-/// than `n`, so those stay at their initial value and are reported as never written.
-#[test]
-#[ignore = "needs a GPU; experiments/gpu-check.sh runs it (KT_GPU=1, --include-ignored)"]
-fn reference_run_of_vector_add_writes_expected_outputs_that_match_the_cpu() {
+/// One vectorAdd test in `dir` (`dir/t0`): inputs `a` and `b`, output `c` starting as `c0` (it may be longer
+/// than `n`), and vectorAdd itself with its one configuration, block size 256.
+fn vector_add(
+    dir: &std::path::Path,
+    a: &[f32],
+    b: &[f32],
+    c0: &[f32],
+) -> (
+    kt_tuner::TestSet,
+    kt_tuner::session::TunableKernel,
+    kt_tuner::Config,
+) {
     use kt_tuner::session::{TunableKernel, config_from_block};
-    use kt_tuner::{ParamSpec, TestSet, TimingPolicy, TunableParam};
-    use std::collections::BTreeMap;
-    let n = 1000usize;
-    let dir = tempfile::tempdir().unwrap();
-    let t = dir.path().join("t0");
+    use kt_tuner::{ParamSpec, TestSet, TunableParam};
+    let n = a.len();
+    let t = dir.join("t0");
     std::fs::create_dir_all(t.join("args")).unwrap();
-    let a: Vec<f32> = (0..n).map(|i| i as f32 * 0.5).collect();
-    let b: Vec<f32> = (0..n).map(|i| 3.0 - i as f32).collect();
-    let c0: Vec<f32> = vec![7.0; n + 24];
-    write_f32_npy(&t.join("args/a.npy"), &a);
-    write_f32_npy(&t.join("args/b.npy"), &b);
-    write_f32_npy(&t.join("args/c.npy"), &c0);
+    write_f32_npy(&t.join("args/a.npy"), a);
+    write_f32_npy(&t.join("args/b.npy"), b);
+    write_f32_npy(&t.join("args/c.npy"), c0);
     let manifest = serde_json::json!({
         "format": 1, "kernel": "vectorAdd", "seed": 1,
         "args": [
             {"name": "a", "kind": "array", "dtype": "float32", "shape": [n], "file": "args/a.npy"},
             {"name": "b", "kind": "array", "dtype": "float32", "shape": [n], "file": "args/b.npy"},
-            {"name": "c", "kind": "array", "dtype": "float32", "shape": [n + 24], "file": "args/c.npy"},
+            {"name": "c", "kind": "array", "dtype": "float32", "shape": [c0.len()], "file": "args/c.npy"},
             {"name": "n", "kind": "scalar", "dtype": "int32", "value": n}
         ],
         "outputs": ["c"]
@@ -87,7 +89,7 @@ fn reference_run_of_vector_add_writes_expected_outputs_that_match_the_cpu() {
             dtype: Some((kt_record::DType::Int32, 1)),
         },
     ];
-    let tests = TestSet::load_dir(dir.path(), &specs, &BTreeMap::new()).unwrap();
+    let tests = TestSet::load_dir(dir, &specs, &std::collections::BTreeMap::new()).unwrap();
     let source = std::fs::read_to_string(
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../naive-kernels/vectorAdd.cu"),
     )
@@ -95,6 +97,22 @@ fn reference_run_of_vector_add_writes_expected_outputs_that_match_the_cpu() {
     let mut kernel = TunableKernel::new(source, "vectorAdd", vec!["n".into()]);
     kernel.params = vec![TunableParam::new("block_size_x", [256])];
     let config = config_from_block(&kernel.params, [256, 1, 1]);
+    (tests, kernel, config)
+}
+
+/// vectorAdd's reference run writes expected/c.npy equal to a + b computed here; `c` is 24 elements longer
+/// than `n`, so those stay at their initial value and are reported as never written.
+#[test]
+#[ignore = "needs a GPU; experiments/gpu-check.sh runs it (KT_GPU=1, --include-ignored)"]
+fn reference_run_of_vector_add_writes_expected_outputs_that_match_the_cpu() {
+    use kt_tuner::TimingPolicy;
+    let n = 1000usize;
+    let dir = tempfile::tempdir().unwrap();
+    let t = dir.path().join("t0");
+    let a: Vec<f32> = (0..n).map(|i| i as f32 * 0.5).collect();
+    let b: Vec<f32> = (0..n).map(|i| 3.0 - i as f32).collect();
+    let c0: Vec<f32> = vec![7.0; n + 24];
+    let (tests, kernel, config) = vector_add(dir.path(), &a, &b, &c0);
     let mut tuner = gpu_support::tuner();
     let runs = tuner
         .run_reference(
@@ -131,52 +149,11 @@ fn reference_run_of_vector_add_writes_expected_outputs_that_match_the_cpu() {
 #[test]
 #[ignore = "needs a GPU; experiments/gpu-check.sh runs it (KT_GPU=1, --include-ignored)"]
 fn a_launch_profiled_through_cupti_reports_traffic_and_launch_facts() {
-    use kt_tuner::session::{TunableKernel, config_from_block};
-    use kt_tuner::{ParamSpec, TestSet, TunableParam};
-    use std::collections::BTreeMap;
     let n: usize = 1 << 24;
     let dir = tempfile::tempdir().unwrap();
-    let t = dir.path().join("t0");
-    std::fs::create_dir_all(t.join("args")).unwrap();
     let a: Vec<f32> = (0..n).map(|i| (i % 1000) as f32 * 0.5).collect();
     let b: Vec<f32> = (0..n).map(|i| 3.0 - (i % 777) as f32).collect();
-    write_f32_npy(&t.join("args/a.npy"), &a);
-    write_f32_npy(&t.join("args/b.npy"), &b);
-    write_f32_npy(&t.join("args/c.npy"), &vec![7.0; n]);
-    let manifest = serde_json::json!({
-        "format": 1, "kernel": "vectorAdd", "seed": 1,
-        "args": [
-            {"name": "a", "kind": "array", "dtype": "float32", "shape": [n], "file": "args/a.npy"},
-            {"name": "b", "kind": "array", "dtype": "float32", "shape": [n], "file": "args/b.npy"},
-            {"name": "c", "kind": "array", "dtype": "float32", "shape": [n], "file": "args/c.npy"},
-            {"name": "n", "kind": "scalar", "dtype": "int32", "value": n}
-        ],
-        "outputs": ["c"]
-    });
-    std::fs::write(t.join("manifest.json"), manifest.to_string()).unwrap();
-    let f32p = |name: &str| ParamSpec {
-        name: name.into(),
-        is_pointer: true,
-        dtype: Some((kt_record::DType::Float32, 1)),
-    };
-    let specs = vec![
-        f32p("a"),
-        f32p("b"),
-        f32p("c"),
-        ParamSpec {
-            name: "n".into(),
-            is_pointer: false,
-            dtype: Some((kt_record::DType::Int32, 1)),
-        },
-    ];
-    let tests = TestSet::load_dir(dir.path(), &specs, &BTreeMap::new()).unwrap();
-    let source = std::fs::read_to_string(
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../naive-kernels/vectorAdd.cu"),
-    )
-    .unwrap();
-    let mut kernel = TunableKernel::new(source, "vectorAdd", vec!["n".into()]);
-    kernel.params = vec![TunableParam::new("block_size_x", [256])];
-    let config = config_from_block(&kernel.params, [256, 1, 1]);
+    let (tests, kernel, config) = vector_add(dir.path(), &a, &b, &vec![7.0; n]);
     let cupti = kt_tuner::worker::find_cupti().expect("CUPTI next to the CUDA toolkit");
     let mut tuner = gpu_support::tuner();
     let test = &tests.tests[0];

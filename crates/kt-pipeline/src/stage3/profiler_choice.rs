@@ -93,6 +93,11 @@ fn cupti() -> Option<&'static PathBuf> {
         .as_ref()
 }
 
+/// CUPTI's library where profiles are to be taken with it (found, and `KT_PROFILER` is not `ncu`).
+pub fn cupti_library() -> Option<PathBuf> {
+    cupti().cloned()
+}
+
 /// The profiler for the next profile, or why there is none.
 pub fn profiler() -> Result<Profiler, String> {
     let only_cupti = wanted(std::env::var(PROFILER_ENV).ok().as_deref()) == Wanted::Cupti;

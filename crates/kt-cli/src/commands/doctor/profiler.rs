@@ -2,10 +2,16 @@
 //! Compute), or that runs will take none. Profiles are optional, so their absence is not a failed check.
 
 use super::Check;
-use kt_pipeline::stage3::profiler_choice::{PROFILER_ENV, Profiler, profiler};
+use kt_pipeline::stage3::profiler_choice::{PROFILER_ENV, Profiler, cupti_library};
 
 pub fn probe() -> Check {
-    Check::ok("profiler", describe(profiler()))
+    let found = match cupti_library() {
+        Some(lib) => Ok(Profiler::Cupti(lib)),
+        None => kt_profile::ncu_availability()
+            .map(Profiler::Ncu)
+            .map_err(|_| "neither CUPTI (libcupti) nor Nsight Compute (ncu) was found".to_string()),
+    };
+    Check::ok("profiler", describe(found))
 }
 
 fn describe(found: Result<Profiler, String>) -> String {
@@ -16,7 +22,8 @@ fn describe(found: Result<Profiler, String>) -> String {
         ),
         Ok(Profiler::Ncu(ncu)) => format!("Nsight Compute ({})", ncu.path().display()),
         Err(why) => format!(
-            "none: runs take no profiles ({why}); install the CUDA toolkit's CUPTI or Nsight Compute"
+            "none: runs take no profiles ({why}); install the CUDA toolkit (CUPTI, Nsight Compute) and set \
+             CUDA_HOME to it"
         ),
     }
 }
@@ -33,7 +40,7 @@ mod tests {
             "/cuda/bin/ncu".into(),
         ))));
         assert_eq!(ncu, "Nsight Compute (/cuda/bin/ncu)");
-        let none = describe(Err("ncu was not found".into()));
-        assert!(none.starts_with("none: runs take no profiles (ncu was not found)"));
+        let none = describe(Err("neither was found".into()));
+        assert!(none.starts_with("none: runs take no profiles (neither was found)"));
     }
 }
