@@ -150,7 +150,7 @@ impl ReferenceRunner for TunerReference {
 const EXPECTED_DIR: &str = "expected";
 
 /// Turns the tuner's report for one test into the manifest's `expected` map and `reference_time_ms`.
-fn reference_run(
+pub(crate) fn reference_run(
     test_id: &str,
     runs: Vec<ReferenceOutputs>,
 ) -> Result<ReferenceRun, PipelineError> {

@@ -16,6 +16,7 @@ pub(crate) mod backend;
 pub(crate) mod config_record;
 mod context;
 mod early_tuner;
+mod expected_outputs;
 mod fake_backend;
 pub(crate) mod feedback;
 mod graph;

@@ -9,7 +9,6 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use kt_tuner::args::TestArg;
 use kt_tuner::search::Limits;
 use kt_tuner::session::{TuneOptions, TuneResult, Tuner};
 use kt_tuner::{Config, Measurement, ParamSpec, Restriction, TestSet, TunableParam, TunerError};
@@ -305,6 +304,39 @@ impl TunerBackend {
     }
 }
 
+impl TunerBackend {
+    /// After the baseline: the original kernel's outputs become the tests' expected outputs
+    /// (`expected_outputs.rs`); a failure is logged and leaves the check against the original in place.
+    async fn keep_expected_outputs(&self, original: &TunableCode) {
+        let session = self.session.clone();
+        let config = self.config.clone();
+        let kernel = self.to_tuner_kernel(original);
+        let values = first_values(original);
+        let job = tokio::task::spawn_blocking(move || {
+            let started = std::time::Instant::now();
+            let mut guard = session.lock().unwrap_or_else(|p| p.into_inner());
+            let kept = open_session(&mut guard, &config)
+                .map_err(|e| e.to_string())
+                .and_then(|s| {
+                    super::expected_outputs::keep_original_outputs(s, &config, &kernel, &values)
+                });
+            (kept, started.elapsed().as_secs_f64() * 1e3)
+        });
+        match job.await {
+            Ok((Ok(true), ms)) => tracing::debug!(
+                ms,
+                "the original kernel's outputs are now the tests' expected outputs"
+            ),
+            Ok((Ok(false), _)) => {}
+            Ok((Err(why), _)) => tracing::warn!(
+                reason = %why,
+                "the tests keep no expected outputs; each tuning checks its fastest configurations against the original kernel instead"
+            ),
+            Err(e) => tracing::warn!(error = %e, "the thread keeping expected outputs failed"),
+        }
+    }
+}
+
 /// The original kernel at its default configuration: what a candidate is checked against when the tests hold
 /// no expected outputs.
 struct OriginalKernel {
@@ -330,12 +362,7 @@ fn tune_in_session(
     original: &OriginalKernel,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<Tuned, TunerError> {
-    let has_expected = s.tests.tests.iter().all(|t| {
-        t.args.iter().all(|a| match a {
-            TestArg::Array(arr) => !arr.is_output || arr.expected.is_some(),
-            TestArg::Scalar(_) => true,
-        })
-    });
+    let has_expected = super::expected_outputs::tests_hold_expected(&s.tests);
     // Without expected outputs on disk, the tuner's own check would compare a candidate with itself:
     // time without it, then check the fastest configurations against the original kernel.
     options.verify &= has_expected;
@@ -442,6 +469,7 @@ impl TuningBackend for TunerBackend {
                 ),
             })?;
         *self.device.lock().unwrap_or_else(|p| p.into_inner()) = result.device.name.clone();
+        self.keep_expected_outputs(original).await;
         Ok(Reference {
             time_ms,
             noise_ms: noise_ms(m),

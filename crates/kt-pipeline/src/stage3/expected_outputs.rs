@@ -1,0 +1,112 @@
+//! The original kernel's outputs kept as the tests' expected outputs. `kt transform` makes its tests without
+//! them (Stage 2 needs no GPU); once the baseline has run the original kernel, its outputs on every test are
+//! written next to the inputs (`expected/`, recorded in each manifest, as Stage 2 does where it has a GPU)
+//! and the session's tests are read again. From then on every tuning verifies each configuration against
+//! them, checks the last timed launch, reruns the best for determinism and checks its time is possible, as
+//! `kt tune` does; without them each tuning could only check its fastest configurations against the
+//! original afterwards. A failure here keeps that check: the run goes on.
+
+use std::path::PathBuf;
+
+use kt_tuner::args::TestArg;
+use kt_tuner::{Config, ParamSpec, TestSet, TimingPolicy, TunableKernel};
+
+use super::tuner_backend::{Session, TunerBackendConfig};
+use crate::stage2::record_in_manifest;
+use crate::stage2::tuner_reference::reference_run;
+
+/// Launches per test that give the manifest's `reference_time_ms` (the baseline's own time is the measured one).
+const TIMED_LAUNCHES: u32 = 3;
+
+/// Whether every output of every test has expected values.
+pub(super) fn tests_hold_expected(tests: &TestSet) -> bool {
+    tests.tests.iter().all(|t| {
+        t.args.iter().all(|a| match a {
+            TestArg::Array(arr) => !arr.is_output || arr.expected.is_some(),
+            TestArg::Scalar(_) => true,
+        })
+    })
+}
+
+/// Writes `original` (at `config`)'s outputs as every test's expected outputs and reloads the session's tests;
+/// false when the tests already held them.
+pub(super) fn keep_original_outputs(
+    s: &mut Session,
+    backend: &TunerBackendConfig,
+    original: &TunableKernel,
+    config: &Config,
+) -> Result<bool, String> {
+    if tests_hold_expected(&s.tests) {
+        return Ok(false);
+    }
+    let dirs: Vec<PathBuf> = s
+        .tests
+        .tests
+        .iter()
+        .map(|t| backend.tests_dir.join(&t.id).join("expected"))
+        .collect();
+    let runs = s
+        .tuner
+        .run_reference(
+            original,
+            config,
+            &s.tests,
+            &dirs,
+            Some(TimingPolicy::exactly(TIMED_LAUNCHES)),
+        )
+        .map_err(|e| format!("running the original kernel for expected outputs: {e}"))?;
+    for (test, run) in s.tests.tests.iter().zip(runs) {
+        let reference = reference_run(&test.id, vec![run]).map_err(|e| e.to_string())?;
+        record_in_manifest(&backend.tests_dir.join(&test.id), &reference)
+            .map_err(|e| e.to_string())?;
+    }
+    let params = ParamSpec::from_kernel(&backend.kernel);
+    s.tests = TestSet::load_dir(&backend.tests_dir, &params, &backend.tolerances)
+        .map_err(|e| format!("reading the tests again: {e}"))?;
+    Ok(tests_hold_expected(&s.tests))
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    /// A tests directory with one test of `k(float* a, int n)`, `a` its output, with or without an expected
+    /// file recorded in the manifest.
+    fn tests(dir: &std::path::Path, with_expected: bool) -> TestSet {
+        let t = dir.join("t0");
+        std::fs::create_dir_all(t.join("args")).unwrap();
+        std::fs::create_dir_all(t.join("expected")).unwrap();
+        let mut npy = kt_record::tests_format::npy::header(kt_record::DType::Float32, &[4]);
+        npy.extend([1.0f32, 2.0, 3.0, 4.0].iter().flat_map(|v| v.to_le_bytes()));
+        std::fs::write(t.join("args/a.npy"), &npy).unwrap();
+        std::fs::write(t.join("expected/a.npy"), &npy).unwrap();
+        let mut manifest = serde_json::json!({
+            "format": 1, "kernel": "k", "seed": 1,
+            "args": [
+                {"name": "a", "kind": "array", "dtype": "float32", "shape": [4], "file": "args/a.npy"},
+                {"name": "n", "kind": "scalar", "dtype": "int32", "value": 4}
+            ],
+            "outputs": ["a"]
+        });
+        if with_expected {
+            manifest["expected"] = serde_json::json!({"a": "expected/a.npy"});
+        }
+        std::fs::write(t.join("manifest.json"), manifest.to_string()).unwrap();
+        let kernel = kt_cuda::parse("__global__ void k(float* a, int n) { a[0] = n; }\n")
+            .unwrap()
+            .select_kernel(None)
+            .unwrap()
+            .clone();
+        let params = ParamSpec::from_kernel(&kernel);
+        TestSet::load_dir(dir, &params, &std::collections::BTreeMap::new()).unwrap()
+    }
+
+    #[test]
+    fn tests_hold_expected_outputs_only_when_every_output_has_a_file() {
+        let without = tempfile::tempdir().unwrap();
+        assert!(!tests_hold_expected(&tests(without.path(), false)));
+        let with = tempfile::tempdir().unwrap();
+        assert!(tests_hold_expected(&tests(with.path(), true)));
+    }
+}
