@@ -11,7 +11,9 @@ use std::path::PathBuf;
 use kt_tuner::args::TestArg;
 use kt_tuner::{Config, ParamSpec, TestSet, TimingPolicy, TunableKernel};
 
-use super::tuner_backend::{Session, TunerBackendConfig};
+use super::tunable_code::TunableCode;
+use super::tuner_backend::{Session, TunerBackend, TunerBackendConfig};
+use super::tuning_job::first_values;
 use crate::stage2::record_in_manifest;
 use crate::stage2::tuner_reference::reference_run;
 
@@ -64,6 +66,37 @@ pub(super) fn keep_original_outputs(
     s.tests = TestSet::load_dir(&backend.tests_dir, &params, &backend.tolerances)
         .map_err(|e| format!("reading the tests again: {e}"))?;
     Ok(tests_hold_expected(&s.tests))
+}
+
+impl TunerBackend {
+    /// After the baseline: the original kernel's outputs become the tests' expected outputs
+    /// (`expected_outputs.rs`); a failure is logged and leaves the check against the original in place.
+    pub(super) async fn keep_expected_outputs(&self, original: &TunableCode) {
+        let session = self.session.clone();
+        let config = self.config.clone();
+        let kernel = self.to_tuner_kernel(original);
+        let values = first_values(original);
+        let job = tokio::task::spawn_blocking(move || {
+            let started = std::time::Instant::now();
+            let mut guard = session.lock().unwrap_or_else(|p| p.into_inner());
+            let kept = super::tuner_backend::open_session(&mut guard, &config)
+                .map_err(|e| e.to_string())
+                .and_then(|s| keep_original_outputs(s, &config, &kernel, &values));
+            (kept, started.elapsed().as_secs_f64() * 1e3)
+        });
+        match job.await {
+            Ok((Ok(true), ms)) => tracing::debug!(
+                ms,
+                "the original kernel's outputs are now the tests' expected outputs"
+            ),
+            Ok((Ok(false), _)) => {}
+            Ok((Err(why), _)) => tracing::warn!(
+                reason = %why,
+                "the tests keep no expected outputs; each tuning checks its fastest configurations against the original kernel instead"
+            ),
+            Err(e) => tracing::warn!(error = %e, "the thread keeping expected outputs failed"),
+        }
+    }
 }
 
 #[cfg(test)]

@@ -36,6 +36,7 @@ pub(crate) mod tunable_code;
 mod tuned_outcome;
 mod tuner_backend;
 mod tuner_profiling;
+mod tuning_job;
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]

@@ -11,7 +11,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use kt_tuner::search::Limits;
 use kt_tuner::session::{TuneOptions, TuneResult, Tuner};
-use kt_tuner::{Config, Measurement, ParamSpec, Restriction, TestSet, TunableParam, TunerError};
+use kt_tuner::{Config, ParamSpec, Restriction, TestSet, TunableParam, TunerError};
 
 use super::backend::{
     BackendError, Outcome, PairTimes, ProfileRun, Reference, TuningBackend, TuningProgress,
@@ -21,6 +21,7 @@ use super::profile_standby::ProfileStandby;
 
 use super::tunable_code::TunableCode;
 use super::tuned_outcome::{self, Tuned, noise_ms};
+use super::tuning_job::{OriginalKernel, first_values, tune_in_session};
 
 /// How the real backend is set up.
 #[derive(Debug, Clone)]
@@ -75,10 +76,6 @@ pub fn default_tuner_cache() -> Option<PathBuf> {
 
 /// The longest the baseline waits for a starting profile standby (see [`ProfileStandby::wait_until_ready`]).
 const STANDBY_START_LIMIT: Duration = Duration::from_secs(10);
-
-/// How many of a candidate's fastest configurations are checked against the original kernel, when the tests
-/// hold no expected outputs, before the candidate counts as wrong.
-const VERIFY_FASTEST: usize = 8;
 
 pub(super) struct Session {
     pub(super) tuner: Tuner,
@@ -302,132 +299,6 @@ impl TunerBackend {
         }
         tuned
     }
-}
-
-impl TunerBackend {
-    /// After the baseline: the original kernel's outputs become the tests' expected outputs
-    /// (`expected_outputs.rs`); a failure is logged and leaves the check against the original in place.
-    async fn keep_expected_outputs(&self, original: &TunableCode) {
-        let session = self.session.clone();
-        let config = self.config.clone();
-        let kernel = self.to_tuner_kernel(original);
-        let values = first_values(original);
-        let job = tokio::task::spawn_blocking(move || {
-            let started = std::time::Instant::now();
-            let mut guard = session.lock().unwrap_or_else(|p| p.into_inner());
-            let kept = open_session(&mut guard, &config)
-                .map_err(|e| e.to_string())
-                .and_then(|s| {
-                    super::expected_outputs::keep_original_outputs(s, &config, &kernel, &values)
-                });
-            (kept, started.elapsed().as_secs_f64() * 1e3)
-        });
-        match job.await {
-            Ok((Ok(true), ms)) => tracing::debug!(
-                ms,
-                "the original kernel's outputs are now the tests' expected outputs"
-            ),
-            Ok((Ok(false), _)) => {}
-            Ok((Err(why), _)) => tracing::warn!(
-                reason = %why,
-                "the tests keep no expected outputs; each tuning checks its fastest configurations against the original kernel instead"
-            ),
-            Err(e) => tracing::warn!(error = %e, "the thread keeping expected outputs failed"),
-        }
-    }
-}
-
-/// The original kernel at its default configuration: what a candidate is checked against when the tests hold
-/// no expected outputs.
-struct OriginalKernel {
-    kernel: kt_tuner::TunableKernel,
-    config: Config,
-}
-
-/// Every parameter of `code` at its first value.
-fn first_values(code: &TunableCode) -> Config {
-    Config(
-        code.parameters
-            .iter()
-            .filter_map(|p| p.values.first().map(|v| (p.name.clone(), (*v).into())))
-            .collect(),
-    )
-}
-
-/// One tuning job in an open session (on the blocking pool), progress as (done, total).
-fn tune_in_session(
-    s: &mut Session,
-    kernel: &kt_tuner::TunableKernel,
-    mut options: TuneOptions,
-    original: &OriginalKernel,
-    progress: &mut dyn FnMut(u64, u64),
-) -> Result<Tuned, TunerError> {
-    let has_expected = super::expected_outputs::tests_hold_expected(&s.tests);
-    // Without expected outputs on disk, the tuner's own check would compare a candidate with itself:
-    // time without it, then check the fastest configurations against the original kernel.
-    options.verify &= has_expected;
-    let result = s.tuner.tune(kernel, &s.tests, &options, &mut |p| {
-        progress(p.done as u64, p.total as u64)
-    })?;
-    if has_expected {
-        return Ok(Tuned {
-            result,
-            checked: None,
-        });
-    }
-    let started = std::time::Instant::now();
-    let checked = check_fastest_against_original(s, kernel, &result, original)?;
-    tracing::debug!(
-        ms = started.elapsed().as_secs_f64() * 1e3,
-        "checked the fastest configurations against the original kernel (the tests hold no expected outputs)"
-    );
-    Ok(Tuned { result, checked })
-}
-
-/// The fastest [`VERIFY_FASTEST`] configurations of `result` checked against the original kernel: the first
-/// that passes, else the first failure (with its verdict), else None (no configuration ran).
-fn check_fastest_against_original(
-    s: &mut Session,
-    kernel: &kt_tuner::TunableKernel,
-    result: &TuneResult,
-    original: &OriginalKernel,
-) -> Result<Option<Result<Measurement, Measurement>>, TunerError> {
-    let mut ok: Vec<&Measurement> = result
-        .measurements
-        .iter()
-        .filter(|m| m.objective_ms().is_some())
-        .collect();
-    ok.sort_by(|a, b| {
-        a.objective
-            .unwrap_or(f64::MAX)
-            .total_cmp(&b.objective.unwrap_or(f64::MAX))
-    });
-    let mut first_failure = None;
-    for m in ok.into_iter().take(VERIFY_FASTEST) {
-        if kernel.source == original.kernel.source && m.config == original.config {
-            // the original kernel at its own default launch (the baseline): it is what is checked against
-            return Ok(Some(Ok(m.clone())));
-        }
-        let report = s.tuner.verify(
-            &original.kernel,
-            &original.config,
-            kernel,
-            &m.config,
-            &s.tests,
-        )?;
-        if report.passed() {
-            return Ok(Some(Ok(m.clone())));
-        }
-        if first_failure.is_none() {
-            let bad = report.tests.into_iter().find(|t| !t.verdict.is_ok());
-            first_failure = bad.map(|t| {
-                let mut failed = m.clone();
-                failed.verdict = t.verdict;
-                failed
-            });
-        }
-    }
-    Ok(first_failure.map(Err))
 }
 
 #[async_trait]
@@ -671,7 +542,7 @@ pub(crate) mod tests {
     fn the_kernel_tuner_export_does_not_wait_for_a_tuning_job_still_running() {
         let dir = tempfile::tempdir().unwrap();
         let (backend, original) = small_backend(dir.path());
-        let fast = Measurement::synthetic(config(64), Verdict::Ok, Some(1.0));
+        let fast = kt_tuner::Measurement::synthetic(config(64), Verdict::Ok, Some(1.0));
         backend.results.lock().unwrap().insert(
             original.content_hash(),
             (
