@@ -52,6 +52,7 @@ pub mod search;
 pub mod self_command;
 pub mod selftest;
 pub mod session;
+pub mod source_stamp;
 pub mod space;
 pub mod suite;
 pub mod sum_floor;

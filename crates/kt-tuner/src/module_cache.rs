@@ -152,6 +152,26 @@ pub struct CompilePool {
     workers: Vec<JoinHandle<()>>,
 }
 
+/// How much lower than the search's the compiler threads' priority is (Linux nice steps). The pool has a
+/// thread per core and works ahead of the GPU; at the same priority it would take the cores from the
+/// thread that drives the search and from the worker's launches, which then wait for a core between samples.
+const COMPILER_NICENESS: i32 = 5;
+
+/// Lowers the calling compiler thread's scheduling priority (on Linux a thread has a nice value of its
+/// own). A failure leaves it as it was: only the order in which busy cores are shared changes.
+fn yield_to_the_search() {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: plain system calls on the calling thread.
+        let (tid, now) = unsafe {
+            let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
+            (tid, libc::getpriority(libc::PRIO_PROCESS, tid))
+        };
+        // SAFETY: as above.
+        let _ = unsafe { libc::setpriority(libc::PRIO_PROCESS, tid, now + COMPILER_NICENESS) };
+    }
+}
+
 /// The compilers' identity in module keys.
 pub fn compiler_identity(nvrtc_version: (i32, i32), nvcc: Option<&std::path::Path>) -> String {
     let mut s = format!("nvrtc {}.{}", nvrtc_version.0, nvrtc_version.1);
@@ -178,6 +198,7 @@ impl CompilePool {
             let disk = disk.clone();
             let nvcc = nvcc.clone();
             workers.push(std::thread::spawn(move || {
+                yield_to_the_search();
                 loop {
                     let job = match jobs_rx.lock() {
                         Ok(rx) => rx.recv(),
@@ -278,6 +299,27 @@ mod tests {
     use super::*;
 
     const C0: &str = "nvrtc 13.0";
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_compiler_thread_runs_at_a_lower_priority_than_the_thread_that_started_it() {
+        // SAFETY: plain system calls on the calling thread.
+        let nice = || unsafe {
+            libc::getpriority(
+                libc::PRIO_PROCESS,
+                libc::syscall(libc::SYS_gettid) as libc::id_t,
+            )
+        };
+        let before = nice();
+        let after = std::thread::spawn(move || {
+            yield_to_the_search();
+            nice()
+        })
+        .join()
+        .unwrap();
+        assert_eq!(after, (before + COMPILER_NICENESS).min(19));
+        assert_eq!(nice(), before, "the calling thread keeps its own priority");
+    }
 
     #[test]
     fn key_changes_with_source_options_and_compiler() {

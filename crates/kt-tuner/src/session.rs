@@ -17,6 +17,7 @@ mod launch_time;
 mod peak;
 mod plausibility;
 mod reference_run;
+mod search_run;
 pub mod setup;
 mod tuning;
 mod verification;
@@ -286,7 +287,12 @@ impl Tuner {
 
 impl Drop for Tuner {
     fn drop(&mut self) {
+        let started = std::time::Instant::now();
         self.engine.link.shutdown();
+        tracing::debug!(
+            ms = started.elapsed().as_secs_f64() * 1e3,
+            "the tuner's worker is stopped"
+        );
     }
 }
 

@@ -219,3 +219,77 @@ fn a_launch_profiled_through_cupti_reports_traffic_and_launch_facts() {
         "launches after the profile are not slower"
     );
 }
+
+/// A test sent to the worker again after its files changed: expected values written after a first tuning
+/// are read (wrong ones fail the reference, right ones pass), an expected file rewritten in place is read
+/// again, and so is an input rewritten in place, although the test's description never changes.
+#[test]
+#[ignore = "needs a GPU; experiments/gpu-check.sh runs it (KT_GPU=1, --include-ignored)"]
+fn a_test_whose_files_change_is_read_again_and_one_whose_files_do_not_keeps_its_inputs() {
+    use kt_tuner::{ParamSpec, TestSet, TuneOptions};
+    let n = 1 << 20;
+    let dir = tempfile::tempdir().unwrap();
+    let t = dir.path().join("t0");
+    let a: Vec<f32> = (0..n).map(|i| (i % 1000) as f32 * 0.5).collect();
+    let b: Vec<f32> = (0..n).map(|i| 3.0 - (i % 777) as f32).collect();
+    let (tests, kernel, _) = vector_add(dir.path(), &a, &b, &vec![0.0; n]);
+    let mut tuner = gpu_support::tuner();
+    let options = TuneOptions {
+        measure_peak: false,
+        ..TuneOptions::default()
+    };
+    let tune = |tuner: &mut kt_tuner::Tuner, tests: &TestSet| {
+        tuner.tune(&kernel, tests, &options, &mut |_| {})
+    };
+    let first = tune(&mut tuner, &tests).unwrap();
+    assert!(first.best.is_some_and(|m| m.verdict.is_ok()));
+
+    // expected values recorded in the manifest, as kt transform writes them after its baseline
+    let mut manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(t.join("manifest.json")).unwrap()).unwrap();
+    manifest["expected"] = serde_json::json!({"c": "expected/c.npy"});
+    std::fs::write(t.join("manifest.json"), manifest.to_string()).unwrap();
+    std::fs::create_dir_all(t.join("expected")).unwrap();
+    let specs: Vec<ParamSpec> = ["a", "b", "c"]
+        .iter()
+        .map(|name| ParamSpec {
+            name: name.to_string(),
+            is_pointer: true,
+            dtype: Some((kt_record::DType::Float32, 1)),
+        })
+        .chain([ParamSpec {
+            name: "n".into(),
+            is_pointer: false,
+            dtype: Some((kt_record::DType::Int32, 1)),
+        }])
+        .collect();
+    let load = || TestSet::load_dir(dir.path(), &specs, &Default::default()).unwrap();
+    let sum = |x: &[f32], y: &[f32], plus: f32| -> Vec<f32> {
+        x.iter().zip(y).map(|(p, q)| p + q + plus).collect()
+    };
+    let wait_for_a_new_mtime = || std::thread::sleep(std::time::Duration::from_millis(20));
+
+    write_f32_npy(&t.join("expected/c.npy"), &sum(&a, &b, 1.0));
+    let wrong = tune(&mut tuner, &load());
+    assert!(
+        matches!(wrong, Err(kt_tuner::TunerError::Reference { .. })),
+        "expected values one too high must fail the reference: {wrong:?}"
+    );
+
+    wait_for_a_new_mtime();
+    write_f32_npy(&t.join("expected/c.npy"), &sum(&a, &b, 0.0));
+    let right = tune(&mut tuner, &load()).unwrap();
+    assert!(right.best.is_some_and(|m| m.verdict.is_ok()));
+
+    // the same test, unchanged: sent again with nothing to read (still right)
+    let again = tune(&mut tuner, &load()).unwrap();
+    assert!(again.best.is_some_and(|m| m.verdict.is_ok()));
+
+    // an input rewritten in place, with its new sum expected: the old input kept would fail the reference
+    wait_for_a_new_mtime();
+    let a2: Vec<f32> = a.iter().map(|v| v * 2.0 + 1.0).collect();
+    write_f32_npy(&t.join("args/a.npy"), &a2);
+    write_f32_npy(&t.join("expected/c.npy"), &sum(&a2, &b, 0.0));
+    let rewritten = tune(&mut tuner, &load()).unwrap();
+    assert!(rewritten.best.is_some_and(|m| m.verdict.is_ok()));
+}

@@ -367,7 +367,9 @@ pub fn run(args: TransformArgs) -> anyhow::Result<ExitCode> {
         return Ok(super::dry_run::report(dry_run(&args)));
     }
     let (run, outcome) = execute(&args, cancel_on_signals, LiveView::new(args.json))?;
-    report(&run, outcome, args.json)
+    let code = report(&run, outcome, args.json);
+    tracing::debug!("the summary is printed");
+    code
 }
 
 /// The run, up to its end or its stop: its directory and what the pipeline returned. `cancel` gives the
@@ -445,8 +447,10 @@ pub(crate) fn execute(
     let outcome = rt.block_on(kt_pipeline::job::transform(
         &run, &source, stage1, testgen, settings,
     ));
+    tracing::debug!("the pipeline returned");
     leave(rt);
     view.finish();
+    tracing::debug!("the runtime and the live view are closed");
     Ok((run, outcome))
 }
 

@@ -173,6 +173,7 @@ pub(super) fn finish(
 ) -> Result<TransformOutcome, PipelineError> {
     match outcome {
         Ok(()) => {
+            let started = std::time::Instant::now();
             let result = write_result(
                 run,
                 out,
@@ -185,6 +186,10 @@ pub(super) fn finish(
             if out.branch().is_none() {
                 run.set_status(RunStatus::Finished)?;
             }
+            tracing::debug!(
+                ms = started.elapsed().as_secs_f64() * 1e3,
+                "the result files are written"
+            );
             Ok(TransformOutcome {
                 result,
                 state,

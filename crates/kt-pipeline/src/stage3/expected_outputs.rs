@@ -9,7 +9,7 @@
 use std::path::PathBuf;
 
 use kt_tuner::args::TestArg;
-use kt_tuner::{Config, ParamSpec, TestSet, TimingPolicy, TunableKernel};
+use kt_tuner::{Config, ParamSpec, TestSet, TimingPolicy, TimingStats, TunableKernel};
 
 use super::tunable_code::TunableCode;
 use super::tuner_backend::{Session, TunerBackend, TunerBackendConfig};
@@ -17,7 +17,8 @@ use super::tuning_job::first_values;
 use crate::stage2::record_in_manifest;
 use crate::stage2::tuner_reference::reference_run;
 
-/// Launches per test that give the manifest's `reference_time_ms` (the baseline's own time is the measured one).
+/// Launches per test that give the manifest's `reference_time_ms` when the baseline's own times per test
+/// are not at hand.
 const TIMED_LAUNCHES: u32 = 3;
 
 /// Whether every output of every test has expected values.
@@ -31,12 +32,14 @@ pub(super) fn tests_hold_expected(tests: &TestSet) -> bool {
 }
 
 /// Writes `original` (at `config`)'s outputs as every test's expected outputs and reloads the session's tests;
-/// false when the tests already held them.
+/// false when the tests already held them. `times_ms`: the baseline's median per test, recorded as each
+/// manifest's `reference_time_ms` (the original is then not timed again); else a few launches time it.
 pub(super) fn keep_original_outputs(
     s: &mut Session,
     backend: &TunerBackendConfig,
     original: &TunableKernel,
     config: &Config,
+    times_ms: &[f64],
 ) -> Result<bool, String> {
     if tests_hold_expected(&s.tests) {
         return Ok(false);
@@ -47,16 +50,17 @@ pub(super) fn keep_original_outputs(
         .iter()
         .map(|t| backend.tests_dir.join(&t.id).join("expected"))
         .collect();
-    let runs = s
+    let known_times = times_ms.len() == s.tests.tests.len() && times_ms.iter().all(|t| *t > 0.0);
+    let timing = (!known_times).then(|| TimingPolicy::exactly(TIMED_LAUNCHES));
+    let mut runs = s
         .tuner
-        .run_reference(
-            original,
-            config,
-            &s.tests,
-            &dirs,
-            Some(TimingPolicy::exactly(TIMED_LAUNCHES)),
-        )
+        .run_reference(original, config, &s.tests, &dirs, timing)
         .map_err(|e| format!("running the original kernel for expected outputs: {e}"))?;
+    if known_times {
+        for (run, ms) in runs.iter_mut().zip(times_ms) {
+            run.timing = TimingStats::from_samples(&[*ms]);
+        }
+    }
     for (test, run) in s.tests.tests.iter().zip(runs) {
         let reference = reference_run(&test.id, vec![run]).map_err(|e| e.to_string())?;
         record_in_manifest(&backend.tests_dir.join(&test.id), &reference)
@@ -71,7 +75,7 @@ pub(super) fn keep_original_outputs(
 impl TunerBackend {
     /// After the baseline: the original kernel's outputs become the tests' expected outputs
     /// (`expected_outputs.rs`); a failure is logged and leaves the check against the original in place.
-    pub(super) async fn keep_expected_outputs(&self, original: &TunableCode) {
+    pub(super) async fn keep_expected_outputs(&self, original: &TunableCode, times_ms: Vec<f64>) {
         let session = self.session.clone();
         let config = self.config.clone();
         let kernel = self.to_tuner_kernel(original);
@@ -81,7 +85,7 @@ impl TunerBackend {
             let mut guard = session.lock().unwrap_or_else(|p| p.into_inner());
             let kept = super::tuner_backend::open_session(&mut guard, &config)
                 .map_err(|e| e.to_string())
-                .and_then(|s| keep_original_outputs(s, &config, &kernel, &values));
+                .and_then(|s| keep_original_outputs(s, &config, &kernel, &values, &times_ms));
             (kept, started.elapsed().as_secs_f64() * 1e3)
         });
         match job.await {

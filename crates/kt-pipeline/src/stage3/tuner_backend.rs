@@ -340,7 +340,8 @@ impl TuningBackend for TunerBackend {
                 ),
             })?;
         *self.device.lock().unwrap_or_else(|p| p.into_inner()) = result.device.name.clone();
-        self.keep_expected_outputs(original).await;
+        self.keep_expected_outputs(original, m.per_test_ms.clone())
+            .await;
         Ok(Reference {
             time_ms,
             noise_ms: noise_ms(m),

@@ -174,6 +174,27 @@ impl CompileQueue {
         }
     }
 
+    /// The first of `tickets` (in their order) whose compilation has finished, waiting for the pool until
+    /// one has; its result stays for [`CompileQueue::wait`]. None when `tickets` is empty. A search
+    /// measures whichever configuration is ready rather than the next in line, so one slow compilation
+    /// does not hold the GPU up while later ones are done.
+    pub fn first_ready(&mut self, tickets: &[usize]) -> Result<Option<usize>, TunerError> {
+        if tickets.is_empty() {
+            return Ok(None);
+        }
+        loop {
+            if let Some(t) = tickets.iter().find(|t| self.finished.contains_key(t)) {
+                return Ok(Some(*t));
+            }
+            match self.pool.next_finished() {
+                Some((t, r)) => {
+                    self.finished.insert(t, r);
+                }
+                None => return Err(TunerError::Nvrtc("the compiler pool stopped".into())),
+            }
+        }
+    }
+
     /// Records a compiled module so later launches of `key` find it: the symbol to look up is the lowered
     /// name of its name expression, else the kernel's plain name.
     pub fn remember(&mut self, key: &str, outcome: Arc<ModuleOutcome>, kernel: &str, shared: u32) {

@@ -50,7 +50,9 @@ pub(crate) fn evaluate(
         return Ok(m);
     };
     let t_bench = Instant::now();
-    if !load_in_worker(e, kernel, &key, &mut m)? {
+    let loaded = load_in_worker(e, kernel, &key, &mut m)?;
+    let load_ms = t_bench.elapsed().as_secs_f64() * 1e3;
+    if !loaded {
         return Ok(m);
     }
     let mut per_test = Vec::new();
@@ -67,6 +69,16 @@ pub(crate) fn evaluate(
         m.per_test_ms = per_test;
         fill_rates(kernel, &bench.tests[0].scalars(), &mut m);
     }
+    // where a search's time goes, configuration by configuration (`KT_LOG=kt_tuner=trace`)
+    tracing::trace!(
+        %config,
+        compile_ms = m.compile_ms,
+        load_ms,
+        benchmark_ms = m.benchmark_ms,
+        objective_ms = ?m.objective,
+        verdict = m.verdict.short(),
+        "configuration measured"
+    );
     Ok(m)
 }
 

@@ -4,7 +4,6 @@
 //! results cache → progress, and last the best configuration and its share of the device's peak.
 
 use std::collections::HashMap;
-use std::collections::hash_map::Entry;
 use std::time::Instant;
 
 use crate::args::{KernelTest, TestSet};
@@ -14,13 +13,13 @@ use crate::expr::Bindings;
 use crate::floor::Ceilings;
 use crate::measure::{Baseline, TimingPolicy, TimingStats};
 use crate::outcome::{Measurement, Phases, Progress, TuneResult, Verdict};
-use crate::search::{History, SearchStrategy, drive};
-use crate::session::compile_queue::Submitted;
+use crate::search::{History, drive};
 use crate::session::determinism;
 use crate::session::engine::Engine;
-use crate::session::evaluate::{Bench, evaluate, fill_rates};
+use crate::session::evaluate::{Bench, fill_rates};
 use crate::session::peak::{copy_bandwidth, percent_of_binding_peak, theoretical};
 use crate::session::plausibility::{self, Plausibility};
+use crate::session::search_run::{Prefetched, SearchRun};
 use crate::session::setup::TuneOptions;
 use crate::session::worker_link::{run_request, test_dtypes};
 use crate::space::{Config, SearchSpace};
@@ -28,15 +27,15 @@ use crate::tunable_kernel::TunableKernel;
 use crate::worker::protocol::{DeviceInfo, RunRequest};
 
 /// The space to search and how its modules are built.
-struct Plan {
-    space: SearchSpace,
+pub(super) struct Plan {
+    pub space: SearchSpace,
     /// The first test's scalars: what the restrictions and the compile-time defines see.
-    scalars0: Bindings,
+    pub scalars0: Bindings,
     /// `grid_size_*` defines only when every test has the same launch, else one module per test would be
     /// needed.
-    grid_defines: bool,
+    pub grid_defines: bool,
     /// The default launch.
-    reference: Config,
+    pub reference: Config,
 }
 
 impl Plan {
@@ -116,7 +115,7 @@ pub(crate) fn tune(
 
     let device = e.link.device(&mut e.queue)?;
     phases.context_ms = start.elapsed().as_secs_f64() * 1e3;
-    let results = open_results(e, kernel, tests, options, &device)?;
+    let mut results = open_results(e, kernel, tests, options, &device)?;
 
     let t_up = Instant::now();
     // outputs that are sums get a tolerance for their length (flops per output element)
@@ -137,45 +136,66 @@ pub(crate) fn tune(
     phases.reference_ms = t_ref.elapsed().as_secs_f64() * 1e3;
 
     let t_bench = Instant::now();
-    let total = options
-        .limits
-        .max_evals
-        .unwrap_or(plan.space.len())
-        .min(plan.space.len());
-    let mut run = SearchRun {
-        e: &mut *e,
-        kernel,
-        plan: &plan,
-        tickets,
-        results,
-        bench: Bench {
-            tests,
-            timing: options.timing,
-            verify: options.verify,
-            refs,
-            best_per_test: vec![None; tests.len()],
-        },
-        phases: &mut phases,
-        progress,
-        measurements: Vec::new(),
-        total,
-        setup_error: None,
+    let mut measurements = if only_the_reference(&plan, options) {
+        // The space is the default launch just measured on every test (the original kernel's baseline,
+        // before it has expected outputs): a search would measure it again to the same end.
+        let mut m = reference.clone();
+        m.compile_ms = 0.0;
+        if let Some(r) = results.as_mut()
+            && let Err(err) = r.append(&m)
+        {
+            tracing::warn!("results cache: {err}");
+        }
+        progress(&Progress {
+            done: 1,
+            total: 1,
+            config: m.config.clone(),
+            verdict: m.verdict.short().to_string(),
+            time_ms: m.objective_ms(),
+            best_ms: m.objective_ms(),
+        });
+        vec![m]
+    } else {
+        let total = options
+            .limits
+            .max_evals
+            .unwrap_or(plan.space.len())
+            .min(plan.space.len());
+        let mut run = SearchRun {
+            e: &mut *e,
+            kernel,
+            plan: &plan,
+            tickets,
+            results,
+            bench: Bench {
+                tests,
+                timing: options.timing,
+                verify: options.verify,
+                refs,
+                best_per_test: vec![None; tests.len()],
+            },
+            phases: &mut phases,
+            progress,
+            measurements: Vec::new(),
+            total,
+            setup_error: None,
+        };
+        let mut wrapper = Prefetched {
+            first: Some(prefetched),
+            inner: strategy.as_mut(),
+        };
+        drive(
+            &mut wrapper,
+            &plan.space,
+            options.limits,
+            &mut History::default(),
+            |batch| run.evaluate_batch(batch),
+        );
+        if let Some(err) = run.setup_error {
+            return Err(err);
+        }
+        run.measurements
     };
-    let mut wrapper = Prefetched {
-        first: Some(prefetched),
-        inner: strategy.as_mut(),
-    };
-    drive(
-        &mut wrapper,
-        &plan.space,
-        options.limits,
-        &mut History::default(),
-        |batch| run.evaluate_batch(batch),
-    );
-    if let Some(err) = run.setup_error {
-        return Err(err);
-    }
-    let mut measurements = run.measurements;
     phases.benchmark_ms = t_bench.elapsed().as_secs_f64() * 1e3;
 
     let peak = if options.measure_peak {
@@ -249,6 +269,15 @@ pub(crate) fn tune(
         m.percent_of_peak = percent_of_binding_peak(m, memory_peak, compute_peak);
     }
     Ok(result)
+}
+
+/// Whether the whole space is the default launch, measured without expected outputs to verify against: then
+/// the reference measurement is the search's only result.
+fn only_the_reference(plan: &Plan, options: &TuneOptions) -> bool {
+    !options.verify
+        && plan.space.len() == 1
+        && plan.space.configs[0] == plan.reference
+        && options.limits.max_evals != Some(0)
 }
 
 /// The fastest verified measurement.
@@ -434,130 +463,4 @@ fn measure_reference(
     m.static_shared_bytes = Some(info.static_shared_bytes);
     fill_rates(kernel, &plan.scalars0, &mut m);
     Ok((m, baselines))
-}
-
-/// The search's state between batches.
-struct SearchRun<'a> {
-    e: &'a mut Engine,
-    kernel: &'a TunableKernel,
-    plan: &'a Plan,
-    /// Compilations submitted ahead, by configuration index.
-    tickets: HashMap<usize, Submitted>,
-    results: Option<ResultCache>,
-    bench: Bench<'a>,
-    phases: &'a mut Phases,
-    progress: &'a mut dyn FnMut(&Progress),
-    measurements: Vec<Measurement>,
-    total: usize,
-    /// The first error that stops the run; the rest of the search is skipped.
-    setup_error: Option<TunerError>,
-}
-
-impl SearchRun<'_> {
-    /// Evaluates one batch from the strategy; returns one objective per entry (infinite for a failure).
-    fn evaluate_batch(&mut self, batch: &[usize]) -> Vec<f64> {
-        let mut cached = HashMap::new();
-        // submit the whole batch so compilation runs ahead of the GPU
-        for &i in batch {
-            let config = &self.plan.space.configs[i];
-            if let Some(c) = self.results.as_ref().and_then(|r| r.get(config)) {
-                cached.insert(i, c.clone());
-                continue;
-            }
-            if let Entry::Vacant(slot) = self.tickets.entry(i) {
-                match self.e.queue.submit(
-                    self.kernel,
-                    config,
-                    &self.plan.scalars0,
-                    self.plan.grid_defines,
-                ) {
-                    Ok(s) => {
-                        slot.insert(s);
-                    }
-                    Err(err) => {
-                        self.setup_error.get_or_insert(err);
-                    }
-                }
-            }
-        }
-        let mut out = Vec::new();
-        for &i in batch {
-            if self.setup_error.is_some() {
-                out.push(f64::INFINITY);
-                continue;
-            }
-            let m = match cached.remove(&i) {
-                Some(mut c) => {
-                    c.from_cache = true;
-                    c
-                }
-                None => match self.measure(i) {
-                    Ok(m) => m,
-                    Err(err) => {
-                        self.setup_error.get_or_insert(err);
-                        out.push(f64::INFINITY);
-                        continue;
-                    }
-                },
-            };
-            out.push(m.objective_ms().unwrap_or(f64::INFINITY));
-            self.record(m);
-        }
-        out
-    }
-
-    /// Evaluates configuration `i` and appends it to the results cache.
-    fn measure(&mut self, i: usize) -> Result<Measurement, TunerError> {
-        let m = evaluate(
-            self.e,
-            self.kernel,
-            &self.plan.space.configs[i],
-            self.tickets.get(&i).cloned(),
-            &mut self.bench,
-            self.phases,
-        )?;
-        if let Some(r) = self.results.as_mut()
-            && let Err(err) = r.append(&m)
-        {
-            tracing::warn!("results cache: {err}");
-        }
-        Ok(m)
-    }
-
-    /// Keeps a measurement and reports progress.
-    fn record(&mut self, m: Measurement) {
-        let v = m.objective_ms().unwrap_or(f64::INFINITY);
-        let best = self
-            .measurements
-            .iter()
-            .filter_map(|m| m.objective_ms())
-            .chain(std::iter::once(v))
-            .filter(|v| v.is_finite())
-            .min_by(f64::total_cmp);
-        (self.progress)(&Progress {
-            done: self.measurements.len() + 1,
-            total: self.total,
-            config: m.config.clone(),
-            verdict: m.verdict.short().to_string(),
-            time_ms: m.objective_ms(),
-            best_ms: best,
-        });
-        self.measurements.push(m);
-    }
-}
-
-/// Hands the strategy's first batch (already submitted for compilation) to the driver before asking the
-/// strategy again.
-struct Prefetched<'a> {
-    first: Option<Vec<usize>>,
-    inner: &'a mut dyn SearchStrategy,
-}
-
-impl SearchStrategy for Prefetched<'_> {
-    fn next_batch(&mut self, space: &SearchSpace, history: &History) -> Vec<usize> {
-        match self.first.take() {
-            Some(b) if !b.is_empty() => b,
-            _ => self.inner.next_batch(space, history),
-        }
-    }
 }

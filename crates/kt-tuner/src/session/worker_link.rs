@@ -37,7 +37,8 @@ struct Worker {
     /// (working copies are reset from the pristine ones before use, a modified input is restored, and
     /// expected values that are not the test's own are recomputed by the reference run that starts every
     /// tuning, verification and timing).
-    resident: Vec<KernelTest>,
+    /// Tests on the worker, with their files' stamps when they were sent.
+    resident: Vec<(KernelTest, Vec<Option<crate::source_stamp::Stamp>>)>,
 }
 
 pub(crate) struct WorkerLink {
@@ -227,10 +228,14 @@ impl WorkerLink {
     fn upload(&mut self, test: &KernelTest, queue: &mut CompileQueue) -> Result<(), TunerError> {
         self.ensure_util(&test_dtypes(test), queue)?;
         let w = self.live(queue)?;
-        if w.resident.iter().any(|t| t == test) {
+        let stamps = crate::source_stamp::of_test(test);
+        if w.resident
+            .iter()
+            .any(|(t, s)| t == test && *s == stamps && s.iter().all(Option::is_some))
+        {
             return Ok(());
         }
-        w.resident.retain(|t| t.id != test.id);
+        w.resident.retain(|(t, _)| t.id != test.id);
         match w
             .client
             .request(
@@ -241,7 +246,7 @@ impl WorkerLink {
             .map_err(worker_failure)?
         {
             (Reply::Done { .. }, _) => {
-                w.resident.push(test.clone());
+                w.resident.push((test.clone(), stamps));
                 Ok(())
             }
             (Reply::Error { message, .. }, _) => Err(TunerError::Arguments(format!(

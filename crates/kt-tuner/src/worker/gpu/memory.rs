@@ -19,6 +19,8 @@ use crate::device_kernels::{
 use crate::guard::{GUARD_BYTES, GUARD_PATTERN, GuardBreach, GuardedLayout, Side};
 use crate::sum_floor::SumFloor;
 use crate::verify::{Mismatch, OutputReport, Tolerance, poison_bits};
+
+use super::reupload;
 use kt_record::DType;
 
 /// Bytes of an input file read and copied to the GPU at a time.
@@ -35,12 +37,16 @@ pub(super) fn cuda(context: &str, e: DriverError) -> String {
 
 struct DevArray {
     meta: ArrayArg,
+    /// Its input's source when it was read (`reupload`).
+    input_stamp: Option<reupload::Stamp>,
     /// The allocation holding the working copy between its guards (what is freed).
     work_base: Ptr,
     /// The working copy: `work_base` + the guard before it.
     work: Ptr,
     pristine: Ptr,
     expected: Option<Ptr>,
+    /// The expected values' source when they were read.
+    expected_stamp: Option<reupload::Stamp>,
     /// Whether the reference proved it overwrites every element (then it is poisoned before verifying).
     poison: bool,
     /// How many elements `expected` holds (fewer than allocated when the size depends on the launch).
@@ -423,51 +429,21 @@ impl DeviceMemory {
         }
     }
 
-    fn free_test(&mut self, id: &str) {
-        if let Some(t) = self.tests.remove(id) {
-            for a in t.arrays {
-                for p in [Some(a.work_base), Some(a.pristine), a.expected]
-                    .into_iter()
-                    .flatten()
-                {
-                    free(p);
-                }
-            }
-        }
-    }
-
-    /// Puts a test's arrays on the GPU (replacing an earlier upload of the same test).
+    /// Puts a test's arrays on the GPU, replacing an earlier upload of the same test: an input it already
+    /// holds from an unchanged source stays (`reupload`), everything else is read again.
     pub fn upload(&mut self, test: KernelTest) -> Result<(), String> {
-        self.free_test(&test.id);
+        let mut earlier = self
+            .tests
+            .remove(&test.id)
+            .map(|t| t.arrays)
+            .unwrap_or_default();
         let mut arrays = Vec::new();
-        for a in test.arrays() {
-            let bytes = (a.bytes() as usize).max(1);
-            let what = format!("allocating {} ({} bytes)", a.name, bytes);
-            let (work_base, work) = alloc_guarded(bytes, &what)?;
-            let pristine = alloc(bytes, &what)?;
-            let mut d = DevArray {
-                meta: a.clone(),
-                work_base,
-                work,
-                pristine,
-                expected: None,
-                poison: false,
-                expected_elements: a.elements,
-                expected_rms: None,
-            };
-            self.upload_source(pristine, a, &a.source)?;
-            if let Some(exp) = &a.expected {
-                let e = alloc(bytes, "allocating expected")?;
-                self.upload_source(e, a, exp)?;
-                d.expected = Some(e);
-                d.expected_rms = self.rms_if_sum(test.tolerances.get(&a.name), e, a, a.elements)?;
-            }
-            // SAFETY: both hold `bytes`.
-            unsafe { result::memcpy_dtod_sync(work, pristine, bytes) }
-                .map_err(|e| cuda("copy", e))?;
-            arrays.push(d);
+        let uploaded = self.upload_arrays(&test, &mut earlier, &mut arrays);
+        earlier.into_iter().for_each(free_array);
+        if let Err(e) = uploaded {
+            arrays.into_iter().for_each(free_array);
+            return Err(e);
         }
-        result::ctx::synchronize().map_err(|e| cuda("upload", e))?;
         self.tests.insert(
             test.id.clone(),
             DevTest {
@@ -476,6 +452,100 @@ impl DeviceMemory {
             },
         );
         Ok(())
+    }
+
+    /// The arrays of `test` into `arrays` (which own them from the moment they are allocated), taking those
+    /// `earlier` holds already out of it.
+    fn upload_arrays(
+        &mut self,
+        test: &KernelTest,
+        earlier: &mut Vec<DevArray>,
+        arrays: &mut Vec<DevArray>,
+    ) -> Result<(), String> {
+        for a in test.arrays() {
+            let bytes = (a.bytes() as usize).max(1);
+            let mut d = self.input_array(a, earlier)?;
+            let expected_stamp = a.expected.as_ref().and_then(reupload::stamp);
+            let same_expected = reupload::same_expected(
+                &d.meta,
+                d.expected_stamp.as_ref(),
+                a,
+                expected_stamp.as_ref(),
+            );
+            if !same_expected && let Some(e) = d.expected.take() {
+                free(e);
+            }
+            d.meta = a.clone();
+            d.expected_stamp = expected_stamp;
+            arrays.push(d);
+            let d = arrays.last_mut().ok_or("the array just made is gone")?;
+            if let (None, Some(exp)) = (d.expected, &a.expected) {
+                let e = alloc(bytes, "allocating expected")?;
+                d.expected = Some(e);
+                self.upload_source(e, a, exp)?;
+            }
+            if let Some(e) = d.expected {
+                d.expected_rms = self.rms_if_sum(test.tolerances.get(&a.name), e, a, a.elements)?;
+            }
+            // SAFETY: both hold `bytes`.
+            unsafe { result::memcpy_dtod_sync(d.work, d.pristine, bytes) }
+                .map_err(|e| cuda("copy", e))?;
+        }
+        result::ctx::synchronize().map_err(|e| cuda("upload", e))
+    }
+
+    /// An array holding `a`'s input in its pristine copy: one of `earlier` when it holds that input from an
+    /// unchanged source (its guards filled again, as a fresh allocation has them), else a new one read
+    /// from the source. Its expected values are the caller's.
+    fn input_array(
+        &mut self,
+        a: &ArrayArg,
+        earlier: &mut Vec<DevArray>,
+    ) -> Result<DevArray, String> {
+        let bytes = (a.bytes() as usize).max(1);
+        let input_stamp = reupload::stamp(&a.source);
+        let same = earlier.iter().position(|d| {
+            reupload::same_input(&d.meta, d.input_stamp.as_ref(), a, input_stamp.as_ref())
+        });
+        if let Some(i) = same {
+            let mut d = earlier.swap_remove(i);
+            if let Err(e) = fill_guard(
+                d.work_base,
+                GuardedLayout::new(bytes as u64).total() as usize,
+            ) {
+                free_array(d);
+                return Err(e);
+            }
+            d.poison = false;
+            d.expected_elements = a.elements;
+            d.expected_rms = None;
+            return Ok(d);
+        }
+        let what = format!("allocating {} ({} bytes)", a.name, bytes);
+        let (work_base, work) = alloc_guarded(bytes, &what)?;
+        let d = DevArray {
+            meta: a.clone(),
+            input_stamp,
+            work_base,
+            work,
+            pristine: match alloc(bytes, &what) {
+                Ok(p) => p,
+                Err(e) => {
+                    free(work_base);
+                    return Err(e);
+                }
+            },
+            expected: None,
+            expected_stamp: None,
+            poison: false,
+            expected_elements: a.elements,
+            expected_rms: None,
+        };
+        if let Err(e) = self.upload_source(d.pristine, a, &a.source) {
+            free_array(d);
+            return Err(e);
+        }
+        Ok(d)
     }
 
     /// The working copy of an array, for a launch's arguments.
@@ -546,6 +616,8 @@ impl DeviceMemory {
         for a in &mut t.arrays {
             if let Some(e) = expected.get(&a.meta.name) {
                 a.expected = Some(*e);
+                // computed here, not read from a file: a later upload reads the test's own again
+                a.expected_stamp = None;
                 if let Some(v) = run.iter().find(|v| v.name == a.meta.name) {
                     a.expected_elements = v.elements;
                 }
@@ -590,6 +662,16 @@ fn fill_guard(ptr: Ptr, bytes: usize) -> Result<(), String> {
     // SAFETY: the caller's range lies inside one allocation.
     unsafe { result::memset_d8_sync(ptr, GUARD_PATTERN, bytes) }
         .map_err(|e| cuda("filling a guard region", e))
+}
+
+/// Frees an array's allocations (once).
+fn free_array(a: DevArray) {
+    for p in [Some(a.work_base), Some(a.pristine), a.expected]
+        .into_iter()
+        .flatten()
+    {
+        free(p);
+    }
 }
 
 /// Frees an allocation made by `alloc` (once).
