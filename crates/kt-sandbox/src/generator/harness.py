@@ -98,7 +98,9 @@ def main():
     try:
         import numpy as np
     except BaseException as e:
-        report_exception(e, "while importing numpy")
+        # numpy is kt's to provide, not the generator's: an interpreter whose numpy is installed but does not
+        # import is an environment problem (kt's probe finds numpy without importing it, see python/probe.rs)
+        fail("numpy_unusable", error="%s: %s" % (type(e).__name__, e), traceback=generator_traceback(e))
 
     try:
         import kt_generator

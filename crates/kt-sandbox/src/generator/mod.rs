@@ -61,6 +61,10 @@ enum HarnessResult {
 #[derive(Debug, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 enum HarnessError {
+    NumpyUnusable {
+        error: String,
+        traceback: String,
+    },
     ImportMissing {
         module: String,
         traceback: String,
@@ -202,7 +206,7 @@ pub fn run_generator(
                 detail: tail(&outcome.stderr_text()),
             })
         }
-        (_, Some(HarnessResult::Error(err))) => Err(map_harness_error(err)),
+        (_, Some(HarnessResult::Error(err))) => Err(map_harness_error(err, python)),
         (Ending::Finished { exit_code: 0 }, Some(HarnessResult::Ok { args, problem_size })) => {
             let manifest = store::validate(spec, seed, args, problem_size, &out)?;
             let id = store::content_id(&manifest, &out)?;
@@ -253,9 +257,16 @@ fn read_result(out: &Path) -> Result<Option<HarnessResult>, GeneratorError> {
     }
 }
 
-fn map_harness_error(err: HarnessError) -> GeneratorError {
+fn map_harness_error(err: HarnessError, python: &PythonRuntime) -> GeneratorError {
     use GeneratorError as G;
     match err {
+        HarnessError::NumpyUnusable { error, traceback } => {
+            G::Python(crate::python::PythonError::NumpyUnusable {
+                python: python.interpreter.display().to_string(),
+                version: python.numpy_version.clone(),
+                detail: format!("{error}\n{}", tail(&traceback)),
+            })
+        }
         HarnessError::ImportMissing { module, traceback } => G::ImportMissing {
             module,
             traceback: tail(&traceback),

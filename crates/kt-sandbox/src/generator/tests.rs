@@ -475,3 +475,43 @@ fn half_built_tests_of_a_killed_run_are_removed_and_finished_ones_kept() {
     assert_eq!(super::remove_stale_staging(dest.path()), 1);
     assert!(!staging.exists() && finished.exists() && unrelated.exists());
 }
+
+/// numpy installed but broken (here a package that raises on import, found before the real one): the harness
+/// says so before it touches the generator, and kt reports an environment error the LLM is not asked to fix.
+#[test]
+fn a_numpy_that_does_not_import_is_the_environments_fault_not_the_generators() {
+    let dir = tempfile::tempdir().unwrap();
+    let w = dir.path();
+    std::fs::create_dir(w.join("numpy")).unwrap();
+    std::fs::write(
+        w.join("numpy/__init__.py"),
+        "raise ImportError('libopenblas.so.0: cannot open shared object file')\n",
+    )
+    .unwrap();
+    std::fs::write(w.join("kt_generator.py"), GOOD).unwrap();
+    std::fs::write(w.join("kt_harness.py"), HARNESS).unwrap();
+    std::fs::write(
+        w.join("kt_spec.json"),
+        r#"{"kernel": "k", "seed": 1, "max_total_bytes": 1024, "problem_size": null, "params": []}"#,
+    )
+    .unwrap();
+    let status = std::process::Command::new(&python().interpreter)
+        .args(["-B", "kt_harness.py", "kt_spec.json"])
+        .current_dir(w)
+        .status()
+        .unwrap();
+    assert!(!status.success());
+    let text = std::fs::read_to_string(w.join("out/result.json")).unwrap();
+    let Ok(HarnessResult::Error(err)) = serde_json::from_str::<HarnessResult>(&text) else {
+        panic!("not an error result: {text}");
+    };
+    let e = map_harness_error(err, &python());
+    assert!(!e.is_generator_fault(), "{e}");
+    let message = e.to_string();
+    assert!(
+        message.contains("does not import")
+            && message.contains("libopenblas")
+            && message.contains("KT_PYTHON"),
+        "{message}"
+    );
+}

@@ -113,7 +113,12 @@ fn a_repeated_lookup_is_answered_without_running_python() {
     assert_eq!(fake.runs(), 1);
     let second = find(&cache, &lookup);
     assert_eq!(fake.runs(), 1, "the second lookup ran the interpreter");
-    let uncached = probe_in(&lookup, &mut Watched::off()).unwrap();
+    let uncached = probe_in(
+        &lookup,
+        &mut Watched::off(),
+        crate::python::probe::Depth::Quick,
+    )
+    .unwrap();
     assert_eq!((&first, &second), (&uncached, &uncached));
     assert_eq!(first.numpy_version, "9.9.9");
     assert_eq!(first.interpreter, fake.python);

@@ -1,7 +1,8 @@
 //! The Python interpreter that runs generators: a python3 with numpy, found or provisioned once.
 //!
 //! Order: `KT_PYTHON` when set (the user's choice is final: no fallback that would hide a typo), else `python3` on
-//! PATH if it imports numpy, else kt's own virtual environment (created on first use with a pinned numpy under
+//! PATH if it has numpy (found by its files for a run, imported for `kt doctor`: see `probe.rs`), else kt's own
+//! virtual environment (created on first use with a pinned numpy under
 //! `$KT_HOME/venv`, else `$XDG_DATA_HOME/kt/venv`, else `~/.local/share/kt/venv`). What the lookup finds is
 //! kept across runs while nothing it depends on changes (see `cache.rs`); `kt doctor` always looks again.
 
@@ -16,7 +17,7 @@ use std::process::Command;
 use serde::{Deserialize, Serialize};
 
 use cache::ProbeCache;
-use probe::{inspect, inspect_watched};
+use probe::{Depth, inspect, inspect_watched};
 use watch::Watched;
 
 /// numpy version installed into kt's own virtual environment (a version known to build arrays the tests format
@@ -72,6 +73,17 @@ pub enum PythonError {
     NumpyMissing { python: String, detail: String },
 
     #[error(
+        "`{python}` has numpy {version} installed, but it does not import: {detail}\nRepair that installation \
+         (`{python} -m pip install --force-reinstall numpy`), or set KT_PYTHON to a python3 whose numpy imports \
+         (`kt doctor` imports it and says which works)"
+    )]
+    NumpyUnusable {
+        python: String,
+        version: String,
+        detail: String,
+    },
+
+    #[error(
         "could not create kt's Python environment in {dir} ({step}): {detail}; check that python3-venv is installed \
          (`apt-get install python3-venv`) and that the package index (pypi.org or PIP_INDEX_URL) is reachable, \
          or install numpy yourself and set KT_PYTHON"
@@ -88,7 +100,7 @@ impl PythonRuntime {
     /// virtual environment if one was created earlier. This is what `kt doctor` reports.
     /// Never cached: it is the diagnostic.
     pub fn probe() -> Result<PythonRuntime, PythonError> {
-        probe_in(&Lookup::from_env(), &mut Watched::off())
+        probe_in(&Lookup::from_env(), &mut Watched::off(), Depth::Import)
     }
 
     /// Like [`PythonRuntime::probe`], but when `python3` lacks numpy (and KT_PYTHON is unset) creates kt's own
@@ -159,10 +171,12 @@ impl Lookup {
     }
 }
 
-/// [`PythonRuntime::probe`] for `lookup`, noting in `watched` what the answer depends on.
+/// [`PythonRuntime::probe`] for `lookup`, noting in `watched` what the answer depends on; `depth`: whether
+/// numpy is imported or only found.
 pub(crate) fn probe_in(
     lookup: &Lookup,
     watched: &mut Watched,
+    depth: Depth,
 ) -> Result<PythonRuntime, PythonError> {
     let path = lookup.path_var.as_deref();
     if let Some(python) = &lookup.kt_python {
@@ -171,9 +185,10 @@ pub(crate) fn probe_in(
             RuntimeSource::EnvVar,
             path,
             watched,
+            depth,
         );
     }
-    match inspect_watched("python3", RuntimeSource::Path, path, watched) {
+    match inspect_watched("python3", RuntimeSource::Path, path, watched, depth) {
         Ok(rt) => Ok(rt),
         Err(err) => {
             let venv_python = lookup.venv_dir.join("bin/python3");
@@ -183,6 +198,7 @@ pub(crate) fn probe_in(
                     RuntimeSource::ManagedVenv,
                     path,
                     watched,
+                    depth,
                 )
                 .or(Err(err))
             } else {
@@ -197,7 +213,8 @@ pub(crate) fn find_or_provision_in(
     lookup: &Lookup,
     watched: &mut Watched,
 ) -> Result<PythonRuntime, PythonError> {
-    match probe_in(lookup, watched) {
+    // a run finds numpy without importing it (a quarter of a second); the generator harness imports it
+    match probe_in(lookup, watched, Depth::Quick) {
         Ok(rt) => Ok(rt),
         Err(PythonError::NumpyMissing { .. }) if lookup.kt_python.is_none() => {
             // the next run probes the environment just made and keeps that answer
@@ -332,7 +349,7 @@ mod tests {
                 .unwrap();
             assert!(made.status.success(), "{}", last_line(&made.stderr));
             let python = venv.join("bin/python3");
-            let report = run_probe(&python.to_string_lossy(), None).unwrap();
+            let report = run_probe(&python.to_string_lossy(), None, probe::Depth::Import).unwrap();
             let mut policy = Policy::for_generator();
             policy.network = NetworkIsolation::BestEffort;
             policy.readable_paths = readable_paths(&report);
