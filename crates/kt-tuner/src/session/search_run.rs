@@ -111,7 +111,7 @@ impl SearchRun<'_> {
         let mut tickets = Vec::new();
         for &pos in pending {
             match self.tickets.get(&batch[pos]) {
-                Some(s) if !self.measured_in_batch(batch, pending, pos) => {
+                Some(s) if !measured_earlier_in_batch(batch, pending, pos) => {
                     tickets.push((s.ticket, pos))
                 }
                 _ => return Ok(pos),
@@ -124,15 +124,6 @@ impl SearchRun<'_> {
         ready
             .and_then(|t| tickets.iter().find(|(tk, _)| *tk == t).map(|(_, p)| *p))
             .ok_or_else(|| TunerError::Worker("no configuration left to measure".into()))
-    }
-
-    /// Whether the configuration at `pos` also sits at an earlier position of the batch that is no longer
-    /// pending (then its module was taken already and its result is reused).
-    fn measured_in_batch(&self, batch: &[usize], pending: &[usize], pos: usize) -> bool {
-        batch[..pos]
-            .iter()
-            .enumerate()
-            .any(|(p, &i)| i == batch[pos] && !pending.contains(&p))
     }
 
     /// Evaluates configuration `i` and appends it to the results cache.
@@ -188,5 +179,41 @@ impl SearchStrategy for Prefetched<'_> {
             Some(b) if !b.is_empty() => b,
             _ => self.inner.next_batch(space, history),
         }
+    }
+}
+
+/// Whether the configuration at `pos` of `batch` also sits at an earlier position that is no longer `pending`
+/// (then its module was taken already and its result is reused).
+fn measured_earlier_in_batch(batch: &[usize], pending: &[usize], pos: usize) -> bool {
+    batch[..pos]
+        .iter()
+        .enumerate()
+        .any(|(p, &i)| i == batch[pos] && !pending.contains(&p))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_configuration_named_twice_reuses_the_first_measurement_once_it_is_taken() {
+        // configurations 7, 3, 7: position 2 repeats position 0
+        let batch = [7, 3, 7];
+        assert!(
+            !measured_earlier_in_batch(&batch, &[0, 1, 2], 2),
+            "position 0 is still pending"
+        );
+        assert!(
+            measured_earlier_in_batch(&batch, &[1, 2], 2),
+            "position 0 was taken"
+        );
+        assert!(
+            !measured_earlier_in_batch(&batch, &[2], 1),
+            "3 is named once"
+        );
+        assert!(
+            !measured_earlier_in_batch(&batch, &[0], 0),
+            "nothing comes before position 0"
+        );
     }
 }

@@ -12,7 +12,6 @@ mod launch;
 mod launch_facts;
 pub use counters::find_cupti;
 mod memory;
-mod reupload;
 mod runs;
 
 use std::sync::Arc;

@@ -3,16 +3,15 @@
 //! or generated on the GPU by kt's utility kernels (fill), outputs are poisoned before a verifying run,
 //! compared on the GPU (only a few result words come back) and streamed to .npy files in chunks. The
 //! working copy sits between guard regions (see `crate::guard`): filled with a pattern at upload and read
-//! back after every verifying launch.
+//! back after every verifying launch. Putting a test on the GPU is `upload`.
 
 use std::collections::HashMap;
 use std::ffi::{CString, c_void};
-use std::io::{Read, Seek, SeekFrom};
 
 use cudarc::driver::sys;
 use cudarc::driver::{DriverError, result};
 
-use crate::args::{ArrayArg, ArraySource, Distribution, KernelTest};
+use crate::args::{ArrayArg, Distribution};
 use crate::device_kernels::{
     self as dk, CMP_FIRST, CMP_MAX_ABS, CMP_MAX_REL, CMP_MISMATCHES, CMP_POISON, CMP_WORDS,
 };
@@ -20,7 +19,9 @@ use crate::guard::{GUARD_BYTES, GUARD_PATTERN, GuardBreach, GuardedLayout, Side}
 use crate::sum_floor::SumFloor;
 use crate::verify::{Mismatch, OutputReport, Tolerance, poison_bits};
 
-use super::reupload;
+mod reupload;
+mod upload;
+
 use kt_record::DType;
 
 /// Bytes of an input file read and copied to the GPU at a time.
@@ -398,156 +399,6 @@ impl DeviceMemory {
         Ok((dtype.bits_to_f64(bits), bits == poison_bits(dtype)))
     }
 
-    fn upload_source(&mut self, ptr: Ptr, a: &ArrayArg, src: &ArraySource) -> Result<(), String> {
-        match src {
-            ArraySource::Npy { path, offset } => {
-                let mut f =
-                    std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
-                f.seek(SeekFrom::Start(*offset))
-                    .map_err(|e| format!("{}: {e}", path.display()))?;
-                // In pieces through one small buffer: a buffer the size of a large array would be
-                // zeroed and page-faulted in first, which takes longer than reading and copying it.
-                let total = a.bytes() as usize;
-                let mut buf = vec![0u8; total.min(UPLOAD_PIECE)];
-                let mut done = 0;
-                while done < total {
-                    let piece = &mut buf[..(total - done).min(UPLOAD_PIECE)];
-                    f.read_exact(piece).map_err(|e| {
-                        format!(
-                            "{}: {e} (file shorter than its header says?)",
-                            path.display()
-                        )
-                    })?;
-                    // SAFETY: ptr holds a.bytes() bytes; this piece ends at or before its end.
-                    unsafe { result::memcpy_htod_sync(ptr + done as u64, piece) }
-                        .map_err(|e| cuda("uploading", e))?;
-                    done += piece.len();
-                }
-                Ok(())
-            }
-            ArraySource::Generate { dist, seed } => self.fill(ptr, a, dist, *seed),
-        }
-    }
-
-    /// Puts a test's arrays on the GPU, replacing an earlier upload of the same test: an input it already
-    /// holds from an unchanged source stays (`reupload`), everything else is read again.
-    pub fn upload(&mut self, test: KernelTest) -> Result<(), String> {
-        let mut earlier = self
-            .tests
-            .remove(&test.id)
-            .map(|t| t.arrays)
-            .unwrap_or_default();
-        let mut arrays = Vec::new();
-        let uploaded = self.upload_arrays(&test, &mut earlier, &mut arrays);
-        earlier.into_iter().for_each(free_array);
-        if let Err(e) = uploaded {
-            arrays.into_iter().for_each(free_array);
-            return Err(e);
-        }
-        self.tests.insert(
-            test.id.clone(),
-            DevTest {
-                arrays,
-                tolerances: test.tolerances.into_iter().collect(),
-            },
-        );
-        Ok(())
-    }
-
-    /// The arrays of `test` into `arrays` (which own them from the moment they are allocated), taking those
-    /// `earlier` holds already out of it.
-    fn upload_arrays(
-        &mut self,
-        test: &KernelTest,
-        earlier: &mut Vec<DevArray>,
-        arrays: &mut Vec<DevArray>,
-    ) -> Result<(), String> {
-        for a in test.arrays() {
-            let bytes = (a.bytes() as usize).max(1);
-            let mut d = self.input_array(a, earlier)?;
-            let expected_stamp = a.expected.as_ref().and_then(reupload::stamp);
-            let same_expected = reupload::same_expected(
-                &d.meta,
-                d.expected_stamp.as_ref(),
-                a,
-                expected_stamp.as_ref(),
-            );
-            if !same_expected && let Some(e) = d.expected.take() {
-                free(e);
-            }
-            d.meta = a.clone();
-            d.expected_stamp = expected_stamp;
-            arrays.push(d);
-            let d = arrays.last_mut().ok_or("the array just made is gone")?;
-            if let (None, Some(exp)) = (d.expected, &a.expected) {
-                let e = alloc(bytes, "allocating expected")?;
-                d.expected = Some(e);
-                self.upload_source(e, a, exp)?;
-            }
-            if let Some(e) = d.expected {
-                d.expected_rms = self.rms_if_sum(test.tolerances.get(&a.name), e, a, a.elements)?;
-            }
-            // SAFETY: both hold `bytes`.
-            unsafe { result::memcpy_dtod_sync(d.work, d.pristine, bytes) }
-                .map_err(|e| cuda("copy", e))?;
-        }
-        result::ctx::synchronize().map_err(|e| cuda("upload", e))
-    }
-
-    /// An array holding `a`'s input in its pristine copy: one of `earlier` when it holds that input from an
-    /// unchanged source (its guards filled again, as a fresh allocation has them), else a new one read
-    /// from the source. Its expected values are the caller's.
-    fn input_array(
-        &mut self,
-        a: &ArrayArg,
-        earlier: &mut Vec<DevArray>,
-    ) -> Result<DevArray, String> {
-        let bytes = (a.bytes() as usize).max(1);
-        let input_stamp = reupload::stamp(&a.source);
-        let same = earlier.iter().position(|d| {
-            reupload::same_input(&d.meta, d.input_stamp.as_ref(), a, input_stamp.as_ref())
-        });
-        if let Some(i) = same {
-            let mut d = earlier.swap_remove(i);
-            if let Err(e) = fill_guard(
-                d.work_base,
-                GuardedLayout::new(bytes as u64).total() as usize,
-            ) {
-                free_array(d);
-                return Err(e);
-            }
-            d.poison = false;
-            d.expected_elements = a.elements;
-            d.expected_rms = None;
-            return Ok(d);
-        }
-        let what = format!("allocating {} ({} bytes)", a.name, bytes);
-        let (work_base, work) = alloc_guarded(bytes, &what)?;
-        let d = DevArray {
-            meta: a.clone(),
-            input_stamp,
-            work_base,
-            work,
-            pristine: match alloc(bytes, &what) {
-                Ok(p) => p,
-                Err(e) => {
-                    free(work_base);
-                    return Err(e);
-                }
-            },
-            expected: None,
-            expected_stamp: None,
-            poison: false,
-            expected_elements: a.elements,
-            expected_rms: None,
-        };
-        if let Err(e) = self.upload_source(d.pristine, a, &a.source) {
-            free_array(d);
-            return Err(e);
-        }
-        Ok(d)
-    }
-
     /// The working copy of an array, for a launch's arguments.
     pub fn working(&self, test: &str, name: &str) -> Result<Ptr, String> {
         let t = self
@@ -662,16 +513,6 @@ fn fill_guard(ptr: Ptr, bytes: usize) -> Result<(), String> {
     // SAFETY: the caller's range lies inside one allocation.
     unsafe { result::memset_d8_sync(ptr, GUARD_PATTERN, bytes) }
         .map_err(|e| cuda("filling a guard region", e))
-}
-
-/// Frees an array's allocations (once).
-fn free_array(a: DevArray) {
-    for p in [Some(a.work_base), Some(a.pristine), a.expected]
-        .into_iter()
-        .flatten()
-    {
-        free(p);
-    }
 }
 
 /// Frees an allocation made by `alloc` (once).
