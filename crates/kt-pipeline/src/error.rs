@@ -13,8 +13,9 @@ pub use backend::BackendError;
 pub use failure_kind::FailureKind;
 
 /// What a run stopped before Stage 2 for want of a GPU says about its tests.
-pub const TESTS_WHERE_USED: &str = "Stage 1 is done, and tests are made where they are used: Stage 2 \
-    generates them when the run continues on a machine with a GPU (no test data is left here)";
+pub const TESTS_WHERE_USED: &str = "Stage 1 is done and Stage 2's generator program is written and \
+    checked, and tests are made where they are used: the program makes them when the run continues on a \
+    machine with a GPU (no test data is left here)";
 
 /// Everything that can go wrong in kt-pipeline.
 #[derive(Debug, thiserror::Error)]
@@ -153,6 +154,8 @@ pub enum PipelineError {
     NoGpu { reason: String },
     #[error("a CUDA GPU is needed from here on: {reason}; {}", TESTS_WHERE_USED)]
     TestsNeedGpu { reason: String },
+    #[error("test {test} cannot be made again on this machine: {reason}")]
+    TestsRemade { test: String, reason: String },
     #[error("the original kernel failed on test {test}: {message}")]
     Reference {
         test: String,

@@ -264,9 +264,16 @@ pub async fn prepare(
     )
     .await?;
     understood.stage1.info.save(&run)?;
-    if let Some(reason) = settings.gpu_missing {
-        return Err(PipelineError::TestsNeedGpu { reason });
-    }
+    // Without a GPU here, Stage 2 still gets its program from the LLM (which may be reachable only here, as on
+    // an HPC login node) and checks it in the sandbox, then stops: the tests are made where they are used.
+    // A hand-written program (`--script`) has nothing to ask.
+    let reference = match settings.gpu_missing {
+        Some(reason) if settings.script.is_some() => {
+            return Err(PipelineError::TestsNeedGpu { reason });
+        }
+        Some(reason) => Arc::new(crate::stage2::OnGpuMachine { reason }),
+        None => settings.reference,
+    };
     let mut options = settings.options.clone();
     if options.array_sizes.is_empty()
         && use_sidecar_sizes
@@ -279,7 +286,7 @@ pub async fn prepare(
         prompts: settings.prompts,
         sandbox: settings.sandbox,
         python: settings.python,
-        reference: settings.reference,
+        reference,
         tests_dir: run.tests_dir(),
         options,
     };

@@ -176,6 +176,9 @@ pub fn run(args: ResumeArgs) -> anyhow::Result<ExitCode> {
             &args,
         )?)
     };
+    if earlier.is_none() {
+        remake_missing_tests(&dir, &meta, &client, &prompts)?;
+    }
     let rt = runtime()?;
     let cancel = cancel_on_signals(&rt)?;
     let view = LiveView::new(args.json);
@@ -189,6 +192,46 @@ pub fn run(args: ResumeArgs) -> anyhow::Result<ExitCode> {
     leave(rt);
     view.finish();
     report(&dir, outcome, args.json)
+}
+
+/// A run handed over without its test arrays (they are large; manifests and generator programs travel) gets
+/// them made again here, where a GPU will use them; without a GPU nothing is made (tests are made where they
+/// are used) and the run goes on to its next GPU step.
+fn remake_missing_tests(
+    dir: &RunDir,
+    meta: &RunMeta,
+    client: &LlmClient,
+    prompts: &std::sync::Arc<PromptLibrary>,
+) -> anyhow::Result<()> {
+    if !kt_pipeline::job::test_data_missing(dir) {
+        return Ok(());
+    }
+    if let Some(reason) = kt_tuner::cuda_probe::gpu_missing() {
+        tracing::debug!(%reason, "test data is missing and no GPU is here: it is made where it is used");
+        return Ok(());
+    }
+    let testgen = testgen_settings(
+        client,
+        prompts.clone(),
+        meta.settings.tests.unwrap_or(3),
+        meta.settings.seed,
+        meta.settings.allow_unsandboxed,
+        None,
+    )?;
+    let remade = kt_pipeline::job::remake_test_data(dir, &testgen)?;
+    if !remade.inputs.is_empty() {
+        eprintln!(
+            "made the inputs of {} test(s) again from their own generator programs (same seeds, same content ids)",
+            remade.inputs.len()
+        );
+    }
+    if !remade.expected.is_empty() {
+        eprintln!(
+            "{} test(s) get their expected outputs from the original kernel again before the next tuning",
+            remade.expected.len()
+        );
+    }
+    Ok(())
 }
 
 /// What Stages 1 and 2 of a run stopped before Stage 3 need to continue: the kernel, Stage 1's source and

@@ -19,6 +19,7 @@ mod result;
 mod run_record;
 mod settings;
 mod stage3_run;
+mod test_data;
 mod transform;
 
 #[cfg(any(test, feature = "test-support"))]
@@ -42,4 +43,5 @@ pub use settings::{
     BackendFactory, BackendInputs, EventSink, Stage3Settings, start_early_tuner,
     start_profile_standby, tuner_backend, tuner_backend_with,
 };
+pub use test_data::{remake_test_data, test_data_missing};
 pub use transform::{resume, resume_run, transform};

@@ -72,7 +72,9 @@ async fn all_stages(
         Err(e) => {
             wall.stage1 += started.elapsed().as_secs_f64();
             wall.total = wall.stage1 + wall.stage2 + wall.stage3;
-            if let PipelineError::TestsNeedGpu { reason } = &e {
+            if let Some(reason) = e.gpu_unavailable() {
+                // Stage 2 checked its program here and kept no data: no empty tests directory either
+                let _ = std::fs::remove_dir(run.tests_dir());
                 return Err(stopped_for_gpu(run, wall, reason));
             }
             return finish(run, &run.results(0), None, None, wall, Err(e));

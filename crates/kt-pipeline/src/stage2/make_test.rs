@@ -206,13 +206,16 @@ async fn make_test(
     // the tests after this one run the same program unless it is revised: start them now
     let later =
         (index + 1..deps.options.tests).map(|i| deps.options.first_seed.wrapping_add(i as u64));
-    prefetch.start(
-        &deps.sandbox,
-        &deps.python,
-        &script,
-        &generator_spec(attempt.kernel, attempt.info, &deps.options),
-        later,
-    );
+    // (not where the tests are made elsewhere: only this one run checks the program here)
+    if deps.reference.runs_elsewhere().is_none() {
+        prefetch.start(
+            &deps.sandbox,
+            &deps.python,
+            &script,
+            &generator_spec(attempt.kernel, attempt.info, &deps.options),
+            later,
+        );
+    }
     let generated = attempt.generate(&script).await?;
     let discard = || {
         if !generated.reused {
@@ -409,6 +412,15 @@ impl Attempt<'_> {
         sizes: &mut SizeFacts,
     ) -> Result<Option<f64>, NotAccepted> {
         let (deps, seed) = (self.deps, self.seed);
+        if let Some(reason) = deps.reference.runs_elsewhere() {
+            // the program works here; its data is made again where the GPU is
+            if !generated.reused {
+                let _ = std::fs::remove_dir_all(&generated.dir);
+            }
+            return Err(NotAccepted::Failed(PipelineError::TestsNeedGpu {
+                reason: reason.to_string(),
+            }));
+        }
         if deps.reference.availability().is_err() {
             return Ok(None);
         }
@@ -558,7 +570,14 @@ async fn run_generator(
     let key = run_key(&script, seed);
     let prefetch = prefetch.clone();
     let effect_key = key.clone();
-    ctx.effect_keyed("generator", &effect_key, || async move {
+    let (again_sandbox, again_python, again_script, again_spec, again_dest) = (
+        sandbox.clone(),
+        python.clone(),
+        script.clone(),
+        spec.clone(),
+        dest.clone(),
+    );
+    let journaled = ctx.effect_keyed("generator", &effect_key, || async move {
         let dest_for_error = dest.clone();
         if let Some(prefetched) = prefetch.take(&key, &dest).await {
             return prefetched.map(|t| Generated {
@@ -594,6 +613,35 @@ async fn run_generator(
             path: deps.tests_dir.clone(),
             source: std::io::Error::other(source.to_string()),
         },
+    })?;
+    // The journal remembers a run, not its files: a run resumed on another machine (or after its data was
+    // removed, as where a GPU is missing) runs the program again; the content id says whether it is the same.
+    if journaled.dir.join("manifest.json").is_file() {
+        return Ok(journaled);
+    }
+    tokio::task::spawn_blocking(move || {
+        kt_sandbox::generator::run_generator(
+            &again_sandbox,
+            &again_python,
+            &again_script,
+            &again_spec,
+            seed,
+            &again_dest,
+        )
+        .map(|t| Generated {
+            id: t.id,
+            dir: t.dir,
+            manifest: t.manifest,
+            reused: t.reused,
+        })
+    })
+    .await
+    .unwrap_or_else(|join| {
+        Err(GeneratorError::Io {
+            what: "run the generator thread",
+            path: deps.tests_dir.clone(),
+            source: std::io::Error::other(join.to_string()),
+        })
     })
 }
 

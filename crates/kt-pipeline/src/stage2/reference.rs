@@ -47,6 +47,37 @@ pub trait ReferenceRunner: Send + Sync {
     /// test's inputs (out-of-bounds access with the sizes given) should be [`PipelineError::Reference`] with
     /// `inputs_at_fault: true`, so the generator is asked to fix them.
     async fn run(&self, job: ReferenceJob<'_>) -> Result<ReferenceRun, PipelineError>;
+
+    /// `Some(reason)` when the original kernel will run on another machine (one with a GPU) and Stage 2 is to
+    /// stop there instead of writing tests without it: the program is asked for and checked here, where the
+    /// LLM is, and its tests are made where they are used.
+    fn runs_elsewhere(&self) -> Option<&str> {
+        None
+    }
+}
+
+/// The runner of a machine without a GPU in a run that continues on one (`kt transform`): Stage 2 gets its
+/// generator program and checks it in the sandbox here, leaves no data, and stops for the GPU.
+#[derive(Debug, Clone)]
+pub struct OnGpuMachine {
+    pub reason: String,
+}
+
+#[async_trait]
+impl ReferenceRunner for OnGpuMachine {
+    fn availability(&self) -> Result<(), String> {
+        Err(self.reason.clone())
+    }
+
+    async fn run(&self, _job: ReferenceJob<'_>) -> Result<ReferenceRun, PipelineError> {
+        Err(PipelineError::TestsNeedGpu {
+            reason: self.reason.clone(),
+        })
+    }
+
+    fn runs_elsewhere(&self) -> Option<&str> {
+        Some(&self.reason)
+    }
 }
 
 /// The runner of a machine that cannot run kernels: every test gets inputs, none gets expected outputs.

@@ -428,3 +428,54 @@ fn the_largest_shared_power_of_two_is_found_per_dimension() {
     assert_eq!(make_test::shared_powers_of_two(&sizes, 2), vec![(0, 32)]);
     assert!(make_test::all_odd(&[7, 9, 2], 2) && !make_test::all_odd(&[7, 8, 1], 2));
 }
+
+#[tokio::test]
+async fn without_a_gpu_the_program_is_asked_and_checked_here_then_made_on_the_gpu_machine_unasked() {
+    let dir = tempfile::tempdir().unwrap();
+    let program = generator("20001 + 2 * seed");
+    // one answer only: the GPU machine must reuse the journaled one, not ask again
+    let llm = scripted(dir.path(), &answer("stage2.generator", &program));
+    let (source, s1) = vector_add();
+    let store: Arc<dyn kt_graph::CheckpointStore> = Arc::new(MemoryStore::new());
+    let here = deps(
+        dir.path(),
+        Some(llm.clone()),
+        Arc::new(super::OnGpuMachine {
+            reason: "no CUDA driver".into(),
+        }),
+        3,
+    );
+    let stopped = make_tests(here, &source, &s1.kernel, &s1.info, None, store.clone(), RunId::new("t"))
+        .await
+        .unwrap_err();
+    assert_eq!(stopped.gpu_unavailable(), Some("no CUDA driver"), "{stopped}");
+    assert!(
+        super::list_tests(&dir.path().join("tests")).unwrap().is_empty(),
+        "no test data is left where there is no GPU"
+    );
+    assert_eq!(prompts_of(dir.path(), "stage2.generator").len(), 1);
+
+    let gpu = deps(
+        dir.path(),
+        Some(llm),
+        Arc::new(FakeGpu { ms_per_item: 1e-4 }),
+        3,
+    );
+    let out = make_tests(gpu, &source, &s1.kernel, &s1.info, None, store, RunId::new("t"))
+        .await
+        .unwrap();
+    assert_eq!(out.tests.len(), 3);
+    for t in &out.tests {
+        assert!(
+            t.dir.join("manifest.json").is_file() && t.dir.join("args/a.npy").is_file(),
+            "test {} has its files on the GPU machine",
+            t.id
+        );
+    }
+    assert_eq!(out.script.trim(), program.trim());
+    assert_eq!(
+        prompts_of(dir.path(), "stage2.generator").len(),
+        1,
+        "the program asked for without a GPU is the one used with it"
+    );
+}

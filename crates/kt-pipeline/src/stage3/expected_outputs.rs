@@ -72,6 +72,44 @@ pub(super) fn keep_original_outputs(
     Ok(tests_hold_expected(&s.tests))
 }
 
+/// A run continued on another machine keeps its tests' manifests, and Stage 2's remake marked those whose
+/// expected files did not travel (`stage2::EXPECTED_REMADE_MARK`): before the first tuning here, the
+/// original kernel makes them again, at the times the manifests recorded. A failure leaves the check against
+/// the original in place, as after a baseline.
+pub(super) fn remake_marked_expected(
+    s: &mut Session,
+    backend: &TunerBackendConfig,
+    original: &TunableKernel,
+    config: &Config,
+) {
+    let mark = backend.tests_dir.join(crate::stage2::EXPECTED_REMADE_MARK);
+    if !mark.is_file() {
+        return;
+    }
+    let times: Vec<f64> = s
+        .tests
+        .tests
+        .iter()
+        .filter_map(|t| {
+            let path = backend.tests_dir.join(&t.id).join("manifest.json");
+            let text = std::fs::read_to_string(path).ok()?;
+            serde_json::from_str::<kt_record::TestManifest>(&text)
+                .ok()?
+                .reference_time_ms
+        })
+        .collect();
+    match keep_original_outputs(s, backend, original, config, &times) {
+        Ok(_) => {
+            let _ = std::fs::remove_file(&mark);
+            tracing::info!("expected outputs made again from the original kernel on this machine");
+        }
+        Err(why) => tracing::warn!(
+            reason = %why,
+            "the tests keep no expected outputs; each tuning checks its fastest configurations against the original kernel instead"
+        ),
+    }
+}
+
 impl TunerBackend {
     /// After the baseline: the original kernel's outputs become the tests' expected outputs
     /// (`expected_outputs.rs`); a failure is logged and leaves the check against the original in place.

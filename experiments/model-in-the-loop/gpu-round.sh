@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# One GPU round of the model-in-the-loop driver, on the GPU machine (device tool: carry .device and .mitl):
+#   bash experiments/model-in-the-loop/gpu-round.sh
+# Moves every cell as far as it goes with the answers at hand, then packs the state (no test arrays) into
+# $OUT/mitl.tar.gz and the step's log into $OUT/step.log.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+out=${OUT:-/tmp/mitl-out}; mkdir -p "$out"
+export PYTHONUNBUFFERED=1
+nvidia-smi -L
+python3 experiments/model-in-the-loop/loop.py --kt .device/bin/kt step 2>&1 | tee "$out/step.log"
+python3 experiments/model-in-the-loop/loop.py status 2>&1 | tee -a "$out/step.log"
+python3 experiments/model-in-the-loop/loop.py pack "$out/mitl.tar.gz"

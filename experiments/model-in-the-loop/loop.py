@@ -1,0 +1,251 @@
+#!/usr/bin/env python3
+"""A model in kt's loop, round by round, for machines where the GPU and the model never meet.
+
+Every cell (kernel x strategy) is one `kt transform ... --llm manual:DIR --seed 1` run. A manual run stops at
+each prompt it has no answer for (exit 3) and wherever it next needs a GPU on a machine without one (exit 2).
+This driver moves all cells forward on the machine it runs on, as far as each can go there:
+
+    loop.py start [--cells K:S,...]   create the runs (here, without a GPU: Stage 1 up to its first prompt)
+    loop.py step                      resume every cell that can move here, until each waits for an answer,
+                                      needs a GPU, or ends; then list the prompts waiting for a model
+    loop.py pending [--json]          the prompt files that have no answer yet
+    loop.py status                    one line per cell
+    loop.py pack OUT.tar.gz           the working state to carry back from a GPU machine (no test arrays:
+                                      kt makes them again from each test's generator program where it resumes)
+    loop.py unpack IN.tar.gz          take a GPU round's state back
+
+A round is: `step` here (the LLM side: Stage 1, validate, breakdown, apply's rewrite, restrictions, ...),
+answer the prompts it lists, `step` again until nothing moves here; then `step` on the GPU machine (with the
+same files), `pack`, `unpack` here. The prompts of one kernel live in one directory shared by its strategies
+(`answers/<kernel>/`), so a question asked twice, word for word (Stage 1 and 2 are the same for every
+strategy), is answered once. Prompt and answer files are the run's record: kept unchanged in the repository,
+they replay the whole run (`kt transform ... --llm manual:answers/<kernel>`).
+
+Answers come from a model that sees only the prompt file: no repository, no other prompt or answer, no
+tools (see README.md beside this file).
+"""
+import argparse, json, os, pathlib, subprocess, sys, tarfile, time
+
+HERE = pathlib.Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+STATE = ROOT / ".mitl"          # git-ignored working state: the run directories
+ANSWERS = HERE / "answers"      # committed: the prompts and the model's answers, per kernel
+
+KERNELS = ["matmul", "matrixTranspose", "assign_clusters", "game_of_life", "matrixAdd", "sigmoidActivation",
+           "mandelbrot", "verlet_integration"]
+STRATEGIES = {"one-prompt": [], "explicit": [], "autonomous": ["--replan", "3"]}
+EXIT_DONE, EXIT_NEEDS_GPU, EXIT_WAITING = 0, 2, 3
+
+
+def rel(path):
+    return os.path.relpath(path, ROOT)
+
+
+def cell_dir(cell):
+    return STATE / "cells" / cell
+
+
+def run_dir(cell):
+    runs = cell_dir(cell) / "runs"
+    found = sorted(p for p in runs.iterdir() if (p / "run.json").is_file()) if runs.is_dir() else []
+    return found[-1] if found else None
+
+
+def kernel_of(cell):
+    return cell.rsplit(":", 1)[0] if ":" in cell else cell.split("--")[0]
+
+
+def cells():
+    root = STATE / "cells"
+    return sorted(p.name for p in root.iterdir()) if root.is_dir() else []
+
+
+def manual(cell):
+    return f"manual:{rel(ANSWERS / kernel_of(cell))}"
+
+
+def log(cell, text):
+    with open(cell_dir(cell) / "log.txt", "a") as f:
+        f.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {text}\n")
+
+
+def result(cell):
+    run = run_dir(cell)
+    try:
+        return json.loads((run / "result.json").read_text()) if run else None
+    except (OSError, ValueError):
+        return None
+
+
+def state_of(cell):
+    """done | failed | needs-gpu | waiting (with the answer file) | new."""
+    r = result(cell)
+    if r is None:
+        return "new", None
+    if r.get("status") == "finished":
+        return "done", None
+    waiting = r.get("waiting_for")
+    if waiting:
+        return "waiting", waiting
+    if r.get("needs_gpu"):
+        return "needs-gpu", None
+    if r.get("status") in ("failed",):
+        return "failed", r.get("error")
+    return r.get("status") or "unknown", r.get("error")
+
+
+def kt(args, binary):
+    started = time.time()
+    p = subprocess.run([binary, *args], cwd=ROOT, capture_output=True, text=True)
+    return p.returncode, p.stdout + p.stderr, time.time() - started
+
+
+def start(a):
+    chosen = a.cells.split(",") if a.cells else [f"{k}:{s}" for s in STRATEGIES for k in KERNELS]
+    for spec in chosen:
+        kernel, strategy = spec.split(":")
+        cell = f"{kernel}--{strategy}"
+        if run_dir(cell):
+            print(f"{cell}: exists")
+            continue
+        cell_dir(cell).mkdir(parents=True, exist_ok=True)
+        (ANSWERS / kernel).mkdir(parents=True, exist_ok=True)
+        cmd = ["transform", f"naive-kernels/{kernel}.cu", "--strategy", strategy, *STRATEGIES[strategy],
+               "--seed", "1", "--llm", manual(cell), "--out", rel(cell_dir(cell) / "runs")]
+        rc, out, secs = kt(cmd, a.kt)
+        log(cell, f"start rc={rc} {secs:.1f}s")
+        print(f"{cell}: started, exit {rc} ({secs:.1f} s)")
+        if rc not in (EXIT_DONE, EXIT_NEEDS_GPU, EXIT_WAITING):
+            print(out[-1500:])
+
+
+def answered(waiting):
+    answer = waiting.get("answer_file")
+    return answer and (ROOT / answer).is_file() or (answer and pathlib.Path(answer).is_file())
+
+
+def answers_known(cell):
+    return len(list((ANSWERS / kernel_of(cell)).glob("*.answer.md")))
+
+
+def parked(cell):
+    """Whether `cell` already went as far as it can without a GPU with the answers it has now."""
+    mark = cell_dir(cell) / "parked-without-gpu"
+    return mark.is_file() and mark.read_text().strip() == str(answers_known(cell))
+
+
+def advance(cell, binary, gpu_here, limit=60):
+    """Resumes `cell` until it waits for an unanswered prompt, needs a GPU that is not here, or ends. Without
+    a GPU, a run that needs one is resumed once for the LLM work it can do first (kt stops it again at its
+    next GPU step), and not again until new answers arrive."""
+    for _ in range(limit):
+        state, detail = state_of(cell)
+        if state == "waiting" and not answered(detail):
+            return state
+        if state == "needs-gpu" and not gpu_here and parked(cell):
+            return state
+        if state not in ("waiting", "needs-gpu", "interrupted", "llm_unavailable"):
+            return state
+        rc, out, secs = kt(["resume", str(run_dir(cell)), "--llm", manual(cell)], binary)
+        log(cell, f"resume rc={rc} {secs:.1f}s state-before={state}")
+        if rc not in (EXIT_DONE, EXIT_NEEDS_GPU, EXIT_WAITING):
+            (cell_dir(cell) / "last-error.txt").write_text(out)
+            return f"error (exit {rc}; {rel(cell_dir(cell) / 'last-error.txt')})"
+        if rc == EXIT_NEEDS_GPU and not gpu_here:
+            (cell_dir(cell) / "parked-without-gpu").write_text(str(answers_known(cell)))
+            return "needs-gpu"
+    return "step limit"
+
+
+def gpu_present():
+    try:
+        return subprocess.run(["nvidia-smi", "-L"], capture_output=True).returncode == 0
+    except OSError:
+        return False
+
+
+def step(a):
+    gpu_here = gpu_present()
+    for cell in cells():
+        started = time.time()
+        state = advance(cell, a.kt, gpu_here)
+        print(f"{cell:40s} {state}  ({time.time() - started:.1f} s)", flush=True)
+    pending(argparse.Namespace(json=False))
+
+
+def pending_prompts():
+    out = []
+    for cell in cells():
+        state, waiting = state_of(cell)
+        if state == "waiting" and not answered(waiting):
+            prompt = waiting.get("prompt_file")
+            out.append({"cell": cell, "prompt": prompt, "answer": waiting.get("answer_file"),
+                        "node": waiting.get("node")})
+    # one entry per prompt file: cells of one kernel may wait on the same question
+    unique = {}
+    for p in out:
+        unique.setdefault(p["prompt"], p)
+    return list(unique.values())
+
+
+def pending(a):
+    items = pending_prompts()
+    if a.json:
+        print(json.dumps(items, indent=1))
+        return
+    print(f"{len(items)} prompt(s) wait for an answer")
+    for p in items:
+        print(f"  {p['node']:28s} {p['prompt']}")
+
+
+def status(a):
+    for cell in cells():
+        state, detail = state_of(cell)
+        r = result(cell) or {}
+        extra = ""
+        if state == "done":
+            extra = f"speedup {r.get('speedup')} correct {r.get('correct')} outcome {r.get('outcome')}"
+        elif detail and state != "waiting":
+            extra = str(detail)[:160]
+        print(f"{cell:40s} {state:10s} {extra}")
+
+
+def skip_bulk(info):
+    """Test arrays and compiled modules stay behind; manifests and generator programs travel."""
+    name = info.name
+    if name.endswith(".npy") and ("/tests/" in name):
+        return None
+    if "/tuning/" in name and name.endswith((".cubin", ".bin")):
+        return None
+    return info
+
+
+def pack(a):
+    with tarfile.open(a.file, "w:gz") as t:
+        t.add(STATE, arcname=".mitl", filter=skip_bulk)
+        t.add(ANSWERS, arcname=rel(ANSWERS))
+    print(f"{a.file}: {pathlib.Path(a.file).stat().st_size / 1e6:.1f} MB")
+
+
+def unpack(a):
+    with tarfile.open(a.file) as t:
+        t.extractall(ROOT, filter="data")
+    print(f"unpacked {a.file}")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--kt", default=str(ROOT / "target/release/kt"))
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    s = sub.add_parser("start"); s.add_argument("--cells"); s.set_defaults(f=start)
+    sub.add_parser("step").set_defaults(f=step)
+    p = sub.add_parser("pending"); p.add_argument("--json", action="store_true"); p.set_defaults(f=pending)
+    sub.add_parser("status").set_defaults(f=status)
+    k = sub.add_parser("pack"); k.add_argument("file"); k.set_defaults(f=pack)
+    u = sub.add_parser("unpack"); u.add_argument("file"); u.set_defaults(f=unpack)
+    a = ap.parse_args()
+    a.f(a)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
