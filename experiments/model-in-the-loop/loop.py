@@ -114,6 +114,8 @@ def start(a):
                "--seed", "1", "--llm", manual(cell), "--out", rel(cell_dir(cell) / "runs")]
         rc, out, secs = kt(cmd, a.kt)
         log(cell, f"start rc={rc} {secs:.1f}s")
+        if rc == EXIT_NEEDS_GPU:
+            (cell_dir(cell) / "parked-without-gpu").write_text(str(answers_known(cell)))
         print(f"{cell}: started, exit {rc} ({secs:.1f} s)")
         if rc not in (EXIT_DONE, EXIT_NEEDS_GPU, EXIT_WAITING):
             print(out[-1500:])
@@ -211,9 +213,10 @@ def status(a):
 
 
 def skip_bulk(info):
-    """Test arrays and compiled modules stay behind; manifests and generator programs travel."""
+    """Arrays and compiled modules stay behind; manifests and generator programs travel."""
     name = info.name
-    if name.endswith(".npy") and ("/tests/" in name):
+    # arrays: the tests' (made again where the run resumes) and the Kernel Tuner export's copies of them
+    if name.endswith(".npy") or info.islnk() or info.issym():
         return None
     if "/tuning/" in name and name.endswith((".cubin", ".bin")):
         return None

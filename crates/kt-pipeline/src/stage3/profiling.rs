@@ -124,6 +124,41 @@ pub(crate) fn prompt_profile(
     best_profile(state).and_then(|r| r.summary.clone())
 }
 
+/// Where the best kernel stands against the ceiling that binds it on this GPU, in one sentence for the
+/// planner's measured section: the roofline at the kernel's arithmetic intensity (memory bandwidth × FLOPs per
+/// byte, or the FP32 rate where that is lower) and the best kernel's share of it. None without the sidecar's
+/// work expressions or the device's peaks. The share is as measured, never clamped.
+pub(crate) fn ceiling_sentence(state: &Stage3State) -> Option<String> {
+    let best = state.best.as_ref()?;
+    let reference = state.reference.as_ref()?;
+    let (peaks, intensity) = (reference.theoretical_peaks?, reference.arithmetic_intensity?);
+    let share = best.percent_of_peak?;
+    let memory_roof = peaks.bandwidth_gb_s * intensity;
+    let (roof, bound) = if memory_roof < peaks.fp32_gflop_s {
+        (memory_roof, "memory bandwidth")
+    } else {
+        (peaks.fp32_gflop_s, "the FP32 rate")
+    };
+    let gap = if share < 100.0 {
+        format!("{:.1}x from it", 100.0 / share.max(0.1))
+    } else {
+        "at it".to_string()
+    };
+    Some(format!(
+        "Ceiling: at {intensity:.2} FLOP/byte this kernel is bound by {bound} ({:.0} GFLOP/s on this GPU);          the best version so far reaches {share:.0} % of it, {gap}.",
+        roof
+    ))
+}
+
+/// The profile summary a planning prompt reads, with the ceiling sentence after it.
+pub(crate) fn with_ceiling(profile: Option<String>, state: &Stage3State) -> Option<String> {
+    match (profile, ceiling_sentence(state)) {
+        (Some(p), Some(c)) => Some(format!("{p}\n{c}")),
+        (p, None) => p,
+        (None, Some(c)) => Some(c),
+    }
+}
+
 /// A record from a profiling run: the summary rendered from the profile (a rendering failure only loses
 /// the summary).
 pub(crate) fn record(
@@ -286,5 +321,44 @@ mod tests {
         assert!(svg.contains("naive") && svg.contains("best"));
         state.reference.as_mut().unwrap().theoretical_peaks = None;
         assert!(run_roofline(&state).is_none(), "no roof without peaks");
+    }
+
+    #[test]
+    fn the_planner_reads_the_binding_ceiling_and_the_best_kernels_share_unclamped() {
+        let best = |share: Option<f64>| crate::stage3::KernelVersion {
+            kernel: crate::stage3::TunableCode {
+                code: String::new(),
+                parameters: Vec::new(),
+                restrictions: Vec::new(),
+                grid_divisors: Default::default(),
+                dynamic_shared_memory: None,
+            },
+            time_ms: 1.0,
+            noise_ms: 0.01,
+            best_params: BTreeMap::new(),
+            step: "tiling".into(),
+            file: None,
+            percent_of_peak: share,
+            gflops: None,
+        };
+        let mut state = Stage3State {
+            reference: Some(reference()),
+            best: Some(best(Some(41.0))),
+            ..Stage3State::default()
+        };
+        // 170 FLOP/byte x 3350 GB/s is above 66.9 TFLOP/s: compute-bound
+        let s = ceiling_sentence(&state).unwrap();
+        assert!(s.contains("the FP32 rate (66900 GFLOP/s") && s.contains("41 %") && s.contains("2.4x"), "{s}");
+        state.reference.as_mut().unwrap().arithmetic_intensity = Some(0.25);
+        state.best = Some(best(Some(180.0)));
+        let s = ceiling_sentence(&state).unwrap();
+        assert!(s.contains("memory bandwidth (838 GFLOP/s") && s.contains("180 %") && s.contains("at it"), "{s}");
+        assert_eq!(
+            with_ceiling(Some("profile".into()), &state).unwrap(),
+            format!("profile\n{s}")
+        );
+        state.best = Some(best(None));
+        assert!(ceiling_sentence(&state).is_none());
+        assert_eq!(with_ceiling(Some("p".into()), &state).as_deref(), Some("p"));
     }
 }

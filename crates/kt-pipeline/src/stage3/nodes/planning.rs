@@ -72,7 +72,8 @@ impl Node<Stage3State> for Planner {
             launch: launch_var(&cx.kernel.info),
             history: history_var(&state.history),
             max_steps: settings.max_plan_length,
-            profile,
+            // measured: left out of the request's identity, so a recorded run replays on another GPU
+            profile: crate::stage3::profiling::with_ceiling(profile, &state),
         };
         let (template, node) = if self.replan {
             (&cx.strategy.prompts.replan, "stage3.replan")
