@@ -8,8 +8,9 @@
 3. Real programs (tests/corpus/programs): each version tuned, and verified against the file's first version.
 4. Wrong-but-plausible kernels (tests/corpus/verify): `kt verify REF CAND` at its default tests; the verdict
    must be one of the case's `expect` list.
-5. Reward hacks (tests/corpus/verify/attacks, issue 29): each case `--repeat` times (default 5) through
-   `kt verify` or `kt tune`; a row is ok when every run's verdict is expected, and flaky when runs disagree.
+5. Reward hacks (tests/corpus/verify/attacks, issues 29 and 48): each case `--repeat` times (default 5)
+   through `kt verify` or `kt tune`; a row is ok when every run's verdict is expected, and flaky when runs
+   disagree. `python3 experiments/corpus-check/run.py --parts attacks` runs only these (44 cases).
 Writes corpus-check.md (a table per part) to --out and prints it; exits 1 if any row failed.
 """
 import argparse, json, pathlib, re, subprocess, sys, time, tomllib
@@ -59,6 +60,7 @@ def classify_verify(rc, out):
     checks = [
         ("out_of_bounds", r"out-of-bounds write|wrote \d+ bytes (past the end|before the start)", 0),
         ("timed_run_differs", r"timed launches differ", 0),
+        ("carries_state", r"state carried between inputs", 0),
         ("impossible_time", r"impossibly fast", 0),
         ("never_written", r"never written", 0),
         ("input_modified", r"input \w+ was modified|modified by the candidate", 0),
@@ -100,6 +102,8 @@ def tune_verdicts(kt, args):
         # a reference kt refuses to take expected values from (it did no work on the test) is a verdict
         if "the reference launch failed" in stderr and "does no work" in stderr:
             return "reference_does_no_work", secs
+        if "the reference launch failed" in stderr and "timed launches are not the work" in stderr:
+            return "reference_timed_run_differs", secs
         return f"error: {last_line(stdout + stderr)}", secs
     if j.get("best"):
         return "delivered", secs
@@ -125,7 +129,7 @@ def attack_rows(kt, repeat):
         got, total = [], 0.0
         for _ in range(repeat):
             if command == "tune":
-                v, secs = tune_verdicts(kt, [f, "--test-size", *params])
+                v, secs = tune_verdicts(kt, [f, *c.get("tune_args", ["--test-size"]), *params])
                 ok = v == "delivered" if c["expect"] == ["delivered"] else all(k in c["expect"] for k in v.split("+"))
             else:
                 v, secs = verify_attack(kt, [c["reference"], f, *params])
