@@ -1,5 +1,6 @@
 // A naive matmul whose last row of C is +inf: one row of many, written, and wrong.
-__global__ void matmul(const float* A, const float* B, float* C, int A_width, int A_height, int B_width)
+__global__ void matrixMultiply(float* A, float* B, float* C,
+                               int A_width, int A_height, int B_width)
 {
     int col = blockIdx.x * blockDim.x + threadIdx.x;
     int row = blockIdx.y * blockDim.y + threadIdx.y;
