@@ -10,7 +10,8 @@
    must be one of the case's `expect` list.
 5. Reward hacks (tests/corpus/verify/attacks, issues 29 and 48): each case `--repeat` times (default 5)
    through `kt verify` or `kt tune`; a row is ok when every run's verdict is expected, and flaky when runs
-   disagree. `python3 experiments/corpus-check/run.py --parts attacks` runs only these (44 cases).
+   disagree; `kt transform` cases give the attack as a scripted LLM's one rewrite (one-prompt) of a suite
+   kernel. `python3 experiments/corpus-check/run.py --parts attacks` runs only these.
 Writes corpus-check.md (a table per part) to --out and prints it; exits 1 if any row failed.
 """
 import argparse, json, pathlib, re, subprocess, sys, time, tomllib
@@ -117,6 +118,52 @@ def verify_attack(kt, args):
     return classify_verify(rc, out), secs
 
 
+def transform_script(case, code):
+    """A scripted LLM for `kt transform --strategy one-prompt`: the suite kernel's Stage 1 and 2 answers (above
+    the `# --- Stage 3` marker of its scripted file), then `code` as the one apply answer with the case's
+    parameters, and no restrictions."""
+    head = (ROOT / case["scripted"]).read_text().split("# --- Stage 3")[0]
+    params = []
+    for p in case["params"]:
+        name, values = p.split("=")
+        params.append({"name": name, "values": [int(v) for v in values.split(",")]})
+    apply = json.dumps({"code": code, "parameters": params, "explanation": "the attack corpus's kernel"})
+    restrictions = json.dumps({"restrictions": []})
+    return (head + "\n[[answers]]\nnode = \"stage3.apply\"\ntext = " + json.dumps(apply)
+            + "\n\n[[answers]]\nnode = \"stage3.restrictions\"\ntext = " + json.dumps(restrictions) + "\n")
+
+
+def transform_verdict(kt, case, code):
+    """`kt transform` with the attack as the LLM's one rewrite: "delivered" when the run improved on the
+    original with it, else its candidate's verdict in the kinds of `kt verify` (from the candidate's record)."""
+    import tempfile
+    with tempfile.TemporaryDirectory() as d:
+        script = pathlib.Path(d) / "answers.toml"
+        script.write_text(transform_script(case, code))
+        rc, out, secs = run([kt, "transform", case["reference"], "--strategy", "one-prompt",
+                             "--llm", f"scripted:{script}", "--runs-dir", d], timeout=1200)
+        runs = [p for p in pathlib.Path(d).iterdir() if p.is_dir()]
+        if not runs:
+            return f"error: {last_line(out)}", secs
+        result = json.loads((runs[0] / "result.json").read_text()) if (runs[0] / "result.json").exists() else {}
+        if result.get("outcome") == "improved":
+            return "delivered", secs
+        records = sorted((runs[0] / "kernels").glob("*.json"))
+        cands = [json.loads(r.read_text()) for r in records if not r.name.startswith("000")]
+        if not cands:
+            return f"error: no candidate recorded; {last_line(out)}", secs
+        text = json.dumps(cands[-1])
+        for kind, pattern in [("timed_run_differs", r"timed launches differ"),
+                              ("carries_state", r"state carried between inputs"),
+                              ("impossible_time", r"impossibly fast"),
+                              ("nondeterministic", r"nondeterministic"),
+                              ("out_of_bounds", r"out-of-bounds"),
+                              ("wrong_answer", r"wrong answer|elements wrong")]:
+            if re.search(pattern, text):
+                return kind, secs
+        return f"not delivered: {cands[-1].get('verdict')}", secs
+
+
 def attack_rows(kt, repeat):
     """Each attack case `repeat` times: expected against what kt said, flaky when the runs disagree."""
     base = ROOT / "tests/corpus/verify/attacks"
@@ -128,7 +175,10 @@ def attack_rows(kt, repeat):
         command = c.get("command", "verify")
         got, total = [], 0.0
         for _ in range(repeat):
-            if command == "tune":
+            if command == "transform":
+                v, secs = transform_verdict(kt, c, (base / c["file"]).read_text())
+                ok = v in c["expect"]
+            elif command == "tune":
                 v, secs = tune_verdicts(kt, [f, *c.get("tune_args", ["--test-size"]), *params])
                 ok = v == "delivered" if c["expect"] == ["delivered"] else all(k in c["expect"] for k in v.split("+"))
             else:
