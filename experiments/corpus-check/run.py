@@ -164,10 +164,18 @@ def transform_verdict(kt, case, code):
         return f"not delivered: {cands[-1].get('verdict')}", secs
 
 
-def attack_rows(kt, repeat):
-    """Each attack case `repeat` times: expected against what kt said, flaky when the runs disagree."""
+def attack_rows(kt, repeat, only=None, shard=None):
+    """Each attack case `repeat` times: expected against what kt said, flaky when the runs disagree. `only`:
+    a regex the case's label (`file (command)`) must match; `shard` (k, n): every n-th case from the k-th
+    (1-based), so a long run splits into calls of bounded time."""
     base = ROOT / "tests/corpus/verify/attacks"
     cases = tomllib.loads((base / "attacks.toml").read_text())["case"]
+    label_of = lambda c: f"{pathlib.Path(c['file']).stem} ({c.get('command', 'verify')})"
+    if only:
+        cases = [c for c in cases if re.search(only, label_of(c))]
+    if shard:
+        k, n = shard
+        cases = cases[k - 1::n]
     rows = []
     for c in cases:
         f = str((base / c["file"]).resolve().relative_to(ROOT))
@@ -189,7 +197,7 @@ def attack_rows(kt, repeat):
         kinds = sorted({v for v, _ in got})
         flaky = len(kinds) > 1
         good = all(ok for _, ok in got) and not flaky
-        label = f"{pathlib.Path(c['file']).stem} ({command})"
+        label = label_of(c)
         counts = ", ".join(f"{k} x{sum(1 for v, _ in got if v == k)}" for k in kinds)
         what = f"expected {'/'.join(c['expect'])}; got {counts}{' FLAKY' if flaky else ''}; {c['why']}"
         rows.append((label, command, "ok" if good else "FAIL", f"{total:.1f}", what.replace("|", "/")))
@@ -202,7 +210,10 @@ def main():
     ap.add_argument("--out", default="/tmp/corpus-check")
     ap.add_argument("--parts", default="suite,wild,programs,verify,attacks")
     ap.add_argument("--repeat", type=int, default=5, help="runs of each attack case")
+    ap.add_argument("--only", help="attack cases whose label (`file (command)`) matches this regex")
+    ap.add_argument("--shard", help="K/N: every N-th attack case from the K-th (1-based)")
     a = ap.parse_args()
+    shard = tuple(int(x) for x in a.shard.split("/")) if a.shard else None
     kt, parts = a.kt, a.parts.split(",")
     tables = {}
 
@@ -241,7 +252,7 @@ def main():
         tables["Real programs: every version tuned and verified against the file's first version"] = rows
 
     if "attacks" in parts:
-        tables["Reward hacks (tests/corpus/verify/attacks), each run --repeat times"] = attack_rows(kt, a.repeat)
+        tables["Reward hacks (tests/corpus/verify/attacks), each run --repeat times"] = attack_rows(kt, a.repeat, a.only, shard)
 
     if "verify" in parts:
         rows = []
