@@ -63,7 +63,12 @@ impl Ceiling {
     /// [`CONTRADICTS`]); then the theoretical figure is the ceiling. A faster measurement means the
     /// theoretical figure is wrong: the measurement is the ceiling, unconfirmed. One figure alone is
     /// unconfirmed.
-    pub fn confirm(theoretical: Option<f64>, measured: Option<f64>, unit: &str, by: &str) -> Ceiling {
+    pub fn confirm(
+        theoretical: Option<f64>,
+        measured: Option<f64>,
+        unit: &str,
+        by: &str,
+    ) -> Ceiling {
         let t = theoretical.filter(|t| *t > 0.0);
         let m = measured.filter(|m| *m > 0.0);
         let (value, confirmed, basis) = match (t, m) {
@@ -103,7 +108,11 @@ impl Ceiling {
 impl Ceilings {
     /// The bandwidth ceiling from the device's theoretical figure and the copy bandwidth kt measured on it
     /// (both GB/s), as [`Ceiling::confirm`] judges them.
-    pub fn from_figures(theoretical: Option<f64>, measured: Option<f64>, l2_bytes: u64) -> Ceilings {
+    pub fn from_figures(
+        theoretical: Option<f64>,
+        measured: Option<f64>,
+        l2_bytes: u64,
+    ) -> Ceilings {
         let c = Ceiling::confirm(theoretical, measured, "GB/s", "kt's copy");
         Ceilings {
             bandwidth_gbps: c.value,
@@ -220,6 +229,9 @@ mod tests {
         assert_eq!(c.bandwidth_gbps, Some(3000.0));
         assert!(c.basis.contains("misreported clock"), "{}", c.basis);
         let only_copy = Ceilings::from_figures(None, Some(3000.0), 0);
-        assert_eq!((only_copy.bandwidth_gbps, only_copy.confirmed), (Some(3000.0), false));
+        assert_eq!(
+            (only_copy.bandwidth_gbps, only_copy.confirmed),
+            (Some(3000.0), false)
+        );
     }
 }

@@ -95,7 +95,10 @@ impl TunableKernel {
         };
         match parsed.kernels().iter().find(|k| k.name == self.kernel_name) {
             Some(k) => !k.mutable_globals.is_empty(),
-            None => parsed.kernels().iter().any(|k| !k.mutable_globals.is_empty()),
+            None => parsed
+                .kernels()
+                .iter()
+                .any(|k| !k.mutable_globals.is_empty()),
         }
     }
 }

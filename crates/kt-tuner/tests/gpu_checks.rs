@@ -232,7 +232,8 @@ fn percent_of_peak_is_taken_against_ceilings_kt_confirmed() {
     // shares are as measured: one above 100 % (a test whose data sits in L2) says why
     for m in &r.measurements {
         assert!(
-            m.percent_of_peak.is_none_or(|p| p <= 100.0 || m.peak_note.is_some()),
+            m.percent_of_peak
+                .is_none_or(|p| p <= 100.0 || m.peak_note.is_some()),
             "{m:?}"
         );
     }

@@ -133,7 +133,8 @@ fn a_kernel_idle_after_its_first_launches_is_refused_at_its_default_launch() {
         .unwrap_err()
         .to_string();
     assert!(
-        err.contains("timed launches are not the work its first launch did") && err.contains("never written"),
+        err.contains("timed launches are not the work its first launch did")
+            && err.contains("never written"),
         "{err}"
     );
 }
@@ -182,7 +183,8 @@ fn verification_reloads_the_module_between_tests_then_runs_them_back_to_back() {
     assert!(report.tests[0].verdict.is_ok(), "{:?}", report.tests[0]);
     let v = &report.tests[1].verdict;
     assert!(
-        matches!(v, Verdict::CarriesState { .. }) && v.reason().contains("right from a freshly loaded module"),
+        matches!(v, Verdict::CarriesState { .. })
+            && v.reason().contains("right from a freshly loaded module"),
         "{v:?}"
     );
 }

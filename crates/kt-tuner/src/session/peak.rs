@@ -92,10 +92,7 @@ pub(crate) fn share_of_peak(m: &Measurement, peaks: &PeakCeilings) -> Option<Pea
         .gbps
         .zip(peaks.memory.bandwidth_gbps)
         .map(|(g, p)| 100.0 * g / p);
-    let compute = m
-        .gflops
-        .zip(peaks.fp32.value)
-        .map(|(g, p)| 100.0 * g / p);
+    let compute = m.gflops.zip(peaks.fp32.value).map(|(g, p)| 100.0 * g / p);
     let percent = match (memory, compute) {
         (Some(a), Some(b)) => a.max(b),
         (a, b) => a.or(b)?,
@@ -277,7 +274,8 @@ mod tests {
         assert!((p.percent - 104.477).abs() < 1e-2, "never clamped: {p:?}");
         let note = p.note.unwrap();
         assert!(
-            note.contains("moved less than its sidecar's `bytes`") && !note.contains("ceiling is too low"),
+            note.contains("moved less than its sidecar's `bytes`")
+                && !note.contains("ceiling is too low"),
             "{note}"
         );
         // unconfirmed (no copy measured): the ceiling may be blamed
@@ -290,7 +288,8 @@ mod tests {
         // a mandelbrot that never iterates the set's interior: 180 % of the FP32 peak
         let m = measured(Some(1.0), Some(118_800.0));
         let mut confirmed = peaks(Some(4_270.0), Some(4_000.0), None);
-        confirmed.fp32 = Ceiling::confirm(Some(66_000.0), Some(60_000.0), "GFLOP/s", "kt's FMA kernel");
+        confirmed.fp32 =
+            Ceiling::confirm(Some(66_000.0), Some(60_000.0), "GFLOP/s", "kt's FMA kernel");
         let p = share_of_peak(&m, &confirmed).unwrap();
         assert!((p.percent - 180.0).abs() < 1e-9, "{p:?}");
         let note = p.note.unwrap();

@@ -200,10 +200,7 @@ pub(crate) fn tune(
     phases.benchmark_ms = t_bench.elapsed().as_secs_f64() * 1e3;
 
     let (peak, fp32_measured) = if options.measure_peak {
-        (
-            copy_bandwidth(e, &device).ok(),
-            fp32_rate(e, &device).ok(),
-        )
+        (copy_bandwidth(e, &device).ok(), fp32_rate(e, &device).ok())
     } else {
         (None, None)
     };

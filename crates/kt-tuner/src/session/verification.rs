@@ -120,7 +120,10 @@ fn run_candidate(
     let timeout = e.config.timeout_floor.max(Duration::from_secs(30))
         + Duration::from_secs(if timing.is_some() { 30 } else { 0 });
     Ok(
-        match e.link.run(key, Request::Run { run }, timeout, &mut e.queue)? {
+        match e
+            .link
+            .run(key, Request::Run { run }, timeout, &mut e.queue)?
+        {
             Err(v) => failed_test(&t.id, v),
             Ok(o) => judged_test(&t.id, o),
         },

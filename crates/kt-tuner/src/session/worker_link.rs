@@ -370,7 +370,11 @@ impl WorkerLink {
                     Err(failed(does_no_work(&o.unchanged_outputs)))
                 }
                 // its timed launches are the default launch's time (the baseline of every speed-up)
-                RunStatus::Ok if o.timed_check.as_ref().is_some_and(|c| !c.problems().is_empty()) => {
+                RunStatus::Ok
+                    if o.timed_check
+                        .as_ref()
+                        .is_some_and(|c| !c.problems().is_empty()) =>
+                {
                     let problems = o.timed_check.iter().flat_map(|c| c.problems());
                     Err(failed(format!(
                         "its timed launches are not the work its first launch did: {}",

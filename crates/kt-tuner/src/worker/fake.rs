@@ -216,11 +216,13 @@ fn lazy_after_many(run: &RunRequest) -> TimedCheck {
         guard_breaches: vec![],
         checked_ms: 1.0,
         unchecked_median_ms: 1.0,
-        late: (cap > 0).then(|| crate::late_check::LateCheck {
-            launches_before: crate::late_check::launches_before(cap, 1.0),
-            outputs: vec![report(f64::NAN, true)],
-            inputs_modified: vec![],
-            guard_breaches: vec![],
+        late: (cap > 0).then(|| {
+            Box::new(crate::late_check::LateCheck {
+                launches_before: crate::late_check::launches_before(cap, 1.0),
+                outputs: vec![report(f64::NAN, true)],
+                inputs_modified: vec![],
+                guard_breaches: vec![],
+            })
         }),
     }
 }

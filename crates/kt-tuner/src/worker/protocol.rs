@@ -257,7 +257,7 @@ pub struct TimedCheck {
     /// The check after many more launches, for a kernel with state across launches (its policy asked for
     /// one and the last timed launch was right).
     #[serde(default)]
-    pub late: Option<crate::late_check::LateCheck>,
+    pub late: Option<Box<crate::late_check::LateCheck>>,
 }
 
 /// A checked launch this many times slower than the unchecked ones means those did not do its work.

@@ -298,7 +298,8 @@ fn a_launch_counter_past_the_timed_samples_is_caught_by_the_check_after_many_lau
     assert_eq!(v.short(), "timed launches differ");
     let r = v.reason();
     assert!(
-        r.contains("test gen1: after 250 more launches in the same module") && r.contains("never written"),
+        r.contains("test gen1: after 250 more launches in the same module")
+            && r.contains("never written"),
         "{r}"
     );
     w.shutdown();

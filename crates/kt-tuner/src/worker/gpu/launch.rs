@@ -288,8 +288,15 @@ impl Launcher {
                 // the first launch warms the clocks up and is not counted
                 for round in 0..6 {
                     result::event::record(e0, STREAM).map_err(|e| cuda("event", e))?;
-                    result::launch_kernel(fma, (blocks, 1, 1), (THREADS, 1, 1), 0, STREAM, &mut ptrs)
-                        .map_err(|e| cuda("kt_fma_rate", e))?;
+                    result::launch_kernel(
+                        fma,
+                        (blocks, 1, 1),
+                        (THREADS, 1, 1),
+                        0,
+                        STREAM,
+                        &mut ptrs,
+                    )
+                    .map_err(|e| cuda("kt_fma_rate", e))?;
                     result::event::record(e1, STREAM).map_err(|e| cuda("event", e))?;
                     result::event::synchronize(e1).map_err(|e| cuda("kt_fma_rate", e))?;
                     let ms = result::event::elapsed(e0, e1).map_err(|e| cuda("event", e))? as f64;
@@ -301,9 +308,8 @@ impl Launcher {
             })()
         };
         free(sink);
-        let flops = crate::device_kernels::FMA_FLOPS_PER_ROUND
-            * ITERS as f64
-            * (blocks * THREADS) as f64;
+        let flops =
+            crate::device_kernels::FMA_FLOPS_PER_ROUND * ITERS as f64 * (blocks * THREADS) as f64;
         Ok(flops / (best? * 1e-3) / 1e9)
     }
 

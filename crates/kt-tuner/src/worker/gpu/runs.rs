@@ -255,7 +255,7 @@ fn check_timed(
     let cap = r.timing.map_or(0, |p| p.late_check_launches);
     if cap > 0 && check.problems().is_empty() {
         let launches = crate::late_check::launches_before(cap, stats.median_ms);
-        check.late = Some(late_check(mem, launcher, r, s, launches)?);
+        check.late = Some(Box::new(late_check(mem, launcher, r, s, launches)?));
     }
     // later requests start from the original outputs
     for a in s.arrays.iter().filter(|a| a.is_output) {
@@ -284,12 +284,8 @@ fn late_check(
         inputs_modified: vec![],
         guard_breaches: vec![],
     };
-    late.guard_breaches = compare_all(
-        mem,
-        &s.arrays,
-        &mut late.outputs,
-        &mut late.inputs_modified,
-    )?;
+    late.guard_breaches =
+        compare_all(mem, &s.arrays, &mut late.outputs, &mut late.inputs_modified)?;
     Ok(late)
 }
 

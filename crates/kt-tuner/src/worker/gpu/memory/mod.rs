@@ -156,7 +156,10 @@ impl DeviceMemory {
     }
 
     /// One of kt's utility kernels, for a caller outside this module (the FP32 rate).
-    pub(in crate::worker::gpu) fn utility(&mut self, name: &str) -> Result<sys::CUfunction, String> {
+    pub(in crate::worker::gpu) fn utility(
+        &mut self,
+        name: &str,
+    ) -> Result<sys::CUfunction, String> {
         self.util_fn(name)
     }
 
