@@ -13,7 +13,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::guard::GuardBreach;
-use crate::verify::OutputReport;
+use crate::verify::{OutputReport, launch_problems};
 
 /// The most launches between the checked last timed sample and the late check.
 pub const LATE_LAUNCHES: u32 = 256;
@@ -52,27 +52,17 @@ pub struct LateCheck {
 impl LateCheck {
     /// What is wrong with the late launch, one line each; empty when it is right.
     pub fn problems(&self) -> Vec<String> {
-        let when = format!(
-            "after {} more launches in the same module (the kernel keeps state across launches)",
+        let launch = format!(
+            "after {} more launches in the same module (the kernel keeps state across launches), a \
+             checked launch",
             self.launches_before
         );
-        let mut p: Vec<String> = self
-            .outputs
-            .iter()
-            .filter(|o| !o.passed())
-            .map(|o| format!("{when}, a checked launch's {}", o.describe()))
-            .collect();
-        p.extend(
-            self.inputs_modified
-                .iter()
-                .map(|n| format!("{when}, a checked launch modified input {n}")),
-        );
-        p.extend(
-            self.guard_breaches
-                .iter()
-                .map(|b| format!("{when}, a checked launch {}", b.describe())),
-        );
-        p
+        launch_problems(
+            &launch,
+            &self.outputs,
+            &self.inputs_modified,
+            &self.guard_breaches,
+        )
     }
 }
 

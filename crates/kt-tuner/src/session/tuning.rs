@@ -328,15 +328,7 @@ fn deterministic_best(
         };
         let mut verdict = determinism::check(e, kernel, &best.config, tests, plan.grid_defines)?;
         if verdict.is_ok() {
-            match plausibility::check(
-                e,
-                kernel,
-                &best,
-                &tests[0],
-                plan.grid_defines,
-                &check.ceilings,
-                check.timing,
-            )? {
+            match hold_to_floor(e, kernel, check, &best)? {
                 Plausibility::Plausible => return Ok(Some(best)),
                 Plausibility::Retimed(stats) => {
                     retime(&mut best, stats);
@@ -356,6 +348,24 @@ fn deterministic_best(
         }
     }
     Ok(None)
+}
+
+/// `m`'s time on the first test held against its floor (`plausibility`).
+fn hold_to_floor(
+    e: &mut Engine,
+    kernel: &TunableKernel,
+    check: &BestCheck,
+    m: &Measurement,
+) -> Result<Plausibility, TunerError> {
+    plausibility::check(
+        e,
+        kernel,
+        m,
+        &check.tests[0],
+        check.plan.grid_defines,
+        &check.ceilings,
+        check.timing,
+    )
 }
 
 /// A measurement with its first test timed again (its objective follows).
@@ -386,15 +396,7 @@ fn default_as_best(
         return Ok(None);
     }
     let mut best = reference.clone();
-    match plausibility::check(
-        e,
-        kernel,
-        &best,
-        &tests[0],
-        plan.grid_defines,
-        &check.ceilings,
-        check.timing,
-    )? {
+    match hold_to_floor(e, kernel, check, &best)? {
         Plausibility::Plausible => {}
         Plausibility::Retimed(stats) => {
             retime(&mut best, stats);

@@ -272,21 +272,11 @@ impl TimedCheck {
 
     /// What is wrong with the timed launches, one line each; empty when they are sound.
     pub fn problems(&self) -> Vec<String> {
-        let mut p: Vec<String> = self
-            .outputs
-            .iter()
-            .filter(|o| !o.passed())
-            .map(|o| format!("the last timed launch's {}", o.describe()))
-            .collect();
-        p.extend(
-            self.inputs_modified
-                .iter()
-                .map(|n| format!("the last timed launch modified input {n}")),
-        );
-        p.extend(
-            self.guard_breaches
-                .iter()
-                .map(|b| format!("the last timed launch {}", b.describe())),
+        let mut p = crate::verify::launch_problems(
+            "the last timed launch",
+            &self.outputs,
+            &self.inputs_modified,
+            &self.guard_breaches,
         );
         if Self::unchecked_samples_skipped_work(self.checked_ms, self.unchecked_median_ms) {
             p.push(format!(
