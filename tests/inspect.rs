@@ -260,8 +260,9 @@ fn inspect_lists_the_mutable_globals_a_kernel_writes() {
     );
 }
 
-/// The reward-hack corpus (issue 29): at least twenty attacks, each file a kernel kt parses under the
-/// reference's name, each case with a verdict kt can give and the reason a careful harness gives it.
+/// The reward-hack corpus (issues 29 and 48): at least forty cases, each file a kernel kt parses under the
+/// reference's name (with the state it keeps across launches found, where it keeps any), each case with a
+/// verdict kt can give and the reason a careful harness gives it.
 #[test]
 fn every_attack_of_the_corpus_parses_and_names_a_known_verdict() {
     let dir = root().join("tests/corpus/verify/attacks");
@@ -280,6 +281,19 @@ fn every_attack_of_the_corpus_parses_and_names_a_known_verdict() {
         "impossible_time",
         "launch_error",
         "reference_does_no_work",
+        "carries_state",
+        "wrong_answer",
+        "reference_timed_run_differs",
+    ];
+    // kt's checks for state across launches and inputs start from the parser finding the state
+    let keeps_state = [
+        "state_across_launches.cu",
+        "lazy_after_40_launches.cu",
+        "wrong_after_checked_calls.cu",
+        "cross_input_cache.cu",
+        "batch_across_timed_calls.cu",
+        "memoise_by_pointer.cu",
+        "rotating_sum_order.cu",
     ];
     let mut attacks = std::collections::BTreeSet::new();
     for c in cases {
@@ -293,6 +307,13 @@ fn every_attack_of_the_corpus_parses_and_names_a_known_verdict() {
         let out = kt(&["inspect", path.to_str().unwrap(), "--json"]);
         assert!(out.status.success(), "{file}: {}", text(&out.stderr));
         let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let globals = json["kernels"][0]["mutable_globals"].as_array().map_or(0, Vec::len);
+        assert_eq!(
+            globals > 0,
+            keeps_state.contains(&file),
+            "{file}: mutable globals {}",
+            json["kernels"][0]["mutable_globals"]
+        );
         if let Some(reference) = c.get("reference").and_then(|r| r.as_str()) {
             let want = text(&kt(&["inspect", reference, "--json"]).stdout);
             let want: serde_json::Value = serde_json::from_str(&want).unwrap();
@@ -305,5 +326,6 @@ fn every_attack_of_the_corpus_parses_and_names_a_known_verdict() {
             attacks.insert(file.to_string());
         }
     }
-    assert!(attacks.len() >= 20, "{} attacks", attacks.len());
+    assert!(attacks.len() >= 35, "{} attacks", attacks.len());
+    assert!(cases.len() >= 40, "{} cases", cases.len());
 }

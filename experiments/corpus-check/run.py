@@ -8,8 +8,10 @@
 3. Real programs (tests/corpus/programs): each version tuned, and verified against the file's first version.
 4. Wrong-but-plausible kernels (tests/corpus/verify): `kt verify REF CAND` at its default tests; the verdict
    must be one of the case's `expect` list.
-5. Reward hacks (tests/corpus/verify/attacks, issue 29): each case `--repeat` times (default 5) through
-   `kt verify` or `kt tune`; a row is ok when every run's verdict is expected, and flaky when runs disagree.
+5. Reward hacks (tests/corpus/verify/attacks, issues 29 and 48): each case `--repeat` times (default 5)
+   through `kt verify` or `kt tune`; a row is ok when every run's verdict is expected, and flaky when runs
+   disagree; `kt transform` cases give the attack as a scripted LLM's one rewrite (one-prompt) of a suite
+   kernel. `python3 experiments/corpus-check/run.py --parts attacks` runs only these.
 Writes corpus-check.md (a table per part) to --out and prints it; exits 1 if any row failed.
 """
 import argparse, json, pathlib, re, subprocess, sys, time, tomllib
@@ -59,6 +61,7 @@ def classify_verify(rc, out):
     checks = [
         ("out_of_bounds", r"out-of-bounds write|wrote \d+ bytes (past the end|before the start)", 0),
         ("timed_run_differs", r"timed launches differ", 0),
+        ("carries_state", r"state carried between inputs", 0),
         ("impossible_time", r"impossibly fast", 0),
         ("never_written", r"never written", 0),
         ("input_modified", r"input \w+ was modified|modified by the candidate", 0),
@@ -100,6 +103,8 @@ def tune_verdicts(kt, args):
         # a reference kt refuses to take expected values from (it did no work on the test) is a verdict
         if "the reference launch failed" in stderr and "does no work" in stderr:
             return "reference_does_no_work", secs
+        if "the reference launch failed" in stderr and "timed launches are not the work" in stderr:
+            return "reference_timed_run_differs", secs
         return f"error: {last_line(stdout + stderr)}", secs
     if j.get("best"):
         return "delivered", secs
@@ -113,10 +118,64 @@ def verify_attack(kt, args):
     return classify_verify(rc, out), secs
 
 
-def attack_rows(kt, repeat):
-    """Each attack case `repeat` times: expected against what kt said, flaky when the runs disagree."""
+def transform_script(case, code):
+    """A scripted LLM for `kt transform --strategy one-prompt`: the suite kernel's Stage 1 and 2 answers (above
+    the `# --- Stage 3` marker of its scripted file), then `code` as the one apply answer with the case's
+    parameters, and no restrictions."""
+    head = (ROOT / case["scripted"]).read_text().split("# --- Stage 3")[0]
+    params = []
+    for p in case["params"]:
+        name, values = p.split("=")
+        params.append({"name": name, "values": [int(v) for v in values.split(",")]})
+    apply = json.dumps({"code": code, "parameters": params, "explanation": "the attack corpus's kernel"})
+    restrictions = json.dumps({"restrictions": []})
+    return (head + "\n[[answers]]\nnode = \"stage3.apply\"\ntext = " + json.dumps(apply)
+            + "\n\n[[answers]]\nnode = \"stage3.restrictions\"\ntext = " + json.dumps(restrictions) + "\n")
+
+
+def transform_verdict(kt, case, code):
+    """`kt transform` with the attack as the LLM's one rewrite: "delivered" when the run improved on the
+    original with it, else its candidate's verdict in the kinds of `kt verify` (from the candidate's record)."""
+    import tempfile
+    with tempfile.TemporaryDirectory() as d:
+        script = pathlib.Path(d) / "answers.toml"
+        script.write_text(transform_script(case, code))
+        rc, out, secs = run([kt, "transform", case["reference"], "--strategy", "one-prompt",
+                             "--llm", f"scripted:{script}", "--runs-dir", d], timeout=1200)
+        runs = [p for p in pathlib.Path(d).iterdir() if p.is_dir()]
+        if not runs:
+            return f"error: {last_line(out)}", secs
+        result = json.loads((runs[0] / "result.json").read_text()) if (runs[0] / "result.json").exists() else {}
+        if result.get("outcome") == "improved":
+            return "delivered", secs
+        records = sorted((runs[0] / "kernels").glob("*.json"))
+        cands = [json.loads(r.read_text()) for r in records if not r.name.startswith("000")]
+        if not cands:
+            return f"error: no candidate recorded; {last_line(out)}", secs
+        text = json.dumps(cands[-1])
+        for kind, pattern in [("timed_run_differs", r"timed launches differ"),
+                              ("carries_state", r"state carried between inputs"),
+                              ("impossible_time", r"impossibly fast"),
+                              ("nondeterministic", r"nondeterministic"),
+                              ("out_of_bounds", r"out-of-bounds"),
+                              ("wrong_answer", r"wrong answer|elements wrong")]:
+            if re.search(pattern, text):
+                return kind, secs
+        return f"not delivered: {cands[-1].get('verdict')}", secs
+
+
+def attack_rows(kt, repeat, only=None, shard=None):
+    """Each attack case `repeat` times: expected against what kt said, flaky when the runs disagree. `only`:
+    a regex the case's label (`file (command)`) must match; `shard` (k, n): every n-th case from the k-th
+    (1-based), so a long run splits into calls of bounded time."""
     base = ROOT / "tests/corpus/verify/attacks"
     cases = tomllib.loads((base / "attacks.toml").read_text())["case"]
+    label_of = lambda c: f"{pathlib.Path(c['file']).stem} ({c.get('command', 'verify')})"
+    if only:
+        cases = [c for c in cases if re.search(only, label_of(c))]
+    if shard:
+        k, n = shard
+        cases = cases[k - 1::n]
     rows = []
     for c in cases:
         f = str((base / c["file"]).resolve().relative_to(ROOT))
@@ -124,8 +183,11 @@ def attack_rows(kt, repeat):
         command = c.get("command", "verify")
         got, total = [], 0.0
         for _ in range(repeat):
-            if command == "tune":
-                v, secs = tune_verdicts(kt, [f, "--test-size", *params])
+            if command == "transform":
+                v, secs = transform_verdict(kt, c, (base / c["file"]).read_text())
+                ok = v in c["expect"]
+            elif command == "tune":
+                v, secs = tune_verdicts(kt, [f, *c.get("tune_args", ["--test-size"]), *params])
                 ok = v == "delivered" if c["expect"] == ["delivered"] else all(k in c["expect"] for k in v.split("+"))
             else:
                 v, secs = verify_attack(kt, [c["reference"], f, *params])
@@ -135,7 +197,7 @@ def attack_rows(kt, repeat):
         kinds = sorted({v for v, _ in got})
         flaky = len(kinds) > 1
         good = all(ok for _, ok in got) and not flaky
-        label = f"{pathlib.Path(c['file']).stem} ({command})"
+        label = label_of(c)
         counts = ", ".join(f"{k} x{sum(1 for v, _ in got if v == k)}" for k in kinds)
         what = f"expected {'/'.join(c['expect'])}; got {counts}{' FLAKY' if flaky else ''}; {c['why']}"
         rows.append((label, command, "ok" if good else "FAIL", f"{total:.1f}", what.replace("|", "/")))
@@ -148,7 +210,10 @@ def main():
     ap.add_argument("--out", default="/tmp/corpus-check")
     ap.add_argument("--parts", default="suite,wild,programs,verify,attacks")
     ap.add_argument("--repeat", type=int, default=5, help="runs of each attack case")
+    ap.add_argument("--only", help="attack cases whose label (`file (command)`) matches this regex")
+    ap.add_argument("--shard", help="K/N: every N-th attack case from the K-th (1-based)")
     a = ap.parse_args()
+    shard = tuple(int(x) for x in a.shard.split("/")) if a.shard else None
     kt, parts = a.kt, a.parts.split(",")
     tables = {}
 
@@ -187,7 +252,7 @@ def main():
         tables["Real programs: every version tuned and verified against the file's first version"] = rows
 
     if "attacks" in parts:
-        tables["Reward hacks (tests/corpus/verify/attacks), each run --repeat times"] = attack_rows(kt, a.repeat)
+        tables["Reward hacks (tests/corpus/verify/attacks), each run --repeat times"] = attack_rows(kt, a.repeat, a.only, shard)
 
     if "verify" in parts:
         rows = []

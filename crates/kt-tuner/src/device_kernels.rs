@@ -1,6 +1,7 @@
 //! kt-tuner's own CUDA kernels, compiled once per device (and cached like any module): filling arrays from
 //! a seeded counter-based generator (so multi-GB inputs are made on the GPU in milliseconds and are the same
-//! on every run), poisoning outputs, and comparing an output with its expected values on the GPU.
+//! on every run), poisoning outputs, comparing an output with its expected values on the GPU, and measuring
+//! the FP32 rate (`kt_fma_rate`: [`FMA_FLOPS_PER_ROUND`] flops a thread a round).
 
 use kt_record::DType;
 
@@ -21,6 +22,9 @@ pub fn suffix(dtype: DType) -> &'static str {
         DType::Uint64 => "u64",
     }
 }
+
+/// Flops one thread of `kt_fma_rate` does per round of its loop (eight FMAs).
+pub const FMA_FLOPS_PER_ROUND: f64 = 16.0;
 
 /// Distribution codes shared with the fill kernels.
 pub const DIST_RANDN: i32 = 0;
@@ -58,6 +62,20 @@ __device__ double kt_sample(int dist, double a, double b, u64 seed, u64 i) {
     if (dist == 1) return kt_uniform(seed, i, 0);
     if (dist == 2) return a;
     return a + floor(kt_uniform(seed, i, 0) * (b - a));
+}
+// FP32 rate: eight independent FMA chains a thread, `iters` rounds (16 flops a thread a round); the sum is
+// stored only when it equals a value it never reaches, so the chains stay live without a store per round.
+extern "C" __global__ void kt_fma_rate(float* sink, int iters, float seed) {
+    float x = seed + threadIdx.x * 1e-7f;
+    float a0 = x, a1 = x + 1e-3f, a2 = x + 2e-3f, a3 = x + 3e-3f;
+    float a4 = x + 4e-3f, a5 = x + 5e-3f, a6 = x + 6e-3f, a7 = x + 7e-3f;
+    const float m = 0.9999999f, c = 1e-9f;
+    for (int i = 0; i < iters; ++i) {
+        a0 = fmaf(a0, m, c); a1 = fmaf(a1, m, c); a2 = fmaf(a2, m, c); a3 = fmaf(a3, m, c);
+        a4 = fmaf(a4, m, c); a5 = fmaf(a5, m, c); a6 = fmaf(a6, m, c); a7 = fmaf(a7, m, c);
+    }
+    float s = a0 + a1 + a2 + a3 + a4 + a5 + a6 + a7;
+    if (s == -1234.5f) sink[0] = s;
 }
 __device__ f16bits kt_to_half(float v) {
     unsigned int bits = __float_as_uint(v);

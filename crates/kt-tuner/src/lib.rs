@@ -40,6 +40,7 @@ pub mod guard;
 pub mod headers;
 pub mod input;
 pub mod kernel_file;
+pub mod late_check;
 pub mod measure;
 pub mod module_cache;
 pub mod nvcc;

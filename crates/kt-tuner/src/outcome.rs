@@ -23,8 +23,9 @@ use crate::worker::protocol::{DeviceInfo, RecordedOutput, RunOutcome};
 /// reruns on the same inputs gave other outputs. Three more name what a reward-hacking kernel does:
 /// `OutOfBounds` (it wrote into the guard bytes around a buffer), `TimedRunDiffers` (its timed launches
 /// are not the verified work: the last one's outputs are wrong, or the checked launch is far slower than
-/// the unchecked ones) and `ImpossibleTime` (a verified time below what its bytes and flops allow on this
-/// device, still so after re-verifying).
+/// the unchecked ones), `ImpossibleTime` (a verified time below what its bytes allow on this device, still
+/// so after re-verifying) and `CarriesState` (right on each input from a freshly loaded module, wrong when
+/// the inputs follow each other in one module: it carries state from one call to the next).
 pub enum Verdict {
     Ok,
     WrongAnswer {
@@ -60,6 +61,9 @@ pub enum Verdict {
     ImpossibleTime {
         details: Vec<String>,
     },
+    CarriesState {
+        details: Vec<String>,
+    },
 }
 
 impl Verdict {
@@ -80,6 +84,7 @@ impl Verdict {
             Verdict::OutOfBounds { .. } => "out-of-bounds write",
             Verdict::TimedRunDiffers { .. } => "timed launches differ",
             Verdict::ImpossibleTime { .. } => "impossibly fast",
+            Verdict::CarriesState { .. } => "state carried between inputs",
         }
     }
 
@@ -102,7 +107,8 @@ impl Verdict {
             Verdict::Nondeterministic { details }
             | Verdict::OutOfBounds { details, .. }
             | Verdict::TimedRunDiffers { details }
-            | Verdict::ImpossibleTime { details } => {
+            | Verdict::ImpossibleTime { details }
+            | Verdict::CarriesState { details } => {
                 format!("{}: {}", self.short(), details.join("; "))
             }
         }
@@ -222,6 +228,10 @@ pub struct Measurement {
     pub gbps: Option<f64>,
     pub gflops: Option<f64>,
     pub percent_of_peak: Option<f64>,
+    /// What a share of peak above 100 % means (the kernel skips work, its data sits in L2, or an
+    /// unconfirmed ceiling is too low); None at or below 100 %.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peak_note: Option<String>,
     pub from_cache: bool,
 }
 
@@ -252,6 +262,7 @@ impl Measurement {
             gbps: None,
             gflops: None,
             percent_of_peak: None,
+            peak_note: None,
             from_cache: false,
         }
     }
@@ -286,8 +297,11 @@ pub struct TuneResult {
     pub reference: Option<Measurement>,
     pub measurements: Vec<Measurement>,
     pub phases: Phases,
-    /// The copy bandwidth kt measured (GB/s), shown beside the theoretical ceilings.
+    /// The copy bandwidth kt measured (GB/s): it confirms the theoretical bandwidth, or not.
     pub peak_gbps: Option<f64>,
+    /// The FP32 rate kt's FMA kernel reached (GFLOP/s): it confirms the theoretical FP32 rate, or not.
+    #[serde(default)]
+    pub peak_fp32_gflops: Option<f64>,
     pub worker_restarts: usize,
     /// The device's theoretical DRAM bandwidth and FP32 rate: the ceilings % of peak is taken against.
     #[serde(default)]
@@ -327,6 +341,10 @@ pub struct VerifyReport {
     /// values).
     #[serde(default)]
     pub modules_reloaded: bool,
+    /// The tests also ran back to back in one loaded module, no reload between them (state carried from
+    /// one input to the next would show there).
+    #[serde(default)]
+    pub back_to_back: bool,
 }
 
 impl VerifyReport {
@@ -442,6 +460,7 @@ mod tests {
                 guard_breaches: vec![],
                 checked_ms,
                 unchecked_median_ms,
+                late: None,
             })
         };
         o.timed_check = timed(vec![never], 1.0, 1.0);

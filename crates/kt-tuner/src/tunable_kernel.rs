@@ -84,6 +84,23 @@ impl TunableKernel {
             .iter()
             .any(|a| identifiers(a).any(|(id, _)| id == name))
     }
+
+    /// Whether the kernel writes `__device__` or `__managed__` variables, state that outlives a launch (as
+    /// kt-cuda's parser finds them): such a kernel is sampled and checked past the launches a launch counter
+    /// could still treat as the first few (`TimingPolicy::for_stateful_kernel`). A source the parser
+    /// cannot read is taken as keeping state: the check costs time, missing it costs correctness.
+    pub fn keeps_state(&self) -> bool {
+        let Ok(parsed) = kt_cuda::parse_tolerant(&self.source) else {
+            return true;
+        };
+        match parsed.kernels().iter().find(|k| k.name == self.kernel_name) {
+            Some(k) => !k.mutable_globals.is_empty(),
+            None => parsed
+                .kernels()
+                .iter()
+                .any(|k| !k.mutable_globals.is_empty()),
+        }
+    }
 }
 
 /// The template arguments of a kernel whose template parameters are `(name, default)`: a tuned parameter
@@ -158,6 +175,31 @@ fn substitute_params(text: &str, config: &Config) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_launch_counter_is_state_a_pure_kernel_keeps_none() {
+        let counter = TunableKernel::new(
+            "__device__ unsigned int launches = 0;\n\
+             __global__ void twice(const float* in, float* out, int n) {\n\
+                 if (atomicAdd(&launches, 1u) > 3u) return;\n\
+                 int i = blockIdx.x * blockDim.x + threadIdx.x;\n\
+                 if (i < n) out[i] = 2.0f * in[i];\n\
+             }\n",
+            "twice",
+            vec!["n".into()],
+        );
+        assert!(counter.keeps_state());
+        let pure = TunableKernel::new(
+            "__constant__ float scale[1];\n\
+             __global__ void twice(const float* in, float* out, int n) {\n\
+                 int i = blockIdx.x * blockDim.x + threadIdx.x;\n\
+                 if (i < n) out[i] = scale[0] * in[i];\n\
+             }\n",
+            "twice",
+            vec!["n".into()],
+        );
+        assert!(!pure.keeps_state());
+    }
 
     fn config(values: &[(&str, i64)]) -> Config {
         Config::ints(values.iter().copied())

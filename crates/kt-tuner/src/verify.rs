@@ -51,6 +51,30 @@ mod lossless_f64 {
     }
 }
 
+/// What is wrong with one checked launch, one line each, every line naming the launch as `launch` ("the
+/// last timed launch"): outputs that failed their comparison, inputs it modified, guard bytes it wrote.
+pub fn launch_problems(
+    launch: &str,
+    outputs: &[OutputReport],
+    inputs_modified: &[String],
+    guard_breaches: &[crate::guard::GuardBreach],
+) -> Vec<String> {
+    let failed = outputs.iter().filter(|o| !o.passed());
+    failed
+        .map(|o| format!("{launch}'s {}", o.describe()))
+        .chain(
+            inputs_modified
+                .iter()
+                .map(|n| format!("{launch} modified input {n}")),
+        )
+        .chain(
+            guard_breaches
+                .iter()
+                .map(|b| format!("{launch} {}", b.describe())),
+        )
+        .collect()
+}
+
 /// The poison bit pattern of one element of `dtype`, little-endian, as a u64 (low bytes used).
 pub fn poison_bits(dtype: DType) -> u64 {
     match dtype {

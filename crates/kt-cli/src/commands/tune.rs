@@ -145,13 +145,14 @@ pub fn run(args: TuneArgs) -> anyhow::Result<ExitCode> {
         .as_deref()
         .map(|p| read_prior(p, &prepared.loaded.kernel, &prepared.tests))
         .transpose()?;
-    let mut options = tune_options(&args)?;
+    let options = tune_options(&args)?;
     if !prepared.loaded.parsed.mutable_globals.is_empty() {
-        options.timing = options.timing.for_stateful_kernel();
+        // the tuner applies the policy itself (for kt transform's candidates too); this says so
+        let stateful = options.timing.for_stateful_kernel();
         eprintln!(
             "note: `{}` writes device variables that outlive a launch ({}): each configuration is sampled at \
-             least {} times and the last sample is checked, so a kernel that changes behaviour after a few \
-             launches is caught",
+             least {} times, the last sample checked, and checked once more after up to {} further launches, \
+             so a kernel that changes behaviour after some launches is caught",
             prepared.loaded.parsed.name,
             prepared
                 .loaded
@@ -161,7 +162,8 @@ pub fn run(args: TuneArgs) -> anyhow::Result<ExitCode> {
                 .map(|g| g.name.as_str())
                 .collect::<Vec<_>>()
                 .join(", "),
-            options.timing.min_reps
+            stateful.min_reps,
+            stateful.late_check_launches
         );
     }
     let config = TunerConfig {
@@ -642,6 +644,12 @@ fn print_summary(r: &TuneResult, tests: &TestSet) {
         );
     }
     print_peak_basis(r);
+    // a share of peak above 100 % is printed as measured; what it means, from the tuner
+    for (label, m) in [("default", &r.reference), ("best", &r.best)] {
+        if let Some(note) = m.as_ref().and_then(|m| m.peak_note.as_deref()) {
+            println!("{label}: {note}");
+        }
+    }
     print_gaming_verdicts(r);
     let p = &r.phases;
     println!(
@@ -658,19 +666,19 @@ fn print_summary(r: &TuneResult, tests: &TestSet) {
 
 /// What `% of peak` is measured against.
 fn print_peak_basis(r: &TuneResult) {
-    match (&r.theoretical_peaks, r.peak_gbps) {
-        (Some(t), measured) => println!(
-            "% of peak against the theoretical ceilings: {:.0} GB/s DRAM, {:.0} GFLOP/s FP32{}",
-            t.bandwidth_gb_s,
-            t.fp32_gflop_s,
-            measured
-                .map(|p| format!(" (measured copy bandwidth: {p:.0} GB/s)"))
-                .unwrap_or_default()
-        ),
-        (None, Some(p)) => println!(
-            "% of peak against the measured copy bandwidth {p:.0} GB/s (the driver reports no memory clock)"
-        ),
-        (None, None) => {}
+    let memory = kt_tuner::floor::Ceilings::from_figures(
+        r.theoretical_peaks.map(|t| t.bandwidth_gb_s),
+        r.peak_gbps,
+        0,
+    );
+    let fp32 = kt_tuner::floor::Ceiling::confirm(
+        r.theoretical_peaks.map(|t| t.fp32_gflop_s),
+        r.peak_fp32_gflops,
+        "GFLOP/s",
+        "kt's FMA kernel",
+    );
+    if memory.bandwidth_gbps.is_some() || fp32.value.is_some() {
+        println!("% of peak against {}; {}", memory.basis, fp32.basis);
     }
 }
 
@@ -685,6 +693,7 @@ fn print_gaming_verdicts(r: &TuneResult) {
                 | V::OutOfBounds { .. }
                 | V::TimedRunDiffers { .. }
                 | V::ImpossibleTime { .. }
+                | V::CarriesState { .. }
         )
     }) {
         println!("{}: {}", m.config, m.verdict.reason());

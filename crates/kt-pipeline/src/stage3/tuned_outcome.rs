@@ -72,7 +72,8 @@ pub(super) fn outcome(tuned: &Tuned) -> Outcome {
         | Verdict::Nondeterministic { .. }
         | Verdict::OutOfBounds { .. }
         | Verdict::TimedRunDiffers { .. }
-        | Verdict::ImpossibleTime { .. } => 0,
+        | Verdict::ImpossibleTime { .. }
+        | Verdict::CarriesState { .. } => 0,
         Verdict::Crashed { .. } => 1,
         Verdict::Timeout { .. } => 2,
         Verdict::CompileError { .. } | Verdict::KernelNotFound { .. } => 3,
@@ -153,7 +154,8 @@ fn failed_outcome(m: &Measurement) -> Outcome {
         v @ (Verdict::Nondeterministic { .. }
         | Verdict::OutOfBounds { .. }
         | Verdict::TimedRunDiffers { .. }
-        | Verdict::ImpossibleTime { .. }) => Outcome::NoValidConfig { detail: v.reason() },
+        | Verdict::ImpossibleTime { .. }
+        | Verdict::CarriesState { .. }) => Outcome::NoValidConfig { detail: v.reason() },
         Verdict::Ok => Outcome::NoValidConfig {
             detail: "no configuration verified".into(),
         },
@@ -195,6 +197,7 @@ pub(crate) mod tests {
             measurements,
             phases: Default::default(),
             peak_gbps: None,
+            peak_fp32_gflops: None,
             worker_restarts: 0,
             theoretical_peaks: None,
         }

@@ -63,6 +63,7 @@ pub fn marker(v: &Verdict) -> Option<&'static str> {
         | Verdict::OutOfBounds { .. }
         | Verdict::TimedRunDiffers { .. }
         | Verdict::ImpossibleTime { .. }
+        | Verdict::CarriesState { .. }
         | Verdict::Invalid { .. }
         | Verdict::WrongAnswer { .. }
         | Verdict::Timeout { .. }
@@ -82,7 +83,8 @@ pub fn verdict_detail(v: &Verdict) -> String {
         | Verdict::Nondeterministic { .. }
         | Verdict::OutOfBounds { .. }
         | Verdict::TimedRunDiffers { .. }
-        | Verdict::ImpossibleTime { .. }) => other.reason(),
+        | Verdict::ImpossibleTime { .. }
+        | Verdict::CarriesState { .. }) => other.reason(),
     };
     let line = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
     line.chars().take(200).collect()

@@ -104,6 +104,7 @@ fn result(measurements: Vec<Measurement>) -> TuneResult {
         measurements,
         phases: Phases::default(),
         peak_gbps: None,
+        peak_fp32_gflops: None,
         worker_restarts: 0,
         theoretical_peaks: None,
     }

@@ -1,68 +1,155 @@
 //! The ceilings a kernel is judged against: the device's theoretical DRAM bandwidth (2 × memory clock × bus
 //! width / 8) and FP32 rate (SMs × FP32 lanes × clock × 2), computed by kt-profile from the driver's
 //! figures (or nvidia-smi's maximum clocks where a CUDA 13 driver no longer reports them), the copy
-//! bandwidth kt measures (shown beside them), and the share of the binding ceiling a measurement reaches,
-//! never above 100 %.
+//! bandwidth and FMA rate kt measures once per device (which confirm each ceiling or not,
+//! `crate::floor::Ceilings`), and the
+//! share of the binding ceiling a measurement reaches, as measured: never clamped, a share above 100 %
+//! carries a note saying what it means.
 
 use kt_profile::{DevicePeaks, DeviceSpec};
 
 use crate::error::TunerError;
+use crate::floor::{Ceiling, Ceilings};
 use crate::outcome::Measurement;
 use crate::session::engine::Engine;
 use crate::worker::protocol::DeviceInfo;
 
 /// Device copy bandwidth (bytes read + written), measured once per device and cached on disk.
 pub(crate) fn copy_bandwidth(e: &mut Engine, device: &DeviceInfo) -> Result<f64, TunerError> {
+    let bytes = (device.total_memory as u64 / 16).clamp(64 << 20, 2 << 30);
+    cached_figure(e, device, "peak", "copy_gbps", |e| {
+        e.link.copy_bandwidth(bytes, &mut e.queue)
+    })
+}
+
+/// The FP32 rate kt's FMA kernel reaches (GFLOP/s), measured once per device and cached on disk: what
+/// confirms the theoretical FP32 rate or not. Needs kt's utility kernels in the worker (after `prepare`).
+pub(crate) fn fp32_rate(e: &mut Engine, device: &DeviceInfo) -> Result<f64, TunerError> {
+    cached_figure(e, device, "fp32", "fp32_gflops", |e| {
+        e.link.fp32_rate(&mut e.queue)
+    })
+}
+
+/// A figure of the device under `key` in `<cache>/<stem>-<uuid>.json`, measured when the file lacks it.
+fn cached_figure(
+    e: &mut Engine,
+    device: &DeviceInfo,
+    stem: &str,
+    key: &str,
+    measure: impl FnOnce(&mut Engine) -> Result<f64, TunerError>,
+) -> Result<f64, TunerError> {
     let file = e
         .config
         .cache_dir
         .as_ref()
-        .map(|d| d.join(format!("peak-{}.json", device.uuid)));
+        .map(|d| d.join(format!("{stem}-{}.json", device.uuid)));
     if let Some(f) = &file
         && let Ok(text) = std::fs::read_to_string(f)
         && let Ok(v) = serde_json::from_str::<serde_json::Value>(&text)
-        && let Some(g) = v.get("copy_gbps").and_then(|g| g.as_f64())
+        && let Some(g) = v.get(key).and_then(|g| g.as_f64())
     {
         return Ok(g);
     }
-    let bytes = (device.total_memory as u64 / 16).clamp(64 << 20, 2 << 30);
-    let gbps = e.link.copy_bandwidth(bytes, &mut e.queue)?;
+    let value = measure(e)?;
     if let Some(f) = &file {
         if let Some(d) = f.parent() {
             let _ = std::fs::create_dir_all(d);
         }
         let _ = std::fs::write(
             f,
-            serde_json::json!({ "device": device.name, "copy_gbps": gbps, "bytes": bytes })
-                .to_string(),
+            serde_json::json!({ "device": device.name, key: value }).to_string(),
         );
     }
-    Ok(gbps)
+    Ok(value)
 }
 
-/// Share of the ceiling that binds this kernel: the larger of achieved bandwidth over the theoretical
-/// bandwidth and achieved FLOP rate over the theoretical FP32 rate. A memory-bound kernel is judged by the
-/// first, a compute-bound one (matmul) by the second; reporting only bandwidth would call a matmul at 65% of
-/// cuBLAS "2% of peak". A share above 100 % means a ceiling is wrong (a clock the driver misreports): it
-/// is clamped to 100 with a warning.
-pub(crate) fn percent_of_binding_peak(
-    m: &Measurement,
-    peak_gbps: Option<f64>,
-    peak_gflops: Option<f64>,
-) -> Option<f64> {
-    let memory = m.gbps.zip(peak_gbps).map(|(g, p)| 100.0 * g / p);
-    let compute = m.gflops.zip(peak_gflops).map(|(g, p)| 100.0 * g / p);
-    let share = match (memory, compute) {
-        (Some(a), Some(b)) => Some(a.max(b)),
-        (a, b) => a.or(b),
-    }?;
-    if share > 100.0 {
-        tracing::warn!(
-            config = %m.config,
-            "{share:.1} % of the theoretical peak: a ceiling is too low (misreported clock?); shown as 100 %"
+/// What a measurement's share of peak is judged against.
+pub(crate) struct PeakCeilings {
+    /// The bandwidth ceiling, confirmed by kt's copy or not.
+    pub memory: Ceilings,
+    /// The FP32 rate (GFLOP/s): the theoretical one, confirmed by kt's FMA kernel or not (as the bandwidth
+    /// is by its copy: `Ceilings::from_figures` applies to both).
+    pub fp32: Ceiling,
+    /// The first test's `bytes` (the test the rates are computed on), when the sidecar gives them.
+    pub bytes_per_test0: Option<f64>,
+}
+
+/// A share of peak and, above 100 %, what it means.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct PeakShare {
+    pub percent: f64,
+    pub note: Option<String>,
+}
+
+/// Share of the ceiling that binds this kernel: the larger of achieved bandwidth over the bandwidth ceiling
+/// and achieved FLOP rate over the FP32 rate. A memory-bound kernel is judged by the first, a compute-bound
+/// one (matmul) by the second; reporting only bandwidth would call a matmul at 65% of cuBLAS "2% of peak".
+/// Reported as measured: a share above 100 % is evidence about the kernel (it moved or computed less than
+/// its sidecar counts) or, only where kt's measurement did not confirm it, about the ceiling; the note
+/// says which.
+pub(crate) fn share_of_peak(m: &Measurement, peaks: &PeakCeilings) -> Option<PeakShare> {
+    let memory = m
+        .gbps
+        .zip(peaks.memory.bandwidth_gbps)
+        .map(|(g, p)| 100.0 * g / p);
+    let compute = m.gflops.zip(peaks.fp32.value).map(|(g, p)| 100.0 * g / p);
+    let percent = match (memory, compute) {
+        (Some(a), Some(b)) => a.max(b),
+        (a, b) => a.or(b)?,
+    };
+    let mut notes = Vec::new();
+    if let Some(share) = memory.filter(|s| *s > 100.0) {
+        notes.push(memory_note(share, peaks));
+    }
+    if let Some(share) = compute.filter(|s| *s > 100.0) {
+        let ceiling = if peaks.fp32.confirmed {
+            ""
+        } else {
+            ", or the unconfirmed ceiling is too low"
+        };
+        notes.push(format!(
+            "{share:.1} % of the FP32 rate ({}): the kernel did fewer floating-point operations than its \
+             sidecar's `flops` counts (it skips work the reference does, such as an interior it never \
+             iterates, or `flops` is an upper bound){ceiling}",
+            peaks.fp32.basis
+        ));
+    }
+    if !notes.is_empty() {
+        tracing::warn!(config = %m.config, "{}", notes.join("; "));
+    }
+    Some(PeakShare {
+        percent,
+        note: (!notes.is_empty()).then(|| notes.join("; ")),
+    })
+}
+
+/// What a bandwidth above the ceiling means: data served from L2, a kernel that moved less than its
+/// `bytes`, or (only when unconfirmed) a ceiling that is too low.
+fn memory_note(share: f64, peaks: &PeakCeilings) -> String {
+    let c = &peaks.memory;
+    if peaks
+        .bytes_per_test0
+        .is_some_and(|b| b <= c.l2_bytes as f64)
+    {
+        return format!(
+            "{share:.1} % of the memory bandwidth ({}): the test's data fits in the L2, which serves it \
+             faster than memory",
+            c.basis
         );
     }
-    Some(share.min(100.0))
+    if c.confirmed {
+        format!(
+            "{share:.1} % of the memory bandwidth ({}): the kernel moved less than its sidecar's `bytes` \
+             (it skips traffic the reference makes, or `bytes` overstates it)",
+            c.basis
+        )
+    } else {
+        format!(
+            "{share:.1} % of the memory bandwidth ({}): the kernel moved less than its sidecar's `bytes`, \
+             or the unconfirmed ceiling is too low",
+            c.basis
+        )
+    }
 }
 
 /// The device's theoretical ceilings: the driver's clocks and bus width, with nvidia-smi's maximum clocks
@@ -156,28 +243,72 @@ mod tests {
         m
     }
 
+    fn peaks(bandwidth: Option<f64>, copy: Option<f64>, fp32: Option<f64>) -> PeakCeilings {
+        PeakCeilings {
+            memory: Ceilings::from_figures(bandwidth, copy, 50 << 20),
+            fp32: Ceiling::confirm(fp32, None, "GFLOP/s", "kt's FMA kernel"),
+            bytes_per_test0: Some(1e9),
+        }
+    }
+
     #[test]
     fn a_compute_bound_kernel_is_judged_by_its_flop_rate() {
         // matmul: little bandwidth, most of the FP32 rate.
         let m = measured(Some(66.0), Some(33_000.0));
-        let p = percent_of_binding_peak(&m, Some(4_270.0), Some(66_000.0)).unwrap();
-        assert!((p - 50.0).abs() < 1e-9, "{p}");
+        let p = share_of_peak(&m, &peaks(Some(4_270.0), None, Some(66_000.0))).unwrap();
+        assert!((p.percent - 50.0).abs() < 1e-9, "{p:?}");
+        assert_eq!(p.note, None);
     }
 
     #[test]
     fn a_memory_bound_kernel_is_judged_by_its_bandwidth() {
         let m = measured(Some(3_416.0), Some(280.0));
-        let p = percent_of_binding_peak(&m, Some(4_270.0), Some(66_000.0)).unwrap();
-        assert!((p - 80.0).abs() < 1e-9, "{p}");
+        let p = share_of_peak(&m, &peaks(Some(4_270.0), None, Some(66_000.0))).unwrap();
+        assert!((p.percent - 80.0).abs() < 1e-9, "{p:?}");
     }
 
     #[test]
-    fn a_measurement_above_the_ceiling_is_clamped_to_100() {
+    fn a_share_above_a_confirmed_ceiling_is_reported_as_measured_and_blames_the_kernel() {
         let m = measured(Some(3_500.0), None);
-        assert_eq!(
-            percent_of_binding_peak(&m, Some(3_350.0), None),
-            Some(100.0)
+        let p = share_of_peak(&m, &peaks(Some(3_350.0), Some(3_000.0), None)).unwrap();
+        assert!((p.percent - 104.477).abs() < 1e-2, "never clamped: {p:?}");
+        let note = p.note.unwrap();
+        assert!(
+            note.contains("moved less than its sidecar's `bytes`")
+                && !note.contains("ceiling is too low"),
+            "{note}"
         );
+        // unconfirmed (no copy measured): the ceiling may be blamed
+        let p = share_of_peak(&m, &peaks(Some(3_350.0), None, None)).unwrap();
+        assert!(p.note.unwrap().contains("unconfirmed ceiling is too low"));
+    }
+
+    #[test]
+    fn a_kernel_that_skips_work_reports_its_flop_share_above_100_with_a_note() {
+        // a mandelbrot that never iterates the set's interior: 180 % of the FP32 peak
+        let m = measured(Some(1.0), Some(118_800.0));
+        let mut confirmed = peaks(Some(4_270.0), Some(4_000.0), None);
+        confirmed.fp32 =
+            Ceiling::confirm(Some(66_000.0), Some(60_000.0), "GFLOP/s", "kt's FMA kernel");
+        let p = share_of_peak(&m, &confirmed).unwrap();
+        assert!((p.percent - 180.0).abs() < 1e-9, "{p:?}");
+        let note = p.note.unwrap();
+        assert!(
+            note.contains("skips work the reference does") && !note.contains("ceiling is too low"),
+            "{note}"
+        );
+        // the theoretical rate alone may be blamed
+        let p = share_of_peak(&m, &peaks(Some(4_270.0), Some(4_000.0), Some(66_000.0))).unwrap();
+        assert!(p.note.unwrap().contains("unconfirmed ceiling is too low"));
+    }
+
+    #[test]
+    fn data_that_fits_in_l2_explains_a_bandwidth_above_memory() {
+        let m = measured(Some(6_000.0), None);
+        let mut small = peaks(Some(3_350.0), Some(3_000.0), None);
+        small.bytes_per_test0 = Some(1e6);
+        let p = share_of_peak(&m, &small).unwrap();
+        assert!(p.note.unwrap().contains("fits in the L2"));
     }
 
     #[test]
@@ -209,7 +340,7 @@ mod tests {
     #[test]
     fn without_any_ceiling_there_is_no_percentage() {
         let m = measured(Some(1.0), Some(1.0));
-        assert_eq!(percent_of_binding_peak(&m, None, None), None);
-        assert!(percent_of_binding_peak(&m, None, Some(10.0)).is_some());
+        assert_eq!(share_of_peak(&m, &peaks(None, None, None)), None);
+        assert!(share_of_peak(&m, &peaks(None, None, Some(10.0))).is_some());
     }
 }

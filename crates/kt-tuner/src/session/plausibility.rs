@@ -35,7 +35,7 @@ pub(crate) fn check(
     best: &Measurement,
     test: &KernelTest,
     grid_defines: bool,
-    ceilings: Ceilings,
+    ceilings: &Ceilings,
     timing: TimingPolicy,
 ) -> Result<Plausibility, TunerError> {
     use Plausibility::{Plausible, Rejected, Retimed};

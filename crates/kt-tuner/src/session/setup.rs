@@ -50,6 +50,18 @@ impl Default for TuneOptions {
     }
 }
 
+impl TuneOptions {
+    /// These options for tuning `kernel`: one that keeps state across launches is sampled and checked past
+    /// a launch counter's first few (`TimingPolicy::for_stateful_kernel`), whichever command tunes it.
+    pub fn for_kernel(&self, kernel: &TunableKernel) -> TuneOptions {
+        let mut o = self.clone();
+        if kernel.keeps_state() {
+            o.timing = o.timing.for_stateful_kernel();
+        }
+        o
+    }
+}
+
 /// How the tuner itself is set up.
 #[derive(Debug, Clone)]
 pub struct TunerConfig {

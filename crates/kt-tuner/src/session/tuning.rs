@@ -10,14 +10,14 @@ use crate::args::{KernelTest, TestSet};
 use crate::cache::{CacheScope, ResultCache};
 use crate::error::TunerError;
 use crate::expr::Bindings;
-use crate::floor::Ceilings;
+use crate::floor::{Ceiling, Ceilings};
 use crate::measure::{Baseline, TimingPolicy, TimingStats};
 use crate::outcome::{Measurement, Phases, Progress, TuneResult, Verdict};
 use crate::search::{History, drive};
 use crate::session::determinism;
 use crate::session::engine::Engine;
 use crate::session::evaluate::{Bench, fill_rates};
-use crate::session::peak::{copy_bandwidth, percent_of_binding_peak, theoretical};
+use crate::session::peak::{PeakCeilings, copy_bandwidth, fp32_rate, share_of_peak, theoretical};
 use crate::session::plausibility::{self, Plausibility};
 use crate::session::search_run::{Prefetched, SearchRun};
 use crate::session::setup::TuneOptions;
@@ -85,6 +85,7 @@ pub(crate) fn tune(
     progress: &mut dyn FnMut(&Progress),
 ) -> Result<TuneResult, TunerError> {
     let start = Instant::now();
+    let options = &options.for_kernel(kernel);
     let mut phases = Phases::default();
     let tests = &tests.tests;
     let plan = Plan::new(e, kernel, tests)?;
@@ -198,34 +199,31 @@ pub(crate) fn tune(
     };
     phases.benchmark_ms = t_bench.elapsed().as_secs_f64() * 1e3;
 
-    let peak = if options.measure_peak {
-        copy_bandwidth(e, &device).ok()
+    let (peak, fp32_measured) = if options.measure_peak {
+        (copy_bandwidth(e, &device).ok(), fp32_rate(e, &device).ok())
     } else {
-        None
+        (None, None)
     };
     let (result_ordinal, device_cc) = (device.ordinal, device.compute_capability);
     let theoretical_peaks = theoretical(result_ordinal, device_cc);
+    let ceilings = Ceilings::from_figures(
+        theoretical_peaks.map(|p| p.bandwidth_gb_s),
+        peak,
+        device.l2_bytes.max(0) as u64,
+    );
     let best = if options.verify {
-        let ceilings = Ceilings {
-            bandwidth_gbps: match (theoretical_peaks.map(|p| p.bandwidth_gb_s), peak) {
-                (Some(t), Some(m)) => Some(t.max(m)),
-                (t, m) => t.or(m),
-            },
-            l2_bytes: device.l2_bytes.max(0) as u64,
-        };
         let check = BestCheck {
             plan: &plan,
             tests,
-            ceilings,
+            ceilings: ceilings.clone(),
             timing: options.timing,
         };
-        deterministic_best(e, kernel, &check, &mut measurements)?
+        match deterministic_best(e, kernel, &check, &mut measurements)? {
+            None => default_as_best(e, kernel, &check, &reference)?,
+            best => best,
+        }
     } else {
         fastest(&measurements).cloned()
-    };
-    let best = match best {
-        None if options.verify => default_as_best(e, kernel, &plan, tests, &reference)?,
-        best => best,
     };
     phases.total_ms = start.elapsed().as_secs_f64() * 1e3;
     tracing::debug!(
@@ -251,22 +249,36 @@ pub(crate) fn tune(
         measurements,
         phases,
         peak_gbps: peak,
+        peak_fp32_gflops: fp32_measured,
         worker_restarts: e.link.restarts(),
         theoretical_peaks,
     };
-    // the theoretical ceilings; the measured copy bandwidth only where the driver gives no memory clock
-    let memory_peak = result.theoretical_peaks.map(|p| p.bandwidth_gb_s).or(peak);
-    let compute_peak = result
-        .theoretical_peaks
-        .map(|p| p.fp32_gflop_s)
-        .or_else(|| result.device.fp32_peak_gflops());
+    // each ceiling as checked against what kt measured: its copy, its FMA kernel
+    let peaks = PeakCeilings {
+        memory: ceilings,
+        fp32: Ceiling::confirm(
+            result
+                .theoretical_peaks
+                .map(|p| p.fp32_gflop_s)
+                .or_else(|| result.device.fp32_peak_gflops()),
+            fp32_measured,
+            "GFLOP/s",
+            "kt's FMA kernel",
+        ),
+        bytes_per_test0: kernel
+            .bytes
+            .as_ref()
+            .and_then(|b| crate::expr::eval_number(b, &plan.scalars0).ok()),
+    };
     for m in result
         .measurements
         .iter_mut()
         .chain(result.best.iter_mut())
         .chain(result.reference.iter_mut())
     {
-        m.percent_of_peak = percent_of_binding_peak(m, memory_peak, compute_peak);
+        let share = share_of_peak(m, &peaks);
+        m.percent_of_peak = share.as_ref().map(|s| s.percent);
+        m.peak_note = share.and_then(|s| s.note);
     }
     Ok(result)
 }
@@ -316,15 +328,7 @@ fn deterministic_best(
         };
         let mut verdict = determinism::check(e, kernel, &best.config, tests, plan.grid_defines)?;
         if verdict.is_ok() {
-            match plausibility::check(
-                e,
-                kernel,
-                &best,
-                &tests[0],
-                plan.grid_defines,
-                check.ceilings,
-                check.timing,
-            )? {
+            match hold_to_floor(e, kernel, check, &best)? {
                 Plausibility::Plausible => return Ok(Some(best)),
                 Plausibility::Retimed(stats) => {
                     retime(&mut best, stats);
@@ -346,6 +350,24 @@ fn deterministic_best(
     Ok(None)
 }
 
+/// `m`'s time on the first test held against its floor (`plausibility`).
+fn hold_to_floor(
+    e: &mut Engine,
+    kernel: &TunableKernel,
+    check: &BestCheck,
+    m: &Measurement,
+) -> Result<Plausibility, TunerError> {
+    plausibility::check(
+        e,
+        kernel,
+        m,
+        &check.tests[0],
+        check.plan.grid_defines,
+        &check.ceilings,
+        check.timing,
+    )
+}
+
 /// A measurement with its first test timed again (its objective follows).
 fn retime(m: &mut Measurement, stats: crate::measure::TimingStats) {
     if let Some(first) = m.per_test_ms.first_mut() {
@@ -357,14 +379,14 @@ fn retime(m: &mut Measurement, stats: crate::measure::TimingStats) {
 
 /// When no configuration of the space verified (a kernel that works at one launch only: a fixed block in
 /// `__launch_bounds__`, in tile arithmetic or in a macro), the default launch is the verified result —
-/// if its reruns agree. A default that fails is still a failure.
+/// if its reruns agree and its time is physically possible. A default that fails is still a failure.
 fn default_as_best(
     e: &mut Engine,
     kernel: &TunableKernel,
-    plan: &Plan,
-    tests: &[KernelTest],
+    check: &BestCheck,
     reference: &Measurement,
 ) -> Result<Option<Measurement>, TunerError> {
+    let (plan, tests) = (check.plan, check.tests);
     if !reference.verdict.is_ok() || !reference.objective_ms().is_some_and(f64::is_finite) {
         return Ok(None);
     }
@@ -373,7 +395,19 @@ fn default_as_best(
         tracing::warn!(config = %plan.reference, "the default launch: {}", verdict.reason());
         return Ok(None);
     }
-    Ok(Some(reference.clone()))
+    let mut best = reference.clone();
+    match hold_to_floor(e, kernel, check, &best)? {
+        Plausibility::Plausible => {}
+        Plausibility::Retimed(stats) => {
+            retime(&mut best, stats);
+            fill_rates(kernel, &tests[0].scalars(), &mut best);
+        }
+        Plausibility::Rejected(v) => {
+            tracing::warn!(config = %plan.reference, "the default launch: {}", v.reason());
+            return Ok(None);
+        }
+    }
+    Ok(Some(best))
 }
 
 /// The results cache of this kernel, device, tests and timing policy, when the options name one (or a
@@ -426,7 +460,15 @@ fn measure_reference(
     let mut baselines = Vec::new();
     let mut first_timing = None;
     let mut first_dims = None;
+    // a kernel with state gives each test's expected values from a freshly loaded module, as a program's
+    // first call would: configurations run the tests back to back in one module, so state carried from
+    // one input to the next fails there instead of being baked into the expected values
+    let reload = kernel.keeps_state();
     for (i, t) in tests.iter().enumerate() {
+        if i > 0 && reload {
+            e.link.unload(key, &mut e.queue)?;
+            e.link.load_required(key, &t.id, &mut e.queue)?;
+        }
         let run = RunRequest {
             timing: Some(timing),
             ..run_request(key, kernel, &plan.reference, t)?

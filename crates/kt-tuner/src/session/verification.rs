@@ -3,11 +3,20 @@
 //! test is compared (inputs and the guard bytes around every array must come out unchanged). Both modules
 //! are loaded afresh for every test after the first: a kernel that keeps state in `__device__` or
 //! `__managed__` globals starts every test from the globals' initial values, as a program would.
+//!
+//! That pass alone would hide what a user meets when calling the kernel twice with different inputs: state
+//! carried from one call to the next (a kernel caching its first input in a `__device__` array). So when
+//! every test passed, the candidate's module is loaded once more and the tests run back to back in it, no
+//! reload between them; a test right from a fresh module and wrong there is `CarriesState`, named with the
+//! tests that ran before it. A candidate that keeps state is also timed on every test like a tuned
+//! configuration of such a kernel: its last timed launch and one after many more launches checked
+//! (`crate::late_check`), so a launch counter that waits past the verifying launch is caught here too.
 
 use std::time::Duration;
 
-use crate::args::TestSet;
+use crate::args::{KernelTest, TestSet};
 use crate::error::TunerError;
+use crate::measure::TimingPolicy;
 use crate::module_cache::ModuleOutcome;
 use crate::outcome::{TestVerdict, Verdict, VerifyReport};
 use crate::session::engine::Engine;
@@ -61,7 +70,11 @@ pub(crate) fn verify(
     let mut report = VerifyReport {
         tests: Vec::new(),
         modules_reloaded: false,
+        back_to_back: false,
     };
+    let timing = candidate
+        .keeps_state()
+        .then(|| TimingPolicy::default().for_stateful_kernel());
     for (i, t) in tests.iter().enumerate() {
         if i > 0 {
             e.link.unload(&r.key, &mut e.queue)?;
@@ -74,21 +87,72 @@ pub(crate) fn verify(
             report.tests.push(failed_test(&t.id, v.clone()));
             continue;
         }
-        let run = RunRequest {
-            verify: true,
-            ..run_request(&c.key, candidate, candidate_config, t)?
-        };
-        let timeout = e.config.timeout_floor.max(Duration::from_secs(30));
-        let tv = match e
+        let tv = run_candidate(e, &c.key, candidate, candidate_config, t, timing)?;
+        report.tests.push(tv);
+    }
+    if report.passed() && tests.len() > 1 {
+        e.link.unload(&c.key, &mut e.queue)?;
+        for (i, t) in tests.iter().enumerate() {
+            let tv = run_candidate(e, &c.key, candidate, candidate_config, t, None)?;
+            if !tv.verdict.is_ok() {
+                report.tests[i] = carried_state(tv, &tests[..i]);
+            }
+        }
+        report.back_to_back = true;
+    }
+    Ok(report)
+}
+
+/// One verifying run of the candidate on `t` (timed under `timing`, when given), judged.
+fn run_candidate(
+    e: &mut Engine,
+    key: &str,
+    candidate: &TunableKernel,
+    config: &Config,
+    t: &KernelTest,
+    timing: Option<TimingPolicy>,
+) -> Result<TestVerdict, TunerError> {
+    let run = RunRequest {
+        verify: true,
+        timing,
+        ..run_request(key, candidate, config, t)?
+    };
+    let timeout = e.config.timeout_floor.max(Duration::from_secs(30))
+        + Duration::from_secs(if timing.is_some() { 30 } else { 0 });
+    Ok(
+        match e
             .link
-            .run(&c.key, Request::Run { run }, timeout, &mut e.queue)?
+            .run(key, Request::Run { run }, timeout, &mut e.queue)?
         {
             Err(v) => failed_test(&t.id, v),
             Ok(o) => judged_test(&t.id, o),
-        };
-        report.tests.push(tv);
+        },
+    )
+}
+
+/// A test right from a freshly loaded module and `wrong` after `before` ran in the same module.
+fn carried_state(wrong: TestVerdict, before: &[KernelTest]) -> TestVerdict {
+    // the pass's first test follows no other input in its module: a failure there is the kernel's own
+    // (nondeterminism), kept as its verdict says
+    if before.is_empty() {
+        return wrong;
     }
-    Ok(report)
+    let ids: Vec<&str> = before.iter().map(|t| t.id.as_str()).collect();
+    let what = format!(
+        "test {}: right from a freshly loaded module, wrong when it follows test{} {} in the same module \
+         with no reload between them: the kernel carries state from one call to the next (an earlier \
+         input cached in a `__device__` variable?); {}",
+        wrong.test,
+        if ids.len() > 1 { "s" } else { "" },
+        ids.join(", "),
+        wrong.verdict.reason()
+    );
+    TestVerdict {
+        verdict: Verdict::CarriesState {
+            details: vec![what],
+        },
+        ..wrong
+    }
 }
 
 fn failed_test(test: &str, verdict: Verdict) -> TestVerdict {
@@ -111,5 +175,47 @@ fn judged_test(test: &str, o: RunOutcome) -> TestVerdict {
         verdict,
         outputs: o.outputs,
         inputs_modified: o.inputs_modified,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn test(id: &str) -> KernelTest {
+        KernelTest {
+            id: id.into(),
+            args: vec![],
+            tolerances: Default::default(),
+        }
+    }
+
+    fn wrong(id: &str) -> TestVerdict {
+        failed_test(
+            id,
+            Verdict::WrongAnswer {
+                details: vec![format!("test {id}: c: 4096 of 4096 elements wrong")],
+                reports: vec![],
+            },
+        )
+    }
+
+    #[test]
+    fn a_test_wrong_only_after_others_in_one_module_names_the_state_and_those_tests() {
+        let v = carried_state(wrong("gen2"), &[test("gen0"), test("gen1")]);
+        assert_eq!(v.verdict.short(), "state carried between inputs");
+        let r = v.verdict.reason();
+        assert!(
+            r.contains("test gen2: right from a freshly loaded module")
+                && r.contains("follows tests gen0, gen1 in the same module")
+                && r.contains("4096 of 4096 elements wrong"),
+            "{r}"
+        );
+    }
+
+    #[test]
+    fn the_first_test_of_the_pass_keeps_its_own_verdict() {
+        let v = carried_state(wrong("gen0"), &[]);
+        assert_eq!(v.verdict.short(), "wrong answer");
     }
 }

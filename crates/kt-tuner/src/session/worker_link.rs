@@ -369,6 +369,18 @@ impl WorkerLink {
                 RunStatus::Ok if !o.unchanged_outputs.is_empty() => {
                     Err(failed(does_no_work(&o.unchanged_outputs)))
                 }
+                // its timed launches are the default launch's time (the baseline of every speed-up)
+                RunStatus::Ok
+                    if o.timed_check
+                        .as_ref()
+                        .is_some_and(|c| !c.problems().is_empty()) =>
+                {
+                    let problems = o.timed_check.iter().flat_map(|c| c.problems());
+                    Err(failed(format!(
+                        "its timed launches are not the work its first launch did: {}",
+                        problems.collect::<Vec<_>>().join("; ")
+                    )))
+                }
                 RunStatus::Ok => Ok(o),
                 RunStatus::Invalid(m) => Err(failed(m.clone())),
                 RunStatus::Crashed(m) => Err(TunerError::ReferenceFault {
@@ -499,6 +511,20 @@ impl WorkerLink {
                 };
                 Ok(Err(verdict))
             }
+        }
+    }
+
+    /// Measures the FP32 rate kt's own FMA kernel reaches, in GFLOP/s (kt's utility kernels must be loaded:
+    /// after `prepare`).
+    pub fn fp32_rate(&mut self, queue: &mut CompileQueue) -> Result<f64, TunerError> {
+        let w = self.live(queue)?;
+        match w
+            .client
+            .request(&Request::MeasureFp32, &[], Duration::from_secs(60))
+            .map_err(worker_failure)?
+        {
+            (Reply::Fp32 { gflops }, _) => Ok(gflops),
+            (other, _) => Err(TunerError::Worker(format!("FP32 rate: {other:?}"))),
         }
     }
 

@@ -7,7 +7,9 @@
 //! poison left by the checked last timed launch, the unchecked samples ten times faster). `skips-written`
 //! plays a kernel that computes only where its output does not already hold a number: its reference run
 //! left the output as it found it, and its timed samples run through the worker's own sampling sequence
-//! on a simulated kernel that is ten times faster when it finds its output written.
+//! on a simulated kernel that is ten times faster when it finds its output written. `lazy-late` plays a
+//! launch counter that waits past the timed samples: its last timed launch is right, and the late check
+//! after many launches (`crate::late_check`), when the policy asks for one, finds its output unwritten.
 
 use std::io::Write;
 
@@ -68,6 +70,7 @@ impl Fake {
             }
             Request::Repeat { run, .. } => self.launch(run.dims.block[0], &[]),
             Request::MeasureBandwidth { .. } => (Reply::Bandwidth { gbps: 1000.0 }, false),
+            Request::MeasureFp32 => (Reply::Fp32 { gflops: 50_000.0 }, false),
             Request::Counters { .. } => (
                 Reply::Error {
                     message: "the fake device has no performance counters".into(),
@@ -107,7 +110,11 @@ impl Fake {
                     guard_breaches: vec![],
                     checked_ms: 1.0,
                     unchecked_median_ms: 0.1,
+                    late: None,
                 });
+            }
+            "lazy-late" if run.verify && run.timing.is_some() => {
+                o.timed_check = Some(lazy_after_many(run));
             }
             "skips-written" if run.verify => {
                 if let Some(policy) = &run.timing {
@@ -186,6 +193,38 @@ fn first_array(run: &RunRequest) -> Option<String> {
         LaunchArg::Array(name) => Some(name.clone()),
         LaunchArg::Scalar(_) => None,
     })
+}
+
+/// The checks of a kernel right for its first hundred launches after loading, then idle: its last timed
+/// sample is right; the late check (when the policy asks for one) finds its output never written.
+fn lazy_after_many(run: &RunRequest) -> TimedCheck {
+    let name = first_array(run).unwrap_or_default();
+    let report = |got: f64, poison: bool| {
+        crate::verify::compare_host(
+            &name,
+            DType::Float32,
+            crate::verify::Tolerance::default(),
+            &[got],
+            &[poison],
+            &[1.0],
+        )
+    };
+    let cap = run.timing.map_or(0, |p| p.late_check_launches);
+    TimedCheck {
+        outputs: vec![report(1.0, false)],
+        inputs_modified: vec![],
+        guard_breaches: vec![],
+        checked_ms: 1.0,
+        unchecked_median_ms: 1.0,
+        late: (cap > 0).then(|| {
+            Box::new(crate::late_check::LateCheck {
+                launches_before: crate::late_check::launches_before(cap, 1.0),
+                outputs: vec![report(f64::NAN, true)],
+                inputs_modified: vec![],
+                guard_breaches: vec![],
+            })
+        }),
+    }
 }
 
 /// The timed samples of a verifying run of a kernel that skips its work where its output holds a number

@@ -159,6 +159,8 @@ pub enum Request {
     MeasureBandwidth {
         bytes: u64,
     },
+    /// The FP32 rate kt's own FMA kernel reaches (needs kt's utility kernels loaded).
+    MeasureFp32,
     /// Launches once (outputs from their initial contents) under CUPTI's range profiler, loaded from
     /// `cupti`, and reports `metrics` by Nsight Compute's names: counters from CUPTI, `launch__*` facts
     /// computed from the function and the launch.
@@ -252,6 +254,10 @@ pub struct TimedCheck {
     pub checked_ms: f64,
     /// The median of the timed samples that were not checked (ms).
     pub unchecked_median_ms: f64,
+    /// The check after many more launches, for a kernel with state across launches (its policy asked for
+    /// one and the last timed launch was right).
+    #[serde(default)]
+    pub late: Option<Box<crate::late_check::LateCheck>>,
 }
 
 /// A checked launch this many times slower than the unchecked ones means those did not do its work.
@@ -266,21 +272,11 @@ impl TimedCheck {
 
     /// What is wrong with the timed launches, one line each; empty when they are sound.
     pub fn problems(&self) -> Vec<String> {
-        let mut p: Vec<String> = self
-            .outputs
-            .iter()
-            .filter(|o| !o.passed())
-            .map(|o| format!("the last timed launch's {}", o.describe()))
-            .collect();
-        p.extend(
-            self.inputs_modified
-                .iter()
-                .map(|n| format!("the last timed launch modified input {n}")),
-        );
-        p.extend(
-            self.guard_breaches
-                .iter()
-                .map(|b| format!("the last timed launch {}", b.describe())),
+        let mut p = crate::verify::launch_problems(
+            "the last timed launch",
+            &self.outputs,
+            &self.inputs_modified,
+            &self.guard_breaches,
         );
         if Self::unchecked_samples_skipped_work(self.checked_ms, self.unchecked_median_ms) {
             p.push(format!(
@@ -289,6 +285,7 @@ impl TimedCheck {
                 self.checked_ms, self.unchecked_median_ms
             ));
         }
+        p.extend(self.late.iter().flat_map(|l| l.problems()));
         p
     }
 }
@@ -322,6 +319,9 @@ pub enum Reply {
     Ran(RunOutcome),
     Bandwidth {
         gbps: f64,
+    },
+    Fp32 {
+        gflops: f64,
     },
     Counted(CounterReport),
     /// A request the worker could not serve; `fatal` means it exits next.

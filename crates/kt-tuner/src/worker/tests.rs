@@ -278,6 +278,34 @@ fn a_kernel_that_works_only_when_watched_fails_on_its_checked_timed_launch() {
 }
 
 #[test]
+fn a_launch_counter_past_the_timed_samples_is_caught_by_the_check_after_many_launches() {
+    use crate::measure::TimingPolicy;
+    use crate::outcome::Verdict;
+    let mut w = fake("lazy-late");
+    let with = |timing: TimingPolicy| {
+        let Request::Run { mut run } = run_request(64) else {
+            unreachable!("run_request makes a Run")
+        };
+        run.timing = Some(timing);
+        Request::Run { run }
+    };
+    // sampled as any kernel: its right last sample is all anyone sees
+    let o = ran(&mut w, &with(TimingPolicy::default()));
+    assert_eq!(Verdict::from_outcome(&o, Some("gen1")), None);
+    // sampled as a kernel with state across launches: the late check finds its output never written
+    let o = ran(&mut w, &with(TimingPolicy::default().for_stateful_kernel()));
+    let v = Verdict::from_outcome(&o, Some("gen1")).unwrap();
+    assert_eq!(v.short(), "timed launches differ");
+    let r = v.reason();
+    assert!(
+        r.contains("test gen1: after 250 more launches in the same module")
+            && r.contains("never written"),
+        "{r}"
+    );
+    w.shutdown();
+}
+
+#[test]
 fn a_kernel_that_skips_written_outputs_is_timed_only_on_launches_that_did_the_work() {
     let mut w = fake("skips-written");
     // every timed sample started from a poisoned output: the 0.1 ms launches that find the previous

@@ -140,6 +140,7 @@ impl FakeRun {
             measurements: Vec::new(),
             phases: Phases::default(),
             peak_gbps: None,
+            peak_fp32_gflops: None,
             worker_restarts: 0,
             theoretical_peaks: None,
         };

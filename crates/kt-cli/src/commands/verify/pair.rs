@@ -142,7 +142,10 @@ fn globals_note(kernel: &kt_cuda::Kernel) -> Option<String> {
         .collect();
     Some(format!(
         "the candidate writes {}: state that outlives a launch. Its module is reloaded before every \
-         test, so each test starts from the globals' initial values; reruns of one test still share them",
-        names.join(", ")
+         test, so each test starts from the globals' initial values; then the tests run back to back in \
+         one loaded module (state carried from one input to the next fails there), and each test's last \
+         timed launch and one after up to {} more launches are checked",
+        names.join(", "),
+        kt_tuner::late_check::LATE_LAUNCHES
     ))
 }

@@ -83,7 +83,8 @@ pub(super) fn print_report(
             | Verdict::Nondeterministic { .. }
             | Verdict::OutOfBounds { .. }
             | Verdict::TimedRunDiffers { .. }
-            | Verdict::ImpossibleTime { .. } => println!("  FAIL {}", t.verdict.reason()),
+            | Verdict::ImpossibleTime { .. }
+            | Verdict::CarriesState { .. } => println!("  FAIL {}", t.verdict.reason()),
             _ => {}
         }
     }

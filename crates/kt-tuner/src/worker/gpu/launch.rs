@@ -265,6 +265,54 @@ impl Launcher {
         self.launch(func, dims, params, true)
     }
 
+    /// The FP32 rate of `fma` (kt's `kt_fma_rate`) on `sms` SMs, full occupancy, best of five, in GFLOP/s.
+    pub fn fp32_rate(&mut self, fma: sys::CUfunction, sms: u32) -> Result<f64, String> {
+        const ITERS: i32 = 16384;
+        const THREADS: u32 = 256;
+        let blocks = sms.max(1) * 8;
+        let (e0, e1) = self.events.ok_or("no context")?;
+        let sink = alloc(4, "FP32 rate sink")?;
+        let mut params: Vec<Vec<u8>> = vec![
+            sink.to_le_bytes().to_vec(),
+            ITERS.to_le_bytes().to_vec(),
+            1.0f32.to_le_bytes().to_vec(),
+        ];
+        let mut ptrs: Vec<*mut c_void> = params
+            .iter_mut()
+            .map(|p| p.as_mut_ptr() as *mut c_void)
+            .collect();
+        // SAFETY: the parameters match kt_fma_rate's signature; events of this context.
+        let best = unsafe {
+            (|| -> Result<f64, String> {
+                let mut best = f64::MAX;
+                // the first launch warms the clocks up and is not counted
+                for round in 0..6 {
+                    result::event::record(e0, STREAM).map_err(|e| cuda("event", e))?;
+                    result::launch_kernel(
+                        fma,
+                        (blocks, 1, 1),
+                        (THREADS, 1, 1),
+                        0,
+                        STREAM,
+                        &mut ptrs,
+                    )
+                    .map_err(|e| cuda("kt_fma_rate", e))?;
+                    result::event::record(e1, STREAM).map_err(|e| cuda("event", e))?;
+                    result::event::synchronize(e1).map_err(|e| cuda("kt_fma_rate", e))?;
+                    let ms = result::event::elapsed(e0, e1).map_err(|e| cuda("event", e))? as f64;
+                    if round > 0 {
+                        best = best.min(ms);
+                    }
+                }
+                Ok(best)
+            })()
+        };
+        free(sink);
+        let flops =
+            crate::device_kernels::FMA_FLOPS_PER_ROUND * ITERS as f64 * (blocks * THREADS) as f64;
+        Ok(flops / (best? * 1e-3) / 1e9)
+    }
+
     /// Device-to-device copy bandwidth over `bytes` (bytes read plus written), best of five, in GB/s.
     pub fn bandwidth(&mut self, bytes: usize) -> Result<f64, String> {
         let (e0, e1) = self.events.ok_or("no context")?;

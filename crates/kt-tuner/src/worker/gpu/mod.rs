@@ -110,6 +110,17 @@ impl GpuWorker {
                 Ok(gbps) => (Reply::Bandwidth { gbps }, false),
                 Err(m) => err(m),
             },
+            Request::MeasureFp32 => {
+                let sms = self.info.as_ref().map_or(1, |i| i.sm_count.max(1) as u32);
+                match self
+                    .memory
+                    .utility("kt_fma_rate")
+                    .and_then(|f| self.launcher.fp32_rate(f, sms))
+                {
+                    Ok(gflops) => (Reply::Fp32 { gflops }, false),
+                    Err(m) => err(m),
+                }
+            }
             Request::Counters {
                 run,
                 metrics,

@@ -1,7 +1,8 @@
 //! What one launch request does on the device, step by step: a reference run (expected values, then a
 //! poisoned rerun to learn which outputs the kernel fully overwrites), a verifying run (outputs poisoned or
 //! reset, every output compared, inputs and guard regions checked unchanged), timed samples whose last
-//! launch is checked like the verifying one, and a recording run (outputs streamed to .npy files, a
+//! launch is checked like the verifying one (and, for a kernel with state across launches, one more after
+//! many launches: `crate::late_check`), and a recording run (outputs streamed to .npy files, a
 //! poisoned probe for elements never written).
 
 use std::collections::HashMap;
@@ -133,7 +134,9 @@ pub(super) fn run(
         // starts from: poisoned, or reset for those the kernel accumulates into (outside the timed
         // events, see `crate::sampling`). A verifying run's last timed launch is then checked like the
         // first, so no median rests on launches that did less than the verified work.
-        let checked = r.verify && !reference;
+        // a reference run's last timed launch is checked against the expected values it just set: its
+        // time is the default launch's, the baseline of every speed-up and share of peak
+        let checked = r.verify || reference;
         let arrays = s.arrays.clone();
         let mut prepare = || prepare_outputs(mem, &arrays);
         let (stats, last) = launcher.time(
@@ -159,7 +162,8 @@ pub(super) fn run(
                 &stats,
                 first_counted,
             )?);
-        } else if reference {
+        }
+        if reference {
             reset_outputs(&s.arrays).map_err(crashed)?;
         }
         outcome.timing = Some(stats);
@@ -232,6 +236,7 @@ fn check_timed(
         guard_breaches: vec![],
         checked_ms: last,
         unchecked_median_ms,
+        late: None,
     };
     check.guard_breaches = compare_all(
         mem,
@@ -247,11 +252,41 @@ fn check_timed(
         let ms = launcher.launch(s.func, r.dims, &mut s.params, true)?;
         check.checked_ms = check.checked_ms.min(ms);
     }
+    let cap = r.timing.map_or(0, |p| p.late_check_launches);
+    if cap > 0 && check.problems().is_empty() {
+        let launches = crate::late_check::launches_before(cap, stats.median_ms);
+        check.late = Some(Box::new(late_check(mem, launcher, r, s, launches)?));
+    }
     // later requests start from the original outputs
     for a in s.arrays.iter().filter(|a| a.is_output) {
         reset(a).map_err(crashed)?;
     }
     Ok(check)
+}
+
+/// `launches` more launches as a program would make them (no preparation, untimed), then one with its
+/// outputs prepared, checked like the verifying launch (`crate::late_check`).
+fn late_check(
+    mem: &mut DeviceMemory,
+    launcher: &Launcher,
+    r: &RunRequest,
+    s: &mut Setup,
+    launches: u32,
+) -> Result<crate::late_check::LateCheck, LaunchError> {
+    for _ in 0..launches {
+        launcher.launch(s.func, r.dims, &mut s.params, false)?;
+    }
+    prepare_outputs(mem, &s.arrays)?;
+    launcher.launch(s.func, r.dims, &mut s.params, false)?;
+    let mut late = crate::late_check::LateCheck {
+        launches_before: launches,
+        outputs: vec![],
+        inputs_modified: vec![],
+        guard_breaches: vec![],
+    };
+    late.guard_breaches =
+        compare_all(mem, &s.arrays, &mut late.outputs, &mut late.inputs_modified)?;
+    Ok(late)
 }
 
 /// A reference run: outputs from their initial contents; expected values are the test's own (compared)
@@ -303,9 +338,17 @@ fn reference_checks(
     }
     mem.set_expected(&r.test, &expected, &poisonable, &s.arrays)
         .map_err(crashed)?;
-    // the rest of this request (its timed samples) prepares outputs as verifying runs will
+    // the rest of this request (its timed samples, the check of the last) prepares outputs as verifying
+    // runs will, and compares with the expected values just set
+    let fresh = mem.views(&r.test).map_err(crashed)?;
     for a in &mut s.arrays {
         a.poison = poisonable.contains(&a.name);
+        if let Some(f) = fresh.iter().find(|f| f.name == a.name) {
+            a.expected = f.expected;
+            a.expected_elements = f.expected_elements;
+            a.tolerance = f.tolerance;
+            a.sum_floor = f.sum_floor;
+        }
     }
     Ok(())
 }

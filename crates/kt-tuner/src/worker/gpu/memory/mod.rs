@@ -155,6 +155,14 @@ impl DeviceMemory {
         Err(format!("utility kernel {name} not loaded"))
     }
 
+    /// One of kt's utility kernels, for a caller outside this module (the FP32 rate).
+    pub(in crate::worker::gpu) fn utility(
+        &mut self,
+        name: &str,
+    ) -> Result<sys::CUfunction, String> {
+        self.util_fn(name)
+    }
+
     /// Launches a utility kernel over `n` elements with a grid-stride loop.
     fn util_launch(&mut self, name: &str, n: u64, params: &mut [Vec<u8>]) -> Result<(), String> {
         let f = self.util_fn(name)?;
