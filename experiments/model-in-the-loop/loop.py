@@ -126,6 +126,12 @@ def answered(waiting):
     return answer and (ROOT / answer).is_file() or (answer and pathlib.Path(answer).is_file())
 
 
+def prompt_exists(waiting):
+    """A prompt file written on another machine may not have travelled: a resume writes it again."""
+    prompt = waiting.get("prompt_file") or ""
+    return (ROOT / prompt).is_file() or pathlib.Path(prompt).is_file()
+
+
 def answers_known(cell):
     return len(list((ANSWERS / kernel_of(cell)).glob("*.answer.md")))
 
@@ -140,13 +146,16 @@ def advance(cell, binary, gpu_here, limit=60):
     """Resumes `cell` until it waits for an unanswered prompt, needs a GPU that is not here, or ends. Without
     a GPU, a run that needs one is resumed once for the LLM work it can do first (kt stops it again at its
     next GPU step), and not again until new answers arrive."""
+    retried = False
     for _ in range(limit):
         state, detail = state_of(cell)
-        if state == "waiting" and not answered(detail):
+        if state == "waiting" and not answered(detail) and prompt_exists(detail):
             return state
         if state == "needs-gpu" and not gpu_here and parked(cell):
             return state
-        if state not in ("waiting", "needs-gpu", "interrupted", "llm_unavailable"):
+        if state == "failed" and gpu_here and not retried:
+            retried = True  # a failure of the machine (a full disk) goes away with the next one
+        elif state not in ("waiting", "needs-gpu", "interrupted", "llm_unavailable"):
             return state
         rc, out, secs = kt(["resume", str(run_dir(cell)), "--llm", manual(cell)], binary)
         log(cell, f"resume rc={rc} {secs:.1f}s state-before={state}")
@@ -166,11 +175,22 @@ def gpu_present():
         return False
 
 
+def drop_arrays(cell):
+    """On the GPU machine, a cell's arrays go once it has moved: they do not travel back, the next round makes
+    them again, and a dozen cells' tests would fill the machine's disk."""
+    run = run_dir(cell)
+    if run:
+        for npy in run.rglob("*.npy"):
+            npy.unlink(missing_ok=True)
+
+
 def step(a):
     gpu_here = gpu_present()
     for cell in cells():
         started = time.time()
         state = advance(cell, a.kt, gpu_here)
+        if gpu_here:
+            drop_arrays(cell)
         print(f"{cell:40s} {state}  ({time.time() - started:.1f} s)", flush=True)
     pending(argparse.Namespace(json=False))
 
