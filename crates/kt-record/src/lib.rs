@@ -22,6 +22,7 @@ pub mod layout;
 pub mod protections;
 pub mod result;
 pub mod run_meta;
+pub mod terminal_text;
 pub mod tests_format;
 
 pub use config::{ConfigRecord, FailedConfiguration};
@@ -34,4 +35,5 @@ pub use result::{
     StepSummary, TotalWallTime, WallTimes,
 };
 pub use run_meta::{RunLlm, RunMeta, RunSettings, RunStatus, WaitingAnswer};
+pub use terminal_text::terminal_safe;
 pub use tests_format::{DType, ManifestArg, TestManifest};

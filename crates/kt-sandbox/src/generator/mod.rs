@@ -259,16 +259,18 @@ fn read_result(out: &Path) -> Result<Option<HarnessResult>, GeneratorError> {
 
 fn map_harness_error(err: HarnessError, python: &PythonRuntime) -> GeneratorError {
     use GeneratorError as G;
+    // every text in it came from the program (tracebacks go through `tail`)
+    let safe = |s: String| kt_record::terminal_safe(&s).into_owned();
     match err {
         HarnessError::NumpyUnusable { error, traceback } => {
             G::Python(crate::python::PythonError::NumpyUnusable {
                 python: python.interpreter.display().to_string(),
                 version: python.numpy_version.clone(),
-                detail: format!("{error}\n{}", tail(&traceback)),
+                detail: format!("{}\n{}", safe(error), tail(&traceback)),
             })
         }
         HarnessError::ImportMissing { module, traceback } => G::ImportMissing {
-            module,
+            module: safe(module),
             traceback: tail(&traceback),
         },
         HarnessError::Limit { which, traceback } => {
@@ -288,14 +290,14 @@ fn map_harness_error(err: HarnessError, python: &PythonRuntime) -> GeneratorErro
             traceback: tail(&traceback),
         },
         HarnessError::PermissionDenied { path, traceback } => G::PermissionDenied {
-            path,
+            path: safe(path),
             traceback: tail(&traceback),
         },
         HarnessError::Raised {
             exception,
             traceback,
         } => G::GeneratorRaised {
-            exception,
+            exception: safe(exception),
             traceback: tail(&traceback),
         },
         HarnessError::BadExpression {
@@ -303,12 +305,16 @@ fn map_harness_error(err: HarnessError, python: &PythonRuntime) -> GeneratorErro
             expression,
             error,
         } => G::BadExpression {
-            what,
-            expression,
-            error,
+            what: safe(what),
+            expression: safe(expression),
+            error: safe(error),
         },
-        HarnessError::NoGenerate { detail } => G::NoGenerateFunction { detail },
-        HarnessError::BadReturn { detail } => G::BadReturn { detail },
+        HarnessError::NoGenerate { detail } => G::NoGenerateFunction {
+            detail: safe(detail),
+        },
+        HarnessError::BadReturn { detail } => G::BadReturn {
+            detail: safe(detail),
+        },
         HarnessError::WrongArgCount {
             expected,
             got,
@@ -325,7 +331,7 @@ fn map_harness_error(err: HarnessError, python: &PythonRuntime) -> GeneratorErro
         } => G::WrongKind {
             param,
             expected,
-            got,
+            got: safe(got),
         },
         HarnessError::WrongDtype {
             param,
@@ -334,7 +340,7 @@ fn map_harness_error(err: HarnessError, python: &PythonRuntime) -> GeneratorErro
         } => G::WrongDtype {
             param,
             expected,
-            got,
+            got: safe(got),
         },
         HarnessError::WrongSize {
             param,
@@ -343,17 +349,22 @@ fn map_harness_error(err: HarnessError, python: &PythonRuntime) -> GeneratorErro
         } => G::WrongSize {
             param,
             expected,
-            got,
+            got: safe(got),
         },
-        HarnessError::BadValue { param, detail } => G::BadScalar { param, detail },
+        HarnessError::BadValue { param, detail } => G::BadScalar {
+            param,
+            detail: safe(detail),
+        },
         HarnessError::TooLarge { bytes, limit } => G::TooLarge { bytes, limit },
     }
 }
 
-/// The last `DETAIL_TAIL` bytes of `text`, cut at a character boundary.
+/// The last `DETAIL_TAIL` bytes of `text`, cut at a character boundary, with control characters escaped (it
+/// reaches the terminal and the LLM's prompt).
 fn tail(text: &str) -> String {
+    let text = kt_record::terminal_safe(text);
     if text.len() <= DETAIL_TAIL {
-        return text.to_string();
+        return text.into_owned();
     }
     let mut start = text.len() - DETAIL_TAIL;
     while !text.is_char_boundary(start) {
