@@ -30,6 +30,9 @@ pub(crate) enum MountOp {
     Tmpfs { target: CString, data: CString },
     /// Create a directory (inside a tmpfs mounted by an earlier step); "already exists" is not an error.
     Mkdir { path: CString },
+    /// Make the mount at `target` read-only (not those below it): a hidden directory's empty tmpfs, once the
+    /// paths kept in it are bound, so that nothing is written where the user's files appear to be.
+    ReadOnly { target: CString },
     /// Mount a fresh procfs on /proc: inside a PID namespace it shows only the namespace's processes.
     Proc,
     /// Bind-mount `source` on `target`. `source` is opened (O_PATH) in the child right after `unshare`, before
@@ -434,6 +437,7 @@ unsafe fn apply_mount(op: &MountOp, read_only_host: bool) -> io::Result<()> {
                 libc::MS_NOSUID | libc::MS_NODEV,
                 data.as_ptr().cast(),
             )),
+            MountOp::ReadOnly { target } => check(set_read_only(target, true, false)),
             MountOp::Proc => check(libc::mount(
                 c"proc".as_ptr(),
                 c"/proc".as_ptr(),

@@ -107,6 +107,10 @@ impl Sandbox {
                 switches_user,
             )?;
             view.read_only_host &= active.read_only_host;
+            if !active.read_only_host {
+                // (mount_setattr is what failed here)
+                view.ops.retain(|op| !matches!(op, MountOp::ReadOnly { .. }));
+            }
             confinement.read_only_host = view.read_only_host;
             if !view.ops.is_empty() {
                 confinement.unshare_flags |= libc::CLONE_NEWNS;

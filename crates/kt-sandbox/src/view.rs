@@ -146,6 +146,11 @@ pub(crate) fn plan(
             fd: BindSource::default(),
         });
     }
+    for hide in hides.iter().filter(|h| !tmp_hides.contains(*h)) {
+        view.ops.push(MountOp::ReadOnly {
+            target: cstring(hide)?,
+        });
+    }
     Ok(view)
 }
 
@@ -179,6 +184,7 @@ mod tests {
                 MountOp::Tmpfs { target, .. } => format!("tmpfs {}", target.to_string_lossy()),
                 MountOp::Mkdir { path } => format!("mkdir {}", path.to_string_lossy()),
                 MountOp::Proc => "proc /proc".to_string(),
+                MountOp::ReadOnly { target } => format!("read-only {}", target.to_string_lossy()),
                 MountOp::Bind {
                     target, readonly, ..
                 } => format!(
@@ -283,6 +289,7 @@ mod tests {
                 format!("mkdir {}", closed.join("py").display()),
                 format!("mkdir {}", inner.display()),
                 format!("bind-ro {}", inner.display()),
+                format!("read-only {}", closed.display()),
             ]
         );
     }
