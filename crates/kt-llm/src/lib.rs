@@ -39,6 +39,7 @@ mod client_setup;
 mod code;
 mod config;
 mod config_load;
+mod safe_directory;
 mod error;
 mod fallback;
 mod intake;

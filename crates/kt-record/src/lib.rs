@@ -20,6 +20,7 @@ mod error;
 pub mod gpu;
 pub mod layout;
 pub mod protections;
+pub mod provenance;
 pub mod result;
 pub mod run_meta;
 pub mod terminal_text;
@@ -30,6 +31,7 @@ pub use error::RecordError;
 pub use gpu::GpuRecord;
 pub use layout::{NewRun, RUNS_DIR_ENV, ResultFiles, RunDir};
 pub use protections::{ProtectionLine, Protections};
+pub use provenance::Provenance;
 pub use result::{
     FinalTiming, RESULT_SCHEMA_VERSION, ResultOutcome, ResultSummary, RunResult, StepStatus,
     StepSummary, TotalWallTime, WallTimes,

@@ -141,6 +141,13 @@ pub fn run_generator(
     let harness_spec = spec.for_harness(seed)?;
     let mut policy = sandbox.policy().clone();
     python.apply_to(&mut policy);
+    // the run the tests go to (its store, its record, the tests of earlier seeds), wherever `--out` put it
+    if policy.private_tmp
+        && let Some(run) = std::path::absolute(dest_dir).ok().as_deref().and_then(Path::parent)
+        && run.components().count() > 2
+    {
+        policy = policy.hiding(run);
+    }
     // np.save writes each array in one file: the file-size limit must not be what stops a legal array.
     let needed = spec.max_total_bytes.saturating_add(1 << 20);
     if let Some(limit) = policy.file_size.as_mut() {
