@@ -129,12 +129,13 @@ fn run_llm(
     let cwd = std::env::current_dir().context("reading the current directory")?;
     let consent = kt_pipeline::run_llm::Consent::for_run(meta, trust_run);
     let (config, origin) = kt_pipeline::run_llm::llm_for_run(&meta.llm, &cwd, given, &consent)?;
-    let Some((client, config)) = built(config, no_stream)? else {
-        anyhow::bail!("{NO_LLM}");
-    };
+    // said before the client is built: what a trusted run will run or where its key goes, even when building fails
     if let Some(line) = origin.notice(&config.describe()) {
         eprintln!("{line}");
     }
+    let Some((client, config)) = built(config, no_stream)? else {
+        anyhow::bail!("{NO_LLM}");
+    };
     Ok((client, config))
 }
 
