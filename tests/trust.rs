@@ -47,10 +47,15 @@ fn a_run_is_private_and_a_planted_exec_command_or_url_needs_trust_run() {
         let stderr = text(&refused.stderr);
         assert!(!refused.status.success(), "{stderr}");
         assert!(
-            stderr.contains("--trust-run") && stderr.contains("seal does not match") && stderr.contains(&says),
+            stderr.contains("--trust-run")
+                && stderr.contains("seal does not match")
+                && stderr.contains(&says),
             "{stderr}"
         );
-        let trusted = kt(home.path(), &["resume", run.to_str().unwrap(), "--trust-run"]);
+        let trusted = kt(
+            home.path(),
+            &["resume", run.to_str().unwrap(), "--trust-run"],
+        );
         let stderr = text(&trusted.stderr);
         assert!(
             stderr.contains("--trust-run:") && stderr.contains(&says),
@@ -65,7 +70,11 @@ fn a_run_is_private_and_a_planted_exec_command_or_url_needs_trust_run() {
     std::fs::write(&victim, "mine").unwrap();
     std::os::unix::fs::symlink(&victim, run.join("llm.jsonl.link")).unwrap();
     let out = kt(home.path(), &["resume", run.to_str().unwrap()]);
-    assert!(text(&out.stderr).contains("symbolic link"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("symbolic link"),
+        "{}",
+        text(&out.stderr)
+    );
     assert_eq!(std::fs::read_to_string(&victim).unwrap(), "mine");
 }
 
@@ -78,7 +87,9 @@ fn a_lost_store_is_reported_and_a_killed_testgen_run_ends_as_interrupted() {
     let out = kt(home.path(), &["resume", run.to_str().unwrap()]);
     let stderr = text(&out.stderr);
     assert!(
-        !out.status.success() && stderr.contains("run.sqlite is empty") && stderr.contains("kt transform"),
+        !out.status.success()
+            && stderr.contains("run.sqlite is empty")
+            && stderr.contains("kt transform"),
         "{stderr}"
     );
 
@@ -90,7 +101,8 @@ fn a_lost_store_is_reported_and_a_killed_testgen_run_ends_as_interrupted() {
     let out = output(kt_command(home.path()).args(["resume", run.to_str().unwrap()]));
     let stderr = text(&out.stderr);
     assert!(
-        stderr.contains("was killed while it ran") && stderr.contains("kt testgen naive-kernels/matmul.cu"),
+        stderr.contains("was killed while it ran")
+            && stderr.contains("kt testgen naive-kernels/matmul.cu"),
         "{stderr}"
     );
     assert_eq!(read_json(&run.join("run.json"))["status"], "interrupted");
@@ -102,7 +114,11 @@ fn a_kt_toml_other_users_may_write_is_refused_like_gits_safe_directory() {
     let project = home.path().join("project");
     std::fs::create_dir(&project).unwrap();
     let config = project.join("kt.toml");
-    std::fs::write(&config, "[llm]\nprovider = \"exec\"\ncommand = \"touch pwned\"\n").unwrap();
+    std::fs::write(
+        &config,
+        "[llm]\nprovider = \"exec\"\ncommand = \"touch pwned\"\n",
+    )
+    .unwrap();
     std::fs::set_permissions(&config, std::fs::Permissions::from_mode(0o666)).unwrap();
     let out = output(
         kt_command(home.path())

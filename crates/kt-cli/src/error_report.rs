@@ -30,7 +30,10 @@ mod tests {
     fn escape_sequences_in_an_error_reach_the_terminal_as_text() {
         let err = anyhow::anyhow!("the generator raised:\n\x1b]52;c;ZXZpbA==\x07");
         let report = error_report(&err);
-        assert_eq!(report, "error: the generator raised:\n\\x1b]52;c;ZXZpbA==\\x07");
+        assert_eq!(
+            report,
+            "error: the generator raised:\n\\x1b]52;c;ZXZpbA==\\x07"
+        );
     }
 
     #[derive(Debug)]

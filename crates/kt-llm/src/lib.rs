@@ -39,7 +39,6 @@ mod client_setup;
 mod code;
 mod config;
 mod config_load;
-mod safe_directory;
 mod error;
 mod fallback;
 mod intake;
@@ -54,6 +53,7 @@ mod request;
 mod response;
 mod retry;
 mod run_spec;
+mod safe_directory;
 mod structured;
 #[cfg(test)]
 mod testing;

@@ -18,7 +18,10 @@ pub fn check(file: &Path) -> Result<(), LlmError> {
         .map_err(|e| LlmError::io(file, "checking the owner of the configuration", e))?;
     let me = nix::unistd::geteuid().as_raw();
     let problem = if meta.uid() != me && meta.uid() != 0 {
-        Some(format!("it is owned by uid {}, not by you (uid {me})", meta.uid()))
+        Some(format!(
+            "it is owned by uid {}, not by you (uid {me})",
+            meta.uid()
+        ))
     } else if meta.mode() & 0o022 != 0 {
         Some(format!(
             "other users may write it (mode {:o})",
@@ -53,9 +56,8 @@ fn trusted(dir: &Path) -> bool {
         return false;
     };
     let real = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
-    std::env::split_paths(&list).any(|entry| {
-        entry.as_os_str() == "*" || entry.canonicalize().is_ok_and(|e| e == real)
-    })
+    std::env::split_paths(&list)
+        .any(|entry| entry.as_os_str() == "*" || entry.canonicalize().is_ok_and(|e| e == real))
 }
 
 #[cfg(test)]
@@ -68,7 +70,11 @@ mod tests {
     fn a_kt_toml_others_may_write_is_refused_and_says_how_to_trust_it() {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("kt.toml");
-        std::fs::write(&file, "[llm]\nprovider = \"exec\"\ncommand = \"sh evil.sh\"\n").unwrap();
+        std::fs::write(
+            &file,
+            "[llm]\nprovider = \"exec\"\ncommand = \"sh evil.sh\"\n",
+        )
+        .unwrap();
         std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
         assert!(check(&file).is_ok(), "the user's own file");
         std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o666)).unwrap();

@@ -462,8 +462,11 @@ mod tests {
         assert_eq!(mode(&run.run_json()), 0o600);
         let meta = run.read_meta().unwrap();
         if std::env::var_os("HOME").is_some() {
-            let checked =
-                crate::provenance::Provenance::check(meta.provenance.as_ref(), &meta.run_id, &meta.llm);
+            let checked = crate::provenance::Provenance::check(
+                meta.provenance.as_ref(),
+                &meta.run_id,
+                &meta.llm,
+            );
             assert!(checked.is_ok(), "{checked:?}");
         }
     }
@@ -480,7 +483,10 @@ mod tests {
         std::fs::create_dir(run.root().join("nodes")).unwrap();
         std::os::unix::fs::symlink(&victim, run.root().join("nodes/llm.jsonl")).unwrap();
         let err = RunDir::open(run.root()).unwrap_err().to_string();
-        assert!(err.contains("symbolic link") && err.contains("llm.jsonl"), "{err}");
+        assert!(
+            err.contains("symbolic link") && err.contains("llm.jsonl"),
+            "{err}"
+        );
         std::fs::remove_file(run.root().join("nodes/llm.jsonl")).unwrap();
         std::fs::remove_file(run.run_json()).unwrap();
         std::os::unix::fs::symlink(&victim, run.run_json()).unwrap();

@@ -49,10 +49,16 @@ impl Provenance {
             ));
         }
         let Some(key) = key(false) else {
-            return Err("you have no provenance key (~/.local/share/kt/provenance.key) to check it with".into());
+            return Err(
+                "you have no provenance key (~/.local/share/kt/provenance.key) to check it with"
+                    .into(),
+            );
         };
         if digest(&key, run_id, uid, &host, llm) != p.seal {
-            return Err("its provenance seal does not match: run.json was changed, or made by another user".into());
+            return Err(
+                "its provenance seal does not match: run.json was changed, or made by another user"
+                    .into(),
+            );
         }
         Ok(())
     }
@@ -64,7 +70,9 @@ fn digest(key: &[u8; 32], run_id: &str, uid: u32, host: &str, llm: &RunLlm) -> S
         llm.spec.as_deref().unwrap_or(""),
         llm.base_url.as_deref().unwrap_or("")
     );
-    blake3::keyed_hash(key, text.as_bytes()).to_hex().to_string()
+    blake3::keyed_hash(key, text.as_bytes())
+        .to_hex()
+        .to_string()
 }
 
 /// This machine's name (the kernel's).
@@ -154,10 +162,25 @@ mod tests {
         let key = [7u8; 32];
         let a = digest(&key, "r1", 1000, "node1", &llm("exec:ask", None));
         assert_eq!(a, digest(&key, "r1", 1000, "node1", &llm("exec:ask", None)));
-        assert_ne!(a, digest(&key, "r1", 1000, "node1", &llm("exec:evil", None)));
-        assert_ne!(a, digest(&key, "r1", 1000, "node1", &llm("exec:ask", Some("http://x"))));
+        assert_ne!(
+            a,
+            digest(&key, "r1", 1000, "node1", &llm("exec:evil", None))
+        );
+        assert_ne!(
+            a,
+            digest(
+                &key,
+                "r1",
+                1000,
+                "node1",
+                &llm("exec:ask", Some("http://x"))
+            )
+        );
         assert_ne!(a, digest(&key, "r2", 1000, "node1", &llm("exec:ask", None)));
-        assert_ne!(a, digest(&[8u8; 32], "r1", 1000, "node1", &llm("exec:ask", None)));
+        assert_ne!(
+            a,
+            digest(&[8u8; 32], "r1", 1000, "node1", &llm("exec:ask", None))
+        );
         let none = Provenance::check(None, "r1", &llm("exec:ask", None)).unwrap_err();
         assert!(none.contains("no provenance"), "{none}");
         let foreign = Provenance {
@@ -183,7 +206,8 @@ mod tests {
         assert_eq!(mode, 0o600);
         let sealed = Provenance::seal("r9", &llm("exec:ask", None)).unwrap();
         assert!(Provenance::check(Some(&sealed), "r9", &llm("exec:ask", None)).is_ok());
-        let changed = Provenance::check(Some(&sealed), "r9", &llm("exec:curl evil", None)).unwrap_err();
+        let changed =
+            Provenance::check(Some(&sealed), "r9", &llm("exec:curl evil", None)).unwrap_err();
         assert!(changed.contains("does not match"), "{changed}");
     }
 }

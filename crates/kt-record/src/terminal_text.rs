@@ -28,7 +28,8 @@ pub fn terminal_safe(text: &str) -> Cow<'_, str> {
 /// C0 and C1 controls and DEL, except newline and tab; plus the bidirectional overrides that reorder what a
 /// terminal shows.
 fn is_unsafe(c: char) -> bool {
-    (c.is_control() && c != '\n' && c != '\t') || ('\u{202a}'..='\u{202e}').contains(&c)
+    (c.is_control() && c != '\n' && c != '\t')
+        || ('\u{202a}'..='\u{202e}').contains(&c)
         || ('\u{2066}'..='\u{2069}').contains(&c)
 }
 
@@ -44,7 +45,11 @@ mod tests {
             safe,
             "ValueError: bad\n\\x1b]52;c;cm0gLXJmIH4=\\x07done\tok\\x0d\\x9b2J\\u{202e}"
         );
-        assert!(!safe.chars().any(|c| c.is_control() && c != '\n' && c != '\t'));
+        assert!(
+            !safe
+                .chars()
+                .any(|c| c.is_control() && c != '\n' && c != '\t')
+        );
         assert!(matches!(terminal_safe("plain\ntext"), Cow::Borrowed(_)));
     }
 }

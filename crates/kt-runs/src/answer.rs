@@ -50,15 +50,23 @@ fn check_answer_path(dir: &RunDir, path: &std::path::Path) -> Result<(), RunsErr
             dir.root().display()
         ))
     };
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
     if !name.ends_with(".answer.md") {
-        return Err(refuse("it is not a manual provider's answer file (NNN-node.answer.md)"));
+        return Err(refuse(
+            "it is not a manual provider's answer file (NNN-node.answer.md)",
+        ));
     }
     let parent = path
         .parent()
         .and_then(|p| p.canonicalize().ok())
         .ok_or_else(|| refuse("its directory does not exist"))?;
-    let run_root = dir.root().canonicalize().map_err(|e| RunsError::io("reading", dir.root(), e))?;
+    let run_root = dir
+        .root()
+        .canonicalize()
+        .map_err(|e| RunsError::io("reading", dir.root(), e))?;
     let manual_dir = dir
         .read_meta()
         .ok()
@@ -66,7 +74,9 @@ fn check_answer_path(dir: &RunDir, path: &std::path::Path) -> Result<(), RunsErr
         .and_then(|s| s.strip_prefix("manual:").map(std::path::PathBuf::from))
         .and_then(|d| d.canonicalize().ok());
     if !parent.starts_with(&run_root) && Some(&parent) != manual_dir.as_ref() {
-        return Err(refuse("it lies outside the run directory and the run's manual: directory"));
+        return Err(refuse(
+            "it lies outside the run directory and the run's manual: directory",
+        ));
     }
     Ok(())
 }
@@ -130,7 +140,9 @@ mod tests {
         ] {
             result["waiting_for"]["answer_file"] = serde_json::json!(target);
             std::fs::write(run.result_json(), result.to_string()).unwrap();
-            let err = answer_waiting_prompt(&run, "pwned").unwrap_err().to_string();
+            let err = answer_waiting_prompt(&run, "pwned")
+                .unwrap_err()
+                .to_string();
             assert!(err.contains(why), "{err}");
         }
         assert_eq!(std::fs::read_to_string(&victim).unwrap(), "mine");

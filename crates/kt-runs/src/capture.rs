@@ -346,7 +346,9 @@ mod tests {
             spec: Some("scripted:/answers.toml".into()),
             ..RunLlm::default()
         };
-        let (config, origin) = live_llm(&LlmChoice::Live, &recorded, &ours()).unwrap().unwrap();
+        let (config, origin) = live_llm(&LlmChoice::Live, &recorded, &ours())
+            .unwrap()
+            .unwrap();
         assert_eq!(config.spec().as_deref(), Some("scripted:/answers.toml"));
         assert_eq!(origin, LlmOrigin::Recorded("scripted:/answers.toml".into()));
         let given = LlmChoice::Given("exec:cat".into());
@@ -356,7 +358,11 @@ mod tests {
             origin.notice("exec").unwrap().contains("overrides"),
             "{origin:?}"
         );
-        assert!(live_llm(&LlmChoice::Replay, &recorded, &ours()).unwrap().is_none());
+        assert!(
+            live_llm(&LlmChoice::Replay, &recorded, &ours())
+                .unwrap()
+                .is_none()
+        );
     }
 
     #[test]

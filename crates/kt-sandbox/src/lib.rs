@@ -52,7 +52,10 @@ pub use generator::{ArgSpec, GeneratedTest, GeneratorError, GeneratorSpec, run_g
 pub use live::stop_all;
 pub use optin::{SandboxSettings, allow_unsandboxed_in, settings_in};
 pub use outcome::{Ending, Limit, Outcome};
-pub use policy::{DEFAULT_DISK_QUOTA, EnvPolicy, default_hidden_paths, NetworkIsolation, Policy, StderrMode, UserPolicy};
+pub use policy::{
+    DEFAULT_DISK_QUOTA, EnvPolicy, NetworkIsolation, Policy, StderrMode, UserPolicy,
+    default_hidden_paths,
+};
 pub use protections::{ProtectionLine, Protections, detect_protections};
 pub use python::{PythonError, PythonRuntime};
 pub use sandbox::Sandbox;

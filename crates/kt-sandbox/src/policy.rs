@@ -235,7 +235,8 @@ impl Policy {
 /// Top-level directories that hold the system (the interpreter, its libraries, devices): never hidden, even when
 /// kt runs from inside one.
 const SYSTEM_DIRS: [&str; 14] = [
-    "usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "etc", "proc", "sys", "dev", "nix", "opt", "snap",
+    "usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "etc", "proc", "sys", "dev", "nix",
+    "opt", "snap",
 ];
 
 /// What an LLM-written program must not see of the user who runs kt: /home, /root, `$HOME`, the working
@@ -276,7 +277,9 @@ mod tests {
         assert!(is_system(std::path::Path::new("/usr/local/src")));
         assert!(!is_system(std::path::Path::new("/home/ann/kernels")));
         assert!(!is_system(std::path::Path::new("/scratch/ann")));
-        let p = Policy::for_gpu_worker().hiding("/srv/runs").hiding("/srv/runs");
+        let p = Policy::for_gpu_worker()
+            .hiding("/srv/runs")
+            .hiding("/srv/runs");
         assert_eq!(p.hidden_paths, [PathBuf::from("/srv/runs")]);
     }
 }

@@ -109,7 +109,8 @@ impl Sandbox {
             view.read_only_host &= active.read_only_host;
             if !active.read_only_host {
                 // (mount_setattr is what failed here)
-                view.ops.retain(|op| !matches!(op, MountOp::ReadOnly { .. }));
+                view.ops
+                    .retain(|op| !matches!(op, MountOp::ReadOnly { .. }));
             }
             confinement.read_only_host = view.read_only_host;
             if !view.ops.is_empty() {

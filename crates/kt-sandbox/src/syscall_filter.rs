@@ -77,7 +77,12 @@ pub(crate) fn program() -> Vec<libc::sock_filter> {
         p.push(ret(RET_EPERM));
     }
     // socket(AF_UNIX, …): any other family (the namespace has no network anyway) and socketpair stay allowed
-    p.push(jump(BPF_JMP | BPF_JEQ | BPF_K, libc::SYS_socket as u32, 0, 3));
+    p.push(jump(
+        BPF_JMP | BPF_JEQ | BPF_K,
+        libc::SYS_socket as u32,
+        0,
+        3,
+    ));
     p.push(load(ARG0_OFFSET));
     p.push(jump(BPF_JMP | BPF_JEQ | BPF_K, libc::AF_UNIX as u32, 0, 1));
     p.push(ret(RET_EPERM));
@@ -123,13 +128,27 @@ mod tests {
     fn unix_sockets_keyrings_io_uring_and_foreign_architectures_are_refused_and_the_rest_allowed() {
         let p = program();
         let socket = libc::SYS_socket as u32;
-        assert_eq!(verdict(&p, AUDIT_ARCH, socket, libc::AF_UNIX as u32), RET_EPERM);
-        assert_eq!(verdict(&p, AUDIT_ARCH, socket, libc::AF_INET as u32), RET_ALLOW);
+        assert_eq!(
+            verdict(&p, AUDIT_ARCH, socket, libc::AF_UNIX as u32),
+            RET_EPERM
+        );
+        assert_eq!(
+            verdict(&p, AUDIT_ARCH, socket, libc::AF_INET as u32),
+            RET_ALLOW
+        );
         for nr in DENIED {
             assert_eq!(verdict(&p, AUDIT_ARCH, nr as u32, 0), RET_EPERM);
         }
-        for nr in [libc::SYS_read, libc::SYS_mmap, libc::SYS_socketpair, libc::SYS_clone] {
-            assert_eq!(verdict(&p, AUDIT_ARCH, nr as u32, libc::AF_UNIX as u32), RET_ALLOW);
+        for nr in [
+            libc::SYS_read,
+            libc::SYS_mmap,
+            libc::SYS_socketpair,
+            libc::SYS_clone,
+        ] {
+            assert_eq!(
+                verdict(&p, AUDIT_ARCH, nr as u32, libc::AF_UNIX as u32),
+                RET_ALLOW
+            );
         }
         assert_eq!(verdict(&p, 0x4000_0003, 3, 0), RET_EPERM, "i386 entry");
         assert_eq!(verdict(&p, AUDIT_ARCH, X32_BIT | 41, 1), RET_EPERM, "x32");

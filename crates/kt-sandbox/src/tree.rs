@@ -82,7 +82,11 @@ impl Tree {
                 usage.memory += status_kib(&status, "RssAnon:") * 1024;
                 usage.memory += status_kib(&status, "RssShmem:") * 1024;
             }
-            for fd in std::fs::read_dir(dir.join("fd")).into_iter().flatten().flatten() {
+            for fd in std::fs::read_dir(dir.join("fd"))
+                .into_iter()
+                .flatten()
+                .flatten()
+            {
                 let Ok(meta) = std::fs::metadata(fd.path()) else {
                     continue;
                 };

@@ -246,7 +246,10 @@ mod tests {
         // both lie under /tmp, itself hidden: the topmost hide wins, the kept paths are bound into it
         let tmp = Path::new("/tmp").canonicalize().unwrap();
         assert!(ops.contains(&format!("tmpfs {}", tmp.display())), "{ops:?}");
-        assert!(ops.contains(&format!("bind-ro {}", venv.display())), "{ops:?}");
+        assert!(
+            ops.contains(&format!("bind-ro {}", venv.display())),
+            "{ops:?}"
+        );
         assert!(ops.contains(&format!("bind {}", work.display())), "{ops:?}");
         assert!(!ops.iter().any(|o| o.contains(".ssh")), "{ops:?}");
         // outside /tmp: each hidden directory gets its own tmpfs; no private /tmp, no hiding, no read-only host
@@ -266,7 +269,10 @@ mod tests {
         let work = tempfile::tempdir().unwrap();
         let work = work.path().canonicalize().unwrap();
         let ops = targets(&plan(&work, &[], std::slice::from_ref(&home), true, false).unwrap());
-        assert!(ops.contains(&format!("tmpfs {}", home.display())), "{ops:?}");
+        assert!(
+            ops.contains(&format!("tmpfs {}", home.display())),
+            "{ops:?}"
+        );
         assert!(ops.contains(&format!("bind {}", work.display())), "{ops:?}");
     }
 
@@ -279,7 +285,14 @@ mod tests {
         std::fs::create_dir_all(&inner).unwrap();
         std::fs::set_permissions(&closed, std::fs::Permissions::from_mode(0o700)).unwrap();
         let closed = closed.canonicalize().unwrap();
-        let view = plan(Path::new("/"), std::slice::from_ref(&inner), &[], false, true).unwrap();
+        let view = plan(
+            Path::new("/"),
+            std::slice::from_ref(&inner),
+            &[],
+            false,
+            true,
+        )
+        .unwrap();
         let ops = targets(&view);
         let inner = inner.canonicalize().unwrap();
         assert_eq!(

@@ -9,6 +9,8 @@
 //! (and must then not be claimed contained); every other case must be contained. The attacks on the user's own
 //! files live in `attacks/home.rs`.
 
+#![allow(clippy::unwrap_used)] // tests may unwrap (COMMON rules)
+
 use std::io::Read;
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::PermissionsExt;
@@ -679,11 +681,7 @@ fn policy(home: &home::Home) -> Policy {
     p.memory = Some(1 << 30);
     p.output_cap = 256 * 1024;
     // the real home is hidden by the defaults ($HOME); a scratch one must be named
-    if home.real {
-        p
-    } else {
-        p.hiding(&home.dir)
-    }
+    if home.real { p } else { p.hiding(&home.dir) }
 }
 
 fn prepare_host(root: &Path, outside_tmp: &Path) -> Host {
@@ -759,8 +757,10 @@ fn leftovers(shm_before: usize, sleep: &str) -> Vec<String> {
             std::fs::read_to_string(entry.path().join("stat")).is_ok_and(|s| s.contains(") Z "));
         let ours = cmdline.contains(sleep)
             || (cmdline.contains("kt_harness.py")
-                && std::fs::read_link(entry.path().join("cwd"))
-                    .is_ok_and(|cwd| cwd.to_string_lossy().starts_with(&*prefix.to_string_lossy())));
+                && std::fs::read_link(entry.path().join("cwd")).is_ok_and(|cwd| {
+                    cwd.to_string_lossy()
+                        .starts_with(&*prefix.to_string_lossy())
+                }));
         if !zombie && ours {
             left.push(format!("process {name}: {}", cmdline.replace('\0', " ")));
         }
@@ -813,7 +813,11 @@ fn run_corpus() {
     println!(
         "attack corpus as {user} (home {}: {}); protections: {}",
         host.home.dir.display(),
-        if host.home.real { "the real one" } else { "a scratch one" },
+        if host.home.real {
+            "the real one"
+        } else {
+            "a scratch one"
+        },
         protections.summary()
     );
     let mut failures = Vec::new();

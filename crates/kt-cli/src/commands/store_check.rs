@@ -51,7 +51,10 @@ mod tests {
         assert_eq!(store_lost(&run), None, "a fresh run has no store yet");
         std::fs::write(run.kernel_info_json(), "{}").unwrap();
         let lost = store_lost(&run).unwrap();
-        assert!(lost.contains("is missing") && lost.contains("kt transform"), "{lost}");
+        assert!(
+            lost.contains("is missing") && lost.contains("kt transform"),
+            "{lost}"
+        );
         std::fs::write(run.sqlite(), "").unwrap();
         assert!(store_lost(&run).unwrap().contains("is empty"));
         std::fs::write(run.sqlite(), "SQLite format 3\0").unwrap();

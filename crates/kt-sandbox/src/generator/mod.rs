@@ -143,7 +143,10 @@ pub fn run_generator(
     python.apply_to(&mut policy);
     // the run the tests go to (its store, its record, the tests of earlier seeds), wherever `--out` put it
     if policy.private_tmp
-        && let Some(run) = std::path::absolute(dest_dir).ok().as_deref().and_then(Path::parent)
+        && let Some(run) = std::path::absolute(dest_dir)
+            .ok()
+            .as_deref()
+            .and_then(Path::parent)
         && run.components().count() > 2
     {
         policy = policy.hiding(run);

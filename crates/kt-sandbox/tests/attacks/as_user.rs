@@ -15,7 +15,9 @@ fn user(name: &str) -> Result<(u32, u32, PathBuf), String> {
         .map(|l| l.split(':').collect::<Vec<_>>())
         .find(|f| f.len() >= 7 && f[0] == name)
         .and_then(|f| Some((f[2].parse().ok()?, f[3].parse().ok()?, PathBuf::from(f[5]))))
-        .ok_or_else(|| format!("no user {name} in /etc/passwd (scripts/test.sh creates it: useradd -m {name})"))
+        .ok_or_else(|| {
+            format!("no user {name} in /etc/passwd (scripts/test.sh creates it: useradd -m {name})")
+        })
 }
 
 /// setpriv's arguments that become `uid`/`gid` with no supplementary groups.
@@ -38,7 +40,10 @@ fn corpus_holds_for_an_ordinary_user() {
     let name = std::env::var("KT_CORPUS_USER")
         .expect("KT_CORPUS_USER names an ordinary user with a home directory (scripts/test.sh: useradd -m kt-corpus)");
     let (uid, gid, home) = user(&name).unwrap_or_else(|e| panic!("{e}"));
-    assert!(uid != 0 && home.is_dir(), "{name} needs a uid of its own and a home: {home:?}");
+    assert!(
+        uid != 0 && home.is_dir(),
+        "{name} needs a uid of its own and a home: {home:?}"
+    );
     let python = PythonRuntime::probe().expect("python3 with numpy");
     let scratch = tempfile::tempdir().unwrap();
     std::fs::set_permissions(scratch.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
@@ -73,7 +78,12 @@ fn corpus_holds_for_an_ordinary_user() {
     command
         .args(as_user(uid, gid))
         .arg(&exe)
-        .args(["--exact", "corpus_holds_here", "--nocapture", "--test-threads=1"])
+        .args([
+            "--exact",
+            "corpus_holds_here",
+            "--nocapture",
+            "--test-threads=1",
+        ])
         .current_dir(&project)
         .env_remove("KT_RUNS_DIR")
         .env("KT_PYTHON", &interpreter)
@@ -102,7 +112,12 @@ fn corpus_holds_for_an_ordinary_user() {
 }
 
 /// Whether `uid` can run `python` and import numpy (with `pythonpath`); the error output when not.
-fn imports_numpy(uid: u32, gid: u32, python: &Path, pythonpath: Option<&Path>) -> Result<(), String> {
+fn imports_numpy(
+    uid: u32,
+    gid: u32,
+    python: &Path,
+    pythonpath: Option<&Path>,
+) -> Result<(), String> {
     // through a shell that already is the user: setpriv's own exec of the interpreter resolves its path with
     // root's access still in effect, and would pass where the test binary (as the user) cannot start it
     let mut c = std::process::Command::new("setpriv");

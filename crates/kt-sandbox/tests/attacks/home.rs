@@ -24,13 +24,29 @@ pub struct Home {
 }
 
 const FILES: [(&str, &str, u32); 8] = [
-    (".ssh/id_rsa", "-----BEGIN OPENSSH PRIVATE KEY----- kt-attack-key", 0o600),
+    (
+        ".ssh/id_rsa",
+        "-----BEGIN OPENSSH PRIVATE KEY----- kt-attack-key",
+        0o600,
+    ),
     (".bashrc", "# the user's bashrc\n", 0o644),
     (".profile", "# the user's profile\n", 0o644),
-    (".config/kt/config.toml", "[llm]\nprovider = \"openai\"\n", 0o600),
-    ("proj/vec_add.cu", "__global__ void vec_add(float *a, int n) {}\n", 0o644),
+    (
+        ".config/kt/config.toml",
+        "[llm]\nprovider = \"openai\"\n",
+        0o600,
+    ),
+    (
+        "proj/vec_add.cu",
+        "__global__ void vec_add(float *a, int n) {}\n",
+        0o644,
+    ),
     ("proj/vec_add.toml", "[kernel]\noutputs = [\"a\"]\n", 0o644),
-    ("proj/kt-runs/r1/run.json", "{\"status\": \"running\"}", 0o600),
+    (
+        "proj/kt-runs/r1/run.json",
+        "{\"status\": \"running\"}",
+        0o600,
+    ),
     ("proj/kt-runs/r1/run.sqlite", "SQLite format 3\0", 0o600),
 ];
 
