@@ -3,7 +3,8 @@
 #   scripts/test.sh [extra cargo test arguments, e.g. -p kt-sandbox]
 # 1. Installs what the tests need and is missing, only as root on Debian/Ubuntu (elsewhere it says what to install):
 #    python3-venv (kt's own Python environment), shellcheck (SLURM scripts), chromium (HTML report, kt studio),
-#    slurm-wlm + munge (SLURM test).
+#    slurm-wlm + munge (SLURM test). As root it also creates the user kt-corpus (useradd -m) for the sandbox's
+#    attack corpus as an ordinary user with a home directory.
 # 2. Python: kt's own virtual environment with the pinned numpy, provisioned by kt's own code as `kt transform`
 #    would (crates/kt-sandbox/examples/provision_python.rs). It becomes KT_PYTHON and the first python3 on PATH, so
 #    every test uses this one interpreter (KT_PYTHON set by you wins); Kernel Tuner 1.5 (for the test of kt's
@@ -102,7 +103,13 @@ elif unshare --user --map-root-user --net --fork true >/dev/null 2>&1; then
 else
   not_run+=("sandbox protections (need root or unprivileged user namespaces)")
 fi
-run_group "sandbox attack corpus as an ordinary user (root, setpriv)" "[[ \$(id -u) -eq 0 ]] && have setpriv" \
+# The corpus as an ordinary user with a home directory and files to steal in it (not `nobody`, who owns nothing):
+# a throw-away user created here; the test plants a key, shell start-up files, a project and a kt-runs directory in
+# its home and runs the corpus as it.
+export KT_CORPUS_USER=kt-corpus
+corpus_user() { id "$KT_CORPUS_USER" >/dev/null 2>&1 || useradd -m "$KT_CORPUS_USER"; }
+run_group "sandbox attack corpus as an ordinary user with a home (root, setpriv, useradd)" \
+  "[[ \$(id -u) -eq 0 ]] && have setpriv && corpus_user" \
   -p kt-sandbox --test attacks -- --include-ignored corpus_holds_for_an_ordinary_user
 run_group "HTML report in chromium" "have chromium || have chromium-browser" \
   --test runs_debug -- --include-ignored the_html_report_renders_in_a_browser

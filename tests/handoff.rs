@@ -4,33 +4,12 @@
 
 #![allow(clippy::unwrap_used)]
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 mod support;
 use support::{kt, kt_command, only_entry, output, read_json, require_no_gpu, text};
 
-const SCRIPT: &str = "experiments/cassettes/matmul-autonomous.toml";
-
-/// A `kt transform` of the suite's matmul with scripted answers, stopped for want of a GPU; its run directory.
-fn stopped_run(home: &Path, out_dir: &Path) -> PathBuf {
-    let out = kt(
-        home,
-        &[
-            "transform",
-            "naive-kernels/matmul.cu",
-            "--strategy",
-            "autonomous",
-            "--tests",
-            "1",
-            "--llm",
-            &format!("scripted:{SCRIPT}"),
-            "--out",
-            out_dir.to_str().unwrap(),
-        ],
-    );
-    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
-    only_entry(out_dir)
-}
+use support::{MATMUL_SCRIPT as SCRIPT, stopped_matmul_run as stopped_run};
 
 #[test]
 fn a_run_stopped_without_a_gpu_resumes_by_id_prefix_with_its_recorded_llm() {

@@ -74,3 +74,27 @@ pub fn require_no_gpu() {
         "this test is about a machine without a GPU: with KT_GPU=1 skip it by name (experiments/gpu-check.sh does)"
     );
 }
+
+/// The scripted answers of a `kt transform` of the suite's matmul (autonomous strategy).
+pub const MATMUL_SCRIPT: &str = "experiments/cassettes/matmul-autonomous.toml";
+
+/// A `kt transform` of the suite's matmul with scripted answers, stopped for want of a GPU; its run directory.
+pub fn stopped_matmul_run(home: &Path, out_dir: &Path) -> PathBuf {
+    let out = kt(
+        home,
+        &[
+            "transform",
+            "naive-kernels/matmul.cu",
+            "--strategy",
+            "autonomous",
+            "--tests",
+            "1",
+            "--llm",
+            &format!("scripted:{MATMUL_SCRIPT}"),
+            "--out",
+            out_dir.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    only_entry(out_dir)
+}

@@ -1,8 +1,14 @@
 //! How an error reaches the terminal: `error: …` and its causes, each said once.
 
 /// `error: …` and one `caused by: …` line per cause, leaving out a cause whose text the lines above already say
-/// (many errors name their cause in their own message; printing it again read as "X: X").
+/// (many errors name their cause in their own message; printing it again read as "X: X"). Control characters
+/// are escaped: an error may quote a generator's exception or an LLM's answer, which must not reach the terminal
+/// as escape sequences.
 pub(crate) fn error_report(err: &anyhow::Error) -> String {
+    kt_record::terminal_safe(&report_text(err)).into_owned()
+}
+
+fn report_text(err: &anyhow::Error) -> String {
     let mut text = format!("error: {err}");
     let mut said = err.to_string();
     for cause in err.chain().skip(1) {
@@ -19,6 +25,16 @@ pub(crate) fn error_report(err: &anyhow::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn escape_sequences_in_an_error_reach_the_terminal_as_text() {
+        let err = anyhow::anyhow!("the generator raised:\n\x1b]52;c;ZXZpbA==\x07");
+        let report = error_report(&err);
+        assert_eq!(
+            report,
+            "error: the generator raised:\n\\x1b]52;c;ZXZpbA==\\x07"
+        );
+    }
 
     #[derive(Debug)]
     struct Spawn {

@@ -1,6 +1,6 @@
 //! Where a command's [`LlmConfig`] comes from, and in what order: the configuration file (`$KT_CONFIG`, else
 //! `kt.toml`, else `~/.config/kt/config.toml`), then `KT_LLM`, then a spec (a run's, or `--llm`), then
-//! `KT_LLM_BASE_URL`.
+//! `KT_LLM_BASE_URL`. A `kt.toml` that another user could have written is refused (`safe_directory.rs`).
 
 use std::path::{Path, PathBuf};
 
@@ -52,6 +52,7 @@ impl LlmConfig {
         }
         let local = cwd.join("kt.toml");
         if local.is_file() {
+            crate::safe_directory::check(&local)?;
             return Ok(Some(local));
         }
         let config_home = std::env::var_os("XDG_CONFIG_HOME")

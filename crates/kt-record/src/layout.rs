@@ -2,6 +2,7 @@
 //! of every file in it. kt-pipeline writes through this type, and every reader (kt-runs, kt-experiments, the
 //! `kt` binary) finds files through it rather than by spelling paths themselves.
 
+use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
@@ -53,7 +54,8 @@ impl RunDir {
         let root = loop {
             let id = run_id(now, run.kernel, run.strategy, attempt);
             let root = base.join(&id);
-            match std::fs::create_dir(&root) {
+            // 0700: prompts, answers, the store and the tests are the user's, not every local user's
+            match std::fs::DirBuilder::new().mode(0o700).create(&root) {
                 Ok(()) => break root,
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && attempt < 16 => {
                     attempt += 1
@@ -65,6 +67,7 @@ impl RunDir {
         let source = std::fs::read(run.kernel_file)
             .map_err(|e| RecordError::io("reading the kernel file", run.kernel_file, e))?;
         write_file(&dir.input_cu(), &source)?;
+        let provenance = crate::provenance::Provenance::seal(&dir.run_id(), &run.llm);
         let meta = RunMeta {
             run_id: dir.run_id(),
             kernel_file: run.kernel_file.display().to_string(),
@@ -77,6 +80,7 @@ impl RunDir {
             finished: None,
             kt_version: env!("CARGO_PKG_VERSION").to_string(),
             sandbox: None,
+            provenance,
             gpu: None,
             prompt_hashes: Default::default(),
         };
@@ -84,15 +88,23 @@ impl RunDir {
         Ok(dir)
     }
 
-    /// An existing run directory (it must hold `run.json`).
+    /// An existing run directory (it must hold `run.json`). One that holds a symbolic link is refused: kt writes
+    /// into a run directory (its lock, store, log, result and report) and serves its files, and a link planted in a
+    /// handed-over or copied run would turn those writes and reads into ones elsewhere. kt never makes links there.
     pub fn open(root: impl Into<PathBuf>) -> Result<RunDir, RecordError> {
         let dir = RunDir { root: root.into() };
+        if std::fs::symlink_metadata(dir.run_json()).is_ok_and(|m| m.file_type().is_symlink()) {
+            return Err(linked(&dir.root, &dir.run_json()));
+        }
         if !dir.run_json().is_file() {
             return Err(RecordError::BadFile {
                 path: dir.root.clone(),
                 what: "run directory",
                 message: "it has no run.json; give a directory that `kt transform` or `kt testgen` created".into(),
             });
+        }
+        if let Some(link) = first_link(&dir.root) {
+            return Err(linked(&dir.root, &link));
         }
         Ok(dir)
     }
@@ -316,6 +328,40 @@ pub fn rfc3339(t: time::OffsetDateTime) -> String {
 
 /// Writes a record of the run atomically (temporary file, fsync, rename, fsync of the directory): a crash, a
 /// kill or a full disk never leaves it half-written ([`crate::atomic_write`]).
+/// The error for a run directory `root` that holds the symbolic link `link`.
+fn linked(root: &Path, link: &Path) -> RecordError {
+    RecordError::BadFile {
+        path: root.to_path_buf(),
+        what: "run directory",
+        message: format!(
+            "it holds a symbolic link, {}, which kt never follows in a run (a run directory is data: a link there \
+             would redirect kt's writes); remove it, or copy the run without links (cp -rL)",
+            link.display()
+        ),
+    }
+}
+
+/// The first symbolic link under `root` (a few levels deep, a bounded number of entries: runs are shallow).
+fn first_link(root: &Path) -> Option<PathBuf> {
+    let mut stack = vec![(root.to_path_buf(), 0u32)];
+    let mut seen = 0u32;
+    while let Some((dir, depth)) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            seen += 1;
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
+            if kind.is_symlink() {
+                return Some(entry.path());
+            }
+            if kind.is_dir() && depth < 6 && seen < 100_000 {
+                stack.push((entry.path(), depth + 1));
+            }
+        }
+    }
+    None
+}
+
 pub fn write_file(path: &Path, bytes: &[u8]) -> Result<(), RecordError> {
     crate::atomic_write::write_atomically(path, bytes)
 }
@@ -402,6 +448,50 @@ mod tests {
         let a = RunDir::create(tmp.path(), new_run(&cu)).unwrap();
         let b = RunDir::create(tmp.path(), new_run(&cu)).unwrap();
         assert_ne!(a.root(), b.root());
+    }
+
+    #[test]
+    fn a_run_is_private_to_its_user_and_records_who_made_it() {
+        use std::os::unix::fs::PermissionsExt;
+        let tmp = tempfile::tempdir().unwrap();
+        let cu = tmp.path().join("k.cu");
+        std::fs::write(&cu, "x").unwrap();
+        let run = RunDir::create(tmp.path(), new_run(&cu)).unwrap();
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(run.root()), 0o700);
+        assert_eq!(mode(&run.run_json()), 0o600);
+        let meta = run.read_meta().unwrap();
+        if std::env::var_os("HOME").is_some() {
+            let checked = crate::provenance::Provenance::check(
+                meta.provenance.as_ref(),
+                &meta.run_id,
+                &meta.llm,
+            );
+            assert!(checked.is_ok(), "{checked:?}");
+        }
+    }
+
+    #[test]
+    fn a_run_with_a_symbolic_link_inside_is_refused() {
+        let tmp = tempfile::tempdir().unwrap();
+        let cu = tmp.path().join("k.cu");
+        std::fs::write(&cu, "x").unwrap();
+        let run = RunDir::create(tmp.path(), new_run(&cu)).unwrap();
+        assert!(RunDir::open(run.root()).is_ok());
+        let victim = tmp.path().join("victim");
+        std::fs::write(&victim, "mine").unwrap();
+        std::fs::create_dir(run.root().join("nodes")).unwrap();
+        std::os::unix::fs::symlink(&victim, run.root().join("nodes/llm.jsonl")).unwrap();
+        let err = RunDir::open(run.root()).unwrap_err().to_string();
+        assert!(
+            err.contains("symbolic link") && err.contains("llm.jsonl"),
+            "{err}"
+        );
+        std::fs::remove_file(run.root().join("nodes/llm.jsonl")).unwrap();
+        std::fs::remove_file(run.run_json()).unwrap();
+        std::os::unix::fs::symlink(&victim, run.run_json()).unwrap();
+        let err = RunDir::open(run.root()).unwrap_err().to_string();
+        assert!(err.contains("symbolic link"), "{err}");
     }
 
     #[test]

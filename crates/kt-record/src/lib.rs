@@ -20,8 +20,10 @@ mod error;
 pub mod gpu;
 pub mod layout;
 pub mod protections;
+pub mod provenance;
 pub mod result;
 pub mod run_meta;
+pub mod terminal_text;
 pub mod tests_format;
 
 pub use config::{ConfigRecord, FailedConfiguration};
@@ -29,9 +31,11 @@ pub use error::RecordError;
 pub use gpu::GpuRecord;
 pub use layout::{NewRun, RUNS_DIR_ENV, ResultFiles, RunDir};
 pub use protections::{ProtectionLine, Protections};
+pub use provenance::Provenance;
 pub use result::{
     FinalTiming, RESULT_SCHEMA_VERSION, ResultOutcome, ResultSummary, RunResult, StepStatus,
     StepSummary, TotalWallTime, WallTimes,
 };
 pub use run_meta::{RunLlm, RunMeta, RunSettings, RunStatus, WaitingAnswer};
+pub use terminal_text::terminal_safe;
 pub use tests_format::{DType, ManifestArg, TestManifest};

@@ -18,6 +18,11 @@ pub struct Protections {
     /// /proc, its System V shared memory, semaphores and queues are private and vanish with it, and when it ends
     /// the kernel kills every process it left, however detached.
     pub pid_namespace: bool,
+    /// (With the mount namespace) the host's directories are read-only to the program, world-writable scratch
+    /// space included, and the user's home, /root, the sources and kt's runs are hidden (empty).
+    pub read_only_host: bool,
+    /// A seccomp filter refuses Unix sockets (an ssh ControlMaster, an agent), the kernel keyring and io_uring.
+    pub syscall_filter: bool,
     /// The program runs as a fresh unprivileged uid (files outside its work directory are not writable).
     pub unprivileged_user: bool,
     /// The process limit is enforced: as root through the unprivileged uid (RLIMIT_NPROC is ignored for root),
@@ -38,6 +43,8 @@ impl Default for Protections {
             network_namespace: false,
             mount_namespace: false,
             pid_namespace: false,
+            read_only_host: false,
+            syscall_filter: false,
             unprivileged_user: false,
             pids_limit: false,
             user_namespace: false,
@@ -120,6 +127,26 @@ impl Protections {
                 },
             ),
             line(
+                "private home",
+                self.read_only_host,
+                "programs see none of your home, /root, your sources or kt's runs, and every other host directory \
+                 read-only (only their work directory and private /tmp take writes)",
+                if self.mount_namespace {
+                    "unavailable: the kernel cannot make the host read-only (mount_setattr needs Linux 5.12)"
+                        .to_string()
+                } else {
+                    format!("unavailable (it needs the mount namespace): {userns_fix}")
+                },
+            ),
+            line(
+                "system-call filter",
+                self.syscall_filter,
+                "programs cannot open Unix sockets (an ssh ControlMaster, an agent), use the kernel keyring or \
+                 io_uring",
+                "unavailable: the kernel refuses a seccomp filter here (or kt does not know this architecture)"
+                    .to_string(),
+            ),
+            line(
                 "uid switch",
                 self.unprivileged_user,
                 "each run gets a fresh unprivileged uid: it can write only its work directory",
@@ -158,6 +185,16 @@ impl Protections {
                 },
             ),
             line(
+                "run memory",
+                self.pid_namespace || self.unprivileged_user,
+                "the memory of all a program's processes together is capped, and its disk quota counts deleted \
+                 files it still holds open (measured every 200 ms)",
+                "partial: only the processes of the program's process group are counted (one that starts a \
+                 session of its own escapes the total; each process is still held to the address-space limit); it \
+                 needs the PID namespace or the uid switch"
+                    .to_string(),
+            ),
+            line(
                 "rlimits",
                 self.rlimits,
                 "wall time, CPU time, memory, file size (each file; the work directory's total has a quota of its own), open \
@@ -190,6 +227,8 @@ impl Protections {
         self.network_namespace
             && self.mount_namespace
             && self.pid_namespace
+            && self.read_only_host
+            && self.syscall_filter
             && self.unprivileged_user
             && self.pids_limit
             && self.rlimits
@@ -217,9 +256,9 @@ mod tests {
             user_namespace: true,
             ..Protections::default()
         };
-        let line = &user.lines()[4];
+        let line = &user.lines()[6];
         assert_eq!((line.name, line.state()), ("user namespace", "active"));
-        let bare = &Protections::default().lines()[4];
+        let bare = &Protections::default().lines()[6];
         assert_eq!(bare.state(), "NOT active");
     }
 }

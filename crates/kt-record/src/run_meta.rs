@@ -94,6 +94,10 @@ pub struct RunMeta {
     /// The sandbox protections generated programs ran under (recorded when Stage 2 starts).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<Protections>,
+    /// Who made the run, sealed (see [`crate::provenance`]): a recorded `exec:` command or base URL is used
+    /// without `--trust-run` only when it checks out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provenance: Option<crate::provenance::Provenance>,
     /// The GPU the run's kernels ran on (recorded when the tuner first reports it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gpu: Option<GpuRecord>,

@@ -42,11 +42,22 @@ impl Setup {
     /// The LLM client nodes should use in this session (capturing, with the override).
     pub fn client(&self, run: &RunDir) -> Result<Arc<LlmClient>, RunsError> {
         // Only a live choice asks the LLM the run recorded; a run.json that cannot be read leaves it unknown.
-        let recorded = run.read_meta().map(|m| m.llm).unwrap_or_default();
+        let meta = run.read_meta();
+        let recorded = meta.as_ref().map(|m| m.llm.clone()).unwrap_or_default();
+        // no --trust-run here: a recorded command or server of a run not provably the user's is refused, and
+        // `--llm PROVIDER:MODEL` names one instead
+        let consent = match &meta {
+            Ok(m) => kt_pipeline::run_llm::Consent::for_run(m, false),
+            Err(e) => kt_pipeline::run_llm::Consent {
+                ours: Err(format!("its run.json cannot be read: {e}")),
+                trust_run: false,
+            },
+        };
         debug_client(
             &self.llm,
             &run.llm_jsonl(),
             &recorded,
+            &consent,
             self.prompt_override.clone(),
             &self.calls,
         )

@@ -11,7 +11,7 @@ use kt_llm::{
     ScriptedProvider,
 };
 use kt_pipeline::RunLlm;
-use kt_pipeline::run_llm::{LlmOrigin, llm_for_run};
+use kt_pipeline::run_llm::{Consent, LlmOrigin, llm_for_run};
 use serde::Serialize;
 
 use crate::error::RunsError;
@@ -177,10 +177,12 @@ impl Provider for Capturing {
 
 /// The LLM a live choice asks on a run that recorded `recorded`: that one unless `KT_LLM` or a
 /// [`LlmChoice::Given`] names another; `None` for the choices that ask no one (replay, scripted). The origin's
-/// notice is the line to show the user.
+/// notice is the line to show the user. A recorded command or server of a run not provably the user's needs
+/// `consent` (see [`llm_for_run`]).
 pub fn live_llm(
     choice: &LlmChoice,
     recorded: &RunLlm,
+    consent: &Consent,
 ) -> Result<Option<(LlmConfig, LlmOrigin)>, RunsError> {
     let given = match choice {
         LlmChoice::Live => None,
@@ -188,7 +190,7 @@ pub fn live_llm(
         LlmChoice::Replay | LlmChoice::Scripted(_) => return Ok(None),
     };
     let cwd = std::env::current_dir().map_err(|e| RunsError::io("reading", ".", e))?;
-    let (config, origin) = llm_for_run(recorded, &cwd, given).map_err(|e| {
+    let (config, origin) = llm_for_run(recorded, &cwd, given, consent).map_err(|e| {
         RunsError::Usage(format!(
             "a live answer needs an LLM: the run's recorded one, or `--llm PROVIDER:MODEL` \
              (e.g. --llm openai:gpt-4.1): {e}"
@@ -210,6 +212,7 @@ pub fn debug_client(
     choice: &LlmChoice,
     run_llm_jsonl: &Path,
     recorded: &RunLlm,
+    consent: &Consent,
     prompt_override: Option<String>,
     log: &CallLog,
 ) -> Result<Arc<LlmClient>, RunsError> {
@@ -237,7 +240,7 @@ pub fn debug_client(
         }
         LlmChoice::Scripted(file) => (Arc::new(ScriptedProvider::load(file)?), None),
         LlmChoice::Live | LlmChoice::Given(_) => {
-            let Some((config, _)) = live_llm(choice, recorded)? else {
+            let Some((config, _)) = live_llm(choice, recorded, consent)? else {
                 return Err(RunsError::Usage("no live LLM for this choice".into()));
             };
             let provider = config.build_provider().map_err(|e| {
@@ -308,6 +311,13 @@ fn prompt_hashes_to(sent: &str, hash: &str) -> bool {
 mod tests {
     use super::*;
 
+    fn ours() -> Consent {
+        Consent {
+            ours: Ok(()),
+            trust_run: false,
+        }
+    }
+
     #[test]
     fn llm_choices_parse_and_bad_ones_say_what_is_accepted() {
         assert_eq!(LlmChoice::parse("live").unwrap(), LlmChoice::Live);
@@ -336,17 +346,23 @@ mod tests {
             spec: Some("scripted:/answers.toml".into()),
             ..RunLlm::default()
         };
-        let (config, origin) = live_llm(&LlmChoice::Live, &recorded).unwrap().unwrap();
+        let (config, origin) = live_llm(&LlmChoice::Live, &recorded, &ours())
+            .unwrap()
+            .unwrap();
         assert_eq!(config.spec().as_deref(), Some("scripted:/answers.toml"));
         assert_eq!(origin, LlmOrigin::Recorded("scripted:/answers.toml".into()));
         let given = LlmChoice::Given("exec:cat".into());
-        let (config, origin) = live_llm(&given, &recorded).unwrap().unwrap();
+        let (config, origin) = live_llm(&given, &recorded, &ours()).unwrap().unwrap();
         assert_eq!(config.spec().as_deref(), Some("exec:cat"));
         assert!(
             origin.notice("exec").unwrap().contains("overrides"),
             "{origin:?}"
         );
-        assert!(live_llm(&LlmChoice::Replay, &recorded).unwrap().is_none());
+        assert!(
+            live_llm(&LlmChoice::Replay, &recorded, &ours())
+                .unwrap()
+                .is_none()
+        );
     }
 
     #[test]
@@ -355,6 +371,7 @@ mod tests {
             &LlmChoice::Replay,
             Path::new("/nonexistent"),
             &RunLlm::default(),
+            &ours(),
             Some("x".into()),
             &CallLog::default(),
         )
@@ -377,6 +394,7 @@ mod tests {
             &LlmChoice::Scripted(script),
             Path::new("/none"),
             &RunLlm::default(),
+            &ours(),
             Some("OVERRIDE".into()),
             &log,
         )
@@ -418,6 +436,7 @@ mod tests {
             &LlmChoice::Scripted(script),
             Path::new("/none"),
             &RunLlm::default(),
+            &ours(),
             None,
             &log,
         )

@@ -30,6 +30,9 @@ pub(crate) enum MountOp {
     Tmpfs { target: CString, data: CString },
     /// Create a directory (inside a tmpfs mounted by an earlier step); "already exists" is not an error.
     Mkdir { path: CString },
+    /// Make the mount at `target` read-only (not those below it): a hidden directory's empty tmpfs, once the
+    /// paths kept in it are bound, so that nothing is written where the user's files appear to be.
+    ReadOnly { target: CString },
     /// Mount a fresh procfs on /proc: inside a PID namespace it shows only the namespace's processes.
     Proc,
     /// Bind-mount `source` on `target`. `source` is opened (O_PATH) in the child right after `unshare`, before
@@ -106,6 +109,10 @@ pub(crate) struct Confinement {
     /// and gid to themselves. Unmapped, the child could not even mount a tmpfs (its owner would be unrepresentable:
     /// EOVERFLOW).
     pub id_maps: Option<(Vec<u8>, Vec<u8>)>,
+    /// Make every mount read-only (recursively, before the mount steps; writable bind steps clear it again).
+    pub read_only_host: bool,
+    /// A seccomp filter installed last (`syscall_filter.rs`); `None` for none.
+    pub syscall_filter: Option<Vec<libc::sock_filter>>,
     /// (source, target): make the parent's descriptor `source` (opened close-on-exec) the child's `target`, kept
     /// open across exec (the GPU worker's reply pipe on fd 3).
     pub extra_fd: Option<(libc::c_int, libc::c_int)>,
@@ -197,8 +204,11 @@ fn apply(c: &mut Confinement) -> io::Result<()> {
                     fd.set(opened);
                 }
             }
+            if c.read_only_host {
+                check(set_read_only(c"/", true, true))?;
+            }
             for op in &c.mounts {
-                apply_mount(op)?;
+                apply_mount(op, c.read_only_host)?;
             }
         }
         if let Some(dir) = &c.workdir {
@@ -231,7 +241,64 @@ fn apply(c: &mut Confinement) -> io::Result<()> {
             )
         })?;
     }
+    if let Some(filter) = &c.syscall_filter {
+        install_filter(filter)?;
+    }
     Ok(())
+}
+
+/// `struct mount_attr` of mount_setattr(2).
+#[repr(C)]
+struct MountAttr {
+    attr_set: u64,
+    attr_clr: u64,
+    propagation: u64,
+    userns_fd: u64,
+}
+
+const MOUNT_ATTR_RDONLY: u64 = 0x1;
+const AT_RECURSIVE: libc::c_uint = 0x8000;
+
+/// Sets (or clears) the read-only flag of the mount at `path`, and with `recursive` of every mount below it, in one
+/// system call (Linux 5.12). Async-signal-safe. Returns the system call's result.
+fn set_read_only(path: &std::ffi::CStr, read_only: bool, recursive: bool) -> libc::c_int {
+    let attr = MountAttr {
+        attr_set: if read_only { MOUNT_ATTR_RDONLY } else { 0 },
+        attr_clr: if read_only { 0 } else { MOUNT_ATTR_RDONLY },
+        propagation: 0,
+        userns_fd: 0,
+    };
+    let flags = if recursive { AT_RECURSIVE } else { 0 };
+    // SAFETY: one system call on a NUL-terminated path and a live, correctly sized struct.
+    unsafe {
+        libc::syscall(
+            libc::SYS_mount_setattr,
+            libc::AT_FDCWD,
+            path.as_ptr(),
+            flags,
+            &attr as *const MountAttr,
+            std::mem::size_of::<MountAttr>(),
+        ) as libc::c_int
+    }
+}
+
+/// Installs the seccomp filter (after PR_SET_NO_NEW_PRIVS, which an unprivileged process needs for it and which
+/// keeps set-uid programs from gaining anything). Async-signal-safe: the program was built by the parent.
+fn install_filter(filter: &[libc::sock_filter]) -> io::Result<()> {
+    let program = libc::sock_fprog {
+        len: filter.len() as libc::c_ushort,
+        filter: filter.as_ptr().cast_mut(),
+    };
+    // SAFETY: system calls with integer arguments and a pointer to a live filter program.
+    unsafe {
+        check(libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))?;
+        check(libc::syscall(
+            libc::SYS_seccomp,
+            libc::SECCOMP_SET_MODE_FILTER,
+            0,
+            &program as *const libc::sock_fprog,
+        ) as libc::c_int)
+    }
 }
 
 /// Marks every descriptor ≥ 3 close-on-exec: the program gets stdin, stdout, stderr and what kt passes on
@@ -359,7 +426,7 @@ fn write_file(path: &std::ffi::CStr, bytes: &[u8]) -> io::Result<()> {
 
 /// # Safety
 /// Called only from [`apply`], in the child, with pointers owned by the confinement.
-unsafe fn apply_mount(op: &MountOp) -> io::Result<()> {
+unsafe fn apply_mount(op: &MountOp, read_only_host: bool) -> io::Result<()> {
     // SAFETY: raw system calls on NUL-terminated strings owned by `op`.
     unsafe {
         match op {
@@ -370,6 +437,7 @@ unsafe fn apply_mount(op: &MountOp) -> io::Result<()> {
                 libc::MS_NOSUID | libc::MS_NODEV,
                 data.as_ptr().cast(),
             )),
+            MountOp::ReadOnly { target } => check(set_read_only(target, true, false)),
             MountOp::Proc => check(libc::mount(
                 c"proc".as_ptr(),
                 c"/proc".as_ptr(),
@@ -401,6 +469,10 @@ unsafe fn apply_mount(op: &MountOp) -> io::Result<()> {
                     flags,
                     std::ptr::null(),
                 ))?;
+                if !*readonly && read_only_host {
+                    // the bind copied the read-only flag the whole host got
+                    check(set_read_only(target, false, false))?;
+                }
                 if *readonly {
                     // A bind mount ignores MS_RDONLY on creation; read-only takes a second, remounting call.
                     check(libc::mount(
@@ -424,6 +496,10 @@ pub(crate) struct ProbeResult {
     pub mount_namespace: bool,
     /// PID and IPC namespaces with a fresh /proc (they come with the mount namespace).
     pub pid_namespace: bool,
+    /// In such a mount namespace every mount could be made read-only at once (mount_setattr, Linux 5.12).
+    pub read_only_host: bool,
+    /// A seccomp filter could be installed and refused `socket(AF_UNIX)`.
+    pub syscall_filter: bool,
     pub switch_user: bool,
     /// Not root: a user namespace with kt's own uid mapped could be made.
     pub user_namespace: bool,
@@ -447,6 +523,8 @@ pub(crate) fn probe(uid: libc::uid_t, gid: libc::gid_t, user_namespace: bool) ->
     );
     let (uid_map, gid_map) = identity_maps(own_uid, own_gid);
     let (uid_map, gid_map) = (uid_map.as_slice(), gid_map.as_slice());
+    let filter = crate::syscall_filter::program();
+    let filter = filter.as_slice();
     ProbeResult {
         network_namespace: probe_in_child(&|| {
             // SAFETY: one system call.
@@ -466,6 +544,22 @@ pub(crate) fn probe(uid: libc::uid_t, gid: libc::gid_t, user_namespace: bool) ->
                     ) == 0
             }
         }),
+        read_only_host: probe_in_child(&|| {
+            // SAFETY: system calls with static C strings; the change lives in the child's private namespace.
+            unsafe {
+                libc::unshare(userns | libc::CLONE_NEWNS) == 0
+                    && make_mounts_private() == 0
+                    && set_read_only(c"/", true, true) == 0
+            }
+        }),
+        syscall_filter: crate::syscall_filter::supported()
+            && probe_in_child(&|| {
+                install_filter(filter).is_ok() && {
+                    // SAFETY: one system call; a descriptor it returned would die with the child.
+                    let fd = unsafe { libc::socket(libc::AF_UNIX, libc::SOCK_STREAM, 0) };
+                    fd == -1 && io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+                }
+            }),
         pid_namespace: probe_in_child(&|| {
             // SAFETY: system calls with static C strings; the grandchild `_exit`s, the mounts are private.
             unsafe {

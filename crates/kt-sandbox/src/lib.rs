@@ -9,8 +9,11 @@
 //! it. On top of that, [`python`] finds or provisions a Python with numpy, and [`generator`] runs an LLM-written
 //! generator through kt's own harness and writes a content-addressed test directory (see the tests format).
 //!
-//! What it deliberately does not do: it is no defence against a determined attacker with a kernel exploit (no
-//! seccomp filter), it knows nothing of CUDA kernels (the pipeline maps kernel parameters to
+//! With a mount namespace the program sees the host read-only and none of the user's home, /root, sources or runs
+//! (`view.rs`); a small seccomp filter refuses Unix sockets, the kernel keyring and io_uring (`syscall_filter.rs`).
+//!
+//! What it deliberately does not do: it is no defence against a determined attacker with a kernel exploit (the
+//! filter refuses a few system calls, it is no allow-list), it knows nothing of CUDA kernels (the pipeline maps kernel parameters to
 //! [`generator::ArgSpec`]), and it does not talk to an LLM. All `unsafe` code lives in `confine.rs`.
 
 // Tests may unwrap (COMMON rules); library code may not.
@@ -25,6 +28,8 @@ pub mod environment;
 mod error;
 pub mod generator;
 mod identity;
+#[cfg(test)]
+mod isolation_tests;
 mod live;
 mod one_shot;
 mod optin;
@@ -35,6 +40,8 @@ mod protections;
 pub mod python;
 mod sandbox;
 mod spawn;
+mod syscall_filter;
+mod tree;
 mod view;
 mod workdir;
 
@@ -45,7 +52,10 @@ pub use generator::{ArgSpec, GeneratedTest, GeneratorError, GeneratorSpec, run_g
 pub use live::stop_all;
 pub use optin::{SandboxSettings, allow_unsandboxed_in, settings_in};
 pub use outcome::{Ending, Limit, Outcome};
-pub use policy::{DEFAULT_DISK_QUOTA, EnvPolicy, NetworkIsolation, Policy, StderrMode, UserPolicy};
+pub use policy::{
+    DEFAULT_DISK_QUOTA, EnvPolicy, NetworkIsolation, Policy, StderrMode, UserPolicy,
+    default_hidden_paths,
+};
 pub use protections::{ProtectionLine, Protections, detect_protections};
 pub use python::{PythonError, PythonRuntime};
 pub use sandbox::Sandbox;

@@ -43,7 +43,8 @@ impl Sandbox {
     ) -> Result<Outcome, SandboxError> {
         let program = program.as_ref();
         let started = self.start(workdir, program, args, stdin)?;
-        let forced = self.watch(&started, workdir)?;
+        let tree = crate::tree::Tree::of(started.raw_pid(), started.identity.map(|id| id.uid));
+        let forced = self.watch(&started, workdir, &tree)?;
         let elapsed = started.start.elapsed();
         let (pid, raw_pid) = (started.pid, started.raw_pid());
         // The leader is a zombie, so its group id cannot have been recycled: kill what it left running.
@@ -129,7 +130,12 @@ impl Sandbox {
 
     /// Waits for the program to end, killing its group at the first limit it passes (output cap, wall time,
     /// disk quota); returns that limit's ending, if one was passed.
-    fn watch(&self, started: &Started, workdir: &Workdir) -> Result<Option<Ending>, SandboxError> {
+    fn watch(
+        &self,
+        started: &Started,
+        workdir: &Workdir,
+        tree: &crate::tree::Tree,
+    ) -> Result<Option<Ending>, SandboxError> {
         let (pid, raw_pid) = (started.pid, started.raw_pid());
         let deadline = self.policy.wall_timeout.map(|t| started.start + t);
         let mut forced: Option<Ending> = None;
@@ -149,7 +155,7 @@ impl Sandbox {
                     });
                 } else if quota_checked.elapsed() >= disk_quota::CHECK_EVERY {
                     quota_checked = Instant::now();
-                    forced = self.over_quota(workdir);
+                    forced = self.over_run_limits(workdir, tree);
                 }
                 if forced.is_some() {
                     confine::kill_group(raw_pid);
@@ -177,6 +183,29 @@ impl Sandbox {
             cpu_time,
             stderr,
         )
+    }
+
+    /// The ending of a run whose processes hold more memory than the policy's `memory`, or whose work directory
+    /// and deleted-but-open files take more than its disk quota, if one of them does.
+    fn over_run_limits(&self, workdir: &Workdir, tree: &crate::tree::Tree) -> Option<Ending> {
+        if self.policy.memory.is_none() && self.policy.disk_quota.is_none() {
+            return None;
+        }
+        let held = tree.usage();
+        if self.policy.memory.is_some_and(|m| held.memory > m) {
+            tracing::debug!(?held, "the run's processes passed the memory limit");
+            return Some(Ending::KilledByLimit {
+                which: crate::outcome::Limit::RunMemory,
+            });
+        }
+        let limit = self.policy.disk_quota?;
+        let u = disk_quota::usage(workdir.path(), limit);
+        let used = u.bytes.saturating_add(held.unlinked);
+        (used > limit || u.exceeds(limit)).then_some(Ending::DiskQuotaExceeded {
+            limit,
+            used,
+            entries: u.entries,
+        })
     }
 
     /// The ending of a run whose work directory is over the policy's disk quota, if it is.

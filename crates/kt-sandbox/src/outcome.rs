@@ -12,6 +12,8 @@ use crate::policy::Policy;
 pub enum Limit {
     Cpu,
     Memory,
+    /// The memory of all the run's processes together (`Policy::memory`).
+    RunMemory,
     FileSize,
     Processes,
     OpenFiles,
@@ -22,6 +24,7 @@ impl std::fmt::Display for Limit {
         f.write_str(match self {
             Limit::Cpu => "CPU-time limit",
             Limit::Memory => "memory (address-space) limit",
+            Limit::RunMemory => "memory limit (all its processes together)",
             Limit::FileSize => "file-size limit",
             Limit::Processes => "process limit",
             Limit::OpenFiles => "open-files limit",

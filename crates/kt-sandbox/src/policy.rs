@@ -55,9 +55,13 @@ pub struct Policy {
     pub cpu_seconds: Option<u64>,
     /// RLIMIT_AS in bytes: allocations past it fail (Python raises MemoryError).
     pub address_space: Option<u64>,
+    /// Resident memory of all the program's processes together (anonymous and shared, measured every
+    /// [`crate::disk_quota::CHECK_EVERY`]; see `tree.rs`): RLIMIT_AS alone would let every child hold its own.
+    pub memory: Option<u64>,
     /// RLIMIT_FSIZE in bytes: the largest file the program may write.
     pub file_size: Option<u64>,
-    /// Bytes the work directory may take in all (see [`crate::disk_quota`]); each file is also held to it.
+    /// Bytes the work directory may take in all (see [`crate::disk_quota`]), deleted files the program still holds
+    /// open included; each file is also held to it.
     pub disk_quota: Option<u64>,
     /// RLIMIT_NPROC: processes and threads. Only enforced when the program runs as a non-root uid of its own.
     pub processes: Option<u64>,
@@ -75,8 +79,16 @@ pub struct Policy {
     /// cannot enter (a Python installed under /root, say). They are bind-mounted read-only into its view.
     pub readable_paths: Vec<PathBuf>,
     /// Give the program a private, empty /tmp, /var/tmp and /dev/shm (needs a mount namespace; best effort),
-    /// so that world-writable directories do not let it leave files behind.
+    /// so that world-writable directories do not let it leave files behind. With it the program also sees every
+    /// other host directory read-only and `hidden_paths` empty.
     pub private_tmp: bool,
+    /// Directories the program must not see at all (with `private_tmp`): each is replaced by an empty tmpfs, and
+    /// only `readable_paths` and the work directory under it are bound back. For generators: the user's home,
+    /// /home, /root, kt's working directory (the sources, `./kt-runs`) and `$KT_RUNS_DIR` ([`default_hidden_paths`]).
+    pub hidden_paths: Vec<PathBuf>,
+    /// Install the system-call filter (see `syscall_filter.rs`): no Unix-socket connections, no kernel keyring,
+    /// no io_uring.
+    pub syscall_filter: bool,
     pub stderr: StderrMode,
 }
 
@@ -95,6 +107,7 @@ impl Policy {
             wall_timeout: Some(Duration::from_secs(120)),
             cpu_seconds: Some(100),
             address_space: Some(16 * GIB),
+            memory: Some(16 * GIB),
             file_size: Some(8 * GIB),
             // raised to fit each generator's arrays (`run_generator`) or by `[sandbox] disk_quota_mb`
             disk_quota: Some(DEFAULT_DISK_QUOTA),
@@ -130,6 +143,8 @@ impl Policy {
             workdir: None,
             readable_paths: Vec::new(),
             private_tmp: true,
+            hidden_paths: default_hidden_paths(),
+            syscall_filter: true,
             stderr: StderrMode::Capture {
                 tail_bytes: 64 * 1024,
             },
@@ -145,6 +160,7 @@ impl Policy {
             wall_timeout: None,
             cpu_seconds: None,
             address_space: None,
+            memory: None,
             file_size: None,
             disk_quota: None,
             processes: None,
@@ -174,6 +190,8 @@ impl Policy {
             workdir: None,
             readable_paths: Vec::new(),
             private_tmp: false,
+            hidden_paths: Vec::new(),
+            syscall_filter: false,
             stderr: StderrMode::Capture {
                 tail_bytes: 64 * 1024,
             },
@@ -198,9 +216,70 @@ impl Policy {
         self
     }
 
+    /// Hides `dir` from the program too (a run directory given with `--out`, say).
+    pub fn hiding(mut self, dir: impl Into<PathBuf>) -> Self {
+        let dir = dir.into();
+        if !self.hidden_paths.contains(&dir) {
+            self.hidden_paths.push(dir);
+        }
+        self
+    }
+
     /// Adds an explicitly set environment variable.
     pub fn with_env(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
         self.env.set.push((name.into(), value.into()));
         self
+    }
+}
+
+/// Top-level directories that hold the system (the interpreter, its libraries, devices): never hidden, even when
+/// kt runs from inside one.
+const SYSTEM_DIRS: [&str; 14] = [
+    "usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "etc", "proc", "sys", "dev", "nix",
+    "opt", "snap",
+];
+
+/// What an LLM-written program must not see of the user who runs kt: /home, /root, `$HOME`, the working
+/// directory (the sources, `./kt-runs`) and `$KT_RUNS_DIR`. A working directory that is `/` or inside a system
+/// directory is not hidden (the program needs the system).
+pub fn default_hidden_paths() -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = vec!["/home".into(), "/root".into()];
+    dirs.extend(std::env::var_os("HOME").map(PathBuf::from));
+    dirs.extend(std::env::current_dir().ok());
+    dirs.extend(std::env::var_os("KT_RUNS_DIR").map(PathBuf::from));
+    let mut hidden = Vec::new();
+    for dir in dirs {
+        if dir.is_absolute() && !is_system(&dir) && !hidden.contains(&dir) {
+            hidden.push(dir);
+        }
+    }
+    hidden
+}
+
+fn is_system(dir: &std::path::Path) -> bool {
+    let mut parts = dir.components().skip(1);
+    match parts.next() {
+        None => true,
+        Some(first) => SYSTEM_DIRS.iter().any(|s| first.as_os_str() == *s),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_home_and_the_working_directory_are_hidden_but_never_the_system() {
+        let hidden = default_hidden_paths();
+        assert!(hidden.contains(&PathBuf::from("/home")), "{hidden:?}");
+        assert!(hidden.contains(&PathBuf::from("/root")), "{hidden:?}");
+        assert!(is_system(std::path::Path::new("/")));
+        assert!(is_system(std::path::Path::new("/usr/local/src")));
+        assert!(!is_system(std::path::Path::new("/home/ann/kernels")));
+        assert!(!is_system(std::path::Path::new("/scratch/ann")));
+        let p = Policy::for_gpu_worker()
+            .hiding("/srv/runs")
+            .hiding("/srv/runs");
+        assert_eq!(p.hidden_paths, [PathBuf::from("/srv/runs")]);
     }
 }

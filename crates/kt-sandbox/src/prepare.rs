@@ -99,12 +99,20 @@ impl Sandbox {
         let needs_view =
             active.mount_namespace || (active.unprivileged_user && !p.readable_paths.is_empty());
         if needs_view && self.machine.mount_namespace {
-            let view = view::plan(
+            let mut view = view::plan(
                 workdir.path(),
                 &p.readable_paths,
+                &p.hidden_paths,
                 active.mount_namespace,
                 switches_user,
             )?;
+            view.read_only_host &= active.read_only_host;
+            if !active.read_only_host {
+                // (mount_setattr is what failed here)
+                view.ops
+                    .retain(|op| !matches!(op, MountOp::ReadOnly { .. }));
+            }
+            confinement.read_only_host = view.read_only_host;
             if !view.ops.is_empty() {
                 confinement.unshare_flags |= libc::CLONE_NEWNS;
                 confinement.mounts = view.ops;
@@ -113,6 +121,9 @@ impl Sandbox {
                 confinement.unshare_flags |= libc::CLONE_NEWPID | libc::CLONE_NEWIPC;
                 confinement.mounts.push(MountOp::Proc);
             }
+        }
+        if active.syscall_filter {
+            confinement.syscall_filter = Some(crate::syscall_filter::program());
         }
         if active.user_namespace {
             // Not root: the namespaces need a user namespace, and so does the process limit (the kernel counts

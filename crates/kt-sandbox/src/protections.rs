@@ -35,6 +35,8 @@ fn decide(root: bool, found: confine::ProbeResult) -> Protections {
         network_namespace: found.network_namespace,
         mount_namespace: found.mount_namespace,
         pid_namespace: found.mount_namespace && found.pid_namespace,
+        read_only_host: found.mount_namespace && found.read_only_host,
+        syscall_filter: found.syscall_filter,
         unprivileged_user,
         pids_limit: unprivileged_user || (user_namespace && found.namespace_process_limit),
         user_namespace,
@@ -51,6 +53,8 @@ mod tests {
             network_namespace: all,
             mount_namespace: all,
             pid_namespace: all,
+            read_only_host: all,
+            syscall_filter: all,
             switch_user: all,
             user_namespace: all,
             namespace_process_limit: all,
@@ -116,9 +120,12 @@ mod tests {
                 "network namespace",
                 "private /tmp",
                 "PID and IPC namespaces",
+                "private home",
+                "system-call filter",
                 "uid switch",
                 "user namespace",
                 "process limit",
+                "run memory",
                 "rlimits"
             ]
         );
@@ -135,7 +142,7 @@ mod tests {
             "{}",
             net.detail
         );
-        assert!(lines[6].active, "rlimits always work");
+        assert!(lines[9].active, "rlimits always work");
     }
 
     #[test]
@@ -143,13 +150,14 @@ mod tests {
         let full = decide(true, found(true)).summary();
         assert_eq!(
             full,
-            "active: network namespace, private /tmp, PID and IPC namespaces, uid switch, process limit, rlimits"
+            "active: network namespace, private /tmp, PID and IPC namespaces, private home, system-call filter, \
+             uid switch, process limit, run memory, rlimits"
         );
         let bare = decide(false, found(false)).summary();
         assert_eq!(
             bare,
-            "active: rlimits; unavailable: network namespace, private /tmp, PID and IPC namespaces, uid switch, \
-             process limit"
+            "active: rlimits; unavailable: network namespace, private /tmp, PID and IPC namespaces, private home, \
+             system-call filter, uid switch, process limit, run memory"
         );
     }
 

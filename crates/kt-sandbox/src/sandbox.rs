@@ -38,6 +38,8 @@ impl Sandbox {
         let network_namespace = m.network_namespace && p.network != NetworkIsolation::Off;
         let mount_namespace = m.mount_namespace && p.private_tmp;
         let pid_namespace = m.pid_namespace && mount_namespace;
+        let read_only_host = m.read_only_host && mount_namespace;
+        let syscall_filter = m.syscall_filter && p.syscall_filter;
         // Not root: a process limit is the one reason to make a user namespace when no other namespace is made.
         let namespace_pids = m.user_namespace && m.pids_limit && p.processes.is_some();
         let user_namespace =
@@ -46,6 +48,8 @@ impl Sandbox {
             network_namespace,
             mount_namespace,
             pid_namespace,
+            read_only_host,
+            syscall_filter,
             unprivileged_user,
             pids_limit: p.processes.is_some() && (unprivileged_user || namespace_pids),
             user_namespace,
@@ -344,6 +348,8 @@ mod tests {
             network_namespace: true,
             mount_namespace: true,
             pid_namespace: true,
+            read_only_host: true,
+            syscall_filter: true,
             unprivileged_user: true,
             pids_limit: true,
             ..Protections::default()
@@ -356,6 +362,8 @@ mod tests {
                 && !worker.pids_limit
                 && !worker.mount_namespace
                 && !worker.pid_namespace
+                && !worker.read_only_host
+                && !worker.syscall_filter
         );
         assert!(worker.network_namespace);
     }

@@ -4,14 +4,21 @@
 //! behind: no sandbox process, no work directory of this process, no new System V shared memory.
 //!
 //! `corpus_holds_here` runs the corpus as this process's user; when that is root, `corpus_holds_for_an_ordinary_user`
-//! runs this same test binary again as `nobody` (setpriv). A case whose protection this machine lacks is listed
-//! as such (and must then not be claimed contained); every other case must be contained.
+//! runs this same test binary again as an ordinary user with a home directory and files to steal in it
+//! (`$KT_CORPUS_USER`, which scripts/test.sh creates). A case whose protection this machine lacks is listed as such
+//! (and must then not be claimed contained); every other case must be contained. The attacks on the user's own
+//! files live in `attacks/home.rs`.
+
+#![allow(clippy::unwrap_used)] // tests may unwrap (COMMON rules)
 
 use std::io::Read;
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
+
+#[path = "attacks/home.rs"]
+mod home;
 
 use kt_sandbox::{
     ArgSpec, GeneratorError, GeneratorSpec, Policy, Protections, PythonRuntime, Sandbox,
@@ -31,6 +38,10 @@ struct Host {
     abstract_name: String,
     tcp_port: u16,
     marker: String,
+    /// The argument of the `sleep` a case leaves running: unique to this process, so that only its own
+    /// leftovers are looked for.
+    sleep: String,
+    home: home::Home,
     _keep: Vec<Box<dyn std::any::Any>>,
 }
 
@@ -195,6 +206,12 @@ macro_rules! plant {
 }
 
 fn corpus() -> Vec<Case> {
+    let mut cases = base_cases();
+    cases.extend(home::cases());
+    cases
+}
+
+fn base_cases() -> Vec<Case> {
     vec![
         Case {
             name: "write through an inherited descriptor",
@@ -444,7 +461,7 @@ fn corpus() -> Vec<Case> {
     if os.fork() == 0:
         os.setsid()
         if os.fork() == 0:
-            os.execv("/bin/sleep", ["sleep", "1000.4242"])
+            os.execv("/bin/sleep", ["sleep", SLEEP])
         os._exit(0)
 "#,
         },
@@ -454,7 +471,7 @@ fn corpus() -> Vec<Case> {
             check: none,
             attack: r#"
     if os.fork() == 0:
-        os.execv("/bin/sleep", ["sleep", "1000.4242"])
+        os.execv("/bin/sleep", ["sleep", SLEEP])
 "#,
         },
         Case {
@@ -597,6 +614,10 @@ SOCKET_PATH = %SOCKET%
 ABSTRACT = %ABSTRACT%
 TCP_PORT = %PORT%
 MARKER = %MARKER%
+SLEEP = %SLEEP%
+HOME = %HOME%
+SCRATCH = %SCRATCH%
+KT_CWD = %KT_CWD%
 
 def generate(seed):
     import numpy as np
@@ -621,6 +642,13 @@ fn script(host: &Host, attack: &str) -> String {
         .replace("%ABSTRACT%", &py_str(&host.abstract_name))
         .replace("%PORT%", &host.tcp_port.to_string())
         .replace("%MARKER%", &py_str(&host.marker))
+        .replace("%SLEEP%", &py_str(&host.sleep))
+        .replace("%HOME%", &py_str(&host.home.dir.to_string_lossy()))
+        .replace("%SCRATCH%", &py_str(&host.home.scratch.to_string_lossy()))
+        .replace(
+            "%KT_CWD%",
+            &py_str(&std::env::current_dir().unwrap().to_string_lossy()),
+        )
         + attack
         + EPILOGUE
 }
@@ -638,7 +666,7 @@ fn spec() -> GeneratorSpec {
     }
 }
 
-fn policy() -> Policy {
+fn policy(home: &home::Home) -> Policy {
     // Opted in where no network namespace can be made, so that the rest of the corpus still runs; the network
     // cases are then listed as not contained here.
     let mut p = Policy::for_generator().allow_unsandboxed(true);
@@ -649,11 +677,14 @@ fn policy() -> Policy {
     // above what run_generator needs for this spec's arrays (2 x 17 MiB + 64 MiB)
     p.disk_quota = Some(256 << 20);
     p.processes = Some(32);
+    // three children of 450 MiB pass it together, none alone
+    p.memory = Some(1 << 30);
     p.output_cap = 256 * 1024;
-    p
+    // the real home is hidden by the defaults ($HOME); a scratch one must be named
+    if home.real { p } else { p.hiding(&home.dir) }
 }
 
-fn prepare_host(root: &Path) -> Host {
+fn prepare_host(root: &Path, outside_tmp: &Path) -> Host {
     let mut keep: Vec<Box<dyn std::any::Any>> = Vec::new();
     let secret = root.join("secret");
     std::fs::write(&secret, b"kt-secret").unwrap();
@@ -701,13 +732,17 @@ fn prepare_host(root: &Path) -> Host {
         abstract_name,
         tcp_port,
         marker: format!("kt-attack-{}", std::process::id()),
+        sleep: format!("1000.{}", std::process::id()),
+        home: home::Home::prepare(outside_tmp),
         _keep: keep,
     }
 }
 
-/// What a run must never leave: sandboxed processes (by the markers in their command lines), this process's
-/// work directories, System V shared memory.
-fn leftovers(shm_before: usize) -> Vec<String> {
+/// What a run must never leave: this process's sandboxed processes (its harness, by the work directory it runs
+/// in; what a case leaves running, by the `sleep` argument unique to this process), its work directories, System
+/// V shared memory. Other processes on the machine (another test run) are not looked at.
+fn leftovers(shm_before: usize, sleep: &str) -> Vec<String> {
+    let prefix = std::env::temp_dir().join(format!("kt-sandbox-{}-", std::process::id()));
     let mut left = Vec::new();
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
@@ -720,7 +755,13 @@ fn leftovers(shm_before: usize) -> Vec<String> {
         }
         let zombie =
             std::fs::read_to_string(entry.path().join("stat")).is_ok_and(|s| s.contains(") Z "));
-        if !zombie && (cmdline.contains("kt_harness.py") || cmdline.contains("1000.4242")) {
+        let ours = cmdline.contains(sleep)
+            || (cmdline.contains("kt_harness.py")
+                && std::fs::read_link(entry.path().join("cwd")).is_ok_and(|cwd| {
+                    cwd.to_string_lossy()
+                        .starts_with(&*prefix.to_string_lossy())
+                }));
+        if !zombie && ours {
             left.push(format!("process {name}: {}", cmdline.replace('\0', " ")));
         }
     }
@@ -752,8 +793,17 @@ fn run_corpus() {
     });
     let root = tempfile::tempdir().unwrap();
     std::fs::set_permissions(root.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-    let host = prepare_host(root.path());
-    let sandbox = Sandbox::new(policy());
+    // outside /tmp (whose private copy would hide anything there anyway), as homes and scratch spaces are
+    let outside_root = std::env::var_os("KT_ATTACK_OUTSIDE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_TARGET_TMPDIR")));
+    let outside = tempfile::Builder::new()
+        .prefix("attacks")
+        .tempdir_in(&outside_root)
+        .unwrap();
+    std::fs::set_permissions(outside.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let host = prepare_host(root.path(), outside.path());
+    let sandbox = Sandbox::new(policy(&host.home));
     let protections = sandbox.protections();
     let user = if protections.running_as_root {
         "root"
@@ -761,7 +811,13 @@ fn run_corpus() {
         "an ordinary user"
     };
     println!(
-        "attack corpus as {user}; protections: {}",
+        "attack corpus as {user} (home {}: {}); protections: {}",
+        host.home.dir.display(),
+        if host.home.real {
+            "the real one"
+        } else {
+            "a scratch one"
+        },
         protections.summary()
     );
     let mut failures = Vec::new();
@@ -808,10 +864,10 @@ fn run_corpus() {
         }
         // Give the kernel a moment to reap a torn-down namespace before looking for leftovers.
         let deadline = Instant::now() + Duration::from_secs(2);
-        let mut left = leftovers(shm_before);
+        let mut left = leftovers(shm_before, &host.sleep);
         while !left.is_empty() && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(50));
-            left = leftovers(shm_before);
+            left = leftovers(shm_before, &host.sleep);
         }
         problems.extend(left);
         let verdict = if problems.is_empty() {
@@ -848,139 +904,5 @@ fn corpus_holds_here() {
     run_corpus();
 }
 
-/// As root, the same corpus as `nobody` (an ordinary user: user namespaces instead of a uid switch). Ignored by
-/// `cargo test`: it needs root and setpriv, and scripts/test.sh runs it where both exist. kt's own Python usually
-/// lives where `nobody` cannot enter (a venv under /root): the test then finds an interpreter `nobody` can run
-/// and gives it a copy of numpy (see [`python_for_nobody`]); it fails, saying why, when there is none.
-#[test]
-#[ignore = "runs the corpus as nobody: needs root and setpriv (scripts/test.sh runs it where both exist)"]
-fn corpus_holds_for_an_ordinary_user() {
-    assert!(
-        nix::unistd::geteuid().is_root(),
-        "run as root: this test switches to nobody (as an ordinary user, corpus_holds_here is the test)"
-    );
-    let python = PythonRuntime::probe().expect("python3 with numpy");
-    let scratch = tempfile::tempdir().unwrap();
-    std::fs::set_permissions(scratch.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-    let (interpreter, pythonpath) = python_for_nobody(&python.interpreter, scratch.path())
-        .unwrap_or_else(|why| panic!("no python3 with numpy that nobody can run here: {why}"));
-    println!(
-        "nobody runs {} (PYTHONPATH: {})",
-        interpreter.display(),
-        pythonpath.as_ref().map_or("not set".into(), |p| format!(
-            "a copy of numpy in {}",
-            p.display()
-        ))
-    );
-    // the test binary itself may lie where nobody cannot enter (a checkout under /root)
-    let exe = scratch.path().join("attacks");
-    std::fs::copy(std::env::current_exe().unwrap(), &exe).unwrap();
-    std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let mut command = std::process::Command::new("setpriv");
-    command
-        .args(NOBODY)
-        .arg(&exe)
-        .args([
-            "--exact",
-            "corpus_holds_here",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env("KT_PYTHON", &interpreter)
-        .env("TMPDIR", "/tmp")
-        .env("HOME", "/tmp");
-    if let Some(path) = &pythonpath {
-        command.env("PYTHONPATH", path);
-    }
-    let out = command.output().expect("setpriv runs");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    println!("{text}");
-    assert!(out.status.success(), "the corpus as nobody failed:\n{text}");
-    assert!(text.contains("attack corpus as an ordinary user"), "{text}");
-}
-
-const NOBODY: [&str; 4] = ["--reuid=65534", "--regid=65534", "--clear-groups", "--"];
-
-/// Whether `nobody` can run `python` and import numpy (with `pythonpath`); the error output when not.
-fn nobody_imports_numpy(python: &Path, pythonpath: Option<&Path>) -> Result<(), String> {
-    // through a shell that already is nobody: setpriv's own exec of the interpreter resolves its path with
-    // root's access still in effect, and would pass where the test binary (as nobody) cannot start it
-    let mut c = std::process::Command::new("setpriv");
-    c.args(NOBODY)
-        .args(["/bin/sh", "-c", "exec \"$0\" -B -c 'import numpy'"])
-        .arg(python)
-        .env_remove("PYTHONPATH")
-        .current_dir("/");
-    if let Some(p) = pythonpath {
-        c.env("PYTHONPATH", p);
-    }
-    let out = c.output().map_err(|e| format!("setpriv: {e}"))?;
-    if out.status.success() {
-        Ok(())
-    } else {
-        Err(String::from_utf8_lossy(&out.stderr).trim().to_string())
-    }
-}
-
-/// A python3 with numpy `nobody` can run: `python` itself when it can; else an interpreter of the same version
-/// that `nobody` can run (its base or the system's), with a copy of `python`'s numpy in `scratch/site` (then
-/// PYTHONPATH). The error says what was tried.
-fn python_for_nobody(python: &Path, scratch: &Path) -> Result<(PathBuf, Option<PathBuf>), String> {
-    let Err(direct) = nobody_imports_numpy(python, None) else {
-        return Ok((python.to_path_buf(), None));
-    };
-    let out = std::process::Command::new(python)
-        .args([
-            "-c",
-            "import numpy, os, sys; print(os.path.dirname(os.path.dirname(numpy.__file__))); \
-             print('%d.%d' % sys.version_info[:2]); print(sys._base_executable)",
-        ])
-        .output()
-        .map_err(|e| format!("{}: {e}", python.display()))?;
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    let [site, version, base] = text.lines().collect::<Vec<_>>()[..] else {
-        return Err(format!(
-            "{} did not describe itself: {text}",
-            python.display()
-        ));
-    };
-    let site_copy = scratch.join("site");
-    std::fs::create_dir(&site_copy).map_err(|e| e.to_string())?;
-    for entry in std::fs::read_dir(site)
-        .map_err(|e| format!("{site}: {e}"))?
-        .flatten()
-    {
-        if entry.file_name().to_string_lossy().starts_with("numpy") {
-            let status = std::process::Command::new("cp")
-                .arg("-a")
-                .arg(entry.path())
-                .arg(&site_copy)
-                .status()
-                .map_err(|e| e.to_string())?;
-            if !status.success() {
-                return Err(format!("copying {} failed", entry.path().display()));
-            }
-        }
-    }
-    std::fs::set_permissions(&site_copy, std::fs::Permissions::from_mode(0o755))
-        .map_err(|e| e.to_string())?;
-    let mut tried = vec![format!("{}: {direct}", python.display())];
-    let candidates = [
-        base.to_string(),
-        format!("/usr/bin/python{version}"),
-        format!("/usr/local/bin/python{version}"),
-        "/usr/bin/python3".to_string(),
-    ];
-    for candidate in candidates {
-        let candidate = PathBuf::from(candidate);
-        match nobody_imports_numpy(&candidate, Some(&site_copy)) {
-            Ok(()) => return Ok((candidate, Some(site_copy))),
-            Err(e) => tried.push(format!("{} with a copy of numpy: {e}", candidate.display())),
-        }
-    }
-    Err(tried.join("; "))
-}
+#[path = "attacks/as_user.rs"]
+mod as_user;

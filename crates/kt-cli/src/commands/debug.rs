@@ -266,14 +266,16 @@ fn print_calls(report: &NodeReport) {
             },
             c.origin
         );
-        println!("{}", c.prompt);
+        println!("{}", kt_record::terminal_safe(&c.prompt));
         println!("--- raw answer ---");
         println!(
             "{}",
-            c.answer
-                .as_deref()
-                .or(c.error.as_deref())
-                .unwrap_or("(none)")
+            kt_record::terminal_safe(
+                c.answer
+                    .as_deref()
+                    .or(c.error.as_deref())
+                    .unwrap_or("(none)")
+            )
         );
     }
 }

@@ -118,6 +118,10 @@ fn ask(a: AskArgs) -> anyhow::Result<ExitCode> {
     } else {
         match parsed {
             Some(v) => println!("{}", serde_json::to_string_pretty(&v)?),
+            // escaped on a terminal (an answer must not set the clipboard or retitle the window); piped as is
+            None if std::io::IsTerminal::is_terminal(&std::io::stdout()) => {
+                println!("{}", kt_record::terminal_safe(&response.text))
+            }
             None => println!("{}", response.text),
         }
         for repair in &response.repairs {

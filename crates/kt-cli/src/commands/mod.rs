@@ -17,6 +17,7 @@ pub mod replay;
 pub mod resume;
 pub mod runs;
 pub mod selftest;
+mod store_check;
 pub mod studio;
 pub mod testgen;
 pub mod transform;

@@ -36,8 +36,9 @@ pub struct ReplayArgs {
 /// or the one that overrides it) in one line on stderr.
 pub(crate) fn llm_choice(spec: &str, record: &RunRecord) -> anyhow::Result<LlmChoice> {
     let choice = LlmChoice::parse(spec)?;
-    let recorded = record.dir().read_meta()?.llm;
-    if let Some((config, origin)) = kt_runs::live_llm(&choice, &recorded)?
+    let meta = record.dir().read_meta()?;
+    let consent = kt_pipeline::run_llm::Consent::for_run(&meta, false);
+    if let Some((config, origin)) = kt_runs::live_llm(&choice, &meta.llm, &consent)?
         && let Some(line) = origin.notice(&config.describe())
     {
         eprintln!("{line}");

@@ -49,6 +49,10 @@ pub struct ResumeArgs {
     /// When another kt process works on the run, wait for it to end instead of refusing.
     #[arg(long)]
     pub wait: bool,
+    /// Use the LLM command (`exec:`) or server URL the run recorded although the run is not provably yours (made
+    /// by another user, on another machine, or edited): kt says what it will run and where the key goes.
+    #[arg(long)]
+    pub trust_run: bool,
 }
 
 /// Copies `answer` to where the paused run's manual provider looks for it (kt-runs: the same operation as
@@ -120,30 +124,46 @@ fn run_llm(
     meta: &kt_pipeline::RunMeta,
     given: Option<&str>,
     no_stream: bool,
+    trust_run: bool,
 ) -> anyhow::Result<(LlmClient, LlmConfig)> {
     let cwd = std::env::current_dir().context("reading the current directory")?;
-    let (config, origin) = kt_pipeline::run_llm::llm_for_run(&meta.llm, &cwd, given)?;
-    let Some((client, config)) = built(config, no_stream)? else {
-        anyhow::bail!("{NO_LLM}");
-    };
+    let consent = kt_pipeline::run_llm::Consent::for_run(meta, trust_run);
+    let (config, origin) = kt_pipeline::run_llm::llm_for_run(&meta.llm, &cwd, given, &consent)?;
+    // said before the client is built: what a trusted run will run or where its key goes, even when building fails
     if let Some(line) = origin.notice(&config.describe()) {
         eprintln!("{line}");
     }
+    let Some((client, config)) = built(config, no_stream)? else {
+        anyhow::bail!("{NO_LLM}");
+    };
     Ok((client, config))
 }
 
 pub fn run(args: ResumeArgs) -> anyhow::Result<ExitCode> {
     let dir = kt_runs::resolve_run(&args.run, &kt_runs::runs_base(args.out.as_deref()))?;
     let meta = dir.read_meta()?;
-    if meta.strategy == "testgen" {
-        anyhow::bail!("{}", testgen_hint(&dir, &meta));
-    }
     let when_held = if args.wait {
         kt_pipeline::run_lock::WhenHeld::Wait
     } else {
         kt_pipeline::run_lock::WhenHeld::Refuse
     };
+    if meta.strategy == "testgen" {
+        if meta.status == kt_pipeline::RunStatus::Running {
+            // Recorded as running, but no kt holds it (the lock is free): it was killed. Say so in the record.
+            let _lock = claim_run(&dir, when_held)?;
+            dir.set_status(kt_pipeline::RunStatus::Interrupted)?;
+            anyhow::bail!(
+                "{} was killed while it ran; it is now recorded as interrupted.\n{}",
+                dir.root().display(),
+                testgen_hint(&dir, &meta)
+            );
+        }
+        anyhow::bail!("{}", testgen_hint(&dir, &meta));
+    }
     let _lock = claim_run(&dir, when_held)?;
+    if let Some(lost) = crate::commands::store_check::store_lost(&dir) {
+        anyhow::bail!("{lost}");
+    }
     if let Some(answer) = &args.answer {
         give_answer(&dir, answer)?;
     }
@@ -154,7 +174,7 @@ pub fn run(args: ResumeArgs) -> anyhow::Result<ExitCode> {
         candidates: meta.settings.candidates,
     };
     let strategy = load_run_strategy(&dir, None)?.with_overrides(&overrides);
-    let (client, config) = run_llm(&meta, args.llm.as_deref(), args.no_stream)?;
+    let (client, config) = run_llm(&meta, args.llm.as_deref(), args.no_stream, args.trust_run)?;
     // The calls not made yet carry the seed the run was started with.
     let (client, config) = seeded(client, config, meta.settings.seed)?;
     eprintln!(

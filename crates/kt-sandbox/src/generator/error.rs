@@ -163,7 +163,7 @@ fn disk_quota_exceeded(limit: u64, used: u64, entries: u64) -> String {
 fn limit_exceeded(which: Limit, detail: &str) -> String {
     let advice = match which {
         Limit::Cpu => "; generate the inputs with vectorised numpy calls instead of Python loops",
-        Limit::Memory => "; generate smaller inputs or avoid large temporaries",
+        Limit::Memory | Limit::RunMemory => "; generate smaller inputs or avoid large temporaries",
         Limit::FileSize => "; write no files besides what generate() returns",
         Limit::Processes => "; start no processes or threads",
         Limit::OpenFiles => "; close the files you open",

@@ -141,6 +141,16 @@ pub fn run_generator(
     let harness_spec = spec.for_harness(seed)?;
     let mut policy = sandbox.policy().clone();
     python.apply_to(&mut policy);
+    // the run the tests go to (its store, its record, the tests of earlier seeds), wherever `--out` put it
+    if policy.private_tmp
+        && let Some(run) = std::path::absolute(dest_dir)
+            .ok()
+            .as_deref()
+            .and_then(Path::parent)
+        && run.components().count() > 2
+    {
+        policy = policy.hiding(run);
+    }
     // np.save writes each array in one file: the file-size limit must not be what stops a legal array.
     let needed = spec.max_total_bytes.saturating_add(1 << 20);
     if let Some(limit) = policy.file_size.as_mut() {
@@ -259,16 +269,18 @@ fn read_result(out: &Path) -> Result<Option<HarnessResult>, GeneratorError> {
 
 fn map_harness_error(err: HarnessError, python: &PythonRuntime) -> GeneratorError {
     use GeneratorError as G;
+    // every text in it came from the program (tracebacks go through `tail`)
+    let safe = |s: String| kt_record::terminal_safe(&s).into_owned();
     match err {
         HarnessError::NumpyUnusable { error, traceback } => {
             G::Python(crate::python::PythonError::NumpyUnusable {
                 python: python.interpreter.display().to_string(),
                 version: python.numpy_version.clone(),
-                detail: format!("{error}\n{}", tail(&traceback)),
+                detail: format!("{}\n{}", safe(error), tail(&traceback)),
             })
         }
         HarnessError::ImportMissing { module, traceback } => G::ImportMissing {
-            module,
+            module: safe(module),
             traceback: tail(&traceback),
         },
         HarnessError::Limit { which, traceback } => {
@@ -288,14 +300,14 @@ fn map_harness_error(err: HarnessError, python: &PythonRuntime) -> GeneratorErro
             traceback: tail(&traceback),
         },
         HarnessError::PermissionDenied { path, traceback } => G::PermissionDenied {
-            path,
+            path: safe(path),
             traceback: tail(&traceback),
         },
         HarnessError::Raised {
             exception,
             traceback,
         } => G::GeneratorRaised {
-            exception,
+            exception: safe(exception),
             traceback: tail(&traceback),
         },
         HarnessError::BadExpression {
@@ -303,12 +315,16 @@ fn map_harness_error(err: HarnessError, python: &PythonRuntime) -> GeneratorErro
             expression,
             error,
         } => G::BadExpression {
-            what,
-            expression,
-            error,
+            what: safe(what),
+            expression: safe(expression),
+            error: safe(error),
         },
-        HarnessError::NoGenerate { detail } => G::NoGenerateFunction { detail },
-        HarnessError::BadReturn { detail } => G::BadReturn { detail },
+        HarnessError::NoGenerate { detail } => G::NoGenerateFunction {
+            detail: safe(detail),
+        },
+        HarnessError::BadReturn { detail } => G::BadReturn {
+            detail: safe(detail),
+        },
         HarnessError::WrongArgCount {
             expected,
             got,
@@ -325,7 +341,7 @@ fn map_harness_error(err: HarnessError, python: &PythonRuntime) -> GeneratorErro
         } => G::WrongKind {
             param,
             expected,
-            got,
+            got: safe(got),
         },
         HarnessError::WrongDtype {
             param,
@@ -334,7 +350,7 @@ fn map_harness_error(err: HarnessError, python: &PythonRuntime) -> GeneratorErro
         } => G::WrongDtype {
             param,
             expected,
-            got,
+            got: safe(got),
         },
         HarnessError::WrongSize {
             param,
@@ -343,17 +359,22 @@ fn map_harness_error(err: HarnessError, python: &PythonRuntime) -> GeneratorErro
         } => G::WrongSize {
             param,
             expected,
-            got,
+            got: safe(got),
         },
-        HarnessError::BadValue { param, detail } => G::BadScalar { param, detail },
+        HarnessError::BadValue { param, detail } => G::BadScalar {
+            param,
+            detail: safe(detail),
+        },
         HarnessError::TooLarge { bytes, limit } => G::TooLarge { bytes, limit },
     }
 }
 
-/// The last `DETAIL_TAIL` bytes of `text`, cut at a character boundary.
+/// The last `DETAIL_TAIL` bytes of `text`, cut at a character boundary, with control characters escaped (it
+/// reaches the terminal and the LLM's prompt).
 fn tail(text: &str) -> String {
+    let text = kt_record::terminal_safe(text);
     if text.len() <= DETAIL_TAIL {
-        return text.to_string();
+        return text.into_owned();
     }
     let mut start = text.len() - DETAIL_TAIL;
     while !text.is_char_boundary(start) {

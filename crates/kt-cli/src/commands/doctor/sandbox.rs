@@ -39,9 +39,12 @@ fn check(p: &Protections, line: ProtectionLine) -> Check {
         "network namespace" => "sandbox: network namespace",
         "private /tmp" => "sandbox: private /tmp",
         "PID and IPC namespaces" => "sandbox: PID and IPC namespaces",
+        "private home" => "sandbox: private home",
+        "system-call filter" => "sandbox: system-call filter",
         "uid switch" => "sandbox: uid switch",
         "user namespace" => "sandbox: user namespace",
         "process limit" => "sandbox: process limit",
+        "run memory" => "sandbox: run memory",
         _ => "sandbox: rlimits",
     };
     // Without root no uid can be switched to: that is how Linux works, not something to fix on this machine.
@@ -77,9 +80,12 @@ mod tests {
                 "sandbox: network namespace",
                 "sandbox: private /tmp",
                 "sandbox: PID and IPC namespaces",
+                "sandbox: private home",
+                "sandbox: system-call filter",
                 "sandbox: uid switch",
                 "sandbox: user namespace",
                 "sandbox: process limit",
+                "sandbox: run memory",
                 "sandbox: rlimits"
             ]
         );
@@ -93,11 +99,17 @@ mod tests {
             "{net:?}"
         );
         assert_eq!(
-            checks[3].status,
+            checks[5].status,
             super::super::Status::Ok,
             "no uid switch without root is no fault"
         );
-        assert_eq!(checks[6].status, super::super::Status::Ok);
+        assert_eq!(checks[9].status, super::super::Status::Ok);
+        let memory = &checks[8];
+        assert_eq!(memory.status, super::super::Status::Missing);
+        assert!(
+            memory.fix.as_deref().unwrap_or("").contains("address-space limit"),
+            "the fallback says what it cannot cap: {memory:?}"
+        );
     }
 
     #[test]
