@@ -51,6 +51,9 @@ pub enum RunsError {
     Llm(#[from] kt_llm::LlmError),
     #[error("{0}")]
     Usage(String),
+    /// An answer meant for a prompt the run no longer waits for (or one already answered).
+    #[error("{0}")]
+    StaleAnswer(String),
     #[error("could not copy the run's history to a scratch store for a dry run: {0}")]
     Scratch(String),
 }

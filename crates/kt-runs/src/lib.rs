@@ -26,6 +26,7 @@ pub mod inspect;
 pub mod locate;
 pub mod profiles;
 pub mod record;
+pub mod run_state;
 pub mod report;
 pub mod session;
 pub mod stage3;
@@ -35,7 +36,7 @@ pub mod steps;
 #[cfg(test)]
 mod session_tests;
 
-pub use answer::{WaitingAnswer, answer_waiting_prompt, waiting_prompt};
+pub use answer::{WaitingAnswer, WaitingPrompt, answer_waiting_prompt, prompt_id, waiting_prompt};
 pub use binding::{GraphBinding, Setup};
 pub use capture::{CallLog, CapturedCall, LlmChoice, live_llm};
 pub use catalog::{RunSummary, format_duration, list_runs, summarize};
@@ -51,6 +52,7 @@ pub use kt_graph::{Breakpoints, CheckpointId};
 pub use locate::{resolve_run, runs_base};
 pub use profiles::profile_lines;
 pub use record::RunRecord;
+pub use run_state::{RunState, run_state};
 pub use report::{ReportInputs, graph_dot, render_html};
 pub use session::{
     ContinueReport, FieldSet, ForkReport, GraphFormat, NodeDebug, NodeReport, breakpoint_nodes,

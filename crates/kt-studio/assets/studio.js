@@ -71,7 +71,7 @@ async function showRuns() {
       <input id="run-filter" type="search" placeholder="search kernel, strategy, model, id…">
       <select id="status-filter"><option value="">any status</option><option>running</option>
         <option>finished</option><option>failed</option><option>interrupted</option></select>
-      <span id="run-count" class="muted"></span></div>
+      <span id="run-count" class="muted"></span><span id="runs-dir" class="muted"></span></div>
       <table id="runs"><thead><tr><th>run</th><th>kernel</th><th>strategy</th><th>model</th><th>status</th>
         <th>speedup</th><th>duration</th></tr></thead><tbody></tbody></table></section>
     <section id="experiments"></section>`;
@@ -86,20 +86,32 @@ async function refreshRuns() {
   // the user may have opened a run while the list was on its way
   if (view?.kind !== "runs") return;
   view.data = data;
-  $("#runs tbody").innerHTML = data.runs
+  $("#runs-dir").innerHTML = `runs in <code>${esc(data.runs_dir)}</code>`;
+  $("#runs tbody").innerHTML = data.runs.length
+    ? runRows(data.runs)
+    : `<tr id="no-runs"><td colspan="7" class="muted">No runs in <code>${esc(data.runs_dir)}</code>${data.runs_dir_exists ? "" : " (the directory does not exist)"}.
+        <code>kt transform FILE</code> writes its runs there; start the studio with <code>--runs-dir DIR</code> (or set <code>$KT_RUNS_DIR</code>) to look elsewhere.</td></tr>`;
+  filterRuns();
+  $("#experiments").innerHTML = experimentTables(data.experiments);
+}
+
+function runRows(runs) {
+  return runs
     .slice()
     .reverse()
     .map(
       (r) => `<tr class="run-row" data-run="${esc(r.id)}" data-status="${esc(r.status)}"
         data-text="${esc([r.id, r.kernel, r.strategy, r.model].join(" ").toLowerCase())}">
-        <td><a href="#/run/${encodeURIComponent(r.id)}">${esc(r.id)}</a></td><td>${esc(r.kernel)}</td>
+        <td><a href="#/run/${encodeURIComponent(r.id)}">${esc(r.id)}</a>${r.recorded_id ? ` <span class="muted copy" title="run.json names another run: this directory is a copy or was renamed">(a copy of ${esc(r.recorded_id)})</span>` : ""}</td><td>${esc(r.kernel)}</td>
         <td>${esc(r.strategy)}</td><td>${esc(r.model)}</td>
         <td><span class="status ${esc(r.status)}">${esc(r.status)}</span>${r.waiting_for ? ' <span class="status waiting">waiting for an answer</span>' : ""}</td>
         <td>${r.speedup ? fmt(r.speedup) + "×" : "–"}</td><td>${duration(r.duration_s)}</td></tr>`
     )
     .join("");
-  filterRuns();
-  $("#experiments").innerHTML = data.experiments
+}
+
+function experimentTables(experiments) {
+  return experiments
     .map(
       (e) => `<h2>experiment ${esc(e.name)}</h2><table class="cells"><thead><tr><th>cell</th><th>kernel</th>
         <th>variant</th><th>model</th><th>repeat</th><th>status</th><th>speedup</th><th>time</th><th>tokens</th></tr></thead><tbody>
@@ -195,7 +207,11 @@ async function drawRun(v) {
     speedupSoFar();
     if (v.tab === "live") renderLive(data);
     if (v.tab === "steer") renderSteer(data);
-    if (v.tab === "timeline") refreshTimeline();
+    if (v.tab === "kernels" && v.sections) renderKernels(v.sections);
+    if (v.tab === "timeline") {
+      refreshTimeline();
+      forkBoxState(data);
+    }
   }
   let sections;
   try {
@@ -259,7 +275,24 @@ function renderSummary(d) {
       · ${runTime(d)} · head <b id="head">#${d.head ?? "–"}</b> · ${d.steps_total} steps
       ${d.running.length ? `· running <b id="running">${esc(d.running.join(", "))}</b>` : ""}
     </div>
-    ${d.waiting_for ? `<div class="waiting">waiting for an answer to <b>${esc(d.waiting_for.node)}</b> (<code>${esc(d.waiting_for.prompt_file)}</code>) — answer it in the <a href="#/run/${encodeURIComponent(view.id)}/steer">steer</a> tab</div>` : ""}`;
+    ${runState(d)}`;
+}
+
+// `text` escaped, with its `backticked` commands as <code>.
+function codeSpans(text) {
+  return esc(text)
+    .split("`")
+    .map((part, i) => (i % 2 ? `<code>${part}</code>` : part))
+    .join("");
+}
+
+// What happened to a run without a final result and what to do next: the command line's own words.
+function runState(d) {
+  const st = d.state;
+  if (!st) return "";
+  const steer = d.waiting_for && !READ_ONLY ? ` Or answer it here, in the <a href="#/run/${encodeURIComponent(view.id)}/steer">steer</a> tab.` : "";
+  return `<div id="run-state" class="state ${esc(d.summary.status)}"><strong>${codeSpans(st.headline)}</strong> ${codeSpans(st.detail)}${steer}
+    ${st.command ? `<div class="bar"><code id="next-command">${esc(st.command)}</code></div>` : ""}</div>`;
 }
 
 function stepRows(steps) {
@@ -279,7 +312,9 @@ function stepRows(steps) {
 // the right, each in a box of its own height, so that everything a person watches fits one screen.
 function renderLive(d) {
   $("#tab").innerHTML = `<div class="cols">
-    <div class="col"><section><h2>graph</h2><div id="graph">${d.graph_svg}</div>
+    <div class="col"><section><h2>graph ${d.stage3 ? "" : `<span class="muted">(${esc(d.graph_run.split("/").pop())}: the run has not reached Stage 3)</span>`}</h2>
+      ${d.stage3 ? "" : `<p id="graph-stage" class="muted">The run has no Stage 3 yet, so this is the path it took in ${esc(d.graph_run.split("/").pop())}, drawn from its steps; the strategy's graph is drawn once Stage 3 runs.</p>`}
+      <div id="graph">${d.graph_svg}</div>
       <p class="muted">orange: the path taken; pulsing: running now; dashed: routes (hover an edge for its kind)</p></section>
       <section><h2>tuning progress</h2><div id="live-tuning">${view.sections ? tuningProgress(view.sections) : '<p class="muted">reading…</p>'}</div></section></div>
     <div class="col grow"><section><h2>steps <span class="muted">(latest first, ${d.steps.length} of ${d.steps_total}; all of them in the timeline)</span></h2>
@@ -365,13 +400,18 @@ async function showLlm(index) {
 
 function renderTimelineShell() {
   $("#tab").innerHTML = `<section><h2>checkpoints <span id="timeline-count" class="muted"></span></h2>
-    <div class="bar"><button id="timeline-earlier" hidden>load earlier checkpoints</button></div><div id="timeline"></div>
+    <div class="bar"><button id="timeline-earlier" hidden>load earlier checkpoints</button>
+      <label>zoom <input id="timeline-zoom" type="range" min="1" max="24" step="0.5"></label>
+      <label>jump to # <input id="jump-to" size="7"></label><button id="jump-btn">go</button>
+      <label>range # <input id="range-from" size="7"></label><label>to # <input id="range-to" size="7"></label><button id="range-btn">show range</button>
+      <button id="timeline-newest" hidden>back to the newest</button></div><div id="timeline"></div>
     <div class="bar"><label>A <input id="cp-a" size="6" placeholder="#"></label>
       <label>B <input id="cp-b" size="6" placeholder="#"></label>
       <button id="show-state">state at A</button><button id="show-diff">diff A → B</button>
       <span class="muted">click a checkpoint for its state (A); shift-click another for the diff from A to it (B); hover one for what ran</span></div></section>
     <section id="fork-box" ${READ_ONLY ? "hidden" : ""}><h2>fork from A with an edited field</h2>
-      <div class="bar"><input id="fork-field" placeholder="field, e.g. plan or best.time_ms" size="28">
+      <p id="fork-note" class="muted">pick checkpoint A on the timeline: its fields are offered here, with their types</p>
+      <div class="bar"><select id="fork-field"><option value="">(pick checkpoint A)</option></select>
       <textarea id="fork-value" rows="2" cols="50" placeholder="value (JSON, else text)"></textarea>
       <button id="fork-btn">fork</button></div><div id="fork-result"></div></section>
     <section id="cp-views"><div id="state-view"></div><div id="diff-view"></div></section>`;
@@ -379,18 +419,23 @@ function renderTimelineShell() {
   $("#show-diff").addEventListener("click", showDiff);
   $("#fork-btn").addEventListener("click", doFork);
   $("#timeline-earlier").addEventListener("click", loadEarlierCheckpoints);
+  $("#timeline-zoom").addEventListener("input", (e) => {
+    view.zoom = Number(e.target.value);
+    drawTimeline(false);
+  });
+  $("#jump-btn").addEventListener("click", () => jumpTo($("#jump-to").value));
+  $("#jump-to").addEventListener("keydown", (e) => e.key === "Enter" && jumpTo($("#jump-to").value));
+  $("#range-btn").addEventListener("click", () => showRange($("#range-from").value, $("#range-to").value));
+  $("#timeline-newest").addEventListener("click", () => {
+    view.history = null;
+    refreshTimeline();
+  });
+  // a shift-click picks B: it must not select the page's text on the way
+  $("#timeline").addEventListener("mousedown", (e) => e.shiftKey && e.preventDefault());
   // a click shows the state at that checkpoint; a shift-click the diff from A to it
   $("#timeline").addEventListener("click", (e) => {
     const cp = e.target.closest("[data-cp]")?.dataset.cp;
-    if (!cp) return;
-    (e.shiftKey ? $("#cp-b") : $("#cp-a")).value = cp;
-    view[e.shiftKey ? "pickB" : "pickA"] = cp;
-    for (const c of document.querySelectorAll("#timeline circle.cp")) {
-      c.classList.toggle("picked", c.dataset.cp === view.pickA);
-      c.classList.toggle("picked-b", c.dataset.cp === view.pickB);
-    }
-    if (e.shiftKey && $("#cp-a").value.trim()) showDiff();
-    else if (!e.shiftKey) showState();
+    if (cp) pickCheckpoint(cp, e.shiftKey);
   });
   // scrolled back to the start of what is loaded: load the page before it
   $("#timeline").addEventListener("scroll", (e) => {
@@ -404,14 +449,71 @@ function renderTimelineShell() {
 async function refreshTimeline() {
   if (!$("#timeline")) return;
   const id = view.id;
+  // a range or a jump the user asked for stays until "back to the newest"
+  if (view.history?.window) return;
   const h = await api(`/api/runs/${encodeURIComponent(id)}/history`);
-  if (view?.id !== id || !$("#timeline")) return;
+  if (view?.id !== id || !$("#timeline") || view.history?.window) return;
   // the newest page replaces what it covers; older pages the user loaded stay
   const lowest = h.checkpoints.length ? h.checkpoints[0].checkpoint : Infinity;
   const earlier = (view.history?.checkpoints ?? []).filter((c) => c.checkpoint < lowest);
   const more = earlier.length ? view.history.more : h.more;
   view.history = { ...h, checkpoints: earlier.concat(h.checkpoints), more };
   drawTimeline(true);
+}
+
+const checkpointNumber = (text) => {
+  const n = Number(String(text).replace("#", "").trim());
+  return Number.isInteger(n) && n >= 0 ? n : null;
+};
+
+// The checkpoints around #N, N picked as A with its state shown.
+async function jumpTo(text) {
+  const n = checkpointNumber(text);
+  if (n === null) return toast("jump to: give a checkpoint number, e.g. 1 or #1", true);
+  const around = 100;
+  if (!(await loadWindow(n + around + 1, 2 * around + 1))) return;
+  if (!view.history.checkpoints.some((c) => c.checkpoint === n)) return toast(`this run has no checkpoint #${n}`, true);
+  pickCheckpoint(String(n), false);
+  centerOn(n);
+}
+
+// Exactly the checkpoints #from to #to (at most the server's page bound).
+async function showRange(fromText, toText) {
+  const [from, to] = [checkpointNumber(fromText), checkpointNumber(toText)];
+  if (from === null || to === null || to < from) return toast("range: give two checkpoint numbers, the first not after the second", true);
+  if (await loadWindow(to + 1, to - from + 1)) centerOn(from);
+}
+
+async function loadWindow(before, limit) {
+  const id = view.id;
+  try {
+    const page = await api(`/api/runs/${encodeURIComponent(id)}/history?before=${before}&limit=${limit}`);
+    if (view?.id !== id) return false;
+    view.history = { ...page, window: true };
+    drawTimeline(false);
+    return true;
+  } catch (e) {
+    toast(e.message, true);
+    return false;
+  }
+}
+
+function centerOn(n) {
+  const el = $("#timeline");
+  const c = el.querySelector(`circle[data-cp="${n}"]`);
+  if (c) el.scrollLeft = Number(c.getAttribute("cx")) - el.clientWidth / 2;
+}
+
+// A click picks A (and shows its state); a shift-click picks B (and shows the diff from A).
+function pickCheckpoint(cp, asB) {
+  (asB ? $("#cp-b") : $("#cp-a")).value = cp;
+  view[asB ? "pickB" : "pickA"] = cp;
+  for (const c of document.querySelectorAll("#timeline circle.cp")) {
+    c.classList.toggle("picked", c.dataset.cp === view.pickA);
+    c.classList.toggle("picked-b", c.dataset.cp === view.pickB);
+  }
+  if (asB && $("#cp-a").value.trim()) showDiff();
+  else if (!asB) showState();
 }
 
 async function loadEarlierCheckpoints() {
@@ -444,15 +546,27 @@ function drawTimeline(toNewest) {
   el.dataset.branches = h.branches.length;
   // the newest checkpoints in view; after loading earlier ones, the same checkpoints stay where they were
   el.scrollLeft = toNewest ? el.scrollWidth : el.scrollWidth - fromRight;
-  $("#timeline-count").textContent = h.more ? `(the newest ${h.checkpoints.length} of ${h.total})` : `(${h.total})`;
+  const [lo, hi] = [h.checkpoints[0]?.checkpoint, h.checkpoints[h.checkpoints.length - 1]?.checkpoint];
+  $("#timeline-count").textContent = h.window
+    ? `(#${lo} to #${hi}: ${h.checkpoints.length} of ${h.total})`
+    : h.more
+      ? `(the newest ${h.checkpoints.length} of ${h.total})`
+      : `(${h.total})`;
   $("#timeline-earlier").hidden = !h.more;
+  $("#timeline-newest").hidden = !h.window;
+  $("#timeline-zoom").value = timelineStep(h.checkpoints.length);
+}
+
+// Pixels between checkpoints: the user's zoom, else what fits a long run on a screen or two.
+function timelineStep(n) {
+  return view.zoom ?? (n > 400 ? Math.max(1.2, 1600 / n) : 22);
 }
 
 // Lanes per branch, x by checkpoint order; each branch starts under the checkpoint it came from.
 function timelineSvg(h) {
   const cps = h.checkpoints;
   const n = cps.length;
-  const step = n > 400 ? Math.max(1.2, 1600 / n) : 22;
+  const step = timelineStep(n);
   const lanes = [...new Set(cps.map((c) => c.branch))].sort((a, b) => a - b);
   const laneY = (b) => 24 + lanes.indexOf(b) * 34;
   const xOf = new Map();
@@ -462,7 +576,7 @@ function timelineSvg(h) {
     byId.set(c.checkpoint, c);
   });
   // a short run gets each checkpoint's node written under it; a long one keeps them in the tooltips
-  const labelled = n <= 60;
+  const labelled = step >= 18 && n <= 400;
   const w = 80 + n * step;
   const hgt = 40 + lanes.length * 34 + (labelled ? 70 : 0);
   let s = `<svg id="timeline-svg" xmlns="http://www.w3.org/2000/svg" width="${w}" height="${hgt}">`;
@@ -470,7 +584,7 @@ function timelineSvg(h) {
   for (const c of cps) {
     if (c.parent === null || !xOf.has(c.parent)) continue;
     const p = byId.get(c.parent);
-    if (!p || (p.branch === c.branch && n > 400)) continue;
+    if (!p || (p.branch === c.branch && step < 6)) continue;
     s += `<line x1="${xOf.get(c.parent)}" y1="${laneY(p.branch)}" x2="${xOf.get(c.checkpoint)}" y2="${laneY(c.branch)}" class="link"/>`;
   }
   const span = new Map();
@@ -480,7 +594,7 @@ function timelineSvg(h) {
     span.set(c.branch, [Math.min(lo, x), Math.max(hi, x)]);
   }
   for (const [b, [lo, hi]] of span) s += `<line x1="${lo}" x2="${hi}" y1="${laneY(b)}" y2="${laneY(b)}" class="lane-line"/>`;
-  const r = n > 400 ? 2 : 6;
+  const r = step >= 14 ? 6 : Math.max(2, step / 2.4);
   for (const c of cps) {
     const cls = c.stopped ? "stopped" : c.source === "fork" ? "fork" : c.next.length === 0 ? "end" : "";
     if (labelled) {
@@ -498,6 +612,7 @@ async function showState() {
   try {
     const s = await api(`/api/runs/${encodeURIComponent(view.id)}/state?at=${encodeURIComponent(at)}`);
     $("#diff-view").innerHTML = "";
+    forkFields(s);
     $("#state-view").innerHTML = `<h2>state at #${s.checkpoint}</h2>${Object.entries(s.state)
       .map(([k, v]) => `<details class="field"><summary><code>${esc(k)}</code> <span class="muted">${esc(preview(v))}</span></summary>${valueHtml(v)}</details>`)
       .join("")}`;
@@ -558,20 +673,62 @@ async function showDiff() {
   try {
     const d = await api(`/api/runs/${encodeURIComponent(view.id)}/diff?a=${encodeURIComponent(a)}&b=${encodeURIComponent(b)}`);
     $("#state-view").innerHTML = "";
-    $("#diff-view").innerHTML = `<h2>#${d.a} → #${d.b}: ${d.changes.length} field(s) changed</h2>${d.changes
+    view.diff = d;
+    // A long run's diff holds tens of thousands of changes: each field is collapsible and drawn a page at a
+    // time, and the fields open at first are those that fit one page, so the first screen comes at once.
+    let budget = DIFF_PAGE;
+    const open = d.changes.map((f) => {
+      const fits = budget > 0;
+      budget -= f.leaves.length;
+      return fits;
+    });
+    $("#diff-view").innerHTML = `<h2>#${d.a} → #${d.b}: ${d.changes.length} field(s) changed
+      <button id="diff-open-all">open all</button><button id="diff-close-all">collapse all</button></h2>${d.changes
       .map(
-        (f) => `<div class="field-change" data-field="${esc(f.field)}"><h3><code>${esc(f.field)}</code></h3>${leafGroups(f.leaves)
-          .map((g) => (g.item ? itemHtml(g) : leafHtml(g.leaves[0])))
-          .join("")}</div>`
+        (f, i) => `<details class="field-change" data-field="${esc(f.field)}" data-index="${i}" ${open[i] ? "open" : ""}>
+          <summary><code>${esc(f.field)}</code> <span class="muted">${f.leaves.length} change(s)</span></summary><div class="field-body"></div></details>`
       )
       .join("")}`;
+    for (const det of document.querySelectorAll("#diff-view details.field-change")) {
+      if (det.open) fillField(det);
+      det.addEventListener("toggle", () => det.open && fillField(det));
+    }
+    const all = (o) => document.querySelectorAll("#diff-view details.field-change").forEach((x) => (x.open = o));
+    $("#diff-open-all").addEventListener("click", () => all(true));
+    $("#diff-close-all").addEventListener("click", () => all(false));
   } catch (e) {
     toast(e.message, true);
   }
 }
 
+// Changes drawn at once per field, and rows of a text diff drawn at once; "show more" draws the rest.
+const DIFF_PAGE = 150;
+const TEXT_ROWS = 200;
+
+// A field's changes, a page at a time.
+function fillField(det) {
+  if (det.dataset.filled) return;
+  det.dataset.filled = "1";
+  const groups = leafGroups(view.diff.changes[det.dataset.index].leaves);
+  const body = det.querySelector(".field-body");
+  let shown = 0;
+  const more = () => {
+    const next = groups.slice(shown, shown + DIFF_PAGE);
+    shown += next.length;
+    body.querySelector(":scope > .more")?.remove();
+    const left = groups.length - shown;
+    body.insertAdjacentHTML(
+      "beforeend",
+      next.map((g) => (g.item ? itemHtml(g) : leafHtml(g.leaves[0]))).join("") +
+        (left ? `<button class="more">show ${Math.min(DIFF_PAGE, left)} more (${left} left)</button>` : "")
+    );
+    body.querySelector(":scope > .more")?.addEventListener("click", more);
+  };
+  more();
+}
+
 // A unified diff as two columns: runs of removed and added lines are paired row by row.
-function sideBySide(unified) {
+function sideBySide(unified, all = false) {
   const rows = [];
   let del = [];
   let add = [];
@@ -594,13 +751,59 @@ function sideBySide(unified) {
   }
   flush();
   const cell = (t, side, kind) => `<td class="${t === undefined ? "blank" : kind === "change" ? side : kind}">${esc(t ?? "")}</td>`;
-  return `<table class="side-by-side">${rows.map(([l, r, k]) => `<tr>${cell(l, "old", k)}${cell(r, "new", k)}</tr>`).join("")}</table>`;
+  const shown = all ? rows : rows.slice(0, TEXT_ROWS);
+  let more = "";
+  if (shown.length < rows.length) {
+    longTexts.push(unified);
+    more = `<button class="more-lines" data-text="${longTexts.length - 1}">show all ${rows.length} lines</button>`;
+  }
+  return `<table class="side-by-side">${shown.map(([l, r, k]) => `<tr>${cell(l, "old", k)}${cell(r, "new", k)}</tr>`).join("")}</table>${more}`;
+}
+
+// Text diffs drawn shortened, kept for their "show all lines".
+const longTexts = [];
+document.addEventListener("click", (e) => {
+  const b = e.target.closest?.(".more-lines");
+  if (!b) return;
+  b.previousElementSibling.outerHTML = sideBySide(longTexts[b.dataset.text], true).replace(/<button class="more-lines".*$/, "");
+  b.remove();
+});
+
+// A fork edits the Stage 3 state: a run without Stage 3 has nothing to fork.
+function forkBoxState(d) {
+  const box = $("#fork-box");
+  if (!box || READ_ONLY) return;
+  box.dataset.stage3 = d.stage3;
+  if (!d.stage3) {
+    box.innerHTML = `<h2>fork</h2><p id="fork-none" class="muted">This run stopped before Stage 3 (its history is ${esc(d.graph_run.split("/").pop())}'s):
+      a fork edits Stage 3's state, so there is nothing to fork yet. <code>kt resume ${esc(view.id)}</code> continues the run into Stage 3.</p>`;
+  }
+}
+
+const jsonType = (v) =>
+  v === null ? "null" : Array.isArray(v) ? "list" : typeof v === "string" ? "text" : typeof v === "boolean" ? "true/false" : typeof v;
+
+// The fields of the state at A, as the fork box offers them: each with its type; picking one puts its value
+// in the box to edit.
+function forkFields(s) {
+  const sel = $("#fork-field");
+  if (!sel) return;
+  view.forkState = s;
+  sel.innerHTML = `<option value="">field of #${s.checkpoint}…</option>` +
+    Object.entries(s.state)
+      .map(([k, v]) => `<option value="${esc(k)}">${esc(k)} (${jsonType(v)})</option>`)
+      .join("");
+  $("#fork-note").textContent = `the fields of checkpoint #${s.checkpoint}'s state; the value is JSON (text without quotes is taken as text)`;
+  sel.onchange = () => {
+    const v = view.forkState?.state[sel.value];
+    if (sel.value) $("#fork-value").value = typeof v === "string" ? v : JSON.stringify(v, null, 2);
+  };
 }
 
 async function doFork() {
   const at = $("#cp-a").value.replace("#", "").trim();
   const field = $("#fork-field").value.trim();
-  if (!at || !field) return toast("set checkpoint A and the field to edit", true);
+  if (!at || !field) return toast("pick checkpoint A on the timeline and one of its fields", true);
   try {
     const r = await api(`/api/runs/${encodeURIComponent(view.id)}/fork`, { at, sets: [{ field, value: $("#fork-value").value }] });
     $("#fork-result").innerHTML = `<p id="fork-done" data-checkpoint="${r.checkpoint}" data-branch="${r.branch}">forked #${r.from} to
@@ -615,6 +818,12 @@ async function doFork() {
 // ---------------------------------------------------------------- kernels
 
 function renderKernels(d) {
+  const run = view.data;
+  if (run && !run.stage3 && !d.kernels.length && !d.verdicts.length) {
+    $("#tab").innerHTML = `<section><p id="no-stage3" class="muted">This run has no Stage 3 yet: it stopped in ${esc(run.graph_run.split("/").pop())}.
+      Kernel versions, verdicts, tuning and the charts come from Stage 3${run.state?.command ? `; <code>${esc(run.state.command)}</code> continues the run` : ""}.</p></section>`;
+    return;
+  }
   const open = new Set([...document.querySelectorAll("#kernels details[open]")].map((x) => x.dataset.name));
   $("#tab").innerHTML = `<section><h2>kernel versions ${newestOf(d.kernels, d.kernels_total)}</h2><div id="kernels">${d.kernels
     .map((k) => {
@@ -642,24 +851,27 @@ function renderSteer(d) {
     $("#tab").innerHTML = `<p class="muted">kt studio runs read-only (--read-only): steering is off.</p>`;
     return;
   }
-  if ($("#steer")) return refreshJobs(); // keep what the user is typing
+  if (!$("#steer")) buildSteer(d); // once: later redraws keep what the user is typing
+  renderAnswerBox(d.waiting_for);
+  $("#resume-llm").textContent = d.resume_llm;
+  refreshJobs();
+}
+
+function buildSteer(d) {
   const bp = d.breakpoints;
-  $("#tab").innerHTML = `<div id="steer">
-    ${d.waiting_for ? `<section><h2>answer the waiting prompt (${esc(d.waiting_for.node)})</h2>
-      <textarea id="answer-text" rows="10" cols="100" placeholder="the answer, as the LLM would give it"></textarea>
-      <div><button id="answer-btn">answer and resume</button></div></section>` : ""}
+  $("#tab").innerHTML = `<div id="steer"><div id="answer-box"></div>
     <section><h2>replay</h2><div class="bar"><label>from checkpoint <input id="replay-from" size="8" value="input"></label>
       <button id="replay-btn">replay (recorded answers and tuning)</button></div></section>
     <section><h2>resume</h2><div class="bar"><button id="resume-btn">kt resume</button>
-      <span class="muted">continues the run (or its newest branch) from its last checkpoint, with live LLM calls for what is not recorded</span></div></section>
+      <span class="muted">continues the run (or its newest branch) from its last checkpoint, with live LLM calls for what is not recorded</span></div>
+      <p>it will use: <code id="resume-llm"></code></p></section>
     <section><h2>breakpoints</h2><div class="bar"><label>before <input id="bp-before" size="30" value="${esc(bp.before.join(", "))}"></label>
       <label>after <input id="bp-after" size="30" value="${esc(bp.after.join(", "))}"></label><button id="bp-save">save</button></div>
       <p class="muted">node names, comma-separated; resume and replay stop there</p></section>
     <section><h2>operations</h2><table id="jobs"><thead><tr><th>#</th><th>run</th><th>what</th><th>state</th><th>how it ended</th></tr></thead><tbody></tbody></table></section></div>`;
-  const run = encodeURIComponent(view.id);
   const act = async (path, body, done) => {
     try {
-      const r = await api(`/api/runs/${run}/${path}`, body);
+      const r = await api(`/api/runs/${encodeURIComponent(view.id)}/${path}`, body);
       toast(done(r));
       refreshJobs();
     } catch (e) {
@@ -672,8 +884,40 @@ function renderSteer(d) {
   $("#bp-save").addEventListener("click", () =>
     act("breakpoints", { before: names($("#bp-before").value), after: names($("#bp-after").value) }, (r) => `breakpoints: before [${r.before}] after [${r.after}]`)
   );
-  $("#answer-btn")?.addEventListener("click", () => act("answer", { text: $("#answer-text").value }, (r) => `answered ${r.answered}; resuming (operation ${r.job})`));
-  refreshJobs();
+}
+
+// The prompt a manual: run waits for, in full, and a box that answers exactly that prompt (by its id). Drawn
+// again only when the prompt changes, so a redraw never loses what is typed, and a new prompt never inherits
+// the old one's answer.
+function renderAnswerBox(w) {
+  const box = $("#answer-box");
+  const key = w ? `${w.id}${w.answered ? ":answered" : ""}` : "";
+  if (box.dataset.prompt === key || (w && box.dataset.prompt === `${w.id}:sent`)) return;
+  box.dataset.prompt = key;
+  if (!w) {
+    box.innerHTML = "";
+    return;
+  }
+  box.innerHTML = `<section id="answer-section" data-prompt-id="${esc(w.id)}"><h2>the run waits for an answer to prompt <code>${esc(w.id)}</code> (node ${esc(w.node)})</h2>
+    ${w.text !== null && w.text !== undefined ? `<pre id="prompt-text" class="prompt">${esc(w.text)}</pre>` : `<p class="bad">the prompt file <code>${esc(w.prompt_file)}</code> cannot be read (moved, or not a prompt kt wrote)</p>`}
+    ${w.answered
+      ? `<p id="answer-pending" class="muted">This prompt has its answer; <code>kt resume ${esc(view.id)}</code> continues with it.</p>`
+      : `<textarea id="answer-text" rows="10" cols="100" placeholder="the answer to ${esc(w.id)}, as the LLM would give it"></textarea>
+         <div><button id="answer-btn">answer ${esc(w.id)} and resume</button></div>`}</section>`;
+  const btn = $("#answer-btn");
+  btn?.addEventListener("click", async () => {
+    btn.disabled = true;
+    try {
+      const r = await api(`/api/runs/${encodeURIComponent(view.id)}/answer`, { id: w.id, text: $("#answer-text").value });
+      box.dataset.prompt = `${w.id}:sent`;
+      box.innerHTML = `<section><p id="answer-sent" data-prompt-id="${esc(r.answered)}">Answer to <code>${esc(r.answered)}</code> sent; kt resume continues the run (operation ${r.job}). The next prompt, if the run asks one, appears here.</p></section>`;
+      toast(`answered ${r.answered}; resuming (operation ${r.job})`);
+      refreshJobs();
+    } catch (e) {
+      toast(e.message, true);
+      btn.disabled = false;
+    }
+  });
 }
 
 async function refreshJobs() {
