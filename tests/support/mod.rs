@@ -74,3 +74,22 @@ pub fn require_no_gpu() {
         "this test is about a machine without a GPU: with KT_GPU=1 skip it by name (experiments/gpu-check.sh does)"
     );
 }
+
+/// What a person would answer to each question of `kt transform naive-kernels/vectorAdd.cu`'s Stages 1-2.
+pub fn vector_add_answer(node: &str) -> &'static str {
+    match node {
+        "stage1.describe" => {
+            r#"{"description": "Adds two float vectors element-wise: c[i] = a[i] + b[i] for i < n."}"#
+        }
+        "stage1.dimensions" => r#"{"dimensions": 1}"#,
+        "stage1.problem_size" => r#"{"dimensions": ["n"]}"#,
+        "stage1.outputs" => r#"{"outputs": ["c"], "inputs_and_outputs": []}"#,
+        "stage2.generator" | "stage2.tail" | "stage2.resize" => {
+            "```python\nimport numpy as np\n\n\ndef generate(seed: int) -> list:\n    rng = np.random.default_rng(seed)\n    \
+             n = 1000003 + 2 * (seed % 5)\n    a = rng.standard_normal(n).astype(np.float32)\n    \
+             b = rng.standard_normal(n).astype(np.float32)\n    c = np.zeros(n, dtype=np.float32)\n    \
+             return [a, b, c, np.int32(n)]\n```\n"
+        }
+        other => panic!("no answer written for {other}"),
+    }
+}
