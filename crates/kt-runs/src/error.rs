@@ -20,6 +20,16 @@ pub enum RunsError {
         "run directory {run} has no graph history (run.sqlite is missing or holds no run){detail}"
     )]
     NoHistory { run: PathBuf, detail: String },
+    #[error(
+        "run {run} has no `{wanted}` graph: it has {has} (a run stopped before Stage 3 has only the stages it ran); \
+         read it with --graph {newest}"
+    )]
+    NoGraph {
+        run: PathBuf,
+        wanted: String,
+        has: String,
+        newest: String,
+    },
     #[error("run `{run}`: {source}")]
     Graph {
         run: String,
