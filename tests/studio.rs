@@ -7,14 +7,13 @@
 #![allow(clippy::unwrap_used)]
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use kt_pipeline::job::recorded_run::{fixture_backend, record_matmul_run, record_matmul_run_with};
+use kt_pipeline::job::recorded_run::{fixture_backend, record_matmul_run_with};
 use kt_pipeline::stage3::{
     BackendError, Outcome, PairTimes, ProfileRun, Reference, TunableCode, TuningBackend,
     TuningProgress,
@@ -309,7 +308,22 @@ fn studio_in_chromium_lists_runs_draws_the_graph_diffs_checkpoints_and_forks() {
     }
 
     // A fork from the input with an edited field, and the new branch in the run's store.
-    b.eval(&format!("document.querySelector('#cp-a').value = '{first}'; document.querySelector('#fork-field').value = 'plan'; document.querySelector('#fork-value').value = '[]'; document.querySelector('#fork-btn').click()"));
+    // the fork box offers the fields of checkpoint A's state, with their types, once A is picked
+    b.eval(&format!(
+        "document.querySelector('#timeline circle.cp[data-cp=\"{first}\"]').dispatchEvent(new MouseEvent('click', {{bubbles: true}}))"
+    ));
+    b.wait_for(
+        "[...document.querySelectorAll('#fork-field option')].some((o) => o.value === 'plan' && o.textContent.includes('(list)'))",
+        long,
+        "the fork box's fields",
+    );
+    b.eval("{ const f = document.querySelector('#fork-field'); f.value = 'plan'; f.dispatchEvent(new Event('change')); }");
+    assert_eq!(
+        b.eval("document.querySelector('#fork-value').value.trim().startsWith('[')"),
+        true,
+        "picking a field puts its value in the box"
+    );
+    b.eval("document.querySelector('#fork-value').value = '[]'; document.querySelector('#fork-btn').click()");
     b.wait_for(
         "document.querySelector('#fork-done')",
         long,

@@ -22,6 +22,13 @@ use studio_server::{Studio, record_run};
 
 const LONG: Duration = Duration::from_secs(60);
 
+/// Saves a screenshot as `name` where `KT_STUDIO_SCREENSHOTS` points, when it does.
+fn shot(b: &mut Browser, name: &str) {
+    if let Some(dir) = std::env::var_os("KT_STUDIO_SCREENSHOTS") {
+        b.screenshot(&Path::new(&dir).join(name));
+    }
+}
+
 /// Starts `kt transform naive-kernels/vectorAdd.cu` with a `manual:` LLM under `home`; it stops at the
 /// first prompt. Returns the run's directory.
 fn start_manual_run(home: &Path) -> std::path::PathBuf {
@@ -83,7 +90,7 @@ fn studio_in_chromium_answers_each_prompt_by_its_id_then_says_the_run_needs_a_gp
         state
             .as_str()
             .unwrap()
-            .contains("waits for an answer to stage1.describe (prompt 001-stage1_describe)"),
+            .contains("waits for an answer to stage1.describe (prompt 001-stage1.describe)"),
         "{state}"
     );
 
@@ -117,6 +124,9 @@ fn studio_in_chromium_answers_each_prompt_by_its_id_then_says_the_run_needs_a_gp
             "",
             "round {round}: the box starts empty"
         );
+        if round == 1 {
+            shot(&mut b, "studio-answer.png");
+        }
         let answer = vector_add_answer(&node);
         b.eval(&format!(
             "document.querySelector('#answer-text').value = {}; document.querySelector('#answer-btn').click()",
@@ -172,7 +182,7 @@ fn studio_in_chromium_answers_each_prompt_by_its_id_then_says_the_run_needs_a_gp
     // Stopped for want of a GPU: the page says so, with the command the CLI prints.
     b.eval("document.querySelector('#tab-live').click()");
     b.wait_for(
-        "document.querySelector('#run-summary')?.dataset.status === 'interrupted' && document.querySelector('#next-command')",
+        "document.querySelector('#run-summary')?.dataset.status === 'interrupted' && document.querySelector('#run-state')?.innerText.includes('CUDA GPU')",
         LONG,
         "the stopped run's state",
     );
@@ -189,6 +199,7 @@ fn studio_in_chromium_answers_each_prompt_by_its_id_then_says_the_run_needs_a_gp
     );
     // Only the Stage 1 path it took: no Stage 3 node, END not reached.
     b.wait_for("document.querySelector('#graph svg')", LONG, "the graph");
+    shot(&mut b, "studio-needs-gpu.png");
     assert_eq!(b.eval("!!document.querySelector('#graph-stage')"), true);
     let nodes = b.eval("[...document.querySelectorAll('#graph g.node')].map((g) => g.dataset.node).join(',')");
     let nodes = nodes.as_str().unwrap();

@@ -420,13 +420,13 @@ fn a_manual_run_stops_at_each_prompt_and_resume_with_answer_reaches_the_first_gp
                 &["resume", run.to_str().unwrap(), "--answer", home.path().join("answer-0.md").to_str().unwrap()],
             );
             let err = text(&again.stderr);
-            assert!(!again.status.success() && err.contains("--answer-for 002-stage1_dimensions"), "{err}");
+            assert!(!again.status.success() && err.contains("--answer-for 002-stage1.dimensions"), "{err}");
             let wrong = kt(
                 home.path(),
                 &["resume", run.to_str().unwrap(), "--answer", home.path().join("answer-0.md").to_str().unwrap(),
-                  "--answer-for", "001-stage1_describe"],
+                  "--answer-for", "001-stage1.describe"],
             );
-            assert!(text(&wrong.stderr).contains("now waits for `002-stage1_dimensions`"), "{}", text(&wrong.stderr));
+            assert!(text(&wrong.stderr).contains("now waits for `002-stage1.dimensions`"), "{}", text(&wrong.stderr));
         }
         let answer = home.path().join(format!("answer-{}.md", answered.len()));
         std::fs::write(&answer, support::vector_add_answer(&node)).unwrap();
@@ -465,6 +465,13 @@ fn a_manual_run_stops_at_each_prompt_and_resume_with_answer_reaches_the_first_gp
         "{answered:?}"
     );
     assert!(!run.join("tests").exists());
+    // Stopped after Stage 1: the history of Stage 3 is not there yet, and the error says which graph is
+    let history = kt(home.path(), &["debug", "history", run.to_str().unwrap()]);
+    let err = text(&history.stderr);
+    assert!(
+        !history.status.success() && err.contains("--graph stage1"),
+        "{err}"
+    );
 }
 
 /// An OpenAI-style server that answers every request with 503 (and `Retry-After: 0`, so the client's

@@ -115,7 +115,7 @@ pub struct WaitingAnswer {
 }
 
 impl WaitingAnswer {
-    /// The prompt's id: its file's name without `.prompt.md` (`002-stage1_dimensions`), unique in its prompt
+    /// The prompt's id: its file's name without `.prompt.md` (`002-stage1.dimensions`), unique in its prompt
     /// directory (`kt resume --answer-for ID`, kt studio's answer box).
     pub fn id(&self) -> String {
         let name = self

@@ -2,7 +2,7 @@
 //! studio's answer box both put the answer where the paused run's manual provider looks for it, then continue
 //! the run.
 //!
-//! Each waiting prompt has an id: its prompt file's name without `.prompt.md` (`002-stage1_dimensions`), unique
+//! Each waiting prompt has an id: its prompt file's name without `.prompt.md` (`002-stage1.dimensions`), unique
 //! in its prompt directory (the manual provider numbers them) and the same for the same question asked again.
 //! An answer is given for one id, and refused when the run no longer waits for that id, when the prompt already
 //! has an answer that a resume has not consumed yet, or (no id given) when the same text already answered

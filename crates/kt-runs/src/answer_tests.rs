@@ -35,15 +35,15 @@ async fn a_finished_run_waits_for_no_answer_and_refuses_one() {
 async fn an_answer_goes_to_the_file_the_manual_provider_reads_and_the_page_reads_the_question() {
     let home = tempfile::tempdir().unwrap();
     let run = record_matmul_run(home.path()).await;
-    let waiting = wait_for(&run, home.path(), "001-stage3_apply", "stage3.apply");
+    let waiting = wait_for(&run, home.path(), "001-stage3.apply", "stage3.apply");
     let shown = WaitingPrompt::read(&waiting);
-    assert_eq!(shown.id, "001-stage3_apply");
+    assert_eq!(shown.id, "001-stage3.apply");
     assert_eq!(
         shown.text.as_deref(),
         Some("# Prompt for node `stage3.apply`\n\nHow many dimensions?")
     );
     assert!(!shown.answered);
-    let given = answer_waiting_prompt(&run, "the answer", Some("001-stage3_apply")).unwrap();
+    let given = answer_waiting_prompt(&run, "the answer", Some("001-stage3.apply")).unwrap();
     assert_eq!(given.node, "stage3.apply");
     assert_eq!(
         std::fs::read_to_string(&waiting.answer_file).unwrap(),
@@ -51,7 +51,7 @@ async fn an_answer_goes_to_the_file_the_manual_provider_reads_and_the_page_reads
     );
     assert!(WaitingPrompt::read(&waiting).answered);
     // pressed again before the resume took it: refused, the first answer stays
-    let again = answer_waiting_prompt(&run, "another", Some("001-stage3_apply")).unwrap_err();
+    let again = answer_waiting_prompt(&run, "another", Some("001-stage3.apply")).unwrap_err();
     assert!(matches!(again, RunsError::StaleAnswer(_)), "{again}");
     assert!(again.to_string().contains("already has an answer"), "{again}");
     assert_eq!(
@@ -64,19 +64,19 @@ async fn an_answer_goes_to_the_file_the_manual_provider_reads_and_the_page_reads
 async fn an_answer_for_a_prompt_no_longer_waiting_is_refused() {
     let home = tempfile::tempdir().unwrap();
     let run = record_matmul_run(home.path()).await;
-    let first = wait_for(&run, home.path(), "001-stage1_describe", "stage1.describe");
-    answer_waiting_prompt(&run, "{\"describe\": 1}", Some("001-stage1_describe")).unwrap();
-    let next = wait_for(&run, home.path(), "002-stage1_dimensions", "stage1.dimensions");
-    let stale = answer_waiting_prompt(&run, "x", Some("001-stage1_describe")).unwrap_err();
+    let first = wait_for(&run, home.path(), "001-stage1.describe", "stage1.describe");
+    answer_waiting_prompt(&run, "{\"describe\": 1}", Some("001-stage1.describe")).unwrap();
+    let next = wait_for(&run, home.path(), "002-stage1.dimensions", "stage1.dimensions");
+    let stale = answer_waiting_prompt(&run, "x", Some("001-stage1.describe")).unwrap_err();
     let text = stale.to_string();
     assert!(
-        text.contains("now waits for `002-stage1_dimensions`") && text.contains("--answer-for"),
+        text.contains("now waits for `002-stage1.dimensions`") && text.contains("--answer-for"),
         "{text}"
     );
     // the CLI without an id: the describe answer given again is caught
     let repeated = answer_waiting_prompt(&run, "{\"describe\": 1}\n", None).unwrap_err();
     assert!(
-        repeated.to_string().contains("001-stage1_describe"),
+        repeated.to_string().contains("001-stage1.describe"),
         "{repeated}"
     );
     assert!(!next.answer_file.exists());

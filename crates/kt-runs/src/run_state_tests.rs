@@ -24,13 +24,13 @@ fn a_failed_run_says_its_error_and_node_and_a_waiting_one_its_prompt_id() {
     assert_eq!(st.headline, "The run failed at node `stage1.dimensions`.");
     assert!(st.detail.contains("problem_size refused three times"), "{}", st.detail);
     assert_eq!(st.command.as_deref(), Some("kt transform k.cu"));
-    let w = json!({"waiting_for": {"node": "stage1.describe", "prompt_file": "/p/001-stage1_describe.prompt.md",
-        "answer_file": "/p/001-stage1_describe.answer.md"}});
+    let w = json!({"waiting_for": {"node": "stage1.describe", "prompt_file": "/p/001-stage1.describe.prompt.md",
+        "answer_file": "/p/001-stage1.describe.answer.md"}});
     let st = run_state(&summary("interrupted"), Some(&w), None).unwrap();
-    assert!(st.headline.contains("prompt 001-stage1_describe"), "{}", st.headline);
+    assert!(st.headline.contains("prompt 001-stage1.describe"), "{}", st.headline);
     assert_eq!(
         st.command.as_deref(),
-        Some("kt resume r1 --answer FILE --answer-for 001-stage1_describe")
+        Some("kt resume r1 --answer FILE --answer-for 001-stage1.describe")
     );
     assert_eq!(run_state(&summary("finished"), None, None), None);
     assert!(run_state(&summary("running"), None, Some("plan")).unwrap().headline.contains("`plan` now"));

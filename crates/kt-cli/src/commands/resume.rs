@@ -47,7 +47,7 @@ pub struct ResumeArgs {
     #[arg(long, value_name = "FILE")]
     pub answer: Option<PathBuf>,
     /// The id of the prompt the --answer is for (its prompt file's name without `.prompt.md`, e.g.
-    /// `002-stage1_dimensions`; `kt runs show` and the stop message print it): refused when the run waits for
+    /// `002-stage1.dimensions`; `kt runs show` and the stop message print it): refused when the run waits for
     /// another. Without it, an answer that is word for word an earlier prompt's answer is refused.
     #[arg(long, value_name = "ID", requires = "answer")]
     pub answer_for: Option<String>,

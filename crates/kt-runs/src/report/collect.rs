@@ -103,6 +103,10 @@ impl ReportInputs {
         };
         let mut inputs = Self::from_state(record, &fields)?;
         inputs.graph = graph;
+        // END is the run's end: a stage the run went on from (or stopped in) did not reach it
+        if inputs.summary.status != "finished" || !is_stage3(record) {
+            inputs.graph.end_not_reached();
+        }
         inputs.steps_total = recent.lineage.len();
         inputs.path = recent.steps;
         Ok(inputs)

@@ -2,8 +2,6 @@
 //! (still running, stopped for a GPU or a manual answer, interrupted, the LLM service down, failed), why, and
 //! the command that continues it; in a section without content, one line saying why it is empty.
 
-use serde_json::Value;
-
 use super::collect::ReportInputs;
 use super::graph_svg::esc;
 
@@ -53,6 +51,7 @@ pub(super) fn nothing(id: &str, what: &str, r: &ReportInputs) -> String {
 mod tests {
     use super::*;
     use crate::catalog::RunSummary;
+    use serde_json::Value;
     use crate::report::graph_svg::GraphShape;
 
     pub(crate) fn inputs(status: &str, result: Option<Value>) -> ReportInputs {
