@@ -64,9 +64,9 @@ pub(crate) fn restrictions_compare(restrictions: &[String]) -> anyhow::Result<()
         });
         if let Some(i) = lone {
             bail!(
-                "--restrict \"{r}\": a restriction is a condition, and `=` assigns; compare with `==` (e.g. --restrict \"{}={}\")",
-                &r[..=i],
-                &r[i..]
+                "--restrict \"{r}\": a restriction is a condition, and `=` assigns; compare with `==` (e.g. --restrict \"{}=={}\")",
+                &r[..i],
+                &r[i + 1..]
             );
         }
     }
