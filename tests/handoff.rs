@@ -175,3 +175,36 @@ fn the_quick_start_without_a_gpu_leaves_under_10_mb_and_no_test_data() {
         "{result}"
     );
 }
+
+/// Points `run`'s recorded LLM at `spec` (as a run made in another clone records it).
+fn record_llm(run: &Path, spec: &str) {
+    let mut meta = read_json(&run.join("run.json"));
+    meta["llm"]["spec"] = spec.into();
+    std::fs::write(run.join("run.json"), meta.to_string()).unwrap();
+}
+
+#[test]
+fn a_run_handed_over_from_a_clone_at_another_path_finds_its_script_here_or_names_the_flag() {
+    require_no_gpu();
+    let home = tempfile::tempdir().unwrap();
+    let out_dir = home.path().join("runs");
+    let run = stopped_run(home.path(), &out_dir);
+    // made in a clone at /elsewhere/kt: the same script sits under this repository (kt runs from its root)
+    record_llm(&run, &format!("scripted:/elsewhere/kt/{SCRIPT}"));
+    let resumed = kt(home.path(), &["resume", run.to_str().unwrap()]);
+    let stderr = text(&resumed.stderr);
+    assert_eq!(resumed.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("is not here; using") && stderr.contains("a CUDA GPU is needed"),
+        "{stderr}"
+    );
+    // a file found nowhere: the error says which flag names it
+    record_llm(&run, "scripted:/elsewhere/kt/no-such-answers.toml");
+    let refused = kt(home.path(), &["resume", run.to_str().unwrap()]);
+    let stderr = text(&refused.stderr);
+    assert!(!refused.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("not on this machine") && stderr.contains("--llm scripted:FILE"),
+        "{stderr}"
+    );
+}
