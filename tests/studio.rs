@@ -82,7 +82,10 @@ fn the_studio_serves_runs_and_refuses_changes_without_its_session_token() {
         .lines()
         .find_map(|l| l.strip_prefix("set-cookie: "))
         .unwrap_or_else(|| panic!("no cookie set: {head}"));
-    assert!(cookie.contains("httponly") && cookie.contains("samesite=strict"), "{cookie}");
+    assert!(
+        cookie.contains("httponly") && cookie.contains("samesite=strict"),
+        "{cookie}"
+    );
     let pair = cookie.split(';').next().unwrap();
     let (status, _) = studio.request_as("GET", "/assets/studio.js", &[("cookie", pair)], "");
     assert_eq!(status, 200, "the script loads with the cookie");
@@ -90,7 +93,10 @@ fn the_studio_serves_runs_and_refuses_changes_without_its_session_token() {
     let (status, body) = studio.request(
         "POST",
         &path,
-        &[("x-kt-studio-token", &token), ("origin", "http://evil.example")],
+        &[
+            ("x-kt-studio-token", &token),
+            ("origin", "http://evil.example"),
+        ],
         &fork,
     );
     assert_eq!(status, 403, "{body}");
@@ -695,7 +701,11 @@ fn studio_in_chromium_a_long_run_jumps_picks_ranges_and_diffs_a_screen_at_a_time
         long,
         "the diff #100 → #120",
     );
-    assert_eq!(b.eval("String(getSelection())"), "", "shift-click selects no text");
+    assert_eq!(
+        b.eval("String(getSelection())"),
+        "",
+        "shift-click selects no text"
+    );
 
     // the diff of the whole run: the server's time apart, then the page's first screen under a second
     let t = Instant::now();
@@ -719,9 +729,15 @@ fn studio_in_chromium_a_long_run_jumps_picks_ranges_and_diffs_a_screen_at_a_time
     let rows = b.eval("document.querySelectorAll('#diff-view tr, #diff-view .leaf').length");
     assert!(rows.as_u64().unwrap() < 3000, "{rows} rows drawn at once");
     // the rest, a page at a time
-    let before = b.eval("document.querySelectorAll('#diff-view .leaf').length").as_u64().unwrap();
+    let before = b
+        .eval("document.querySelectorAll('#diff-view .leaf').length")
+        .as_u64()
+        .unwrap();
     b.eval("document.querySelector('#diff-view button.more').click()");
-    let after = b.eval("document.querySelectorAll('#diff-view .leaf').length").as_u64().unwrap();
+    let after = b
+        .eval("document.querySelectorAll('#diff-view .leaf').length")
+        .as_u64()
+        .unwrap();
     assert!(after > before, "show more drew more ({before} → {after})");
 }
 

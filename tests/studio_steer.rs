@@ -175,7 +175,10 @@ fn studio_in_chromium_answers_each_prompt_by_its_id_then_says_the_run_needs_a_gp
     }
     // each answer file holds the answer typed for its own prompt
     for (prompt, answer) in &answered {
-        let file = home.path().join("prompts").join(format!("{prompt}.answer.md"));
+        let file = home
+            .path()
+            .join("prompts")
+            .join(format!("{prompt}.answer.md"));
         assert_eq!(&std::fs::read_to_string(&file).unwrap(), answer, "{prompt}");
     }
 
@@ -201,7 +204,9 @@ fn studio_in_chromium_answers_each_prompt_by_its_id_then_says_the_run_needs_a_gp
     b.wait_for("document.querySelector('#graph svg')", LONG, "the graph");
     shot(&mut b, "studio-needs-gpu.png");
     assert_eq!(b.eval("!!document.querySelector('#graph-stage')"), true);
-    let nodes = b.eval("[...document.querySelectorAll('#graph g.node')].map((g) => g.dataset.node).join(',')");
+    let nodes = b.eval(
+        "[...document.querySelectorAll('#graph g.node')].map((g) => g.dataset.node).join(',')",
+    );
     let nodes = nodes.as_str().unwrap();
     assert!(nodes.contains("describe"), "{nodes}");
     for stage3 in ["plan", "apply", "validate"] {
@@ -269,7 +274,11 @@ fn studio_in_chromium_needs_its_token_and_works_remote_with_the_token_alone() {
         home.path(),
         &["--bind", "0.0.0.0", "--allow-remote", "--token", token],
     );
-    assert!(remote.url.ends_with(&format!("?access={token}")), "{}", remote.url);
+    assert!(
+        remote.url.ends_with(&format!("?access={token}")),
+        "{}",
+        remote.url
+    );
     let port = remote.addr().rsplit(':').next().unwrap().to_string();
     let url = format!("http://localhost:{port}/?access={token}");
     let mut b = Browser::start(1200, 800);

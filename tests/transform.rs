@@ -417,16 +417,34 @@ fn a_manual_run_stops_at_each_prompt_and_resume_with_answer_reaches_the_first_gp
             // the answer to the first prompt, given again, is not taken for the second
             let again = kt(
                 home.path(),
-                &["resume", run.to_str().unwrap(), "--answer", home.path().join("answer-0.md").to_str().unwrap()],
+                &[
+                    "resume",
+                    run.to_str().unwrap(),
+                    "--answer",
+                    home.path().join("answer-0.md").to_str().unwrap(),
+                ],
             );
             let err = text(&again.stderr);
-            assert!(!again.status.success() && err.contains("--answer-for 002-stage1.dimensions"), "{err}");
+            assert!(
+                !again.status.success() && err.contains("--answer-for 002-stage1.dimensions"),
+                "{err}"
+            );
             let wrong = kt(
                 home.path(),
-                &["resume", run.to_str().unwrap(), "--answer", home.path().join("answer-0.md").to_str().unwrap(),
-                  "--answer-for", "001-stage1.describe"],
+                &[
+                    "resume",
+                    run.to_str().unwrap(),
+                    "--answer",
+                    home.path().join("answer-0.md").to_str().unwrap(),
+                    "--answer-for",
+                    "001-stage1.describe",
+                ],
             );
-            assert!(text(&wrong.stderr).contains("now waits for `002-stage1.dimensions`"), "{}", text(&wrong.stderr));
+            assert!(
+                text(&wrong.stderr).contains("now waits for `002-stage1.dimensions`"),
+                "{}",
+                text(&wrong.stderr)
+            );
         }
         let answer = home.path().join(format!("answer-{}.md", answered.len()));
         std::fs::write(&answer, support::vector_add_answer(&node)).unwrap();

@@ -95,7 +95,9 @@ impl Studio {
         let mut answer = String::new();
         stream.read_to_string(&mut answer).unwrap();
         let status = answer[9..12].parse().unwrap();
-        let head = answer.split_once("\r\n\r\n").map_or(answer.as_str(), |(h, _)| h);
+        let head = answer
+            .split_once("\r\n\r\n")
+            .map_or(answer.as_str(), |(h, _)| h);
         (status, head.to_lowercase())
     }
 
@@ -166,4 +168,3 @@ pub fn history(home: &Path, id: &str) -> Value {
     );
     serde_json::from_slice(&out.stdout).unwrap()
 }
-

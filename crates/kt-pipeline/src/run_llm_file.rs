@@ -75,18 +75,29 @@ mod tests {
         std::fs::create_dir_all(cassette.parent().unwrap()).unwrap();
         std::fs::write(&cassette, "").unwrap();
         let mut config = replay(Path::new("/elsewhere/old-clone/kt-runs/r1/llm.jsonl"));
-        find_recorded_file(&mut config, "replay:/elsewhere/old-clone/kt-runs/r1/llm.jsonl", clone.path())
-            .unwrap();
+        find_recorded_file(
+            &mut config,
+            "replay:/elsewhere/old-clone/kt-runs/r1/llm.jsonl",
+            clone.path(),
+        )
+        .unwrap();
         assert_eq!(config.path.as_deref(), Some(cassette.as_path()));
 
         let mut gone = replay(Path::new("/elsewhere/old-clone/kt-runs/r2/llm.jsonl"));
         let err = find_recorded_file(&mut gone, "replay:/x", clone.path())
             .unwrap_err()
             .to_string();
-        assert!(err.contains("--llm replay:FILE") && err.contains("not on this machine"), "{err}");
+        assert!(
+            err.contains("--llm replay:FILE") && err.contains("not on this machine"),
+            "{err}"
+        );
 
         let mut here = replay(&cassette);
         find_recorded_file(&mut here, "replay:x", Path::new("/")).unwrap();
-        assert_eq!(here.path.as_deref(), Some(cassette.as_path()), "a file that is there stays");
+        assert_eq!(
+            here.path.as_deref(),
+            Some(cassette.as_path()),
+            "a file that is there stays"
+        );
     }
 }

@@ -27,7 +27,9 @@ async fn a_finished_run_waits_for_no_answer_and_refuses_one() {
     let home = tempfile::tempdir().unwrap();
     let run = record_matmul_run(home.path()).await;
     assert_eq!(waiting_prompt(&run).unwrap(), None);
-    let err = answer_waiting_prompt(&run, "{}", None).unwrap_err().to_string();
+    let err = answer_waiting_prompt(&run, "{}", None)
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("not waiting for an answer"), "{err}");
 }
 
@@ -53,7 +55,10 @@ async fn an_answer_goes_to_the_file_the_manual_provider_reads_and_the_page_reads
     // pressed again before the resume took it: refused, the first answer stays
     let again = answer_waiting_prompt(&run, "another", Some("001-stage3.apply")).unwrap_err();
     assert!(matches!(again, RunsError::StaleAnswer(_)), "{again}");
-    assert!(again.to_string().contains("already has an answer"), "{again}");
+    assert!(
+        again.to_string().contains("already has an answer"),
+        "{again}"
+    );
     assert_eq!(
         std::fs::read_to_string(&waiting.answer_file).unwrap(),
         "the answer"
@@ -66,7 +71,12 @@ async fn an_answer_for_a_prompt_no_longer_waiting_is_refused() {
     let run = record_matmul_run(home.path()).await;
     let first = wait_for(&run, home.path(), "001-stage1.describe", "stage1.describe");
     answer_waiting_prompt(&run, "{\"describe\": 1}", Some("001-stage1.describe")).unwrap();
-    let next = wait_for(&run, home.path(), "002-stage1.dimensions", "stage1.dimensions");
+    let next = wait_for(
+        &run,
+        home.path(),
+        "002-stage1.dimensions",
+        "stage1.dimensions",
+    );
     let stale = answer_waiting_prompt(&run, "x", Some("001-stage1.describe")).unwrap_err();
     let text = stale.to_string();
     assert!(
@@ -80,7 +90,10 @@ async fn an_answer_for_a_prompt_no_longer_waiting_is_refused() {
         "{repeated}"
     );
     assert!(!next.answer_file.exists());
-    assert!(answer_waiting_prompt(&run, "  ", None).is_err(), "an empty answer");
+    assert!(
+        answer_waiting_prompt(&run, "  ", None).is_err(),
+        "an empty answer"
+    );
     answer_waiting_prompt(&run, "{\"rank\": 2}", None).unwrap();
     assert_eq!(
         std::fs::read_to_string(&next.answer_file).unwrap(),

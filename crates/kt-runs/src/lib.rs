@@ -26,8 +26,8 @@ pub mod inspect;
 pub mod locate;
 pub mod profiles;
 pub mod record;
-pub mod run_state;
 pub mod report;
+pub mod run_state;
 pub mod session;
 pub mod stage3;
 mod step_outcome;
@@ -52,8 +52,8 @@ pub use kt_graph::{Breakpoints, CheckpointId};
 pub use locate::{resolve_run, runs_base};
 pub use profiles::profile_lines;
 pub use record::RunRecord;
-pub use run_state::{RunState, run_state};
 pub use report::{ReportInputs, graph_dot, render_html};
+pub use run_state::{RunState, run_state};
 pub use session::{
     ContinueReport, FieldSet, ForkReport, GraphFormat, NodeDebug, NodeReport, breakpoint_nodes,
     continue_run, debug_node, export, fork, graph_nodes, replay, session_dir,

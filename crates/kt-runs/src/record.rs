@@ -275,4 +275,3 @@ fn missing_graph(dir: &RunDir, wanted: &str, runs: &[RunId]) -> RunsError {
         },
     }
 }
-

@@ -22,9 +22,7 @@ pub struct RunState {
 /// known. `None` for a finished run.
 pub fn run_state(s: &RunSummary, result: Option<&Value>, at: Option<&str>) -> Option<RunState> {
     let text = |k: &str| result.and_then(|v| v.get(k)).and_then(Value::as_str);
-    let error = text("error")
-        .map(|e| format!(" ({e})"))
-        .unwrap_or_default();
+    let error = text("error").map(|e| format!(" ({e})")).unwrap_or_default();
     let at_node = at.map(|n| format!(" at node `{n}`")).unwrap_or_default();
     let resume = format!("kt resume {}", s.id);
     let state = |headline: String, detail: String, command: Option<String>| {
@@ -37,18 +35,28 @@ pub fn run_state(s: &RunSummary, result: Option<&Value>, at: Option<&str>) -> Op
     match s.status.as_str() {
         "finished" => None,
         "running" => state(
-            format!("Still running{}.", at.map(|n| format!(": `{n}` now")).unwrap_or_default()),
-            format!("If no kt process works on it any more (it was killed), `{resume}` continues it from its last checkpoint."),
+            format!(
+                "Still running{}.",
+                at.map(|n| format!(": `{n}` now")).unwrap_or_default()
+            ),
+            format!(
+                "If no kt process works on it any more (it was killed), `{resume}` continues it from its last checkpoint."
+            ),
             None,
         ),
-        "interrupted" if s.needs_gpu || result.and_then(|v| v.get("needs_gpu")) == Some(&Value::Bool(true)) => state(
-            "No result yet: the run needs a CUDA GPU.".into(),
-            format!(
-                "It stopped{at_node} where a GPU is needed{error}; stages up to this point are saved. On a machine \
+        "interrupted"
+            if s.needs_gpu
+                || result.and_then(|v| v.get("needs_gpu")) == Some(&Value::Bool(true)) =>
+        {
+            state(
+                "No result yet: the run needs a CUDA GPU.".into(),
+                format!(
+                    "It stopped{at_node} where a GPU is needed{error}; stages up to this point are saved. On a machine \
                  with an NVIDIA GPU, continue with `{resume}` (it uses the LLM the run recorded)."
-            ),
-            Some(resume),
-        ),
+                ),
+                Some(resume),
+            )
+        }
         "interrupted" => match result
             .and_then(|v| v.get("waiting_for"))
             .and_then(|w| serde_json::from_value::<kt_record::WaitingAnswer>(w.clone()).ok())
@@ -56,7 +64,11 @@ pub fn run_state(s: &RunSummary, result: Option<&Value>, at: Option<&str>) -> Op
             Some(w) => {
                 let command = format!("{resume} --answer FILE --answer-for {}", w.id());
                 state(
-                    format!("No result yet: the run waits for an answer to `{}` (prompt {}).", w.node, w.id()),
+                    format!(
+                        "No result yet: the run waits for an answer to `{}` (prompt {}).",
+                        w.node,
+                        w.id()
+                    ),
                     format!(
                         "Read the prompt {}, write the answer to a file, then continue with `{command}`.",
                         w.prompt_file.display()
@@ -66,13 +78,17 @@ pub fn run_state(s: &RunSummary, result: Option<&Value>, at: Option<&str>) -> Op
             }
             None => state(
                 "No result yet: the run was stopped.".into(),
-                format!("It stopped{at_node}{error}; `{resume}` continues it from its last checkpoint."),
+                format!(
+                    "It stopped{at_node}{error}; `{resume}` continues it from its last checkpoint."
+                ),
                 Some(resume),
             ),
         },
         "llm_unavailable" => state(
             "No result yet: the LLM service failed.".into(),
-            format!("The service did not answer{at_node}{error}; once it does, `{resume}` continues the run."),
+            format!(
+                "The service did not answer{at_node}{error}; once it does, `{resume}` continues the run."
+            ),
             Some(resume),
         ),
         "failed" => {
@@ -82,7 +98,11 @@ pub fn run_state(s: &RunSummary, result: Option<&Value>, at: Option<&str>) -> Op
                 format!(
                     "It ended with an error{}. What it did up to there is kept; fix the cause and start a new run \
                      with `{again}`.",
-                    if error.is_empty() { " (result.json gives none)".to_string() } else { error.clone() }
+                    if error.is_empty() {
+                        " (result.json gives none)".to_string()
+                    } else {
+                        error.clone()
+                    }
                 ),
                 Some(again),
             )
@@ -91,7 +111,10 @@ pub fn run_state(s: &RunSummary, result: Option<&Value>, at: Option<&str>) -> Op
             "The run's record is incomplete.".into(),
             format!(
                 "Its status is `{other}`{}.",
-                s.problem.as_deref().map(|p| format!(": {p}")).unwrap_or_default()
+                s.problem
+                    .as_deref()
+                    .map(|p| format!(": {p}"))
+                    .unwrap_or_default()
             ),
             None,
         ),

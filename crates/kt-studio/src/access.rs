@@ -187,8 +187,8 @@ fn cookie(headers: &HeaderMap, name: &str) -> Option<String> {
 fn same_origin(headers: &HeaderMap, host: &str) -> bool {
     let origin_ok = header(headers, header::ORIGIN.as_str())
         .is_none_or(|o| o == format!("http://{host}") || o == format!("https://{host}"));
-    let site_ok = header(headers, "sec-fetch-site")
-        .is_none_or(|s| s == "same-origin" || s == "none");
+    let site_ok =
+        header(headers, "sec-fetch-site").is_none_or(|s| s == "same-origin" || s == "none");
     origin_ok && site_ok
 }
 

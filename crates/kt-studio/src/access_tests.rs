@@ -25,7 +25,10 @@ fn a_remote_address_needs_the_flag_and_a_long_token() {
     let ok = Access::new(remote, true, Some("a".repeat(20)), false).unwrap();
     let host = headers(&[("host", "example.org:7000")]);
     assert!(
-        matches!(ok.check(&Method::GET, &host, None), Err(StudioError::NoAccess)),
+        matches!(
+            ok.check(&Method::GET, &host, None),
+            Err(StudioError::NoAccess)
+        ),
         "no access token"
     );
     let with = format!("access={}", "a".repeat(20));
@@ -45,7 +48,11 @@ fn loopback_needs_the_access_token_too_by_url_cookie_or_header() {
         access.check(&Method::GET, &plain, None),
         Err(StudioError::NoAccess)
     ));
-    assert!(access.check(&Method::GET, &plain, Some("access=guess")).is_err());
+    assert!(
+        access
+            .check(&Method::GET, &plain, Some("access=guess"))
+            .is_err()
+    );
     let q = format!("x=1&access={token}");
     assert_eq!(
         access.check(&Method::GET, &plain, Some(&q)).unwrap(),
@@ -87,7 +94,9 @@ fn changes_need_the_session_token_the_same_origin_and_are_refused_read_only() {
     ));
     let mut signed = base.to_vec();
     signed.push((SESSION_HEADER, &session));
-    access.check(&Method::POST, &headers(&signed), None).unwrap();
+    access
+        .check(&Method::POST, &headers(&signed), None)
+        .unwrap();
     let mut same = signed.clone();
     same.push(("origin", "http://127.0.0.1:4000"));
     same.push(("sec-fetch-site", "same-origin"));

@@ -35,7 +35,9 @@ pub enum StudioError {
          `/?access=TOKEN`), or send header x-kt-studio-access"
     )]
     NoAccess,
-    #[error("a change must come from the studio's own page (this request's Origin is another site)")]
+    #[error(
+        "a change must come from the studio's own page (this request's Origin is another site)"
+    )]
     CrossOrigin,
     #[error("kt studio runs with --read-only: {0} is refused")]
     ReadOnly(&'static str),

@@ -89,7 +89,11 @@ pub fn replay(
 /// Writes the answer to prompt `id` where the waiting `manual:` prompt's provider reads it; refused when the
 /// run no longer waits for `id` (the page showed an older question) or it is answered already.
 pub fn answer(record: &RunRecord, id: &str, text: &str) -> Result<WaitingAnswer, StudioError> {
-    Ok(kt_runs::answer_waiting_prompt(record.dir(), text, Some(id))?)
+    Ok(kt_runs::answer_waiting_prompt(
+        record.dir(),
+        text,
+        Some(id),
+    )?)
 }
 
 /// What `kt resume` started from the page would call for the LLM calls not made yet, in the words the

@@ -58,11 +58,7 @@ pub struct ResumeArgs {
 
 /// Copies `answer` to where the paused run's manual provider looks for it (kt-runs: the same operation as
 /// kt studio's answer box).
-fn give_answer(
-    dir: &RunDir,
-    answer: &std::path::Path,
-    for_id: Option<&str>,
-) -> anyhow::Result<()> {
+fn give_answer(dir: &RunDir, answer: &std::path::Path, for_id: Option<&str>) -> anyhow::Result<()> {
     let text = std::fs::read_to_string(answer)
         .with_context(|| format!("reading the answer {}", answer.display()))?;
     let waiting = kt_runs::answer_waiting_prompt(dir, &text, for_id)?;

@@ -324,7 +324,9 @@ fn dry_run(args: &TransformArgs) -> anyhow::Result<String> {
         kt_cuda::Sidecar::load(&sidecar)?;
         // checked against the kernel's signature as `kt tune` checks it (names, dtypes, size expressions)
         kt_tuner::input::load_kernel(&args.file, args.kernel.as_deref(), &args.include)
-            .with_context(|| format!("the sidecar {} does not fit the kernel", sidecar.display()))?;
+            .with_context(|| {
+                format!("the sidecar {} does not fit the kernel", sidecar.display())
+            })?;
         format!("sidecar: {} (read and checked)", sidecar.display())
     } else {
         "sidecar: none (Stage 1 asks the LLM what the kernel computes)".to_string()

@@ -15,8 +15,8 @@ use kt_tuner::session::{TunableKernel, TuneOptions, TuneResult, Tuner, TunerConf
 use kt_tuner::space::Restriction;
 use kt_tuner::{TimingPolicy, export};
 
-use super::tune_checks;
 use super::kernel_input::{LaunchFlags, default_cache_dir, parse_pairs, parse_params, parse_sizes};
+use super::tune_checks;
 
 #[derive(Debug, Args)]
 pub struct TuneArgs {
@@ -214,7 +214,11 @@ fn prepare(args: &TuneArgs) -> anyhow::Result<Prepared> {
     }
     let params = parse_params(&args.params)?;
     tune_checks::no_duplicate_params(&params)?;
-    let templates: Vec<String> = loaded.template_params().into_iter().map(|(n, _)| n).collect();
+    let templates: Vec<String> = loaded
+        .template_params()
+        .into_iter()
+        .map(|(n, _)| n)
+        .collect();
     tune_checks::params_are_used(
         &params,
         &loaded.kernel.source,
@@ -239,7 +243,12 @@ fn prepare(args: &TuneArgs) -> anyhow::Result<Prepared> {
     let sizes = parse_sizes(&args.sizes)?;
     let tests = load_tests(&loaded, test_source(args), &sizes, &space.configs)?;
     let left = TuneSpace::after_restrictions(&loaded, &tests)?.len();
-    let combinations: usize = loaded.kernel.params.iter().map(|t| t.values.len()).product();
+    let combinations: usize = loaded
+        .kernel
+        .params
+        .iter()
+        .map(|t| t.values.len())
+        .product();
     tune_checks::space_not_empty(left, combinations)?;
     Strategy::parse(&args.strategy).with_context(|| unknown_strategy(&args.strategy))?;
     Ok(Prepared {
@@ -312,7 +321,9 @@ fn describe_json(args: &TuneArgs, p: &Prepared) -> anyhow::Result<serde_json::Va
             let values: Vec<serde_json::Value> = t
                 .values
                 .iter()
-                .map(|v| serde_json::from_str(&v.to_string()).unwrap_or_else(|_| v.to_string().into()))
+                .map(|v| {
+                    serde_json::from_str(&v.to_string()).unwrap_or_else(|_| v.to_string().into())
+                })
                 .collect();
             (t.name.clone(), values.into())
         })

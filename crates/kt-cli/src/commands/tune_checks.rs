@@ -31,13 +31,20 @@ pub(crate) fn params_are_used(
 ) -> anyhow::Result<()> {
     for p in params {
         let name = p.name.as_str();
-        if LAUNCH_NAMES.contains(&name) || templates.iter().any(|t| t == name) || has_word(source, name) {
+        if LAUNCH_NAMES.contains(&name)
+            || templates.iter().any(|t| t == name)
+            || has_word(source, name)
+        {
             continue;
         }
         bail!(
             "--param {name}: kernel `{kernel}` never uses `{name}` (a misspelling?); tunable names are the launch's \
              block_size_x/y/z, its template parameters ({}) and names its code uses",
-            if templates.is_empty() { "none".to_string() } else { templates.join(", ") }
+            if templates.is_empty() {
+                "none".to_string()
+            } else {
+                templates.join(", ")
+            }
         );
     }
     Ok(())
@@ -60,7 +67,10 @@ pub(crate) fn restrictions_compare(restrictions: &[String]) -> anyhow::Result<()
         let lone = (0..bytes.len()).find(|&i| {
             bytes[i] == b'='
                 && bytes.get(i + 1) != Some(&b'=')
-                && !matches!(i.checked_sub(1).map(|j| bytes[j]), Some(b'=' | b'<' | b'>' | b'!'))
+                && !matches!(
+                    i.checked_sub(1).map(|j| bytes[j]),
+                    Some(b'=' | b'<' | b'>' | b'!')
+                )
         });
         if let Some(i) = lone {
             bail!(
@@ -85,11 +95,14 @@ pub(crate) fn space_not_empty(after: usize, combinations: usize) -> anyhow::Resu
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
     fn params(list: &[&str]) -> Vec<TunableParam> {
-        list.iter().map(|p| TunableParam::parse(p).unwrap()).collect()
+        list.iter()
+            .map(|p| TunableParam::parse(p).unwrap())
+            .collect()
     }
 
     #[test]
@@ -98,7 +111,9 @@ mod tests {
         assert!(no_duplicate_params(&params(&["TILE=1,2", "TILE=4"])).is_err());
         no_duplicate_params(&params(&["TILE=1,2", "block_size_x=32"])).unwrap();
         params_are_used(&params(&["TILE=1,2", "block_size_x=32"]), src, &[], "k").unwrap();
-        let err = params_are_used(&params(&["TILES=1"]), src, &[], "k").unwrap_err().to_string();
+        let err = params_are_used(&params(&["TILES=1"]), src, &[], "k")
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("never uses `TILES`"), "{err}");
         params_are_used(&params(&["T=1"]), src, &["T".into()], "k").unwrap();
         assert!(!has_word("TILE_SIZE", "TILE"));
@@ -106,10 +121,22 @@ mod tests {
 
     #[test]
     fn a_lone_equals_sign_is_refused_with_the_comparison_it_means() {
-        let err = restrictions_compare(&["block_size_x = 16".into()]).unwrap_err().to_string();
+        let err = restrictions_compare(&["block_size_x = 16".into()])
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("block_size_x == 16"), "{err}");
-        restrictions_compare(&["block_size_x == 16".into(), "a <= b".into(), "a >= b and c != d".into()]).unwrap();
-        assert!(space_not_empty(0, 12).unwrap_err().to_string().contains("all 12 combinations"));
+        restrictions_compare(&[
+            "block_size_x == 16".into(),
+            "a <= b".into(),
+            "a >= b and c != d".into(),
+        ])
+        .unwrap();
+        assert!(
+            space_not_empty(0, 12)
+                .unwrap_err()
+                .to_string()
+                .contains("all 12 combinations")
+        );
         space_not_empty(3, 12).unwrap();
     }
 }

@@ -219,7 +219,8 @@ pub fn graph_dot(record: &RunRecord) -> Option<String> {
 /// The record is of the run's Stage 3 graph (`RUN/stage3`).
 pub fn is_stage3(record: &RunRecord) -> bool {
     let run = record.graph_run().as_str();
-    run == crate::record::DEFAULT_GRAPH || run.ends_with(&format!("/{}", crate::record::DEFAULT_GRAPH))
+    run == crate::record::DEFAULT_GRAPH
+        || run.ends_with(&format!("/{}", crate::record::DEFAULT_GRAPH))
 }
 
 /// Marks on `graph` the nodes `lineage` ran and the graph's edges it took.

@@ -403,7 +403,10 @@ mod tests {
         assert_eq!(g.taken, [(START.to_string(), "describe".to_string())]);
         g.add_running(&["dimensions".into(), "describe".into()]);
         assert!(g.to_svg().contains(r#"data-node="dimensions""#));
-        assert!(g.edges.contains(&("describe".into(), "dimensions".into(), String::new())));
+        assert!(
+            g.edges
+                .contains(&("describe".into(), "dimensions".into(), String::new()))
+        );
         assert_eq!(g.nodes.len(), 4, "a node already drawn is not added again");
     }
 

@@ -51,8 +51,8 @@ pub(super) fn nothing(id: &str, what: &str, r: &ReportInputs) -> String {
 mod tests {
     use super::*;
     use crate::catalog::RunSummary;
-    use serde_json::Value;
     use crate::report::graph_svg::GraphShape;
+    use serde_json::Value;
 
     pub(crate) fn inputs(status: &str, result: Option<Value>) -> ReportInputs {
         ReportInputs {
@@ -111,7 +111,9 @@ mod tests {
     fn each_status_without_a_result_says_what_happened_and_a_finished_run_says_nothing() {
         let waiting = inputs(
             "interrupted",
-            Some(serde_json::json!({"waiting_for": {"node": "n", "prompt_file": "p/001.prompt.md", "answer_file": "p/001.answer.md"}})),
+            Some(
+                serde_json::json!({"waiting_for": {"node": "n", "prompt_file": "p/001.prompt.md", "answer_file": "p/001.answer.md"}}),
+            ),
         );
         assert!(run_state(&waiting).unwrap().contains("--answer FILE"));
         let failed = inputs(
