@@ -668,9 +668,9 @@ fn studio_in_chromium_a_long_run_jumps_picks_ranges_and_diffs_a_screen_at_a_time
     b.goto(&format!("{}#/run/{id}/timeline", studio.url));
     let long = Duration::from_secs(60);
     b.wait_for(
-        "document.querySelectorAll('#timeline circle.cp').length > 0",
+        "document.querySelectorAll('#timeline circle.cp').length > 0 && document.querySelector('#run-summary').dataset.head",
         long,
-        "the timeline",
+        "the timeline and the run's head",
     );
     let head = b.eval("document.querySelector('#run-summary').dataset.head");
     let head: u64 = head.as_str().unwrap().parse().unwrap();

@@ -12,7 +12,10 @@ use std::time::Duration;
 use serde_json::Value;
 
 mod support;
-use support::{kt, kt_command, only_entry, read_json, require_no_gpu, text, vector_add_answer};
+use support::{
+    kt_command, only_entry, read_json, require_no_gpu, start_manual_vector_add, text,
+    vector_add_answer,
+};
 #[path = "support/browser.rs"]
 mod browser;
 use browser::Browser;
@@ -29,26 +32,11 @@ fn shot(b: &mut Browser, name: &str) {
     }
 }
 
-/// Starts `kt transform naive-kernels/vectorAdd.cu` with a `manual:` LLM under `home`; it stops at the
-/// first prompt. Returns the run's directory.
+/// A `manual:` run of vectorAdd under `home`, stopped at its first prompt; its directory.
 fn start_manual_run(home: &Path) -> std::path::PathBuf {
-    let runs = home.join("runs");
-    let manual = format!("manual:{}", home.join("prompts").display());
-    let out = kt(
-        home,
-        &[
-            "transform",
-            "naive-kernels/vectorAdd.cu",
-            "--tests",
-            "1",
-            "--llm",
-            &manual,
-            "--out",
-            runs.to_str().unwrap(),
-        ],
-    );
+    let (out, _) = start_manual_vector_add(home);
     assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
-    only_entry(&runs)
+    only_entry(&home.join("runs"))
 }
 
 /// The id of the prompt the page's answer box is for, or "" when it shows none.

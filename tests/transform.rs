@@ -369,21 +369,7 @@ fn a_manual_run_stops_at_each_prompt_and_resume_with_answer_reaches_the_first_gp
     require_no_gpu();
     let home = tempfile::tempdir().unwrap();
     let out_dir = home.path().join("runs");
-    let prompts = home.path().join("prompts");
-    let manual = format!("manual:{}", prompts.display());
-    let out = kt(
-        home.path(),
-        &[
-            "transform",
-            "naive-kernels/vectorAdd.cu",
-            "--tests",
-            "1",
-            "--llm",
-            &manual,
-            "--out",
-            out_dir.to_str().unwrap(),
-        ],
-    );
+    let (out, manual) = support::start_manual_vector_add(home.path());
     let run = only_entry(&out_dir);
     let mut last = out;
     let mut answered = Vec::new();

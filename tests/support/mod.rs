@@ -93,3 +93,24 @@ pub fn vector_add_answer(node: &str) -> &'static str {
         other => panic!("no answer written for {other}"),
     }
 }
+
+/// `kt transform naive-kernels/vectorAdd.cu --tests 1` with a `manual:` LLM whose prompts go to `home/prompts`,
+/// its runs under `home/runs`: it stops at the first prompt. Returns what it printed and the `--llm` spec.
+pub fn start_manual_vector_add(home: &Path) -> (Output, String) {
+    let manual = format!("manual:{}", home.join("prompts").display());
+    let runs = home.join("runs");
+    let out = kt(
+        home,
+        &[
+            "transform",
+            "naive-kernels/vectorAdd.cu",
+            "--tests",
+            "1",
+            "--llm",
+            &manual,
+            "--out",
+            runs.to_str().unwrap_or_default(),
+        ],
+    );
+    (out, manual)
+}

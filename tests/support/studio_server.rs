@@ -84,20 +84,9 @@ impl Studio {
         self.request_as(method, path, &with, body)
     }
 
-    /// A GET of `path` without the access token header; returns the status and the answer's head.
+    /// A GET of `path` without the access token header; returns the status and the answer's head, lowercased.
     pub fn request_head(&self, path: &str) -> (u16, String) {
-        let mut stream = TcpStream::connect(self.addr()).unwrap();
-        let req = format!(
-            "GET {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
-            self.addr()
-        );
-        stream.write_all(req.as_bytes()).unwrap();
-        let mut answer = String::new();
-        stream.read_to_string(&mut answer).unwrap();
-        let status = answer[9..12].parse().unwrap();
-        let head = answer
-            .split_once("\r\n\r\n")
-            .map_or(answer.as_str(), |(h, _)| h);
+        let (status, head, _) = self.exchange("GET", path, &[], "");
         (status, head.to_lowercase())
     }
 
@@ -110,6 +99,18 @@ impl Studio {
         headers: &[(&str, &str)],
         body: &str,
     ) -> (u16, String) {
+        let (status, _, body) = self.exchange(method, path, headers, body);
+        (status, body)
+    }
+
+    /// Sends one request; returns the status, the answer's head and its body.
+    fn exchange(
+        &self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: &str,
+    ) -> (u16, String, String) {
         let mut stream = TcpStream::connect(self.addr()).unwrap();
         let mut req = format!(
             "{method} {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n",
@@ -125,11 +126,8 @@ impl Studio {
         let mut answer = String::new();
         stream.read_to_string(&mut answer).unwrap();
         let status = answer[9..12].parse().unwrap();
-        let body = answer
-            .split_once("\r\n\r\n")
-            .map(|(_, b)| b.to_string())
-            .unwrap_or_default();
-        (status, body)
+        let (head, body) = answer.split_once("\r\n\r\n").unwrap_or((&answer, ""));
+        (status, head.to_string(), body.to_string())
     }
 
     /// The session token embedded in the page.
