@@ -391,6 +391,8 @@ fn router(state: AppState) -> Router {
     Router::new()
         .route("/", get(index))
         .route("/assets/studio.js", get(assets::script))
+        .route("/assets/timeline.js", get(assets::timeline_script))
+        .route("/assets/steer.js", get(assets::steer_script))
         .route("/assets/studio.css", get(assets::style))
         .route("/api/runs", get(runs))
         .route("/api/events", get(runs_events))
