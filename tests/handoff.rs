@@ -208,3 +208,28 @@ fn a_run_handed_over_from_a_clone_at_another_path_finds_its_script_here_or_names
         "{stderr}"
     );
 }
+
+#[test]
+fn transform_with_json_prints_the_result_when_it_stops_for_want_of_a_gpu() {
+    require_no_gpu();
+    let home = tempfile::tempdir().unwrap();
+    let out_dir = home.path().join("runs");
+    let out = kt(
+        home.path(),
+        &[
+            "transform",
+            "naive-kernels/matmul.cu",
+            "--tests",
+            "1",
+            "--llm",
+            &format!("scripted:{SCRIPT}"),
+            "--out",
+            out_dir.to_str().unwrap(),
+            "--json",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    let result: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", text(&out.stdout)));
+    assert_eq!(result["needs_gpu"], true, "{result}");
+}

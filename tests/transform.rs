@@ -371,6 +371,12 @@ fn a_manual_run_stops_at_each_prompt_and_resume_with_answer_reaches_the_first_gp
     let out_dir = home.path().join("runs");
     let (out, manual) = support::start_manual_vector_add(home.path());
     let run = only_entry(&out_dir);
+    // stopped before any kernel: no best.cu is named, none exists
+    assert!(
+        !text(&out.stdout).contains("best.cu") && !run.join("best.cu").exists(),
+        "{}",
+        text(&out.stdout)
+    );
     let mut last = out;
     let mut answered = Vec::new();
     for _ in 0..12 {

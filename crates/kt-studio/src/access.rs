@@ -83,9 +83,15 @@ impl Access {
         self.read_only
     }
 
-    /// The URL to open: the studio at `addr` with the access token.
+    /// The URL to open: the studio at `addr` with the access token. An address that names every interface
+    /// (`0.0.0.0`) is not one a browser can open: the machine's host name stands for it.
     pub fn url(&self, addr: SocketAddr) -> String {
-        format!("http://{addr}/?{ACCESS_PARAM}={}", self.access_token)
+        let host = if addr.ip().is_unspecified() {
+            format!("{}:{}", host_name(), addr.port())
+        } else {
+            addr.to_string()
+        };
+        format!("http://{host}/?{ACCESS_PARAM}={}", self.access_token)
     }
 
     /// The rules a request must pass before any handler sees it.
@@ -131,6 +137,15 @@ impl Access {
         ))
         .ok()
     }
+}
+
+/// This machine's host name (`localhost` when it cannot be read).
+fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|h| h.trim().to_string())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "localhost".into())
 }
 
 fn new_token() -> String {

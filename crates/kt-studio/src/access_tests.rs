@@ -36,7 +36,12 @@ fn a_remote_address_needs_the_flag_and_a_long_token() {
         ok.check(&Method::GET, &host, Some(&with)).unwrap(),
         Admitted::FromUrl
     );
-    assert!(ok.url("0.0.0.0:7000".parse().unwrap()).ends_with(&with));
+    let url = ok.url("0.0.0.0:7000".parse().unwrap());
+    assert!(url.ends_with(&format!(":7000/?{with}")), "{url}");
+    assert!(
+        !url.contains("0.0.0.0"),
+        "a browser cannot open 0.0.0.0: {url}"
+    );
 }
 
 #[test]

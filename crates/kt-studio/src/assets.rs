@@ -22,7 +22,10 @@ pub fn index_html(session_token: &str, read_only: bool) -> String {
 }
 
 fn javascript(text: &'static str) -> impl IntoResponse {
-    ([(header::CONTENT_TYPE, "text/javascript; charset=utf-8")], text)
+    (
+        [(header::CONTENT_TYPE, "text/javascript; charset=utf-8")],
+        text,
+    )
 }
 
 pub async fn script() -> impl IntoResponse {
