@@ -13,7 +13,8 @@
 #    reported as ignored (the GPU ones run in experiments/gpu-check.sh).
 # 3b. kt's Python module: built with maturin and tested on kt's fake device (crates/kt-python/tests/run.sh).
 # 4. The tool-dependent tests (ignored in step 3) whose tool this machine has; the end lists those it could not run.
-# Exits non-zero when a test fails or when a step that this machine can do fails.
+# A failing step does not stop the others: every step runs, then the end lists what failed and the script exits
+# non-zero when a test failed or a step that this machine can do failed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -26,6 +27,7 @@ apt_install() { # apt_install PACKAGE... (root on Debian only)
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >/dev/null
 }
 not_run=()
+failed=()
 
 say "1. system packages"
 want=()
@@ -68,12 +70,12 @@ fi
 "$python" -c 'import importlib.metadata as m; print("kernel_tuner", m.version("kernel_tuner"))'
 
 say "3. cargo test --workspace --locked $*"
-cargo test --workspace --locked "$@"
+cargo test --workspace --locked "$@" || failed+=("3. cargo test --workspace")
 
 say "3b. kt's Python module (kt.tune_kernel) on kt's fake device"
 # Builds the module (debug) into target/kt-python-venv with maturin, and NVRTC from NVIDIA's wheel when CUDA_HOME
 # has none: both from PyPI, like Kernel Tuner above.
-PYTHON=$python crates/kt-python/tests/run.sh
+PYTHON=$python crates/kt-python/tests/run.sh || failed+=("3b. kt's Python module")
 
 say "4. tests that need a tool this machine has"
 ran_total=0
@@ -89,9 +91,9 @@ run_group() {
   local ran; ran=$(sed -n 's/^test result: [a-zA-Z]*\. \([0-9]*\) passed; \([0-9]*\) failed.*/\1 \2/p' "$log" \
     | awk '{ n += $1 + $2 } END { print n + 0 }')
   rm -f "$log"
-  [[ $status -eq 0 ]] || exit "$status"
-  [[ $ran -gt 0 ]] || { echo "no test matched for $name: fix the filter in scripts/test.sh" >&2; exit 1; }
   ran_total=$((ran_total + ran))
+  [[ $status -eq 0 ]] || { failed+=("$name"); return; }
+  [[ $ran -gt 0 ]] || { echo "no test matched for $name: fix the filter in scripts/test.sh" >&2; failed+=("$name (no test matched)"); }
 }
 if [[ $(id -u) -eq 0 ]] && unshare --net --mount --fork true >/dev/null 2>&1; then
   run_group "sandbox protections (root: network namespace, uid switch, process limit)" true \
@@ -116,6 +118,9 @@ run_group "HTML report in chromium" "have chromium || have chromium-browser" \
 run_group "kt studio in chromium (run list, graph, diff, fork; a transform watched live)" \
   "have chromium || have chromium-browser" \
   --test studio -- --include-ignored studio_in_chromium
+run_group "kt studio in chromium as a new user (prompts answered by id, a stopped run's state, the access token)" \
+  "have chromium || have chromium-browser" \
+  --test studio_steer -- --include-ignored studio_in_chromium
 run_group "SLURM scripts through shellcheck" "have shellcheck" \
   -p kt-experiments --test matrix -- --include-ignored slurm_scripts_pass_shellcheck
 run_group "HTML report of a stopped run at 700 px in chromium" "have chromium || have chromium-browser" \
@@ -127,3 +132,7 @@ if [[ ${#not_run[@]} -gt 0 ]]; then
   printf 'not run here (tool missing; see step 1): %s\n' "${not_run[@]}"
 fi
 echo "GPU tests are ignored here; on a GPU machine run experiments/gpu-check.sh"
+if [[ ${#failed[@]} -gt 0 ]]; then
+  printf 'FAILED: %s\n' "${failed[@]}" >&2
+  exit 1
+fi

@@ -251,3 +251,128 @@ fn a_tune_dry_run_takes_float_and_string_parameters_as_kernel_tuner_does() {
         "{err}"
     );
 }
+
+#[test]
+fn a_tune_dry_run_refuses_what_the_real_run_would_an_empty_space_a_repeated_or_unused_parameter() {
+    let refused = |extra: &[&str], says: &str| {
+        let args = [
+            &["tune", "naive-kernels/matmul.cu"][..],
+            extra,
+            &["--dry-run"],
+        ]
+        .concat();
+        let (out, _home) = run(&args);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{extra:?}: {err}");
+        assert!(err.contains(says), "{extra:?}: {err}");
+        // the real run refuses it the same way, before any GPU work
+        let (out, _home) = run(&args[..args.len() - 1]);
+        let err = text(&out.stderr);
+        assert!(
+            !out.status.success() && err.contains(says),
+            "{extra:?}: {err}"
+        );
+        assert!(
+            !err.contains("starting the tuner"),
+            "reached the GPU: {err}"
+        );
+    };
+    refused(
+        &[
+            "--param",
+            "block_size_x=8,16",
+            "--restrict",
+            "block_size_x > 64",
+        ],
+        "no configuration is left",
+    );
+    refused(
+        &["--param", "block_size_x=8", "--param", "block_size_x=16"],
+        "--param block_size_x is given twice",
+    );
+    refused(&["--param", "blok_size_x=8,16"], "never uses `blok_size_x`");
+    refused(
+        &[
+            "--param",
+            "block_size_x=8,16",
+            "--restrict",
+            "block_size_x = 16",
+        ],
+        "compare with `==` (e.g. --restrict \"block_size_x == 16\")",
+    );
+}
+
+#[test]
+fn a_tune_dry_run_with_json_prints_json() {
+    let (out, _home) = run(&[
+        "tune",
+        "naive-kernels/matmul.cu",
+        "--param",
+        "block_size_x=8,16,32",
+        "--param",
+        "block_size_y=8,16,32",
+        "--restrict",
+        "block_size_x*block_size_y <= 256",
+        "--dry-run",
+        "--json",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", text(&out.stdout)));
+    assert_eq!(v["dry_run"], true);
+    assert_eq!(v["kernel"], "matrixMultiply");
+    assert_eq!(v["configurations"], 9);
+    assert_eq!(v["after_restrictions"], 6);
+    assert_eq!(
+        v["parameters"]["block_size_x"],
+        serde_json::json!([8, 16, 32])
+    );
+}
+
+#[test]
+fn a_transform_dry_run_refuses_a_sidecar_that_does_not_fit_the_kernel_as_tune_does() {
+    let home = tempfile::tempdir().unwrap();
+    let dir = home.path().join("k");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::copy("naive-kernels/saxpy.cu", dir.join("saxpy.cu")).unwrap();
+    let sidecar = std::fs::read_to_string("naive-kernels/saxpy.toml").unwrap();
+    let file = dir.join("saxpy.cu");
+    let file = file.to_str().unwrap();
+    for (what, bad) in [
+        (
+            "an output not in the signature",
+            sidecar.replace("outputs = [\"y\"]", "outputs = [\"z\"]"),
+        ),
+        (
+            "an unknown dtype",
+            sidecar.replace("y = \"float32\" }", "y = \"float33\" }"),
+        ),
+    ] {
+        std::fs::write(dir.join("saxpy.toml"), &bad).unwrap();
+        let tune = kt(home.path(), &["tune", file, "--dry-run"]);
+        assert_eq!(
+            tune.status.code(),
+            Some(2),
+            "{what}: kt tune takes it: {}",
+            text(&tune.stdout)
+        );
+        let transform = kt(
+            home.path(),
+            &[
+                "transform",
+                file,
+                "--llm",
+                "replay:experiments/cassettes/matmul-autonomous.jsonl",
+                "--dry-run",
+            ],
+        );
+        let err = text(&transform.stderr);
+        assert_eq!(
+            transform.status.code(),
+            Some(2),
+            "{what}: {err}{}",
+            text(&transform.stdout)
+        );
+        assert!(err.contains("sidecar"), "{what}: {err}");
+    }
+}

@@ -154,3 +154,61 @@ fn the_quick_start_without_a_gpu_leaves_under_10_mb_and_no_test_data() {
         "{result}"
     );
 }
+
+/// Points `run`'s recorded LLM at `spec` (as a run made in another clone records it).
+fn record_llm(run: &Path, spec: &str) {
+    let mut meta = read_json(&run.join("run.json"));
+    meta["llm"]["spec"] = spec.into();
+    std::fs::write(run.join("run.json"), meta.to_string()).unwrap();
+}
+
+#[test]
+fn a_run_handed_over_from_a_clone_at_another_path_finds_its_script_here_or_names_the_flag() {
+    require_no_gpu();
+    let home = tempfile::tempdir().unwrap();
+    let out_dir = home.path().join("runs");
+    let run = stopped_run(home.path(), &out_dir);
+    // made in a clone at /elsewhere/kt: the same script sits under this repository (kt runs from its root)
+    record_llm(&run, &format!("scripted:/elsewhere/kt/{SCRIPT}"));
+    let resumed = kt(home.path(), &["resume", run.to_str().unwrap()]);
+    let stderr = text(&resumed.stderr);
+    assert_eq!(resumed.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("is not here; using") && stderr.contains("a CUDA GPU is needed"),
+        "{stderr}"
+    );
+    // a file found nowhere: the error says which flag names it
+    record_llm(&run, "scripted:/elsewhere/kt/no-such-answers.toml");
+    let refused = kt(home.path(), &["resume", run.to_str().unwrap()]);
+    let stderr = text(&refused.stderr);
+    assert!(!refused.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("not on this machine") && stderr.contains("--llm scripted:FILE"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn transform_with_json_prints_the_result_when_it_stops_for_want_of_a_gpu() {
+    require_no_gpu();
+    let home = tempfile::tempdir().unwrap();
+    let out_dir = home.path().join("runs");
+    let out = kt(
+        home.path(),
+        &[
+            "transform",
+            "naive-kernels/matmul.cu",
+            "--tests",
+            "1",
+            "--llm",
+            &format!("scripted:{SCRIPT}"),
+            "--out",
+            out_dir.to_str().unwrap(),
+            "--json",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    let result: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", text(&out.stdout)));
+    assert_eq!(result["needs_gpu"], true, "{result}");
+}

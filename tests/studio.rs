@@ -7,14 +7,13 @@
 #![allow(clippy::unwrap_used)]
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use kt_pipeline::job::recorded_run::{fixture_backend, record_matmul_run, record_matmul_run_with};
+use kt_pipeline::job::recorded_run::{fixture_backend, record_matmul_run_with};
 use kt_pipeline::stage3::{
     BackendError, Outcome, PairTimes, ProfileRun, Reference, TunableCode, TuningBackend,
     TuningProgress,
@@ -26,117 +25,9 @@ use support::kt_command;
 #[path = "support/browser.rs"]
 mod browser;
 use browser::Browser;
-
-/// A `kt studio` serving `home/runs` on a free loopback port; killed when dropped.
-struct Studio {
-    child: Child,
-    url: String,
-}
-
-impl Studio {
-    fn start(home: &Path, extra: &[&str]) -> Studio {
-        Studio::start_logged(home, extra, None)
-    }
-
-    /// [`Studio::start`], with the studio's debug log (the time each page took to build) in `log`.
-    fn start_logged(home: &Path, extra: &[&str], log: Option<&Path>) -> Studio {
-        let mut cmd = kt_command(home);
-        cmd.args(["studio", "--port", "0", "--runs-dir"])
-            .arg(home.join("runs"))
-            .args(extra)
-            .stdout(Stdio::piped());
-        match log {
-            Some(path) => cmd
-                .env("KT_LOG", "warn,kt_studio=debug")
-                .stderr(std::fs::File::create(path).unwrap()),
-            None => cmd.stderr(Stdio::null()),
-        };
-        let mut child = cmd.spawn().unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let url = line
-            .trim()
-            .strip_prefix("kt studio: ")
-            .unwrap_or_else(|| panic!("kt studio printed no URL: {line:?}"))
-            .to_string();
-        Studio { child, url }
-    }
-
-    fn addr(&self) -> String {
-        self.url
-            .trim_start_matches("http://")
-            .trim_end_matches('/')
-            .to_string()
-    }
-
-    /// One HTTP/1.1 request; returns the status and the body.
-    fn request(
-        &self,
-        method: &str,
-        path: &str,
-        headers: &[(&str, &str)],
-        body: &str,
-    ) -> (u16, String) {
-        let mut stream = TcpStream::connect(self.addr()).unwrap();
-        let mut req = format!(
-            "{method} {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n",
-            self.addr(),
-            body.len()
-        );
-        for (k, v) in headers {
-            req.push_str(&format!("{k}: {v}\r\n"));
-        }
-        req.push_str("\r\n");
-        req.push_str(body);
-        stream.write_all(req.as_bytes()).unwrap();
-        let mut answer = String::new();
-        stream.read_to_string(&mut answer).unwrap();
-        let status = answer[9..12].parse().unwrap();
-        let body = answer
-            .split_once("\r\n\r\n")
-            .map(|(_, b)| b.to_string())
-            .unwrap_or_default();
-        (status, body)
-    }
-
-    /// The session token embedded in the page.
-    fn session_token(&self) -> String {
-        let (_, page) = self.request("GET", "/", &[], "");
-        let after = page
-            .split(r#"name="kt-studio-token" content=""#)
-            .nth(1)
-            .unwrap();
-        after.split('"').next().unwrap().to_string()
-    }
-}
-
-impl Drop for Studio {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn record_run(home: &Path) -> String {
-    let rt = tokio::runtime::Runtime::new().unwrap();
-    rt.block_on(record_matmul_run(&home.join("runs"))).run_id()
-}
-
-fn history(home: &Path, id: &str) -> Value {
-    let out = kt_command(home)
-        .env("KT_RUNS_DIR", home.join("runs"))
-        .args(["debug", "history", id, "--json"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
-}
+#[path = "support/studio_server.rs"]
+mod studio_server;
+use studio_server::{Studio, history, record_run};
 
 #[test]
 fn the_studio_serves_runs_and_refuses_changes_without_its_session_token() {
@@ -177,6 +68,38 @@ fn the_studio_serves_runs_and_refuses_changes_without_its_session_token() {
             .len(),
         before + 1
     );
+
+    // the access token on every request, loopback included: by header, or by the printed URL, which sets
+    // an HttpOnly cookie the page's script, stylesheet and requests then carry
+    let (status, body) = studio.request_as("GET", "/api/runs", &[], "");
+    assert_eq!(status, 403, "{body}");
+    assert!(body.contains("access token"), "{body}");
+    let (status, _) = studio.request_as("GET", "/assets/studio.js", &[], "");
+    assert_eq!(status, 403);
+    let (status, head) = studio.request_head(&format!("/?access={}", studio.access_token()));
+    assert_eq!(status, 303, "{head}");
+    let cookie = head
+        .lines()
+        .find_map(|l| l.strip_prefix("set-cookie: "))
+        .unwrap_or_else(|| panic!("no cookie set: {head}"));
+    assert!(
+        cookie.contains("httponly") && cookie.contains("samesite=strict"),
+        "{cookie}"
+    );
+    let pair = cookie.split(';').next().unwrap();
+    let (status, _) = studio.request_as("GET", "/assets/studio.js", &[("cookie", pair)], "");
+    assert_eq!(status, 200, "the script loads with the cookie");
+    // a change from another site is refused, even with both tokens
+    let (status, body) = studio.request(
+        "POST",
+        &path,
+        &[
+            ("x-kt-studio-token", &token),
+            ("origin", "http://evil.example"),
+        ],
+        &fork,
+    );
+    assert_eq!(status, 403, "{body}");
 
     let (status, _) = studio.request("GET", "/api/runs/..%2F..%2Fetc", &[], "");
     assert_eq!(status, 400, "a run id is never a path");
@@ -391,7 +314,22 @@ fn studio_in_chromium_lists_runs_draws_the_graph_diffs_checkpoints_and_forks() {
     }
 
     // A fork from the input with an edited field, and the new branch in the run's store.
-    b.eval(&format!("document.querySelector('#cp-a').value = '{first}'; document.querySelector('#fork-field').value = 'plan'; document.querySelector('#fork-value').value = '[]'; document.querySelector('#fork-btn').click()"));
+    // the fork box offers the fields of checkpoint A's state, with their types, once A is picked
+    b.eval(&format!(
+        "document.querySelector('#timeline circle.cp[data-cp=\"{first}\"]').dispatchEvent(new MouseEvent('click', {{bubbles: true}}))"
+    ));
+    b.wait_for(
+        "[...document.querySelectorAll('#fork-field option')].some((o) => o.value === 'plan' && o.textContent.includes('(list)'))",
+        long,
+        "the fork box's fields",
+    );
+    b.eval("{ const f = document.querySelector('#fork-field'); f.value = 'plan'; f.dispatchEvent(new Event('change')); }");
+    assert_eq!(
+        b.eval("document.querySelector('#fork-value').value.trim().startsWith('[')"),
+        true,
+        "picking a field puts its value in the box"
+    );
+    b.eval("document.querySelector('#fork-value').value = '[]'; document.querySelector('#fork-btn').click()");
     b.wait_for(
         "document.querySelector('#fork-done')",
         long,
@@ -704,6 +642,103 @@ fn load_timeline(b: &mut Browser, checkpoints: u64) -> f64 {
         "the timeline",
     );
     t.elapsed().as_secs_f64() * 1e3
+}
+
+/// Clicks the centre of `selector` with real mouse events (CDP), shift held when `shift`.
+fn mouse_click(b: &mut Browser, selector: &str, shift: bool) {
+    let at = b.eval(&format!(
+        "(() => {{ const r = document.querySelector('{selector}').getBoundingClientRect(); return [r.x + r.width / 2, r.y + r.height / 2]; }})()"
+    ));
+    let (x, y) = (at[0].as_f64().unwrap(), at[1].as_f64().unwrap());
+    for kind in ["mousePressed", "mouseReleased"] {
+        b.page_call(
+            "Input.dispatchMouseEvent",
+            json!({"type": kind, "x": x, "y": y, "button": "left", "clickCount": 1, "modifiers": if shift { 8 } else { 0 }}),
+        );
+    }
+}
+
+#[test]
+#[ignore = "needs chromium; scripts/test.sh runs it where chromium is installed"]
+fn studio_in_chromium_a_long_run_jumps_picks_ranges_and_diffs_a_screen_at_a_time() {
+    let home = tempfile::tempdir().unwrap();
+    let id = record_long_run(&home.path().join("runs"), 10_000);
+    let studio = Studio::start(home.path(), &[]);
+    let mut b = Browser::start(1400, 1000);
+    b.goto(&format!("{}#/run/{id}/timeline", studio.url));
+    let long = Duration::from_secs(60);
+    b.wait_for(
+        "document.querySelectorAll('#timeline circle.cp').length > 0 && document.querySelector('#run-summary').dataset.head",
+        long,
+        "the timeline and the run's head",
+    );
+    let head = b.eval("document.querySelector('#run-summary').dataset.head");
+    let head: u64 = head.as_str().unwrap().parse().unwrap();
+
+    // "jump to #1": one action, not twenty "load earlier" clicks; #1 is A, its state shown
+    b.eval("document.querySelector('#jump-to').value = '1'; document.querySelector('#jump-btn').click()");
+    b.wait_for(
+        "document.querySelector('#timeline circle.cp.picked[data-cp=\"1\"]') && document.querySelector('#state-view h2')",
+        long,
+        "checkpoint #1 picked",
+    );
+    // a range
+    b.eval("document.querySelector('#range-from').value = '100'; document.querySelector('#range-to').value = '149'; document.querySelector('#range-btn').click()");
+    b.wait_for(
+        "document.querySelectorAll('#timeline circle.cp').length === 50 && document.querySelector('#timeline-count').textContent.includes('#100 to #149')",
+        long,
+        "the range #100 to #149",
+    );
+    // zoomed in: checkpoints 24 px apart
+    b.eval("{ const z = document.querySelector('#timeline-zoom'); z.value = '24'; z.dispatchEvent(new Event('input')); }");
+    let gap = b.eval("Number(document.querySelector('circle[data-cp=\"101\"]').getAttribute('cx')) - Number(document.querySelector('circle[data-cp=\"100\"]').getAttribute('cx'))");
+    assert_eq!(gap.as_f64(), Some(24.0));
+    // a click picks A, a shift-click B, and no text is selected on the way
+    mouse_click(&mut b, "circle[data-cp=\"100\"]", false);
+    mouse_click(&mut b, "circle[data-cp=\"120\"]", true);
+    b.wait_for(
+        "document.querySelector('#cp-b').value === '120' && document.querySelector('#diff-view h2')",
+        long,
+        "the diff #100 → #120",
+    );
+    assert_eq!(
+        b.eval("String(getSelection())"),
+        "",
+        "shift-click selects no text"
+    );
+
+    // the diff of the whole run: the server's time apart, then the page's first screen under a second
+    let t = Instant::now();
+    let (status, _) = studio.request("GET", &format!("/api/runs/{id}/diff?a=1&b={head}"), &[], "");
+    assert_eq!(status, 200);
+    let server_ms = t.elapsed().as_secs_f64() * 1e3;
+    b.eval(&format!("document.querySelector('#diff-view').innerHTML = ''; document.querySelector('#cp-a').value = '1'; document.querySelector('#cp-b').value = '{head}'"));
+    let t = Instant::now();
+    b.eval("document.querySelector('#show-diff').click()");
+    b.wait_for(
+        "document.querySelector('#diff-view .field-change .leaf')",
+        long,
+        "the diff's first screen",
+    );
+    let page_ms = t.elapsed().as_secs_f64() * 1e3;
+    eprintln!("diff #1 → #{head}: server {server_ms:.0} ms, first screen {page_ms:.0} ms");
+    assert!(
+        page_ms - server_ms < 1000.0,
+        "the first screen took {page_ms:.0} ms, {server_ms:.0} ms of it the server's"
+    );
+    let rows = b.eval("document.querySelectorAll('#diff-view tr, #diff-view .leaf').length");
+    assert!(rows.as_u64().unwrap() < 3000, "{rows} rows drawn at once");
+    // the rest, a page at a time
+    let before = b
+        .eval("document.querySelectorAll('#diff-view .leaf').length")
+        .as_u64()
+        .unwrap();
+    b.eval("document.querySelector('#diff-view button.more').click()");
+    let after = b
+        .eval("document.querySelectorAll('#diff-view .leaf').length")
+        .as_u64()
+        .unwrap();
+    assert!(after > before, "show more drew more ({before} → {after})");
 }
 
 /// The median of `v`, and `v` rounded to whole ms in load order.

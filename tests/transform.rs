@@ -364,46 +364,19 @@ fn ctrl_c_during_a_hanging_llm_call_exits_at_once_with_a_resumable_interrupted_r
     }
 }
 
-/// What a person would answer to each question of `kt transform naive-kernels/vectorAdd.cu`'s Stages 1-2.
-fn vector_add_answer(node: &str) -> &'static str {
-    match node {
-        "stage1.describe" => {
-            r#"{"description": "Adds two float vectors element-wise: c[i] = a[i] + b[i] for i < n."}"#
-        }
-        "stage1.dimensions" => r#"{"dimensions": 1}"#,
-        "stage1.problem_size" => r#"{"dimensions": ["n"]}"#,
-        "stage1.outputs" => r#"{"outputs": ["c"], "inputs_and_outputs": []}"#,
-        "stage2.generator" | "stage2.tail" | "stage2.resize" => {
-            "```python\nimport numpy as np\n\n\ndef generate(seed: int) -> list:\n    rng = np.random.default_rng(seed)\n    \
-             n = 1000003 + 2 * (seed % 5)\n    a = rng.standard_normal(n).astype(np.float32)\n    \
-             b = rng.standard_normal(n).astype(np.float32)\n    c = np.zeros(n, dtype=np.float32)\n    \
-             return [a, b, c, np.int32(n)]\n```\n"
-        }
-        other => panic!("no answer written for {other}"),
-    }
-}
-
 #[test]
 fn a_manual_run_stops_at_each_prompt_and_resume_with_answer_reaches_the_first_gpu_step() {
     require_no_gpu();
     let home = tempfile::tempdir().unwrap();
     let out_dir = home.path().join("runs");
-    let prompts = home.path().join("prompts");
-    let manual = format!("manual:{}", prompts.display());
-    let out = kt(
-        home.path(),
-        &[
-            "transform",
-            "naive-kernels/vectorAdd.cu",
-            "--tests",
-            "1",
-            "--llm",
-            &manual,
-            "--out",
-            out_dir.to_str().unwrap(),
-        ],
-    );
+    let (out, manual) = support::start_manual_vector_add(home.path());
     let run = only_entry(&out_dir);
+    // stopped before any kernel: no best.cu is named, none exists
+    assert!(
+        !text(&out.stdout).contains("best.cu") && !run.join("best.cu").exists(),
+        "{}",
+        text(&out.stdout)
+    );
     let mut last = out;
     let mut answered = Vec::new();
     for _ in 0..12 {
@@ -432,8 +405,41 @@ fn a_manual_run_stops_at_each_prompt_and_resume_with_answer_reaches_the_first_gp
             text(&show.stdout)
         );
         let node = waiting["node"].as_str().unwrap().to_string();
+        if answered.len() == 1 {
+            // the answer to the first prompt, given again, is not taken for the second
+            let again = kt(
+                home.path(),
+                &[
+                    "resume",
+                    run.to_str().unwrap(),
+                    "--answer",
+                    home.path().join("answer-0.md").to_str().unwrap(),
+                ],
+            );
+            let err = text(&again.stderr);
+            assert!(
+                !again.status.success() && err.contains("--answer-for 002-stage1.dimensions"),
+                "{err}"
+            );
+            let wrong = kt(
+                home.path(),
+                &[
+                    "resume",
+                    run.to_str().unwrap(),
+                    "--answer",
+                    home.path().join("answer-0.md").to_str().unwrap(),
+                    "--answer-for",
+                    "001-stage1.describe",
+                ],
+            );
+            assert!(
+                text(&wrong.stderr).contains("now waits for `002-stage1.dimensions`"),
+                "{}",
+                text(&wrong.stderr)
+            );
+        }
         let answer = home.path().join(format!("answer-{}.md", answered.len()));
-        std::fs::write(&answer, vector_add_answer(&node)).unwrap();
+        std::fs::write(&answer, support::vector_add_answer(&node)).unwrap();
         answered.push(node);
         last = kt(
             home.path(),
@@ -469,6 +475,13 @@ fn a_manual_run_stops_at_each_prompt_and_resume_with_answer_reaches_the_first_gp
         "{answered:?}"
     );
     assert!(!run.join("tests").exists());
+    // Stopped after Stage 1: the history of Stage 3 is not there yet, and the error says which graph is
+    let history = kt(home.path(), &["debug", "history", run.to_str().unwrap()]);
+    let err = text(&history.stderr);
+    assert!(
+        !history.status.success() && err.contains("--graph stage1"),
+        "{err}"
+    );
 }
 
 /// An OpenAI-style server that answers every request with 503 (and `Retry-After: 0`, so the client's

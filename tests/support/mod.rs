@@ -98,3 +98,43 @@ pub fn stopped_matmul_run(home: &Path, out_dir: &Path) -> PathBuf {
     assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
     only_entry(out_dir)
 }
+
+/// What a person would answer to each question of `kt transform naive-kernels/vectorAdd.cu`'s Stages 1-2.
+pub fn vector_add_answer(node: &str) -> &'static str {
+    match node {
+        "stage1.describe" => {
+            r#"{"description": "Adds two float vectors element-wise: c[i] = a[i] + b[i] for i < n."}"#
+        }
+        "stage1.dimensions" => r#"{"dimensions": 1}"#,
+        "stage1.problem_size" => r#"{"dimensions": ["n"]}"#,
+        "stage1.outputs" => r#"{"outputs": ["c"], "inputs_and_outputs": []}"#,
+        "stage2.generator" | "stage2.tail" | "stage2.resize" => {
+            "```python\nimport numpy as np\n\n\ndef generate(seed: int) -> list:\n    rng = np.random.default_rng(seed)\n    \
+             n = 1000003 + 2 * (seed % 5)\n    a = rng.standard_normal(n).astype(np.float32)\n    \
+             b = rng.standard_normal(n).astype(np.float32)\n    c = np.zeros(n, dtype=np.float32)\n    \
+             return [a, b, c, np.int32(n)]\n```\n"
+        }
+        other => panic!("no answer written for {other}"),
+    }
+}
+
+/// `kt transform naive-kernels/vectorAdd.cu --tests 1` with a `manual:` LLM whose prompts go to `home/prompts`,
+/// its runs under `home/runs`: it stops at the first prompt. Returns what it printed and the `--llm` spec.
+pub fn start_manual_vector_add(home: &Path) -> (Output, String) {
+    let manual = format!("manual:{}", home.join("prompts").display());
+    let runs = home.join("runs");
+    let out = kt(
+        home,
+        &[
+            "transform",
+            "naive-kernels/vectorAdd.cu",
+            "--tests",
+            "1",
+            "--llm",
+            &manual,
+            "--out",
+            runs.to_str().unwrap_or_default(),
+        ],
+    );
+    (out, manual)
+}

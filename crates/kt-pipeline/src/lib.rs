@@ -18,6 +18,7 @@ pub mod prepare;
 pub mod problem_size;
 pub mod prompt;
 pub mod run_llm;
+pub mod run_llm_file;
 pub mod run_lock;
 pub mod seed;
 pub mod stage1;

@@ -148,6 +148,7 @@ pub fn llm_for_run(
     match &recorded.spec {
         Some(spec) => {
             let mut config = LlmConfig::load_with(cwd, Some(spec), recorded.base_url.as_deref())?;
+            crate::run_llm_file::find_recorded_file(&mut config, spec, cwd)?;
             if recorded.stream == Some(false) {
                 config.stream = Some(false);
             }

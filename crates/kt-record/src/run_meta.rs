@@ -117,3 +117,16 @@ pub struct WaitingAnswer {
     /// Where the answer goes (`kt resume RUN --answer FILE` copies FILE there).
     pub answer_file: PathBuf,
 }
+
+impl WaitingAnswer {
+    /// The prompt's id: its file's name without `.prompt.md` (`002-stage1.dimensions`), unique in its prompt
+    /// directory (`kt resume --answer-for ID`, kt studio's answer box).
+    pub fn id(&self) -> String {
+        let name = self
+            .prompt_file
+            .file_name()
+            .map(|n| n.to_string_lossy().to_string())
+            .unwrap_or_default();
+        name.strip_suffix(".prompt.md").unwrap_or(&name).to_string()
+    }
+}

@@ -1,12 +1,25 @@
-//! Answering the prompt a `manual:` run waits for: `kt resume RUN --answer FILE` and kt studio's answer box
-//! both put the answer where the paused run's manual provider looks for it, then continue the run.
+//! Answering the prompt a `manual:` run waits for: `kt resume RUN --answer FILE [--answer-for ID]` and kt
+//! studio's answer box both put the answer where the paused run's manual provider looks for it, then continue
+//! the run.
+//!
+//! Each waiting prompt has an id: its prompt file's name without `.prompt.md` (`002-stage1.dimensions`), unique
+//! in its prompt directory (the manual provider numbers them) and the same for the same question asked again.
+//! An answer is given for one id, and refused when the run no longer waits for that id, when the prompt already
+//! has an answer that a resume has not consumed yet, or (no id given) when the same text already answered
+//! another prompt — so an answer typed for one question never becomes the answer to the next.
+
+use std::path::Path;
 
 use kt_pipeline::RunDir;
 use kt_record::RunResult;
+use serde::Serialize;
 
 use crate::error::RunsError;
 
 pub use kt_record::WaitingAnswer;
+
+/// The manual provider's first line of every prompt file (followed by the request hash).
+const PROMPT_MARK: &str = "<!-- kt request ";
 
 /// The prompt the run waits for an answer to (result.json's `waiting_for`), or None when it waits for none.
 pub fn waiting_prompt(dir: &RunDir) -> Result<Option<WaitingAnswer>, RunsError> {
@@ -23,17 +36,102 @@ pub fn waiting_prompt(dir: &RunDir) -> Result<Option<WaitingAnswer>, RunsError> 
     Ok(result.waiting_for)
 }
 
-/// Writes `answer` to the waiting prompt's answer file; the run continues with `kt resume`. Refused when the
-/// run waits for no answer (its answer would be read by nothing), and when result.json names an answer file
-/// that is not a manual provider's (`*.answer.md`) in the run directory or in the `manual:` directory the run
-/// recorded, or that is a symbolic link: result.json is data, and must not choose what kt overwrites.
-pub fn answer_waiting_prompt(dir: &RunDir, answer: &str) -> Result<WaitingAnswer, RunsError> {
+/// A waiting prompt's id: its prompt file's name without `.prompt.md`.
+pub fn prompt_id(waiting: &WaitingAnswer) -> String {
+    waiting.id()
+}
+
+/// A waiting prompt as a page shows it: its id, node, files, the question's text and whether it is answered.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct WaitingPrompt {
+    pub id: String,
+    pub node: String,
+    pub prompt_file: std::path::PathBuf,
+    /// The prompt as the manual provider wrote it; None when the file is gone or is not a prompt kt wrote
+    /// (a record pointing elsewhere is never read out).
+    pub text: Option<String>,
+    /// An answer is written and waits for `kt resume` to take it.
+    pub answered: bool,
+}
+
+impl WaitingPrompt {
+    pub fn read(waiting: &WaitingAnswer) -> Self {
+        WaitingPrompt {
+            id: prompt_id(waiting),
+            node: waiting.node.clone(),
+            prompt_file: waiting.prompt_file.clone(),
+            text: prompt_text(&waiting.prompt_file),
+            answered: has_answer(&waiting.answer_file),
+        }
+    }
+}
+
+/// The prompt file's text without its hash line, when it is a prompt the manual provider wrote.
+fn prompt_text(path: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(path).ok()?;
+    let (first, rest) = text.split_once('\n')?;
+    first
+        .starts_with(PROMPT_MARK)
+        .then(|| rest.trim_start().to_string())
+}
+
+/// A link is never read through (nor written through: `write_no_follow`).
+fn has_answer(path: &Path) -> bool {
+    let link = path
+        .symlink_metadata()
+        .is_ok_and(|m| m.file_type().is_symlink());
+    !link && std::fs::read_to_string(path).is_ok_and(|t| !t.trim().is_empty())
+}
+
+/// Writes `answer` to the waiting prompt's answer file; the run continues with `kt resume`. `for_id` is the
+/// prompt the answer was written for (the studio always sends it; `kt resume --answer-for ID`). Refused when
+/// the run waits for no answer, for another prompt than `for_id`, for a prompt already answered, or (without
+/// `for_id`) when `answer` is word for word the answer to another prompt of the same directory.
+pub fn answer_waiting_prompt(
+    dir: &RunDir,
+    answer: &str,
+    for_id: Option<&str>,
+) -> Result<WaitingAnswer, RunsError> {
     let Some(waiting) = waiting_prompt(dir)? else {
-        return Err(RunsError::Usage(format!(
+        return Err(RunsError::StaleAnswer(format!(
             "run {} is not waiting for an answer (its result.json has no `waiting_for`); resume it without an answer",
             dir.root().display()
         )));
     };
+    let id = prompt_id(&waiting);
+    let run = dir.root().display();
+    if let Some(wanted) = for_id
+        && wanted != id
+    {
+        return Err(RunsError::StaleAnswer(format!(
+            "the answer is for prompt `{wanted}`, but run {run} now waits for `{id}` (node {}): read {} and \
+             answer that one (`kt resume {run} --answer FILE --answer-for {id}`)",
+            waiting.node,
+            waiting.prompt_file.display()
+        )));
+    }
+    if has_answer(&waiting.answer_file) {
+        return Err(RunsError::StaleAnswer(format!(
+            "prompt `{id}` already has an answer in {}; `kt resume {run}` continues with it (delete that file \
+             to answer again)",
+            waiting.answer_file.display()
+        )));
+    }
+    if answer.trim().is_empty() {
+        return Err(RunsError::Usage(format!(
+            "the answer to prompt `{id}` is empty; write the answer the prompt {} asks for",
+            waiting.prompt_file.display()
+        )));
+    }
+    if for_id.is_none()
+        && let Some(other) = answered_elsewhere(&waiting, answer)
+    {
+        return Err(RunsError::StaleAnswer(format!(
+            "this answer is word for word the answer already given to prompt `{other}`, but run {run} now \
+             waits for `{id}` (node {}); if it is meant for `{id}` too, pass --answer-for {id}",
+            waiting.node
+        )));
+    }
     check_answer_path(dir, &waiting.answer_file)?;
     write_no_follow(&waiting.answer_file, answer.as_bytes())
         .map_err(|e| RunsError::io("writing the answer to", &waiting.answer_file, e))?;
@@ -95,57 +193,19 @@ fn write_no_follow(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> 
     file.write_all(bytes)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use kt_pipeline::job::recorded_run::record_matmul_run;
-
-    #[tokio::test]
-    async fn a_finished_run_waits_for_no_answer_and_refuses_one() {
-        let home = tempfile::tempdir().unwrap();
-        let run = record_matmul_run(home.path()).await;
-        assert_eq!(waiting_prompt(&run).unwrap(), None);
-        let err = answer_waiting_prompt(&run, "{}").unwrap_err().to_string();
-        assert!(err.contains("not waiting for an answer"), "{err}");
-    }
-
-    #[tokio::test]
-    async fn an_answer_goes_to_the_file_the_manual_provider_reads() {
-        let home = tempfile::tempdir().unwrap();
-        let run = record_matmul_run(home.path()).await;
-        let text = std::fs::read_to_string(run.result_json()).unwrap();
-        let mut result: serde_json::Value = serde_json::from_str(&text).unwrap();
-        let answer_file = run.root().join("manual/001-stage3_apply.answer.md");
-        std::fs::create_dir(run.root().join("manual")).unwrap();
-        result["waiting_for"] = serde_json::json!({
-            "node": "stage3.apply",
-            "prompt_file": home.path().join("prompt.md"),
-            "answer_file": answer_file,
-        });
-        std::fs::write(run.result_json(), result.to_string()).unwrap();
-        let waiting = answer_waiting_prompt(&run, "the answer").unwrap();
-        assert_eq!(waiting.node, "stage3.apply");
-        assert_eq!(std::fs::read_to_string(&answer_file).unwrap(), "the answer");
-
-        // a planted result.json: a path outside the run, a file that is no answer, a symbolic link
-        let victim = home.path().join("victim.answer.md");
-        std::fs::write(&victim, "mine").unwrap();
-        let bashrc = run.root().join("manual/.bashrc");
-        let link = run.root().join("manual/002-x.answer.md");
-        std::os::unix::fs::symlink(&victim, &link).unwrap();
-        for (target, why) in [
-            (&victim, "outside the run directory"),
-            (&bashrc, "not a manual provider's answer file"),
-            (&link, "writing the answer"),
-        ] {
-            result["waiting_for"]["answer_file"] = serde_json::json!(target);
-            std::fs::write(run.result_json(), result.to_string()).unwrap();
-            let err = answer_waiting_prompt(&run, "pwned")
-                .unwrap_err()
-                .to_string();
-            assert!(err.contains(why), "{err}");
-        }
-        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "mine");
-        assert!(!bashrc.exists());
-    }
+/// The id of another prompt in the waiting prompt's directory whose answer is `answer`.
+fn answered_elsewhere(waiting: &WaitingAnswer, answer: &str) -> Option<String> {
+    let dir = waiting.answer_file.parent()?;
+    std::fs::read_dir(dir).ok()?.flatten().find_map(|entry| {
+        let path = entry.path();
+        let name = path.file_name()?.to_string_lossy().to_string();
+        let id = name.strip_suffix(".answer.md")?;
+        (path != waiting.answer_file
+            && std::fs::read_to_string(&path).is_ok_and(|t| t.trim() == answer.trim()))
+        .then(|| id.to_string())
+    })
 }
+
+#[cfg(test)]
+#[path = "answer_tests.rs"]
+mod tests;

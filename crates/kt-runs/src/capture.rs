@@ -341,16 +341,21 @@ mod tests {
         if std::env::var_os("KT_LLM").is_some() {
             return;
         }
+        // the recorded script must exist: a missing one is reported with the flag that names another
+        let dir = tempfile::tempdir().unwrap();
+        let answers = dir.path().join("answers.toml");
+        std::fs::write(&answers, "").unwrap();
+        let spec = format!("scripted:{}", answers.display());
         let recorded = RunLlm {
             provider: "scripted".into(),
-            spec: Some("scripted:/answers.toml".into()),
+            spec: Some(spec.clone()),
             ..RunLlm::default()
         };
         let (config, origin) = live_llm(&LlmChoice::Live, &recorded, &ours())
             .unwrap()
             .unwrap();
-        assert_eq!(config.spec().as_deref(), Some("scripted:/answers.toml"));
-        assert_eq!(origin, LlmOrigin::Recorded("scripted:/answers.toml".into()));
+        assert_eq!(config.spec().as_deref(), Some(spec.as_str()));
+        assert_eq!(origin, LlmOrigin::Recorded(spec.clone()));
         let given = LlmChoice::Given("exec:cat".into());
         let (config, origin) = live_llm(&given, &recorded, &ours()).unwrap().unwrap();
         assert_eq!(config.spec().as_deref(), Some("exec:cat"));

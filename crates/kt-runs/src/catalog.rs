@@ -13,7 +13,10 @@ use crate::error::RunsError;
 /// What `kt runs list` shows of one run.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RunSummary {
+    /// The run's directory name: what `kt resume`, `kt runs show` and the studio find it by.
     pub id: String,
+    /// The id run.json records, when it is not the directory's name (a copied or renamed run directory).
+    pub recorded_id: Option<String>,
     pub path: PathBuf,
     pub kernel: String,
     pub strategy: String,
@@ -67,6 +70,7 @@ pub fn summarize(dir: &Path) -> RunSummary {
         .unwrap_or_default();
     let mut summary = RunSummary {
         id,
+        recorded_id: None,
         path: dir.to_path_buf(),
         kernel: String::new(),
         strategy: String::new(),
@@ -90,7 +94,12 @@ pub fn summarize(dir: &Path) -> RunSummary {
         }
     };
     let (run, meta) = run;
-    summary.id = meta.run_id.clone();
+    // listed by its directory: a copy is the copy, not the run it was copied from
+    if meta.run_id != summary.id && !summary.id.is_empty() {
+        summary.recorded_id = Some(meta.run_id.clone());
+    } else {
+        summary.id = meta.run_id.clone();
+    }
     summary.kernel = meta.kernel.clone();
     summary.strategy = meta.strategy.clone();
     summary.model = if meta.llm.model.is_empty() || meta.llm.model == meta.llm.provider {
@@ -216,6 +225,29 @@ mod tests {
         );
         assert!(summarize(&stopped).needs_gpu);
         assert!(!summarize(&done).needs_gpu);
+    }
+
+    #[test]
+    fn a_copied_run_directory_is_listed_by_its_directory() {
+        let base = tempfile::tempdir().unwrap();
+        let run = finished_run(
+            base.path(),
+            "20261122-031500-mm-autonomous-eeee",
+            "2026-11-22T03:15:02Z",
+            json!({"speedup": 2.0}),
+        );
+        let copy = base.path().join("my-copy");
+        std::fs::create_dir_all(&copy).unwrap();
+        for f in ["run.json", "result.json"] {
+            std::fs::copy(run.join(f), copy.join(f)).unwrap();
+        }
+        let listed = summarize(&copy);
+        assert_eq!(listed.id, "my-copy");
+        assert_eq!(
+            listed.recorded_id.as_deref(),
+            Some("20261122-031500-mm-autonomous-eeee")
+        );
+        assert_eq!(summarize(&run).recorded_id, None);
     }
 
     #[test]

@@ -20,6 +20,16 @@ pub enum RunsError {
         "run directory {run} has no graph history (run.sqlite is missing or holds no run){detail}"
     )]
     NoHistory { run: PathBuf, detail: String },
+    #[error(
+        "run {run} has no `{wanted}` graph: it has {has} (a run stopped before Stage 3 has only the stages it ran); \
+         read it with --graph {newest}"
+    )]
+    NoGraph {
+        run: PathBuf,
+        wanted: String,
+        has: String,
+        newest: String,
+    },
     #[error("run `{run}`: {source}")]
     Graph {
         run: String,
@@ -51,6 +61,9 @@ pub enum RunsError {
     Llm(#[from] kt_llm::LlmError),
     #[error("{0}")]
     Usage(String),
+    /// An answer meant for a prompt the run no longer waits for (or one already answered).
+    #[error("{0}")]
+    StaleAnswer(String),
     #[error("could not copy the run's history to a scratch store for a dry run: {0}")]
     Scratch(String),
 }

@@ -27,6 +27,7 @@ pub mod locate;
 pub mod profiles;
 pub mod record;
 pub mod report;
+pub mod run_state;
 pub mod session;
 pub mod stage3;
 mod step_outcome;
@@ -35,7 +36,7 @@ pub mod steps;
 #[cfg(test)]
 mod session_tests;
 
-pub use answer::{WaitingAnswer, answer_waiting_prompt, waiting_prompt};
+pub use answer::{WaitingAnswer, WaitingPrompt, answer_waiting_prompt, prompt_id, waiting_prompt};
 pub use binding::{GraphBinding, Setup};
 pub use capture::{CallLog, CapturedCall, LlmChoice, live_llm};
 pub use catalog::{RunSummary, format_duration, list_runs, summarize};
@@ -52,6 +53,7 @@ pub use locate::{resolve_run, runs_base};
 pub use profiles::profile_lines;
 pub use record::RunRecord;
 pub use report::{ReportInputs, graph_dot, render_html};
+pub use run_state::{RunState, run_state};
 pub use session::{
     ContinueReport, FieldSet, ForkReport, GraphFormat, NodeDebug, NodeReport, breakpoint_nodes,
     continue_run, debug_node, export, fork, graph_nodes, replay, session_dir,

@@ -71,16 +71,7 @@ impl RunRecord {
             .or_else(|| if graph.is_none() { runs.last() } else { None })
             .cloned();
         let Some(graph_run) = pick else {
-            return Err(RunsError::NoHistory {
-                run: dir.root().to_path_buf(),
-                detail: format!(
-                    " for graph `{wanted}` (it has: {})",
-                    runs.iter()
-                        .map(RunId::as_str)
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
-            });
+            return Err(missing_graph(&dir, wanted, &runs));
         };
         Ok(Self {
             dir,
@@ -261,5 +252,26 @@ impl RunRecord {
                 reason,
             },
         })
+    }
+}
+
+/// Why graph `wanted` is not in the run: the run has not reached it yet (name the graph it has, and the flag
+/// that reads it), or its store holds no graph at all.
+fn missing_graph(dir: &RunDir, wanted: &str, runs: &[RunId]) -> RunsError {
+    let short = |r: &RunId| {
+        let s = r.as_str();
+        s.rsplit('/').next().unwrap_or(s).to_string()
+    };
+    match runs.last() {
+        Some(last) => RunsError::NoGraph {
+            run: dir.root().to_path_buf(),
+            wanted: wanted.to_string(),
+            has: runs.iter().map(short).collect::<Vec<_>>().join(", "),
+            newest: short(last),
+        },
+        None => RunsError::NoHistory {
+            run: dir.root().to_path_buf(),
+            detail: String::new(),
+        },
     }
 }

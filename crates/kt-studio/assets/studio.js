@@ -71,7 +71,7 @@ async function showRuns() {
       <input id="run-filter" type="search" placeholder="search kernel, strategy, model, id…">
       <select id="status-filter"><option value="">any status</option><option>running</option>
         <option>finished</option><option>failed</option><option>interrupted</option></select>
-      <span id="run-count" class="muted"></span></div>
+      <span id="run-count" class="muted"></span><span id="runs-dir" class="muted"></span></div>
       <table id="runs"><thead><tr><th>run</th><th>kernel</th><th>strategy</th><th>model</th><th>status</th>
         <th>speedup</th><th>duration</th></tr></thead><tbody></tbody></table></section>
     <section id="experiments"></section>`;
@@ -86,20 +86,32 @@ async function refreshRuns() {
   // the user may have opened a run while the list was on its way
   if (view?.kind !== "runs") return;
   view.data = data;
-  $("#runs tbody").innerHTML = data.runs
+  $("#runs-dir").innerHTML = `runs in <code>${esc(data.runs_dir)}</code>`;
+  $("#runs tbody").innerHTML = data.runs.length
+    ? runRows(data.runs)
+    : `<tr id="no-runs"><td colspan="7" class="muted">No runs in <code>${esc(data.runs_dir)}</code>${data.runs_dir_exists ? "" : " (the directory does not exist)"}.
+        <code>kt transform FILE</code> writes its runs there; start the studio with <code>--runs-dir DIR</code> (or set <code>$KT_RUNS_DIR</code>) to look elsewhere.</td></tr>`;
+  filterRuns();
+  $("#experiments").innerHTML = experimentTables(data.experiments);
+}
+
+function runRows(runs) {
+  return runs
     .slice()
     .reverse()
     .map(
       (r) => `<tr class="run-row" data-run="${esc(r.id)}" data-status="${esc(r.status)}"
         data-text="${esc([r.id, r.kernel, r.strategy, r.model].join(" ").toLowerCase())}">
-        <td><a href="#/run/${encodeURIComponent(r.id)}">${esc(r.id)}</a></td><td>${esc(r.kernel)}</td>
+        <td><a href="#/run/${encodeURIComponent(r.id)}">${esc(r.id)}</a>${r.recorded_id ? ` <span class="muted copy" title="run.json names another run: this directory is a copy or was renamed">(a copy of ${esc(r.recorded_id)})</span>` : ""}</td><td>${esc(r.kernel)}</td>
         <td>${esc(r.strategy)}</td><td>${esc(r.model)}</td>
         <td><span class="status ${esc(r.status)}">${esc(r.status)}</span>${r.waiting_for ? ' <span class="status waiting">waiting for an answer</span>' : ""}</td>
         <td>${r.speedup ? fmt(r.speedup) + "×" : "–"}</td><td>${duration(r.duration_s)}</td></tr>`
     )
     .join("");
-  filterRuns();
-  $("#experiments").innerHTML = data.experiments
+}
+
+function experimentTables(experiments) {
+  return experiments
     .map(
       (e) => `<h2>experiment ${esc(e.name)}</h2><table class="cells"><thead><tr><th>cell</th><th>kernel</th>
         <th>variant</th><th>model</th><th>repeat</th><th>status</th><th>speedup</th><th>time</th><th>tokens</th></tr></thead><tbody>
@@ -195,7 +207,11 @@ async function drawRun(v) {
     speedupSoFar();
     if (v.tab === "live") renderLive(data);
     if (v.tab === "steer") renderSteer(data);
-    if (v.tab === "timeline") refreshTimeline();
+    if (v.tab === "kernels" && v.sections) renderKernels(v.sections);
+    if (v.tab === "timeline") {
+      refreshTimeline();
+      forkBoxState(data);
+    }
   }
   let sections;
   try {
@@ -259,7 +275,24 @@ function renderSummary(d) {
       · ${runTime(d)} · head <b id="head">#${d.head ?? "–"}</b> · ${d.steps_total} steps
       ${d.running.length ? `· running <b id="running">${esc(d.running.join(", "))}</b>` : ""}
     </div>
-    ${d.waiting_for ? `<div class="waiting">waiting for an answer to <b>${esc(d.waiting_for.node)}</b> (<code>${esc(d.waiting_for.prompt_file)}</code>) — answer it in the <a href="#/run/${encodeURIComponent(view.id)}/steer">steer</a> tab</div>` : ""}`;
+    ${runState(d)}`;
+}
+
+// `text` escaped, with its `backticked` commands as <code>.
+function codeSpans(text) {
+  return esc(text)
+    .split("`")
+    .map((part, i) => (i % 2 ? `<code>${part}</code>` : part))
+    .join("");
+}
+
+// What happened to a run without a final result and what to do next: the command line's own words.
+function runState(d) {
+  const st = d.state;
+  if (!st) return "";
+  const steer = d.waiting_for && !READ_ONLY ? ` Or answer it here, in the <a href="#/run/${encodeURIComponent(view.id)}/steer">steer</a> tab.` : "";
+  return `<div id="run-state" class="state ${esc(d.summary.status)}"><strong>${codeSpans(st.headline)}</strong> ${codeSpans(st.detail)}${steer}
+    ${st.command ? `<div class="bar"><code id="next-command">${esc(st.command)}</code></div>` : ""}</div>`;
 }
 
 function stepRows(steps) {
@@ -279,7 +312,9 @@ function stepRows(steps) {
 // the right, each in a box of its own height, so that everything a person watches fits one screen.
 function renderLive(d) {
   $("#tab").innerHTML = `<div class="cols">
-    <div class="col"><section><h2>graph</h2><div id="graph">${d.graph_svg}</div>
+    <div class="col"><section><h2>graph ${d.stage3 ? "" : `<span class="muted">(${esc(d.graph_run.split("/").pop())}: the run has not reached Stage 3)</span>`}</h2>
+      ${d.stage3 ? "" : `<p id="graph-stage" class="muted">The run has no Stage 3 yet, so this is the path it took in ${esc(d.graph_run.split("/").pop())}, drawn from its steps; the strategy's graph is drawn once Stage 3 runs.</p>`}
+      <div id="graph">${d.graph_svg}</div>
       <p class="muted">orange: the path taken; pulsing: running now; dashed: routes (hover an edge for its kind)</p></section>
       <section><h2>tuning progress</h2><div id="live-tuning">${view.sections ? tuningProgress(view.sections) : '<p class="muted">reading…</p>'}</div></section></div>
     <div class="col grow"><section><h2>steps <span class="muted">(latest first, ${d.steps.length} of ${d.steps_total}; all of them in the timeline)</span></h2>
@@ -361,260 +396,15 @@ async function showLlm(index) {
     <h4>raw answer</h4><pre class="answer">${esc(c.answer ?? c.error ?? "")}</pre>`;
 }
 
-// ---------------------------------------------------------------- time travel
-
-function renderTimelineShell() {
-  $("#tab").innerHTML = `<section><h2>checkpoints <span id="timeline-count" class="muted"></span></h2>
-    <div class="bar"><button id="timeline-earlier" hidden>load earlier checkpoints</button></div><div id="timeline"></div>
-    <div class="bar"><label>A <input id="cp-a" size="6" placeholder="#"></label>
-      <label>B <input id="cp-b" size="6" placeholder="#"></label>
-      <button id="show-state">state at A</button><button id="show-diff">diff A → B</button>
-      <span class="muted">click a checkpoint for its state (A); shift-click another for the diff from A to it (B); hover one for what ran</span></div></section>
-    <section id="fork-box" ${READ_ONLY ? "hidden" : ""}><h2>fork from A with an edited field</h2>
-      <div class="bar"><input id="fork-field" placeholder="field, e.g. plan or best.time_ms" size="28">
-      <textarea id="fork-value" rows="2" cols="50" placeholder="value (JSON, else text)"></textarea>
-      <button id="fork-btn">fork</button></div><div id="fork-result"></div></section>
-    <section id="cp-views"><div id="state-view"></div><div id="diff-view"></div></section>`;
-  $("#show-state").addEventListener("click", showState);
-  $("#show-diff").addEventListener("click", showDiff);
-  $("#fork-btn").addEventListener("click", doFork);
-  $("#timeline-earlier").addEventListener("click", loadEarlierCheckpoints);
-  // a click shows the state at that checkpoint; a shift-click the diff from A to it
-  $("#timeline").addEventListener("click", (e) => {
-    const cp = e.target.closest("[data-cp]")?.dataset.cp;
-    if (!cp) return;
-    (e.shiftKey ? $("#cp-b") : $("#cp-a")).value = cp;
-    view[e.shiftKey ? "pickB" : "pickA"] = cp;
-    for (const c of document.querySelectorAll("#timeline circle.cp")) {
-      c.classList.toggle("picked", c.dataset.cp === view.pickA);
-      c.classList.toggle("picked-b", c.dataset.cp === view.pickB);
-    }
-    if (e.shiftKey && $("#cp-a").value.trim()) showDiff();
-    else if (!e.shiftKey) showState();
-  });
-  // scrolled back to the start of what is loaded: load the page before it
-  $("#timeline").addEventListener("scroll", (e) => {
-    if (e.target.scrollLeft === 0 && view?.history?.more) loadEarlierCheckpoints();
-  });
-  refreshTimeline();
-}
-
-// The timeline loads the newest page of checkpoints (the server's page size) and older pages on demand, so a
-// run of 10,000 checkpoints draws as fast as a short one.
-async function refreshTimeline() {
-  if (!$("#timeline")) return;
-  const id = view.id;
-  const h = await api(`/api/runs/${encodeURIComponent(id)}/history`);
-  if (view?.id !== id || !$("#timeline")) return;
-  // the newest page replaces what it covers; older pages the user loaded stay
-  const lowest = h.checkpoints.length ? h.checkpoints[0].checkpoint : Infinity;
-  const earlier = (view.history?.checkpoints ?? []).filter((c) => c.checkpoint < lowest);
-  const more = earlier.length ? view.history.more : h.more;
-  view.history = { ...h, checkpoints: earlier.concat(h.checkpoints), more };
-  drawTimeline(true);
-}
-
-async function loadEarlierCheckpoints() {
-  const h = view?.history;
-  if (!h?.more || view.loadingEarlier) return;
-  const id = view.id;
-  view.loadingEarlier = true;
-  try {
-    const page = await api(`/api/runs/${encodeURIComponent(id)}/history?before=${h.checkpoints[0].checkpoint}`);
-    // the newest page may have been fetched again meanwhile (a change of the run): add to what is shown now
-    const now = view?.id === id ? view.history : null;
-    if (!now) return;
-    const first = now.checkpoints[0]?.checkpoint ?? Infinity;
-    now.checkpoints = page.checkpoints.filter((c) => c.checkpoint < first).concat(now.checkpoints);
-    now.more = page.more;
-    now.total = page.total;
-    drawTimeline(false);
-  } finally {
-    view.loadingEarlier = false;
-  }
-}
-
-function drawTimeline(toNewest) {
-  const h = view.history;
-  const el = $("#timeline");
-  const fromRight = el.scrollWidth - el.scrollLeft;
-  el.innerHTML = timelineSvg(h);
-  el.dataset.checkpoints = h.checkpoints.length;
-  el.dataset.total = h.total;
-  el.dataset.branches = h.branches.length;
-  // the newest checkpoints in view; after loading earlier ones, the same checkpoints stay where they were
-  el.scrollLeft = toNewest ? el.scrollWidth : el.scrollWidth - fromRight;
-  $("#timeline-count").textContent = h.more ? `(the newest ${h.checkpoints.length} of ${h.total})` : `(${h.total})`;
-  $("#timeline-earlier").hidden = !h.more;
-}
-
-// Lanes per branch, x by checkpoint order; each branch starts under the checkpoint it came from.
-function timelineSvg(h) {
-  const cps = h.checkpoints;
-  const n = cps.length;
-  const step = n > 400 ? Math.max(1.2, 1600 / n) : 22;
-  const lanes = [...new Set(cps.map((c) => c.branch))].sort((a, b) => a - b);
-  const laneY = (b) => 24 + lanes.indexOf(b) * 34;
-  const xOf = new Map();
-  const byId = new Map();
-  cps.forEach((c, i) => {
-    xOf.set(c.checkpoint, 60 + i * step);
-    byId.set(c.checkpoint, c);
-  });
-  // a short run gets each checkpoint's node written under it; a long one keeps them in the tooltips
-  const labelled = n <= 60;
-  const w = 80 + n * step;
-  const hgt = 40 + lanes.length * 34 + (labelled ? 70 : 0);
-  let s = `<svg id="timeline-svg" xmlns="http://www.w3.org/2000/svg" width="${w}" height="${hgt}">`;
-  for (const b of lanes) s += `<text x="4" y="${laneY(b) + 4}" class="lane">b${b}</text>`;
-  for (const c of cps) {
-    if (c.parent === null || !xOf.has(c.parent)) continue;
-    const p = byId.get(c.parent);
-    if (!p || (p.branch === c.branch && n > 400)) continue;
-    s += `<line x1="${xOf.get(c.parent)}" y1="${laneY(p.branch)}" x2="${xOf.get(c.checkpoint)}" y2="${laneY(c.branch)}" class="link"/>`;
-  }
-  const span = new Map();
-  for (const c of cps) {
-    const x = xOf.get(c.checkpoint);
-    const [lo, hi] = span.get(c.branch) ?? [x, x];
-    span.set(c.branch, [Math.min(lo, x), Math.max(hi, x)]);
-  }
-  for (const [b, [lo, hi]] of span) s += `<line x1="${lo}" x2="${hi}" y1="${laneY(b)}" y2="${laneY(b)}" class="lane-line"/>`;
-  const r = n > 400 ? 2 : 6;
-  for (const c of cps) {
-    const cls = c.stopped ? "stopped" : c.source === "fork" ? "fork" : c.next.length === 0 ? "end" : "";
-    if (labelled) {
-      const [x, y] = [xOf.get(c.checkpoint), laneY(c.branch) + 12];
-      s += `<text class="cp-label" transform="translate(${x},${y}) rotate(50)">${esc(c.ran.join(",") || c.source)}</text>`;
-    }
-    s += `<circle data-cp="${c.checkpoint}" class="cp ${cls}${String(c.checkpoint) === view.pickA ? " picked" : ""}${String(c.checkpoint) === view.pickB ? " picked-b" : ""}" cx="${xOf.get(c.checkpoint)}" cy="${laneY(c.branch)}" r="${r}"><title>#${c.checkpoint} b${c.branch} step ${c.step} ${esc(c.source)} ${esc(c.ran.join(","))} → ${esc(c.next.join(","))}${c.stopped ? " (stopped: " + esc(c.stopped) + ")" : ""}</title></circle>`;
-  }
-  return s + "</svg>";
-}
-
-async function showState() {
-  const at = $("#cp-a").value.replace("#", "").trim();
-  if (!at) return toast("set checkpoint A first", true);
-  try {
-    const s = await api(`/api/runs/${encodeURIComponent(view.id)}/state?at=${encodeURIComponent(at)}`);
-    $("#diff-view").innerHTML = "";
-    $("#state-view").innerHTML = `<h2>state at #${s.checkpoint}</h2>${Object.entries(s.state)
-      .map(([k, v]) => `<details class="field"><summary><code>${esc(k)}</code> <span class="muted">${esc(preview(v))}</span></summary>${valueHtml(v)}</details>`)
-      .join("")}`;
-  } catch (e) {
-    toast(e.message, true);
-  }
-}
-
-function preview(v) {
-  const t = typeof v === "string" ? v : JSON.stringify(v);
-  return t.length > 90 ? t.slice(0, 90) + "…" : t;
-}
-
-function valueHtml(v) {
-  return `<pre>${esc(typeof v === "string" ? v : JSON.stringify(v, null, 2))}</pre>`;
-}
-
-function leafHtml(l) {
-  return `<div class="leaf"><code>${esc(l.path)}</code>${l.kind === "text" ? sideBySide(l.diff) : `<div class="value-change"><pre class="old">${esc(JSON.stringify(l.before))}</pre><span>→</span><pre class="new">${esc(JSON.stringify(l.after))}</pre></div>`}</div>`;
-}
-
-// An array item that is new (or gone) as a whole: one block with its values, not one "null → value" per leaf.
-function itemHtml(g) {
-  const side = g.kind === "added" ? "after" : "before";
-  const rows = g.leaves.map((l) => `<tr><td><code>${esc(l.path.slice(g.item.length).replace(/^\./, "") || "(value)")}</code></td><td>${l.kind === "text" ? sideBySide(l.diff) : `<code>${esc(JSON.stringify(l[side]))}</code>`}</td></tr>`);
-  return `<div class="leaf item ${g.kind}"><code>${esc(g.item)}</code> <span class="status">${g.kind}</span><table>${rows.join("")}</table></div>`;
-}
-
-// The leaves of a field, with those of an array item that is added or removed as a whole taken together.
-function leafGroups(leaves) {
-  const groups = [];
-  for (const l of leaves) {
-    const item = /^(.*?\[\d+\])/.exec(l.path)?.[1];
-    const last = groups[groups.length - 1];
-    if (item && last?.item === item) last.leaves.push(l);
-    else groups.push({ item, leaves: [l] });
-  }
-  return groups.flatMap((g) => {
-    if (!g.item) return [g];
-    const none = (v) => v === null || v === undefined;
-    // (a multi-line text inside the item comes as a diff, whichever way it went)
-    const values = g.leaves.filter((l) => l.kind !== "text");
-    const kind = !values.length
-      ? null
-      : values.every((l) => none(l.before) && !none(l.after))
-        ? "added"
-        : values.every((l) => none(l.after) && !none(l.before))
-          ? "removed"
-          : null;
-    return kind ? [{ ...g, kind }] : g.leaves.map((l) => ({ leaves: [l] }));
-  });
-}
-
-async function showDiff() {
-  const a = $("#cp-a").value.replace("#", "").trim();
-  const b = $("#cp-b").value.replace("#", "").trim();
-  if (!a || !b) return toast("set checkpoints A and B first", true);
-  try {
-    const d = await api(`/api/runs/${encodeURIComponent(view.id)}/diff?a=${encodeURIComponent(a)}&b=${encodeURIComponent(b)}`);
-    $("#state-view").innerHTML = "";
-    $("#diff-view").innerHTML = `<h2>#${d.a} → #${d.b}: ${d.changes.length} field(s) changed</h2>${d.changes
-      .map(
-        (f) => `<div class="field-change" data-field="${esc(f.field)}"><h3><code>${esc(f.field)}</code></h3>${leafGroups(f.leaves)
-          .map((g) => (g.item ? itemHtml(g) : leafHtml(g.leaves[0])))
-          .join("")}</div>`
-      )
-      .join("")}`;
-  } catch (e) {
-    toast(e.message, true);
-  }
-}
-
-// A unified diff as two columns: runs of removed and added lines are paired row by row.
-function sideBySide(unified) {
-  const rows = [];
-  let del = [];
-  let add = [];
-  const flush = () => {
-    for (let i = 0; i < Math.max(del.length, add.length); i++) rows.push([del[i], add[i], "change"]);
-    del = [];
-    add = [];
-  };
-  for (const line of unified.split("\n")) {
-    if (line.startsWith("---") || line.startsWith("+++")) continue;
-    if (line.startsWith("@@")) {
-      flush();
-      rows.push([line, line, "hunk"]);
-    } else if (line.startsWith("-")) del.push(line.slice(1));
-    else if (line.startsWith("+")) add.push(line.slice(1));
-    else {
-      flush();
-      rows.push([line.slice(1), line.slice(1), "same"]);
-    }
-  }
-  flush();
-  const cell = (t, side, kind) => `<td class="${t === undefined ? "blank" : kind === "change" ? side : kind}">${esc(t ?? "")}</td>`;
-  return `<table class="side-by-side">${rows.map(([l, r, k]) => `<tr>${cell(l, "old", k)}${cell(r, "new", k)}</tr>`).join("")}</table>`;
-}
-
-async function doFork() {
-  const at = $("#cp-a").value.replace("#", "").trim();
-  const field = $("#fork-field").value.trim();
-  if (!at || !field) return toast("set checkpoint A and the field to edit", true);
-  try {
-    const r = await api(`/api/runs/${encodeURIComponent(view.id)}/fork`, { at, sets: [{ field, value: $("#fork-value").value }] });
-    $("#fork-result").innerHTML = `<p id="fork-done" data-checkpoint="${r.checkpoint}" data-branch="${r.branch}">forked #${r.from} to
-      checkpoint <b>#${r.checkpoint}</b> on branch <b>b${r.branch}</b> (${r.changed.length} field(s) changed).
-      Resume it from the steer tab, or <code>kt resume ${esc(view.id)}</code>.</p>`;
-    refreshTimeline();
-  } catch (e) {
-    toast(e.message, true);
-  }
-}
-
 // ---------------------------------------------------------------- kernels
 
 function renderKernels(d) {
+  const run = view.data;
+  if (run && !run.stage3 && !d.kernels.length && !d.verdicts.length) {
+    $("#tab").innerHTML = `<section><p id="no-stage3" class="muted">This run has no Stage 3 yet: it stopped in ${esc(run.graph_run.split("/").pop())}.
+      Kernel versions, verdicts, tuning and the charts come from Stage 3${run.state?.command ? `; <code>${esc(run.state.command)}</code> continues the run` : ""}.</p></section>`;
+    return;
+  }
   const open = new Set([...document.querySelectorAll("#kernels details[open]")].map((x) => x.dataset.name));
   $("#tab").innerHTML = `<section><h2>kernel versions ${newestOf(d.kernels, d.kernels_total)}</h2><div id="kernels">${d.kernels
     .map((k) => {
@@ -633,59 +423,6 @@ function renderKernels(d) {
     <section><h2>tuning distribution</h2><div id="tuning-chart">${d.tuning_svg}</div></section></div>
     <section><h2>roofline and profiles</h2><div id="roofline">${d.roofline_svg ?? '<p class="muted">no roofline (needs the device peaks and a profile)</p>'}</div>
       <ul id="profiles">${d.profile_lines.map((l) => `<li>${esc(l)}</li>`).join("")}</ul></section>`;
-}
-
-// ---------------------------------------------------------------- steer
-
-function renderSteer(d) {
-  if (READ_ONLY) {
-    $("#tab").innerHTML = `<p class="muted">kt studio runs read-only (--read-only): steering is off.</p>`;
-    return;
-  }
-  if ($("#steer")) return refreshJobs(); // keep what the user is typing
-  const bp = d.breakpoints;
-  $("#tab").innerHTML = `<div id="steer">
-    ${d.waiting_for ? `<section><h2>answer the waiting prompt (${esc(d.waiting_for.node)})</h2>
-      <textarea id="answer-text" rows="10" cols="100" placeholder="the answer, as the LLM would give it"></textarea>
-      <div><button id="answer-btn">answer and resume</button></div></section>` : ""}
-    <section><h2>replay</h2><div class="bar"><label>from checkpoint <input id="replay-from" size="8" value="input"></label>
-      <button id="replay-btn">replay (recorded answers and tuning)</button></div></section>
-    <section><h2>resume</h2><div class="bar"><button id="resume-btn">kt resume</button>
-      <span class="muted">continues the run (or its newest branch) from its last checkpoint, with live LLM calls for what is not recorded</span></div></section>
-    <section><h2>breakpoints</h2><div class="bar"><label>before <input id="bp-before" size="30" value="${esc(bp.before.join(", "))}"></label>
-      <label>after <input id="bp-after" size="30" value="${esc(bp.after.join(", "))}"></label><button id="bp-save">save</button></div>
-      <p class="muted">node names, comma-separated; resume and replay stop there</p></section>
-    <section><h2>operations</h2><table id="jobs"><thead><tr><th>#</th><th>run</th><th>what</th><th>state</th><th>how it ended</th></tr></thead><tbody></tbody></table></section></div>`;
-  const run = encodeURIComponent(view.id);
-  const act = async (path, body, done) => {
-    try {
-      const r = await api(`/api/runs/${run}/${path}`, body);
-      toast(done(r));
-      refreshJobs();
-    } catch (e) {
-      toast(e.message, true);
-    }
-  };
-  $("#replay-btn").addEventListener("click", () => act("replay", { from: $("#replay-from").value.trim() }, (r) => `replay started (operation ${r.job})`));
-  $("#resume-btn").addEventListener("click", () => act("resume", {}, (r) => `kt resume started (operation ${r.job})`));
-  const names = (s) => s.split(",").map((x) => x.trim()).filter(Boolean);
-  $("#bp-save").addEventListener("click", () =>
-    act("breakpoints", { before: names($("#bp-before").value), after: names($("#bp-after").value) }, (r) => `breakpoints: before [${r.before}] after [${r.after}]`)
-  );
-  $("#answer-btn")?.addEventListener("click", () => act("answer", { text: $("#answer-text").value }, (r) => `answered ${r.answered}; resuming (operation ${r.job})`));
-  refreshJobs();
-}
-
-async function refreshJobs() {
-  const { jobs } = await api("/api/jobs");
-  const body = $("#jobs tbody");
-  if (!body) return;
-  body.innerHTML = jobs
-    .filter((j) => j.run === view.id)
-    .reverse()
-    .map((j) => `<tr><td>${j.id}</td><td>${esc(j.run)}</td><td>${esc(j.kind)}</td><td><span class="status ${esc(j.state)}">${esc(j.state)}</span></td><td><pre>${esc(j.message)}</pre></td></tr>`)
-    .join("");
-  if (jobs.some((j) => j.state === "running")) setTimeout(refreshJobs, 1000);
 }
 
 // ---------------------------------------------------------------- routing

@@ -1,17 +1,21 @@
-//! Who may use the studio, and for what. Safe by default:
-//! - it binds a loopback address; any other needs `allow_remote` and an access token, which every request
-//!   then carries (header `x-kt-studio-access` or `?access=`);
+//! Who may use the studio, and for what. Safe by default, loopback included (another local user can reach a
+//! loopback port too):
+//! - every request carries the access token: made at start (or `--token` off loopback) and printed in the URL
+//!   (`/?access=TOKEN`); the first request with it in the URL gets it back as an HttpOnly, SameSite=Strict
+//!   cookie and is sent on to the same page without it, as Jupyter does, so the script, stylesheet and event
+//!   streams the page loads carry it without the page ever seeing it;
+//! - it binds a loopback address unless told `allow_remote` with a token of its own;
 //! - on loopback, a request whose `Host` is not a loopback name is refused, so a web page elsewhere cannot
 //!   reach the studio through DNS rebinding;
-//! - every state-changing request (any method but GET/HEAD) carries the per-session token, made at start and
-//!   embedded in the page (header `x-kt-studio-token`): a cross-site form cannot set that header, and a
-//!   browser will not send it cross-origin without a CORS answer the studio never gives;
+//! - every state-changing request (any method but GET/HEAD) comes from the studio's own page: an `Origin`
+//!   or `Sec-Fetch-Site` that says otherwise is refused, and it carries the per-session token embedded in the
+//!   page (header `x-kt-studio-token`), which a cross-site form cannot set;
 //! - `read_only` refuses every state-changing request.
 
 use std::net::SocketAddr;
 
 use axum::extract::{Request, State};
-use axum::http::{HeaderMap, Method};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
@@ -19,21 +23,34 @@ use crate::error::StudioError;
 
 /// Header carrying the per-session token on state-changing requests.
 pub const SESSION_HEADER: &str = "x-kt-studio-token";
-/// Header carrying the access token when the studio is served on a non-loopback address.
+/// Header carrying the access token (scripts; the page uses the cookie).
 pub const ACCESS_HEADER: &str = "x-kt-studio-access";
+/// The URL parameter carrying the access token (the printed URL).
+pub const ACCESS_PARAM: &str = "access";
 
 /// The studio's access rules for one session.
 #[derive(Debug, Clone)]
 pub struct Access {
     session_token: String,
-    access_token: Option<String>,
+    access_token: String,
+    /// Cookies are shared by every port of a host: each studio names its own after its port.
+    cookie: String,
     read_only: bool,
     loopback: bool,
 }
 
+/// A request's standing once its access token is checked.
+#[derive(Debug, PartialEq, Eq)]
+enum Admitted {
+    /// By the cookie or the header.
+    Plain,
+    /// By the token in the URL: the answer sets the cookie.
+    FromUrl,
+}
+
 impl Access {
-    /// Checks the address against the rules and makes the session token. `access_token` is required (and
-    /// used) only off loopback.
+    /// Checks the address against the rules and makes the tokens. `access_token` is required off loopback;
+    /// on loopback one is made when none is given.
     pub fn new(
         addr: SocketAddr,
         allow_remote: bool,
@@ -41,17 +58,18 @@ impl Access {
         read_only: bool,
     ) -> Result<Self, StudioError> {
         let loopback = addr.ip().is_loopback();
-        let access_token = if loopback {
-            None
-        } else {
-            match access_token {
-                Some(t) if allow_remote && t.len() >= 16 => Some(t),
-                _ => return Err(StudioError::RemoteWithoutToken { addr }),
-            }
-        };
+        if !loopback && (!allow_remote || access_token.is_none()) {
+            return Err(StudioError::RemoteWithoutToken { addr });
+        }
+        let access_token = access_token.unwrap_or_else(new_token);
+        let usable = |c: char| c.is_ascii_alphanumeric() || "-_.~".contains(c);
+        if access_token.len() < 16 || !access_token.chars().all(usable) {
+            return Err(StudioError::BadToken);
+        }
         Ok(Self {
-            session_token: uuid::Uuid::new_v4().simple().to_string(),
+            session_token: new_token(),
             access_token,
+            cookie: format!("kt_studio_{}", addr.port()),
             read_only,
             loopback,
         })
@@ -65,38 +83,73 @@ impl Access {
         self.read_only
     }
 
+    /// The URL to open: the studio at `addr` with the access token. An address that names every interface
+    /// (`0.0.0.0`) is not one a browser can open: the machine's host name stands for it.
+    pub fn url(&self, addr: SocketAddr) -> String {
+        let host = if addr.ip().is_unspecified() {
+            format!("{}:{}", host_name(), addr.port())
+        } else {
+            addr.to_string()
+        };
+        format!("http://{host}/?{ACCESS_PARAM}={}", self.access_token)
+    }
+
     /// The rules a request must pass before any handler sees it.
     fn check(
         &self,
         method: &Method,
         headers: &HeaderMap,
         query: Option<&str>,
-    ) -> Result<(), StudioError> {
-        if self.loopback {
-            let host = headers
-                .get(axum::http::header::HOST)
-                .and_then(|h| h.to_str().ok())
-                .unwrap_or("");
-            if !is_loopback_host(host) {
-                return Err(StudioError::Forbidden);
-            }
+    ) -> Result<Admitted, StudioError> {
+        let host = header(headers, header::HOST.as_str()).unwrap_or_default();
+        if self.loopback && !is_loopback_host(&host) {
+            return Err(StudioError::Forbidden);
         }
-        if let Some(expected) = &self.access_token {
-            let given = header(headers, ACCESS_HEADER).or_else(|| query_param(query, "access"));
-            if given.as_deref() != Some(expected.as_str()) {
-                return Err(StudioError::Forbidden);
-            }
-        }
+        let admitted = if cookie(headers, &self.cookie).as_deref() == Some(&self.access_token)
+            || header(headers, ACCESS_HEADER).as_deref() == Some(&self.access_token)
+        {
+            Admitted::Plain
+        } else if query_param(query, ACCESS_PARAM).as_deref() == Some(&self.access_token) {
+            Admitted::FromUrl
+        } else {
+            return Err(StudioError::NoAccess);
+        };
         if method != Method::GET && method != Method::HEAD {
             if self.read_only {
                 return Err(StudioError::ReadOnly("changing a run"));
+            }
+            if !same_origin(headers, &host) {
+                return Err(StudioError::CrossOrigin);
             }
             if header(headers, SESSION_HEADER).as_deref() != Some(self.session_token.as_str()) {
                 return Err(StudioError::Forbidden);
             }
         }
-        Ok(())
+        Ok(admitted)
     }
+
+    /// `Set-Cookie` for the access token: sent back on every request to this host and port's studio, never
+    /// readable by a script, never sent from another site.
+    fn set_cookie(&self) -> Option<HeaderValue> {
+        HeaderValue::from_str(&format!(
+            "{}={}; HttpOnly; SameSite=Strict; Path=/",
+            self.cookie, self.access_token
+        ))
+        .ok()
+    }
+}
+
+/// This machine's host name (`localhost` when it cannot be read).
+fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|h| h.trim().to_string())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "localhost".into())
+}
+
+fn new_token() -> String {
+    uuid::Uuid::new_v4().simple().to_string()
 }
 
 /// The middleware that applies [`Access`] to every request.
@@ -106,7 +159,20 @@ pub async fn guard(
     next: Next,
 ) -> Response {
     match access.check(request.method(), request.headers(), request.uri().query()) {
-        Ok(()) => next.run(request).await,
+        Ok(Admitted::Plain) => next.run(request).await,
+        Ok(Admitted::FromUrl) => {
+            // The page itself is sent on without the token in its URL (out of the history and of what a
+            // screenshot shows); anything else (a script fetching with `?access=`) is answered as asked.
+            let mut response = if request.method() == Method::GET && request.uri().path() == "/" {
+                (StatusCode::SEE_OTHER, [(header::LOCATION, "/")]).into_response()
+            } else {
+                next.run(request).await
+            };
+            if let Some(c) = access.set_cookie() {
+                response.headers_mut().append(header::SET_COOKIE, c);
+            }
+            response
+        }
         Err(e) => e.into_response(),
     }
 }
@@ -116,6 +182,29 @@ fn header(headers: &HeaderMap, name: &str) -> Option<String> {
         .get(name)
         .and_then(|v| v.to_str().ok())
         .map(str::to_string)
+}
+
+/// The value of cookie `name` among the request's `Cookie` headers.
+fn cookie(headers: &HeaderMap, name: &str) -> Option<String> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .find_map(|pair| {
+            let (k, v) = pair.trim().split_once('=')?;
+            (k == name).then(|| v.to_string())
+        })
+}
+
+/// A change comes from the studio's own page: its `Origin` (when the browser sends one) is this host, and
+/// the browser does not call it cross-site.
+fn same_origin(headers: &HeaderMap, host: &str) -> bool {
+    let origin_ok = header(headers, header::ORIGIN.as_str())
+        .is_none_or(|o| o == format!("http://{host}") || o == format!("https://{host}"));
+    let site_ok =
+        header(headers, "sec-fetch-site").is_none_or(|s| s == "same-origin" || s == "none");
+    origin_ok && site_ok
 }
 
 fn query_param(query: Option<&str>, name: &str) -> Option<String> {
@@ -139,62 +228,5 @@ fn is_loopback_host(host: &str) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
-        let mut h = HeaderMap::new();
-        for (k, v) in pairs {
-            h.insert(*k, v.parse().unwrap());
-        }
-        h
-    }
-
-    #[test]
-    fn a_remote_address_needs_the_flag_and_a_long_token() {
-        let remote: SocketAddr = "0.0.0.0:7000".parse().unwrap();
-        assert!(Access::new(remote, false, Some("a".repeat(20)), false).is_err());
-        assert!(Access::new(remote, true, None, false).is_err());
-        assert!(Access::new(remote, true, Some("short".into()), false).is_err());
-        let ok = Access::new(remote, true, Some("a".repeat(20)), false).unwrap();
-        let host = headers(&[("host", "example.org:7000")]);
-        assert!(
-            ok.check(&Method::GET, &host, None).is_err(),
-            "no access token"
-        );
-        let with = format!("access={}", "a".repeat(20));
-        ok.check(&Method::GET, &host, Some(&with)).unwrap();
-    }
-
-    #[test]
-    fn changes_need_the_session_token_and_are_refused_read_only() {
-        let local: SocketAddr = "127.0.0.1:0".parse().unwrap();
-        let access = Access::new(local, false, None, false).unwrap();
-        let plain = headers(&[("host", "127.0.0.1:4000")]);
-        access.check(&Method::GET, &plain, None).unwrap();
-        assert!(matches!(
-            access.check(&Method::POST, &plain, None),
-            Err(StudioError::Forbidden)
-        ));
-        let token = access.session_token().to_string();
-        let signed = headers(&[("host", "127.0.0.1:4000"), (SESSION_HEADER, &token)]);
-        access.check(&Method::POST, &signed, None).unwrap();
-        let read_only = Access::new(local, false, None, true).unwrap();
-        let theirs = read_only.session_token().to_string();
-        let signed = headers(&[("host", "localhost:4000"), (SESSION_HEADER, &theirs)]);
-        assert!(matches!(
-            read_only.check(&Method::POST, &signed, None),
-            Err(StudioError::ReadOnly(_))
-        ));
-    }
-
-    #[test]
-    fn a_foreign_host_name_on_loopback_is_refused() {
-        let access = Access::new("127.0.0.1:0".parse().unwrap(), false, None, false).unwrap();
-        let rebound = headers(&[("host", "attacker.example:4000")]);
-        assert!(access.check(&Method::GET, &rebound, None).is_err());
-        for ok in ["localhost", "127.0.0.1:80", "[::1]:8080"] {
-            assert!(is_loopback_host(ok), "{ok}");
-        }
-    }
-}
+#[path = "access_tests.rs"]
+mod tests;

@@ -22,9 +22,23 @@ pub enum StudioError {
     #[error("the web server stopped: {0}")]
     Serve(#[source] std::io::Error),
     #[error(
+        "the studio's --token must be at least 16 characters of letters, digits, `-`, `_`, `.` or `~` \
+         (try `openssl rand -hex 16`)"
+    )]
+    BadToken,
+    #[error(
         "this request needs the studio's session token (header x-kt-studio-token); reload the page"
     )]
     Forbidden,
+    #[error(
+        "this request needs the studio's access token: open the URL `kt studio` printed (it ends in \
+         `/?access=TOKEN`), or send header x-kt-studio-access"
+    )]
+    NoAccess,
+    #[error(
+        "a change must come from the studio's own page (this request's Origin is another site)"
+    )]
+    CrossOrigin,
     #[error("kt studio runs with --read-only: {0} is refused")]
     ReadOnly(&'static str),
     #[error("{0}")]
@@ -44,7 +58,9 @@ pub enum StudioError {
 impl StudioError {
     fn status(&self) -> StatusCode {
         match self {
-            StudioError::Forbidden => StatusCode::FORBIDDEN,
+            StudioError::Forbidden | StudioError::NoAccess | StudioError::CrossOrigin => {
+                StatusCode::FORBIDDEN
+            }
             StudioError::ReadOnly(_) => StatusCode::METHOD_NOT_ALLOWED,
             StudioError::BadRequest(_) => StatusCode::BAD_REQUEST,
             StudioError::Runs(e) => match e {
@@ -55,6 +71,7 @@ impl StudioError {
                 | kt_runs::RunsError::UnknownNode { .. }
                 | kt_runs::RunsError::BadSetting { .. }
                 | kt_runs::RunsError::Usage(_) => StatusCode::BAD_REQUEST,
+                kt_runs::RunsError::StaleAnswer(_) => StatusCode::CONFLICT,
                 _ => StatusCode::INTERNAL_SERVER_ERROR,
             },
             _ => StatusCode::INTERNAL_SERVER_ERROR,

@@ -4,8 +4,8 @@
 //! page's sections ([`crate::sections`]). Built on kt-runs' report collection, so the studio and
 //! `kt runs report --html` read a run the same way.
 
-use kt_runs::report::{PathGraph, path_graph};
-use kt_runs::{Breakpoints, PathStep, RunRecord, RunSummary, WaitingAnswer};
+use kt_runs::report::{PathGraph, is_stage3, path_graph};
+use kt_runs::{Breakpoints, PathStep, RunRecord, RunState, RunSummary, WaitingPrompt};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -31,7 +31,14 @@ pub struct RunView {
     /// The last [`RECENT_STEPS`] steps of the path to the head.
     pub steps: Vec<PathStep>,
     pub breakpoints: Breakpoints,
-    pub waiting_for: Option<WaitingAnswer>,
+    /// The prompt a `manual:` run waits for, with its id and text.
+    pub waiting_for: Option<WaitingPrompt>,
+    /// What happened and what to do next, for a run without a final result (the command line's words).
+    pub state: Option<RunState>,
+    /// The graph drawn is Stage 3's (the strategy's); otherwise the stage the run stopped in.
+    pub stage3: bool,
+    /// What a `kt resume` started from the page would use as its LLM (or why it could not start).
+    pub resume_llm: String,
 }
 
 /// Reads the run page's first data from `record`'s directory.
@@ -46,24 +53,45 @@ pub fn run_view(record: &RunRecord) -> Result<RunView, StudioError> {
         path_graph(record, head, dot.as_deref(), RECENT_STEPS)
     })?;
     let summary = kt_runs::summarize(record.root());
-    let running = match (&summary.status[..], recent.steps.last()) {
-        ("running", Some(last)) => last
-            .next
-            .iter()
-            .map(|n| n.split('#').next().unwrap_or(n).to_string())
-            .collect(),
-        _ => Vec::new(),
+    // the nodes scheduled at the head: running now while the run runs, where it stopped or failed otherwise
+    let scheduled: Vec<String> = recent
+        .steps
+        .last()
+        .map(|last| {
+            last.next
+                .iter()
+                .map(|n| n.split('#').next().unwrap_or(n).to_string())
+                .collect()
+        })
+        .unwrap_or_default();
+    let running = if summary.status == "running" {
+        scheduled.clone()
+    } else {
+        Vec::new()
     };
+    let stage3 = is_stage3(record);
+    let mut graph = graph;
+    if summary.status != "finished" || !stage3 {
+        graph.end_not_reached();
+    }
+    graph.add_running(&running);
     let mut result = kt_runs::catalog::read_result(record.dir());
     if let Some(r) = result.as_mut() {
         redact(r);
     }
+    let at = (!scheduled.is_empty()).then(|| scheduled.join(", "));
     Ok(RunView {
         graph_svg: timed("the graph drawn", &id, || graph.to_svg()),
-        waiting_for: kt_runs::waiting_prompt(record.dir()).ok().flatten(),
+        waiting_for: kt_runs::waiting_prompt(record.dir())
+            .ok()
+            .flatten()
+            .map(|w| WaitingPrompt::read(&w)),
+        state: kt_runs::run_state(&summary, result.as_ref(), at.as_deref()),
+        resume_llm: crate::steer::resume_llm(record),
         summary,
         result,
         graph_run: record.graph_run().to_string(),
+        stage3,
         running,
         head: Some(head.0),
         steps_total: recent.lineage.len(),
@@ -85,6 +113,8 @@ mod tests {
         let view = run_view(&record).unwrap();
         assert_eq!(view.summary.status, "finished");
         assert!(view.running.is_empty(), "a finished run runs nothing");
+        assert!(view.stage3 && view.state.is_none());
+        assert!(view.resume_llm.contains("LLM"), "{}", view.resume_llm);
         assert!(
             view.graph_svg.contains("data-node=\"apply\""),
             "{}",

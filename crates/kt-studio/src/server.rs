@@ -93,6 +93,7 @@ async fn runs(State(s): State<AppState>) -> Result<Json<Value>, StudioError> {
         let experiments = crate::experiments::find_experiments(&base);
         Ok(Json(json!({
             "runs_dir": *base,
+            "runs_dir_exists": base.is_dir(),
             "read_only": read_only,
             "runs": json_of(&runs)?,
             "experiments": json_of(&experiments)?,
@@ -153,6 +154,9 @@ fn json_response(body: Bytes) -> Response {
     ([(header::CONTENT_TYPE, "application/json")], body).into_response()
 }
 
+/// The most checkpoints one history request answers with (the timeline's range picker).
+const MAX_HISTORY_PAGE: usize = 5_000;
+
 /// A page of the history: the newest checkpoints older than `before` (the newest of all without it).
 #[derive(Deserialize)]
 struct HistoryQuery {
@@ -167,7 +171,11 @@ async fn history(
 ) -> Result<Response, StudioError> {
     let body = blocking(move || {
         let dir = run_dir(&s, &id)?;
-        let limit = q.limit.unwrap_or(kt_runs::HISTORY_PAGE);
+        // a range the page asks for is bounded: one answer never holds a whole long run
+        let limit = q
+            .limit
+            .unwrap_or(kt_runs::HISTORY_PAGE)
+            .min(MAX_HISTORY_PAGE);
         let before = q.before.map(kt_runs::CheckpointId);
         let page = || {
             let record = RunRecord::open(dir.clone())?;
@@ -340,6 +348,8 @@ async fn resume(
 
 #[derive(Deserialize)]
 struct AnswerRequest {
+    /// The prompt's id, as the page showed it.
+    id: String,
     text: String,
 }
 
@@ -352,13 +362,15 @@ async fn answer(
         let (s, id) = (s.clone(), id.clone());
         blocking(move || {
             let record = open_run(&s, &id)?;
-            let waiting = steer::answer(&record, &request.text)?;
+            let waiting = steer::answer(&record, &request.id, &request.text)?;
             Ok((record, waiting))
         })
         .await?
     };
     let job = steer::spawn_resume(&s.kt, record.root(), &id, "answer", &s.jobs)?;
-    Ok(Json(json!({ "job": job, "answered": waiting.node })))
+    Ok(Json(
+        json!({ "job": job, "answered": kt_runs::prompt_id(&waiting), "node": waiting.node }),
+    ))
 }
 
 async fn index(State(s): State<AppState>) -> Response {
@@ -379,6 +391,8 @@ fn router(state: AppState) -> Router {
     Router::new()
         .route("/", get(index))
         .route("/assets/studio.js", get(assets::script))
+        .route("/assets/timeline.js", get(assets::timeline_script))
+        .route("/assets/steer.js", get(assets::steer_script))
         .route("/assets/studio.css", get(assets::style))
         .route("/api/runs", get(runs))
         .route("/api/events", get(runs_events))
@@ -407,7 +421,9 @@ pub async fn serve(
     config: StudioConfig,
     ready: impl FnOnce(SocketAddr, String),
 ) -> Result<(), StudioError> {
-    let access = Access::new(
+    // Checked before binding, so a refused address binds nothing; made again for the port bound (the cookie's
+    // name is the port's).
+    Access::new(
         config.addr,
         config.allow_remote,
         config.access_token.clone(),
@@ -420,10 +436,13 @@ pub async fn serve(
             source,
         })?;
     let addr = listener.local_addr().map_err(StudioError::Serve)?;
-    let url = match &config.access_token {
-        Some(t) if !addr.ip().is_loopback() => format!("http://{addr}/?access={t}"),
-        _ => format!("http://{addr}/"),
-    };
+    let access = Access::new(
+        addr,
+        config.allow_remote,
+        config.access_token.clone(),
+        config.read_only,
+    )?;
+    let url = access.url(addr);
     let state = AppState {
         runs_dir: Arc::new(config.runs_dir),
         access: Arc::new(access),

@@ -86,9 +86,31 @@ pub fn replay(
     ))?)
 }
 
-/// Writes the answer where the waiting `manual:` prompt's provider reads it.
-pub fn answer(record: &RunRecord, text: &str) -> Result<WaitingAnswer, StudioError> {
-    Ok(kt_runs::answer_waiting_prompt(record.dir(), text)?)
+/// Writes the answer to prompt `id` where the waiting `manual:` prompt's provider reads it; refused when the
+/// run no longer waits for `id` (the page showed an older question) or it is answered already.
+pub fn answer(record: &RunRecord, id: &str, text: &str) -> Result<WaitingAnswer, StudioError> {
+    Ok(kt_runs::answer_waiting_prompt(
+        record.dir(),
+        text,
+        Some(id),
+    )?)
+}
+
+/// What `kt resume` started from the page would call for the LLM calls not made yet, in the words the
+/// command prints (it runs in the studio's directory with its environment, without --llm); or why it could
+/// not start.
+pub fn resume_llm(record: &RunRecord) -> String {
+    let meta = match record.dir().read_meta() {
+        Ok(m) => m,
+        Err(e) => return format!("kt resume could not read the run: {e}"),
+    };
+    let cwd = std::env::current_dir().unwrap_or_default();
+    match kt_pipeline::run_llm::llm_for_run(&meta.llm, &cwd, None) {
+        Ok((config, origin)) => origin
+            .notice(&config.describe())
+            .unwrap_or_else(|| format!("LLM: {} (from $KT_LLM)", config.describe())),
+        Err(e) => format!("kt resume would stop before its first call: {e}"),
+    }
 }
 
 /// Starts `kt resume RUN_DIR` in the background; its end is recorded in `jobs`.

@@ -22,6 +22,7 @@ pub mod studio;
 pub mod testgen;
 pub mod transform;
 pub mod tune;
+mod tune_checks;
 pub mod tuner_worker;
 mod unsandboxed;
 pub mod verify;

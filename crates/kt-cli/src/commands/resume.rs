@@ -46,6 +46,11 @@ pub struct ResumeArgs {
     /// file before the run continues to its next prompt or its end.
     #[arg(long, value_name = "FILE")]
     pub answer: Option<PathBuf>,
+    /// The id of the prompt the --answer is for (its prompt file's name without `.prompt.md`, e.g.
+    /// `002-stage1.dimensions`; `kt runs show` and the stop message print it): refused when the run waits for
+    /// another. Without it, an answer that is word for word an earlier prompt's answer is refused.
+    #[arg(long, value_name = "ID", requires = "answer")]
+    pub answer_for: Option<String>,
     /// When another kt process works on the run, wait for it to end instead of refusing.
     #[arg(long)]
     pub wait: bool,
@@ -57,12 +62,13 @@ pub struct ResumeArgs {
 
 /// Copies `answer` to where the paused run's manual provider looks for it (kt-runs: the same operation as
 /// kt studio's answer box).
-fn give_answer(dir: &RunDir, answer: &std::path::Path) -> anyhow::Result<()> {
+fn give_answer(dir: &RunDir, answer: &std::path::Path, for_id: Option<&str>) -> anyhow::Result<()> {
     let text = std::fs::read_to_string(answer)
         .with_context(|| format!("reading the answer {}", answer.display()))?;
-    let waiting = kt_runs::answer_waiting_prompt(dir, &text)?;
+    let waiting = kt_runs::answer_waiting_prompt(dir, &text, for_id)?;
     eprintln!(
-        "answer to `{}` given from {}",
+        "answer to prompt `{}` (node `{}`) given from {}",
+        kt_runs::prompt_id(&waiting),
         waiting.node,
         answer.display()
     );
@@ -165,7 +171,7 @@ pub fn run(args: ResumeArgs) -> anyhow::Result<ExitCode> {
         anyhow::bail!("{lost}");
     }
     if let Some(answer) = &args.answer {
-        give_answer(&dir, answer)?;
+        give_answer(&dir, answer, args.answer_for.as_deref())?;
     }
     let meta = dir.read_meta()?;
     let overrides = StrategyOverrides {

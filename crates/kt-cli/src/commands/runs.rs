@@ -167,7 +167,18 @@ fn print_summary(s: &RunShow) {
         );
     }
     if let Some(prompt) = &m.waiting_for {
-        println!("waiting   for an answer to {prompt}: `kt resume RUN --answer FILE`");
+        let id = std::path::Path::new(prompt)
+            .file_name()
+            .map(|n| {
+                n.to_string_lossy()
+                    .trim_end_matches(".prompt.md")
+                    .to_string()
+            })
+            .unwrap_or_default();
+        println!(
+            "waiting   for an answer to {prompt}: `kt resume {} --answer FILE --answer-for {id}`",
+            m.id
+        );
     }
     if let Some(stop) = &s.stopped {
         println!("stopped   {stop}");

@@ -322,6 +322,11 @@ fn dry_run(args: &TransformArgs) -> anyhow::Result<String> {
     let sidecar = kt_cuda::Sidecar::path_for(&args.file);
     let sidecar_line = if sidecar.is_file() {
         kt_cuda::Sidecar::load(&sidecar)?;
+        // checked against the kernel's signature as `kt tune` checks it (names, dtypes, size expressions)
+        kt_tuner::input::load_kernel(&args.file, args.kernel.as_deref(), &args.include)
+            .with_context(|| {
+                format!("the sidecar {} does not fit the kernel", sidecar.display())
+            })?;
         format!("sidecar: {} (read and checked)", sidecar.display())
     } else {
         "sidecar: none (Stage 1 asks the LLM what the kernel computes)".to_string()
@@ -511,6 +516,9 @@ pub(crate) fn report(
         Err(PipelineError::Tuning(e)) => {
             eprintln!("{e}");
             eprintln!("{}", needs_gpu_hint(run));
+            if json {
+                print_result_json(run)?;
+            }
             Ok(ExitCode::from(2))
         }
         Err(e) if e.is_llm_unavailable() => {
@@ -520,6 +528,17 @@ pub(crate) fn report(
         }
         Err(e) => Err(failed(run, e)),
     }
+}
+
+/// `--json` on a run that stopped without an outcome: the result.json it wrote (status, `needs_gpu`, error),
+/// so a script reads the same shape whichever way the run ended.
+fn print_result_json(run: &RunDir) -> anyhow::Result<()> {
+    let path = run.result_json();
+    match std::fs::read_to_string(&path) {
+        Ok(text) => println!("{}", text.trim_end()),
+        Err(e) => anyhow::bail!("--json: reading {}: {e}", path.display()),
+    }
+    Ok(())
 }
 
 fn print_summary(done: &TransformOutcome) {
@@ -585,7 +604,13 @@ fn print_summary(done: &TransformOutcome) {
     if let Some(branch) = done.results.branch() {
         println!("results of branch {branch} (the main branch's stay in the run directory)");
     }
-    println!("best kernel: {}", done.results.best_cu().display());
+    // a run stopped before any kernel (a manual: prompt, a breakpoint) has no best.cu: name none
+    let best = done.results.best_cu();
+    if best.is_file() {
+        println!("best kernel: {}", best.display());
+    } else {
+        println!("best kernel: none yet (the run stopped before one was accepted)");
+    }
     if r.best_program.is_some() {
         println!(
             "your program with the best kernel: {} (your file is unchanged)",

@@ -16,6 +16,7 @@ use kt_tuner::space::Restriction;
 use kt_tuner::{TimingPolicy, export};
 
 use super::kernel_input::{LaunchFlags, default_cache_dir, parse_pairs, parse_params, parse_sizes};
+use super::tune_checks;
 
 #[derive(Debug, Args)]
 pub struct TuneArgs {
@@ -127,9 +128,13 @@ pub struct TuneArgs {
 
 pub fn run(args: TuneArgs) -> anyhow::Result<ExitCode> {
     if args.dry_run {
-        return Ok(super::dry_run::report(
-            prepare(&args).and_then(|p| describe(&args, &p).map(|lines| lines.join("\n"))),
-        ));
+        return Ok(super::dry_run::report(prepare(&args).and_then(|p| {
+            if args.json {
+                Ok(serde_json::to_string_pretty(&describe_json(&args, &p)?)?)
+            } else {
+                describe(&args, &p).map(|lines| lines.join("\n"))
+            }
+        })));
     }
     let prepared = prepare(&args)?;
     if args.compile_only {
@@ -209,8 +214,22 @@ fn prepare(args: &TuneArgs) -> anyhow::Result<Prepared> {
     if args.launch.problem_size.is_some() {
         loaded.dims = loaded.kernel.geometry.problem_size.len();
     }
+    let params = parse_params(&args.params)?;
+    tune_checks::no_duplicate_params(&params)?;
+    let templates: Vec<String> = loaded
+        .template_params()
+        .into_iter()
+        .map(|(n, _)| n)
+        .collect();
+    tune_checks::params_are_used(
+        &params,
+        &loaded.kernel.source,
+        &templates,
+        &loaded.kernel.kernel_name,
+    )?;
+    tune_checks::restrictions_compare(&args.restrictions)?;
     let request = SpaceRequest {
-        params: parse_params(&args.params)?,
+        params,
         templates: parse_pairs(&args.templates)?,
         restrictions: args.restrictions.clone(),
         derive: !args.no_derived_restrictions,
@@ -225,7 +244,14 @@ fn prepare(args: &TuneArgs) -> anyhow::Result<Prepared> {
     loaded.kernel.compiler_options = args.nvrtc_options.clone();
     let sizes = parse_sizes(&args.sizes)?;
     let tests = load_tests(&loaded, test_source(args), &sizes, &space.configs)?;
-    TuneSpace::after_restrictions(&loaded, &tests)?;
+    let left = TuneSpace::after_restrictions(&loaded, &tests)?.len();
+    let combinations: usize = loaded
+        .kernel
+        .params
+        .iter()
+        .map(|t| t.values.len())
+        .product();
+    tune_checks::space_not_empty(left, combinations)?;
     Strategy::parse(&args.strategy).with_context(|| unknown_strategy(&args.strategy))?;
     Ok(Prepared {
         loaded,
@@ -284,6 +310,48 @@ fn describe(args: &TuneArgs, p: &Prepared) -> anyhow::Result<Vec<String>> {
     ));
     lines.push("dry run: nothing compiled or run; without --dry-run this tunes on the GPU".into());
     Ok(lines)
+}
+
+/// `--dry-run --json`: what [`describe`] says, as one JSON object.
+fn describe_json(args: &TuneArgs, p: &Prepared) -> anyhow::Result<serde_json::Value> {
+    let kernel = &p.loaded.kernel;
+    let counted = TuneSpace::after_restrictions(&p.loaded, &p.tests)?;
+    let params: serde_json::Map<String, serde_json::Value> = kernel
+        .params
+        .iter()
+        .map(|t| {
+            let values: Vec<serde_json::Value> = t
+                .values
+                .iter()
+                .map(|v| {
+                    serde_json::from_str(&v.to_string()).unwrap_or_else(|_| v.to_string().into())
+                })
+                .collect();
+            (t.name.clone(), values.into())
+        })
+        .collect();
+    let restrictions: Vec<String> = kernel
+        .restrictions
+        .iter()
+        .filter_map(|r| match r {
+            Restriction::Expr(e) => Some(e.to_string()),
+            _ => None,
+        })
+        .collect();
+    Ok(serde_json::json!({
+        "dry_run": true,
+        "file": args.file,
+        "kernel": kernel.kernel_name,
+        "sidecar": p.loaded.sidecar,
+        "parameters": params,
+        "restrictions": restrictions,
+        "configurations": kernel.params.iter().map(|t| t.values.len()).product::<usize>(),
+        "after_restrictions": counted.len(),
+        "tests": p.tests.tests.len(),
+        "time_basis": time_label(&p.tests),
+        "strategy": args.strategy,
+        "max_evals": args.max_evals,
+    }))
 }
 
 fn unknown_strategy(name: &str) -> String {

@@ -113,9 +113,10 @@ impl Provider for ManualProvider {
                 .file_name()
                 .map(|n| n.to_string_lossy().to_string())
                 .unwrap_or_default();
+            let id = answer_name.trim_end_matches(".answer.md");
             let text = format!(
                 "{HASH_MARK}{} -->\n# Prompt for node `{}`\n\nWrite the answer to `{answer_name}` in this directory \
-                 and resume the run (`kt resume RUN`, or `kt resume RUN --answer FILE`).\n\n{}",
+                 and resume the run (`kt resume RUN`, or `kt resume RUN --answer FILE --answer-for {id}`).\n\n{}",
                 call.hash,
                 req.node,
                 prompt_text(req)

@@ -53,11 +53,13 @@ impl Stopped {
     pub fn message(&self, run: &std::path::Path) -> String {
         if let Some(w) = &self.waiting {
             return format!(
-                "waiting for an answer to `{}`: the prompt is {}; continue with `kt resume {} --answer FILE` (or \
-                 write the answer to {} and run `kt resume {}`)",
+                "waiting for an answer to `{}` (prompt {}): the prompt is {}; continue with `kt resume {} --answer \
+                 FILE --answer-for {}` (or write the answer to {} and run `kt resume {}`)",
                 w.node,
+                w.id(),
                 w.prompt_file.display(),
                 run.display(),
+                w.id(),
                 w.answer_file.display(),
                 run.display()
             );

@@ -103,6 +103,10 @@ impl ReportInputs {
         };
         let mut inputs = Self::from_state(record, &fields)?;
         inputs.graph = graph;
+        // END is the run's end: a stage the run went on from (or stopped in) did not reach it
+        if inputs.summary.status != "finished" || !is_stage3(record) {
+            inputs.graph.end_not_reached();
+        }
         inputs.steps_total = recent.lineage.len();
         inputs.path = recent.steps;
         Ok(inputs)
@@ -189,6 +193,11 @@ pub fn path_graph(
 /// The run's graph as DOT, or None when the graph cannot be rebuilt (another strategy file, a run from a
 /// newer kt): pages then draw the path alone.
 pub fn graph_dot(record: &RunRecord) -> Option<String> {
+    // Only Stage 3's graph is the strategy's: a run stopped in Stage 1 or 2 draws the path it took there,
+    // never the Stage 3 graph it did not reach.
+    if !is_stage3(record) {
+        return None;
+    }
     let setup = Setup::new(LlmChoice::Replay, session_dir(record, "report"));
     // no highlight: the collection marks the path from the heads it reads anyway
     let drawn = export(
@@ -205,6 +214,13 @@ pub fn graph_dot(record: &RunRecord) -> Option<String> {
             None
         }
     }
+}
+
+/// The record is of the run's Stage 3 graph (`RUN/stage3`).
+pub fn is_stage3(record: &RunRecord) -> bool {
+    let run = record.graph_run().as_str();
+    run == crate::record::DEFAULT_GRAPH
+        || run.ends_with(&format!("/{}", crate::record::DEFAULT_GRAPH))
 }
 
 /// Marks on `graph` the nodes `lineage` ran and the graph's edges it took.

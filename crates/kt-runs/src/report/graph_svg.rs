@@ -123,6 +123,30 @@ impl GraphShape {
         g
     }
 
+    /// The run did not end here (the graph of a stage the run went on from, or stopped in): END is drawn,
+    /// when the graph has it, but not as reached.
+    pub fn end_not_reached(&mut self) {
+        self.visited.retain(|n| n != END);
+        self.taken.retain(|(_, b)| b != END);
+    }
+
+    /// Adds the nodes `running` runs now where the graph lacks them (a path drawn from its steps alone has
+    /// only the nodes that ran), each after the nodes of the last step, so the page can mark them.
+    pub fn add_running(&mut self, running: &[String]) {
+        let from = self
+            .visited
+            .iter()
+            .rfind(|n| *n != END)
+            .cloned()
+            .unwrap_or_else(|| START.into());
+        for n in running {
+            if !self.nodes.contains(n) {
+                self.nodes.push(n.clone());
+                self.edges.push((from.clone(), n.clone(), String::new()));
+            }
+        }
+    }
+
     /// Nodes in drawing order: START, visited nodes in visiting order, the others, END last.
     fn order(&self) -> Vec<String> {
         let mut out: Vec<String> = vec![START.into()];
@@ -358,6 +382,32 @@ mod tests {
             2,
             "both routes dashed, the fan-out solid: {svg}"
         );
+    }
+
+    #[test]
+    fn a_stage_the_run_went_on_from_does_not_draw_end_reached_and_the_running_node_is_drawn() {
+        let mut g = GraphShape {
+            nodes: vec![START.into(), "describe".into(), END.into()],
+            edges: vec![
+                (START.into(), "describe".into(), String::new()),
+                ("describe".into(), END.into(), String::new()),
+            ],
+            visited: vec!["describe".into(), END.into()],
+            taken: vec![
+                (START.into(), "describe".into()),
+                ("describe".into(), END.into()),
+            ],
+        };
+        g.end_not_reached();
+        assert_eq!(g.visited, ["describe"]);
+        assert_eq!(g.taken, [(START.to_string(), "describe".to_string())]);
+        g.add_running(&["dimensions".into(), "describe".into()]);
+        assert!(g.to_svg().contains(r#"data-node="dimensions""#));
+        assert!(
+            g.edges
+                .contains(&("describe".into(), "dimensions".into(), String::new()))
+        );
+        assert_eq!(g.nodes.len(), 4, "a node already drawn is not added again");
     }
 
     #[test]

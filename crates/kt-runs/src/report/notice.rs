@@ -2,81 +2,38 @@
 //! (still running, stopped for a GPU or a manual answer, interrupted, the LLM service down, failed), why, and
 //! the command that continues it; in a section without content, one line saying why it is empty.
 
-use serde_json::Value;
-
 use super::collect::ReportInputs;
 use super::graph_svg::esc;
 
-/// The block under the title for a run without a final result; `None` for a finished run.
+/// The block under the title for a run without a final result (the words of [`crate::run_state`]);
+/// `None` for a finished run.
 pub(super) fn run_state(r: &ReportInputs) -> Option<String> {
-    let s = &r.summary;
-    let result = r.result.as_ref();
-    let text = |k: &str| result.and_then(|v| v.get(k)).and_then(Value::as_str);
-    let error = text("error")
-        .map(|e| format!(" ({})", esc(e)))
-        .unwrap_or_default();
-    let resume = format!("<code>kt resume {}</code>", esc(&s.id));
-    let (headline, detail) = match s.status.as_str() {
-        "finished" => return None,
-        "running" => (
-            "Still running.",
-            format!(
-                "Reload the page to see more. If no kt process works on it any more (it was killed), {resume} \
-                 continues it from its last checkpoint."
-            ),
-        ),
-        "interrupted" if result.and_then(|v| v.get("needs_gpu")) == Some(&Value::Bool(true)) => (
-            "No result yet: the run needs a CUDA GPU.",
-            format!(
-                "It stopped where a GPU is needed{error}. On a machine with one, {resume} continues it with \
-                 the LLM the run recorded."
-            ),
-        ),
-        "interrupted" => match result
-            .and_then(|v| v.pointer("/waiting_for/prompt_file"))
-            .and_then(Value::as_str)
-        {
-            Some(prompt) => (
-                "No result yet: the run waits for an answer.",
-                format!(
-                    "Write the answer to <code>{}</code> in a file, then run <code>kt resume {} --answer \
-                     FILE</code>.",
-                    esc(prompt),
-                    esc(&s.id)
-                ),
-            ),
-            None => (
-                "No result yet: the run was stopped.",
-                format!("It stopped{error}; {resume} continues it from its last checkpoint."),
-            ),
-        },
-        "llm_unavailable" => (
-            "No result yet: the LLM service failed.",
-            format!("The service did not answer{error}; once it does, {resume} continues the run."),
-        ),
-        "failed" => (
-            "The run failed.",
-            format!(
-                "It ended with an error{error}. What it did up to there is below; fix the cause and start a \
-                 new run with <code>kt transform {}</code>.",
-                esc(text("kernel_file").unwrap_or("FILE"))
-            ),
-        ),
-        other => (
-            "The run's record is incomplete.",
-            format!(
-                "Its status is <code>{}</code>{}.",
-                esc(other),
-                s.problem
-                    .as_deref()
-                    .map(|p| format!(": {}", esc(p)))
-                    .unwrap_or_default()
-            ),
-        ),
+    let state = crate::run_state::run_state(&r.summary, r.result.as_ref(), None)?;
+    let reload = if r.summary.status == "running" {
+        " Reload the page to see more."
+    } else {
+        ""
     };
     Some(format!(
-        "<div id=\"state\" class=\"state\"><strong>{headline}</strong> {detail}</div>"
+        "<div id=\"state\" class=\"state\"><strong>{}</strong> {}{reload}</div>",
+        code_spans(&state.headline),
+        code_spans(&state.detail)
     ))
+}
+
+/// `text`, escaped, with its `backticked` parts as `<code>`.
+fn code_spans(text: &str) -> String {
+    esc(text)
+        .split('`')
+        .enumerate()
+        .map(|(i, part)| {
+            if i % 2 == 1 {
+                format!("<code>{part}</code>")
+            } else {
+                part.to_string()
+            }
+        })
+        .collect()
 }
 
 /// One line in place of an empty section: what is missing and why, for this run's status.
@@ -95,11 +52,13 @@ mod tests {
     use super::*;
     use crate::catalog::RunSummary;
     use crate::report::graph_svg::GraphShape;
+    use serde_json::Value;
 
     pub(crate) fn inputs(status: &str, result: Option<Value>) -> ReportInputs {
         ReportInputs {
             summary: RunSummary {
                 id: "20261125-200801-mm-autonomous-abcd".into(),
+                recorded_id: None,
                 path: "/runs/x".into(),
                 kernel: "matrixMultiply".into(),
                 strategy: "autonomous".into(),
@@ -152,7 +111,9 @@ mod tests {
     fn each_status_without_a_result_says_what_happened_and_a_finished_run_says_nothing() {
         let waiting = inputs(
             "interrupted",
-            Some(serde_json::json!({"waiting_for": {"prompt_file": "p/001.prompt.md"}})),
+            Some(
+                serde_json::json!({"waiting_for": {"node": "n", "prompt_file": "p/001.prompt.md", "answer_file": "p/001.answer.md"}}),
+            ),
         );
         assert!(run_state(&waiting).unwrap().contains("--answer FILE"));
         let failed = inputs(
