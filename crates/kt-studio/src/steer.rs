@@ -105,7 +105,9 @@ pub fn resume_llm(record: &RunRecord) -> String {
         Err(e) => return format!("kt resume could not read the run: {e}"),
     };
     let cwd = std::env::current_dir().unwrap_or_default();
-    match kt_pipeline::run_llm::llm_for_run(&meta.llm, &cwd, None) {
+    // the page's resume passes no --trust-run: a run that is not provably this user's is refused there too
+    let consent = kt_pipeline::run_llm::Consent::for_run(&meta, false);
+    match kt_pipeline::run_llm::llm_for_run(&meta.llm, &cwd, None, &consent) {
         Ok((config, origin)) => origin
             .notice(&config.describe())
             .unwrap_or_else(|| format!("LLM: {} (from $KT_LLM)", config.describe())),
