@@ -314,8 +314,21 @@ impl TuneResult {
     }
 
     /// Why the best is slower than the default launch, or is not the default: see [`slower_best_note`].
+    /// Also says when the default launch is the best because nothing of the space that verified is faster.
     pub fn slower_best_note(&self) -> Option<String> {
-        slower_best_note(self.reference.as_ref()?, self.best.as_ref())
+        let default = self.reference.as_ref()?;
+        let default_wins = self.best.as_ref().is_some_and(|b| b.config == default.config)
+            && self
+                .measurements
+                .iter()
+                .any(|m| m.verdict.is_ok() && m.config != default.config);
+        if default_wins {
+            return Some(format!(
+                "no configuration of the space is faster than the default launch {}: it is the best",
+                default.config
+            ));
+        }
+        slower_best_note(default, self.best.as_ref())
     }
 }
 
