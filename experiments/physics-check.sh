@@ -8,7 +8,7 @@
 #    counter past the samples caught by the check after many launches, tests reloaded then run back to back)
 #    and gpu_checks (ceilings confirmed by kt's copy and FMA kernel, shares of peak not clamped).
 # 2. show: what a user sees: `kt tune` of the lazy kernel (refused, with the reason), of the pointer-memoised
-#    one at 64 M elements (impossibly fast, with the figures), and of a mandelbrot that skips the set's interior
+#    one at 64 M elements (refused: its default launch impossibly fast, with the figures), and of a mandelbrot that skips the set's interior
 #    (delivered, its share of peak as measured with a note).
 # 3. attacks: the attack corpus (tests/corpus/verify/attacks/attacks.toml: kt verify, kt tune, kt transform),
 #    every case REPEAT times, a table of expected against got verdicts, flaky ones marked.
@@ -45,7 +45,7 @@ if want tests; then
 fi
 if want show; then
   step show-lazy refused "$KT" tune "$attacks/lazy_after_40_launches.cu" --test-size --param block_size_x=64,128
-  step show-memoised "$KT" tune "$attacks/memoise_by_pointer.cu" --size n=67108864 --param block_size_x=64,128
+  step show-memoised refused "$KT" tune "$attacks/memoise_by_pointer.cu" --size n=67108864 --param block_size_x=64,128
   step show-mandelbrot "$KT" tune "$attacks/mandelbrot_skips_interior.cu" --bench-size \
     --param block_size_x=16,32 --param block_size_y=8
 fi

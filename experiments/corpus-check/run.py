@@ -95,7 +95,7 @@ TUNE_KINDS: dict = {}
 
 def tune_verdicts(kt, args):
     """`kt tune --json`: "delivered" when it delivers a best configuration, else the sorted verdict kinds of
-    the configurations it refused."""
+    the configurations it refused (the default launch's among them)."""
     rc, stdout, stderr, secs = run([kt, "tune", *args, "--json"], timeout=600, split=True)
     try:
         j = json.loads(stdout)
@@ -108,8 +108,10 @@ def tune_verdicts(kt, args):
         return f"error: {last_line(stdout + stderr)}", secs
     if j.get("best"):
         return "delivered", secs
+    # the default launch's verdict too: kt refuses it as the best when it fails a check
+    judged = [*(j.get("measurements") or []), *([j["reference"]] if j.get("reference") else [])]
     kinds = sorted({TUNE_KINDS.get(k, k) for k in
-                    ((m.get("verdict") or {}).get("kind") for m in j.get("measurements") or []) if k != "ok"})
+                    ((m.get("verdict") or {}).get("kind") for m in judged) if k and k != "ok"})
     return "+".join(kinds) or "nothing refused, nothing delivered", secs
 
 

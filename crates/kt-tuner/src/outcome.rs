@@ -312,6 +312,55 @@ impl TuneResult {
     pub fn speedup(&self) -> Option<f64> {
         Some(self.reference.as_ref()?.objective_ms()? / self.best.as_ref()?.objective_ms()?)
     }
+
+    /// Why the best is slower than the default launch, or is not the default: see [`slower_best_note`].
+    /// Also says when the default launch is the best because nothing of the space that verified is faster.
+    pub fn slower_best_note(&self) -> Option<String> {
+        let default = self.reference.as_ref()?;
+        let default_wins = self.best.as_ref().is_some_and(|b| b.config == default.config)
+            && self
+                .measurements
+                .iter()
+                .any(|m| m.verdict.is_ok() && m.config != default.config);
+        if default_wins {
+            return Some(format!(
+                "no configuration of the space is faster than the default launch {}: it is the best",
+                default.config
+            ));
+        }
+        slower_best_note(default, self.best.as_ref())
+    }
+}
+
+/// Why `best` is not the `default` launch although the default is faster, or why the default is not the
+/// best at all: it was refused (its verdict), or nothing checked it (a tuning without verification delivers
+/// the fastest of the space as measured). None when there is nothing to explain.
+pub fn slower_best_note(default: &Measurement, best: Option<&Measurement>) -> Option<String> {
+    // the default's time as measured, also when a later check refused it
+    let slower = match (best.and_then(Measurement::objective_ms), default.objective) {
+        (Some(b), Some(d)) => d < b,
+        _ => false,
+    };
+    if !default.verdict.is_ok() {
+        let consequence = if best.is_some() {
+            format!("so it is not the best{}", if slower { " although faster" } else { "" })
+        } else {
+            "and nothing is delivered: every configuration runs the same code".to_string()
+        };
+        return Some(format!(
+            "the default launch {} was refused ({}), {consequence}: {}",
+            default.config,
+            default.verdict.short(),
+            default.verdict.reason()
+        ));
+    }
+    slower.then(|| {
+        format!(
+            "the default launch {} is faster than every configuration of the space; without verification \
+             it was not checked and is not offered as the best: keep the default launch",
+            default.config
+        )
+    })
 }
 
 /// Progress events for a bar or a log.
@@ -366,6 +415,31 @@ pub struct ReferenceOutputs {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_best_slower_than_the_default_says_why() {
+        let config = |b| crate::space::Config::ints([("block_size_x", b)]);
+        let default = Measurement::synthetic(config(256), Verdict::Ok, Some(0.2268));
+        let slower = Measurement::synthetic(config(128), Verdict::Ok, Some(0.7878));
+        let faster = Measurement::synthetic(config(128), Verdict::Ok, Some(0.1));
+        assert_eq!(slower_best_note(&default, Some(&faster)), None);
+        assert_eq!(slower_best_note(&default, Some(&default)), None);
+        let unchecked = slower_best_note(&default, Some(&slower)).unwrap();
+        assert!(unchecked.contains("keep the default launch"), "{unchecked}");
+        let mut refused = default.clone();
+        refused.verdict = Verdict::CarriesState {
+            details: vec!["test gen2: right from a freshly loaded module".into()],
+        };
+        let why = slower_best_note(&refused, Some(&slower)).unwrap();
+        assert!(
+            why.contains("block_size_x=256 was refused (state carried between inputs)")
+                && why.contains("although faster")
+                && why.contains("test gen2"),
+            "{why}"
+        );
+        let none = slower_best_note(&refused, None).unwrap();
+        assert!(none.contains("nothing is delivered"), "{none}");
+    }
 
     #[test]
     fn each_failure_is_named_as_itself() {

@@ -9,6 +9,7 @@
 //! Overlap is what makes a short run fast: the worker creates its context and generates the inputs while
 //! the parent starts NVRTC and compiles the first batch of configurations on all cores.
 
+mod back_to_back;
 mod compile_queue;
 mod determinism;
 mod engine;
@@ -244,8 +245,9 @@ impl Tuner {
         launch_time::time_exactly(&mut self.engine, kernel, config, test, launches)
     }
 
-    /// Runs `candidate` at `config` twice more on every test of the last `verify` (same inputs, outputs
-    /// freshly poisoned): `Verdict::Nondeterministic` with the first differing index when the reruns
+    /// Runs `candidate` at `config` on every test of `tests` once and twice more (same inputs, outputs
+    /// freshly poisoned), uploading those no `verify` uploaded first: the runs are compared with each other,
+    /// not with expected values. `Verdict::Nondeterministic` with the first differing index when the reruns
     /// disagree, `Verdict::Ok` when they agree.
     pub fn check_determinism(
         &mut self,
@@ -253,6 +255,9 @@ impl Tuner {
         config: &Config,
         tests: &TestSet,
     ) -> Result<Verdict, TunerError> {
+        self.engine
+            .link
+            .ensure_uploaded(&tests.tests, &mut self.engine.queue)?;
         determinism::check(&mut self.engine, candidate, config, &tests.tests, false)
     }
 

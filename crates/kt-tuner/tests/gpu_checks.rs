@@ -160,21 +160,38 @@ fn reruns_that_differ_are_a_nondeterministic_verdict() {
     );
 }
 
-/// Deterministic NaNs: sqrt of the negative half of randn inputs, and the last element never written.
+/// Deterministic NaNs: sqrt of the negative half of randn inputs; `LAST` is where it stops writing.
 const SQRT_SOME_NAN: &str = r#"__global__ void root(const float* in, float* out, int n) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n - 1) out[i] = sqrtf(in[i]);
+    if (i < LAST) out[i] = sqrtf(in[i]);
 }
 "#;
 
+/// Also the API without a `verify` before it: `check_determinism` uploads its tests itself.
 #[test]
 #[ignore = "needs a GPU"]
 fn reruns_with_the_same_nans_agree() {
     let (tests, _) = tests_for("float32", "n", &[]);
-    let k = TunableKernel::new(SQRT_SOME_NAN, "root", vec!["n".into()]);
+    let kernel = |last: &str| {
+        let src = SQRT_SOME_NAN.replace("LAST", last);
+        TunableKernel::new(&src, "root", vec!["n".into()])
+    };
     let mut t = Tuner::new(config()).unwrap();
-    let v = t.check_determinism(&k, &block(256), &tests).unwrap();
+    let v = t
+        .check_determinism(&kernel("n"), &block(256), &tests)
+        .unwrap();
     assert!(matches!(v, Verdict::Ok), "{v:?}");
+    // an element never written holds poison after the poisoned run and its initial zero after the run
+    // started from the initial contents (what a kernel that skips written outputs would show): named
+    let v = t
+        .check_determinism(&kernel("n - 1"), &block(256), &tests)
+        .unwrap();
+    assert!(
+        matches!(&v, Verdict::Nondeterministic { details }
+            if details[0].contains("initial contents instead of poison")
+                && details[0].contains("first at index 10006")),
+        "{v:?}"
+    );
 }
 
 /// Reads its neighbour's shared-memory slot with no barrier between the write and the read.

@@ -711,6 +711,9 @@ fn print_summary(r: &TuneResult, tests: &TestSet) {
             time_label(tests)
         );
     }
+    if let Some(note) = r.slower_best_note() {
+        println!("{note}");
+    }
     print_peak_basis(r);
     // a share of peak above 100 % is printed as measured; what it means, from the tuner
     for (label, m) in [("default", &r.reference), ("best", &r.best)] {

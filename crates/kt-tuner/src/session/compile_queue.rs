@@ -12,6 +12,7 @@ use crate::expr::Bindings;
 use crate::headers;
 use crate::module_cache::{CompilePool, ModuleOutcome};
 use crate::nvrtc::{self, Program};
+use crate::outcome::Verdict;
 use crate::space::Config;
 use crate::tunable_kernel::TunableKernel;
 use kt_record::DType;
@@ -213,6 +214,24 @@ impl CompileQueue {
                 dynamic_shared: shared,
             },
         );
+    }
+
+    /// Submits `config` and waits for it: its module key, recorded for the worker to load, or the verdict of
+    /// its failed compilation.
+    pub fn compiled(
+        &mut self,
+        kernel: &TunableKernel,
+        config: &Config,
+        scalars: &Bindings,
+        grid_defines: bool,
+    ) -> Result<Result<String, Verdict>, TunerError> {
+        let submitted = self.submit(kernel, config, scalars, grid_defines)?;
+        let outcome = self.wait(submitted.ticket)?;
+        if let ModuleOutcome::Failed { log, .. } = &*outcome {
+            return Ok(Err(Verdict::from_compile_log(log, &kernel.kernel_name)));
+        }
+        self.remember(&submitted.key, outcome, &kernel.kernel_name, submitted.shared);
+        Ok(Ok(submitted.key))
     }
 
     /// Waits for a module the run cannot do without (a reference) and records it; a compile failure is a

@@ -9,7 +9,6 @@ use std::time::Duration;
 
 use crate::args::KernelTest;
 use crate::error::TunerError;
-use crate::module_cache::ModuleOutcome;
 use crate::outcome::Verdict;
 use crate::session::engine::Engine;
 use crate::session::worker_link::run_request;
@@ -33,24 +32,18 @@ pub(crate) fn check(
     let Some(first) = tests.first() else {
         return Ok(Verdict::Ok);
     };
-    let submitted = e
+    let key = match e
         .queue
-        .submit(kernel, config, &first.scalars(), grid_defines)?;
-    let outcome = e.queue.wait(submitted.ticket)?;
-    if let ModuleOutcome::Failed { log, .. } = &*outcome {
-        return Ok(Verdict::from_compile_log(log, &kernel.kernel_name));
-    }
-    e.queue.remember(
-        &submitted.key,
-        outcome.clone(),
-        &kernel.kernel_name,
-        submitted.shared,
-    );
+        .compiled(kernel, config, &first.scalars(), grid_defines)?
+    {
+        Ok(key) => key,
+        Err(failed) => return Ok(failed),
+    };
     for t in tests {
-        let run = run_request(&submitted.key, kernel, config, t)?;
+        let run = run_request(&key, kernel, config, t)?;
         let timeout = e.config.timeout_floor.max(Duration::from_secs(60));
         let o = match e.link.run(
-            &submitted.key,
+            &key,
             Request::Repeat { run, runs: RERUNS },
             timeout,
             &mut e.queue,

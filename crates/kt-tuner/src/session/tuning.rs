@@ -14,7 +14,7 @@ use crate::floor::{Ceiling, Ceilings};
 use crate::measure::{Baseline, TimingPolicy, TimingStats};
 use crate::outcome::{Measurement, Phases, Progress, TuneResult, Verdict};
 use crate::search::{History, drive};
-use crate::session::determinism;
+use crate::session::{back_to_back, determinism};
 use crate::session::engine::Engine;
 use crate::session::evaluate::{Bench, fill_rates};
 use crate::session::peak::{PeakCeilings, copy_bandwidth, fp32_rate, share_of_peak, theoretical};
@@ -132,7 +132,7 @@ pub(crate) fn tune(
         &format!("the default configuration {}", plan.reference),
     )?;
     let t_ref = Instant::now();
-    let (reference, refs) =
+    let (mut reference, refs) =
         measure_reference(e, kernel, &plan, tests, &ref_module.key, options.timing)?;
     phases.reference_ms = t_ref.elapsed().as_secs_f64() * 1e3;
 
@@ -218,10 +218,7 @@ pub(crate) fn tune(
             ceilings: ceilings.clone(),
             timing: options.timing,
         };
-        match deterministic_best(e, kernel, &check, &mut measurements)? {
-            None => default_as_best(e, kernel, &check, &reference)?,
-            best => best,
-        }
+        choose_best(e, kernel, &check, &mut measurements, &mut reference)?
     } else {
         fastest(&measurements).cloned()
     };
@@ -377,23 +374,71 @@ fn retime(m: &mut Measurement, stats: crate::measure::TimingStats) {
     m.timing = Some(stats);
 }
 
-/// When no configuration of the space verified (a kernel that works at one launch only: a fixed block in
-/// `__launch_bounds__`, in tile arithmetic or in a macro), the default launch is the verified result —
-/// if its reruns agree and its time is physically possible. A default that fails is still a failure.
+/// The configuration delivered: the fastest of the space that passed its checks, or the default launch when
+/// nothing in the space passed or the default is faster (a space searched without it, every configuration
+/// slower, e.g. stopped early as hopeless against it, is no reason to deliver a slower launch). A default
+/// that fails its checks keeps that verdict, so the table says why a slower configuration is the best —
+/// or why there is none: a default refused for state carried between inputs or an impossible time shows
+/// what the kernel's code does (every configuration runs it), and the space's configurations were timed
+/// against the default's gamed time (stopped early as hopeless, one honest launch each).
+fn choose_best(
+    e: &mut Engine,
+    kernel: &TunableKernel,
+    check: &BestCheck,
+    measurements: &mut [Measurement],
+    reference: &mut Measurement,
+) -> Result<Option<Measurement>, TunerError> {
+    let space_best = deterministic_best(e, kernel, check, measurements)?;
+    if let Some(b) = &space_best
+        && (b.config == reference.config || !slower_than(b, reference))
+    {
+        return Ok(space_best);
+    }
+    match default_as_best(e, kernel, check, reference)? {
+        Ok(default) => Ok(Some(default)),
+        Err(refused) => {
+            let games = matches!(
+                refused,
+                Some(Verdict::ImpossibleTime { .. } | Verdict::CarriesState { .. })
+            );
+            if let Some(v) = refused {
+                reference.verdict = v;
+            }
+            Ok(if games { None } else { space_best })
+        }
+    }
+}
+
+/// Whether `m`'s objective is above the default launch's (both measured on the same tests).
+fn slower_than(m: &Measurement, default: &Measurement) -> bool {
+    match (m.objective_ms(), default.objective_ms()) {
+        (Some(t), Some(d)) => d.is_finite() && d < t,
+        _ => false,
+    }
+}
+
+/// The default launch as the verified result (nothing in the space verified: a kernel that works at one
+/// launch only, a fixed block in `__launch_bounds__`, in tile arithmetic or in a macro; or nothing in the
+/// space is faster) — if its reruns agree, a kernel with state gets every test right back to back in one
+/// module as each configuration did (`back_to_back`), and its time is physically possible. `Err` with the
+/// verdict that refused it (None: it never verified or has no time).
 fn default_as_best(
     e: &mut Engine,
     kernel: &TunableKernel,
     check: &BestCheck,
     reference: &Measurement,
-) -> Result<Option<Measurement>, TunerError> {
+) -> Result<Result<Measurement, Option<Verdict>>, TunerError> {
     let (plan, tests) = (check.plan, check.tests);
     if !reference.verdict.is_ok() || !reference.objective_ms().is_some_and(f64::is_finite) {
-        return Ok(None);
+        return Ok(Err(None));
     }
-    let verdict = determinism::check(e, kernel, &plan.reference, tests, plan.grid_defines)?;
+    let mut verdict = determinism::check(e, kernel, &plan.reference, tests, plan.grid_defines)?;
+    if verdict.is_ok() && kernel.keeps_state() && tests.len() > 1 {
+        verdict = back_to_back::check(e, kernel, &plan.reference, tests, plan.grid_defines)?;
+    }
     if !verdict.is_ok() {
         tracing::warn!(config = %plan.reference, "the default launch: {}", verdict.reason());
-        return Ok(None);
+        return Ok(Err(Some(verdict)));
     }
     let mut best = reference.clone();
     match hold_to_floor(e, kernel, check, &best)? {
@@ -404,10 +449,10 @@ fn default_as_best(
         }
         Plausibility::Rejected(v) => {
             tracing::warn!(config = %plan.reference, "the default launch: {}", v.reason());
-            return Ok(None);
+            return Ok(Err(Some(v)));
         }
     }
-    Ok(Some(best))
+    Ok(Ok(best))
 }
 
 /// The results cache of this kernel, device, tests and timing policy, when the options name one (or a
@@ -505,4 +550,23 @@ fn measure_reference(
     m.static_shared_bytes = Some(info.static_shared_bytes);
     fill_rates(kernel, &plan.scalars0, &mut m);
     Ok((m, baselines))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn measured(block: i64, ms: Option<f64>) -> Measurement {
+        Measurement::synthetic(Config::ints([("block_size_x", block)]), Verdict::Ok, ms)
+    }
+
+    #[test]
+    fn a_best_slower_than_the_default_launch_gives_way_to_it() {
+        let default = measured(256, Some(0.2268));
+        assert!(slower_than(&measured(128, Some(0.7878)), &default));
+        assert!(!slower_than(&measured(64, Some(0.2)), &default));
+        // a default without a time (never measured) is no reason to set a configuration aside
+        assert!(!slower_than(&measured(64, Some(0.2)), &measured(256, None)));
+        assert!(!slower_than(&measured(64, None), &default));
+    }
 }

@@ -104,7 +104,7 @@ pub(crate) fn verify(
 }
 
 /// One verifying run of the candidate on `t` (timed under `timing`, when given), judged.
-fn run_candidate(
+pub(crate) fn run_candidate(
     e: &mut Engine,
     key: &str,
     candidate: &TunableKernel,
@@ -131,7 +131,7 @@ fn run_candidate(
 }
 
 /// A test right from a freshly loaded module and `wrong` after `before` ran in the same module.
-fn carried_state(wrong: TestVerdict, before: &[KernelTest]) -> TestVerdict {
+pub(crate) fn carried_state(wrong: TestVerdict, before: &[KernelTest]) -> TestVerdict {
     // the pass's first test follows no other input in its module: a failure there is the kernel's own
     // (nondeterminism), kept as its verdict says
     if before.is_empty() {

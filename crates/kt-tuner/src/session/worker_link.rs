@@ -274,6 +274,28 @@ impl WorkerLink {
         Ok(())
     }
 
+    /// Uploads those of `tests` that are not on the worker yet (no expected values: a request that compares
+    /// runs with each other, such as the determinism reruns, needs only the inputs). Tests already there
+    /// keep their expected values and the reference launch that set them.
+    pub fn ensure_uploaded(
+        &mut self,
+        tests: &[KernelTest],
+        queue: &mut CompileQueue,
+    ) -> Result<(), TunerError> {
+        for t in tests {
+            if self.uploaded.iter().any(|(u, _)| u == t) {
+                continue;
+            }
+            self.upload(t, queue)?;
+            // a test of the same id replaced in place: `set_reference` addresses the others by index
+            match self.uploaded.iter_mut().find(|(u, _)| u.id == t.id) {
+                Some(slot) => *slot = (t.clone(), None),
+                None => self.uploaded.push((t.clone(), None)),
+            }
+        }
+        Ok(())
+    }
+
     /// Records that test `index`'s expected values come from `launch` (to recompute them after a restart).
     pub fn set_reference(&mut self, index: usize, launch: ReferenceLaunch) {
         if let Some((_, r)) = self.uploaded.get_mut(index) {

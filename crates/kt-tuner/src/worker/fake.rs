@@ -10,6 +10,7 @@
 //! on a simulated kernel that is ten times faster when it finds its output written. `lazy-late` plays a
 //! launch counter that waits past the timed samples: its last timed launch is right, and the late check
 //! after many launches (`crate::late_check`), when the policy asks for one, finds its output unwritten.
+//! As the real worker, it refuses a launch on a test that was never uploaded.
 
 use std::io::Write;
 
@@ -31,7 +32,22 @@ impl Fake {
     }
 
     pub fn handler(self) -> impl FnMut(Request, Vec<u8>) -> (Reply, bool) {
+        // as the real worker, a launch on a test that was never uploaded is refused
+        let mut uploaded = std::collections::HashSet::new();
         move |req, _payload| match req {
+            Request::Upload { test } => {
+                uploaded.insert(test.id);
+                (Reply::Done { ms: 0.0 }, false)
+            }
+            Request::Run { run }
+            | Request::Reference { run }
+            | Request::RecordOutputs { run, .. }
+            | Request::Repeat { run, .. }
+                if !uploaded.contains(&run.test) =>
+            {
+                let reason = format!("test {} not uploaded", run.test);
+                (Reply::Ran(RunOutcome::empty(RunStatus::Invalid(reason))), false)
+            }
             Request::Hello { ordinal } => (
                 Reply::Hello(DeviceInfo {
                     ordinal,

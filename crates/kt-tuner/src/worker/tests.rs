@@ -17,7 +17,22 @@ fn fake_worker_entry() {
     }
 }
 
+/// A fake worker with test `t` uploaded (as the real one, it refuses launches on tests it never got).
 fn fake(mode: &str) -> WorkerClient {
+    let mut w = fake_bare(mode);
+    let t = crate::args::KernelTest {
+        id: "t".into(),
+        args: vec![],
+        tolerances: Default::default(),
+    };
+    let (reply, _) = w
+        .request(&Request::Upload { test: t }, &[], Duration::from_secs(10))
+        .unwrap();
+    assert!(matches!(reply, Reply::Done { .. }), "{reply:?}");
+    w
+}
+
+fn fake_bare(mode: &str) -> WorkerClient {
     let cmd = WorkerCommand {
         program: std::env::current_exe().unwrap(),
         args: vec![
@@ -68,6 +83,19 @@ fn healthy_worker_answers_in_order_even_though_libtest_prints_to_stdout() {
         Reply::Ran(o) => assert_eq!(o.timing.unwrap().median_ms, 2.0),
         other => panic!("{other:?}"),
     }
+    w.shutdown();
+}
+
+#[test]
+fn a_launch_on_a_test_never_uploaded_is_refused_as_the_real_worker_refuses_it() {
+    let mut w = fake_bare("ok");
+    let (ran, _) = w
+        .request(&run_request(128), &[], Duration::from_secs(10))
+        .unwrap();
+    assert!(
+        matches!(&ran, Reply::Ran(o) if matches!(&o.status, super::protocol::RunStatus::Invalid(r) if r == "test t not uploaded")),
+        "{ran:?}"
+    );
     w.shutdown();
 }
 
