@@ -9,7 +9,7 @@
 #    would (crates/kt-sandbox/examples/provision_python.rs). It becomes KT_PYTHON and the first python3 on PATH, so
 #    every test uses this one interpreter (KT_PYTHON set by you wins); Kernel Tuner 1.5 (for the test of kt's
 #    exports) is installed into it next to numpy.
-# 3. cargo test --workspace --locked: every test that needs nothing more. Tests that need a GPU or a missing tool are
+# 3. cargo test --workspace --locked --no-fail-fast (every test binary runs, failures listed at the end): every test that needs nothing more. Tests that need a GPU or a missing tool are
 #    reported as ignored (the GPU ones run in experiments/gpu-check.sh).
 # 3b. kt's Python module: built with maturin and tested on kt's fake device (crates/kt-python/tests/run.sh).
 # 4. The tool-dependent tests (ignored in step 3) whose tool this machine has; the end lists those it could not run.
@@ -69,8 +69,8 @@ if ! "$python" -c 'import importlib.metadata as m, sys; sys.exit(not m.version("
 fi
 "$python" -c 'import importlib.metadata as m; print("kernel_tuner", m.version("kernel_tuner"))'
 
-say "3. cargo test --workspace --locked $*"
-cargo test --workspace --locked "$@" || failed+=("3. cargo test --workspace")
+say "3. cargo test --workspace --locked --no-fail-fast $*"
+cargo test --workspace --locked --no-fail-fast "$@" || failed+=("3. cargo test --workspace")
 
 say "3b. kt's Python module (kt.tune_kernel) on kt's fake device"
 # Builds the module (debug) into target/kt-python-venv with maturin, and NVRTC from NVIDIA's wheel when CUDA_HOME
