@@ -10,6 +10,7 @@ This driver moves all cells forward on the machine it runs on, as far as each ca
                                       needs a GPU, or ends; then list the prompts waiting for a model
     loop.py pending [--json]          the prompt files that have no answer yet
     loop.py status                    one line per cell
+    loop.py table                     the results as a markdown table
     loop.py pack OUT.tar.gz           the working state to carry back from a GPU machine (no test arrays:
                                       kt makes them again from each test's generator program where it resumes)
     loop.py unpack IN.tar.gz          take a GPU round's state back
@@ -232,6 +233,33 @@ def status(a):
         print(f"{cell:40s} {state:10s} {extra}")
 
 
+def llm_calls(cell):
+    run = run_dir(cell)
+    try:
+        return sum(1 for line in (run / "llm.jsonl").read_text().splitlines() if line.strip())
+    except OSError:
+        return 0
+
+
+def table(a):
+    """The results table (markdown): one row per cell."""
+    print("| kernel | strategy | state | speedup (tuned, 3 tests) | 95 % interval (first test) | gain | % of "
+          "binding ceiling | LLM calls (kt's own record) | steps tried / accepted | kt wall s |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for cell in cells():
+        kernel, strategy = cell.split("--")
+        state, _ = state_of(cell)
+        r = result(cell) or {}
+        steps = r.get("steps") or []
+        accepted = sum(1 for s in steps if s.get("accepted"))
+        ci = r.get("speedup_ci95")
+        fmt = lambda v, f: (f.format(v) if isinstance(v, (int, float)) else "–")
+        print(f"| {kernel} | {strategy} | {state} | {fmt(r.get('speedup'), '{:.2f}×')} | "
+              f"{'–' if not ci else f'{ci[0]:.2f}–{ci[1]:.2f}'} | {fmt(r.get('gain'), '{:+.1%}')} | "
+              f"{fmt(r.get('percent_of_peak'), '{:.0f} %')} | {llm_calls(cell)} | {len(steps)} / {accepted} | "
+              f"{fmt((r.get('wall_time_s') or {}).get('total'), '{:.1f}')} |")
+
+
 def skip_bulk(info):
     """Arrays and compiled modules stay behind; manifests and generator programs travel."""
     name = info.name
@@ -264,6 +292,7 @@ def main():
     sub.add_parser("step").set_defaults(f=step)
     p = sub.add_parser("pending"); p.add_argument("--json", action="store_true"); p.set_defaults(f=pending)
     sub.add_parser("status").set_defaults(f=status)
+    sub.add_parser("table").set_defaults(f=table)
     k = sub.add_parser("pack"); k.add_argument("file"); k.set_defaults(f=pack)
     u = sub.add_parser("unpack"); u.add_argument("file"); u.set_defaults(f=unpack)
     a = ap.parse_args()

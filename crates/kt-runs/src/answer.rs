@@ -98,6 +98,8 @@ pub fn answer_waiting_prompt(
             dir.root().display()
         )));
     };
+    // result.json is data: where it says to write is checked before anything there is read
+    check_answer_path(dir, &waiting.answer_file)?;
     let id = prompt_id(&waiting);
     let run = dir.root().display();
     if let Some(wanted) = for_id
@@ -132,7 +134,6 @@ pub fn answer_waiting_prompt(
             waiting.node
         )));
     }
-    check_answer_path(dir, &waiting.answer_file)?;
     write_no_follow(&waiting.answer_file, answer.as_bytes())
         .map_err(|e| RunsError::io("writing the answer to", &waiting.answer_file, e))?;
     Ok(waiting)
