@@ -560,86 +560,65 @@ async fn run_generator(
     spec: &GeneratorSpec,
     seed: u64,
 ) -> Result<Generated, GeneratorError> {
-    let (sandbox, python, script, spec, dest) = (
-        deps.sandbox.clone(),
-        deps.python.clone(),
-        script.to_string(),
-        spec.clone(),
-        deps.tests_dir.clone(),
-    );
-    let key = run_key(&script, seed);
+    let key = run_key(script, seed);
     let prefetch = prefetch.clone();
     let effect_key = key.clone();
-    let (again_sandbox, again_python, again_script, again_spec, again_dest) = (
-        sandbox.clone(),
-        python.clone(),
-        script.clone(),
-        spec.clone(),
-        dest.clone(),
-    );
-    let journaled = ctx.effect_keyed("generator", &effect_key, || async move {
-        let dest_for_error = dest.clone();
-        if let Some(prefetched) = prefetch.take(&key, &dest).await {
-            return prefetched.map(|t| Generated {
-                id: t.id,
-                dir: t.dir,
-                manifest: t.manifest,
-                reused: t.reused,
-            });
-        }
-        tokio::task::spawn_blocking(move || {
-            kt_sandbox::generator::run_generator(&sandbox, &python, &script, &spec, seed, &dest)
-                .map(|t| Generated {
-                    id: t.id,
-                    dir: t.dir,
-                    manifest: t.manifest,
-                    reused: t.reused,
-                })
+    let (fresh_deps, fresh_script, fresh_spec) = (deps.clone(), script.to_string(), spec.clone());
+    let journaled = ctx
+        .effect_keyed("generator", &effect_key, || async move {
+            if let Some(prefetched) = prefetch.take(&key, &fresh_deps.tests_dir).await {
+                return prefetched.map(generated);
+            }
+            run_in_sandbox(&fresh_deps, fresh_script, fresh_spec, seed).await
         })
         .await
-        .unwrap_or_else(|join| {
-            Err(GeneratorError::Io {
-                what: "run the generator thread",
-                path: dest_for_error,
-                source: std::io::Error::other(join.to_string()),
-            })
-        })
-    })
-    .await
-    .map_err(|e| match e {
-        kt_graph::EffectError::Failed { source, .. } => source,
-        kt_graph::EffectError::Journal { source, .. } => GeneratorError::Io {
-            what: "journal the generator run",
-            path: deps.tests_dir.clone(),
-            source: std::io::Error::other(source.to_string()),
-        },
-    })?;
+        .map_err(|e| match e {
+            kt_graph::EffectError::Failed { source, .. } => source,
+            kt_graph::EffectError::Journal { source, .. } => GeneratorError::Io {
+                what: "journal the generator run",
+                path: deps.tests_dir.clone(),
+                source: std::io::Error::other(source.to_string()),
+            },
+        })?;
     // The journal remembers a run, not its files: a run resumed on another machine (or after its data was
     // removed, as where a GPU is missing) runs the program again; the content id says whether it is the same.
     if journaled.dir.join("manifest.json").is_file() {
         return Ok(journaled);
     }
+    run_in_sandbox(deps, script.to_string(), spec.clone(), seed).await
+}
+
+fn generated(t: kt_sandbox::GeneratedTest) -> Generated {
+    Generated {
+        id: t.id,
+        dir: t.dir,
+        manifest: t.manifest,
+        reused: t.reused,
+    }
+}
+
+/// One run of the program in the sandbox, on the blocking pool, into the tests directory.
+async fn run_in_sandbox(
+    deps: &Stage2Deps,
+    script: String,
+    spec: GeneratorSpec,
+    seed: u64,
+) -> Result<Generated, GeneratorError> {
+    let (sandbox, python, dest) = (
+        deps.sandbox.clone(),
+        deps.python.clone(),
+        deps.tests_dir.clone(),
+    );
+    let dest_for_error = dest.clone();
     tokio::task::spawn_blocking(move || {
-        kt_sandbox::generator::run_generator(
-            &again_sandbox,
-            &again_python,
-            &again_script,
-            &again_spec,
-            seed,
-            &again_dest,
-        )
-        .map(|t| Generated {
-            id: t.id,
-            dir: t.dir,
-            manifest: t.manifest,
-            reused: t.reused,
-        })
+        kt_sandbox::generator::run_generator(&sandbox, &python, &script, &spec, seed, &dest)
+            .map(generated)
     })
     .await
     .unwrap_or_else(|join| {
         Err(GeneratorError::Io {
             what: "run the generator thread",
-            path: deps.tests_dir.clone(),
+            path: dest_for_error,
             source: std::io::Error::other(join.to_string()),
         })
     })
