@@ -29,6 +29,10 @@ apt_install() { # apt_install PACKAGE... (root on Debian only)
 not_run=()
 failed=()
 
+# A one-off build (CI) gains nothing from incremental caches, which take gigabytes beside the binaries.
+if [[ -n ${CI:-} ]]; then export CARGO_INCREMENTAL=0; fi
+df -h . | tail -1 | awk '{print "disk: " $4 " free of " $2 " where the build goes"}'
+
 say "1. system packages"
 want=()
 venv_works() { local d; d=$(mktemp -d); python3 -m venv "$d/v" >/dev/null 2>&1; local r=$?; rm -rf "$d"; return $r; }
@@ -132,6 +136,8 @@ if [[ ${#not_run[@]} -gt 0 ]]; then
   printf 'not run here (tool missing; see step 1): %s\n' "${not_run[@]}"
 fi
 echo "GPU tests are ignored here; on a GPU machine run experiments/gpu-check.sh"
+df -h . | tail -1 | awk '{print "disk at the end: " $4 " free"}'
+du -sh target 2>/dev/null | awk '{print "target/: " $1}'
 if [[ ${#failed[@]} -gt 0 ]]; then
   printf 'FAILED: %s\n' "${failed[@]}" >&2
   exit 1
