@@ -31,7 +31,7 @@ failed=()
 
 # A one-off build (CI) gains nothing from incremental caches, which take gigabytes beside the binaries.
 if [[ -n ${CI:-} ]]; then export CARGO_INCREMENTAL=0; fi
-df -h . | tail -1 | awk '{print "disk: " $4 " free of " $2 " where the build goes"}'
+df -h . | tail -1 | awk '{print "disk: " $4 " free of " $2 " where the build goes"}' || true
 
 say "1. system packages"
 want=()
@@ -136,8 +136,8 @@ if [[ ${#not_run[@]} -gt 0 ]]; then
   printf 'not run here (tool missing; see step 1): %s\n' "${not_run[@]}"
 fi
 echo "GPU tests are ignored here; on a GPU machine run experiments/gpu-check.sh"
-df -h . | tail -1 | awk '{print "disk at the end: " $4 " free"}'
-du -sh target 2>/dev/null | awk '{print "target/: " $1}'
+df -h . | tail -1 | awk '{print "disk at the end: " $4 " free"}' || true
+du -sh target 2>/dev/null | awk '{print "target/: " $1}' || true
 if [[ ${#failed[@]} -gt 0 ]]; then
   printf 'FAILED: %s\n' "${failed[@]}" >&2
   exit 1
