@@ -8,6 +8,6 @@ cd "$(dirname "$0")/../.."
 out=${OUT:-/tmp/mitl-out}; mkdir -p "$out"
 export PYTHONUNBUFFERED=1
 nvidia-smi -L
-python3 experiments/model-in-the-loop/loop.py --kt .device/bin/kt step 2>&1 | tee "$out/step.log"
+python3 experiments/model-in-the-loop/loop.py --kt .device/bin/kt step ${MITL_DEADLINE:+--deadline "$MITL_DEADLINE"} 2>&1 | tee "$out/step.log"
 python3 experiments/model-in-the-loop/loop.py status 2>&1 | tee -a "$out/step.log"
 python3 experiments/model-in-the-loop/loop.py pack "$out/mitl.tar.gz"

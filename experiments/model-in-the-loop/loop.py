@@ -185,9 +185,18 @@ def drop_arrays(cell):
             npy.unlink(missing_ok=True)
 
 
+STEP_ORDER = {"autonomous": 0, "explicit": 1, "one-prompt": 2}
+
+
 def step(a):
+    """Moves every cell; with --deadline, no cell is started after that many seconds (a GPU lease is short),
+    the flagship strategy first."""
     gpu_here = gpu_present()
-    for cell in cells():
+    began = time.time()
+    for cell in sorted(cells(), key=lambda c: (STEP_ORDER.get(c.split("--")[-1], 9), c)):
+        if a.deadline and time.time() - began > a.deadline:
+            print(f"{cell:40s} not moved: the round's {a.deadline:.0f} s deadline passed", flush=True)
+            continue
         started = time.time()
         state = advance(cell, a.kt, gpu_here)
         if gpu_here:
@@ -289,7 +298,9 @@ def main():
     ap.add_argument("--kt", default=str(ROOT / "target/release/kt"))
     sub = ap.add_subparsers(dest="cmd", required=True)
     s = sub.add_parser("start"); s.add_argument("--cells"); s.set_defaults(f=start)
-    sub.add_parser("step").set_defaults(f=step)
+    st = sub.add_parser("step")
+    st.add_argument("--deadline", type=float, help="seconds after which no further cell is moved")
+    st.set_defaults(f=step)
     p = sub.add_parser("pending"); p.add_argument("--json", action="store_true"); p.set_defaults(f=pending)
     sub.add_parser("status").set_defaults(f=status)
     sub.add_parser("table").set_defaults(f=table)
