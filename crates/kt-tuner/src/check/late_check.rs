@@ -12,8 +12,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::guard::GuardBreach;
-use crate::verify::{OutputReport, launch_problems};
+use crate::check::guard::GuardBreach;
+use crate::check::verify::{OutputReport, launch_problems};
 
 /// The most launches between the checked last timed sample and the late check.
 pub const LATE_LAUNCHES: u32 = 256;
@@ -69,7 +69,7 @@ impl LateCheck {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::verify::{Tolerance, compare_host};
+    use crate::check::verify::{Tolerance, compare_host};
     use kt_record::DType;
 
     #[test]

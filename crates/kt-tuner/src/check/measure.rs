@@ -46,7 +46,7 @@ pub struct TimingPolicy {
     #[serde(default = "default_warmup_outlier")]
     pub warmup_outlier: f64,
     /// A checked request of a kernel with state across launches: after its timed samples, up to this many
-    /// more launches in the same module, then one more checked launch (`crate::late_check`); 0: none.
+    /// more launches in the same module, then one more checked launch (`crate::check::late_check`); 0: none.
     #[serde(default)]
     pub late_check_launches: u32,
 }
@@ -72,14 +72,14 @@ pub const STATEFUL_MIN_REPS: u32 = 10;
 impl TimingPolicy {
     /// This policy for a kernel with state across launches: at least [`STATEFUL_MIN_REPS`] samples, so that
     /// the checked last one comes after launches a launch counter could still treat as the first few.
-    /// It is also checked once more after up to [`crate::late_check::LATE_LAUNCHES`] further launches, so a
+    /// It is also checked once more after up to [`crate::check::late_check::LATE_LAUNCHES`] further launches, so a
     /// counter that lets more launches through than are sampled is caught too.
     pub fn for_stateful_kernel(mut self) -> Self {
         self.min_reps = self.min_reps.max(STATEFUL_MIN_REPS);
         self.max_reps = self.max_reps.max(self.min_reps);
         self.late_check_launches = self
             .late_check_launches
-            .max(crate::late_check::LATE_LAUNCHES);
+            .max(crate::check::late_check::LATE_LAUNCHES);
         self
     }
 
@@ -249,7 +249,10 @@ mod tests {
         let p = TimingPolicy::default().for_stateful_kernel();
         assert_eq!(p.min_reps, STATEFUL_MIN_REPS);
         assert!(p.max_reps >= p.min_reps);
-        assert_eq!(p.late_check_launches, crate::late_check::LATE_LAUNCHES);
+        assert_eq!(
+            p.late_check_launches,
+            crate::check::late_check::LATE_LAUNCHES
+        );
         assert_eq!(TimingPolicy::default().late_check_launches, 0);
         // agreeing samples no longer stop the sampling at the default's three
         let agreeing = vec![1.0; 3];

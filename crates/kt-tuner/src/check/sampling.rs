@@ -11,7 +11,7 @@
 //! sample prepared, the last one is checked like the verifying launch, so no median includes a launch that
 //! started from a state no checked launch started from.
 
-use crate::measure::{Baseline, TimingPolicy, TimingStats};
+use crate::check::measure::{Baseline, TimingPolicy, TimingStats};
 
 /// What the last timed launch of a sequence was.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -16,9 +16,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::args::KernelTest;
-use crate::expr::eval_number;
-use crate::tolerance::Tolerance;
+use crate::model::args::KernelTest;
+use crate::model::expr::eval_number;
+use crate::model::tolerance::Tolerance;
 use kt_record::DType;
 
 /// How many times u·√terms·RMS an element of a sum may differ from its expected value.

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use kt_record::DType;
 
-pub use crate::tolerance::Tolerance;
+pub use crate::model::tolerance::Tolerance;
 
 /// JSON has no NaN or infinity (serde_json writes `null` and cannot read it back as f64): a wrong value is
 /// often exactly that, so these fields travel as a number or as the string "NaN" / "inf" / "-inf".
@@ -57,7 +57,7 @@ pub fn launch_problems(
     launch: &str,
     outputs: &[OutputReport],
     inputs_modified: &[String],
-    guard_breaches: &[crate::guard::GuardBreach],
+    guard_breaches: &[crate::check::guard::GuardBreach],
 ) -> Vec<String> {
     let failed = outputs.iter().filter(|o| !o.passed());
     failed
@@ -109,7 +109,7 @@ pub struct OutputReport {
     pub allowed_mismatches: u64,
     /// The raised absolute tolerance of an output whose elements are long sums, when it applied.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sum_floor: Option<crate::sum_floor::SumFloor>,
+    pub sum_floor: Option<crate::check::sum_floor::SumFloor>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -4,12 +4,12 @@
 
 use std::path::Path;
 
+use crate::compile::headers;
+use crate::compile::nvrtc::{CompileFailure, Compiled};
 use crate::error::TunerError;
-use crate::expr::Bindings;
-use crate::headers;
-use crate::nvrtc::{CompileFailure, Compiled};
+use crate::model::expr::Bindings;
+use crate::model::space::Config;
 use crate::session::{TunableKernel, kernel_program};
-use crate::space::Config;
 
 /// Compiles `kernel` at `config` for `arch` with NVRTC and, where NVRTC fails and `nvcc` is given, with
 /// nvcc (as the tuner's compile pool does).
@@ -28,7 +28,7 @@ pub fn compile_configuration(
         arch,
         &headers::cuda_include_dirs(),
     )?;
-    crate::nvcc::compile_with_fallback(&program, nvcc)
+    crate::compile::nvcc::compile_with_fallback(&program, nvcc)
 }
 
 /// `sm_90` or `90` → (9, 0).
@@ -47,7 +47,7 @@ pub fn parse_arch(text: &str) -> Option<(i32, i32)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::space::TunableParam;
+    use crate::model::space::TunableParam;
 
     #[test]
     fn architectures_are_read_as_nvcc_spells_them() {

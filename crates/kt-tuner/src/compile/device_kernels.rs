@@ -278,14 +278,14 @@ mod tests {
     #[test]
     #[ignore = "needs NVRTC (the CUDA toolkit); experiments/gpu-check.sh runs it (--include-ignored)"]
     fn utility_kernels_compile_when_nvrtc_is_present() {
-        let r = crate::nvrtc::compile(
+        let r = crate::compile::nvrtc::compile(
             &full_source(&needed_dtypes([
                 DType::Float32,
                 DType::Float16,
                 DType::Bfloat16,
                 DType::Int32,
             ])),
-            &[crate::nvrtc::arch_option((8, 0))],
+            &[crate::compile::nvrtc::arch_option((8, 0))],
         )
         .unwrap();
         if let Err(f) = r {

@@ -11,10 +11,9 @@
 
 use std::path::{Path, PathBuf};
 
-/// `#include` names NVRTC cannot open that kt answers itself, with their contents.
-pub fn builtin_headers() -> Vec<(&'static str, &'static str)> {
-    const EMPTY: &str = "#pragma once\n";
-    const STDINT: &str = "#pragma once
+// The built-in headers' contents.
+const EMPTY: &str = "#pragma once\n";
+const STDINT: &str = "#pragma once
 #ifndef KT_STDINT
 #define KT_STDINT
 typedef signed char int8_t;
@@ -39,14 +38,14 @@ typedef uint64_t uintptr_t;
 #define UINT64_MAX 18446744073709551615ull
 #endif
 ";
-    const ASSERT: &str = "#pragma once
+const ASSERT: &str = "#pragma once
 #ifndef assert
 #define assert(e) ((e) ? (void)0 : __trap())
 #endif
 ";
-    // The math functions are NVRTC built-ins; what math.h adds for device code is its constants (POSIX's
-    // M_PI and friends, which kernels such as GELU use).
-    const MATH_CONSTANTS: &str = "#pragma once
+// The math functions are NVRTC built-ins; what math.h adds for device code is its constants (POSIX's
+// M_PI and friends, which kernels such as GELU use).
+const MATH_CONSTANTS: &str = "#pragma once
 #ifndef M_PI
 #define M_E 2.71828182845904523536
 #define M_LOG2E 1.44269504088896340736
@@ -69,14 +68,14 @@ typedef uint64_t uintptr_t;
 #define HUGE_VAL __builtin_huge_val()
 #endif
 ";
-    const CMATH: &str = "#pragma once
+const CMATH: &str = "#pragma once
 #include <math.h>
 namespace std {
 using ::sqrt; using ::exp; using ::log; using ::pow; using ::sin; using ::cos; using ::tanh;
 using ::floor; using ::ceil; using ::fabs; using ::fmin; using ::fmax; using ::erf;
 }
 ";
-    const CFLOAT: &str = "#pragma once
+const CFLOAT: &str = "#pragma once
 #ifndef FLT_MAX
 #define FLT_MAX 3.402823466e+38F
 #define FLT_MIN 1.175494351e-38F
@@ -86,7 +85,7 @@ using ::floor; using ::ceil; using ::fabs; using ::fmin; using ::fmax; using ::e
 #define DBL_EPSILON 2.2204460492503131e-016
 #endif
 ";
-    const LIMITS: &str = "#pragma once
+const LIMITS: &str = "#pragma once
 #ifndef INT_MAX
 #define CHAR_BIT 8
 #define SCHAR_MIN (-128)
@@ -108,16 +107,19 @@ using ::floor; using ::ceil; using ::fabs; using ::fmin; using ::fmax; using ::e
 #define ULLONG_MAX 18446744073709551615ULL
 #endif
 ";
-    // The C++ library's device-usable half is libcu++ (CCCL, on the toolkit's include path): std:: names
-    // device code takes from these headers are cuda::std's.
-    const TYPE_TRAITS: &str = "#pragma once
+// The C++ library's device-usable half is libcu++ (CCCL, on the toolkit's include path): std:: names
+// device code takes from these headers are cuda::std's.
+const TYPE_TRAITS: &str = "#pragma once
 #include <cuda/std/type_traits>
 namespace std { using namespace ::cuda::std; }
 ";
-    const NUMERIC_LIMITS: &str = "#pragma once
+const NUMERIC_LIMITS: &str = "#pragma once
 #include <cuda/std/limits>
 namespace std { using namespace ::cuda::std; }
 ";
+
+/// `#include` names NVRTC cannot open that kt answers itself, with their contents.
+pub fn builtin_headers() -> Vec<(&'static str, &'static str)> {
     vec![
         ("cuda_runtime.h", EMPTY),
         ("cuda_runtime_api.h", EMPTY),

@@ -8,7 +8,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::error::TunerError;
-use crate::tunable_kernel::TunableKernel;
+use crate::model::tunable_kernel::TunableKernel;
 
 /// A CUDA file with its headers followed and its kernels parsed, before one is chosen.
 #[derive(Debug, Clone)]
@@ -69,7 +69,7 @@ impl KernelFile {
     /// reported once and the compile goes on, its errors then name what is missing.
     fn blocking_missing_header(&self) -> Option<&kt_cuda::IncludeRecord> {
         let defined = |m: &str| self.parsed.defines.iter().any(|d| d.name == m);
-        let builtin = crate::headers::builtin_headers();
+        let builtin = crate::compile::headers::builtin_headers();
         let mut blocking = None;
         for missing in self
             .file
@@ -336,7 +336,7 @@ mod tests {
     fn a_namespaced_kernel_is_named_by_its_qualified_name() {
         let src = kernel_source(&repo("tests/corpus/wild/namespace_saxpy.cu"), None, &[]).unwrap();
         let k = src.tunable_code(vec![]);
-        let e = k.name_expression(&crate::space::Config(vec![]));
+        let e = k.name_expression(&crate::model::space::Config(vec![]));
         assert!(e.contains("::saxpy"), "{e}");
     }
 

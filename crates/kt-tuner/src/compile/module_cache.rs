@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
 use crate::error::TunerError;
-use crate::nvrtc::{self, Program};
+use crate::compile::nvrtc::{self, Program};
 
 /// The result of compiling one module.
 #[derive(Debug, Clone)]
@@ -184,7 +184,7 @@ pub fn compiler_identity(nvrtc_version: (i32, i32), nvcc: Option<&std::path::Pat
 impl CompilePool {
     pub fn new(threads: usize, disk: DiskCache) -> Result<Self, TunerError> {
         let nvrtc_version = nvrtc::version()?;
-        let nvcc = crate::nvcc::find();
+        let nvcc = crate::compile::nvcc::find();
         let compiler = compiler_identity(nvrtc_version, nvcc.as_deref());
         let (jobs_tx, jobs_rx) = channel::<Job>();
         let jobs_rx = Arc::new(Mutex::new(jobs_rx));
@@ -205,7 +205,7 @@ impl CompilePool {
                         Err(_) => return,
                     };
                     let Ok(job) = job else { return };
-                    let outcome = crate::nvcc::compile_with_fallback(&job.program, nvcc.as_deref())
+                    let outcome = crate::compile::nvcc::compile_with_fallback(&job.program, nvcc.as_deref())
                         .map(|r| {
                             let o = match r {
                                 Ok(c) => ModuleOutcome::Compiled {

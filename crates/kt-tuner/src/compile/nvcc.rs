@@ -9,7 +9,7 @@ use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
-use crate::nvrtc::{CompileFailure, Compiled, Program};
+use crate::compile::nvrtc::{CompileFailure, Compiled, Program};
 
 /// NVRTC-only options nvcc does not take.
 const NVRTC_ONLY: &[&str] = &[
@@ -49,7 +49,7 @@ pub fn compile_with_fallback(
     p: &Program,
     nvcc: Option<&Path>,
 ) -> Result<Result<Compiled, CompileFailure>, crate::error::TunerError> {
-    let nvrtc_failure = match crate::nvrtc::compile_program(p)? {
+    let nvrtc_failure = match crate::compile::nvrtc::compile_program(p)? {
         Ok(c) => return Ok(Ok(c)),
         Err(f) => f,
     };

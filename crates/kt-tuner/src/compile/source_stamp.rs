@@ -5,7 +5,7 @@
 
 use std::time::SystemTime;
 
-use crate::args::{ArraySource, KernelTest};
+use crate::model::args::{ArraySource, KernelTest};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Stamp {

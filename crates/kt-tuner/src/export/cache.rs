@@ -11,8 +11,8 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::error::TunerError;
-use crate::outcome::Measurement;
-use crate::space::Config;
+use crate::model::outcome::Measurement;
+use crate::model::space::Config;
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct CacheScope {
@@ -150,7 +150,7 @@ impl ResultCache {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::outcome::Verdict;
+    use crate::model::outcome::Verdict;
 
     fn m(x: i64, ms: f64) -> Measurement {
         Measurement::synthetic(Config::ints([("block_size_x", x)]), Verdict::Ok, Some(ms))

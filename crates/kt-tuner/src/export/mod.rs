@@ -1,12 +1,14 @@
 //! Export to Kernel Tuner 1.5: its cache file (so its tools, and its simulation mode, read kt's results) and a
 //! Python script that tunes the same space with it, written together into one directory with the kernel
 //! source and the test's arrays, so the directory runs wherever it is copied. `import` reads such caches
-//! back (`kt tune --kt-cache`).
+//! back (`kt tune --kt-cache`). kt's own results cache, appended a line per measured configuration, is
+//! `cache`.
 //!
 //! What each time means is stated in the files: Kernel Tuner's `time` is the mean of one launch of one stated
 //! test (`times` holds those launches); kt's objective, the sum over all tests of each test's median, is in
 //! `kt_objective_ms`.
 
+pub mod cache;
 mod cache_file;
 pub mod import;
 mod python;
@@ -16,13 +18,13 @@ use std::path::{Path, PathBuf};
 
 use serde_json::json;
 
-use crate::args::{ArraySource, KernelTest, TestArg, TestSet};
 use crate::error::TunerError;
-use crate::geometry;
-use crate::outcome::{Measurement, TuneResult};
-use crate::param_value::ParamValue;
-use crate::space::{Config, Restriction, SearchSpace};
-use crate::tunable_kernel::TunableKernel;
+use crate::model::args::{ArraySource, KernelTest, TestArg, TestSet};
+use crate::model::geometry;
+use crate::model::outcome::{Measurement, TuneResult};
+use crate::model::param_value::ParamValue;
+use crate::model::space::{Config, Restriction, SearchSpace};
+use crate::model::tunable_kernel::TunableKernel;
 
 pub use cache_file::{Ordered, marker, verdict_detail};
 use python::{config_set, mentions, translate};
@@ -74,7 +76,7 @@ pub fn objective_basis(tests: &TestSet) -> String {
 }
 
 /// Names an expression may use besides the parameters: the test's scalars and kt's block-size defaults.
-fn constants(test: &KernelTest) -> crate::expr::Bindings {
+fn constants(test: &KernelTest) -> crate::model::expr::Bindings {
     geometry::bindings(&Config(vec![]), &test.scalars())
 }
 
@@ -97,7 +99,7 @@ pub fn script_problem_size(
                     message: m,
                 })
             } else {
-                crate::expr::eval_count(e, &constants).map(|v| v.to_string())
+                crate::model::expr::eval_count(e, &constants).map(|v| v.to_string())
             }
         })
         .collect()
@@ -188,7 +190,7 @@ impl<'a> KernelTunerExport<'a> {
             .collect()
     }
 
-    fn constants(&self) -> crate::expr::Bindings {
+    fn constants(&self) -> crate::model::expr::Bindings {
         constants(self.test())
     }
 

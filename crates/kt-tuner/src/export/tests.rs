@@ -1,9 +1,9 @@
 //! Unit tests of the export: the cache file's layout, the script's content and the directory it is written to.
 
 use super::*;
-use crate::args::{ArrayArg, Distribution, ScalarArg};
-use crate::outcome::{Measurement, Phases, Verdict};
-use crate::space::TunableParam;
+use crate::model::args::{ArrayArg, Distribution, ScalarArg};
+use crate::model::outcome::{Measurement, Phases, Verdict};
+use crate::model::space::TunableParam;
 use crate::worker::protocol::DeviceInfo;
 use kt_record::DType;
 
@@ -34,7 +34,7 @@ fn cfg(x: i64, y: i64) -> Config {
 
 fn ok(x: i64, y: i64, ms: f64) -> Measurement {
     let mut m = Measurement::synthetic(cfg(x, y), Verdict::Ok, Some(ms));
-    m.timing = crate::measure::TimingStats::from_samples(&[ms, ms * 1.5, ms]);
+    m.timing = crate::check::measure::TimingStats::from_samples(&[ms, ms * 1.5, ms]);
     m
 }
 
@@ -359,7 +359,7 @@ fn float_bool_and_string_parameters_round_trip_through_kernel_tuners_cache() {
         .iter()
         .map(|(a, t, ms)| {
             let mut m = Measurement::synthetic(config(*a, t), Verdict::Ok, Some(*ms));
-            m.timing = crate::measure::TimingStats::from_samples(&[*ms, *ms]);
+            m.timing = crate::check::measure::TimingStats::from_samples(&[*ms, *ms]);
             m
         })
         .collect(),

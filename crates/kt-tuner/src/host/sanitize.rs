@@ -8,10 +8,10 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::args::TestSet;
 use crate::error::TunerError;
+use crate::model::args::TestSet;
+use crate::model::space::Config;
 use crate::session::{TunableKernel, Tuner, TunerConfig};
-use crate::space::Config;
 use crate::worker::process::WorkerCommand;
 
 /// The compute-sanitizer tools kt runs, in this order.

@@ -7,13 +7,13 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::args::SizeChoice;
+use crate::check::measure::TimingPolicy;
 use crate::error::TunerError;
-use crate::measure::TimingPolicy;
+use crate::input::suite::{SuiteKernel, default_block_space};
+use crate::model::args::SizeChoice;
+use crate::model::space::{Config, TunableParam};
 use crate::search::Strategy;
 use crate::session::{TuneOptions, TuneResult, Tuner, TunerConfig, Verdict};
-use crate::space::{Config, TunableParam};
-use crate::suite::{SuiteKernel, default_block_space};
 
 /// A broken-kernel mode, what it shows, and the verdict it must get.
 type Expectation = (i64, &'static str, fn(&Verdict) -> bool);
@@ -28,33 +28,33 @@ pub struct Check {
 const SUITE: &[(&str, &str, &str)] = &[
     (
         "vectorAdd",
-        include_str!("../../../naive-kernels/vectorAdd.cu"),
-        include_str!("../../../naive-kernels/vectorAdd.toml"),
+        include_str!("../../../../naive-kernels/vectorAdd.cu"),
+        include_str!("../../../../naive-kernels/vectorAdd.toml"),
     ),
     (
         "matrixAdd",
-        include_str!("../../../naive-kernels/matrixAdd.cu"),
-        include_str!("../../../naive-kernels/matrixAdd.toml"),
+        include_str!("../../../../naive-kernels/matrixAdd.cu"),
+        include_str!("../../../../naive-kernels/matrixAdd.toml"),
     ),
     (
         "matmul",
-        include_str!("../../../naive-kernels/matmul.cu"),
-        include_str!("../../../naive-kernels/matmul.toml"),
+        include_str!("../../../../naive-kernels/matmul.cu"),
+        include_str!("../../../../naive-kernels/matmul.toml"),
     ),
     (
         "saxpy",
-        include_str!("../../../naive-kernels/saxpy.cu"),
-        include_str!("../../../naive-kernels/saxpy.toml"),
+        include_str!("../../../../naive-kernels/saxpy.cu"),
+        include_str!("../../../../naive-kernels/saxpy.toml"),
     ),
     (
         "histogram",
-        include_str!("../../../naive-kernels/histogram.cu"),
-        include_str!("../../../naive-kernels/histogram.toml"),
+        include_str!("../../../../naive-kernels/histogram.cu"),
+        include_str!("../../../../naive-kernels/histogram.toml"),
     ),
     (
         "verlet_integration",
-        include_str!("../../../naive-kernels/verlet_integration.cu"),
-        include_str!("../../../naive-kernels/verlet_integration.toml"),
+        include_str!("../../../../naive-kernels/verlet_integration.cu"),
+        include_str!("../../../../naive-kernels/verlet_integration.toml"),
     ),
 ];
 
@@ -117,7 +117,7 @@ fn tune_suite(
     let mut sk = sk.with_params(params);
     sk.kernel.restrictions = restrict
         .into_iter()
-        .map(crate::space::Restriction::Expr)
+        .map(crate::model::space::Restriction::Expr)
         .collect();
     let tests = sk
         .inputs

@@ -9,9 +9,9 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::args::{KernelTest, ParamSpec, TestArg};
 use crate::error::TunerError;
-use crate::expr::{Bindings, eval_number};
+use crate::model::args::{KernelTest, ParamSpec, TestArg};
+use crate::model::expr::{Bindings, eval_number};
 use crate::worker::protocol::LaunchArg;
 use kt_record::DType;
 
@@ -134,7 +134,7 @@ pub fn match_arguments(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::args::ScalarArg;
+    use crate::model::args::ScalarArg;
 
     fn kernel(src: &str) -> kt_cuda::Kernel {
         kt_cuda::parse(src).unwrap().kernels[0].clone()

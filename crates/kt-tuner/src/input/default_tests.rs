@@ -24,10 +24,10 @@ mod time_budget;
 
 use std::collections::BTreeMap;
 
-use crate::args::{KernelTest, ParamSpec, SuiteInputs, TestArg};
 use crate::error::TunerError;
-use crate::expr::{Bindings, eval_number};
-use crate::space::Config;
+use crate::model::args::{KernelTest, ParamSpec, SuiteInputs, TestArg};
+use crate::model::expr::{Bindings, eval_number};
+use crate::model::space::Config;
 pub use time_budget::{DEFAULT_TEST_LAUNCH_MS, TimeBudget};
 
 /// How much work fills the GPU, and how much memory a test may take.
@@ -422,7 +422,7 @@ pub fn power_of_two_warnings(tests: &[KernelTest], sizes: &[String]) -> Vec<Stri
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::args::{SizeChoice, TestSet};
+    use crate::model::args::{SizeChoice, TestSet};
 
     fn matmul() -> (SuiteInputs, Vec<ParamSpec>, Vec<String>) {
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../naive-kernels");

@@ -6,7 +6,7 @@
 //! `block_size_x == blockSize` restricts it — and the kernel's other restrictions over the space's names
 //! (`block_size_x % 32 == 0`) come along.
 
-use crate::space::{Config, TunableParam};
+use crate::model::space::{Config, TunableParam};
 
 /// A restriction taken from the code, with why.
 #[derive(Debug, Clone, PartialEq)]
@@ -143,7 +143,7 @@ pub fn derive(kernel: &kt_cuda::Kernel, params: &[TunableParam]) -> Derived {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::space::{Restriction, SearchSpace};
+    use crate::model::space::{Restriction, SearchSpace};
 
     fn reduce3() -> kt_cuda::Kernel {
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))

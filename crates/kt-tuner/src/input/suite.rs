@@ -3,12 +3,12 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::args::{ParamSpec, SuiteInputs};
+use crate::compile::kernel_file::{KernelFile, KernelSource};
 use crate::error::TunerError;
-use crate::kernel_file::{KernelFile, KernelSource};
+use crate::model::args::{ParamSpec, SuiteInputs};
+use crate::model::space::TunableParam;
+use crate::model::tunable_kernel::TunableKernel;
 use crate::session::setup::config_from_block;
-use crate::space::TunableParam;
-use crate::tunable_kernel::TunableKernel;
 
 #[derive(Debug, Clone)]
 pub struct SuiteKernel {
@@ -149,8 +149,8 @@ pub fn default_block_space(dimensions: usize) -> (Vec<TunableParam>, Vec<String>
 mod tests {
     use super::*;
 
-    const CU: &str = include_str!("../../../naive-kernels/matmul.cu");
-    const TOML: &str = include_str!("../../../naive-kernels/matmul.toml");
+    const CU: &str = include_str!("../../../../naive-kernels/matmul.cu");
+    const TOML: &str = include_str!("../../../../naive-kernels/matmul.toml");
 
     #[test]
     fn suite_kernel_has_reference_launch_and_typed_params() {
@@ -168,7 +168,7 @@ mod tests {
             .inputs
             .make_tests(
                 &s.params,
-                crate::args::SizeChoice::Test,
+                crate::model::args::SizeChoice::Test,
                 &Default::default(),
                 1,
             )
@@ -230,12 +230,13 @@ mod tests {
     #[test]
     fn default_2d_space_matches_the_matrix_add_benchmark() {
         let (params, restrict) = default_block_space(2);
-        let r: Vec<crate::space::Restriction> = restrict
+        let r: Vec<crate::model::space::Restriction> = restrict
             .into_iter()
-            .map(crate::space::Restriction::Expr)
+            .map(crate::model::space::Restriction::Expr)
             .collect();
         let space =
-            crate::space::SearchSpace::build(&params, &r, &Default::default(), Some(1024)).unwrap();
+            crate::model::space::SearchSpace::build(&params, &r, &Default::default(), Some(1024))
+                .unwrap();
         assert_eq!(space.len(), 19);
     }
 }

@@ -11,14 +11,14 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use crate::args::{ArrayArg, ArraySource, KernelTest, ScalarArg, TestArg, TestSet};
-use crate::block_names::BlockNames;
+use crate::check::verify::Tolerance;
 use crate::error::TunerError;
-use crate::param_value::ParamValue;
+use crate::model::args::{ArrayArg, ArraySource, KernelTest, ScalarArg, TestArg, TestSet};
+use crate::model::block_names::BlockNames;
+use crate::model::param_value::ParamValue;
+use crate::model::space::{Restriction, TunableParam};
 use crate::search::{Limits, Strategy};
 use crate::session::setup::{TunableKernel, TuneOptions};
-use crate::space::{Restriction, TunableParam};
-use crate::verify::Tolerance;
 use kt_record::DType;
 use kt_record::tests_format::npy::read_header;
 

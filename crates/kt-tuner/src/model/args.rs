@@ -9,10 +9,10 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::error::TunerError;
-use crate::expr::{Bindings, eval_count};
-use crate::geometry::bindings;
-use crate::space::Config;
-use crate::tolerance::Tolerance;
+use crate::model::expr::{Bindings, eval_count};
+use crate::model::geometry::bindings;
+use crate::model::space::Config;
+use crate::model::tolerance::Tolerance;
 use kt_record::DType;
 use kt_record::tests_format::npy::read_header;
 use kt_record::tests_format::{ManifestArg, TestManifest};

@@ -11,7 +11,7 @@ use evalexpr::{
 };
 
 use crate::error::TunerError;
-use crate::param_value::ParamValue;
+use crate::model::param_value::ParamValue;
 
 /// A value a name can take in an expression.
 pub type Bindings = BTreeMap<String, f64>;

@@ -6,10 +6,10 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::block_names::BlockNames;
 use crate::error::TunerError;
-use crate::expr::{Bindings, eval_count};
-use crate::space::Config;
+use crate::model::block_names::BlockNames;
+use crate::model::expr::{Bindings, eval_count};
+use crate::model::space::Config;
 
 /// How a configuration maps to a launch. Expressions may use parameter names and scalar argument names.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

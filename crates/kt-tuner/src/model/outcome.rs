@@ -5,12 +5,12 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::geometry::LaunchDims;
-use crate::guard::GuardBreach;
-use crate::measure::TimingStats;
+use crate::model::geometry::LaunchDims;
+use crate::check::guard::GuardBreach;
+use crate::check::measure::TimingStats;
 use crate::search::Strategy;
-use crate::space::Config;
-use crate::verify::OutputReport;
+use crate::model::space::Config;
+use crate::check::verify::OutputReport;
 use crate::worker::protocol::{DeviceInfo, RecordedOutput, RunOutcome};
 
 /// What happened to one configuration.
@@ -117,7 +117,7 @@ impl Verdict {
     /// A failed compile: "kernel not found" when NVRTC's log says the kernel's name names nothing, else a
     /// compile error with the log.
     pub fn from_compile_log(log: &str, kernel_name: &str) -> Verdict {
-        if crate::nvrtc::log_says_kernel_missing(log, kernel_name) {
+        if crate::compile::nvrtc::log_says_kernel_missing(log, kernel_name) {
             Verdict::KernelNotFound {
                 name: kernel_name.to_string(),
                 detail: format!(
@@ -418,7 +418,7 @@ mod tests {
 
     #[test]
     fn a_best_slower_than_the_default_says_why() {
-        let config = |b| crate::space::Config::ints([("block_size_x", b)]);
+        let config = |b| crate::model::space::Config::ints([("block_size_x", b)]);
         let default = Measurement::synthetic(config(256), Verdict::Ok, Some(0.2268));
         let slower = Measurement::synthetic(config(128), Verdict::Ok, Some(0.7878));
         let faster = Measurement::synthetic(config(128), Verdict::Ok, Some(0.1));
@@ -490,10 +490,10 @@ mod tests {
     }
 
     fn passing_report(name: &str) -> OutputReport {
-        crate::verify::compare_host(
+        crate::check::verify::compare_host(
             name,
             kt_record::DType::Float32,
-            crate::verify::Tolerance::default(),
+            crate::check::verify::Tolerance::default(),
             &[1.0],
             &[false],
             &[1.0],
@@ -507,7 +507,7 @@ mod tests {
         assert_eq!(Verdict::from_outcome(&o, Some("t0")), None);
         o.guard_breaches.push(GuardBreach {
             array: "c".into(),
-            side: crate::guard::Side::After,
+            side: crate::check::guard::Side::After,
             span: 4,
             distance: 0,
         });

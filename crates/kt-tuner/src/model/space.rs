@@ -6,10 +6,10 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use crate::block_names::{BLOCK_SIZE_NAMES, BlockNames};
 use crate::error::TunerError;
-use crate::expr::{Bindings, eval_bool_with};
-use crate::param_value::ParamValue;
+use crate::model::block_names::{BLOCK_SIZE_NAMES, BlockNames};
+use crate::model::expr::{Bindings, eval_bool_with};
+use crate::model::param_value::ParamValue;
 
 /// One tunable parameter, e.g. `block_size_x` ∈ {16, 32, 64} or `T` ∈ {"float", "double"}.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -4,9 +4,9 @@
 
 use std::path::PathBuf;
 
-use crate::arg_map::ArgBinding;
-use crate::geometry::Geometry;
-use crate::space::{Config, Restriction, TunableParam};
+use crate::input::arg_map::ArgBinding;
+use crate::model::geometry::Geometry;
+use crate::model::space::{Config, Restriction, TunableParam};
 
 /// A kernel with named tunable parameters.
 #[derive(Debug, Clone)]

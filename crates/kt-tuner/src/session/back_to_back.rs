@@ -1,17 +1,17 @@
 //! The default launch delivered as a tuning's best must have passed what every configuration passed. A
 //! configuration runs the tests back to back in one loaded module; the default launch, for a kernel with
-//! state, gives each test's expected values from a freshly loaded module (`tuning::measure_reference`), so it
+//! state, gives each test's expected values from a freshly loaded module (`default_launch::measure_reference`), so it
 //! never ran one input after another. Before it is delivered it does: its module is loaded afresh and every
 //! test verified in turn, and a test wrong after others is `CarriesState` (an earlier input cached in a
 //! `__device__` variable), as `kt verify` names it.
 
-use crate::args::KernelTest;
 use crate::error::TunerError;
-use crate::outcome::Verdict;
+use crate::model::args::KernelTest;
+use crate::model::outcome::Verdict;
+use crate::model::space::Config;
+use crate::model::tunable_kernel::TunableKernel;
 use crate::session::engine::Engine;
 use crate::session::verification::{carried_state, run_candidate};
-use crate::space::Config;
-use crate::tunable_kernel::TunableKernel;
 
 /// `kernel` at `config` verified on `tests` back to back in one freshly loaded module: the first failure's
 /// verdict (`CarriesState` when an earlier test ran before it), or `Verdict::Ok`.
@@ -22,15 +22,9 @@ pub(crate) fn check(
     tests: &[KernelTest],
     grid_defines: bool,
 ) -> Result<Verdict, TunerError> {
-    let Some(first) = tests.first() else {
-        return Ok(Verdict::Ok);
-    };
-    let key = match e
-        .queue
-        .compiled(kernel, config, &first.scalars(), grid_defines)?
-    {
+    let key = match e.module_for_check(kernel, config, tests, grid_defines)? {
         Ok(key) => key,
-        Err(failed) => return Ok(failed),
+        Err(before_running) => return Ok(before_running),
     };
     // the state a program's first call finds; the run loads the module again
     e.link.unload(&key, &mut e.queue)?;

@@ -7,14 +7,14 @@
 
 use std::time::Duration;
 
-use crate::args::KernelTest;
+use crate::check::verify::OutputReport;
 use crate::error::TunerError;
-use crate::outcome::Verdict;
+use crate::model::args::KernelTest;
+use crate::model::outcome::Verdict;
+use crate::model::space::Config;
+use crate::model::tunable_kernel::TunableKernel;
 use crate::session::engine::Engine;
 use crate::session::worker_link::run_request;
-use crate::space::Config;
-use crate::tunable_kernel::TunableKernel;
-use crate::verify::OutputReport;
 use crate::worker::protocol::{Request, RunStatus};
 
 /// Reruns after the verifying one.
@@ -29,15 +29,9 @@ pub(crate) fn check(
     tests: &[KernelTest],
     grid_defines: bool,
 ) -> Result<Verdict, TunerError> {
-    let Some(first) = tests.first() else {
-        return Ok(Verdict::Ok);
-    };
-    let key = match e
-        .queue
-        .compiled(kernel, config, &first.scalars(), grid_defines)?
-    {
+    let key = match e.module_for_check(kernel, config, tests, grid_defines)? {
         Ok(key) => key,
-        Err(failed) => return Ok(failed),
+        Err(before_running) => return Ok(before_running),
     };
     for t in tests {
         let run = run_request(&key, kernel, config, t)?;
@@ -77,7 +71,7 @@ pub(crate) fn judge(test: &str, reruns: &[OutputReport]) -> Option<Verdict> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::verify::{Tolerance, compare_host};
+    use crate::check::verify::{Tolerance, compare_host};
     use kt_record::DType;
 
     #[test]

@@ -10,12 +10,15 @@
 //! the parent starts NVRTC and compiles the first batch of configurations on all cores.
 
 mod back_to_back;
+mod best_choice;
 mod compile_queue;
+mod default_launch;
 mod determinism;
 mod engine;
 mod evaluate;
 mod launch_time;
 mod peak;
+mod plan;
 mod plausibility;
 mod reference_run;
 mod search_run;
@@ -27,19 +30,19 @@ mod worker_link;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use crate::args::{KernelTest, TestSet};
+use crate::check::measure::TimingPolicy;
+use crate::compile::module_cache::{CompilePool, DiskCache};
+use crate::compile::nvrtc;
 use crate::error::TunerError;
-use crate::measure::TimingPolicy;
-use crate::module_cache::{CompilePool, DiskCache};
-use crate::nvrtc;
-use crate::space::Config;
+use crate::model::args::{KernelTest, TestSet};
+use crate::model::space::Config;
 use crate::worker::protocol::DeviceInfo;
 use compile_queue::CompileQueue;
 pub use compile_queue::kernel_program;
 use engine::Engine;
 use worker_link::WorkerLink;
 
-pub use crate::outcome::{
+pub use crate::model::outcome::{
     Measurement, Phases, Progress, ReferenceOutputs, TestVerdict, TuneResult, Verdict, VerifyReport,
 };
 #[cfg(test)]
@@ -87,7 +90,9 @@ fn query_device(ordinal: usize) -> Result<((i32, i32), u64), TunerError> {
 
 /// How much work fills device `ordinal` and how much memory a test may take (`kt verify`'s large test).
 /// Needs only the driver, no context.
-pub fn device_scale(ordinal: usize) -> Result<crate::default_tests::DeviceScale, TunerError> {
+pub fn device_scale(
+    ordinal: usize,
+) -> Result<crate::input::default_tests::DeviceScale, TunerError> {
     query_device(ordinal)?;
     use cudarc::driver::result;
     use cudarc::driver::sys::CUdevice_attribute as A;
@@ -105,7 +110,7 @@ pub fn device_scale(ordinal: usize) -> Result<crate::default_tests::DeviceScale,
             result::device::total_mem(dev).map_err(device_error)?,
         )
     };
-    Ok(crate::default_tests::DeviceScale::new(
+    Ok(crate::input::default_tests::DeviceScale::new(
         sms.max(1) as u32,
         threads.max(1) as u32,
         memory as u64,

@@ -1,5 +1,5 @@
 use super::*;
-use crate::verify::{OutputReport, compare_host};
+use crate::check::verify::{OutputReport, compare_host};
 
 /// A seeded normal generator (xorshift64* and Box-Muller): the same numbers on every machine.
 struct Normal(u64);
@@ -178,7 +178,7 @@ fn integers_and_outputs_of_unknown_length_keep_their_tolerance() {
 
 #[test]
 fn a_matmuls_elements_sum_twice_its_inner_dimension_by_its_flops() {
-    use crate::args::{ArrayArg, ArraySource, Distribution, ScalarArg, TestArg};
+    use crate::model::args::{ArrayArg, ArraySource, Distribution, ScalarArg, TestArg};
     let array = |name: &str, elements: u64, is_output: bool| {
         TestArg::Array(ArrayArg {
             name: name.into(),

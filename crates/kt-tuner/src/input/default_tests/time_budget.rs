@@ -10,7 +10,7 @@
 //! estimate is over the budget is shrunk (bench) or left out (past-2^24, which cannot shrink below its
 //! size), and the output says so.
 
-use crate::args::KernelTest;
+use crate::model::args::KernelTest;
 
 /// The most a launch of the reference may take at a default test, in milliseconds: with the reference's
 /// two launches and the candidate's three, a test costs a few seconds at most.
@@ -67,7 +67,7 @@ fn seconds(ms: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::args::{ArrayArg, ArraySource, Distribution, TestArg};
+    use crate::model::args::{ArrayArg, ArraySource, Distribution, TestArg};
     use kt_record::DType;
 
     fn test_of(elements: u64) -> KernelTest {
