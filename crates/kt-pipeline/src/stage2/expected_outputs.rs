@@ -5,15 +5,17 @@
 //! them, checks the last timed launch, reruns the best for determinism and checks its time is possible, as
 //! `kt tune` does; without them each tuning could only check its fastest configurations against the
 //! original afterwards. A failure here keeps that check: the run goes on.
+//!
+//! This is Stage 2's reference run made late, on the tuner Stage 3 already holds: Stage 3's backend calls it
+//! (`stage3/backend/original_outputs.rs`) and hands it the tuner and the tests, nothing of its own.
 
-use std::path::PathBuf;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 
-use kt_tuner::args::TestArg;
-use kt_tuner::{Config, ParamSpec, TestSet, TimingPolicy, TimingStats, TunableKernel};
+use kt_tuner::check::verify::Tolerance;
+use kt_tuner::model::args::TestArg;
+use kt_tuner::{Config, ParamSpec, TestSet, TimingPolicy, TimingStats, TunableKernel, Tuner};
 
-use super::tunable_code::TunableCode;
-use super::tuner_backend::{Session, TunerBackend, TunerBackendConfig};
-use super::tuning_job::first_values;
 use crate::stage2::record_in_manifest;
 use crate::stage2::tuner_reference::reference_run;
 
@@ -21,8 +23,15 @@ use crate::stage2::tuner_reference::reference_run;
 /// are not at hand.
 const TIMED_LAUNCHES: u32 = 3;
 
+/// A run's tests directory and how its tests are read again once their expected outputs are written.
+pub(crate) struct RunTests<'a> {
+    pub(crate) dir: &'a Path,
+    pub(crate) kernel: &'a kt_cuda::Kernel,
+    pub(crate) tolerances: &'a BTreeMap<String, Tolerance>,
+}
+
 /// Whether every output of every test has expected values.
-pub(super) fn tests_hold_expected(tests: &TestSet) -> bool {
+pub(crate) fn tests_hold_expected(tests: &TestSet) -> bool {
     tests.tests.iter().all(|t| {
         t.args.iter().all(|a| match a {
             TestArg::Array(arr) => !arr.is_output || arr.expected.is_some(),
@@ -34,71 +43,69 @@ pub(super) fn tests_hold_expected(tests: &TestSet) -> bool {
 /// Writes `original` (at `config`)'s outputs as every test's expected outputs and reloads the session's tests;
 /// false when the tests already held them. `times_ms`: the baseline's median per test, recorded as each
 /// manifest's `reference_time_ms` (the original is then not timed again); else a few launches time it.
-pub(super) fn keep_original_outputs(
-    s: &mut Session,
-    backend: &TunerBackendConfig,
+pub(crate) fn keep_original_outputs(
+    tuner: &mut Tuner,
+    tests: &mut TestSet,
+    place: &RunTests,
     original: &TunableKernel,
     config: &Config,
     times_ms: &[f64],
 ) -> Result<bool, String> {
-    if tests_hold_expected(&s.tests) {
+    if tests_hold_expected(tests) {
         return Ok(false);
     }
-    let dirs: Vec<PathBuf> = s
-        .tests
+    let dirs: Vec<PathBuf> = tests
         .tests
         .iter()
-        .map(|t| backend.tests_dir.join(&t.id).join("expected"))
+        .map(|t| place.dir.join(&t.id).join("expected"))
         .collect();
-    let known_times = times_ms.len() == s.tests.tests.len() && times_ms.iter().all(|t| *t > 0.0);
+    let known_times = times_ms.len() == tests.tests.len() && times_ms.iter().all(|t| *t > 0.0);
     let timing = (!known_times).then(|| TimingPolicy::exactly(TIMED_LAUNCHES));
-    let mut runs = s
-        .tuner
-        .run_reference(original, config, &s.tests, &dirs, timing)
+    let mut runs = tuner
+        .run_reference(original, config, tests, &dirs, timing)
         .map_err(|e| format!("running the original kernel for expected outputs: {e}"))?;
     if known_times {
         for (run, ms) in runs.iter_mut().zip(times_ms) {
             run.timing = TimingStats::from_samples(&[*ms]);
         }
     }
-    for (test, run) in s.tests.tests.iter().zip(runs) {
+    for (test, run) in tests.tests.iter().zip(runs) {
         let reference = reference_run(&test.id, vec![run]).map_err(|e| e.to_string())?;
-        record_in_manifest(&backend.tests_dir.join(&test.id), &reference)
-            .map_err(|e| e.to_string())?;
+        record_in_manifest(&place.dir.join(&test.id), &reference).map_err(|e| e.to_string())?;
     }
-    let params = ParamSpec::from_kernel(&backend.kernel);
-    s.tests = TestSet::load_dir(&backend.tests_dir, &params, &backend.tolerances)
+    let params = ParamSpec::from_kernel(place.kernel);
+    *tests = TestSet::load_dir(&place.dir, &params, place.tolerances)
         .map_err(|e| format!("reading the tests again: {e}"))?;
-    Ok(tests_hold_expected(&s.tests))
+    Ok(tests_hold_expected(tests))
 }
 
 /// A run continued on another machine keeps its tests' manifests, and Stage 2's remake marked those whose
 /// expected files did not travel (`stage2::EXPECTED_REMADE_MARK`): before the first tuning here, the
 /// original kernel makes them again, at the times the manifests recorded. A failure leaves the check against
 /// the original in place, as after a baseline.
-pub(super) fn remake_marked_expected(
-    s: &mut Session,
-    backend: &TunerBackendConfig,
+pub(crate) fn remake_marked_expected(
+    tuner: &mut Tuner,
+    tests: &mut TestSet,
+    place: &RunTests,
     original: &TunableKernel,
     config: &Config,
 ) {
-    let mark = backend.tests_dir.join(crate::stage2::EXPECTED_REMADE_MARK);
+    let mark = place.dir.join(crate::stage2::EXPECTED_REMADE_MARK);
     if !mark.is_file() {
         return;
     }
-    let times: Vec<f64> = s
-        .tests
+    let times: Vec<f64> = tests
         .tests
         .iter()
         .filter_map(|t| {
-            let path = backend.tests_dir.join(&t.id).join("manifest.json");
+            let path = place.dir.join(&t.id).join("manifest.json");
             let text = std::fs::read_to_string(path).ok()?;
             serde_json::from_str::<kt_record::TestManifest>(&text)
                 .ok()?
                 .reference_time_ms
         })
         .collect();
-    match keep_original_outputs(s, backend, original, config, &times) {
+    match keep_original_outputs(tuner, tests, place, original, config, &times) {
         Ok(_) => {
             let _ = std::fs::remove_file(&mark);
             tracing::info!("expected outputs made again from the original kernel on this machine");
@@ -107,37 +114,6 @@ pub(super) fn remake_marked_expected(
             reason = %why,
             "the tests keep no expected outputs; each tuning checks its fastest configurations against the original kernel instead"
         ),
-    }
-}
-
-impl TunerBackend {
-    /// After the baseline: the original kernel's outputs become the tests' expected outputs
-    /// (`expected_outputs.rs`); a failure is logged and leaves the check against the original in place.
-    pub(super) async fn keep_expected_outputs(&self, original: &TunableCode, times_ms: Vec<f64>) {
-        let session = self.session.clone();
-        let config = self.config.clone();
-        let kernel = self.to_tuner_kernel(original);
-        let values = first_values(original);
-        let job = tokio::task::spawn_blocking(move || {
-            let started = std::time::Instant::now();
-            let mut guard = session.lock().unwrap_or_else(|p| p.into_inner());
-            let kept = super::tuner_backend::open_session(&mut guard, &config)
-                .map_err(|e| e.to_string())
-                .and_then(|s| keep_original_outputs(s, &config, &kernel, &values, &times_ms));
-            (kept, started.elapsed().as_secs_f64() * 1e3)
-        });
-        match job.await {
-            Ok((Ok(true), ms)) => tracing::debug!(
-                ms,
-                "the original kernel's outputs are now the tests' expected outputs"
-            ),
-            Ok((Ok(false), _)) => {}
-            Ok((Err(why), _)) => tracing::warn!(
-                reason = %why,
-                "the tests keep no expected outputs; each tuning checks its fastest configurations against the original kernel instead"
-            ),
-            Err(e) => tracing::warn!(error = %e, "the thread keeping expected outputs failed"),
-        }
     }
 }
 

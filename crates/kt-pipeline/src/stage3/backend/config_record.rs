@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 pub use kt_record::{ConfigRecord, FailedConfiguration};
 
-use super::tunable_code::TunableCode;
+use crate::stage3::tunable_code::TunableCode;
 
 /// The record of a tuning result.
 pub fn config_record(result: &kt_tuner::TuneResult) -> ConfigRecord {
@@ -146,7 +146,7 @@ mod tests {
                 },
             ),
         ];
-        let record = config_record(&crate::stage3::tuned_outcome::tests::result(
+        let record = config_record(&crate::stage3::backend::tuned_outcome::tests::result(
             measurements,
             None,
         ));

@@ -13,7 +13,7 @@ use std::thread::JoinHandle;
 use kt_tuner::TunerError;
 use kt_tuner::session::{Tuner, TunerConfig};
 
-use super::profile_standby::ProfileStandby;
+use crate::stage3::profiling::profile_standby::ProfileStandby;
 
 type Starting = (PathBuf, JoinHandle<Result<Tuner, TunerError>>);
 
@@ -21,7 +21,7 @@ type Starting = (PathBuf, JoinHandle<Result<Tuner, TunerError>>);
 #[derive(Clone, Default)]
 pub struct EarlyTuner {
     tuner: Arc<Mutex<Option<Starting>>>,
-    pub(super) standby: Arc<ProfileStandby>,
+    pub(in crate::stage3) standby: Arc<ProfileStandby>,
 }
 
 impl std::fmt::Debug for EarlyTuner {
@@ -35,7 +35,7 @@ impl std::fmt::Debug for EarlyTuner {
 
 /// A standby for `kernel` in `standby` where profiles are taken with ncu, unless one is waiting there.
 fn ensure_standby(standby: &ProfileStandby, cache_dir: &Path, kernel: &str) {
-    if super::profiler_choice::profiles_with_ncu()
+    if crate::stage3::profiling::profiler_choice::profiles_with_ncu()
         && let Some(ncu) = kt_profile::ncu_once()
         && std::fs::create_dir_all(cache_dir).is_ok()
     {
@@ -44,7 +44,7 @@ fn ensure_standby(standby: &ProfileStandby, cache_dir: &Path, kernel: &str) {
 }
 
 /// The tuner configuration of a run's backend with its cache in `cache_dir`.
-pub(super) fn tuner_config(cache_dir: &Path) -> TunerConfig {
+pub(in crate::stage3) fn tuner_config(cache_dir: &Path) -> TunerConfig {
     TunerConfig {
         cache_dir: Some(cache_dir.to_path_buf()),
         ..TunerConfig::default()
@@ -73,7 +73,7 @@ impl EarlyTuner {
                 .map_err(|e| TunerError::Worker(format!("creating {}: {e}", dir.display())))?;
             let mut tuner = Tuner::new(tuner_config(&dir))?;
             if standby_profile {
-                super::profiler_choice::prepare_counters(&mut tuner);
+                crate::stage3::profiling::profiler_choice::prepare_counters(&mut tuner);
             }
             Ok(tuner)
         });
@@ -86,7 +86,7 @@ impl EarlyTuner {
 
     /// The early tuner, once started, when it was started for `cache_dir`; None when there is none (or
     /// it was for another cache, and is then dropped with its worker).
-    pub(super) fn take(&self, cache_dir: &Path) -> Option<Result<Tuner, TunerError>> {
+    pub(in crate::stage3) fn take(&self, cache_dir: &Path) -> Option<Result<Tuner, TunerError>> {
         let (dir, handle) = self
             .tuner
             .lock()

@@ -17,11 +17,11 @@ use std::sync::Mutex;
 
 use async_trait::async_trait;
 
-use super::backend::{
+use crate::stage3::backend::tuning_backend::{
     BackendError, Mismatch, Outcome, PairTimes, ProfileRun, Reference, TuningBackend,
     TuningProgress,
 };
-use super::tunable_code::TunableCode;
+use crate::stage3::tunable_code::TunableCode;
 
 const MARKER: &str = "fake-tuning:";
 
@@ -403,7 +403,7 @@ impl FakeBackend {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use crate::stage3::backend::NoProgress;
+    use crate::stage3::backend::tuning_backend::NoProgress;
 
     fn kernel(code: &str) -> TunableCode {
         TunableCode {

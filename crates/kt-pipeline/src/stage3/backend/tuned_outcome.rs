@@ -4,19 +4,19 @@
 
 use kt_tuner::{Measurement, TuneResult, Verdict};
 
-use super::backend::{Mismatch, Outcome};
+use crate::stage3::backend::tuning_backend::{Mismatch, Outcome};
 
 /// A tuning run and, when the tests hold no expected outputs, the outcome of checking its fastest
 /// configurations against the original kernel (the first that passed, or the first failure).
-pub(super) struct Tuned {
-    pub(super) result: TuneResult,
-    pub(super) checked: Option<Result<Measurement, Measurement>>,
+pub(in crate::stage3) struct Tuned {
+    pub(in crate::stage3) result: TuneResult,
+    pub(in crate::stage3) checked: Option<Result<Measurement, Measurement>>,
 }
 
 /// Robust noise of a measurement's objective: the interquartile range of the first test's samples (half the
 /// full range when too few), relative to that test's median and scaled to the objective (which sums the
 /// medians of every test).
-pub(super) fn noise_ms(m: &Measurement) -> f64 {
+pub(in crate::stage3) fn noise_ms(m: &Measurement) -> f64 {
     let Some(t) = &m.timing else { return 0.0 };
     let mut s = t.samples_ms.clone();
     s.sort_by(f64::total_cmp);
@@ -34,7 +34,7 @@ pub(super) fn noise_ms(m: &Measurement) -> f64 {
 }
 
 /// What a tuning run tells Stage 3: the verified best with its time and noise, or the most telling failure.
-pub(super) fn outcome(tuned: &Tuned) -> Outcome {
+pub(in crate::stage3) fn outcome(tuned: &Tuned) -> Outcome {
     let result = &tuned.result;
     let failed = result
         .measurements
@@ -166,8 +166,8 @@ fn failed_outcome(m: &Measurement) -> Outcome {
 #[allow(clippy::unwrap_used)]
 pub(crate) mod tests {
     use super::*;
-    use kt_tuner::space::Config;
-    use kt_tuner::verify::{Mismatch as TunerMismatch, OutputReport};
+    use kt_tuner::check::verify::{Mismatch as TunerMismatch, OutputReport};
+    use kt_tuner::model::space::Config;
 
     pub(crate) fn result(measurements: Vec<Measurement>, best: Option<Measurement>) -> TuneResult {
         TuneResult {

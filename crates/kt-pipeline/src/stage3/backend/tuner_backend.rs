@@ -10,90 +10,35 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use kt_tuner::search::Limits;
-use kt_tuner::session::{TuneOptions, TuneResult, Tuner};
-use kt_tuner::{Config, ParamSpec, Restriction, TestSet, TunableParam, TunerError};
+use kt_tuner::session::{TuneOptions, TuneResult};
+use kt_tuner::{Config, Restriction, TunableParam, TunerError};
 
-use super::backend::{
+use crate::stage3::backend::backend_config::TunerBackendConfig;
+use crate::stage3::backend::session::{Session, backend_error, open_session};
+use crate::stage3::backend::tuning_backend::{
     BackendError, Outcome, PairTimes, ProfileRun, Reference, TuningBackend, TuningProgress,
 };
-use super::early_tuner::{EarlyTuner, tuner_config};
-use super::profile_standby::ProfileStandby;
+use crate::stage3::profiling::profile_standby::ProfileStandby;
 
-use super::tunable_code::TunableCode;
-use super::tuned_outcome::{self, Tuned, noise_ms};
-use super::tuning_job::{OriginalKernel, first_values, tune_in_session};
-
-/// How the real backend is set up.
-#[derive(Debug, Clone)]
-pub struct TunerBackendConfig {
-    /// The tests directory (TESTS_FORMAT.md), with expected outputs.
-    pub tests_dir: PathBuf,
-    /// The original kernel's parsed signature (argument order and types).
-    pub kernel: kt_cuda::Kernel,
-    /// Problem size per dimension, x first.
-    pub problem_size: Vec<String>,
-    /// Per-output tolerances (sidecar); missing outputs get the dtype default.
-    pub tolerances: BTreeMap<String, kt_tuner::verify::Tolerance>,
-    /// Tuner caches (compiled modules, results): the run's `tuning/` directory.
-    pub cache_dir: PathBuf,
-    /// FLOPs and bytes per launch, as expressions over scalar arguments (sidecar), for % of peak.
-    pub flops: Option<String>,
-    pub bytes: Option<String>,
-    pub strategy: kt_tuner::Strategy,
-    /// The search seed of a randomized strategy (the run's `--seed`); kt-tuner's default when absent.
-    pub seed: Option<u64>,
-    /// Bounds per candidate.
-    pub max_evals: Option<usize>,
-    pub time_limit: Option<Duration>,
-    /// The user's kernel at its default launch: the ground truth when the tests hold no expected outputs.
-    pub original: TunableCode,
-    /// Where NVRTC looks for the kernel's own headers (run.json's `include_dirs`).
-    pub include_dirs: Vec<PathBuf>,
-    /// Profiles kept across runs ([`ProfileCache`]); None profiles every kernel afresh.
-    pub profile_cache: Option<PathBuf>,
-    /// A tuner started while Stages 1 and 2 ran, taken over by the first call (else one starts then).
-    pub early_tuner: EarlyTuner,
-    /// The tuner's own cache (compiled modules, device facts such as the measured copy bandwidth), shared
-    /// with `kt tune` and across runs ([`default_tuner_cache`]); None keeps them in `cache_dir`. Results stay in
-    /// `cache_dir`: every run measures afresh.
-    pub tuner_cache: Option<PathBuf>,
-    /// Whether the strategy may profile kernels: a standby ncu is started during tunings only then.
-    pub takes_profiles: bool,
-}
-
-impl TunerBackendConfig {
-    /// Where the tuner keeps compiled modules and device facts.
-    pub fn tuner_dir(&self) -> &Path {
-        self.tuner_cache.as_deref().unwrap_or(&self.cache_dir)
-    }
-}
-
-/// kt's tuner cache, as `kt tune` uses it: `$XDG_CACHE_HOME/kt/tuner` (default `~/.cache/kt/tuner`);
-/// `KT_TUNER_CACHE` names another directory, `off` keeps each run's modules in its own `tuning/`.
-pub fn default_tuner_cache() -> Option<PathBuf> {
-    kt_sandbox::kt_cache_dir("KT_TUNER_CACHE", "tuner")
-}
+use crate::stage3::backend::tuned_outcome::{self, Tuned, noise_ms};
+use crate::stage3::backend::tuning_job::{OriginalKernel, first_values, tune_in_session};
+use crate::stage3::tunable_code::TunableCode;
 
 /// The longest the baseline waits for a starting profile standby (see [`ProfileStandby::wait_until_ready`]).
 const STANDBY_START_LIMIT: Duration = Duration::from_secs(10);
 
-pub(super) struct Session {
-    pub(super) tuner: Tuner,
-    pub(super) tests: TestSet,
-}
-
 /// kt-tuner behind [`TuningBackend`].
 pub struct TunerBackend {
-    pub(super) config: TunerBackendConfig,
-    pub(super) session: Arc<Mutex<Option<Session>>>,
+    pub(in crate::stage3) config: TunerBackendConfig,
+    pub(in crate::stage3) session: Arc<Mutex<Option<Session>>>,
     /// The tuning result of every kernel tuned in this process, by content hash, for the Kernel Tuner export.
     results: Mutex<HashMap<String, (kt_tuner::TunableKernel, TuneResult)>>,
     device: Mutex<String>,
     /// The GPU of the latest tuning job (run.json's `gpu`).
-    pub(super) gpu: Mutex<Option<crate::gpu_record::GpuRecord>>,
+    pub(in crate::stage3) gpu: Mutex<Option<crate::gpu_record::GpuRecord>>,
     /// A profile started while a kernel is tuned, ready for the next profile (shared with the early tuner,
     /// which starts the first).
-    pub(super) standby: Arc<ProfileStandby>,
+    pub(in crate::stage3) standby: Arc<ProfileStandby>,
 }
 
 impl std::fmt::Debug for TunerBackend {
@@ -102,54 +47,6 @@ impl std::fmt::Debug for TunerBackend {
             .field("tests_dir", &self.config.tests_dir)
             .finish()
     }
-}
-
-fn backend_error(e: TunerError) -> BackendError {
-    match e {
-        TunerError::NoDriver(_) | TunerError::NoNvrtc | TunerError::NoGpu(_) => {
-            BackendError::GpuUnavailable {
-                detail: e.to_string(),
-            }
-        }
-        other => BackendError::Failed {
-            detail: other.to_string(),
-        },
-    }
-}
-
-/// The tuner session, started on first use: the tuner (and its worker) and the run's tests.
-pub(super) fn open_session<'a>(
-    guard: &'a mut Option<Session>,
-    config: &TunerBackendConfig,
-) -> Result<&'a mut Session, BackendError> {
-    if guard.is_none() {
-        for dir in [&config.cache_dir, config.tuner_dir()] {
-            std::fs::create_dir_all(dir).map_err(|e| BackendError::Failed {
-                detail: format!("creating {}: {e}", dir.display()),
-            })?;
-        }
-        let tuner = match config.early_tuner.take(config.tuner_dir()) {
-            Some(started) => started,
-            None => Tuner::new(tuner_config(config.tuner_dir())).map(|mut tuner| {
-                if config.takes_profiles {
-                    super::profiler_choice::prepare_counters(&mut tuner);
-                }
-                tuner
-            }),
-        }
-        .map_err(backend_error)?;
-        let params = ParamSpec::from_kernel(&config.kernel);
-        let tests =
-            TestSet::load_dir(&config.tests_dir, &params, &config.tolerances).map_err(|e| {
-                BackendError::Failed {
-                    detail: format!("loading the tests in {}: {e}", config.tests_dir.display()),
-                }
-            })?;
-        *guard = Some(Session { tuner, tests });
-    }
-    guard.as_mut().ok_or_else(|| BackendError::Failed {
-        detail: "the tuner session was not created".into(),
-    })
 }
 
 /// `launches` separate timed launches of `kernel` at `config` on `test` (nothing written).
@@ -185,7 +82,10 @@ impl TunerBackend {
         }
     }
 
-    pub(super) fn to_tuner_kernel(&self, kernel: &TunableCode) -> kt_tuner::TunableKernel {
+    pub(in crate::stage3) fn to_tuner_kernel(
+        &self,
+        kernel: &TunableCode,
+    ) -> kt_tuner::TunableKernel {
         let mut k = kt_tuner::TunableKernel::new(
             kernel.code.clone(),
             self.config.kernel.name.clone(),
@@ -215,8 +115,8 @@ impl TunerBackend {
         let (flops, bytes) = (self.config.flops.as_ref()?, self.config.bytes.as_ref()?);
         let guard = self.session.lock().unwrap_or_else(|p| p.into_inner());
         let scalars = guard.as_ref()?.tests.tests.first()?.scalars();
-        let f = kt_tuner::expr::eval_number(flops, &scalars).ok()?;
-        let b = kt_tuner::expr::eval_number(bytes, &scalars).ok()?;
+        let f = kt_tuner::model::expr::eval_number(flops, &scalars).ok()?;
+        let b = kt_tuner::model::expr::eval_number(bytes, &scalars).ok()?;
         (f > 0.0 && b > 0.0).then(|| f / b)
     }
 
@@ -248,7 +148,7 @@ impl TunerBackend {
     ) -> Result<Result<Tuned, TunerError>, BackendError> {
         // ncu's start-up for the next profile overlaps this tuning
         if self.config.takes_profiles
-            && super::profiler_choice::profiles_with_ncu()
+            && crate::stage3::profiling::profiler_choice::profiles_with_ncu()
             && let Some(ncu) = kt_profile::ncu_once()
             && std::fs::create_dir_all(self.config.tuner_dir()).is_ok()
         {
@@ -268,9 +168,10 @@ impl TunerBackend {
                 let started = std::time::Instant::now();
                 let mut guard = session.lock().unwrap_or_else(|p| p.into_inner());
                 let s = open_session(&mut guard, &config)?;
-                super::expected_outputs::remake_marked_expected(
-                    s,
-                    &config,
+                crate::stage2::expected_outputs::remake_marked_expected(
+                    &mut s.tuner,
+                    &mut s.tests,
+                    &config.run_tests(),
                     &original.kernel,
                     &original.config,
                 );
@@ -325,7 +226,12 @@ impl TuningBackend for TunerBackend {
         let kernel = self.to_tuner_kernel(original);
         let options = self.options(&original.content_hash());
         let result = self
-            .tune("original", kernel, options, &super::backend::NoProgress)
+            .tune(
+                "original",
+                kernel,
+                options,
+                &crate::stage3::backend::tuning_backend::NoProgress,
+            )
             .await?
             .map_err(backend_error)?
             .result;
@@ -484,11 +390,14 @@ impl TuningBackend for TunerBackend {
             })
     }
 
-    fn configurations(&self, kernel: &TunableCode) -> Option<super::config_record::ConfigRecord> {
+    fn configurations(
+        &self,
+        kernel: &TunableCode,
+    ) -> Option<crate::stage3::backend::config_record::ConfigRecord> {
         let results = self.results.lock().unwrap_or_else(|p| p.into_inner());
         results
             .get(&kernel.content_hash())
-            .map(|(_, result)| super::config_record::config_record(result))
+            .map(|(_, result)| crate::stage3::backend::config_record::config_record(result))
     }
 
     fn gpu(&self) -> Option<crate::gpu_record::GpuRecord> {
@@ -500,7 +409,8 @@ impl TuningBackend for TunerBackend {
 #[allow(clippy::unwrap_used)]
 pub(crate) mod tests {
     use super::*;
-    use crate::stage3::tuned_outcome::tests::{config, result};
+    use crate::stage3::backend::early_tuner::EarlyTuner;
+    use crate::stage3::backend::tuned_outcome::tests::{config, result};
     use kt_tuner::Verdict;
 
     /// A backend of a one-line kernel with its caches under `dir`, nothing started; and the kernel.

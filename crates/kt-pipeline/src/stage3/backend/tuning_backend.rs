@@ -1,6 +1,6 @@
 //! [`TuningBackend`]: everything Stage 3 needs from a GPU, behind one trait — measure the original kernel, and
 //! compile + verify on every test + tune a candidate. The real implementation drives kt-tuner; the fake one
-//! ([`super::fake_backend`]) lets every graph path run in CPU tests. Results are plain data so they can be
+//! ([`crate::stage3::backend::fake_backend`]) lets every graph path run in CPU tests. Results are plain data so they can be
 //! recorded as graph effects and replayed without a GPU.
 
 use std::collections::BTreeMap;
@@ -8,9 +8,9 @@ use std::collections::BTreeMap;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
-use super::tunable_code::TunableCode;
 pub use crate::error::BackendError;
 use crate::error::FailureKind;
+use crate::stage3::tunable_code::TunableCode;
 
 /// The first elements where a candidate's output differs from the expected output.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -210,7 +210,10 @@ pub trait TuningBackend: Send + Sync {
 
     /// What the tuning of `kernel` in this process made of its configurations (best.cu's header lists the
     /// failed ones). None: no record (a backend without one, or a kernel tuned before a resume).
-    fn configurations(&self, _kernel: &TunableCode) -> Option<super::config_record::ConfigRecord> {
+    fn configurations(
+        &self,
+        _kernel: &TunableCode,
+    ) -> Option<crate::stage3::backend::config_record::ConfigRecord> {
         None
     }
 

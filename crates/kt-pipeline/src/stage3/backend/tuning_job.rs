@@ -1,13 +1,13 @@
 //! One tuning job of the real backend, in an open session on the blocking pool, and what stands in for
-//! expected outputs when the tests hold none (`expected_outputs.rs` writes them after the baseline; this is
+//! expected outputs when the tests hold none (`stage2/expected_outputs.rs` writes them after the baseline; this is
 //! the fallback): the fastest configurations checked, one by one, against the original kernel.
 
 use kt_tuner::session::TuneOptions;
 use kt_tuner::{Config, Measurement, TuneResult, TunerError};
 
-use super::tunable_code::TunableCode;
-use super::tuned_outcome::Tuned;
-use super::tuner_backend::Session;
+use crate::stage3::backend::session::Session;
+use crate::stage3::backend::tuned_outcome::Tuned;
+use crate::stage3::tunable_code::TunableCode;
 
 /// How many of a candidate's fastest configurations are checked against the original kernel, when the tests
 /// hold no expected outputs, before the candidate counts as wrong.
@@ -15,13 +15,13 @@ const VERIFY_FASTEST: usize = 8;
 
 /// The original kernel at its default configuration: what a candidate is checked against when the tests hold
 /// no expected outputs.
-pub(super) struct OriginalKernel {
-    pub(super) kernel: kt_tuner::TunableKernel,
-    pub(super) config: Config,
+pub(in crate::stage3) struct OriginalKernel {
+    pub(in crate::stage3) kernel: kt_tuner::TunableKernel,
+    pub(in crate::stage3) config: Config,
 }
 
 /// Every parameter of `code` at its first value.
-pub(super) fn first_values(code: &TunableCode) -> Config {
+pub(in crate::stage3) fn first_values(code: &TunableCode) -> Config {
     Config(
         code.parameters
             .iter()
@@ -31,14 +31,14 @@ pub(super) fn first_values(code: &TunableCode) -> Config {
 }
 
 /// One tuning job in an open session (on the blocking pool), progress as (done, total).
-pub(super) fn tune_in_session(
+pub(in crate::stage3) fn tune_in_session(
     s: &mut Session,
     kernel: &kt_tuner::TunableKernel,
     mut options: TuneOptions,
     original: &OriginalKernel,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<Tuned, TunerError> {
-    let has_expected = super::expected_outputs::tests_hold_expected(&s.tests);
+    let has_expected = crate::stage2::expected_outputs::tests_hold_expected(&s.tests);
     // Without expected outputs on disk, the tuner's own check would compare a candidate with itself:
     // time without it, then check the fastest configurations against the original kernel.
     options.verify &= has_expected;

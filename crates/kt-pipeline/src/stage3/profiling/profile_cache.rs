@@ -117,7 +117,7 @@ mod tests {
 
     fn profile() -> KernelProfile {
         KernelProfile::parse(include_str!(
-            "../../../kt-profile/tests/fixtures/captured-matmul-naive-h100.csv"
+            "../../../../kt-profile/tests/fixtures/captured-matmul-naive-h100.csv"
         ))
         .unwrap()
     }

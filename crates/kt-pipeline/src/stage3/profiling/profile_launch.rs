@@ -12,8 +12,8 @@ use kt_tuner::session::{Tuner, TunerConfig};
 use kt_tuner::{Config, Geometry, ParamSpec, TestSet, TunableParam};
 use serde::{Deserialize, Serialize};
 
-use super::backend::BackendError;
 use crate::error::PipelineError;
+use crate::stage3::backend::tuning_backend::BackendError;
 
 /// One configuration of one kernel on one test, to be launched under a profiler. As JSON it is what a
 /// standby launch ([`run_standby`]) reads on its standard input.

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use kt_profile::KernelProfile;
 use serde::{Deserialize, Serialize};
 
-use super::tunable_code::ORIGINAL_STEP;
+use crate::stage3::tunable_code::ORIGINAL_STEP;
 
 /// One profiled kernel: the naive one (`step` = "original") or an accepted step's.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

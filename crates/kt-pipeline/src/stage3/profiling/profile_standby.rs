@@ -19,16 +19,16 @@ pub const STANDBY_ENV: &str = "KT_PROFILE_STANDBY";
 
 /// At most one waiting profile run.
 #[derive(Default)]
-pub(super) struct ProfileStandby {
+pub(in crate::stage3) struct ProfileStandby {
     waiting: Mutex<Option<RunningProfile>>,
 }
 
 /// The ncu command of a standby for kernel `kernel` with the tuner's cache in `cache_dir`: the same filter
 /// and warm-up launch as a direct profile (`ProfileLaunch::args`), the launch itself still to come.
-pub(super) fn standby_command(
+pub(in crate::stage3) fn standby_command(
     ncu: NcuPath,
     kernel: &str,
-    kt: kt_tuner::self_command::SelfCommand,
+    kt: kt_tuner::host::self_command::SelfCommand,
     cache_dir: &Path,
 ) -> ProfileCommand {
     ProfileCommand::new(ncu, kernel, kt.program)
@@ -60,7 +60,7 @@ impl ProfileStandby {
             return;
         }
         // kt's own command line: this executable, or the host's (kt's Python module)
-        let kt = match kt_tuner::self_command::self_command() {
+        let kt = match kt_tuner::host::self_command::self_command() {
             Ok(kt) => kt,
             Err(e) => {
                 tracing::debug!(error = %e, "no standby profile");
@@ -85,7 +85,10 @@ impl ProfileStandby {
             let starting = {
                 let mut slot = self.waiting.lock().unwrap_or_else(|p| p.into_inner());
                 slot.as_mut().is_some_and(|run| {
-                    run.is_running() && !run.output_contains(super::profile_launch::STANDBY_READY)
+                    run.is_running()
+                        && !run.output_contains(
+                            crate::stage3::profiling::profile_launch::STANDBY_READY,
+                        )
                 })
             };
             if !starting || started.elapsed() >= timeout {
@@ -110,7 +113,7 @@ mod tests {
 
     #[test]
     fn a_standby_runs_the_hidden_launch_command_with_the_direct_profiles_filter() {
-        let kt = kt_tuner::self_command::SelfCommand {
+        let kt = kt_tuner::host::self_command::SelfCommand {
             program: "/bin/kt".into(),
             args: Vec::new(),
         };
@@ -148,7 +151,7 @@ mod tests {
         let ncu = dir.path().join("ncu");
         let script = format!(
             "#!/bin/sh\nsleep 0.4\necho {}\nsleep 5\n",
-            super::super::profile_launch::STANDBY_READY
+            crate::stage3::profiling::profile_launch::STANDBY_READY
         );
         std::fs::write(&ncu, script).unwrap();
         std::fs::set_permissions(&ncu, std::fs::Permissions::from_mode(0o755)).unwrap();

@@ -6,10 +6,12 @@
 
 use kt_llm::without_measured;
 
-use super::graph_tests::{Harness, harness_with, plan, prompts_of, restrictions, run, valid};
-use super::profiling::captured_profile;
-use super::*;
 use crate::job::recorded_run::matmul_rewrite as rewrite;
+use crate::stage3::profiling::run_profiles::captured_profile;
+use crate::stage3::steps::graph_tests::{
+    Harness, harness_with, plan, prompts_of, restrictions, run, valid,
+};
+use crate::stage3::*;
 use crate::strategy::{ProfilePrompt, StrategyOverrides};
 use std::sync::Arc;
 

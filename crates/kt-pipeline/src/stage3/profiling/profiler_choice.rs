@@ -25,8 +25,11 @@ impl Profiler {
     /// What a cached profile was taken with: part of its key, since the two tools may differ a little.
     pub fn identity(&self) -> String {
         match self {
-            Profiler::Cupti(lib) => format!("cupti:{}", super::profile_cache::ncu_identity(lib)),
-            Profiler::Ncu(ncu) => super::profile_cache::ncu_identity(ncu.path()),
+            Profiler::Cupti(lib) => format!(
+                "cupti:{}",
+                crate::stage3::profiling::profile_cache::ncu_identity(lib)
+            ),
+            Profiler::Ncu(ncu) => crate::stage3::profiling::profile_cache::ncu_identity(ncu.path()),
         }
     }
 

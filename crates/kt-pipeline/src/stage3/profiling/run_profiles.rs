@@ -13,10 +13,10 @@ use kt_profile::KernelProfile;
 use kt_profile::{DevicePeaks, RooflinePoint};
 use serde::{Deserialize, Serialize};
 
-use super::context::Stage3Context;
-pub use super::profile_record::ProfileRecord;
-use super::state::Stage3State;
-use super::tunable_code::ORIGINAL_STEP;
+use crate::stage3::context::Stage3Context;
+pub use crate::stage3::profiling::profile_record::ProfileRecord;
+use crate::stage3::state::Stage3State;
+use crate::stage3::tunable_code::ORIGINAL_STEP;
 use crate::strategy::ProfilePrompt;
 
 /// result.json's `profiles`: the naive kernel's and each accepted step's, and what they cost.
@@ -164,7 +164,7 @@ pub(crate) fn with_ceiling(profile: Option<String>, state: &Stage3State) -> Opti
 pub(crate) fn record(
     step: &str,
     params: &BTreeMap<String, i64>,
-    run: super::backend::ProfileRun,
+    run: crate::stage3::backend::tuning_backend::ProfileRun,
 ) -> ProfileRecord {
     let summary = run
         .profile
@@ -195,7 +195,7 @@ pub(crate) fn record(
 #[allow(clippy::unwrap_used)]
 pub(crate) fn captured_profile() -> KernelProfile {
     KernelProfile::parse(include_str!(
-        "../../../kt-profile/tests/fixtures/captured-matmul-naive-h100.csv"
+        "../../../../kt-profile/tests/fixtures/captured-matmul-naive-h100.csv"
     ))
     .unwrap()
 }
@@ -204,7 +204,7 @@ pub(crate) fn captured_profile() -> KernelProfile {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use crate::stage3::backend::{ProfileRun, Reference};
+    use crate::stage3::backend::tuning_backend::{ProfileRun, Reference};
 
     fn captured() -> KernelProfile {
         captured_profile()

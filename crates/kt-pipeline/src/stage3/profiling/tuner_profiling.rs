@@ -5,12 +5,12 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use super::backend::ProfileRun;
-use super::profile_cache::{ProfileCache, ProfileKey};
-use super::profile_launch::ProfileLaunch;
-use super::profiler_choice::{self, Profiler, cupti_failed, profiler};
-use super::tunable_code::TunableCode;
-use super::tuner_backend::TunerBackend;
+use crate::stage3::backend::tuner_backend::TunerBackend;
+use crate::stage3::backend::tuning_backend::ProfileRun;
+use crate::stage3::profiling::profile_cache::{ProfileCache, ProfileKey};
+use crate::stage3::profiling::profile_launch::ProfileLaunch;
+use crate::stage3::profiling::profiler_choice::{self, Profiler, cupti_failed, profiler};
+use crate::stage3::tunable_code::TunableCode;
 
 /// The longest one profile may take (ncu replays the kernel for each group of metrics).
 const PROFILE_TIMEOUT: Duration = Duration::from_secs(300);
@@ -37,7 +37,7 @@ impl ProfileVia {
 impl TunerBackend {
     /// The profile of `kernel` at `params` (the kernel of step `label`): from the profile cache, else
     /// through the waiting standby or a new ncu; a profile that cannot be taken says why.
-    pub(super) async fn profile_kernel(
+    pub(in crate::stage3) async fn profile_kernel(
         &self,
         label: &str,
         kernel: &TunableCode,
@@ -152,7 +152,7 @@ impl TunerBackend {
         let name = self.config.kernel.name.clone();
         let job = tokio::task::spawn_blocking(move || -> Result<_, String> {
             let mut guard = session.lock().unwrap_or_else(|p| p.into_inner());
-            let s = super::tuner_backend::open_session(&mut guard, &config)
+            let s = crate::stage3::backend::session::open_session(&mut guard, &config)
                 .map_err(|e| e.to_string())?;
             let test = s
                 .tests
@@ -187,7 +187,7 @@ impl TunerBackend {
     /// Whether the original kernel's profile at its default configuration is in the profile cache (the plan
     /// prompt will then not need a standby). Opens the tuner session and waits for its worker, which the
     /// baseline needs next anyway, so that the GPU and the first test are known.
-    pub(super) async fn original_profile_cached(&self, original: &TunableCode) -> bool {
+    pub(in crate::stage3) async fn original_profile_cached(&self, original: &TunableCode) -> bool {
         let Ok(profiler) = profiler() else {
             return false;
         };
@@ -195,7 +195,7 @@ impl TunerBackend {
         let config = self.config.clone();
         let device = tokio::task::spawn_blocking(move || {
             let mut guard = session.lock().unwrap_or_else(|p| p.into_inner());
-            let s = super::tuner_backend::open_session(&mut guard, &config).ok()?;
+            let s = crate::stage3::backend::session::open_session(&mut guard, &config).ok()?;
             s.tuner.wait_for_device().ok()
         })
         .await
@@ -260,7 +260,7 @@ impl TunerBackend {
             return Ok(ProfileVia::Standby(run, line + "\n"));
         }
         // kt's own command line: this executable, or the host's (kt's Python module)
-        let kt = kt_tuner::self_command::self_command().map_err(|e| e.to_string())?;
+        let kt = kt_tuner::host::self_command::self_command().map_err(|e| e.to_string())?;
         Ok(ProfileVia::Direct(
             kt_profile::ProfileCommand::new(ncu.clone(), launch.kernel.clone(), kt.program)
                 .args(kt.args)
@@ -303,7 +303,7 @@ impl TunerBackend {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use crate::stage3::tuner_backend::tests::small_backend;
+    use crate::stage3::backend::tuner_backend::tests::small_backend;
 
     #[test]
     fn a_profile_before_the_tests_are_loaded_says_so_and_writes_nothing_to_launch() {

@@ -10,10 +10,10 @@ use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
-use super::context::Stage3Context;
-use super::state::LlmCallRecord;
 use crate::error::FailureKind;
 use crate::error::{PipelineError, is_llm_outage};
+use crate::stage3::context::Stage3Context;
+use crate::stage3::state::LlmCallRecord;
 
 /// The template every Stage 3 call uses as its system message.
 pub const SYSTEM_TEMPLATE: &str = "stage3-system";

@@ -2,7 +2,7 @@
 //! a wrong answer (which test, which output, the first mismatches), never as "did not compile"; a hang is
 //! reported as a hang. Long compiler logs are cut to their head, where the first error is.
 
-use super::backend::Outcome;
+use crate::stage3::backend::tuning_backend::Outcome;
 
 /// Compiler logs are cut to this many characters: the first errors matter, the cascade after them does not.
 const MAX_LOG_CHARS: usize = 3000;
@@ -75,7 +75,7 @@ pub(crate) fn cut(text: &str, max: usize) -> String {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use crate::stage3::backend::Mismatch;
+    use crate::stage3::backend::tuning_backend::Mismatch;
 
     #[test]
     fn wrong_answer_names_test_output_and_mismatches_and_never_says_compile() {

@@ -7,13 +7,13 @@ use std::time::Duration;
 
 use kt_graph::{CompiledGraph, END, GraphBuilder, Retry, START};
 
-use super::context::Stage3Context;
-use super::nodes::{
+use crate::error::PipelineError;
+use crate::stage3::context::Stage3Context;
+use crate::stage3::state::Stage3State;
+use crate::stage3::steps::nodes::{
     Apply, Baseline, Breakdown, Finish, NextExplicit, NextStep, Planner, Prepare, Select, Validate,
     WorthItCheck,
 };
-use super::state::Stage3State;
-use crate::error::PipelineError;
 use crate::strategy::StrategyKind;
 
 /// Node names, shared by the graph, the live view and scripted answers' documentation.
@@ -232,9 +232,9 @@ impl kt_graph::Node<Stage3State> for OnePromptStep {
         &self,
         state: Arc<Stage3State>,
         _ctx: kt_graph::NodeContext,
-    ) -> Result<super::state::Stage3Update, kt_graph::NoError> {
-        Ok(
-            super::state::Stage3Update::default().current(Some(super::state::CurrentStep {
+    ) -> Result<crate::stage3::state::Stage3Update, kt_graph::NoError> {
+        Ok(crate::stage3::state::Stage3Update::default().current(Some(
+            crate::stage3::state::CurrentStep {
                 id: Some("one-prompt".into()),
                 description: "Optimise the kernel and make it tunable".into(),
                 template: self.0.strategy.prompts.one_prompt.clone(),
@@ -242,8 +242,8 @@ impl kt_graph::Node<Stage3State> for OnePromptStep {
                 breakdown_depth: 0,
                 ask_if_worth_it: false,
                 round: state.round,
-            })),
-        )
+            },
+        )))
     }
 }
 
@@ -274,7 +274,7 @@ pub fn export_graph(
         inputs_and_outputs: Vec::new(),
         default_block: [256, 1, 1],
     };
-    let facts = super::context::KernelFacts {
+    let facts = crate::stage3::context::KernelFacts {
         info,
         signature,
         source: SHAPE_ONLY.into(),

@@ -9,40 +9,40 @@ use kt_llm::{LlmClient, Recorder, ScriptedProvider, read_records};
 use serde_json::json;
 
 // `rewrite(marker)`: a rewrite of the matmul whose fake tuning outcome is `marker` (see `FakeBackend`).
-use super::*;
 use crate::PromptLibrary;
 use crate::job::recorded_run::{
     MATMUL, matmul_info as info, matmul_rewrite as rewrite, matmul_rewrite_with as rewrite_with,
     write_script,
 };
+use crate::stage3::*;
 use crate::strategy::{StrategyOverrides, load_strategy};
 
-pub(super) fn plan(steps: &[&str]) -> String {
+pub(in crate::stage3) fn plan(steps: &[&str]) -> String {
     json!({ "steps": steps }).to_string()
 }
-pub(super) fn valid(v: bool) -> String {
+pub(in crate::stage3) fn valid(v: bool) -> String {
     json!({"valid": v, "reason": if v { "device code only" } else { "uses cuBLAS, a library" }})
         .to_string()
 }
-pub(super) fn no_breakdown() -> String {
+pub(in crate::stage3) fn no_breakdown() -> String {
     json!({"substeps": []}).to_string()
 }
-pub(super) fn restrictions(list: &[&str]) -> String {
+pub(in crate::stage3) fn restrictions(list: &[&str]) -> String {
     json!({ "restrictions": list }).to_string()
 }
-pub(super) fn worth(v: bool) -> String {
+pub(in crate::stage3) fn worth(v: bool) -> String {
     json!({"worth_it": v, "reason": if v { "helps" } else { "already done" }}).to_string()
 }
 
-pub(super) struct Harness {
+pub(in crate::stage3) struct Harness {
     _dir: tempfile::TempDir,
-    pub(super) run_dir: PathBuf,
-    pub(super) llm_log: PathBuf,
-    pub(super) backend: Arc<FakeBackend>,
-    pub(super) cx: Arc<Stage3Context>,
+    pub(in crate::stage3) run_dir: PathBuf,
+    pub(in crate::stage3) llm_log: PathBuf,
+    pub(in crate::stage3) backend: Arc<FakeBackend>,
+    pub(in crate::stage3) cx: Arc<Stage3Context>,
 }
 
-pub(super) fn harness_with(
+pub(in crate::stage3) fn harness_with(
     strategy: &str,
     overrides: StrategyOverrides,
     answers: &[(&str, String)],
@@ -52,7 +52,7 @@ pub(super) fn harness_with(
 }
 
 /// A harness around any kernel `source` with its Stage 1 facts `kernel_info`.
-pub(super) fn harness_for(
+pub(in crate::stage3) fn harness_for(
     strategy: &str,
     overrides: StrategyOverrides,
     answers: &[(&str, String)],
@@ -102,7 +102,7 @@ pub(super) fn harness_for(
     }
 }
 
-pub(super) fn harness(strategy: &str, answers: &[(&str, String)]) -> Harness {
+pub(in crate::stage3) fn harness(strategy: &str, answers: &[(&str, String)]) -> Harness {
     let overrides = StrategyOverrides {
         replan: Some(0),
         breakdown: Some(0),
@@ -111,7 +111,7 @@ pub(super) fn harness(strategy: &str, answers: &[(&str, String)]) -> Harness {
     harness_with(strategy, overrides, answers, FakeBackend::new(20.0))
 }
 
-pub(super) async fn run(h: &Harness) -> Result<Stage3State, crate::PipelineError> {
+pub(in crate::stage3) async fn run(h: &Harness) -> Result<Stage3State, crate::PipelineError> {
     let graph = build_graph(h.cx.clone())?;
     let exec = Executor::new(graph, Arc::new(MemoryStore::new()));
     let original = TunableCode::original(&h.cx.kernel.source, &h.cx.kernel.info);
@@ -131,7 +131,7 @@ pub(super) async fn run(h: &Harness) -> Result<Stage3State, crate::PipelineError
 }
 
 /// The user message of every recorded call to `node`, in call order.
-pub(super) fn prompts_of(h: &Harness, node: &str) -> Vec<String> {
+pub(in crate::stage3) fn prompts_of(h: &Harness, node: &str) -> Vec<String> {
     read_records(&h.llm_log)
         .unwrap()
         .into_iter()
@@ -146,14 +146,14 @@ pub(super) fn prompts_of(h: &Harness, node: &str) -> Vec<String> {
         .collect()
 }
 
-pub(super) fn statuses(s: &Stage3State) -> Vec<(String, StepStatus)> {
+pub(in crate::stage3) fn statuses(s: &Stage3State) -> Vec<(String, StepStatus)> {
     s.history
         .iter()
         .map(|r| (r.step.clone(), r.status))
         .collect()
 }
 
-pub(super) fn best_time(s: &Stage3State) -> f64 {
+pub(in crate::stage3) fn best_time(s: &Stage3State) -> f64 {
     s.best.as_ref().unwrap().time_ms
 }
 

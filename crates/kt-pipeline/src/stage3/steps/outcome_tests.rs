@@ -11,9 +11,9 @@ use kt_graph::{Executor, MemoryStore, RunId, RunOptions};
 use kt_llm::{Call, LlmClient, LlmError, Provider, ProviderReply, RetryPolicy, ScriptedProvider};
 use serde_json::json;
 
-use super::*;
 use crate::PromptLibrary;
 use crate::job::recorded_run::{MATMUL, matmul_info, matmul_rewrite, write_script};
+use crate::stage3::*;
 use crate::strategy::{StrategyOverrides, load_strategy};
 
 /// Answers from a script for the first `ok_calls` calls, then fails like a server that went down.

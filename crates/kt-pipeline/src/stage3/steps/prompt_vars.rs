@@ -7,12 +7,12 @@
 
 use serde::Serialize;
 
-use super::answers::TunableParameter;
-use super::context::Stage3Context;
-use super::state::{CurrentStep, Stage3State, StepRecord, StepStatus};
-use super::tunable_code::TunableCode;
 use crate::KernelInfo;
 use crate::error::PipelineError;
+use crate::stage3::answers::TunableParameter;
+use crate::stage3::context::Stage3Context;
+use crate::stage3::state::{CurrentStep, Stage3State, StepRecord, StepStatus};
+use crate::stage3::tunable_code::TunableCode;
 
 /// A kernel parameter as templates see it (same shape as Stage 1's `kernel.params`).
 #[derive(Debug, Clone, Serialize)]

@@ -2,7 +2,7 @@
 //! is no usable JSON but the answer holds CUDA code that defines the kernel, that code alone (the last such
 //! block), whose parameters are then asked for in one short follow-up question (the code-first fallback).
 
-use super::answers::KernelRewrite;
+use crate::stage3::answers::KernelRewrite;
 
 /// What an answer to a rewrite prompt gave.
 #[derive(Debug, Clone, PartialEq)]

@@ -7,8 +7,8 @@ use std::collections::BTreeSet;
 
 use kt_cuda::{ConflictKind, NameConflict, find_name_conflicts, normalize_name};
 
-use super::answers::TunableParameter;
-use super::tunable_code::BLOCK_SIZE_NAMES;
+use crate::stage3::answers::TunableParameter;
+use crate::stage3::tunable_code::BLOCK_SIZE_NAMES;
 
 /// Largest search space kt accepts from one rewrite (before restrictions): beyond it tuning takes hours.
 pub const MAX_SPACE_SIZE: u64 = 100_000;

@@ -5,9 +5,9 @@
 use kt_llm::read_records;
 use serde_json::json;
 
-use super::graph_tests::*;
-use super::*;
 use crate::job::recorded_run::{MATMUL, matmul_rewrite as rewrite};
+use crate::stage3::steps::graph_tests::*;
+use crate::stage3::*;
 use crate::strategy::{StrategyOverrides, load_strategy};
 
 #[tokio::test]
@@ -121,7 +121,7 @@ async fn one_prompt_asks_once_and_tunes() {
 /// The demo's scripted Stage 3 answers, as `kt transform ... --llm scripted:` reads them.
 fn demo_answers() -> Vec<(String, String)> {
     stage3_answers(include_str!(
-        "../../../../experiments/cassettes/matmul-autonomous.toml"
+        "../../../../../experiments/cassettes/matmul-autonomous.toml"
     ))
 }
 
@@ -366,13 +366,13 @@ fn suite_info(
 async fn smoke_scripts_serve_every_strategy_without_refusals_or_leftover_questions() {
     let kernels = [
         (
-            include_str!("../../../../naive-kernels/vectorAdd.cu"),
-            include_str!("../../../../experiments/scripted/vectorAdd.toml"),
+            include_str!("../../../../../naive-kernels/vectorAdd.cu"),
+            include_str!("../../../../../experiments/scripted/vectorAdd.toml"),
             suite_info("vectorAdd", &["a", "b", "c", "n"], &["n"], "c", [256, 1, 1]),
         ),
         (
-            include_str!("../../../../naive-kernels/matrixAdd.cu"),
-            include_str!("../../../../experiments/scripted/matrixAdd.toml"),
+            include_str!("../../../../../naive-kernels/matrixAdd.cu"),
+            include_str!("../../../../../experiments/scripted/matrixAdd.toml"),
             suite_info(
                 "matrixAdd",
                 &["A", "B", "C", "width", "height"],

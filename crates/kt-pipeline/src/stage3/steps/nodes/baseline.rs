@@ -7,7 +7,7 @@ use std::sync::Arc;
 use kt_graph::{Node, NodeContext};
 
 use crate::error::PipelineError;
-use crate::stage3::backend::BackendError;
+use crate::stage3::backend::tuning_backend::BackendError;
 use crate::stage3::context::Stage3Context;
 use crate::stage3::state::{Stage3State, Stage3Update};
 use crate::stage3::tunable_code::{KernelVersion, ORIGINAL_STEP};

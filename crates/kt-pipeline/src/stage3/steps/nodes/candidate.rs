@@ -19,17 +19,17 @@ use crate::kernel_unit::kernel_unit;
 use crate::stage3::answers::{
     CodeParameters, KernelRewrite, ParameterRenames, Restrictions, TunableParameter,
 };
-use crate::stage3::ask::{AskError, ask, ask_text};
-use crate::stage3::backend::Outcome;
+use crate::stage3::backend::tuning_backend::Outcome;
 use crate::stage3::context::Stage3Context;
-use crate::stage3::feedback::failure_feedback;
-use crate::stage3::prompt_vars::{KernelVar, LaunchVar, kernel_var, launch_var};
-use crate::stage3::rewrite_answer::{ReadRewrite, read_rewrite};
-use crate::stage3::rewrite_check::{
-    NamedRewrite, check_restrictions, check_rewrite, code_of, normalize_names,
-};
 use crate::stage3::state::{
     CandidateOutcome, CurrentStep, LlmCallRecord, Stage3State, Stage3Update,
+};
+use crate::stage3::steps::ask::{AskError, ask, ask_text};
+use crate::stage3::steps::feedback::failure_feedback;
+use crate::stage3::steps::prompt_vars::{KernelVar, LaunchVar, kernel_var, launch_var};
+use crate::stage3::steps::rewrite_answer::{ReadRewrite, read_rewrite};
+use crate::stage3::steps::rewrite_check::{
+    NamedRewrite, check_restrictions, check_rewrite, code_of, normalize_names,
 };
 use crate::stage3::tunable_code::TunableCode;
 use crate::strategy::ProfilePrompt;
@@ -246,7 +246,11 @@ impl Apply {
             step: &step.description,
             suggested: &step.suggested_parameters,
             errors: &state.feedback,
-            profile: crate::stage3::profiling::prompt_profile(cx, state, ProfilePrompt::Apply),
+            profile: crate::stage3::profiling::run_profiles::prompt_profile(
+                cx,
+                state,
+                ProfilePrompt::Apply,
+            ),
         };
         let asked = ask_text::<KernelRewrite, _>(cx, ctx, "stage3.apply", &step.template, &vars)
             .await

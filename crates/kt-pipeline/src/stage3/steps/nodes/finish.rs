@@ -7,10 +7,10 @@ use std::sync::Arc;
 use kt_graph::{Node, NodeContext};
 
 use crate::error::PipelineError;
-use crate::stage3::backend::BackendError;
+use crate::stage3::backend::tuning_backend::BackendError;
 use crate::stage3::context::Stage3Context;
-use crate::stage3::speedup_interval::{METHOD, speedup_interval};
 use crate::stage3::state::{FinalTiming, Stage3State, Stage3Update};
+use crate::stage3::steps::speedup_interval::{METHOD, speedup_interval};
 
 use super::launch_timing::time_pair;
 

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use crate::error::PipelineError;
-use crate::stage3::backend::Outcome;
+use crate::stage3::backend::tuning_backend::Outcome;
 use crate::stage3::context::Stage3Context;
 use crate::stage3::tunable_code::TunableCode;
 

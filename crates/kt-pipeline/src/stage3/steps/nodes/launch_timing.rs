@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use kt_graph::{EffectError, NodeContext};
 
 use crate::error::PipelineError;
-use crate::stage3::backend::{BackendError, PairTimes};
+use crate::stage3::backend::tuning_backend::{BackendError, PairTimes};
 use crate::stage3::context::Stage3Context;
 use crate::stage3::tunable_code::TunableCode;
 

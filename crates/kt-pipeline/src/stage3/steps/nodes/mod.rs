@@ -1,6 +1,6 @@
 //! The Stage 3 graph nodes, one concept per file. Each node is a struct holding the shared
-//! [`Stage3Context`](super::Stage3Context) and implementing `kt_graph::Node`; routing between them lives in
-//! [`super::graph`].
+//! [`Stage3Context`](crate::stage3::Stage3Context) and implementing `kt_graph::Node`; routing between them lives in
+//! [`crate::stage3::steps::graph`].
 
 mod baseline;
 mod candidate;

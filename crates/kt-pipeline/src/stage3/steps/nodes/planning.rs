@@ -13,13 +13,13 @@ use serde::Serialize;
 use crate::KernelInfo;
 use crate::error::PipelineError;
 use crate::stage3::answers::{self, Plan, StepValidation};
-use crate::stage3::ask::{AskError, ask};
 use crate::stage3::context::Stage3Context;
-use crate::stage3::prompt_vars::{
-    HistoryVar, KernelVar, LaunchVar, history_var, kernel_var, launch_var, step_vars,
-};
 use crate::stage3::state::{
     CurrentStep, PlannedStep, Stage3State, Stage3Update, StepRecord, StepStatus,
+};
+use crate::stage3::steps::ask::{AskError, ask};
+use crate::stage3::steps::prompt_vars::{
+    HistoryVar, KernelVar, LaunchVar, history_var, kernel_var, launch_var, step_vars,
 };
 use crate::strategy::ProfilePrompt;
 
@@ -63,7 +63,7 @@ impl Node<Stage3State> for Planner {
         let taken = super::profile::profile_best_for(cx, &ctx, &state, kind).await?;
         let profile = match &taken {
             Some(record) => record.summary.clone(),
-            None => crate::stage3::profiling::prompt_profile(cx, &state, kind),
+            None => crate::stage3::profiling::run_profiles::prompt_profile(cx, &state, kind),
         };
         let taken: Vec<_> = taken.into_iter().collect();
         let vars = PlanVars {
@@ -73,7 +73,7 @@ impl Node<Stage3State> for Planner {
             history: history_var(&state.history),
             max_steps: settings.max_plan_length,
             // measured: left out of the request's identity, so a recorded run replays on another GPU
-            profile: crate::stage3::profiling::with_ceiling(profile, &state),
+            profile: crate::stage3::profiling::run_profiles::with_ceiling(profile, &state),
         };
         let (template, node) = if self.replan {
             (&cx.strategy.prompts.replan, "stage3.replan")

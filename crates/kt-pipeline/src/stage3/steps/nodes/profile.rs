@@ -9,10 +9,10 @@ use std::collections::BTreeMap;
 use kt_graph::{EffectError, NodeContext};
 
 use crate::error::PipelineError;
-use crate::stage3::backend::ProfileRun;
+use crate::stage3::backend::tuning_backend::ProfileRun;
 use crate::stage3::context::Stage3Context;
-use crate::stage3::profiling::best_profile;
-use crate::stage3::profiling::{ProfileRecord, record};
+use crate::stage3::profiling::run_profiles::best_profile;
+use crate::stage3::profiling::run_profiles::{ProfileRecord, record};
 use crate::stage3::state::Stage3State;
 use crate::stage3::tunable_code::TunableCode;
 use crate::strategy::ProfilePrompt;

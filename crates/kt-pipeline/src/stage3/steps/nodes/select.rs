@@ -9,12 +9,12 @@ use std::sync::Arc;
 use kt_graph::{Node, NodeContext};
 
 use crate::error::PipelineError;
-use crate::stage3::backend::{BackendError, Outcome};
+use crate::stage3::backend::tuning_backend::{BackendError, Outcome};
 use crate::stage3::context::Stage3Context;
-use crate::stage3::speedup_interval::speedup_interval;
 use crate::stage3::state::{
     CandidateOutcome, CurrentStep, Stage3State, Stage3Update, StepRecord, StepStatus,
 };
+use crate::stage3::steps::speedup_interval::speedup_interval;
 use crate::stage3::tunable_code::KernelVersion;
 
 use super::kernel_files::write_kernel_file;

@@ -10,10 +10,10 @@ use serde::de::DeserializeOwned;
 
 use crate::error::FailureKind;
 use crate::error::PipelineError;
-use crate::stage3::ask::{AskError, ask};
 use crate::stage3::context::Stage3Context;
-use crate::stage3::prompt_vars::step_vars;
 use crate::stage3::state::{Stage3State, Stage3Update, StepRecord, StepStatus};
+use crate::stage3::steps::ask::{AskError, ask};
+use crate::stage3::steps::prompt_vars::step_vars;
 
 /// One gate: which call it is and what a "no" or no answer means.
 pub(super) struct StepGate<'a> {
@@ -65,7 +65,7 @@ impl StepGate<'_> {
                         format!(
                             "{}: {}",
                             self.if_unusable,
-                            super::super::feedback::cut(&message, 300)
+                            crate::stage3::steps::feedback::cut(&message, 300)
                         ),
                     )]))
             }
