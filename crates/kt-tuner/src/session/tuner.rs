@@ -1,31 +1,6 @@
-//! The tuning session: the API the pipeline and the CLI call. A `Tuner` owns one worker process (restarted
-//! whenever a kernel hangs or faults) and one compiler pool; each public operation is a file of its own:
-//! `tuning` (search a kernel's space on a set of tests; one configuration's evaluation is in `evaluate`),
-//! `verification` (a candidate against a reference on the same inputs), `launch_time` (one timed launch,
-//! to size tests), `reference_run` (expected outputs written to .npy files) and `peak` (the device's copy
-//! bandwidth). Beneath them, `compile_queue` (tickets in front of the compiler pool, modules remembered
-//! for reloads) and `worker_link` (the worker's lifecycle), held together in an `Engine`.
-//!
-//! Overlap is what makes a short run fast: the worker creates its context and generates the inputs while
-//! the parent starts NVRTC and compiles the first batch of configurations on all cores.
-
-mod back_to_back;
-mod best_choice;
-mod compile_queue;
-mod default_launch;
-mod determinism;
-mod engine;
-mod evaluate;
-mod launch_time;
-mod peak;
-mod plan;
-mod plausibility;
-mod reference_run;
-mod search_run;
-pub mod setup;
-mod tuning;
-mod verification;
-mod worker_link;
+//! The `Tuner`: one worker process (restarted whenever a kernel hangs or faults) and one compiler pool,
+//! each public operation handed to its file in `session/`; and what the parent reads of the device through
+//! the driver alone, so compilation starts while the worker is still creating its context.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -35,19 +10,14 @@ use crate::compile::module_cache::{CompilePool, DiskCache};
 use crate::compile::nvrtc;
 use crate::error::TunerError;
 use crate::model::args::{KernelTest, TestSet};
+use crate::model::outcome::{Progress, ReferenceOutputs, TuneResult, Verdict, VerifyReport};
 use crate::model::space::Config;
+use crate::session::compile_queue::CompileQueue;
+use crate::session::engine::Engine;
+use crate::session::setup::{TunableKernel, TuneOptions, TunerConfig};
+use crate::session::worker_link::WorkerLink;
+use crate::session::{determinism, launch_time, peak, reference_run, tuning, verification};
 use crate::worker::protocol::DeviceInfo;
-use compile_queue::CompileQueue;
-pub use compile_queue::kernel_program;
-use engine::Engine;
-use worker_link::WorkerLink;
-
-pub use crate::model::outcome::{
-    Measurement, Phases, Progress, ReferenceOutputs, TestVerdict, TuneResult, Verdict, VerifyReport,
-};
-#[cfg(test)]
-pub(crate) use determinism::judge as judge_reruns;
-pub use setup::{TunableKernel, TuneOptions, TunerConfig, config_from_block};
 
 pub struct Tuner {
     engine: Engine,

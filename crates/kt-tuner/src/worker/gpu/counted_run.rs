@@ -3,7 +3,6 @@
 //! outputs' initial contents and an L2 holding none of the kernel's data (ncu's default cache control); the
 //! launches are not timed (a profiled launch is slowed).
 
-use crate::worker::gpu::error::GpuError;
 use std::path::Path;
 use std::time::Instant;
 
@@ -14,6 +13,7 @@ use super::launch::{LaunchError, Launcher};
 use super::launch_facts::{FunctionUse, SmLimits, counted_metrics, launch_facts};
 use super::memory::{DeviceMemory, reset_outputs};
 use super::runs::{crashed, setup};
+use crate::worker::gpu::error::GpuError;
 use crate::worker::protocol::{CounterReport, RunRequest};
 
 /// Runs `r` once under the profiler and reports `metrics`: the `launch__*` facts and theoretical occupancy

@@ -3,11 +3,11 @@
 //! CUPTI does not provide them because ncu derives them itself. Names are ncu's so a profile reads the same
 //! whichever collected it.
 
-use crate::worker::gpu::error::GpuError;
 use cudarc::driver::result;
 use cudarc::driver::sys::{self, CUdevice_attribute as A, CUfunction_attribute as F};
 
 use crate::model::geometry::LaunchDims;
+use crate::worker::gpu::error::GpuError;
 
 /// The device limits the occupancy calculation needs.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -5,7 +5,6 @@
 //! many launches: `crate::check::late_check`), and a recording run (outputs streamed to .npy files, a
 //! poisoned probe for elements never written).
 
-use crate::worker::gpu::error::GpuError;
 use std::collections::HashMap;
 
 use cudarc::driver::sys;
@@ -17,6 +16,7 @@ use super::memory::{
 use crate::check::measure::TimingStats;
 use crate::check::sampling::{FirstSample, LastLaunch};
 use crate::check::verify::Tolerance;
+use crate::worker::gpu::error::GpuError;
 use crate::worker::protocol::{
     LaunchArg, OutputFile, RecordedOutput, Reply, RunOutcome, RunRequest, RunStatus, TimedCheck,
 };

@@ -5,12 +5,11 @@
 //! working copy sits between guard regions (see `crate::check::guard`): filled with a pattern at upload and read
 //! back after every verifying launch. Putting a test on the GPU is `upload`.
 
-use crate::worker::gpu::error::GpuError;
 use std::collections::HashMap;
 use std::ffi::{CString, c_void};
 
-use cudarc::driver::sys;
 use cudarc::driver::result;
+use cudarc::driver::sys;
 
 use crate::check::guard::{GUARD_BYTES, GUARD_PATTERN, GuardBreach, GuardedLayout, Side};
 use crate::check::sum_floor::SumFloor;
@@ -19,6 +18,7 @@ use crate::compile::device_kernels::{
     self as dk, CMP_FIRST, CMP_MAX_ABS, CMP_MAX_REL, CMP_MISMATCHES, CMP_POISON, CMP_WORDS,
 };
 use crate::model::args::{ArrayArg, Distribution};
+use crate::worker::gpu::error::GpuError;
 
 mod reupload;
 mod upload;

@@ -2,7 +2,6 @@
 //! kernels, a working copy between guards and a pristine copy, the expected values; a test sent again keeps the
 //! inputs it already holds (`reupload`).
 
-use crate::worker::gpu::error::GpuError;
 use std::io::{Read, Seek, SeekFrom};
 
 use cudarc::driver::result;
@@ -14,6 +13,7 @@ use super::{
 };
 use crate::check::guard::GuardedLayout;
 use crate::model::args::{ArrayArg, ArraySource, KernelTest};
+use crate::worker::gpu::error::GpuError;
 
 impl DeviceMemory {
     /// Puts a test's arrays on the GPU, replacing an earlier upload of the same test: an input it already
