@@ -1,18 +1,5 @@
-//! Export to Kernel Tuner 1.5: its cache file (so its tools, and its simulation mode, read kt's results) and a
-//! Python script that tunes the same space with it, written together into one directory with the kernel
-//! source and the test's arrays, so the directory runs wherever it is copied. `import` reads such caches
-//! back (`kt tune --kt-cache`). kt's own results cache, appended a line per measured configuration, is
-//! `cache`.
-//!
-//! What each time means is stated in the files: Kernel Tuner's `time` is the mean of one launch of one stated
-//! test (`times` holds those launches); kt's objective, the sum over all tests of each test's median, is in
-//! `kt_objective_ms`.
-
-pub mod cache;
-mod cache_file;
-pub mod import;
-mod python;
-mod script;
+//! Kernel Tuner 1.5's cache file and a Python script that tunes the same space, written into one directory
+//! with the kernel source and the test's arrays (see the folder's `mod.rs`).
 
 use std::path::{Path, PathBuf};
 
@@ -26,9 +13,9 @@ use crate::model::param_value::ParamValue;
 use crate::model::space::{Config, Restriction, SearchSpace};
 use crate::model::tunable_kernel::TunableKernel;
 
-pub use cache_file::{Ordered, marker, verdict_detail};
-use python::{config_set, mentions, translate};
-use script::{RestrictionLine, ScriptSpec};
+use super::cache_file::{self, Ordered, verdict_detail};
+use super::python::{self, config_set, mentions, translate};
+use super::script::{self, RestrictionLine, ScriptSpec};
 
 /// A configuration kt saw fail, with its verdict: what best.cu's header and the export exclude.
 #[derive(Debug, Clone, PartialEq)]
@@ -520,4 +507,5 @@ impl<'a> KernelTunerExport<'a> {
 }
 
 #[cfg(test)]
+#[path = "kernel_tuner_tests.rs"]
 mod tests;

@@ -1,6 +1,7 @@
 //! Unit tests of the export: the cache file's layout, the script's content and the directory it is written to.
 
 use super::*;
+use crate::export::import;
 use crate::model::args::{ArrayArg, Distribution, ScalarArg};
 use crate::model::outcome::{Measurement, Phases, Verdict};
 use crate::model::space::TunableParam;
