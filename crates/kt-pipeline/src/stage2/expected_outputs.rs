@@ -74,7 +74,7 @@ pub(crate) fn keep_original_outputs(
         record_in_manifest(&place.dir.join(&test.id), &reference).map_err(|e| e.to_string())?;
     }
     let params = ParamSpec::from_kernel(place.kernel);
-    *tests = TestSet::load_dir(&place.dir, &params, place.tolerances)
+    *tests = TestSet::load_dir(place.dir, &params, place.tolerances)
         .map_err(|e| format!("reading the tests again: {e}"))?;
     Ok(tests_hold_expected(tests))
 }
