@@ -71,3 +71,36 @@ pub(super) fn only_the_reference(plan: &Plan, options: &TuneOptions) -> bool {
         && plan.space.configs[0] == plan.reference
         && options.limits.max_evals != Some(0)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::space::TunableParam;
+
+    fn plan(values: &[i64], reference: i64) -> Plan {
+        let params = vec![TunableParam::new("block_size_x", values.to_vec())];
+        Plan {
+            space: SearchSpace::build(&params, &[], &Bindings::new(), None).unwrap(),
+            scalars0: Bindings::new(),
+            grid_defines: true,
+            reference: Config::ints([("block_size_x", reference)]),
+        }
+    }
+
+    #[test]
+    fn only_a_space_of_the_default_launch_measured_without_verifying_skips_the_search() {
+        let unverified = TuneOptions {
+            verify: false,
+            ..TuneOptions::default()
+        };
+        assert!(only_the_reference(&plan(&[256], 256), &unverified));
+        // another configuration, or one other than the default, is searched
+        assert!(!only_the_reference(&plan(&[128, 256], 256), &unverified));
+        assert!(!only_the_reference(&plan(&[128], 256), &unverified));
+        // verified runs search (the default is then checked like any configuration)
+        assert!(!only_the_reference(
+            &plan(&[256], 256),
+            &TuneOptions::default()
+        ));
+    }
+}

@@ -70,3 +70,22 @@ impl TunerBackendConfig {
         }
     }
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use crate::stage3::backend::tuner_backend::tests::small_backend;
+
+    #[test]
+    fn the_tuner_keeps_its_modules_in_the_shared_cache_or_else_in_the_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let (backend, _) = small_backend(dir.path());
+        let mut config = backend.config.clone();
+        config.tuner_cache = None;
+        assert_eq!(config.tuner_dir(), config.cache_dir.as_path());
+        config.tuner_cache = Some(dir.path().join("shared"));
+        assert_eq!(config.tuner_dir(), dir.path().join("shared").as_path());
+        // Stage 2's late reference run reads the run's own tests
+        assert_eq!(config.run_tests().dir, config.tests_dir.as_path());
+    }
+}

@@ -61,3 +61,26 @@ pub(in crate::stage3) fn open_session<'a>(
         detail: "the tuner session was not created".into(),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_missing_driver_nvrtc_or_gpu_is_the_gpu_unavailable_and_anything_else_a_failure() {
+        for missing in [
+            TunerError::NoDriver("libcuda.so not found".into()),
+            TunerError::NoNvrtc,
+            TunerError::NoGpu("device 1 requested".into()),
+        ] {
+            assert!(
+                matches!(backend_error(missing), BackendError::GpuUnavailable { .. }),
+                "a machine without the GPU side stops Stage 3 as needing a GPU"
+            );
+        }
+        assert!(matches!(
+            backend_error(TunerError::Space("no configuration".into())),
+            BackendError::Failed { .. }
+        ));
+    }
+}
