@@ -7,7 +7,7 @@ use crate::error::TunerError;
 use crate::model::args::KernelTest;
 use crate::model::outcome::{Measurement, Verdict};
 use crate::model::tunable_kernel::TunableKernel;
-use crate::session::engine::Engine;
+use crate::session::engine::{CheckTarget, Engine};
 use crate::session::evaluate::fill_rates;
 use crate::session::plan::Plan;
 use crate::session::plausibility::{self, Plausibility};
@@ -47,7 +47,13 @@ fn deterministic_best(
         let Some(mut best) = fastest(measurements).cloned() else {
             return Ok(None);
         };
-        let mut verdict = determinism::check(e, kernel, &best.config, tests, plan.grid_defines)?;
+        let target = CheckTarget {
+            kernel,
+            config: &best.config,
+            tests,
+            grid_defines: plan.grid_defines,
+        };
+        let mut verdict = determinism::check(e, &target)?;
         if verdict.is_ok() {
             match hold_to_floor(e, kernel, check, &best)? {
                 Plausibility::Plausible => return Ok(Some(best)),
@@ -156,9 +162,15 @@ fn default_as_best(
     if !reference.verdict.is_ok() || !reference.objective_ms().is_some_and(f64::is_finite) {
         return Ok(Err(None));
     }
-    let mut verdict = determinism::check(e, kernel, &plan.reference, tests, plan.grid_defines)?;
+    let target = CheckTarget {
+        kernel,
+        config: &plan.reference,
+        tests,
+        grid_defines: plan.grid_defines,
+    };
+    let mut verdict = determinism::check(e, &target)?;
     if verdict.is_ok() && kernel.keeps_state() && tests.len() > 1 {
-        verdict = back_to_back::check(e, kernel, &plan.reference, tests, plan.grid_defines)?;
+        verdict = back_to_back::check(e, &target)?;
     }
     if !verdict.is_ok() {
         tracing::warn!(config = %plan.reference, "the default launch: {}", verdict.reason());

@@ -30,20 +30,41 @@ impl Engine {
         ))
     }
 
-    /// The module a check of `kernel` at `config` on `tests` runs (compiled for the first test's scalars),
-    /// or the verdict that ends the check before it runs: `Ok` when there are no tests, else the compile
-    /// failure. Reruns and back-to-back runs of a delivered configuration start here.
-    pub fn module_for_check(
+    /// Checks `target` test by test in one module (compiled for the first test's scalars): `each` gets the
+    /// engine, the module's key and a test's index, and returns the verdict that ends the check or `None` to
+    /// go on. `Verdict::Ok` when every test passes or there are none; a compile failure is the verdict.
+    /// Reruns and back-to-back runs of a delivered configuration are such checks.
+    pub fn check_tests(
         &mut self,
-        kernel: &TunableKernel,
-        config: &Config,
-        tests: &[KernelTest],
-        grid_defines: bool,
-    ) -> Result<Result<String, Verdict>, TunerError> {
-        let Some(first) = tests.first() else {
-            return Ok(Err(Verdict::Ok));
+        target: &CheckTarget,
+        mut each: impl FnMut(&mut Engine, &str, usize) -> Result<Option<Verdict>, TunerError>,
+    ) -> Result<Verdict, TunerError> {
+        let Some(first) = target.tests.first() else {
+            return Ok(Verdict::Ok);
         };
-        self.queue
-            .compiled(kernel, config, &first.scalars(), grid_defines)
+        let key = match self.queue.compiled(
+            target.kernel,
+            target.config,
+            &first.scalars(),
+            target.grid_defines,
+        )? {
+            Ok(key) => key,
+            Err(failed) => return Ok(failed),
+        };
+        for i in 0..target.tests.len() {
+            if let Some(verdict) = each(self, &key, i)? {
+                return Ok(verdict);
+            }
+        }
+        Ok(Verdict::Ok)
     }
+}
+
+/// A kernel at one configuration, checked on a set of tests in one module.
+pub(crate) struct CheckTarget<'a> {
+    pub kernel: &'a TunableKernel,
+    pub config: &'a Config,
+    pub tests: &'a [KernelTest],
+    /// `grid_size_*` as defines (every test has the same launch).
+    pub grid_defines: bool,
 }

@@ -13,7 +13,7 @@ use crate::model::args::{KernelTest, TestSet};
 use crate::model::outcome::{Progress, ReferenceOutputs, TuneResult, Verdict, VerifyReport};
 use crate::model::space::Config;
 use crate::session::compile_queue::CompileQueue;
-use crate::session::engine::Engine;
+use crate::session::engine::{CheckTarget, Engine};
 use crate::session::setup::{TunableKernel, TuneOptions, TunerConfig};
 use crate::session::worker_link::WorkerLink;
 use crate::session::{determinism, launch_time, peak, reference_run, tuning, verification};
@@ -233,7 +233,13 @@ impl Tuner {
         self.engine
             .link
             .ensure_uploaded(&tests.tests, &mut self.engine.queue)?;
-        determinism::check(&mut self.engine, candidate, config, &tests.tests, false)
+        let target = CheckTarget {
+            kernel: candidate,
+            config,
+            tests: &tests.tests,
+            grid_defines: false,
+        };
+        determinism::check(&mut self.engine, &target)
     }
 
     /// Runs `reference` (its configuration's launch) to get expected outputs, then `candidate`, on the same
