@@ -23,8 +23,8 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
 use kt_tuner::export::KernelTunerExport;
+use kt_tuner::input::tune_call::TuneCall;
 use kt_tuner::session::{Tuner, TunerConfig};
-use kt_tuner::tune_call::TuneCall;
 use kt_tuner::worker::process::WorkerCommand;
 use kt_tuner::{Config, ParamValue, Restriction, TunerError};
 

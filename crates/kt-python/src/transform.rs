@@ -14,7 +14,7 @@ use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 
 use kt_cli::embed::{self, CancelToken, TransformError, TransformRun};
-use kt_tuner::self_command::{SelfCommand, set_host};
+use kt_tuner::host::self_command::{SelfCommand, set_host};
 
 /// Makes `kt_command` (program first) how kt starts itself from this process.
 pub(crate) fn set_kt_command(kt_command: Vec<String>) -> PyResult<()> {

@@ -2,7 +2,7 @@
 //! an LLM or a user writes): any text gives a value or an error, never a panic or a stack overflow. Budget:
 //! KT_FUZZ_MS milliseconds (default 2000).
 
-use kt_tuner::expr::{Bindings, eval_bool, eval_number};
+use kt_tuner::model::expr::{Bindings, eval_bool, eval_number};
 
 #[test]
 fn any_expression_evaluates_or_fails_cleanly() {

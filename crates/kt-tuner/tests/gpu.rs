@@ -15,7 +15,7 @@ fn gpu_worker_entry() {
 #[ignore = "needs a GPU; experiments/gpu-check.sh runs it (KT_GPU=1, --include-ignored)"]
 fn selftest_passes_every_check_on_the_gpu() {
     let config = gpu_support::config();
-    let checks = kt_tuner::selftest::run(config).expect("a GPU session");
+    let checks = kt_tuner::host::selftest::run(config).expect("a GPU session");
     for c in &checks {
         println!(
             "{} {}: {}",

@@ -8,11 +8,11 @@
 
 use std::collections::BTreeMap;
 
-use kt_tuner::arg_map::match_arguments;
-use kt_tuner::args::{SuiteInputs, TestSet};
-use kt_tuner::sanitize::{SanitizerReport, run_tools};
+use kt_tuner::host::sanitize::{SanitizerReport, run_tools};
+use kt_tuner::input::arg_map::match_arguments;
+use kt_tuner::model::args::{SuiteInputs, TestSet};
+use kt_tuner::model::space::{Config, TunableParam};
 use kt_tuner::session::{TunableKernel, TuneOptions, Tuner, Verdict};
-use kt_tuner::space::{Config, TunableParam};
 
 mod gpu_support;
 use gpu_support::{block, config};

@@ -9,13 +9,13 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use kt_tuner::args::SizeChoice;
-use kt_tuner::derived::derive;
-use kt_tuner::kernel_file::KernelFile;
+use kt_tuner::compile::kernel_file::KernelFile;
+use kt_tuner::input::derived::derive;
+use kt_tuner::input::suite::{SuiteKernel, default_block_space, sidecar_for, template_params};
+use kt_tuner::model::args::SizeChoice;
+use kt_tuner::model::space::{Restriction, SearchSpace, TunableParam};
 use kt_tuner::session::setup::template_args_for;
 use kt_tuner::session::{TuneOptions, TuneResult, Verdict};
-use kt_tuner::space::{Restriction, SearchSpace, TunableParam};
-use kt_tuner::suite::{SuiteKernel, default_block_space, sidecar_for, template_params};
 
 mod gpu_support;
 

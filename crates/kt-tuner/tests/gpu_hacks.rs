@@ -6,9 +6,9 @@
 
 #![allow(clippy::unwrap_used)]
 
-use kt_tuner::args::TestSet;
+use kt_tuner::model::args::TestSet;
+use kt_tuner::model::space::TunableParam;
 use kt_tuner::session::{TunableKernel, TuneOptions, Verdict};
-use kt_tuner::space::TunableParam;
 
 mod gpu_support;
 use gpu_support::{block, tuner};

@@ -12,8 +12,8 @@
 mod kernel_tuner_support;
 
 use kernel_tuner_support::*;
+use kt_tuner::model::space::Restriction;
 use kt_tuner::search::Strategy;
-use kt_tuner::space::Restriction;
 
 #[test]
 fn kernel_tuner_picks_kts_best_and_never_a_configuration_kt_saw_fail() {

@@ -238,7 +238,7 @@ fn run_all(a: RunArgs) -> anyhow::Result<ExitCode> {
     opts.progress = !a.quiet && !a.json;
     // Checked before any cell makes data: each cell's `kt transform` then stops after Stage 1, keeping no
     // test data, and the next `kt experiment run` on a GPU machine continues it.
-    if let Some(reason) = kt_tuner::cuda_probe::gpu_missing() {
+    if let Some(reason) = kt_tuner::host::cuda_probe::gpu_missing() {
         eprintln!(
             "no GPU here ({reason}): each cell stops after Stage 1, before making its tests; run this command \
              again on a machine with a GPU to continue them"

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use anyhow::Context as _;
-use kt_tuner::space::TunableParam;
+use kt_tuner::model::space::TunableParam;
 
 /// How the kernel is launched, when the sidecar does not say or says otherwise (`kt tune`; in `kt verify`,
 /// the candidate's launch).

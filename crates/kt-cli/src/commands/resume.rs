@@ -232,7 +232,7 @@ fn remake_missing_tests(
     if !kt_pipeline::job::test_data_missing(dir) {
         return Ok(());
     }
-    if let Some(reason) = kt_tuner::cuda_probe::gpu_missing() {
+    if let Some(reason) = kt_tuner::host::cuda_probe::gpu_missing() {
         tracing::debug!(%reason, "test data is missing and no GPU is here: it is made where it is used");
         return Ok(());
     }
@@ -287,7 +287,7 @@ fn earlier_stages(
         tests,
         meta.settings.seed,
         meta.settings.allow_unsandboxed,
-        kt_tuner::cuda_probe::gpu_missing(),
+        kt_tuner::host::cuda_probe::gpu_missing(),
     )?;
     Ok((source, stage1, testgen))
 }

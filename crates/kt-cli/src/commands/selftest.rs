@@ -22,7 +22,7 @@ pub fn run(args: SelftestArgs) -> anyhow::Result<ExitCode> {
             "only the GPU self-test exists so far: run `kt selftest --gpu` on a machine with an NVIDIA GPU"
         );
     }
-    let checks = kt_tuner::selftest::run(TunerConfig::default())
+    let checks = kt_tuner::host::selftest::run(TunerConfig::default())
         .context("the GPU self-test could not start (`kt doctor` shows what is missing)")?;
     let failed = checks.iter().filter(|c| !c.passed).count();
     if args.json {

@@ -86,7 +86,7 @@ pub struct TestgenArgs {
 /// The reference runner of this machine: kt-tuner's worker when a CUDA driver is present (it says itself when
 /// no GPU answers), else one that makes Stage 2 write the tests' inputs and say why it stopped there.
 fn reference_runner(run: &RunDir, source: &KernelInput) -> Arc<dyn ReferenceRunner> {
-    if kt_tuner::cuda_probe::driver_present() {
+    if kt_tuner::host::cuda_probe::driver_present() {
         Arc::new(
             TunerReference::new(run.tuning_dir()).with_include_dirs(source.include_dirs.clone()),
         )

@@ -175,7 +175,7 @@ impl TuningProgress for LiveView {
 /// Stage 2's reference runs need a GPU runner this build does not have; Stage 3 then checks every candidate
 /// against the original kernel directly, so the run loses nothing but the tests' stored expected outputs.
 fn reference_runner() -> Arc<dyn ReferenceRunner> {
-    let reason = if kt_tuner::cuda_probe::driver_present() {
+    let reason = if kt_tuner::host::cuda_probe::driver_present() {
         "expected outputs are computed in Stage 3 from the original kernel".to_string()
     } else {
         "no CUDA driver on this machine (libcuda.so.1 not found)".to_string()
@@ -385,7 +385,7 @@ pub(crate) fn execute(
     view: Arc<LiveView>,
 ) -> anyhow::Result<(RunDir, Result<TransformOutcome, PipelineError>)> {
     // The driver's start (most of a second) overlaps checking the inputs and preparing the sandbox.
-    let gpu_probe = std::thread::spawn(kt_tuner::cuda_probe::gpu_missing);
+    let gpu_probe = std::thread::spawn(kt_tuner::host::cuda_probe::gpu_missing);
     let Checked {
         strategy,
         client,
@@ -396,7 +396,7 @@ pub(crate) fn execute(
     // The first profile (the naive kernel's, which the plan prompt waits for) needs ncu and its program
     // started: begun now, its start overlaps Stages 1 and 2 (the baseline waits for whatever is left of it).
     let takes_profiles = strategy.settings.takes_profiles();
-    let early = if takes_profiles && kt_tuner::cuda_probe::driver_present() {
+    let early = if takes_profiles && kt_tuner::host::cuda_probe::driver_present() {
         kt_pipeline::job::start_profile_standby(&kernel_name)
     } else {
         kt_pipeline::stage3::EarlyTuner::default()

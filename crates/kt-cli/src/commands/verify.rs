@@ -8,10 +8,10 @@ use std::process::ExitCode;
 
 use anyhow::Context as _;
 use clap::Args;
-use kt_tuner::args::TestSet;
-use kt_tuner::sanitize::{SanitizerReport, run_tools};
+use kt_tuner::host::sanitize::{SanitizerReport, run_tools};
+use kt_tuner::model::args::TestSet;
+use kt_tuner::model::space::Config;
 use kt_tuner::session::{Tuner, TunerConfig, Verdict, VerifyReport};
-use kt_tuner::space::Config;
 
 use super::kernel_input::{LaunchFlags, default_cache_dir, parse_sizes};
 use pair::{Pair, load_pair};

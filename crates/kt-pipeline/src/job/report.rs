@@ -203,7 +203,7 @@ fn steps_table(md: &mut String, s: &Stage3State) {
         .map(|f| {
             format!(
                 "- {}",
-                crate::stage3::feedback::cut(f, 400).replace('\n', " ")
+                crate::stage3::steps::feedback::cut(f, 400).replace('\n', " ")
             )
         })
         .collect();

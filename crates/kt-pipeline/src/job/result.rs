@@ -8,7 +8,7 @@ use std::path::Path;
 use super::report::report_markdown;
 use crate::error::PipelineError;
 use crate::stage3::TuningBackend;
-use crate::stage3::config_record::{self, ConfigRecord};
+use crate::stage3::backend::config_record::{self, ConfigRecord};
 use crate::stage3::tunable_code::ORIGINAL_STEP;
 use crate::stage3::{KernelVersion, Stage3State, StepStatus};
 pub use kt_record::{RESULT_SCHEMA_VERSION, ResultOutcome, RunResult, StepSummary, WallTimes};

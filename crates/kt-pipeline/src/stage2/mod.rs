@@ -5,6 +5,7 @@
 //! without any LLM.
 
 pub mod answers;
+pub(crate) mod expected_outputs;
 pub mod graph;
 pub mod make_test;
 mod prefetch;

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use kt_llm::{LlmClient, StructuredMode};
 
-use super::backend::{BackendError, NoProgress, TuningBackend, TuningProgress};
+use super::backend::tuning_backend::{BackendError, NoProgress, TuningBackend, TuningProgress};
 use crate::error::PipelineError;
 use crate::strategy::Strategy;
 use crate::{KernelInfo, PromptLibrary};

@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::answers::TunableParameter;
-use super::backend::{Outcome, Reference};
+use super::backend::tuning_backend::{Outcome, Reference};
 use super::tunable_code::{KernelVersion, TunableCode};
 use crate::error::PipelineError;
 pub use crate::llm_call::LlmCallRecord;
@@ -151,7 +151,7 @@ kt_graph::state! {
         // Explicit: the necessity check's answer per step asked.
         #[append] pub worth_it_answers: Vec<WorthItAnswer>,
         // Nsight Compute profiles of the naive kernel and of each accepted step's kernel (or why not).
-        #[append] pub profiles: Vec<super::profile_record::ProfileRecord>,
+        #[append] pub profiles: Vec<super::profiling::profile_record::ProfileRecord>,
     }
 }
 

@@ -7,7 +7,7 @@
 use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::{Value, json};
 
-use crate::outcome::{Measurement, Verdict};
+use crate::model::outcome::{Measurement, Verdict};
 
 /// A JSON value whose objects keep their key order (serde_json's own map sorts them).
 #[derive(Debug, Clone, PartialEq)]
@@ -156,7 +156,7 @@ fn push_timings(e: &mut Ordered, m: &Measurement) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::space::Config;
+    use crate::model::space::Config;
 
     fn cfg(x: i64) -> Config {
         Config::ints([("block_size_x", x)])
@@ -176,7 +176,7 @@ mod tests {
     #[test]
     fn time_is_the_mean_of_one_tests_launches_and_the_objective_is_kts_own() {
         let mut m = Measurement::synthetic(cfg(64), Verdict::Ok, Some(2.0));
-        m.timing = crate::measure::TimingStats::from_samples(&[1.0, 2.0, 6.0]);
+        m.timing = crate::check::measure::TimingStats::from_samples(&[1.0, 2.0, 6.0]);
         m.per_test_ms = vec![2.0, 3.0];
         m.objective = Some(5.0);
         m.gflops = Some(100.0);

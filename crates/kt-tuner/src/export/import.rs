@@ -8,13 +8,13 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
-use crate::args::KernelTest;
+use crate::check::measure::TimingStats;
 use crate::error::TunerError;
-use crate::measure::TimingStats;
-use crate::outcome::{Measurement, Verdict};
-use crate::param_value::ParamValue;
-use crate::space::Config;
-use crate::tunable_kernel::TunableKernel;
+use crate::model::args::KernelTest;
+use crate::model::outcome::{Measurement, Verdict};
+use crate::model::param_value::ParamValue;
+use crate::model::space::Config;
+use crate::model::tunable_kernel::TunableKernel;
 
 /// A Kernel Tuner cache file, read.
 #[derive(Debug, Clone)]

@@ -3,8 +3,8 @@
 //! tunable parameters only, so scalar arguments become the stated test's values and the block sizes kt
 //! defaults (256, 1, 1) become numbers when they are not tuned.
 
-use crate::expr::Bindings;
-use crate::param_value::ParamValue;
+use crate::model::expr::Bindings;
+use crate::model::param_value::ParamValue;
 
 #[derive(Debug, Clone, PartialEq)]
 enum Token {

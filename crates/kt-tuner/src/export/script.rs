@@ -4,10 +4,10 @@
 
 use std::fmt::Write as _;
 
-use crate::args::{ArraySource, Distribution, KernelTest, TestArg};
+use crate::model::args::{ArraySource, Distribution, KernelTest, TestArg};
 
 use super::python::{py_number, py_str, py_values};
-use crate::param_value::ParamValue;
+use crate::model::param_value::ParamValue;
 
 /// One restriction line: the Python expression and a comment saying where it comes from.
 #[derive(Debug, Clone, PartialEq)]

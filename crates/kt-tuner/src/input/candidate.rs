@@ -3,9 +3,9 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::compile::kernel_file::KernelFile;
 use crate::error::TunerError;
-use crate::kernel_file::KernelFile;
-use crate::suite::sidecar_for;
+use crate::input::suite::sidecar_for;
 
 use super::{LoadedKernel, SidecarChoice, load_kernel_with};
 

@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::space::TunableParam;
+use crate::model::space::TunableParam;
 
 /// What the instantiations give: parameters to tune, fixed values, and a line each for the user.
 #[derive(Debug, Default, PartialEq)]

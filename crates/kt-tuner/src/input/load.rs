@@ -5,13 +5,13 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use crate::args::{ParamSpec, SuiteInputs};
+use crate::compile::kernel_file::{KernelFile, KernelSource};
 use crate::error::TunerError;
-use crate::kernel_file::{KernelFile, KernelSource};
-use crate::space::TunableParam;
-use crate::suite::{SuiteKernel, sidecar_for, template_params};
-use crate::tunable_kernel::TunableKernel;
-use crate::tunable_kernel::template_args_for;
+use crate::input::suite::{SuiteKernel, sidecar_for, template_params};
+use crate::model::args::{ParamSpec, SuiteInputs};
+use crate::model::space::TunableParam;
+use crate::model::tunable_kernel::TunableKernel;
+use crate::model::tunable_kernel::template_args_for;
 
 /// The kernel, its parameter specs and how to make inputs: from the sidecar when there is one.
 #[derive(Debug, Clone)]
@@ -194,7 +194,7 @@ impl LoadedKernel {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::space::Config;
+    use crate::model::space::Config;
 
     pub(super) fn corpus(rel: &str) -> PathBuf {
         Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -4,9 +4,9 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use crate::args::{SizeChoice, TestSet};
 use crate::error::TunerError;
-use crate::space::Config;
+use crate::model::args::{SizeChoice, TestSet};
+use crate::model::space::Config;
 
 use super::LoadedKernel;
 
@@ -45,7 +45,7 @@ pub fn load_tests(
 mod tests {
     use super::*;
     use crate::input::load_kernel;
-    use crate::space::{TunableParam, every_config};
+    use crate::model::space::{TunableParam, every_config};
     use std::path::PathBuf;
 
     fn corpus(rel: &str) -> PathBuf {

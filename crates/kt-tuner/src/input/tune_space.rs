@@ -4,12 +4,12 @@
 
 use std::collections::BTreeMap;
 
-use crate::args::TestSet;
-use crate::derived::{Derived, derive};
 use crate::error::TunerError;
+use crate::input::derived::{Derived, derive};
+use crate::input::suite::default_block_space;
+use crate::model::args::TestSet;
+use crate::model::space::{Config, Restriction, SearchSpace, TunableParam};
 use crate::session::config_from_block;
-use crate::space::{Config, Restriction, SearchSpace, TunableParam};
-use crate::suite::default_block_space;
 
 use super::{LoadedKernel, from_instances};
 
@@ -81,7 +81,8 @@ impl TuneSpace {
         });
         loaded.set_template_args(&params, &templates)?;
         loaded.size_arrays_per_configuration();
-        let configs = crate::space::every_config(&params, loaded.kernel.reference.as_slice());
+        let configs =
+            crate::model::space::every_config(&params, loaded.kernel.reference.as_slice());
         loaded.kernel.params = params;
         loaded.kernel.restrictions = restrictions.into_iter().map(Restriction::Expr).collect();
         Ok(TuneSpace {
@@ -111,8 +112,8 @@ impl TuneSpace {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::args::SizeChoice;
     use crate::input::{TestSource, load_kernel, load_tests};
+    use crate::model::args::SizeChoice;
     use std::path::Path;
 
     fn matmul() -> LoadedKernel {

@@ -6,7 +6,7 @@ use rand::RngExt;
 use rand::rngs::StdRng;
 
 use super::{History, SearchStrategy, random_unevaluated};
-use crate::space::SearchSpace;
+use crate::model::space::SearchSpace;
 
 pub struct Annealing {
     rng: StdRng,

@@ -2,7 +2,7 @@
 //! pool can work ahead of the GPU over the whole space.
 
 use super::{History, SearchStrategy};
-use crate::space::SearchSpace;
+use crate::model::space::SearchSpace;
 
 pub struct BruteForce;
 

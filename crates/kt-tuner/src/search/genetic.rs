@@ -8,8 +8,8 @@ use rand::RngExt;
 use rand::rngs::StdRng;
 
 use super::{History, SearchStrategy, random_unevaluated};
-use crate::param_value::ParamValue;
-use crate::space::{Config, SearchSpace};
+use crate::model::param_value::ParamValue;
+use crate::model::space::{Config, SearchSpace};
 
 const POPULATION: usize = 12;
 

@@ -4,7 +4,7 @@
 use rand::rngs::StdRng;
 
 use super::{History, SearchStrategy, random_unevaluated};
-use crate::space::SearchSpace;
+use crate::model::space::SearchSpace;
 
 pub struct Greedy {
     rng: StdRng,

@@ -15,7 +15,7 @@ use rand::SeedableRng;
 use rand::rngs::StdRng;
 use serde::{Deserialize, Serialize};
 
-use crate::space::SearchSpace;
+use crate::model::space::SearchSpace;
 
 /// What has been measured so far: objective (milliseconds; infinity for failures) per configuration.
 #[derive(Debug, Clone, Default)]
@@ -158,8 +158,8 @@ pub(crate) fn random_unevaluated(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::expr::Bindings;
-    use crate::space::{Restriction, TunableParam};
+    use crate::model::expr::Bindings;
+    use crate::model::space::{Restriction, TunableParam};
 
     /// A bowl with its minimum at (13, 7); configurations with x == 5 "fail".
     fn synthetic() -> (SearchSpace, impl Fn(usize) -> f64 + Clone) {

@@ -4,7 +4,7 @@ use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 
 use super::{History, SearchStrategy};
-use crate::space::SearchSpace;
+use crate::model::space::SearchSpace;
 
 const BATCH: usize = 16;
 

@@ -6,15 +6,15 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use crate::device_kernels;
+use crate::compile::device_kernels;
+use crate::compile::headers;
+use crate::compile::module_cache::{CompilePool, ModuleOutcome};
+use crate::compile::nvrtc::{self, Program};
 use crate::error::TunerError;
-use crate::expr::Bindings;
-use crate::headers;
-use crate::module_cache::{CompilePool, ModuleOutcome};
-use crate::nvrtc::{self, Program};
-use crate::outcome::Verdict;
-use crate::space::Config;
-use crate::tunable_kernel::TunableKernel;
+use crate::model::expr::Bindings;
+use crate::model::outcome::Verdict;
+use crate::model::space::Config;
+use crate::model::tunable_kernel::TunableKernel;
 use kt_record::DType;
 
 /// A configuration handed to the pool: its ticket, its module key and the dynamic shared memory its
@@ -230,7 +230,12 @@ impl CompileQueue {
         if let ModuleOutcome::Failed { log, .. } = &*outcome {
             return Ok(Err(Verdict::from_compile_log(log, &kernel.kernel_name)));
         }
-        self.remember(&submitted.key, outcome, &kernel.kernel_name, submitted.shared);
+        self.remember(
+            &submitted.key,
+            outcome,
+            &kernel.kernel_name,
+            submitted.shared,
+        );
         Ok(Ok(submitted.key))
     }
 

@@ -7,61 +7,40 @@
 
 use std::time::Duration;
 
-use crate::args::KernelTest;
+use crate::check::verify::OutputReport;
 use crate::error::TunerError;
-use crate::outcome::Verdict;
-use crate::session::engine::Engine;
+use crate::model::outcome::Verdict;
+use crate::session::engine::{CheckTarget, Engine};
 use crate::session::worker_link::run_request;
-use crate::space::Config;
-use crate::tunable_kernel::TunableKernel;
-use crate::verify::OutputReport;
 use crate::worker::protocol::{Request, RunStatus};
 
 /// Reruns after the verifying one.
 pub(crate) const RERUNS: u32 = 2;
 
-/// Runs `kernel` at `config` [`RERUNS`] times on every test (already uploaded, with expected values);
-/// `Verdict::Ok` when every rerun agrees with the first.
-pub(crate) fn check(
-    e: &mut Engine,
-    kernel: &TunableKernel,
-    config: &Config,
-    tests: &[KernelTest],
-    grid_defines: bool,
-) -> Result<Verdict, TunerError> {
-    let Some(first) = tests.first() else {
-        return Ok(Verdict::Ok);
-    };
-    let key = match e
-        .queue
-        .compiled(kernel, config, &first.scalars(), grid_defines)?
-    {
-        Ok(key) => key,
-        Err(failed) => return Ok(failed),
-    };
-    for t in tests {
-        let run = run_request(&key, kernel, config, t)?;
+/// Runs `target` [`RERUNS`] times on every test (already uploaded, with expected values); `Verdict::Ok`
+/// when every rerun agrees with the first.
+pub(crate) fn check(e: &mut Engine, target: &CheckTarget) -> Result<Verdict, TunerError> {
+    e.check_tests(target, |e, key, i| {
+        let t = &target.tests[i];
+        let run = run_request(key, target.kernel, target.config, t)?;
         let timeout = e.config.timeout_floor.max(Duration::from_secs(60));
         let o = match e.link.run(
-            &key,
+            key,
             Request::Repeat { run, runs: RERUNS },
             timeout,
             &mut e.queue,
         )? {
             Ok(o) => o,
-            Err(v) => return Ok(v),
+            Err(v) => return Ok(Some(v)),
         };
         if let RunStatus::Invalid(reason) | RunStatus::Crashed(reason) = o.status {
-            return Ok(Verdict::Invalid { reason });
+            return Ok(Some(Verdict::Invalid { reason }));
         }
         if let Some(v) = Verdict::from_breaches(&o.guard_breaches, Some(&t.id)) {
-            return Ok(v);
+            return Ok(Some(v));
         }
-        if let Some(v) = judge(&t.id, &o.outputs) {
-            return Ok(v);
-        }
-    }
-    Ok(Verdict::Ok)
+        Ok(judge(&t.id, &o.outputs))
+    })
 }
 
 /// The verdict on reruns compared with the first run: `None` when all agree.
@@ -77,7 +56,7 @@ pub(crate) fn judge(test: &str, reruns: &[OutputReport]) -> Option<Verdict> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::verify::{Tolerance, compare_host};
+    use crate::check::verify::{Tolerance, compare_host};
     use kt_record::DType;
 
     #[test]

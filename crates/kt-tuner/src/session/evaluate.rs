@@ -5,17 +5,17 @@
 
 use std::time::Instant;
 
-use crate::args::KernelTest;
+use crate::check::measure::{Baseline, TimingPolicy};
+use crate::compile::module_cache::ModuleOutcome;
 use crate::error::TunerError;
-use crate::expr::{Bindings, eval_number};
-use crate::measure::{Baseline, TimingPolicy};
-use crate::module_cache::ModuleOutcome;
-use crate::outcome::{Measurement, Phases, Verdict};
+use crate::model::args::KernelTest;
+use crate::model::expr::{Bindings, eval_number};
+use crate::model::outcome::{Measurement, Phases, Verdict};
+use crate::model::space::Config;
+use crate::model::tunable_kernel::TunableKernel;
 use crate::session::compile_queue::Submitted;
 use crate::session::engine::Engine;
 use crate::session::worker_link::run_request;
-use crate::space::Config;
-use crate::tunable_kernel::TunableKernel;
 use crate::worker::protocol::{Request, RunRequest, RunStatus};
 
 /// What the evaluations of one tuning run share.

@@ -1,13 +1,13 @@
 //! One timed launch of a kernel on one test, outputs from their initial contents: what `kt verify` uses to
-//! size its largest default tests by the reference's run time (see `crate::default_tests::TimeBudget`).
+//! size its largest default tests by the reference's run time (see `crate::input::default_tests::TimeBudget`).
 
-use crate::args::KernelTest;
+use crate::check::measure::TimingPolicy;
 use crate::error::TunerError;
-use crate::measure::TimingPolicy;
+use crate::model::args::KernelTest;
+use crate::model::space::Config;
+use crate::model::tunable_kernel::TunableKernel;
 use crate::session::engine::Engine;
 use crate::session::worker_link::{run_request, test_dtypes};
-use crate::space::Config;
-use crate::tunable_kernel::TunableKernel;
 use crate::worker::protocol::RunRequest;
 
 /// Uploads `test` alone and times one launch of `kernel` at `config` on it (as a reference run: a
@@ -19,7 +19,7 @@ pub(crate) fn time_once(
     test: &KernelTest,
 ) -> Result<f64, TunerError> {
     let samples = time_exactly(e, kernel, config, test, 1)?;
-    let stats = crate::measure::TimingStats::from_samples(&samples);
+    let stats = crate::check::measure::TimingStats::from_samples(&samples);
     Ok(stats.map(|t| t.median_ms).unwrap_or(0.0))
 }
 
@@ -51,8 +51,10 @@ fn load_alone(
     test: &KernelTest,
 ) -> Result<String, TunerError> {
     // the test as a tuning uploads it (sums' tolerances), so a test already on the worker is not sent again
-    let test =
-        &crate::sum_floor::with_sum_lengths(std::slice::from_ref(test), kernel.flops.as_deref())[0];
+    let test = &crate::check::sum_floor::with_sum_lengths(
+        std::slice::from_ref(test),
+        kernel.flops.as_deref(),
+    )[0];
     e.queue.submit_util(&test_dtypes(test));
     let submitted = e.queue.submit(kernel, config, &test.scalars(), false)?;
     e.link.device(&mut e.queue)?;

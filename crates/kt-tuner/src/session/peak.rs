@@ -2,15 +2,15 @@
 //! width / 8) and FP32 rate (SMs × FP32 lanes × clock × 2), computed by kt-profile from the driver's
 //! figures (or nvidia-smi's maximum clocks where a CUDA 13 driver no longer reports them), the copy
 //! bandwidth and FMA rate kt measures once per device (which confirm each ceiling or not,
-//! `crate::floor::Ceilings`), and the
+//! `crate::check::floor::Ceilings`), and the
 //! share of the binding ceiling a measurement reaches, as measured: never clamped, a share above 100 %
 //! carries a note saying what it means.
 
 use kt_profile::{DevicePeaks, DeviceSpec};
 
+use crate::check::floor::{Ceiling, Ceilings};
 use crate::error::TunerError;
-use crate::floor::{Ceiling, Ceilings};
-use crate::outcome::Measurement;
+use crate::model::outcome::Measurement;
 use crate::session::engine::Engine;
 use crate::worker::protocol::DeviceInfo;
 
@@ -233,8 +233,8 @@ fn parse_smi_clocks(text: &str) -> Option<(u32, u32)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::outcome::Verdict;
-    use crate::space::Config;
+    use crate::model::outcome::Verdict;
+    use crate::model::space::Config;
 
     fn measured(gbps: Option<f64>, gflops: Option<f64>) -> Measurement {
         let mut m = Measurement::synthetic(Config(vec![]), Verdict::Ok, Some(1.0));

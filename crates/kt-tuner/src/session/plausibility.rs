@@ -1,20 +1,20 @@
 //! Physically impossible times: the configuration about to be delivered as the best is held against the
-//! floor its bytes and the device's bandwidth set (`crate::floor`). Below it, it is verified and timed once
+//! floor its bytes and the device's bandwidth set (`crate::check::floor`). Below it, it is verified and timed once
 //! more; still below, it is rejected with the `ImpossibleTime` verdict and both times, never accepted
 //! silently.
 
 use std::time::Duration;
 
-use crate::args::KernelTest;
+use crate::check::floor::{Ceilings, impossible};
+use crate::check::measure::{TimingPolicy, TimingStats};
+use crate::compile::module_cache::ModuleOutcome;
 use crate::error::TunerError;
-use crate::expr::eval_number;
-use crate::floor::{Ceilings, impossible};
-use crate::measure::{TimingPolicy, TimingStats};
-use crate::module_cache::ModuleOutcome;
-use crate::outcome::{Measurement, Verdict};
+use crate::model::args::KernelTest;
+use crate::model::expr::eval_number;
+use crate::model::outcome::{Measurement, Verdict};
+use crate::model::tunable_kernel::TunableKernel;
 use crate::session::engine::Engine;
 use crate::session::worker_link::run_request;
-use crate::tunable_kernel::TunableKernel;
 use crate::worker::protocol::{Request, RunRequest, RunStatus};
 
 /// What holding a time against its floor found.

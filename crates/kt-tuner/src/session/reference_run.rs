@@ -5,14 +5,14 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::args::{ArrayArg, ArraySource, TestSet};
+use crate::check::measure::TimingPolicy;
 use crate::error::TunerError;
-use crate::measure::TimingPolicy;
-use crate::outcome::{ReferenceOutputs, Verdict};
+use crate::model::args::{ArrayArg, ArraySource, TestSet};
+use crate::model::outcome::{ReferenceOutputs, Verdict};
+use crate::model::space::Config;
+use crate::model::tunable_kernel::TunableKernel;
 use crate::session::engine::Engine;
 use crate::session::worker_link::{run_request, test_dtypes};
-use crate::space::Config;
-use crate::tunable_kernel::TunableKernel;
 use crate::worker::protocol::{OutputFile, Request, RunRequest, RunStatus};
 
 /// Runs `kernel` at `config` on every test and writes each output to `<out_dirs[i]>/<name>.npy`. Outputs

@@ -6,16 +6,16 @@ use std::collections::HashMap;
 use std::collections::hash_map::Entry;
 use std::time::Instant;
 
-use crate::cache::ResultCache;
 use crate::error::TunerError;
-use crate::outcome::{Measurement, Phases, Progress};
+use crate::export::cache::ResultCache;
+use crate::model::outcome::{Measurement, Phases, Progress};
+use crate::model::space::SearchSpace;
+use crate::model::tunable_kernel::TunableKernel;
 use crate::search::{History, SearchStrategy};
 use crate::session::compile_queue::Submitted;
 use crate::session::engine::Engine;
 use crate::session::evaluate::{Bench, evaluate};
-use crate::session::tuning::Plan;
-use crate::space::SearchSpace;
-use crate::tunable_kernel::TunableKernel;
+use crate::session::plan::Plan;
 
 /// The search's state between batches.
 pub(super) struct SearchRun<'a> {

@@ -7,14 +7,14 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::geometry::default_define;
-use crate::measure::TimingPolicy;
-use crate::param_value::ParamValue;
+use crate::check::measure::TimingPolicy;
+use crate::model::geometry::default_define;
+use crate::model::param_value::ParamValue;
+use crate::model::space::{Config, TunableParam};
 use crate::search::{Limits, Strategy};
-use crate::space::{Config, TunableParam};
 use crate::worker::process::WorkerCommand;
 
-pub use crate::tunable_kernel::{TunableKernel, template_args_for};
+pub use crate::model::tunable_kernel::{TunableKernel, template_args_for};
 
 /// How to tune.
 #[derive(Debug, Clone, Serialize, Deserialize)]

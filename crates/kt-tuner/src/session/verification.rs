@@ -10,20 +10,20 @@
 //! reload between them; a test right from a fresh module and wrong there is `CarriesState`, named with the
 //! tests that ran before it. A candidate that keeps state is also timed on every test like a tuned
 //! configuration of such a kernel: its last timed launch and one after many more launches checked
-//! (`crate::late_check`), so a launch counter that waits past the verifying launch is caught here too.
+//! (`crate::check::late_check`), so a launch counter that waits past the verifying launch is caught here too.
 
 use std::time::Duration;
 
-use crate::args::{KernelTest, TestSet};
+use crate::check::measure::TimingPolicy;
+use crate::check::sum_floor::with_sum_lengths;
+use crate::compile::module_cache::ModuleOutcome;
 use crate::error::TunerError;
-use crate::measure::TimingPolicy;
-use crate::module_cache::ModuleOutcome;
-use crate::outcome::{TestVerdict, Verdict, VerifyReport};
+use crate::model::args::{KernelTest, TestSet};
+use crate::model::outcome::{TestVerdict, Verdict, VerifyReport};
+use crate::model::space::Config;
+use crate::model::tunable_kernel::TunableKernel;
 use crate::session::engine::Engine;
 use crate::session::worker_link::{run_request, test_dtypes};
-use crate::space::Config;
-use crate::sum_floor::with_sum_lengths;
-use crate::tunable_kernel::TunableKernel;
 use crate::worker::protocol::{Request, RunOutcome, RunRequest, RunStatus};
 
 /// Runs `reference` (its configuration's launch) to get expected outputs, then `candidate`, on the same

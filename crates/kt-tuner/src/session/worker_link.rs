@@ -7,15 +7,15 @@
 use std::collections::HashSet;
 use std::time::Duration;
 
-use crate::args::{KernelTest, TestArg};
-use crate::device_kernels;
+use crate::compile::device_kernels;
+use crate::compile::module_cache::ModuleOutcome;
 use crate::error::TunerError;
-use crate::module_cache::ModuleOutcome;
-use crate::outcome::Verdict;
+use crate::model::args::{KernelTest, TestArg};
+use crate::model::outcome::Verdict;
+use crate::model::space::Config;
+use crate::model::tunable_kernel::TunableKernel;
 use crate::session::compile_queue::CompileQueue;
 use crate::session::setup::TunerConfig;
-use crate::space::Config;
-use crate::tunable_kernel::TunableKernel;
 use crate::worker::client::{WorkerClient, WorkerFailure};
 use crate::worker::process::WorkerCommand;
 use crate::worker::protocol::{
@@ -38,7 +38,7 @@ struct Worker {
     /// expected values that are not the test's own are recomputed by the reference run that starts every
     /// tuning, verification and timing).
     /// Tests on the worker, with their files' stamps when they were sent.
-    resident: Vec<(KernelTest, Vec<Option<crate::source_stamp::Stamp>>)>,
+    resident: Vec<(KernelTest, Vec<Option<crate::compile::source_stamp::Stamp>>)>,
 }
 
 pub(crate) struct WorkerLink {
@@ -228,7 +228,7 @@ impl WorkerLink {
     fn upload(&mut self, test: &KernelTest, queue: &mut CompileQueue) -> Result<(), TunerError> {
         self.ensure_util(&test_dtypes(test), queue)?;
         let w = self.live(queue)?;
-        let stamps = crate::source_stamp::of_test(test);
+        let stamps = crate::compile::source_stamp::of_test(test);
         if w.resident
             .iter()
             .any(|(t, s)| t == test && *s == stamps && s.iter().all(Option::is_some))

@@ -9,13 +9,13 @@
 //! left the output as it found it, and its timed samples run through the worker's own sampling sequence
 //! on a simulated kernel that is ten times faster when it finds its output written. `lazy-late` plays a
 //! launch counter that waits past the timed samples: its last timed launch is right, and the late check
-//! after many launches (`crate::late_check`), when the policy asks for one, finds its output unwritten.
+//! after many launches (`crate::check::late_check`), when the policy asks for one, finds its output unwritten.
 //! As the real worker, it refuses a launch on a test that was never uploaded.
 
 use std::io::Write;
 
-use crate::guard::{GuardBreach, Side};
-use crate::measure::TimingStats;
+use crate::check::guard::{GuardBreach, Side};
+use crate::check::measure::TimingStats;
 use crate::worker::protocol::{
     DeviceInfo, FunctionInfo, LaunchArg, OutputFile, RecordedOutput, Reply, Request, RunOutcome,
     RunRequest, RunStatus, TimedCheck,
@@ -46,7 +46,10 @@ impl Fake {
                 if !uploaded.contains(&run.test) =>
             {
                 let reason = format!("test {} not uploaded", run.test);
-                (Reply::Ran(RunOutcome::empty(RunStatus::Invalid(reason))), false)
+                (
+                    Reply::Ran(RunOutcome::empty(RunStatus::Invalid(reason))),
+                    false,
+                )
             }
             Request::Hello { ordinal } => (
                 Reply::Hello(DeviceInfo {
@@ -114,10 +117,10 @@ impl Fake {
             "unwatched" if run.verify && run.timing.is_some() => {
                 let name = first_array.unwrap_or_default();
                 o.timed_check = Some(TimedCheck {
-                    outputs: vec![crate::verify::compare_host(
+                    outputs: vec![crate::check::verify::compare_host(
                         &name,
                         DType::Float32,
-                        crate::verify::Tolerance::default(),
+                        crate::check::verify::Tolerance::default(),
                         &[f64::NAN],
                         &[true],
                         &[1.0],
@@ -216,10 +219,10 @@ fn first_array(run: &RunRequest) -> Option<String> {
 fn lazy_after_many(run: &RunRequest) -> TimedCheck {
     let name = first_array(run).unwrap_or_default();
     let report = |got: f64, poison: bool| {
-        crate::verify::compare_host(
+        crate::check::verify::compare_host(
             &name,
             DType::Float32,
-            crate::verify::Tolerance::default(),
+            crate::check::verify::Tolerance::default(),
             &[got],
             &[poison],
             &[1.0],
@@ -233,8 +236,8 @@ fn lazy_after_many(run: &RunRequest) -> TimedCheck {
         checked_ms: 1.0,
         unchecked_median_ms: 1.0,
         late: (cap > 0).then(|| {
-            Box::new(crate::late_check::LateCheck {
-                launches_before: crate::late_check::launches_before(cap, 1.0),
+            Box::new(crate::check::late_check::LateCheck {
+                launches_before: crate::check::late_check::launches_before(cap, 1.0),
                 outputs: vec![report(f64::NAN, true)],
                 inputs_modified: vec![],
                 guard_breaches: vec![],
@@ -246,8 +249,8 @@ fn lazy_after_many(run: &RunRequest) -> TimedCheck {
 /// The timed samples of a verifying run of a kernel that skips its work where its output holds a number
 /// (1 ms when it computes, 0.1 ms when it finds its output written), sampled as the GPU worker samples:
 /// the verifying launch (on a poisoned output) counts as the first, every later sample is prepared.
-fn timed_skipping_kernel(policy: &crate::measure::TimingPolicy) -> TimingStats {
-    use crate::sampling::{FirstSample, SkipsWrittenOutput, take_samples};
+fn timed_skipping_kernel(policy: &crate::check::measure::TimingPolicy) -> TimingStats {
+    use crate::check::sampling::{FirstSample, SkipsWrittenOutput, take_samples};
     use std::convert::Infallible;
     let kernel = std::cell::RefCell::new(SkipsWrittenOutput {
         full_ms: 1.0,
@@ -271,10 +274,10 @@ fn timed_skipping_kernel(policy: &crate::measure::TimingPolicy) -> TimingStats {
 /// Reruns whose second run differs from the first at index 7 (a race, as a GPU would show it).
 fn differing_reruns(test: &str, runs: u32) -> RunOutcome {
     let mut o = RunOutcome::empty(RunStatus::Ok);
-    o.outputs.push(crate::verify::compare_host(
+    o.outputs.push(crate::check::verify::compare_host(
         &format!("out (run {} against run 1) of test {test}", runs.max(2)),
         DType::Float32,
-        crate::verify::Tolerance::default(),
+        crate::check::verify::Tolerance::default(),
         &(0..8)
             .map(|i| if i == 7 { 2.0 } else { 1.0 })
             .collect::<Vec<f64>>(),

@@ -8,7 +8,7 @@ mod gpu;
 pub mod process;
 pub mod protocol;
 
-pub use gpu::find_cupti;
+pub use gpu::{CuptiError, GpuError, find_cupti};
 
 use std::fs::File;
 use std::io::{BufReader, BufWriter};

@@ -35,7 +35,7 @@ impl WorkerCommand {
     /// `kt __tuner-worker`: the running executable, or the command a host embedding kt set
     /// (`self_command`).
     pub fn current_exe() -> Result<Self, TunerError> {
-        let (program, args) = crate::self_command::subcommand("__tuner-worker")?;
+        let (program, args) = crate::host::self_command::subcommand("__tuner-worker")?;
         Ok(WorkerCommand {
             program,
             args,

@@ -6,11 +6,11 @@ use std::io::{Read, Write};
 
 use serde::{Deserialize, Serialize};
 
-use crate::args::KernelTest;
-use crate::geometry::LaunchDims;
-use crate::guard::GuardBreach;
-use crate::measure::{Baseline, TimingPolicy, TimingStats};
-use crate::verify::OutputReport;
+use crate::check::guard::GuardBreach;
+use crate::check::measure::{Baseline, TimingPolicy, TimingStats};
+use crate::check::verify::OutputReport;
+use crate::model::args::KernelTest;
+use crate::model::geometry::LaunchDims;
 use kt_record::DType;
 
 /// How a `LoadFailed` message starts when the module has no symbol for the kernel.
@@ -257,7 +257,7 @@ pub struct TimedCheck {
     /// The check after many more launches, for a kernel with state across launches (its policy asked for
     /// one and the last timed launch was right).
     #[serde(default)]
-    pub late: Option<Box<crate::late_check::LateCheck>>,
+    pub late: Option<Box<crate::check::late_check::LateCheck>>,
 }
 
 /// A checked launch this many times slower than the unchecked ones means those did not do its work.
@@ -272,7 +272,7 @@ impl TimedCheck {
 
     /// What is wrong with the timed launches, one line each; empty when they are sound.
     pub fn problems(&self) -> Vec<String> {
-        let mut p = crate::verify::launch_problems(
+        let mut p = crate::check::verify::launch_problems(
             "the last timed launch",
             &self.outputs,
             &self.inputs_modified,

@@ -7,7 +7,7 @@ use super::client::{WorkerClient, WorkerFailure};
 use super::process::WorkerCommand;
 use super::protocol::{LaunchArg, Reply, Request, RunRequest};
 use super::{FAKE_ENV, serve};
-use crate::geometry::LaunchDims;
+use crate::model::geometry::LaunchDims;
 
 #[test]
 fn fake_worker_entry() {
@@ -20,7 +20,7 @@ fn fake_worker_entry() {
 /// A fake worker with test `t` uploaded (as the real one, it refuses launches on tests it never got).
 fn fake(mode: &str) -> WorkerClient {
     let mut w = fake_bare(mode);
-    let t = crate::args::KernelTest {
+    let t = crate::model::args::KernelTest {
         id: "t".into(),
         args: vec![],
         tolerances: Default::default(),
@@ -255,7 +255,7 @@ fn verifying_run(timed: bool) -> Request {
         unreachable!("run_request makes a Run")
     };
     run.verify = true;
-    run.timing = timed.then(crate::measure::TimingPolicy::default);
+    run.timing = timed.then(crate::check::measure::TimingPolicy::default);
     Request::Run { run }
 }
 
@@ -269,7 +269,7 @@ fn ran(w: &mut WorkerClient, req: &Request) -> super::protocol::RunOutcome {
 
 #[test]
 fn a_write_past_the_end_reaches_the_tuner_as_an_out_of_bounds_verdict() {
-    use crate::outcome::Verdict;
+    use crate::model::outcome::Verdict;
     let mut w = fake("out-of-bounds");
     let o = ran(&mut w, &verifying_run(false));
     let v = Verdict::from_outcome(&o, Some("gen1")).unwrap();
@@ -288,7 +288,7 @@ fn a_write_past_the_end_reaches_the_tuner_as_an_out_of_bounds_verdict() {
 
 #[test]
 fn a_kernel_that_works_only_when_watched_fails_on_its_checked_timed_launch() {
-    use crate::outcome::Verdict;
+    use crate::model::outcome::Verdict;
     let mut w = fake("unwatched");
     // untimed: nothing to catch, and nothing caught
     assert_eq!(
@@ -307,8 +307,8 @@ fn a_kernel_that_works_only_when_watched_fails_on_its_checked_timed_launch() {
 
 #[test]
 fn a_launch_counter_past_the_timed_samples_is_caught_by_the_check_after_many_launches() {
-    use crate::measure::TimingPolicy;
-    use crate::outcome::Verdict;
+    use crate::check::measure::TimingPolicy;
+    use crate::model::outcome::Verdict;
     let mut w = fake("lazy-late");
     let with = |timing: TimingPolicy| {
         let Request::Run { mut run } = run_request(64) else {

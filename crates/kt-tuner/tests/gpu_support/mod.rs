@@ -6,9 +6,9 @@
 use std::collections::BTreeMap;
 
 use kt_record::DType;
-use kt_tuner::args::{ParamSpec, SizeChoice, SuiteInputs, TestSet};
+use kt_tuner::model::args::{ParamSpec, SizeChoice, SuiteInputs, TestSet};
+use kt_tuner::model::space::Config;
 use kt_tuner::session::{Tuner, TunerConfig};
-use kt_tuner::space::Config;
 use kt_tuner::worker::process::{PROTOCOL_ENV, WorkerCommand};
 
 /// The body of every GPU test file's `gpu_worker_entry` test: serve as the worker when started as one.

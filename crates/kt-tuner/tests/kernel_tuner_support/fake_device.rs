@@ -6,12 +6,12 @@
 use std::path::PathBuf;
 
 use kt_record::DType;
-use kt_tuner::args::{ArrayArg, ArraySource, Distribution, KernelTest, TestArg, TestSet};
+use kt_tuner::check::measure::TimingStats;
 use kt_tuner::export::KernelTunerExport;
-use kt_tuner::measure::TimingStats;
+use kt_tuner::model::args::{ArrayArg, ArraySource, Distribution, KernelTest, TestArg, TestSet};
+use kt_tuner::model::space::{Config, Restriction, SearchSpace, TunableParam};
 use kt_tuner::search::{History, Limits, Strategy, drive};
 use kt_tuner::session::{Measurement, Phases, TunableKernel, TuneResult, Verdict};
-use kt_tuner::space::{Config, Restriction, SearchSpace, TunableParam};
 use kt_tuner::worker::protocol::DeviceInfo;
 use serde_json::{Value, json};
 
@@ -52,7 +52,7 @@ fn array(name: &str, elements: u64, is_output: bool) -> TestArg {
 }
 
 fn scalar(name: &str, value: i32) -> TestArg {
-    TestArg::Scalar(kt_tuner::args::ScalarArg {
+    TestArg::Scalar(kt_tuner::model::args::ScalarArg {
         name: name.into(),
         dtype: DType::Int32,
         value: value as f64,

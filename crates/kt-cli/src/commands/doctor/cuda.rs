@@ -3,7 +3,7 @@
 use super::Check;
 
 pub fn probe() -> Vec<Check> {
-    kt_tuner::cuda_probe::probe()
+    kt_tuner::host::cuda_probe::probe()
         .into_iter()
         .map(|c| match c.fix {
             Some(fix) if !c.ok => Check::missing(c.name, c.detail, fix),

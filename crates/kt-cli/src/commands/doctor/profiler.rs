@@ -2,7 +2,7 @@
 //! Compute), or that runs will take none. Profiles are optional, so their absence is not a failed check.
 
 use super::Check;
-use kt_pipeline::stage3::profiler_choice::{PROFILER_ENV, Profiler, cupti_library};
+use kt_pipeline::stage3::profiling::profiler_choice::{PROFILER_ENV, Profiler, cupti_library};
 
 pub fn probe() -> Check {
     let found = match cupti_library() {

@@ -4,12 +4,12 @@
 use std::collections::BTreeMap;
 
 use anyhow::Context as _;
-use kt_tuner::arg_map::match_arguments;
+use kt_tuner::input::arg_map::match_arguments;
 use kt_tuner::input::{
     CandidateSpec, LoadedKernel, load_candidate, load_kernel, reference_kernel_name,
 };
+use kt_tuner::model::space::{Config, TunableParam};
 use kt_tuner::session::config_from_block;
-use kt_tuner::space::{Config, TunableParam};
 
 use super::VerifyArgs;
 use crate::commands::kernel_input::{parse_kv, parse_pairs, split_list};
@@ -146,6 +146,6 @@ fn globals_note(kernel: &kt_cuda::Kernel) -> Option<String> {
          one loaded module (state carried from one input to the next fails there), and each test's last \
          timed launch and one after up to {} more launches are checked",
         names.join(", "),
-        kt_tuner::late_check::LATE_LAUNCHES
+        kt_tuner::check::late_check::LATE_LAUNCHES
     ))
 }

@@ -1,7 +1,7 @@
 //! What `kt verify` prints: the report per test and output, the sanitizer's findings, and the JSON form.
 
-use kt_tuner::args::TestSet;
-use kt_tuner::sanitize::SanitizerReport;
+use kt_tuner::host::sanitize::SanitizerReport;
+use kt_tuner::model::args::TestSet;
 use kt_tuner::session::{Verdict, VerifyReport};
 
 use super::pair::Pair;

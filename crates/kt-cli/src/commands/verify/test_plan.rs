@@ -5,12 +5,12 @@
 use std::collections::BTreeMap;
 
 use anyhow::Context as _;
-use kt_tuner::args::{SizeChoice, SuiteInputs, TestSet};
-use kt_tuner::default_tests::{self, ExtraTest};
-use kt_tuner::expr::Bindings;
+use kt_tuner::input::default_tests::{self, ExtraTest};
 use kt_tuner::input::{LoadedKernel, TestSource, load_tests};
+use kt_tuner::model::args::{SizeChoice, SuiteInputs, TestSet};
+use kt_tuner::model::expr::Bindings;
+use kt_tuner::model::space::Config;
 use kt_tuner::session::Tuner;
-use kt_tuner::space::Config;
 
 use super::VerifyArgs;
 use super::pair::Pair;

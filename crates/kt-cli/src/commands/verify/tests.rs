@@ -5,8 +5,8 @@ use super::report::describe_tests;
 use super::test_plan::DefaultTests;
 use super::*;
 use clap::Parser;
-use kt_tuner::args::SizeChoice;
 use kt_tuner::input::{TestSource, load_kernel, load_tests};
+use kt_tuner::model::args::SizeChoice;
 use kt_tuner::session::config_from_block;
 use std::path::Path;
 

@@ -13,6 +13,7 @@ use super::launch::{LaunchError, Launcher};
 use super::launch_facts::{FunctionUse, SmLimits, counted_metrics, launch_facts};
 use super::memory::{DeviceMemory, reset_outputs};
 use super::runs::{crashed, setup};
+use crate::worker::gpu::error::GpuError;
 use crate::worker::protocol::{CounterReport, RunRequest};
 
 /// Runs `r` once under the profiler and reports `metrics`: the `launch__*` facts and theoretical occupancy
@@ -32,11 +33,16 @@ pub(super) fn count(
     let started = Instant::now();
     let mut phases = Vec::new();
     if session.is_none() {
-        *session = Some(CounterSession::start(cupti, ctx, ordinal).map_err(LaunchError::Invalid)?);
+        *session = Some(
+            CounterSession::start(cupti, ctx, ordinal)
+                .map_err(|e| LaunchError::Invalid(e.into()))?,
+        );
         phases.push(("CUPTI start", started.elapsed().as_secs_f64() * 1e3));
     }
     let Some(session) = session.as_mut() else {
-        return Err(LaunchError::Invalid("CUPTI did not start".into()));
+        return Err(LaunchError::Invalid(GpuError::Refused(
+            "CUPTI did not start".into(),
+        )));
     };
     let mut s = setup(mem, launcher, r)?;
     let facts = launch_facts(
@@ -61,7 +67,7 @@ pub(super) fn count(
         || {
             pass().map_err(|e| {
                 let text = match &e {
-                    LaunchError::Invalid(m) | LaunchError::Crashed(m) => m.clone(),
+                    LaunchError::Invalid(m) | LaunchError::Crashed(m) => m.to_string(),
                 };
                 fault = Some(e);
                 text
@@ -72,7 +78,7 @@ pub(super) fn count(
     if let Some(e) = fault {
         return Err(e);
     }
-    let counters = counters.map_err(LaunchError::Invalid)?;
+    let counters = counters.map_err(|e| LaunchError::Invalid(e.into()))?;
     let values = metrics
         .iter()
         .map(|m| {

@@ -10,17 +10,18 @@ use cudarc::driver::sys::{self, CUfunction_attribute as F, CUresult};
 use cudarc::driver::{DriverError, result};
 
 use super::memory::{Ptr, STREAM, alloc, cuda, free};
-use crate::geometry::LaunchDims;
-use crate::measure::{Baseline, TimingPolicy, TimingStats};
-use crate::sampling::{FirstSample, LastLaunch, take_samples};
-use crate::worker::protocol::{DeviceInfo, FunctionInfo, KERNEL_NOT_FOUND};
+use crate::check::measure::{Baseline, TimingPolicy, TimingStats};
+use crate::check::sampling::{FirstSample, LastLaunch, take_samples};
+use crate::model::geometry::LaunchDims;
+use crate::worker::gpu::error::GpuError;
+use crate::worker::protocol::{DeviceInfo, FunctionInfo};
 
 /// Why a launch did not complete.
 pub(super) enum LaunchError {
     /// Refused by the driver; the configuration is at fault and the context is still usable.
-    Invalid(String),
+    Invalid(GpuError),
     /// The kernel faulted (or the context failed): the worker must exit after replying.
-    Crashed(String),
+    Crashed(GpuError),
 }
 
 /// Launch errors after which the context is still usable: the configuration itself is at fault.
@@ -51,7 +52,7 @@ pub(super) struct Launcher {
 
 impl Launcher {
     /// Creates the timing events in the current context.
-    pub fn init(&mut self, info: &DeviceInfo) -> Result<(), String> {
+    pub fn init(&mut self, info: &DeviceInfo) -> Result<(), GpuError> {
         // Events with default flags: the `None` flags of some helpers disable timing.
         let e0 = result::event::create(sys::CUevent_flags::CU_EVENT_DEFAULT)
             .map_err(|e| cuda("event", e))?;
@@ -71,7 +72,7 @@ impl Launcher {
         kernel: &str,
         dynamic_shared: u32,
         cubin: &[u8],
-    ) -> Result<FunctionInfo, String> {
+    ) -> Result<FunctionInfo, GpuError> {
         let func = match self.modules.get(&key) {
             Some(l) => l.func,
             None => {
@@ -80,13 +81,13 @@ impl Launcher {
                 // SAFETY: a CUBIN from NVRTC for this device's architecture.
                 let module = unsafe { result::module::load_data(image.as_ptr() as *const c_void) }
                     .map_err(|e| cuda("loading the module", e))?;
-                let name = CString::new(kernel).map_err(|e| e.to_string())?;
+                let name = CString::new(kernel).map_err(|e| GpuError::Refused(e.to_string()))?;
                 // SAFETY: module just loaded.
                 let func = unsafe { result::module::get_function(module, name) }.map_err(|e| {
-                    format!(
-                        "{KERNEL_NOT_FOUND}: the module has no symbol `{kernel}` ({})",
-                        cuda("cuModuleGetFunction", e)
-                    )
+                    GpuError::KernelNotFound {
+                        kernel: kernel.to_string(),
+                        cause: Box::new(cuda("cuModuleGetFunction", e)),
+                    }
                 })?;
                 self.modules.insert(key.clone(), Loaded { module, func });
                 func
@@ -170,7 +171,7 @@ impl Launcher {
             .collect();
         let (e0, e1) = self
             .events
-            .ok_or_else(|| LaunchError::Crashed("no context".into()))?;
+            .ok_or(LaunchError::Crashed(GpuError::NoContext))?;
         if timed {
             // SAFETY: events belong to this context.
             unsafe { result::event::record(e0, STREAM) }
@@ -266,11 +267,11 @@ impl Launcher {
     }
 
     /// The FP32 rate of `fma` (kt's `kt_fma_rate`) on `sms` SMs, full occupancy, best of five, in GFLOP/s.
-    pub fn fp32_rate(&mut self, fma: sys::CUfunction, sms: u32) -> Result<f64, String> {
+    pub fn fp32_rate(&mut self, fma: sys::CUfunction, sms: u32) -> Result<f64, GpuError> {
         const ITERS: i32 = 16384;
         const THREADS: u32 = 256;
         let blocks = sms.max(1) * 8;
-        let (e0, e1) = self.events.ok_or("no context")?;
+        let (e0, e1) = self.events.ok_or(GpuError::NoContext)?;
         let sink = alloc(4, "FP32 rate sink")?;
         let mut params: Vec<Vec<u8>> = vec![
             sink.to_le_bytes().to_vec(),
@@ -283,7 +284,7 @@ impl Launcher {
             .collect();
         // SAFETY: the parameters match kt_fma_rate's signature; events of this context.
         let best = unsafe {
-            (|| -> Result<f64, String> {
+            (|| -> Result<f64, GpuError> {
                 let mut best = f64::MAX;
                 // the first launch warms the clocks up and is not counted
                 for round in 0..6 {
@@ -308,19 +309,20 @@ impl Launcher {
             })()
         };
         free(sink);
-        let flops =
-            crate::device_kernels::FMA_FLOPS_PER_ROUND * ITERS as f64 * (blocks * THREADS) as f64;
+        let flops = crate::compile::device_kernels::FMA_FLOPS_PER_ROUND
+            * ITERS as f64
+            * (blocks * THREADS) as f64;
         Ok(flops / (best? * 1e-3) / 1e9)
     }
 
     /// Device-to-device copy bandwidth over `bytes` (bytes read plus written), best of five, in GB/s.
-    pub fn bandwidth(&mut self, bytes: usize) -> Result<f64, String> {
-        let (e0, e1) = self.events.ok_or("no context")?;
+    pub fn bandwidth(&mut self, bytes: usize) -> Result<f64, GpuError> {
+        let (e0, e1) = self.events.ok_or(GpuError::NoContext)?;
         let a = alloc(bytes, "bandwidth buffer")?;
         let b = alloc(bytes, "bandwidth buffer")?;
         // SAFETY: copies within the two allocations, events of this context.
         let best = unsafe {
-            (|| -> Result<f64, String> {
+            (|| -> Result<f64, GpuError> {
                 result::memset_d8_sync(a, 1, bytes).map_err(|e| cuda("memset", e))?;
                 result::memcpy_dtod_async(b, a, bytes, STREAM).map_err(|e| cuda("copy", e))?;
                 let mut best = f64::MAX;

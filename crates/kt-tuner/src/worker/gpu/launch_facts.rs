@@ -6,7 +6,8 @@
 use cudarc::driver::result;
 use cudarc::driver::sys::{self, CUdevice_attribute as A, CUfunction_attribute as F};
 
-use crate::geometry::LaunchDims;
+use crate::model::geometry::LaunchDims;
+use crate::worker::gpu::error::GpuError;
 
 /// The device limits the occupancy calculation needs.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -22,12 +23,15 @@ pub(super) struct SmLimits {
 
 impl SmLimits {
     /// The current device's limits (the worker's context is current).
-    pub fn of_current_device() -> Result<SmLimits, String> {
+    pub fn of_current_device() -> Result<SmLimits, GpuError> {
         let mut dev: sys::CUdevice = 0;
         // SAFETY: writes one device handle of the current context.
         unsafe { sys::cuCtxGetDevice(&mut dev) }
             .result()
-            .map_err(|e| format!("cuCtxGetDevice: {e:?}"))?;
+            .map_err(|e| GpuError::Cuda {
+                context: "cuCtxGetDevice".into(),
+                code: format!("{e:?}"),
+            })?;
         // SAFETY: dev is valid.
         let a = |attr| unsafe { result::device::get_attribute(dev, attr) }.map(i64::from);
         Ok(SmLimits {
@@ -54,14 +58,23 @@ pub(super) struct FunctionUse {
 }
 
 impl FunctionUse {
-    pub fn of(func: sys::CUfunction) -> Result<FunctionUse, String> {
+    pub fn of(func: sys::CUfunction) -> Result<FunctionUse, GpuError> {
         // SAFETY: func is a loaded function.
         let attr = |a| unsafe { result::function::get_function_attribute(func, a) }.map(i64::from);
         Ok(FunctionUse {
-            registers: attr(F::CU_FUNC_ATTRIBUTE_NUM_REGS).map_err(|e| format!("{e:?}"))?,
+            registers: attr(F::CU_FUNC_ATTRIBUTE_NUM_REGS)
+                .map_err(|e| function_attribute("registers", e))?,
             static_shared: attr(F::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)
-                .map_err(|e| format!("{e:?}"))?,
+                .map_err(|e| function_attribute("static shared memory", e))?,
         })
+    }
+}
+
+/// A function attribute the driver would not give.
+fn function_attribute(what: &str, e: cudarc::driver::DriverError) -> GpuError {
+    GpuError::Cuda {
+        context: format!("function attribute ({what})"),
+        code: format!("{:?}", e.0),
     }
 }
 

@@ -8,9 +8,11 @@
 
 mod counted_run;
 mod counters;
+mod error;
 mod launch;
 mod launch_facts;
-pub use counters::find_cupti;
+pub use counters::{CuptiError, find_cupti};
+pub use error::GpuError;
 mod memory;
 mod runs;
 
@@ -34,7 +36,8 @@ pub struct GpuWorker {
     /// CUPTI, started by `PrepareCounters` or the first `Counters` request.
     counters: Option<counters::CounterSession>,
     /// CUPTI being started on a helper thread (`PrepareCounters`).
-    counters_starting: Option<std::thread::JoinHandle<Result<counters::CounterSession, String>>>,
+    counters_starting:
+        Option<std::thread::JoinHandle<Result<counters::CounterSession, counters::CuptiError>>>,
 }
 
 impl GpuWorker {
@@ -58,7 +61,7 @@ impl GpuWorker {
                 Ok(info) => (Reply::Hello(info), false),
                 Err(m) => (
                     Reply::Error {
-                        message: m,
+                        message: m.to_string(),
                         fatal: true,
                     },
                     true,
@@ -66,7 +69,7 @@ impl GpuWorker {
             },
             Request::LoadUtilities => match self.memory.load_utilities(&payload) {
                 Ok(()) => (Reply::Done { ms: 0.0 }, false),
-                Err(m) => err(m),
+                Err(m) => err(m.to_string()),
             },
             Request::Upload { test } => {
                 let t = Instant::now();
@@ -77,7 +80,7 @@ impl GpuWorker {
                         },
                         false,
                     ),
-                    Err(m) => err(m),
+                    Err(m) => err(m.to_string()),
                 }
             }
             Request::Load {
@@ -86,7 +89,7 @@ impl GpuWorker {
                 dynamic_shared,
             } => match self.launcher.load(key, &kernel, dynamic_shared, &payload) {
                 Ok(info) => (Reply::Loaded(info), false),
-                Err(m) => (Reply::LoadFailed(m), false),
+                Err(m) => (Reply::LoadFailed(m.to_string()), false),
             },
             Request::Reference { run } => {
                 ran_reply(runs::run(&mut self.memory, &mut self.launcher, &run, true))
@@ -108,7 +111,7 @@ impl GpuWorker {
             )),
             Request::MeasureBandwidth { bytes } => match self.launcher.bandwidth(bytes as usize) {
                 Ok(gbps) => (Reply::Bandwidth { gbps }, false),
-                Err(m) => err(m),
+                Err(m) => err(m.to_string()),
             },
             Request::MeasureFp32 => {
                 let sms = self.info.as_ref().map_or(1, |i| i.sm_count.max(1) as u32);
@@ -118,7 +121,7 @@ impl GpuWorker {
                     .and_then(|f| self.launcher.fp32_rate(f, sms))
                 {
                     Ok(gflops) => (Reply::Fp32 { gflops }, false),
-                    Err(m) => err(m),
+                    Err(m) => err(m.to_string()),
                 }
             }
             Request::Counters {
@@ -169,10 +172,10 @@ impl GpuWorker {
         if let Some(starting) = self.counters_starting.take() {
             match starting.join() {
                 Ok(Ok(session)) => self.counters = Some(session),
-                Ok(Err(message)) => {
+                Ok(Err(e)) => {
                     return (
                         Reply::Error {
-                            message,
+                            message: e.to_string(),
                             fatal: false,
                         },
                         false,
@@ -200,16 +203,16 @@ impl GpuWorker {
             cupti,
         ) {
             Ok(report) => (Reply::Counted(report), false),
-            Err(launch::LaunchError::Invalid(message)) => (
+            Err(launch::LaunchError::Invalid(e)) => (
                 Reply::Error {
-                    message,
+                    message: e.to_string(),
                     fatal: false,
                 },
                 false,
             ),
-            Err(launch::LaunchError::Crashed(message)) => (
+            Err(launch::LaunchError::Crashed(e)) => (
                 Reply::Error {
-                    message,
+                    message: e.to_string(),
                     fatal: true,
                 },
                 true,
@@ -217,11 +220,11 @@ impl GpuWorker {
         }
     }
 
-    fn hello(&mut self, ordinal: usize) -> Result<DeviceInfo, String> {
+    fn hello(&mut self, ordinal: usize) -> Result<DeviceInfo, GpuError> {
         let t = Instant::now();
         // SAFETY: only dlopen.
         if !unsafe { sys::is_culib_present() } {
-            return Err("libcuda.so not found: this machine has no NVIDIA driver".into());
+            return Err(GpuError::NoDriver);
         }
         let ctx = CudaContext::new(ordinal).map_err(|e| cuda("creating the CUDA context", e))?;
         let a = |attr| ctx.attribute(attr).map_err(|e| cuda("device attribute", e));

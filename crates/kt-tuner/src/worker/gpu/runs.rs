@@ -2,7 +2,7 @@
 //! poisoned rerun to learn which outputs the kernel fully overwrites), a verifying run (outputs poisoned or
 //! reset, every output compared, inputs and guard regions checked unchanged), timed samples whose last
 //! launch is checked like the verifying one (and, for a kernel with state across launches, one more after
-//! many launches: `crate::late_check`), and a recording run (outputs streamed to .npy files, a
+//! many launches: `crate::check::late_check`), and a recording run (outputs streamed to .npy files, a
 //! poisoned probe for elements never written).
 
 use std::collections::HashMap;
@@ -13,9 +13,10 @@ use super::launch::{LaunchError, Launcher};
 use super::memory::{
     ArrayView, DeviceMemory, Ptr, copy_of, free, reset, reset_outputs, write_npy_from_device,
 };
-use crate::measure::TimingStats;
-use crate::sampling::{FirstSample, LastLaunch};
-use crate::verify::Tolerance;
+use crate::check::measure::TimingStats;
+use crate::check::sampling::{FirstSample, LastLaunch};
+use crate::check::verify::Tolerance;
+use crate::worker::gpu::error::GpuError;
 use crate::worker::protocol::{
     LaunchArg, OutputFile, RecordedOutput, Reply, RunOutcome, RunRequest, RunStatus, TimedCheck,
 };
@@ -24,12 +25,14 @@ use crate::worker::protocol::{
 pub(super) fn ran_reply(result: Result<RunOutcome, LaunchError>) -> (Reply, bool) {
     match result {
         Ok(outcome) => (Reply::Ran(outcome), false),
-        Err(LaunchError::Invalid(m)) => {
-            (Reply::Ran(RunOutcome::empty(RunStatus::Invalid(m))), false)
-        }
-        Err(LaunchError::Crashed(m)) => {
-            (Reply::Ran(RunOutcome::empty(RunStatus::Crashed(m))), true)
-        }
+        Err(LaunchError::Invalid(m)) => (
+            Reply::Ran(RunOutcome::empty(RunStatus::Invalid(m.to_string()))),
+            false,
+        ),
+        Err(LaunchError::Crashed(m)) => (
+            Reply::Ran(RunOutcome::empty(RunStatus::Crashed(m.to_string()))),
+            true,
+        ),
     }
 }
 
@@ -49,7 +52,7 @@ pub(super) fn setup(
     let inv = LaunchError::Invalid;
     let func = launcher
         .function(&r.module)
-        .ok_or_else(|| inv(format!("module {} not loaded", r.module)))?;
+        .ok_or_else(|| inv(GpuError::Missing(format!("module {} not loaded", r.module))))?;
     let mut params: Vec<Vec<u8>> = Vec::new();
     for a in &r.args {
         match a {
@@ -76,7 +79,7 @@ pub(super) fn setup(
     })
 }
 
-pub(super) fn crashed(m: String) -> LaunchError {
+pub(super) fn crashed(m: GpuError) -> LaunchError {
     LaunchError::Crashed(m)
 }
 
@@ -123,8 +126,8 @@ pub(super) fn run(
             // warm-up: not a sample, but timed so a hopeless configuration can stop here
             let ms = launcher.launch(s.func, r.dims, &mut s.params, true)?;
             if policy.is_hopeless(&[ms], r.best) {
-                let mut stats =
-                    TimingStats::from_samples(&[ms]).ok_or_else(|| crashed("no samples".into()))?;
+                let mut stats = TimingStats::from_samples(&[ms])
+                    .ok_or_else(|| crashed(GpuError::Missing("no samples".into())))?;
                 stats.aborted_early = true;
                 outcome.timing = Some(stats);
                 return Ok(outcome);
@@ -132,7 +135,7 @@ pub(super) fn run(
         }
         // Every timed launch of a verifying (or reference) run starts from the outputs a checked launch
         // starts from: poisoned, or reset for those the kernel accumulates into (outside the timed
-        // events, see `crate::sampling`). A verifying run's last timed launch is then checked like the
+        // events, see `crate::check::sampling`). A verifying run's last timed launch is then checked like the
         // first, so no median rests on launches that did less than the verified work.
         // a reference run's last timed launch is checked against the expected values it just set: its
         // time is the default launch's, the baseline of every speed-up and share of peak
@@ -187,16 +190,16 @@ fn prepare_outputs(mem: &mut DeviceMemory, arrays: &[ArrayView]) -> Result<(), L
 fn compare_all(
     mem: &mut DeviceMemory,
     arrays: &[ArrayView],
-    outputs: &mut Vec<crate::verify::OutputReport>,
+    outputs: &mut Vec<crate::check::verify::OutputReport>,
     inputs_modified: &mut Vec<String>,
-) -> Result<Vec<crate::guard::GuardBreach>, LaunchError> {
+) -> Result<Vec<crate::check::guard::GuardBreach>, LaunchError> {
     for a in arrays {
         if a.is_output {
             let Some(e) = a.expected else {
-                return Err(LaunchError::Invalid(format!(
+                return Err(LaunchError::Invalid(GpuError::Missing(format!(
                     "no expected values for output {}: run the reference first",
                     a.name
-                )));
+                ))));
             };
             outputs.push(mem.compare_output(a, e).map_err(crashed)?);
         } else if !mem.input_unchanged(a).map_err(crashed)? {
@@ -254,7 +257,7 @@ fn check_timed(
     }
     let cap = r.timing.map_or(0, |p| p.late_check_launches);
     if cap > 0 && check.problems().is_empty() {
-        let launches = crate::late_check::launches_before(cap, stats.median_ms);
+        let launches = crate::check::late_check::launches_before(cap, stats.median_ms);
         check.late = Some(Box::new(late_check(mem, launcher, r, s, launches)?));
     }
     // later requests start from the original outputs
@@ -265,20 +268,20 @@ fn check_timed(
 }
 
 /// `launches` more launches as a program would make them (no preparation, untimed), then one with its
-/// outputs prepared, checked like the verifying launch (`crate::late_check`).
+/// outputs prepared, checked like the verifying launch (`crate::check::late_check`).
 fn late_check(
     mem: &mut DeviceMemory,
     launcher: &Launcher,
     r: &RunRequest,
     s: &mut Setup,
     launches: u32,
-) -> Result<crate::late_check::LateCheck, LaunchError> {
+) -> Result<crate::check::late_check::LateCheck, LaunchError> {
     for _ in 0..launches {
         launcher.launch(s.func, r.dims, &mut s.params, false)?;
     }
     prepare_outputs(mem, &s.arrays)?;
     launcher.launch(s.func, r.dims, &mut s.params, false)?;
-    let mut late = crate::late_check::LateCheck {
+    let mut late = crate::check::late_check::LateCheck {
         launches_before: launches,
         outputs: vec![],
         inputs_modified: vec![],
@@ -450,16 +453,17 @@ pub(super) fn record(
     outcome.occupancy = s.occupancy;
     let mut targets = Vec::new();
     for f in files {
-        let a = s
-            .arrays
-            .iter()
-            .find(|a| a.name == f.name)
-            .ok_or_else(|| inv(format!("no array `{}` in test {}", f.name, r.test)))?;
+        let a = s.arrays.iter().find(|a| a.name == f.name).ok_or_else(|| {
+            inv(GpuError::Missing(format!(
+                "no array `{}` in test {}",
+                f.name, r.test
+            )))
+        })?;
         if f.shape.iter().product::<u64>() != a.elements {
-            return Err(inv(format!(
+            return Err(inv(GpuError::Refused(format!(
                 "shape {:?} for `{}` does not hold its {} elements",
                 f.shape, f.name, a.elements
-            )));
+            ))));
         }
         targets.push((f, a.clone()));
     }

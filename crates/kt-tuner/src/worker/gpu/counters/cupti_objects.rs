@@ -7,9 +7,10 @@ use std::path::Path;
 use cudarc::cupti::sys;
 use cudarc::driver::sys::CUcontext;
 
+use super::error::CuptiError;
 use super::library::load_cupti;
 
-pub(super) fn check(what: &str, r: sys::CUptiResult) -> Result<(), String> {
+pub(super) fn check(what: &str, r: sys::CUptiResult) -> Result<(), CuptiError> {
     if r == sys::CUptiResult::CUPTI_SUCCESS {
         return Ok(());
     }
@@ -24,7 +25,10 @@ pub(super) fn check(what: &str, r: sys::CUptiResult) -> Result<(), String> {
             format!("{r:?}")
         }
     };
-    Err(format!("CUPTI {what}: {name}"))
+    Err(CuptiError::Call {
+        call: what.to_string(),
+        result: name,
+    })
 }
 
 /// Metric names as C strings, and the pointer array CUPTI reads them through.
@@ -34,10 +38,10 @@ pub(super) struct Names {
 }
 
 impl Names {
-    pub(super) fn new(metrics: &[&str]) -> Result<Names, String> {
+    pub(super) fn new(metrics: &[&str]) -> Result<Names, CuptiError> {
         let owned = metrics
             .iter()
-            .map(|m| CString::new(*m).map_err(|_| format!("metric name {m:?} contains a NUL")))
+            .map(|m| CString::new(*m).map_err(|_| CuptiError::MetricName(m.to_string())))
             .collect::<Result<Vec<_>, _>>()?;
         let ptrs = owned.iter().map(|c| c.as_ptr()).collect();
         Ok(Names {
@@ -53,7 +57,7 @@ pub(super) struct Host {
 }
 
 impl Host {
-    pub(super) fn new(chip: &CStr, availability: &[u8]) -> Result<Host, String> {
+    pub(super) fn new(chip: &CStr, availability: &[u8]) -> Result<Host, CuptiError> {
         // SAFETY: plain-data parameter struct; zero is every field's "unset".
         let mut p: sys::CUpti_Profiler_Host_Initialize_Params = unsafe { std::mem::zeroed() };
         p.structSize = sys::Profiler_Host_Initialize_Params_STRUCT_SIZE as usize;
@@ -69,7 +73,7 @@ impl Host {
         })
     }
 
-    pub(super) fn add(&self, names: &mut Names) -> Result<(), String> {
+    pub(super) fn add(&self, names: &mut Names) -> Result<(), CuptiError> {
         // SAFETY: as above.
         let mut p: sys::CUpti_Profiler_Host_ConfigAddMetrics_Params = unsafe { std::mem::zeroed() };
         p.structSize = sys::Profiler_Host_ConfigAddMetrics_Params_STRUCT_SIZE as usize;
@@ -82,7 +86,7 @@ impl Host {
         })
     }
 
-    pub(super) fn config_image(&self) -> Result<Vec<u8>, String> {
+    pub(super) fn config_image(&self) -> Result<Vec<u8>, CuptiError> {
         // SAFETY: as above.
         let mut size: sys::CUpti_Profiler_Host_GetConfigImageSize_Params =
             unsafe { std::mem::zeroed() };
@@ -110,7 +114,7 @@ impl Host {
         &self,
         counter_data: &[u8],
         names: &mut Names,
-    ) -> Result<Vec<f64>, String> {
+    ) -> Result<Vec<f64>, CuptiError> {
         let mut values = vec![0f64; names.ptrs.len()];
         // SAFETY: as above.
         let mut p: sys::CUpti_Profiler_Host_EvaluateToGpuValues_Params =
@@ -149,7 +153,7 @@ pub(super) struct RangeProfiler {
 }
 
 impl RangeProfiler {
-    pub(super) fn enable(ctx: CUcontext) -> Result<RangeProfiler, String> {
+    pub(super) fn enable(ctx: CUcontext) -> Result<RangeProfiler, CuptiError> {
         // SAFETY: as above.
         let mut p: sys::CUpti_RangeProfiler_Enable_Params = unsafe { std::mem::zeroed() };
         p.structSize = sys::RangeProfiler_Enable_Params_STRUCT_SIZE as usize;
@@ -163,7 +167,7 @@ impl RangeProfiler {
         })
     }
 
-    pub(super) fn counter_data(&self, names: &mut Names) -> Result<Vec<u8>, String> {
+    pub(super) fn counter_data(&self, names: &mut Names) -> Result<Vec<u8>, CuptiError> {
         // SAFETY: as above.
         let mut size: sys::CUpti_RangeProfiler_GetCounterDataSize_Params =
             unsafe { std::mem::zeroed() };
@@ -193,7 +197,11 @@ impl RangeProfiler {
         Ok(data)
     }
 
-    pub(super) fn set_config(&self, config: &[u8], counter_data: &mut [u8]) -> Result<(), String> {
+    pub(super) fn set_config(
+        &self,
+        config: &[u8],
+        counter_data: &mut [u8],
+    ) -> Result<(), CuptiError> {
         // SAFETY: as above.
         let mut p: sys::CUpti_RangeProfiler_SetConfig_Params = unsafe { std::mem::zeroed() };
         p.structSize = sys::RangeProfiler_SetConfig_Params_STRUCT_SIZE as usize;
@@ -217,7 +225,7 @@ impl RangeProfiler {
         })
     }
 
-    pub(super) fn start(&self) -> Result<(), String> {
+    pub(super) fn start(&self) -> Result<(), CuptiError> {
         // SAFETY: as above.
         let mut p: sys::CUpti_RangeProfiler_Start_Params = unsafe { std::mem::zeroed() };
         p.structSize = sys::RangeProfiler_Start_Params_STRUCT_SIZE as usize;
@@ -227,7 +235,7 @@ impl RangeProfiler {
     }
 
     /// Stops collecting; whether every pass was submitted.
-    pub(super) fn stop(&self) -> Result<bool, String> {
+    pub(super) fn stop(&self) -> Result<bool, CuptiError> {
         // SAFETY: as above.
         let mut p: sys::CUpti_RangeProfiler_Stop_Params = unsafe { std::mem::zeroed() };
         p.structSize = sys::RangeProfiler_Stop_Params_STRUCT_SIZE as usize;
@@ -237,7 +245,7 @@ impl RangeProfiler {
         Ok(p.isAllPassSubmitted != 0)
     }
 
-    pub(super) fn decode(&self) -> Result<(), String> {
+    pub(super) fn decode(&self) -> Result<(), CuptiError> {
         // SAFETY: as above.
         let mut p: sys::CUpti_RangeProfiler_DecodeData_Params = unsafe { std::mem::zeroed() };
         p.structSize = sys::RangeProfiler_DecodeData_Params_STRUCT_SIZE as usize;
@@ -247,10 +255,7 @@ impl RangeProfiler {
             sys::cuptiRangeProfilerDecodeData(&mut p)
         })?;
         if p.numOfRangeDropped > 0 {
-            return Err(format!(
-                "CUPTI dropped {} range(s): the counter data was too small",
-                p.numOfRangeDropped
-            ));
+            return Err(CuptiError::RangesDropped(p.numOfRangeDropped));
         }
         Ok(())
     }
@@ -271,7 +276,7 @@ impl Drop for RangeProfiler {
 pub(super) struct ProfilerSession;
 
 impl ProfilerSession {
-    pub(super) fn begin(library: &Path) -> Result<ProfilerSession, String> {
+    pub(super) fn begin(library: &Path) -> Result<ProfilerSession, CuptiError> {
         load_cupti(library)?;
         // SAFETY: as above.
         let mut p: sys::CUpti_Profiler_Initialize_Params = unsafe { std::mem::zeroed() };
@@ -294,7 +299,7 @@ impl Drop for ProfilerSession {
     }
 }
 
-pub(super) fn chip_name(ordinal: usize) -> Result<CString, String> {
+pub(super) fn chip_name(ordinal: usize) -> Result<CString, CuptiError> {
     // SAFETY: as above.
     let mut p: sys::CUpti_Device_GetChipName_Params = unsafe { std::mem::zeroed() };
     p.structSize = sys::Device_GetChipName_Params_STRUCT_SIZE as usize;
@@ -302,13 +307,13 @@ pub(super) fn chip_name(ordinal: usize) -> Result<CString, String> {
     // SAFETY: CUPTI points pChipName at a string it owns.
     check("chip name", unsafe { sys::cuptiDeviceGetChipName(&mut p) })?;
     if p.pChipName.is_null() {
-        return Err("CUPTI gave no chip name".into());
+        return Err(CuptiError::NoChipName);
     }
     // SAFETY: non-null, NUL-terminated, owned by CUPTI.
     Ok(unsafe { CStr::from_ptr(p.pChipName) }.to_owned())
 }
 
-pub(super) fn counter_availability(ctx: CUcontext) -> Result<Vec<u8>, String> {
+pub(super) fn counter_availability(ctx: CUcontext) -> Result<Vec<u8>, CuptiError> {
     // SAFETY: as above.
     let mut p: sys::CUpti_Profiler_GetCounterAvailability_Params = unsafe { std::mem::zeroed() };
     p.structSize = sys::Profiler_GetCounterAvailability_Params_STRUCT_SIZE as usize;
@@ -332,7 +337,7 @@ pub(super) fn known_metrics<'a>(
     chip: &CStr,
     availability: &[u8],
     metrics: &[&'a str],
-) -> Result<Vec<&'a str>, String> {
+) -> Result<Vec<&'a str>, CuptiError> {
     let host = Host::new(chip, availability)?;
     if host.add(&mut Names::new(metrics)?).is_ok() {
         return Ok(metrics.to_vec());

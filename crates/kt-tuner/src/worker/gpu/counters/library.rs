@@ -3,10 +3,12 @@
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
+use super::error::CuptiError;
+
 /// Where CUPTI's library is, found from the parent's environment (the worker's is filtered): the CUDA
 /// installations named by CUDA_HOME, CUDA_PATH or CUDA_ROOT, the loader's LD_LIBRARY_PATH, /usr/local/cuda
 /// and the distribution's library directory. The message says where it looked.
-pub fn find_cupti() -> Result<PathBuf, String> {
+pub fn find_cupti() -> Result<PathBuf, CuptiError> {
     let dirs = cupti_dirs();
     for dir in &dirs {
         for name in CUPTI_NAMES {
@@ -16,11 +18,9 @@ pub fn find_cupti() -> Result<PathBuf, String> {
             }
         }
     }
-    Err(format!(
-        "CUPTI (libcupti.so) was not found in {} directories (CUDA_HOME, CUDA_PATH, LD_LIBRARY_PATH, \
-         /usr/local/cuda); set CUDA_HOME to the CUDA toolkit that has extras/CUPTI",
-        dirs.len()
-    ))
+    Err(CuptiError::NotFound {
+        searched: dirs.len(),
+    })
 }
 
 const CUPTI_NAMES: [&str; 3] = ["libcupti.so.13", "libcupti.so.12", "libcupti.so"];
@@ -52,8 +52,8 @@ fn cupti_dirs() -> Vec<PathBuf> {
 
 /// Loads CUPTI from `path` once for the whole process (cudarc then finds it by its soname), with the
 /// Perfworks libraries beside it, so that no CUPTI call can fail for want of a library; kept until exit.
-pub(super) fn load_cupti(path: &Path) -> Result<(), String> {
-    static LOADED: OnceLock<Result<(), String>> = OnceLock::new();
+pub(super) fn load_cupti(path: &Path) -> Result<(), CuptiError> {
+    static LOADED: OnceLock<Result<(), CuptiError>> = OnceLock::new();
     LOADED
         .get_or_init(|| {
             if let Some(dir) = path.parent() {
@@ -68,8 +68,10 @@ pub(super) fn load_cupti(path: &Path) -> Result<(), String> {
                 }
             }
             // SAFETY: as above; CUPTI's initialisers only register themselves.
-            let lib = unsafe { libloading::Library::new(path) }
-                .map_err(|e| format!("CUPTI could not be loaded from {}: {e}", path.display()))?;
+            let lib = unsafe { libloading::Library::new(path) }.map_err(|e| CuptiError::Load {
+                path: path.to_path_buf(),
+                detail: e.to_string(),
+            })?;
             std::mem::forget(lib);
             Ok(())
         })

@@ -8,12 +8,14 @@
 //! and an L2 flushed of the kernel's data (`counted_run.rs`), so every pass sees what ncu's kernel replay with
 //! its default cache control would show. In reading order: `library.rs` finds and loads libcupti,
 //! `cupti_objects.rs` wraps CUPTI's objects (each checked call, each object released when dropped),
-//! `session.rs` keeps CUPTI started in the worker and collects a metric set over one launch.
+//! `session.rs` keeps CUPTI started in the worker and collects a metric set over one launch; `error.rs` names what can go wrong.
 
 mod cupti_objects;
+mod error;
 mod library;
 mod session;
 
+pub use error::CuptiError;
 pub use library::find_cupti;
 pub(crate) use session::CounterSession;
 

@@ -10,6 +10,7 @@ use super::Counters;
 use super::cupti_objects::{
     Host, Names, ProfilerSession, RangeProfiler, chip_name, counter_availability, known_metrics,
 };
+use super::error::CuptiError;
 
 /// A metric set turned into CUPTI's configuration for this chip (host-side work, done once per set).
 struct Prepared {
@@ -49,7 +50,11 @@ fn lap(phases: &mut Phases, what: &'static str, since: &mut std::time::Instant) 
 impl CounterSession {
     /// Loads CUPTI from `library` ([`find_cupti`]) and initialises its profiler for the context `ctx` of
     /// device `ordinal`.
-    pub fn start(library: &Path, ctx: CUcontext, ordinal: usize) -> Result<CounterSession, String> {
+    pub fn start(
+        library: &Path,
+        ctx: CUcontext,
+        ordinal: usize,
+    ) -> Result<CounterSession, CuptiError> {
         let profiler = ProfilerSession::begin(library)?;
         Ok(CounterSession {
             _profiler: profiler,
@@ -66,17 +71,17 @@ impl CounterSession {
         ctx: std::sync::Arc<cudarc::driver::CudaContext>,
         ordinal: usize,
         metrics: Vec<String>,
-    ) -> std::thread::JoinHandle<Result<CounterSession, String>> {
+    ) -> std::thread::JoinHandle<Result<CounterSession, CuptiError>> {
         std::thread::spawn(move || {
             ctx.bind_to_thread()
-                .map_err(|e| format!("binding the context: {e}"))?;
+                .map_err(|e| CuptiError::BindContext(e.to_string()))?;
             let mut session = CounterSession::start(&library, ctx.cu_ctx(), ordinal)?;
             session.prepare(&crate::worker::gpu::launch_facts::counted_metrics(&metrics))?;
             Ok(session)
         })
     }
 
-    fn prepare(&mut self, metrics: &[&str]) -> Result<&Prepared, String> {
+    fn prepare(&mut self, metrics: &[&str]) -> Result<&Prepared, CuptiError> {
         let index = match self
             .prepared
             .iter()
@@ -110,7 +115,7 @@ impl CounterSession {
         metrics: &[&str],
         mut pass: impl FnMut() -> Result<(), E>,
         phases: &mut Phases,
-    ) -> Result<Counters, String> {
+    ) -> Result<Counters, CuptiError> {
         let mut since = std::time::Instant::now();
         let prepared = self.prepare(metrics)?;
         lap(phases, "configuration", &mut since);
@@ -133,7 +138,7 @@ impl CounterSession {
             profiler.start()?;
             split[0] += t.elapsed().as_secs_f64() * 1e3;
             let t = std::time::Instant::now();
-            let launched = pass().map_err(|e| e.to_string());
+            let launched = pass().map_err(|e| CuptiError::Pass(e.to_string()));
             split[1] += t.elapsed().as_secs_f64() * 1e3;
             let t = std::time::Instant::now();
             let all_passes = profiler.stop()?;
@@ -144,9 +149,7 @@ impl CounterSession {
                 break;
             }
             if submitted > MAX_PASSES {
-                return Err(format!(
-                    "CUPTI asked for more than {MAX_PASSES} replays of one launch"
-                ));
+                return Err(CuptiError::TooManyPasses(MAX_PASSES));
             }
         }
         lap(phases, "replays", &mut since);

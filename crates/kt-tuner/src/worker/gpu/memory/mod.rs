@@ -2,22 +2,23 @@
 //! runs on, a pristine copy to reset it from, and the expected outputs. Inputs are uploaded from .npy files
 //! or generated on the GPU by kt's utility kernels (fill), outputs are poisoned before a verifying run,
 //! compared on the GPU (only a few result words come back) and streamed to .npy files in chunks. The
-//! working copy sits between guard regions (see `crate::guard`): filled with a pattern at upload and read
+//! working copy sits between guard regions (see `crate::check::guard`): filled with a pattern at upload and read
 //! back after every verifying launch. Putting a test on the GPU is `upload`.
 
 use std::collections::HashMap;
 use std::ffi::{CString, c_void};
 
+use cudarc::driver::result;
 use cudarc::driver::sys;
-use cudarc::driver::{DriverError, result};
 
-use crate::args::{ArrayArg, Distribution};
-use crate::device_kernels::{
+use crate::check::guard::{GUARD_BYTES, GUARD_PATTERN, GuardBreach, GuardedLayout, Side};
+use crate::check::sum_floor::SumFloor;
+use crate::check::verify::{Mismatch, OutputReport, Tolerance, poison_bits};
+use crate::compile::device_kernels::{
     self as dk, CMP_FIRST, CMP_MAX_ABS, CMP_MAX_REL, CMP_MISMATCHES, CMP_POISON, CMP_WORDS,
 };
-use crate::guard::{GUARD_BYTES, GUARD_PATTERN, GuardBreach, GuardedLayout, Side};
-use crate::sum_floor::SumFloor;
-use crate::verify::{Mismatch, OutputReport, Tolerance, poison_bits};
+use crate::model::args::{ArrayArg, Distribution};
+use crate::worker::gpu::error::GpuError;
 
 mod reupload;
 mod upload;
@@ -32,9 +33,7 @@ pub(super) type Ptr = sys::CUdeviceptr;
 /// The default stream: every launch and copy of the worker is ordered on it.
 pub(super) const STREAM: sys::CUstream = std::ptr::null_mut();
 
-pub(super) fn cuda(context: &str, e: DriverError) -> String {
-    format!("{context}: {:?}", e.0)
-}
+pub(super) use crate::worker::gpu::error::cuda;
 
 struct DevArray {
     meta: ArrayArg,
@@ -52,7 +51,7 @@ struct DevArray {
     poison: bool,
     /// How many elements `expected` holds (fewer than allocated when the size depends on the launch).
     expected_elements: u64,
-    /// RMS of the expected values, for an output whose elements are sums (see `crate::sum_floor`).
+    /// RMS of the expected values, for an output whose elements are sums (see `crate::check::sum_floor`).
     expected_rms: Option<f64>,
 }
 
@@ -122,7 +121,7 @@ pub(super) struct DeviceMemory {
 
 impl DeviceMemory {
     /// Allocates the compare buffer in the current context.
-    pub fn init(&mut self, sm_count: i32) -> Result<(), String> {
+    pub fn init(&mut self, sm_count: i32) -> Result<(), GpuError> {
         // SAFETY: plain allocation in the current context.
         self.cmp = unsafe { result::malloc_sync(CMP_WORDS * 8) }
             .map_err(|e| cuda("allocating the compare buffer", e))?;
@@ -130,7 +129,7 @@ impl DeviceMemory {
         Ok(())
     }
 
-    pub fn load_utilities(&mut self, cubin: &[u8]) -> Result<(), String> {
+    pub fn load_utilities(&mut self, cubin: &[u8]) -> Result<(), GpuError> {
         let mut image = cubin.to_vec();
         image.push(0);
         // SAFETY: a CUBIN image produced by NVRTC for this device.
@@ -140,11 +139,11 @@ impl DeviceMemory {
         Ok(())
     }
 
-    fn util_fn(&mut self, name: &str) -> Result<sys::CUfunction, String> {
+    fn util_fn(&mut self, name: &str) -> Result<sys::CUfunction, GpuError> {
         if let Some(f) = self.util_funcs.get(name) {
             return Ok(*f);
         }
-        let c = CString::new(name).map_err(|e| e.to_string())?;
+        let c = CString::new(name).map_err(|e| GpuError::Refused(e.to_string()))?;
         for m in self.util.iter().rev() {
             // SAFETY: module is loaded.
             if let Ok(f) = unsafe { result::module::get_function(*m, c.clone()) } {
@@ -152,19 +151,21 @@ impl DeviceMemory {
                 return Ok(f);
             }
         }
-        Err(format!("utility kernel {name} not loaded"))
+        Err(GpuError::Missing(format!(
+            "utility kernel {name} not loaded"
+        )))
     }
 
     /// One of kt's utility kernels, for a caller outside this module (the FP32 rate).
     pub(in crate::worker::gpu) fn utility(
         &mut self,
         name: &str,
-    ) -> Result<sys::CUfunction, String> {
+    ) -> Result<sys::CUfunction, GpuError> {
         self.util_fn(name)
     }
 
     /// Launches a utility kernel over `n` elements with a grid-stride loop.
-    fn util_launch(&mut self, name: &str, n: u64, params: &mut [Vec<u8>]) -> Result<(), String> {
+    fn util_launch(&mut self, name: &str, n: u64, params: &mut [Vec<u8>]) -> Result<(), GpuError> {
         let f = self.util_fn(name)?;
         let sms = if self.sm_count > 0 { self.sm_count } else { 80 } as u64;
         let blocks = n.div_ceil(256).clamp(1, sms * 16) as u32;
@@ -183,7 +184,7 @@ impl DeviceMemory {
         a: &ArrayArg,
         dist: &Distribution,
         seed: u64,
-    ) -> Result<(), String> {
+    ) -> Result<(), GpuError> {
         let (code, x, y) = match dist {
             Distribution::Randn => (dk::DIST_RANDN, 0.0, 0.0),
             Distribution::Rand => (dk::DIST_RAND, 0.0, 0.0),
@@ -208,7 +209,7 @@ impl DeviceMemory {
 
     /// The guard bytes around an array that no longer hold the pattern (each side restored for the next
     /// launch). A few hundred bytes per array come back: cheap beside the launch it checks.
-    pub fn check_guards(&self, a: &ArrayView) -> Result<Vec<GuardBreach>, String> {
+    pub fn check_guards(&self, a: &ArrayView) -> Result<Vec<GuardBreach>, GpuError> {
         let mut breaches = Vec::new();
         for (side, ptr, bytes) in [
             (Side::Before, a.guards.before, GUARD_BYTES),
@@ -218,7 +219,7 @@ impl DeviceMemory {
             // SAFETY: the guard lies inside the array's allocation (see `alloc_guarded`).
             unsafe { result::memcpy_dtoh_sync(&mut host, ptr) }
                 .map_err(|e| cuda("reading a guard region", e))?;
-            if let Some(b) = crate::guard::check(&a.name, side, &host) {
+            if let Some(b) = crate::check::guard::check(&a.name, side, &host) {
                 breaches.push(b);
                 fill_guard(ptr, bytes as usize)?;
             }
@@ -227,7 +228,7 @@ impl DeviceMemory {
     }
 
     /// Every guard breach of a run's arrays.
-    pub fn check_all_guards(&self, arrays: &[ArrayView]) -> Result<Vec<GuardBreach>, String> {
+    pub fn check_all_guards(&self, arrays: &[ArrayView]) -> Result<Vec<GuardBreach>, GpuError> {
         let mut all = Vec::new();
         for a in arrays {
             all.extend(self.check_guards(a)?);
@@ -236,7 +237,7 @@ impl DeviceMemory {
     }
 
     /// Fills an array with the poison pattern of its dtype.
-    pub fn poison(&mut self, ptr: Ptr, dtype: DType, n: u64) -> Result<(), String> {
+    pub fn poison(&mut self, ptr: Ptr, dtype: DType, n: u64) -> Result<(), GpuError> {
         let mut p = vec![
             ptr.to_le_bytes().to_vec(),
             n.to_le_bytes().to_vec(),
@@ -258,7 +259,7 @@ impl DeviceMemory {
         n: u64,
         tol: Tolerance,
         same_bits_agree: bool,
-    ) -> Result<OutputReport, String> {
+    ) -> Result<OutputReport, GpuError> {
         let init: [u64; CMP_WORDS] = [0, u64::MAX, 0, 0, 0];
         // SAFETY: cmp holds CMP_WORDS u64.
         unsafe { result::memcpy_htod_sync(self.cmp, &init) }
@@ -304,7 +305,11 @@ impl DeviceMemory {
     }
 
     /// Compares an output with `expected` under its own tolerance.
-    pub fn compare_output(&mut self, a: &ArrayView, expected: Ptr) -> Result<OutputReport, String> {
+    pub fn compare_output(
+        &mut self,
+        a: &ArrayView,
+        expected: Ptr,
+    ) -> Result<OutputReport, GpuError> {
         // never past the expected values (a reference at another launch may have produced fewer)
         let n = a.elements.min(a.expected_elements);
         let mut r = self.compare(&a.name, a.work, expected, a.dtype, n, a.tolerance, false)?;
@@ -313,7 +318,7 @@ impl DeviceMemory {
     }
 
     /// RMS of the finite values of `n` elements at `ptr`; None for integers or when none is finite.
-    pub fn rms(&mut self, ptr: Ptr, dtype: DType, n: u64) -> Result<Option<f64>, String> {
+    pub fn rms(&mut self, ptr: Ptr, dtype: DType, n: u64) -> Result<Option<f64>, GpuError> {
         if !dtype.is_float() || n == 0 {
             return Ok(None);
         }
@@ -340,7 +345,7 @@ impl DeviceMemory {
         ptr: Ptr,
         a: &ArrayArg,
         n: u64,
-    ) -> Result<Option<f64>, String> {
+    ) -> Result<Option<f64>, GpuError> {
         if tol.is_none_or(|t| t.terms.is_none()) {
             return Ok(None);
         }
@@ -348,7 +353,7 @@ impl DeviceMemory {
     }
 
     /// Whether an input came out of a run byte for byte as it went in; a changed one is reset.
-    pub fn input_unchanged(&mut self, a: &ArrayView) -> Result<bool, String> {
+    pub fn input_unchanged(&mut self, a: &ArrayView) -> Result<bool, GpuError> {
         let same = self.same_bytes(&a.name, a.work, a.pristine, a.bytes() as u64)?;
         if !same {
             // later configurations must see the original inputs
@@ -359,12 +364,12 @@ impl DeviceMemory {
 
     /// Whether an output's values `got` are its initial contents byte for byte (a launch that left it as
     /// it found it).
-    pub fn is_initial(&mut self, a: &ArrayView, got: Ptr) -> Result<bool, String> {
+    pub fn is_initial(&mut self, a: &ArrayView, got: Ptr) -> Result<bool, GpuError> {
         self.same_bytes(&a.name, got, a.pristine, a.bytes() as u64)
     }
 
     /// Whether every element of an output's working copy is a number (no NaN, no poison).
-    pub fn all_numbers(&mut self, a: &ArrayView) -> Result<bool, String> {
+    pub fn all_numbers(&mut self, a: &ArrayView) -> Result<bool, GpuError> {
         let any = Tolerance {
             rtol: 0.0,
             atol: f64::INFINITY,
@@ -376,7 +381,7 @@ impl DeviceMemory {
     }
 
     /// Whether two buffers of `bytes` hold the same bytes.
-    fn same_bytes(&mut self, name: &str, a: Ptr, b: Ptr, bytes: u64) -> Result<bool, String> {
+    fn same_bytes(&mut self, name: &str, a: Ptr, b: Ptr, bytes: u64) -> Result<bool, GpuError> {
         // widest word that divides the size: far fewer elements than comparing byte by byte
         let (word, words) = if bytes.is_multiple_of(8) {
             (DType::Uint64, bytes / 8)
@@ -397,7 +402,7 @@ impl DeviceMemory {
     }
 
     /// One element as f64, and whether it is the poison pattern.
-    fn element(&self, ptr: Ptr, dtype: DType, i: u64) -> Result<(f64, bool), String> {
+    fn element(&self, ptr: Ptr, dtype: DType, i: u64) -> Result<(f64, bool), GpuError> {
         let size = dtype.size();
         let mut b = [0u8; 8];
         // SAFETY: index is inside the array (the compare kernel found it there).
@@ -408,24 +413,24 @@ impl DeviceMemory {
     }
 
     /// The working copy of an array, for a launch's arguments.
-    pub fn working(&self, test: &str, name: &str) -> Result<Ptr, String> {
+    pub fn working(&self, test: &str, name: &str) -> Result<Ptr, GpuError> {
         let t = self
             .tests
             .get(test)
-            .ok_or_else(|| format!("test {test} not uploaded"))?;
+            .ok_or_else(|| GpuError::Missing(format!("test {test} not uploaded")))?;
         t.arrays
             .iter()
             .find(|x| x.meta.name == name)
             .map(|d| d.work)
-            .ok_or_else(|| format!("no array `{name}` in test {test}"))
+            .ok_or_else(|| GpuError::Missing(format!("no array `{name}` in test {test}")))
     }
 
     /// Every array of a test, in parameter order.
-    pub fn views(&self, test: &str) -> Result<Vec<ArrayView>, String> {
+    pub fn views(&self, test: &str) -> Result<Vec<ArrayView>, GpuError> {
         let t = self
             .tests
             .get(test)
-            .ok_or_else(|| format!("test {test} not uploaded"))?;
+            .ok_or_else(|| GpuError::Missing(format!("test {test} not uploaded")))?;
         Ok(t.arrays
             .iter()
             .map(|a| {
@@ -466,7 +471,7 @@ impl DeviceMemory {
         expected: &HashMap<String, Ptr>,
         poisonable: &[String],
         run: &[ArrayView],
-    ) -> Result<(), String> {
+    ) -> Result<(), GpuError> {
         let Some(t) = self.tests.remove(test) else {
             return Ok(());
         };
@@ -498,14 +503,14 @@ impl DeviceMemory {
 }
 
 /// A device allocation of `bytes`; `what` names it in the error.
-pub(super) fn alloc(bytes: usize, what: &str) -> Result<Ptr, String> {
+pub(super) fn alloc(bytes: usize, what: &str) -> Result<Ptr, GpuError> {
     // SAFETY: plain allocation in the current context.
     unsafe { result::malloc_sync(bytes) }.map_err(|e| cuda(what, e))
 }
 
 /// An allocation with guard regions around `bytes`, the guards filled with the pattern: (the allocation
 /// to free, the 256-byte aligned interior pointer the kernel gets).
-pub(super) fn alloc_guarded(bytes: usize, what: &str) -> Result<(Ptr, Ptr), String> {
+pub(super) fn alloc_guarded(bytes: usize, what: &str) -> Result<(Ptr, Ptr), GpuError> {
     let layout = GuardedLayout::new(bytes as u64);
     let base = alloc(layout.total() as usize, what)?;
     // the array's own bytes are overwritten by the upload; filling all of it is one call
@@ -517,7 +522,7 @@ pub(super) fn alloc_guarded(bytes: usize, what: &str) -> Result<(Ptr, Ptr), Stri
 }
 
 /// Writes the guard pattern over `bytes` at `ptr`.
-fn fill_guard(ptr: Ptr, bytes: usize) -> Result<(), String> {
+fn fill_guard(ptr: Ptr, bytes: usize) -> Result<(), GpuError> {
     // SAFETY: the caller's range lies inside one allocation.
     unsafe { result::memset_d8_sync(ptr, GUARD_PATTERN, bytes) }
         .map_err(|e| cuda("filling a guard region", e))
@@ -531,7 +536,7 @@ pub(super) fn free(p: Ptr) {
 
 /// A new device copy of an array's working contents (allocated at the array's full size, so a later
 /// run with a larger extent never reads past it).
-pub(super) fn copy_of(a: &ArrayView, what: &str) -> Result<Ptr, String> {
+pub(super) fn copy_of(a: &ArrayView, what: &str) -> Result<Ptr, GpuError> {
     let p = alloc((a.capacity as usize * a.dtype.size()).max(1), what)?;
     // SAFETY: p holds the capacity, work at least the bytes of this run's extent.
     unsafe { result::memcpy_dtod_sync(p, a.work, a.bytes().max(1)) }
@@ -540,13 +545,13 @@ pub(super) fn copy_of(a: &ArrayView, what: &str) -> Result<Ptr, String> {
 }
 
 /// Resets an array's working copy from its pristine copy.
-pub(super) fn reset(a: &ArrayView) -> Result<(), String> {
+pub(super) fn reset(a: &ArrayView) -> Result<(), GpuError> {
     // SAFETY: same-size device buffers.
     unsafe { result::memcpy_dtod_sync(a.work, a.pristine, a.bytes()) }.map_err(|e| cuda("reset", e))
 }
 
 /// Resets every output of a test to its initial contents.
-pub(super) fn reset_outputs(arrays: &[ArrayView]) -> Result<(), String> {
+pub(super) fn reset_outputs(arrays: &[ArrayView]) -> Result<(), GpuError> {
     arrays.iter().filter(|a| a.is_output).try_for_each(reset)
 }
 
@@ -557,10 +562,10 @@ pub(super) fn write_npy_from_device(
     shape: &[u64],
     src: Ptr,
     bytes: usize,
-) -> Result<(), String> {
+) -> Result<(), GpuError> {
     use std::io::Write;
     const CHUNK: usize = 64 << 20;
-    let io = |e: std::io::Error| format!("writing {}: {e}", path.display());
+    let io = |e: std::io::Error| GpuError::Io(format!("writing {}: {e}", path.display()));
     let file = std::fs::File::create(path).map_err(io)?;
     let mut w = std::io::BufWriter::new(file);
     w.write_all(&kt_record::tests_format::npy::header(dtype, shape))

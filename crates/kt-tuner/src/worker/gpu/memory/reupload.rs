@@ -4,9 +4,9 @@
 //! per tuning; an input whose source is the same, and whose file has not changed since it was read, keeps its
 //! copy on the GPU.
 
-use crate::args::ArrayArg;
+use crate::model::args::ArrayArg;
 
-pub(super) use crate::source_stamp::{Stamp, stamp};
+pub(super) use crate::compile::source_stamp::{Stamp, stamp};
 
 /// Whether an array uploaded as `old` (its source then `old_stamp`) holds the input `new` asks for: the same
 /// name, type, size and source, unchanged since. What it is expected to hold afterwards may differ.
@@ -44,7 +44,7 @@ pub(super) fn same_expected(
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use crate::args::{ArraySource, Distribution};
+    use crate::model::args::{ArraySource, Distribution};
     use kt_record::DType;
 
     fn array(source: ArraySource, expected: Option<ArraySource>) -> ArrayArg {

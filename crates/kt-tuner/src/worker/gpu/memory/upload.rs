@@ -11,13 +11,14 @@ use super::{
     DevArray, DevTest, DeviceMemory, Ptr, UPLOAD_PIECE, alloc, alloc_guarded, cuda, fill_guard,
     free,
 };
-use crate::args::{ArrayArg, ArraySource, KernelTest};
-use crate::guard::GuardedLayout;
+use crate::check::guard::GuardedLayout;
+use crate::model::args::{ArrayArg, ArraySource, KernelTest};
+use crate::worker::gpu::error::GpuError;
 
 impl DeviceMemory {
     /// Puts a test's arrays on the GPU, replacing an earlier upload of the same test: an input it already
     /// holds from an unchanged source stays (`reupload`), everything else is read again.
-    pub fn upload(&mut self, test: KernelTest) -> Result<(), String> {
+    pub fn upload(&mut self, test: KernelTest) -> Result<(), GpuError> {
         let mut earlier = self
             .tests
             .remove(&test.id)
@@ -47,7 +48,7 @@ impl DeviceMemory {
         test: &KernelTest,
         earlier: &mut Vec<DevArray>,
         arrays: &mut Vec<DevArray>,
-    ) -> Result<(), String> {
+    ) -> Result<(), GpuError> {
         for a in test.arrays() {
             let bytes = (a.bytes() as usize).max(1);
             let mut d = self.input_array(a, earlier)?;
@@ -64,7 +65,9 @@ impl DeviceMemory {
             d.meta = a.clone();
             d.expected_stamp = expected_stamp;
             arrays.push(d);
-            let d = arrays.last_mut().ok_or("the array just made is gone")?;
+            let d = arrays
+                .last_mut()
+                .ok_or_else(|| GpuError::Missing("the array just made is gone".into()))?;
             if let (None, Some(exp)) = (d.expected, &a.expected) {
                 let e = alloc(bytes, "allocating expected")?;
                 d.expected = Some(e);
@@ -87,7 +90,7 @@ impl DeviceMemory {
         &mut self,
         a: &ArrayArg,
         earlier: &mut Vec<DevArray>,
-    ) -> Result<DevArray, String> {
+    ) -> Result<DevArray, GpuError> {
         let bytes = (a.bytes() as usize).max(1);
         let input_stamp = reupload::stamp(&a.source);
         let same = earlier.iter().position(|d| {
@@ -134,13 +137,13 @@ impl DeviceMemory {
         Ok(d)
     }
 
-    fn upload_source(&mut self, ptr: Ptr, a: &ArrayArg, src: &ArraySource) -> Result<(), String> {
+    fn upload_source(&mut self, ptr: Ptr, a: &ArrayArg, src: &ArraySource) -> Result<(), GpuError> {
         match src {
             ArraySource::Npy { path, offset } => {
-                let mut f =
-                    std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+                let mut f = std::fs::File::open(path)
+                    .map_err(|e| GpuError::Io(format!("{}: {e}", path.display())))?;
                 f.seek(SeekFrom::Start(*offset))
-                    .map_err(|e| format!("{}: {e}", path.display()))?;
+                    .map_err(|e| GpuError::Io(format!("{}: {e}", path.display())))?;
                 // In pieces through one small buffer: a buffer the size of a large array would be
                 // zeroed and page-faulted in first, which takes longer than reading and copying it.
                 let total = a.bytes() as usize;
@@ -149,10 +152,10 @@ impl DeviceMemory {
                 while done < total {
                     let piece = &mut buf[..(total - done).min(UPLOAD_PIECE)];
                     f.read_exact(piece).map_err(|e| {
-                        format!(
+                        GpuError::Io(format!(
                             "{}: {e} (file shorter than its header says?)",
                             path.display()
-                        )
+                        ))
                     })?;
                     // SAFETY: ptr holds a.bytes() bytes; this piece ends at or before its end.
                     unsafe { result::memcpy_htod_sync(ptr + done as u64, piece) }
