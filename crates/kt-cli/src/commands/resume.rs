@@ -220,7 +220,7 @@ pub(crate) fn execute(
             &meta,
             (&client, &config),
             &prompts,
-            &args,
+            args,
         )?)
     };
     if earlier.is_none() {
