@@ -157,19 +157,17 @@ fn one_flag_means_one_thing_and_the_old_spellings_still_work() {
         );
         assert!(stdout.contains("strategy: random"), "{stdout}");
     }
-    // a tests directory, under its new name and its old one
-    for flag in ["--tests-dir", "--tests"] {
-        let (out, _home) = run(&[
-            "tune",
-            "naive-kernels/vectorAdd.cu",
-            flag,
-            "/nonexistent-tests",
-            "--dry-run",
-        ]);
-        let err = text(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{flag}: {err}");
-        assert!(err.contains("/nonexistent-tests"), "{flag}: {err}");
-    }
+    // a tests directory is --tests-dir
+    let (out, _home) = run(&[
+        "tune",
+        "naive-kernels/vectorAdd.cu",
+        "--tests-dir",
+        "/nonexistent-tests",
+        "--dry-run",
+    ]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("/nonexistent-tests"), "{err}");
     let (out, _home) = run(&[
         "verify",
         "naive-kernels/vectorAdd.cu",
@@ -375,4 +373,94 @@ fn a_transform_dry_run_refuses_a_sidecar_that_does_not_fit_the_kernel_as_tune_do
         );
         assert!(err.contains("sidecar"), "{what}: {err}");
     }
+}
+
+/// Issue 49: `--tests N` is how many tests on every command (the README's promise); a directory given to it
+/// is refused with the flag that reads one.
+#[test]
+fn tests_n_is_a_count_on_tune_verify_transform_and_testgen_and_a_directory_names_tests_dir() {
+    let (out, _home) = run(&[
+        "tune",
+        "naive-kernels/vectorAdd.cu",
+        "--tests",
+        "2",
+        "--dry-run",
+    ]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(stdout.contains("tests: 2 "), "{stdout}");
+    let (out, _home) = run(&[
+        "verify",
+        "naive-kernels/vectorAdd.cu",
+        "naive-kernels/vectorAdd.cu",
+        "--tests",
+        "2",
+        "--dry-run",
+    ]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(stdout.contains("gen1, gen2; odd"), "{stdout}");
+    for command in [
+        &["tune", "naive-kernels/vectorAdd.cu", "--dry-run"][..],
+        &[
+            "verify",
+            "naive-kernels/vectorAdd.cu",
+            "naive-kernels/vectorAdd.cu",
+            "--dry-run",
+        ],
+        &["transform", "naive-kernels/vectorAdd.cu", "--dry-run"],
+        // kt testgen has no dry run: the value is refused before anything runs
+        &["testgen", "naive-kernels/vectorAdd.cu"],
+    ] {
+        let (out, _home) = run(&[command, &["--tests", "kt-runs/R/tests"]].concat());
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{command:?}: {err}");
+        assert!(
+            err.contains("how many tests") && err.contains("--tests-dir kt-runs/R/tests"),
+            "{command:?}: {err}"
+        );
+    }
+}
+
+/// Issue 49: an experiment's dry run checks that the API key variables its models read are set (a sweep of
+/// cells that all fail at their first LLM call is refused before it starts), and never prints a key.
+#[test]
+fn an_experiment_dry_run_names_an_unset_api_key_variable_and_never_prints_a_key() {
+    const KEYS: [&str; 4] = [
+        "OPENAI_API_KEY",
+        "GEMINI_API_KEY",
+        "DEEPSEEK_API_KEY",
+        "TOGETHER_API_KEY",
+    ];
+    let home = tempfile::tempdir().unwrap();
+    let dry_run = |set: &[&str]| {
+        let mut cmd = support::kt_command(home.path());
+        cmd.args(["experiment", "run", "experiments/thesis.toml", "--dry-run"]);
+        for key in KEYS {
+            cmd.env_remove(key);
+        }
+        for key in set {
+            cmd.env(key, "sk-kt-test-secret-49");
+        }
+        support::output(&mut cmd)
+    };
+    let out = dry_run(&KEYS[1..]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("OPENAI_API_KEY") && err.contains("export"),
+        "{err}"
+    );
+    let out = dry_run(&KEYS[..3]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("$TOGETHER_API_KEY"), "{err}");
+    let out = dry_run(&KEYS);
+    let (stdout, err) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(stdout.contains("API key variables checked"), "{stdout}");
+    assert!(
+        !stdout.contains("sk-kt-test-secret-49") && !err.contains("sk-kt-test-secret-49"),
+        "{stdout}{err}"
+    );
 }

@@ -212,3 +212,128 @@ fn transform_with_json_prints_the_result_when_it_stops_for_want_of_a_gpu() {
         .unwrap_or_else(|e| panic!("not JSON ({e}): {}", text(&out.stdout)));
     assert_eq!(result["needs_gpu"], true, "{result}");
 }
+
+/// A kernel with a header of its own in `repo/inc`, transformed (scripted answers in `repo`) until it stops for
+/// want of a GPU; the run is under `repo/runs`.
+fn stopped_run_with_a_header(repo: &Path) -> std::path::PathBuf {
+    std::fs::create_dir_all(repo.join("inc")).unwrap();
+    std::fs::write(
+        repo.join("inc/add.cuh"),
+        "__device__ inline float add(float x, float y) { return x + y; }\n",
+    )
+    .unwrap();
+    std::fs::write(
+        repo.join("k.cu"),
+        "#include \"add.cuh\"\n__global__ void vectorAdd(const float* a, const float* b, float* c, int n)\n{\n    \
+         int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i < n) {\n        c[i] = add(a[i], b[i]);\n    }\n}\n",
+    )
+    .unwrap();
+    std::fs::copy(
+        support::root().join("experiments/scripted/vectorAdd.toml"),
+        repo.join("answers.toml"),
+    )
+    .unwrap();
+    let path = |p: &str| repo.join(p).to_str().unwrap().to_string();
+    let out = kt(
+        repo,
+        &[
+            "transform",
+            &path("k.cu"),
+            "--include",
+            &path("inc"),
+            "--tests",
+            "1",
+            "--llm",
+            &format!("scripted:{}", path("answers.toml")),
+            "--out",
+            &path("runs"),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    only_entry(&repo.join("runs"))
+}
+
+/// `kt resume RUN` run from `cwd`, with `extra` arguments.
+fn resume_from(cwd: &Path, home: &Path, run: &Path, extra: &[&str]) -> std::process::Output {
+    let mut cmd = kt_command(home);
+    cmd.current_dir(cwd)
+        .env("KT_PROMPTS_DIR", support::root().join("prompts"))
+        .args(["resume", run.to_str().unwrap()])
+        .args(extra);
+    output(&mut cmd)
+}
+
+/// Issue 49: run.json records the kernel file, its header directories and the answer file as absolute paths
+/// of the clone the run was made in. Moved with its repository to another path, the run resumes from the
+/// repository's root there; from anywhere else it says which flag names the headers, and with it resumes.
+#[test]
+fn a_run_moved_with_its_repository_finds_its_kernel_and_headers_or_names_include() {
+    require_no_gpu();
+    let home = tempfile::tempdir().unwrap();
+    let old = home.path().join("clone-a");
+    let run = stopped_run_with_a_header(&old);
+    let meta = read_json(&run.join("run.json"));
+    assert!(
+        meta["settings"]["include_dirs"]
+            .to_string()
+            .contains("clone-a/inc"),
+        "{meta}"
+    );
+    let new = home.path().join("elsewhere/clone-b");
+    std::fs::create_dir_all(new.parent().unwrap()).unwrap();
+    std::fs::rename(&old, &new).unwrap();
+    let run = new.join("runs").join(run.file_name().unwrap());
+
+    // from anywhere but the repository's root: the headers are nowhere, and the error names --include
+    let lost = resume_from(
+        home.path(),
+        home.path(),
+        &run,
+        &[
+            "--llm",
+            &format!("scripted:{}", new.join("answers.toml").display()),
+        ],
+    );
+    let stderr = text(&lost.stderr);
+    assert_eq!(lost.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("clone-a/inc") && stderr.contains("--include DIR"),
+        "{stderr}"
+    );
+
+    // from the repository's root at its new path: kernel, headers and answers are found there
+    let resumed = resume_from(&new, home.path(), &run, &[]);
+    let stderr = text(&resumed.stderr);
+    assert_eq!(resumed.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("a CUDA GPU is needed"), "{stderr}");
+    assert!(
+        stderr.contains("header directory") && stderr.contains("clone-b/inc"),
+        "{stderr}"
+    );
+    let meta = read_json(&run.join("run.json"));
+    assert!(
+        meta["settings"]["include_dirs"]
+            .to_string()
+            .contains("clone-b/inc"),
+        "run.json points at this clone: {meta}"
+    );
+
+    // moved again: --include names the headers outright
+    let third = home.path().join("clone-c");
+    std::fs::rename(&new, &third).unwrap();
+    let run = third.join("runs").join(run.file_name().unwrap());
+    let named = resume_from(
+        home.path(),
+        home.path(),
+        &run,
+        &[
+            "--include",
+            third.join("inc").to_str().unwrap(),
+            "--llm",
+            &format!("scripted:{}", third.join("answers.toml").display()),
+        ],
+    );
+    let stderr = text(&named.stderr);
+    assert_eq!(named.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("a CUDA GPU is needed"), "{stderr}");
+}

@@ -102,8 +102,8 @@ def main():
         kt_times["matmul"] = {f"block_size_x={r['block_size_x']} block_size_y={r['block_size_y']}": r["time"] for r in res}
         rows.append(("matmul 4096^3, 27 cfg", "Kernel Tuner 1.5", wall, f"block_size_x={best['block_size_x']} block_size_y={best['block_size_y']}", best["time"], f"{len(res)} configs; time = KT mean of 7"))
     cache = work / "cache-mm"
-    for label, extra in [("kt (npy tests, cold)", ["--tests", str(mm_tests), "--cache-dir", str(cache)]),
-                         ("kt (npy tests, warm module cache)", ["--tests", str(mm_tests), "--cache-dir", str(cache)]),
+    for label, extra in [("kt (npy tests, cold)", ["--tests-dir", str(mm_tests), "--cache-dir", str(cache)]),
+                         ("kt (npy tests, warm module cache)", ["--tests-dir", str(mm_tests), "--cache-dir", str(cache)]),
                          ("kt (inputs made on GPU, cold)", ["--cache-dir", str(work / "cache-mm2")])]:
         wall, res = kt([str(NK / "matmul.cu"), *kt_mm, "--no-peak", *extra], kt_bin, out, "matmul-" + label.split()[1].strip("(,") + str(len(rows)))
         if res:

@@ -46,12 +46,13 @@ pub fn find_recorded_file(config: &mut LlmConfig, spec: &str, cwd: &Path) -> Res
 }
 
 /// The longest tail of `path` that exists under `cwd` (`/old/clone/kt-runs/R/llm.jsonl` is
-/// `cwd/kt-runs/R/llm.jsonl` in this clone).
-fn under(path: &Path, cwd: &Path) -> Option<PathBuf> {
+/// `cwd/kt-runs/R/llm.jsonl` in this clone): where a file or directory a run recorded in another clone is in
+/// this one. Also used for the run's kernel file and header directories (`kt resume`).
+pub fn under(path: &Path, cwd: &Path) -> Option<PathBuf> {
     let parts: Vec<_> = path.components().collect();
     (1..parts.len()).find_map(|i| {
         let candidate = cwd.join(parts[i..].iter().collect::<PathBuf>());
-        candidate.is_file().then_some(candidate)
+        candidate.exists().then_some(candidate)
     })
 }
 

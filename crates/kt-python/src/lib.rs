@@ -9,8 +9,9 @@
 //! binary to start, so the worker is this same module run by the same interpreter:
 //! `python -c "import kt._kt; kt._kt.tuner_worker()"` (see `kt/_worker.py`).
 //!
-//! `kt.transform` and `kt.runs` (`transform.rs`, `runs.rs`) are the command line's own code (kt-cli's
-//! `embed`, kt-runs' catalog); `main` is kt's command line for the processes kt starts itself as.
+//! `kt.transform`, `kt.resume` and `kt.runs` (`transform.rs`, `runs.rs`) are the command line's own code
+//! (kt-cli's `embed` with typed options, kt-runs' catalog); `main` is kt's command line: the package's `kt`
+//! console command and the processes kt starts itself as. `KtError` is the base of kt's Python exceptions.
 
 mod runs;
 mod transform;
@@ -28,14 +29,34 @@ use kt_tuner::session::{Tuner, TunerConfig};
 use kt_tuner::worker::process::WorkerCommand;
 use kt_tuner::{Config, ParamValue, Restriction, TunerError};
 
+pyo3::create_exception!(
+    kt,
+    KtError,
+    PyRuntimeError,
+    "What kt could not do: a run that failed, no GPU or NVRTC, a worker that could not start. kt's message says \
+     what to do. `kt.RunStopped` is one."
+);
+
 /// A tuner error as the Python exception a caller expects: bad input is a ValueError, the rest (no GPU,
-/// no NVRTC, a worker that cannot start) a RuntimeError.
+/// no NVRTC, a worker that cannot start) a `kt.KtError`.
 fn to_py(e: TunerError) -> PyErr {
     match e {
         TunerError::Arguments(_) | TunerError::Space(_) | TunerError::Expression { .. } => {
             PyValueError::new_err(e.to_string())
         }
-        other => PyRuntimeError::new_err(other.to_string()),
+        other => KtError::new_err(other.to_string()),
+    }
+}
+
+/// Refuses to tune on a machine without a CUDA GPU, saying so before anything asks for NVRTC (which such a
+/// machine usually lacks too, and whose absence would hide the real cause).
+fn require_gpu() -> PyResult<()> {
+    match kt_tuner::host::cuda_probe::gpu_missing() {
+        Some(reason) => Err(KtError::new_err(format!(
+            "kt.tune_kernel needs a CUDA GPU: {reason}. Run it on a machine with an NVIDIA GPU (`kt doctor` \
+             checks one)"
+        ))),
+        None => Ok(()),
     }
 }
 
@@ -99,8 +120,11 @@ fn tune(
     let fake = worker_env
         .iter()
         .any(|(k, _)| k == kt_tuner::worker::FAKE_ENV);
-    // the fake worker has no copy bandwidth to measure
+    // the fake worker has no copy bandwidth to measure, and needs no GPU
     options.measure_peak = !fake;
+    if !fake {
+        py.detach(require_gpu)?;
+    }
     let config = TunerConfig {
         worker: Some(WorkerCommand {
             program: PathBuf::from(program),
@@ -141,19 +165,14 @@ fn tuner_worker() -> PyResult<()> {
     kt_tuner::worker::serve().map_err(to_py)
 }
 
-/// kt's command line with `args` (the subcommand first), as the process kt starts itself as (the worker,
-/// the program Nsight Compute watches); `kt_command` is how this process's kt starts kt in turn. Returns
-/// the exit status: 0 on success, else 1 (errors are printed as the `kt` binary prints them).
+/// kt's command line with `args` (the subcommand first): the package's `kt` console command, and the process
+/// kt starts itself as (the worker, the program Nsight Compute watches); `kt_command` is how this process's kt
+/// starts kt in turn. Returns the `kt` binary's exit status (errors are printed as it prints them).
 #[pyfunction]
-fn main(py: Python<'_>, args: Vec<String>, kt_command: Vec<String>) -> PyResult<i32> {
+fn main(py: Python<'_>, args: Vec<String>, kt_command: Vec<String>) -> PyResult<u8> {
     transform::set_kt_command(kt_command)?;
     let args = args.into_iter().map(std::ffi::OsString::from).collect();
-    let code = py.detach(|| kt_cli::embed::main_from(args));
-    Ok(if code == std::process::ExitCode::SUCCESS {
-        0
-    } else {
-        1
-    })
+    Ok(py.detach(|| kt_cli::embed::main_from(args)))
 }
 
 #[pymodule]
@@ -162,6 +181,8 @@ fn _kt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(tuner_worker, m)?)?;
     m.add_function(wrap_pyfunction!(main, m)?)?;
     m.add_function(wrap_pyfunction!(transform::transform, m)?)?;
+    m.add_function(wrap_pyfunction!(transform::resume, m)?)?;
+    m.add("KtError", m.py().get_type::<KtError>())?;
     m.add_function(wrap_pyfunction!(runs::runs_list, m)?)?;
     m.add_function(wrap_pyfunction!(runs::runs_open, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

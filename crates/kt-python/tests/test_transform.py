@@ -58,6 +58,30 @@ def test_transform_stops_where_a_gpu_is_needed_and_runs_reads_the_record(home):
     check("open by id prefix", by_prefix.path == run.path, by_prefix)
 
 
+def test_resume_continues_a_stopped_run_and_refuses_one_that_is_not_there(home):
+    if GPU:
+        return "skipped: KT_GPU=1 (it is about a machine without a GPU)"
+    runs_dir = os.path.join(home, "resumed")
+    stop = expect_error(kt.RunStopped, ["a CUDA GPU is needed"], lambda: kt.transform(
+        MATMUL, llm=SCRIPTED, tests=1, runs_dir=runs_dir))
+    check("RunStopped is a KtError", isinstance(stop, kt.KtError) and isinstance(stop, RuntimeError), stop)
+    run_id = os.path.basename(stop.path)
+    again = expect_error(kt.RunStopped, ["a CUDA GPU is needed", "kt resume"],
+                         lambda: kt.resume(run_id[:15], runs_dir=runs_dir))
+    check("the same run", again.path == stop.path, again.path)
+    expect_error(kt.KtError, ["no run `nope`"], lambda: kt.resume("nope", runs_dir=runs_dir))
+    expect_error(ValueError, ["answer"], lambda: kt.resume(stop.path, answer_for="001-stage1.describe"))
+
+
+def test_the_package_installs_the_kt_command(home):
+    command = os.path.join(os.path.dirname(sys.executable), "kt")
+    out = subprocess.run([command, "--version"], capture_output=True, text=True)
+    check("kt --version", out.returncode == 0 and out.stdout.startswith("kt "), out)
+    out = subprocess.run([command, "tune", MATMUL, "--tests", "kt-runs/R/tests", "--dry-run"],
+                         capture_output=True, text=True)
+    check("the command's own exit status and message", out.returncode == 2 and "--tests-dir" in out.stderr, out)
+
+
 def test_transform_on_a_gpu_finishes_with_a_faster_verified_kernel(home):
     if not GPU:
         return "skipped: needs a GPU (KT_GPU=1)"

@@ -184,13 +184,28 @@ def test_a_failing_restriction_function_raises_its_own_error():
         "vector_add", VECTOR_ADD, 256, args, {"block_size_x": [32, 64]}, restrictions=broken))
 
 
+def test_without_a_gpu_a_kt_error_says_a_gpu_is_needed_before_nvrtc():
+    """Issue 49: without a GPU the call asked for NVRTC first and raised a plain RuntimeError."""
+    if os.environ.get("KT_GPU") == "1":
+        return "skipped: KT_GPU=1 (it is about a machine without a GPU)"
+    args, _ = vector_args(256)
+    fake = os.environ.pop("KT_TUNER_FAKE_WORKER")
+    try:
+        e = expect_error(kt.KtError, ["needs a CUDA GPU", "kt doctor"], lambda: kt.tune_kernel(
+            "vector_add", VECTOR_ADD, 256, args, {"block_size_x": [32, 64]}))
+    finally:
+        os.environ["KT_TUNER_FAKE_WORKER"] = fake
+    check("the GPU is what it names first", str(e).startswith("kt.tune_kernel needs a CUDA GPU"), str(e))
+    check("KtError is a RuntimeError", isinstance(e, RuntimeError), type(e).__mro__)
+
+
 def main():
     if os.environ.get("KT_TUNER_FAKE_WORKER") != "ok":
         sys.exit("set KT_TUNER_FAKE_WORKER=ok: these tests run on kt's fake device (tests/run.sh does)")
     tests = [v for k, v in sorted(globals().items()) if k.startswith("test_")]
     for t in tests:
-        t()
-        print(f"ok  {t.__name__}")
+        skipped = t()
+        print(f"{skipped or 'ok'}  {t.__name__}")
     print(f"{len(tests)} kt.tune_kernel tests passed")
 
 

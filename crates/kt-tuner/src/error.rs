@@ -62,7 +62,7 @@ pub enum TunerError {
     },
     #[error("{0} (a type parameter: --template NAME=TYPE)")]
     TemplateArgs(Box<TunerError>),
-    #[error("no sidecar next to the kernel, so inputs cannot be generated: give --tests DIR")]
+    #[error("no sidecar next to the kernel, so inputs cannot be generated: give --tests-dir DIR")]
     NoInputs,
     #[error(
         "no problem size: give --problem-size (names or expressions over scalar arguments, x first)"

@@ -178,6 +178,7 @@ fn load(file: &Path) -> anyhow::Result<(Design, Vec<kt_experiments::Cell>)> {
 /// `--dry-run`: the design expanded, and what each distinct kernel, strategy and LLM spec of its cells is.
 fn dry_run(a: &RunArgs) -> anyhow::Result<String> {
     let (design, cells) = load(&a.file)?;
+    let cwd = std::env::current_dir().context("reading the current directory")?;
     let mut kernels = std::collections::BTreeSet::new();
     let mut strategies = std::collections::BTreeSet::new();
     let mut models = std::collections::BTreeSet::new();
@@ -202,7 +203,10 @@ fn dry_run(a: &RunArgs) -> anyhow::Result<String> {
                 .with_context(|| format!("cell {}", c.id))?;
         }
         if models.insert(c.model.clone()) {
-            kt_llm::LlmConfig::parse_spec(&c.model).with_context(|| format!("cell {}", c.id))?;
+            let file = design.llm_configs.get(&c.model).map(PathBuf::as_path);
+            super::experiment_keys::cell_config(&c.model, file, &cwd)
+                .and_then(|config| super::experiment_keys::check_key(&c.model, &config))
+                .with_context(|| format!("cell {}", c.id))?;
         }
     }
     let out = a.out.clone().unwrap_or_else(|| design.default_out_dir());
@@ -213,7 +217,10 @@ fn dry_run(a: &RunArgs) -> anyhow::Result<String> {
         format!("{}: {} cells", design.name, cells.len()),
         format!("kernels: {} (each read and parsed)", kernels.len()),
         format!("strategies: {}", join(&strategies)),
-        format!("LLMs: {} (specs checked, not contacted)", join(&models)),
+        format!(
+            "LLMs: {} (specs and API key variables checked, not contacted)",
+            join(&models)
+        ),
         format!("results would go to {}", out.display()),
         "dry run: nothing written, no cell run, no GPU used".to_string(),
     ]

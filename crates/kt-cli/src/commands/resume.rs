@@ -54,6 +54,11 @@ pub struct ResumeArgs {
     /// When another kt process works on the run, wait for it to end instead of refusing.
     #[arg(long)]
     pub wait: bool,
+    /// A directory holding the kernel's own `#include "…"` headers (repeatable), in place of the ones the run
+    /// recorded (a run handed over from a clone at another path; recorded ones are also looked for under the
+    /// current directory).
+    #[arg(long = "include", value_name = "DIR")]
+    pub include: Vec<PathBuf>,
     /// Use the LLM command (`exec:`) or server URL the run recorded although the run is not provably yours (made
     /// by another user, on another machine, or edited): kt says what it will run and where the key goes.
     #[arg(long)]
@@ -146,6 +151,20 @@ fn run_llm(
 }
 
 pub fn run(args: ResumeArgs) -> anyhow::Result<ExitCode> {
+    let (dir, outcome) = execute(&args, cancel_on_signals, LiveView::new(args.json))?;
+    report(&dir, outcome, args.json)
+}
+
+/// The resumed run, up to its end or its stop: its directory and what the pipeline returned. `cancel` gives
+/// the token that stops it (the command line's: at SIGINT, SIGTERM or SIGHUP).
+pub(crate) fn execute(
+    args: &ResumeArgs,
+    cancel: impl FnOnce(&tokio::runtime::Runtime) -> anyhow::Result<kt_graph::CancelToken>,
+    view: std::sync::Arc<LiveView>,
+) -> anyhow::Result<(
+    RunDir,
+    Result<kt_pipeline::job::TransformOutcome, kt_pipeline::PipelineError>,
+)> {
     let dir = kt_runs::resolve_run(&args.run, &kt_runs::runs_base(args.out.as_deref()))?;
     let meta = dir.read_meta()?;
     let when_held = if args.wait {
@@ -173,7 +192,9 @@ pub fn run(args: ResumeArgs) -> anyhow::Result<ExitCode> {
     if let Some(answer) = &args.answer {
         give_answer(&dir, answer, args.answer_for.as_deref())?;
     }
-    let meta = dir.read_meta()?;
+    let mut meta = dir.read_meta()?;
+    let cwd = std::env::current_dir().context("reading the current directory")?;
+    super::resume_paths::relocate(&dir, &mut meta, &args.include, &cwd)?;
     let overrides = StrategyOverrides {
         replan: meta.settings.replan,
         breakdown: meta.settings.breakdown,
@@ -199,15 +220,14 @@ pub fn run(args: ResumeArgs) -> anyhow::Result<ExitCode> {
             &meta,
             (&client, &config),
             &prompts,
-            &args,
+            args,
         )?)
     };
     if earlier.is_none() {
         remake_missing_tests(&dir, &meta, &client, &prompts)?;
     }
     let rt = runtime()?;
-    let cancel = cancel_on_signals(&rt)?;
-    let view = LiveView::new(args.json);
+    let cancel = cancel(&rt)?;
     let settings = stage3_settings(strategy, client, &config, prompts, &view, cancel);
     let outcome = match earlier {
         None => rt.block_on(kt_pipeline::job::resume(&dir, settings)),
@@ -217,7 +237,7 @@ pub fn run(args: ResumeArgs) -> anyhow::Result<ExitCode> {
     };
     leave(rt);
     view.finish();
-    report(&dir, outcome, args.json)
+    Ok((dir, outcome))
 }
 
 /// A run handed over without its test arrays (they are large; manifests and generator programs travel) gets

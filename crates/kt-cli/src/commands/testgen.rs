@@ -32,7 +32,9 @@ pub struct TestgenArgs {
         short = 'n',
         long = "tests",
         alias = "tests-count",
-        default_value_t = 3
+        value_name = "N",
+        default_value_t = 3,
+        value_parser = super::tests_flag::count::<usize>
     )]
     pub tests: usize,
     /// LLM as PROVIDER:MODEL (openai:gpt-4.1, scripted:experiments/scripted/matmul.toml, ...); default:

@@ -25,7 +25,7 @@ pub struct TransformArgs {
     /// The CUDA source file holding the naive kernel.
     pub file: PathBuf,
     /// Strategy: one-prompt, explicit, autonomous (or a path to a strategy .toml).
-    #[arg(long, default_value = "autonomous")]
+    #[arg(long, default_value = DEFAULT_STRATEGY)]
     pub strategy: String,
     /// Kernel to transform when the file holds several.
     #[arg(long)]
@@ -40,7 +40,8 @@ pub struct TransformArgs {
     #[arg(long)]
     pub candidates: Option<u32>,
     /// Number of generated tests, at least 1 (different seeds; at least one size not a multiple of 32).
-    #[arg(long, alias = "tests-count", default_value_t = 3)]
+    #[arg(long, alias = "tests-count", value_name = "N", default_value_t = DEFAULT_TESTS,
+          value_parser = super::tests_flag::count::<u32>)]
     pub tests: u32,
     /// LLM as PROVIDER:MODEL (openai:gpt-4.1, anthropic:claude-sonnet-4, replay:CASSETTE.jsonl,
     /// scripted:ANSWERS.toml); default: kt.toml's [llm] section or KT_LLM.
@@ -76,6 +77,11 @@ pub struct TransformArgs {
     #[arg(long)]
     pub dry_run: bool,
 }
+
+/// `--strategy` when none is given.
+pub const DEFAULT_STRATEGY: &str = "autonomous";
+/// `--tests` when none is given.
+pub const DEFAULT_TESTS: u32 = 3;
 
 /// The message for a machine with no LLM configured.
 pub(crate) const NO_LLM: &str = "kt transform needs an LLM and none is configured. Either pass \

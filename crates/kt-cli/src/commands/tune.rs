@@ -61,9 +61,8 @@ pub struct TuneArgs {
     /// Override a scalar argument's value, e.g. `--size n=1000000`. Repeatable.
     #[arg(long = "size", value_name = "NAME=V")]
     pub sizes: Vec<String>,
-    /// Read inputs from a tests directory (TESTS_FORMAT) instead of generating them from the sidecar
-    /// (`--tests DIR` is still taken).
-    #[arg(long = "tests-dir", alias = "tests", value_name = "DIR")]
+    /// Read inputs from a tests directory (TESTS_FORMAT) instead of generating them from the sidecar.
+    #[arg(long = "tests-dir", value_name = "DIR")]
     pub tests: Option<PathBuf>,
     /// Generate inputs at the sidecar's small `test` size instead of its `bench` size.
     #[arg(long, conflicts_with = "bench_size")]
@@ -71,8 +70,9 @@ pub struct TuneArgs {
     /// Generate inputs at the sidecar's `bench` size (the default of `kt tune`).
     #[arg(long)]
     pub bench_size: bool,
-    /// How many generated tests (different seeds) to tune on.
-    #[arg(long, default_value_t = 1)]
+    /// How many generated tests (different seeds) to tune on (`--tests N`, as on every command).
+    #[arg(long, alias = "tests", value_name = "N", default_value_t = 1,
+          value_parser = super::tests_flag::count::<usize>)]
     pub tests_count: usize,
     #[command(flatten)]
     pub launch: LaunchFlags,
@@ -275,7 +275,7 @@ fn unknown_strategy(name: &str) -> String {
     format!("unknown strategy `{name}` (brute_force, random, greedy, annealing, genetic)")
 }
 
-/// `--tests DIR`, else tests generated at the sidecar's `test` size (`--test-size`) or `bench` size.
+/// `--tests-dir DIR`, else tests generated at the sidecar's `test` size (`--test-size`) or `bench` size.
 fn test_source(args: &TuneArgs) -> TestSource<'_> {
     match &args.tests {
         Some(dir) => TestSource::Dir(dir),

@@ -57,8 +57,8 @@ pub struct VerifyArgs {
     /// template parameters too. Repeatable.
     #[arg(long = "template", value_name = "NAME=VALUE")]
     pub templates: Vec<String>,
-    /// Read inputs from a tests directory instead of generating them (`--tests DIR` is still taken).
-    #[arg(long = "tests-dir", alias = "tests", value_name = "DIR")]
+    /// Read inputs from a tests directory instead of generating them.
+    #[arg(long = "tests-dir", value_name = "DIR")]
     pub tests: Option<PathBuf>,
     /// Generate inputs at the sidecar's `bench` size (default: its small `test` size).
     #[arg(long, conflicts_with = "test_size")]
@@ -66,8 +66,9 @@ pub struct VerifyArgs {
     /// Generate inputs at the sidecar's small `test` size (the default of `kt verify`).
     #[arg(long)]
     pub test_size: bool,
-    /// How many seeded tests at the chosen size.
-    #[arg(long, default_value_t = 3)]
+    /// How many seeded tests at the chosen size (`--tests N`, as on every command).
+    #[arg(long, alias = "tests", value_name = "N", default_value_t = 3,
+          value_parser = super::tests_flag::count::<usize>)]
     pub tests_count: usize,
     /// Only the seeded tests: no `odd` and `large` tests.
     #[arg(long)]
@@ -96,7 +97,7 @@ pub struct VerifyArgs {
 }
 
 const DEFAULT_TESTS_HELP: &str = "\
-Default tests, when inputs are generated from the reference's sidecar (no --tests):
+Default tests, when inputs are generated from the reference's sidecar (no --tests-dir):
   gen1..genN  --tests-count seeds at the sidecar's `test` size (--bench-size: its `bench` size);
   odd         every size (an integer scalar named in the problem size or an array's size) moved to the
               next prime above it: catches kernels that assume whole tiles or an even dimension;

@@ -122,7 +122,7 @@ impl StoredTest {
 }
 
 /// Every test under `tests_dir` (sub-directories with a manifest.json), sorted by id. This is what
-/// `kt tune --tests DIR` and Stage 3 reuse.
+/// `kt tune --tests-dir DIR` and Stage 3 reuse.
 pub fn list_tests(tests_dir: &Path) -> Result<Vec<StoredTest>, PipelineError> {
     let entries = match std::fs::read_dir(tests_dir) {
         Ok(entries) => entries,

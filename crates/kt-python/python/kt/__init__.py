@@ -15,13 +15,16 @@ Arguments kt does not support raise a TypeError that names them; none is silentl
     run = kt.transform("matmul.cu", strategy="autonomous", llm="openai:gpt-4.1")
     print(run.speedup, run.correct, run.best_params, run.path)
     kt.runs.list()
+
+A run stopped for want of a GPU (``kt.RunStopped``) continues with ``kt.resume(path)``. Everything kt could not
+do raises ``kt.KtError`` (``RunStopped`` is one). The package also installs the ``kt`` command.
 """
 
 from . import runs
 from ._errors import KtError, RunStopped
 from ._kt import __version__
 from ._run import Run
-from ._transform import transform
+from ._transform import resume, transform
 from ._tune_kernel import tune_kernel
 
-__all__ = ["tune_kernel", "transform", "runs", "Run", "KtError", "RunStopped", "__version__"]
+__all__ = ["tune_kernel", "transform", "resume", "runs", "Run", "KtError", "RunStopped", "__version__"]

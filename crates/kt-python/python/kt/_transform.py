@@ -1,6 +1,6 @@
-"""``kt.transform``: the ``kt transform`` command from Python. The arguments become its command line and go
-through the command's own code (the same strategies, LLM providers, defaults, checks and messages); the run
-is recorded in its run directory as the command records it, and comes back as a ``kt.Run``.
+"""``kt.transform`` and ``kt.resume``: the ``kt transform`` and ``kt resume`` commands from Python. The settings
+go to the commands' own code as typed values (the same strategies, LLM providers, defaults, checks and
+messages); the run is recorded in its run directory as the command records it, and comes back as a ``kt.Run``.
 """
 
 import json
@@ -12,21 +12,42 @@ from ._run import Run
 from ._worker import kt_command
 
 
-def _flags(**settings):
-    """``--name value`` for each setting given (None: the command's default); lists repeat the flag."""
-    out = []
-    for name, value in settings.items():
-        flag = "--" + name.replace("_", "-")
-        if value is None or value is False:
-            continue
-        if value is True:
-            out.append(flag)
-        elif isinstance(value, (list, tuple)):
-            for v in value:
-                out += [flag, os.fspath(v)]
-        else:
-            out += [flag, os.fspath(value) if isinstance(value, os.PathLike) else str(value)]
-    return out
+def _whole(name, value):
+    """``value`` as a whole number >= 0, or None; a ValueError naming the command's flag otherwise."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        try:
+            value = int(str(value), 10)
+        except ValueError:
+            raise ValueError(
+                f"--{name.replace('_', '-')}: {name}={value!r} is not a whole number") from None
+    if value < 0:
+        raise ValueError(f"--{name.replace('_', '-')}: {name}={value} is negative")
+    return value
+
+
+def _path(value):
+    return None if value is None else os.fspath(value)
+
+
+def _paths(values):
+    if isinstance(values, (str, os.PathLike)):
+        values = [values]
+    return [os.fspath(v) for v in values]
+
+
+def _run_or_raise(text, what):
+    reply = json.loads(text)
+    error = reply.get("error")
+    if error is None:
+        run = reply["run"]
+        return Run.from_json(_kt.runs_open(run["path"]), stopped=run["stopped"])
+    if error["kind"] == "usage":
+        raise ValueError(f"{what}: {error['message']}")
+    if error["kind"] == "stopped":
+        raise RunStopped(error["message"], error["run"])
+    raise KtError(error["message"])
 
 
 def transform(
@@ -58,34 +79,67 @@ def transform(
     view on stderr.
 
     A run that stops where it cannot go on here (no CUDA GPU, the LLM service down) is saved and raises
-    ``kt.RunStopped`` with its ``path``; one that fails raises ``kt.KtError``; bad arguments raise
-    ValueError. A run stopped on purpose (a ``manual:`` prompt) returns with ``run.stopped`` saying how to
-    continue it. Ctrl-C saves the run at its last checkpoint and raises KeyboardInterrupt.
+    ``kt.RunStopped`` with its ``path`` (``kt.resume(path)`` continues it); one that fails raises
+    ``kt.KtError``; bad arguments raise ValueError. A run stopped on purpose (a ``manual:`` prompt) returns
+    with ``run.stopped`` saying how to continue it. Ctrl-C saves the run at its last checkpoint and raises
+    KeyboardInterrupt.
     """
-    if isinstance(include, (str, os.PathLike)):
-        include = [include]
-    args = [os.fspath(kernel_file)] + _flags(
-        strategy=strategy,
-        llm=llm,
+    text = _kt.transform(
+        os.fspath(kernel_file),
+        kt_command(),
+        strategy=None if strategy is None else os.fspath(strategy),
         kernel=kernel,
-        replan=replan,
-        breakdown=breakdown,
-        candidates=candidates,
-        tests=tests,
-        runs_dir=runs_dir,
-        prompts=prompts,
-        seed=seed,
-        include=list(include),
-        allow_unsandboxed=allow_unsandboxed,
-        no_stream=not stream,
+        replan=_whole("replan", replan),
+        breakdown=_whole("breakdown", breakdown),
+        candidates=_whole("candidates", candidates),
+        tests=_whole("tests", tests),
+        llm=llm,
+        stream=bool(stream),
+        runs_dir=_path(runs_dir),
+        prompts=_path(prompts),
+        seed=_whole("seed", seed),
+        allow_unsandboxed=bool(allow_unsandboxed),
+        include=_paths(include),
+        progress=bool(progress),
     )
-    reply = json.loads(_kt.transform(args, kt_command(), progress))
-    error = reply.get("error")
-    if error is None:
-        run = reply["run"]
-        return Run.from_json(_kt.runs_open(run["path"]), stopped=run["stopped"])
-    if error["kind"] == "usage":
-        raise ValueError(f"kt.transform: {error['message']}")
-    if error["kind"] == "stopped":
-        raise RunStopped(error["message"], error["run"])
-    raise KtError(error["message"])
+    return _run_or_raise(text, "kt.transform")
+
+
+def resume(
+    run,
+    llm=None,
+    answer=None,
+    answer_for=None,
+    runs_dir=None,
+    include=(),
+    prompts=None,
+    stream=True,
+    wait=False,
+    trust_run=False,
+    progress=False,
+):
+    """Continues a stopped run as ``kt resume RUN`` does and returns it as a ``kt.Run``.
+
+    run: a run directory, a ``kt.Run``, or a run id or unique prefix of one (looked up under runs_dir, else
+    $KT_RUNS_DIR, else ./kt-runs). llm: another LLM than the one the run recorded; answer (a file) and
+    answer_for (the prompt's id): the answer to the prompt a ``manual:`` run waits for; include: header
+    directories in place of the recorded ones (a run handed over from a clone at another path); wait, trust_run,
+    stream and prompts as the command's flags. Raises as ``kt.transform`` does.
+    """
+    if isinstance(run, Run):
+        run = run.path
+    text = _kt.resume(
+        os.fspath(run),
+        kt_command(),
+        llm=llm,
+        stream=bool(stream),
+        runs_dir=_path(runs_dir),
+        prompts=_path(prompts),
+        answer=_path(answer),
+        answer_for=answer_for,
+        include=_paths(include),
+        wait=bool(wait),
+        trust_run=bool(trust_run),
+        progress=bool(progress),
+    )
+    return _run_or_raise(text, "kt.resume")

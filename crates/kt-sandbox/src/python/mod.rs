@@ -8,16 +8,17 @@
 
 mod cache;
 mod probe;
+mod provision;
 mod watch;
 
 use std::ffi::OsString;
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
 use cache::ProbeCache;
 use probe::{Depth, inspect, inspect_watched};
+use provision::provision;
 use watch::Watched;
 
 /// numpy version installed into kt's own virtual environment (a version known to build arrays the tests format
@@ -84,15 +85,30 @@ pub enum PythonError {
     },
 
     #[error(
-        "could not create kt's Python environment in {dir} ({step}): {detail}; check that python3-venv is installed \
-         (`apt-get install python3-venv`) and that the package index (pypi.org or PIP_INDEX_URL) is reachable, \
-         or install numpy yourself and set KT_PYTHON"
+        "could not create kt's Python environment in {dir} ({step}): {detail}; {fix}, or install numpy yourself \
+         and set KT_PYTHON",
+        fix = provision_fix(step)
     )]
     Provision {
         dir: PathBuf,
         step: &'static str,
         detail: String,
     },
+}
+
+/// What to check when a provisioning step fails: only making the environment needs python3-venv.
+fn provision_fix(step: &str) -> &'static str {
+    match step {
+        "python3 -m venv" => {
+            "check that python3-venv is installed (`apt-get install python3-venv`)"
+        }
+        "pip install numpy" => {
+            "check that the package index (pypi.org or PIP_INDEX_URL) is reachable"
+        }
+        _ => {
+            "check that kt's data directory (KT_HOME, XDG_DATA_HOME or ~/.local/share) is writable"
+        }
+    }
 }
 
 impl PythonRuntime {
@@ -250,52 +266,6 @@ fn venv_dir_for(
         .join(".local/share/kt/venv")
 }
 
-/// Creates (or completes) a virtual environment in `dir` with `base_python` and installs the pinned numpy.
-fn provision(dir: &Path, base_python: &str) -> Result<PythonRuntime, PythonError> {
-    let err = |step: &'static str, detail: String| PythonError::Provision {
-        dir: dir.to_path_buf(),
-        step,
-        detail,
-    };
-    if let Some(parent) = dir.parent() {
-        std::fs::create_dir_all(parent)
-            .map_err(|e| err("creating the data directory", e.to_string()))?;
-    }
-    tracing::info!(dir = %dir.display(), numpy = PINNED_NUMPY, "creating kt's Python environment (once)");
-    let python = dir.join("bin/python3");
-    if !python.exists() {
-        run_step(
-            Command::new(base_python).arg("-m").arg("venv").arg(dir),
-            "python3 -m venv",
-        )
-        .map_err(|d| err("python3 -m venv", d))?;
-    }
-    run_step(
-        Command::new(&python).args([
-            "-m",
-            "pip",
-            "install",
-            "--quiet",
-            "--disable-pip-version-check",
-            &format!("numpy=={PINNED_NUMPY}"),
-        ]),
-        "pip install numpy",
-    )
-    .map_err(|d| err("pip install numpy", d))?;
-    inspect(&python.to_string_lossy(), RuntimeSource::ManagedVenv)
-}
-
-fn run_step(command: &mut Command, what: &str) -> Result<(), String> {
-    let out = command
-        .output()
-        .map_err(|e| format!("{what} could not start: {e}"))?;
-    if out.status.success() {
-        Ok(())
-    } else {
-        Err(last_line(&out.stderr))
-    }
-}
-
 pub(super) fn last_line(bytes: &[u8]) -> String {
     let text = String::from_utf8_lossy(bytes);
     text.lines()
@@ -308,6 +278,8 @@ pub(super) fn last_line(bytes: &[u8]) -> String {
 
 #[cfg(test)]
 mod tests {
+    use std::process::Command;
+
     use super::probe::{readable_paths, run_probe};
     use super::*;
 
@@ -377,27 +349,6 @@ mod tests {
             let hidden = sandbox.protections().mount_namespace;
             assert_eq!(lines[1], if hidden { "False" } else { "True" }, "{out}");
         }
-    }
-
-    #[test]
-    fn provisioning_without_python3_fails_with_an_actionable_error() {
-        let dir = tempfile::tempdir().unwrap();
-        let err = provision(&dir.path().join("venv"), "/nonexistent/python3").unwrap_err();
-        let text = err.to_string();
-        assert!(
-            matches!(
-                err,
-                PythonError::Provision {
-                    step: "python3 -m venv",
-                    ..
-                }
-            ),
-            "{text}"
-        );
-        assert!(
-            text.contains("python3-venv") && text.contains("KT_PYTHON"),
-            "{text}"
-        );
     }
 
     #[test]

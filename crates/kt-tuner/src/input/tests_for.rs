@@ -92,6 +92,6 @@ mod tests {
         };
         let err = load_tests(&loaded, source, &BTreeMap::new(), &[]).unwrap_err();
         assert!(matches!(err, TunerError::NoInputs), "{err}");
-        assert!(err.to_string().contains("give --tests DIR"), "{err}");
+        assert!(err.to_string().contains("give --tests-dir DIR"), "{err}");
     }
 }

@@ -1,4 +1,4 @@
-//! The tests `kt verify` runs: the seeded ones (or `--tests DIR`), then the default extras made from the
+//! The tests `kt verify` runs: the seeded ones (or `--tests-dir DIR`), then the default extras made from the
 //! reference's sidecar (see `DEFAULT_TESTS_HELP`): odd before a GPU is asked for, large, bench and past-2^24
 //! once the device is known.
 
@@ -55,7 +55,7 @@ pub(super) fn size_choice(args: &VerifyArgs) -> SizeChoice {
     }
 }
 
-/// `--tests DIR`, else the seeded tests at the chosen size.
+/// `--tests-dir DIR`, else the seeded tests at the chosen size.
 pub(super) fn test_source(args: &VerifyArgs) -> TestSource<'_> {
     match &args.tests {
         Some(dir) => TestSource::Dir(dir),
