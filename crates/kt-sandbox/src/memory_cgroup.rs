@@ -112,7 +112,12 @@ fn candidates(mount: &Cgroup2Mount, own: Option<&str>) -> Vec<PathBuf> {
         } else {
             own.strip_prefix(mount.root.as_str())
         }?;
-        Some(top.join(rest.trim_start_matches('/')))
+        let rest = rest.trim_start_matches('/');
+        Some(if rest.is_empty() {
+            top.clone()
+        } else {
+            top.join(rest)
+        })
     });
     let mut dirs: Vec<PathBuf> = inside
         .map(|dir| {
