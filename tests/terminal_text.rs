@@ -1,6 +1,6 @@
 //! End-to-end: text an LLM wrote reaches the terminal with its control characters escaped (issue 45). Scripted
 //! answers carry OSC 52 (sets the clipboard), a screen clear, a window title and a carriage return (hides what
-//! was printed before it); what `kt llm ask`, `kt analyze` and a failing `kt transform` print must show them as
+//! was printed before it); what `kt llm ask` (on a terminal), `kt analyze` and a failing `kt transform` print must show them as
 //! text (`\x1b`), never raw. No GPU, no LLM service.
 
 #![allow(clippy::unwrap_used)]
@@ -51,17 +51,48 @@ fn script(dir: &Path, answers: &[(&str, String)]) -> String {
     format!("scripted:{}", path.display())
 }
 
+/// `kt args` on a terminal (a pseudo-terminal from util-linux's `script`): what a person would see, with the
+/// terminal's own CR LF line ends made plain newlines again.
+fn kt_on_a_terminal(home: &Path, args: &[&str]) -> (bool, String) {
+    let kt = kt_command(home);
+    let line: Vec<String> = std::iter::once(kt.get_program())
+        .chain(kt.get_args())
+        .chain(args.iter().map(std::ffi::OsStr::new))
+        .map(|a| format!("'{}'", a.to_string_lossy().replace('\'', r"'\''")))
+        .collect();
+    let mut script = std::process::Command::new("script");
+    script.args(["-qec", &line.join(" "), "/dev/null"]);
+    if let Some(dir) = kt.get_current_dir() {
+        script.current_dir(dir);
+    }
+    for (key, value) in kt.get_envs() {
+        match value {
+            Some(v) => script.env(key, v),
+            None => script.env_remove(key),
+        };
+    }
+    let out = script
+        .output()
+        .expect("util-linux's `script` runs kt on a pseudo-terminal");
+    (
+        out.status.success(),
+        text(&out.stdout).replace("\r\n", "\n"),
+    )
+}
+
 #[test]
-fn an_answer_printed_by_llm_ask_shows_its_escape_sequences_as_text() {
+fn an_answer_printed_by_llm_ask_on_a_terminal_shows_its_escape_sequences_as_text() {
     let home = tempfile::tempdir().unwrap();
     let spec = script(home.path(), &[("ask", format!("forty-two {ATTACK}"))]);
+    let (ok, printed) = kt_on_a_terminal(home.path(), &["llm", "ask", "--llm", &spec, "6*7?"]);
+    assert!(ok, "{printed}");
+    assert_escaped("kt llm ask", &printed);
+    // piped, the answer is kept as it is (for scripts): only a terminal gets the escapes
     let out = kt_in(home.path(), &["llm", "ask", "--llm", &spec, "6*7?"]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    assert_escaped("kt llm ask", &text(&out.stdout));
     assert!(
-        raw_controls(&text(&out.stderr)).is_empty(),
+        text(&out.stdout).contains("\u{1b}]52"),
         "{}",
-        text(&out.stderr)
+        text(&out.stdout)
     );
 }
 
