@@ -131,18 +131,7 @@ fn a_kt_toml_other_users_may_write_is_refused_like_gits_safe_directory() {
     )
     .unwrap();
     std::fs::set_permissions(&config, std::fs::Permissions::from_mode(0o666)).unwrap();
-    let out = output(
-        kt_command(home.path())
-            .current_dir(&project)
-            .args(["llm", "ask", "hello"]),
-    );
-    let stderr = text(&out.stderr);
-    assert!(!out.status.success(), "{stderr}");
-    assert!(
-        stderr.contains("refusing") && stderr.contains("KT_SAFE_DIRECTORY"),
-        "{stderr}"
-    );
-    assert!(!project.join("pwned").exists());
+    assert_kt_toml_refused(home.path(), &project, "other users may write it");
 }
 
 /// Whether this process runs as root.
@@ -193,18 +182,23 @@ fn a_kt_toml_another_user_owns_is_refused() {
         return;
     };
     let home = tempfile::tempdir().unwrap();
+    assert_kt_toml_refused(home.path(), &project, "owned by uid 65534");
+}
+
+/// `kt llm ask` in `project` refuses its kt.toml, saying `why` and how to trust it, and never runs its command.
+fn assert_kt_toml_refused(home: &Path, project: &Path, why: &str) {
     let out = output(
-        kt_command(home.path())
-            .current_dir(&project)
+        kt_command(home)
+            .current_dir(project)
             .args(["llm", "ask", "hello"]),
     );
     let stderr = text(&out.stderr);
     assert!(!out.status.success(), "{stderr}");
     assert!(
-        stderr.contains("owned by uid 65534") && stderr.contains("KT_SAFE_DIRECTORY"),
+        stderr.contains("refusing") && stderr.contains(why) && stderr.contains("KT_SAFE_DIRECTORY"),
         "{stderr}"
     );
-    assert!(!project.join("pwned").exists(), "the foreign command ran");
+    assert!(!project.join("pwned").exists(), "the kt.toml's command ran");
 }
 
 #[test]
