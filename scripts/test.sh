@@ -4,7 +4,7 @@
 # 1. Installs what the tests need and is missing, only as root on Debian/Ubuntu (elsewhere it says what to install):
 #    python3-venv (kt's own Python environment), shellcheck (SLURM scripts), chromium (HTML report, kt studio),
 #    slurm-wlm + munge (SLURM test). As root it also creates the user kt-corpus (useradd -m) for the sandbox's
-#    attack corpus as an ordinary user with a home directory.
+#    attack corpus, the run-directory tests (tests/trust.rs) and the second-user test, as an ordinary user with a home.
 # 2. Python: kt's own virtual environment with the pinned numpy, provisioned by kt's own code as `kt transform`
 #    would (crates/kt-sandbox/examples/provision_python.rs). It becomes KT_PYTHON and the first python3 on PATH, so
 #    every test uses this one interpreter (KT_PYTHON set by you wins); Kernel Tuner 1.5 (for the test of kt's
@@ -101,13 +101,21 @@ run_group() {
 }
 if [[ $(id -u) -eq 0 ]] && unshare --net --mount --fork true >/dev/null 2>&1; then
   run_group "sandbox protections (root: network namespace, uid switch, process limit)" true \
-    -p kt-sandbox --lib -- --ignored
+    -p kt-sandbox --lib -- --ignored --skip memory_cgroup_caps
 elif unshare --user --map-root-user --net --fork true >/dev/null 2>&1; then
   run_group "sandbox network isolation and process limit (user namespaces)" true \
     -p kt-sandbox --lib -- --ignored network process_limit
   not_run+=("sandbox uid switch (needs root)")
 else
   not_run+=("sandbox protections (need root or unprivileged user namespaces)")
+fi
+# One kernel-held memory cap per run (a cgroup of its own) where cgroup v2 gives the memory controller to the
+# cgroups below its top; elsewhere runs' memory is measured (kt doctor's "run memory" says which).
+if [[ $(id -u) -eq 0 ]] && grep -qw memory /sys/fs/cgroup/cgroup.subtree_control 2>/dev/null; then
+  run_group "memory cgroup (root, cgroup v2 with the memory controller)" true \
+    -p kt-sandbox --lib -- --ignored memory_cgroup_caps
+else
+  not_run+=("memory cgroup (needs root and cgroup v2 at /sys/fs/cgroup with memory in cgroup.subtree_control)")
 fi
 # The corpus as an ordinary user with a home directory and files to steal in it (not `nobody`, who owns nothing):
 # a throw-away user created here; the test plants a key, shell start-up files, a project and a kt-runs directory in
@@ -117,6 +125,15 @@ corpus_user() { id "$KT_CORPUS_USER" >/dev/null 2>&1 || useradd -m "$KT_CORPUS_U
 run_group "sandbox attack corpus as an ordinary user with a home (root, setpriv, useradd)" \
   "[[ \$(id -u) -eq 0 ]] && have setpriv && corpus_user" \
   -p kt-sandbox --test attacks -- --include-ignored corpus_holds_for_an_ordinary_user
+# Run directories and configurations as data, as that same user: provenance and --trust-run, a kt.toml another
+# user owns or may write, links in a run, planted answer paths, a run's mode (tests/trust.rs run again as it).
+run_group "run directories and kt.toml as an ordinary user with a home (root, setpriv, useradd)" \
+  "[[ \$(id -u) -eq 0 ]] && have setpriv && corpus_user" \
+  --test trust -- --include-ignored trust_holds_for_an_ordinary_user
+# A second local user (that user, against root's run and studio): it can neither read the run nor use the studio.
+run_group "a second local user can neither read a run nor act through the studio (root, setpriv, useradd)" \
+  "[[ \$(id -u) -eq 0 ]] && have setpriv && corpus_user" \
+  --test second_user -- --include-ignored a_second_user_can_neither
 run_group "HTML report in chromium" "have chromium || have chromium-browser" \
   --test runs_debug -- --include-ignored the_html_report_renders_in_a_browser
 run_group "kt studio in chromium (run list, graph, diff, fork; a transform watched live)" \

@@ -9,15 +9,36 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-/// The workspace root: kt runs from here so that `prompts/`, `naive-kernels/` and `experiments/` are found.
+pub mod other_user;
+
+/// The workspace root: kt runs from here so that `prompts/`, `naive-kernels/` and `experiments/` are found
+/// (`KT_TEST_ROOT`: a copy another user can read, see `other_user.rs`).
 pub fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+    std::env::var_os("KT_TEST_ROOT")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")))
+}
+
+/// The kt binary (`KT_TEST_BIN`: a copy another user can run). With `KT_EXPECT_UID` set (tests run again as
+/// another user), a test that would run kt as anyone else fails here.
+fn kt_binary() -> PathBuf {
+    if let Some(uid) = std::env::var_os("KT_EXPECT_UID") {
+        let me = std::fs::metadata("/proc/self").map(|m| std::os::unix::fs::MetadataExt::uid(&m));
+        assert_eq!(
+            me.ok().map(|u| u.to_string()),
+            Some(uid.to_string_lossy().into_owned()),
+            "these tests were to run as uid {uid:?}"
+        );
+    }
+    std::env::var_os("KT_TEST_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_kt")))
 }
 
 /// A `kt` command run from the workspace root with `home` as its home, and none of the user's configuration
 /// (environment variables or config files) leaking in, so a developer's own LLM settings cannot change a test.
 pub fn kt_command(home: &Path) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_kt"));
+    let mut cmd = Command::new(kt_binary());
     cmd.current_dir(root())
         .env_remove("KT_CONFIG")
         .env_remove("KT_LLM")

@@ -111,23 +111,7 @@ impl Studio {
         headers: &[(&str, &str)],
         body: &str,
     ) -> (u16, String, String) {
-        let mut stream = TcpStream::connect(self.addr()).unwrap();
-        let mut req = format!(
-            "{method} {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n",
-            self.addr(),
-            body.len()
-        );
-        for (k, v) in headers {
-            req.push_str(&format!("{k}: {v}\r\n"));
-        }
-        req.push_str("\r\n");
-        req.push_str(body);
-        stream.write_all(req.as_bytes()).unwrap();
-        let mut answer = String::new();
-        stream.read_to_string(&mut answer).unwrap();
-        let status = answer[9..12].parse().unwrap();
-        let (head, body) = answer.split_once("\r\n\r\n").unwrap_or((&answer, ""));
-        (status, head.to_string(), body.to_string())
+        http_exchange(&self.addr(), method, path, headers, body)
     }
 
     /// The session token embedded in the page.
@@ -146,6 +130,32 @@ impl Drop for Studio {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// One HTTP/1.1 request to `addr` with exactly `headers`; returns the status, the answer's head and its body.
+pub fn http_exchange(
+    addr: &str,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> (u16, String, String) {
+    let mut stream = TcpStream::connect(addr).unwrap();
+    let mut req = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    for (k, v) in headers {
+        req.push_str(&format!("{k}: {v}\r\n"));
+    }
+    req.push_str("\r\n");
+    req.push_str(body);
+    stream.write_all(req.as_bytes()).unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).unwrap();
+    let status = answer[9..12].parse().unwrap();
+    let (head, body) = answer.split_once("\r\n\r\n").unwrap_or((&answer, ""));
+    (status, head.to_string(), body.to_string())
 }
 
 pub fn record_run(home: &Path) -> String {

@@ -4,6 +4,7 @@
 
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Write};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -71,6 +72,10 @@ impl Recorder {
         let file = OpenOptions::new()
             .create(true)
             .append(true)
+            // a link planted in the run after it was checked is not followed (ELOOP): the record holds
+            // prompts and answers, readable by the user only
+            .custom_flags(nix::fcntl::OFlag::O_NOFOLLOW.bits())
+            .mode(0o600)
             .open(&path)
             .map_err(|e| LlmError::io(&path, "opening the LLM record", e))?;
         Ok(Self {
@@ -120,4 +125,26 @@ pub(crate) fn now_rfc3339() -> String {
     time::OffsetDateTime::now_utc()
         .format(&time::format_description::well_known::Rfc3339)
         .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_link_planted_where_the_record_goes_is_not_followed_and_a_new_record_is_private() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, "mine").unwrap();
+        let planted = dir.path().join("llm.jsonl");
+        std::os::unix::fs::symlink(&victim, &planted).unwrap();
+        let err = Recorder::open(&planted).unwrap_err().to_string();
+        assert!(err.contains("llm.jsonl"), "{err}");
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "mine");
+        let fresh = dir.path().join("run/llm.jsonl");
+        Recorder::open(&fresh).unwrap();
+        let mode = std::fs::metadata(&fresh).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+    }
 }

@@ -5,6 +5,7 @@
 
 use std::fs::{File, TryLockError};
 use std::io::{Read, Seek, Write};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use crate::error::PipelineError;
@@ -32,6 +33,10 @@ impl RunLock {
             .write(true)
             .create(true)
             .truncate(false)
+            // a link planted in the run after it was checked is not followed (ELOOP) and the holder's
+            // name is the user's only
+            .custom_flags(nix::fcntl::OFlag::O_NOFOLLOW.bits())
+            .mode(0o600)
             .open(&path)
             .map_err(|e| PipelineError::io("opening the run's lock", &path, e))?;
         match file.try_lock() {
@@ -108,6 +113,21 @@ mod tests {
         assert!(text.contains("--wait"), "{text}");
         drop(first);
         RunLock::acquire(dir.path(), WhenHeld::Refuse).unwrap();
+    }
+
+    #[test]
+    fn a_link_planted_as_the_lock_after_the_run_was_checked_is_not_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, "mine").unwrap();
+        let run = dir.path().join("run");
+        std::fs::create_dir(&run).unwrap();
+        std::os::unix::fs::symlink(&victim, lock_path(&run)).unwrap();
+        let err = RunLock::acquire(&run, WhenHeld::Refuse)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains(".lock"), "{err}");
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "mine");
     }
 
     #[test]

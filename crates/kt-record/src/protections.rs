@@ -31,6 +31,10 @@ pub struct Protections {
     /// kt is not root and the program gets a user namespace of its own (kt's uid mapped to itself), which the
     /// other namespaces and the process limit need.
     pub user_namespace: bool,
+    /// Each run gets a cgroup v2 of its own whose `memory.max` caps all its processes together (no swap), held by
+    /// the kernel; otherwise their memory is measured every 200 ms (see the "run memory" line for what that
+    /// cannot cap).
+    pub memory_cgroup: bool,
     /// Time, CPU, address-space, file-size and open-file limits and the process-group kill (always on).
     pub rlimits: bool,
 }
@@ -48,6 +52,7 @@ impl Default for Protections {
             unprivileged_user: false,
             pids_limit: false,
             user_namespace: false,
+            memory_cgroup: false,
             rlimits: true,
         }
     }
@@ -184,16 +189,7 @@ impl Protections {
                     )
                 },
             ),
-            line(
-                "run memory",
-                self.pid_namespace || self.unprivileged_user,
-                "the memory of all a program's processes together is capped, and its disk quota counts deleted \
-                 files it still holds open (measured every 200 ms)",
-                "partial: only the processes of the program's process group are counted (one that starts a \
-                 session of its own escapes the total; each process is still held to the address-space limit); it \
-                 needs the PID namespace or the uid switch"
-                    .to_string(),
-            ),
+            self.run_memory_line(),
             line(
                 "rlimits",
                 self.rlimits,
@@ -202,6 +198,38 @@ impl Protections {
                 "unavailable".to_string(),
             ),
         ]
+    }
+
+    /// Which cap holds the memory of all of a program's processes together, and what it cannot cap.
+    fn run_memory_line(&self) -> ProtectionLine {
+        const FALLBACK_MISSES: &str = "what measuring cannot cap: memory taken and used within one 200 ms interval, \
+             swap, and kernel memory (page cache, socket buffers); for a kernel-held cap kt needs cgroup v2 mounted \
+             read-write with the memory controller given to a cgroup it may write (as root on a systemd host it \
+             is; `kt doctor` says what is missing)";
+        let measured = self.pid_namespace || self.unprivileged_user;
+        let detail = if self.memory_cgroup {
+            "one kernel cap for all of a program's processes together: a cgroup of its own per run (memory.max, no \
+             swap; past it the kernel ends the whole run), and its disk quota counts deleted files it still holds \
+             open (measured every 200 ms)"
+                .to_string()
+        } else if measured {
+            format!(
+                "measured: the memory of all a program's processes together is added up every 200 ms and the run \
+                 stopped past the cap, and its disk quota counts deleted files it still holds open; {FALLBACK_MISSES}"
+            )
+        } else {
+            format!(
+                "partial: only the processes of the program's process group are counted (one that starts a \
+                 session of its own escapes the total; each process is still held to the address-space limit); it \
+                 needs the PID namespace or the uid switch; {FALLBACK_MISSES}"
+            )
+        };
+        ProtectionLine {
+            name: "run memory",
+            active: self.memory_cgroup || measured,
+            not_needed: false,
+            detail,
+        }
     }
 
     /// One line, e.g. "active: network namespace, private /tmp, uid switch, process limit, rlimits".
@@ -260,5 +288,45 @@ mod tests {
         assert_eq!((line.name, line.state()), ("user namespace", "active"));
         let bare = &Protections::default().lines()[6];
         assert_eq!(bare.state(), "NOT active");
+    }
+
+    #[test]
+    fn the_run_memory_line_says_which_cap_applied_and_what_measuring_cannot_cap() {
+        let line = |p: Protections| {
+            p.lines()
+                .into_iter()
+                .find(|l| l.name == "run memory")
+                .unwrap_or_else(|| panic!("no run memory line"))
+        };
+        let cgroup = line(Protections {
+            memory_cgroup: true,
+            ..Protections::default()
+        });
+        assert!(
+            cgroup.active && cgroup.detail.contains("memory.max"),
+            "{cgroup:?}"
+        );
+        assert!(!cgroup.detail.contains("cannot cap"), "{cgroup:?}");
+        let measured = line(Protections {
+            pid_namespace: true,
+            ..Protections::default()
+        });
+        assert!(
+            measured.active && measured.detail.starts_with("measured"),
+            "{measured:?}"
+        );
+        assert!(
+            measured.detail.contains("what measuring cannot cap")
+                && measured.detail.contains("swap"),
+            "{measured:?}"
+        );
+        let bare = line(Protections::default());
+        assert!(
+            !bare.active && bare.detail.contains("cannot cap"),
+            "{bare:?}"
+        );
+        let old: Protections =
+            serde_json::from_str("{\"pid_namespace\": true}").unwrap_or_else(|e| panic!("{e}"));
+        assert!(!old.memory_cgroup, "an older record read as measured");
     }
 }

@@ -11,10 +11,12 @@
 //!
 //! With a mount namespace the program sees the host read-only and none of the user's home, /root, sources or runs
 //! (`view.rs`); a small seccomp filter refuses Unix sockets, the kernel keyring and io_uring (`syscall_filter.rs`).
+//! The memory of a run's whole process tree has one cap: a cgroup of the run's own where kt can make one
+//! (`memory_cgroup.rs`), else measured (`tree.rs`).
 //!
 //! What it deliberately does not do: it is no defence against a determined attacker with a kernel exploit (the
 //! filter refuses a few system calls, it is no allow-list), it knows nothing of CUDA kernels (the pipeline maps kernel parameters to
-//! [`generator::ArgSpec`]), and it does not talk to an LLM. All `unsafe` code lives in `confine.rs`.
+//! [`generator::ArgSpec`]), and it does not talk to an LLM. All `unsafe` code lives in `confine/`.
 
 // Tests may unwrap (COMMON rules); library code may not.
 #![cfg_attr(test, allow(clippy::unwrap_used))]
@@ -31,6 +33,7 @@ mod identity;
 #[cfg(test)]
 mod isolation_tests;
 mod live;
+mod memory_cgroup;
 mod one_shot;
 mod optin;
 mod outcome;
@@ -50,6 +53,7 @@ pub use child::SandboxedChild;
 pub use error::SandboxError;
 pub use generator::{ArgSpec, GeneratedTest, GeneratorError, GeneratorSpec, run_generator};
 pub use live::stop_all;
+pub use memory_cgroup::memory_cgroup;
 pub use optin::{SandboxSettings, allow_unsandboxed_in, settings_in};
 pub use outcome::{Ending, Limit, Outcome};
 pub use policy::{

@@ -12,6 +12,7 @@ use crate::confine;
 use crate::disk_quota;
 use crate::error::SandboxError;
 use crate::identity::RunIdentity;
+use crate::memory_cgroup::{RunCgroup, memory_cgroup};
 use crate::outcome::{Ending, Outcome, classify};
 use crate::sandbox::Sandbox;
 use crate::workdir::Workdir;
@@ -56,8 +57,15 @@ impl Sandbox {
         let reaped = confine::reap(raw_pid).map_err(|source| SandboxError::Wait { pid, source })?;
         let (stdout, stderr, overflowed) = started.capture.finish(DRAIN_GRACE);
         let cpu_time = Duration::from_micros(reaped.cpu_micros);
+        let over_memory = started.cgroup.as_ref().is_some_and(RunCgroup::oom_killed);
         // once more at the end: a program that wrote past the quota within one interval is refused too
-        let forced = forced.or_else(|| self.over_quota(workdir));
+        let forced = forced
+            .or_else(|| {
+                over_memory.then_some(Ending::KilledByLimit {
+                    which: crate::outcome::Limit::RunMemory,
+                })
+            })
+            .or_else(|| self.over_quota(workdir));
         let ending = match (overflowed, forced) {
             (true, _) => Ending::OutputTooLarge {
                 limit: self.policy.output_cap,
@@ -96,6 +104,8 @@ impl Sandbox {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         let pids_enforced = prepared.pids_enforced;
+        let cgroup = self.run_cgroup();
+        prepared.confinement.cgroup_procs = cgroup.as_ref().map(RunCgroup::procs);
         // A one-shot run blocks this thread until the program is reaped, so the parent-death signal (which follows
         // the forking thread) fires exactly when kt dies.
         prepared.confinement.die_with = Some(std::process::id() as libc::pid_t);
@@ -122,10 +132,26 @@ impl Sandbox {
         Ok(Started {
             pid,
             identity,
+            cgroup,
             pids_enforced,
             start,
             capture,
         })
+    }
+
+    /// The run's own memory cgroup, where this machine gives runs one (`memory_cgroup.rs`) and the policy caps
+    /// memory; otherwise the measured cap of [`Sandbox::over_run_limits`] is the only one.
+    fn run_cgroup(&self) -> Option<RunCgroup> {
+        let limit = self.policy.memory?;
+        if !self.protections().memory_cgroup {
+            return None;
+        }
+        let base = memory_cgroup().ok()?;
+        RunCgroup::create(base, limit)
+            .inspect_err(|e| {
+                tracing::warn!(base = %base.display(), error = %e, "no cgroup for this run: its memory is only measured")
+            })
+            .ok()
     }
 
     /// Waits for the program to end, killing its group at the first limit it passes (output cap, wall time,
@@ -224,6 +250,8 @@ impl Sandbox {
 struct Started {
     pid: u32,
     identity: Option<RunIdentity>,
+    /// Removed (after the run's processes are gone) when the run is over.
+    cgroup: Option<RunCgroup>,
     pids_enforced: bool,
     start: Instant,
     capture: Capture,

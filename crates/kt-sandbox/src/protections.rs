@@ -20,14 +20,14 @@ pub fn detect_protections() -> Protections {
         let root = nix::unistd::geteuid().is_root();
         let probe = RunIdentity::probe();
         let found = confine::probe(probe.uid, probe.gid, !root);
-        let protections = decide(root, found);
+        let protections = decide(root, found, crate::memory_cgroup::memory_cgroup().is_ok());
         tracing::debug!(?protections, "sandbox protections detected");
         protections
     })
 }
 
 /// What a run gets, from kt's privileges and what the probes managed.
-fn decide(root: bool, found: confine::ProbeResult) -> Protections {
+fn decide(root: bool, found: confine::ProbeResult, memory_cgroup: bool) -> Protections {
     let unprivileged_user = root && found.switch_user;
     let user_namespace = !root && found.user_namespace;
     Protections {
@@ -40,6 +40,7 @@ fn decide(root: bool, found: confine::ProbeResult) -> Protections {
         unprivileged_user,
         pids_limit: unprivileged_user || (user_namespace && found.namespace_process_limit),
         user_namespace,
+        memory_cgroup,
         rlimits: true,
     }
 }
@@ -79,7 +80,7 @@ mod tests {
 
     #[test]
     fn root_gets_the_uid_switch_and_with_it_the_process_limit() {
-        let p = decide(true, found(true));
+        let p = decide(true, found(true), false);
         assert!(p.complete(), "{p:?}");
         assert!(!p.user_namespace, "root needs no user namespace");
         let no_switch = decide(
@@ -88,13 +89,14 @@ mod tests {
                 switch_user: false,
                 ..found(true)
             },
+            false,
         );
         assert!(!no_switch.unprivileged_user && !no_switch.pids_limit);
     }
 
     #[test]
     fn a_user_gets_a_user_namespace_and_a_process_limit_where_the_kernel_counts_per_namespace() {
-        let p = decide(false, found(true));
+        let p = decide(false, found(true), false);
         assert!(p.user_namespace && p.pids_limit && p.network_namespace);
         assert!(!p.unprivileged_user, "no uid switch without root");
         let old_kernel = decide(
@@ -103,16 +105,17 @@ mod tests {
                 namespace_process_limit: false,
                 ..found(true)
             },
+            false,
         );
         assert!(old_kernel.user_namespace && !old_kernel.pids_limit);
-        let no_userns = decide(false, found(false));
+        let no_userns = decide(false, found(false), false);
         assert!(!no_userns.user_namespace && !no_userns.pids_limit && !no_userns.network_namespace);
         assert!(no_userns.rlimits);
     }
 
     #[test]
     fn each_protection_has_its_own_line_and_missing_ones_say_how_to_get_them() {
-        let lines = decide(false, found(false)).lines();
+        let lines = decide(false, found(false), false).lines();
         let names: Vec<&str> = lines.iter().map(|l| l.name).collect();
         assert_eq!(
             names,
@@ -147,13 +150,13 @@ mod tests {
 
     #[test]
     fn the_summary_names_what_is_on_and_what_is_off() {
-        let full = decide(true, found(true)).summary();
+        let full = decide(true, found(true), false).summary();
         assert_eq!(
             full,
             "active: network namespace, private /tmp, PID and IPC namespaces, private home, system-call filter, \
              uid switch, process limit, run memory, rlimits"
         );
-        let bare = decide(false, found(false)).summary();
+        let bare = decide(false, found(false), false).summary();
         assert_eq!(
             bare,
             "active: rlimits; unavailable: network namespace, private /tmp, PID and IPC namespaces, private home, \
@@ -163,7 +166,7 @@ mod tests {
 
     #[test]
     fn the_record_round_trips_and_an_old_record_reads_as_rlimits_only() {
-        let p = decide(true, found(true));
+        let p = decide(true, found(true), false);
         let json = serde_json::to_string(&p).unwrap();
         assert_eq!(serde_json::from_str::<Protections>(&json).unwrap(), p);
         let old: Protections = serde_json::from_str("{}").unwrap();

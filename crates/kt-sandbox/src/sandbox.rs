@@ -53,6 +53,7 @@ impl Sandbox {
             unprivileged_user,
             pids_limit: p.processes.is_some() && (unprivileged_user || namespace_pids),
             user_namespace,
+            memory_cgroup: m.memory_cgroup && p.memory.is_some(),
             ..m
         }
     }

@@ -1,5 +1,5 @@
 //! The generator's system-call filter (seccomp, classic BPF), built by the parent and installed by the child last
-//! before `exec` (`confine.rs`). It refuses, with EPERM, only what a numpy program never needs and what reaches
+//! before `exec` (`confine/mod.rs`). It refuses, with EPERM, only what a numpy program never needs and what reaches
 //! past every namespace:
 //! - `socket(AF_UNIX, …)`: a pathname Unix socket anywhere the program can see (an ssh ControlMaster socket, an
 //!   agent, a desktop bus) would connect, network namespace or not, and a read-only mount does not stop it;

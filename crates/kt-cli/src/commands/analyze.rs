@@ -161,10 +161,13 @@ pub(crate) fn understood_json(u: &Understood) -> serde_json::Value {
     })
 }
 
+/// What Stage 1 understood, one line each. The description and the names come from the LLM's answer: printed
+/// with control characters escaped.
 pub(crate) fn print_info(info: &KernelInfo) {
-    println!("kernel       {}", info.name);
-    println!("computes     {}", info.description);
-    println!("parameters   {}", info.parameters.join(", "));
+    let safe = |text: &str| kt_record::terminal_safe(text).into_owned();
+    println!("kernel       {}", safe(&info.name));
+    println!("computes     {}", safe(&info.description));
+    println!("parameters   {}", safe(&info.parameters.join(", ")));
     let axes = ["x", "y", "z"];
     let size: Vec<String> = info
         .problem_size
@@ -172,10 +175,14 @@ pub(crate) fn print_info(info: &KernelInfo) {
         .zip(axes)
         .map(|(d, a)| format!("{a} = {}", d.expression))
         .collect();
-    println!("problem size {} ({}-D)", size.join(", "), info.dimensions());
-    println!("outputs      {}", info.outputs.join(", "));
+    println!(
+        "problem size {} ({}-D)",
+        safe(&size.join(", ")),
+        info.dimensions()
+    );
+    println!("outputs      {}", safe(&info.outputs.join(", ")));
     if !info.inputs_and_outputs.is_empty() {
-        println!("read+written {}", info.inputs_and_outputs.join(", "));
+        println!("read+written {}", safe(&info.inputs_and_outputs.join(", ")));
     }
     println!(
         "block        {}x{}x{}",
@@ -192,7 +199,7 @@ pub(crate) fn print_disagreements(u: &Understood, compared: bool) {
     } else {
         println!("sidecar disagreements ({}):", u.disagreements.len());
         for d in &u.disagreements {
-            println!("  - {d}");
+            println!("  - {}", kt_record::terminal_safe(&d.to_string()));
         }
     }
 }

@@ -41,7 +41,8 @@ pub(crate) fn llm_choice(spec: &str, record: &RunRecord) -> anyhow::Result<LlmCh
     if let Some((config, origin)) = kt_runs::live_llm(&choice, &meta.llm, &consent)?
         && let Some(line) = origin.notice(&config.describe())
     {
-        eprintln!("{line}");
+        // names what run.json records: data from the run directory
+        eprintln!("{}", kt_record::terminal_safe(&line));
     }
     Ok(choice)
 }

@@ -142,7 +142,8 @@ fn run_llm(
     let (config, origin) = kt_pipeline::run_llm::llm_for_run(&meta.llm, &cwd, given, &consent)?;
     // said before the client is built: what a trusted run will run or where its key goes, even when building fails
     if let Some(line) = origin.notice(&config.describe()) {
-        eprintln!("{line}");
+        // names what run.json records: data from the run directory
+        eprintln!("{}", kt_record::terminal_safe(&line));
     }
     let Some((client, config)) = built(config, no_stream)? else {
         anyhow::bail!("{NO_LLM}");

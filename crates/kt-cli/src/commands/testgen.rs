@@ -318,7 +318,8 @@ fn report(run: &RunDir, p: &Prepared, json: bool, compared: bool) -> anyhow::Res
         );
     }
     for w in &t.warnings {
-        println!("warning: {w}");
+        // a warning may quote a generator's output
+        println!("warning: {}", kt_record::terminal_safe(&w.to_string()));
     }
     println!("run directory: {}", run.root().display());
     Ok(())

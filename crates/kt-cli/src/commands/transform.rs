@@ -142,7 +142,8 @@ impl LiveView {
                 }
                 self.bar.set_length(0);
                 self.bar.set_position(0);
-                self.bar.set_message(msg);
+                self.bar
+                    .set_message(kt_record::terminal_safe(&msg).into_owned());
             }
             EventKind::NodeFailed {
                 node,
@@ -157,9 +158,10 @@ impl LiveView {
                 } else {
                     "giving up"
                 };
-                self.bar.println(format!(
+                // the error may quote an LLM's answer or a generator's output
+                self.bar.println(kt_record::terminal_safe(&format!(
                     "  {node}, attempt {attempt}: {first_line} ({next})"
-                ));
+                )));
             }
             _ => {}
         }
@@ -172,7 +174,9 @@ impl LiveView {
 
 impl TuningProgress for LiveView {
     fn update(&self, label: &str, done: u64, total: u64) {
-        self.bar.set_message(format!("stage 3: tuning {label}"));
+        self.bar.set_message(
+            kt_record::terminal_safe(&format!("stage 3: tuning {label}")).into_owned(),
+        );
         self.bar.set_length(total);
         self.bar.set_position(done);
     }

@@ -11,7 +11,8 @@ use std::path::{Path, PathBuf};
 
 use kt_sandbox::{GeneratedTest, GeneratorError, Protections};
 
-use super::{Case, Host};
+use super::Case;
+use super::host::Host;
 
 /// The user's files the attacks go after, and a copy of them to compare with afterwards.
 pub struct Home {
@@ -107,7 +108,7 @@ impl Home {
     fn files(&self) -> Vec<(PathBuf, Vec<u8>)> {
         let mut out = Vec::new();
         for root in [&self.dir, &self.scratch] {
-            for path in super::walk(root) {
+            for path in super::checks::walk(root) {
                 if std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_file()) {
                     let bytes = std::fs::read(&path).unwrap_or_default();
                     out.push((path, bytes));
@@ -158,7 +159,7 @@ fn key_kept(h: &Host, r: &Res) -> Result<(), String> {
             Err("the key's text is in the error kt sends back to the LLM".into())
         }
         Ok(test) => {
-            for file in super::walk(&test.dir) {
+            for file in super::checks::walk(&test.dir) {
                 let bytes = std::fs::read(&file).unwrap_or_default();
                 if String::from_utf8_lossy(&bytes).contains(&h.home.key_text) {
                     return Err(format!("the key's text is in {}", file.display()));
@@ -266,7 +267,7 @@ pub fn cases() -> Vec<Case> {
         Case {
             name: "connect to Unix sockets outside /tmp and /run (an agent, an ssh ControlMaster)",
             needs: Some(filter),
-            check: super::none,
+            check: super::checks::none,
             attack: r#"
     import socket, glob
     for path in glob.glob(os.path.join(SCRATCH, "*.sock")) + [os.path.join(HOME, ".ssh/cm.sock")]:
@@ -288,22 +289,35 @@ pub fn cases() -> Vec<Case> {
 "#,
         },
         Case {
-            name: "store a secret in the kernel keyring",
+            name: "store a secret in the kernel keyring (add_key, request_key, keyctl: each refused with EPERM)",
             needs: Some(filter),
-            check: super::none,
+            check: super::checks::none,
             attack: r#"
-    import ctypes, platform
-    nr = {"x86_64": 248, "aarch64": 217}.get(platform.machine())
+    import ctypes, errno, platform
+    nrs = {"x86_64": (248, 249, 250), "aarch64": (217, 218, 219)}.get(platform.machine())
+    if not nrs:
+        raise Exception("ESCAPED: no keyring system-call numbers for " + platform.machine())
     libc = ctypes.CDLL(None, use_errno=True)
-    for ring in (-4, -3, -5):
-        if nr and libc.syscall(nr, b"user", b"kt-attack", b"secret", 6, ring) > 0:
-            escaped = "stored a key in keyring %d" % ring
+    add_key, request_key, keyctl = nrs
+    calls = [("add_key", lambda ring: libc.syscall(add_key, b"user", b"kt-attack", b"secret", 6, ring)),
+             ("request_key", lambda ring: libc.syscall(request_key, b"user", b"kt-attack", None, ring)),
+             # KEYCTL_GET_KEYRING_ID
+             ("keyctl", lambda ring: libc.syscall(keyctl, 0, ring, 1))]
+    for name, call in calls:
+        for ring in (-4, -3, -5):
+            ctypes.set_errno(0)
+            got = call(ring)
+            err = ctypes.get_errno()
+            if got >= 0:
+                escaped = "%s on keyring %d returned %d" % (name, ring, got)
+            elif err != errno.EPERM:
+                escaped = "%s on keyring %d failed with %s, not a refusal (EPERM)" % (name, ring, errno.errorcode.get(err, err))
 "#,
         },
         Case {
             name: "hold memory over the run's cap across three children",
             needs: None,
-            check: super::limit_stopped,
+            check: super::checks::limit_stopped,
             attack: r#"
     import time
     for i in range(3):
@@ -318,7 +332,7 @@ pub fn cases() -> Vec<Case> {
         Case {
             name: "fill the disk through deleted files held open",
             needs: None,
-            check: super::quota_stopped,
+            check: super::checks::quota_stopped,
             attack: r#"
     import time
     held = []

@@ -7,8 +7,28 @@ use super::Check;
 pub fn probe() -> Vec<Check> {
     let p = detect_protections();
     let mut checks: Vec<Check> = p.lines().into_iter().map(|line| check(&p, line)).collect();
+    checks.push(memory_cgroup(kt_sandbox::memory_cgroup()));
     checks.push(disk_quota(kt_sandbox::disk_quota::probe()));
     checks
+}
+
+/// Which cap holds a run's memory: a cgroup of its own per run, or kt's measuring and why there is no cgroup.
+fn memory_cgroup(cgroup: Result<&std::path::Path, &str>) -> Check {
+    const NAME: &str = "sandbox: memory cgroup";
+    match cgroup {
+        Ok(base) => Check::ok(
+            NAME,
+            format!(
+                "yes: each run gets a cgroup of its own in {} (memory.max, no swap): the kernel holds the cap",
+                base.display()
+            ),
+        ),
+        // measuring still caps the run (the "run memory" line): no fault, but say why and what it misses
+        Err(why) => Check::ok(
+            NAME,
+            format!("no: {why}; runs' memory is measured instead (see sandbox: run memory)"),
+        ),
+    }
 }
 
 /// The work directory's disk quota, tried with a program that writes past it.
@@ -107,8 +127,29 @@ mod tests {
         let memory = &checks[8];
         assert_eq!(memory.status, super::super::Status::Missing);
         assert!(
-            memory.fix.as_deref().unwrap_or("").contains("address-space limit"),
+            memory
+                .fix
+                .as_deref()
+                .unwrap_or("")
+                .contains("address-space limit"),
             "the fallback says what it cannot cap: {memory:?}"
+        );
+    }
+
+    #[test]
+    fn the_memory_cgroup_line_says_where_or_why_not() {
+        let yes = memory_cgroup(Ok(std::path::Path::new("/sys/fs/cgroup/system.slice")));
+        assert!(
+            yes.detail.contains("/sys/fs/cgroup/system.slice"),
+            "{yes:?}"
+        );
+        let no = memory_cgroup(Err(
+            "cgroup v2 at /sys/fs/cgroup is mounted read-only (a container?)",
+        ));
+        assert_eq!(no.status, super::super::Status::Ok);
+        assert!(
+            no.detail.starts_with("no: cgroup v2") && no.detail.contains("measured instead"),
+            "{no:?}"
         );
     }
 
