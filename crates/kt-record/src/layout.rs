@@ -10,7 +10,8 @@ use serde::Serialize;
 use crate::error::RecordError;
 use crate::gpu::GpuRecord;
 use crate::protections::Protections;
-use crate::run_meta::{RunLlm, RunMeta, RunSettings, RunStatus};
+use crate::run_llm::RunLlm;
+use crate::run_meta::{RunMeta, RunSettings, RunStatus};
 
 /// The environment variable naming where run directories are created.
 pub const RUNS_DIR_ENV: &str = "KT_RUNS_DIR";

@@ -22,6 +22,7 @@ pub mod layout;
 pub mod protections;
 pub mod provenance;
 pub mod result;
+pub mod run_llm;
 pub mod run_meta;
 pub mod terminal_text;
 pub mod tests_format;
@@ -36,6 +37,7 @@ pub use result::{
     FinalTiming, RESULT_SCHEMA_VERSION, ResultOutcome, ResultSummary, RunResult, StepStatus,
     StepSummary, TotalWallTime, WallTimes,
 };
-pub use run_meta::{RunLlm, RunMeta, RunSettings, RunStatus, WaitingAnswer};
+pub use run_llm::RunLlm;
+pub use run_meta::{RunMeta, RunSettings, RunStatus, WaitingAnswer};
 pub use terminal_text::terminal_safe;
 pub use tests_format::{DType, ManifestArg, TestManifest};

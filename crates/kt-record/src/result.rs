@@ -8,7 +8,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::gpu::GpuRecord;
 use crate::protections::Protections;
-use crate::run_meta::{RunLlm, RunSettings, RunStatus, WaitingAnswer};
+use crate::run_llm::RunLlm;
+use crate::run_meta::{RunSettings, RunStatus, WaitingAnswer};
 
 /// One step in `result.json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
