@@ -11,7 +11,8 @@ use crate::error::RecordError;
 use crate::gpu::GpuRecord;
 use crate::protections::Protections;
 use crate::run_llm::RunLlm;
-use crate::run_meta::{RunMeta, RunSettings, RunStatus};
+use crate::run_meta::{RunMeta, RunSettings};
+use crate::run_status::RunStatus;
 
 /// The environment variable naming where run directories are created.
 pub const RUNS_DIR_ENV: &str = "KT_RUNS_DIR";

@@ -7,20 +7,7 @@ use serde::{Deserialize, Serialize};
 use crate::gpu::GpuRecord;
 use crate::protections::Protections;
 use crate::run_llm::RunLlm;
-
-/// Where a run ends up.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum RunStatus {
-    Running,
-    Finished,
-    Failed,
-    Interrupted,
-    /// The LLM service failed past its retries (rate limit, timeout, connection, 5xx): an infrastructure
-    /// failure, not a result; `kt resume` continues from the last checkpoint once the service is back.
-    #[serde(rename = "llm_unavailable")]
-    LlmUnavailable,
-}
+use crate::run_status::RunStatus;
 
 /// The settings a run was started with. Stage 3 knobs are absent (null) for runs that do not transform.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

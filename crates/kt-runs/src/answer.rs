@@ -10,7 +10,7 @@
 
 use std::path::Path;
 
-use kt_pipeline::RunDir;
+use kt_record::RunDir;
 use kt_record::RunResult;
 use serde::Serialize;
 
@@ -23,17 +23,7 @@ const PROMPT_MARK: &str = "<!-- kt request ";
 
 /// The prompt the run waits for an answer to (result.json's `waiting_for`), or None when it waits for none.
 pub fn waiting_prompt(dir: &RunDir) -> Result<Option<WaitingAnswer>, RunsError> {
-    let path = dir.result_json();
-    let text = match std::fs::read_to_string(&path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(RunsError::io("reading", &path, e)),
-    };
-    let result: RunResult = serde_json::from_str(&text).map_err(|e| RunsError::BadJson {
-        path: path.clone(),
-        reason: e.to_string(),
-    })?;
-    Ok(result.waiting_for)
+    Ok(RunResult::read(&dir.result_json())?.and_then(|r| r.waiting_for))
 }
 
 /// A waiting prompt's id: its prompt file's name without `.prompt.md`.

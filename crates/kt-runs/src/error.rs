@@ -16,6 +16,13 @@ pub enum RunsError {
         #[source]
         source: kt_pipeline::PipelineError,
     },
+    /// A run directory whose records cannot be opened.
+    #[error("run directory {run}: {source}")]
+    RunDir {
+        run: PathBuf,
+        #[source]
+        source: kt_record::RecordError,
+    },
     #[error(
         "run directory {run} has no graph history (run.sqlite is missing or holds no run){detail}"
     )]
@@ -59,6 +66,9 @@ pub enum RunsError {
     BadJson { path: PathBuf, reason: String },
     #[error(transparent)]
     Llm(#[from] kt_llm::LlmError),
+    /// A record of the run directory (kt-record) that cannot be read.
+    #[error(transparent)]
+    Record(#[from] kt_record::RecordError),
     #[error("{0}")]
     Usage(String),
     /// An answer meant for a prompt the run no longer waits for (or one already answered).

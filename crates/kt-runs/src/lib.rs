@@ -49,6 +49,8 @@ pub use inspect::{
 };
 /// The engine's types that appear in this crate's API.
 pub use kt_graph::{Breakpoints, CheckpointId};
+/// The records a run directory holds (kt-record, the run directory's schema) that appear in this crate's API.
+pub use kt_record::{KernelRecord, ProfileRecord, RunResult, RunRoofline, RunStatus};
 pub use locate::{resolve_run, runs_base};
 pub use profiles::profile_lines;
 pub use record::RunRecord;

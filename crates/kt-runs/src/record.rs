@@ -12,7 +12,7 @@ use kt_graph::{
     BranchId, Checkpoint, CheckpointHead, CheckpointId, CheckpointStore, FieldOp, GraphError,
     GraphRunMeta, RunId, SqliteStore, StateRecord, fold_ops, lineage_of,
 };
-use kt_pipeline::RunDir;
+use kt_record::RunDir;
 use serde_json::{Map, Value};
 
 use crate::error::RunsError;

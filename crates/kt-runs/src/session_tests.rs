@@ -37,7 +37,7 @@ async fn a_recorded_run_shows_its_path_tokens_and_kernel_verdicts() {
     let (_base, record) = recorded().await;
     assert!(record.graph_run().as_str().ends_with("/stage3"));
     let s = show(&record).unwrap();
-    assert_eq!(s.summary.status, "finished");
+    assert_eq!(s.summary.status_text(), "finished");
     assert!(
         s.summary.speedup.unwrap() > 4.9,
         "20 ms -> 4 ms: {:?}",

@@ -5,6 +5,7 @@
 //! `kt runs report --html` read a run the same way.
 
 use kt_runs::report::{PathGraph, is_stage3, path_graph};
+use kt_record::{RunResult, RunStatus};
 use kt_runs::{Breakpoints, PathStep, RunRecord, RunState, RunSummary, WaitingPrompt};
 use serde::Serialize;
 use serde_json::Value;
@@ -64,18 +65,20 @@ pub fn run_view(record: &RunRecord) -> Result<RunView, StudioError> {
                 .collect()
         })
         .unwrap_or_default();
-    let running = if summary.status == "running" {
+    let running = if summary.status.is_some_and(RunStatus::is_running) {
         scheduled.clone()
     } else {
         Vec::new()
     };
     let stage3 = is_stage3(record);
     let mut graph = graph;
-    if summary.status != "finished" || !stage3 {
+    if !summary.status.is_some_and(RunStatus::is_finished) || !stage3 {
         graph.end_not_reached();
     }
     graph.add_running(&running);
-    let mut result = kt_runs::catalog::read_result(record.dir());
+    let typed = RunResult::read(&record.dir().result_json()).ok().flatten();
+    // the page gets the result as JSON, with anything shaped like a secret blanked
+    let mut result = typed.as_ref().and_then(|r| serde_json::to_value(r).ok());
     if let Some(r) = result.as_mut() {
         redact(r);
     }
@@ -86,7 +89,7 @@ pub fn run_view(record: &RunRecord) -> Result<RunView, StudioError> {
             .ok()
             .flatten()
             .map(|w| WaitingPrompt::read(&w)),
-        state: kt_runs::run_state(&summary, result.as_ref(), at.as_deref()),
+        state: kt_runs::run_state(&summary, typed.as_ref(), at.as_deref()),
         resume_llm: crate::steer::resume_llm(record),
         summary,
         result,
@@ -111,7 +114,7 @@ mod tests {
         let run = record_matmul_run(home.path()).await;
         let record = RunRecord::open(run).unwrap();
         let view = run_view(&record).unwrap();
-        assert_eq!(view.summary.status, "finished");
+        assert_eq!(view.summary.status_text(), "finished");
         assert!(view.running.is_empty(), "a finished run runs nothing");
         assert!(view.stage3 && view.state.is_none());
         assert!(view.resume_llm.contains("LLM"), "{}", view.resume_llm);

@@ -97,7 +97,7 @@ fn list(a: ListArgs) -> anyhow::Result<ExitCode> {
             r.kernel,
             r.strategy,
             r.model,
-            r.status,
+            r.status_text(),
             r.speedup
                 .map(|s| format!("{s:.2}x"))
                 .unwrap_or_else(|| "-".into()),
@@ -145,7 +145,7 @@ fn print_summary(s: &RunShow) {
     );
     println!(
         "status    {}   speedup {}   started {}   duration {} (active time, summed over attempts)",
-        m.status,
+        m.status_text(),
         m.speedup
             .map(|v| format!("{v:.2}x"))
             .unwrap_or_else(|| "-".into()),
@@ -163,7 +163,7 @@ fn print_summary(s: &RunShow) {
                 ))
                 .unwrap_or_default(),
             g * 100.0,
-            m.outcome.as_deref().unwrap_or("-")
+            m.outcome.map_or("-", |o| o.as_str())
         );
     }
     if let Some(prompt) = &m.waiting_for {

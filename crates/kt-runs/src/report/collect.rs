@@ -3,12 +3,13 @@
 use std::path::Path;
 
 use kt_graph::{CheckpointHead, CheckpointId};
+use kt_record::{KernelRecord, ProfileRecord, RunResult, RunRoofline, RunStatus};
 use serde::Serialize;
 use serde_json::Value;
 
 use super::chart::StepPoint;
 use super::graph_svg::{GraphShape, parse_dot};
-use crate::catalog::{RunSummary, read_result, summarize};
+use crate::catalog::{RunSummary, summarize};
 use crate::error::RunsError;
 use crate::field_diff::unified;
 use crate::inspect::{KernelVerdict, verdicts};
@@ -37,8 +38,8 @@ pub struct LlmExchange {
 pub struct KernelFile {
     pub name: String,
     pub code: String,
-    /// The sidecar JSON (verdict, tuning summary), when there is one.
-    pub meta: Option<Value>,
+    /// The kernel's record beside it (`NNN-<step>.json`: verdict, tuning summary), when there is one.
+    pub meta: Option<KernelRecord>,
     /// Unified diff against the previous file (none for the first).
     pub diff: Option<String>,
 }
@@ -61,7 +62,7 @@ pub struct TuningRow {
 #[derive(Debug, Clone, Serialize)]
 pub struct ReportInputs {
     pub summary: RunSummary,
-    pub result: Option<Value>,
+    pub result: Option<RunResult>,
     pub graph_run: String,
     /// Nodes and edges to draw; from the run's graph (DOT) when it could be rebuilt, else from the path.
     pub graph: GraphShape,
@@ -76,9 +77,9 @@ pub struct ReportInputs {
     pub points: Vec<StepPoint>,
     pub naive_time_ms: Option<f64>,
     /// Nsight Compute profiles of the naive kernel and each accepted step's kernel.
-    pub profiles: Vec<kt_pipeline::stage3::ProfileRecord>,
+    pub profiles: Vec<ProfileRecord>,
     /// The naive and the best kernel on the device's roofline.
-    pub roofline: Option<kt_pipeline::stage3::RunRoofline>,
+    pub roofline: Option<RunRoofline>,
 }
 
 impl ReportInputs {
@@ -104,7 +105,7 @@ impl ReportInputs {
         let mut inputs = Self::from_state(record, &fields)?;
         inputs.graph = graph;
         // END is the run's end: a stage the run went on from (or stopped in) did not reach it
-        if inputs.summary.status != "finished" || !is_stage3(record) {
+        if !inputs.summary.status.is_some_and(RunStatus::is_finished) || !is_stage3(record) {
             inputs.graph.end_not_reached();
         }
         inputs.steps_total = recent.lineage.len();
@@ -128,7 +129,7 @@ impl ReportInputs {
         let verdicts = verdicts(fields.get("history"));
         Ok(Self {
             summary: summarize(record.root()),
-            result: read_result(record.dir()),
+            result: RunResult::read(&record.dir().result_json()).ok().flatten(),
             graph_run: record.graph_run().to_string(),
             graph: GraphShape::default(),
             points: points(fields.get("history"), naive_time_ms),
@@ -289,9 +290,7 @@ fn kernel_files(dir: &Path) -> Result<Vec<KernelFile>, RunsError> {
         let path = dir.join(&name);
         let code =
             std::fs::read_to_string(&path).map_err(|e| RunsError::io("reading", &path, e))?;
-        let meta = std::fs::read_to_string(path.with_extension("json"))
-            .ok()
-            .and_then(|t| serde_json::from_str(&t).ok());
+        let meta = KernelRecord::read(&path.with_extension("json"));
         let diff = out
             .last()
             .map(|prev: &KernelFile| kernel_diff(&prev.code, &code, &prev.name, &name));
