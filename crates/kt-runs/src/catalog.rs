@@ -121,6 +121,7 @@ pub fn summarize(dir: &Path) -> RunSummary {
     summary.needs_gpu = result.needs_gpu;
     summary.waiting_for = result
         .waiting_for
+        .as_ref()
         .map(|w| w.prompt_file.to_string_lossy().to_string());
     // Active time: a run resumed a day later did not take a day.
     summary.duration_s = result.total_wall_s().or_else(|| {
