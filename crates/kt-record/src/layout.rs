@@ -190,6 +190,10 @@ impl RunDir {
     pub fn report_md(&self) -> PathBuf {
         self.root.join("report.md")
     }
+    /// The shape of the run's Stage 3 graph ([`crate::GraphOutline`]), saved when that graph first starts.
+    pub fn graph_json(&self) -> PathBuf {
+        self.root.join("graph.json")
+    }
 
     /// Where the result files of graph branch `branch` go: the run's root for the main branch (0), else
     /// `branches/b<N>/`, so that continuing a `kt replay` or `kt fork` branch never overwrites the main

@@ -11,7 +11,8 @@
 //! Main types in reading order: [`RunDir`] and [`ResultFiles`] (`layout`), [`RunMeta`] with [`RunStatus`],
 //! [`RunSettings`] (`run_meta`, `run_status`), [`RunLlm`] (`run_llm`), [`GpuRecord`] (`gpu`), [`Protections`] (`protections`),
 //! [`ConfigRecord`] (`config`), [`RunResult`] (`result`, read leniently by every reader) with [`RunProfiles`] and
-//! [`RunRoofline`] (`profiles`), [`KernelRecord`] (`kernel_record`: `kernels/NNN-<step>.json`), and in
+//! [`RunRoofline`] (`profiles`), [`KernelRecord`] (`kernel_record`: `kernels/NNN-<step>.json`), [`GraphOutline`] (`graph_outline`: `graph.json`,
+//! the Stage 3 graph's shape), and in
 //! `tests_format`: [`TestManifest`], [`DType`], the .npy header.
 
 #![cfg_attr(test, allow(clippy::unwrap_used))]
@@ -20,6 +21,7 @@ pub mod atomic_write;
 pub mod config;
 mod error;
 pub mod gpu;
+pub mod graph_outline;
 pub mod kernel_record;
 pub mod layout;
 mod lenient;
@@ -36,6 +38,7 @@ pub mod tests_format;
 pub use config::{ConfigRecord, FailedConfiguration};
 pub use error::RecordError;
 pub use gpu::GpuRecord;
+pub use graph_outline::{GraphOutline, OutlineEdge};
 pub use layout::{NewRun, RUNS_DIR_ENV, ResultFiles, RunDir};
 pub use protections::{ProtectionLine, Protections};
 pub use provenance::Provenance;

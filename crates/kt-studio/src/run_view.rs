@@ -24,6 +24,9 @@ pub struct RunView {
     pub result: Option<Value>,
     pub graph_run: String,
     pub graph_svg: String,
+    /// Why the graph drawn is the path alone (a run recorded before its graph's shape was saved).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub graph_note: Option<String>,
     /// Nodes scheduled at the head while the run is running: the ones running now.
     pub running: Vec<String>,
     /// The head checkpoint and how many checkpoints lie on its path.
@@ -46,12 +49,10 @@ pub struct RunView {
 pub fn run_view(record: &RunRecord) -> Result<RunView, StudioError> {
     let id = record.dir().run_id();
     let head = record.head()?;
-    let dot = timed("the strategy's graph rebuilt", &id, || {
-        kt_runs::graph_dot(record)
-    });
-    // only the steps the page shows are read in full: a long run's other states stay on disk
+    // The graph is the one the run saved (no graph is rebuilt); only the steps the page shows are read in
+    // full: a long run's other states stay on disk.
     let PathGraph { graph, recent } = timed("the path and its recent steps read", &id, || {
-        path_graph(record, head, dot.as_deref(), RECENT_STEPS)
+        path_graph(record, head, None, RECENT_STEPS)
     })?;
     let summary = kt_runs::summarize(record.root());
     // the nodes scheduled at the head: running now while the run runs, where it stopped or failed otherwise
@@ -85,6 +86,7 @@ pub fn run_view(record: &RunRecord) -> Result<RunView, StudioError> {
     let at = (!scheduled.is_empty()).then(|| scheduled.join(", "));
     Ok(RunView {
         graph_svg: timed("the graph drawn", &id, || graph.to_svg()),
+        graph_note: graph.note.clone(),
         waiting_for: kt_runs::waiting_prompt(record.dir())
             .ok()
             .flatten()

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::{Args, Subcommand};
 use kt_runs::{
-    ReportInputs, RunRecord, RunShow, format_duration, graph_dot, list_runs, render_html,
+    ReportInputs, RunRecord, RunShow, format_duration, list_runs, render_html,
     resolve_run, runs_base, show_dir,
 };
 
@@ -241,9 +241,8 @@ fn print_kernels(s: &RunShow) {
 fn report(a: ReportArgs) -> anyhow::Result<ExitCode> {
     let dir = resolve_run(&a.run, &runs_base(a.runs_dir.as_deref()))?;
     let record = RunRecord::open(dir)?;
-    // The graph comes from the run's strategy when it can be rebuilt; otherwise the page draws the path alone.
-    let dot = graph_dot(&record);
-    let inputs = ReportInputs::collect(&record, dot.as_deref())?;
+    // The graph is the shape the run saved (graph.json); a run recorded before it draws the path alone.
+    let inputs = ReportInputs::collect(&record, None)?;
     let html = render_html(&inputs);
     let out = a.out.unwrap_or_else(|| record.root().join("report.html"));
     std::fs::write(&out, html).with_context(|| format!("writing {}", out.display()))?;

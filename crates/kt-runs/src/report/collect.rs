@@ -3,7 +3,7 @@
 use std::path::Path;
 
 use kt_graph::{CheckpointHead, CheckpointId};
-use kt_record::{KernelRecord, ProfileRecord, RunResult, RunRoofline, RunStatus};
+use kt_record::{GraphOutline, KernelRecord, ProfileRecord, RunResult, RunRoofline, RunStatus};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -162,8 +162,9 @@ pub struct PathGraph {
     pub recent: RecentPath,
 }
 
-/// The path to `to` with its last `keep` steps in full, marked on the run's graph (`graph_dot`, as
-/// [`ReportInputs::collect`] takes it).
+/// The path to `to` with its last `keep` steps in full, marked on the run's graph: `graph_dot` when the caller
+/// drew it, else the shape the run saved (`graph.json`); a Stage 3 run recorded before shapes were saved draws
+/// its path alone and says so. Nothing is rebuilt.
 pub fn path_graph(
     record: &RunRecord,
     to: CheckpointId,
@@ -171,13 +172,24 @@ pub fn path_graph(
     keep: usize,
 ) -> Result<PathGraph, RunsError> {
     let recent = recent_path(record, Some(to), keep)?;
-    let mut graph = match graph_dot {
-        Some(dot) => {
-            let mut graph = parse_dot(dot);
+    let saved = || {
+        is_stage3(record)
+            .then(|| GraphOutline::read(&record.dir().graph_json()))
+            .flatten()
+            .map(|o| GraphShape::from_outline(&o))
+    };
+    let mut graph = match graph_dot.map(parse_dot).or_else(saved) {
+        Some(mut graph) => {
             mark_path(&mut graph, &recent.lineage);
             graph
         }
-        None => GraphShape::from_lineage(&recent.lineage, &recent.ran),
+        None => {
+            let mut graph = GraphShape::from_lineage(&recent.lineage, &recent.ran);
+            if is_stage3(record) {
+                graph.note = Some(UNSAVED_GRAPH.into());
+            }
+            graph
+        }
     };
     // Draw visited nodes in the order the run first reached them (DOT lists them in declaration order).
     let first_visit = |n: &String| {
@@ -190,6 +202,10 @@ pub fn path_graph(
     graph.visited.sort_by_key(first_visit);
     Ok(PathGraph { graph, recent })
 }
+
+/// What a page says under a Stage 3 graph drawn from the path alone.
+const UNSAVED_GRAPH: &str = "This run was recorded before kt saved its graph's shape (graph.json): the drawing \
+                             shows only the nodes and edges its checkpoints record.";
 
 /// The run's graph as DOT, or None when the graph cannot be rebuilt (another strategy file, a run from a
 /// newer kt): pages then draw the path alone.

@@ -40,8 +40,13 @@ pub fn render_html(r: &ReportInputs) -> String {
     summary(&mut h, r);
     let _ = write!(
         h,
-        "<h2>Graph and path taken</h2><div id=\"graph\" class=\"flex\">{}<div><p class=\"muted\">Highlighted: the nodes the run visited and the edges it took ({}). Solid edges always follow; dashed ones (“route”) are taken when the node chooses them; dotted ones (“on error”) when its retries run out.</p>{}</div></div>",
+        "<h2>Graph and path taken</h2><div id=\"graph\" class=\"flex\">{}<div>{}<p class=\"muted\">Highlighted: the nodes the run visited and the edges it took ({}). Solid edges always follow; dashed ones (“route”) are taken when the node chooses them; dotted ones (“on error”) when its retries run out.</p>{}</div></div>",
         r.graph.to_svg(),
+        r.graph
+            .note
+            .as_deref()
+            .map(|n| format!("<p id=\"graph-note\" class=\"muted\">{}</p>", esc(n)))
+            .unwrap_or_default(),
         esc(&r.graph_run),
         verdict_table(r)
     );
