@@ -12,7 +12,7 @@
 //! [`RunSettings`] (`run_meta`, `run_status`), [`RunLlm`] (`run_llm`), [`GpuRecord`] (`gpu`), [`Protections`] (`protections`),
 //! [`ConfigRecord`] (`config`), [`RunResult`] (`result`, read leniently by every reader) with [`RunProfiles`] and
 //! [`RunRoofline`] (`profiles`), [`KernelRecord`] (`kernel_record`: `kernels/NNN-<step>.json`), [`GraphOutline`] (`graph_outline`: `graph.json`,
-//! the Stage 3 graph's shape), and in
+//! the Stage 3 graph's shape), [`LlmCall`] (`llm_call`: a line of `llm.jsonl` as readers see it), and in
 //! `tests_format`: [`TestManifest`], [`DType`], the .npy header.
 
 #![cfg_attr(test, allow(clippy::unwrap_used))]
@@ -25,6 +25,7 @@ pub mod graph_outline;
 pub mod kernel_record;
 pub mod layout;
 mod lenient;
+pub mod llm_call;
 pub mod profiles;
 pub mod protections;
 pub mod provenance;
@@ -39,6 +40,7 @@ pub use config::{ConfigRecord, FailedConfiguration};
 pub use error::RecordError;
 pub use gpu::GpuRecord;
 pub use graph_outline::{GraphOutline, OutlineEdge};
+pub use llm_call::{LlmCall, LlmMessage, LlmTokens};
 pub use layout::{NewRun, RUNS_DIR_ENV, ResultFiles, RunDir};
 pub use protections::{ProtectionLine, Protections};
 pub use provenance::Provenance;

@@ -3,7 +3,9 @@
 use std::path::Path;
 
 use kt_graph::{CheckpointHead, CheckpointId};
-use kt_record::{GraphOutline, KernelRecord, ProfileRecord, RunResult, RunRoofline, RunStatus};
+use kt_record::{
+    GraphOutline, KernelRecord, LlmCall, ProfileRecord, RunResult, RunRoofline, RunStatus,
+};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -14,10 +16,7 @@ use crate::error::RunsError;
 use crate::field_diff::unified;
 use crate::inspect::{KernelVerdict, verdicts};
 use crate::record::{Fields, RunRecord};
-use crate::session::{GraphFormat, export, session_dir};
-use crate::stage3::Stage3Binding;
 use crate::steps::{PathStep, RecentPath, recent_path};
-use crate::{LlmChoice, Setup};
 
 /// One recorded LLM call.
 #[derive(Debug, Clone, Serialize)]
@@ -83,7 +82,8 @@ pub struct ReportInputs {
 }
 
 impl ReportInputs {
-    /// Reads the run; `graph_dot` is the run's graph as DOT ([`graph_dot`]), when available: the path to
+    /// Reads the run; `graph_dot` is the run's graph as DOT when the caller drew it (else the shape the run saved
+    /// is drawn, see [`path_graph`]): the path to
     /// the head is marked on it here (a highlight the DOT carries is kept).
     pub fn collect(record: &RunRecord, graph_dot: Option<&str>) -> Result<Self, RunsError> {
         Self::collect_recent(record, graph_dot, usize::MAX)
@@ -207,32 +207,6 @@ pub fn path_graph(
 const UNSAVED_GRAPH: &str = "This run was recorded before kt saved its graph's shape (graph.json): the drawing \
                              shows only the nodes and edges its checkpoints record.";
 
-/// The run's graph as DOT, or None when the graph cannot be rebuilt (another strategy file, a run from a
-/// newer kt): pages then draw the path alone.
-pub fn graph_dot(record: &RunRecord) -> Option<String> {
-    // Only Stage 3's graph is the strategy's: a run stopped in Stage 1 or 2 draws the path it took there,
-    // never the Stage 3 graph it did not reach.
-    if !is_stage3(record) {
-        return None;
-    }
-    let setup = Setup::new(LlmChoice::Replay, session_dir(record, "report"));
-    // no highlight: the collection marks the path from the heads it reads anyway
-    let drawn = export(
-        &Stage3Binding::default(),
-        record,
-        &setup,
-        GraphFormat::Dot,
-        None,
-    );
-    match drawn {
-        Ok(dot) => Some(dot),
-        Err(e) => {
-            tracing::warn!("drawing the path only: the run's graph could not be rebuilt ({e})");
-            None
-        }
-    }
-}
-
 /// The record is of the run's Stage 3 graph (`RUN/stage3`).
 pub fn is_stage3(record: &RunRecord) -> bool {
     let run = record.graph_run().as_str();
@@ -260,7 +234,7 @@ fn mark_path(graph: &mut GraphShape, lineage: &[CheckpointHead]) {
 }
 
 fn llm_exchanges(path: &Path) -> Vec<LlmExchange> {
-    let Ok(records) = kt_llm::read_records(path) else {
+    let Ok(records) = LlmCall::read_all(path) else {
         return Vec::new();
     };
     records
@@ -271,7 +245,7 @@ fn llm_exchanges(path: &Path) -> Vec<LlmExchange> {
             prompt: r
                 .messages
                 .iter()
-                .map(|m| format!("[{}]\n{}", role_name(m.role), m.content))
+                .map(|m| format!("[{}]\n{}", m.role, m.content))
                 .collect::<Vec<_>>()
                 .join("\n\n"),
             answer: r.answer.unwrap_or_default(),
@@ -281,13 +255,6 @@ fn llm_exchanges(path: &Path) -> Vec<LlmExchange> {
             error: r.error,
         })
         .collect()
-}
-
-fn role_name(role: kt_llm::Role) -> String {
-    serde_json::to_value(role)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_string))
-        .unwrap_or_default()
 }
 
 fn kernel_files(dir: &Path) -> Result<Vec<KernelFile>, RunsError> {

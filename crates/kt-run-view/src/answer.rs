@@ -19,7 +19,7 @@ use crate::error::RunsError;
 pub use kt_record::WaitingAnswer;
 
 /// The manual provider's first line of every prompt file (followed by the request hash).
-const PROMPT_MARK: &str = "<!-- kt request ";
+pub const PROMPT_MARK: &str = "<!-- kt request ";
 
 /// The prompt the run waits for an answer to (result.json's `waiting_for`), or None when it waits for none.
 pub fn waiting_prompt(dir: &RunDir) -> Result<Option<WaitingAnswer>, RunsError> {
@@ -197,6 +197,4 @@ fn answered_elsewhere(waiting: &WaitingAnswer, answer: &str) -> Option<String> {
     })
 }
 
-#[cfg(test)]
-#[path = "answer_tests.rs"]
-mod tests;
+// Tested on a recorded run in kt-runs (`answer_tests.rs`), which has the pipeline's fixture.
