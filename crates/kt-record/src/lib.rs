@@ -12,7 +12,8 @@
 //! [`RunSettings`] (`run_meta`, `run_status`), [`RunLlm`] (`run_llm`), [`GpuRecord`] (`gpu`), [`Protections`] (`protections`),
 //! [`ConfigRecord`] (`config`), [`RunResult`] (`result`, read leniently by every reader) with [`RunProfiles`] and
 //! [`RunRoofline`] (`profiles`), [`KernelRecord`] (`kernel_record`: `kernels/NNN-<step>.json`), [`GraphOutline`] (`graph_outline`: `graph.json`,
-//! the Stage 3 graph's shape), [`LlmCall`] (`llm_call`: a line of `llm.jsonl` as readers see it), and in
+//! the Stage 3 graph's shape), [`LlmCall`] (`llm_call`: a line of `llm.jsonl` as readers see it),
+//! [`TuningLine`] (`tuning_line`: the tuner's results cache), and in
 //! `tests_format`: [`TestManifest`], [`DType`], the .npy header.
 
 #![cfg_attr(test, allow(clippy::unwrap_used))]
@@ -34,6 +35,7 @@ pub mod run_llm;
 pub mod run_meta;
 pub mod run_status;
 pub mod terminal_text;
+pub mod tuning_line;
 pub mod tests_format;
 
 pub use config::{ConfigRecord, FailedConfiguration};
@@ -53,4 +55,5 @@ pub use run_llm::RunLlm;
 pub use run_meta::{RunMeta, RunSettings, WaitingAnswer};
 pub use run_status::RunStatus;
 pub use terminal_text::terminal_safe;
+pub use tuning_line::{MeasuredConfig, TuningLine, TuningScope, VerdictKind};
 pub use tests_format::{DType, ManifestArg, TestManifest};
