@@ -43,8 +43,9 @@ pub enum RunsError {
     #[error("run `{run}`: {source}")]
     Graph {
         run: String,
+        // Boxed: the engine's error is large, and every `Result` of the crate would carry its size.
         #[source]
-        source: kt_graph::GraphError,
+        source: Box<kt_graph::GraphError>,
     },
     #[error(
         "`{spec}` is not a checkpoint: give a number from `kt debug history` (e.g. 7 or #7), `input` or `latest`"
@@ -98,7 +99,7 @@ impl RunsError {
     pub fn graph(run: &kt_graph::RunId, source: kt_graph::GraphError) -> Self {
         RunsError::Graph {
             run: run.to_string(),
-            source,
+            source: Box::new(source),
         }
     }
 }
