@@ -7,8 +7,8 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::atomic_write::write_atomically;
 use crate::error::RecordError;
+use crate::layout::write_json;
 use crate::lenient::or_default;
 
 /// One edge of the graph and the label a drawing gives it: a route's outcome (`planned`), `fan-out`,
@@ -47,12 +47,7 @@ impl GraphOutline {
 
     /// Writes the outline to `path` atomically.
     pub fn write(&self, path: &Path) -> Result<(), RecordError> {
-        let text = serde_json::to_string_pretty(self).map_err(|e| RecordError::BadFile {
-            path: path.to_path_buf(),
-            what: "JSON",
-            message: e.to_string(),
-        })?;
-        write_atomically(path, text.as_bytes())
+        write_json(path, self)
     }
 }
 

@@ -7,8 +7,8 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::atomic_write::write_atomically;
 use crate::error::RecordError;
+use crate::layout::write_json;
 use crate::lenient::or_default;
 
 /// The step name of the user's own kernel (`kernels/000-original.cu`, the naive kernel of profiles).
@@ -61,12 +61,7 @@ impl KernelRecord {
 
     /// Writes the record to `path` atomically.
     pub fn write(&self, path: &Path) -> Result<(), RecordError> {
-        let text = serde_json::to_string_pretty(self).map_err(|e| RecordError::BadFile {
-            path: path.to_path_buf(),
-            what: "JSON",
-            message: e.to_string(),
-        })?;
-        write_atomically(path, text.as_bytes())
+        write_json(path, self)
     }
 }
 

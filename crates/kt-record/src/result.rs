@@ -9,8 +9,8 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::atomic_write::write_atomically;
 use crate::error::RecordError;
+use crate::layout::write_json;
 use crate::gpu::GpuRecord;
 use crate::lenient::or_default;
 use crate::profiles::{RunProfiles, RunRoofline};
@@ -196,12 +196,7 @@ impl RunResult {
 
     /// Writes the result to `path` atomically: a reader never sees half a result.
     pub fn write(&self, path: &Path) -> Result<(), RecordError> {
-        let text = serde_json::to_string_pretty(self).map_err(|e| RecordError::BadFile {
-            path: path.to_path_buf(),
-            what: "JSON",
-            message: e.to_string(),
-        })?;
-        write_atomically(path, text.as_bytes())
+        write_json(path, self)
     }
 
     /// Every LLM token of the run, in and out; None when the result counts none (older or partial results

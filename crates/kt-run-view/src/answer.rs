@@ -197,4 +197,26 @@ fn answered_elsewhere(waiting: &WaitingAnswer, answer: &str) -> Option<String> {
     })
 }
 
-// Tested on a recorded run in kt-runs (`answer_tests.rs`), which has the pipeline's fixture.
+// Answering is tested on a recorded run in kt-runs (`answer_tests.rs`), which has the pipeline's fixture; what
+// needs no run is tested here.
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_prompt_kt_wrote_is_read_out_and_its_id_is_its_file_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let prompt = dir.path().join("002-stage1.dimensions.prompt.md");
+        std::fs::write(&prompt, format!("{PROMPT_MARK}ab -->\n\nHow many dimensions?")).unwrap();
+        let planted = dir.path().join("notes.md");
+        std::fs::write(&planted, "secret\nstuff").unwrap();
+        assert_eq!(prompt_text(&prompt).as_deref(), Some("How many dimensions?"));
+        assert_eq!(prompt_text(&planted), None);
+        let waiting = WaitingAnswer {
+            node: "stage1.dimensions".into(),
+            prompt_file: prompt,
+            answer_file: dir.path().join("002-stage1.dimensions.answer.md"),
+        };
+        assert_eq!(prompt_id(&waiting), "002-stage1.dimensions");
+    }
+}
