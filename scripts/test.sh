@@ -12,6 +12,7 @@
 # 3. cargo test --workspace --locked --no-fail-fast (every test binary runs, failures listed at the end): every test that needs nothing more. Tests that need a GPU or a missing tool are
 #    reported as ignored (the GPU ones run in experiments/gpu-check.sh).
 # 3b. kt's Python module: built with maturin and tested on kt's fake device (crates/kt-python/tests/run.sh).
+# 3c. No circles of `use` between the files of a crate (scripts/file_cycles.py; known ones in file_cycles.allow).
 # 4. The tool-dependent tests (ignored in step 3) whose tool this machine has; the end lists those it could not run.
 # A failing step does not stop the others: every step runs, then the end lists what failed and the script exits
 # non-zero when a test failed or a step that this machine can do failed.
@@ -80,6 +81,11 @@ say "3b. kt's Python module (kt.tune_kernel) on kt's fake device"
 # Builds the module (debug) into target/kt-python-venv with maturin, and NVRTC from NVIDIA's wheel when CUDA_HOME
 # has none: both from PyPI, like Kernel Tuner above.
 PYTHON=$python crates/kt-python/tests/run.sh || failed+=("3b. kt's Python module")
+
+say "3c. circles of files inside each crate (docs/ARCHITECTURE.md: no two files of a crate import each other)"
+# The check itself is tested on its fixtures first: a check that cannot fail proves nothing.
+scripts/file_cycles_test.sh || failed+=("3c. the circle check's own test")
+python3 scripts/file_cycles.py || failed+=("3c. circles of files")
 
 say "4. tests that need a tool this machine has"
 ran_total=0

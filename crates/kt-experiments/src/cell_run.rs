@@ -16,7 +16,7 @@ use crate::error::ExperimentError;
 use crate::interrupt::StopSignal;
 use crate::launch::{CellProcess, KtBinary, log_tail};
 use crate::ledger::{CellRecord, CellStatus, now_rfc3339, relative_path};
-use kt_record::ResultSummary;
+use kt_record::RunResult;
 
 use crate::run_dir::{RunState, locate};
 
@@ -234,7 +234,7 @@ impl CellRunner {
         }
         let result = dir
             .as_deref()
-            .and_then(|d| crate::run_dir::read_result(&d.join("result.json")).ok());
+            .and_then(|d| RunResult::read_json(&d.join("result.json")).ok().flatten());
         let status = match over {
             Some(_) => CellStatus::OverBudget,
             None => unfinished_status(exit.code(), result.as_ref()),
@@ -249,9 +249,7 @@ impl CellRunner {
         record.run_dir = dir.as_deref().map(|d| relative_path(d, &self.out));
         let run_error = result
             .as_ref()
-            .and_then(|r| r.get("error"))
-            .and_then(|e| e.as_str())
-            .map(str::to_string);
+            .and_then(|r| RunResult::from_value(r).error);
         record.result = result;
         record.error = Some(match (over, status) {
             (Some(kind), _) => {
@@ -285,10 +283,11 @@ impl CellRunner {
         raw: serde_json::Value,
         gpu: Option<&str>,
     ) -> Result<CellRecord, ExperimentError> {
-        let result = kt_record::ResultSummary::from_value(&raw);
-        let status = match result.status.as_deref() {
-            Some("finished") => CellStatus::Finished,
-            _ => CellStatus::Failed,
+        let result = RunResult::from_value(&raw);
+        let status = if result.status.is_finished() {
+            CellStatus::Finished
+        } else {
+            CellStatus::Failed
         };
         let mut llm = LlmTally::default();
         llm.update(&dir.join("llm.jsonl"))?;
@@ -320,11 +319,11 @@ pub const EXIT_NEEDS_GPU: i32 = 2;
 /// a missing GPU (the run saved at its last checkpoint as `interrupted` with `needs_gpu`, and kt exited 2), or
 /// a crash (anything else).
 fn unfinished_status(code: Option<i32>, result: Option<&serde_json::Value>) -> CellStatus {
-    let summary = result.map(ResultSummary::from_value).unwrap_or_default();
-    let status = summary.status.as_deref().unwrap_or_default();
-    if status == "llm_unavailable" || code == Some(EXIT_LLM_UNAVAILABLE) {
+    let summary = result.map(RunResult::from_value).unwrap_or_default();
+    let status = summary.status;
+    if status.is_llm_unavailable() || code == Some(EXIT_LLM_UNAVAILABLE) {
         CellStatus::LlmUnavailable
-    } else if status == "interrupted" && (code == Some(EXIT_NEEDS_GPU) || summary.needs_gpu) {
+    } else if status.is_interrupted() && (code == Some(EXIT_NEEDS_GPU) || summary.needs_gpu) {
         CellStatus::NeedsGpu
     } else {
         CellStatus::Crashed

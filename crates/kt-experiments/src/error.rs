@@ -36,9 +36,6 @@ pub enum ExperimentError {
         detail: String,
     },
 
-    #[error("{path}: cannot read result.json: {detail}")]
-    Result { path: PathBuf, detail: String },
-
     #[error(
         "cannot start `{program}` for cell {cell}: {source}. Check that the kt binary exists and is executable"
     )]

@@ -14,7 +14,7 @@ use crate::budget::BudgetKind;
 use crate::cell::{Cell, CellId};
 use crate::error::ExperimentError;
 use crate::settings::SettingValue;
-use kt_record::ResultSummary;
+use kt_record::RunResult;
 
 /// How a cell ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -136,10 +136,10 @@ impl CellRecord {
     }
 
     /// The typed view of the run's result (empty when there is none).
-    pub fn run_result(&self) -> ResultSummary {
+    pub fn run_result(&self) -> RunResult {
         self.result
             .as_ref()
-            .map(ResultSummary::from_value)
+            .map(RunResult::from_value)
             .unwrap_or_default()
     }
 }

@@ -16,7 +16,6 @@
 
 pub mod budget;
 pub mod cell;
-pub mod cell_roofline;
 pub mod cell_run;
 pub mod design;
 pub mod error;
@@ -42,7 +41,7 @@ pub use design::{Design, KernelSpec, StrategySpec, Study};
 pub use error::ExperimentError;
 pub use expand::expand;
 pub use interrupt::StopSignal;
-pub use kt_record::ResultSummary;
+pub use kt_record::RunResult;
 pub use launch::KtBinary;
 pub use ledger::{CellRecord, CellStatus, Ledger};
 pub use plot::{Plot, write_plots};

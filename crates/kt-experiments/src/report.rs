@@ -20,9 +20,9 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
+use kt_record::RunRoofline;
 use serde::Serialize;
 
-use crate::cell_roofline::CellRoofline;
 use crate::design::Design;
 use crate::error::ExperimentError;
 use crate::expand::expand;
@@ -79,13 +79,13 @@ pub struct CellPoint {
     pub cost_usd: Option<f64>,
     /// The run's roofline (device peaks, naive and best kernel), when it recorded one.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub roofline: Option<CellRoofline>,
+    pub roofline: Option<RunRoofline>,
 }
 
 impl CellPoint {
     pub fn from_record(r: &CellRecord) -> CellPoint {
         let result = r.run_result();
-        let correct = r.status == CellStatus::Finished && result.correct == Some(true);
+        let correct = r.status == CellStatus::Finished && result.correct;
         let speedup = if correct {
             result
                 .speedup
@@ -106,21 +106,17 @@ impl CellPoint {
             model: r.model.clone(),
             status: r.status,
             correct,
-            outcome: result.outcome.clone(),
+            outcome: result.outcome.map(|o| o.as_str().to_string()),
             speedup,
             speedup_ci95: result.speedup_ci95.filter(|_| correct),
             gain_pct,
             percent_of_peak: result.percent_of_peak.filter(|_| correct),
-            time_s: result
-                .wall_time_s
-                .as_ref()
-                .and_then(|w| w.total)
-                .unwrap_or(r.elapsed_s),
+            time_s: result.total_wall_s().unwrap_or(r.elapsed_s),
             tokens: result.tokens().unwrap_or(r.llm_tokens),
             cost_usd: result
                 .cost_usd
                 .or((r.llm_cost_usd > 0.0).then_some(r.llm_cost_usd)),
-            roofline: r.result.as_ref().and_then(CellRoofline::of),
+            roofline: result.roofline.clone(),
         }
     }
 }

@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use kt_record::ResultSummary;
+use kt_record::RunResult;
 
 use crate::error::ExperimentError;
 
@@ -14,7 +14,7 @@ pub enum RunState {
     /// A run with a final `result.json`: nothing to do but record it.
     Final {
         dir: PathBuf,
-        result: Box<ResultSummary>,
+        result: Box<RunResult>,
         raw: serde_json::Value,
     },
     /// A run that started (it has `run.json`) but has no final result: resume it.
@@ -51,15 +51,16 @@ pub fn locate(cell_dir: &Path) -> Result<RunState, ExperimentError> {
         }
         // A result.json that does not parse is being written right now (or was cut off by a crash): either
         // way the run is not final yet, and resuming it rewrites the file.
-        let raw = match read_result(&result_path) {
-            Ok(raw) => raw,
+        let raw = match RunResult::read_json(&result_path) {
+            Ok(Some(raw)) => raw,
+            Ok(None) => continue,
             Err(e) => {
                 tracing::warn!("{e}; treating the run as unfinished");
                 continue;
             }
         };
-        let result = ResultSummary::from_value(&raw);
-        if result.is_final() {
+        let result = RunResult::from_value(&raw);
+        if result.status.is_final() {
             return Ok(RunState::Final {
                 dir: dir.clone(),
                 result: Box::new(result),
@@ -70,17 +71,6 @@ pub fn locate(cell_dir: &Path) -> Result<RunState, ExperimentError> {
     Ok(runs
         .pop()
         .map_or(RunState::Missing, |dir| RunState::Partial { dir }))
-}
-
-/// Reads `result.json` as JSON. A file that is being written may be truncated; the caller sees an error
-/// naming it and the cell stays unrecorded.
-pub fn read_result(path: &Path) -> Result<serde_json::Value, ExperimentError> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| ExperimentError::io(path, "reading result.json", e))?;
-    serde_json::from_str(&text).map_err(|e| ExperimentError::Result {
-        path: path.to_path_buf(),
-        detail: e.to_string(),
-    })
 }
 
 #[cfg(test)]
@@ -125,7 +115,7 @@ mod tests {
         match locate(dir.path()).unwrap() {
             RunState::Final { result, .. } => {
                 assert_eq!(result.speedup, Some(2.5));
-                assert!(result.is_final());
+                assert!(result.status.is_final());
             }
             other => panic!("{other:?}"),
         }

@@ -111,6 +111,29 @@ impl<S: State> CompiledGraph<S> {
         s
     }
 
+    /// The graph's shape as plain data, for a record of the run that draws it later without rebuilding it:
+    /// its nodes (START and END first, then the nodes in declaration order) and its edges `(from, to, label)`,
+    /// labelled as [`Self::to_dot`] labels them (a route's outcome, `fan-out`, `on error`, empty for a fixed
+    /// edge).
+    pub fn outline(&self) -> (Vec<String>, Vec<(String, String, String)>) {
+        let mut nodes = vec![START.to_string(), END.to_string()];
+        nodes.extend(self.inner.nodes.iter().map(|n| n.name.clone()));
+        let edges = self
+            .edges()
+            .into_iter()
+            .map(|(from, to, kind)| {
+                let label = match kind {
+                    Kind::Edge => String::new(),
+                    Kind::Route(label) => label,
+                    Kind::FanOut => "fan-out".into(),
+                    Kind::OnError => "on error".into(),
+                };
+                (from, to, label)
+            })
+            .collect();
+        (nodes, edges)
+    }
+
     /// A Graphviz `digraph`.
     pub fn to_dot(&self, opts: &ExportOptions) -> String {
         let q = |name: &str| format!("\"{}\"", name.replace('"', "\\\""));

@@ -44,7 +44,7 @@ pub fn runs_open(run: &str, runs_dir: Option<PathBuf>) -> PyResult<String> {
         "path": dir.root(),
         "summary": kt_runs::summarize(dir.root()),
         "meta": meta,
-        "result": kt_runs::catalog::read_result(&dir),
+        "result": kt_runs::RunResult::read(&dir.result_json()).ok().flatten(),
         "best_cu": best.is_file().then_some(best),
     }))
 }

@@ -10,7 +10,9 @@ use serde::Serialize;
 use crate::error::RecordError;
 use crate::gpu::GpuRecord;
 use crate::protections::Protections;
-use crate::run_meta::{RunLlm, RunMeta, RunSettings, RunStatus};
+use crate::run_llm::RunLlm;
+use crate::run_meta::{RunMeta, RunSettings};
+use crate::run_status::RunStatus;
 
 /// The environment variable naming where run directories are created.
 pub const RUNS_DIR_ENV: &str = "KT_RUNS_DIR";
@@ -187,6 +189,10 @@ impl RunDir {
     }
     pub fn report_md(&self) -> PathBuf {
         self.root.join("report.md")
+    }
+    /// The shape of the run's Stage 3 graph ([`crate::GraphOutline`]), saved when that graph first starts.
+    pub fn graph_json(&self) -> PathBuf {
+        self.root.join("graph.json")
     }
 
     /// Where the result files of graph branch `branch` go: the run's root for the main branch (0), else

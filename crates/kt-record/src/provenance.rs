@@ -13,7 +13,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-use crate::run_meta::RunLlm;
+use crate::run_llm::RunLlm;
 
 /// The sealed record of who created a run (run.json's `provenance`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

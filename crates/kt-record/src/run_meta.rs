@@ -6,20 +6,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::gpu::GpuRecord;
 use crate::protections::Protections;
-
-/// Where a run ends up.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum RunStatus {
-    Running,
-    Finished,
-    Failed,
-    Interrupted,
-    /// The LLM service failed past its retries (rate limit, timeout, connection, 5xx): an infrastructure
-    /// failure, not a result; `kt resume` continues from the last checkpoint once the service is back.
-    #[serde(rename = "llm_unavailable")]
-    LlmUnavailable,
-}
+use crate::run_llm::RunLlm;
+use crate::run_status::RunStatus;
 
 /// The settings a run was started with. Stage 3 knobs are absent (null) for runs that do not transform.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -44,36 +32,6 @@ impl RunSettings {
     /// [`Self::include_dirs`] as paths.
     pub fn include_paths(&self) -> Vec<PathBuf> {
         self.include_dirs.iter().map(PathBuf::from).collect()
-    }
-}
-
-/// Which LLM a run used (`provider` only, e.g. `scripted` or `none`, when there is no model), and how a later
-/// command on the run (`kt resume`, `kt replay`, `kt debug node`) reaches it again. Never a key: keys stay in
-/// the environment of whoever runs the command.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct RunLlm {
-    pub provider: String,
-    pub model: String,
-    /// The provider in `--llm` form: `openai:gpt-4.1`, `llama-server:local`, `replay:/abs/cassette.jsonl`,
-    /// `scripted:/abs/answers.toml`, `manual:/abs/dir`, `exec:COMMAND` (file paths made absolute). Absent in
-    /// runs made before it was recorded and in runs without an LLM.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub spec: Option<String>,
-    /// The server of an HTTP provider, when it is not the provider's default.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub base_url: Option<String>,
-    /// `false` when the run asked for whole (non-streamed) answers (`--no-stream`, `stream = false`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub stream: Option<bool>,
-}
-
-impl RunLlm {
-    /// A run without an LLM (`kt testgen --info-from-sidecar --script`).
-    pub fn none() -> Self {
-        Self {
-            provider: "none".into(),
-            ..Self::default()
-        }
     }
 }
 

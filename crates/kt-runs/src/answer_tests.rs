@@ -1,5 +1,12 @@
-use super::*;
+//! Answering a waiting prompt (kt-run-view's `answer`) on runs recorded by kt-pipeline's fixture: here, on the
+//! side that depends on the pipeline.
+
+use std::path::Path;
+
 use kt_pipeline::job::recorded_run::record_matmul_run;
+use kt_record::RunDir;
+use kt_run_view::RunsError;
+use kt_run_view::answer::*;
 
 /// Makes `run` wait for prompt `NNN-node` of a prompt directory under `home`, as the manual provider does.
 fn wait_for(run: &RunDir, home: &Path, id: &str, node: &str) -> WaitingAnswer {

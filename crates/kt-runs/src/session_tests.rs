@@ -37,7 +37,7 @@ async fn a_recorded_run_shows_its_path_tokens_and_kernel_verdicts() {
     let (_base, record) = recorded().await;
     assert!(record.graph_run().as_str().ends_with("/stage3"));
     let s = show(&record).unwrap();
-    assert_eq!(s.summary.status, "finished");
+    assert_eq!(s.summary.status_text(), "finished");
     assert!(
         s.summary.speedup.unwrap() > 4.9,
         "20 ms -> 4 ms: {:?}",
@@ -420,4 +420,21 @@ async fn a_page_can_read_the_path_first_and_the_state_after_and_get_the_whole_re
     );
     assert!(!state.verdicts.is_empty() && !state.llm.is_empty());
     assert_eq!(state.speedup_svg(), whole.speedup_svg());
+}
+
+#[tokio::test]
+async fn a_run_draws_the_graph_it_saved_as_the_rebuilt_one_and_without_it_its_path_saying_so() {
+    let (_base, record) = recorded().await;
+    let setup = Setup::new(LlmChoice::Replay, record.root().join("debug/export"));
+    let plain = export(&binding(), &record, &setup, GraphFormat::Dot, None).unwrap();
+    let rebuilt = ReportInputs::collect(&record, Some(&plain)).unwrap();
+    let saved = ReportInputs::collect(&record, None).unwrap();
+    assert_eq!(saved.graph, rebuilt.graph, "graph.json draws what the strategy's graph draws");
+    assert!(saved.graph.note.is_none());
+    // a run recorded before graph.json existed: the path its checkpoints show, and a note that says so
+    std::fs::remove_file(record.dir().graph_json()).unwrap();
+    let old = ReportInputs::collect(&record, None).unwrap();
+    assert!(old.graph.nodes.len() < rebuilt.graph.nodes.len(), "{:?}", old.graph.nodes);
+    assert!(old.graph.note.as_deref().is_some_and(|n| n.contains("graph.json")));
+    assert!(render_html(&old).contains("id=\"graph-note\""));
 }

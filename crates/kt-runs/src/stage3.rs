@@ -37,7 +37,7 @@ pub struct Stage3Binding {
 fn pipe(run: &RunDir) -> impl Fn(PipelineError) -> RunsError + '_ {
     move |source| RunsError::Pipeline {
         run: run.root().to_path_buf(),
-        source,
+        source: Box::new(source),
     }
 }
 

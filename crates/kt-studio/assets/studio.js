@@ -314,6 +314,7 @@ function renderLive(d) {
   $("#tab").innerHTML = `<div class="cols">
     <div class="col"><section><h2>graph ${d.stage3 ? "" : `<span class="muted">(${esc(d.graph_run.split("/").pop())}: the run has not reached Stage 3)</span>`}</h2>
       ${d.stage3 ? "" : `<p id="graph-stage" class="muted">The run has no Stage 3 yet, so this is the path it took in ${esc(d.graph_run.split("/").pop())}, drawn from its steps; the strategy's graph is drawn once Stage 3 runs.</p>`}
+      ${d.graph_note ? `<p id="graph-note" class="muted">${esc(d.graph_note)}</p>` : ""}
       <div id="graph">${d.graph_svg}</div>
       <p class="muted">orange: the path taken; pulsing: running now; dashed: routes (hover an edge for its kind)</p></section>
       <section><h2>tuning progress</h2><div id="live-tuning">${view.sections ? tuningProgress(view.sections) : '<p class="muted">reading…</p>'}</div></section></div>

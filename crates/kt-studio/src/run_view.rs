@@ -5,6 +5,7 @@
 //! `kt runs report --html` read a run the same way.
 
 use kt_runs::report::{PathGraph, is_stage3, path_graph};
+use kt_record::{RunResult, RunStatus};
 use kt_runs::{Breakpoints, PathStep, RunRecord, RunState, RunSummary, WaitingPrompt};
 use serde::Serialize;
 use serde_json::Value;
@@ -23,6 +24,9 @@ pub struct RunView {
     pub result: Option<Value>,
     pub graph_run: String,
     pub graph_svg: String,
+    /// Why the graph drawn is the path alone (a run recorded before its graph's shape was saved).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub graph_note: Option<String>,
     /// Nodes scheduled at the head while the run is running: the ones running now.
     pub running: Vec<String>,
     /// The head checkpoint and how many checkpoints lie on its path.
@@ -45,12 +49,10 @@ pub struct RunView {
 pub fn run_view(record: &RunRecord) -> Result<RunView, StudioError> {
     let id = record.dir().run_id();
     let head = record.head()?;
-    let dot = timed("the strategy's graph rebuilt", &id, || {
-        kt_runs::graph_dot(record)
-    });
-    // only the steps the page shows are read in full: a long run's other states stay on disk
+    // The graph is the one the run saved (no graph is rebuilt); only the steps the page shows are read in
+    // full: a long run's other states stay on disk.
     let PathGraph { graph, recent } = timed("the path and its recent steps read", &id, || {
-        path_graph(record, head, dot.as_deref(), RECENT_STEPS)
+        path_graph(record, head, None, RECENT_STEPS)
     })?;
     let summary = kt_runs::summarize(record.root());
     // the nodes scheduled at the head: running now while the run runs, where it stopped or failed otherwise
@@ -64,29 +66,32 @@ pub fn run_view(record: &RunRecord) -> Result<RunView, StudioError> {
                 .collect()
         })
         .unwrap_or_default();
-    let running = if summary.status == "running" {
+    let running = if summary.status.is_some_and(RunStatus::is_running) {
         scheduled.clone()
     } else {
         Vec::new()
     };
     let stage3 = is_stage3(record);
     let mut graph = graph;
-    if summary.status != "finished" || !stage3 {
+    if !summary.status.is_some_and(RunStatus::is_finished) || !stage3 {
         graph.end_not_reached();
     }
     graph.add_running(&running);
-    let mut result = kt_runs::catalog::read_result(record.dir());
+    let typed = RunResult::read(&record.dir().result_json()).ok().flatten();
+    // the page gets the result as JSON, with anything shaped like a secret blanked
+    let mut result = typed.as_ref().and_then(|r| serde_json::to_value(r).ok());
     if let Some(r) = result.as_mut() {
         redact(r);
     }
     let at = (!scheduled.is_empty()).then(|| scheduled.join(", "));
     Ok(RunView {
         graph_svg: timed("the graph drawn", &id, || graph.to_svg()),
+        graph_note: graph.note.clone(),
         waiting_for: kt_runs::waiting_prompt(record.dir())
             .ok()
             .flatten()
             .map(|w| WaitingPrompt::read(&w)),
-        state: kt_runs::run_state(&summary, result.as_ref(), at.as_deref()),
+        state: kt_runs::run_state(&summary, typed.as_ref(), at.as_deref()),
         resume_llm: crate::steer::resume_llm(record),
         summary,
         result,
@@ -111,7 +116,7 @@ mod tests {
         let run = record_matmul_run(home.path()).await;
         let record = RunRecord::open(run).unwrap();
         let view = run_view(&record).unwrap();
-        assert_eq!(view.summary.status, "finished");
+        assert_eq!(view.summary.status_text(), "finished");
         assert!(view.running.is_empty(), "a finished run runs nothing");
         assert!(view.stage3 && view.state.is_none());
         assert!(view.resume_llm.contains("LLM"), "{}", view.resume_llm);

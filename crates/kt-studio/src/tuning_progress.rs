@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::io::BufRead;
 use std::path::Path;
 
+use kt_record::{MeasuredConfig, TuningLine};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -49,13 +50,10 @@ pub fn tuning_progress(dir: &Path) -> Vec<TuningProgress> {
         let mut by_source: BTreeMap<String, TuningProgress> = BTreeMap::new();
         // A line being appended right now may be cut short: skip what does not parse.
         for line in std::io::BufReader::new(file).lines().map_while(Result::ok) {
-            let Ok(v) = serde_json::from_str::<Value>(&line) else {
+            let Ok(l) = serde_json::from_str::<TuningLine<MeasuredConfig>>(&line) else {
                 continue;
             };
-            let source = v["scope"]["source_hash"]
-                .as_str()
-                .unwrap_or("?")
-                .to_string();
+            let source = l.scope.source_hash;
             let entry = by_source
                 .entry(source.clone())
                 .or_insert_with(|| TuningProgress {
@@ -67,16 +65,14 @@ pub fn tuning_progress(dir: &Path) -> Vec<TuningProgress> {
                     best_config: None,
                     times_ms: Vec::new(),
                 });
-            let m = &v["measurement"];
+            let m = l.measurement;
             entry.measured += 1;
-            // kt-tuner's Verdict is tagged by `kind`.
-            let ok = m["verdict"]["kind"].as_str() == Some("ok");
-            let objective = m["objective"].as_f64().filter(|_| ok);
+            let objective = m.verified_ms();
             entry.times_ms.extend(objective);
             match objective {
                 Some(ms) if entry.best_ms.is_none_or(|b| ms < b) => {
                     entry.best_ms = Some(ms);
-                    entry.best_config = Some(m["config"].clone());
+                    entry.best_config = Some(m.config.clone());
                 }
                 Some(_) => {}
                 None => entry.failed += 1,

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::{Args, Subcommand};
 use kt_runs::{
-    ReportInputs, RunRecord, RunShow, format_duration, graph_dot, list_runs, render_html,
+    ReportInputs, RunRecord, RunShow, format_duration, list_runs, render_html,
     resolve_run, runs_base, show_dir,
 };
 
@@ -97,7 +97,7 @@ fn list(a: ListArgs) -> anyhow::Result<ExitCode> {
             r.kernel,
             r.strategy,
             r.model,
-            r.status,
+            r.status_text(),
             r.speedup
                 .map(|s| format!("{s:.2}x"))
                 .unwrap_or_else(|| "-".into()),
@@ -145,7 +145,7 @@ fn print_summary(s: &RunShow) {
     );
     println!(
         "status    {}   speedup {}   started {}   duration {} (active time, summed over attempts)",
-        m.status,
+        m.status_text(),
         m.speedup
             .map(|v| format!("{v:.2}x"))
             .unwrap_or_else(|| "-".into()),
@@ -163,7 +163,7 @@ fn print_summary(s: &RunShow) {
                 ))
                 .unwrap_or_default(),
             g * 100.0,
-            m.outcome.as_deref().unwrap_or("-")
+            m.outcome.map_or("-", |o| o.as_str())
         );
     }
     if let Some(prompt) = &m.waiting_for {
@@ -241,9 +241,8 @@ fn print_kernels(s: &RunShow) {
 fn report(a: ReportArgs) -> anyhow::Result<ExitCode> {
     let dir = resolve_run(&a.run, &runs_base(a.runs_dir.as_deref()))?;
     let record = RunRecord::open(dir)?;
-    // The graph comes from the run's strategy when it can be rebuilt; otherwise the page draws the path alone.
-    let dot = graph_dot(&record);
-    let inputs = ReportInputs::collect(&record, dot.as_deref())?;
+    // The graph is the shape the run saved (graph.json); a run recorded before it draws the path alone.
+    let inputs = ReportInputs::collect(&record, None)?;
     let html = render_html(&inputs);
     let out = a.out.unwrap_or_else(|| record.root().join("report.html"));
     std::fs::write(&out, html).with_context(|| format!("writing {}", out.display()))?;

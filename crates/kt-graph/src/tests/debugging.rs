@@ -186,6 +186,18 @@ async fn a_route_declared_with_outcomes_is_drawn_with_them_and_routes_the_same()
         mermaid.contains("n_apply -.->|done 'at last'| __end__"),
         "{mermaid}"
     );
+    // the shape a run records to be drawn later: the same nodes and labels as the DOT
+    let (nodes, edges) = labelled.outline();
+    assert_eq!(nodes, ["__start__", "__end__", "apply"]);
+    let edge = |a: &str, b: &str, l: &str| (a.to_string(), b.to_string(), l.to_string());
+    assert_eq!(
+        edges,
+        [
+            edge("__start__", "apply", ""),
+            edge("apply", "apply", "not yet"),
+            edge("apply", "__end__", "done \"at last\"")
+        ]
+    );
     let ex = Executor::new(labelled, Arc::new(MemoryStore::new()));
     let out = ex
         .start(RunId::new("l"), Loop::default(), RunOptions::default())

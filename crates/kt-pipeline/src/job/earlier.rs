@@ -35,9 +35,9 @@ pub(super) fn graph_span_s(store: &dyn CheckpointStore, run: &str) -> Option<f64
 /// branch without results yet starts from the main branch's Stages 1-2.
 pub(super) fn earlier_wall(run: &RunDir, out: &ResultFiles) -> WallTimes {
     let read = |path: std::path::PathBuf| {
-        std::fs::read_to_string(path)
+        RunResult::read(&path)
             .ok()
-            .and_then(|t| serde_json::from_str::<RunResult>(&t).ok())
+            .flatten()
             .map(|r| r.wall_time_s)
     };
     if let Some(w) = read(out.result_json()) {

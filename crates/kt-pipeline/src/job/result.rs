@@ -182,12 +182,8 @@ pub fn build_result(
         tokens_in: totals.tokens_in,
         tokens_out: totals.tokens_out,
         cost_usd: totals.cost_usd,
-        profiles: state
-            .and_then(|s| crate::stage3::run_profiles(s, wall.total))
-            .and_then(|p| serde_json::to_value(p).ok()),
-        roofline: state
-            .and_then(crate::stage3::run_roofline)
-            .and_then(|r| serde_json::to_value(r).ok()),
+        profiles: state.and_then(|s| crate::stage3::run_profiles(s, wall.total)),
+        roofline: state.and_then(crate::stage3::run_roofline),
         wall_time_s: wall,
         error,
         needs_gpu: false,
@@ -312,12 +308,8 @@ pub(crate) fn write_result_ending(
     result.waiting_for = ending.waiting;
     result.needs_gpu = ending.needs_gpu;
     result.best_program = best_program;
-    let json = serde_json::to_string_pretty(&result).map_err(|e| PipelineError::BadFile {
-        path: out.result_json(),
-        what: "JSON",
-        message: e.to_string(),
-    })?;
-    write(&out.result_json(), &json)?;
+    // Atomically: `kt runs`, kt studio and experiment runners read it while a run goes on.
+    result.write(&out.result_json())?;
     write(&out.report_md(), &report_markdown(&result, state))?;
     Ok(result)
 }

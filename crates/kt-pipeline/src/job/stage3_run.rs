@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use kt_graph::{Executor, RunOptions};
+use kt_graph::{CompiledGraph, Executor, RunOptions};
 
 use super::earlier::{open_store, stage3_run_id};
 use super::finish::end_stage3;
@@ -13,7 +13,7 @@ use super::settings::{BackendInputs, Stage3Settings};
 use crate::error::PipelineError;
 use crate::kernel_info::KernelInfo;
 use crate::stage3::{KernelFacts, Stage3Context, Stage3State, TunableCode, build_graph};
-use kt_record::{ResultFiles, RunDir};
+use kt_record::{GraphOutline, OutlineEdge, ResultFiles, RunDir};
 
 /// Runs (or resumes) the strategy's graph of `run` with checkpoints in its `run.sqlite`, then records how it
 /// ended ([`super::finish::end_stage3`]).
@@ -56,6 +56,7 @@ pub(super) async fn run_stage3(
         .with_progress(settings.progress.clone())
         .with_structured_mode(settings.mode);
     let graph = build_graph(Arc::new(cx))?;
+    save_outline(run, &graph);
     let store = open_store(run)?;
     let executor = Executor::new(graph, store);
     let forward = settings.events.clone().map(|sink| {
@@ -86,4 +87,25 @@ pub(super) async fn run_stage3(
     wall.stage3 += started.elapsed().as_secs_f64();
     wall.total = wall.stage1 + wall.stage2 + wall.stage3;
     end_stage3(run, &out, &executor, &id, backend.as_ref(), wall, outcome)
+}
+
+/// Saves the shape of the Stage 3 graph into the run (`graph.json`) the first time it starts, so that pages
+/// draw the run without rebuilding its graph. A run that cannot save it still runs: its pages draw the path.
+fn save_outline(run: &RunDir, graph: &CompiledGraph<Stage3State>) {
+    let path = run.graph_json();
+    if path.is_file() {
+        return;
+    }
+    let (nodes, edges) = graph.outline();
+    let outline = GraphOutline {
+        stage: "stage3".into(),
+        nodes,
+        edges: edges
+            .into_iter()
+            .map(|(from, to, label)| OutlineEdge { from, to, label })
+            .collect(),
+    };
+    if let Err(e) = outline.write(&path) {
+        tracing::warn!(error = %e, "the graph's shape was not saved; pages of this run draw its path only");
+    }
 }

@@ -85,7 +85,7 @@ pub fn default_grid_divisors() -> [Vec<String>; 3] {
 }
 
 /// The `step` of the user's kernel as a [`KernelVersion`] (the best one until a step is accepted).
-pub(crate) const ORIGINAL_STEP: &str = "original";
+pub(crate) const ORIGINAL_STEP: &str = kt_record::ORIGINAL_STEP;
 
 /// A kernel that was verified on every test and timed at its best configuration.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

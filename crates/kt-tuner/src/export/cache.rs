@@ -8,48 +8,16 @@ use std::collections::HashMap;
 use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
 
-use serde::{Deserialize, Serialize};
 
 use crate::error::TunerError;
 use crate::model::outcome::Measurement;
 use crate::model::space::Config;
 
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub struct CacheScope {
-    pub device_uuid: String,
-    pub source_hash: String,
-    pub problem: String,
-}
+/// Which results a line belongs to: kt-record's type, the run directory's schema.
+pub use kt_record::TuningScope as CacheScope;
 
-impl CacheScope {
-    pub fn new(
-        device_uuid: &str,
-        source: &str,
-        kernel_name: &str,
-        options: &[String],
-        problem: &str,
-    ) -> Self {
-        let mut h = blake3::Hasher::new();
-        h.update(source.as_bytes());
-        h.update(b"\0");
-        h.update(kernel_name.as_bytes());
-        for o in options {
-            h.update(b"\0");
-            h.update(o.as_bytes());
-        }
-        CacheScope {
-            device_uuid: device_uuid.into(),
-            source_hash: h.finalize().to_hex()[..32].to_string(),
-            problem: problem.into(),
-        }
-    }
-}
-
-#[derive(Debug, Serialize, Deserialize)]
-struct Line {
-    scope: CacheScope,
-    measurement: Measurement,
-}
+/// One line of the results file, written with the whole measurement.
+type Line = kt_record::TuningLine<Measurement>;
 
 pub struct ResultCache {
     /// None: in memory only (no results file, imported results alone).

@@ -9,44 +9,14 @@
 use std::collections::BTreeMap;
 
 #[cfg(test)]
-use kt_profile::KernelProfile;
-use kt_profile::{DevicePeaks, RooflinePoint};
-use serde::{Deserialize, Serialize};
+use kt_profile::{DevicePeaks, KernelProfile};
 
 use crate::stage3::context::Stage3Context;
 pub use crate::stage3::profiling::profile_record::ProfileRecord;
 use crate::stage3::state::Stage3State;
 use crate::stage3::tunable_code::ORIGINAL_STEP;
+pub use kt_record::{RunProfiles, RunRoofline};
 use crate::strategy::ProfilePrompt;
-
-/// result.json's `profiles`: the naive kernel's and each accepted step's, and what they cost.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RunProfiles {
-    pub naive: Option<ProfileRecord>,
-    pub steps: Vec<ProfileRecord>,
-    /// Seconds spent profiling, in all.
-    pub seconds: f64,
-    /// `seconds` as a share of the run's wall time, %.
-    pub overhead_pct: Option<f64>,
-    /// Why no kernel was profiled, when none was (said once).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub off: Option<String>,
-}
-
-/// result.json's `roofline`: the device's roof and the naive and best kernels under it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RunRoofline {
-    pub device: String,
-    pub peaks: DevicePeaks,
-    pub points: Vec<RooflinePoint>,
-}
-
-impl RunRoofline {
-    /// The roofline as an SVG document.
-    pub fn svg(&self, title: &str) -> Result<String, kt_profile::ProfileError> {
-        kt_profile::roofline_svg(title, &self.peaks, &self.points)
-    }
-}
 
 /// The profiles of a run for result.json; `wall_s` is the run's wall time (for the overhead). None when no
 /// profiling was attempted (a run that stopped before its baseline).
@@ -81,24 +51,14 @@ pub fn run_profiles(state: &Stage3State, wall_s: f64) -> Option<RunProfiles> {
 /// known.
 pub fn run_roofline(state: &Stage3State) -> Option<RunRoofline> {
     let reference = state.reference.as_ref()?;
-    let peaks = reference.theoretical_peaks?;
-    let intensity = reference.arithmetic_intensity?;
-    let point = |label: &str, gflop_s: f64| RooflinePoint {
-        label: label.to_string(),
-        intensity,
-        gflop_s,
-    };
-    let mut points = vec![point("naive", reference.gflops?)];
-    if let Some(best) = state.best.as_ref().filter(|b| b.step != ORIGINAL_STEP)
-        && let Some(g) = best.gflops
-    {
-        points.push(point("best", g));
-    }
-    Some(RunRoofline {
-        device: reference.device.clone(),
-        peaks,
-        points,
-    })
+    let best = state.best.as_ref().filter(|b| b.step != ORIGINAL_STEP);
+    Some(RunRoofline::of(
+        &reference.device,
+        reference.theoretical_peaks?,
+        reference.arithmetic_intensity?,
+        reference.gflops?,
+        best.and_then(|b| b.gflops),
+    ))
 }
 
 /// The profile record of the best kernel at its configuration, when one was taken.

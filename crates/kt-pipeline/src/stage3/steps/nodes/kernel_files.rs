@@ -3,6 +3,8 @@
 
 use std::collections::BTreeMap;
 
+use kt_record::{KernelRecord, ParameterRecord};
+
 use crate::error::PipelineError;
 use crate::stage3::backend::tuning_backend::Outcome;
 use crate::stage3::context::Stage3Context;
@@ -41,23 +43,24 @@ pub(crate) fn write_kernel_file(
     let stem = format!("{number:03}-{}", slug(name));
     let cu = kernels.join(format!("{stem}.cu"));
     std::fs::write(&cu, &kernel.code).map_err(|e| PipelineError::io("writing", &cu, e))?;
-    let json = kernels.join(format!("{stem}.json"));
-    let summary = serde_json::json!({
-        "step": name,
-        "parameters": kernel.parameters,
-        "restrictions": kernel.restrictions,
-        "grid_divisors": kernel.grid_divisors,
-        "dynamic_shared_memory": kernel.dynamic_shared_memory,
-        "verdict": outcome.map(Outcome::verdict),
-        "outcome": outcome,
-        "best_params": best_params,
-    });
-    let text = serde_json::to_string_pretty(&summary).map_err(|e| PipelineError::BadFile {
-        path: json.clone(),
-        what: "JSON",
-        message: e.to_string(),
-    })?;
-    std::fs::write(&json, text).map_err(|e| PipelineError::io("writing", &json, e))?;
+    let record = KernelRecord {
+        step: name.to_string(),
+        parameters: kernel
+            .parameters
+            .iter()
+            .map(|p| ParameterRecord {
+                name: p.name.clone(),
+                values: p.values.clone(),
+            })
+            .collect(),
+        restrictions: kernel.restrictions.clone(),
+        grid_divisors: kernel.grid_divisors.clone(),
+        dynamic_shared_memory: kernel.dynamic_shared_memory.clone(),
+        verdict: outcome.map(|o| o.verdict().to_string()),
+        outcome: outcome.and_then(|o| serde_json::to_value(o).ok()),
+        best_params: best_params.clone(),
+    };
+    record.write(&kernels.join(format!("{stem}.json")))?;
     Ok(Some(format!("kernels/{stem}.cu")))
 }
 

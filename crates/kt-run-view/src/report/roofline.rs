@@ -4,16 +4,44 @@
 
 use std::fmt::Write as _;
 
-use kt_pipeline::stage3::{ProfileRecord, RunRoofline, Stage3State, run_roofline};
+use kt_profile::DevicePeaks;
+use kt_record::{ORIGINAL_STEP, ProfileRecord, RunRoofline};
+use serde::Deserialize;
 
 use super::graph_svg::esc;
 use crate::record::Fields;
 
-/// The roofline of a run's state (None without the device's peaks, the kernel's work or a timing).
+/// What the roofline needs of Stage 3's `reference` field.
+#[derive(Deserialize)]
+struct Reference {
+    device: String,
+    theoretical_peaks: Option<DevicePeaks>,
+    arithmetic_intensity: Option<f64>,
+    gflops: Option<f64>,
+}
+
+/// What the roofline needs of Stage 3's `best` field.
+#[derive(Deserialize)]
+struct Best {
+    step: String,
+    gflops: Option<f64>,
+}
+
+/// The roofline of a run's state (None without the device's peaks, the kernel's work or a timing): read from
+/// the checkpoint's fields, so that a running run shows it before its result.json exists.
 pub(super) fn roofline_of(fields: &Fields) -> Option<RunRoofline> {
-    let state: Stage3State =
-        serde_json::from_value(serde_json::Value::Object(fields.clone())).ok()?;
-    run_roofline(&state)
+    let field = |name: &str| fields.get(name).cloned();
+    let reference: Reference = serde_json::from_value(field("reference")?).ok()?;
+    let best = field("best")
+        .and_then(|b| serde_json::from_value::<Best>(b).ok())
+        .filter(|b| b.step != ORIGINAL_STEP);
+    Some(RunRoofline::of(
+        &reference.device,
+        reference.theoretical_peaks?,
+        reference.arithmetic_intensity?,
+        reference.gflops?,
+        best.and_then(|b| b.gflops),
+    ))
 }
 
 /// Appends the section to `h`.

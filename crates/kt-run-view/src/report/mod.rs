@@ -14,7 +14,7 @@ mod roofline;
 
 pub use chart::StepPoint;
 pub use collect::{
-    KernelFile, LlmExchange, PathGraph, ReportInputs, TuningRow, graph_dot, is_stage3, path_graph,
+    KernelFile, LlmExchange, PathGraph, ReportInputs, TuningRow, is_stage3, path_graph,
 };
 pub use graph_svg::{GraphShape, parse_dot};
 pub use html::render_html;

@@ -4,9 +4,8 @@
 
 use std::path::{Path, PathBuf};
 
-use kt_pipeline::RunDir;
-use serde::Serialize;
-use serde_json::Value;
+use kt_record::{ResultOutcome, RunDir, RunResult, RunStatus};
+use serde::{Serialize, Serializer};
 
 use crate::error::RunsError;
 
@@ -22,8 +21,9 @@ pub struct RunSummary {
     pub strategy: String,
     /// `provider:model`.
     pub model: String,
-    /// running | finished | failed | interrupted, or `unreadable` when run.json does not parse.
-    pub status: String,
+    /// run.json's status; None (`unreadable` in JSON) when run.json does not parse.
+    #[serde(serialize_with = "status_or_unreadable")]
+    pub status: Option<RunStatus>,
     /// From result.json; absent while running or when nothing was measured.
     pub speedup: Option<f64>,
     /// The speedup's 95 % interval (result.json schema 2), from separate launches at the end of the run.
@@ -31,7 +31,7 @@ pub struct RunSummary {
     /// The thesis's gain (t_naive − t_best) / t_naive, as a fraction.
     pub gain: Option<f64>,
     /// `improved`, `no_improvement` or `not_verified` for a finished run.
-    pub outcome: Option<String>,
+    pub outcome: Option<ResultOutcome>,
     /// The prompt file a `manual:` run waits for an answer to.
     pub waiting_for: Option<String>,
     /// The run stopped where it needs a CUDA GPU (result.json's `needs_gpu`): `kt resume` on a GPU machine
@@ -75,7 +75,7 @@ pub fn summarize(dir: &Path) -> RunSummary {
         kernel: String::new(),
         strategy: String::new(),
         model: String::new(),
-        status: "unreadable".into(),
+        status: None,
         speedup: None,
         speedup_ci95: None,
         gain: None,
@@ -107,27 +107,24 @@ pub fn summarize(dir: &Path) -> RunSummary {
     } else {
         format!("{}:{}", meta.llm.provider, meta.llm.model)
     };
-    summary.status = serde_json::to_value(meta.status)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_string))
-        .unwrap_or_default();
+    summary.status = Some(meta.status);
     summary.started = meta.started.clone();
-    let result = read_result(&run);
-    let field = |pointer: &str| result.as_ref().and_then(|r| r.pointer(pointer));
-    summary.speedup = field("/speedup").and_then(Value::as_f64);
-    summary.speedup_ci95 =
-        field("/speedup_ci95").and_then(|v| serde_json::from_value(v.clone()).ok());
-    summary.gain = field("/gain").and_then(Value::as_f64);
-    summary.outcome = field("/outcome")
-        .and_then(Value::as_str)
-        .map(str::to_string);
-    summary.needs_gpu = field("/needs_gpu").and_then(Value::as_bool) == Some(true);
-    summary.waiting_for = field("/waiting_for/prompt_file")
-        .and_then(Value::as_str)
-        .map(str::to_string);
+    // kt-record's lenient reading; nothing yet while the run has not written it (or it is not JSON)
+    let result = RunResult::read(&run.result_json())
+        .ok()
+        .flatten()
+        .unwrap_or_default();
+    summary.speedup = result.speedup;
+    summary.speedup_ci95 = result.speedup_ci95;
+    summary.gain = result.gain;
+    summary.outcome = result.outcome;
+    summary.needs_gpu = result.needs_gpu;
+    summary.waiting_for = result
+        .waiting_for
+        .as_ref()
+        .map(|w| w.prompt_file.to_string_lossy().to_string());
     // Active time: a run resumed a day later did not take a day.
-    let active = field("/wall_time_s/total").and_then(Value::as_f64);
-    summary.duration_s = active.or_else(|| {
+    summary.duration_s = result.total_wall_s().or_else(|| {
         match (
             parse_time(&meta.started),
             meta.finished.as_deref().and_then(parse_time),
@@ -139,11 +136,20 @@ pub fn summarize(dir: &Path) -> RunSummary {
     summary
 }
 
-/// `result.json` as loose JSON (absent while the run has not written it).
-pub fn read_result(run: &RunDir) -> Option<Value> {
-    let text = std::fs::read_to_string(run.result_json()).ok()?;
-    serde_json::from_str(&text).ok()
+impl RunSummary {
+    /// The status as `kt runs list` prints it: run.json's, or `unreadable`.
+    pub fn status_text(&self) -> &'static str {
+        self.status.map_or("unreadable", RunStatus::as_str)
+    }
 }
+
+fn status_or_unreadable<S: Serializer>(
+    status: &Option<RunStatus>,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    serializer.serialize_str(status.map_or("unreadable", RunStatus::as_str))
+}
+
 
 fn parse_time(text: &str) -> Option<time::OffsetDateTime> {
     time::OffsetDateTime::parse(text, &time::format_description::well_known::Rfc3339).ok()
@@ -165,7 +171,7 @@ pub fn format_duration(seconds: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     /// A finished run `id` under `base`, started 03:15:00 and finished at `finished`, with `result`.
     fn finished_run(base: &Path, id: &str, finished: &str, result: Value) -> PathBuf {
@@ -201,10 +207,10 @@ mod tests {
         let runs = list_runs(base.path()).unwrap();
         assert_eq!(runs.len(), 2);
         assert_eq!(runs[0].model, "openai:gpt-4.1");
-        assert_eq!(runs[0].status, "finished");
+        assert_eq!(runs[0].status_text(), "finished");
         assert_eq!(runs[0].speedup, Some(6.5));
         assert_eq!(runs[0].duration_s, Some(125.0));
-        assert_eq!(runs[1].status, "unreadable");
+        assert_eq!(runs[1].status_text(), "unreadable");
         assert!(runs[1].problem.is_some());
     }
 

@@ -2,6 +2,8 @@
 //! (still running, stopped for a GPU or a manual answer, interrupted, the LLM service down, failed), why, and
 //! the command that continues it; in a section without content, one line saying why it is empty.
 
+use kt_record::RunStatus;
+
 use super::collect::ReportInputs;
 use super::graph_svg::esc;
 
@@ -9,7 +11,7 @@ use super::graph_svg::esc;
 /// `None` for a finished run.
 pub(super) fn run_state(r: &ReportInputs) -> Option<String> {
     let state = crate::run_state::run_state(&r.summary, r.result.as_ref(), None)?;
-    let reload = if r.summary.status == "running" {
+    let reload = if r.summary.status.is_some_and(RunStatus::is_running) {
         " Reload the page to see more."
     } else {
         ""
@@ -38,9 +40,9 @@ fn code_spans(text: &str) -> String {
 
 /// One line in place of an empty section: what is missing and why, for this run's status.
 pub(super) fn nothing(id: &str, what: &str, r: &ReportInputs) -> String {
-    let why = match r.summary.status.as_str() {
-        "finished" => "",
-        "running" => " yet: the run is still running",
+    let why = match r.summary.status {
+        Some(RunStatus::Finished) => "",
+        Some(RunStatus::Running) => " yet: the run is still running",
         _ if r.path.is_empty() => " yet: the run stopped before its strategy's first step",
         _ => " yet: the run stopped before this",
     };
@@ -63,7 +65,7 @@ mod tests {
                 kernel: "matrixMultiply".into(),
                 strategy: "autonomous".into(),
                 model: "scripted".into(),
-                status: status.into(),
+                status: serde_json::from_value(serde_json::json!(status)).ok(),
                 speedup: None,
                 speedup_ci95: None,
                 gain: None,
@@ -74,7 +76,7 @@ mod tests {
                 duration_s: Some(1.5),
                 problem: None,
             },
-            result,
+            result: result.map(|v| kt_record::RunResult::from_value(&v)),
             graph_run: "x/stage3".into(),
             graph: GraphShape::default(),
             path: Vec::new(),

@@ -72,32 +72,6 @@ pub fn history_page(
 mod tests {
     use super::*;
     use crate::history;
-    use kt_pipeline::job::recorded_run::record_matmul_run;
-
-    #[tokio::test]
-    async fn pages_walk_the_history_back_from_the_newest_and_match_the_whole_list() {
-        let home = tempfile::tempdir().unwrap();
-        let record = RunRecord::open(record_matmul_run(home.path()).await).unwrap();
-        let all = history(&record).unwrap();
-        let n = all.checkpoints.len();
-        assert!(n > 6, "the fixture has a path of several steps");
-        let newest = history_page(&record, None, 4).unwrap();
-        assert_eq!(newest.total, n as u64);
-        assert!(newest.more);
-        assert_eq!(newest.checkpoints, all.checkpoints[n - 4..]);
-        assert_eq!(newest.branches, all.branches);
-        // walking back page by page gives every checkpoint once, the oldest page saying there is no more
-        let mut walked = newest.checkpoints.clone();
-        let mut page = newest;
-        while page.more {
-            let first = CheckpointId(page.checkpoints[0].checkpoint);
-            page = history_page(&record, Some(first), 4).unwrap();
-            walked.splice(0..0, page.checkpoints.iter().cloned());
-        }
-        assert_eq!(walked, all.checkpoints);
-        let past_the_input = history_page(&record, Some(CheckpointId(0)), 4).unwrap();
-        assert!(past_the_input.checkpoints.is_empty() && !past_the_input.more);
-    }
 
     fn checkpoint(id: u64, state: StateRecord) -> kt_graph::Checkpoint {
         kt_graph::Checkpoint {
@@ -167,7 +141,7 @@ mod tests {
                 .put_checkpoint(&run, &checkpoint(id as u64, state))
                 .unwrap();
         }
-        let dir = kt_pipeline::RunDir::open(home.path()).unwrap();
+        let dir = kt_record::RunDir::open(home.path()).unwrap();
         let record = RunRecord::with_store(dir, store, run);
         let page = history_page(&record, None, 6).unwrap();
         let all = history(&record).unwrap();

@@ -189,7 +189,7 @@ pub(crate) fn source_name(s: CheckpointSource) -> &'static str {
     }
 }
 
-pub(crate) fn describe_stop(reason: &StopReason) -> String {
+pub fn describe_stop(reason: &StopReason) -> String {
     match reason {
         StopReason::BeforeNode(n) => format!("breakpoint before `{n}`"),
         StopReason::AfterNode(n) => format!("breakpoint after `{n}`"),
@@ -290,31 +290,5 @@ mod tests {
             "scheduled copies of one node are one node"
         );
         assert_eq!(ran[2][0].attempts, 0, "not timed: no attempts known");
-    }
-
-    #[tokio::test]
-    async fn the_recent_path_is_the_tail_of_the_whole_path_over_the_whole_lineage() {
-        let home = tempfile::tempdir().unwrap();
-        let run = kt_pipeline::job::recorded_run::record_matmul_run(home.path()).await;
-        let record = RunRecord::open(run).unwrap();
-        let whole = run_path(&record, None).unwrap();
-        assert!(whole.len() > 5, "{}", whole.len());
-        let recent = recent_path(&record, None, 3).unwrap();
-        assert_eq!(recent.lineage.len(), whole.len());
-        assert_eq!(recent.ran.len(), whole.len());
-        assert_eq!(recent.steps, whole[whole.len() - 3..].to_vec());
-        let head = record.head().unwrap();
-        assert_eq!(recent.state, Some(record.fields_at(head).unwrap()));
-        let ids: Vec<u64> = recent.lineage.iter().map(|h| h.id.0).collect();
-        let whole_ids: Vec<u64> = whole.iter().map(|s| s.checkpoint).collect();
-        assert_eq!(ids, whole_ids);
-        let none = recent_path(&record, None, 0).unwrap();
-        assert!(none.steps.is_empty() && none.state.is_none());
-        let early = recent_path(&record, Some(CheckpointId(2)), 10).unwrap();
-        assert_eq!(
-            early.steps,
-            whole[..3].to_vec(),
-            "the path to an earlier checkpoint"
-        );
     }
 }

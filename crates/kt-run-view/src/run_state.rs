@@ -2,8 +2,8 @@
 //! stopped for a GPU or a manual answer, interrupted, the LLM service down, failed, and where) and the command
 //! that continues it. The HTML report and kt studio both say it from here.
 
+use kt_record::{RunResult, RunStatus};
 use serde::Serialize;
-use serde_json::Value;
 
 use crate::catalog::RunSummary;
 
@@ -20,9 +20,11 @@ pub struct RunState {
 
 /// The state of the run `s` with result.json `result`; `at` names the node it stopped or failed at, when
 /// known. `None` for a finished run.
-pub fn run_state(s: &RunSummary, result: Option<&Value>, at: Option<&str>) -> Option<RunState> {
-    let text = |k: &str| result.and_then(|v| v.get(k)).and_then(Value::as_str);
-    let error = text("error").map(|e| format!(" ({e})")).unwrap_or_default();
+pub fn run_state(s: &RunSummary, result: Option<&RunResult>, at: Option<&str>) -> Option<RunState> {
+    let error = result
+        .and_then(|r| r.error.as_deref())
+        .map(|e| format!(" ({e})"))
+        .unwrap_or_default();
     let at_node = at.map(|n| format!(" at node `{n}`")).unwrap_or_default();
     let resume = format!("kt resume {}", s.id);
     let state = |headline: String, detail: String, command: Option<String>| {
@@ -32,9 +34,9 @@ pub fn run_state(s: &RunSummary, result: Option<&Value>, at: Option<&str>) -> Op
             command,
         })
     };
-    match s.status.as_str() {
-        "finished" => None,
-        "running" => state(
+    match s.status {
+        Some(RunStatus::Finished) => None,
+        Some(RunStatus::Running) => state(
             format!(
                 "Still running{}.",
                 at.map(|n| format!(": `{n}` now")).unwrap_or_default()
@@ -44,10 +46,7 @@ pub fn run_state(s: &RunSummary, result: Option<&Value>, at: Option<&str>) -> Op
             ),
             None,
         ),
-        "interrupted"
-            if s.needs_gpu
-                || result.and_then(|v| v.get("needs_gpu")) == Some(&Value::Bool(true)) =>
-        {
+        Some(RunStatus::Interrupted) if s.needs_gpu || result.is_some_and(|r| r.needs_gpu) => {
             state(
                 "No result yet: the run needs a CUDA GPU.".into(),
                 format!(
@@ -57,10 +56,7 @@ pub fn run_state(s: &RunSummary, result: Option<&Value>, at: Option<&str>) -> Op
                 Some(resume),
             )
         }
-        "interrupted" => match result
-            .and_then(|v| v.get("waiting_for"))
-            .and_then(|w| serde_json::from_value::<kt_record::WaitingAnswer>(w.clone()).ok())
-        {
+        Some(RunStatus::Interrupted) => match result.and_then(|r| r.waiting_for.as_ref()) {
             Some(w) => {
                 let command = format!("{resume} --answer FILE --answer-for {}", w.id());
                 state(
@@ -84,15 +80,16 @@ pub fn run_state(s: &RunSummary, result: Option<&Value>, at: Option<&str>) -> Op
                 Some(resume),
             ),
         },
-        "llm_unavailable" => state(
+        Some(RunStatus::LlmUnavailable) => state(
             "No result yet: the LLM service failed.".into(),
             format!(
                 "The service did not answer{at_node}{error}; once it does, `{resume}` continues the run."
             ),
             Some(resume),
         ),
-        "failed" => {
-            let again = format!("kt transform {}", text("kernel_file").unwrap_or("FILE"));
+        Some(RunStatus::Failed) => {
+            let file = result.map(|r| r.kernel_file.as_str()).filter(|f| !f.is_empty());
+            let again = format!("kt transform {}", file.unwrap_or("FILE"));
             state(
                 format!("The run failed{at_node}."),
                 format!(
@@ -107,10 +104,11 @@ pub fn run_state(s: &RunSummary, result: Option<&Value>, at: Option<&str>) -> Op
                 Some(again),
             )
         }
-        other => state(
+        Some(RunStatus::Unknown) | None => state(
             "The run's record is incomplete.".into(),
             format!(
-                "Its status is `{other}`{}.",
+                "Its status is `{}`{}.",
+                s.status_text(),
                 s.problem
                     .as_deref()
                     .map(|p| format!(": {p}"))

@@ -5,6 +5,7 @@
 use serde::Serialize;
 
 use kt_graph::{CheckpointHead, CheckpointSource};
+use kt_record::GraphOutline;
 
 use crate::steps::NodeRan;
 
@@ -16,6 +17,10 @@ pub struct GraphShape {
     pub edges: Vec<(String, String, String)>,
     pub visited: Vec<String>,
     pub taken: Vec<(String, String)>,
+    /// Why the drawing is not the whole graph, when it is not (a run recorded before its graph's shape was
+    /// saved): said under the drawing.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 const START: &str = "__start__";
@@ -73,6 +78,19 @@ fn quoted(s: &str, from: usize) -> Option<(String, usize)> {
 }
 
 impl GraphShape {
+    /// The graph a run saved ([`GraphOutline`], `graph.json`), nothing highlighted yet.
+    pub fn from_outline(outline: &GraphOutline) -> Self {
+        GraphShape {
+            nodes: outline.nodes.clone(),
+            edges: outline
+                .edges
+                .iter()
+                .map(|e| (e.from.clone(), e.to.clone(), e.label.clone()))
+                .collect(),
+            ..Default::default()
+        }
+    }
+
     /// A graph made of the path alone (when the run's graph cannot be rebuilt): `lineage` and the nodes
     /// that ran to produce each of its checkpoints.
     pub fn from_lineage(lineage: &[CheckpointHead], ran: &[Vec<NodeRan>]) -> Self {
@@ -397,6 +415,7 @@ mod tests {
                 (START.into(), "describe".into()),
                 ("describe".into(), END.into()),
             ],
+            note: None,
         };
         g.end_not_reached();
         assert_eq!(g.visited, ["describe"]);

@@ -3,7 +3,7 @@
 //! breakpoints stored with the run (the one thing here that writes, to the run record only).
 
 use kt_graph::{Breakpoints, Checkpoint, CheckpointId, GraphRunMeta, StateRecord};
-use kt_pipeline::stage3::ProfileRecord;
+use kt_record::ProfileRecord;
 use serde::Serialize;
 use serde_json::Value;
 
@@ -268,7 +268,7 @@ pub fn profiles(field: Option<&Value>) -> Vec<ProfileRecord> {
 }
 
 /// `kt runs show` of a run directory; a run that stopped before its first graph step shows its summary alone.
-pub fn show_dir(dir: kt_pipeline::RunDir) -> Result<RunShow, RunsError> {
+pub fn show_dir(dir: kt_record::RunDir) -> Result<RunShow, RunsError> {
     match RunRecord::open(dir.clone()) {
         Ok(record) => show(&record),
         Err(RunsError::NoHistory { .. }) => Ok(RunShow {
@@ -286,9 +286,11 @@ pub fn show_dir(dir: kt_pipeline::RunDir) -> Result<RunShow, RunsError> {
     }
 }
 
-fn run_error(dir: &kt_pipeline::RunDir) -> Option<String> {
-    crate::catalog::read_result(dir)
-        .and_then(|r| r.get("error").and_then(Value::as_str).map(str::to_string))
+fn run_error(dir: &kt_record::RunDir) -> Option<String> {
+    kt_record::RunResult::read(&dir.result_json())
+        .ok()
+        .flatten()
+        .and_then(|r| r.error)
 }
 
 pub fn show(record: &RunRecord) -> Result<RunShow, RunsError> {

@@ -3,7 +3,6 @@
 
 use std::fmt::Write as _;
 
-use serde_json::Value;
 
 use super::chart::speedup_svg;
 use super::collect::ReportInputs;
@@ -41,8 +40,13 @@ pub fn render_html(r: &ReportInputs) -> String {
     summary(&mut h, r);
     let _ = write!(
         h,
-        "<h2>Graph and path taken</h2><div id=\"graph\" class=\"flex\">{}<div><p class=\"muted\">Highlighted: the nodes the run visited and the edges it took ({}). Solid edges always follow; dashed ones (“route”) are taken when the node chooses them; dotted ones (“on error”) when its retries run out.</p>{}</div></div>",
+        "<h2>Graph and path taken</h2><div id=\"graph\" class=\"flex\">{}<div>{}<p class=\"muted\">Highlighted: the nodes the run visited and the edges it took ({}). Solid edges always follow; dashed ones (“route”) are taken when the node chooses them; dotted ones (“on error”) when its retries run out.</p>{}</div></div>",
         r.graph.to_svg(),
+        r.graph
+            .note
+            .as_deref()
+            .map(|n| format!("<p id=\"graph-note\" class=\"muted\">{}</p>", esc(n)))
+            .unwrap_or_default(),
         esc(&r.graph_run),
         verdict_table(r)
     );
@@ -75,12 +79,11 @@ pub fn render_html(r: &ReportInputs) -> String {
 fn summary(h: &mut String, r: &ReportInputs) {
     let s = &r.summary;
     let res = r.result.as_ref();
-    let f = |k: &str| res.and_then(|v| v.get(k)).and_then(Value::as_f64);
     let rows: Vec<(&str, String)> = vec![
         ("kernel", s.kernel.clone()),
         ("strategy", s.strategy.clone()),
         ("model", s.model.clone()),
-        ("status", s.status.clone()),
+        ("status", s.status_text().to_string()),
         ("started", s.started.clone()),
         (
             "duration",
@@ -89,13 +92,13 @@ fn summary(h: &mut String, r: &ReportInputs) {
         (
             "original",
             r.naive_time_ms
-                .or(f("naive_time_ms"))
+                .or(res.and_then(|v| v.naive_time_ms))
                 .map(|t| format!("{t:.4} ms"))
                 .unwrap_or_default(),
         ),
         (
             "best",
-            f("best_time_ms")
+            res.and_then(|v| v.best_time_ms)
                 .map(|t| format!("{t:.4} ms"))
                 .unwrap_or_default(),
         ),
@@ -105,14 +108,12 @@ fn summary(h: &mut String, r: &ReportInputs) {
         ),
         (
             "tokens",
-            match (f("tokens_in"), f("tokens_out")) {
-                (Some(a), Some(b)) => format!("{a} in / {b} out"),
-                _ => String::new(),
-            },
+            res.map(|v| format!("{} in / {} out", v.tokens_in, v.tokens_out))
+                .unwrap_or_default(),
         ),
     ];
     let mut rows = rows;
-    if let Some(e) = res.and_then(|v| v.get("error")).and_then(Value::as_str) {
+    if let Some(e) = res.and_then(|v| v.error.as_deref()) {
         rows.push(("error", e.to_string()));
     }
     h.push_str("<table id=\"summary\">");
@@ -299,8 +300,7 @@ fn kernels(h: &mut String, r: &ReportInputs) {
         let verdict = k
             .meta
             .as_ref()
-            .and_then(|m| m.get("verdict"))
-            .and_then(Value::as_str)
+            .and_then(|m| m.verdict.as_deref())
             .map(|v| format!("— {v}"))
             // The original kernel is measured, not judged.
             .unwrap_or_else(|| {

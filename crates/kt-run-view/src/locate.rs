@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use kt_pipeline::RunDir;
+use kt_record::RunDir;
 
 use crate::error::RunsError;
 
@@ -55,9 +55,9 @@ pub fn resolve_run(arg: &str, base: &Path) -> Result<RunDir, RunsError> {
 }
 
 fn open(dir: &Path) -> Result<RunDir, RunsError> {
-    RunDir::open(dir).map_err(|e| RunsError::Pipeline {
+    RunDir::open(dir).map_err(|source| RunsError::RunDir {
         run: dir.to_path_buf(),
-        source: e.into(),
+        source,
     })
 }
 

@@ -3,20 +3,20 @@
 use std::path::Path;
 
 use kt_graph::{CheckpointHead, CheckpointId};
+use kt_record::{
+    GraphOutline, KernelRecord, LlmCall, ProfileRecord, RunResult, RunRoofline, RunStatus,
+};
 use serde::Serialize;
 use serde_json::Value;
 
 use super::chart::StepPoint;
 use super::graph_svg::{GraphShape, parse_dot};
-use crate::catalog::{RunSummary, read_result, summarize};
+use crate::catalog::{RunSummary, summarize};
 use crate::error::RunsError;
 use crate::field_diff::unified;
 use crate::inspect::{KernelVerdict, verdicts};
 use crate::record::{Fields, RunRecord};
-use crate::session::{GraphFormat, export, session_dir};
-use crate::stage3::Stage3Binding;
 use crate::steps::{PathStep, RecentPath, recent_path};
-use crate::{LlmChoice, Setup};
 
 /// One recorded LLM call.
 #[derive(Debug, Clone, Serialize)]
@@ -37,8 +37,8 @@ pub struct LlmExchange {
 pub struct KernelFile {
     pub name: String,
     pub code: String,
-    /// The sidecar JSON (verdict, tuning summary), when there is one.
-    pub meta: Option<Value>,
+    /// The kernel's record beside it (`NNN-<step>.json`: verdict, tuning summary), when there is one.
+    pub meta: Option<KernelRecord>,
     /// Unified diff against the previous file (none for the first).
     pub diff: Option<String>,
 }
@@ -61,7 +61,7 @@ pub struct TuningRow {
 #[derive(Debug, Clone, Serialize)]
 pub struct ReportInputs {
     pub summary: RunSummary,
-    pub result: Option<Value>,
+    pub result: Option<RunResult>,
     pub graph_run: String,
     /// Nodes and edges to draw; from the run's graph (DOT) when it could be rebuilt, else from the path.
     pub graph: GraphShape,
@@ -76,13 +76,14 @@ pub struct ReportInputs {
     pub points: Vec<StepPoint>,
     pub naive_time_ms: Option<f64>,
     /// Nsight Compute profiles of the naive kernel and each accepted step's kernel.
-    pub profiles: Vec<kt_pipeline::stage3::ProfileRecord>,
+    pub profiles: Vec<ProfileRecord>,
     /// The naive and the best kernel on the device's roofline.
-    pub roofline: Option<kt_pipeline::stage3::RunRoofline>,
+    pub roofline: Option<RunRoofline>,
 }
 
 impl ReportInputs {
-    /// Reads the run; `graph_dot` is the run's graph as DOT ([`graph_dot`]), when available: the path to
+    /// Reads the run; `graph_dot` is the run's graph as DOT when the caller drew it (else the shape the run saved
+    /// is drawn, see [`path_graph`]): the path to
     /// the head is marked on it here (a highlight the DOT carries is kept).
     pub fn collect(record: &RunRecord, graph_dot: Option<&str>) -> Result<Self, RunsError> {
         Self::collect_recent(record, graph_dot, usize::MAX)
@@ -104,7 +105,7 @@ impl ReportInputs {
         let mut inputs = Self::from_state(record, &fields)?;
         inputs.graph = graph;
         // END is the run's end: a stage the run went on from (or stopped in) did not reach it
-        if inputs.summary.status != "finished" || !is_stage3(record) {
+        if !inputs.summary.status.is_some_and(RunStatus::is_finished) || !is_stage3(record) {
             inputs.graph.end_not_reached();
         }
         inputs.steps_total = recent.lineage.len();
@@ -128,7 +129,7 @@ impl ReportInputs {
         let verdicts = verdicts(fields.get("history"));
         Ok(Self {
             summary: summarize(record.root()),
-            result: read_result(record.dir()),
+            result: RunResult::read(&record.dir().result_json()).ok().flatten(),
             graph_run: record.graph_run().to_string(),
             graph: GraphShape::default(),
             points: points(fields.get("history"), naive_time_ms),
@@ -161,8 +162,9 @@ pub struct PathGraph {
     pub recent: RecentPath,
 }
 
-/// The path to `to` with its last `keep` steps in full, marked on the run's graph (`graph_dot`, as
-/// [`ReportInputs::collect`] takes it).
+/// The path to `to` with its last `keep` steps in full, marked on the run's graph: `graph_dot` when the caller
+/// drew it, else the shape the run saved (`graph.json`); a Stage 3 run recorded before shapes were saved draws
+/// its path alone and says so. Nothing is rebuilt.
 pub fn path_graph(
     record: &RunRecord,
     to: CheckpointId,
@@ -170,13 +172,24 @@ pub fn path_graph(
     keep: usize,
 ) -> Result<PathGraph, RunsError> {
     let recent = recent_path(record, Some(to), keep)?;
-    let mut graph = match graph_dot {
-        Some(dot) => {
-            let mut graph = parse_dot(dot);
+    let saved = || {
+        is_stage3(record)
+            .then(|| GraphOutline::read(&record.dir().graph_json()))
+            .flatten()
+            .map(|o| GraphShape::from_outline(&o))
+    };
+    let mut graph = match graph_dot.map(parse_dot).or_else(saved) {
+        Some(mut graph) => {
             mark_path(&mut graph, &recent.lineage);
             graph
         }
-        None => GraphShape::from_lineage(&recent.lineage, &recent.ran),
+        None => {
+            let mut graph = GraphShape::from_lineage(&recent.lineage, &recent.ran);
+            if is_stage3(record) {
+                graph.note = Some(UNSAVED_GRAPH.into());
+            }
+            graph
+        }
     };
     // Draw visited nodes in the order the run first reached them (DOT lists them in declaration order).
     let first_visit = |n: &String| {
@@ -190,31 +203,9 @@ pub fn path_graph(
     Ok(PathGraph { graph, recent })
 }
 
-/// The run's graph as DOT, or None when the graph cannot be rebuilt (another strategy file, a run from a
-/// newer kt): pages then draw the path alone.
-pub fn graph_dot(record: &RunRecord) -> Option<String> {
-    // Only Stage 3's graph is the strategy's: a run stopped in Stage 1 or 2 draws the path it took there,
-    // never the Stage 3 graph it did not reach.
-    if !is_stage3(record) {
-        return None;
-    }
-    let setup = Setup::new(LlmChoice::Replay, session_dir(record, "report"));
-    // no highlight: the collection marks the path from the heads it reads anyway
-    let drawn = export(
-        &Stage3Binding::default(),
-        record,
-        &setup,
-        GraphFormat::Dot,
-        None,
-    );
-    match drawn {
-        Ok(dot) => Some(dot),
-        Err(e) => {
-            tracing::warn!("drawing the path only: the run's graph could not be rebuilt ({e})");
-            None
-        }
-    }
-}
+/// What a page says under a Stage 3 graph drawn from the path alone.
+const UNSAVED_GRAPH: &str = "This run was recorded before kt saved its graph's shape (graph.json): the drawing \
+                             shows only the nodes and edges its checkpoints record.";
 
 /// The record is of the run's Stage 3 graph (`RUN/stage3`).
 pub fn is_stage3(record: &RunRecord) -> bool {
@@ -243,7 +234,7 @@ fn mark_path(graph: &mut GraphShape, lineage: &[CheckpointHead]) {
 }
 
 fn llm_exchanges(path: &Path) -> Vec<LlmExchange> {
-    let Ok(records) = kt_llm::read_records(path) else {
+    let Ok(records) = LlmCall::read_all(path) else {
         return Vec::new();
     };
     records
@@ -254,7 +245,7 @@ fn llm_exchanges(path: &Path) -> Vec<LlmExchange> {
             prompt: r
                 .messages
                 .iter()
-                .map(|m| format!("[{}]\n{}", role_name(m.role), m.content))
+                .map(|m| format!("[{}]\n{}", m.role, m.content))
                 .collect::<Vec<_>>()
                 .join("\n\n"),
             answer: r.answer.unwrap_or_default(),
@@ -264,13 +255,6 @@ fn llm_exchanges(path: &Path) -> Vec<LlmExchange> {
             error: r.error,
         })
         .collect()
-}
-
-fn role_name(role: kt_llm::Role) -> String {
-    serde_json::to_value(role)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_string))
-        .unwrap_or_default()
 }
 
 fn kernel_files(dir: &Path) -> Result<Vec<KernelFile>, RunsError> {
@@ -289,9 +273,7 @@ fn kernel_files(dir: &Path) -> Result<Vec<KernelFile>, RunsError> {
         let path = dir.join(&name);
         let code =
             std::fs::read_to_string(&path).map_err(|e| RunsError::io("reading", &path, e))?;
-        let meta = std::fs::read_to_string(path.with_extension("json"))
-            .ok()
-            .and_then(|t| serde_json::from_str(&t).ok());
+        let meta = KernelRecord::read(&path.with_extension("json"));
         let diff = out
             .last()
             .map(|prev: &KernelFile| kernel_diff(&prev.code, &code, &prev.name, &name));

@@ -10,11 +10,21 @@ pub enum RunsError {
         "no run `{arg}`: it is neither a run directory nor a run id under {searched}; `kt runs list` shows the runs there (or pass --runs-dir)"
     )]
     RunNotFound { arg: String, searched: PathBuf },
+    /// Running part of a run again (kt-runs: a node, a replay, a fork) failed in the pipeline: its graph could
+    /// not be rebuilt or its backend set up. The source is kt-pipeline's error, which this reading crate does
+    /// not depend on.
     #[error("run directory {run}: {source}")]
     Pipeline {
         run: PathBuf,
         #[source]
-        source: kt_pipeline::PipelineError,
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// A run directory whose records cannot be opened.
+    #[error("run directory {run}: {source}")]
+    RunDir {
+        run: PathBuf,
+        #[source]
+        source: kt_record::RecordError,
     },
     #[error(
         "run directory {run} has no graph history (run.sqlite is missing or holds no run){detail}"
@@ -33,8 +43,9 @@ pub enum RunsError {
     #[error("run `{run}`: {source}")]
     Graph {
         run: String,
+        // Boxed: the engine's error is large, and every `Result` of the crate would carry its size.
         #[source]
-        source: kt_graph::GraphError,
+        source: Box<kt_graph::GraphError>,
     },
     #[error(
         "`{spec}` is not a checkpoint: give a number from `kt debug history` (e.g. 7 or #7), `input` or `latest`"
@@ -57,8 +68,12 @@ pub enum RunsError {
     },
     #[error("{path} is not valid JSON of the expected shape: {reason}")]
     BadJson { path: PathBuf, reason: String },
+    /// The LLM a re-run answers with could not be set up (kt-runs; the source is kt-llm's error).
     #[error(transparent)]
-    Llm(#[from] kt_llm::LlmError),
+    Llm(Box<dyn std::error::Error + Send + Sync>),
+    /// A record of the run directory (kt-record) that cannot be read.
+    #[error(transparent)]
+    Record(#[from] kt_record::RecordError),
     #[error("{0}")]
     Usage(String),
     /// An answer meant for a prompt the run no longer waits for (or one already answered).
@@ -69,7 +84,7 @@ pub enum RunsError {
 }
 
 impl RunsError {
-    pub(crate) fn io(
+    pub fn io(
         action: &'static str,
         path: impl Into<PathBuf>,
         source: std::io::Error,
@@ -81,10 +96,10 @@ impl RunsError {
         }
     }
 
-    pub(crate) fn graph(run: &kt_graph::RunId, source: kt_graph::GraphError) -> Self {
+    pub fn graph(run: &kt_graph::RunId, source: kt_graph::GraphError) -> Self {
         RunsError::Graph {
             run: run.to_string(),
-            source,
+            source: Box::new(source),
         }
     }
 }

@@ -10,7 +10,7 @@
 
 use std::path::Path;
 
-use kt_pipeline::RunDir;
+use kt_record::RunDir;
 use kt_record::RunResult;
 use serde::Serialize;
 
@@ -19,21 +19,11 @@ use crate::error::RunsError;
 pub use kt_record::WaitingAnswer;
 
 /// The manual provider's first line of every prompt file (followed by the request hash).
-const PROMPT_MARK: &str = "<!-- kt request ";
+pub const PROMPT_MARK: &str = "<!-- kt request ";
 
 /// The prompt the run waits for an answer to (result.json's `waiting_for`), or None when it waits for none.
 pub fn waiting_prompt(dir: &RunDir) -> Result<Option<WaitingAnswer>, RunsError> {
-    let path = dir.result_json();
-    let text = match std::fs::read_to_string(&path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(RunsError::io("reading", &path, e)),
-    };
-    let result: RunResult = serde_json::from_str(&text).map_err(|e| RunsError::BadJson {
-        path: path.clone(),
-        reason: e.to_string(),
-    })?;
-    Ok(result.waiting_for)
+    Ok(RunResult::read(&dir.result_json())?.and_then(|r| r.waiting_for))
 }
 
 /// A waiting prompt's id: its prompt file's name without `.prompt.md`.
@@ -207,6 +197,26 @@ fn answered_elsewhere(waiting: &WaitingAnswer, answer: &str) -> Option<String> {
     })
 }
 
+// Answering is tested on a recorded run in kt-runs (`answer_tests.rs`), which has the pipeline's fixture; what
+// needs no run is tested here.
 #[cfg(test)]
-#[path = "answer_tests.rs"]
-mod tests;
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_prompt_kt_wrote_is_read_out_and_its_id_is_its_file_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let prompt = dir.path().join("002-stage1.dimensions.prompt.md");
+        std::fs::write(&prompt, format!("{PROMPT_MARK}ab -->\n\nHow many dimensions?")).unwrap();
+        let planted = dir.path().join("notes.md");
+        std::fs::write(&planted, "secret\nstuff").unwrap();
+        assert_eq!(prompt_text(&prompt).as_deref(), Some("How many dimensions?"));
+        assert_eq!(prompt_text(&planted), None);
+        let waiting = WaitingAnswer {
+            node: "stage1.dimensions".into(),
+            prompt_file: prompt,
+            answer_file: dir.path().join("002-stage1.dimensions.answer.md"),
+        };
+        assert_eq!(prompt_id(&waiting), "002-stage1.dimensions");
+    }
+}

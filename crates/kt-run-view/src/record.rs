@@ -12,7 +12,7 @@ use kt_graph::{
     BranchId, Checkpoint, CheckpointHead, CheckpointId, CheckpointStore, FieldOp, GraphError,
     GraphRunMeta, RunId, SqliteStore, StateRecord, fold_ops, lineage_of,
 };
-use kt_pipeline::RunDir;
+use kt_record::RunDir;
 use serde_json::{Map, Value};
 
 use crate::error::RunsError;
@@ -58,11 +58,11 @@ impl RunRecord {
         // Opening would create an empty database for a missing file; checked above.
         let store = SqliteStore::open(&path).map_err(|e| RunsError::Graph {
             run: dir.run_id(),
-            source: e,
+            source: Box::new(e),
         })?;
         let runs = store.list_runs().map_err(|e| RunsError::Graph {
             run: dir.run_id(),
-            source: e,
+            source: Box::new(e),
         })?;
         let wanted = graph.unwrap_or(DEFAULT_GRAPH);
         let pick = runs
@@ -246,11 +246,11 @@ impl RunRecord {
     ) -> Result<(), RunsError> {
         fold_ops(fields, ops).map_err(|reason| RunsError::Graph {
             run: self.graph_run.to_string(),
-            source: GraphError::CorruptCheckpoint {
+            source: Box::new(GraphError::CorruptCheckpoint {
                 run: self.graph_run.clone(),
                 checkpoint,
                 reason,
-            },
+            }),
         })
     }
 }
