@@ -207,10 +207,17 @@ mod tests {
     fn only_a_prompt_kt_wrote_is_read_out_and_its_id_is_its_file_name() {
         let dir = tempfile::tempdir().unwrap();
         let prompt = dir.path().join("002-stage1.dimensions.prompt.md");
-        std::fs::write(&prompt, format!("{PROMPT_MARK}ab -->\n\nHow many dimensions?")).unwrap();
+        std::fs::write(
+            &prompt,
+            format!("{PROMPT_MARK}ab -->\n\nHow many dimensions?"),
+        )
+        .unwrap();
         let planted = dir.path().join("notes.md");
         std::fs::write(&planted, "secret\nstuff").unwrap();
-        assert_eq!(prompt_text(&prompt).as_deref(), Some("How many dimensions?"));
+        assert_eq!(
+            prompt_text(&prompt).as_deref(),
+            Some("How many dimensions?")
+        );
         assert_eq!(prompt_text(&planted), None);
         let waiting = WaitingAnswer {
             node: "stage1.dimensions".into(),

@@ -150,7 +150,6 @@ fn status_or_unreadable<S: Serializer>(
     serializer.serialize_str(status.map_or("unreadable", RunStatus::as_str))
 }
 
-
 fn parse_time(text: &str) -> Option<time::OffsetDateTime> {
     time::OffsetDateTime::parse(text, &time::format_description::well_known::Rfc3339).ok()
 }

@@ -84,11 +84,7 @@ pub enum RunsError {
 }
 
 impl RunsError {
-    pub fn io(
-        action: &'static str,
-        path: impl Into<PathBuf>,
-        source: std::io::Error,
-    ) -> Self {
+    pub fn io(action: &'static str, path: impl Into<PathBuf>, source: std::io::Error) -> Self {
         RunsError::Io {
             action,
             path: path.into(),

@@ -1,8 +1,8 @@
 //! The profiles of a run in words, for `kt runs show` and the HTML report: what binds each profiled kernel
 //! (the naive one, then each accepted step's), the largest stall, and what profiling cost in wall time.
 
-use kt_record::ProfileRecord;
 use kt_profile::Binding;
+use kt_record::ProfileRecord;
 
 /// One line per profiled kernel, after a heading with the cost; one line saying why when there are none.
 /// `run_seconds` is the run's wall time (for the overhead share). Empty when nothing was profiled.

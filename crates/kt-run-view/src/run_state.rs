@@ -88,7 +88,9 @@ pub fn run_state(s: &RunSummary, result: Option<&RunResult>, at: Option<&str>) -
             Some(resume),
         ),
         Some(RunStatus::Failed) => {
-            let file = result.map(|r| r.kernel_file.as_str()).filter(|f| !f.is_empty());
+            let file = result
+                .map(|r| r.kernel_file.as_str())
+                .filter(|f| !f.is_empty());
             let again = format!("kt transform {}", file.unwrap_or("FILE"));
             state(
                 format!("The run failed{at_node}."),

@@ -42,8 +42,10 @@ fn a_failed_run_says_its_error_and_node_and_a_waiting_one_its_prompt_id() {
         st.detail
     );
     assert_eq!(st.command.as_deref(), Some("kt transform k.cu"));
-    let w = result(json!({"waiting_for": {"node": "stage1.describe", "prompt_file": "/p/001-stage1.describe.prompt.md",
-        "answer_file": "/p/001-stage1.describe.answer.md"}}));
+    let w = result(
+        json!({"waiting_for": {"node": "stage1.describe", "prompt_file": "/p/001-stage1.describe.prompt.md",
+        "answer_file": "/p/001-stage1.describe.answer.md"}}),
+    );
     let st = run_state(&summary("interrupted"), Some(&w), None).unwrap();
     assert!(
         st.headline.contains("prompt 001-stage1.describe"),

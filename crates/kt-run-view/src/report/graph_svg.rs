@@ -182,7 +182,7 @@ impl GraphShape {
     /// The SVG (`<svg id="graph-svg" ...>`).
     pub fn to_svg(&self) -> String {
         let order = self.order();
-        let (row, box_w, box_h, x0, top) = (56.0, 180.0, 32.0, 260.0, 20.0);
+        let (row, box_w, box_h, x0, top) = (ROW, BOX_W, BOX_H, X0, TOP);
         let y_of = |n: &str| {
             order
                 .iter()
@@ -211,72 +211,7 @@ impl GraphShape {
                 "on error" => r#" stroke-dasharray="2,3""#,
                 _ => r#" stroke-dasharray="5,3""#,
             };
-            // The path, and where its label goes (beside the curve's outermost point).
-            let (d, lx, ly, anchor) = if a == b {
-                // a self-loop: a small arc on the left of the box
-                (
-                    format!(
-                        "M{x0},{} C{},{} {},{} {x0},{}",
-                        ya + 6.0,
-                        x0 - 36.0,
-                        ya - 8.0,
-                        x0 - 36.0,
-                        ya + box_h + 8.0,
-                        ya + box_h - 6.0
-                    ),
-                    x0 - 30.0,
-                    ya + box_h / 2.0,
-                    "end",
-                )
-            } else if (yb - ya - row).abs() < 1e-6 {
-                // the next node down: a short straight arrow
-                (
-                    format!(
-                        "M{},{} L{},{}",
-                        x0 + box_w / 2.0,
-                        ya + box_h,
-                        x0 + box_w / 2.0,
-                        yb
-                    ),
-                    x0 + box_w / 2.0 + 6.0,
-                    (ya + box_h + yb) / 2.0 + 4.0,
-                    "start",
-                )
-            } else if yb > ya {
-                let bulge = 30.0 + (yb - ya) / row * 14.0;
-                let x = x0 + box_w;
-                (
-                    format!(
-                        "M{x},{} C{},{} {},{} {x},{}",
-                        ya + box_h / 2.0,
-                        x + bulge,
-                        ya + box_h / 2.0,
-                        x + bulge,
-                        yb + box_h / 2.0,
-                        yb + box_h / 2.0
-                    ),
-                    x + bulge * 0.75 + 3.0,
-                    (ya + yb + box_h) / 2.0,
-                    "start",
-                )
-            } else {
-                let bulge = 30.0 + (ya - yb) / row * 14.0;
-                let x = x0;
-                (
-                    format!(
-                        "M{x},{} C{},{} {},{} {x},{}",
-                        ya + box_h / 2.0,
-                        x - bulge,
-                        ya + box_h / 2.0,
-                        x - bulge,
-                        yb + box_h / 2.0,
-                        yb + box_h / 2.0
-                    ),
-                    x - bulge * 0.75 - 3.0,
-                    (ya + yb + box_h) / 2.0,
-                    "end",
-                )
-            };
+            let (d, lx, ly, anchor) = edge_geometry(ya, yb, a == b);
             if !label.is_empty() {
                 s.push_str(&format!(
                     r#"<text class="edge-label" x="{lx:.1}" y="{ly:.1}" text-anchor="{anchor}" font-family="sans-serif" font-size="10" fill="{stroke}">{}</text>"#,
@@ -311,6 +246,84 @@ impl GraphShape {
         }
         s.push_str("</svg>");
         s
+    }
+}
+
+/// The rows and boxes of the drawing, in SVG units.
+const ROW: f64 = 56.0;
+const BOX_W: f64 = 180.0;
+const BOX_H: f64 = 32.0;
+const X0: f64 = 260.0;
+const TOP: f64 = 20.0;
+
+/// An edge from the box at `ya` to the box at `yb`: its SVG path, and where its label goes (beside the curve's
+/// outermost point) with the label's text anchor.
+fn edge_geometry(ya: f64, yb: f64, self_loop: bool) -> (String, f64, f64, &'static str) {
+    let (row, box_w, box_h, x0) = (ROW, BOX_W, BOX_H, X0);
+    if self_loop {
+        // a self-loop: a small arc on the left of the box
+        (
+            format!(
+                "M{x0},{} C{},{} {},{} {x0},{}",
+                ya + 6.0,
+                x0 - 36.0,
+                ya - 8.0,
+                x0 - 36.0,
+                ya + box_h + 8.0,
+                ya + box_h - 6.0
+            ),
+            x0 - 30.0,
+            ya + box_h / 2.0,
+            "end",
+        )
+    } else if (yb - ya - row).abs() < 1e-6 {
+        // the next node down: a short straight arrow
+        (
+            format!(
+                "M{},{} L{},{}",
+                x0 + box_w / 2.0,
+                ya + box_h,
+                x0 + box_w / 2.0,
+                yb
+            ),
+            x0 + box_w / 2.0 + 6.0,
+            (ya + box_h + yb) / 2.0 + 4.0,
+            "start",
+        )
+    } else if yb > ya {
+        let bulge = 30.0 + (yb - ya) / row * 14.0;
+        let x = x0 + box_w;
+        (
+            format!(
+                "M{x},{} C{},{} {},{} {x},{}",
+                ya + box_h / 2.0,
+                x + bulge,
+                ya + box_h / 2.0,
+                x + bulge,
+                yb + box_h / 2.0,
+                yb + box_h / 2.0
+            ),
+            x + bulge * 0.75 + 3.0,
+            (ya + yb + box_h) / 2.0,
+            "start",
+        )
+    } else {
+        let bulge = 30.0 + (ya - yb) / row * 14.0;
+        let x = x0;
+        (
+            format!(
+                "M{x},{} C{},{} {},{} {x},{}",
+                ya + box_h / 2.0,
+                x - bulge,
+                ya + box_h / 2.0,
+                x - bulge,
+                yb + box_h / 2.0,
+                yb + box_h / 2.0
+            ),
+            x - bulge * 0.75 - 3.0,
+            (ya + yb + box_h) / 2.0,
+            "end",
+        )
     }
 }
 

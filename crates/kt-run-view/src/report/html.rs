@@ -3,7 +3,6 @@
 
 use std::fmt::Write as _;
 
-
 use super::chart::speedup_svg;
 use super::collect::ReportInputs;
 use super::graph_svg::esc;
