@@ -105,6 +105,48 @@ async fn explicit_skips_a_step_whose_dependency_was_not_applied() {
 }
 
 #[tokio::test]
+async fn explicit_keeps_a_step_others_build_on_when_it_is_as_fast_but_not_faster() {
+    // The tunable block size lands at the original's time (0.5 % slower, inside noise + 1 %): kept, so the steps
+    // that depend on it are asked about instead of skipped.
+    let mut answers = vec![
+        ("stage3.apply", rewrite("ok 20.1")),
+        ("stage3.restrictions", restrictions(&[])),
+    ];
+    for _ in 0..6 {
+        answers.push(("stage3.worth_it", worth(false)));
+    }
+    let h = harness("explicit", &answers);
+    let s = run(&h).await.unwrap();
+    assert_eq!(s.history[0].status, StepStatus::Accepted);
+    assert!(
+        s.history[0].reason.contains("kept as the base of the steps that build on it"),
+        "{}",
+        s.history[0].reason
+    );
+    assert_eq!(s.history[1].status, StepStatus::NotWorthIt, "{:?}", statuses(&s));
+    assert_eq!(best_time(&s), 20.1);
+}
+
+#[tokio::test]
+async fn explicit_rejects_a_step_others_build_on_when_it_is_slower() {
+    let h = harness(
+        "explicit",
+        &[
+            ("stage3.apply", rewrite("ok 25.0")),
+            ("stage3.restrictions", restrictions(&[])),
+        ],
+    );
+    let s = run(&h).await.unwrap();
+    assert_eq!(s.history[0].status, StepStatus::Rejected);
+    assert!(
+        s.history[1..].iter().all(|r| r.status == StepStatus::Skipped),
+        "{:?}",
+        statuses(&s)
+    );
+    assert_eq!(s.best.as_ref().unwrap().step, "original");
+}
+
+#[tokio::test]
 async fn one_prompt_asks_once_and_tunes() {
     let h = harness(
         "one-prompt",

@@ -31,6 +31,25 @@ pub(crate) fn is_gain(best: &KernelVersion, time_ms: f64, noise_ms: f64, thresho
     gain > best.noise_ms.max(noise_ms) && gain > threshold * best.time_ms
 }
 
+/// Whether `time_ms` is as fast as the best kernel: slower by no more than either measurement's noise and
+/// `MIN_GAIN` of the best time.
+pub(crate) fn is_as_fast(best: &KernelVersion, time_ms: f64, noise_ms: f64) -> bool {
+    time_ms - best.time_ms <= best.noise_ms.max(noise_ms) + MIN_GAIN * best.time_ms
+}
+
+/// Whether later steps of an explicit strategy file build on `step` (name it in `depends_on`). Such a step is
+/// kept when it verifies and is as fast as the best kernel, even without a gain of its own: making the block
+/// size tunable rarely pays alone, but rejecting it skips every step after it.
+fn later_steps_build_on(cx: &Stage3Context, step: &CurrentStep) -> bool {
+    let Some(id) = step.id.as_deref() else {
+        return false;
+    };
+    cx.strategy
+        .steps
+        .iter()
+        .any(|s| s.depends_on.iter().any(|d| d == id))
+}
+
 /// `select`: the barrier after a round. Writes every candidate to `kernels/`, keeps the fastest verified one if
 /// it is a gain, and records the step. Only a verified candidate can become the best kernel.
 pub(crate) struct Select(pub Arc<Stage3Context>);
@@ -166,7 +185,10 @@ impl Judged<'_> {
             .await?;
         record.speedup_ci95 = interval;
         let confirmed = interval.is_some_and(|[lo, _]| lo > 1.0 + threshold.max(MIN_GAIN));
-        let (true, Some(kernel)) = (confirmed, c.kernel.clone()) else {
+        let enabler = !confirmed
+            && later_steps_build_on(self.cx, self.step)
+            && is_as_fast(self.best, time_ms, noise_ms);
+        let (true, Some(kernel)) = (confirmed || enabler, c.kernel.clone()) else {
             record.status = StepStatus::Rejected;
             record.reason = format!(
                 "verified on every test, but not faster than the best kernel by more than the measured \
@@ -177,9 +199,16 @@ impl Judged<'_> {
         };
         record.status = StepStatus::Accepted;
         // Reasons go into later prompts: their wording is part of recorded requests.
-        record.reason = "verified on every test and faster than the best kernel by more than the \
-                                     measured noise"
-            .into();
+        record.reason = if confirmed {
+            "verified on every test and faster than the best kernel by more than the measured noise"
+                .into()
+        } else {
+            format!(
+                "kept as the base of the steps that build on it: verified on every test and as fast as the \
+                 best kernel within the measured noise and {:.0}% of its time, though not faster",
+                MIN_GAIN * 100.0
+            )
+        };
         // profiled here only for the record; a prompt that reads the profile takes it itself
         let profile = if self.cx.strategy.settings.profile_every_best {
             vec![
@@ -281,5 +310,14 @@ mod tests {
             "10% gain under a 20% threshold"
         );
         assert!(!is_gain(&best, 11.0, 0.1, 0.0));
+    }
+
+    #[test]
+    fn as_fast_allows_the_noise_and_one_percent_but_not_more() {
+        let best = version(10.0, 0.2);
+        assert!(is_as_fast(&best, 9.0, 0.1), "faster is as fast");
+        assert!(is_as_fast(&best, 10.25, 0.1), "0.25 ms slower < 0.2 ms noise + 0.1 ms");
+        assert!(!is_as_fast(&best, 10.4, 0.1), "0.4 ms slower > 0.3 ms");
+        assert!(is_as_fast(&best, 10.4, 0.35), "the candidate's own noise counts");
     }
 }
