@@ -143,6 +143,13 @@ impl FakeBackend {
             .map(|r| r.reference_gflops * self.reference_ms / time_ms)
     }
 
+    /// Share (%) of the binding roofline ceiling of a kernel taking `time_ms`, on a device with roofline facts.
+    fn percent_at(&self, time_ms: f64) -> Option<f64> {
+        let r = self.roofline?;
+        let ceiling = r.peaks.fp32_gflop_s.min(r.intensity * r.peaks.bandwidth_gb_s);
+        Some(100.0 * self.gflops_at(time_ms)? / ceiling)
+    }
+
     /// Every `(label, kernel)` evaluated so far, in call order.
     pub fn evaluated(&self) -> Vec<(String, TunableCode)> {
         self.evaluated
@@ -192,7 +199,7 @@ impl FakeBackend {
             best_params: best_params.clone(),
             configs_tried: kernel.space_size().min(u64::from(u32::MAX)) as u32,
             configs_failed: 0,
-            percent_of_peak: None,
+            percent_of_peak: self.percent_at(time_ms),
             gflops: self.gflops_at(time_ms),
         };
         let Some(marker) = marker else {
@@ -339,7 +346,7 @@ impl TuningBackend for FakeBackend {
                     best_params,
                     configs_tried,
                     configs_failed,
-                    percent_of_peak,
+                    percent_of_peak: percent_of_peak.or_else(|| self.percent_at(time_ms)),
                     gflops: gflops.or_else(|| self.gflops_at(time_ms)),
                 }
             }

@@ -235,3 +235,25 @@ async fn the_roofline_shows_the_naive_and_the_best_kernel() {
     assert!(roof.points.iter().all(|p| p.intensity == 683.0));
     assert_eq!(roof.peaks, peaks());
 }
+
+#[tokio::test]
+async fn a_best_kernel_at_its_ceiling_is_not_replanned() {
+    // The original at 1000 GFLOP/s of a 66908 GFLOP/s ceiling; a step 64x faster lands at 95.6 %: the plan is
+    // used up and no replan is asked for, though replans are left.
+    let h = harness_with(
+        "autonomous",
+        StrategyOverrides::default(),
+        &[
+            ("stage3.plan", plan(&["all at once"])),
+            ("stage3.validate", valid(true)),
+            ("stage3.apply", rewrite("ok 0.3125")),
+            ("stage3.restrictions", restrictions(&[])),
+        ],
+        FakeBackend::new(20.0).with_roofline(peaks(), 683.0, 1000.0),
+    );
+    let s = run(&h).await.unwrap();
+    let share = s.best.as_ref().unwrap().percent_of_peak.unwrap();
+    assert!((95.0..=110.0).contains(&share), "{share}");
+    assert_eq!(s.replans_used, 0);
+    assert!(prompts_of(&h, "stage3.replan").is_empty());
+}

@@ -180,11 +180,13 @@ fn add_autonomous(b: &mut GraphBuilder<Stage3State>, cx: &Arc<Stage3Context>) {
         &[
             (VALIDATE, "next step"),
             (REPLAN, "plan used up"),
-            (FINISH, "no replans left"),
+            (FINISH, "no replans left, or at the ceiling"),
         ],
         move |s: &Stage3State| {
             if s.current.is_some() {
                 VALIDATE
+            } else if at_the_ceiling(s) {
+                FINISH
             } else if s.replans_used < max_replans && s.planner_failures < max_failures {
                 REPLAN
             } else {
@@ -194,6 +196,20 @@ fn add_autonomous(b: &mut GraphBuilder<Stage3State>, cx: &Arc<Stage3Context>) {
     );
     add_step_refinement(b, cx);
     add_candidate_round(b, cx, NEXT_STEP);
+}
+
+/// The share of its binding ceiling from which a best kernel is not replanned: what is left is within the
+/// ceiling's own error. Above `AT_THE_CEILING_MAX` the share is no evidence of being there (the kernel skips
+/// work the naive kernel's count includes), so the loop goes on.
+const AT_THE_CEILING: f64 = 95.0;
+const AT_THE_CEILING_MAX: f64 = 110.0;
+
+/// Whether the best kernel is within a few percent of its binding ceiling, so a replan can gain little.
+fn at_the_ceiling(s: &Stage3State) -> bool {
+    s.best
+        .as_ref()
+        .and_then(|b| b.percent_of_peak)
+        .is_some_and(|p| (AT_THE_CEILING..=AT_THE_CEILING_MAX).contains(&p))
 }
 
 /// Autonomous: a validated step is broken down until the strategy's depth, then applied.
