@@ -242,19 +242,41 @@ def status(a):
         print(f"{cell:40s} {state:10s} {extra}")
 
 
-def llm_calls(cell):
+def llm_records(cell):
     run = run_dir(cell)
     try:
-        return sum(1 for line in (run / "llm.jsonl").read_text().splitlines() if line.strip())
+        lines = (run / "llm.jsonl").read_text().splitlines()
+    except (OSError, TypeError):
+        return []
+    return [json.loads(line) for line in lines if line.strip()]
+
+
+def llm_calls(cell):
+    return len(llm_records(cell))
+
+
+def llm_tokens(cell):
+    """Input and output tokens of the run's LLM calls (estimated by kt for answers given through files)."""
+    usage = [r.get("usage") or {} for r in llm_records(cell)]
+    return sum(u.get("input_tokens") or 0 for u in usage), sum(u.get("output_tokens") or 0 for u in usage)
+
+
+def gpu_rounds(cell):
+    """How many times the cell was moved on a GPU machine (resumed from needs-gpu, and not needing it again)."""
+    try:
+        lines = (cell_dir(cell) / "log.txt").read_text().splitlines()
     except OSError:
         return 0
+    # a resume without a GPU exits 2 again at once; one on a GPU machine never does
+    return sum(1 for line in lines if "state-before=needs-gpu" in line and " rc=2 " not in line)
 
 
 def table(a):
     """The results table (markdown): one row per cell."""
     print("| kernel | strategy | state | speedup (tuned, 3 tests) | 95 % interval (first test) | gain | % of "
-          "binding ceiling | LLM calls (kt's own record) | steps tried / accepted | kt wall s |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+          "binding ceiling | LLM calls (kt's own record) | tokens in / out (estimated) | GPU rounds | "
+          "steps tried / accepted | kt wall s |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for cell in cells():
         kernel, strategy = cell.split("--")
         state, _ = state_of(cell)
@@ -265,7 +287,8 @@ def table(a):
         fmt = lambda v, f: (f.format(v) if isinstance(v, (int, float)) else "–")
         print(f"| {kernel} | {strategy} | {state} | {fmt(r.get('speedup'), '{:.2f}×')} | "
               f"{'–' if not ci else f'{ci[0]:.2f}–{ci[1]:.2f}'} | {fmt(r.get('gain'), '{:+.1%}')} | "
-              f"{fmt(r.get('percent_of_peak'), '{:.0f} %')} | {llm_calls(cell)} | {len(steps)} / {accepted} | "
+              f"{fmt(r.get('percent_of_peak'), '{:.0f} %')} | {llm_calls(cell)} | "
+              f"{llm_tokens(cell)[0]:,} / {llm_tokens(cell)[1]:,} | {gpu_rounds(cell)} | {len(steps)} / {accepted} | "
               f"{fmt((r.get('wall_time_s') or {}).get('total'), '{:.1f}')} |")
 
 
