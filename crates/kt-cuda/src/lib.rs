@@ -67,6 +67,8 @@ mod conflicts;
 mod diagnostics;
 mod error;
 mod globals;
+mod host_expr;
+mod host_launch;
 mod includes;
 mod inspect;
 mod instantiations;
@@ -97,6 +99,7 @@ pub use conflicts::{ConflictKind, NameConflict, find_name_conflicts, normalize_n
 pub use error::{CudaError, SyntaxProblem};
 pub use includes::{IncludeRecord, SourceFile, decode};
 pub use inspect::{INSPECT_SCHEMA_VERSION, InspectReport};
+pub use host_launch::{GridFact, HostLaunch, host_launches};
 pub use instantiations::host_instantiations;
 pub use kernel::{
     AssumptionKind, GridDivisor, Kernel, KernelFeatures, KernelParam, LaunchAssumption,

@@ -1,0 +1,396 @@
+//! Launch facts from a file's own host code: for `kernel<<<grid, block, shmem>>>(args…)` the grid, block and
+//! dynamic shared memory the program launches with, with the host variables they name (`dim3 block(BS, BS)`,
+//! `int grid_size = ceil_div(N, block_size)` a few lines above) followed to their definitions and the
+//! launch's own arguments named as the kernel's parameters. From them: the default block, and per grid
+//! dimension the problem size and what divides it (Kernel Tuner's `grid_div_*`), and the shared memory rule.
+//! What cannot be read is left out, never guessed.
+
+use std::collections::HashMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::host_expr::{
+    ceil_division, eval_int, identifiers, macro_lookup, normalized, split_top, substitute,
+};
+
+/// One launch of the kernel in host code.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HostLaunch {
+    /// 1-based line of the launch in the text searched.
+    pub line: usize,
+    /// The launch as written (whitespace collapsed), `k<<<grid, block>>>`.
+    pub text: String,
+    /// Grid per dimension, x first, with host variables followed and arguments named as parameters.
+    pub grid: [String; 3],
+    /// Block per dimension, likewise.
+    pub block: [String; 3],
+    /// The block's thread counts, when they are constants (literals, macros, `sizeof`).
+    pub block_values: Option<[u64; 3]>,
+    /// Per grid dimension: the problem size and its divisors, where they could be read.
+    pub grid_facts: [Option<GridFact>; 3],
+    /// Dynamic shared memory per block in tuner names (`block_size_x * 4`), when given and readable.
+    pub shared_mem: Option<String>,
+    /// The shared-memory argument as written, when the launch has one that is not 0.
+    pub shared_mem_written: Option<String>,
+}
+
+/// A grid dimension as Kernel Tuner describes it: ceil(problem / product of divisors).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GridFact {
+    /// Over the kernel's parameters and numbers.
+    pub problem: String,
+    /// `block_size_x`, numbers; empty: one block per element of `problem`.
+    pub divisors: Vec<String>,
+}
+
+/// Every launch of `kernel` in `source` (comments and strings ignored), in source order. `params` are the
+/// kernel's parameter names in order; `macros` the file's object-like macros (name → body).
+pub fn host_launches(
+    source: &str,
+    kernel: &str,
+    params: &[String],
+    macros: &HashMap<String, String>,
+) -> Vec<HostLaunch> {
+    let code = crate::instantiations::code_only(source);
+    let mut out = Vec::new();
+    let mut from = 0;
+    while let Some(found) = code[from..].find(kernel) {
+        let at = from + found;
+        from = at + kernel.len();
+        let bytes = code.as_bytes();
+        let word = |i: usize| bytes.get(i).is_some_and(|&b| b.is_ascii_alphanumeric() || b == b'_');
+        if at > 0 && word(at - 1) || word(from) {
+            continue;
+        }
+        if let Some(site) = launch_site(&code, from) {
+            let reader = Reader {
+                code: &code,
+                at,
+                arguments: site.arguments.iter().map(|a| normalized(a)).collect(),
+                params,
+                macros,
+            };
+            out.push(reader.launch(&site, &code[at..site.end]));
+        }
+    }
+    out
+}
+
+/// The parts of `<<<…>>>(…)` after a kernel's name.
+struct Site {
+    config: Vec<String>,
+    arguments: Vec<String>,
+    end: usize,
+}
+
+/// `[<template args>] <<<config>>> (arguments)` starting at `from`.
+fn launch_site(code: &str, from: usize) -> Option<Site> {
+    let mut i = from + code[from..].len() - code[from..].trim_start().len();
+    if code[i..].starts_with('<') && !code[i..].starts_with("<<<") {
+        let mut depth = 0;
+        for (j, c) in code[i..].char_indices() {
+            match c {
+                '<' => depth += 1,
+                '>' => depth -= 1,
+                ';' | '{' | '}' => return None,
+                _ => {}
+            }
+            if depth == 0 {
+                i += j + 1;
+                break;
+            }
+        }
+        i += code[i..].len() - code[i..].trim_start().len();
+    }
+    let rest = code[i..].strip_prefix("<<<")?;
+    let close = rest.find(">>>")?;
+    let config = split_top(&rest[..close], ',');
+    let after = &rest[close + 3..];
+    let open = after.len() - after.trim_start().len();
+    let args_text = after[open..].strip_prefix('(')?;
+    let mut depth = 1;
+    let end = args_text.char_indices().find_map(|(j, c)| {
+        match c {
+            '(' => depth += 1,
+            ')' => depth -= 1,
+            _ => {}
+        }
+        (depth == 0).then_some(j)
+    })?;
+    Some(Site {
+        config,
+        arguments: split_top(&args_text[..end], ','),
+        end: i + 3 + close + 3 + open + 1 + end + 1,
+    })
+}
+
+/// Follows names in one launch's expressions back through the host code before it.
+struct Reader<'a> {
+    code: &'a str,
+    /// Where the launch starts: definitions are looked for before it.
+    at: usize,
+    arguments: Vec<String>,
+    params: &'a [String],
+    macros: &'a HashMap<String, String>,
+}
+
+const XYZ: [char; 3] = ['x', 'y', 'z'];
+
+/// How many definitions deep a name is followed.
+const MAX_DEPTH: usize = 6;
+
+impl Reader<'_> {
+    fn launch(&self, site: &Site, written: &str) -> HostLaunch {
+        let dims = |i: usize| {
+            site.config
+                .get(i)
+                .map(|t| self.vector(t))
+                .unwrap_or_else(|| ["1".into(), "1".into(), "1".into()])
+        };
+        let (grid, block) = (dims(0), dims(1));
+        let lookup = macro_lookup(self.macros);
+        let values: Option<Vec<u64>> = block
+            .iter()
+            .map(|b| eval_int(b, &lookup).and_then(|v| u64::try_from(v).ok()))
+            .collect();
+        let written_block = site.config.get(1).map(|t| self.vector_names(t));
+        let shared_written = site
+            .config
+            .get(2)
+            .map(|s| normalized(s))
+            .filter(|s| eval_int(s, &lookup) != Some(0));
+        let grid_facts = [0, 1, 2].map(|d| self.grid_fact(&grid[d], &block, d));
+        let shared_mem = shared_written
+            .as_ref()
+            .and_then(|s| self.shared_rule(s, &block, written_block.as_ref()));
+        let grid = grid.map(|g| unmarked(&g));
+        let block = block.map(|b| unmarked(&b));
+        HostLaunch {
+            line: self.code[..self.at].matches('\n').count() + 1,
+            text: normalized(&written[..written.find(">>>").map_or(written.len(), |e| e + 3)]),
+            grid,
+            block_values: values.map(|v| [v[0], v[1], v[2]]),
+            block,
+            grid_facts,
+            shared_mem,
+            shared_mem_written: shared_written,
+        }
+    }
+
+    /// A `dim3` argument as three expressions, followed to their definitions.
+    fn vector(&self, text: &str) -> [String; 3] {
+        let parts = self.vector_names(text);
+        parts.map(|p| self.resolve(&p, self.at, 0))
+    }
+
+    /// A `dim3` argument as three expressions, before following scalar names.
+    fn vector_names(&self, text: &str) -> [String; 3] {
+        let t = normalized(text);
+        let parts = inline_dim3(&t)
+            .or_else(|| {
+                t.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_')
+                    .then(|| self.dim3_definition(&t, self.at))
+                    .flatten()
+            })
+            .unwrap_or_else(|| vec![t.clone()]);
+        let get = |i: usize| parts.get(i).cloned().unwrap_or_else(|| "1".into());
+        [get(0), get(1), get(2)]
+    }
+
+    /// `dim3 name(a, b)`, `dim3 name = dim3(a, b)`, `name = dim3(a, b);` nearest before `before`.
+    fn dim3_definition(&self, name: &str, before: usize) -> Option<Vec<String>> {
+        let (at, rest) = self.definition_site(name, before)?;
+        let rest = rest.trim_start();
+        let prefix = self.code[..at].trim_end();
+        if prefix.ends_with("dim3") && (rest.starts_with('(') || rest.starts_with('{')) {
+            return Some(split_top(&rest[1..matching(rest)?], ','));
+        }
+        let value = rest.strip_prefix('=')?;
+        let value = normalized(&value[..value.find(';')?]);
+        inline_dim3(&value)
+    }
+
+    /// The nearest `name` before `before` that is defined there (`name =`, or `dim3 name(`), with the
+    /// text after it.
+    fn definition_site(&self, name: &str, before: usize) -> Option<(usize, &str)> {
+        let prefix = &self.code[..before];
+        let bytes = prefix.as_bytes();
+        let word = |i: usize| bytes.get(i).is_some_and(|&b| b.is_ascii_alphanumeric() || b == b'_');
+        prefix.rmatch_indices(name).find_map(|(at, _)| {
+            let end = at + name.len();
+            if at > 0 && word(at - 1) || word(end) {
+                return None;
+            }
+            let rest = &self.code[end..];
+            let t = rest.trim_start();
+            let assigns = t.starts_with('=') && !t.starts_with("==");
+            let constructs = (t.starts_with('(') || t.starts_with('{'))
+                && prefix[..at].trim_end().ends_with("dim3");
+            (assigns || constructs).then_some((at, rest))
+        })
+    }
+
+    /// `text` with the launch's arguments named as parameters, macros as their values and host variables
+    /// replaced by their definitions (nearest before `before`).
+    fn resolve(&self, text: &str, before: usize, depth: usize) -> String {
+        let lookup = macro_lookup(self.macros);
+        let replaced = substitute(text, &|w| {
+            if let Some(i) = self.arguments.iter().position(|a| a == w) {
+                return self.params.get(i).map(|p| format!("{PARAM}{p}"));
+            }
+            if let Some(v) = lookup(w) {
+                return Some(v.to_string());
+            }
+            if depth >= MAX_DEPTH || w == "sizeof" {
+                return None;
+            }
+            let (at, rest) = self.definition_site(w, before)?;
+            let value = rest.trim_start().strip_prefix('=')?;
+            let value = normalized(&value[..value.find(';')?]);
+            (inline_dim3(&value).is_none()).then(|| self.resolve(&value, at, depth + 1))
+        });
+        normalized(&replaced)
+    }
+
+    /// The grid expression of dimension `d` as problem size over divisors, when every name in it is a
+    /// parameter and every divisor a block size or a constant.
+    fn grid_fact(&self, grid: &str, block: &[String; 3], d: usize) -> Option<GridFact> {
+        if grid == "1" {
+            return None;
+        }
+        let (problem, divisor) = ceil_parts(grid).unwrap_or((grid.to_string(), String::new()));
+        let lookup = macro_lookup(self.macros);
+        let divisors: Option<Vec<String>> = split_top(&divisor, '*')
+            .iter()
+            .map(|f| {
+                let f = normalized(f);
+                if let Some(c) = block_dim_named(&f, block, &[d]) {
+                    return Some(format!("block_size_{}", XYZ[c]));
+                }
+                eval_int(&f, &lookup).map(|v| v.to_string())
+            })
+            .collect();
+        (names_all(&problem, &|_| false) && !problem.is_empty()).then(|| {
+            Some(GridFact {
+                problem: unmarked(&problem),
+                divisors: divisors?,
+            })
+        })?
+    }
+
+    /// The shared-memory expression in tuner names: a factor that is the block's size becomes
+    /// `block_size_x`, `sizeof` of a built-in type its bytes; None when a name is left that is neither.
+    fn shared_rule(
+        &self,
+        written: &str,
+        block: &[String; 3],
+        block_names: Option<&[String; 3]>,
+    ) -> Option<String> {
+        let lookup = macro_lookup(self.macros);
+        let factors: Vec<String> = split_top(written, '*')
+            .iter()
+            .map(|f| {
+                let f = normalized(f);
+                let named = block_names.and_then(|n| n.iter().position(|b| normalized(b) == f));
+                let resolved = self.resolve(&f, self.at, 0);
+                if let Some(c) = named.or_else(|| block_dim_named(&resolved, block, &[0, 1, 2])) {
+                    return format!("block_size_{}", XYZ[c]);
+                }
+                match eval_int(&f, &lookup) {
+                    Some(v) => v.to_string(),
+                    None => resolved,
+                }
+            })
+            .collect();
+        let rule = factors.join(" * ");
+        names_all(&rule, &|w| w.starts_with("block_size_")).then(|| unmarked(&rule))
+    }
+}
+
+/// Which block dimension `factor` is: the same text as the block's expression of a dimension in `dims`
+/// (not 1).
+fn block_dim_named(factor: &str, block: &[String; 3], dims: &[usize]) -> Option<usize> {
+    dims.iter()
+        .copied()
+        .find(|&i| block[i] != "1" && normalized(&block[i]) == factor)
+}
+
+/// A marker before a name that is one of the kernel's parameters (reached through the launch's arguments),
+/// so that a host variable that happens to share a parameter's name is not taken for it.
+const PARAM: char = '@';
+
+/// Whether every identifier of `text` is a marked parameter or passes `other`.
+fn names_all(text: &str, other: &dyn Fn(&str) -> bool) -> bool {
+    identifiers(text)
+        .iter()
+        .all(|&(s, e)| text[..s].ends_with(PARAM) || other(&text[s..e]))
+}
+
+/// `text` without parameter markers.
+fn unmarked(text: &str) -> String {
+    normalized(&text.replace(PARAM, ""))
+}
+
+/// `dim3(a, b)` / `dim3{a, b}` → [a, b].
+fn inline_dim3(text: &str) -> Option<Vec<String>> {
+    let rest = text.strip_prefix("dim3")?.trim_start();
+    let close = matching(rest)?;
+    (close == rest.len() - 1).then(|| split_top(&rest[1..close], ','))
+}
+
+/// The index of the bracket closing the one `text` starts with.
+fn matching(text: &str) -> Option<usize> {
+    let mut depth = 0;
+    for (i, c) in text.char_indices() {
+        match c {
+            '(' | '{' | '[' => depth += 1,
+            ')' | '}' | ']' => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(i);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// `ceil_div(P, D)`, `(P + D - 1) / D`, `(P - 1) / D + 1`, `P / D` → (P, D).
+fn ceil_parts(grid: &str) -> Option<(String, String)> {
+    let g = normalized(grid);
+    if let Some(open) = g.find('(')
+        && ceil_division(g[..open].trim())
+        && matching(&g[open..]) == Some(g.len() - open - 1)
+    {
+        let args = split_top(&g[open + 1..g.len() - 1], ',');
+        if let [p, d] = args.as_slice() {
+            return Some((normalized(p), normalized(d)));
+        }
+    }
+    let (num, den) = match split_top(&g, '/').as_slice() {
+        [n, d] => (normalized(n), normalized(d)),
+        _ => return None,
+    };
+    let flat = |s: &str| s.replace(' ', "");
+    // `(P + D - 1) / D`
+    let (flat_num, flat_den) = (flat(&num), flat(&den));
+    if let Some(p) = flat_num
+        .strip_suffix(&format!("+{flat_den}-1"))
+        .or_else(|| flat_num.strip_suffix(&format!("+({flat_den})-1")))
+    {
+        return Some((normalized(p), den));
+    }
+    // `(P - 1) / D + 1` reads as `(P - 1)` over `D + 1`
+    if let Some(d) = flat_den.strip_suffix("+1")
+        && let Some(p) = flat_num.strip_suffix("-1")
+    {
+        return Some((normalized(p), normalized(d)));
+    }
+    Some((num, den))
+}
+
+#[cfg(test)]
+#[path = "host_launch_tests.rs"]
+mod tests;
