@@ -9,6 +9,7 @@ use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::location::Location;
 use crate::host_expr::{
     ceil_division, eval_int, identifiers, macro_lookup, normalized, split_top, substitute,
 };
@@ -16,8 +17,14 @@ use crate::host_expr::{
 /// One launch of the kernel in host code.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct HostLaunch {
-    /// 1-based line of the launch in the text searched.
-    pub line: usize,
+    /// Where the launch is (the kernel name's position; line and column in its file).
+    pub location: Location,
+    /// The file the launch is in, when that is not the kernel's file argument (a followed header).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+    /// Byte offset of the launch in the text searched.
+    #[serde(skip)]
+    pub(crate) offset: usize,
     /// The launch as written (whitespace collapsed), `k<<<grid, block>>>`.
     pub text: String,
     /// Grid per dimension, x first, with host variables followed and arguments named as parameters.
@@ -166,7 +173,12 @@ impl Reader<'_> {
         let grid = grid.map(|g| unmarked(&g));
         let block = block.map(|b| unmarked(&b));
         HostLaunch {
-            line: self.code[..self.at].matches('\n').count() + 1,
+            location: Location {
+                line: self.code[..self.at].matches('\n').count() + 1,
+                column: self.at - self.code[..self.at].rfind('\n').map_or(0, |n| n + 1) + 1,
+            },
+            file: None,
+            offset: self.at,
             text: normalized(&written[..written.find(">>>").map_or(written.len(), |e| e + 3)]),
             grid,
             block_values: values.map(|v| [v[0], v[1], v[2]]),

@@ -35,7 +35,7 @@ int main() {
     let launches = host_launches(src, "add", &params, &macros(&[("BS", "16")]));
     assert_eq!(launches.len(), 1);
     let l = &launches[0];
-    assert_eq!(l.line, 9);
+    assert_eq!((l.location.line, l.location.column), (9, 5));
     assert_eq!(l.text, "add<<<grid, block>>>");
     assert_eq!(l.block_values, Some([16, 16, 1]));
     assert_eq!(l.grid_facts[0], fact("width", &["block_size_x"]));

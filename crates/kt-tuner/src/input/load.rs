@@ -32,6 +32,8 @@ pub struct LoadedKernel {
     pub host_code_note: Option<String>,
     /// The template argument lists the file's own host code launches the kernel with.
     pub instantiations: Vec<Vec<String>>,
+    /// What was taken from the file's own launch (block, grid, shared memory), a line each with where.
+    pub host_launch_lines: Vec<String>,
 }
 
 /// Which sidecar describes a kernel.
@@ -113,7 +115,7 @@ struct Description {
 impl Description {
     /// The loaded kernel: this description with what the file says of `source` (host code, launches).
     fn of(self, kernel_file: &KernelFile, source: KernelSource) -> LoadedKernel {
-        LoadedKernel {
+        let mut loaded = LoadedKernel {
             kernel: self.kernel,
             params: self.params,
             inputs: self.inputs,
@@ -127,7 +129,10 @@ impl Description {
             ),
             parsed: source.kernel,
             sidecar: self.sidecar,
-        }
+            host_launch_lines: Vec::new(),
+        };
+        loaded.host_launch_lines = super::host_defaults::take_host_launch(&mut loaded);
+        loaded
     }
 }
 

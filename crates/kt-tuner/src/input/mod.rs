@@ -13,6 +13,7 @@ pub mod arg_map;
 mod candidate;
 pub mod default_tests;
 pub mod derived;
+mod host_defaults;
 mod instances;
 mod load;
 pub mod suite;
