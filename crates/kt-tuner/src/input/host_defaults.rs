@@ -108,7 +108,6 @@ pub fn take_host_launch(loaded: &mut LoadedKernel) -> Vec<String> {
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
-    use super::*;
     use crate::input::{SidecarChoice, load_kernel_with};
 
     fn write(dir: &std::path::Path, name: &str, text: &str) -> std::path::PathBuf {

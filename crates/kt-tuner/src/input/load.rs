@@ -190,6 +190,37 @@ impl LoadedKernel {
         }
     }
 
+    /// For one run (`kt verify`): the value of each template parameter that `tuned` and `given` leave open
+    /// and the file's own launches instantiate (the first one launched when there are several), with a
+    /// line each saying so.
+    pub fn launched_template_values(
+        &self,
+        tuned: &[TunableParam],
+        given: &BTreeMap<String, String>,
+    ) -> super::FromInstances {
+        // a template parameter the code ties to the block size (`block_size_x == blockSize`) takes the
+        // default launch's block, so the two agree
+        let mut preferred = BTreeMap::new();
+        for r in &self.parsed.restrictions {
+            if let Some((block, name)) = r.expr.split_once("==")
+                && let Some(d) = ["block_size_x", "block_size_y", "block_size_z"]
+                    .iter()
+                    .position(|b| *b == block.trim())
+                && let Some(b) = self.default_block
+            {
+                preferred.insert(name.trim().to_string(), b[d]);
+            }
+        }
+        super::single_from_instances(
+            &self.kernel.kernel_name,
+            &self.template_params(),
+            &self.instantiations,
+            tuned,
+            given,
+            &preferred,
+        )
+    }
+
     /// The template parameters of the kernel as `(name, default)`.
     pub fn template_params(&self) -> Vec<(String, Option<String>)> {
         template_params(&self.parsed)
@@ -316,6 +347,14 @@ mod tests {
             )
             .unwrap();
         assert_eq!(loaded.kernel.template_args, vec!["blockSize"]);
+        // the file's own launches instantiate reduce3 at 512 first
+        let launched = loaded.launched_template_values(&[], &BTreeMap::new());
+        assert!(
+            launched.fixed.contains_key("blockSize"),
+            "{:?} from {:?}",
+            launched,
+            loaded.instantiations
+        );
         let given = BTreeMap::from([("blockSize".to_string(), "256".to_string())]);
         loaded.set_template_args(&[], &given).unwrap();
         assert_eq!(loaded.kernel.template_args, vec!["256"]);
