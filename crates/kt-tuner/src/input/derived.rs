@@ -113,6 +113,64 @@ fn block_values(values: &[ParamValue], power: u32) -> Vec<ParamValue> {
         .collect()
 }
 
+/// As [`derive`], with the template parameters fixed to numbers (`--template`, or the file's own single
+/// instantiation) put into the code's restrictions: `block_size_x == BLOCKSIZE * BLOCKSIZE` with
+/// `BLOCKSIZE = 32` is `block_size_x == 32 * 32`, a rule over block sizes alone.
+pub fn derive_with_fixed(
+    kernel: &kt_cuda::Kernel,
+    params: &[TunableParam],
+    fixed: &std::collections::BTreeMap<String, String>,
+) -> Derived {
+    let numbers: Vec<(&String, i64)> = fixed
+        .iter()
+        .filter_map(|(n, v)| {
+            let v = match v.trim() {
+                "true" => Some(1),
+                "false" => Some(0),
+                t => t.trim_end_matches(['u', 'U', 'l', 'L']).parse().ok(),
+            };
+            v.map(|v| (n, v))
+        })
+        .filter(|(n, _)| !params.iter().any(|p| &p.name == *n))
+        .collect();
+    if numbers.is_empty() {
+        return derive(kernel, params);
+    }
+    let mut k = kernel.clone();
+    for r in &mut k.restrictions {
+        let ids = kt_cuda::expression_identifiers(&r.expr);
+        let used: Vec<&(&String, i64)> = numbers.iter().filter(|(n, _)| ids.contains(n)).collect();
+        if used.is_empty() {
+            continue;
+        }
+        let mut expr = r.expr.clone();
+        for (name, value) in &used {
+            expr = replace_word(&expr, name, &value.to_string());
+        }
+        let values: Vec<String> = used.iter().map(|(n, v)| format!("{n} = {v}")).collect();
+        r.reason = format!("{}, with {}", r.reason, values.join(", "));
+        r.expr = expr;
+    }
+    derive(&k, params)
+}
+
+/// `text` with whole-word `word` replaced by `by`.
+fn replace_word(text: &str, word: &str, by: &str) -> String {
+    let ident = |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_');
+    let mut out = String::new();
+    let mut last = 0;
+    for (at, _) in text.match_indices(word) {
+        if ident(text[..at].chars().next_back()) || ident(text[at + word.len()..].chars().next()) {
+            continue;
+        }
+        out.push_str(&text[last..at]);
+        out.push_str(by);
+        last = at + word.len();
+    }
+    out.push_str(&text[last..]);
+    out
+}
+
 /// The restrictions of `kernel` to add to a space over `params`, and the block sizes to add so that they
 /// hold; nothing when no tuned parameter is a template parameter the code ties to the block size.
 pub fn derive(kernel: &kt_cuda::Kernel, params: &[TunableParam]) -> Derived {
@@ -237,6 +295,21 @@ mod tests {
         let mut reference = Config::ints([("BLOCKSIZE", 8), ("block_size_x", 1024)]);
         d.align_reference(&mut reference);
         assert_eq!(reference.get("BLOCKSIZE"), Some(32));
+    }
+
+    #[test]
+    fn a_fixed_template_value_turns_the_codes_rule_into_one_over_block_sizes() {
+        let src = "template <const unsigned BLOCKSIZE>\n__global__ void sgemm(int M, float *C) {\n  const int r = blockIdx.x * BLOCKSIZE + (threadIdx.x / BLOCKSIZE);\n  const int c = threadIdx.x % BLOCKSIZE;\n  if (r < M) C[r * M + c] = 0;\n}\n";
+        let parsed = kt_cuda::parse(src).unwrap();
+        let k = parsed.select_kernel(Some("sgemm")).unwrap();
+        let params = vec![TunableParam::new("block_size_x", [256, 1024])];
+        assert!(derive(k, &params).restrictions.is_empty());
+        let fixed = std::collections::BTreeMap::from([("BLOCKSIZE".to_string(), "32".to_string())]);
+        let d = derive_with_fixed(k, &params, &fixed);
+        let exprs: Vec<&str> = d.restrictions.iter().map(|r| r.expr.as_str()).collect();
+        assert_eq!(exprs, ["block_size_x == 32 * 32"]);
+        assert!(d.restrictions[0].reason.ends_with("with BLOCKSIZE = 32"), "{:?}", d.restrictions);
+        assert_eq!(replace_word("B * AB * B_", "B", "4"), "4 * AB * B_");
     }
 
     #[test]

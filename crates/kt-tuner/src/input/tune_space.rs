@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use crate::error::TunerError;
-use crate::input::derived::{Derived, derive};
+use crate::input::derived::{Derived, derive_with_fixed};
 use crate::input::suite::default_block_space;
 use crate::model::args::TestSet;
 use crate::model::space::{Config, Restriction, SearchSpace, TunableParam};
@@ -68,7 +68,7 @@ impl TuneSpace {
         }
         params.extend(instances.tuned);
         let derived = if derive_restrictions {
-            derive(&loaded.parsed, &params)
+            derive_with_fixed(&loaded.parsed, &params, &templates)
         } else {
             Derived::default()
         };
@@ -121,7 +121,9 @@ impl TuneSpace {
         loaded.kernel.params = params;
         loaded.kernel.restrictions.clear();
         Some(format!(
-            "the restrictions ({}) leave none of the {combinations} configurations: tuning the default launch              alone ({reference}) so that the kernel still gets a result; give --param values (or              --no-derived-restrictions) to search a space",
+            "the restrictions ({}) leave none of the {combinations} configurations: tuning the default launch \
+             alone ({reference}) so that the kernel still gets a result; give --param values (or \
+             --no-derived-restrictions) to search a space",
             dropped.join("; ")
         ))
     }

@@ -56,7 +56,9 @@ pub(super) fn load_pair(args: &VerifyArgs) -> anyhow::Result<Pair> {
             .flatten()
             .cloned(),
     );
-    notes.dedup();
+    // the same file as reference and candidate says the same things once
+    let mut seen = std::collections::BTreeSet::new();
+    notes.retain(|n| seen.insert(n.clone()));
     for note in notes {
         eprintln!("note: {note}");
     }
