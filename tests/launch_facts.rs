@@ -111,6 +111,18 @@ fn verify_takes_template_values_from_the_programs_launches() {
 }
 
 #[test]
+fn a_size_rule_moves_the_odd_test_to_the_nearest_valid_size() {
+    let out = kt(&["verify", FILE, FILE, "--kernel", "scale8", "--dry-run"]);
+    let said = format!("{}{}", text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{said}");
+    // 10007 (the test size) → 10009 (the next prime) → 10016 (the next multiple of 8)
+    assert!(
+        said.contains("N=10016 (nearest valid sizes, size_rules: N a multiple of 8)"),
+        "{said}"
+    );
+}
+
+#[test]
 #[ignore = "needs a GPU"]
 fn each_kernel_tunes_and_verifies_at_the_programs_own_launch() {
     for kernel in ["softmax_rows", "scale8", "sgemm_coalesced"] {

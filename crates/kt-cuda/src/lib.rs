@@ -87,6 +87,7 @@ mod shared_helpers;
 mod sidecar;
 mod sidecar_text;
 mod sidecar_values;
+mod size_rules;
 mod signature;
 mod signature_diff;
 mod source;
@@ -113,6 +114,7 @@ pub use sidecar::{
     LAUNCH_NAMES, SIDECAR_DTYPES, ScalarValue, Sidecar, SidecarProblem, SizeExpr,
     expression_identifiers, is_sidecar_dtype,
 };
+pub use size_rules::{SizeRule, apply_size_rules};
 pub use signature_diff::{
     SignatureChange, compare_params, compare_signatures, require_same_signature,
 };
