@@ -39,6 +39,19 @@ pub struct HostLaunch {
     pub shared_mem: Option<String>,
     /// The shared-memory argument as written, when the launch has one that is not 0.
     pub shared_mem_written: Option<String>,
+    /// Valid sizes the host function asserts before the launch (`assert(N % 4 == 0)`), per parameter.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub size_asserts: Vec<SizeAssert>,
+}
+
+/// A size rule read from an `assert` of the function that launches the kernel.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SizeAssert {
+    /// The kernel's parameter the asserted value is passed as.
+    pub param: String,
+    pub rule: crate::size_rules::SizeRule,
+    /// The assert's condition as written.
+    pub text: String,
 }
 
 /// A grid dimension as Kernel Tuner describes it: ceil(problem / product of divisors).
@@ -170,6 +183,7 @@ impl Reader<'_> {
         let shared_mem = shared_written
             .as_ref()
             .and_then(|s| self.shared_rule(s, &block, written_block.as_ref()));
+        let size_asserts = self.size_asserts();
         let grid = grid.map(|g| unmarked(&g));
         let block = block.map(|b| unmarked(&b));
         HostLaunch {
@@ -186,7 +200,54 @@ impl Reader<'_> {
             grid_facts,
             shared_mem,
             shared_mem_written: shared_written,
+            size_asserts,
         }
+    }
+
+    /// `assert(n % 4 == 0)`, `assert(n >= 16)` (parts of `&&` too) in the function around the launch, for
+    /// values the launch passes as a parameter.
+    fn size_asserts(&self) -> Vec<SizeAssert> {
+        let lookup = macro_lookup(self.macros);
+        let body = function_start(&self.code[..self.at]);
+        let text = &self.code[body..self.at];
+        let mut out: Vec<SizeAssert> = Vec::new();
+        for (i, _) in text.match_indices("assert") {
+            let before = text[..i].chars().next_back();
+            if before.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_') {
+                continue;
+            }
+            let rest = text[i + "assert".len()..].trim_start();
+            let Some(close) = rest.starts_with('(').then(|| matching(rest)).flatten() else {
+                continue;
+            };
+            let condition = normalized(&rest[1..close]);
+            for part in condition.split("&&") {
+                let flat: String = part.split_whitespace().collect();
+                let (name, rule) = if let Some((lhs, k)) = flat.strip_suffix("==0").and_then(|l| l.split_once('%')) {
+                    (lhs.to_string(), eval_int(k, &lookup).map(|k| crate::size_rules::SizeRule { multiple_of: u64::try_from(k).ok(), min: None }))
+                } else if let Some((lhs, m)) = flat.split_once(">=") {
+                    (lhs.to_string(), eval_int(m, &lookup).map(|m| crate::size_rules::SizeRule { multiple_of: None, min: u64::try_from(m).ok() }))
+                } else {
+                    continue;
+                };
+                let name = normalized(&name);
+                let (Some(rule), Some(i)) = (rule, self.arguments.iter().position(|a| *a == name)) else {
+                    continue;
+                };
+                let Some(param) = self.params.get(i) else { continue };
+                match out.iter_mut().find(|a| a.param == *param) {
+                    Some(a) => {
+                        a.rule.multiple_of = a.rule.multiple_of.or(rule.multiple_of);
+                        a.rule.min = a.rule.min.or(rule.min);
+                        if !a.text.split("; ").any(|t| t == condition) {
+                            a.text = format!("{}; {condition}", a.text);
+                        }
+                    }
+                    None => out.push(SizeAssert { param: param.clone(), rule, text: condition.clone() }),
+                }
+            }
+        }
+        out
     }
 
     /// A `dim3` argument as three expressions, followed to their definitions.
@@ -342,6 +403,25 @@ fn names_all(text: &str, other: &dyn Fn(&str) -> bool) -> bool {
 /// `text` without parameter markers.
 fn unmarked(text: &str) -> String {
     normalized(&text.replace(PARAM, ""))
+}
+
+/// Where the top-level block around the end of `prefix` opens (the launching function's body), or 0.
+fn function_start(prefix: &str) -> usize {
+    let mut depth = 0i32;
+    let mut start = 0;
+    for (i, c) in prefix.char_indices() {
+        match c {
+            '{' => {
+                if depth == 0 {
+                    start = i;
+                }
+                depth += 1;
+            }
+            '}' => depth -= 1,
+            _ => {}
+        }
+    }
+    start
 }
 
 /// `dim3(a, b)` / `dim3{a, b}` → [a, b].

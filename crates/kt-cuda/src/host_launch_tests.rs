@@ -115,3 +115,29 @@ fn unreadable_parts_are_left_out_not_guessed() {
     assert_eq!(ls[1].grid_facts[0], None);
     assert_eq!(ls[1].block_values, Some([2, 1, 1]));
 }
+
+#[test]
+fn asserts_of_the_launching_function_are_size_rules_of_the_parameters_passed() {
+    let src = r#"
+#define VEC 4
+__global__ void k(float4 *a, int n) {}
+void other(int n) { assert(n % 64 == 0); }
+void run(float4 *a, int count) {
+    assert(count % VEC == 0 && count >= 16);
+    assert(unrelated % 8 == 0);
+    k<<<count / VEC / 256, 256>>>(a, count);
+}
+"#;
+    let l = &host_launches(src, "k", &names(&["a", "n"]), &macros(&[("VEC", "4")]))[0];
+    assert_eq!(
+        l.size_asserts,
+        vec![SizeAssert {
+            param: "n".into(),
+            rule: crate::size_rules::SizeRule {
+                multiple_of: Some(4),
+                min: Some(16)
+            },
+            text: "count % VEC == 0 && count >= 16".into(),
+        }]
+    );
+}

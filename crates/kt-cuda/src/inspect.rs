@@ -180,6 +180,9 @@ fn write_host_launches(out: &mut String, k: &Kernel) {
             };
             let _ = writeln!(*out, "    grid {c}: {g}: {read}");
         }
+        for a in &l.size_asserts {
+            let _ = writeln!(*out, "    valid sizes: {} {} (assert({}))", a.param, a.rule.describe(), a.text);
+        }
         match (&l.shared_mem, &l.shared_mem_written) {
             (Some(rule), Some(w)) => {
                 let _ = writeln!(*out, "    dynamic shared memory: {w} = {rule} bytes");
@@ -427,15 +430,16 @@ mod tests {
     #[test]
     fn the_files_own_launch_is_shown_with_what_was_read_from_it() {
         let src = "#define BS 16\n__global__ void add(float *c, int w, int h) { c[0] = 0; }\n\
-                   int main() {\n  int W = 100, H = 50;\n  dim3 block(BS, BS);\n  dim3 grid((W + BS - 1) / BS, (H + BS - 1) / BS);\n  \
+                   int main() {\n  int W = 100, H = 50;\n  assert(W % 4 == 0);\n  dim3 block(BS, BS);\n  dim3 grid((W + BS - 1) / BS, (H + BS - 1) / BS);\n  \
                    add<<<grid, block, BS * sizeof(float)>>>(d_c, W, H);\n}\n";
         let s = parse(src).unwrap();
         let k = &s.kernels()[0];
         assert_eq!(k.host_launches.len(), 1);
-        assert_eq!(k.host_launches[0].location.line, 7);
+        assert_eq!(k.host_launches[0].location.line, 8);
         let text = InspectReport::new("add.cu", &s, None).unwrap().human();
         for line in [
-            "host launch (line 7): add<<<grid, block, BS * sizeof(float)>>>",
+            "host launch (line 8): add<<<grid, block, BS * sizeof(float)>>>",
+            "valid sizes: w a multiple of 4 (assert(W % 4 == 0))",
             "block: 16x16x1",
             "grid x: (w + 16 - 1) / 16: problem `w` / block_size_x",
             "grid y: (h + 16 - 1) / 16: problem `h` / block_size_y",

@@ -100,7 +100,7 @@ pub use conflicts::{ConflictKind, NameConflict, find_name_conflicts, normalize_n
 pub use error::{CudaError, SyntaxProblem};
 pub use includes::{IncludeRecord, SourceFile, decode};
 pub use inspect::{INSPECT_SCHEMA_VERSION, InspectReport};
-pub use host_launch::{GridFact, HostLaunch, host_launches};
+pub use host_launch::{GridFact, HostLaunch, SizeAssert, host_launches};
 pub use instantiations::host_instantiations;
 pub use kernel::{
     AssumptionKind, GridDivisor, Kernel, KernelFeatures, KernelParam, LaunchAssumption,

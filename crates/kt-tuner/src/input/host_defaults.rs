@@ -1,7 +1,8 @@
 //! The file's own launch as kt's default (kt-cuda's `HostLaunch`): where the user gave no sidecar value or
 //! flag, the block the program launches with is the default launch, its grid gives the problem size and the
-//! grid divisors, and its dynamic shared memory the shared-memory rule. Each takes a line saying where it came
-//! from; a sidecar that disagrees is kept and the difference is said.
+//! grid divisors, its dynamic shared memory the shared-memory rule, and the asserts before it (`assert(n % 4 ==
+//! 0)`) the valid sizes. Each takes a line saying where it came from; a sidecar that disagrees is kept and the
+//! difference is said.
 
 use kt_cuda::HostLaunch;
 
@@ -52,6 +53,19 @@ pub fn take_host_launch(loaded: &mut LoadedKernel) -> Vec<String> {
                 given[0], given[1], given[2]
             )),
             Some(_) => {}
+        }
+    }
+    if let Some(inputs) = &mut loaded.inputs {
+        for a in &launch.size_asserts {
+            if !inputs.size_rules.contains_key(&a.param) {
+                inputs.size_rules.insert(a.param.clone(), a.rule);
+                lines.push(format!(
+                    "valid sizes: `{}` {}, from `assert({})` before the file's own launch {at}",
+                    a.param,
+                    a.rule.describe(),
+                    a.text
+                ));
+            }
         }
     }
     let geometry = &mut loaded.kernel.geometry;
@@ -118,7 +132,7 @@ mod tests {
 
     const SOFTMAX: &str = "__global__ void softmax(float *out, const float *inp, int N, int C) {\n\
         extern __shared__ float s[];\n  int row = blockIdx.x;\n  s[threadIdx.x] = inp[row * C];\n  out[row * C] = s[0];\n}\n\
-        void run(float *o, const float *i, int n, int c) {\n  softmax<<<n, 256, 256 * sizeof(float)>>>(o, i, n, c);\n}\n";
+        void run(float *o, const float *i, int n, int c) {\n  assert(c % 4 == 0);\n  softmax<<<n, 256, 256 * sizeof(float)>>>(o, i, n, c);\n}\n";
 
     #[test]
     fn without_a_sidecar_the_files_launch_is_the_default_launch_grid_and_shared_memory() {
@@ -137,7 +151,7 @@ mod tests {
             "problem size N",
             "grid x: one block per `N`",
             "dynamic shared memory block_size_x * 4 bytes",
-            "(line 8)",
+            "(line 9)",
         ] {
             assert!(lines.contains(part), "`{part}` in\n{lines}");
         }
@@ -163,6 +177,12 @@ mod tests {
         let lines = loaded.host_launch_lines.join("\n");
         assert!(
             lines.contains("default_block 128x1x1 differs from the file's own launch"),
+            "{lines}"
+        );
+        let rule = loaded.inputs.as_ref().unwrap().size_rules["C"];
+        assert_eq!(rule.multiple_of, Some(4));
+        assert!(
+            lines.contains("valid sizes: `C` a multiple of 4, from `assert(c % 4 == 0)`"),
             "{lines}"
         );
     }
