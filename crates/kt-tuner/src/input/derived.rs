@@ -123,14 +123,7 @@ pub fn derive_with_fixed(
 ) -> Derived {
     let numbers: Vec<(&String, i64)> = fixed
         .iter()
-        .filter_map(|(n, v)| {
-            let v = match v.trim() {
-                "true" => Some(1),
-                "false" => Some(0),
-                t => t.trim_end_matches(['u', 'U', 'l', 'L']).parse().ok(),
-            };
-            v.map(|v| (n, v))
-        })
+        .filter_map(|(n, v)| super::instances::as_number(v.trim()).map(|v| (n, v)))
         .filter(|(n, _)| !params.iter().any(|p| &p.name == *n))
         .collect();
     if numbers.is_empty() {
@@ -228,6 +221,9 @@ mod tests {
     use super::*;
     use crate::model::space::{Restriction, SearchSpace};
 
+    /// A 1-D block read as a BLOCKSIZE x BLOCKSIZE square (siboehm's sgemm style).
+    const SQUARE_BLOCK: &str = "template <const unsigned BLOCKSIZE>\n__global__ void sgemm(int M, int N, const float *A, float *C) {\n  const int r = blockIdx.x * BLOCKSIZE + (threadIdx.x / BLOCKSIZE);\n  const int c = blockIdx.y * BLOCKSIZE + (threadIdx.x % BLOCKSIZE);\n  if (r < M && c < N) C[r * N + c] = A[r * N + c];\n}\n";
+
     fn reduce3() -> kt_cuda::Kernel {
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("../../tests/corpus/programs/sample-style/reduction.cu");
@@ -274,8 +270,7 @@ mod tests {
 
     #[test]
     fn a_block_read_as_a_square_follows_the_square_of_its_template_size() {
-        let src = "template <const unsigned BLOCKSIZE>\n__global__ void sgemm(int M, int N, const float *A, float *C) {\n  const int r = blockIdx.x * BLOCKSIZE + (threadIdx.x / BLOCKSIZE);\n  const int c = blockIdx.y * BLOCKSIZE + (threadIdx.x % BLOCKSIZE);\n  if (r < M && c < N) C[r * N + c] = A[r * N + c];\n}\n";
-        let parsed = kt_cuda::parse(src).unwrap();
+        let parsed = kt_cuda::parse(SQUARE_BLOCK).unwrap();
         let k = parsed.select_kernel(Some("sgemm")).unwrap();
         let params = vec![TunableParam::new("BLOCKSIZE", [8, 16, 32])];
         let d = derive(k, &params);
@@ -299,8 +294,7 @@ mod tests {
 
     #[test]
     fn a_fixed_template_value_turns_the_codes_rule_into_one_over_block_sizes() {
-        let src = "template <const unsigned BLOCKSIZE>\n__global__ void sgemm(int M, float *C) {\n  const int r = blockIdx.x * BLOCKSIZE + (threadIdx.x / BLOCKSIZE);\n  const int c = threadIdx.x % BLOCKSIZE;\n  if (r < M) C[r * M + c] = 0;\n}\n";
-        let parsed = kt_cuda::parse(src).unwrap();
+        let parsed = kt_cuda::parse(SQUARE_BLOCK).unwrap();
         let k = parsed.select_kernel(Some("sgemm")).unwrap();
         let params = vec![TunableParam::new("block_size_x", [256, 1024])];
         assert!(derive(k, &params).restrictions.is_empty());

@@ -53,7 +53,8 @@ fn literal(v: &str) -> bool {
     number || v == "true" || v == "false" || TYPES.contains(&v)
 }
 
-fn as_number(v: &str) -> Option<i64> {
+/// A literal's value: a number with its suffix, `true` as 1, `false` as 0.
+pub(crate) fn as_number(v: &str) -> Option<i64> {
     match v {
         "true" => Some(1),
         "false" => Some(0),
