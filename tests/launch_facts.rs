@@ -59,10 +59,7 @@ fn tune_takes_the_grid_and_shared_memory_of_the_programs_launch() {
         "{said}"
     );
     let said = dry_run("scale8");
-    assert!(
-        said.contains("grid divisors [block_size_x, 8]"),
-        "{said}"
-    );
+    assert!(said.contains("grid divisors [block_size_x, 8]"), "{said}");
 }
 
 #[test]
@@ -92,7 +89,11 @@ fn a_square_block_with_its_template_fixed_falls_back_to_the_programs_launch_not_
         "block_size_x == 7",
     ]);
     assert!(!out.status.success());
-    assert!(text(&out.stderr).contains("no configuration is left"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("no configuration is left"),
+        "{}",
+        text(&out.stderr)
+    );
 }
 
 #[test]

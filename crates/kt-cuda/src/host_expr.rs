@@ -109,14 +109,20 @@ pub(crate) fn substitute(text: &str, replace: &dyn Fn(&str) -> Option<String>) -
 /// Bytes of the built-in types host code takes `sizeof` of.
 fn size_of_type(ty: &str) -> Option<i64> {
     let ty = ty.split_whitespace().collect::<Vec<_>>().join(" ");
-    Some(match ty.trim_start_matches("const ").trim_start_matches("unsigned ") {
-        "char" | "int8_t" | "uint8_t" | "bool" => 1,
-        "short" | "half" | "__half" | "__nv_bfloat16" | "nv_bfloat16" | "int16_t" | "uint16_t" => 2,
-        "float" | "int" | "unsigned" | "uint" | "int32_t" | "uint32_t" => 4,
-        "double" | "long" | "long long" | "size_t" | "int64_t" | "uint64_t" | "float2" => 8,
-        "float4" | "double2" | "int4" => 16,
-        _ => return None,
-    })
+    Some(
+        match ty
+            .trim_start_matches("const ")
+            .trim_start_matches("unsigned ")
+        {
+            "char" | "int8_t" | "uint8_t" | "bool" => 1,
+            "short" | "half" | "__half" | "__nv_bfloat16" | "nv_bfloat16" | "int16_t"
+            | "uint16_t" => 2,
+            "float" | "int" | "unsigned" | "uint" | "int32_t" | "uint32_t" => 4,
+            "double" | "long" | "long long" | "size_t" | "int64_t" | "uint64_t" | "float2" => 8,
+            "float4" | "double2" | "int4" => 16,
+            _ => return None,
+        },
+    )
 }
 
 /// The integer value of `text`: literals, `+ - * / %` and parentheses, `sizeof(TYPE)`, `ceil_div`-style
@@ -276,7 +282,10 @@ pub(crate) fn ceil_division(name: &str) -> bool {
 
 fn parse_number(word: &str) -> Option<i64> {
     let digits = word.trim_end_matches(['u', 'U', 'l', 'L']);
-    match digits.strip_prefix("0x").or_else(|| digits.strip_prefix("0X")) {
+    match digits
+        .strip_prefix("0x")
+        .or_else(|| digits.strip_prefix("0X"))
+    {
         Some(hex) => i64::from_str_radix(hex, 16).ok(),
         None => digits.parse().ok(),
     }
@@ -310,7 +319,10 @@ mod tests {
 
     #[test]
     fn splitting_normalizing_and_substituting_keep_nested_expressions_whole() {
-        assert_eq!(split_top("f(a, b), c[1, 2] , d", ','), ["f(a, b)", "c[1, 2]", "d"]);
+        assert_eq!(
+            split_top("f(a, b), c[1, 2] , d", ','),
+            ["f(a, b)", "c[1, 2]", "d"]
+        );
         assert!(split_top("  ", ',').is_empty());
         assert_eq!(split_top("bs * (x * y) * 8", '*'), ["bs", "(x * y)", "8"]);
         assert_eq!(normalized(" ((n  + 1)) "), "n + 1");

@@ -9,10 +9,10 @@ use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::location::Location;
 use crate::host_expr::{
     ceil_division, eval_int, identifiers, macro_lookup, normalized, split_top, substitute,
 };
+use crate::location::Location;
 
 /// One launch of the kernel in host code.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -78,7 +78,11 @@ pub fn host_launches(
         let at = from + found;
         from = at + kernel.len();
         let bytes = code.as_bytes();
-        let word = |i: usize| bytes.get(i).is_some_and(|&b| b.is_ascii_alphanumeric() || b == b'_');
+        let word = |i: usize| {
+            bytes
+                .get(i)
+                .is_some_and(|&b| b.is_ascii_alphanumeric() || b == b'_')
+        };
         if at > 0 && word(at - 1) || word(from) {
             continue;
         }
@@ -223,18 +227,35 @@ impl Reader<'_> {
             let condition = normalized(&rest[1..close]);
             for part in condition.split("&&") {
                 let flat: String = part.split_whitespace().collect();
-                let (name, rule) = if let Some((lhs, k)) = flat.strip_suffix("==0").and_then(|l| l.split_once('%')) {
-                    (lhs.to_string(), eval_int(k, &lookup).map(|k| crate::size_rules::SizeRule { multiple_of: u64::try_from(k).ok(), min: None }))
+                let (name, rule) = if let Some((lhs, k)) =
+                    flat.strip_suffix("==0").and_then(|l| l.split_once('%'))
+                {
+                    (
+                        lhs.to_string(),
+                        eval_int(k, &lookup).map(|k| crate::size_rules::SizeRule {
+                            multiple_of: u64::try_from(k).ok(),
+                            min: None,
+                        }),
+                    )
                 } else if let Some((lhs, m)) = flat.split_once(">=") {
-                    (lhs.to_string(), eval_int(m, &lookup).map(|m| crate::size_rules::SizeRule { multiple_of: None, min: u64::try_from(m).ok() }))
+                    (
+                        lhs.to_string(),
+                        eval_int(m, &lookup).map(|m| crate::size_rules::SizeRule {
+                            multiple_of: None,
+                            min: u64::try_from(m).ok(),
+                        }),
+                    )
                 } else {
                     continue;
                 };
                 let name = normalized(&name);
-                let (Some(rule), Some(i)) = (rule, self.arguments.iter().position(|a| *a == name)) else {
+                let (Some(rule), Some(i)) = (rule, self.arguments.iter().position(|a| *a == name))
+                else {
                     continue;
                 };
-                let Some(param) = self.params.get(i) else { continue };
+                let Some(param) = self.params.get(i) else {
+                    continue;
+                };
                 match out.iter_mut().find(|a| a.param == *param) {
                     Some(a) => {
                         a.rule.multiple_of = a.rule.multiple_of.or(rule.multiple_of);
@@ -243,7 +264,11 @@ impl Reader<'_> {
                             a.text = format!("{}; {condition}", a.text);
                         }
                     }
-                    None => out.push(SizeAssert { param: param.clone(), rule, text: condition.clone() }),
+                    None => out.push(SizeAssert {
+                        param: param.clone(),
+                        rule,
+                        text: condition.clone(),
+                    }),
                 }
             }
         }
@@ -289,7 +314,11 @@ impl Reader<'_> {
     fn definition_site(&self, name: &str, before: usize) -> Option<(usize, &str)> {
         let prefix = &self.code[..before];
         let bytes = prefix.as_bytes();
-        let word = |i: usize| bytes.get(i).is_some_and(|&b| b.is_ascii_alphanumeric() || b == b'_');
+        let word = |i: usize| {
+            bytes
+                .get(i)
+                .is_some_and(|&b| b.is_ascii_alphanumeric() || b == b'_')
+        };
         prefix.rmatch_indices(name).find_map(|(at, _)| {
             let end = at + name.len();
             if at > 0 && word(at - 1) || word(end) {

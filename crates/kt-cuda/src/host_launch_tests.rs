@@ -65,7 +65,12 @@ void launch_all() { int block_size = 128; }
 fn one_block_per_row_and_shared_memory_scaled_by_the_block() {
     let src = "__global__ void softmax(float *out, const float *inp, int N, int C) {}\n\
                void f(float *o, float *i, int n, int c) { softmax<<<n, 256, 256 * sizeof(float)>>>(o, i, n, c); }\n";
-    let l = &host_launches(src, "softmax", &names(&["out", "inp", "N", "C"]), &HashMap::new())[0];
+    let l = &host_launches(
+        src,
+        "softmax",
+        &names(&["out", "inp", "N", "C"]),
+        &HashMap::new(),
+    )[0];
     assert_eq!(l.block_values, Some([256, 1, 1]));
     assert_eq!(l.grid_facts[0], fact("N", &[]));
     assert_eq!(l.shared_mem.as_deref(), Some("block_size_x * 4"));
@@ -92,7 +97,12 @@ void run(int M, int N, float *C, float *o, float *i) {
     assert_eq!(s.block_values, Some([1024, 1, 1]));
     assert_eq!(s.grid_facts[0], fact("M", &["32"]));
     assert_eq!(s.grid_facts[1], fact("N", &["32"]));
-    let t = &host_launches(src, "transpose", &names(&["odata", "idata", "width", "height"]), &m)[0];
+    let t = &host_launches(
+        src,
+        "transpose",
+        &names(&["odata", "idata", "width", "height"]),
+        &m,
+    )[0];
     assert_eq!(t.block_values, Some([32, 8, 1]));
     // the tile (32) divides y, not the block's 8 rows
     assert_eq!(t.grid_facts[0], fact("width", &["block_size_x"]));

@@ -181,14 +181,23 @@ fn write_host_launches(out: &mut String, k: &Kernel) {
             let _ = writeln!(*out, "    grid {c}: {g}: {read}");
         }
         for a in &l.size_asserts {
-            let _ = writeln!(*out, "    valid sizes: {} {} (assert({}))", a.param, a.rule.describe(), a.text);
+            let _ = writeln!(
+                *out,
+                "    valid sizes: {} {} (assert({}))",
+                a.param,
+                a.rule.describe(),
+                a.text
+            );
         }
         match (&l.shared_mem, &l.shared_mem_written) {
             (Some(rule), Some(w)) => {
                 let _ = writeln!(*out, "    dynamic shared memory: {w} = {rule} bytes");
             }
             (None, Some(w)) => {
-                let _ = writeln!(*out, "    dynamic shared memory: {w} (not read: give --shared-mem)");
+                let _ = writeln!(
+                    *out,
+                    "    dynamic shared memory: {w} (not read: give --shared-mem)"
+                );
             }
             _ => {}
         }

@@ -87,9 +87,9 @@ mod shared_helpers;
 mod sidecar;
 mod sidecar_text;
 mod sidecar_values;
-mod size_rules;
 mod signature;
 mod signature_diff;
+mod size_rules;
 mod source;
 mod splice;
 mod statement_macros;
@@ -98,9 +98,9 @@ mod unit_items;
 
 pub use conflicts::{ConflictKind, NameConflict, find_name_conflicts, normalize_name};
 pub use error::{CudaError, SyntaxProblem};
+pub use host_launch::{GridFact, HostLaunch, SizeAssert, host_launches};
 pub use includes::{IncludeRecord, SourceFile, decode};
 pub use inspect::{INSPECT_SCHEMA_VERSION, InspectReport};
-pub use host_launch::{GridFact, HostLaunch, SizeAssert, host_launches};
 pub use instantiations::host_instantiations;
 pub use kernel::{
     AssumptionKind, GridDivisor, Kernel, KernelFeatures, KernelParam, LaunchAssumption,
@@ -114,10 +114,10 @@ pub use sidecar::{
     LAUNCH_NAMES, SIDECAR_DTYPES, ScalarValue, Sidecar, SidecarProblem, SizeExpr,
     expression_identifiers, is_sidecar_dtype,
 };
-pub use size_rules::{SizeRule, apply_size_rules};
 pub use signature_diff::{
     SignatureChange, compare_params, compare_signatures, require_same_signature,
 };
+pub use size_rules::{SizeRule, apply_size_rules};
 pub use source::{CudaSource, DeviceFunction, MacroDefinition};
 pub use splice::{splice_kernel_into_file, splice_kernel_into_program};
 pub use unit::{KernelUnit, UnitItem, extract_unit};

@@ -44,7 +44,10 @@ pub(crate) fn relations(prepared: &Prepared, definition: Node, ctx: &Context) ->
         if lower.contains("block") && !lower.contains("per_block") && !lower.contains("rows")
             || lower.contains("thread")
         {
-            let (expr, reason) = if splits_one_dimension_by(&prepared.text[definition.byte_range()], name) {
+            let (expr, reason) = if splits_one_dimension_by(
+                &prepared.text[definition.byte_range()],
+                name,
+            ) {
                 (
                     format!("block_size_x == {name} * {name}"),
                     format!(
@@ -97,9 +100,10 @@ pub(crate) fn relations(prepared: &Prepared, definition: Node, ctx: &Context) ->
 fn splits_one_dimension_by(text: &str, name: &str) -> bool {
     let flat: String = text.split_whitespace().collect();
     let by = |op: char| {
-        flat.match_indices(&format!("threadIdx.x{op}{name}")).any(|(at, m)| {
-            !flat[at + m.len()..].starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_')
-        })
+        flat.match_indices(&format!("threadIdx.x{op}{name}"))
+            .any(|(at, m)| {
+                !flat[at + m.len()..].starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_')
+            })
     };
     by('/') && by('%') && !flat.contains("threadIdx.y")
 }
@@ -402,7 +406,9 @@ mod tests {
         let src = "template <const unsigned BLOCKSIZE>\n__global__ void sgemm(int M, int N, const float *A, float *C) {\n  const int r = blockIdx.x * BLOCKSIZE + (threadIdx.x / BLOCKSIZE);\n  const int c = blockIdx.y * BLOCKSIZE + (threadIdx.x % BLOCKSIZE);\n  if (r < M && c < N) C[r * N + c] = A[r * N + c];\n}\n";
         assert_eq!(exprs(src), vec!["block_size_x == BLOCKSIZE * BLOCKSIZE"]);
         // a 2-D block indexed by both thread indices is BLOCKSIZE in each dimension
-        let two_d = src.replace("(threadIdx.x / BLOCKSIZE)", "threadIdx.x").replace("(threadIdx.x % BLOCKSIZE)", "threadIdx.y");
+        let two_d = src
+            .replace("(threadIdx.x / BLOCKSIZE)", "threadIdx.x")
+            .replace("(threadIdx.x % BLOCKSIZE)", "threadIdx.y");
         assert_eq!(
             exprs(&two_d),
             vec!["block_size_x == BLOCKSIZE", "block_size_y == BLOCKSIZE"]

@@ -473,7 +473,9 @@ bytes = "4 * (A_width*A_height + A_width*B_width + A_height*B_width)"
 
     #[test]
     fn size_rules_name_scalars_of_the_kernel() {
-        let text = format!("{SIDECAR}[size_rules]\nA_width = {{ multiple_of = 4 }}\nA = {{ min = 2 }}\nwidth = {{ min = 2 }}\n");
+        let text = format!(
+            "{SIDECAR}[size_rules]\nA_width = {{ multiple_of = 4 }}\nA = {{ min = 2 }}\nwidth = {{ min = 2 }}\n"
+        );
         let sidecar = Sidecar::from_toml(&text, Path::new("matmul.toml")).unwrap();
         assert_eq!(sidecar.size_rules["A_width"].multiple_of, Some(4));
         let problems: Vec<String> = sidecar
@@ -483,8 +485,14 @@ bytes = "4 * (A_width*A_height + A_width*B_width + A_height*B_width)"
             .map(ToString::to_string)
             .collect();
         assert_eq!(problems.len(), 2, "{problems:?}");
-        assert!(problems[0].contains("`size_rules` mentions `A`, but `size_rules` needs a scalar"), "{problems:?}");
-        assert!(problems[1].contains("`size_rules` mentions `width`, which is not a parameter"), "{problems:?}");
+        assert!(
+            problems[0].contains("`size_rules` mentions `A`, but `size_rules` needs a scalar"),
+            "{problems:?}"
+        );
+        assert!(
+            problems[1].contains("`size_rules` mentions `width`, which is not a parameter"),
+            "{problems:?}"
+        );
     }
 
     #[test]

@@ -80,7 +80,10 @@ mod tests {
         let moved = apply_size_rules(&mut values, &rules);
         assert_eq!(values["n"], 10012.0);
         assert_eq!(values["m"], 3.0);
-        assert_eq!(moved, ["n=10012: a multiple of 4, at least 16 (size_rules)"]);
+        assert_eq!(
+            moved,
+            ["n=10012: a multiple of 4, at least 16 (size_rules)"]
+        );
         assert!(apply_size_rules(&mut values, &rules).is_empty());
     }
 

@@ -98,7 +98,8 @@ fn block_power(expr: &str) -> Option<(String, String, u32)> {
         Some(_) => return None,
         None => (r, 1),
     };
-    (is_block(l) && is_name(name) && !is_block(name)).then(|| (l.to_string(), name.to_string(), power))
+    (is_block(l) && is_name(name) && !is_block(name))
+        .then(|| (l.to_string(), name.to_string(), power))
 }
 
 /// The block-size values that follow a template parameter's values: the values themselves, or their
@@ -302,7 +303,11 @@ mod tests {
         let d = derive_with_fixed(k, &params, &fixed);
         let exprs: Vec<&str> = d.restrictions.iter().map(|r| r.expr.as_str()).collect();
         assert_eq!(exprs, ["block_size_x == 32 * 32"]);
-        assert!(d.restrictions[0].reason.ends_with("with BLOCKSIZE = 32"), "{:?}", d.restrictions);
+        assert!(
+            d.restrictions[0].reason.ends_with("with BLOCKSIZE = 32"),
+            "{:?}",
+            d.restrictions
+        );
         assert_eq!(replace_word("B * AB * B_", "B", "4"), "4 * AB * B_");
     }
 

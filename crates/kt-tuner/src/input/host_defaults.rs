@@ -190,7 +190,11 @@ mod tests {
     #[test]
     fn a_file_without_a_launch_says_nothing() {
         let tmp = tempfile::tempdir().unwrap();
-        let cu = write(tmp.path(), "k.cu", "__global__ void k(float *a) { a[0] = 1; }\n");
+        let cu = write(
+            tmp.path(),
+            "k.cu",
+            "__global__ void k(float *a) { a[0] = 1; }\n",
+        );
         let loaded = load_kernel_with(&cu, None, SidecarChoice::Without, &[]).unwrap();
         assert!(loaded.host_launch_lines.is_empty());
         assert_eq!(loaded.default_block, None);

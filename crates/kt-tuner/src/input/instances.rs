@@ -145,14 +145,21 @@ pub fn single_from_instances(
             .filter(|v| literal(v))
             .collect();
         let wanted = preferred.get(&t.name).copied();
-        let (value, why) = match launched.iter().find(|v| as_number(v) == wanted && wanted.is_some()) {
+        let (value, why) = match launched
+            .iter()
+            .find(|v| as_number(v) == wanted && wanted.is_some())
+        {
             Some(v) => (*v, "the value of the default launch's block"),
             None => match launched.first() {
                 Some(v) => (*v, "the first value the file's own launches instantiate"),
                 None => continue,
             },
         };
-        if let Some(line) = out.lines.iter_mut().find(|l| l.contains(&format!("`{}`", t.name))) {
+        if let Some(line) = out
+            .lines
+            .iter_mut()
+            .find(|l| l.contains(&format!("`{}`", t.name)))
+        {
             *line = format!(
                 "template parameter `{}` of `{kernel}` = {value}: {why} (--template {}=… to choose)",
                 t.name, t.name
@@ -221,7 +228,9 @@ mod tests {
         assert_eq!(f.fixed.get("blockSize").map(String::as_str), Some("512"));
         assert_eq!(f.fixed.get("nIsPow2").map(String::as_str), Some("true"));
         assert!(
-            f.lines.iter().any(|l| l.contains("`blockSize` of `reduce6` = 512: the first value")),
+            f.lines
+                .iter()
+                .any(|l| l.contains("`blockSize` of `reduce6` = 512: the first value")),
             "{:?}",
             f.lines
         );

@@ -95,7 +95,10 @@ impl TuneSpace {
     /// When the restrictions leave nothing: the default launch (the file's own, or the sidecar's) as the
     /// only configuration, without restrictions, so that a kernel whose own launch works still gets a
     /// result. None when there is no default launch. The line says what was done and why.
-    pub fn only_the_default_launch(loaded: &mut LoadedKernel, combinations: usize) -> Option<String> {
+    pub fn only_the_default_launch(
+        loaded: &mut LoadedKernel,
+        combinations: usize,
+    ) -> Option<String> {
         let reference = loaded.kernel.reference.clone()?;
         let mut params: Vec<TunableParam> = reference
             .0
@@ -220,9 +223,17 @@ mod tests {
         };
         let space = TuneSpace::set(&mut loaded, request).unwrap();
         let tests = tests_of(&loaded, &space.configs);
-        assert_eq!(TuneSpace::after_restrictions(&loaded, &tests).unwrap().len(), 0);
+        assert_eq!(
+            TuneSpace::after_restrictions(&loaded, &tests)
+                .unwrap()
+                .len(),
+            0
+        );
         let line = TuneSpace::only_the_default_launch(&mut loaded, 2).unwrap();
-        assert!(line.contains("block_size_x == 64") && line.contains("none of the 2"), "{line}");
+        assert!(
+            line.contains("block_size_x == 64") && line.contains("none of the 2"),
+            "{line}"
+        );
         let left = TuneSpace::after_restrictions(&loaded, &tests).unwrap();
         assert_eq!(left.len(), 1);
         assert_eq!(Some(&left.configs[0]), loaded.kernel.reference.as_ref());

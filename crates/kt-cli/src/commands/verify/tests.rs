@@ -159,8 +159,14 @@ fn template_values_come_from_the_files_own_launches_when_none_is_given() {
     let a = args(&[&f, &f]);
     let pair = super::pair::load_pair(&a).unwrap();
     // T from the one launch that names a type; blockSize the sidecar's block (128), not the first launched
-    assert_eq!(pair.reference.kernel.template_args, ["float", "128", "true"]);
-    assert_eq!(pair.candidate.kernel.template_args, ["float", "128", "true"]);
+    assert_eq!(
+        pair.reference.kernel.template_args,
+        ["float", "128", "true"]
+    );
+    assert_eq!(
+        pair.candidate.kernel.template_args,
+        ["float", "128", "true"]
+    );
     // the user's value wins
     let a = args(&[&f, &f, "--template", "blockSize=64"]);
     let pair = super::pair::load_pair(&a).unwrap();
