@@ -90,6 +90,7 @@ pub fn host_launches(
             let reader = Reader {
                 code: &code,
                 at,
+                body: function_start(&code[..at]),
                 arguments: site.arguments.iter().map(|a| normalized(a)).collect(),
                 params,
                 macros,
@@ -153,6 +154,9 @@ struct Reader<'a> {
     code: &'a str,
     /// Where the launch starts: definitions are looked for before it.
     at: usize,
+    /// Where the body of the function holding the launch opens: a definition counts there or at file scope,
+    /// never inside another function (a kernel's own `int block_size = blockDim.x`).
+    body: usize,
     arguments: Vec<String>,
     params: &'a [String],
     macros: &'a HashMap<String, String>,
@@ -324,6 +328,9 @@ impl Reader<'_> {
             if at > 0 && word(at - 1) || word(end) {
                 return None;
             }
+            if at < self.body && brace_depth(&prefix[..at]) != 0 {
+                return None;
+            }
             let rest = &self.code[end..];
             let t = rest.trim_start();
             let assigns = t.starts_with('=') && !t.starts_with("==");
@@ -336,8 +343,22 @@ impl Reader<'_> {
     /// `text` with the launch's arguments named as parameters, macros as their values and host variables
     /// replaced by their definitions (nearest before `before`).
     fn resolve(&self, text: &str, before: usize, depth: usize) -> String {
+        self.resolve_with(text, before, depth, &|_| None)
+    }
+
+    /// As [`Reader::resolve`], with `first` asked before anything else (the block's own names).
+    fn resolve_with(
+        &self,
+        text: &str,
+        before: usize,
+        depth: usize,
+        first: &dyn Fn(&str) -> Option<String>,
+    ) -> String {
         let lookup = macro_lookup(self.macros);
         let replaced = substitute(text, &|w| {
+            if let Some(named) = first(w) {
+                return Some(named);
+            }
             if let Some(i) = self.arguments.iter().position(|a| a == w) {
                 return self.params.get(i).map(|p| format!("{PARAM}{p}"));
             }
@@ -350,7 +371,7 @@ impl Reader<'_> {
             let (at, rest) = self.definition_site(w, before)?;
             let value = rest.trim_start().strip_prefix('=')?;
             let value = normalized(&value[..value.find(';')?]);
-            (inline_dim3(&value).is_none()).then(|| self.resolve(&value, at, depth + 1))
+            (inline_dim3(&value).is_none()).then(|| self.resolve_with(&value, at, depth + 1, first))
         });
         normalized(&replaced)
     }
@@ -390,19 +411,22 @@ impl Reader<'_> {
         block_names: Option<&[String; 3]>,
     ) -> Option<String> {
         let lookup = macro_lookup(self.macros);
-        let factors: Vec<String> = split_top(written, '*')
+        // the block's variable (`block_size`) is the tuned block size wherever the expression names it
+        let block_name = |w: &str| {
+            block_names?
+                .iter()
+                .position(|b| b == w && b != "1")
+                .map(|c| format!("block_size_{}", XYZ[c]))
+        };
+        let text = sizes_of(&self.resolve_with(written, self.at, 0, &block_name));
+        let factors: Vec<String> = split_top(&text, '*')
             .iter()
             .map(|f| {
                 let f = normalized(f);
-                let named = block_names.and_then(|n| n.iter().position(|b| normalized(b) == f));
-                let resolved = self.resolve(&f, self.at, 0);
-                if let Some(c) = named.or_else(|| block_dim_named(&resolved, block, &[0, 1, 2])) {
+                if let Some(c) = block_dim_named(&f, block, &[0, 1, 2]) {
                     return format!("block_size_{}", XYZ[c]);
                 }
-                match eval_int(&f, &lookup) {
-                    Some(v) => v.to_string(),
-                    None => resolved,
-                }
+                eval_int(&f, &lookup).map_or(f, |v| v.to_string())
             })
             .collect();
         let rule = factors.join(" * ");
@@ -451,6 +475,45 @@ fn function_start(prefix: &str) -> usize {
         }
     }
     start
+}
+
+/// `text` with each `sizeof(TYPE)` of a built-in type replaced by its bytes.
+fn sizes_of(text: &str) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(at) = rest.find("sizeof") {
+        let after = rest[at + "sizeof".len()..].trim_start();
+        let value = after
+            .starts_with('(')
+            .then(|| matching(after))
+            .flatten()
+            .and_then(|close| {
+                let bytes = eval_int(&format!("sizeof{}", &after[..=close]), &|_| None)?;
+                Some((bytes, close))
+            });
+        out.push_str(&rest[..at]);
+        match value {
+            Some((bytes, close)) => {
+                out.push_str(&bytes.to_string());
+                rest = &after[close + 1..];
+            }
+            None => {
+                out.push_str("sizeof");
+                rest = &rest[at + "sizeof".len()..];
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// How many `{` are open at the end of `prefix`.
+fn brace_depth(prefix: &str) -> i32 {
+    prefix.chars().fold(0, |d, c| match c {
+        '{' => d + 1,
+        '}' => d - 1,
+        _ => d,
+    })
 }
 
 /// `dim3(a, b)` / `dim3{a, b}` → [a, b].

@@ -54,6 +54,12 @@ void gelu_forward(float *out, const float *inp, int N, int block_size) {
 }
 void launch_all() { int block_size = 128; }
 "#;
+    // a definition inside another function (here a kernel's) is not the launching function's
+    let src = src.replace(
+        "template <typename T> __global__ void gelu(T *out, const T *inp, int N) {}",
+        "template <typename T> __global__ void gelu(T *out, const T *inp, int N) { int block_size = blockDim.x; }",
+    );
+    let src = src.as_str();
     let l = &host_launches(src, "gelu", &names(&["out", "inp", "N"]), &HashMap::new())[0];
     assert_eq!(l.grid_facts[0], fact("N", &["block_size_x", "8"]));
     // block_size is a parameter of the host function: its value is not known here
@@ -150,4 +156,25 @@ void run(float4 *a, int count) {
             text: "count % VEC == 0 && count >= 16".into(),
         }]
     );
+}
+
+#[test]
+fn a_shared_memory_variable_over_the_blocks_own_name_becomes_a_rule() {
+    let src = r#"
+__global__ void softmax(float *out, const float *inp, int N, int C) {}
+void softmax_forward(float *out, const float *inp, int N, int C, int block_size) {
+    int grid_size = N;
+    size_t shared_mem_size = 2 * block_size / 32 * sizeof(float);
+    softmax<<<grid_size, block_size, shared_mem_size>>>(out, inp, N, C);
+}
+"#;
+    let l = &host_launches(
+        src,
+        "softmax",
+        &names(&["out", "inp", "N", "C"]),
+        &HashMap::new(),
+    )[0];
+    assert_eq!(l.shared_mem.as_deref(), Some("2 * block_size_x / 32 * 4"));
+    assert_eq!(l.shared_mem_written.as_deref(), Some("shared_mem_size"));
+    assert_eq!(l.grid_facts[0], fact("N", &[]));
 }
