@@ -69,6 +69,7 @@ mod error;
 mod globals;
 mod host_expr;
 mod host_launch;
+mod host_syntax;
 mod includes;
 mod inspect;
 mod instantiations;
