@@ -11,6 +11,12 @@ fn macros(pairs: &[(&str, &str)]) -> HashMap<String, String> {
         .collect()
 }
 
+/// The first launch of `softmax(out, inp, N, C)` in `src`.
+fn softmax_launch(src: &str) -> HostLaunch {
+    let params = names(&["out", "inp", "N", "C"]);
+    host_launches(src, "softmax", &params, &HashMap::new()).remove(0)
+}
+
 fn fact(problem: &str, divisors: &[&str]) -> Option<GridFact> {
     Some(GridFact {
         problem: problem.into(),
@@ -71,12 +77,7 @@ void launch_all() { int block_size = 128; }
 fn one_block_per_row_and_shared_memory_scaled_by_the_block() {
     let src = "__global__ void softmax(float *out, const float *inp, int N, int C) {}\n\
                void f(float *o, float *i, int n, int c) { softmax<<<n, 256, 256 * sizeof(float)>>>(o, i, n, c); }\n";
-    let l = &host_launches(
-        src,
-        "softmax",
-        &names(&["out", "inp", "N", "C"]),
-        &HashMap::new(),
-    )[0];
+    let l = &softmax_launch(src);
     assert_eq!(l.block_values, Some([256, 1, 1]));
     assert_eq!(l.grid_facts[0], fact("N", &[]));
     assert_eq!(l.shared_mem.as_deref(), Some("block_size_x * 4"));
@@ -168,12 +169,7 @@ void softmax_forward(float *out, const float *inp, int N, int C, int block_size)
     softmax<<<grid_size, block_size, shared_mem_size>>>(out, inp, N, C);
 }
 "#;
-    let l = &host_launches(
-        src,
-        "softmax",
-        &names(&["out", "inp", "N", "C"]),
-        &HashMap::new(),
-    )[0];
+    let l = &softmax_launch(src);
     assert_eq!(l.shared_mem.as_deref(), Some("2 * block_size_x / 32 * 4"));
     assert_eq!(l.shared_mem_written.as_deref(), Some("shared_mem_size"));
     assert_eq!(l.grid_facts[0], fact("N", &[]));

@@ -225,6 +225,18 @@ mod tests {
     /// A 1-D block read as a BLOCKSIZE x BLOCKSIZE square (siboehm's sgemm style).
     const SQUARE_BLOCK: &str = "template <const unsigned BLOCKSIZE>\n__global__ void sgemm(int M, int N, const float *A, float *C) {\n  const int r = blockIdx.x * BLOCKSIZE + (threadIdx.x / BLOCKSIZE);\n  const int c = blockIdx.y * BLOCKSIZE + (threadIdx.x % BLOCKSIZE);\n  if (r < M && c < N) C[r * N + c] = A[r * N + c];\n}\n";
 
+    /// The space of `params` with what `d` derived added, after its restrictions.
+    fn space_of(params: &[TunableParam], d: &Derived, max_threads: Option<u64>) -> SearchSpace {
+        let mut all = params.to_vec();
+        all.extend(d.added_params.clone());
+        let r: Vec<Restriction> = d
+            .restrictions
+            .iter()
+            .map(|r| Restriction::Expr(r.expr.clone()))
+            .collect();
+        SearchSpace::build(&all, &r, &Default::default(), max_threads).unwrap()
+    }
+
     fn reduce3() -> kt_cuda::Kernel {
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("../../tests/corpus/programs/sample-style/reduction.cu");
@@ -246,14 +258,7 @@ mod tests {
             exprs,
             ["block_size_x == blockSize", "block_size_x % 32 == 0"]
         );
-        let mut all = params.clone();
-        all.extend(d.added_params.clone());
-        let r: Vec<Restriction> = d
-            .restrictions
-            .iter()
-            .map(|r| Restriction::Expr(r.expr.clone()))
-            .collect();
-        let space = SearchSpace::build(&all, &r, &Default::default(), None).unwrap();
+        let space = space_of(&params, &d, None);
         let configs: Vec<String> = space.configs.iter().map(|c| c.to_string()).collect();
         assert_eq!(
             configs,
@@ -279,14 +284,7 @@ mod tests {
             d.added_params,
             vec![TunableParam::new("block_size_x", [64, 256, 1024])]
         );
-        let mut all = params.clone();
-        all.extend(d.added_params.clone());
-        let r: Vec<Restriction> = d
-            .restrictions
-            .iter()
-            .map(|r| Restriction::Expr(r.expr.clone()))
-            .collect();
-        let space = SearchSpace::build(&all, &r, &Default::default(), Some(1024)).unwrap();
+        let space = space_of(&params, &d, Some(1024));
         assert_eq!(space.configs.len(), 3, "{:?}", space.configs);
         let mut reference = Config::ints([("BLOCKSIZE", 8), ("block_size_x", 1024)]);
         d.align_reference(&mut reference);
