@@ -180,7 +180,7 @@ impl Reader<'_> {
         let lookup = macro_lookup(self.macros);
         let values: Option<Vec<u64>> = block
             .iter()
-            .map(|b| eval_int(b, &lookup).and_then(|v| u64::try_from(v).ok()))
+            .map(|b| eval_int(b, &lookup).and_then(|v| u64::try_from(v).ok().filter(|&v| v > 0)))
             .collect();
         let written_block = site.config.get(1).map(|t| self.vector_names(t));
         let shared_written = site
@@ -217,8 +217,7 @@ impl Reader<'_> {
     /// values the launch passes as a parameter.
     fn size_asserts(&self) -> Vec<SizeAssert> {
         let lookup = macro_lookup(self.macros);
-        let body = function_start(&self.code[..self.at]);
-        let text = &self.code[body..self.at];
+        let text = &self.code[self.body..self.at];
         let mut out: Vec<SizeAssert> = Vec::new();
         for (i, _) in text.match_indices("assert") {
             let before = text[..i].chars().next_back();
