@@ -154,7 +154,54 @@ fn describe_kernel(k: &Kernel) -> String {
     write_what_it_uses(&mut out, k);
     write_features(&mut out, k);
     write_launch_facts(&mut out, k);
+    write_host_launches(&mut out, k);
     out
+}
+
+/// The file's own launches: block, grid as problem over divisors, shared memory (what `kt tune` defaults to).
+fn write_host_launches(out: &mut String, k: &Kernel) {
+    for l in &k.host_launches {
+        let place = match &l.file {
+            Some(f) => format!("{f}:{}", l.location.line),
+            None => format!("line {}", l.location.line),
+        };
+        let _ = writeln!(*out, "  host launch ({place}): {}", l.text);
+        let block = match l.block_values {
+            Some([x, y, z]) => format!("{x}x{y}x{z}"),
+            None => format!("{} (not a constant)", l.block.join(" x ")),
+        };
+        let _ = writeln!(*out, "    block: {block}");
+        for (d, g) in l.grid.iter().enumerate().filter(|(_, g)| *g != "1") {
+            let c = ['x', 'y', 'z'][d];
+            let read = match &l.grid_facts[d] {
+                Some(f) if f.divisors.is_empty() => format!("one block per `{}`", f.problem),
+                Some(f) => format!("problem `{}` / {}", f.problem, f.divisors.join(" * ")),
+                None => "not read (names that are not the kernel's parameters)".into(),
+            };
+            let _ = writeln!(*out, "    grid {c}: {g}: {read}");
+        }
+        for a in &l.size_asserts {
+            let _ = writeln!(
+                *out,
+                "    valid sizes: {} {} (assert({}))",
+                a.param,
+                a.rule.describe(),
+                a.text
+            );
+        }
+        match (&l.shared_mem, &l.shared_mem_written) {
+            (Some(rule), Some(w)) => {
+                let _ = writeln!(*out, "    dynamic shared memory: {w} = {rule} bytes");
+            }
+            (None, Some(w)) => {
+                let _ = writeln!(
+                    *out,
+                    "    dynamic shared memory: {w} (not read: give --shared-mem)"
+                );
+            }
+            _ => {}
+        }
+    }
 }
 
 /// Its name, lines, linkage and template parameters.
@@ -387,6 +434,28 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("defined through the macro `UNARY`"), "{err}");
+    }
+
+    #[test]
+    fn the_files_own_launch_is_shown_with_what_was_read_from_it() {
+        let src = "#define BS 16\n__global__ void add(float *c, int w, int h) { c[0] = 0; }\n\
+                   int main() {\n  int W = 100, H = 50;\n  assert(W % 4 == 0);\n  dim3 block(BS, BS);\n  dim3 grid((W + BS - 1) / BS, (H + BS - 1) / BS);\n  \
+                   add<<<grid, block, BS * sizeof(float)>>>(d_c, W, H);\n}\n";
+        let s = parse(src).unwrap();
+        let k = &s.kernels()[0];
+        assert_eq!(k.host_launches.len(), 1);
+        assert_eq!(k.host_launches[0].location.line, 8);
+        let text = InspectReport::new("add.cu", &s, None).unwrap().human();
+        for line in [
+            "host launch (line 8): add<<<grid, block, BS * sizeof(float)>>>",
+            "valid sizes: w a multiple of 4 (assert(W % 4 == 0))",
+            "block: 16x16x1",
+            "grid x: (w + 16 - 1) / 16: problem `w` / block_size_x",
+            "grid y: (h + 16 - 1) / 16: problem `h` / block_size_y",
+            "dynamic shared memory: BS * sizeof(float) = block_size_x * 4 bytes",
+        ] {
+            assert!(text.contains(line), "`{line}` in\n{text}");
+        }
     }
 
     #[test]

@@ -31,7 +31,7 @@ pub fn host_instantiations(source: &str, kernel: &str) -> Vec<Vec<String>> {
 }
 
 /// `source` with comments and string/char literals turned into spaces (offsets kept).
-fn code_only(source: &str) -> String {
+pub(crate) fn code_only(source: &str) -> String {
     use crate::lexer::{TokenKind, tokenize};
     let mut bytes = source.as_bytes().to_vec();
     for t in tokenize(source) {

@@ -186,6 +186,9 @@ pub struct Kernel {
     /// outlives a launch.
     #[serde(default)]
     pub mutable_globals: Vec<MutableGlobal>,
+    /// The file's own launches of the kernel (`kernel<<<grid, block, shmem>>>` in host code), in source order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub host_launches: Vec<crate::host_launch::HostLaunch>,
 }
 
 impl Kernel {

@@ -108,9 +108,11 @@ pub(crate) fn analyse(prepared: &Prepared, file: &FileScope, found: &FoundKernel
         .chain(std::iter::once(name.clone()))
         .collect();
     let mutable_globals = crate::globals::written_by(prepared, file, definition, &scan.helpers);
+    let params = signature::params(prepared, definition);
+    let host_launches = launches_in_host_code(prepared, &name, &params);
     Kernel {
         name,
-        params: signature::params(prepared, definition),
+        params,
         extern_c: found.extern_c,
         launch_bounds: bounds,
         template_params,
@@ -127,7 +129,31 @@ pub(crate) fn analyse(prepared: &Prepared, file: &FileScope, found: &FoundKernel
         restrictions: relations.restrictions,
         grid_divisors: relations.grid_divisors,
         mutable_globals,
+        host_launches,
     }
+}
+
+/// The kernel's launches in the file's host code, located in the user's text.
+fn launches_in_host_code(
+    prepared: &Prepared,
+    name: &str,
+    params: &[crate::kernel::KernelParam],
+) -> Vec<crate::host_launch::HostLaunch> {
+    if !prepared.text.contains("<<<") {
+        return Vec::new();
+    }
+    let macros: HashMap<String, String> = prepared
+        .defines
+        .iter()
+        .filter(|d| !d.function_like)
+        .map(|d| (d.name.clone(), d.body.clone()))
+        .collect();
+    let names: Vec<String> = params.iter().map(|p| p.name.clone()).collect();
+    let mut launches = crate::host_launch::host_launches(&prepared.text, name, &names, &macros);
+    for l in &mut launches {
+        l.location = prepared.location(l.offset);
+    }
+    launches
 }
 
 /// The template parameters a tuner can set: values, not types or packs.

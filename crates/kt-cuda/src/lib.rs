@@ -67,6 +67,9 @@ mod conflicts;
 mod diagnostics;
 mod error;
 mod globals;
+mod host_expr;
+mod host_launch;
+mod host_syntax;
 mod includes;
 mod inspect;
 mod instantiations;
@@ -87,6 +90,7 @@ mod sidecar_text;
 mod sidecar_values;
 mod signature;
 mod signature_diff;
+mod size_rules;
 mod source;
 mod splice;
 mod statement_macros;
@@ -95,6 +99,7 @@ mod unit_items;
 
 pub use conflicts::{ConflictKind, NameConflict, find_name_conflicts, normalize_name};
 pub use error::{CudaError, SyntaxProblem};
+pub use host_launch::{GridFact, HostLaunch, SizeAssert, host_launches};
 pub use includes::{IncludeRecord, SourceFile, decode};
 pub use inspect::{INSPECT_SCHEMA_VERSION, InspectReport};
 pub use instantiations::host_instantiations;
@@ -113,6 +118,7 @@ pub use sidecar::{
 pub use signature_diff::{
     SignatureChange, compare_params, compare_signatures, require_same_signature,
 };
+pub use size_rules::{SizeRule, apply_size_rules};
 pub use source::{CudaSource, DeviceFunction, MacroDefinition};
 pub use splice::{splice_kernel_into_file, splice_kernel_into_program};
 pub use unit::{KernelUnit, UnitItem, extract_unit};

@@ -186,6 +186,10 @@ fn relocate(parsed: &mut CudaSource, file: &SourceFile, with_origin: bool) {
         for d in &mut k.grid_divisors {
             at(&mut d.location);
         }
+        for l in &mut k.host_launches {
+            let launch_file = at(&mut l.location);
+            l.file = (launch_file != name).then_some(launch_file);
+        }
         k.origin_file = origin(name);
     }
     for d in &mut parsed.device_functions {

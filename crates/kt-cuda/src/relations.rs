@@ -44,11 +44,23 @@ pub(crate) fn relations(prepared: &Prepared, definition: Node, ctx: &Context) ->
         if lower.contains("block") && !lower.contains("per_block") && !lower.contains("rows")
             || lower.contains("thread")
         {
-            finder.push(
-                format!("block_size_x == {name}"),
-                format!("template parameter `{name}` is named for the block's thread count"),
-                at,
-            );
+            let (expr, reason) = if splits_one_dimension_by(
+                &prepared.text[definition.byte_range()],
+                name,
+            ) {
+                (
+                    format!("block_size_x == {name} * {name}"),
+                    format!(
+                        "`threadIdx.x / {name}` and `threadIdx.x % {name}` split a one-dimensional block into {name} rows of {name} threads"
+                    ),
+                )
+            } else {
+                (
+                    format!("block_size_x == {name}"),
+                    format!("template parameter `{name}` is named for the block's thread count"),
+                )
+            };
+            finder.push(expr, reason, at);
         }
     }
     finder.walk(definition);
@@ -81,6 +93,19 @@ pub(crate) fn relations(prepared: &Prepared, definition: Node, ctx: &Context) ->
         restrictions: finder.out,
         grid_divisors: finder.divisors,
     }
+}
+
+/// Whether the kernel reads a 1-D block as a square of `name` × `name` threads: it divides and takes the
+/// remainder of `threadIdx.x` by `name` and never reads `threadIdx.y`.
+fn splits_one_dimension_by(text: &str, name: &str) -> bool {
+    let flat: String = text.split_whitespace().collect();
+    let by = |op: char| {
+        flat.match_indices(&format!("threadIdx.x{op}{name}"))
+            .any(|(at, m)| {
+                !flat[at + m.len()..].starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_')
+            })
+    };
+    by('/') && by('%') && !flat.contains("threadIdx.y")
 }
 
 /// Which of x, y, z the kernel reads from `threadIdx`/`blockDim`.
@@ -374,6 +399,20 @@ mod tests {
             k.launch_assumptions
         );
         assert_eq!(exprs(src), vec!["block_size_x == blockSize"]);
+    }
+
+    #[test]
+    fn a_one_dimensional_block_read_as_a_square_is_the_square_of_its_template_size() {
+        let src = "template <const unsigned BLOCKSIZE>\n__global__ void sgemm(int M, int N, const float *A, float *C) {\n  const int r = blockIdx.x * BLOCKSIZE + (threadIdx.x / BLOCKSIZE);\n  const int c = blockIdx.y * BLOCKSIZE + (threadIdx.x % BLOCKSIZE);\n  if (r < M && c < N) C[r * N + c] = A[r * N + c];\n}\n";
+        assert_eq!(exprs(src), vec!["block_size_x == BLOCKSIZE * BLOCKSIZE"]);
+        // a 2-D block indexed by both thread indices is BLOCKSIZE in each dimension
+        let two_d = src
+            .replace("(threadIdx.x / BLOCKSIZE)", "threadIdx.x")
+            .replace("(threadIdx.x % BLOCKSIZE)", "threadIdx.y");
+        assert_eq!(
+            exprs(&two_d),
+            vec!["block_size_x == BLOCKSIZE", "block_size_y == BLOCKSIZE"]
+        );
     }
 
     #[test]

@@ -52,6 +52,10 @@ pub struct Sidecar {
     /// Fraction of elements allowed to differ per output (chaotic kernels such as mandelbrot).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub max_mismatch_fraction: BTreeMap<String, f64>,
+    /// Valid values of size scalars (`n = { multiple_of = 4, min = 16 }`): kt's odd-size, large and bench
+    /// tests use the nearest valid value above the one they would use.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub size_rules: BTreeMap<String, crate::size_rules::SizeRule>,
     /// Prose on output sizes that depend on the launch (for people; kt does not read it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub outputs_size_note: Option<String>,
@@ -384,6 +388,9 @@ impl Sidecar {
                 }
             }
         }
+        for name in self.size_rules.keys() {
+            expect("size_rules", name, false);
+        }
         for per_output in [&self.rtol, &self.atol, &self.max_mismatch_fraction] {
             for name in per_output.keys() {
                 expect("rtol/atol/max_mismatch_fraction", name, true);
@@ -461,6 +468,30 @@ bytes = "4 * (A_width*A_height + A_width*B_width + A_height*B_width)"
         assert_eq!(
             sidecar.check_against(source.select_kernel(None).unwrap()),
             Ok(())
+        );
+    }
+
+    #[test]
+    fn size_rules_name_scalars_of_the_kernel() {
+        let text = format!(
+            "{SIDECAR}[size_rules]\nA_width = {{ multiple_of = 4 }}\nA = {{ min = 2 }}\nwidth = {{ min = 2 }}\n"
+        );
+        let sidecar = Sidecar::from_toml(&text, Path::new("matmul.toml")).unwrap();
+        assert_eq!(sidecar.size_rules["A_width"].multiple_of, Some(4));
+        let problems: Vec<String> = sidecar
+            .check_against(parse(MATMUL).unwrap().select_kernel(None).unwrap())
+            .unwrap_err()
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(problems.len(), 2, "{problems:?}");
+        assert!(
+            problems[0].contains("`size_rules` mentions `A`, but `size_rules` needs a scalar"),
+            "{problems:?}"
+        );
+        assert!(
+            problems[1].contains("`size_rules` mentions `width`, which is not a parameter"),
+            "{problems:?}"
         );
     }
 

@@ -211,6 +211,8 @@ struct Prepared {
     space: TuneSpace,
     sizes: BTreeMap<String, f64>,
     tests: TestSet,
+    /// Where the launch came from (the file's own launch) and a fallback to it, a line each.
+    launch_lines: Vec<String>,
 }
 
 /// Reads the kernel, sets its space and makes its tests; a bad parameter, restriction or sidecar is an
@@ -245,6 +247,9 @@ fn prepare(args: &TuneArgs) -> anyhow::Result<Prepared> {
         derive: !args.no_derived_restrictions,
     };
     let space = TuneSpace::set(&mut loaded, request)?;
+    for line in &loaded.host_launch_lines {
+        eprintln!("{line}");
+    }
     for line in &space.instance_lines {
         eprintln!("{line}");
     }
@@ -254,13 +259,23 @@ fn prepare(args: &TuneArgs) -> anyhow::Result<Prepared> {
     loaded.kernel.compiler_options = args.nvrtc_options.clone();
     let sizes = parse_sizes(&args.sizes)?;
     let tests = load_tests(&loaded, test_source(args), &sizes, &space.configs)?;
-    let left = TuneSpace::after_restrictions(&loaded, &tests)?.len();
+    let mut left = TuneSpace::after_restrictions(&loaded, &tests)?.len();
     let combinations: usize = loaded
         .kernel
         .params
         .iter()
         .map(|t| t.values.len())
         .product();
+    let mut launch_lines = loaded.host_launch_lines.clone();
+    // the user's own --restrict is kept as given; what kt chose or derived gives way to the default launch
+    if left == 0
+        && args.restrictions.is_empty()
+        && let Some(line) = TuneSpace::only_the_default_launch(&mut loaded, combinations)
+    {
+        eprintln!("note: {line}");
+        launch_lines.push(line);
+        left = TuneSpace::after_restrictions(&loaded, &tests)?.len();
+    }
     tune_checks::space_not_empty(left, combinations)?;
     Strategy::parse(&args.strategy).with_context(|| unknown_strategy(&args.strategy))?;
     Ok(Prepared {
@@ -268,6 +283,7 @@ fn prepare(args: &TuneArgs) -> anyhow::Result<Prepared> {
         space,
         sizes,
         tests,
+        launch_lines,
     })
 }
 

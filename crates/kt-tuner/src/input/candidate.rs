@@ -97,6 +97,8 @@ pub fn load_candidate(
         host_code_left_out: own.host_code_left_out,
         host_code_note: own.host_code_note,
         instantiations: own.instantiations,
+        // the reference's launch is used, not the candidate file's
+        host_launch_lines: Vec::new(),
     })
 }
 

@@ -18,7 +18,9 @@
 //! - `past-2^24`: for an output whose length follows one size (`c` of `n` elements), that size grown
 //!   until the output holds more than 2^24 elements (and made odd), when no test reaches that already.
 //!
-//! A size that is a multiple of 64 (hence of every power of two up to 64) in every test is a warning.
+//! A size that is a multiple of 64 (hence of every power of two up to 64) in every test is a warning. A size the
+//! sidecar's `size_rules` restricts (`n = { multiple_of = 4 }`) is moved to the nearest valid value above in
+//! each of these tests, and the test's description says so.
 
 mod time_budget;
 
@@ -164,7 +166,25 @@ impl DefaultTests<'_> {
             .iter()
             .filter_map(|n| values.get(n).map(|v| format!("{n}={v}")))
             .collect();
-        format!("{label}: {}", changed.join(" "))
+        let ruled: Vec<String> = self
+            .inputs
+            .size_rules
+            .iter()
+            .filter(|(n, _)| values.contains_key(*n))
+            .map(|(n, r)| format!("{n} {}", r.describe()))
+            .collect();
+        let rules = if ruled.is_empty() {
+            String::new()
+        } else {
+            format!(" (nearest valid sizes, size_rules: {})", ruled.join("; "))
+        };
+        format!("{label}: {}{rules}", changed.join(" "))
+    }
+
+    /// `values` moved to the sizes the sidecar's `size_rules` allow.
+    fn valid(&self, mut values: Bindings) -> Bindings {
+        kt_cuda::apply_size_rules(&mut values, &self.inputs.size_rules);
+        values
     }
 
     /// The test with every size odd (the next prime above the seeded tests' value); None when the kernel
@@ -174,7 +194,7 @@ impl DefaultTests<'_> {
         if sizes.is_empty() {
             return Ok(None);
         }
-        let values = odd_values(&self.base, &sizes);
+        let values = self.valid(odd_values(&self.base, &sizes));
         let test =
             self.inputs
                 .make_test(self.params, &values, "odd", self.next_seed, self.configs)?;
@@ -209,7 +229,7 @@ impl DefaultTests<'_> {
         let mut factor = 1.0;
         for _ in 0..40 {
             factor *= 2.0;
-            let values = self.scaled(&sizes, factor);
+            let values = self.valid(self.scaled(&sizes, factor));
             if chosen.as_ref().is_some_and(|(prev, _)| *prev == values) {
                 break; // every size is at its bench value
             }
@@ -284,6 +304,7 @@ impl DefaultTests<'_> {
         let mut halved_for_memory = false;
         let mut over_time: Option<String> = None;
         for _ in 0..40 {
+            values = self.valid(values);
             let test = self.inputs.make_test(
                 self.params,
                 &values,
@@ -377,6 +398,7 @@ impl DefaultTests<'_> {
         if !grown {
             return Ok(None);
         }
+        let values = self.valid(values);
         let test = self.inputs.make_test(
             self.params,
             &values,
@@ -482,6 +504,29 @@ mod tests {
         assert_eq!(c.elements, 79 * 97);
         assert!(
             odd.description.contains("A_width=101"),
+            "{}",
+            odd.description
+        );
+    }
+
+    #[test]
+    fn a_size_rule_moves_the_odd_test_to_the_nearest_valid_size_and_says_so() {
+        let (mut inputs, params, problem) = matmul();
+        inputs.size_rules.insert(
+            "A_width".into(),
+            kt_cuda::SizeRule {
+                multiple_of: Some(4),
+                min: None,
+            },
+        );
+        let d = at_test_size(&inputs, &params, &problem);
+        let odd = d.odd().unwrap().unwrap();
+        // the next prime above the test size (101) moved up to a multiple of 4
+        assert_eq!(scalar(&odd.test, "A_width"), 104.0);
+        assert_eq!(scalar(&odd.test, "A_height"), 79.0);
+        assert!(
+            odd.description
+                .contains("A_width=104 A_height=79 B_width=97 (nearest valid sizes, size_rules: A_width a multiple of 4)"),
             "{}",
             odd.description
         );

@@ -6,6 +6,7 @@
 //! `block_size_x == blockSize` restricts it — and the kernel's other restrictions over the space's names
 //! (`block_size_x % 32 == 0`) come along.
 
+use crate::model::param_value::ParamValue;
 use crate::model::space::{Config, TunableParam};
 
 /// A restriction taken from the code, with why.
@@ -45,10 +46,15 @@ impl Derived {
     /// size takes the block's value when it is one of its values.
     pub fn align_reference(&self, reference: &mut Config) {
         for r in &self.restrictions {
-            let Some((block, param)) = block_equality(&r.expr) else {
+            let Some((block, param, power)) = block_power(&r.expr) else {
                 continue;
             };
-            if let Some(v) = reference.get(&block)
+            let value = reference.get(&block).and_then(|v| match power {
+                1 => Some(v),
+                // the side of the square, when the block is one
+                _ => (1..=v).find(|s| s * s >= v).filter(|s| s * s == v),
+            });
+            if let Some(v) = value
                 && let Some(slot) = reference.0.iter_mut().find(|(n, _)| *n == param)
             {
                 slot.1 = v.into();
@@ -71,8 +77,14 @@ fn fixed_launch_restriction(expr: &str, tuned: &dyn Fn(&str) -> bool) -> bool {
         && (expr.contains("==") || expr.contains("<="))
 }
 
-/// `block_size_x == NAME` → (`block_size_x`, `NAME`).
+/// `block_size_x == NAME` → (`block_size_x`, `NAME`); also `block_size_x == NAME * NAME` (a 1-D block
+/// read as a square), see [`block_power`].
 fn block_equality(expr: &str) -> Option<(String, String)> {
+    block_power(expr).map(|(b, n, _)| (b, n))
+}
+
+/// `block_size_x == NAME` → (`block_size_x`, `NAME`, 1); `block_size_x == NAME * NAME` → (…, 2).
+fn block_power(expr: &str) -> Option<(String, String, u32)> {
     let (l, r) = expr.split_once("==")?;
     let (l, r) = (l.trim(), r.trim());
     let is_block = |s: &str| s.starts_with("block_size_") && s.len() == "block_size_x".len();
@@ -81,11 +93,76 @@ fn block_equality(expr: &str) -> Option<(String, String)> {
             && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
             && !s.starts_with(|c: char| c.is_ascii_digit())
     };
-    if is_block(l) && is_name(r) && !is_block(r) {
-        Some((l.to_string(), r.to_string()))
-    } else {
-        None
+    let (name, power) = match r.split_once('*') {
+        Some((a, b)) if a.trim() == b.trim() => (a.trim(), 2),
+        Some(_) => return None,
+        None => (r, 1),
+    };
+    (is_block(l) && is_name(name) && !is_block(name))
+        .then(|| (l.to_string(), name.to_string(), power))
+}
+
+/// The block-size values that follow a template parameter's values: the values themselves, or their
+/// squares for a block read as a square.
+fn block_values(values: &[ParamValue], power: u32) -> Vec<ParamValue> {
+    values
+        .iter()
+        .map(|v| match (power, v.as_int()) {
+            (2, Some(n)) => ParamValue::Int(n.saturating_mul(n)),
+            _ => v.clone(),
+        })
+        .collect()
+}
+
+/// As [`derive`], with the template parameters fixed to numbers (`--template`, or the file's own single
+/// instantiation) put into the code's restrictions: `block_size_x == BLOCKSIZE * BLOCKSIZE` with
+/// `BLOCKSIZE = 32` is `block_size_x == 32 * 32`, a rule over block sizes alone.
+pub fn derive_with_fixed(
+    kernel: &kt_cuda::Kernel,
+    params: &[TunableParam],
+    fixed: &std::collections::BTreeMap<String, String>,
+) -> Derived {
+    let numbers: Vec<(&String, i64)> = fixed
+        .iter()
+        .filter_map(|(n, v)| super::instances::as_number(v.trim()).map(|v| (n, v)))
+        .filter(|(n, _)| !params.iter().any(|p| &p.name == *n))
+        .collect();
+    if numbers.is_empty() {
+        return derive(kernel, params);
     }
+    let mut k = kernel.clone();
+    for r in &mut k.restrictions {
+        let ids = kt_cuda::expression_identifiers(&r.expr);
+        let used: Vec<&(&String, i64)> = numbers.iter().filter(|(n, _)| ids.contains(n)).collect();
+        if used.is_empty() {
+            continue;
+        }
+        let mut expr = r.expr.clone();
+        for (name, value) in &used {
+            expr = replace_word(&expr, name, &value.to_string());
+        }
+        let values: Vec<String> = used.iter().map(|(n, v)| format!("{n} = {v}")).collect();
+        r.reason = format!("{}, with {}", r.reason, values.join(", "));
+        r.expr = expr;
+    }
+    derive(&k, params)
+}
+
+/// `text` with whole-word `word` replaced by `by`.
+fn replace_word(text: &str, word: &str, by: &str) -> String {
+    let ident = |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_');
+    let mut out = String::new();
+    let mut last = 0;
+    for (at, _) in text.match_indices(word) {
+        if ident(text[..at].chars().next_back()) || ident(text[at + word.len()..].chars().next()) {
+            continue;
+        }
+        out.push_str(&text[last..at]);
+        out.push_str(by);
+        last = at + word.len();
+    }
+    out.push_str(&text[last..]);
+    out
 }
 
 /// The restrictions of `kernel` to add to a space over `params`, and the block sizes to add so that they
@@ -95,7 +172,7 @@ pub fn derive(kernel: &kt_cuda::Kernel, params: &[TunableParam]) -> Derived {
     let is_template = |n: &str| kernel.template_params.iter().any(|t| t.name == n);
     let mut out = Derived::default();
     for r in &kernel.restrictions {
-        if let Some((block, param)) = block_equality(&r.expr)
+        if let Some((block, param, power)) = block_power(&r.expr)
             && tuned(&param)
             && is_template(&param)
             && !tuned(&block)
@@ -103,7 +180,7 @@ pub fn derive(kernel: &kt_cuda::Kernel, params: &[TunableParam]) -> Derived {
             && let Some(p) = params.iter().find(|p| p.name == param)
         {
             out.added_params
-                .push(TunableParam::new(block, p.values.clone()));
+                .push(TunableParam::new(block, block_values(&p.values, power)));
         }
     }
     let ties_a_template = kernel
@@ -145,6 +222,21 @@ mod tests {
     use super::*;
     use crate::model::space::{Restriction, SearchSpace};
 
+    /// A 1-D block read as a BLOCKSIZE x BLOCKSIZE square (siboehm's sgemm style).
+    const SQUARE_BLOCK: &str = "template <const unsigned BLOCKSIZE>\n__global__ void sgemm(int M, int N, const float *A, float *C) {\n  const int r = blockIdx.x * BLOCKSIZE + (threadIdx.x / BLOCKSIZE);\n  const int c = blockIdx.y * BLOCKSIZE + (threadIdx.x % BLOCKSIZE);\n  if (r < M && c < N) C[r * N + c] = A[r * N + c];\n}\n";
+
+    /// The space of `params` with what `d` derived added, after its restrictions.
+    fn space_of(params: &[TunableParam], d: &Derived, max_threads: Option<u64>) -> SearchSpace {
+        let mut all = params.to_vec();
+        all.extend(d.added_params.clone());
+        let r: Vec<Restriction> = d
+            .restrictions
+            .iter()
+            .map(|r| Restriction::Expr(r.expr.clone()))
+            .collect();
+        SearchSpace::build(&all, &r, &Default::default(), max_threads).unwrap()
+    }
+
     fn reduce3() -> kt_cuda::Kernel {
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("../../tests/corpus/programs/sample-style/reduction.cu");
@@ -166,14 +258,7 @@ mod tests {
             exprs,
             ["block_size_x == blockSize", "block_size_x % 32 == 0"]
         );
-        let mut all = params.clone();
-        all.extend(d.added_params.clone());
-        let r: Vec<Restriction> = d
-            .restrictions
-            .iter()
-            .map(|r| Restriction::Expr(r.expr.clone()))
-            .collect();
-        let space = SearchSpace::build(&all, &r, &Default::default(), None).unwrap();
+        let space = space_of(&params, &d, None);
         let configs: Vec<String> = space.configs.iter().map(|c| c.to_string()).collect();
         assert_eq!(
             configs,
@@ -187,6 +272,41 @@ mod tests {
                 .iter()
                 .any(|l| l.contains("block_size_x == blockSize"))
         );
+    }
+
+    #[test]
+    fn a_block_read_as_a_square_follows_the_square_of_its_template_size() {
+        let parsed = kt_cuda::parse(SQUARE_BLOCK).unwrap();
+        let k = parsed.select_kernel(Some("sgemm")).unwrap();
+        let params = vec![TunableParam::new("BLOCKSIZE", [8, 16, 32])];
+        let d = derive(k, &params);
+        assert_eq!(
+            d.added_params,
+            vec![TunableParam::new("block_size_x", [64, 256, 1024])]
+        );
+        let space = space_of(&params, &d, Some(1024));
+        assert_eq!(space.configs.len(), 3, "{:?}", space.configs);
+        let mut reference = Config::ints([("BLOCKSIZE", 8), ("block_size_x", 1024)]);
+        d.align_reference(&mut reference);
+        assert_eq!(reference.get("BLOCKSIZE"), Some(32));
+    }
+
+    #[test]
+    fn a_fixed_template_value_turns_the_codes_rule_into_one_over_block_sizes() {
+        let parsed = kt_cuda::parse(SQUARE_BLOCK).unwrap();
+        let k = parsed.select_kernel(Some("sgemm")).unwrap();
+        let params = vec![TunableParam::new("block_size_x", [256, 1024])];
+        assert!(derive(k, &params).restrictions.is_empty());
+        let fixed = std::collections::BTreeMap::from([("BLOCKSIZE".to_string(), "32".to_string())]);
+        let d = derive_with_fixed(k, &params, &fixed);
+        let exprs: Vec<&str> = d.restrictions.iter().map(|r| r.expr.as_str()).collect();
+        assert_eq!(exprs, ["block_size_x == 32 * 32"]);
+        assert!(
+            d.restrictions[0].reason.ends_with("with BLOCKSIZE = 32"),
+            "{:?}",
+            d.restrictions
+        );
+        assert_eq!(replace_word("B * AB * B_", "B", "4"), "4 * AB * B_");
     }
 
     #[test]

@@ -53,7 +53,8 @@ fn literal(v: &str) -> bool {
     number || v == "true" || v == "false" || TYPES.contains(&v)
 }
 
-fn as_number(v: &str) -> Option<i64> {
+/// A literal's value: a number with its suffix, `true` as 1, `false` as 0.
+pub(crate) fn as_number(v: &str) -> Option<i64> {
     match v {
         "true" => Some(1),
         "false" => Some(0),
@@ -117,6 +118,58 @@ pub fn from_instances(
     out
 }
 
+/// One value per template parameter for a single run (`kt verify`): as [`from_instances`], with a parameter
+/// the launches instantiate several ways taking its `preferred` value when that is one of them (the block
+/// size it is tied to), else the first value launched (in source order).
+pub fn single_from_instances(
+    kernel: &str,
+    params: &[(String, Option<String>)],
+    instances: &[Vec<String>],
+    tuned: &[TunableParam],
+    given: &BTreeMap<String, String>,
+    preferred: &BTreeMap<String, i64>,
+) -> FromInstances {
+    let several = from_instances(kernel, params, instances, tuned, given);
+    let mut out = FromInstances {
+        tuned: Vec::new(),
+        fixed: several.fixed,
+        lines: several.lines,
+    };
+    for t in several.tuned {
+        let Some(i) = params.iter().position(|(n, _)| *n == t.name) else {
+            continue;
+        };
+        let launched: Vec<&String> = instances
+            .iter()
+            .filter_map(|args| args.get(i))
+            .filter(|v| literal(v))
+            .collect();
+        let wanted = preferred.get(&t.name).copied();
+        let (value, why) = match launched
+            .iter()
+            .find(|v| as_number(v) == wanted && wanted.is_some())
+        {
+            Some(v) => (*v, "the value of the default launch's block"),
+            None => match launched.first() {
+                Some(v) => (*v, "the first value the file's own launches instantiate"),
+                None => continue,
+            },
+        };
+        if let Some(line) = out
+            .lines
+            .iter_mut()
+            .find(|l| l.contains(&format!("`{}`", t.name)))
+        {
+            *line = format!(
+                "template parameter `{}` of `{kernel}` = {value}: {why} (--template {}=… to choose)",
+                t.name, t.name
+            );
+        }
+        out.fixed.insert(t.name.clone(), value.clone());
+    }
+    out
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
@@ -158,6 +211,40 @@ mod tests {
             "{:?}",
             f.lines
         );
+    }
+
+    #[test]
+    fn a_single_run_takes_the_first_value_launched() {
+        let instances = vec![list(&["T", "512", "true"]), list(&["T", "256", "false"])];
+        let f = single_from_instances(
+            "reduce6",
+            &params(&["T", "blockSize", "nIsPow2"]),
+            &instances,
+            &[],
+            &BTreeMap::new(),
+            &BTreeMap::new(),
+        );
+        assert!(f.tuned.is_empty());
+        assert_eq!(f.fixed.get("blockSize").map(String::as_str), Some("512"));
+        assert_eq!(f.fixed.get("nIsPow2").map(String::as_str), Some("true"));
+        assert!(
+            f.lines
+                .iter()
+                .any(|l| l.contains("`blockSize` of `reduce6` = 512: the first value")),
+            "{:?}",
+            f.lines
+        );
+        let preferred = BTreeMap::from([("blockSize".to_string(), 256)]);
+        let f = single_from_instances(
+            "reduce6",
+            &params(&["T", "blockSize", "nIsPow2"]),
+            &instances,
+            &[],
+            &BTreeMap::new(),
+            &preferred,
+        );
+        assert_eq!(f.fixed.get("blockSize").map(String::as_str), Some("256"));
+        assert!(f.lines.iter().any(|l| l.contains("default launch's block")));
     }
 
     #[test]

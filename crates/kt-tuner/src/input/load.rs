@@ -32,6 +32,8 @@ pub struct LoadedKernel {
     pub host_code_note: Option<String>,
     /// The template argument lists the file's own host code launches the kernel with.
     pub instantiations: Vec<Vec<String>>,
+    /// What was taken from the file's own launch (block, grid, shared memory), a line each with where.
+    pub host_launch_lines: Vec<String>,
 }
 
 /// Which sidecar describes a kernel.
@@ -113,7 +115,7 @@ struct Description {
 impl Description {
     /// The loaded kernel: this description with what the file says of `source` (host code, launches).
     fn of(self, kernel_file: &KernelFile, source: KernelSource) -> LoadedKernel {
-        LoadedKernel {
+        let mut loaded = LoadedKernel {
             kernel: self.kernel,
             params: self.params,
             inputs: self.inputs,
@@ -127,7 +129,10 @@ impl Description {
             ),
             parsed: source.kernel,
             sidecar: self.sidecar,
-        }
+            host_launch_lines: Vec::new(),
+        };
+        loaded.host_launch_lines = super::host_defaults::take_host_launch(&mut loaded);
+        loaded
     }
 }
 
@@ -183,6 +188,37 @@ impl LoadedKernel {
         if let Some(inputs) = &self.inputs {
             self.kernel.geometry.array_sizes = inputs.config_dependent_sizes(&self.params);
         }
+    }
+
+    /// For one run (`kt verify`): the value of each template parameter that `tuned` and `given` leave open
+    /// and the file's own launches instantiate (the first one launched when there are several), with a
+    /// line each saying so.
+    pub fn launched_template_values(
+        &self,
+        tuned: &[TunableParam],
+        given: &BTreeMap<String, String>,
+    ) -> super::FromInstances {
+        // a template parameter the code ties to the block size (`block_size_x == blockSize`) takes the
+        // default launch's block, so the two agree
+        let mut preferred = BTreeMap::new();
+        for r in &self.parsed.restrictions {
+            if let Some((block, name)) = r.expr.split_once("==")
+                && let Some(d) = ["block_size_x", "block_size_y", "block_size_z"]
+                    .iter()
+                    .position(|b| *b == block.trim())
+                && let Some(b) = self.default_block
+            {
+                preferred.insert(name.trim().to_string(), b[d]);
+            }
+        }
+        super::single_from_instances(
+            &self.kernel.kernel_name,
+            &self.template_params(),
+            &self.instantiations,
+            tuned,
+            given,
+            &preferred,
+        )
     }
 
     /// The template parameters of the kernel as `(name, default)`.
@@ -311,6 +347,14 @@ mod tests {
             )
             .unwrap();
         assert_eq!(loaded.kernel.template_args, vec!["blockSize"]);
+        // the file's own launches instantiate reduce3 at 512 first
+        let launched = loaded.launched_template_values(&[], &BTreeMap::new());
+        assert!(
+            launched.fixed.contains_key("blockSize"),
+            "{:?} from {:?}",
+            launched,
+            loaded.instantiations
+        );
         let given = BTreeMap::from([("blockSize".to_string(), "256".to_string())]);
         loaded.set_template_args(&[], &given).unwrap();
         assert_eq!(loaded.kernel.template_args, vec!["256"]);

@@ -13,6 +13,7 @@ pub mod arg_map;
 mod candidate;
 pub mod default_tests;
 pub mod derived;
+mod host_defaults;
 mod instances;
 mod load;
 pub mod suite;
@@ -21,7 +22,7 @@ pub mod tune_call;
 mod tune_space;
 
 pub use candidate::{CandidateSpec, load_candidate, reference_kernel_name};
-pub use instances::{FromInstances, from_instances};
+pub use instances::{FromInstances, from_instances, single_from_instances};
 pub use load::{LoadedKernel, SidecarChoice, load_kernel, load_kernel_with};
 pub use tests_for::{TestSource, load_tests};
 pub use tune_space::{SpaceRequest, TuneSpace};

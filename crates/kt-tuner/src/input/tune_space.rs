@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use crate::error::TunerError;
-use crate::input::derived::{Derived, derive};
+use crate::input::derived::{Derived, derive_with_fixed};
 use crate::input::suite::default_block_space;
 use crate::model::args::TestSet;
 use crate::model::space::{Config, Restriction, SearchSpace, TunableParam};
@@ -68,7 +68,7 @@ impl TuneSpace {
         }
         params.extend(instances.tuned);
         let derived = if derive_restrictions {
-            derive(&loaded.parsed, &params)
+            derive_with_fixed(&loaded.parsed, &params, &templates)
         } else {
             Derived::default()
         };
@@ -90,6 +90,45 @@ impl TuneSpace {
             derived,
             instance_lines: instances.lines,
         })
+    }
+
+    /// When the restrictions leave nothing: the default launch (the file's own, or the sidecar's) as the
+    /// only configuration, without restrictions, so that a kernel whose own launch works still gets a
+    /// result. None when there is no default launch. The line says what was done and why.
+    pub fn only_the_default_launch(
+        loaded: &mut LoadedKernel,
+        combinations: usize,
+    ) -> Option<String> {
+        let reference = loaded.kernel.reference.clone()?;
+        let mut params: Vec<TunableParam> = reference
+            .0
+            .iter()
+            .map(|(n, v)| TunableParam::new(n.clone(), [v.clone()]))
+            .collect();
+        for p in &loaded.kernel.params {
+            if !params.iter().any(|q| q.name == p.name)
+                && let Some(first) = p.values.first()
+            {
+                params.push(TunableParam::new(p.name.clone(), [first.clone()]));
+            }
+        }
+        let dropped: Vec<String> = loaded
+            .kernel
+            .restrictions
+            .iter()
+            .map(|r| match r {
+                Restriction::Expr(e) => e.clone(),
+                other => format!("{other:?}"),
+            })
+            .collect();
+        loaded.kernel.params = params;
+        loaded.kernel.restrictions.clear();
+        Some(format!(
+            "the restrictions ({}) leave none of the {combinations} configurations: tuning the default launch \
+             alone ({reference}) so that the kernel still gets a result; give --param values (or \
+             --no-derived-restrictions) to search a space",
+            dropped.join("; ")
+        ))
     }
 
     /// The configurations left after the restrictions, bound to the scalars of the first test: a
@@ -172,6 +211,34 @@ mod tests {
             .collect();
         assert_eq!(names, ["block_size_x", "block_size_y"]);
         assert_eq!(loaded.kernel.restrictions.len(), 1);
+    }
+
+    #[test]
+    fn an_empty_space_falls_back_to_the_default_launch_alone() {
+        let mut loaded = matmul();
+        let request = SpaceRequest {
+            params: vec![TunableParam::new("block_size_x", [8, 32])],
+            restrictions: vec!["block_size_x == 64".into()],
+            ..SpaceRequest::default()
+        };
+        let space = TuneSpace::set(&mut loaded, request).unwrap();
+        let tests = tests_of(&loaded, &space.configs);
+        assert_eq!(
+            TuneSpace::after_restrictions(&loaded, &tests)
+                .unwrap()
+                .len(),
+            0
+        );
+        let line = TuneSpace::only_the_default_launch(&mut loaded, 2).unwrap();
+        assert!(
+            line.contains("block_size_x == 64") && line.contains("none of the 2"),
+            "{line}"
+        );
+        let left = TuneSpace::after_restrictions(&loaded, &tests).unwrap();
+        assert_eq!(left.len(), 1);
+        assert_eq!(Some(&left.configs[0]), loaded.kernel.reference.as_ref());
+        loaded.kernel.reference = None;
+        assert!(TuneSpace::only_the_default_launch(&mut loaded, 2).is_none());
     }
 
     #[test]

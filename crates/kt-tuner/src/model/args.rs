@@ -403,6 +403,9 @@ pub struct SuiteInputs {
     pub atol: BTreeMap<String, f64>,
     #[serde(default)]
     pub max_mismatch_fraction: BTreeMap<String, f64>,
+    /// Valid values of size scalars (the sidecar's `size_rules`).
+    #[serde(default)]
+    pub size_rules: BTreeMap<String, kt_cuda::SizeRule>,
 }
 
 /// Which of the sidecar's sizes to use.
@@ -433,6 +436,7 @@ impl SuiteInputs {
             rtol: s.rtol.clone(),
             atol: s.atol.clone(),
             max_mismatch_fraction: s.max_mismatch_fraction.clone(),
+            size_rules: s.size_rules.clone(),
         }
     }
 

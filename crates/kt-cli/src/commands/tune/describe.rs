@@ -38,6 +38,7 @@ pub(super) fn describe(args: &TuneArgs, p: &Prepared) -> anyhow::Result<Vec<Stri
             lines.push(format!("restriction: {e}"));
         }
     }
+    lines.extend(p.launch_lines.iter().map(|l| format!("launch: {l}")));
     lines.push(format!(
         "space: {combinations} configurations, {} after restrictions (at most 1024 threads per block)",
         counted.len()
@@ -91,6 +92,7 @@ pub(super) fn describe_json(args: &TuneArgs, p: &Prepared) -> anyhow::Result<ser
         "sidecar": p.loaded.sidecar,
         "parameters": params,
         "restrictions": restrictions,
+        "launch": p.launch_lines,
         "configurations": kernel.params.iter().map(|t| t.values.len()).product::<usize>(),
         "after_restrictions": counted.len(),
         "tests": p.tests.tests.len(),

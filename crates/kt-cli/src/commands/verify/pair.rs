@@ -33,21 +33,33 @@ pub(super) fn load_pair(args: &VerifyArgs) -> anyhow::Result<Pair> {
     // a templated kernel against itself, or versions that share a template parameter).
     let given = parse_pairs(&args.templates)?;
     let reference_params = reference.template_params();
-    let reference_given: BTreeMap<String, String> = given
+    let mut reference_given: BTreeMap<String, String> = given
         .into_iter()
         .filter(|(name, _)| reference_params.iter().any(|(p, _)| p == name))
         .collect();
+    let mut notes = Vec::new();
+    let launched = reference.launched_template_values(&[], &reference_given);
+    reference_given.extend(launched.fixed);
+    notes.extend(launched.lines);
     reference.set_template_args(&[], &reference_given)?;
     reference.size_arrays_per_configuration();
     let ref_config = reference
         .default_block
         .map(|b| config_from_block(&[], b))
         .unwrap_or(Config(vec![]));
-    let (candidate, cand_config) = candidate_with_overrides(args, &reference)?;
-    for note in [&reference.host_code_note, &candidate.host_code_note]
-        .into_iter()
-        .flatten()
-    {
+    let (candidate, cand_config, cand_notes) = candidate_with_overrides(args, &reference)?;
+    notes.extend(cand_notes);
+    notes.extend(reference.host_launch_lines.iter().cloned());
+    notes.extend(
+        [&reference.host_code_note, &candidate.host_code_note]
+            .into_iter()
+            .flatten()
+            .cloned(),
+    );
+    // the same file as reference and candidate says the same things once
+    let mut seen = std::collections::BTreeSet::new();
+    notes.retain(|n| seen.insert(n.clone()));
+    for note in notes {
         eprintln!("note: {note}");
     }
     if let Some(note) = globals_note(&candidate.parsed) {
@@ -87,11 +99,12 @@ pub(super) fn parse_block(text: &str) -> anyhow::Result<[i64; 3]> {
 }
 
 /// The candidate with its own launch (kt-tuner's `load_candidate`), then the command line's overrides:
-/// launch flags, block, parameter values, template arguments, arguments the reference lacks.
+/// launch flags, block, parameter values, template arguments (the file's own launches' where none is
+/// given), arguments the reference lacks. The notes say which template values came from the launches.
 pub(super) fn candidate_with_overrides(
     args: &VerifyArgs,
     reference: &LoadedKernel,
-) -> anyhow::Result<(LoadedKernel, Config)> {
+) -> anyhow::Result<(LoadedKernel, Config, Vec<String>)> {
     let spec = CandidateSpec {
         file: &args.candidate,
         kernel: args.kernel.as_deref(),
@@ -123,11 +136,14 @@ pub(super) fn candidate_with_overrides(
         .iter()
         .map(|(n, v)| TunableParam::new(n.clone(), [v.clone()]))
         .collect();
-    cand.set_template_args(&tuned, &parse_pairs(&args.templates)?)?;
+    let mut given = parse_pairs(&args.templates)?;
+    let launched = cand.launched_template_values(&tuned, &given);
+    given.extend(launched.fixed);
+    cand.set_template_args(&tuned, &given)?;
     cand.size_arrays_per_configuration();
     cand.kernel.arguments =
         match_arguments(&reference.parsed, &cand.parsed, &parse_pairs(&args.args)?)?;
-    Ok((cand, config))
+    Ok((cand, config, launched.lines))
 }
 
 /// What verification does about a kernel's state across launches, when it keeps any.

@@ -81,7 +81,7 @@ fn version_two_of_a_file_is_checked_against_version_one_with_its_own_launch() {
     ]);
     let reference = load_kernel(&a.reference, reference_name(&a).as_deref(), &[]).unwrap();
     assert_eq!(reference.kernel.kernel_name, "softmax_forward_kernel1");
-    let (cand, config) = candidate_with_overrides(&a, &reference).unwrap();
+    let (cand, config, _) = candidate_with_overrides(&a, &reference).unwrap();
     // Its own sidecar is found by kt-tuner's `load_candidate` (and tested there); its launch is seen here.
     assert_eq!(cand.kernel.kernel_name, "softmax_forward_kernel2");
     assert_eq!(
@@ -111,7 +111,7 @@ fn launch_flags_override_the_candidates_launch() {
         "block_size_x*8",
     ]);
     let reference = load_kernel(&a.reference, None, &[]).unwrap();
-    let (cand, config) = candidate_with_overrides(&a, &reference).unwrap();
+    let (cand, config, _) = candidate_with_overrides(&a, &reference).unwrap();
     assert_eq!(config.get("block_size_x"), Some(32));
     assert_eq!(config.get("block_size_y"), Some(4));
     assert_eq!(
@@ -129,7 +129,7 @@ fn the_reductions_output_follows_the_candidates_block_size() {
     let a = args(&[&f, &f, "--param", "block_size_x=128"]);
     let mut reference = load_kernel(&a.reference, None, &[]).unwrap();
     reference.size_arrays_per_configuration();
-    let (cand, config) = candidate_with_overrides(&a, &reference).unwrap();
+    let (cand, config, _) = candidate_with_overrides(&a, &reference).unwrap();
     assert_eq!(config.get("block_size_x"), Some(128));
     assert_eq!(
         cand.kernel
@@ -150,4 +150,25 @@ fn the_reductions_output_follows_the_candidates_block_size() {
         .find(|a| a.name == "output")
         .unwrap();
     assert_eq!(out.elements, 10007u64.div_ceil(128));
+}
+
+#[test]
+fn template_values_come_from_the_files_own_launches_when_none_is_given() {
+    let file = root().join("tests/corpus/real-world-classes/host_instances.cu");
+    let f = file.to_string_lossy().to_string();
+    let a = args(&[&f, &f]);
+    let pair = super::pair::load_pair(&a).unwrap();
+    // T from the one launch that names a type; blockSize the sidecar's block (128), not the first launched
+    assert_eq!(
+        pair.reference.kernel.template_args,
+        ["float", "128", "true"]
+    );
+    assert_eq!(
+        pair.candidate.kernel.template_args,
+        ["float", "128", "true"]
+    );
+    // the user's value wins
+    let a = args(&[&f, &f, "--template", "blockSize=64"]);
+    let pair = super::pair::load_pair(&a).unwrap();
+    assert_eq!(pair.reference.kernel.template_args, ["float", "64", "true"]);
 }
