@@ -5,12 +5,12 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::model::geometry::LaunchDims;
 use crate::check::guard::GuardBreach;
 use crate::check::measure::TimingStats;
-use crate::search::Strategy;
-use crate::model::space::Config;
 use crate::check::verify::OutputReport;
+use crate::model::geometry::LaunchDims;
+use crate::model::space::Config;
+use crate::search::Strategy;
 use crate::worker::protocol::{DeviceInfo, RecordedOutput, RunOutcome};
 
 /// What happened to one configuration.
@@ -317,7 +317,10 @@ impl TuneResult {
     /// Also says when the default launch is the best because nothing of the space that verified is faster.
     pub fn slower_best_note(&self) -> Option<String> {
         let default = self.reference.as_ref()?;
-        let default_wins = self.best.as_ref().is_some_and(|b| b.config == default.config)
+        let default_wins = self
+            .best
+            .as_ref()
+            .is_some_and(|b| b.config == default.config)
             && self
                 .measurements
                 .iter()
@@ -343,7 +346,10 @@ pub fn slower_best_note(default: &Measurement, best: Option<&Measurement>) -> Op
     };
     if !default.verdict.is_ok() {
         let consequence = if best.is_some() {
-            format!("so it is not the best{}", if slower { " although faster" } else { "" })
+            format!(
+                "so it is not the best{}",
+                if slower { " although faster" } else { "" }
+            )
         } else {
             "and nothing is delivered: every configuration runs the same code".to_string()
         };
