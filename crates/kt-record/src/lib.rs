@@ -35,6 +35,7 @@ pub mod run_llm;
 pub mod run_meta;
 pub mod run_status;
 pub mod terminal_text;
+pub mod tuning_efficiency;
 pub mod tuning_line;
 pub mod tests_format;
 
@@ -55,5 +56,6 @@ pub use run_llm::RunLlm;
 pub use run_meta::{RunMeta, RunSettings, WaitingAnswer};
 pub use run_status::RunStatus;
 pub use terminal_text::terminal_safe;
+pub use tuning_efficiency::{GpuTime, TuningEfficiency};
 pub use tuning_line::{MeasuredConfig, TuningLine, TuningScope, VerdictKind};
 pub use tests_format::{DType, ManifestArg, TestManifest};

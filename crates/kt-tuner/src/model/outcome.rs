@@ -233,6 +233,9 @@ pub struct Measurement {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub peak_note: Option<String>,
     pub from_cache: bool,
+    /// GPU time of its timed launches over every test, spent and needed (`kt_record::tuning_efficiency`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu: Option<kt_record::GpuTime>,
 }
 
 impl Measurement {
@@ -264,6 +267,7 @@ impl Measurement {
             percent_of_peak: None,
             peak_note: None,
             from_cache: false,
+            gpu: None,
         }
     }
 }
@@ -306,6 +310,9 @@ pub struct TuneResult {
     /// The device's theoretical DRAM bandwidth and FP32 rate: the ceilings % of peak is taken against.
     #[serde(default)]
     pub theoretical_peaks: Option<kt_profile::DevicePeaks>,
+    /// The GPU time the tuning's ranking needed beside its wall time (`kt_record::tuning_efficiency`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub efficiency: Option<kt_record::TuningEfficiency>,
 }
 
 impl TuneResult {

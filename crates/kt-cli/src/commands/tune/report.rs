@@ -158,6 +158,17 @@ fn print_summary(r: &TuneResult, tests: &TestSet) {
         p.compile_cpu_ms,
         p.total_ms
     );
+    if let Some(e) = &r.efficiency {
+        let raced = r
+            .measurements
+            .iter()
+            .filter(|m| m.timing.as_ref().is_some_and(|t| t.aborted_early))
+            .count();
+        println!(
+            "{}; {raced} configuration(s) stopped early, having lost the race against the best",
+            e.describe()
+        );
+    }
 }
 
 /// What `% of peak` is measured against.

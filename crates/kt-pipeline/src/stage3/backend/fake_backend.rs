@@ -79,6 +79,7 @@ impl FakeBackend {
                 configs_failed: 0,
                 percent_of_peak: None,
                 gflops: None,
+                efficiency: None,
             })
             .collect();
         Self {
@@ -194,6 +195,7 @@ impl FakeBackend {
             configs_failed: 0,
             percent_of_peak: None,
             gflops: self.gflops_at(time_ms),
+            efficiency: None,
         };
         let Some(marker) = marker else {
             return verified(self.reference_ms, self.reference_ms * 0.01);
@@ -320,6 +322,7 @@ impl TuningBackend for FakeBackend {
                 configs_failed,
                 percent_of_peak,
                 gflops,
+                efficiency,
                 ..
             }) => {
                 // The queued time stands for the best configuration: report the kernel's own parameters.
@@ -341,6 +344,7 @@ impl TuningBackend for FakeBackend {
                     configs_failed,
                     percent_of_peak,
                     gflops: gflops.or_else(|| self.gflops_at(time_ms)),
+                    efficiency,
                 }
             }
             Some(other) => other,
