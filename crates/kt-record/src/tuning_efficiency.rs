@@ -36,7 +36,11 @@ impl GpuTime {
     pub fn of_samples(samples_ms: &[f64], lost_the_race: bool) -> GpuTime {
         let spent_ms: f64 = samples_ms.iter().sum();
         let needed_ms = if lost_the_race {
-            samples_ms.iter().copied().min_by(f64::total_cmp).unwrap_or(0.0)
+            samples_ms
+                .iter()
+                .copied()
+                .min_by(f64::total_cmp)
+                .unwrap_or(0.0)
         } else {
             spent_ms
         };
@@ -117,7 +121,11 @@ mod tests {
         let e = TuningEfficiency::new(gpu, 20.0);
         assert_eq!((e.spent_gpu_ms, e.needed_gpu_ms), (15.0, 10.0));
         assert!((e.efficiency - 0.5).abs() < 1e-12);
-        assert!(e.describe().starts_with("tuning efficiency 50.0 %"), "{}", e.describe());
+        assert!(
+            e.describe().starts_with("tuning efficiency 50.0 %"),
+            "{}",
+            e.describe()
+        );
         assert_eq!(TuningEfficiency::new([], 0.0).efficiency, 0.0);
     }
 
@@ -125,7 +133,8 @@ mod tests {
     fn records_without_the_fields_or_with_wrong_ones_still_read() {
         let g: GpuTime = serde_json::from_value(serde_json::json!({"spent_ms": "x"})).unwrap();
         assert_eq!(g, GpuTime::default());
-        let e: TuningEfficiency = serde_json::from_value(serde_json::json!({"wall_ms": 3.0})).unwrap();
+        let e: TuningEfficiency =
+            serde_json::from_value(serde_json::json!({"wall_ms": 3.0})).unwrap();
         assert_eq!((e.wall_ms, e.efficiency), (3.0, 0.0));
     }
 }

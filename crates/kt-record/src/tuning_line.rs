@@ -107,14 +107,17 @@ mod tests {
                 {"config": {}, "verdict": {"kind": "ok"}, "objective": 1.0, "gpu": gpu}))
             .unwrap()
         };
-        let g = line(serde_json::json!({"spent_ms": 3.0, "needed_ms": 1.0})).gpu.unwrap();
+        let g = line(serde_json::json!({"spent_ms": 3.0, "needed_ms": 1.0}))
+            .gpu
+            .unwrap();
         assert_eq!((g.spent_ms, g.needed_ms), (3.0, 1.0));
         assert_eq!(line(serde_json::json!("garbage")).gpu, None);
     }
 
     #[test]
     fn the_scope_changes_with_the_source_name_and_options() {
-        let s = |src: &str, name: &str, opts: &[String]| TuningScope::new("G", src, name, opts, "p");
+        let s =
+            |src: &str, name: &str, opts: &[String]| TuningScope::new("G", src, name, opts, "p");
         let base = s("a", "k", &[]);
         assert_ne!(base, s("b", "k", &[]));
         assert_ne!(base, s("a", "k2", &[]));

@@ -84,7 +84,10 @@ pub(crate) fn tune(
     log_phases(kernel, measurements.len(), &phases, &t_bench);
     // what this tuning measured: results read from a cache cost it no GPU time
     let efficiency = kt_record::TuningEfficiency::new(
-        measurements.iter().filter(|m| !m.from_cache).filter_map(|m| m.gpu),
+        measurements
+            .iter()
+            .filter(|m| !m.from_cache)
+            .filter_map(|m| m.gpu),
         phases.total_ms,
     );
 
@@ -144,7 +147,10 @@ fn compile_ahead(
     let reference = e
         .queue
         .submit(kernel, &plan.reference, &plan.scalars0, plan.grid_defines)?;
-    let mut strategy = options.strategy.build(options.seed);
+    let mut strategy = crate::search::seeded::Seeded::new(
+        options.seeds.clone(),
+        options.strategy.build(options.seed),
+    );
     let mut prefetched: Vec<usize> = strategy.next_batch(&plan.space, &History::default());
     if let Some(m) = options.limits.max_evals {
         prefetched.truncate(m);
