@@ -144,7 +144,6 @@ impl FakeRun {
             worker_restarts: 0,
             theoretical_peaks: None,
             efficiency: None,
-            efficiency: None,
         };
         FakeRun {
             kernel,
