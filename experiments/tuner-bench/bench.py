@@ -8,7 +8,7 @@ memory). Each kt run gets an empty module cache ("cold") unless marked "warm".
 Kernel Tuner runs twice per space: its default (`iterations=7`) and its fastest mode on one GPU (`iterations=1`:
 one timed launch per configuration after its warm-up; its constraint-aware search-space construction is already
 its default in 1.5, and its `parallel` runner needs Ray and one GPU per worker, so on one GPU it is the sequential
-runner again). Every kt row prints its tuning efficiency (docs/TUNER.md: the GPU time the ranking needed over the
+runner again). Every kt row prints its tuning efficiency (README.md, crates/kt-record/src/tuning_efficiency.rs: the GPU time the ranking needed over the
 tuning's wall time) and how many configurations lost the race. The last table gives the ratios issue 47 asks for.
 """
 import argparse, json, os, shutil, subprocess, sys, tempfile, time
