@@ -49,8 +49,12 @@ impl GpuTime {
             needed_ms,
         }
     }
+}
 
-    pub fn add(self, other: GpuTime) -> GpuTime {
+impl std::ops::Add for GpuTime {
+    type Output = GpuTime;
+
+    fn add(self, other: GpuTime) -> GpuTime {
         GpuTime {
             spent_ms: self.spent_ms + other.spent_ms,
             needed_ms: self.needed_ms + other.needed_ms,
@@ -74,7 +78,7 @@ pub struct TuningEfficiency {
 
 impl TuningEfficiency {
     pub fn new(gpu: impl IntoIterator<Item = GpuTime>, wall_ms: f64) -> TuningEfficiency {
-        let total = gpu.into_iter().fold(GpuTime::default(), GpuTime::add);
+        let total = gpu.into_iter().fold(GpuTime::default(), |a, b| a + b);
         TuningEfficiency {
             wall_ms,
             spent_gpu_ms: total.spent_ms,

@@ -17,7 +17,7 @@ pub struct Seeded {
 impl Seeded {
     /// `seeds` may name only some parameters: each stands for the first configuration of the space that has
     /// its values (none when no configuration has them, e.g. a restriction excludes it).
-    pub fn new(seeds: Vec<Config>, inner: Box<dyn SearchStrategy>) -> Box<dyn SearchStrategy> {
+    pub fn wrap(seeds: Vec<Config>, inner: Box<dyn SearchStrategy>) -> Box<dyn SearchStrategy> {
         if seeds.is_empty() {
             return inner;
         }
@@ -88,7 +88,7 @@ mod tests {
             Config::ints([("tile", 2)]),
             Config::ints([("block_size_x", 999)]),
         ];
-        let mut strategy = Seeded::new(seeds, Strategy::BruteForce.build(1));
+        let mut strategy = Seeded::wrap(seeds, Strategy::BruteForce.build(1));
         let batch = strategy.next_batch(&s, &History::default());
         assert_eq!(
             s.configs[batch[0]],
@@ -112,7 +112,7 @@ mod tests {
     fn without_seeds_the_strategy_is_unchanged() {
         let s = space();
         let mut plain = Strategy::BruteForce.build(1);
-        let mut seeded = Seeded::new(vec![], Strategy::BruteForce.build(1));
+        let mut seeded = Seeded::wrap(vec![], Strategy::BruteForce.build(1));
         let h = History::default();
         assert_eq!(plain.next_batch(&s, &h), seeded.next_batch(&s, &h));
     }

@@ -147,7 +147,7 @@ fn compile_ahead(
     let reference = e
         .queue
         .submit(kernel, &plan.reference, &plan.scalars0, plan.grid_defines)?;
-    let mut strategy = crate::search::seeded::Seeded::new(
+    let mut strategy = crate::search::seeded::Seeded::wrap(
         options.seeds.clone(),
         options.strategy.build(options.seed),
     );
