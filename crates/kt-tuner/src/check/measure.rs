@@ -16,7 +16,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::check::racing::RaceEvidence;
+use crate::check::race_evidence::RaceEvidence;
 
 /// Per-sample relative noise assumed for a best whose noise was not measured: large, so the early stop
 /// stays conservative (a 40% margin with the default 8σ).

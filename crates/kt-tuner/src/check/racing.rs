@@ -15,35 +15,8 @@
 //! is a contender: it is sampled like the best, to the policy's target error. The best and its interval keep
 //! that standard: racing only ends the sampling of configurations that lost.
 
-use serde::{Deserialize, Serialize};
-
 use crate::check::measure::{Baseline, TimingPolicy};
-
-/// Why a configuration stopped being sampled before the policy's target: the evidence, kept with its timing
-/// and in the exported caches.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct RaceEvidence {
-    /// Samples taken when it stopped.
-    pub samples: u32,
-    /// Median of those samples (ms).
-    pub median_ms: f64,
-    /// Its fastest sample (ms), the one compared with the bound.
-    pub fastest_ms: f64,
-    /// The best median it raced against (ms).
-    pub best_ms: f64,
-    /// The bound its fastest sample exceeded (ms): best × (1 + margin(samples)).
-    pub bound_ms: f64,
-}
-
-impl RaceEvidence {
-    /// One line for logs and reports.
-    pub fn describe(&self) -> String {
-        format!(
-            "stopped after {} sample(s): fastest {:.4} ms > bound {:.4} ms (best {:.4} ms; median {:.4} ms)",
-            self.samples, self.fastest_ms, self.bound_ms, self.best_ms, self.median_ms
-        )
-    }
-}
+pub use crate::check::race_evidence::RaceEvidence;
 
 impl TimingPolicy {
     /// The relative margin above the best median after `n` samples (see the module's text).
