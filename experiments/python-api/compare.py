@@ -80,6 +80,12 @@ def main():
                 phases = {k: round(v) for k, v in env["kt_phases"].items()}
                 wall = {k: round(v, 2) for k, v in env.get("kt_wall_s", {}).items()}
                 print(f"{'':33s} kt phases (ms) {phases}, wall (s) {wall}")
+                e = env.get("kt_tuning_efficiency")
+                if e:
+                    raced = sum(1 for r in results if "kt_aborted_early" in r)
+                    print(f"{'':33s} kt tuning efficiency {100 * e['efficiency']:.0f} % (needed GPU "
+                          f"{e['needed_gpu_ms'] / 1e3:.2f} s, spent {e['spent_gpu_ms'] / 1e3:.2f} s, "
+                          f"wall {e['wall_ms'] / 1e3:.2f} s); {raced} configurations lost the race")
 
 
 if __name__ == "__main__":

@@ -122,8 +122,11 @@ fn tune(
         .any(|(k, _)| k == kt_tuner::worker::FAKE_ENV);
     // the fake worker has no copy bandwidth to measure, and needs no GPU
     options.measure_peak = !fake;
-    if !fake {
-        py.detach(require_gpu)?;
+    // Without a driver library there is nothing to start (a dlopen, cheap). The full probe initialises the
+    // driver: asked before the tuner starts, it would hold back the worker's own start-up on every call, so it
+    // is asked only when the tuner could not start, to say why in a GPU's terms rather than NVRTC's.
+    if !fake && !kt_tuner::host::cuda_probe::driver_present() {
+        require_gpu()?;
     }
     let config = TunerConfig {
         worker: Some(WorkerCommand {
@@ -135,11 +138,24 @@ fn tune(
         cache_dir,
         ..TunerConfig::default()
     };
-    let outcome = py.detach(|| -> Result<_, TunerError> {
-        let mut tuner = Tuner::new(config)?;
-        let result = tuner.tune(&kernel, &tests, &options, &mut |_| {})?;
+    let outcome = py.detach(|| -> Result<_, PyErr> {
+        let mut tuner = match Tuner::new(config) {
+            Ok(t) => t,
+            Err(e) if !fake => {
+                require_gpu()?;
+                return Err(to_py(e));
+            }
+            Err(e) => return Err(to_py(e)),
+        };
+        let result = tuner
+            .tune(&kernel, &tests, &options, &mut |_| {})
+            .map_err(to_py)?;
         let cache = match &call.cache {
-            Some(_) => Some(KernelTunerExport::new(&kernel, &tests, &result)?.cache_json()?),
+            Some(_) => Some(
+                KernelTunerExport::new(&kernel, &tests, &result)
+                    .and_then(|export| export.cache_json())
+                    .map_err(to_py)?,
+            ),
             None => None,
         };
         Ok((result, cache))
@@ -147,7 +163,7 @@ fn tune(
     if let Some(e) = raised.lock().unwrap_or_else(|p| p.into_inner()).take() {
         return Err(e);
     }
-    let (result, cache) = outcome.map_err(to_py)?;
+    let (result, cache) = outcome?;
     // each measurement's verdict in words ("ok", "compile error", "wrong answer", …), in order
     let verdicts: Vec<&str> = result
         .measurements

@@ -184,6 +184,30 @@ def test_a_failing_restriction_function_raises_its_own_error():
         "vector_add", VECTOR_ADD, 256, args, {"block_size_x": [32, 64]}, restrictions=broken))
 
 
+def test_slow_configurations_lose_the_race_and_the_efficiency_is_reported():
+    """Issue 47: on the fake device a launch takes |block_size_x - 64| / 64 + 1 ms, so 256 and 512 are 4x and
+    8x slower than 64 (measured first): one launch each shows it."""
+    args, answer = vector_args()
+    results, env = kt.tune_kernel(
+        "vector_add", VECTOR_ADD, args[-1], args, {"block_size_x": [64, 256, 512, 72]},
+        answer=[answer, None, None, None], atol=1e-5,
+    )
+    by_block = {r["block_size_x"]: r for r in results}
+    best = by_block[64]
+    check("the best is sampled to kt's standard", len(best["times"]) >= 3 and "kt_aborted_early" not in best, best)
+    for slow in (256, 512):
+        r = by_block[slow]
+        evidence = r.get("kt_aborted_early")
+        check(f"{slow}: stopped after one launch with its evidence", evidence and evidence["samples"] == 1
+              and len(r["times"]) == 1 and evidence["fastest_ms"] > evidence["bound_ms"] >= evidence["best_ms"], r)
+    close = by_block[72]  # 12.5 % slower than 64 on one launch: inside the one-sample bound, out on the second
+    check("a close contender gets a second launch", len(close["times"]) >= 2, close)
+    e = env.get("kt_tuning_efficiency") or {}
+    check("tuning efficiency: needed <= spent GPU time, ratio of needed to wall",
+          0 < e.get("needed_gpu_ms", 0) <= e.get("spent_gpu_ms", 0)
+          and abs(e["efficiency"] - e["needed_gpu_ms"] / e["wall_ms"]) < 1e-9, e)
+
+
 def test_without_a_gpu_a_kt_error_says_a_gpu_is_needed_before_nvrtc():
     """Issue 49: without a GPU the call asked for NVRTC first and raised a plain RuntimeError."""
     if os.environ.get("KT_GPU") == "1":

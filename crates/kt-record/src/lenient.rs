@@ -31,7 +31,13 @@ mod tests {
     #[test]
     fn a_wrongly_typed_field_reads_as_absent_and_the_others_are_kept() {
         let r: Record = serde_json::from_str(r#"{"speedup": "fast", "tokens": 5}"#).unwrap();
-        assert_eq!(r, Record { speedup: None, tokens: 5 });
+        assert_eq!(
+            r,
+            Record {
+                speedup: None,
+                tokens: 5
+            }
+        );
         let r: Record = serde_json::from_str("{}").unwrap();
         assert_eq!(r, Record::default());
     }

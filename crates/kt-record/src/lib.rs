@@ -35,25 +35,28 @@ pub mod run_llm;
 pub mod run_meta;
 pub mod run_status;
 pub mod terminal_text;
-pub mod tuning_line;
 pub mod tests_format;
+pub mod tuning_efficiency;
+pub mod tuning_line;
 
 pub use config::{ConfigRecord, FailedConfiguration};
 pub use error::RecordError;
 pub use gpu::GpuRecord;
 pub use graph_outline::{GraphOutline, OutlineEdge};
-pub use llm_call::{LlmCall, LlmMessage, LlmTokens};
+pub use kernel_record::{KernelRecord, ORIGINAL_STEP, ParameterRecord};
 pub use layout::{NewRun, RUNS_DIR_ENV, ResultFiles, RunDir};
+pub use llm_call::{LlmCall, LlmMessage, LlmTokens};
+pub use profiles::{ProfileRecord, RunProfiles, RunRoofline};
 pub use protections::{ProtectionLine, Protections};
 pub use provenance::Provenance;
-pub use kernel_record::{KernelRecord, ORIGINAL_STEP, ParameterRecord};
-pub use profiles::{ProfileRecord, RunProfiles, RunRoofline};
 pub use result::{
-    FinalTiming, RESULT_SCHEMA_VERSION, ResultOutcome, RunResult, StepStatus, StepSummary, WallTimes,
+    FinalTiming, RESULT_SCHEMA_VERSION, ResultOutcome, RunResult, StepStatus, StepSummary,
+    WallTimes,
 };
 pub use run_llm::RunLlm;
 pub use run_meta::{RunMeta, RunSettings, WaitingAnswer};
 pub use run_status::RunStatus;
 pub use terminal_text::terminal_safe;
-pub use tuning_line::{MeasuredConfig, TuningLine, TuningScope, VerdictKind};
 pub use tests_format::{DType, ManifestArg, TestManifest};
+pub use tuning_efficiency::{GpuTime, TuningEfficiency};
+pub use tuning_line::{MeasuredConfig, TuningLine, TuningScope, VerdictKind};

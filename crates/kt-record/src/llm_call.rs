@@ -85,6 +85,11 @@ mod tests {
         assert_eq!(calls[0].messages[0].role, "user");
         assert_eq!(calls[0].usage.unwrap().output_tokens, 4);
         std::fs::write(&path, format!("{line}\nnot json\n")).unwrap();
-        assert!(LlmCall::read_all(&path).unwrap_err().to_string().contains("line 2"));
+        assert!(
+            LlmCall::read_all(&path)
+                .unwrap_err()
+                .to_string()
+                .contains("line 2")
+        );
     }
 }

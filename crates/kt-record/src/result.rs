@@ -10,8 +10,8 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::error::RecordError;
-use crate::layout::write_json;
 use crate::gpu::GpuRecord;
+use crate::layout::write_json;
 use crate::lenient::or_default;
 use crate::profiles::{RunProfiles, RunRoofline};
 use crate::protections::Protections;
@@ -124,7 +124,11 @@ pub struct RunResult {
     #[serde(default, deserialize_with = "or_default")]
     pub steps: Vec<StepSummary>,
     /// Stage 2's warnings about the tests (e.g. a size that is a multiple of 32 in every test).
-    #[serde(default, deserialize_with = "or_default", skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        default,
+        deserialize_with = "or_default",
+        skip_serializing_if = "Vec::is_empty"
+    )]
     pub test_warnings: Vec<String>,
     #[serde(default, deserialize_with = "or_default")]
     pub tokens_in: u64,
@@ -138,29 +142,61 @@ pub struct RunResult {
     pub error: Option<String>,
     /// The run stopped where it needs a CUDA GPU it could not get (status `interrupted`): `kt resume` on a
     /// machine with one continues it. What a program checks; `error` says it in words.
-    #[serde(default, deserialize_with = "or_default", skip_serializing_if = "std::ops::Not::not")]
+    #[serde(
+        default,
+        deserialize_with = "or_default",
+        skip_serializing_if = "std::ops::Not::not"
+    )]
     pub needs_gpu: bool,
     /// `b<N>` when these are the results of a branch other than the main one (`kt resume` after `kt replay`
     /// or `kt fork`), written under `branches/b<N>/`; absent for the main branch.
-    #[serde(default, deserialize_with = "or_default", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "or_default",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub branch: Option<String>,
     /// The manual provider's question the run is paused at (`kt resume RUN --answer FILE` answers it).
-    #[serde(default, deserialize_with = "or_default", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "or_default",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub waiting_for: Option<WaitingAnswer>,
     /// The GPU the kernels ran on (run.json's `gpu`).
-    #[serde(default, deserialize_with = "or_default", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "or_default",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub gpu: Option<GpuRecord>,
     /// The sandbox protections generated programs ran under (run.json's `sandbox`).
-    #[serde(default, deserialize_with = "or_default", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "or_default",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub sandbox: Option<Protections>,
     /// `best_program.cu` when the input was a whole program and the best kernel was put back into a copy of it.
-    #[serde(default, deserialize_with = "or_default", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "or_default",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub best_program: Option<String>,
     /// Profiles of the naive kernel and each accepted step's kernel, with their cost.
-    #[serde(default, deserialize_with = "or_default", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "or_default",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub profiles: Option<RunProfiles>,
     /// The device's roofline with the naive and the best kernel on it.
-    #[serde(default, deserialize_with = "or_default", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "or_default",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub roofline: Option<RunRoofline>,
 }
 
@@ -304,12 +340,19 @@ mod tests {
         assert!(r.outcome.is_none() && r.gain.is_none());
         assert_eq!(r.total_wall_s(), Some(1.5));
         assert!(r.stopped_for_gpu());
-        assert_eq!(RunResult::from_value(&serde_json::json!({})).total_wall_s(), None);
+        assert_eq!(
+            RunResult::from_value(&serde_json::json!({})).total_wall_s(),
+            None
+        );
     }
 
     #[test]
     fn a_result_without_a_roofline_has_none_and_one_with_it_is_read() {
-        assert!(RunResult::from_value(&serde_json::json!({"speedup": 2.0})).roofline.is_none());
+        assert!(
+            RunResult::from_value(&serde_json::json!({"speedup": 2.0}))
+                .roofline
+                .is_none()
+        );
         let r = serde_json::json!({"roofline": {"device": "H100", "peaks": {"bandwidth_gb_s": 3352.0, "fp32_gflop_s": 66908.0},
             "points": [{"label": "naive", "intensity": 500.0, "gflop_s": 5600.0}]}});
         let c = RunResult::from_value(&r).roofline.unwrap();
@@ -328,14 +371,26 @@ mod tests {
             status: RunStatus::Finished,
             outcome: Some(ResultOutcome::Improved),
             speedup: Some(2.0),
-            wall_time_s: WallTimes { total: 3.0, ..WallTimes::default() },
+            wall_time_s: WallTimes {
+                total: 3.0,
+                ..WallTimes::default()
+            },
             ..RunResult::default()
         };
         result.write(&path).unwrap();
         assert_eq!(RunResult::read(&path).unwrap(), Some(result));
-        let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().flatten().map(|e| e.file_name()).collect();
+        let names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name())
+            .collect();
         assert_eq!(names, ["result.json"]);
         std::fs::write(&path, "{\"status\": \"fini").unwrap();
-        assert!(RunResult::read(&path).unwrap_err().to_string().contains("result.json"));
+        assert!(
+            RunResult::read(&path)
+                .unwrap_err()
+                .to_string()
+                .contains("result.json")
+        );
     }
 }

@@ -63,6 +63,10 @@ pub struct MeasuredConfig {
     pub verdict: VerdictKind,
     #[serde(default)]
     pub objective: Option<f64>,
+    /// GPU time of its timed launches, spent and needed (`crate::tuning_efficiency`); absent in lines written
+    /// before kt recorded it, and read as absent when malformed.
+    #[serde(default, deserialize_with = "crate::lenient::or_default")]
+    pub gpu: Option<crate::GpuTime>,
 }
 
 impl MeasuredConfig {
@@ -93,11 +97,27 @@ mod tests {
             {"config": {}, "verdict": {"kind": "wrong_answer", "detail": "x"}, "objective": 2.0}))
         .unwrap();
         assert_eq!(failed.verified_ms(), None);
+        assert_eq!(failed.gpu, None);
+    }
+
+    #[test]
+    fn a_lines_gpu_time_is_read_when_present_and_ignored_when_malformed() {
+        let line = |gpu: serde_json::Value| -> MeasuredConfig {
+            serde_json::from_value(serde_json::json!(
+                {"config": {}, "verdict": {"kind": "ok"}, "objective": 1.0, "gpu": gpu}))
+            .unwrap()
+        };
+        let g = line(serde_json::json!({"spent_ms": 3.0, "needed_ms": 1.0}))
+            .gpu
+            .unwrap();
+        assert_eq!((g.spent_ms, g.needed_ms), (3.0, 1.0));
+        assert_eq!(line(serde_json::json!("garbage")).gpu, None);
     }
 
     #[test]
     fn the_scope_changes_with_the_source_name_and_options() {
-        let s = |src: &str, name: &str, opts: &[String]| TuningScope::new("G", src, name, opts, "p");
+        let s =
+            |src: &str, name: &str, opts: &[String]| TuningScope::new("G", src, name, opts, "p");
         let base = s("a", "k", &[]);
         assert_ne!(base, s("b", "k", &[]));
         assert_ne!(base, s("a", "k2", &[]));

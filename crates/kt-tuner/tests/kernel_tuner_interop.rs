@@ -106,6 +106,24 @@ fn tuning_with_kts_fake_worker_exports_a_cache_kernel_tuner_replays() {
     let (_home, export, best) = tune_with_fake_worker();
     let kt = simulate(&export, "time");
     assert_eq!(kt.best, best, "{}", kt.stdout);
+    // racing: block 256 (4 ms on the fake, four times the best) stopped after its verifying launch, and its
+    // entry, with one launch in `times` and the evidence, is one Kernel Tuner read to find the same best
+    let cache: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(export.join("copy_cache.json")).unwrap())
+            .unwrap();
+    let slow = cache["cache"]
+        .as_object()
+        .unwrap()
+        .values()
+        .find(|e| e["block_size_x"] == 256)
+        .unwrap();
+    assert_eq!(slow["times"].as_array().map(Vec::len), Some(1), "{slow}");
+    assert_eq!(slow["kt_aborted_early"]["samples"], 1, "{slow}");
+    assert!(
+        slow["kt_aborted_early"]["fastest_ms"].as_f64()
+            > slow["kt_aborted_early"]["bound_ms"].as_f64(),
+        "{slow}"
+    );
 }
 
 /// The worker process of the test above: this test binary, re-executed with only this test selected.

@@ -6,8 +6,8 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::{Args, Subcommand};
 use kt_runs::{
-    ReportInputs, RunRecord, RunShow, format_duration, list_runs, render_html,
-    resolve_run, runs_base, show_dir,
+    ReportInputs, RunRecord, RunShow, format_duration, list_runs, render_html, resolve_run,
+    runs_base, show_dir,
 };
 
 #[derive(Debug, Args)]

@@ -325,5 +325,6 @@ fn tune_options(args: &TuneArgs) -> anyhow::Result<TuneOptions> {
         results_cache: args.results.clone(),
         measure_peak: !args.no_peak,
         kernel_tuner_cache: args.kt_cache.clone(),
+        seeds: Vec::new(),
     })
 }

@@ -102,6 +102,7 @@ mod tests {
                 restrictions: vec![],
                 grid_divisors: default_grid_divisors(),
                 dynamic_shared_memory: None,
+                seeds: Vec::new(),
             },
             time_ms: 1.0,
             noise_ms: 0.0,

@@ -34,12 +34,8 @@ pub(super) fn graph_span_s(store: &dyn CheckpointStore, run: &str) -> Option<f64
 /// The wall times recorded by an earlier part of this line of the run (a resumed run adds to them). A side
 /// branch without results yet starts from the main branch's Stages 1-2.
 pub(super) fn earlier_wall(run: &RunDir, out: &ResultFiles) -> WallTimes {
-    let read = |path: std::path::PathBuf| {
-        RunResult::read(&path)
-            .ok()
-            .flatten()
-            .map(|r| r.wall_time_s)
-    };
+    let read =
+        |path: std::path::PathBuf| RunResult::read(&path).ok().flatten().map(|r| r.wall_time_s);
     if let Some(w) = read(out.result_json()) {
         return w;
     }

@@ -224,6 +224,7 @@ fn the_record_names_the_gpu_the_sandbox_and_the_failed_configurations() {
         restrictions: vec![],
         grid_divisors: default_grid_divisors(),
         dynamic_shared_memory: None,
+        seeds: Vec::new(),
     };
     let state = Stage3State {
         best: Some(KernelVersion {

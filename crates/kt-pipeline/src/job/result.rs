@@ -334,6 +334,7 @@ mod tests {
             restrictions: vec!["block_size_x <= 128".into()],
             grid_divisors: crate::stage3::default_grid_divisors(),
             dynamic_shared_memory: None,
+            seeds: Vec::new(),
         };
         let state = Stage3State {
             reference: Some(Reference {
@@ -431,6 +432,7 @@ mod tests {
                 restrictions: vec![],
                 grid_divisors: crate::stage3::default_grid_divisors(),
                 dynamic_shared_memory: None,
+                seeds: Vec::new(),
             },
             time_ms,
             noise_ms: 0.01,

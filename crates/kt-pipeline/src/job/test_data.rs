@@ -16,7 +16,9 @@ pub fn test_data_missing(run: &RunDir) -> bool {
 pub fn remake_test_data(run: &RunDir, testgen: &TestgenSettings) -> Result<Remade, PipelineError> {
     let info = KernelInfo::load(run).map_err(|e| PipelineError::Graph {
         stage: "stage 1",
-        message: format!("this run has no finished Stage 1 ({e}); start a new run with `kt transform`"),
+        message: format!(
+            "this run has no finished Stage 1 ({e}); start a new run with `kt transform`"
+        ),
     })?;
     let source = run.kernel_code()?;
     let parsed = kt_cuda::parse(&source)?;

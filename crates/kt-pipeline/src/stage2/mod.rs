@@ -23,10 +23,10 @@ use kt_sandbox::generator::TestManifest;
 
 pub use answers::GeneratorScript;
 pub use make_test::{generator_spec, has_tail};
-pub use remake::{EXPECTED_REMADE_MARK, Remade, data_missing, remake_missing_data};
 pub use reference::{
     OnGpuMachine, ReferenceJob, ReferenceRun, ReferenceRunner, Unavailable, record_in_manifest,
 };
+pub use remake::{EXPECTED_REMADE_MARK, Remade, data_missing, remake_missing_data};
 pub use state::{Revision, Stage2Deps, Stage2Options, Stage2State, TestRecord, TimeBounds};
 pub use tuner_reference::TunerReference;
 

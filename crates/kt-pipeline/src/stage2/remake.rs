@@ -85,9 +85,8 @@ fn dir_name(dir: &Path) -> String {
 /// program runs). False for a directory that cannot be read: the run then says so where it reads its tests.
 pub fn data_missing(tests_dir: &Path) -> bool {
     test_dirs(tests_dir).is_ok_and(|dirs| {
-        dirs.iter().any(|dir| {
-            read_manifest(dir).is_ok_and(|m| missing_data(dir, &m) != Missing::Nothing)
-        })
+        dirs.iter()
+            .any(|dir| read_manifest(dir).is_ok_and(|m| missing_data(dir, &m) != Missing::Nothing))
     })
 }
 
@@ -170,7 +169,14 @@ fn remake_inputs(
         .tempdir_in(parent)
         .map_err(|e| PipelineError::io("creating a scratch directory in", parent, e))?;
     let spec = generator_spec(kernel, info, options);
-    let generated = run_generator(sandbox, python, &script, &spec, manifest.seed, scratch.path())?;
+    let generated = run_generator(
+        sandbox,
+        python,
+        &script,
+        &spec,
+        manifest.seed,
+        scratch.path(),
+    )?;
     if generated.id != id {
         return Err(PipelineError::TestsRemade {
             test: id,

@@ -430,7 +430,8 @@ fn the_largest_shared_power_of_two_is_found_per_dimension() {
 }
 
 #[tokio::test]
-async fn without_a_gpu_the_program_is_asked_and_checked_here_then_made_on_the_gpu_machine_unasked() {
+async fn without_a_gpu_the_program_is_asked_and_checked_here_then_made_on_the_gpu_machine_unasked()
+{
     let dir = tempfile::tempdir().unwrap();
     let program = generator("20001 + 2 * seed");
     // one answer only: the GPU machine must reuse the journaled one, not ask again
@@ -445,12 +446,26 @@ async fn without_a_gpu_the_program_is_asked_and_checked_here_then_made_on_the_gp
         }),
         3,
     );
-    let stopped = make_tests(here, &source, &s1.kernel, &s1.info, None, store.clone(), RunId::new("t"))
-        .await
-        .unwrap_err();
-    assert_eq!(stopped.gpu_unavailable(), Some("no CUDA driver"), "{stopped}");
+    let stopped = make_tests(
+        here,
+        &source,
+        &s1.kernel,
+        &s1.info,
+        None,
+        store.clone(),
+        RunId::new("t"),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(
+        stopped.gpu_unavailable(),
+        Some("no CUDA driver"),
+        "{stopped}"
+    );
     assert!(
-        super::list_tests(&dir.path().join("tests")).unwrap().is_empty(),
+        super::list_tests(&dir.path().join("tests"))
+            .unwrap()
+            .is_empty(),
         "no test data is left where there is no GPU"
     );
     assert_eq!(prompts_of(dir.path(), "stage2.generator").len(), 1);
@@ -461,9 +476,17 @@ async fn without_a_gpu_the_program_is_asked_and_checked_here_then_made_on_the_gp
         Arc::new(FakeGpu { ms_per_item: 1e-4 }),
         3,
     );
-    let out = make_tests(gpu, &source, &s1.kernel, &s1.info, None, store, RunId::new("t"))
-        .await
-        .unwrap();
+    let out = make_tests(
+        gpu,
+        &source,
+        &s1.kernel,
+        &s1.info,
+        None,
+        store,
+        RunId::new("t"),
+    )
+    .await
+    .unwrap();
     assert_eq!(out.tests.len(), 3);
     for t in &out.tests {
         assert!(

@@ -97,6 +97,13 @@ pub struct KernelRewrite {
     /// What changed, in a few sentences.
     #[serde(default)]
     pub explanation: String,
+    /// Configurations the author expects to win, each a map of parameter name to value (some or all of the
+    /// parameters): measured first. Optional, and left out of the schema sent with the question (`schemars(skip)`):
+    /// the schema is part of every recorded request's hash, so recorded runs replay unchanged; an answer that
+    /// carries it anyway is read.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(skip)]
+    pub expected_best: Vec<std::collections::BTreeMap<String, i64>>,
 }
 
 /// `stage3-code-parameters`: the parameters of a rewrite that came as code only (the code-first fallback).
@@ -140,6 +147,25 @@ pub struct WorthIt {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_rewrite_may_name_the_configurations_it_expects_to_win_without_changing_the_schema() {
+        let old: KernelRewrite = serde_json::from_str(
+            r#"{"code": "k", "parameters": [{"name": "b", "values": [1, 2]}]}"#,
+        )
+        .unwrap();
+        assert!(old.expected_best.is_empty());
+        assert!(
+            !serde_json::to_string(&old)
+                .unwrap()
+                .contains("expected_best")
+        );
+        let seeded: KernelRewrite =
+            serde_json::from_str(r#"{"code": "k", "expected_best": [{"b": 2}]}"#).unwrap();
+        assert_eq!(seeded.expected_best[0]["b"], 2);
+        let schema = serde_json::to_string(&schemars::schema_for!(KernelRewrite)).unwrap();
+        assert!(!schema.contains("expected_best"), "{schema}");
+    }
 
     #[test]
     fn plan_steps_given_as_objects_are_taken_by_their_text() {

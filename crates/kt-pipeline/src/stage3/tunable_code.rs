@@ -21,6 +21,11 @@ pub struct TunableCode {
     pub grid_divisors: [Vec<String>; 3],
     /// Dynamic shared memory in bytes, as an expression over parameter names.
     pub dynamic_shared_memory: Option<String>,
+    /// Configurations the rewrite's author expects to win (`KernelRewrite::expected_best`, checked against the
+    /// parameters): the tuner measures them first, so racing has a strong best from the start. Each names some
+    /// or all parameters. Absent from kernels recorded before, whose hashes stay as they were.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub seeds: Vec<BTreeMap<String, i64>>,
 }
 
 /// The launch-geometry names kt defines for every configuration, whether or not they are tuned.
@@ -47,6 +52,7 @@ impl TunableCode {
             restrictions: Vec::new(),
             grid_divisors: default_grid_divisors(),
             dynamic_shared_memory: None,
+            seeds: Vec::new(),
         }
     }
 
@@ -73,8 +79,32 @@ impl TunableCode {
     }
 
     /// Short content hash, for file names and effect keys.
+    /// The seeds among `expected` that name only these parameters, each with one of its values (a seed that
+    /// names a parameter the naming pass renamed, or a value outside the list, cannot be found in the space).
+    pub fn usable_seeds(
+        expected: &[BTreeMap<String, i64>],
+        parameters: &[TunableParameter],
+    ) -> Vec<BTreeMap<String, i64>> {
+        let fits = |(name, value): (&String, &i64)| {
+            parameters
+                .iter()
+                .any(|p| &p.name == name && p.values.contains(value))
+        };
+        expected
+            .iter()
+            .filter(|seed| !seed.is_empty() && seed.iter().all(fits))
+            .cloned()
+            .collect()
+    }
+
+    /// The kernel's identity: its code, space and geometry. The seeds only order the search, so a kernel keeps
+    /// its hash (and its results cache) whichever configurations were expected to win.
     pub fn content_hash(&self) -> String {
-        let json = serde_json::to_vec(self).unwrap_or_default();
+        let unseeded = TunableCode {
+            seeds: Vec::new(),
+            ..self.clone()
+        };
+        let json = serde_json::to_vec(&unseeded).unwrap_or_default();
         blake3::hash(&json).to_hex()[..16].to_string()
     }
 }
@@ -110,6 +140,46 @@ pub struct KernelVersion {
 mod tests {
     use super::*;
     use crate::kernel_info::ProblemDimension;
+
+    #[test]
+    fn only_seeds_within_the_parameters_values_are_kept_and_they_leave_the_hash_as_it_was() {
+        let params = vec![
+            TunableParameter {
+                name: "block_size_x".into(),
+                values: vec![16, 32],
+            },
+            TunableParameter {
+                name: "tile".into(),
+                values: vec![1, 2],
+            },
+        ];
+        let seed = |pairs: &[(&str, i64)]| -> BTreeMap<String, i64> {
+            pairs.iter().map(|(n, v)| (n.to_string(), *v)).collect()
+        };
+        let expected = vec![
+            seed(&[("block_size_x", 32), ("tile", 2)]),
+            seed(&[("tile", 1)]),
+            seed(&[("block_size_x", 64)]),
+            seed(&[("renamed", 1)]),
+            seed(&[]),
+        ];
+        let kept = TunableCode::usable_seeds(&expected, &params);
+        assert_eq!(kept, expected[..2].to_vec());
+        let code = TunableCode {
+            code: "k".into(),
+            parameters: params,
+            restrictions: vec![],
+            grid_divisors: default_grid_divisors(),
+            dynamic_shared_memory: None,
+            seeds: Vec::new(),
+        };
+        assert!(!serde_json::to_string(&code).unwrap().contains("seeds"));
+        let seeded = TunableCode {
+            seeds: kept,
+            ..code.clone()
+        };
+        assert_eq!(seeded.content_hash(), code.content_hash());
+    }
 
     /// A 2-D kernel launched with 16 x 16 blocks.
     fn matmul_info() -> KernelInfo {

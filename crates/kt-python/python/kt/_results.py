@@ -33,6 +33,9 @@ def _entry(m, verdict, names):
     entry["kt_gbps"] = m.get("gbps")
     entry["kt_registers"] = m.get("registers")
     entry["kt_from_cache"] = m.get("from_cache", False)
+    # a configuration that lost the race: the evidence (samples, median, fastest, best, bound in ms)
+    if timing.get("race"):
+        entry["kt_aborted_early"] = timing["race"]
     return entry
 
 
@@ -57,6 +60,8 @@ def _env(result, request, best):
         "kt_verified": any(a.get("answer") for a in request["arguments"]),
         # where the tuner's time went (ms): worker start, uploads, compilation, reference, the search
         "kt_phases": phases,
+        # the GPU time the ranking needed beside the tuning's wall time (ms) and their ratio
+        "kt_tuning_efficiency": result.get("efficiency"),
     }
 
 

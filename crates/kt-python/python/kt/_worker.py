@@ -14,8 +14,19 @@ FAKE_ENV = "KT_TUNER_FAKE_WORKER"
 
 
 def worker_command():
-    """The worker's command line: this interpreter, importing kt's compiled module and serving."""
-    return [sys.executable, "-c", "import kt._kt as m; m.tuner_worker()"]
+    """The worker's command line: this interpreter loading kt's compiled module from its file and serving.
+
+    It loads the extension alone (``-S``, no ``import kt``): importing the package would import numpy and the
+    rest of ``kt`` first, about half a second before the worker could create its CUDA context, on every call
+    (the compiled module needs none of it)."""
+    from . import _kt
+
+    code = (
+        "import importlib.util as u; "
+        f"s = u.spec_from_file_location('kt._kt', {_kt.__file__!r}); "
+        "m = u.module_from_spec(s); s.loader.exec_module(m); m.tuner_worker()"
+    )
+    return [sys.executable, "-S", "-c", code]
 
 
 def _import_paths():

@@ -8,20 +8,19 @@
 //!   costs cannot leak into it: the worker loads modules eagerly (`CUDA_MODULE_LOADING=EAGER`) and queries
 //!   the function before the run, and when a second sample exists and the first is more than
 //!   `warmup_outlier` above it, the first is discarded as a warm-up ([`TimingPolicy::first_is_warmup`]).
-//! - A configuration stops after one or two samples when even its *fastest* sample is slower than the best
-//!   median so far by more than a margin ([`TimingPolicy::is_hopeless`]): the margin is
-//!   max(`slower_margin`, `noise_sigmas` × the best's per-sample relative noise). A launch cannot run faster
-//!   than the kernel does; interference, clocks and launch latency only add time, so for a configuration
-//!   that is truly at least as fast as the best to be dropped, every one of its samples must have been
-//!   inflated by more than that margin: with the defaults 15% and 8σ, at the 1–2% noise seen for
-//!   millisecond kernels, that is more than seven standard deviations of the measured noise. A configuration
-//!   within the margin is sampled like every other contender: at least `min_reps` samples.
+//! - Racing (`crate::check::racing`): a configuration stops as soon as even its *fastest* sample is slower
+//!   than the best median so far by more than a margin that shrinks with the samples taken
+//!   ([`TimingPolicy::race`]): one sample beyond max(`slower_margin`, `noise_sigmas` × the best's per-sample
+//!   relative noise), n samples beyond that divided by n (resp. √n for the noise term). A configuration
+//!   within the margin is a contender and is sampled to the target error, like the best.
 
 use serde::{Deserialize, Serialize};
 
+use crate::check::race_evidence::RaceEvidence;
+
 /// Per-sample relative noise assumed for a best whose noise was not measured: large, so the early stop
 /// stays conservative (a 40% margin with the default 8σ).
-const UNKNOWN_NOISE: f64 = 0.05;
+pub(crate) const UNKNOWN_NOISE: f64 = 0.05;
 
 /// How long to keep sampling one configuration.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -127,7 +126,8 @@ impl TimingPolicy {
         if n == 0 {
             return true;
         }
-        if n < self.min_reps && self.is_hopeless(samples, best) {
+        // racing (`crate::check::racing`): a configuration that lost stops, before or after `min_reps`
+        if self.is_hopeless(samples, best) {
             return false;
         }
         if n < self.min_reps {
@@ -147,15 +147,10 @@ impl TimingPolicy {
         self.slower_margin.max(self.noise_sigmas * noise)
     }
 
-    /// Whether even the fastest of these samples is slower than the best by more than the margin.
+    /// Whether even the fastest of these samples is slower than the best by more than the race's margin for
+    /// this many samples ([`TimingPolicy::race`]).
     pub fn is_hopeless(&self, samples: &[f64], best: Option<Baseline>) -> bool {
-        let Some(best) = best.filter(|b| b.ms.is_finite() && b.ms > 0.0) else {
-            return false;
-        };
-        let Some(fastest) = samples.iter().copied().min_by(f64::total_cmp) else {
-            return false;
-        };
-        fastest > best.ms * (1.0 + self.stop_margin(best.noise))
+        self.race(samples, best).is_some()
     }
 
     /// Whether the verifying run's sample `first` is a warm-up next to the following sample `second`.
@@ -176,8 +171,11 @@ pub struct TimingStats {
     #[serde(default)]
     pub rel_error: f64,
     pub samples_ms: Vec<f64>,
-    /// True when sampling stopped before `min_reps` because it was far slower than the best so far.
+    /// True when sampling stopped because the configuration lost the race against the best so far.
     pub aborted_early: bool,
+    /// The evidence it lost on, when `aborted_early` (absent in results written before racing).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub race: Option<RaceEvidence>,
     /// True when the verifying run's sample was dropped as a warm-up.
     #[serde(default)]
     pub warmup_discarded: bool,
@@ -221,6 +219,7 @@ impl TimingStats {
             },
             samples_ms: samples.to_vec(),
             aborted_early: false,
+            race: None,
             warmup_discarded: false,
         })
     }
@@ -325,8 +324,9 @@ mod tests {
     fn stop_decision_uses_the_fastest_sample() {
         // a config is hopeless only when even its fastest sample is beyond the margin (23 ms here)
         let p = TimingPolicy::default();
-        assert!(!p.is_hopeless(&[25.0, 22.0], best(20.0, 0.01)));
-        assert!(p.is_hopeless(&[25.0, 23.5], best(20.0, 0.01)));
+        // two samples: margin 7.5 % (21.5 ms)
+        assert!(!p.is_hopeless(&[25.0, 21.4], best(20.0, 0.01)));
+        assert!(p.is_hopeless(&[25.0, 21.6], best(20.0, 0.01)));
         assert!(!p.is_hopeless(&[25.0], None));
     }
 
@@ -335,9 +335,9 @@ mod tests {
         let p = TimingPolicy::default();
         let stream = [20.3, 20.1, 20.2, 20.25, 20.15, 20.2];
         assert!(samples_taken(&p, &stream, best(20.0, 0.01)) >= p.min_reps as usize);
-        // 14% slower is inside the 15% floor: still a contender
+        // 14% slower is inside the one-sample 15% floor, but two such samples lose the race
         let stream = [22.8, 22.8, 22.8, 22.8];
-        assert!(samples_taken(&p, &stream, best(20.0, 0.01)) >= 3);
+        assert_eq!(samples_taken(&p, &stream, best(20.0, 0.01)), 2);
     }
 
     #[test]
@@ -345,7 +345,11 @@ mod tests {
         let p = TimingPolicy::default();
         // 4% sample noise: margin 32%, so 1.3x slower is not enough evidence to stop
         assert!((p.stop_margin(Some(0.04)) - 0.32).abs() < 1e-12);
-        assert!(samples_taken(&p, &[26.0, 26.0, 26.0, 26.0], best(20.0, 0.04)) >= 3);
+        assert_eq!(
+            samples_taken(&p, &[26.0, 26.0, 26.0, 26.0], best(20.0, 0.04)),
+            2
+        );
+        assert!(samples_taken(&p, &[22.0, 22.0, 22.0, 22.0], best(20.0, 0.04)) >= 3);
         assert_eq!(samples_taken(&p, &[30.0, 30.0, 30.0], best(20.0, 0.04)), 1);
         // unknown noise: conservative 40%
         assert!((p.stop_margin(None) - 0.40).abs() < 1e-12);

@@ -74,10 +74,12 @@ pub fn take_samples<E>(
         rel_error: 0.0,
         samples_ms: vec![],
         aborted_early: false,
+        race: None,
         warmup_discarded: false,
     });
-    // fewer than min_reps only when the policy found the configuration hopeless
-    s.aborted_early = samples.len() < policy.min_reps as usize;
+    // the race's evidence, when it is what ended the sampling: a configuration that lost to the best
+    s.race = policy.race(&samples, best);
+    s.aborted_early = s.race.is_some();
     s.warmup_discarded = warmup_discarded;
     Ok((s, last))
 }

@@ -11,8 +11,8 @@ use std::sync::mpsc::{Receiver, Sender, channel};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
-use crate::error::TunerError;
 use crate::compile::nvrtc::{self, Program};
+use crate::error::TunerError;
 
 /// The result of compiling one module.
 #[derive(Debug, Clone)]
@@ -205,29 +205,30 @@ impl CompilePool {
                         Err(_) => return,
                     };
                     let Ok(job) = job else { return };
-                    let outcome = crate::compile::nvcc::compile_with_fallback(&job.program, nvcc.as_deref())
-                        .map(|r| {
-                            let o = match r {
-                                Ok(c) => ModuleOutcome::Compiled {
-                                    key: job.key.clone(),
-                                    cubin: Arc::new(c.cubin),
-                                    log: c.log,
-                                    ms: c.ms,
-                                    from_disk: false,
-                                    lowered_name: c.lowered_name,
-                                },
-                                Err(f) => ModuleOutcome::Failed {
-                                    key: job.key.clone(),
-                                    log: f.log,
-                                },
-                            };
-                            disk.store(&o);
-                            let o = Arc::new(o);
-                            if let Ok(mut m) = memory.lock() {
-                                m.insert(job.key.clone(), o.clone());
-                            }
-                            o
-                        });
+                    let outcome =
+                        crate::compile::nvcc::compile_with_fallback(&job.program, nvcc.as_deref())
+                            .map(|r| {
+                                let o = match r {
+                                    Ok(c) => ModuleOutcome::Compiled {
+                                        key: job.key.clone(),
+                                        cubin: Arc::new(c.cubin),
+                                        log: c.log,
+                                        ms: c.ms,
+                                        from_disk: false,
+                                        lowered_name: c.lowered_name,
+                                    },
+                                    Err(f) => ModuleOutcome::Failed {
+                                        key: job.key.clone(),
+                                        log: f.log,
+                                    },
+                                };
+                                disk.store(&o);
+                                let o = Arc::new(o);
+                                if let Ok(mut m) = memory.lock() {
+                                    m.insert(job.key.clone(), o.clone());
+                                }
+                                o
+                            });
                     if tx.send((job.ticket, outcome)).is_err() {
                         return;
                     }

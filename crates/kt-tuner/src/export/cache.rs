@@ -8,7 +8,6 @@ use std::collections::HashMap;
 use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
 
-
 use crate::error::TunerError;
 use crate::model::outcome::Measurement;
 use crate::model::space::Config;

@@ -129,6 +129,11 @@ pub fn entry(m: &Measurement, timestamp: &str) -> Ordered {
         }
         e.push("kt_per_test_ms", json!(m.per_test_ms));
         e.push("kt_verdict", json!(m.verdict.short()));
+        // a configuration that lost the race has fewer `times` than the policy's minimum: still a valid entry
+        // (Kernel Tuner reads `time`; its `times` has no fixed length), and the evidence says why
+        if let Some(race) = m.timing.as_ref().and_then(|t| t.race) {
+            e.push("kt_aborted_early", json!(race));
+        }
     } else {
         let failure = if m.verdict.is_ok() {
             Verdict::Invalid {
@@ -190,6 +195,40 @@ mod tests {
         assert!(
             text.starts_with(r#"{"block_size_x":64,"time":3.0,"times""#),
             "{text}"
+        );
+    }
+
+    #[test]
+    fn a_configuration_that_lost_the_race_is_a_valid_entry_with_its_evidence() {
+        let policy = crate::check::measure::TimingPolicy::default();
+        let best = Some(crate::check::measure::Baseline {
+            ms: 1.0,
+            noise: Some(0.01),
+        });
+        let (stats, _) = crate::check::sampling::take_samples::<()>(
+            &policy,
+            best,
+            Some(crate::check::sampling::FirstSample(2.0)),
+            None,
+            &mut |_| Ok(2.0),
+        )
+        .unwrap();
+        let mut m = Measurement::synthetic(cfg(8), Verdict::Ok, Some(2.0));
+        m.timing = Some(stats);
+        assert!(usable(&m));
+        let v = serde_json::to_value(entry(&m, "t")).unwrap();
+        assert_eq!(v["time"], json!(2.0));
+        assert_eq!(v["times"], json!([2.0]));
+        assert_eq!(v["kt_aborted_early"]["samples"], json!(1));
+        assert_eq!(v["kt_aborted_early"]["best_ms"], json!(1.0));
+        assert!((v["kt_aborted_early"]["bound_ms"].as_f64().unwrap() - 1.15).abs() < 1e-9);
+        // a contender has no such key
+        let contender = Measurement::synthetic(cfg(16), Verdict::Ok, Some(1.0));
+        assert!(
+            serde_json::to_value(entry(&contender, "t"))
+                .unwrap()
+                .get("kt_aborted_early")
+                .is_none()
         );
     }
 

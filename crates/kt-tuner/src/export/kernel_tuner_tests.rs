@@ -108,6 +108,7 @@ fn result(measurements: Vec<Measurement>) -> TuneResult {
         peak_fp32_gflops: None,
         worker_restarts: 0,
         theoretical_peaks: None,
+        efficiency: None,
     }
 }
 

@@ -5,12 +5,12 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::model::geometry::LaunchDims;
 use crate::check::guard::GuardBreach;
 use crate::check::measure::TimingStats;
-use crate::search::Strategy;
-use crate::model::space::Config;
 use crate::check::verify::OutputReport;
+use crate::model::geometry::LaunchDims;
+use crate::model::space::Config;
+use crate::search::Strategy;
 use crate::worker::protocol::{DeviceInfo, RecordedOutput, RunOutcome};
 
 /// What happened to one configuration.
@@ -233,6 +233,9 @@ pub struct Measurement {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub peak_note: Option<String>,
     pub from_cache: bool,
+    /// GPU time of its timed launches over every test, spent and needed (`kt_record::tuning_efficiency`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu: Option<kt_record::GpuTime>,
 }
 
 impl Measurement {
@@ -264,6 +267,7 @@ impl Measurement {
             percent_of_peak: None,
             peak_note: None,
             from_cache: false,
+            gpu: None,
         }
     }
 }
@@ -306,6 +310,9 @@ pub struct TuneResult {
     /// The device's theoretical DRAM bandwidth and FP32 rate: the ceilings % of peak is taken against.
     #[serde(default)]
     pub theoretical_peaks: Option<kt_profile::DevicePeaks>,
+    /// The GPU time the tuning's ranking needed beside its wall time (`kt_record::tuning_efficiency`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub efficiency: Option<kt_record::TuningEfficiency>,
 }
 
 impl TuneResult {
@@ -317,7 +324,10 @@ impl TuneResult {
     /// Also says when the default launch is the best because nothing of the space that verified is faster.
     pub fn slower_best_note(&self) -> Option<String> {
         let default = self.reference.as_ref()?;
-        let default_wins = self.best.as_ref().is_some_and(|b| b.config == default.config)
+        let default_wins = self
+            .best
+            .as_ref()
+            .is_some_and(|b| b.config == default.config)
             && self
                 .measurements
                 .iter()
@@ -343,7 +353,10 @@ pub fn slower_best_note(default: &Measurement, best: Option<&Measurement>) -> Op
     };
     if !default.verdict.is_ok() {
         let consequence = if best.is_some() {
-            format!("so it is not the best{}", if slower { " although faster" } else { "" })
+            format!(
+                "so it is not the best{}",
+                if slower { " although faster" } else { "" }
+            )
         } else {
             "and nothing is delivered: every configuration runs the same code".to_string()
         };

@@ -7,6 +7,7 @@ mod brute_force;
 mod genetic;
 mod greedy;
 mod random;
+pub mod seeded;
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};

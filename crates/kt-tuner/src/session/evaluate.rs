@@ -190,6 +190,8 @@ fn run_on_test(
         return Ok(None);
     };
     let median = stats.median_ms;
+    let gpu = kt_record::GpuTime::of_samples(&stats.samples_ms, stats.aborted_early);
+    m.gpu = Some(m.gpu.unwrap_or_default() + gpu);
     if !stats.aborted_early {
         let noise = Some(stats.sample_noise());
         if bench.best_per_test[i].is_none_or(|b| median < b.ms) {

@@ -33,6 +33,10 @@ pub struct TuneOptions {
     /// reused, not run again (export::import decides which).
     #[serde(default)]
     pub kernel_tuner_cache: Option<PathBuf>,
+    /// Configurations to measure before the strategy's own (`search::seeded`); each may name only some
+    /// parameters.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub seeds: Vec<Config>,
 }
 
 impl Default for TuneOptions {
@@ -46,6 +50,7 @@ impl Default for TuneOptions {
             results_cache: None,
             measure_peak: true,
             kernel_tuner_cache: None,
+            seeds: Vec::new(),
         }
     }
 }

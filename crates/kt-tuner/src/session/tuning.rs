@@ -82,6 +82,14 @@ pub(crate) fn tune(
     };
     phases.total_ms = start.elapsed().as_secs_f64() * 1e3;
     log_phases(kernel, measurements.len(), &phases, &t_bench);
+    // what this tuning measured: results read from a cache cost it no GPU time
+    let efficiency = kt_record::TuningEfficiency::new(
+        measurements
+            .iter()
+            .filter(|m| !m.from_cache)
+            .filter_map(|m| m.gpu),
+        phases.total_ms,
+    );
 
     let result = TuneResult {
         kernel_name: kernel.kernel_name.clone(),
@@ -96,6 +104,7 @@ pub(crate) fn tune(
         peak_fp32_gflops: peaks.fp32_gflops,
         worker_restarts: e.link.restarts(),
         theoretical_peaks: peaks.theoretical,
+        efficiency: Some(efficiency),
     };
     Ok(with_shares_of_peak(
         result,
@@ -138,7 +147,10 @@ fn compile_ahead(
     let reference = e
         .queue
         .submit(kernel, &plan.reference, &plan.scalars0, plan.grid_defines)?;
-    let mut strategy = options.strategy.build(options.seed);
+    let mut strategy = crate::search::seeded::Seeded::wrap(
+        options.seeds.clone(),
+        options.strategy.build(options.seed),
+    );
     let mut prefetched: Vec<usize> = strategy.next_batch(&plan.space, &History::default());
     if let Some(m) = options.limits.max_evals {
         prefetched.truncate(m);

@@ -10,7 +10,8 @@
 //! on a simulated kernel that is ten times faster when it finds its output written. `lazy-late` plays a
 //! launch counter that waits past the timed samples: its last timed launch is right, and the late check
 //! after many launches (`crate::check::late_check`), when the policy asks for one, finds its output unwritten.
-//! As the real worker, it refuses a launch on a test that was never uploaded.
+//! As the real worker, it refuses a launch on a test that was never uploaded, and it races: a `Run` is sampled
+//! by the request's timing policy against its best so far.
 
 use std::io::Write;
 
@@ -81,7 +82,9 @@ impl Fake {
                 }),
                 false,
             ),
-            Request::Run { run } => self.hack(&run, self.launch(run.dims.block[0], &[])),
+            Request::Run { run } => {
+                self.hack(&run, raced(&run, self.launch(run.dims.block[0], &[])))
+            }
             Request::Reference { run } => self.reference(&run),
             Request::RecordOutputs { run, files } => self.launch(run.dims.block[0], &files),
             Request::Repeat { run, runs } if self.mode == "nondeterministic" => {
@@ -205,6 +208,24 @@ impl Fake {
             }
         }
     }
+}
+
+/// A run's samples as the GPU worker takes them: its timing policy against the best so far (racing), every
+/// launch of the simulated kernel taking the launch's fixed time.
+fn raced(run: &RunRequest, (reply, exits): (Reply, bool)) -> (Reply, bool) {
+    use crate::check::sampling::{FirstSample, take_samples};
+    let (Reply::Ran(mut o), Some(policy)) = (reply.clone(), run.timing.as_ref()) else {
+        return (reply, exits);
+    };
+    let Some(ms) = o.timing.as_ref().map(|t| t.median_ms) else {
+        return (reply, exits);
+    };
+    let first = run.verify.then_some(FirstSample(ms));
+    let Ok((stats, _)) = take_samples::<()>(policy, run.best, first, None, &mut |_| Ok(ms)) else {
+        return (reply, exits);
+    };
+    o.timing = Some(stats);
+    (Reply::Ran(o), exits)
 }
 
 fn first_array(run: &RunRequest) -> Option<String> {

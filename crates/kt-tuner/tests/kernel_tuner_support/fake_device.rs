@@ -143,6 +143,7 @@ impl FakeRun {
             peak_fp32_gflops: None,
             worker_restarts: 0,
             theoretical_peaks: None,
+            efficiency: None,
         };
         FakeRun {
             kernel,

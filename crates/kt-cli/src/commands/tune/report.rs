@@ -158,6 +158,26 @@ fn print_summary(r: &TuneResult, tests: &TestSet) {
         p.compile_cpu_ms,
         p.total_ms
     );
+    if let Some(line) = efficiency_line(r.efficiency.as_ref(), &r.measurements) {
+        println!("{line}");
+    }
+}
+
+/// The tuning efficiency and how many configurations lost the race; None for a result without it.
+fn efficiency_line(
+    efficiency: Option<&kt_record::TuningEfficiency>,
+    measurements: &[kt_tuner::Measurement],
+) -> Option<String> {
+    let raced = measurements
+        .iter()
+        .filter(|m| m.timing.as_ref().is_some_and(|t| t.aborted_early))
+        .count();
+    efficiency.map(|e| {
+        format!(
+            "{}; {raced} configuration(s) stopped early, having lost the race against the best",
+            e.describe()
+        )
+    })
 }
 
 /// What `% of peak` is measured against.
@@ -212,6 +232,25 @@ mod tests {
                 })
                 .collect(),
         }
+    }
+
+    #[test]
+    fn the_efficiency_line_counts_the_configurations_that_lost_the_race() {
+        use kt_tuner::{Config, Measurement, Verdict};
+        let mut lost = Measurement::synthetic(Config::ints([("b", 1)]), Verdict::Ok, Some(4.0));
+        if let Some(t) = lost.timing.as_mut() {
+            t.aborted_early = true;
+        }
+        let best = Measurement::synthetic(Config::ints([("b", 2)]), Verdict::Ok, Some(1.0));
+        let gpu = [
+            kt_record::GpuTime::of_samples(&[1.0, 1.0, 1.0], false),
+            kt_record::GpuTime::of_samples(&[4.0], true),
+        ];
+        let e = kt_record::TuningEfficiency::new(gpu, 14.0);
+        let line = efficiency_line(Some(&e), &[lost, best]).unwrap();
+        assert!(line.starts_with("tuning efficiency 50.0 %"), "{line}");
+        assert!(line.contains("; 1 configuration(s) stopped early"), "{line}");
+        assert_eq!(efficiency_line(None, &[]), None);
     }
 
     #[test]

@@ -116,6 +116,7 @@ mod tests {
             restrictions: vec![],
             grid_divisors: default_grid_divisors(),
             dynamic_shared_memory: None,
+            seeds: Vec::new(),
         }
     }
 

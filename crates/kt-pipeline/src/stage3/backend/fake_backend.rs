@@ -79,6 +79,7 @@ impl FakeBackend {
                 configs_failed: 0,
                 percent_of_peak: None,
                 gflops: None,
+                efficiency: None,
             })
             .collect();
         Self {
@@ -201,6 +202,7 @@ impl FakeBackend {
             configs_failed: 0,
             percent_of_peak: self.percent_at(time_ms),
             gflops: self.gflops_at(time_ms),
+            efficiency: None,
         };
         let Some(marker) = marker else {
             return verified(self.reference_ms, self.reference_ms * 0.01);
@@ -327,6 +329,7 @@ impl TuningBackend for FakeBackend {
                 configs_failed,
                 percent_of_peak,
                 gflops,
+                efficiency,
                 ..
             }) => {
                 // The queued time stands for the best configuration: report the kernel's own parameters.
@@ -348,6 +351,7 @@ impl TuningBackend for FakeBackend {
                     configs_failed,
                     percent_of_peak: percent_of_peak.or_else(|| self.percent_at(time_ms)),
                     gflops: gflops.or_else(|| self.gflops_at(time_ms)),
+                    efficiency,
                 }
             }
             Some(other) => other,
@@ -419,6 +423,7 @@ mod tests {
             restrictions: vec![],
             grid_divisors: crate::stage3::tunable_code::default_grid_divisors(),
             dynamic_shared_memory: None,
+            seeds: Vec::new(),
         }
     }
 

@@ -63,6 +63,7 @@ pub(in crate::stage3) fn outcome(tuned: &Tuned) -> Outcome {
             configs_failed: failed,
             percent_of_peak: best.percent_of_peak,
             gflops: best.gflops,
+            efficiency: result.efficiency,
         };
     }
     // No configuration verified: report the most telling failure (wrong answers first, then crashes,
@@ -200,6 +201,7 @@ pub(crate) mod tests {
             peak_fp32_gflops: None,
             worker_restarts: 0,
             theoretical_peaks: None,
+            efficiency: None,
         }
     }
 

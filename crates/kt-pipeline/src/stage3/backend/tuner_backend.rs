@@ -282,7 +282,15 @@ impl TuningBackend for TunerBackend {
     ) -> Result<Outcome, BackendError> {
         let tk = self.to_tuner_kernel(kernel);
         let hash = kernel.content_hash();
-        let options = self.options(&hash);
+        let options = TuneOptions {
+            // the configurations the rewrite expects to win are measured first
+            seeds: kernel
+                .seeds
+                .iter()
+                .map(|s| kt_tuner::Config::ints(s.iter().map(|(n, v)| (n.as_str(), *v))))
+                .collect(),
+            ..self.options(&hash)
+        };
         match self.tune(label, tk.clone(), options, progress).await? {
             Ok(tuned) => {
                 let outcome = tuned_outcome::outcome(&tuned);

@@ -36,6 +36,10 @@ pub enum Outcome {
         /// Achieved GFLOP/s on the first test, when the kernel's FLOP count is known.
         #[serde(default)]
         gflops: Option<f64>,
+        /// The GPU time this tuning's ranking needed beside its wall time; absent in recorded outcomes from
+        /// before kt measured it (they replay unchanged).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        efficiency: Option<kt_record::TuningEfficiency>,
     },
     /// No configuration compiled; `log` is the compiler's output for a representative one.
     CompileError { config: String, log: String },

@@ -15,8 +15,8 @@ use crate::stage3::context::Stage3Context;
 pub use crate::stage3::profiling::profile_record::ProfileRecord;
 use crate::stage3::state::Stage3State;
 use crate::stage3::tunable_code::ORIGINAL_STEP;
-pub use kt_record::{RunProfiles, RunRoofline};
 use crate::strategy::ProfilePrompt;
+pub use kt_record::{RunProfiles, RunRoofline};
 
 /// The profiles of a run for result.json; `wall_s` is the run's wall time (for the overhead). None when no
 /// profiling was attempted (a run that stopped before its baseline).
@@ -91,7 +91,10 @@ pub(crate) fn prompt_profile(
 pub(crate) fn ceiling_sentence(state: &Stage3State) -> Option<String> {
     let best = state.best.as_ref()?;
     let reference = state.reference.as_ref()?;
-    let (peaks, intensity) = (reference.theoretical_peaks?, reference.arithmetic_intensity?);
+    let (peaks, intensity) = (
+        reference.theoretical_peaks?,
+        reference.arithmetic_intensity?,
+    );
     let share = best.percent_of_peak?;
     let memory_roof = peaks.bandwidth_gb_s * intensity;
     let (roof, bound) = if memory_roof < peaks.fp32_gflop_s {
@@ -264,6 +267,7 @@ mod tests {
                 restrictions: Vec::new(),
                 grid_divisors: Default::default(),
                 dynamic_shared_memory: None,
+                seeds: Vec::new(),
             },
             time_ms: 1.0,
             noise_ms: 0.01,
@@ -292,6 +296,7 @@ mod tests {
                 restrictions: Vec::new(),
                 grid_divisors: Default::default(),
                 dynamic_shared_memory: None,
+                seeds: Vec::new(),
             },
             time_ms: 1.0,
             noise_ms: 0.01,
@@ -308,11 +313,19 @@ mod tests {
         };
         // 170 FLOP/byte x 3350 GB/s is above 66.9 TFLOP/s: compute-bound
         let s = ceiling_sentence(&state).unwrap();
-        assert!(s.contains("the FP32 rate (66900 GFLOP/s") && s.contains("41 %") && s.contains("2.4x"), "{s}");
+        assert!(
+            s.contains("the FP32 rate (66900 GFLOP/s") && s.contains("41 %") && s.contains("2.4x"),
+            "{s}"
+        );
         state.reference.as_mut().unwrap().arithmetic_intensity = Some(0.25);
         state.best = Some(best(Some(180.0)));
         let s = ceiling_sentence(&state).unwrap();
-        assert!(s.contains("memory bandwidth (838 GFLOP/s") && s.contains("180 %") && s.contains("at it"), "{s}");
+        assert!(
+            s.contains("memory bandwidth (838 GFLOP/s")
+                && s.contains("180 %")
+                && s.contains("at it"),
+            "{s}"
+        );
         assert_eq!(
             with_ceiling(Some("profile".into()), &state).unwrap(),
             format!("profile\n{s}")

@@ -125,10 +125,11 @@ pub(super) fn run(
         } else if !r.verify && !reference {
             // warm-up: not a sample, but timed so a hopeless configuration can stop here
             let ms = launcher.launch(s.func, r.dims, &mut s.params, true)?;
-            if policy.is_hopeless(&[ms], r.best) {
+            if let Some(evidence) = policy.race(&[ms], r.best) {
                 let mut stats = TimingStats::from_samples(&[ms])
                     .ok_or_else(|| crashed(GpuError::Missing("no samples".into())))?;
                 stats.aborted_early = true;
+                stats.race = Some(evidence);
                 outcome.timing = Some(stats);
                 return Ok(outcome);
             }

@@ -136,6 +136,7 @@ fn draft(code: &str, parameters: &[TunableParameter], divisors: &[Vec<String>; 3
         restrictions: Vec::new(),
         grid_divisors: divisors.clone(),
         dynamic_shared_memory: None,
+        seeds: Vec::new(),
     }
 }
 
@@ -189,6 +190,7 @@ impl Apply {
             grid_divisors: p.grid_divisors,
             dynamic_shared_memory: p.dynamic_shared_memory,
             explanation: "code-first: the parameters were asked for separately".into(),
+            expected_best: Vec::new(),
         })
     }
 
@@ -222,6 +224,7 @@ impl Apply {
 
         let mut kernel = draft(&named.code, &named.parameters, &named.divisors);
         kernel.dynamic_shared_memory = rewrite.dynamic_shared_memory.clone();
+        kernel.seeds = TunableCode::usable_seeds(&rewrite.expected_best, &kernel.parameters);
         kernel.restrictions = self.restrictions(ctx, &kernel, calls).await?;
         let outcome = self.evaluate(ctx, step, &kernel).await?;
         Ok((kernel, outcome, rewrite.explanation))

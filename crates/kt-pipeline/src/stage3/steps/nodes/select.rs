@@ -285,6 +285,7 @@ mod tests {
                 restrictions: vec![],
                 grid_divisors: crate::stage3::tunable_code::default_grid_divisors(),
                 dynamic_shared_memory: None,
+                seeds: Vec::new(),
             },
             time_ms,
             noise_ms,
