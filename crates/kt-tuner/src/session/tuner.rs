@@ -223,7 +223,9 @@ impl Tuner {
     /// Runs `candidate` at `config` on every test of `tests` once and twice more (same inputs, outputs
     /// freshly poisoned), uploading those no `verify` uploaded first: the runs are compared with each other,
     /// not with expected values. `Verdict::Nondeterministic` with the first differing index when the reruns
-    /// disagree, `Verdict::Ok` when they agree.
+    /// disagree, `Verdict::Ok` when they agree. Outputs are poisoned before a rerun only where a `verify` of
+    /// these tests has shown that the reference overwrites them; until then every rerun starts from the
+    /// outputs' initial contents (poisoning an output a kernel accumulates into would make reruns differ).
     pub fn check_determinism(
         &mut self,
         candidate: &TunableKernel,
