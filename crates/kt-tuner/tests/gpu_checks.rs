@@ -185,7 +185,13 @@ fn reruns_with_the_same_nans_agree() {
     // them (poisoning an output a kernel accumulates into would make every rerun differ): a verify first,
     // as every kt command does, whose verdict on the lazy kernel does not matter here.
     let _ = t
-        .verify(&kernel("n"), &block(256), &kernel("n - 1"), &block(256), &tests)
+        .verify(
+            &kernel("n"),
+            &block(256),
+            &kernel("n - 1"),
+            &block(256),
+            &tests,
+        )
         .unwrap();
     // an element never written holds poison after the poisoned run and its initial zero after the run
     // started from the initial contents (what a kernel that skips written outputs would show): named

@@ -147,7 +147,10 @@ impl FakeBackend {
     /// Share (%) of the binding roofline ceiling of a kernel taking `time_ms`, on a device with roofline facts.
     fn percent_at(&self, time_ms: f64) -> Option<f64> {
         let r = self.roofline?;
-        let ceiling = r.peaks.fp32_gflop_s.min(r.intensity * r.peaks.bandwidth_gb_s);
+        let ceiling = r
+            .peaks
+            .fp32_gflop_s
+            .min(r.intensity * r.peaks.bandwidth_gb_s);
         Some(100.0 * self.gflops_at(time_ms)? / ceiling)
     }
 

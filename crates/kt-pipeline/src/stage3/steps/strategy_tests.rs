@@ -119,11 +119,18 @@ async fn explicit_keeps_a_step_others_build_on_when_it_is_as_fast_but_not_faster
     let s = run(&h).await.unwrap();
     assert_eq!(s.history[0].status, StepStatus::Accepted);
     assert!(
-        s.history[0].reason.contains("kept as the base of the steps that build on it"),
+        s.history[0]
+            .reason
+            .contains("kept as the base of the steps that build on it"),
         "{}",
         s.history[0].reason
     );
-    assert_eq!(s.history[1].status, StepStatus::NotWorthIt, "{:?}", statuses(&s));
+    assert_eq!(
+        s.history[1].status,
+        StepStatus::NotWorthIt,
+        "{:?}",
+        statuses(&s)
+    );
     assert_eq!(best_time(&s), 20.1);
 }
 
@@ -139,7 +146,9 @@ async fn explicit_rejects_a_step_others_build_on_when_it_is_slower() {
     let s = run(&h).await.unwrap();
     assert_eq!(s.history[0].status, StepStatus::Rejected);
     assert!(
-        s.history[1..].iter().all(|r| r.status == StepStatus::Skipped),
+        s.history[1..]
+            .iter()
+            .all(|r| r.status == StepStatus::Skipped),
         "{:?}",
         statuses(&s)
     );

@@ -317,8 +317,14 @@ mod tests {
     fn as_fast_allows_the_noise_and_one_percent_but_not_more() {
         let best = version(10.0, 0.2);
         assert!(is_as_fast(&best, 9.0, 0.1), "faster is as fast");
-        assert!(is_as_fast(&best, 10.25, 0.1), "0.25 ms slower < 0.2 ms noise + 0.1 ms");
+        assert!(
+            is_as_fast(&best, 10.25, 0.1),
+            "0.25 ms slower < 0.2 ms noise + 0.1 ms"
+        );
         assert!(!is_as_fast(&best, 10.4, 0.1), "0.4 ms slower > 0.3 ms");
-        assert!(is_as_fast(&best, 10.4, 0.35), "the candidate's own noise counts");
+        assert!(
+            is_as_fast(&best, 10.4, 0.35),
+            "the candidate's own noise counts"
+        );
     }
 }
