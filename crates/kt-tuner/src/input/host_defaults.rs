@@ -6,7 +6,7 @@
 
 use kt_cuda::HostLaunch;
 
-use crate::input::LoadedKernel;
+use crate::input::loaded_kernel::LoadedKernel;
 
 const XYZ: [char; 3] = ['x', 'y', 'z'];
 

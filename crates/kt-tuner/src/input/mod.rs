@@ -16,6 +16,7 @@ pub mod derived;
 mod host_defaults;
 mod instances;
 mod load;
+mod loaded_kernel;
 pub mod suite;
 mod tests_for;
 pub mod tune_call;
