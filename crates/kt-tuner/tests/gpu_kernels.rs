@@ -176,3 +176,27 @@ fn a_wrong_result_is_reported_as_a_wrong_answer() {
     let v = verdict_of(&kernel(src, "scale"));
     assert!(matches!(v, Verdict::WrongAnswer { .. }), "{v:?}");
 }
+
+#[test]
+#[ignore = "needs a GPU"]
+fn host_typedefs_and_gcc_builtins_compile_under_nvrtc_without_nvcc() {
+    // what kernels written for nvcc use from glibc and gcc: NVRTC alone knows none of it (probe.py)
+    let src = "constexpr float BIG = INFINITY;\n__device__ const float LOW = -HUGE_VALF;\n\
+               __global__ void k(uint *counts, ulong n, float *out) {\n\
+               ushort s = 1; uchar c = 2;\n\
+               uint i = blockIdx.x * blockDim.x + threadIdx.x;\n\
+               if (i < n) {\n\
+                 counts[i] = __builtin_popcount(i) + __builtin_clz(i | 1) + s + c;\n\
+                 float v = fminf(BIG, __builtin_huge_valf()) + LOW;\n\
+                 out[i] = isnan(NAN) && isnan(__builtin_nanf(\"\")) ? __builtin_fabsf(v) : 0.0f;\n\
+               }\n}\n";
+    let unit = format!(
+        "{}{}",
+        kt_tuner::compile::nvrtc_prelude::standard_prelude(src),
+        src
+    );
+    let compiled = kt_tuner::compile::nvrtc::compile(&unit, &[]).unwrap();
+    if let Err(failure) = compiled {
+        panic!("NVRTC refused kt's prelude:\n{unit}\n{}", failure.log);
+    }
+}

@@ -44,7 +44,8 @@ const ASSERT: &str = "#pragma once
 #endif
 ";
 // The math functions are NVRTC built-ins; what math.h adds for device code is its constants (POSIX's
-// M_PI and friends, which kernels such as GELU use).
+// M_PI and friends, which kernels such as GELU use). Its infinities are constant divisions: NVRTC knows
+// none of gcc's `__builtin_huge_valf` family that glibc's expand to (experiments/nvrtc-env/probe.py).
 const MATH_CONSTANTS: &str = "#pragma once
 #ifndef M_PI
 #define M_E 2.71828182845904523536
@@ -62,10 +63,10 @@ const MATH_CONSTANTS: &str = "#pragma once
 #define M_SQRT1_2 0.707106781186547524401
 #endif
 #ifndef INFINITY
-#define INFINITY __builtin_huge_valf()
-#define NAN __builtin_nanf(\"\")
-#define HUGE_VALF __builtin_huge_valf()
-#define HUGE_VAL __builtin_huge_val()
+#define INFINITY (1.0f / 0.0f)
+#define NAN (0.0f / 0.0f)
+#define HUGE_VALF (1.0f / 0.0f)
+#define HUGE_VAL (1.0 / 0.0)
 #endif
 ";
 const CMATH: &str = "#pragma once
@@ -144,112 +145,6 @@ pub fn builtin_headers() -> Vec<(&'static str, &'static str)> {
         ("type_traits", TYPE_TRAITS),
         ("limits", NUMERIC_LIMITS),
     ]
-}
-
-/// What nvcc's compile environment gives every CUDA file whether or not it includes the header — nvcc
-/// compiles with the host's C library in reach, so `M_PI` or `INFINITY` arrive through any header that
-/// includes `<math.h>` (and kt leaves host-only headers out of the unit) — as `(name, definition)`:
-/// the macros of `<math.h>`, `<float.h>`, `<limits.h>`, `<stdint.h>` and `<assert.h>`.
-const STANDARD_MACROS: &[(&str, &str)] = &[
-    ("M_E", "2.71828182845904523536"),
-    ("M_LOG2E", "1.44269504088896340736"),
-    ("M_LOG10E", "0.434294481903251827651"),
-    ("M_LN2", "0.693147180559945309417"),
-    ("M_LN10", "2.30258509299404568402"),
-    ("M_PI", "3.14159265358979323846"),
-    ("M_PI_2", "1.57079632679489661923"),
-    ("M_PI_4", "0.785398163397448309616"),
-    ("M_1_PI", "0.318309886183790671538"),
-    ("M_2_PI", "0.636619772367581343076"),
-    ("M_2_SQRTPI", "1.12837916709551257390"),
-    ("M_SQRT2", "1.41421356237309504880"),
-    ("M_SQRT1_2", "0.707106781186547524401"),
-    ("INFINITY", "__builtin_huge_valf()"),
-    ("NAN", "__builtin_nanf(\"\")"),
-    ("HUGE_VALF", "__builtin_huge_valf()"),
-    ("HUGE_VAL", "__builtin_huge_val()"),
-    ("FLT_MAX", "3.402823466e+38F"),
-    ("FLT_MIN", "1.175494351e-38F"),
-    ("FLT_EPSILON", "1.192092896e-07F"),
-    ("DBL_MAX", "1.7976931348623158e+308"),
-    ("DBL_MIN", "2.2250738585072014e-308"),
-    ("DBL_EPSILON", "2.2204460492503131e-016"),
-    ("CHAR_BIT", "8"),
-    ("SHRT_MAX", "32767"),
-    ("SHRT_MIN", "(-32768)"),
-    ("USHRT_MAX", "65535"),
-    ("INT_MAX", "2147483647"),
-    ("INT_MIN", "(-2147483647 - 1)"),
-    ("UINT_MAX", "4294967295U"),
-    ("LONG_MAX", "9223372036854775807L"),
-    ("LONG_MIN", "(-9223372036854775807L - 1L)"),
-    ("ULONG_MAX", "18446744073709551615UL"),
-    ("LLONG_MAX", "9223372036854775807LL"),
-    ("LLONG_MIN", "(-9223372036854775807LL - 1LL)"),
-    ("ULLONG_MAX", "18446744073709551615ULL"),
-    ("INT8_MAX", "127"),
-    ("INT8_MIN", "(-128)"),
-    ("UINT8_MAX", "255"),
-    ("INT16_MAX", "32767"),
-    ("INT16_MIN", "(-32768)"),
-    ("UINT16_MAX", "65535"),
-    ("INT32_MAX", "2147483647"),
-    ("INT32_MIN", "(-2147483647 - 1)"),
-    ("UINT32_MAX", "4294967295U"),
-    ("INT64_MAX", "9223372036854775807LL"),
-    ("INT64_MIN", "(-9223372036854775807LL - 1LL)"),
-    ("UINT64_MAX", "18446744073709551615ULL"),
-    ("SIZE_MAX", "18446744073709551615ULL"),
-    ("assert(e)", "((e) ? (void)0 : __trap())"),
-];
-
-/// The fixed-width integer types, for a unit that uses them without including `<stdint.h>`.
-const STANDARD_TYPES: &[(&str, &str)] = &[
-    ("int8_t", "signed char"),
-    ("int16_t", "short"),
-    ("int32_t", "int"),
-    ("int64_t", "long"),
-    ("uint8_t", "unsigned char"),
-    ("uint16_t", "unsigned short"),
-    ("uint32_t", "unsigned int"),
-    ("uint64_t", "unsigned long"),
-    ("intptr_t", "long"),
-    ("uintptr_t", "unsigned long"),
-];
-
-/// The lines to put in front of a unit under NVRTC: the standard macros it uses (each behind `#ifndef`,
-/// so a definition of the unit's own or of a header wins) and the fixed-width types it uses without
-/// including a header that declares them. Nothing for a unit that uses none — the usual case.
-pub fn standard_prelude(unit: &str) -> String {
-    let words: std::collections::HashSet<&str> = unit
-        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-        .filter(|w| !w.is_empty())
-        .collect();
-    let mut out = String::new();
-    for (name, value) in STANDARD_MACROS {
-        let bare = name.split('(').next().unwrap_or(name);
-        if words.contains(bare) {
-            out.push_str(&format!("#ifndef {bare}\n#define {name} {value}\n#endif\n"));
-        }
-    }
-    let declares_types = [
-        "stdint.h",
-        "cstdint",
-        "cuda/std/cstdint",
-        "inttypes.h",
-        "cinttypes",
-    ]
-    .iter()
-    .any(|h| unit.contains(&format!("<{h}>")));
-    if !declares_types {
-        for (name, ty) in STANDARD_TYPES {
-            let own = unit.contains(&format!(" {name};")) || unit.contains(&format!("{name} =")); // typedef/using of its own
-            if words.contains(name) && !own {
-                out.push_str(&format!("typedef {ty} {name};\n"));
-            }
-        }
-    }
-    out
 }
 
 /// The `-I` directories of the CUDA toolkit: its include directory and, where the toolkit keeps libcu++

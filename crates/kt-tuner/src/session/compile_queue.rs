@@ -10,6 +10,7 @@ use crate::compile::device_kernels;
 use crate::compile::headers;
 use crate::compile::module_cache::{CompilePool, ModuleOutcome};
 use crate::compile::nvrtc::{self, Program};
+use crate::compile::nvrtc_prelude;
 use crate::error::TunerError;
 use crate::model::expr::Bindings;
 use crate::model::outcome::Verdict;
@@ -270,7 +271,7 @@ impl CompileQueue {
 }
 
 /// The program NVRTC compiles for `kernel` at `config` on a device of architecture `arch`: the standard
-/// C names the unit uses (`headers::standard_prelude`), the configuration's defines (template parameters excepted) in front of the source, the include directories
+/// C names the unit uses (`nvrtc_prelude::standard_prelude`), the configuration's defines (template parameters excepted) in front of the source, the include directories
 /// (the kernel's, then the toolkit's `cuda_include`), kt's built-in headers and the name expression; plus
 /// the contents of the user headers it includes (part of the module's identity).
 pub fn kernel_program(
@@ -304,7 +305,7 @@ pub fn kernel_program(
         })
         .collect();
     let program = Program {
-        source: headers::standard_prelude(&kernel.source)
+        source: nvrtc_prelude::standard_prelude(&kernel.source)
             + &nvrtc::full_source(&defines, &kernel.source),
         options,
         headers: headers::builtin_headers()
