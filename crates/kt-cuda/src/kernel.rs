@@ -189,6 +189,11 @@ pub struct Kernel {
     /// The file's own launches of the kernel (`kernel<<<grid, block, shmem>>>` in host code), in source order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub host_launches: Vec<crate::host_launch::HostLaunch>,
+    /// Macros the kernel uses that the file gives a default under their own `#ifndef` (Kernel Tuner's
+    /// convention for a tunable parameter), name to default value: tuned when the space names them, their
+    /// default otherwise.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub macro_defaults: std::collections::BTreeMap<String, String>,
 }
 
 impl Kernel {

@@ -73,7 +73,14 @@ pub(crate) fn analyse(prepared: &Prepared, file: &FileScope, found: &FoundKernel
         .iter()
         .map(|d| (d.name.as_str(), d.body.as_str()))
         .collect();
-    let compile_time_names = template_params.iter().map(|p| p.name.clone()).collect();
+    // a macro given a default under its own `#ifndef` is a parameter (Kernel Tuner's convention), tuned
+    // like a template parameter: the launch facts name it rather than its default
+    let macro_defaults = macro_defaults(prepared, &prepared.text[outer.byte_range()]);
+    let compile_time_names = template_params
+        .iter()
+        .map(|p| p.name.clone())
+        .chain(macro_defaults.keys().cloned())
+        .collect();
     let mut scan = Scan::new(prepared, file, &macro_bodies, compile_time_names, &name);
     // the whole definition, not only the body: macros and constants also appear in the parameter list,
     // in `__launch_bounds__` and in template defaults
@@ -83,12 +90,17 @@ pub(crate) fn analyse(prepared: &Prepared, file: &FileScope, found: &FoundKernel
     add_macros_of_macros(&mut scan.macros, &macro_bodies);
 
     let tunable_template_params = tunable_template_names(&template_params);
+    let tuned_names: Vec<String> = tunable_template_params
+        .iter()
+        .chain(macro_defaults.keys())
+        .cloned()
+        .collect();
     let bounds = launch_bounds(prepared, definition);
     let relations = relations::relations(
         prepared,
         outer,
         &relations::Context {
-            template_names: &tunable_template_params,
+            template_names: &tuned_names,
             macro_bodies: &macro_bodies,
             launch_bounds: bounds.as_ref(),
             warp_intrinsics: !scan.warp.is_empty(),
@@ -130,7 +142,27 @@ pub(crate) fn analyse(prepared: &Prepared, file: &FileScope, found: &FoundKernel
         grid_divisors: relations.grid_divisors,
         mutable_globals,
         host_launches,
+        macro_defaults,
     }
+}
+
+/// The `#ifndef NAME` / `#define NAME value` defaults whose name the kernel's text uses, name to value.
+fn macro_defaults(prepared: &Prepared, kernel_text: &str) -> std::collections::BTreeMap<String, String> {
+    let words: std::collections::HashSet<&str> = kernel_text
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .collect();
+    prepared
+        .defines
+        .iter()
+        .filter(|d| d.overridable && !d.function_like && !d.body.is_empty())
+        .filter(|d| words.contains(d.name.as_str()))
+        .map(|d| (d.name.clone(), d.body.clone()))
+        .collect()
+}
+
+/// `block_size_x`, `block_size_y`, `block_size_z`: the names kt and Kernel Tuner give the block itself.
+pub(crate) fn is_block_name(name: &str) -> bool {
+    matches!(name, "block_size_x" | "block_size_y" | "block_size_z")
 }
 
 /// The kernel's launches in the file's host code, located in the user's text.
@@ -548,9 +580,11 @@ impl<'t> Scan<'_, 't> {
                 .is_ok_and(|v| v > 1),
             "identifier" => {
                 let name = self.text(node);
-                // a template parameter is tuned, not fixed: it is offered as a tunable parameter instead
-                !self.compile_time_names.contains(name) && self.file.constants.contains(name)
-                    || self.macro_bodies.get(name).is_some_and(|b| !b.is_empty())
+                // a template parameter (or a macro's `#ifndef` default) is tuned, not fixed: it is offered
+                // as a tunable parameter instead
+                !self.compile_time_names.contains(name)
+                    && (self.file.constants.contains(name)
+                        || self.macro_bodies.get(name).is_some_and(|b| !b.is_empty()))
             }
             _ => false,
         }

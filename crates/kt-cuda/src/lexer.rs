@@ -140,11 +140,16 @@ pub(crate) struct Define {
     /// Byte range of the name.
     pub name_start: usize,
     pub name_end: usize,
+    /// A default, not a fixed value: the line before is `#ifndef NAME` (or `#if !defined(NAME)`), Kernel
+    /// Tuner's way to give a tunable parameter a value for compiles that do not set it.
+    pub overridable: bool,
 }
 
 /// All `#define` directives in token order.
 pub(crate) fn defines(source: &str, tokens: &[Token]) -> Vec<Define> {
     let mut out = Vec::new();
+    // the macro the directive just before tests for being undefined
+    let mut guard: Option<&str> = None;
     let mut i = 0;
     while i < tokens.len() {
         let t = tokens[i];
@@ -152,8 +157,14 @@ pub(crate) fn defines(source: &str, tokens: &[Token]) -> Vec<Define> {
             let members: Vec<&Token> = tokens[i..]
                 .iter()
                 .take_while(|x| x.directive == Some(i))
+                .filter(|m| m.kind != TokenKind::Comment)
                 .collect();
-            let count = members.len();
+            let count = tokens[i..]
+                .iter()
+                .take_while(|x| x.directive == Some(i))
+                .count();
+            let words: Vec<&str> = members.iter().map(|m| m.text(source)).collect();
+            let tested = undefined_test(&words);
             let is_define = members.get(1).is_some_and(|k| k.text(source) == "define");
             if let (true, Some(name)) = (is_define, members.get(2))
                 && name.kind == TokenKind::Ident
@@ -183,14 +194,29 @@ pub(crate) fn defines(source: &str, tokens: &[Token]) -> Vec<Define> {
                     directive_end: line_end(source, last),
                     name_start: name.start,
                     name_end: name.end,
+                    overridable: guard == Some(name.text(source)),
                 });
             }
+            guard = tested;
             i += count;
         } else {
+            if t.kind != TokenKind::Comment {
+                guard = None;
+            }
             i += 1;
         }
     }
     out
+}
+
+/// The macro a directive's words (`#`, keyword, …) test for being undefined: `#ifndef NAME`,
+/// `#if !defined(NAME)` or `#if !defined NAME`.
+fn undefined_test<'s>(words: &[&'s str]) -> Option<&'s str> {
+    match words {
+        [_, "ifndef", name, ..] => Some(name),
+        [_, "if", "!", "defined", "(", name, ")"] | [_, "if", "!", "defined", name] => Some(name),
+        _ => None,
+    }
 }
 
 fn line_end(source: &str, from: usize) -> usize {
@@ -222,6 +248,21 @@ mod tests {
                 (TokenKind::Number, "1.5e-3f".into()),
             ]
         );
+    }
+
+    #[test]
+    fn a_define_under_its_own_ifndef_is_a_default_not_a_fixed_value() {
+        let src = "#ifndef block_size_x\n#define block_size_x 16\n#endif\n\
+                   #if !defined(TILE) // Kernel Tuner sets it\n#define TILE 4\n#endif\n\
+                   #ifndef OTHER\n#define WIDTH 8\n#endif\n\
+                   #ifndef GUARD\nint x;\n#define GUARD 1\n#endif\n#define FIXED 2\n";
+        let d = defines(src, &tokenize(src));
+        let overridable: Vec<(&str, bool)> = d.iter().map(|d| (d.name.as_str(), d.overridable)).collect();
+        assert_eq!(
+            overridable,
+            vec![("block_size_x", true), ("TILE", true), ("WIDTH", false), ("GUARD", false), ("FIXED", false)]
+        );
+        assert_eq!(d[1].body, "4");
     }
 
     #[test]

@@ -41,6 +41,10 @@ pub(crate) fn relations(prepared: &Prepared, definition: Node, ctx: &Context) ->
     let at = prepared.location(definition.start_byte());
     for name in ctx.template_names {
         let lower = name.to_lowercase();
+        // `block_size_x` given a default by `#ifndef` is the block itself, not a name for its size
+        if crate::kernel_facts::is_block_name(name) {
+            continue;
+        }
         if lower.contains("block") && !lower.contains("per_block") && !lower.contains("rows")
             || lower.contains("thread")
         {
@@ -57,7 +61,7 @@ pub(crate) fn relations(prepared: &Prepared, definition: Node, ctx: &Context) ->
             } else {
                 (
                     format!("block_size_x == {name}"),
-                    format!("template parameter `{name}` is named for the block's thread count"),
+                    format!("compile-time parameter `{name}` is named for the block's thread count"),
                 )
             };
             finder.push(expr, reason, at);
@@ -136,7 +140,11 @@ impl Finder<'_> {
     }
 
     fn push(&mut self, expr: String, reason: String, location: crate::location::Location) {
-        if !self.out.iter().any(|r| r.expr == expr) {
+        // `block_size_y == block_size_y` (Kernel Tuner's own block name used as the size) always holds
+        let always = expr
+            .split_once("==")
+            .is_some_and(|(l, r)| l.trim() == r.trim());
+        if !always && !self.out.iter().any(|r| r.expr == expr) {
             self.out.push(Restriction {
                 expr,
                 reason,

@@ -151,6 +151,31 @@ fn templates_report_their_parameters() {
 }
 
 #[test]
+fn ifndef_defaults_are_parameters_like_kernel_tuners_not_fixed_sizes() {
+    // Kernel Tuner's examples give each tunable parameter a default for compiles that do not set it
+    let src = "#ifndef block_size_y\n#define block_size_y 16\n#endif\n#ifndef BLOCK\n#define BLOCK 256\n#endif\n\
+               #define FIXED 8\n\
+               __global__ void k(float *c, int n) {\n\
+               __shared__ float s[BLOCK];\n\
+               int x = blockIdx.x * BLOCK + threadIdx.x;\n\
+               int y = blockIdx.y * block_size_y + threadIdx.y;\n\
+               int z = blockIdx.z * FIXED + threadIdx.z;\n\
+               s[threadIdx.x] = 1; c[(z * n + y) * n + x] = s[threadIdx.x];\n}\n";
+    let s = parse(src).unwrap();
+    let k = &s.kernels()[0];
+    let defaults: Vec<(&str, &str)> = k.macro_defaults.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
+    assert_eq!(defaults, vec![("BLOCK", "256"), ("block_size_y", "16")]);
+    let restrictions: Vec<&str> = k.restrictions.iter().map(|r| r.expr.as_str()).collect();
+    // BLOCK is tied to the block as a template parameter would be; block_size_y is the block itself
+    // (never `block_size_y == 16`); FIXED stays a fixed size
+    assert!(restrictions.contains(&"block_size_x == BLOCK"), "{restrictions:?}");
+    assert!(restrictions.iter().all(|r| !r.contains("block_size_y")), "{restrictions:?}");
+    assert!(restrictions.contains(&"block_size_z == 8"), "{restrictions:?}");
+    let fixed: Vec<&str> = k.launch_assumptions.iter().map(|a| a.value.as_str()).collect();
+    assert_eq!(fixed, vec!["FIXED"], "{:?}", k.launch_assumptions);
+}
+
+#[test]
 fn a_syntax_error_costs_only_its_declaration_and_names_file_and_line() {
     let src = "struct Broken { int a float b; };
 __global__ void good(float *a) { a[0] = 1; }

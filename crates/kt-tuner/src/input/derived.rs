@@ -122,8 +122,10 @@ pub fn derive_with_fixed(
     params: &[TunableParam],
     fixed: &std::collections::BTreeMap<String, String>,
 ) -> Derived {
+    // what is not tuned takes its fixed value: a template argument given, else a macro's `#ifndef` default
     let numbers: Vec<(&String, i64)> = fixed
         .iter()
+        .chain(kernel.macro_defaults.iter().filter(|(n, _)| !fixed.contains_key(*n)))
         .filter_map(|(n, v)| super::instances::as_number(v.trim()).map(|v| (n, v)))
         .filter(|(n, _)| !params.iter().any(|p| &p.name == *n))
         .collect();
@@ -169,7 +171,10 @@ fn replace_word(text: &str, word: &str, by: &str) -> String {
 /// hold; nothing when no tuned parameter is a template parameter the code ties to the block size.
 pub fn derive(kernel: &kt_cuda::Kernel, params: &[TunableParam]) -> Derived {
     let tuned = |n: &str| params.iter().any(|p| p.name == n);
-    let is_template = |n: &str| kernel.template_params.iter().any(|t| t.name == n);
+    // a macro's `#ifndef` default is a compile-time parameter just as a template parameter is
+    let is_template = |n: &str| {
+        kernel.template_params.iter().any(|t| t.name == n) || kernel.macro_defaults.contains_key(n)
+    };
     let mut out = Derived::default();
     for r in &kernel.restrictions {
         if let Some((block, param, power)) = block_power(&r.expr)
@@ -235,6 +240,21 @@ mod tests {
             .map(|r| Restriction::Expr(r.expr.clone()))
             .collect();
         SearchSpace::build(&all, &r, &Default::default(), max_threads).unwrap()
+    }
+
+    #[test]
+    fn an_ifndef_default_is_tuned_when_named_and_its_default_otherwise() {
+        let src = "#ifndef BLOCK\n#define BLOCK 128\n#endif\n__global__ void k(float *a, int n) {\n  int i = blockIdx.x * BLOCK + threadIdx.x;\n  if (i < n) a[i] = 0;\n}\n";
+        let k = kt_cuda::parse(src).unwrap().kernels()[0].clone();
+        let blocks = [TunableParam::new("block_size_x", [64, 128, 256])];
+        let d = derive_with_fixed(&k, &blocks, &Default::default());
+        let exprs: Vec<&str> = d.restrictions.iter().map(|r| r.expr.as_str()).collect();
+        assert_eq!(exprs, vec!["block_size_x == 128"], "not tuned: its default");
+        let tuned = [TunableParam::new("BLOCK", [64, 256])];
+        let d = derive_with_fixed(&k, &tuned, &Default::default());
+        assert_eq!(d.added_params, vec![TunableParam::new("block_size_x", [64, 256])]);
+        let exprs: Vec<&str> = d.restrictions.iter().map(|r| r.expr.as_str()).collect();
+        assert_eq!(exprs, vec!["block_size_x == BLOCK"], "tuned: the block follows it");
     }
 
     fn reduce3() -> kt_cuda::Kernel {
