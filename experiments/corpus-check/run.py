@@ -192,7 +192,7 @@ def attack_rows(kt, repeat, only=None, shard=None):
                 v, secs = tune_verdicts(kt, [f, *c.get("tune_args", ["--test-size"]), *params])
                 ok = v == "delivered" if c["expect"] == ["delivered"] else all(k in c["expect"] for k in v.split("+"))
             else:
-                v, secs = verify_attack(kt, [c["reference"], f, *params])
+                v, secs = verify_attack(kt, [c["reference"], f, *params, *c.get("verify_args", [])])
                 ok = v in c["expect"]
             got.append((v, ok))
             total += secs

@@ -19,7 +19,7 @@ pub(crate) fn check(e: &mut Engine, target: &CheckTarget) -> Result<Verdict, Tun
             // the state a program's first call finds; the run loads the module again
             e.link.unload(key, &mut e.queue)?;
         }
-        let tv = run_candidate(e, key, target.kernel, target.config, &tests[i], None)?;
+        let tv = run_candidate(e, key, target.kernel, target.config, &tests[i], None, None)?;
         Ok((!tv.verdict.is_ok()).then(|| carried_state(tv, &tests[..i]).verdict))
     })
 }

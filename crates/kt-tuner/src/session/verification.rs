@@ -10,10 +10,14 @@
 //! reload between them; a test right from a fresh module and wrong there is `CarriesState`, named with the
 //! tests that ran before it. A candidate that keeps state is also timed on every test like a tuned
 //! configuration of such a kernel: its last timed launch and one after many more launches checked
-//! (`crate::check::late_check`), so a launch counter that waits past the verifying launch is caught here too.
+//! (`crate::check::late_check`), so a launch counter that waits past the verifying launch is caught here too,
+//! and its median time is held to the physical floor of the bytes it claims (`crate::check::floor`, the
+//! bandwidth confirmed by kt's copy): a memoised or batched kernel right on every checked launch is
+//! `ImpossibleTime` there.
 
 use std::time::Duration;
 
+use crate::check::floor::{Ceilings, Floor, impossible};
 use crate::check::measure::TimingPolicy;
 use crate::check::sum_floor::with_sum_lengths;
 use crate::compile::module_cache::ModuleOutcome;
@@ -75,6 +79,10 @@ pub(crate) fn verify(
     let timing = candidate
         .keeps_state()
         .then(|| TimingPolicy::default().for_stateful_kernel());
+    let ceilings = match timing {
+        Some(_) => memory_ceilings(e)?,
+        None => None,
+    };
     for (i, t) in tests.iter().enumerate() {
         if i > 0 {
             e.link.unload(&r.key, &mut e.queue)?;
@@ -87,13 +95,14 @@ pub(crate) fn verify(
             report.tests.push(failed_test(&t.id, v.clone()));
             continue;
         }
-        let tv = run_candidate(e, &c.key, candidate, candidate_config, t, timing)?;
+        let floor = ceilings.as_ref().and_then(|c| floor_of(c, candidate, t));
+        let tv = run_candidate(e, &c.key, candidate, candidate_config, t, timing, floor.as_ref())?;
         report.tests.push(tv);
     }
     if report.passed() && tests.len() > 1 {
         e.link.unload(&c.key, &mut e.queue)?;
         for (i, t) in tests.iter().enumerate() {
-            let tv = run_candidate(e, &c.key, candidate, candidate_config, t, None)?;
+            let tv = run_candidate(e, &c.key, candidate, candidate_config, t, None, None)?;
             if !tv.verdict.is_ok() {
                 report.tests[i] = carried_state(tv, &tests[..i]);
             }
@@ -103,7 +112,30 @@ pub(crate) fn verify(
     Ok(report)
 }
 
-/// One verifying run of the candidate on `t` (timed under `timing`, when given), judged.
+/// The device's memory ceilings, the theoretical bandwidth confirmed by kt's copy (what `kt tune` holds its
+/// best to); `None` where the device's bandwidth is unknown.
+fn memory_ceilings(e: &mut Engine) -> Result<Option<Ceilings>, TunerError> {
+    let device = e.link.device(&mut e.queue)?;
+    let Some(peaks) = crate::session::peak::theoretical(device.ordinal, device.compute_capability) else {
+        return Ok(None);
+    };
+    let copy = crate::session::peak::copy_bandwidth(e, &device).ok();
+    Ok(Some(Ceilings::from_figures(
+        Some(peaks.bandwidth_gb_s),
+        copy,
+        device.l2_bytes.max(0) as u64,
+    )))
+}
+
+/// The least time `candidate` can take on `t` for the bytes its sidecar says it moves.
+fn floor_of(ceilings: &Ceilings, candidate: &TunableKernel, t: &KernelTest) -> Option<Floor> {
+    let bytes = candidate.bytes.as_ref()?;
+    let bytes = crate::model::expr::eval_number(bytes, &t.scalars()).ok()?;
+    ceilings.floor(bytes)
+}
+
+/// One verifying run of the candidate on `t` (timed under `timing`, when given, and its median held to
+/// `floor`), judged.
 pub(crate) fn run_candidate(
     e: &mut Engine,
     key: &str,
@@ -111,6 +143,7 @@ pub(crate) fn run_candidate(
     config: &Config,
     t: &KernelTest,
     timing: Option<TimingPolicy>,
+    floor: Option<&Floor>,
 ) -> Result<TestVerdict, TunerError> {
     let run = RunRequest {
         verify: true,
@@ -125,9 +158,25 @@ pub(crate) fn run_candidate(
             .run(key, Request::Run { run }, timeout, &mut e.queue)?
         {
             Err(v) => failed_test(&t.id, v),
-            Ok(o) => judged_test(&t.id, o),
+            Ok(o) => below_floor(judged_test(&t.id, &o), &o, floor),
         },
     )
+}
+
+/// A verified test whose timed median is below `floor` becomes `ImpossibleTime`, with the figures.
+fn below_floor(tv: TestVerdict, o: &RunOutcome, floor: Option<&Floor>) -> TestVerdict {
+    let (Some(floor), Some(stats)) = (floor, o.timing.as_ref()) else {
+        return tv;
+    };
+    match impossible(stats.median_ms, floor) {
+        Some(why) if tv.verdict.is_ok() => TestVerdict {
+            verdict: Verdict::ImpossibleTime {
+                details: vec![format!("test {}: right on every checked launch, but {why}", tv.test)],
+            },
+            ..tv
+        },
+        _ => tv,
+    }
 }
 
 /// A test right from a freshly loaded module and `wrong` after `before` ran in the same module.
@@ -165,16 +214,16 @@ fn failed_test(test: &str, verdict: Verdict) -> TestVerdict {
 }
 
 /// The verdict on a candidate's verifying run.
-fn judged_test(test: &str, o: RunOutcome) -> TestVerdict {
+fn judged_test(test: &str, o: &RunOutcome) -> TestVerdict {
     let verdict = match &o.status {
-        RunStatus::Ok => Verdict::from_outcome(&o, None).unwrap_or(Verdict::Ok),
+        RunStatus::Ok => Verdict::from_outcome(o, None).unwrap_or(Verdict::Ok),
         RunStatus::Invalid(r) | RunStatus::Crashed(r) => Verdict::Invalid { reason: r.clone() },
     };
     TestVerdict {
         test: test.to_string(),
         verdict,
-        outputs: o.outputs,
-        inputs_modified: o.inputs_modified,
+        outputs: o.outputs.clone(),
+        inputs_modified: o.inputs_modified.clone(),
     }
 }
 
