@@ -3,12 +3,13 @@
 #   experiments/physics-check.sh [OUT_DIR]       KT=.device/bin/kt  TESTS=.device/tests
 # Built here with `../shared/scripts/device-pack kt-tuner` (the kt binary and kt-tuner's test executables).
 # PARTS=tests,show,attacks (default: all) picks steps; REPEAT=N runs of each attack case (default 5);
-# SHARD=K/N and ONLY=REGEX pick attack cases (for calls of bounded time).
+# SHARD=K/N and ONLY=REGEX pick attack cases (for calls of bounded time); JOBS=N runs the kt verify cases
+# judged on outputs N at a time.
 # 1. tests: kt-tuner's GPU tests of the checks, gpu_hacks (the lazy kernel refused at its default launch, a
 #    counter past the samples caught by the check after many launches, tests reloaded then run back to back)
 #    and gpu_checks (ceilings confirmed by kt's copy and FMA kernel, shares of peak not clamped).
-# 2. show: what a user sees: `kt tune` of the lazy kernel (refused, with the reason), of the pointer-memoised
-#    one at 64 M elements (refused: its default launch impossibly fast, with the figures), and of a mandelbrot that skips the set's interior
+# 2. show: what a user sees: `kt tune` of the lazy kernel (refused, with the reason), of an add whose sidecar
+#    claims twice its bytes at 64 M elements (refused: impossibly fast, with the figures), and of a mandelbrot that skips the set's interior
 #    (delivered, its share of peak as measured with a note).
 # 3. attacks: the attack corpus (tests/corpus/verify/attacks/attacks.toml: kt verify, kt tune, kt transform),
 #    every case REPEAT times, a table of expected against got verdicts, flaky ones marked.
@@ -45,11 +46,11 @@ if want tests; then
 fi
 if want show; then
   step show-lazy refused "$KT" tune "$attacks/lazy_after_40_launches.cu" --test-size --param block_size_x=64,128
-  step show-memoised refused "$KT" tune "$attacks/memoise_by_pointer.cu" --size n=67108864 --param block_size_x=64,128
+  step show-overclaimed refused "$KT" tune "$attacks/overclaimed_bytes.cu" --size n=67108864 --param block_size_x=64,128
   step show-mandelbrot "$KT" tune "$attacks/mandelbrot_skips_interior.cu" --bench-size \
     --param block_size_x=16,32 --param block_size_y=8
 fi
 want attacks && step attacks python3 experiments/corpus-check/run.py --kt "$KT" --out "$out/attacks" \
-  --parts attacks --repeat "${REPEAT:-5}" ${SHARD:+--shard "$SHARD"} ${ONLY:+--only "$ONLY"}
+  --parts attacks --repeat "${REPEAT:-5}" --jobs "${JOBS:-1}" ${SHARD:+--shard "$SHARD"} ${ONLY:+--only "$ONLY"}
 echo "$passed passed, $failed failed"
 exit $((failed > 0))

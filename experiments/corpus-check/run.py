@@ -166,10 +166,37 @@ def transform_verdict(kt, case, code):
         return f"not delivered: {cands[-1].get('verdict')}", secs
 
 
-def attack_rows(kt, repeat, only=None, shard=None):
+TIMING_KINDS = {"impossible_time", "timed_run_differs", "reference_timed_run_differs"}
+
+
+def attack_once(kt, base, c):
+    """One run of attack case `c`: (verdict, whether it is expected, seconds)."""
+    f = str((base / c["file"]).resolve().relative_to(ROOT))
+    params = [x for p in c["params"] for x in ("--param", p)]
+    command = c.get("command", "verify")
+    if command == "transform":
+        v, secs = transform_verdict(kt, c, (base / c["file"]).read_text())
+        return v, v in c["expect"], secs
+    if command == "tune":
+        v, secs = tune_verdicts(kt, [f, *c.get("tune_args", ["--test-size"]), *params])
+        ok = v == "delivered" if c["expect"] == ["delivered"] else all(k in c["expect"] for k in v.split("+"))
+        return v, ok, secs
+    v, secs = verify_attack(kt, [c["reference"], f, *params, *c.get("verify_args", [])])
+    return v, v in c["expect"], secs
+
+
+def runs_alone(c):
+    """Whether a case's verdict rests on timing (so it must not share the GPU with other runs)."""
+    return c.get("command", "verify") != "verify" or bool(TIMING_KINDS & set(c["expect"])) or "verify_args" in c
+
+
+def attack_rows(kt, repeat, only=None, shard=None, jobs=1):
     """Each attack case `repeat` times: expected against what kt said, flaky when the runs disagree. `only`:
     a regex the case's label (`file (command)`) must match; `shard` (k, n): every n-th case from the k-th
-    (1-based), so a long run splits into calls of bounded time."""
+    (1-based), so a long run splits into calls of bounded time. `jobs` > 1 runs the `kt verify` cases whose
+    verdict is about outputs, not times, that many at once (the GPU has room; their checks do not time);
+    the others run alone afterwards."""
+    from concurrent.futures import ThreadPoolExecutor
     base = ROOT / "tests/corpus/verify/attacks"
     cases = tomllib.loads((base / "attacks.toml").read_text())["case"]
     label_of = lambda c: f"{pathlib.Path(c['file']).stem} ({c.get('command', 'verify')})"
@@ -178,24 +205,19 @@ def attack_rows(kt, repeat, only=None, shard=None):
     if shard:
         k, n = shard
         cases = cases[k - 1::n]
+    results = {}
+    shared = [(i, r) for i, c in enumerate(cases) if not runs_alone(c) for r in range(repeat)]
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        for (i, r), got in zip(shared, pool.map(lambda ir: attack_once(kt, base, cases[ir[0]]), shared)):
+            results.setdefault(i, []).append(got)
+    for i, c in enumerate(cases):
+        if runs_alone(c):
+            results[i] = [attack_once(kt, base, c) for _ in range(repeat)]
     rows = []
-    for c in cases:
-        f = str((base / c["file"]).resolve().relative_to(ROOT))
-        params = [x for p in c["params"] for x in ("--param", p)]
+    for i, c in enumerate(cases):
+        got = [(v, ok) for v, ok, _ in results[i]]
+        total = sum(secs for _, _, secs in results[i])
         command = c.get("command", "verify")
-        got, total = [], 0.0
-        for _ in range(repeat):
-            if command == "transform":
-                v, secs = transform_verdict(kt, c, (base / c["file"]).read_text())
-                ok = v in c["expect"]
-            elif command == "tune":
-                v, secs = tune_verdicts(kt, [f, *c.get("tune_args", ["--test-size"]), *params])
-                ok = v == "delivered" if c["expect"] == ["delivered"] else all(k in c["expect"] for k in v.split("+"))
-            else:
-                v, secs = verify_attack(kt, [c["reference"], f, *params, *c.get("verify_args", [])])
-                ok = v in c["expect"]
-            got.append((v, ok))
-            total += secs
         kinds = sorted({v for v, _ in got})
         flaky = len(kinds) > 1
         good = all(ok for _, ok in got) and not flaky
@@ -214,6 +236,7 @@ def main():
     ap.add_argument("--repeat", type=int, default=5, help="runs of each attack case")
     ap.add_argument("--only", help="attack cases whose label (`file (command)`) matches this regex")
     ap.add_argument("--shard", help="K/N: every N-th attack case from the K-th (1-based)")
+    ap.add_argument("--jobs", type=int, default=1, help="kt verify attack runs at once (outputs only, not times)")
     a = ap.parse_args()
     shard = tuple(int(x) for x in a.shard.split("/")) if a.shard else None
     kt, parts = a.kt, a.parts.split(",")
@@ -254,7 +277,7 @@ def main():
         tables["Real programs: every version tuned and verified against the file's first version"] = rows
 
     if "attacks" in parts:
-        tables["Reward hacks (tests/corpus/verify/attacks), each run --repeat times"] = attack_rows(kt, a.repeat, a.only, shard)
+        tables["Reward hacks (tests/corpus/verify/attacks), each run --repeat times"] = attack_rows(kt, a.repeat, a.only, shard, a.jobs)
 
     if "verify" in parts:
         rows = []
