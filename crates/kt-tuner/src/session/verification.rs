@@ -268,3 +268,42 @@ mod tests {
         assert_eq!(v.verdict.short(), "wrong answer");
     }
 }
+
+#[cfg(test)]
+mod floor_tests {
+    use super::*;
+    use crate::check::measure::TimingStats;
+
+    fn passed(ms: f64) -> (TestVerdict, RunOutcome) {
+        let mut o = RunOutcome::empty(RunStatus::Ok);
+        o.timing = TimingStats::from_samples(&[ms; 10]);
+        (judged_test("gen1", &o), o)
+    }
+
+    #[test]
+    fn a_right_candidate_timed_below_its_floor_is_impossibly_fast_with_the_figures() {
+        // an H200's figures; 1 GB claimed, at twice the confirmed bandwidth
+        let c = Ceilings::from_figures(Some(4814.0), Some(4269.0), 60 << 20);
+        let floor = c.floor(1e9).unwrap();
+        let (tv, o) = passed(floor.ms / 2.0);
+        let v = below_floor(tv, &o, Some(&floor)).verdict;
+        assert!(matches!(v, Verdict::ImpossibleTime { .. }), "{v:?}");
+        let r = v.reason();
+        assert!(r.contains("right on every checked launch") && r.contains("below the physical floor"), "{r}");
+        // at the floor or above, or with no floor known, the verdict stands
+        let (tv, o) = passed(floor.ms * 1.01);
+        assert_eq!(below_floor(tv, &o, Some(&floor)).verdict, Verdict::Ok);
+        let (tv, o) = passed(floor.ms / 2.0);
+        assert_eq!(below_floor(tv, &o, None).verdict, Verdict::Ok);
+    }
+
+    #[test]
+    fn a_wrong_candidate_keeps_its_own_verdict_whatever_its_time() {
+        let c = Ceilings::from_figures(Some(4814.0), Some(4269.0), 60 << 20);
+        let floor = c.floor(1e9).unwrap();
+        let (mut tv, o) = passed(floor.ms / 2.0);
+        tv.verdict = Verdict::Invalid { reason: "crashed".into() };
+        let v = below_floor(tv, &o, Some(&floor)).verdict;
+        assert!(matches!(v, Verdict::Invalid { .. }), "{v:?}");
+    }
+}
