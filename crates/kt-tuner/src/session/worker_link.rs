@@ -276,14 +276,18 @@ impl WorkerLink {
 
     /// Uploads those of `tests` that are not on the worker yet (no expected values: a request that compares
     /// runs with each other, such as the determinism reruns, needs only the inputs). Tests already there
-    /// keep their expected values and the reference launch that set them.
+    /// (same id, same inputs) keep their expected values, tolerances and the reference launch that set them.
     pub fn ensure_uploaded(
         &mut self,
         tests: &[KernelTest],
         queue: &mut CompileQueue,
     ) -> Result<(), TunerError> {
         for t in tests {
-            if self.uploaded.iter().any(|(u, _)| u == t) {
+            // the same inputs under the same id are the same test, whatever tolerances it was uploaded
+            // with (`verify` raises them for long sums): uploading it again would lose its expected
+            // values and which outputs are poisoned before a run, and the reruns would then start every
+            // run from the outputs' initial contents and compare under the plain tolerance
+            if self.uploaded.iter().any(|(u, _)| same_test(u, t)) {
                 continue;
             }
             self.upload(t, queue)?;
@@ -601,9 +605,30 @@ pub(crate) fn does_no_work(outputs: &[String]) -> String {
     )
 }
 
+/// Whether `uploaded` is `wanted` on the worker: the same id and inputs (tolerances may differ).
+fn same_test(uploaded: &KernelTest, wanted: &KernelTest) -> bool {
+    uploaded.id == wanted.id && uploaded.args == wanted.args
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_test_uploaded_with_raised_tolerances_is_the_same_test() {
+        let plain = KernelTest {
+            id: "bench".into(),
+            args: vec![],
+            tolerances: Default::default(),
+        };
+        let raised = crate::check::sum_floor::with_sum_lengths(std::slice::from_ref(&plain), Some("8192"));
+        assert!(same_test(&raised[0], &plain));
+        let other = KernelTest {
+            id: "gen2".into(),
+            ..plain.clone()
+        };
+        assert!(!same_test(&other, &plain));
+    }
 
     #[test]
     fn a_reference_that_does_no_work_is_named_with_what_to_do() {
