@@ -160,11 +160,6 @@ fn macro_defaults(prepared: &Prepared, kernel_text: &str) -> std::collections::B
         .collect()
 }
 
-/// `block_size_x`, `block_size_y`, `block_size_z`: the names kt and Kernel Tuner give the block itself.
-pub(crate) fn is_block_name(name: &str) -> bool {
-    matches!(name, "block_size_x" | "block_size_y" | "block_size_z")
-}
-
 /// The kernel's launches in the file's host code, located in the user's text.
 fn launches_in_host_code(
     prepared: &Prepared,

@@ -42,7 +42,7 @@ pub(crate) fn relations(prepared: &Prepared, definition: Node, ctx: &Context) ->
     for name in ctx.template_names {
         let lower = name.to_lowercase();
         // `block_size_x` given a default by `#ifndef` is the block itself, not a name for its size
-        if crate::kernel_facts::is_block_name(name) {
+        if is_block_name(name) {
             continue;
         }
         if lower.contains("block") && !lower.contains("per_block") && !lower.contains("rows")
@@ -97,6 +97,11 @@ pub(crate) fn relations(prepared: &Prepared, definition: Node, ctx: &Context) ->
         restrictions: finder.out,
         grid_divisors: finder.divisors,
     }
+}
+
+/// `block_size_x`, `block_size_y`, `block_size_z`: the names kt and Kernel Tuner give the block itself.
+fn is_block_name(name: &str) -> bool {
+    matches!(name, "block_size_x" | "block_size_y" | "block_size_z")
 }
 
 /// Whether the kernel reads a 1-D block as a square of `name` × `name` threads: it divides and takes the
