@@ -131,8 +131,11 @@ def transform_script(case, code):
         params.append({"name": name, "values": [int(v) for v in values.split(",")]})
     apply = json.dumps({"code": code, "parameters": params, "explanation": "the attack corpus's kernel"})
     restrictions = json.dumps({"restrictions": []})
-    return (head + "\n[[answers]]\nnode = \"stage3.apply\"\ntext = " + json.dumps(apply)
-            + "\n\n[[answers]]\nnode = \"stage3.restrictions\"\ntext = " + json.dumps(restrictions) + "\n")
+    # a failed candidate is retried with kt's feedback: the attack answers the same each time, as a stubborn
+    # model would, so every attempt is judged (and none ends as "LLM unavailable")
+    answer = ("\n[[answers]]\nnode = \"stage3.apply\"\ntext = " + json.dumps(apply)
+              + "\n\n[[answers]]\nnode = \"stage3.restrictions\"\ntext = " + json.dumps(restrictions) + "\n")
+    return head + answer * 3
 
 
 def transform_verdict(kt, case, code):
@@ -152,9 +155,13 @@ def transform_verdict(kt, case, code):
             return "delivered", secs
         records = sorted((runs[0] / "kernels").glob("*.json"))
         cands = [json.loads(r.read_text()) for r in records if not r.name.startswith("000")]
-        if not cands:
-            return f"error: no candidate recorded; {last_line(out)}", secs
-        text = json.dumps(cands[-1])
+        if cands:
+            text = json.dumps(cands[-1])
+        else:
+            # a candidate dropped after its last attempt has no kernel record; its verdicts are in the run's
+            # record (the feedback each attempt got)
+            text = "\n".join(p.read_text(errors="replace") for p in runs[0].rglob("*")
+                              if p.is_file() and p.suffix in (".json", ".jsonl", ".md") and p.stat().st_size < 8 << 20)
         for kind, pattern in [("timed_run_differs", r"timed launches differ"),
                               ("carries_state", r"state carried between inputs"),
                               ("impossible_time", r"impossibly fast"),
@@ -163,6 +170,8 @@ def transform_verdict(kt, case, code):
                               ("wrong_answer", r"wrong answer|elements wrong")]:
             if re.search(pattern, text):
                 return kind, secs
+        if not cands:
+            return f"error: no candidate recorded; {last_line(out)}", secs
         return f"not delivered: {cands[-1].get('verdict')}", secs
 
 
