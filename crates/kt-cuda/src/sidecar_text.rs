@@ -19,7 +19,37 @@ pub(crate) fn explain(e: &toml::de::Error, text: &str) -> String {
             let line = text[..span.start.min(text.len())].matches('\n').count() + 1;
             format!("line {line}: {message}")
         }
+        _ if missing => all_missing(text).unwrap_or(message),
         _ => message,
+    }
+}
+
+/// The keys every sidecar must have (the others have defaults).
+const REQUIRED: &[&str] = &[
+    "kernel",
+    "description",
+    "problem_size",
+    "outputs",
+    "default_block",
+    "bench",
+    "inputs",
+    "flops",
+    "bytes",
+];
+
+/// Every required key the text lacks, in one message (TOML's error names only the first, and a user
+/// writing a sidecar by hand would otherwise meet them one run at a time).
+fn all_missing(text: &str) -> Option<String> {
+    let table: toml::Table = text.parse().ok()?;
+    let absent: Vec<String> = REQUIRED
+        .iter()
+        .filter(|k| !table.contains_key(**k))
+        .map(|k| format!("`{k}`"))
+        .collect();
+    match absent.len() {
+        0 => None,
+        1 => Some(format!("missing key {}", absent[0])),
+        _ => Some(format!("missing keys {}", absent.join(", "))),
     }
 }
 
@@ -44,6 +74,16 @@ bytes = "12 * n"
         Sidecar::from_toml(text, Path::new("k.toml"))
             .unwrap_err()
             .to_string()
+    }
+
+    #[test]
+    fn every_missing_key_is_named_at_once() {
+        let text = GOOD
+            .replace("description = \"c = a + b\"\n", "")
+            .replace("flops = \"n\"\n", "")
+            .replace("bytes = \"12 * n\"\n", "");
+        let err = error_of(&text);
+        assert!(err.contains("missing keys `description`, `flops`, `bytes`"), "{err}");
     }
 
     #[test]
