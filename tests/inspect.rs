@@ -284,6 +284,7 @@ fn every_attack_of_the_corpus_parses_and_names_a_known_verdict() {
         "carries_state",
         "wrong_answer",
         "reference_timed_run_differs",
+        "not_faster",
     ];
     // kt's checks for state across launches and inputs start from the parser finding the state
     let keeps_state = [

@@ -172,6 +172,9 @@ def transform_verdict(kt, case, code):
                 return kind, secs
         if not cands:
             return f"error: no candidate recorded; {last_line(out)}", secs
+        if cands[-1].get("verdict") == "verified":
+            # right, but no faster than the original: the run keeps the original
+            return "not_faster", secs
         return f"not delivered: {cands[-1].get('verdict')}", secs
 
 
