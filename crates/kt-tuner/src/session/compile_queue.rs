@@ -112,7 +112,13 @@ impl CompileQueue {
     ) -> Result<Submitted, TunerError> {
         let (program, extra) = self.program(kernel, config, scalars, grid_defines)?;
         let ticket = self.next_ticket();
-        let key = self.pool.submit(ticket, program, &extra);
+        // The pool's key names the CUBIN; two kernels of one source share it, so the session's key also
+        // names the kernel looked up in it (else the second name would launch the first kernel).
+        let key = format!(
+            "{}#{}",
+            self.pool.submit(ticket, program, &extra),
+            kernel.kernel_name
+        );
         let shared = kernel.geometry.launch(config, scalars)?.shared_mem;
         Ok(Submitted {
             ticket,
