@@ -150,22 +150,25 @@ fn options_for_nvcc(options: &[String]) -> Vec<String> {
         .collect()
 }
 
-/// The symbol of the kernel a name expression (`&k`, `&ns::k`, `&k<16, float>`) names: the `.text.`
-/// section of the CUBIN whose mangled name holds the kernel's length-prefixed name (the only one, in a
-/// unit of one kernel).
+/// The symbol of the kernel a name expression (`&k`, `&ns::k`, `&k<16, float>`) names, among the CUBIN's
+/// functions.
 fn kernel_symbol(cubin: &[u8], expr: &str) -> Option<String> {
-    let symbols = text_symbols(cubin);
+    symbol_named(&text_symbols(cubin), expr)
+}
+
+/// The function named by `expr`: the plain name (`extern "C"`), else the first mangled name that holds the
+/// kernel's length-prefixed name. Never another kernel: a unit whose only kernel has a different name has
+/// no symbol for `expr` (taking that kernel would launch the wrong code under the asked name).
+fn symbol_named(symbols: &[String], expr: &str) -> Option<String> {
     let path = expr.trim_start_matches('&');
     let path = path.split('<').next().unwrap_or(path);
     let name = path.rsplit("::").next().unwrap_or(path).trim();
     let tag = format!("{}{name}", name.len());
-    let mut matching = symbols.iter().filter(|s| *s == name || s.contains(&tag));
-    match (matching.next(), matching.next()) {
-        (Some(one), None) => Some(one.clone()),
-        _ if symbols.len() == 1 => symbols.first().cloned(),
-        (Some(first), Some(_)) => Some(first.clone()),
-        _ => None,
-    }
+    symbols
+        .iter()
+        .find(|s| *s == name)
+        .or_else(|| symbols.iter().find(|s| s.contains(&tag)))
+        .cloned()
 }
 
 /// The functions of a CUBIN: the names of its `.text.<symbol>` sections.
@@ -201,6 +204,26 @@ mod tests {
         assert!(source_for_nvcc(&p).contains("(const void *)(&k<16>)"));
         p.name_expression = Some("&k".into());
         assert_eq!(source_for_nvcc(&p), p.source);
+    }
+
+    #[test]
+    fn the_symbol_is_the_named_kernel_never_the_only_other_one() {
+        let syms = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(symbol_named(&syms(&["scale"]), "&scale").as_deref(), Some("scale"));
+        assert_eq!(symbol_named(&syms(&["scale"]), "&scale_missing"), None);
+        assert_eq!(
+            symbol_named(&syms(&["_Z5scaleILi16EEvPf", "_Z3addPf"]), "&scale<16>").as_deref(),
+            Some("_Z5scaleILi16EEvPf")
+        );
+        assert_eq!(
+            symbol_named(&syms(&["_ZN2ns3addEPf"]), "&ns::add").as_deref(),
+            Some("_ZN2ns3addEPf")
+        );
+        // an exact extern "C" name wins over a mangled name that happens to contain it
+        assert_eq!(
+            symbol_named(&syms(&["_Z3addPf", "add"]), "&add").as_deref(),
+            Some("add")
+        );
     }
 
     fn compile_here(src: &str, expr: Option<&str>) -> Option<Result<Compiled, CompileFailure>> {
