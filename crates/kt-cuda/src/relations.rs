@@ -40,14 +40,11 @@ pub(crate) fn relations(prepared: &Prepared, definition: Node, ctx: &Context) ->
     finder.find_tile_loops(definition);
     let at = prepared.location(definition.start_byte());
     for name in ctx.template_names {
-        let lower = name.to_lowercase();
         // `block_size_x` given a default by `#ifndef` is the block itself, not a name for its size
         if is_block_name(name) {
             continue;
         }
-        if lower.contains("block") && !lower.contains("per_block") && !lower.contains("rows")
-            || lower.contains("thread")
-        {
+        if names_the_block_size(name) {
             let (expr, reason) = if splits_one_dimension_by(
                 &prepared.text[definition.byte_range()],
                 name,
@@ -61,7 +58,9 @@ pub(crate) fn relations(prepared: &Prepared, definition: Node, ctx: &Context) ->
             } else {
                 (
                     format!("block_size_x == {name}"),
-                    format!("compile-time parameter `{name}` is named for the block's thread count"),
+                    format!(
+                        "compile-time parameter `{name}` is named for the block's thread count"
+                    ),
                 )
             };
             finder.push(expr, reason, at);
@@ -102,6 +101,17 @@ pub(crate) fn relations(prepared: &Prepared, definition: Node, ctx: &Context) ->
 /// `block_size_x`, `block_size_y`, `block_size_z`: the names kt and Kernel Tuner give the block itself.
 fn is_block_name(name: &str) -> bool {
     matches!(name, "block_size_x" | "block_size_y" | "block_size_z")
+}
+
+/// Whether a compile-time parameter's name says it is the block's thread count (`BLOCK_SIZE`, `NUM_THREADS`,
+/// `threads_per_block`), not a count per something else (`threads_per_row`, `items_per_thread`,
+/// `blocks_per_sm`) or a tile's rows (`BLOCK_ROWS`).
+fn names_the_block_size(name: &str) -> bool {
+    let lower = name.to_lowercase();
+    if let Some((what, per)) = lower.split_once("per_") {
+        return what.contains("thread") && per.starts_with("block");
+    }
+    lower.contains("thread") || lower.contains("block") && !lower.contains("rows")
 }
 
 /// Whether the kernel reads a 1-D block as a square of `name` × `name` threads: it divides and takes the
@@ -392,6 +402,31 @@ impl Finder<'_> {
 #[cfg(test)]
 mod tests {
     use crate::parse;
+
+    #[test]
+    fn only_names_of_a_thread_count_per_block_name_the_block_size() {
+        use super::names_the_block_size;
+        for yes in [
+            "BLOCK_SIZE",
+            "BLOCKSIZE",
+            "NUM_THREADS",
+            "threads",
+            "THREADS_PER_BLOCK",
+            "block_dim",
+        ] {
+            assert!(names_the_block_size(yes), "{yes}");
+        }
+        for no in [
+            "threads_per_row",
+            "items_per_thread",
+            "blocks_per_sm",
+            "BLOCK_ROWS",
+            "tile_size",
+            "work_per_block",
+        ] {
+            assert!(!names_the_block_size(no), "{no}");
+        }
+    }
 
     fn exprs(src: &str) -> Vec<String> {
         parse(src).unwrap().kernels()[0]
