@@ -147,7 +147,10 @@ pub(crate) fn analyse(prepared: &Prepared, file: &FileScope, found: &FoundKernel
 }
 
 /// The `#ifndef NAME` / `#define NAME value` defaults whose name the kernel's text uses, name to value.
-fn macro_defaults(prepared: &Prepared, kernel_text: &str) -> std::collections::BTreeMap<String, String> {
+fn macro_defaults(
+    prepared: &Prepared,
+    kernel_text: &str,
+) -> std::collections::BTreeMap<String, String> {
     let words: std::collections::HashSet<&str> = kernel_text
         .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
         .collect();

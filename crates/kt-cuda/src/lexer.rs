@@ -257,10 +257,17 @@ mod tests {
                    #ifndef OTHER\n#define WIDTH 8\n#endif\n\
                    #ifndef GUARD\nint x;\n#define GUARD 1\n#endif\n#define FIXED 2\n";
         let d = defines(src, &tokenize(src));
-        let overridable: Vec<(&str, bool)> = d.iter().map(|d| (d.name.as_str(), d.overridable)).collect();
+        let overridable: Vec<(&str, bool)> =
+            d.iter().map(|d| (d.name.as_str(), d.overridable)).collect();
         assert_eq!(
             overridable,
-            vec![("block_size_x", true), ("TILE", true), ("WIDTH", false), ("GUARD", false), ("FIXED", false)]
+            vec![
+                ("block_size_x", true),
+                ("TILE", true),
+                ("WIDTH", false),
+                ("GUARD", false),
+                ("FIXED", false)
+            ]
         );
         assert_eq!(d[1].body, "4");
     }

@@ -83,7 +83,10 @@ bytes = "12 * n"
             .replace("flops = \"n\"\n", "")
             .replace("bytes = \"12 * n\"\n", "");
         let err = error_of(&text);
-        assert!(err.contains("missing keys `description`, `flops`, `bytes`"), "{err}");
+        assert!(
+            err.contains("missing keys `description`, `flops`, `bytes`"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -163,15 +163,32 @@ fn ifndef_defaults_are_parameters_like_kernel_tuners_not_fixed_sizes() {
                s[threadIdx.x] = 1; c[(z * n + y) * n + x] = s[threadIdx.x];\n}\n";
     let s = parse(src).unwrap();
     let k = &s.kernels()[0];
-    let defaults: Vec<(&str, &str)> = k.macro_defaults.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
+    let defaults: Vec<(&str, &str)> = k
+        .macro_defaults
+        .iter()
+        .map(|(n, v)| (n.as_str(), v.as_str()))
+        .collect();
     assert_eq!(defaults, vec![("BLOCK", "256"), ("block_size_y", "16")]);
     let restrictions: Vec<&str> = k.restrictions.iter().map(|r| r.expr.as_str()).collect();
     // BLOCK is tied to the block as a template parameter would be; block_size_y is the block itself
     // (never `block_size_y == 16`); FIXED stays a fixed size
-    assert!(restrictions.contains(&"block_size_x == BLOCK"), "{restrictions:?}");
-    assert!(restrictions.iter().all(|r| !r.contains("block_size_y")), "{restrictions:?}");
-    assert!(restrictions.contains(&"block_size_z == 8"), "{restrictions:?}");
-    let fixed: Vec<&str> = k.launch_assumptions.iter().map(|a| a.value.as_str()).collect();
+    assert!(
+        restrictions.contains(&"block_size_x == BLOCK"),
+        "{restrictions:?}"
+    );
+    assert!(
+        restrictions.iter().all(|r| !r.contains("block_size_y")),
+        "{restrictions:?}"
+    );
+    assert!(
+        restrictions.contains(&"block_size_z == 8"),
+        "{restrictions:?}"
+    );
+    let fixed: Vec<&str> = k
+        .launch_assumptions
+        .iter()
+        .map(|a| a.value.as_str())
+        .collect();
     assert_eq!(fixed, vec!["FIXED"], "{:?}", k.launch_assumptions);
 }
 
