@@ -209,7 +209,10 @@ mod tests {
     #[test]
     fn the_symbol_is_the_named_kernel_never_the_only_other_one() {
         let syms = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-        assert_eq!(symbol_named(&syms(&["scale"]), "&scale").as_deref(), Some("scale"));
+        assert_eq!(
+            symbol_named(&syms(&["scale"]), "&scale").as_deref(),
+            Some("scale")
+        );
         assert_eq!(symbol_named(&syms(&["scale"]), "&scale_missing"), None);
         assert_eq!(
             symbol_named(&syms(&["_Z5scaleILi16EEvPf", "_Z3addPf"]), "&scale<16>").as_deref(),
