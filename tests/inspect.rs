@@ -295,6 +295,9 @@ fn every_attack_of_the_corpus_parses_and_names_a_known_verdict() {
         "batch_across_timed_calls.cu",
         "memoise_by_pointer.cu",
         "rotating_sum_order.cu",
+        "lazy_after_40_hidden.cu",
+        "lazy_unchecked_samples.cu",
+        "memoise_matmul_hidden.cu",
     ];
     let mut attacks = std::collections::BTreeSet::new();
     for c in cases {

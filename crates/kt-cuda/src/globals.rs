@@ -3,6 +3,9 @@
 //! function (`atomicAdd(&count, 1)`). Such a variable outlives a launch: a kernel can count its launches
 //! and change what it does after the first few (correct while verified, idle while timed), or carry a
 //! result from one test into the next. A verifier that knows them can reset them between tests.
+//! Also counted: a function-local `static` in the kernel or a helper (device memory for the module's
+//! lifetime, like a `__device__` variable), and an array global whose address is taken into a pointer
+//! (`float *m = memo;`), after which writes go through the alias.
 
 use std::collections::BTreeMap;
 
@@ -33,9 +36,6 @@ pub(crate) fn written_by(
     }
     let mut globals = BTreeMap::new();
     collect_globals(&prepared.text, root, &mut globals);
-    if globals.is_empty() {
-        return Vec::new();
-    }
     let mut found: BTreeMap<String, MutableGlobal> = BTreeMap::new();
     let bodies = std::iter::once(definition).chain(
         helpers
@@ -140,27 +140,45 @@ fn find_writes(
         }
         _ => None,
     };
+    let mut record_as = |name: &str, space: &str, at: usize| {
+        found
+            .entry(name.to_string())
+            .or_insert_with(|| MutableGlobal {
+                name: name.to_string(),
+                space: space.to_string(),
+                written_at: prepared.location(at),
+            });
+    };
     let mut record = |name: &str, at: usize| {
         if let Some(g) = globals.get(name) {
-            found
-                .entry(name.to_string())
-                .or_insert_with(|| MutableGlobal {
-                    name: name.to_string(),
-                    space: g.space.to_string(),
-                    written_at: prepared.location(at),
-                });
+            record_as(name, g.space, at);
         }
     };
     if let Some(name) = target.and_then(|t| stored_variable(t, text)) {
         record(name, node.start_byte());
     }
-    // an array global passed by name decays to its address
-    if node.kind() == "argument_list" {
+    // an array global named without a subscript is its address: handed to a function, kept in a
+    // pointer, offset; writes may then go through the alias
+    if node.kind() == "identifier" {
+        let name = &text[node.byte_range()];
+        let subscripted = node.parent().is_some_and(|p| {
+            p.kind() == "subscript_expression"
+                && p.child_by_field_name("argument").map(|a| a.id()) == Some(node.id())
+        });
+        if !subscripted && globals.get(name).is_some_and(|g| g.is_array) {
+            record(name, node.start_byte());
+        }
+    }
+    if node.kind() == "declaration"
+        && has_specifier(node, text, "static")
+        && !["const", "constexpr", "__constant__", "__shared__"]
+            .iter()
+            .any(|s| has_specifier(node, text, s) || has_word_before_declarator(node, text, s))
+    {
         let mut cursor = node.walk();
-        for arg in node.named_children(&mut cursor) {
-            let name = &text[arg.byte_range()];
-            if arg.kind() == "identifier" && globals.get(name).is_some_and(|g| g.is_array) {
-                record(name, arg.start_byte());
+        for d in node.children_by_field_name("declarator", &mut cursor) {
+            if let Some(name) = signature::declared_name(d, text) {
+                record_as(&name, "static", node.start_byte());
             }
         }
     }
@@ -219,6 +237,29 @@ __global__ void k(float *c, int n) {
             [
                 ("cache".to_string(), "__device__".to_string()),
                 ("seen".to_string(), "__managed__".to_string())
+            ]
+        );
+    }
+
+    #[test]
+    fn a_local_static_and_an_array_global_kept_in_a_pointer_are_state() {
+        let src = r#"
+__device__ float memo[256];
+__device__ float table[4];
+__global__ void k(float *c, int n) {
+    static unsigned int launches = 0;
+    static const int limit = 3;
+    static __shared__ float tile[32];
+    float *m = memo;
+    if (threadIdx.x == 0) launches += 1;
+    m[threadIdx.x] = c[threadIdx.x] + table[0];
+}
+"#;
+        assert_eq!(
+            globals(src),
+            [
+                ("launches".to_string(), "static".to_string()),
+                ("memo".to_string(), "__device__".to_string())
             ]
         );
     }
