@@ -12,10 +12,10 @@ use kt_tuner::input::suite::SuiteKernel;
 use kt_tuner::input::tune_call::TuneCall;
 use kt_tuner::model::args::SizeChoice;
 use kt_tuner::model::space::TunableParam;
-use kt_tuner::session::TuneOptions;
+use kt_tuner::session::{TunableKernel, TuneOptions, Verdict};
 
 mod gpu_support;
-use gpu_support::tuner;
+use gpu_support::{block, tuner};
 
 #[test]
 fn gpu_worker_entry() {
@@ -172,4 +172,43 @@ fn generated_constants_sized_by_the_module_are_filled_for_every_configuration_an
         assert!(m.verdict.is_ok(), "{}: {}", m.config, m.verdict.reason());
     }
     assert!(r.best.is_some());
+}
+
+/// The same sums without constant memory: what `smooth` computes when its taps and gain are all ones.
+const PLAIN_SUM: &str = r#"
+extern "C" __global__ void smooth(float *out, const float *in, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    float acc = 0.0f;
+    for (int k = 0; k < 9; k++) acc += in[i + k];
+    out[i] = acc;
+}
+"#;
+
+#[test]
+#[ignore = "needs a GPU"]
+fn generated_constants_fill_the_whole_symbol_the_module_reports() {
+    // all ones: the reference equals a plain sum over the symbol's 9 taps only when every tap is written
+    // (unwritten constants are zeros, a symbol filled short sums fewer taps)
+    let text = SMOOTH_SIDECAR.replace(
+        r#"constants = { taps = "randn", gain = "rand" }"#,
+        r#"constants = { taps = "ones", gain = "ones" }"#,
+    );
+    let sidecar = kt_cuda::Sidecar::from_toml(&text, Path::new("smooth.toml")).unwrap();
+    let suite = SuiteKernel::new(SMOOTH, &sidecar, None)
+        .unwrap()
+        .with_params(vec![TunableParam::new("block_size_x", [128])]);
+    let tests = suite
+        .inputs
+        .make_tests(&suite.params, SizeChoice::Test, &Default::default(), 2)
+        .unwrap();
+    let mut plain = TunableKernel::new(PLAIN_SUM, "smooth", vec!["n".into()]);
+    plain.params = vec![TunableParam::new("block_size_x", [128])];
+    // the plain kernel's module has no such symbols: they are skipped, not an error
+    let report = tuner()
+        .verify(&suite.kernel, &block(128), &plain, &block(128), &tests)
+        .unwrap();
+    for t in &report.tests {
+        assert_eq!(t.verdict, Verdict::Ok, "test {}: {}", t.test, t.verdict.reason());
+    }
 }
