@@ -98,7 +98,7 @@ fn declares_array(declarator: Node) -> bool {
 
 /// Whether `word` is written among a declaration's tokens before its first declarator (qualifiers the
 /// grammar files under other node kinds).
-fn has_word_before_declarator(node: Node, text: &str, word: &str) -> bool {
+pub(crate) fn has_word_before_declarator(node: Node, text: &str, word: &str) -> bool {
     let end = node
         .child_by_field_name("declarator")
         .map_or(node.end_byte(), |d| d.start_byte());

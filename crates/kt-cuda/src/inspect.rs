@@ -41,6 +41,9 @@ pub struct InspectReport {
     pub device_functions: Vec<DeviceFunction>,
     pub defines: Vec<MacroDefinition>,
     pub constants: Vec<String>,
+    /// File-scope `__constant__` variables (each kernel's `constant_memory` lists those it reads).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub constant_symbols: Vec<crate::constant_memory::ConstantSymbol>,
     /// Every `#include` seen (followed or not), in order.
     #[serde(default)]
     pub includes: Vec<IncludeRecord>,
@@ -87,6 +90,7 @@ impl InspectReport {
             device_functions: source.device_functions.clone(),
             defines: source.defines.clone(),
             constants: source.constants.clone(),
+            constant_symbols: source.constant_symbols.clone(),
             includes: Vec::new(),
             units: Vec::new(),
         })
@@ -281,6 +285,14 @@ fn write_what_it_uses(out: &mut String, k: &Kernel) {
         "  constants used: {}",
         list_or_none(&k.constexprs_used)
     );
+    if !k.constant_memory.is_empty() {
+        let read: Vec<String> = k.constant_memory.iter().map(ToString::to_string).collect();
+        let _ = writeln!(
+            *out,
+            "  constant memory read: {} (inputs: describe each under `constants` in the sidecar)",
+            read.join(", ")
+        );
+    }
     if !k.mutable_globals.is_empty() {
         let globals: Vec<String> = k
             .mutable_globals
@@ -456,6 +468,22 @@ mod tests {
         ] {
             assert!(text.contains(line), "`{line}` in\n{text}");
         }
+    }
+
+    #[test]
+    fn constant_memory_the_kernel_reads_is_shown_and_in_the_json() {
+        let src = "#define TAPS 3\n__constant__ float w[TAPS * 3];\n\
+                   __global__ void blur(float *o, const float *i) { o[threadIdx.x] = w[0] * i[threadIdx.x]; }\n";
+        let s = parse(src).unwrap();
+        let report = InspectReport::new("blur.cu", &s, None).unwrap();
+        let text = report.human();
+        assert!(
+            text.contains("constant memory read: __constant__ float w[TAPS * 3] (9 elements)"),
+            "{text}"
+        );
+        let json = serde_json::to_value(&report).unwrap();
+        assert_eq!(json["constant_symbols"][0]["dtype"], "float32");
+        assert_eq!(json["kernels"][0]["constant_memory"][0]["length"], 9);
     }
 
     #[test]

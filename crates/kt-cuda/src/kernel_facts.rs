@@ -141,6 +141,8 @@ pub(crate) fn analyse(prepared: &Prepared, file: &FileScope, found: &FoundKernel
         restrictions: relations.restrictions,
         grid_divisors: relations.grid_divisors,
         mutable_globals,
+        // filled by the whole-file analysis, which lists the file's symbols
+        constant_memory: Vec::new(),
         host_launches,
         macro_defaults,
     }

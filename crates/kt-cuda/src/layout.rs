@@ -129,6 +129,11 @@ fn builtin_layout(name: &str) -> Option<(u64, u64, String)> {
     Some((lane_size * lanes, align, format!("{lane_dtype}x{lanes}")))
 }
 
+/// The numpy-style dtype of a scalar or vector type (`float32`, `float32x4`); `None` for anything else.
+pub(crate) fn dtype_of(resolved: &str) -> Option<String> {
+    builtin_layout(resolved).map(|(_, _, dtype)| dtype)
+}
+
 /// Removes `const`/`volatile`/`struct`/`class` words and collapses whitespace.
 fn plain_type(text: &str) -> String {
     text.split_whitespace()

@@ -64,6 +64,7 @@
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
 mod conflicts;
+mod constant_memory;
 mod diagnostics;
 mod error;
 mod globals;
@@ -86,6 +87,7 @@ mod rewrite;
 mod scope;
 mod shared_helpers;
 mod sidecar;
+mod sidecar_constants;
 mod sidecar_text;
 mod sidecar_values;
 mod signature;
@@ -98,6 +100,7 @@ mod unit;
 mod unit_items;
 
 pub use conflicts::{ConflictKind, NameConflict, find_name_conflicts, normalize_name};
+pub use constant_memory::ConstantSymbol;
 pub use error::{CudaError, SyntaxProblem};
 pub use host_launch::{GridFact, HostLaunch, SizeAssert, host_launches};
 pub use includes::{IncludeRecord, SourceFile, decode};

@@ -5,6 +5,7 @@
 
 use std::path::Path;
 
+use crate::constant_memory;
 use crate::diagnostics::{not_cuda_reason, syntax_problems};
 use crate::error::{CudaError, SyntaxProblem};
 use crate::includes::SourceFile;
@@ -115,8 +116,16 @@ fn analyse(file: &SourceFile, with_origin: bool) -> Result<CudaSource, CudaError
         .iter()
         .map(|found| kernel_facts::analyse(&prepared, &scope, found))
         .collect();
-    for k in &mut kernels {
+    let constant_symbols = constant_memory::collect(&prepared, &scope, tree.root_node());
+    for (k, found) in kernels.iter_mut().zip(&scope.kernels) {
         layout::resolve_params(&prepared, &scope, k);
+        k.constant_memory = constant_memory::read_by(
+            &prepared,
+            &scope,
+            found.definition,
+            &k.helpers,
+            &constant_symbols,
+        );
     }
     if kernels.is_empty()
         && let Some(reason) = not_cuda_reason(&prepared, tree.root_node(), &problems)
@@ -154,6 +163,7 @@ fn analyse(file: &SourceFile, with_origin: bool) -> Result<CudaSource, CudaError
             })
             .collect(),
         constants: scope.constants.iter().cloned().collect(),
+        constant_symbols,
         syntax_problems: problems,
         broken_kernels: Vec::new(),
         includes_note: file.includes_note(),
@@ -190,7 +200,13 @@ fn relocate(parsed: &mut CudaSource, file: &SourceFile, with_origin: bool) {
             let launch_file = at(&mut l.location);
             l.file = (launch_file != name).then_some(launch_file);
         }
+        for c in &mut k.constant_memory {
+            at(&mut c.location);
+        }
         k.origin_file = origin(name);
+    }
+    for c in &mut parsed.constant_symbols {
+        at(&mut c.location);
     }
     for d in &mut parsed.device_functions {
         let name = at(&mut d.span.start);

@@ -32,10 +32,15 @@ pub struct Sidecar {
     pub test: Option<BTreeMap<String, ScalarValue>>,
     /// Distribution per pointer parameter (`randn`, `zeros`, `randint:0:256`, …).
     pub inputs: BTreeMap<String, String>,
-    /// numpy dtype per pointer parameter (`float32`, `int32`, `uint8`, …).
+    /// Distribution per `__constant__` symbol the kernel reads (`d_filter = "randn"`): filled in the loaded
+    /// module before each launch. Its dtype is the declaration's unless `dtypes` names it; its element count
+    /// is what `sizes` says, else the whole symbol as the compiled module holds it.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub constants: BTreeMap<String, String>,
+    /// numpy dtype per pointer parameter or constant symbol (`float32`, `int32`, `uint8`, …).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub dtypes: BTreeMap<String, String>,
-    /// Element count per pointer parameter, as an expression over scalar parameters.
+    /// Element count per pointer parameter or constant symbol, as an expression over scalar parameters.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub sizes: BTreeMap<String, SizeExpr>,
     /// Floating-point operations of one launch, as an expression.
@@ -146,6 +151,17 @@ pub enum SidecarProblem {
     EmptyField {
         field: String,
     },
+    /// A `__constant__` symbol the kernel reads without an entry in `constants` (`declaration` as written).
+    MissingConstant {
+        name: String,
+        declaration: String,
+    },
+    /// `constants` names something that is not a `__constant__` symbol the kernel reads.
+    UnknownConstant {
+        name: String,
+        /// The symbols the kernel does read.
+        read: Vec<String>,
+    },
     /// A `dtypes` entry that is not one of [`SIDECAR_DTYPES`] (optionally with `xN` lanes).
     UnknownDtype {
         name: String,
@@ -203,6 +219,20 @@ impl std::fmt::Display for SidecarProblem {
             SidecarProblem::MissingTestValue { name } => {
                 write!(f, "scalar parameter `{name}` has no value in `test`")
             }
+            SidecarProblem::MissingConstant { name, declaration } => write!(
+                f,
+                "the kernel reads constant memory `{declaration}` but the sidecar does not describe it: \
+                 add `constants = {{ {name} = \"randn\" }}` (any distribution of `inputs`)"
+            ),
+            SidecarProblem::UnknownConstant { name, read } => write!(
+                f,
+                "`constants` mentions `{name}`, which is not a `__constant__` symbol the kernel reads (it reads: {})",
+                if read.is_empty() {
+                    "none".to_string()
+                } else {
+                    read.join(", ")
+                }
+            ),
             SidecarProblem::EmptyField { field } => write!(f, "`{field}` is empty"),
             SidecarProblem::UnknownDtype { name, dtype } => write!(
                 f,
@@ -298,12 +328,13 @@ impl Sidecar {
     /// Every name the sidecar mentions must be a parameter of `kernel`, of the right kind (pointer for
     /// outputs/inputs/dtypes/sizes keys, scalar for bench/test keys and expression identifiers); every
     /// scalar parameter needs a `bench` value (and a `test` value when `test` exists), every pointer
-    /// parameter an `inputs` entry.
+    /// parameter an `inputs` entry, every `__constant__` symbol the kernel reads a `constants` entry.
     pub fn check_against(&self, kernel: &Kernel) -> Result<(), Vec<SidecarProblem>> {
         let mut problems = Vec::new();
         self.check_own_fields(kernel, &mut problems);
         self.check_names_are_parameters(kernel, &mut problems);
         self.check_every_parameter_has_a_value(kernel, &mut problems);
+        self.check_constants(kernel, &mut problems);
         if problems.is_empty() {
             Ok(())
         } else {
@@ -342,7 +373,14 @@ impl Sidecar {
     /// Every name the sidecar mentions is a parameter of the kernel, of the right kind (a launch name may stand
     /// for a scalar).
     fn check_names_are_parameters(&self, kernel: &Kernel, problems: &mut Vec<SidecarProblem>) {
+        // `dtypes` and `sizes` describe constant symbols too; a parameter of the same name shadows one
+        let is_constant = |field: &str, name: &str| {
+            matches!(field, "dtypes" | "sizes")
+                && kernel.param(name).is_none()
+                && self.constants.contains_key(name)
+        };
         let mut expect = |field: &str, name: &str, pointer: bool| match kernel.param(name) {
+            None if is_constant(field, name) => {}
             None if !pointer && LAUNCH_NAMES.contains(&name) => {}
             None => problems.push(SidecarProblem::UnknownParameter {
                 field: field.into(),

@@ -56,6 +56,20 @@ __global__ void vector_add(float *c, float *a, float *b, int n) {
 }
 """
 
+# a 1-D filter read from constant memory (Kernel Tuner's convolution example keeps its filter there too)
+SMOOTH = """
+#define TAPS 5
+__constant__ float taps[TAPS];
+__global__ void smooth(float *out, const float *in, int n) {
+    int i = blockIdx.x * block_size_x + threadIdx.x;
+    if (i < n) {
+        float sum = 0.0f;
+        for (int k = 0; k < TAPS; k++) sum += taps[k] * in[i + k];
+        out[i] = sum;
+    }
+}
+"""
+
 RESULT_KEYS = {"time", "times", "compile_time", "benchmark_time", "kt_verdict", "kt_objective_ms"}
 
 
@@ -172,6 +186,25 @@ def test_unsupported_arguments_are_refused_by_name():
         "vector_add", VECTOR_ADD, 256, args[:3] + [256], {"block_size_x": [32]}))
     expect_error(ValueError, ["block_size_x", "integers"], lambda: kt.tune_kernel(
         "vector_add", VECTOR_ADD, 256, args, {"block_size_x": [32.0, 64.0]}))
+
+
+def test_cmem_args_fill_constant_memory_as_in_kernel_tuner():
+    n = 1000
+    data = np.random.randn(n + 4).astype(np.float32)
+    taps = np.array([0.1, 0.2, 0.4, 0.2, 0.1], dtype=np.float32)
+    out = np.zeros(n, dtype=np.float32)
+    answer = np.convolve(data, taps[::-1], mode="valid").astype(np.float32)
+    args = [out, data, np.int32(n)]
+    results, env = kt.tune_kernel(
+        "smooth", SMOOTH, n, args, {"block_size_x": [32, 64]},
+        cmem_args={"taps": taps}, answer=[answer, None, None], atol=1e-5,
+    )
+    check("cmem_args accepted: one result per configuration", len(results) == 2, results)
+    check("every configuration ok", all(r["kt_verdict"] == "ok" for r in results), results)
+    call = lambda cmem: kt.tune_kernel("smooth", SMOOTH, n, args, {"block_size_x": [32]}, cmem_args=cmem)  # noqa: E731
+    expect_error(TypeError, ["cmem_args", "dict"], lambda: call([taps]))
+    expect_error(TypeError, ["cmem_args['taps']", "numpy array"], lambda: call({"taps": [0.1, 0.2]}))
+    expect_error(ValueError, ["cmem_args names `weights`", "declares: taps"], lambda: call({"weights": taps}))
 
 
 def test_a_failing_restriction_function_raises_its_own_error():

@@ -1,5 +1,5 @@
-"""Kernel Tuner's arguments as the plain data kt's compiled module reads: arrays saved as ``.npy`` files,
-scalars with their bytes, parameter values as JSON values, restrictions split into expressions (which kt
+"""Kernel Tuner's arguments as the plain data kt's compiled module reads: arrays (and ``cmem_args``) saved as
+``.npy`` files, scalars with their bytes, parameter values as JSON values, restrictions split into expressions (which kt
 evaluates) and Python functions (which kt calls with a dict of the configuration's values)."""
 
 import inspect
@@ -23,6 +23,29 @@ def array_arg(index, array, expected, folder):
         np.save(answer_path, np.ascontiguousarray(expected.astype(array.dtype, copy=False)))
         arg["answer"] = answer_path
     return arg
+
+
+def constant_args(cmem_args, folder):
+    """Kernel Tuner's ``cmem_args``: ``__constant__`` symbol name to numpy array (or numpy scalar), each saved as
+    a ``.npy`` file in C order; kt writes its bytes into the symbol."""
+    if cmem_args is None:
+        return []
+    if not isinstance(cmem_args, dict):
+        raise TypeError("kt.tune_kernel: cmem_args must be a dict of __constant__ symbol name to numpy array")
+    out = []
+    for i, (name, value) in enumerate(cmem_args.items()):
+        if not isinstance(name, str):
+            raise TypeError(f"kt.tune_kernel: cmem_args key {name!r} must be the symbol's name as a string")
+        if isinstance(value, np.generic):
+            value = np.asarray(value).reshape(1)
+        if not isinstance(value, np.ndarray):
+            raise TypeError(
+                f"kt.tune_kernel: cmem_args[{name!r}] is a {type(value).__name__}; give a numpy array (or numpy scalar)"
+            )
+        path = os.path.join(folder, f"cmem{i}.npy")
+        np.save(path, np.ascontiguousarray(value))
+        out.append({"name": name, "dtype": value.dtype.name, "path": path})
+    return out
 
 
 def scalar_arg(index, value):

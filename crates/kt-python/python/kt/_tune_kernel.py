@@ -13,14 +13,13 @@ import time
 import numpy as np
 
 from . import _kt
-from ._arguments import array_arg, restriction_parts, scalar_arg, tune_params_list
+from ._arguments import array_arg, constant_args, restriction_parts, scalar_arg, tune_params_list
 from ._results import kernel_tuner_results
 from ._worker import worker_command, worker_env
 
 # Kernel Tuner arguments kt does not support, with their "not given" value. Giving one is an error.
 _REFUSED = {
     "smem_args": None,
-    "cmem_args": None,
     "texmem_args": None,
     "compiler": None,
     "defines": None,
@@ -151,6 +150,7 @@ def _request(given, folder):
         "kernel_source": _source_text(given["kernel_source"]),
         "problem_size": _problem_size(given["problem_size"]),
         "arguments": args,
+        "constants": constant_args(given["cmem_args"], folder),
         "tune_params": tune_params_list(given["tune_params"]),
         "restrictions": strings,
         "grid_div": [_grid_div(given[f"grid_div_{d}"]) for d in "xyz"],
@@ -209,6 +209,9 @@ def tune_kernel(
     seed=None,
 ):
     """Tunes ``kernel_name`` as Kernel Tuner's ``tune_kernel`` does and returns ``(results, env)``.
+
+    ``cmem_args``: as in Kernel Tuner, ``{"symbol": numpy_array}`` for ``__constant__`` symbols of the source;
+    kt writes each into every configuration's module before launching it.
 
     ``iterations``: when given, kt times every configuration at least that many times; left out (Kernel
     Tuner's default is 7), kt samples until the median's standard error is under 1 % (at least 3 runs).

@@ -157,7 +157,10 @@ mod tests {
 
     #[test]
     fn a_unit_that_uses_no_standard_name_gets_no_prelude() {
-        assert_eq!(standard_prelude("__global__ void k(float *a) { a[0] = 1.0f; }"), "");
+        assert_eq!(
+            standard_prelude("__global__ void k(float *a) { a[0] = 1.0f; }"),
+            ""
+        );
     }
 
     #[test]
@@ -170,8 +173,13 @@ mod tests {
 
     #[test]
     fn gcc_builtins_a_unit_calls_become_what_nvrtc_has() {
-        let p = standard_prelude("x = __builtin_huge_valf(); y = __builtin_popcount(m); z = __builtin_nanf(\"\");");
-        assert!(p.contains("#ifndef __builtin_huge_valf\n#define __builtin_huge_valf() (1.0f / 0.0f)"), "{p}");
+        let p = standard_prelude(
+            "x = __builtin_huge_valf(); y = __builtin_popcount(m); z = __builtin_nanf(\"\");",
+        );
+        assert!(
+            p.contains("#ifndef __builtin_huge_valf\n#define __builtin_huge_valf() (1.0f / 0.0f)"),
+            "{p}"
+        );
         assert!(p.contains("#define __builtin_popcount(x) __popc(x)"), "{p}");
         assert!(p.contains("#define __builtin_nanf(s) (0.0f / 0.0f)"), "{p}");
         assert!(!p.contains("__builtin_clz"), "only what the unit uses: {p}");
@@ -179,8 +187,14 @@ mod tests {
 
     #[test]
     fn glibc_short_unsigned_names_are_declared_unless_the_unit_does() {
-        let p = standard_prelude("__global__ void k(uint *o, ulong n) { ushort s = 0; uchar c = 0; }");
-        for t in ["typedef unsigned int uint;", "typedef unsigned long ulong;", "typedef unsigned short ushort;", "typedef unsigned char uchar;"] {
+        let p =
+            standard_prelude("__global__ void k(uint *o, ulong n) { ushort s = 0; uchar c = 0; }");
+        for t in [
+            "typedef unsigned int uint;",
+            "typedef unsigned long ulong;",
+            "typedef unsigned short ushort;",
+            "typedef unsigned char uchar;",
+        ] {
             assert!(p.contains(t), "{t}: {p}");
         }
         let own = standard_prelude("typedef unsigned int uint;\n__global__ void k(uint *o) {}");

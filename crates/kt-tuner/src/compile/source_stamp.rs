@@ -35,6 +35,7 @@ pub fn of_test(test: &KernelTest) -> Vec<Option<Stamp>> {
     test.arrays()
         .flat_map(|a| [Some(&a.source), a.expected.as_ref()])
         .flatten()
+        .chain(test.constants.iter().map(|c| &c.source))
         .map(stamp)
         .collect()
 }

@@ -65,6 +65,7 @@ fn tests(source: ArraySource) -> TestSet {
                 }),
             ],
             tolerances: Default::default(),
+            constants: Vec::new(),
         }],
     }
 }

@@ -186,6 +186,7 @@ mod tests {
                 bytes: 100i32.to_le_bytes().to_vec(),
             })],
             tolerances: Default::default(),
+            constants: Vec::new(),
         };
         assert_eq!(
             m[3].resolve(&test, &test.scalars()).unwrap(),

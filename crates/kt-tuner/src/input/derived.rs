@@ -125,7 +125,12 @@ pub fn derive_with_fixed(
     // what is not tuned takes its fixed value: a template argument given, else a macro's `#ifndef` default
     let numbers: Vec<(&String, i64)> = fixed
         .iter()
-        .chain(kernel.macro_defaults.iter().filter(|(n, _)| !fixed.contains_key(*n)))
+        .chain(
+            kernel
+                .macro_defaults
+                .iter()
+                .filter(|(n, _)| !fixed.contains_key(*n)),
+        )
         .filter_map(|(n, v)| super::instances::as_number(v.trim()).map(|v| (n, v)))
         .filter(|(n, _)| !params.iter().any(|p| &p.name == *n))
         .collect();
@@ -252,9 +257,16 @@ mod tests {
         assert_eq!(exprs, vec!["block_size_x == 128"], "not tuned: its default");
         let tuned = [TunableParam::new("BLOCK", [64, 256])];
         let d = derive_with_fixed(&k, &tuned, &Default::default());
-        assert_eq!(d.added_params, vec![TunableParam::new("block_size_x", [64, 256])]);
+        assert_eq!(
+            d.added_params,
+            vec![TunableParam::new("block_size_x", [64, 256])]
+        );
         let exprs: Vec<&str> = d.restrictions.iter().map(|r| r.expr.as_str()).collect();
-        assert_eq!(exprs, vec!["block_size_x == BLOCK"], "tuned: the block follows it");
+        assert_eq!(
+            exprs,
+            vec!["block_size_x == BLOCK"],
+            "tuned: the block follows it"
+        );
     }
 
     fn reduce3() -> kt_cuda::Kernel {

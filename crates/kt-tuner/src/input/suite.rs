@@ -106,7 +106,7 @@ impl SuiteKernel {
         }
         Ok(SuiteKernel {
             kernel,
-            inputs: SuiteInputs::from_sidecar(sidecar),
+            inputs: SuiteInputs::for_kernel(sidecar, k),
             params: ParamSpec::from_kernel(k),
             default_block: block,
             template_params: template_params(k),

@@ -1,11 +1,12 @@
-//! The tests a kernel is tuned or verified on: read from a tests directory, or generated from its sidecar
-//! with arrays sized over the configurations that will run.
+//! The tests a kernel is tuned or verified on: read from a tests directory (its `__constant__` contents from
+//! the sidecar), or generated from its sidecar with arrays sized over the configurations that will run.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
 use crate::error::TunerError;
-use crate::model::args::{SizeChoice, TestSet};
+use crate::model::args::{SizeChoice, SuiteInputs, TestSet};
+use crate::model::constants::ConstantInputs;
 use crate::model::space::Config;
 
 use super::LoadedKernel;
@@ -33,11 +34,53 @@ pub fn load_tests(
         .map(|i| i.tolerances_for(&loaded.params))
         .unwrap_or_default();
     match source {
-        TestSource::Dir(dir) => TestSet::load_dir(dir, &loaded.params, &tolerances),
+        TestSource::Dir(dir) => {
+            let sidecar = sidecar_constants(loaded)?;
+            let mut set = TestSet::load_dir(dir, &loaded.params, &tolerances)?;
+            if let Some(inputs) = sidecar {
+                for (i, t) in set.tests.iter_mut().enumerate() {
+                    t.constants = constant_inputs(inputs).args(&t.scalars(), i as u64 + 1)?;
+                }
+            }
+            Ok(set)
+        }
         TestSource::Generate { size, count } => {
             let inputs = loaded.inputs.as_ref().ok_or(TunerError::NoInputs)?;
             inputs.make_tests_for(&loaded.params, size, sizes, count, configs)
         }
+    }
+}
+
+/// A tests directory carries arrays and scalars only: the `__constant__` symbols the kernel reads are filled
+/// from its sidecar's `constants` (seeded per test), so a kernel that reads any needs a sidecar. `None` when
+/// it reads none.
+fn sidecar_constants(loaded: &LoadedKernel) -> Result<Option<&SuiteInputs>, TunerError> {
+    let read = &loaded.parsed.constant_memory;
+    if read.is_empty() {
+        return Ok(None);
+    }
+    match &loaded.inputs {
+        Some(inputs) => Ok(Some(inputs)),
+        None => {
+            let names: Vec<&str> = read.iter().map(|c| c.name.as_str()).collect();
+            let entries: Vec<String> = names.iter().map(|n| format!("{n} = \"randn\"")).collect();
+            Err(TunerError::Arguments(format!(
+                "kernel `{}` reads constant memory ({}), which a tests directory does not carry: give a \
+                 sidecar with `constants = {{ {} }}`",
+                loaded.parsed.name,
+                names.join(", "),
+                entries.join(", ")
+            )))
+        }
+    }
+}
+
+fn constant_inputs(inputs: &SuiteInputs) -> ConstantInputs<'_> {
+    ConstantInputs {
+        distributions: &inputs.constants,
+        dtypes: &inputs.dtypes,
+        declared_dtypes: &inputs.constant_dtypes,
+        sizes: &inputs.sizes,
     }
 }
 
@@ -93,5 +136,28 @@ mod tests {
         let err = load_tests(&loaded, source, &BTreeMap::new(), &[]).unwrap_err();
         assert!(matches!(err, TunerError::NoInputs), "{err}");
         assert!(err.to_string().contains("give --tests-dir DIR"), "{err}");
+    }
+
+    #[test]
+    fn a_tests_directory_for_a_kernel_reading_constant_memory_needs_a_sidecar_saying_so() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("blur.cu");
+        std::fs::write(
+            &file,
+            "__constant__ float w[3];\n__global__ void blur(float *o, const float *i, int n) {\n\
+             int x = threadIdx.x; if (x < n) o[x] = w[0] * i[x] + w[1] * i[x + 1] + w[2] * i[x + 2]; }\n",
+        )
+        .unwrap();
+        let loaded =
+            crate::input::load_kernel_with(&file, None, crate::input::SidecarChoice::Without, &[])
+                .unwrap();
+        let err = load_tests(&loaded, TestSource::Dir(dir.path()), &BTreeMap::new(), &[])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("reads constant memory (w)")
+                && err.contains("`constants = { w = \"randn\" }`"),
+            "{err}"
+        );
     }
 }

@@ -15,6 +15,7 @@ use crate::check::verify::Tolerance;
 use crate::error::TunerError;
 use crate::model::args::{ArrayArg, ArraySource, KernelTest, ScalarArg, TestArg, TestSet};
 use crate::model::block_names::BlockNames;
+use crate::model::constants::ConstantArg;
 use crate::model::param_value::ParamValue;
 use crate::model::space::{Restriction, TunableParam};
 use crate::search::{Limits, Strategy};
@@ -42,6 +43,15 @@ pub enum CallArg {
     },
 }
 
+/// One entry of Kernel Tuner's `cmem_args`: a `__constant__` symbol and the numpy array saved for it.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CallConstant {
+    pub name: String,
+    pub dtype: String,
+    pub path: PathBuf,
+}
+
 /// `tune_kernel`'s arguments that kt supports, in its own words.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -52,6 +62,9 @@ pub struct TuneCall {
     /// Per dimension, x first: numbers or expressions over parameter names.
     pub problem_size: Vec<String>,
     pub arguments: Vec<CallArg>,
+    /// Kernel Tuner's `cmem_args`: written into each configuration's module before its launches.
+    #[serde(default)]
+    pub constants: Vec<CallConstant>,
     /// Parameters in the caller's order, each with its values.
     pub tune_params: Vec<(String, Vec<ParamValue>)>,
     #[serde(default)]
@@ -139,6 +152,7 @@ impl TuneCall {
             id: "arguments".into(),
             args: Vec::new(),
             tolerances: Default::default(),
+            constants: self.constant_args()?,
         };
         for (i, arg) in self.arguments.iter().enumerate() {
             let name = names.get(i).cloned().unwrap_or_else(|| format!("arg{i}"));
@@ -193,6 +207,42 @@ impl TuneCall {
                 }
             )
         })
+    }
+
+    /// `cmem_args` as the test's constants. A name the source declares no `__constant__` symbol for is
+    /// refused (Kernel Tuner fails looking it up in the module); a source kt cannot parse is left to the
+    /// module, where a missing symbol is skipped.
+    fn constant_args(&self) -> Result<Vec<ConstantArg>, TunerError> {
+        let declared: Option<Vec<String>> = kt_cuda::parse(&self.kernel_source)
+            .ok()
+            .map(|p| p.constant_symbols.into_iter().map(|c| c.name).collect());
+        let mut out = Vec::new();
+        for c in &self.constants {
+            if let Some(names) = &declared
+                && !names.contains(&c.name)
+            {
+                return Err(TunerError::Arguments(format!(
+                    "cmem_args names `{}`, which the source does not declare `__constant__` (it declares: {})",
+                    c.name,
+                    if names.is_empty() {
+                        "none".to_string()
+                    } else {
+                        names.join(", ")
+                    }
+                )));
+            }
+            let info = read_header(&c.path)?;
+            out.push(ConstantArg {
+                name: c.name.clone(),
+                dtype: dtype(&c.dtype, &c.name)?,
+                elements: Some(info.elements()),
+                source: ArraySource::Npy {
+                    path: c.path.clone(),
+                    offset: info.data_offset,
+                },
+            });
+        }
+        Ok(out)
     }
 
     fn argument_names(&self) -> Vec<String> {
@@ -378,6 +428,33 @@ mod tests {
             .options()
             .unwrap_err();
         assert!(err.to_string().contains("strategy `bayes_opt`"), "{err}");
+    }
+
+    #[test]
+    fn cmem_args_become_the_tests_constants_and_an_undeclared_name_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let filter = npy(dir.path(), "filter.npy", 9);
+        let mut c = call(dir.path(), "");
+        c.kernel_source = format!("__constant__ float taps[9];\n{SOURCE}");
+        c.constants = vec![CallConstant {
+            name: "taps".into(),
+            dtype: "float32".into(),
+            path: filter.clone(),
+        }];
+        let tests = c.tests().unwrap();
+        let constants = &tests.tests[0].constants;
+        assert_eq!(constants.len(), 1);
+        assert_eq!(
+            (constants[0].dtype, constants[0].elements),
+            (DType::Float32, Some(9))
+        );
+        assert!(matches!(&constants[0].source, ArraySource::Npy { path, .. } if *path == filter));
+        c.constants[0].name = "weights".into();
+        let err = c.tests().unwrap_err().to_string();
+        assert!(
+            err.contains("cmem_args names `weights`, which the source does not declare `__constant__` (it declares: taps)"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::error::TunerError;
+use crate::model::constants::{ConstantArg, ConstantInputs};
 use crate::model::expr::{Bindings, eval_count};
 use crate::model::geometry::bindings;
 use crate::model::space::Config;
@@ -122,6 +123,9 @@ pub struct KernelTest {
     pub id: String,
     pub args: Vec<TestArg>,
     pub tolerances: BTreeMap<String, Tolerance>,
+    /// Contents of the `__constant__` symbols the kernel reads (none for most kernels).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub constants: Vec<ConstantArg>,
 }
 
 impl KernelTest {
@@ -150,7 +154,11 @@ impl KernelTest {
 
     /// Identity of the inputs for result caching.
     pub fn fingerprint(&self) -> String {
-        let text = serde_json::to_string(&self.args).unwrap_or_default();
+        let mut text = serde_json::to_string(&self.args).unwrap_or_default();
+        // constants change what the kernel computes; a test without any keeps its earlier fingerprint
+        if !self.constants.is_empty() {
+            text += &serde_json::to_string(&self.constants).unwrap_or_default();
+        }
         blake3::hash(text.as_bytes()).to_hex()[..16].to_string()
     }
 }
@@ -376,6 +384,7 @@ impl TestSet {
                 id,
                 args,
                 tolerances: tolerance.clone(),
+                constants: Vec::new(),
             });
         }
         Ok(TestSet { tests })
@@ -406,6 +415,13 @@ pub struct SuiteInputs {
     /// Valid values of size scalars (the sidecar's `size_rules`).
     #[serde(default)]
     pub size_rules: BTreeMap<String, kt_cuda::SizeRule>,
+    /// Distribution per `__constant__` symbol the kernel reads (the sidecar's `constants`).
+    #[serde(default)]
+    pub constants: BTreeMap<String, String>,
+    /// The dtypes of those symbols' declarations, for those the sidecar gives no dtype (from the parsed
+    /// kernel, not the sidecar: [`SuiteInputs::for_kernel`]).
+    #[serde(skip)]
+    pub constant_dtypes: BTreeMap<String, String>,
 }
 
 /// Which of the sidecar's sizes to use.
@@ -437,6 +453,17 @@ impl SuiteInputs {
             atol: s.atol.clone(),
             max_mismatch_fraction: s.max_mismatch_fraction.clone(),
             size_rules: s.size_rules.clone(),
+            constants: s.constants.clone(),
+            constant_dtypes: BTreeMap::new(),
+        }
+    }
+
+    /// [`SuiteInputs::from_sidecar`] with the types of the kernel's `__constant__` declarations, for
+    /// constants the sidecar gives no dtype.
+    pub fn for_kernel(s: &kt_cuda::Sidecar, kernel: &kt_cuda::Kernel) -> Self {
+        SuiteInputs {
+            constant_dtypes: crate::model::constants::declared_dtypes(kernel),
+            ..Self::from_sidecar(s)
         }
     }
 
@@ -604,6 +631,13 @@ impl SuiteInputs {
             id: id.to_string(),
             args,
             tolerances: self.tolerances_for(params),
+            constants: ConstantInputs {
+                distributions: &self.constants,
+                dtypes: &self.dtypes,
+                declared_dtypes: &self.constant_dtypes,
+                sizes: &self.sizes,
+            }
+            .args(values, seed)?,
         })
     }
 }

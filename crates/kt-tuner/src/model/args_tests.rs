@@ -229,3 +229,45 @@ fn distributions_parse() {
     assert!(Distribution::parse("randint:5:5").is_err());
     assert!(Distribution::parse("gauss").is_err());
 }
+
+#[test]
+fn a_sidecars_constants_become_each_tests_constants_typed_by_the_declaration() {
+    let src = "#define TAPS 5\n__constant__ float taps[TAPS];\n\
+               extern \"C\" __global__ void conv(float *out, const float *in, int n) {\n\
+               int i = threadIdx.x; float s = 0; for (int k = 0; k < TAPS; k++) s += taps[k] * in[i + k]; out[i] = s; }\n";
+    let kernel = kt_cuda::parse(src).unwrap().kernels[0].clone();
+    let sidecar = kt_cuda::Sidecar::from_toml(
+        r#"
+kernel = "conv"
+description = "1-D convolution, filter in constant memory"
+problem_size = ["n"]
+outputs = ["out"]
+default_block = [128, 1, 1]
+bench = { n = 4096 }
+inputs = { out = "zeros", in = "randn" }
+constants = { taps = "randn" }
+sizes = { out = "n", in = "n + 4" }
+flops = "10 * n"
+bytes = "8 * n"
+"#,
+        Path::new("conv.toml"),
+    )
+    .unwrap();
+    let inputs = SuiteInputs::for_kernel(&sidecar, &kernel);
+    let params = ParamSpec::from_kernel(&kernel);
+    let tests = inputs
+        .make_tests(&params, SizeChoice::Bench, &BTreeMap::new(), 2)
+        .unwrap();
+    let seeds: Vec<&ArraySource> = tests.tests.iter().map(|t| &t.constants[0].source).collect();
+    assert_ne!(seeds[0], seeds[1], "each test its own filter");
+    let c = &tests.tests[0].constants[0];
+    assert_eq!(
+        (c.name.as_str(), c.dtype, c.elements),
+        ("taps", DType::Float32, None)
+    );
+    assert_ne!(tests.tests[0].fingerprint(), {
+        let mut without = tests.tests[0].clone();
+        without.constants.clear();
+        without.fingerprint()
+    });
+}

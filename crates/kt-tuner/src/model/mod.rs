@@ -1,4 +1,5 @@
-//! The tuner's nouns, the floor everything else stands on: a kernel's arguments and tests (`args`), its
+//! The tuner's nouns, the floor everything else stands on: a kernel's arguments and tests (`args`), the
+//! `__constant__` symbols a test fills (`constants`), its
 //! tunable parameters and their values (`space`, `param_value`), the expressions restrictions and sizes are
 //! written in (`expr`), the launch a configuration makes (`geometry`, `block_names`), the kernel as the tuner
 //! tunes it (`tunable_kernel`), how far an output may be off (`tolerance`) and what a tuning hands back
@@ -6,6 +7,7 @@
 
 pub mod args;
 pub mod block_names;
+pub mod constants;
 pub mod expr;
 pub mod geometry;
 pub mod outcome;

@@ -96,7 +96,15 @@ pub(crate) fn verify(
             continue;
         }
         let floor = ceilings.as_ref().and_then(|c| floor_of(c, candidate, t));
-        let tv = run_candidate(e, &c.key, candidate, candidate_config, t, timing, floor.as_ref())?;
+        let tv = run_candidate(
+            e,
+            &c.key,
+            candidate,
+            candidate_config,
+            t,
+            timing,
+            floor.as_ref(),
+        )?;
         report.tests.push(tv);
     }
     if report.passed() && tests.len() > 1 {
@@ -116,7 +124,8 @@ pub(crate) fn verify(
 /// best to); `None` where the device's bandwidth is unknown.
 fn memory_ceilings(e: &mut Engine) -> Result<Option<Ceilings>, TunerError> {
     let device = e.link.device(&mut e.queue)?;
-    let Some(peaks) = crate::session::peak::theoretical(device.ordinal, device.compute_capability) else {
+    let Some(peaks) = crate::session::peak::theoretical(device.ordinal, device.compute_capability)
+    else {
         return Ok(None);
     };
     let copy = crate::session::peak::copy_bandwidth(e, &device).ok();
@@ -171,7 +180,10 @@ fn below_floor(tv: TestVerdict, o: &RunOutcome, floor: Option<&Floor>) -> TestVe
     match impossible(stats.median_ms, floor) {
         Some(why) if tv.verdict.is_ok() => TestVerdict {
             verdict: Verdict::ImpossibleTime {
-                details: vec![format!("test {}: right on every checked launch, but {why}", tv.test)],
+                details: vec![format!(
+                    "test {}: right on every checked launch, but {why}",
+                    tv.test
+                )],
             },
             ..tv
         },
@@ -236,6 +248,7 @@ mod tests {
             id: id.into(),
             args: vec![],
             tolerances: Default::default(),
+            constants: Vec::new(),
         }
     }
 
@@ -289,7 +302,10 @@ mod floor_tests {
         let v = below_floor(tv, &o, Some(&floor)).verdict;
         assert!(matches!(v, Verdict::ImpossibleTime { .. }), "{v:?}");
         let r = v.reason();
-        assert!(r.contains("right on every checked launch") && r.contains("below the physical floor"), "{r}");
+        assert!(
+            r.contains("right on every checked launch") && r.contains("below the physical floor"),
+            "{r}"
+        );
         // at the floor or above, or with no floor known, the verdict stands
         let (tv, o) = passed(floor.ms * 1.01);
         assert_eq!(below_floor(tv, &o, Some(&floor)).verdict, Verdict::Ok);
@@ -302,7 +318,9 @@ mod floor_tests {
         let c = Ceilings::from_figures(Some(4814.0), Some(4269.0), 60 << 20);
         let floor = c.floor(1e9).unwrap();
         let (mut tv, o) = passed(floor.ms / 2.0);
-        tv.verdict = Verdict::Invalid { reason: "crashed".into() };
+        tv.verdict = Verdict::Invalid {
+            reason: "crashed".into(),
+        };
         let v = below_floor(tv, &o, Some(&floor)).verdict;
         assert!(matches!(v, Verdict::Invalid { .. }), "{v:?}");
     }

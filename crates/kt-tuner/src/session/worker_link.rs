@@ -103,7 +103,12 @@ pub(crate) fn run_request(
 
 /// The dtypes kt's utility kernels must cover for a test.
 pub(crate) fn test_dtypes(test: &KernelTest) -> Vec<DType> {
-    device_kernels::needed_dtypes(test.arrays().map(|a| a.dtype))
+    // constants are filled by the same seeded kernels as arrays
+    device_kernels::needed_dtypes(
+        test.arrays()
+            .map(|a| a.dtype)
+            .chain(test.constants.iter().map(|c| c.dtype)),
+    )
 }
 
 fn worker_failure(e: WorkerFailure) -> TunerError {
@@ -607,7 +612,9 @@ pub(crate) fn does_no_work(outputs: &[String]) -> String {
 
 /// Whether `uploaded` is `wanted` on the worker: the same id and inputs (tolerances may differ).
 fn same_test(uploaded: &KernelTest, wanted: &KernelTest) -> bool {
-    uploaded.id == wanted.id && uploaded.args == wanted.args
+    uploaded.id == wanted.id
+        && uploaded.args == wanted.args
+        && uploaded.constants == wanted.constants
 }
 
 #[cfg(test)]
@@ -620,6 +627,7 @@ mod tests {
             id: "bench".into(),
             args: vec![],
             tolerances: Default::default(),
+            constants: Vec::new(),
         };
         let raised = crate::check::sum_floor::with_sum_lengths(std::slice::from_ref(&plain), Some("8192"));
         assert!(same_test(&raised[0], &plain));

@@ -10,7 +10,8 @@
 //! on a simulated kernel that is ten times faster when it finds its output written. `lazy-late` plays a
 //! launch counter that waits past the timed samples: its last timed launch is right, and the late check
 //! after many launches (`crate::check::late_check`), when the policy asks for one, finds its output unwritten.
-//! As the real worker, it refuses a launch on a test that was never uploaded, and it races: a `Run` is sampled
+//! As the real worker, it refuses a launch on a test that was never uploaded, refuses an upload whose
+//! `__constant__` contents come from a file it cannot open, and it races: a `Run` is sampled
 //! by the request's timing policy against its best so far.
 
 use std::io::Write;
@@ -36,10 +37,20 @@ impl Fake {
         // as the real worker, a launch on a test that was never uploaded is refused
         let mut uploaded = std::collections::HashSet::new();
         move |req, _payload| match req {
-            Request::Upload { test } => {
-                uploaded.insert(test.id);
-                (Reply::Done { ms: 0.0 }, false)
-            }
+            Request::Upload { test } => match unreadable_constant(&test) {
+                // as the real worker, which reads a constant's file at upload
+                Some(message) => (
+                    Reply::Error {
+                        message,
+                        fatal: false,
+                    },
+                    false,
+                ),
+                None => {
+                    uploaded.insert(test.id);
+                    (Reply::Done { ms: 0.0 }, false)
+                }
+            },
             Request::Run { run }
             | Request::Reference { run }
             | Request::RecordOutputs { run, .. }
@@ -208,6 +219,16 @@ impl Fake {
             }
         }
     }
+}
+
+/// The first `__constant__` contents of `test` whose file cannot be opened, as the worker's error says it.
+fn unreadable_constant(test: &crate::model::args::KernelTest) -> Option<String> {
+    test.constants.iter().find_map(|c| match &c.source {
+        crate::model::args::ArraySource::Npy { path, .. } => std::fs::File::open(path)
+            .err()
+            .map(|e| format!("constant `{}`: {}: {e}", c.name, path.display())),
+        crate::model::args::ArraySource::Generate { .. } => None,
+    })
 }
 
 /// A run's samples as the GPU worker takes them: its timing policy against the best so far (racing), every

@@ -24,6 +24,7 @@ fn fake(mode: &str) -> WorkerClient {
         id: "t".into(),
         args: vec![],
         tolerances: Default::default(),
+        constants: Vec::new(),
     };
     let (reply, _) = w
         .request(&Request::Upload { test: t }, &[], Duration::from_secs(10))
@@ -360,4 +361,70 @@ fn a_kernel_that_skips_written_outputs_is_timed_only_on_launches_that_did_the_wo
     };
     assert_eq!(o.unchanged_outputs, vec!["x".to_string()]);
     w.shutdown();
+}
+
+#[test]
+fn constants_travel_with_the_upload_and_an_unreadable_constant_file_is_refused_by_name() {
+    use crate::model::args::{ArraySource, Distribution, KernelTest};
+    use crate::model::constants::ConstantArg;
+    let dir = tempfile::tempdir().unwrap();
+    let filter = dir.path().join("filter.npy");
+    std::fs::write(&filter, b"not read by the fake").unwrap();
+    let constant = |name: &str, source| ConstantArg {
+        name: name.into(),
+        dtype: kt_record::DType::Float32,
+        elements: Some(9),
+        source,
+    };
+    let mut test = KernelTest {
+        id: "t".into(),
+        args: vec![],
+        tolerances: Default::default(),
+        constants: vec![
+            constant(
+                "d_filter",
+                ArraySource::Npy {
+                    path: filter,
+                    offset: 128,
+                },
+            ),
+            constant(
+                "bias",
+                ArraySource::Generate {
+                    dist: Distribution::Randn,
+                    seed: 1,
+                },
+            ),
+        ],
+    };
+    let mut w = fake_bare("ok");
+    let (reply, _) = w
+        .request(
+            &Request::Upload { test: test.clone() },
+            &[],
+            Duration::from_secs(10),
+        )
+        .unwrap();
+    assert!(matches!(reply, Reply::Done { .. }), "{reply:?}");
+    let (ran, _) = w
+        .request(&run_request(64), &[], Duration::from_secs(10))
+        .unwrap();
+    assert!(matches!(ran, Reply::Ran(_)), "{ran:?}");
+    test.constants[0].source = ArraySource::Npy {
+        path: dir.path().join("gone.npy"),
+        offset: 128,
+    };
+    let (reply, _) = w
+        .request(&Request::Upload { test }, &[], Duration::from_secs(10))
+        .unwrap();
+    match reply {
+        Reply::Error { message, fatal } => {
+            assert!(!fatal);
+            assert!(
+                message.starts_with("constant `d_filter`: ") && message.contains("gone.npy"),
+                "{message}"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
 }

@@ -216,6 +216,7 @@ impl FakeRun {
                         scalar("n", n),
                     ],
                     tolerances: Default::default(),
+                    constants: Vec::new(),
                 })
                 .collect(),
         }

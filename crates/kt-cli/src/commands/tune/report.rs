@@ -229,6 +229,7 @@ mod tests {
                     id: format!("t{i}"),
                     args: vec![],
                     tolerances: Default::default(),
+                    constants: Vec::new(),
                 })
                 .collect(),
         }
@@ -249,7 +250,10 @@ mod tests {
         let e = kt_record::TuningEfficiency::new(gpu, 14.0);
         let line = efficiency_line(Some(&e), &[lost, best]).unwrap();
         assert!(line.starts_with("tuning efficiency 50.0 %"), "{line}");
-        assert!(line.contains("; 1 configuration(s) stopped early"), "{line}");
+        assert!(
+            line.contains("; 1 configuration(s) stopped early"),
+            "{line}"
+        );
         assert_eq!(efficiency_line(None, &[]), None);
     }
 

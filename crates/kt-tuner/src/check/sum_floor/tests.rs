@@ -212,6 +212,7 @@ fn a_matmuls_elements_sum_twice_its_inner_dimension_by_its_flops() {
             scalar("B_width", 32),
         ],
         tolerances: Default::default(),
+        constants: Vec::new(),
     };
     let flops = "2 * A_width * A_height * B_width";
     let t = &with_sum_lengths(std::slice::from_ref(&test), Some(flops))[0];

@@ -86,6 +86,7 @@ mod tests {
                 expected: None,
             })],
             tolerances: Default::default(),
+            constants: Vec::new(),
         }
     }
 

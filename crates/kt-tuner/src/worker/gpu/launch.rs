@@ -135,6 +135,11 @@ impl Launcher {
         self.modules.get(key).map(|l| l.func)
     }
 
+    /// A loaded module (for its `__constant__` symbols).
+    pub fn module(&self, key: &str) -> Option<sys::CUmodule> {
+        self.modules.get(key).map(|l| l.module)
+    }
+
     /// How many blocks of this launch fit on one SM at once, as the driver computes it.
     pub fn blocks_per_sm(&self, func: sys::CUfunction, dims: &LaunchDims) -> Option<i64> {
         let threads = (dims.block[0] * dims.block[1] * dims.block[2]) as i32;

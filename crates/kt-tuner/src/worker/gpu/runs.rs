@@ -44,15 +44,18 @@ pub(super) struct Setup {
     occupancy: Option<f64>,
 }
 
+/// Also writes the test's `__constant__` contents into the module: every launch request runs on them.
 pub(super) fn setup(
-    mem: &DeviceMemory,
+    mem: &mut DeviceMemory,
     launcher: &Launcher,
     r: &RunRequest,
 ) -> Result<Setup, LaunchError> {
     let inv = LaunchError::Invalid;
-    let func = launcher
+    let (func, module) = launcher
         .function(&r.module)
+        .zip(launcher.module(&r.module))
         .ok_or_else(|| inv(GpuError::Missing(format!("module {} not loaded", r.module))))?;
+    mem.write_constants(&r.test, module).map_err(inv)?;
     let mut params: Vec<Vec<u8>> = Vec::new();
     for a in &r.args {
         match a {

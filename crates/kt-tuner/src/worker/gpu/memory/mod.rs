@@ -20,6 +20,7 @@ use crate::compile::device_kernels::{
 use crate::model::args::{ArrayArg, Distribution};
 use crate::worker::gpu::error::GpuError;
 
+mod constants;
 mod reupload;
 mod upload;
 
@@ -58,6 +59,8 @@ struct DevArray {
 struct DevTest {
     arrays: Vec<DevArray>,
     tolerances: HashMap<String, Tolerance>,
+    /// Contents of the `__constant__` symbols the kernel reads, written into a module before its launches.
+    constants: Vec<constants::DevConstant>,
 }
 
 /// One array of a test as a run sees it.
@@ -178,10 +181,13 @@ impl DeviceMemory {
             .map_err(|e| cuda(name, e))
     }
 
+    /// Fills `elements` of `dtype` at `ptr` from a seeded distribution: element i depends only on the seed
+    /// and i.
     fn fill(
         &mut self,
         ptr: Ptr,
-        a: &ArrayArg,
+        dtype: DType,
+        elements: u64,
         dist: &Distribution,
         seed: u64,
     ) -> Result<(), GpuError> {
@@ -194,17 +200,13 @@ impl DeviceMemory {
         };
         let mut p = vec![
             ptr.to_le_bytes().to_vec(),
-            a.elements.to_le_bytes().to_vec(),
+            elements.to_le_bytes().to_vec(),
             code.to_le_bytes().to_vec(),
             x.to_le_bytes().to_vec(),
             y.to_le_bytes().to_vec(),
             seed.to_le_bytes().to_vec(),
         ];
-        self.util_launch(
-            &format!("kt_fill_{}", dk::suffix(a.dtype)),
-            a.elements,
-            &mut p,
-        )
+        self.util_launch(&format!("kt_fill_{}", dk::suffix(dtype)), elements, &mut p)
     }
 
     /// The guard bytes around an array that no longer hold the pattern (each side restored for the next
