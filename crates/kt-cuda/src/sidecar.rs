@@ -45,6 +45,11 @@ pub struct Sidecar {
     pub sizes: BTreeMap<String, SizeExpr>,
     /// Floating-point operations of one launch, as an expression.
     pub flops: SizeExpr,
+    /// Whether every one of `flops` is done whatever the data (no early exits or data-dependent loops, as
+    /// in a matmul): kt then also holds times to the floor the device's FP32 rate sets. Off by default,
+    /// because a kernel whose work depends on the data (mandelbrot's escape) may skip work honestly.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub flops_exact: bool,
     /// Bytes moved by one launch, as an expression.
     pub bytes: SizeExpr,
     /// Dynamic shared memory per block in bytes, as an expression (may use `block_size_x`).

@@ -209,6 +209,12 @@ fn generated_constants_fill_the_whole_symbol_the_module_reports() {
         .verify(&suite.kernel, &block(128), &plain, &block(128), &tests)
         .unwrap();
     for t in &report.tests {
-        assert_eq!(t.verdict, Verdict::Ok, "test {}: {}", t.test, t.verdict.reason());
+        assert_eq!(
+            t.verdict,
+            Verdict::Ok,
+            "test {}: {}",
+            t.test,
+            t.verdict.reason()
+        );
     }
 }

@@ -88,6 +88,7 @@ fn real_backend(inputs: &BackendInputs<'_>, early_tuner: EarlyTuner) -> Arc<dyn 
         cache_dir: inputs.run.tuning_dir(),
         flops: inputs.sidecar.map(|s| s.flops.text()),
         bytes: inputs.sidecar.map(|s| s.bytes.text()),
+        flops_exact: inputs.sidecar.is_some_and(|s| s.flops_exact),
         strategy: kt_tuner::Strategy::BruteForce,
         // Brute force ignores it; it is passed so a randomized strategy here stays reproducible per run.
         seed: settings.as_ref().and_then(|s| s.seed),

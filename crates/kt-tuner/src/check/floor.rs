@@ -10,9 +10,13 @@
 //! may be what is wrong: the floor keeps 10 % slack and the message names the ceiling among the culprits.
 //!
 //! Only the bytes that cannot sit in L2 count: a test whose arrays fit in L2 may be served from it between
-//! back-to-back launches, so its floor is zero. The flop count is not used: a sidecar's `flops` is an upper
-//! bound for kernels whose loops depend on the data (mandelbrot's `max_iter`), so a floor from it would
-//! reject honest kernels.
+//! back-to-back launches, so its floor is zero.
+//!
+//! The flop count sets a second floor only where the sidecar says every flop is done whatever the data
+//! (`flops_exact`, a matmul): elsewhere `flops` is an upper bound (mandelbrot's `max_iter`) and a kernel
+//! may skip work honestly. The rate is the FP32 units', or [`TENSOR_CORE_FACTOR`] times it for a kernel
+//! that calls tensor-core instructions. A memoised matmul that reads its inputs (above the memory floor)
+//! but multiplies nothing falls below this one.
 
 /// How far above an unconfirmed bandwidth ceiling a time may be before it is impossible (clock and
 /// measurement slack, and room for a ceiling that is only a copy's bandwidth).
@@ -20,6 +24,10 @@ pub const BANDWIDTH_SLACK: f64 = 1.1;
 
 /// How far above a confirmed ceiling: event timing and clock slack only.
 pub const CONFIRMED_SLACK: f64 = 1.03;
+
+/// How many times the FP32 rate a kernel calling tensor-core instructions may reach (dense FP16/BF16 on
+/// Hopper is about 15 times its FP32 rate): a floor no honest float kernel crosses.
+pub const TENSOR_CORE_FACTOR: f64 = 16.0;
 
 /// A copy measured this much above the theoretical bandwidth contradicts it (a misreported clock).
 pub const CONTRADICTS: f64 = 1.05;
@@ -37,6 +45,9 @@ pub struct Ceilings {
     pub basis: String,
     /// L2 bytes: that much of a test's data may be served from cache.
     pub l2_bytes: u64,
+    /// The FP32 rate (GFLOP/s), confirmed by kt's FMA kernel or not: the compute floor of kernels whose
+    /// `flops` are exact.
+    pub fp32: Option<Ceiling>,
 }
 
 /// The floor of one launch, and why.
@@ -45,6 +56,8 @@ pub struct Floor {
     pub ms: f64,
     pub why: String,
     pub confirmed: bool,
+    /// The sidecar's figure that would be wrong if the kernel is honest (`bytes` or `flops`).
+    pub figure: &'static str,
 }
 
 /// One ceiling (a bandwidth or a FLOP rate), checked against what kt measured on the device.
@@ -119,7 +132,63 @@ impl Ceilings {
             confirmed: c.confirmed,
             basis: c.basis,
             l2_bytes,
+            fp32: None,
         }
+    }
+
+    /// The same ceilings with the FP32 rate as the compute ceiling.
+    pub fn with_fp32(self, fp32: Ceiling) -> Ceilings {
+        Ceilings {
+            fp32: Some(fp32),
+            ..self
+        }
+    }
+
+    /// The floor of a launch that moves `bytes` and, when `exact_flops` is given, must do that many
+    /// floating-point operations: the higher of the memory and compute floors.
+    pub fn launch_floor(
+        &self,
+        bytes: Option<f64>,
+        exact_flops: Option<f64>,
+        tensor_cores: bool,
+    ) -> Option<Floor> {
+        let memory = bytes.and_then(|b| self.floor(b));
+        let compute = exact_flops.and_then(|f| self.compute_floor(f, tensor_cores));
+        match (memory, compute) {
+            (Some(m), Some(c)) => Some(if c.ms > m.ms { c } else { m }),
+            (m, c) => m.or(c),
+        }
+    }
+
+    /// The floor of a launch doing `flops` floating-point operations at the FP32 rate (times
+    /// [`TENSOR_CORE_FACTOR`] with tensor cores): None without a rate.
+    pub fn compute_floor(&self, flops: f64, tensor_cores: bool) -> Option<Floor> {
+        let c = self.fp32.as_ref()?;
+        let rate = c.value.filter(|r| *r > 0.0)?;
+        if flops.is_nan() || flops <= 0.0 {
+            return None;
+        }
+        let slack = if c.confirmed {
+            CONFIRMED_SLACK
+        } else {
+            BANDWIDTH_SLACK
+        };
+        let (units, factor) = if tensor_cores {
+            ("the tensor cores", TENSOR_CORE_FACTOR)
+        } else {
+            ("the FP32 units", 1.0)
+        };
+        let gflops = rate * slack * factor;
+        Some(Floor {
+            ms: flops / (gflops * 1e9) * 1e3,
+            why: format!(
+                "{flops:.0} floating-point operations, every one done whatever the data (`flops_exact`), \
+                 at {gflops:.0} GFLOP/s at best on {units}: {}",
+                c.basis
+            ),
+            confirmed: c.confirmed,
+            figure: "`flops` overstates the work the kernel must do",
+        })
     }
 
     /// The floor of a launch moving `bytes` (its sidecar's expression, evaluated): None when there is no
@@ -146,6 +215,7 @@ impl Ceilings {
                 self.basis
             ),
             confirmed: self.confirmed,
+            figure: "`bytes` overstates what the kernel moves",
         })
     }
 }
@@ -154,11 +224,16 @@ impl Ceilings {
 /// possible culprit.
 pub fn impossible(ms: f64, floor: &Floor) -> Option<String> {
     let culprits = if floor.confirmed {
-        "the timed launches cannot have done the verified work, or the sidecar's `bytes` overstates what \
-         the kernel moves"
+        format!(
+            "the timed launches cannot have done the verified work, or the sidecar's {}",
+            floor.figure
+        )
     } else {
-        "the timed launches cannot have done the verified work, the sidecar's `bytes` overstates what the \
-         kernel moves, or the unconfirmed ceiling is too low"
+        format!(
+            "the timed launches cannot have done the verified work, the sidecar's {}, or the \
+             unconfirmed ceiling is too low",
+            floor.figure
+        )
     };
     (ms < floor.ms).then(|| {
         format!(
@@ -189,6 +264,33 @@ mod tests {
             "a confirmed ceiling is never blamed: {complaint}"
         );
         assert_eq!(impossible(0.25, &f), None);
+    }
+
+    #[test]
+    fn a_matmul_whose_flops_are_exact_cannot_outrun_the_fp32_units() {
+        // 2 * 4096^3 flops at 67 TFLOP/s: about 2 ms; a memoised copy of C reads A and B (above the
+        // memory floor) in 0.06 ms
+        let c = h100().with_fp32(Ceiling::confirm(
+            Some(67_000.0),
+            Some(60_000.0),
+            "GFLOP/s",
+            "kt's FMA kernel",
+        ));
+        let flops = 2.0 * 4096f64.powi(3);
+        let bytes = 3.0 * 4.0 * 4096f64.powi(2);
+        let f = c.launch_floor(Some(bytes), Some(flops), false).unwrap();
+        assert!(f.ms > 1.9 && f.ms < 2.1, "{}", f.ms);
+        let why = impossible(0.06, &f).unwrap();
+        assert!(
+            why.contains("`flops` overstates") && why.contains("FP32 units"),
+            "{why}"
+        );
+        // with tensor cores the floor is 16 times lower; without exact flops only the memory floor counts
+        let t = c.launch_floor(Some(bytes), Some(flops), true).unwrap();
+        assert!((t.ms * TENSOR_CORE_FACTOR - f.ms).abs() < 1e-9);
+        let m = c.launch_floor(Some(bytes), None, false).unwrap();
+        assert!(m.figure.contains("`bytes`") && m.ms < 0.1, "{}", m.ms);
+        assert_eq!(h100().launch_floor(None, Some(flops), false), None);
     }
 
     #[test]

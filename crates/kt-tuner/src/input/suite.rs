@@ -97,6 +97,7 @@ impl SuiteKernel {
             sidecar.problem_size.iter().map(|p| p.text()).collect(),
         );
         kernel.flops = Some(sidecar.flops.text());
+        kernel.flops_exact = sidecar.flops_exact;
         kernel.bytes = Some(sidecar.bytes.text());
         kernel.geometry.shared_mem = sidecar.shared_mem.as_ref().map(|s| s.text());
         kernel.geometry.divide_by_kernel_tiles(k);

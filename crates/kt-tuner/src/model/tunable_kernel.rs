@@ -27,6 +27,9 @@ pub struct TunableKernel {
     /// Floating-point operations and bytes moved per launch, as expressions over scalar arguments.
     pub flops: Option<String>,
     pub bytes: Option<String>,
+    /// Whether `flops` are done whatever the data (the sidecar's `flops_exact`): times are then also held
+    /// to the floor the FP32 rate sets.
+    pub flops_exact: bool,
     /// Template arguments of a templated kernel, in order (`["TILE"]`, `["float", "BLOCK"]`): a tunable
     /// parameter named here is instantiated per configuration (`&k<16>`) instead of becoming a `#define`.
     pub template_args: Vec<String>,
@@ -55,6 +58,7 @@ impl TunableKernel {
             reference: None,
             flops: None,
             bytes: None,
+            flops_exact: false,
             template_args: Vec::new(),
             include_dirs: Vec::new(),
             arguments: None,
@@ -83,6 +87,21 @@ impl TunableKernel {
         self.template_args
             .iter()
             .any(|a| identifiers(a).any(|(id, _)| id == name))
+    }
+
+    /// Whether the kernel calls tensor-core instructions (WMMA, `mma.sync`, `wgmma`): its arithmetic may
+    /// then outrun the FP32 units, and its compute floor is the tensor cores' (`check::floor`).
+    pub fn uses_tensor_cores(&self) -> bool {
+        [
+            "wmma::",
+            "mma_sync",
+            "mma.sync",
+            "wgmma",
+            "__hmma",
+            "nvcuda::wmma",
+        ]
+        .iter()
+        .any(|w| self.source.contains(w))
     }
 
     /// Whether the kernel writes `__device__` or `__managed__` variables, state that outlives a launch (as

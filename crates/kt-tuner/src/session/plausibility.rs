@@ -28,6 +28,21 @@ pub(crate) enum Plausibility {
     Rejected(Verdict),
 }
 
+/// The floor of one launch of `kernel` on `test`: its `bytes` from memory, and its `flops` on the FP32 units
+/// when the sidecar says they are exact.
+pub(crate) fn launch_floor(
+    ceilings: &Ceilings,
+    kernel: &TunableKernel,
+    test: &KernelTest,
+) -> Option<crate::check::floor::Floor> {
+    let eval = |e: &Option<String>| {
+        e.as_ref()
+            .and_then(|x| eval_number(x, &test.scalars()).ok())
+    };
+    let exact_flops = kernel.flops_exact.then(|| eval(&kernel.flops)).flatten();
+    ceilings.launch_floor(eval(&kernel.bytes), exact_flops, kernel.uses_tensor_cores())
+}
+
 /// Holds `best`'s time on `test` (the first test) against its floor; below it, verifies and times it again.
 pub(crate) fn check(
     e: &mut Engine,
@@ -42,14 +57,7 @@ pub(crate) fn check(
     let Some(ms) = best.per_test_ms.first().copied() else {
         return Ok(Plausible);
     };
-    let Some(bytes) = kernel
-        .bytes
-        .as_ref()
-        .and_then(|b| eval_number(b, &test.scalars()).ok())
-    else {
-        return Ok(Plausible);
-    };
-    let Some(floor) = ceilings.floor(bytes) else {
+    let Some(floor) = launch_floor(ceilings, kernel, test) else {
         return Ok(Plausible);
     };
     let Some(first) = impossible(ms, &floor) else {

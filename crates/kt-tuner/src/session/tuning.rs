@@ -68,7 +68,16 @@ pub(crate) fn tune(
         peaks.theoretical.map(|p| p.bandwidth_gb_s),
         peaks.copy_gbps,
         device.l2_bytes.max(0) as u64,
-    );
+    )
+    .with_fp32(Ceiling::confirm(
+        peaks
+            .theoretical
+            .map(|p| p.fp32_gflop_s)
+            .or_else(|| device.fp32_peak_gflops()),
+        peaks.fp32_gflops,
+        "GFLOP/s",
+        "kt's FMA kernel",
+    ));
     let best = if options.verify {
         let check = BestCheck {
             plan: &plan,

@@ -17,7 +17,7 @@
 
 use std::time::Duration;
 
-use crate::check::floor::{Ceilings, Floor, impossible};
+use crate::check::floor::{Ceiling, Ceilings, Floor, impossible};
 use crate::check::measure::TimingPolicy;
 use crate::check::sum_floor::with_sum_lengths;
 use crate::compile::module_cache::ModuleOutcome;
@@ -120,8 +120,8 @@ pub(crate) fn verify(
     Ok(report)
 }
 
-/// The device's memory ceilings, the theoretical bandwidth confirmed by kt's copy (what `kt tune` holds its
-/// best to); `None` where the device's bandwidth is unknown.
+/// The device's ceilings, the theoretical bandwidth confirmed by kt's copy and the FP32 rate by its FMA
+/// kernel (what `kt tune` holds its best to); `None` where the device's figures are unknown.
 fn memory_ceilings(e: &mut Engine) -> Result<Option<Ceilings>, TunerError> {
     let device = e.link.device(&mut e.queue)?;
     let Some(peaks) = crate::session::peak::theoretical(device.ordinal, device.compute_capability)
@@ -129,18 +129,26 @@ fn memory_ceilings(e: &mut Engine) -> Result<Option<Ceilings>, TunerError> {
         return Ok(None);
     };
     let copy = crate::session::peak::copy_bandwidth(e, &device).ok();
-    Ok(Some(Ceilings::from_figures(
-        Some(peaks.bandwidth_gb_s),
-        copy,
-        device.l2_bytes.max(0) as u64,
-    )))
+    let fma = crate::session::peak::fp32_rate(e, &device).ok();
+    Ok(Some(
+        Ceilings::from_figures(
+            Some(peaks.bandwidth_gb_s),
+            copy,
+            device.l2_bytes.max(0) as u64,
+        )
+        .with_fp32(Ceiling::confirm(
+            Some(peaks.fp32_gflop_s),
+            fma,
+            "GFLOP/s",
+            "kt's FMA kernel",
+        )),
+    ))
 }
 
-/// The least time `candidate` can take on `t` for the bytes its sidecar says it moves.
+/// The least time `candidate` can take on `t` for the bytes its sidecar says it moves (and the flops, when
+/// they are exact).
 fn floor_of(ceilings: &Ceilings, candidate: &TunableKernel, t: &KernelTest) -> Option<Floor> {
-    let bytes = candidate.bytes.as_ref()?;
-    let bytes = crate::model::expr::eval_number(bytes, &t.scalars()).ok()?;
-    ceilings.floor(bytes)
+    crate::session::plausibility::launch_floor(ceilings, candidate, t)
 }
 
 /// One verifying run of the candidate on `t` (timed under `timing`, when given, and its median held to

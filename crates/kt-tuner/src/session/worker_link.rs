@@ -629,7 +629,8 @@ mod tests {
             tolerances: Default::default(),
             constants: Vec::new(),
         };
-        let raised = crate::check::sum_floor::with_sum_lengths(std::slice::from_ref(&plain), Some("8192"));
+        let raised =
+            crate::check::sum_floor::with_sum_lengths(std::slice::from_ref(&plain), Some("8192"));
         assert!(same_test(&raised[0], &plain));
         let other = KernelTest {
             id: "gen2".into(),

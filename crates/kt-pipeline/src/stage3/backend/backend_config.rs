@@ -25,6 +25,8 @@ pub struct TunerBackendConfig {
     /// FLOPs and bytes per launch, as expressions over scalar arguments (sidecar), for % of peak.
     pub flops: Option<String>,
     pub bytes: Option<String>,
+    /// The sidecar's `flops_exact`: every flop is done whatever the data (see `kt_cuda::Sidecar`).
+    pub flops_exact: bool,
     pub strategy: kt_tuner::Strategy,
     /// The search seed of a randomized strategy (the run's `--seed`); kt-tuner's default when absent.
     pub seed: Option<u64>,

@@ -106,6 +106,7 @@ impl TunerBackend {
         k.geometry.shared_mem = kernel.dynamic_shared_memory.clone();
         k.flops = self.config.flops.clone();
         k.bytes = self.config.bytes.clone();
+        k.flops_exact = self.config.flops_exact;
         k.include_dirs = self.config.include_dirs.clone();
         k
     }
@@ -449,6 +450,7 @@ pub(crate) mod tests {
             cache_dir: dir.join("tuning"),
             flops: None,
             bytes: None,
+            flops_exact: false,
             strategy: kt_tuner::Strategy::BruteForce,
             seed: None,
             max_evals: None,

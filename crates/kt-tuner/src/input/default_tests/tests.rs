@@ -101,8 +101,9 @@ fn the_large_test_fills_an_h100_within_bench_and_memory() {
     );
     assert!(w * h >= h100.threads_to_fill, "{w} x {h}");
     assert!(w <= 4096.0 && h <= 4096.0);
-    // 32x the test size: 2976 x 2464 covers 8 x 132 x 2048 threads; the inner dimension stays
-    assert_eq!((w, h), (2976.0, 2464.0));
+    // 32x the test size, made odd (a multiple of 4 would hide a dropped tail): 2977 x 2465 covers
+    // 8 x 132 x 2048 threads; the inner dimension stays
+    assert_eq!((w, h), (2977.0, 2465.0));
     assert_eq!(scalar(&large.test, "A_width"), 100.0);
     // with little memory the test stays smaller, never above the cap
     let small = DeviceScale::new(132, 2048, 8 * 4 * 3 * 400 * 400);
