@@ -43,7 +43,7 @@ pub struct InspectReport {
     pub constants: Vec<String>,
     /// File-scope `__constant__` variables (each kernel's `constant_memory` lists those it reads).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub constant_symbols: Vec<crate::constant_memory::ConstantSymbol>,
+    pub constant_symbols: Vec<crate::constant_symbol::ConstantSymbol>,
     /// Every `#include` seen (followed or not), in order.
     #[serde(default)]
     pub includes: Vec<IncludeRecord>,

@@ -189,7 +189,7 @@ pub struct Kernel {
     /// File-scope `__constant__` variables the kernel (or a helper) reads: inputs no argument carries, which
     /// a tuner fills in the loaded module before launching.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub constant_memory: Vec<crate::constant_memory::ConstantSymbol>,
+    pub constant_memory: Vec<crate::constant_symbol::ConstantSymbol>,
     /// The file's own launches of the kernel (`kernel<<<grid, block, shmem>>>` in host code), in source order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub host_launches: Vec<crate::host_launch::HostLaunch>,

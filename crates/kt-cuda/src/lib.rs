@@ -65,6 +65,7 @@
 
 mod conflicts;
 mod constant_memory;
+mod constant_symbol;
 mod diagnostics;
 mod error;
 mod globals;
@@ -100,7 +101,7 @@ mod unit;
 mod unit_items;
 
 pub use conflicts::{ConflictKind, NameConflict, find_name_conflicts, normalize_name};
-pub use constant_memory::ConstantSymbol;
+pub use constant_symbol::ConstantSymbol;
 pub use error::{CudaError, SyntaxProblem};
 pub use host_launch::{GridFact, HostLaunch, SizeAssert, host_launches};
 pub use includes::{IncludeRecord, SourceFile, decode};

@@ -42,7 +42,7 @@ pub struct CudaSource {
     pub constants: Vec<String>,
     /// File-scope `__constant__` variables, in source order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub constant_symbols: Vec<crate::constant_memory::ConstantSymbol>,
+    pub constant_symbols: Vec<crate::constant_symbol::ConstantSymbol>,
     /// ERROR/MISSING nodes. From [`parse`] only those outside every usable kernel (and its helpers): a
     /// broken host function or struct does not hide the kernels. [`parse_tolerant`] keeps them all.
     pub syntax_problems: Vec<SyntaxProblem>,

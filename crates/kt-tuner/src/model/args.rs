@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::error::TunerError;
+pub use crate::model::array_source::{ArraySource, Distribution};
 use crate::model::constants::{ConstantArg, ConstantInputs};
 use crate::model::expr::{Bindings, eval_count};
 use crate::model::geometry::bindings;
@@ -17,62 +18,6 @@ use crate::model::tolerance::Tolerance;
 use kt_record::DType;
 use kt_record::tests_format::npy::read_header;
 use kt_record::tests_format::{ManifestArg, TestManifest};
-
-/// How the worker fills an array.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub enum Distribution {
-    /// Standard normal.
-    Randn,
-    /// Uniform in [0, 1).
-    Rand,
-    Zeros,
-    Ones,
-    /// Uniform integers in [lo, hi).
-    RandInt {
-        lo: i64,
-        hi: i64,
-    },
-}
-
-impl Distribution {
-    pub fn parse(text: &str) -> Result<Self, TunerError> {
-        Ok(match text {
-            "randn" => Distribution::Randn,
-            "rand" => Distribution::Rand,
-            "zeros" => Distribution::Zeros,
-            "ones" => Distribution::Ones,
-            t if t.starts_with("randint:") => {
-                let parts: Vec<&str> = t.split(':').collect();
-                let bad = || {
-                    TunerError::Arguments(format!(
-                        "`{t}`: write randint:LO:HI with integers LO < HI"
-                    ))
-                };
-                if parts.len() != 3 {
-                    return Err(bad());
-                }
-                let lo: i64 = parts[1].parse().map_err(|_| bad())?;
-                let hi: i64 = parts[2].parse().map_err(|_| bad())?;
-                if lo >= hi {
-                    return Err(bad());
-                }
-                Distribution::RandInt { lo, hi }
-            }
-            other => {
-                return Err(TunerError::Arguments(format!(
-                    "unknown distribution `{other}` (randn, rand, zeros, ones, randint:LO:HI)"
-                )));
-            }
-        })
-    }
-}
-
-/// Where an array's bytes come from.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub enum ArraySource {
-    Npy { path: PathBuf, offset: u64 },
-    Generate { dist: Distribution, seed: u64 },
-}
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ArrayArg {

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::error::TunerError;
-use crate::model::args::{ArraySource, Distribution};
+use crate::model::array_source::{ArraySource, Distribution};
 use crate::model::expr::{Bindings, eval_count};
 use kt_record::DType;
 
