@@ -244,6 +244,7 @@ def run(args):
     verified = 0
     with_reference = 0
     lines = []
+    fallbacks = []
     for k in m["kernel"]:
         ok_i, what_i = inspect(args.kt, k)
         ok_t, what_t, secs = tune(args.kt, k, out_dir, args.time_limit)
@@ -257,12 +258,18 @@ def run(args):
         parts = [f"inspect {'ok' if ok_i else 'FAIL: ' + what_i}", f"tune {'ok' if ok_t else 'FAIL'} ({secs:.0f} s): {what_t}"]
         if k.get("verify_against"):
             parts.append(f"verify vs {k['verify_against']} {'ok' if ok_v else 'FAIL'}: {what_v}")
+        # kt warns once per run when NVRTC could not compile the kernel and nvcc did
+        err = out_dir / f"{k['id']}.tune.err"
+        if err.exists() and "compiled it with" in err.read_text(errors="replace"):
+            fallbacks.append(k["id"])
+            parts.append("nvcc fallback")
         line = f"{k['id']:<30} {'ok' if ok else 'FAIL':<4} " + " | ".join(parts)
         print(line, flush=True)
         lines.append(line)
     n = len(m["kernel"])
     total = (f"total: {passed}/{n} kernels pass ({100 * passed / n:.0f} %): inspected, tuned and verified; "
-             f"{verified}/{with_reference} verified against another kernel of their file")
+             f"{verified}/{with_reference} verified against another kernel of their file; "
+             f"{len(fallbacks)} compiled by nvcc where NVRTC could not ({', '.join(fallbacks) or 'none'})")
     print(total)
     (out_dir / "real-world.txt").write_text("\n".join(lines + [total]) + "\n")
     return 0 if passed == n else 1
