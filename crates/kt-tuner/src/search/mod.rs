@@ -96,6 +96,9 @@ pub struct Limits {
     pub time_limit: Option<Duration>,
 }
 
+/// Configurations evaluated between two looks at the time limit.
+pub const TIME_LIMITED_CHUNK: usize = 32;
+
 /// Runs a strategy to the end or to the limits. `evaluate` gets a batch and returns one objective per entry.
 pub fn drive(
     strategy: &mut dyn SearchStrategy,
@@ -124,6 +127,11 @@ pub fn drive(
         }
         if let Some(r) = remaining {
             batch.truncate(r);
+        }
+        // under a time limit a whole space proposed at once (brute force) is evaluated a chunk at a time,
+        // so the limit is looked at between chunks; the strategy proposes the rest again
+        if limits.time_limit.is_some() {
+            batch.truncate(TIME_LIMITED_CHUNK);
         }
         if batch.is_empty() {
             // A strategy that proposes nothing new twice in a row has converged.
@@ -161,6 +169,29 @@ mod tests {
     use super::*;
     use crate::model::expr::Bindings;
     use crate::model::space::{Restriction, TunableParam};
+
+    #[test]
+    fn a_time_limit_stops_a_whole_space_proposed_at_once() {
+        let params = vec![TunableParam::new("x", 0..200)];
+        let space = SearchSpace::build(&params, &[], &Bindings::new(), None).unwrap();
+        let mut history = History::default();
+        let limits = Limits {
+            max_evals: None,
+            time_limit: Some(std::time::Duration::from_millis(30)),
+        };
+        let mut strategy = brute_force::BruteForce;
+        drive(&mut strategy, &space, limits, &mut history, |batch| {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            vec![1.0; batch.len()]
+        });
+        // two chunks at most (20 ms each) before the 30 ms limit is seen, not all 200
+        assert!(
+            history.order.len() <= 2 * TIME_LIMITED_CHUNK,
+            "{}",
+            history.order.len()
+        );
+        assert!(history.order.len() >= TIME_LIMITED_CHUNK);
+    }
 
     /// A bowl with its minimum at (13, 7); configurations with x == 5 "fail".
     fn synthetic() -> (SearchSpace, impl Fn(usize) -> f64 + Clone) {
