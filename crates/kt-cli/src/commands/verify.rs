@@ -101,6 +101,9 @@ Default tests, when inputs are generated from the reference's sidecar (no --test
   gen1..genN  --tests-count seeds at the sidecar's `test` size (--bench-size: its `bench` size);
   odd         every size (an integer scalar named in the problem size or an array's size) moved to the
               next prime above it: catches kernels that assume whole tiles or an even dimension;
+  large-values the seeded sizes with every floating-point input the sidecar draws from randn drawn with
+              a standard deviation of 100, compared where the reference is finite: catches a softmax
+              without its max shift, a tanh through exp, accumulators that overflow (randn stays within 7);
   large       the problem's dimensions (the sizes its problem size names) doubled until it covers the
               GPU several times over (8 x SMs x threads per SM), each at most its `bench` value, the test
               within an eighth of the GPU's memory: catches races that a few blocks do not show;

@@ -63,6 +63,10 @@ fn array_line(test_arg: &TestArg, files: &[(String, String)]) -> String {
                 }
                 ArraySource::Generate { dist, .. } => match dist {
                     Distribution::Randn => format!("rng.standard_normal({n}).astype(np.{dt})"),
+                    Distribution::RandnScaled { sigma } => format!(
+                        "({} * rng.standard_normal({n})).astype(np.{dt})",
+                        py_number(*sigma)
+                    ),
                     Distribution::Rand => format!("rng.random({n}).astype(np.{dt})"),
                     Distribution::Zeros => format!("np.zeros({n}, dtype=np.{dt})"),
                     Distribution::Ones => format!("np.ones({n}, dtype=np.{dt})"),

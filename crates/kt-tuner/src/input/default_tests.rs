@@ -16,13 +16,18 @@
 //! - `bench`: every size at the sidecar's `bench` value, the size the kernel will be timed at (halved
 //!   until the test fits the memory share);
 //! - `past-2^24`: for an output whose length follows one size (`c` of `n` elements), that size grown
-//!   until the output holds more than 2^24 elements (and made odd), when no test reaches that already.
+//!   until the output holds more than 2^24 elements (and made odd), when no test reaches that already;
+//! - `large-values` (`large_values.rs`): the seeded sizes with the floating-point inputs a sidecar draws from a
+//!   standard normal drawn at a hundred times its spread, compared where the reference is finite.
 //!
 //! A size that is a multiple of 64 (hence of every power of two up to 64) in every test is a warning. A size the
 //! sidecar's `size_rules` restricts (`n = { multiple_of = 4 }`) is moved to the nearest valid value above in
 //! each of these tests, and the test's description says so.
 
+mod large_values;
 mod time_budget;
+
+pub use large_values::LARGE_VALUES_SIGMA;
 
 use std::collections::BTreeMap;
 

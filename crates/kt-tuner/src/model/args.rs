@@ -441,6 +441,7 @@ impl SuiteInputs {
                         .copied()
                         .unwrap_or(0.0),
                     terms: None,
+                    finite_expected_only: false,
                 };
                 (o.clone(), t)
             })

@@ -12,6 +12,10 @@ use crate::error::TunerError;
 pub enum Distribution {
     /// Standard normal.
     Randn,
+    /// Normal with standard deviation `sigma` (the large-values test: magnitudes randn never reaches).
+    RandnScaled {
+        sigma: f64,
+    },
     /// Uniform in [0, 1).
     Rand,
     Zeros,

@@ -19,6 +19,10 @@ pub struct Tolerance {
     /// None: not known, the tolerance is elementwise only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub terms: Option<f64>,
+    /// Compare only the elements the reference computed as finite numbers (the large-values test: a
+    /// naive reference may overflow where a careful candidate does not).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub finite_expected_only: bool,
 }
 
 impl Default for Tolerance {
@@ -29,6 +33,7 @@ impl Default for Tolerance {
             atol: 1e-5,
             max_mismatch_fraction: 0.0,
             terms: None,
+            finite_expected_only: false,
         }
     }
 }
@@ -49,6 +54,7 @@ impl Tolerance {
             atol,
             max_mismatch_fraction: 0.0,
             terms: None,
+            finite_expected_only: false,
         }
     }
 
@@ -77,6 +83,7 @@ mod tests {
             atol: 1e-3,
             max_mismatch_fraction: 0.0,
             terms: None,
+            finite_expected_only: false,
         };
         assert!(!t.accepts(DType::Float32, f64::NAN, f64::NAN));
         assert!(t.accepts(DType::Float32, 1.0005, 1.0));

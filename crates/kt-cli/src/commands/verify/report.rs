@@ -44,7 +44,12 @@ pub(super) fn describe_tests(tests: &TestSet, extras: &[String]) -> String {
         .tests
         .iter()
         .map(|t| t.id.as_str())
-        .filter(|id| !matches!(*id, "odd" | "large" | "bench" | "past-2^24"))
+        .filter(|id| {
+            !matches!(
+                *id,
+                "odd" | "large-values" | "large" | "bench" | "past-2^24"
+            )
+        })
         .collect();
     std::iter::once(seeded.join(", "))
         .chain(extras.iter().cloned())

@@ -1,6 +1,6 @@
 //! The tests `kt verify` runs: the seeded ones (or `--tests-dir DIR`), then the default extras made from the
-//! reference's sidecar (see `DEFAULT_TESTS_HELP`): odd before a GPU is asked for, large, bench and past-2^24
-//! once the device is known.
+//! reference's sidecar (see `DEFAULT_TESTS_HELP`): odd and large-values before a GPU is asked for, large,
+//! bench and past-2^24 once the device is known.
 
 use std::collections::BTreeMap;
 
@@ -43,6 +43,10 @@ pub(super) fn tests_before_gpu<'a>(
     if let Some(odd) = extras.odd()? {
         described.push(odd.description);
         tests.tests.push(odd.test);
+    }
+    if let Some(wide) = extras.large_values()? {
+        described.push(wide.description);
+        tests.tests.push(wide.test);
     }
     Ok((tests, extras, described))
 }
@@ -120,6 +124,11 @@ impl DefaultTests<'_> {
 
     pub(super) fn odd(&self) -> anyhow::Result<Option<ExtraTest>> {
         Ok(self.plan().map(|p| p.odd()).transpose()?.flatten())
+    }
+
+    /// The large-values test (inputs drawn a hundred times wider, compared where the reference is finite).
+    pub(super) fn large_values(&self) -> anyhow::Result<Option<ExtraTest>> {
+        Ok(self.plan().map(|p| p.large_values()).transpose()?.flatten())
     }
 
     /// The large test, sized for `device` (read from the driver: call once the tuner has started).

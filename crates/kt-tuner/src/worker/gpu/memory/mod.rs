@@ -193,6 +193,7 @@ impl DeviceMemory {
     ) -> Result<(), GpuError> {
         let (code, x, y) = match dist {
             Distribution::Randn => (dk::DIST_RANDN, 0.0, 0.0),
+            Distribution::RandnScaled { sigma } => (dk::DIST_RANDN, *sigma, 0.0),
             Distribution::Rand => (dk::DIST_RAND, 0.0, 0.0),
             Distribution::Zeros => (dk::DIST_CONST, 0.0, 0.0),
             Distribution::Ones => (dk::DIST_CONST, 1.0, 0.0),
@@ -273,7 +274,9 @@ impl DeviceMemory {
             tol.atol.to_le_bytes().to_vec(),
             tol.rtol.to_le_bytes().to_vec(),
             poison_bits(dtype).to_le_bytes().to_vec(),
-            u64::from(same_bits_agree).to_le_bytes().to_vec(),
+            (u64::from(same_bits_agree) | (u64::from(tol.finite_expected_only) << 1))
+                .to_le_bytes()
+                .to_vec(),
             self.cmp.to_le_bytes().to_vec(),
         ];
         self.util_launch(&format!("kt_compare_{}", dk::suffix(dtype)), n, &mut p)?;
@@ -386,6 +389,7 @@ impl DeviceMemory {
             atol: f64::INFINITY,
             max_mismatch_fraction: 0.0,
             terms: None,
+            finite_expected_only: false,
         };
         let rep = self.compare(&a.name, a.work, a.work, a.dtype, a.elements, any, false)?;
         Ok(rep.mismatches == 0)
@@ -406,6 +410,7 @@ impl DeviceMemory {
             atol: 0.0,
             max_mismatch_fraction: 0.0,
             terms: None,
+            finite_expected_only: false,
         };
         Ok(self
             .compare(name, a, b, word, words, exact, false)?
