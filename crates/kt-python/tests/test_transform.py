@@ -121,8 +121,12 @@ def llm_env(port):
     return dict(KT_LLM_BASE_URL=f"http://127.0.0.1:{port}/v1", OPENAI_API_KEY="test-key")
 
 
+# The child takes Ctrl-C as an interactive Python does, whatever it inherited: a shell that starts a job in
+# the background (`cmd &` without job control) hands its children SIGINT ignored, and Python then installs no
+# KeyboardInterrupt handler, so a CI run started that way would never see the signal this test sends.
 CALLER = """
-import sys, kt
+import signal, sys, kt
+signal.signal(signal.SIGINT, signal.default_int_handler)
 try:
     kt.transform(sys.argv[1], llm="openai:gpt-4.1", tests=1, runs_dir=sys.argv[2])
 except KeyboardInterrupt:

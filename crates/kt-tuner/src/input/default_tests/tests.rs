@@ -257,3 +257,28 @@ fn a_size_that_is_a_multiple_of_64_in_every_test_is_a_warning() {
     );
     assert!(power_of_two_warnings(&[at(128.0), at(101.0)], &sizes).is_empty());
 }
+
+#[test]
+fn large_values_draws_randn_inputs_a_hundred_times_wider_and_compares_where_finite() {
+    use crate::model::array_source::{ArraySource, Distribution};
+    let (inputs, params, ps) = matmul();
+    let plan = at_test_size(&inputs, &params, &ps);
+    let t = plan.large_values().unwrap().unwrap();
+    assert!(
+        t.description.starts_with("large-values: A, B"),
+        "{}",
+        t.description
+    );
+    for a in t.test.arrays() {
+        let ArraySource::Generate { dist, .. } = &a.source else {
+            panic!("{} is generated", a.name);
+        };
+        let wide = *dist
+            == Distribution::RandnScaled {
+                sigma: LARGE_VALUES_SIGMA,
+            };
+        assert_eq!(wide, !a.is_output, "{}: {dist:?}", a.name);
+    }
+    assert!(t.test.tolerances.values().all(|t| t.finite_expected_only));
+    assert_eq!(t.test.scalars(), plan.base);
+}
