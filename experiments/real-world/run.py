@@ -119,8 +119,9 @@ def run_cmd(cmd, timeout=600, env=None):
     try:
         p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout, env=env)
         return p.returncode, p.stdout, p.stderr, time.time() - t0
-    except subprocess.TimeoutExpired:
-        return "timeout", "", "timed out", time.time() - t0
+    except subprocess.TimeoutExpired as e:
+        text = lambda b: b.decode(errors="replace") if isinstance(b, bytes) else (b or "")
+        return "timeout", text(e.stdout), text(e.stderr) + f"\ntimed out after {timeout} s", time.time() - t0
 
 
 def last_line(text, pattern=None):
@@ -193,10 +194,11 @@ def check(args):
     return 0 if all(rows) else 1
 
 
-def tune(kt, k, out_dir, time_limit):
+def tune(kt, k, out_dir, time_limit, kernel_timeout=600):
     file, inc = kernel_args(k)
     rc, out, err, secs = run_cmd([kt, "tune", str(file), "--kernel", k["kernel"], *inc, *k.get("args", []),
-                                  "--test-size", "--json", "--time-limit", str(time_limit)])
+                                  "--test-size", "--json", "--time-limit", str(time_limit), "-v"],
+                                 timeout=kernel_timeout)
     (out_dir / f"{k['id']}.tune.json").write_text(out)
     (out_dir / f"{k['id']}.tune.err").write_text(err)
     try:
@@ -213,10 +215,10 @@ def tune(kt, k, out_dir, time_limit):
     return ok, what, secs
 
 
-def verify(kt, k, out_dir):
+def verify(kt, k, out_dir, kernel_timeout=600):
     file, inc = kernel_args(k)
     rc, out, err, secs = run_cmd([kt, "verify", str(file), str(file), "--reference-kernel", k["verify_against"],
-                                  "--kernel", k["kernel"], *inc, *k.get("verify_args", [])])
+                                  "--kernel", k["kernel"], *inc, *k.get("verify_args", [])], timeout=kernel_timeout)
     (out_dir / f"{k['id']}.verify.txt").write_text(out + err)
     ok = rc == 0 and re.search(r"all tests passed", out + err)
     return bool(ok), last_line(out + err, r"FAIL|wrong|written|modified|differ|error|passed"), secs
@@ -247,11 +249,11 @@ def run(args):
     fallbacks = []
     for k in m["kernel"]:
         ok_i, what_i = inspect(args.kt, k)
-        ok_t, what_t, secs = tune(args.kt, k, out_dir, args.time_limit)
+        ok_t, what_t, secs = tune(args.kt, k, out_dir, args.time_limit, args.kernel_timeout)
         ok_v, what_v = True, ""
         if k.get("verify_against"):
             with_reference += 1
-            ok_v, what_v, _ = verify(args.kt, k, out_dir)
+            ok_v, what_v, _ = verify(args.kt, k, out_dir, args.kernel_timeout)
             verified += ok_v
         ok = ok_i and ok_t and ok_v
         passed += ok
@@ -292,6 +294,8 @@ def main():
     r.add_argument("--time-limit", type=float, default=25, help="seconds of tuning per kernel (kt tune --time-limit)")
     r.add_argument("--only", help="comma-separated kernel ids")
     r.add_argument("--shard", help="K/N: every Nth kernel from the Kth (to split the run over calls)")
+    r.add_argument("--kernel-timeout", type=float, default=600,
+                   help="seconds after which one kernel's kt tune or kt verify is stopped and counted as failed")
     args = ap.parse_args()
     if args.mode == "prepare":
         prepare(args)

@@ -1,6 +1,7 @@
 //! How a launch is timed and its outputs judged: samples and their statistics (`measure`, `sampling`),
 //! which configurations stop being sampled once they lost (`racing`, its record `race_evidence`),
-//! poisoned outputs compared within a tolerance (`verify`, `sum_floor` for long sums), guard bytes around
+//! poisoned outputs compared within a tolerance (`verify`, `sum_floor` for long sums, `one_sided` for an
+//! allowance of wrong elements), guard bytes around
 //! every array (`guard`), the check after many launches (`late_check`) and the fastest time physics allows
 //! (`floor`). The worker runs these on the GPU; the session reads what they report.
 
@@ -8,6 +9,7 @@ pub mod floor;
 pub mod guard;
 pub mod late_check;
 pub mod measure;
+pub mod one_sided;
 pub mod race_evidence;
 pub mod racing;
 pub mod sampling;

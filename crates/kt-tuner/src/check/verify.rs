@@ -96,6 +96,9 @@ pub struct OutputReport {
     pub name: String,
     pub elements: u64,
     pub mismatches: u64,
+    /// Wrong elements (never-written ones aside) where the kernel's value is above the expected one.
+    #[serde(default)]
+    pub mismatches_above: u64,
     /// Elements still holding the poison after the run: the kernel never wrote them.
     pub never_written: u64,
     #[serde(with = "lossless_f64")]
@@ -124,7 +127,9 @@ pub struct Mismatch {
 
 impl OutputReport {
     pub fn passed(&self) -> bool {
-        self.mismatches <= self.allowed_mismatches && self.never_written == 0
+        self.mismatches <= self.allowed_mismatches
+            && self.never_written == 0
+            && self.one_sided_beyond_chance().is_none()
     }
 
     /// One line a user can act on: "output C: 12 of 4096 elements wrong (3 never written); first at index
@@ -146,6 +151,19 @@ impl OutputReport {
         );
         if self.never_written > 0 {
             s.push_str(&format!(" ({} never written)", self.never_written));
+        }
+        if self.mismatches <= self.allowed_mismatches && self.never_written == 0 {
+            match self.one_sided_beyond_chance() {
+                Some(side) => s.push_str(&format!(
+                    " (within the allowance of {}, but {side}: a systematic error, not scattered \
+                     rounding differences)",
+                    self.allowed_mismatches
+                )),
+                None => s.push_str(&format!(
+                    " (within the allowance of {})",
+                    self.allowed_mismatches
+                )),
+            }
         }
         if let Some(m) = &self.first_mismatch {
             s.push_str(&format!(
@@ -180,6 +198,7 @@ pub fn compare_host(
         name: name.into(),
         elements: got.len() as u64,
         mismatches: 0,
+        mismatches_above: 0,
         never_written: 0,
         max_abs_error: 0.0,
         max_rel_error: 0.0,
@@ -201,6 +220,8 @@ pub fn compare_host(
             r.mismatches += 1;
             if p {
                 r.never_written += 1;
+            } else if g > e {
+                r.mismatches_above += 1;
             }
             if r.first_mismatch.is_none() {
                 r.first_mismatch = Some(Mismatch {

@@ -38,7 +38,10 @@ pub const CMP_FIRST: usize = 1;
 pub const CMP_POISON: usize = 2;
 pub const CMP_MAX_ABS: usize = 3;
 pub const CMP_MAX_REL: usize = 4;
-pub const CMP_WORDS: usize = 5;
+/// Wrong elements (not poison) where the kernel's value is above the expected one: an allowance for
+/// scattered disagreements must not absorb an error that goes one way (see `check::one_sided`).
+pub const CMP_ABOVE: usize = 5;
+pub const CMP_WORDS: usize = 6;
 
 pub const SOURCE: &str = r#"
 typedef unsigned long long u64;
@@ -110,13 +113,14 @@ template <typename T> __device__ void kt_fill(T* p, u64 n, int dist, double a, d
 template <typename T> __device__ void kt_poison(T* p, u64 n, T v) {
     for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x) p[i] = v;
 }
-__device__ void kt_record(u64* out, u64 i, double abs_err, double rel_err, bool bad, bool poison) {
+__device__ void kt_record(u64* out, u64 i, double abs_err, double rel_err, bool bad, bool poison, bool above) {
     if (abs_err == abs_err && abs_err > 0.0) atomicMax(&out[3], (u64)__double_as_longlong(abs_err));
     if (rel_err == rel_err && rel_err > 0.0) atomicMax(&out[4], (u64)__double_as_longlong(rel_err));
     if (bad) {
         atomicAdd(&out[0], 1ull);
         atomicMin(&out[1], i);
         if (poison) atomicAdd(&out[2], 1ull);
+        else if (above) atomicAdd(&out[5], 1ull);
     }
 }
 // flags bit 0 (same bits agree): a rerun compared with the first run, where the same bits (the same NaN,
@@ -131,7 +135,7 @@ template <typename T> __device__ void kt_cmp_float(const T* got, const T* exp, u
         double d = fabs(g - e);
         bool skip = (flags & 2) && !(e - e == 0.0);
         bool ok = skip || ((flags & 1) && memcmp_bits(gv, exp[i])) || (!is_poison && (g == e || d <= atol + rtol * fabs(e)));
-        kt_record(out, i, d, e != 0.0 ? d / fabs(e) : 0.0, !ok, is_poison);
+        kt_record(out, i, d, e != 0.0 ? d / fabs(e) : 0.0, !ok, is_poison, g > e);
     }
 }
 // sum of squares and count of the finite values (x - x == 0 only for finite x), for an output's RMS
@@ -150,7 +154,7 @@ template <typename T> __device__ void kt_cmp_int(const T* got, const T* exp, u64
     for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x) {
         T g = got[i], e = exp[i];
         double d = g > e ? (double)(g - e) : (double)(e - g);
-        kt_record(out, i, d, e != 0 ? d / fabs((double)e) : 0.0, g != e, g != e && g == poison);
+        kt_record(out, i, d, e != 0 ? d / fabs((double)e) : 0.0, g != e, g != e && g == poison, g > e);
     }
 }
 "#;
@@ -220,7 +224,7 @@ pub fn full_source(dtypes: &[DType]) -> String {
                for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x) {{\n\
                  double g = {from}(got[i]), e = {from}(exp[i]); bool is_poison = got[i] == (f16bits)v;\n\
                  double d = fabs(g - e); bool ok = ((same_bits_agree & 2) && !(e - e == 0.0)) || ((same_bits_agree & 1) && got[i] == exp[i]) || (!is_poison && (g == e || d <= atol + rtol * fabs(e)));\n\
-                 kt_record(out, i, d, e != 0.0 ? d / fabs(e) : 0.0, !ok, is_poison); }} }}\n\
+                 kt_record(out, i, d, e != 0.0 ? d / fabs(e) : 0.0, !ok, is_poison, g > e); }} }}\n\
              extern \"C\" __global__ void kt_sumsq_{sfx}(const f16bits* p, u64 n, u64* out) {{\n\
                double s = 0.0; u64 c = 0;\n\
                for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x) {{\n\

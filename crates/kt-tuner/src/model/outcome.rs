@@ -548,6 +548,7 @@ mod tests {
                 checked_ms,
                 unchecked_median_ms,
                 late: None,
+                wrong_timed_launch: None,
             })
         };
         o.timed_check = timed(vec![never], 1.0, 1.0);

@@ -144,6 +144,7 @@ impl Fake {
                     checked_ms: 1.0,
                     unchecked_median_ms: 0.1,
                     late: None,
+                    wrong_timed_launch: None,
                 });
             }
             "lazy-late" if run.verify && run.timing.is_some() => {
@@ -285,6 +286,7 @@ fn lazy_after_many(run: &RunRequest) -> TimedCheck {
                 guard_breaches: vec![],
             })
         }),
+        wrong_timed_launch: None,
     }
 }
 

@@ -258,6 +258,10 @@ pub struct TimedCheck {
     /// one and the last timed launch was right).
     #[serde(default)]
     pub late: Option<Box<crate::check::late_check::LateCheck>>,
+    /// For a kernel with state across launches every timed launch is checked: the first wrong one (its
+    /// number among the timed launches, from 1), whose comparison `outputs` then holds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wrong_timed_launch: Option<usize>,
 }
 
 /// A checked launch this many times slower than the unchecked ones means those did not do its work.
@@ -272,8 +276,14 @@ impl TimedCheck {
 
     /// What is wrong with the timed launches, one line each; empty when they are sound.
     pub fn problems(&self) -> Vec<String> {
+        let launch = match self.wrong_timed_launch {
+            Some(k) => format!(
+                "timed launch {k} (a kernel with state across launches has every timed launch checked)"
+            ),
+            None => "the last timed launch".to_string(),
+        };
         let mut p = crate::check::verify::launch_problems(
-            "the last timed launch",
+            &launch,
             &self.outputs,
             &self.inputs_modified,
             &self.guard_breaches,

@@ -216,6 +216,7 @@ pub(crate) mod tests {
                 name: "C".into(),
                 elements: 4096,
                 mismatches: 12,
+                mismatches_above: 0,
                 never_written: 12,
                 max_abs_error: 1.0,
                 max_rel_error: 1.0,

@@ -12,7 +12,7 @@ use super::counters::CounterSession;
 use super::launch::{LaunchError, Launcher};
 use super::launch_facts::{FunctionUse, SmLimits, counted_metrics, launch_facts};
 use super::memory::{DeviceMemory, reset_outputs};
-use super::runs::{crashed, setup};
+use super::run_setup::{crashed, setup};
 use crate::worker::gpu::error::GpuError;
 use crate::worker::protocol::{CounterReport, RunRequest};
 

@@ -14,7 +14,9 @@ mod launch_facts;
 pub use counters::{CuptiError, find_cupti};
 pub use error::GpuError;
 mod memory;
+mod run_setup;
 mod runs;
+mod timed_check;
 
 use std::sync::Arc;
 use std::time::Instant;

@@ -1,24 +1,23 @@
 //! What one launch request does on the device, step by step: a reference run (expected values, then a
 //! poisoned rerun to learn which outputs the kernel fully overwrites), a verifying run (outputs poisoned or
-//! reset, every output compared, inputs and guard regions checked unchanged), timed samples whose last
-//! launch is checked like the verifying one (and, for a kernel with state across launches, one more after
-//! many launches: `crate::check::late_check`), and a recording run (outputs streamed to .npy files, a
-//! poisoned probe for elements never written).
+//! reset, every output compared, inputs and guard regions checked unchanged), timed samples whose launches
+//! are checked (`timed_check`), and a recording run (outputs streamed to .npy files, a poisoned probe for
+//! elements never written).
 
 use std::collections::HashMap;
-
-use cudarc::driver::sys;
 
 use super::launch::{LaunchError, Launcher};
 use super::memory::{
     ArrayView, DeviceMemory, Ptr, copy_of, free, reset, reset_outputs, write_npy_from_device,
 };
+use super::run_setup::{Setup, compare_all, crashed, prepare_outputs, setup};
+use super::timed_check::{EveryTimedLaunch, check_timed};
 use crate::check::measure::TimingStats;
 use crate::check::sampling::{FirstSample, LastLaunch};
 use crate::check::verify::Tolerance;
 use crate::worker::gpu::error::GpuError;
 use crate::worker::protocol::{
-    LaunchArg, OutputFile, RecordedOutput, Reply, RunOutcome, RunRequest, RunStatus, TimedCheck,
+    OutputFile, RecordedOutput, Reply, RunOutcome, RunRequest, RunStatus,
 };
 
 /// The reply to a launch request: a crash ends the worker after the reply.
@@ -34,56 +33,6 @@ pub(super) fn ran_reply(result: Result<RunOutcome, LaunchError>) -> (Reply, bool
             true,
         ),
     }
-}
-
-/// A launch request resolved against the device: the function, its encoded arguments, the test's arrays.
-pub(super) struct Setup {
-    pub func: sys::CUfunction,
-    pub params: Vec<Vec<u8>>,
-    pub arrays: Vec<ArrayView>,
-    occupancy: Option<f64>,
-}
-
-/// Also writes the test's `__constant__` contents into the module: every launch request runs on them.
-pub(super) fn setup(
-    mem: &mut DeviceMemory,
-    launcher: &Launcher,
-    r: &RunRequest,
-) -> Result<Setup, LaunchError> {
-    let inv = LaunchError::Invalid;
-    let (func, module) = launcher
-        .function(&r.module)
-        .zip(launcher.module(&r.module))
-        .ok_or_else(|| inv(GpuError::Missing(format!("module {} not loaded", r.module))))?;
-    mem.write_constants(&r.test, module).map_err(inv)?;
-    let mut params: Vec<Vec<u8>> = Vec::new();
-    for a in &r.args {
-        match a {
-            LaunchArg::Array(name) => params.push(
-                mem.working(&r.test, name)
-                    .map_err(inv)?
-                    .to_le_bytes()
-                    .to_vec(),
-            ),
-            LaunchArg::Scalar(b) => params.push(b.clone()),
-        }
-    }
-    let mut arrays = mem.views(&r.test).map_err(inv)?;
-    for a in &mut arrays {
-        if let Some((_, n)) = r.extents.iter().find(|(name, _)| name == &a.name) {
-            a.elements = a.elements.min(*n);
-        }
-    }
-    Ok(Setup {
-        func,
-        params,
-        arrays,
-        occupancy: launcher.occupancy(func, &r.dims),
-    })
-}
-
-pub(super) fn crashed(m: GpuError) -> LaunchError {
-    LaunchError::Crashed(m)
 }
 
 /// `Reference`, `Run`: the checks the request asks for, then timed samples when it asks for timing.
@@ -145,7 +94,9 @@ pub(super) fn run(
         // time is the default launch's, the baseline of every speed-up and share of peak
         let checked = r.verify || reference;
         let arrays = s.arrays.clone();
-        let mut prepare = || prepare_outputs(mem, &arrays);
+        // a kernel with state across launches can choose which launches work: every timed one is checked
+        let mut every = EveryTimedLaunch::new(r.verify && policy.late_check_launches > 0);
+        let mut prepare = || every.prepare(mem, &arrays);
         let (stats, last) = launcher.time(
             s.func,
             r.dims,
@@ -160,7 +111,10 @@ pub(super) fn run(
             },
         )?;
         let first_counted = first.is_some();
-        if checked && last == LastLaunch::Prepared {
+        if let Some(wrong) = every.first_wrong {
+            outcome.timed_check = Some(wrong.into_check(&stats));
+            reset_outputs(&s.arrays).map_err(crashed)?;
+        } else if checked && last == LastLaunch::Prepared {
             outcome.timed_check = Some(check_timed(
                 mem,
                 launcher,
@@ -176,142 +130,6 @@ pub(super) fn run(
         outcome.timing = Some(stats);
     }
     Ok(outcome)
-}
-
-/// Outputs poisoned (or reset, for those the kernel accumulates into) before a checked launch.
-fn prepare_outputs(mem: &mut DeviceMemory, arrays: &[ArrayView]) -> Result<(), LaunchError> {
-    for a in arrays.iter().filter(|a| a.is_output) {
-        if a.poison {
-            mem.poison(a.work, a.dtype, a.elements).map_err(crashed)?;
-        } else {
-            reset(a).map_err(crashed)?;
-        }
-    }
-    Ok(())
-}
-
-/// Every output compared with its expected values, every input with its pristine copy, every guard read.
-fn compare_all(
-    mem: &mut DeviceMemory,
-    arrays: &[ArrayView],
-    outputs: &mut Vec<crate::check::verify::OutputReport>,
-    inputs_modified: &mut Vec<String>,
-) -> Result<Vec<crate::check::guard::GuardBreach>, LaunchError> {
-    for a in arrays {
-        if a.is_output {
-            let Some(e) = a.expected else {
-                return Err(LaunchError::Invalid(GpuError::Missing(format!(
-                    "no expected values for output {}: run the reference first",
-                    a.name
-                ))));
-            };
-            outputs.push(mem.compare_output(a, e).map_err(crashed)?);
-        } else if !mem.input_unchanged(a).map_err(crashed)? {
-            inputs_modified.push(a.name.clone());
-        }
-    }
-    mem.check_all_guards(arrays).map_err(crashed)
-}
-
-/// The check of the last timed launch (its outputs were poisoned before it by `Launcher::time`); when it
-/// was far slower than the unchecked samples, up to two more checked launches decide (the fastest counts,
-/// each compared like the first: a wrong one is the verdict), so one slow launch is not taken for a kernel
-/// that skips its work.
-fn check_timed(
-    mem: &mut DeviceMemory,
-    launcher: &Launcher,
-    r: &RunRequest,
-    s: &mut Setup,
-    stats: &TimingStats,
-    first_counted: bool,
-) -> Result<TimedCheck, LaunchError> {
-    let samples = &stats.samples_ms;
-    let last = samples.last().copied().unwrap_or(0.0);
-    // the samples between the verifying one (when counted and kept) and the checked last one
-    let skip_first = usize::from(first_counted && !stats.warmup_discarded);
-    let unchecked: Vec<f64> = samples
-        .iter()
-        .copied()
-        .skip(skip_first)
-        .take(samples.len().saturating_sub(skip_first + 1))
-        .collect();
-    let unchecked_median_ms = TimingStats::from_samples(&unchecked)
-        .map(|u| u.median_ms)
-        .unwrap_or(0.0);
-    let mut check = TimedCheck {
-        outputs: vec![],
-        inputs_modified: vec![],
-        guard_breaches: vec![],
-        checked_ms: last,
-        unchecked_median_ms,
-        late: None,
-    };
-    check.guard_breaches = compare_all(
-        mem,
-        &s.arrays,
-        &mut check.outputs,
-        &mut check.inputs_modified,
-    )?;
-    for _ in 0..2 {
-        if !TimedCheck::unchecked_samples_skipped_work(check.checked_ms, unchecked_median_ms) {
-            break;
-        }
-        prepare_outputs(mem, &s.arrays)?;
-        let ms = launcher.launch(s.func, r.dims, &mut s.params, true)?;
-        // a relaunch's time counts only for what it computed: checked like the launch it stands for
-        let (mut outputs, mut inputs_modified) = (vec![], vec![]);
-        let guard_breaches = compare_all(mem, &s.arrays, &mut outputs, &mut inputs_modified)?;
-        let wrong = !crate::check::verify::launch_problems(
-            "a checked relaunch",
-            &outputs,
-            &inputs_modified,
-            &guard_breaches,
-        )
-        .is_empty();
-        if wrong {
-            check.outputs = outputs;
-            check.inputs_modified = inputs_modified;
-            check.guard_breaches = guard_breaches;
-            check.checked_ms = ms;
-            break;
-        }
-        check.checked_ms = check.checked_ms.min(ms);
-    }
-    let cap = r.timing.map_or(0, |p| p.late_check_launches);
-    if cap > 0 && check.problems().is_empty() {
-        let launches = crate::check::late_check::launches_before(cap, stats.median_ms);
-        check.late = Some(Box::new(late_check(mem, launcher, r, s, launches)?));
-    }
-    // later requests start from the original outputs
-    for a in s.arrays.iter().filter(|a| a.is_output) {
-        reset(a).map_err(crashed)?;
-    }
-    Ok(check)
-}
-
-/// `launches` more launches as a program would make them (no preparation, untimed), then one with its
-/// outputs prepared, checked like the verifying launch (`crate::check::late_check`).
-fn late_check(
-    mem: &mut DeviceMemory,
-    launcher: &Launcher,
-    r: &RunRequest,
-    s: &mut Setup,
-    launches: u32,
-) -> Result<crate::check::late_check::LateCheck, LaunchError> {
-    for _ in 0..launches {
-        launcher.launch(s.func, r.dims, &mut s.params, false)?;
-    }
-    prepare_outputs(mem, &s.arrays)?;
-    launcher.launch(s.func, r.dims, &mut s.params, false)?;
-    let mut late = crate::check::late_check::LateCheck {
-        launches_before: launches,
-        outputs: vec![],
-        inputs_modified: vec![],
-        guard_breaches: vec![],
-    };
-    late.guard_breaches =
-        compare_all(mem, &s.arrays, &mut late.outputs, &mut late.inputs_modified)?;
-    Ok(late)
 }
 
 /// A reference run: outputs from their initial contents; expected values are the test's own (compared)

@@ -15,7 +15,8 @@ use crate::check::guard::{GUARD_BYTES, GUARD_PATTERN, GuardBreach, GuardedLayout
 use crate::check::sum_floor::SumFloor;
 use crate::check::verify::{Mismatch, OutputReport, Tolerance, poison_bits};
 use crate::compile::device_kernels::{
-    self as dk, CMP_FIRST, CMP_MAX_ABS, CMP_MAX_REL, CMP_MISMATCHES, CMP_POISON, CMP_WORDS,
+    self as dk, CMP_ABOVE, CMP_FIRST, CMP_MAX_ABS, CMP_MAX_REL, CMP_MISMATCHES, CMP_POISON,
+    CMP_WORDS,
 };
 use crate::model::args::{ArrayArg, Distribution};
 use crate::worker::gpu::error::GpuError;
@@ -263,7 +264,7 @@ impl DeviceMemory {
         tol: Tolerance,
         same_bits_agree: bool,
     ) -> Result<OutputReport, GpuError> {
-        let init: [u64; CMP_WORDS] = [0, u64::MAX, 0, 0, 0];
+        let init: [u64; CMP_WORDS] = [0, u64::MAX, 0, 0, 0, 0];
         // SAFETY: cmp holds CMP_WORDS u64.
         unsafe { result::memcpy_htod_sync(self.cmp, &init) }
             .map_err(|e| cuda("compare init", e))?;
@@ -288,6 +289,7 @@ impl DeviceMemory {
             name: name.to_string(),
             elements: n,
             mismatches: out[CMP_MISMATCHES],
+            mismatches_above: out[CMP_ABOVE],
             never_written: out[CMP_POISON],
             max_abs_error: f64::from_bits(out[CMP_MAX_ABS]),
             max_rel_error: f64::from_bits(out[CMP_MAX_REL]),
