@@ -91,6 +91,42 @@ fn a_verify_dry_run_names_both_kernels_and_the_tests_it_can_make_without_a_gpu()
     assert!(stdout.contains("sized once the GPU is known"), "{stdout}");
 }
 
+/// The red team's saxpy that rounds `a` to bfloat16 and histogram with 16-bit block counters pass every test
+/// at the sidecar's scalars and uniform data: their verification plans a test at another `a` and one of
+/// all-zero bytes (the fake device runs no kernel: that they fail there is for the GPU corpus to show).
+#[test]
+fn a_verify_dry_run_plans_varied_scalars_and_skewed_data_against_the_attacks_that_need_them() {
+    let (out, _home) = run(&[
+        "verify",
+        "naive-kernels/saxpy.cu",
+        "tests/corpus/verify/attacks/saxpy_scalar_bf16.cu",
+        "--dry-run",
+    ]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        stdout.contains("varied-scalars: a 1.5 -> 1.1606601 (values the sidecar never gives)"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("large, bench, past-2^24 and past-2GiB: sized once the GPU is known"),
+        "{stdout}"
+    );
+    let (out, _home) = run(&[
+        "verify",
+        "naive-kernels/histogram.cu",
+        "tests/corpus/verify/attacks/histogram_packed_u16_bins.cu",
+        "--dry-run",
+    ]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        stdout.contains("skewed: data all 0 (instead of randint:0:256)"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("varied-scalars"), "n is a size: {stdout}");
+}
+
 #[test]
 fn a_transform_dry_run_checks_the_llm_configuration_and_writes_no_run() {
     let (out, home) = run(&[

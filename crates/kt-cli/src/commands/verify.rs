@@ -70,11 +70,11 @@ pub struct VerifyArgs {
     #[arg(long, alias = "tests", value_name = "N", default_value_t = 3,
           value_parser = super::tests_flag::count::<usize>)]
     pub tests_count: usize,
-    /// Only the seeded tests: no `odd` and `large` tests.
+    /// Only the seeded tests: none of the default extra tests (`odd`, `large`, …).
     #[arg(long)]
     pub seeds_only: bool,
-    /// The quick set for fast iteration: no `bench` and `past-2^24` tests (the seeded ones, `odd` and
-    /// `large` still run).
+    /// The quick set for fast iteration: no `bench`, `past-2^24` and `past-2GiB` tests (the seeded ones
+    /// and the other extras still run).
     #[arg(long)]
     pub quick: bool,
     /// Override a scalar argument's value. Repeatable.
@@ -98,24 +98,38 @@ pub struct VerifyArgs {
 
 const DEFAULT_TESTS_HELP: &str = "\
 Default tests, when inputs are generated from the reference's sidecar (no --tests-dir):
-  gen1..genN  --tests-count seeds at the sidecar's `test` size (--bench-size: its `bench` size);
-  odd         every size (an integer scalar named in the problem size or an array's size) moved to the
-              next prime above it: catches kernels that assume whole tiles or an even dimension;
-  large-values the seeded sizes with every floating-point input the sidecar draws from randn drawn with
-              a standard deviation of 100, compared where the reference is finite: catches a softmax
-              without its max shift, a tanh through exp, accumulators that overflow (randn stays within 7);
-  large       the problem's dimensions (the sizes its problem size names) doubled until it covers the
-              GPU several times over (8 x SMs x threads per SM), each at most its `bench` value, the test
-              within an eighth of the GPU's memory: catches races that a few blocks do not show;
-  bench       every size at its `bench` value, the size the kernel is timed at (halved until it fits an
-              eighth of the GPU's memory): catches kernels right only at small sizes;
-  past-2^24   an output whose length follows one size grown past 2^24 elements (odd): catches an index
-              computed through `float`, exact only up to 2^24 (left out when another test is that large).
-  The reference is timed once at the largest of the other tests; bench is halved, and past-2^24 left out,
-  where its launch would take over a second (estimated as growing with the square of the data), and the
-  output says so.
---quick leaves out bench and past-2^24; --seeds-only runs only the seeded tests. A size that is a multiple
-of 64 in every test is a warning. Every array sits between guard bytes: a write past either end fails.";
+  gen1..genN      --tests-count seeds at the sidecar's `test` size (--bench-size: its `bench` size);
+  odd             every size (an integer scalar named in the problem size or an array's size) moved to
+                  the next prime above it: catches kernels that assume whole tiles or an even dimension;
+  large-values    the seeded sizes with every floating-point input the sidecar draws from randn drawn
+                  with a standard deviation of 100, compared where the reference is finite: catches a
+                  softmax without its max shift, a tanh through exp, accumulators that overflow (randn
+                  stays within 7);
+  varied-scalars  the seeded sizes with every scalar that is no size at a value the sidecar never gives
+                  it: a float through v*0.7071+0.1 (ranges stay ordered, the value has a full mantissa),
+                  an integer other than 0 or 1 to 2v+1: catches a scalar rounded to bfloat16 or half, a
+                  kernel specialised to the sidecar's values;
+  skewed          the seeded sizes with every integer input the sidecar draws (randint:LO:HI) filled with
+                  LO: catches counters too narrow for one value's count (a histogram of all-zero bytes);
+  large           the problem's dimensions (the sizes its problem size names) doubled until it covers the
+                  GPU several times over (8 x SMs x threads per SM), each at most its `bench` value, the
+                  test within an eighth of the GPU's memory: catches races that a few blocks do not show;
+  bench           every size at its `bench` value, the size the kernel is timed at (halved until it fits
+                  an eighth of the GPU's memory): catches kernels right only at small sizes;
+  past-2^24       an output whose length follows one size grown past 2^24 elements (odd): catches an
+                  index computed through `float`, exact only up to 2^24 (left out when another test is
+                  that large);
+  past-2GiB       one size grown (odd) until an array passes 2^31 bytes, where the size's integer type
+                  holds it and the test fits a quarter of the GPU's memory (and, with the other tests,
+                  three quarters): catches 32-bit byte offsets and flattened indices.
+  The reference is timed at the largest of the other tests (for past-2GiB again at the bench test, when
+  that is larger); bench is halved, and past-2^24 and past-2GiB left out, where its launch would take over
+  a second (estimated as growing with the square of the data), and the output says so. varied-scalars and skewed use values the reference was never given:
+  where the reference itself fails on one (a launch error, a write outside its arrays, no output written),
+  it is left out with a note.
+--quick leaves out bench, past-2^24 and past-2GiB; --seeds-only runs only the seeded tests. A size that is
+a multiple of 64 in every test is a warning. Every array sits between guard bytes: a write past either end
+fails.";
 
 pub fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
     if args.dry_run {
@@ -124,20 +138,24 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
     let pair = load_pair(&args)?;
     let sizes = parse_sizes(&args.sizes)?;
     let configs = [pair.ref_config.clone(), pair.cand_config.clone()];
-    let (mut tests, extras, mut described) = tests_before_gpu(&args, &pair, &sizes, &configs)?;
+    let (mut planned, extras) = tests_before_gpu(&args, &pair, &sizes, &configs)?;
     let config = TunerConfig {
         cache_dir: default_cache_dir(),
         ..TunerConfig::default()
     };
     let mut tuner = Tuner::new(config.clone()).context("starting the tuner (this needs an NVIDIA GPU, its driver and NVRTC; `kt doctor` checks them)")?;
+    // before the device-sized tests: the reference is timed at the largest test there, never a dropped one
+    for note in planned.drop_failing_derived(&mut tuner, &pair)? {
+        eprintln!("note: {note}");
+    }
     add_device_sized_tests(
         &args,
         &extras,
         config.device,
         (&mut tuner, &pair.ref_config),
-        &mut tests,
-        &mut described,
+        &mut planned,
     )?;
+    let (tests, described) = (planned.tests, planned.described);
     let warnings = extras.warnings(&tests);
     for w in &warnings {
         eprintln!("warning: {w}");
@@ -192,13 +210,14 @@ fn dry_run(args: &VerifyArgs) -> anyhow::Result<String> {
     let pair = load_pair(args)?;
     let sizes = parse_sizes(&args.sizes)?;
     let configs = [pair.ref_config.clone(), pair.cand_config.clone()];
-    let (tests, extras, described) = tests_before_gpu(args, &pair, &sizes, &configs)?;
+    let (planned, extras) = tests_before_gpu(args, &pair, &sizes, &configs)?;
+    let (tests, described) = (&planned.tests, &planned.described);
     let later = if extras.inputs.is_none() {
         ""
     } else if args.quick {
         "; large: sized once the GPU is known"
     } else {
-        "; large, bench and past-2^24: sized once the GPU is known"
+        "; large, bench, past-2^24 and past-2GiB: sized once the GPU is known"
     };
     let at = |c: &Config| {
         if c.0.is_empty() {
@@ -220,7 +239,7 @@ fn dry_run(args: &VerifyArgs) -> anyhow::Result<String> {
             args.candidate.display(),
             at(&pair.cand_config)
         ),
-        format!("tests: {}{later}", describe_tests(&tests, &described)),
+        format!("tests: {}{later}", describe_tests(tests, described)),
         "dry run: nothing compiled or run; without --dry-run this verifies on the GPU".to_string(),
     ]
     .join("\n"))

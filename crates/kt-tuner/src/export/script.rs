@@ -70,6 +70,9 @@ fn array_line(test_arg: &TestArg, files: &[(String, String)]) -> String {
                     Distribution::Rand => format!("rng.random({n}).astype(np.{dt})"),
                     Distribution::Zeros => format!("np.zeros({n}, dtype=np.{dt})"),
                     Distribution::Ones => format!("np.ones({n}, dtype=np.{dt})"),
+                    Distribution::Fill { value } => {
+                        format!("np.full({n}, {}, dtype=np.{dt})", py_number(*value))
+                    }
                     Distribution::RandInt { lo, hi } => {
                         format!("rng.integers({lo}, {hi}, {n}).astype(np.{dt})")
                     }

@@ -9,25 +9,44 @@
 //!   (8 × SMs × threads per SM), each capped by the sidecar's `bench` value and the whole test by a share
 //!   of the GPU's memory.
 //!
-//! Both are still far below the sizes a kernel is timed and used at, and a kernel can be right at every
-//! small size and wrong at the real one (an index computed through `float` is exact only up to 2^24).
-//! So unless the user asks for the quick set there are two more:
+//! Every test so far draws the sidecar's distributions and passes its scalars unchanged, so at the seeded
+//! sizes there are three more, each changing what a kernel may wrongly assume of its data:
+//!
+//! - `large-values` (`large_values.rs`): the floating-point inputs a sidecar draws from a standard normal
+//!   drawn at a hundred times its spread, compared where the reference is finite;
+//! - `varied-scalars` (`varied_scalars.rs`): every scalar that is no size at a value the sidecar never gives
+//!   it (a float with a full mantissa, an integer larger and odd);
+//! - `skewed` (`skewed.rs`): every integer input the sidecar draws filled with one value.
+//!
+//! The varied-scalars and skewed tests are *derived* ([`ExtraTest::derived`]): the reference never ran at
+//! such values and may fail there (an integer used as a loop bound), so where it does the test is left out
+//! with a note.
+//!
+//! All of these are still far below the sizes a kernel is timed and used at, and a kernel can be right at
+//! every small size and wrong at the real one (an index computed through `float` is exact only up to
+//! 2^24). So unless the user asks for the quick set there are three more:
 //!
 //! - `bench`: every size at the sidecar's `bench` value, the size the kernel will be timed at (halved
 //!   until the test fits the memory share);
 //! - `past-2^24`: for an output whose length follows one size (`c` of `n` elements), that size grown
 //!   until the output holds more than 2^24 elements (and made odd), when no test reaches that already;
-//! - `large-values` (`large_values.rs`): the seeded sizes with the floating-point inputs a sidecar draws from a
-//!   standard normal drawn at a hundred times its spread, compared where the reference is finite.
+//! - `past-2GiB` (`past_2gib.rs`): one size grown until an array passes 2^31 bytes (a 32-bit byte offset
+//!   wraps there), when the size's type holds it and the device's memory has room.
 //!
 //! A size that is a multiple of 64 (hence of every power of two up to 64) in every test is a warning. A size the
 //! sidecar's `size_rules` restricts (`n = { multiple_of = 4 }`) is moved to the nearest valid value above in
 //! each of these tests, and the test's description says so.
 
 mod large_values;
+mod past_2gib;
+mod skewed;
 mod time_budget;
+mod varied_scalars;
 
 pub use large_values::LARGE_VALUES_SIGMA;
+pub use past_2gib::{Fitted, PAST_2GIB_BYTES, resident_bytes};
+pub use skewed::skewed_value;
+pub use varied_scalars::varied_value;
 
 use std::collections::BTreeMap;
 
@@ -44,15 +63,22 @@ pub struct DeviceScale {
     pub threads_to_fill: f64,
     /// The most bytes a test's arrays may take.
     pub max_test_bytes: u64,
+    /// The most bytes the past-2GiB test's arrays may take (see `past_2gib.rs`).
+    pub max_wide_test_bytes: u64,
+    /// The device's memory: every test of a verification stays on it at once.
+    pub total_memory: u64,
 }
 
 impl DeviceScale {
     /// From the device's multiprocessors, resident threads per multiprocessor and memory (a test takes at
-    /// most an eighth of it: the tuner also holds expected outputs and the candidate's).
+    /// most an eighth of it: the tuner also holds expected outputs and the candidate's; the past-2GiB test
+    /// a quarter, its arrays alone being 2 GiB each).
     pub fn new(sm_count: u32, threads_per_sm: u32, total_memory: u64) -> Self {
         DeviceScale {
             threads_to_fill: 8.0 * sm_count as f64 * threads_per_sm as f64,
             max_test_bytes: total_memory / 8,
+            max_wide_test_bytes: total_memory / 4,
+            total_memory,
         }
     }
 }
@@ -139,12 +165,28 @@ fn problem_threads(
         .try_fold(1.0, |acc, v| Ok(acc * v?.max(1.0)))
 }
 
+/// The ids of the extra tests (the seeded ones are `gen1`, `gen2`, …).
+pub const EXTRA_TEST_IDS: &[&str] = &[
+    "odd",
+    "large-values",
+    "varied-scalars",
+    "skewed",
+    "large",
+    "bench",
+    "past-2^24",
+    "past-2GiB",
+];
+
 /// The default test set's extra tests and what each is, for the user.
 #[derive(Debug, Clone)]
 pub struct ExtraTest {
     pub test: KernelTest,
     /// `odd: n=10009` — the sizes that differ from the seeded tests.
     pub description: String,
+    /// Made of values the sidecar never gave (varied-scalars, skewed): the reference may not be defined
+    /// there, so a reference that fails on the test leaves it out (with a note) rather than failing the
+    /// verification.
+    pub derived: bool,
 }
 
 /// Makes the extra tests of a verification.
@@ -206,6 +248,7 @@ impl DefaultTests<'_> {
         Ok(Some(ExtraTest {
             test,
             description: self.describe("odd (next primes)", &values),
+            derived: false,
         }))
     }
 
@@ -258,6 +301,7 @@ impl DefaultTests<'_> {
         Ok(chosen.map(|(values, test)| ExtraTest {
             description: self.describe("large (fills the GPU)", &values),
             test,
+            derived: false,
         }))
     }
 
@@ -337,6 +381,7 @@ impl DefaultTests<'_> {
                 return Ok(Some(ExtraTest {
                     description: self.describe(&label, &values),
                     test,
+                    derived: false,
                 }));
             }
             if !fits_memory {
@@ -424,6 +469,7 @@ impl DefaultTests<'_> {
         Ok(Some(ExtraTest {
             description: self.describe("past 2^24 elements", &values),
             test,
+            derived: false,
         }))
     }
 }

@@ -20,6 +20,10 @@ pub enum Distribution {
     Rand,
     Zeros,
     Ones,
+    /// Every element `value` (the skewed test: integer data that all hold one value).
+    Fill {
+        value: f64,
+    },
     /// Uniform integers in [lo, hi).
     RandInt {
         lo: i64,

@@ -44,7 +44,7 @@ pub(crate) fn count_once(
 }
 
 /// Compiles `kernel` at `config`, uploads `test` alone and loads the module on the worker: its key.
-fn load_alone(
+pub(crate) fn load_alone(
     e: &mut Engine,
     kernel: &TunableKernel,
     config: &Config,

@@ -2,7 +2,7 @@
 //! whenever a kernel hangs or faults) and one compiler pool; each public operation is a file of its own:
 //! `tuning` (search a kernel's space on a set of tests; one configuration's evaluation is in `evaluate`),
 //! `verification` (a candidate against a reference on the same inputs), `launch_time` (one timed launch,
-//! to size tests), `reference_run` (expected outputs written to .npy files) and `peak` (the device's copy
+//! to size tests), `reference_probe` (whether the reference gives expected values on a test), `reference_run` (expected outputs written to .npy files) and `peak` (the device's copy
 //! bandwidth). Beneath them, `compile_queue` (tickets in front of the compiler pool, modules remembered
 //! for reloads) and `worker_link` (the worker's lifecycle), held together in an `Engine`.
 //!
@@ -22,6 +22,7 @@ mod launch_time;
 mod peak;
 mod plan;
 mod plausibility;
+mod reference_probe;
 mod reference_run;
 mod search_run;
 pub mod setup;

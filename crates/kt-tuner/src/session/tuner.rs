@@ -16,7 +16,9 @@ use crate::session::compile_queue::CompileQueue;
 use crate::session::engine::{CheckTarget, Engine};
 use crate::session::setup::{TunableKernel, TuneOptions, TunerConfig};
 use crate::session::worker_link::WorkerLink;
-use crate::session::{determinism, launch_time, peak, reference_run, tuning, verification};
+use crate::session::{
+    determinism, launch_time, peak, reference_probe, reference_run, tuning, verification,
+};
 use crate::worker::protocol::DeviceInfo;
 
 pub struct Tuner {
@@ -179,6 +181,19 @@ impl Tuner {
         test: &KernelTest,
     ) -> Result<f64, TunerError> {
         launch_time::time_once(&mut self.engine, kernel, config, test)
+    }
+
+    /// Runs `kernel` at `config` on `test` (uploaded alone) as a reference: None when it gives expected
+    /// values there, else why not (a launch error or fault, a write outside its arrays, outputs it leaves
+    /// unwritten or as it found them). `kt verify` asks before keeping a derived default test, whose values
+    /// the sidecar never gave. A kernel that does not compile or load is an error.
+    pub fn reference_failure(
+        &mut self,
+        kernel: &TunableKernel,
+        config: &Config,
+        test: &KernelTest,
+    ) -> Result<Option<String>, TunerError> {
+        reference_probe::failure_on(&mut self.engine, kernel, config, test)
     }
 
     /// Profiles one launch of `kernel` at `config` on `test` (uploaded alone, outputs from their initial

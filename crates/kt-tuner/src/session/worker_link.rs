@@ -397,6 +397,9 @@ impl WorkerLink {
             .request(&Request::Reference { run }, &[], Duration::from_secs(300))
         {
             Ok((Reply::Ran(o), _)) => match &o.status {
+                RunStatus::Ok if !o.guard_breaches.is_empty() => {
+                    Err(failed(wrote_outside(&o.guard_breaches)))
+                }
                 RunStatus::Ok if !o.unchanged_outputs.is_empty() => {
                     Err(failed(does_no_work(&o.unchanged_outputs)))
                 }
@@ -610,6 +613,15 @@ pub(crate) fn does_no_work(outputs: &[String]) -> String {
     )
 }
 
+/// Why a reference that wrote into the guard bytes around its arrays cannot give expected values.
+pub(crate) fn wrote_outside(breaches: &[crate::check::guard::GuardBreach]) -> String {
+    let what: Vec<String> = breaches.iter().map(|b| b.describe()).collect();
+    format!(
+        "it wrote outside its arrays ({}): its outputs on this test are no expected values",
+        what.join("; ")
+    )
+}
+
 /// Whether `uploaded` is `wanted` on the worker: the same id and inputs (tolerances may differ).
 fn same_test(uploaded: &KernelTest, wanted: &KernelTest) -> bool {
     uploaded.id == wanted.id
@@ -637,6 +649,21 @@ mod tests {
             ..plain.clone()
         };
         assert!(!same_test(&other, &plain));
+    }
+
+    #[test]
+    fn a_reference_that_writes_outside_its_arrays_says_where() {
+        use crate::check::guard::{GuardBreach, Side};
+        let r = wrote_outside(&[GuardBreach {
+            array: "y".into(),
+            side: Side::After,
+            span: 4,
+            distance: 0,
+        }]);
+        assert!(
+            r.starts_with("it wrote outside its arrays (wrote 4 bytes past the end of `y`)"),
+            "{r}"
+        );
     }
 
     #[test]

@@ -229,10 +229,14 @@ pub struct RunOutcome {
     /// output does not already hold a value, so on this test it does no work at all.
     #[serde(default)]
     pub unchanged_outputs: Vec<String>,
+    /// Reference runs only: outputs of which the launch wrote no element when they started as poison (on
+    /// this test the kernel computes nothing into them: it returned early, or its loop bounds were empty).
+    #[serde(default)]
+    pub unwritten_outputs: Vec<String>,
     /// Recording runs only: the files written.
     #[serde(default)]
     pub recorded: Vec<RecordedOutput>,
-    /// Verifying runs: guard bytes around the test's arrays that the launch overwrote.
+    /// Verifying and reference runs: guard bytes around the test's arrays that the launch overwrote.
     #[serde(default)]
     pub guard_breaches: Vec<GuardBreach>,
     /// Verifying runs that were timed: the last timed launch, checked like the first.
@@ -311,6 +315,7 @@ impl RunOutcome {
             occupancy: None,
             accumulating_outputs: vec![],
             unchanged_outputs: vec![],
+            unwritten_outputs: vec![],
             recorded: vec![],
             guard_breaches: vec![],
             timed_check: None,

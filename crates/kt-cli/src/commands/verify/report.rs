@@ -44,12 +44,7 @@ pub(super) fn describe_tests(tests: &TestSet, extras: &[String]) -> String {
         .tests
         .iter()
         .map(|t| t.id.as_str())
-        .filter(|id| {
-            !matches!(
-                *id,
-                "odd" | "large-values" | "large" | "bench" | "past-2^24"
-            )
-        })
+        .filter(|id| !kt_tuner::input::default_tests::EXTRA_TEST_IDS.contains(id))
         .collect();
     std::iter::once(seeded.join(", "))
         .chain(extras.iter().cloned())

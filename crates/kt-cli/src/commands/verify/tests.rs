@@ -172,3 +172,91 @@ fn template_values_come_from_the_files_own_launches_when_none_is_given() {
     let pair = super::pair::load_pair(&a).unwrap();
     assert_eq!(pair.reference.kernel.template_args, ["float", "64", "true"]);
 }
+
+#[test]
+fn saxpys_plan_varies_a_and_a_derived_test_the_reference_fails_on_is_left_out_with_a_note() {
+    let file = root().join("naive-kernels/saxpy.cu");
+    let f = file.to_string_lossy().to_string();
+    let a = args(&[&f, &f]);
+    let pair = super::pair::load_pair(&a).unwrap();
+    let configs = [pair.ref_config.clone(), pair.cand_config.clone()];
+    let (mut planned, _) =
+        super::test_plan::tests_before_gpu(&a, &pair, &BTreeMap::new(), &configs).unwrap();
+    let ids: Vec<&str> = planned.tests.tests.iter().map(|t| t.id.as_str()).collect();
+    assert_eq!(
+        ids,
+        [
+            "gen1",
+            "gen2",
+            "gen3",
+            "odd",
+            "large-values",
+            "varied-scalars"
+        ]
+    );
+    let varied = &planned.tests.tests[5];
+    assert_eq!(varied.scalars()["a"] as f32, 1.160_660_1);
+    assert_eq!(
+        describe_tests(&planned.tests, &planned.described),
+        "gen1, gen2, gen3; odd (next primes): n=10009; large-values: x drawn with standard deviation 100 \
+         (compared where the reference is finite); varied-scalars: a 1.5 -> 1.1606601 (values the sidecar \
+         never gives)"
+    );
+    // only derived tests are run alone first: a reference that passes them keeps them
+    let mut asked = Vec::new();
+    let notes = planned
+        .drop_derived_where(|t| {
+            asked.push(t.id.clone());
+            Ok(None)
+        })
+        .unwrap();
+    assert!(notes.is_empty());
+    assert_eq!(asked, ["varied-scalars"]);
+    assert_eq!(planned.tests.tests.len(), 6);
+    // one the reference fails on is left out, test and description, and the note says why
+    let notes = planned
+        .drop_derived_where(|_| Ok(Some("it wrote 4 bytes past the end of `y`".into())))
+        .unwrap();
+    assert_eq!(notes.len(), 1);
+    assert!(
+        notes[0].starts_with("the varied-scalars: a 1.5 -> 1.1606601")
+            && notes[0].contains("left out: the reference fails there (it wrote 4 bytes past")
+            && notes[0].contains("ones the sidecar never gives"),
+        "{}",
+        notes[0]
+    );
+    assert_eq!(planned.tests.tests.len(), 5);
+    assert!(!planned.described.iter().any(|d| d.contains("varied")));
+    // and an error running it (the reference does not compile) is the verification's
+    let mut again = super::test_plan::tests_before_gpu(&a, &pair, &BTreeMap::new(), &configs)
+        .unwrap()
+        .0;
+    assert!(
+        again
+            .drop_derived_where(|_| Err(anyhow::anyhow!("compile error")))
+            .is_err()
+    );
+}
+
+#[test]
+fn the_histogram_gets_a_skewed_test_and_seeds_only_none() {
+    let file = root().join("naive-kernels/histogram.cu");
+    let f = file.to_string_lossy().to_string();
+    let a = args(&[&f, &f]);
+    let pair = super::pair::load_pair(&a).unwrap();
+    let configs = [pair.ref_config.clone(), pair.cand_config.clone()];
+    let (planned, _) =
+        super::test_plan::tests_before_gpu(&a, &pair, &BTreeMap::new(), &configs).unwrap();
+    assert!(
+        planned
+            .described
+            .contains(&"skewed: data all 0 (instead of randint:0:256)".to_string()),
+        "{:?}",
+        planned.described
+    );
+    let a = args(&[&f, &f, "--seeds-only"]);
+    let (planned, _) =
+        super::test_plan::tests_before_gpu(&a, &pair, &BTreeMap::new(), &configs).unwrap();
+    assert_eq!(planned.tests.tests.len(), 3);
+    assert!(planned.described.is_empty());
+}

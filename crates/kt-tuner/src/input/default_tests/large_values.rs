@@ -50,6 +50,7 @@ impl DefaultTests<'_> {
                  reference is finite)",
                 scaled.join(", ")
             ),
+            derived: false,
         }))
     }
 }

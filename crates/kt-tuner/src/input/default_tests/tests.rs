@@ -3,10 +3,11 @@
 use super::*;
 use crate::model::args::{SizeChoice, TestSet};
 
-fn matmul() -> (SuiteInputs, Vec<ParamSpec>, Vec<String>) {
+/// The suite kernel `name` of naive-kernels/: its sidecar's inputs, parameters and problem size.
+pub(super) fn kernel(name: &str) -> (SuiteInputs, Vec<ParamSpec>, Vec<String>) {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../naive-kernels");
-    let sc = kt_cuda::Sidecar::load(&root.join("matmul.toml")).unwrap();
-    let parsed = kt_cuda::parse_file(&root.join("matmul.cu")).unwrap();
+    let sc = kt_cuda::Sidecar::load(&root.join(format!("{name}.toml"))).unwrap();
+    let parsed = kt_cuda::parse_file(&root.join(format!("{name}.cu"))).unwrap();
     let k = parsed.select_kernel(None).unwrap();
     let ps = sc.problem_size.iter().map(|p| p.text()).collect();
     (
@@ -16,7 +17,11 @@ fn matmul() -> (SuiteInputs, Vec<ParamSpec>, Vec<String>) {
     )
 }
 
-fn at_test_size<'a>(
+fn matmul() -> (SuiteInputs, Vec<ParamSpec>, Vec<String>) {
+    kernel("matmul")
+}
+
+pub(super) fn at_test_size<'a>(
     inputs: &'a SuiteInputs,
     params: &'a [ParamSpec],
     problem_size: &'a [String],
@@ -118,16 +123,7 @@ fn the_large_test_fills_an_h100_within_bench_and_memory() {
 }
 
 fn vector_add() -> (SuiteInputs, Vec<ParamSpec>, Vec<String>) {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../naive-kernels");
-    let sc = kt_cuda::Sidecar::load(&root.join("vectorAdd.toml")).unwrap();
-    let parsed = kt_cuda::parse_file(&root.join("vectorAdd.cu")).unwrap();
-    let k = parsed.select_kernel(None).unwrap();
-    let ps = sc.problem_size.iter().map(|p| p.text()).collect();
-    (
-        SuiteInputs::from_sidecar(&sc),
-        ParamSpec::from_kernel(k),
-        ps,
-    )
+    kernel("vectorAdd")
 }
 
 #[test]

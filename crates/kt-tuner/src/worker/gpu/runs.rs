@@ -166,6 +166,9 @@ fn reference_checks(
         // run against run: the NaNs a kernel computes (sqrt of a negative input) are the same bits both
         // times and agree; only poison left unwritten, or a different value, tells the runs apart
         let rep = mem.compare_rerun(a, expected[&a.name]).map_err(crashed)?;
+        if rep.elements > 0 && rep.never_written >= rep.elements {
+            outcome.unwritten_outputs.push(a.name.clone());
+        }
         if rep.passed() {
             poisonable.push(a.name.clone());
         } else {
@@ -181,6 +184,8 @@ fn reference_checks(
         }
         reset(a).map_err(crashed)?;
     }
+    // a write outside the arrays is the reference's, not a later candidate's: read (and restore) the guards
+    outcome.guard_breaches = mem.check_all_guards(&s.arrays).map_err(crashed)?;
     mem.set_expected(&r.test, &expected, &poisonable, &s.arrays)
         .map_err(crashed)?;
     // the rest of this request (its timed samples, the check of the last) prepares outputs as verifying

@@ -198,6 +198,7 @@ impl DeviceMemory {
             Distribution::Rand => (dk::DIST_RAND, 0.0, 0.0),
             Distribution::Zeros => (dk::DIST_CONST, 0.0, 0.0),
             Distribution::Ones => (dk::DIST_CONST, 1.0, 0.0),
+            Distribution::Fill { value } => (dk::DIST_CONST, *value, 0.0),
             Distribution::RandInt { lo, hi } => (dk::DIST_RANDINT, *lo as f64, *hi as f64),
         };
         let mut p = vec![
