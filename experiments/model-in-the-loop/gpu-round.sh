@@ -8,9 +8,9 @@ cd "$(dirname "$0")/../.."
 out=${OUT:-/tmp/mitl-out}; mkdir -p "$out"
 export PYTHONUNBUFFERED=1
 nvidia-smi -L
-# MITL_DEADLINE: no cell is started after that many seconds; MITL_TIMEOUT: the step is stopped after that many
+# MITL_JOBS: cells moved at once (default 1). MITL_DEADLINE: no cell is started after that many seconds; MITL_TIMEOUT: the step is stopped after that many
 # (a run stopped mid-tuning resumes from its last checkpoint), and the state is packed either way.
 timeout --signal=INT "${MITL_TIMEOUT:-0}" python3 experiments/model-in-the-loop/loop.py --kt .device/bin/kt step \
-  ${MITL_DEADLINE:+--deadline "$MITL_DEADLINE"} 2>&1 | tee "$out/step.log"
+  ${MITL_DEADLINE:+--deadline "$MITL_DEADLINE"} --jobs "${MITL_JOBS:-1}" 2>&1 | tee "$out/step.log"
 python3 experiments/model-in-the-loop/loop.py status 2>&1 | tee -a "$out/step.log"
 python3 experiments/model-in-the-loop/loop.py pack "$out/mitl.tar.gz"

@@ -189,19 +189,27 @@ STEP_ORDER = {"autonomous": 0, "explicit": 1, "one-prompt": 2}
 
 
 def step(a):
-    """Moves every cell; with --deadline, no cell is started after that many seconds (a GPU lease is short),
-    the flagship strategy first."""
+    """Moves every cell, `--jobs` at a time (cells side by side on one GPU: their timings share it, so a
+    round's speedups are noisier than a lone run's; the end-of-run figures are re-measured by kt itself);
+    with --deadline, no cell is started after that many seconds (a GPU lease is short), the flagship strategy
+    first."""
+    from concurrent.futures import ThreadPoolExecutor
     gpu_here = gpu_present()
     began = time.time()
-    for cell in sorted(cells(), key=lambda c: (STEP_ORDER.get(c.split("--")[-1], 9), c)):
+
+    def move(cell):
         if a.deadline and time.time() - began > a.deadline:
             print(f"{cell:40s} not moved: the round's {a.deadline:.0f} s deadline passed", flush=True)
-            continue
+            return
         started = time.time()
         state = advance(cell, a.kt, gpu_here)
         if gpu_here:
             drop_arrays(cell)
         print(f"{cell:40s} {state}  ({time.time() - started:.1f} s)", flush=True)
+
+    order = sorted(cells(), key=lambda c: (STEP_ORDER.get(c.split("--")[-1], 9), c))
+    with ThreadPoolExecutor(max_workers=max(1, a.jobs)) as pool:
+        list(pool.map(move, order))
     pending(argparse.Namespace(json=False))
 
 
@@ -323,6 +331,7 @@ def main():
     s = sub.add_parser("start"); s.add_argument("--cells"); s.set_defaults(f=start)
     st = sub.add_parser("step")
     st.add_argument("--deadline", type=float, help="seconds after which no further cell is moved")
+    st.add_argument("--jobs", type=int, default=1, help="cells moved at once (side by side on the GPU)")
     st.set_defaults(f=step)
     p = sub.add_parser("pending"); p.add_argument("--json", action="store_true"); p.set_defaults(f=pending)
     sub.add_parser("status").set_defaults(f=status)

@@ -4,8 +4,10 @@
 //! compiled with `nvcc -cubin`. Only on NVRTC's failure: a run whose kernels NVRTC compiles never starts
 //! nvcc, so the tuner's speed is unchanged.
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
@@ -43,12 +45,38 @@ pub const NVCC_LOG_PREFIX: &str = "compiled with nvcc";
 /// Says once per process that nvcc compiled what NVRTC could not.
 static TOLD: AtomicBool = AtomicBool::new(false);
 
+/// Program families (one kernel's configurations) that NVRTC failed on and nvcc compiled. NVRTC fails on
+/// what a unit includes (thrust, cub, a host header), not on a configuration, and parsing those headers
+/// costs it seconds a configuration; so the family's later configurations go to nvcc first.
+static NVCC_FAMILIES: Mutex<BTreeSet<u64>> = Mutex::new(BTreeSet::new());
+
+fn needs_nvcc(p: &Program) -> bool {
+    p.family
+        .is_some_and(|f| NVCC_FAMILIES.lock().is_ok_and(|set| set.contains(&f)))
+}
+
+fn remember_needs_nvcc(p: &Program) {
+    if let (Some(f), Ok(mut set)) = (p.family, NVCC_FAMILIES.lock()) {
+        set.insert(f);
+    }
+}
+
 /// NVRTC first; on its failure, nvcc when there is one. A failure of both keeps NVRTC's log (the one the
-/// user's flags were written for) with nvcc's after it.
+/// user's flags were written for) with nvcc's after it. A configuration of a kernel whose earlier
+/// configuration only nvcc compiled goes to nvcc first (NVRTC still gets it when nvcc fails).
 pub fn compile_with_fallback(
     p: &Program,
     nvcc: Option<&Path>,
 ) -> Result<Result<Compiled, CompileFailure>, crate::error::TunerError> {
+    if let Some(nvcc) = nvcc.filter(|_| needs_nvcc(p))
+        && let Ok(mut c) = compile(nvcc, p)
+    {
+        c.log = format!(
+            "{NVCC_LOG_PREFIX}: NVRTC failed on an earlier configuration of this kernel\n{}",
+            c.log
+        );
+        return Ok(Ok(c));
+    }
     let nvrtc_failure = match crate::compile::nvrtc::compile_program(p)? {
         Ok(c) => return Ok(Ok(c)),
         Err(f) => f,
@@ -58,6 +86,7 @@ pub fn compile_with_fallback(
     };
     match compile(nvcc, p) {
         Ok(mut c) => {
+            remember_needs_nvcc(p);
             let first_error = nvrtc_failure
                 .log
                 .lines()
@@ -265,5 +294,21 @@ mod tests {
         let nvrtc_at = f.log.find("not_declared").unwrap();
         let nvcc_at = f.log.find("nvcc failed too").unwrap();
         assert!(nvrtc_at < nvcc_at, "{}", f.log);
+    }
+
+    #[test]
+    fn a_family_that_needed_nvcc_goes_to_nvcc_first_and_others_do_not() {
+        let at = |family, block: u32| Program {
+            source: format!("#define B {block}\n#include <iostream>\n"),
+            family,
+            ..Program::default()
+        };
+        let family = Some(0x5eed_0001);
+        assert!(!needs_nvcc(&at(family, 16)));
+        remember_needs_nvcc(&at(family, 16));
+        assert!(needs_nvcc(&at(family, 32)), "another configuration of the kernel");
+        assert!(!needs_nvcc(&at(Some(0x5eed_0002), 32)), "another kernel");
+        remember_needs_nvcc(&at(None, 16));
+        assert!(!needs_nvcc(&at(None, 16)), "a program without a family is never remembered");
     }
 }

@@ -13,13 +13,16 @@ use crate::error::TunerError;
 /// One compilation: the source text (a configuration's defines in front), NVRTC options (architecture,
 /// `-I` directories, the user's flags), headers NVRTC answers from memory (`#include` name, contents), and
 /// the kernel's name expression (`&k`, `&ns::k`, `&k<16>`), whose lowered (mangled) name is the symbol to
-/// look up in the CUBIN. Without one, the symbol is the kernel's plain name (`extern "C"`).
+/// look up in the CUBIN. Without one, the symbol is the kernel's plain name (`extern "C"`). `family`, when
+/// set, is the same for every configuration of one kernel (a hash of its unit and options), so that what
+/// one configuration teaches about the compilers (NVRTC cannot read the unit's headers) serves the others.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Program {
     pub source: String,
     pub options: Vec<String>,
     pub headers: Vec<(String, String)>,
     pub name_expression: Option<String>,
+    pub family: Option<u64>,
 }
 
 impl Program {

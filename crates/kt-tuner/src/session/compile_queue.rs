@@ -310,6 +310,7 @@ pub fn kernel_program(
             b
         })
         .collect();
+    let family = program_family(&kernel.source, &options);
     let program = Program {
         source: nvrtc_prelude::standard_prelude(&kernel.source)
             + &nvrtc::full_source(&defines, &kernel.source),
@@ -319,6 +320,16 @@ pub fn kernel_program(
             .map(|(n, t)| (n.to_string(), t.to_string()))
             .collect(),
         name_expression: Some(kernel.name_expression(config)),
+        family: Some(family),
     };
     Ok((program, extra))
+}
+
+/// The same for every configuration of one kernel: its unit and compiler options, hashed.
+fn program_family(source: &str, options: &[String]) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    source.hash(&mut h);
+    options.hash(&mut h);
+    h.finish()
 }
