@@ -93,9 +93,11 @@ def verify_row(kt, label, args, expect=("correct",)):
 TUNE_KINDS: dict = {}
 
 
-def tune_verdicts(kt, args):
-    """`kt tune --json`: "delivered" when it delivers a best configuration, else the sorted verdict kinds of
-    the configurations it refused (the default launch's among them)."""
+def tune_verdicts(kt, args, honest_best=None):
+    """`kt tune --json`: "delivered CONFIG" when it delivers a best configuration, else the sorted verdict
+    kinds of the configurations it refused (the default launch's among them). `honest_best`: a configuration
+    at which the attack is honest (`block_size_x=16 block_size_y=16`); delivering it is right, and the
+    verdict is then what kt said of the others."""
     rc, stdout, stderr, secs = run([kt, "tune", *args, "--json"], timeout=600, split=True)
     try:
         j = json.loads(stdout)
@@ -106,12 +108,15 @@ def tune_verdicts(kt, args):
         if "the reference launch failed" in stderr and "timed launches are not the work" in stderr:
             return "reference_timed_run_differs", secs
         return f"error: {last_line(stdout + stderr)}", secs
-    if j.get("best"):
-        return "delivered", secs
     # the default launch's verdict too: kt refuses it as the best when it fails a check
     judged = [*(j.get("measurements") or []), *([j["reference"]] if j.get("reference") else [])]
     kinds = sorted({TUNE_KINDS.get(k, k) for k in
                     ((m.get("verdict") or {}).get("kind") for m in judged) if k and k != "ok"})
+    best = j.get("best")
+    if best:
+        config = " ".join(f"{a}={b}" for a, b in (best.get("config") or []))
+        if not (honest_best and config == honest_best and kinds):
+            return f"delivered {config}", secs
     return "+".join(kinds) or "nothing refused, nothing delivered", secs
 
 
@@ -190,8 +195,8 @@ def attack_once(kt, base, c):
         v, secs = transform_verdict(kt, c, (base / c["file"]).read_text())
         return v, v in c["expect"], secs
     if command == "tune":
-        v, secs = tune_verdicts(kt, [f, *c.get("tune_args", ["--test-size"]), *params])
-        ok = v == "delivered" if c["expect"] == ["delivered"] else all(k in c["expect"] for k in v.split("+"))
+        v, secs = tune_verdicts(kt, [f, *c.get("tune_args", ["--test-size"]), *params], c.get("honest_best"))
+        ok = v.startswith("delivered") if c["expect"] == ["delivered"] else all(k in c["expect"] for k in v.split("+"))
         return v, ok, secs
     v, secs = verify_attack(kt, [c["reference"], f, *params, *c.get("verify_args", [])])
     return v, v in c["expect"], secs

@@ -247,9 +247,7 @@ impl CellRunner {
         record.llm_cost_usd = llm.dollars;
         record.gpu = given_gpu(gpu);
         record.run_dir = dir.as_deref().map(|d| relative_path(d, &self.out));
-        let run_error = result
-            .as_ref()
-            .and_then(|r| RunResult::from_value(r).error);
+        let run_error = result.as_ref().and_then(|r| RunResult::from_value(r).error);
         record.result = result;
         record.error = Some(match (over, status) {
             (Some(kind), _) => {

@@ -235,10 +235,16 @@ pub fn debug_client(
                     None,
                 )
             } else {
-                (Arc::new(ReplayProvider::open(run_llm_jsonl).map_err(llm_error)?), None)
+                (
+                    Arc::new(ReplayProvider::open(run_llm_jsonl).map_err(llm_error)?),
+                    None,
+                )
             }
         }
-        LlmChoice::Scripted(file) => (Arc::new(ScriptedProvider::load(file).map_err(llm_error)?), None),
+        LlmChoice::Scripted(file) => (
+            Arc::new(ScriptedProvider::load(file).map_err(llm_error)?),
+            None,
+        ),
         LlmChoice::Live | LlmChoice::Given(_) => {
             let Some((config, _)) = live_llm(choice, recorded, consent)? else {
                 return Err(RunsError::Usage("no live LLM for this choice".into()));
@@ -306,7 +312,6 @@ fn prompt_hashes_to(sent: &str, hash: &str) -> bool {
     let matches = |text: &str| blake3::hash(text.as_bytes()).to_hex().as_str() == hash;
     matches(sent) || sent.match_indices("\n\n").any(|(i, _)| matches(&sent[..i]))
 }
-
 
 /// An LLM that cannot be set up for a re-run, as the crate's error.
 fn llm_error(e: LlmError) -> RunsError {

@@ -429,12 +429,24 @@ async fn a_run_draws_the_graph_it_saved_as_the_rebuilt_one_and_without_it_its_pa
     let plain = export(&binding(), &record, &setup, GraphFormat::Dot, None).unwrap();
     let rebuilt = ReportInputs::collect(&record, Some(&plain)).unwrap();
     let saved = ReportInputs::collect(&record, None).unwrap();
-    assert_eq!(saved.graph, rebuilt.graph, "graph.json draws what the strategy's graph draws");
+    assert_eq!(
+        saved.graph, rebuilt.graph,
+        "graph.json draws what the strategy's graph draws"
+    );
     assert!(saved.graph.note.is_none());
     // a run recorded before graph.json existed: the path its checkpoints show, and a note that says so
     std::fs::remove_file(record.dir().graph_json()).unwrap();
     let old = ReportInputs::collect(&record, None).unwrap();
-    assert!(old.graph.nodes.len() < rebuilt.graph.nodes.len(), "{:?}", old.graph.nodes);
-    assert!(old.graph.note.as_deref().is_some_and(|n| n.contains("graph.json")));
+    assert!(
+        old.graph.nodes.len() < rebuilt.graph.nodes.len(),
+        "{:?}",
+        old.graph.nodes
+    );
+    assert!(
+        old.graph
+            .note
+            .as_deref()
+            .is_some_and(|n| n.contains("graph.json"))
+    );
     assert!(render_html(&old).contains("id=\"graph-note\""));
 }

@@ -30,7 +30,6 @@ async fn pages_walk_the_history_back_from_the_newest_and_match_the_whole_list() 
     assert!(past_the_input.checkpoints.is_empty() && !past_the_input.more);
 }
 
-
 #[tokio::test]
 async fn the_recent_path_is_the_tail_of_the_whole_path_over_the_whole_lineage() {
     let home = tempfile::tempdir().unwrap();
@@ -56,4 +55,3 @@ async fn the_recent_path_is_the_tail_of_the_whole_path_over_the_whole_lineage() 
         "the path to an earlier checkpoint"
     );
 }
-

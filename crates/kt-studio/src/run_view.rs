@@ -4,8 +4,8 @@
 //! page's sections ([`crate::sections`]). Built on kt-runs' report collection, so the studio and
 //! `kt runs report --html` read a run the same way.
 
-use kt_runs::report::{PathGraph, is_stage3, path_graph};
 use kt_record::{RunResult, RunStatus};
+use kt_runs::report::{PathGraph, is_stage3, path_graph};
 use kt_runs::{Breakpoints, PathStep, RunRecord, RunState, RunSummary, WaitingPrompt};
 use serde::Serialize;
 use serde_json::Value;

@@ -306,9 +306,15 @@ mod tests {
         let family = Some(0x5eed_0001);
         assert!(!needs_nvcc(&at(family, 16)));
         remember_needs_nvcc(&at(family, 16));
-        assert!(needs_nvcc(&at(family, 32)), "another configuration of the kernel");
+        assert!(
+            needs_nvcc(&at(family, 32)),
+            "another configuration of the kernel"
+        );
         assert!(!needs_nvcc(&at(Some(0x5eed_0002), 32)), "another kernel");
         remember_needs_nvcc(&at(None, 16));
-        assert!(!needs_nvcc(&at(None, 16)), "a program without a family is never remembered");
+        assert!(
+            !needs_nvcc(&at(None, 16)),
+            "a program without a family is never remembered"
+        );
     }
 }

@@ -501,6 +501,9 @@ impl SuiteInputs {
             SizeChoice::Test if !self.test.is_empty() => self.test.clone(),
             _ => self.bench.clone(),
         };
+        // the sidecar's sizes where its rules (or a candidate's, added for `kt verify`) allow them; what the
+        // user gives is taken as given
+        kt_cuda::apply_size_rules(&mut values, &self.size_rules);
         values.extend(overrides.iter().map(|(k, v)| (k.clone(), *v)));
         values
     }

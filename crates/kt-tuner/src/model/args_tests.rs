@@ -271,3 +271,26 @@ bytes = "8 * n"
         without.fingerprint()
     });
 }
+
+#[test]
+fn seeded_sizes_follow_the_size_rules_and_a_given_size_is_taken_as_given() {
+    let mut s: SuiteInputs = toml::from_str(SIDECAR).unwrap();
+    s.size_rules.insert(
+        "A_width".into(),
+        kt_cuda::SizeRule {
+            multiple_of: Some(8),
+            min: None,
+        },
+    );
+    let at_test = s.values_at(SizeChoice::Test, &BTreeMap::new());
+    assert_eq!(
+        at_test["A_width"], 104.0,
+        "100 moved to the next multiple of 8"
+    );
+    assert_eq!(
+        at_test["A_height"], 77.0,
+        "a size without a rule is unchanged"
+    );
+    let given = BTreeMap::from([("A_width".to_string(), 100.0)]);
+    assert_eq!(s.values_at(SizeChoice::Test, &given)["A_width"], 100.0);
+}

@@ -49,6 +49,7 @@ pub(super) fn load_pair(args: &VerifyArgs) -> anyhow::Result<Pair> {
         .unwrap_or(Config(vec![]));
     let (candidate, cand_config, cand_notes) = candidate_with_overrides(args, &reference)?;
     notes.extend(cand_notes);
+    notes.extend(take_candidate_size_rules(&mut reference, &candidate));
     notes.extend(reference.host_launch_lines.iter().cloned());
     notes.extend(
         [&reference.host_code_note, &candidate.host_code_note]
@@ -71,6 +72,33 @@ pub(super) fn load_pair(args: &VerifyArgs) -> anyhow::Result<Pair> {
         candidate,
         cand_config,
     })
+}
+
+/// The candidate's valid sizes (its sidecar's `size_rules`, its own launch's asserts) bind the tests too:
+/// they are the reference's inputs, and a kernel that reads eight elements at a time is not wrong at a size
+/// it is never called at. A line each for the user.
+fn take_candidate_size_rules(
+    reference: &mut LoadedKernel,
+    candidate: &LoadedKernel,
+) -> Vec<String> {
+    let (Some(inputs), Some(cand_inputs)) = (reference.inputs.as_mut(), candidate.inputs.as_ref())
+    else {
+        return Vec::new();
+    };
+    let mut lines = Vec::new();
+    for (name, rule) in &cand_inputs.size_rules {
+        if inputs.size_rules.contains_key(name)
+            || !inputs.test.contains_key(name) && !inputs.bench.contains_key(name)
+        {
+            continue;
+        }
+        inputs.size_rules.insert(name.clone(), *rule);
+        lines.push(format!(
+            "valid sizes: `{name}` {}, the candidate's rule (its tests use the nearest valid sizes)",
+            rule.describe()
+        ));
+    }
+    lines
 }
 
 /// The reference's kernel name: `--reference-kernel`, else `--kernel` when the reference file has it.
