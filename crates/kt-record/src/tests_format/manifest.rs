@@ -116,7 +116,11 @@ mod tests {
             constants: Vec::new(),
             ..m
         };
-        assert!(!serde_json::to_string(&without).unwrap().contains("constants"));
+        assert!(
+            !serde_json::to_string(&without)
+                .unwrap()
+                .contains("constants")
+        );
         assert_eq!(without.args[0].file(), None);
     }
 }

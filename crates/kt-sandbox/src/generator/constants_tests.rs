@@ -95,7 +95,10 @@ fn a_constant_of_the_wrong_type_length_or_name_is_refused() {
             r#"{"args": [out, inp, n], "constants": {"coeffs": 1.0}}"#,
             "must be a numpy array of float32",
         ),
-        (r#"{"arguments": [out, inp, n]}"#, "a dict with keys ['arguments']"),
+        (
+            r#"{"arguments": [out, inp, n]}"#,
+            "a dict with keys ['arguments']",
+        ),
     ];
     for (answer, message) in cases {
         let err = run(&generator(answer), dest.path()).unwrap_err();

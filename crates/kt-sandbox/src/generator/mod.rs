@@ -20,8 +20,8 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-pub use error::GeneratorError;
 pub use element::{ElementType, element_type};
+pub use error::GeneratorError;
 pub use kt_record::tests_format::{FORMAT, ManifestArg, ManifestConstant, TestManifest};
 pub use spec::{ArgSpec, CONSTANT_MEMORY_BYTES, ConstantSpec, GeneratorSpec};
 pub use store::remove_stale_staging;

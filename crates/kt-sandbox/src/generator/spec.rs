@@ -279,7 +279,8 @@ mod tests {
         assert_eq!(json["constants"][0]["length"], 16);
         assert_eq!(json["constants"][1]["lanes"], 4);
         assert_eq!(json["constants"][1]["length"], serde_json::Value::Null);
-        spec.constants.push(ConstantSpec::new("table", "float *", Some(1)));
+        spec.constants
+            .push(ConstantSpec::new("table", "float *", Some(1)));
         let err = spec.for_harness(1).unwrap_err().to_string();
         assert!(err.contains("`__constant__ float * table`"), "{err}");
     }

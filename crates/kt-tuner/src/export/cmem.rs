@@ -149,15 +149,22 @@ mod tests {
             dist: Distribution::Zeros,
             seed: 1,
         };
-        let err = cmem_args(&test(vec![constant("taps", None, randn.clone())]), SOURCE, |n| {
-            n.to_string()
-        })
+        let err = cmem_args(
+            &test(vec![constant("taps", None, randn.clone())]),
+            SOURCE,
+            |n| n.to_string(),
+        )
         .unwrap_err()
         .to_string();
-        assert!(err.contains("constant `taps`") && err.contains("`sizes`"), "{err}");
-        let sized = cmem_args(&test(vec![constant("taps", Some(32), randn)]), SOURCE, |n| {
-            n.to_string()
-        })
+        assert!(
+            err.contains("constant `taps`") && err.contains("`sizes`"),
+            "{err}"
+        );
+        let sized = cmem_args(
+            &test(vec![constant("taps", Some(32), randn)]),
+            SOURCE,
+            |n| n.to_string(),
+        )
         .unwrap();
         assert_eq!(sized[0].python, "np.zeros(32, dtype=np.float32)");
     }

@@ -304,7 +304,10 @@ fn a_tests_constants_reach_kernel_tuner_as_cmem_args_with_their_file_beside_the_
         .unwrap()
         .write(&out, None)
         .unwrap();
-    assert!(written.contains(&out.join("t0_cmem_coeffs.npy")), "{written:?}");
+    assert!(
+        written.contains(&out.join("t0_cmem_coeffs.npy")),
+        "{written:?}"
+    );
     assert_eq!(
         std::fs::read(out.join("t0_cmem_coeffs.npy")).unwrap(),
         std::fs::read(&npy).unwrap()
@@ -318,7 +321,9 @@ fn a_tests_constants_reach_kernel_tuner_as_cmem_args_with_their_file_beside_the_
         ],
     );
     assert!(
-        script.contains("restrictions=restrictions, compiler_options=[], cmem_args=cmem_args, lang=\"cupy\","),
+        script.contains(
+            "restrictions=restrictions, compiler_options=[], cmem_args=cmem_args, lang=\"cupy\","
+        ),
         "{script}"
     );
 }

@@ -75,8 +75,11 @@ fn fill_constants_from_sidecar(loaded: &LoadedKernel, set: &mut TestSet) -> Resu
     for (i, t) in set.tests.iter_mut().enumerate() {
         let unfilled = unfilled(t);
         let from_sidecar = constant_inputs(inputs).args(&t.scalars(), i as u64 + 1)?;
-        t.constants
-            .extend(from_sidecar.into_iter().filter(|c| unfilled.contains(&c.name)));
+        t.constants.extend(
+            from_sidecar
+                .into_iter()
+                .filter(|c| unfilled.contains(&c.name)),
+        );
     }
     Ok(())
 }
@@ -181,9 +184,14 @@ mod tests {
     fn a_tests_directory_for_a_kernel_reading_constant_memory_needs_a_sidecar_saying_so() {
         let dir = tempfile::tempdir().unwrap();
         let tests = blur_tests(dir.path(), false);
-        let err = load_tests(&blur(dir.path()), TestSource::Dir(&tests), &BTreeMap::new(), &[])
-            .unwrap_err()
-            .to_string();
+        let err = load_tests(
+            &blur(dir.path()),
+            TestSource::Dir(&tests),
+            &BTreeMap::new(),
+            &[],
+        )
+        .unwrap_err()
+        .to_string();
         assert!(
             err.contains("reads constant memory (w)")
                 && err.contains("`constants = { w = \"randn\" }`"),
@@ -195,8 +203,13 @@ mod tests {
     fn the_constants_a_tests_directory_carries_need_no_sidecar() {
         let dir = tempfile::tempdir().unwrap();
         let tests = blur_tests(dir.path(), true);
-        let set =
-            load_tests(&blur(dir.path()), TestSource::Dir(&tests), &BTreeMap::new(), &[]).unwrap();
+        let set = load_tests(
+            &blur(dir.path()),
+            TestSource::Dir(&tests),
+            &BTreeMap::new(),
+            &[],
+        )
+        .unwrap();
         let w = &set.tests[0].constants;
         assert_eq!(w.len(), 1);
         assert_eq!(
