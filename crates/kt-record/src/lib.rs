@@ -57,6 +57,6 @@ pub use run_llm::RunLlm;
 pub use run_meta::{RunMeta, RunSettings, WaitingAnswer};
 pub use run_status::RunStatus;
 pub use terminal_text::terminal_safe;
-pub use tests_format::{DType, ManifestArg, TestManifest};
+pub use tests_format::{DType, ManifestArg, ManifestConstant, TestManifest};
 pub use tuning_efficiency::{GpuTime, TuningEfficiency};
 pub use tuning_line::{MeasuredConfig, TuningLine, TuningScope, VerdictKind};

@@ -79,6 +79,33 @@ fn over_several_tests_kernel_tuner_ranks_by_one_launch_and_kts_objective_by_the_
 }
 
 #[test]
+fn a_kernel_reading_constant_memory_is_exported_with_cmem_args_that_kernel_tuner_takes() {
+    let mut run = FakeRun::vector(vec![]);
+    run.kernel.source = "__constant__ float coeffs[16];\n\
+        __global__ void vector(float *out, const float *a, int n) { out[0] = coeffs[0] * a[0]; }"
+        .into();
+    run.constants = vec![kt_tuner::model::constants::ConstantArg {
+        name: "coeffs".into(),
+        dtype: kt_record::DType::Float32,
+        elements: None,
+        source: kt_tuner::model::args::ArraySource::Generate {
+            dist: kt_tuner::model::args::Distribution::Randn,
+            seed: 1,
+        },
+    }];
+    run.tune(Strategy::BruteForce, None);
+    let export = run.export();
+    let script = std::fs::read_to_string(export.join("tune_vector.py")).unwrap();
+    assert!(
+        script.contains("cmem_args[\"coeffs\"] = rng.standard_normal(16).astype(np.float32)")
+            && script.contains("cmem_args=cmem_args,"),
+        "{script}"
+    );
+    let kt = simulate(&export, "time");
+    assert_eq!(kt.best, run.kt_best(), "{}", kt.stdout);
+}
+
+#[test]
 fn recorded_gpu_exports_replay_in_kernel_tuner_with_kts_best() {
     let recorded = recorded_exports();
     assert!(

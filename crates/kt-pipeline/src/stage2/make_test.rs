@@ -13,14 +13,16 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::PipelineError;
 use crate::kernel_info::KernelInfo;
-use crate::stage1::graph::PromptKernel;
 
-use super::answers::{ANSWER, GeneratorScript};
+use super::answers::GeneratorScript;
+use super::constants::generator_constants;
+use super::generator_prompt::generator_prompt;
 use super::prefetch::{GeneratorPrefetch, run_key};
 use super::reference::{ReferenceJob, record_in_manifest};
 use super::state::{Revision, Stage2Deps, Stage2Options, Stage2State, Stage2Update, TestRecord};
 
-/// The generator spec of a kernel: its parameters in order, outputs and problem size from Stage 1.
+/// The generator spec of a kernel: its parameters in order, the `__constant__` symbols it reads, outputs and
+/// problem size from Stage 1.
 pub fn generator_spec(
     kernel: &Kernel,
     info: &KernelInfo,
@@ -42,6 +44,7 @@ pub fn generator_spec(
                 size: options.array_sizes.get(&p.name).cloned(),
             })
             .collect(),
+        constants: generator_constants(kernel),
         outputs: info.outputs.clone(),
         problem_size: Some(
             info.problem_size
@@ -89,28 +92,6 @@ pub(super) struct MakeTest {
     pub(super) deps: Stage2Deps,
     /// The remaining seeds' runs of the program, started ahead.
     pub(super) prefetch: GeneratorPrefetch,
-}
-
-#[derive(Serialize)]
-struct ArraySize<'a> {
-    name: &'a str,
-    size: &'a str,
-}
-
-#[derive(Serialize)]
-struct GeneratorContext<'a> {
-    kernel: PromptKernel<'a>,
-    info: &'a KernelInfo,
-    array_sizes: Vec<ArraySize<'a>>,
-    /// Milliseconds as Rust prints them (`1`, `0.5`), not minijinja's `1.0`.
-    min_ms: String,
-    max_ms: String,
-    max_total_mb: u64,
-    previous_script: Option<&'a str>,
-    seed: u64,
-    problem_size: Option<String>,
-    measured_ms: Option<String>,
-    errors: &'a [String],
 }
 
 /// What the generator effect journals (the files themselves are on disk under their content hash).
@@ -488,42 +469,8 @@ async fn ask_for_script(
     seed: u64,
     ctx: &NodeContext,
 ) -> Result<String, PipelineError> {
-    let (template, label) = match &state.revision {
-        Some(Revision::Resize { .. }) => ("stage2-resize", "stage2.resize"),
-        Some(Revision::Tail { .. }) => ("stage2-tail", "stage2.tail"),
-        None => ("stage2-generator", "stage2.generator"),
-    };
-    let (problem_size, measured_ms) = match &state.revision {
-        Some(Revision::Resize {
-            problem_size,
-            measured_ms,
-            ..
-        }) => (
-            problem_size.map(|p| format!("{p:?}")),
-            Some(format!("{measured_ms:.3}")),
-        ),
-        Some(Revision::Tail { problem_size, .. }) => (problem_size.map(|p| format!("{p:?}")), None),
-        None => (None, None),
-    };
-    let context = GeneratorContext {
-        kernel: PromptKernel::new(kernel, &state.source),
-        info,
-        array_sizes: deps
-            .options
-            .array_sizes
-            .iter()
-            .map(|(name, size)| ArraySize { name, size })
-            .collect(),
-        min_ms: deps.options.bounds.min_ms.to_string(),
-        max_ms: deps.options.bounds.max_ms.to_string(),
-        max_total_mb: deps.options.max_total_bytes >> 20,
-        previous_script: state.script.as_deref(),
-        seed,
-        problem_size,
-        measured_ms,
-        errors: &state.feedback,
-    };
-    let prompt = deps.prompts.render_as(template, ANSWER, &context)?;
+    let (prompt, label) =
+        generator_prompt(&deps.prompts, &deps.options, state, kernel, info, seed)?;
     tracing::debug!(node = label, template_hash = %prompt.template_hash, text_hash = %prompt.text_hash, "asking");
     // Which template (and which exact text) produced the call, for the run's event stream.
     ctx.emit("prompt", serde_json::json!({ "node": label, "template": prompt.name, "template_hash": prompt.template_hash, "text_hash": prompt.text_hash }));

@@ -1,11 +1,14 @@
 //! Stage 2: tests. The LLM writes a numpy program (`def generate(seed: int) -> list`, arguments in parameter
 //! order); kt-sandbox's harness runs it and writes content-addressed test directories (TESTS_FORMAT.md); the
 //! original kernel runs on each to record expected outputs and its time, and the LLM resizes tests whose time
-//! is outside the bounds. With `--script`, a hand-written program goes through exactly the same harness
-//! without any LLM.
+//! is outside the bounds. A kernel that reads `__constant__` symbols has their contents generated too (the
+//! program then returns `{"args": [...], "constants": {name: array}}`, see `constants.rs`). With `--script`, a
+//! hand-written program goes through exactly the same harness without any LLM.
 
 pub mod answers;
+pub mod constants;
 pub(crate) mod expected_outputs;
+mod generator_prompt;
 pub mod graph;
 pub mod make_test;
 mod prefetch;
@@ -158,3 +161,7 @@ pub fn list_tests(tests_dir: &Path) -> Result<Vec<StoredTest>, PipelineError> {
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests;
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod constants_tests;

@@ -132,6 +132,7 @@ mod tests {
                 file: "args/c.npy".into(),
                 struct_name: None,
             }],
+            constants: Vec::new(),
             outputs: vec!["c".into()],
             problem_size: Some([4, 1, 1]),
             expected: None,

@@ -46,11 +46,14 @@ enum Missing {
     Inputs,
 }
 
+/// The files of a test's inputs: its arrays and its `__constant__` contents.
+fn input_files(manifest: &TestManifest) -> impl Iterator<Item = &str> {
+    (manifest.args.iter().filter_map(ManifestArg::file))
+        .chain(manifest.constants.iter().map(|c| c.file.as_str()))
+}
+
 fn missing_data(dir: &Path, manifest: &TestManifest) -> Missing {
-    let inputs_missing = manifest.args.iter().any(|a| match a {
-        ManifestArg::Array { file, .. } => !dir.join(file).is_file(),
-        ManifestArg::Scalar { .. } => false,
-    });
+    let inputs_missing = input_files(manifest).any(|file| !dir.join(file).is_file());
     if inputs_missing {
         return Missing::Inputs;
     }
@@ -90,7 +93,7 @@ pub fn data_missing(tests_dir: &Path) -> bool {
     })
 }
 
-/// Makes again, in `tests_dir`, every array a test's manifest names but this machine lacks, by running the
+/// Makes again, in `tests_dir`, every array (or constant) a test's manifest names but this machine lacks, by running the
 /// test's own `generator.py` with its seed; drops expected outputs whose files are missing and marks them
 /// for the tuner backend. Tests with all their files are left untouched (nothing runs).
 pub fn remake_missing_data(
@@ -188,15 +191,13 @@ fn remake_inputs(
             ),
         });
     }
-    for arg in &manifest.args {
-        if let ManifestArg::Array { file, .. } = arg {
-            let (from, to) = (generated.dir.join(file), dir.join(file));
-            if let Some(parent) = to.parent() {
-                std::fs::create_dir_all(parent)
-                    .map_err(|e| PipelineError::io("creating", parent, e))?;
-            }
-            std::fs::rename(&from, &to).map_err(|e| PipelineError::io("moving", &from, e))?;
+    for file in input_files(manifest) {
+        let (from, to) = (generated.dir.join(file), dir.join(file));
+        if let Some(parent) = to.parent() {
+            std::fs::create_dir_all(parent)
+                .map_err(|e| PipelineError::io("creating", parent, e))?;
         }
+        std::fs::rename(&from, &to).map_err(|e| PipelineError::io("moving", &from, e))?;
     }
     tracing::info!(test = %id, seed = manifest.seed, "test inputs made again by the test's generator");
     Ok(())
@@ -234,5 +235,24 @@ mod tests {
         std::fs::create_dir_all(dir.path().join("expected")).unwrap();
         std::fs::write(dir.path().join("expected/a.npy"), b"x").unwrap();
         assert_eq!(missing_data(dir.path(), &manifest(true)), Missing::Nothing);
+    }
+
+    #[test]
+    fn a_test_without_the_file_of_a_constant_needs_its_inputs() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("args")).unwrap();
+        std::fs::write(dir.path().join("args/a.npy"), b"x").unwrap();
+        let mut m = manifest(false);
+        m.constants = vec![kt_sandbox::generator::ManifestConstant {
+            name: "coeffs".into(),
+            dtype: "float32".into(),
+            shape: Some(vec![16]),
+            file: "constants/coeffs.npy".into(),
+            struct_name: None,
+        }];
+        assert_eq!(missing_data(dir.path(), &m), Missing::Inputs);
+        std::fs::create_dir_all(dir.path().join("constants")).unwrap();
+        std::fs::write(dir.path().join("constants/coeffs.npy"), b"x").unwrap();
+        assert_eq!(missing_data(dir.path(), &m), Missing::Nothing);
     }
 }

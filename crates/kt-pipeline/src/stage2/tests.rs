@@ -12,15 +12,15 @@ use kt_sandbox::{Policy, PythonRuntime, Sandbox};
 use super::*;
 use crate::stage1::{SidecarFacts, from_sidecar};
 
-fn python() -> PythonRuntime {
+pub(super) fn python() -> PythonRuntime {
     PythonRuntime::probe()
         .unwrap_or_else(|e| panic!("these tests need python3 with numpy: {e}. Run scripts/test.sh"))
 }
 
 /// Answers "kernel ran for (x * y * z) * ms_per_item ms" and writes the expected outputs as copies of the
 /// output arguments (what a kernel that leaves them unchanged would produce).
-struct FakeGpu {
-    ms_per_item: f64,
+pub(super) struct FakeGpu {
+    pub(super) ms_per_item: f64,
 }
 
 #[async_trait]
@@ -68,13 +68,13 @@ fn generator(n_expr: &str) -> String {
     )
 }
 
-fn answer(node: &str, code: &str) -> String {
+pub(super) fn answer(node: &str, code: &str) -> String {
     format!(
         "[[answers]]\nnode = \"{node}\"\ntext = '''\nHere it is.\n\n```python\n{code}```\n'''\n\n"
     )
 }
 
-fn deps(
+pub(super) fn deps(
     dir: &Path,
     llm: Option<LlmClient>,
     reference: Arc<dyn ReferenceRunner>,
@@ -95,14 +95,14 @@ fn deps(
     }
 }
 
-fn scripted(dir: &Path, script: &str) -> LlmClient {
+pub(super) fn scripted(dir: &Path, script: &str) -> LlmClient {
     let path = dir.join("answers.toml");
     std::fs::write(&path, script).unwrap();
     LlmClient::new(ScriptedProvider::load(&path).unwrap())
         .with_recorder(Recorder::open(dir.join("llm.jsonl")).unwrap())
 }
 
-fn prompts_of(dir: &Path, node: &str) -> Vec<String> {
+pub(super) fn prompts_of(dir: &Path, node: &str) -> Vec<String> {
     kt_llm::read_records(&dir.join("llm.jsonl"))
         .unwrap()
         .into_iter()

@@ -6,5 +6,5 @@ pub mod manifest;
 pub mod npy;
 
 pub use dtype::DType;
-pub use manifest::{FORMAT, ManifestArg, TestManifest};
+pub use manifest::{FORMAT, ManifestArg, ManifestConstant, TestManifest};
 pub use npy::NpyHeader;

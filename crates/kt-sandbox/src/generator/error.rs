@@ -44,6 +44,21 @@ pub enum GeneratorError {
     #[error("generate() returned {detail}")]
     BadReturn { detail: String },
 
+    #[error("{}", missing_constants(names))]
+    MissingConstants {
+        /// The symbols the kernel reads that generate() gave no contents for.
+        names: Vec<String>,
+    },
+
+    #[error(
+        "generate() returned contents for `{name}`, which is not a `__constant__` symbol the kernel reads (it reads: {})",
+        if reads.is_empty() { "none".to_string() } else { reads.join(", ") }
+    )]
+    UnknownConstant { name: String, reads: Vec<String> },
+
+    #[error("the contents of `__constant__` symbol `{name}` {detail}")]
+    BadConstant { name: String, detail: String },
+
     #[error("the generator defines no usable generate function: {detail}")]
     NoGenerateFunction { detail: String },
 
@@ -128,6 +143,22 @@ pub enum GeneratorError {
     Python(#[from] PythonError),
 }
 
+/// Names what is missing and shows the shape of an answer that fills it.
+fn missing_constants(names: &[String]) -> String {
+    let entries: Vec<String> = names
+        .iter()
+        .map(|n| format!("\"{n}\": <numpy array>"))
+        .collect();
+    let quoted: Vec<String> = names.iter().map(|n| format!("`{n}`")).collect();
+    format!(
+        "generate() gave no contents for the `__constant__` symbol{} {} that the kernel reads; return \
+         {{\"args\": [<arguments in parameter order>], \"constants\": {{{}}}}}",
+        if names.len() == 1 { "" } else { "s" },
+        quoted.join(", "),
+        entries.join(", ")
+    )
+}
+
 /// A denied file names the file; a denied operation without one (signalling kt, changing what it does not own)
 /// says so instead of an empty "()".
 fn permission_denied(path: &str, traceback: &str) -> String {
@@ -193,6 +224,25 @@ impl GeneratorError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_missing_constant_is_named_with_the_shape_of_an_answer_that_fills_it() {
+        let text = GeneratorError::MissingConstants {
+            names: vec!["coeffs".into()],
+        }
+        .to_string();
+        assert!(
+            text.contains("`__constant__` symbol `coeffs` that the kernel reads")
+                && text.contains(r#"{"args": [<arguments in parameter order>], "constants": {"coeffs": <numpy array>}}"#),
+            "{text}"
+        );
+        let unknown = GeneratorError::UnknownConstant {
+            name: "weights".into(),
+            reads: vec![],
+        }
+        .to_string();
+        assert!(unknown.ends_with("(it reads: none)"), "{unknown}");
+    }
 
     #[test]
     fn an_empty_detail_leaves_no_dangling_colon_and_an_empty_path_no_empty_parentheses() {

@@ -1,8 +1,9 @@
 # kt's generator harness. Runs inside the sandbox, in the run's work directory, as
 #     python3 -B kt_harness.py kt_spec.json
 # It imports the LLM-written generator (kt_generator.py), calls generate(seed), checks the returned arguments
-# against the kernel's signature (kt_spec.json), and only then writes them: out/args/<name>.npy and
-# out/result.json. Every failure is reported in out/result.json with a kind kt maps to a typed error and the
+# against the kernel's signature (kt_spec.json) and the __constant__ symbols' contents against their declarations,
+# and only then writes them: out/args/<name>.npy, out/constants/<name>.npy and out/result.json. Every failure is
+# reported in out/result.json with a kind kt maps to a typed error and the
 # generator's own traceback (sent back to the LLM verbatim).
 #
 # Trust: this file runs in the same process as untrusted code, so kt re-checks everything it reads back (the
@@ -90,6 +91,67 @@ def evaluate(expr, scalars, what):
     return value
 
 
+def split_answer(answer):
+    """generate()'s dict form: {"args": [...], "constants": {name: array}} (for kernels that read __constant__)."""
+    keys = sorted(str(k) for k in answer)
+    if "args" not in answer or any(k not in ("args", "constants") for k in keys):
+        fail("bad_return", detail='a dict with keys %s; a dict answer has the keys "args" (the arguments in parameter '
+             'order) and "constants" (the __constant__ symbols\' contents by name)' % keys)
+    constants = answer.get("constants")
+    if constants is None:
+        constants = {}
+    if not isinstance(constants, dict):
+        fail("bad_return", detail='"constants" as %s; it must be a dict of symbol name -> numpy array'
+             % type(constants).__name__)
+    return answer["args"], constants
+
+
+def check_constants(np, constants_spec, constants):
+    """Every __constant__ symbol the kernel reads has a numpy array of its type and length; nothing else is given."""
+    reads = [c["name"] for c in constants_spec]
+    for name in constants:
+        if name not in reads:
+            fail("unknown_constant", name=str(name), reads=reads)
+    missing = [n for n in reads if n not in constants]
+    if missing:
+        fail("missing_constants", names=missing)
+    checked = []
+    for c in constants_spec:
+        name, v = c["name"], constants[c["name"]]
+        if not isinstance(v, np.ndarray):
+            fail("bad_constant", name=name, detail="must be a numpy array of %s (a one-element array for a scalar "
+                 "symbol), got %s" % (c["dtype"], type(v).__name__))
+        if v.dtype != np.dtype(c["dtype"]):
+            fail("bad_constant", name=name, detail="has dtype %s but the symbol is %s" % (v.dtype, c["dtype"]))
+        lanes = c["lanes"]
+        if v.size == 0:
+            fail("bad_constant", name=name, detail="is empty (shape %s)" % (v.shape,))
+        if lanes > 1 and (v.ndim < 2 or v.shape[-1] != lanes):
+            fail("bad_constant", name=name, detail="must have a last dimension of %d (%s), got shape %s"
+                 % (lanes, c["struct"], v.shape))
+        count = v.size // lanes
+        if c.get("length") is not None and count != c["length"]:
+            fail("bad_constant", name=name, detail="must have the %d elements its declaration gives, got %d (shape %s)"
+                 % (c["length"], count, v.shape))
+        if v.nbytes > c["max_bytes"]:
+            fail("bad_constant", name=name, detail="takes %d bytes, more than the %d of constant memory"
+                 % (v.nbytes, c["max_bytes"]))
+        checked.append((c, v))
+    return checked
+
+
+def save_constant(np, c, v):
+    a = np.ascontiguousarray(v)
+    if a.dtype.byteorder == ">":
+        a = a.astype(a.dtype.newbyteorder("<"))
+    os.makedirs(os.path.join(OUT, "constants"), exist_ok=True)
+    np.save(os.path.join(OUT, "constants", c["name"] + ".npy"), a, allow_pickle=False)
+    entry = {"name": c["name"], "dtype": c["dtype"], "shape": list(a.shape), "file": "constants/%s.npy" % c["name"]}
+    if c["lanes"] > 1:
+        entry["struct"] = c["struct"]
+    return entry
+
+
 def main():
     with open(sys.argv[1]) as f:
         spec = json.load(f)
@@ -114,9 +176,16 @@ def main():
     except BaseException as e:
         report_exception(e, "inside generate()")
 
+    constants_spec = spec.get("constants") or []
+    constants = {}
+    if isinstance(args, dict):
+        args, constants = split_answer(args)
     if isinstance(args, tuple):
         args = list(args)
     if not isinstance(args, list):
+        if constants_spec:
+            fail("bad_return", detail='%s, not a list; the kernel reads __constant__ symbols, so return {"args": [<arguments in '
+                 'parameter order>], "constants": {<name>: <numpy array>}}' % type(args).__name__)
         fail("bad_return", detail="generate() must return a list of arguments, got %s" % type(args).__name__)
     if len(args) != len(params):
         fail("wrong_arg_count", expected=len(params), got=len(args),
@@ -174,6 +243,8 @@ def main():
         total += v.nbytes
         arrays.append((i, p, v))
 
+    constant_arrays = check_constants(np, constants_spec, constants)
+
     if total > spec["max_total_bytes"]:
         fail("too_large", bytes=total, limit=spec["max_total_bytes"])
 
@@ -195,10 +266,11 @@ def main():
             if p["lanes"] > 1:
                 entry["struct"] = p["struct"]
             entries[i] = entry
+        constant_entries = [save_constant(np, c, v) for c, v in constant_arrays]
     except BaseException as e:
         report_exception(e, "while saving the arguments")
 
-    finish({"status": "ok", "args": entries, "problem_size": problem_size}, 0)
+    finish({"status": "ok", "args": entries, "constants": constant_entries, "problem_size": problem_size}, 0)
 
 
 if __name__ == "__main__":

@@ -3,22 +3,27 @@
 //! Contract for the generator (what the prompt tells the LLM): a Python module that defines
 //! `def generate(seed: int) -> list`, returning the kernel's arguments in parameter order: numpy arrays for
 //! pointer parameters (dtype matching the C type; a `float3*` is a float32 array whose last dimension is 3),
-//! Python or numpy scalars for scalar parameters. Only the standard library and numpy are available; there is no
+//! Python or numpy scalars for scalar parameters. A kernel that reads `__constant__` symbols gets their contents
+//! too: `generate` then returns `{"args": [...], "constants": {name: array}}`, an array of each symbol's type
+//! and declared length. Only the standard library and numpy are available; there is no
 //! network, and only the working directory is writable.
 
+mod element;
 mod error;
 mod output_file;
 mod spec;
 mod store;
+mod stored_constants;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde::Deserialize;
 
+pub use element::{ElementType, element_type};
 pub use error::GeneratorError;
-pub use kt_record::tests_format::{FORMAT, ManifestArg, TestManifest};
-pub use spec::{ArgSpec, ElementType, GeneratorSpec, element_type};
+pub use kt_record::tests_format::{FORMAT, ManifestArg, ManifestConstant, TestManifest};
+pub use spec::{ArgSpec, CONSTANT_MEMORY_BYTES, ConstantSpec, GeneratorSpec};
 pub use store::remove_stale_staging;
 
 use crate::outcome::{Ending, Limit, Outcome};
@@ -53,6 +58,8 @@ pub struct GeneratedTest {
 enum HarnessResult {
     Ok {
         args: Vec<ManifestArg>,
+        #[serde(default)]
+        constants: Vec<ManifestConstant>,
         problem_size: Option<Vec<i64>>,
     },
     Error(HarnessError),
@@ -95,6 +102,17 @@ enum HarnessError {
     BadReturn {
         detail: String,
     },
+    MissingConstants {
+        names: Vec<String>,
+    },
+    UnknownConstant {
+        name: String,
+        reads: Vec<String>,
+    },
+    BadConstant {
+        name: String,
+        detail: String,
+    },
     WrongArgCount {
         expected: usize,
         got: usize,
@@ -126,7 +144,8 @@ enum HarnessError {
 }
 
 /// Runs `script` (the generator's source) with `seed` in `sandbox` using `python`, checks its arguments against
-/// `spec`, and stores them as `dest_dir/<content-hash>/` (manifest.json + args/*.npy, without expected/).
+/// `spec`, and stores them as `dest_dir/<content-hash>/` (manifest.json + args/*.npy + constants/*.npy, without
+/// expected/).
 ///
 /// The sandbox's policy is extended with what the interpreter must read, and its file-size limit is raised to
 /// fit `spec.max_total_bytes`. Every run gets a fresh work directory, deleted afterwards.
@@ -217,8 +236,16 @@ pub fn run_generator(
             })
         }
         (_, Some(HarnessResult::Error(err))) => Err(map_harness_error(err, python)),
-        (Ending::Finished { exit_code: 0 }, Some(HarnessResult::Ok { args, problem_size })) => {
-            let manifest = store::validate(spec, seed, args, problem_size, &out)?;
+        (
+            Ending::Finished { exit_code: 0 },
+            Some(HarnessResult::Ok {
+                args,
+                constants,
+                problem_size,
+            }),
+        ) => {
+            let mut manifest = store::validate(spec, seed, args, problem_size, &out)?;
+            manifest.constants = stored_constants::validate(spec, constants, &out)?;
             let id = store::content_id(&manifest, &out)?;
             let (dir, reused) = store::place(&manifest, &id, &out, dest_dir)?;
             Ok(GeneratedTest {
@@ -325,6 +352,17 @@ fn map_harness_error(err: HarnessError, python: &PythonRuntime) -> GeneratorErro
         HarnessError::BadReturn { detail } => G::BadReturn {
             detail: safe(detail),
         },
+        HarnessError::MissingConstants { names } => G::MissingConstants {
+            names: names.into_iter().map(safe).collect(),
+        },
+        HarnessError::UnknownConstant { name, reads } => G::UnknownConstant {
+            name: safe(name),
+            reads: reads.into_iter().map(safe).collect(),
+        },
+        HarnessError::BadConstant { name, detail } => G::BadConstant {
+            name: safe(name),
+            detail: safe(detail),
+        },
         HarnessError::WrongArgCount {
             expected,
             got,
@@ -385,3 +423,6 @@ fn tail(text: &str) -> String {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod constants_tests;

@@ -1,9 +1,14 @@
-//! What a generator must produce: the kernel's parameters as kt-sandbox sees them (independent of kt-cuda; the
-//! pipeline maps its parsed parameters to [`ArgSpec`]), and the C-type → numpy-dtype rules.
+//! What a generator must produce: the kernel's parameters and the `__constant__` symbols it reads, as
+//! kt-sandbox sees them (independent of kt-cuda; the pipeline maps what it parsed to [`ArgSpec`] and
+//! [`ConstantSpec`]), checked and rendered for the harness.
 
 use serde::Serialize;
 
+use super::element::{ElementType, element_type};
 use super::error::GeneratorError;
+
+/// The most bytes a `__constant__` symbol can hold: all of constant memory.
+pub const CONSTANT_MEMORY_BYTES: u64 = 64 << 10;
 
 /// One kernel parameter.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -50,6 +55,40 @@ impl ArgSpec {
     }
 }
 
+/// One `__constant__` symbol the kernel reads: an input that no argument carries, which the generator fills
+/// too (`generate` then returns `{"args": [...], "constants": {name: array}}`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConstantSpec {
+    /// The symbol's name; also the .npy file name under `constants/`.
+    pub name: String,
+    /// The element type as declared, typedefs followed: `float`, `float4`.
+    pub element_type: String,
+    /// Elements (of the C type; structs count once) the declaration gives; `None` when the length is known
+    /// only when compiling (a tunable macro): then any non-empty array within constant memory.
+    pub length: Option<u64>,
+}
+
+impl ConstantSpec {
+    pub fn new(name: &str, element_type: &str, length: Option<u64>) -> Self {
+        Self {
+            name: name.into(),
+            element_type: element_type.into(),
+            length,
+        }
+    }
+
+    /// The numpy element type the generator's array must have.
+    pub fn element(&self) -> Result<ElementType, GeneratorError> {
+        element_type(&self.element_type).ok_or_else(|| GeneratorError::SpecInvalid {
+            detail: format!(
+                "the kernel reads `__constant__ {} {}`, whose type has no numpy equivalent kt knows (scalars, \
+                 float2/3/4-like vectors of them), so no generator can fill it; describe it in a sidecar instead",
+                self.element_type, self.name
+            ),
+        })
+    }
+}
+
 /// What a generator run must produce.
 #[derive(Debug, Clone, PartialEq)]
 pub struct GeneratorSpec {
@@ -57,140 +96,14 @@ pub struct GeneratorSpec {
     pub kernel: String,
     /// Parameters in the kernel's order.
     pub params: Vec<ArgSpec>,
+    /// The `__constant__` symbols the kernel reads (empty for most kernels).
+    pub constants: Vec<ConstantSpec>,
     /// Pointer parameters the kernel writes.
     pub outputs: Vec<String>,
     /// Problem size (x, y, z) as expressions over the scalar parameters; fewer than 3 are padded with 1.
     pub problem_size: Option<Vec<String>>,
     /// Refuse to write arguments larger than this in total (checked before anything is written).
     pub max_total_bytes: u64,
-}
-
-/// A numpy element type: dtype name, and the lane count of a vector struct (`float3` → float32 × 3).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ElementType {
-    pub dtype: &'static str,
-    pub lanes: u32,
-    /// The struct's name for vector types (`"float3"`), as the manifest records it.
-    pub struct_name: Option<&'static str>,
-}
-
-impl ElementType {
-    pub fn item_size(&self) -> u64 {
-        dtype_size(self.dtype).unwrap_or(0)
-    }
-}
-
-/// Bytes per element of a tests-format dtype.
-pub fn dtype_size(dtype: &str) -> Option<u64> {
-    kt_record::DType::parse_numpy(dtype)
-        .ok()
-        .map(|(d, lanes)| d.size() as u64 * u64::from(lanes))
-}
-
-/// The numpy dtype of a scalar C type (LP64: `long` is 64-bit).
-fn scalar_dtype(c_type: &str) -> Option<&'static str> {
-    let normalized = c_type
-        .split_whitespace()
-        .filter(|w| *w != "const" && *w != "volatile")
-        .collect::<Vec<_>>()
-        .join(" ");
-    Some(match normalized.as_str() {
-        "float" => "float32",
-        "double" => "float64",
-        "half" | "__half" => "float16",
-        "int" | "signed" | "signed int" | "int32_t" => "int32",
-        "unsigned" | "unsigned int" | "uint32_t" | "uint" => "uint32",
-        "long" | "long int" | "long long" | "long long int" | "signed long long" | "int64_t"
-        | "ptrdiff_t" => "int64",
-        "unsigned long"
-        | "unsigned long long"
-        | "unsigned long long int"
-        | "uint64_t"
-        | "size_t" => "uint64",
-        "short" | "short int" | "int16_t" => "int16",
-        "unsigned short" | "unsigned short int" | "uint16_t" | "ushort" => "uint16",
-        "char" | "signed char" | "int8_t" => "int8",
-        "unsigned char" | "uint8_t" | "uchar" | "bool" => "uint8",
-        _ => return None,
-    })
-}
-
-/// CUDA's vector types: name prefix → scalar dtype.
-const VECTOR_TYPES: [(&str, &str); 10] = [
-    ("float", "float32"),
-    ("double", "float64"),
-    ("int", "int32"),
-    ("uint", "uint32"),
-    ("longlong", "int64"),
-    ("ulonglong", "uint64"),
-    ("short", "int16"),
-    ("ushort", "uint16"),
-    ("char", "int8"),
-    ("uchar", "uint8"),
-];
-
-const VECTOR_NAMES: [&str; 40] = [
-    "float1",
-    "float2",
-    "float3",
-    "float4",
-    "double1",
-    "double2",
-    "double3",
-    "double4",
-    "int1",
-    "int2",
-    "int3",
-    "int4",
-    "uint1",
-    "uint2",
-    "uint3",
-    "uint4",
-    "longlong1",
-    "longlong2",
-    "longlong3",
-    "longlong4",
-    "ulonglong1",
-    "ulonglong2",
-    "ulonglong3",
-    "ulonglong4",
-    "short1",
-    "short2",
-    "short3",
-    "short4",
-    "ushort1",
-    "ushort2",
-    "ushort3",
-    "ushort4",
-    "char1",
-    "char2",
-    "char3",
-    "char4",
-    "uchar1",
-    "uchar2",
-    "uchar3",
-    "uchar4",
-];
-
-/// The element type of a C type: a scalar, or a CUDA vector struct (`float3`).
-pub fn element_type(c_type: &str) -> Option<ElementType> {
-    if let Some(dtype) = scalar_dtype(c_type) {
-        return Some(ElementType {
-            dtype,
-            lanes: 1,
-            struct_name: None,
-        });
-    }
-    let name = c_type.trim();
-    let struct_name = VECTOR_NAMES.iter().copied().find(|n| *n == name)?;
-    let (prefix, lanes) = struct_name.split_at(struct_name.len() - 1);
-    let lanes: u32 = lanes.parse().ok()?;
-    let dtype = VECTOR_TYPES.iter().find(|(p, _)| *p == prefix)?.1;
-    Some(ElementType {
-        dtype,
-        lanes,
-        struct_name: Some(struct_name),
-    })
 }
 
 /// The spec as the harness reads it (kt_spec.json).
@@ -201,6 +114,19 @@ pub(crate) struct HarnessSpec<'a> {
     pub max_total_bytes: u64,
     pub problem_size: Option<&'a [String]>,
     pub params: Vec<HarnessParam<'a>>,
+    pub constants: Vec<HarnessConstant<'a>>,
+}
+
+#[derive(Debug, Serialize)]
+pub(crate) struct HarnessConstant<'a> {
+    pub name: &'a str,
+    pub dtype: &'static str,
+    pub lanes: u32,
+    #[serde(rename = "struct")]
+    pub struct_name: Option<&'static str>,
+    /// Elements (structs count once), when the declaration fixes them.
+    pub length: Option<u64>,
+    pub max_bytes: u64,
 }
 
 #[derive(Debug, Serialize)]
@@ -220,15 +146,7 @@ impl GeneratorSpec {
         let invalid = |detail: String| GeneratorError::SpecInvalid { detail };
         let mut params = Vec::with_capacity(self.params.len());
         for p in &self.params {
-            let valid_name = p
-                .name
-                .chars()
-                .next()
-                .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-                && p.name
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || c == '_');
-            if !valid_name {
+            if !is_identifier(&p.name) {
                 return Err(invalid(format!(
                     "parameter name `{}` is not a C identifier",
                     p.name
@@ -281,27 +199,47 @@ impl GeneratorSpec {
             max_total_bytes: self.max_total_bytes,
             problem_size: self.problem_size.as_deref(),
             params,
+            constants: self.harness_constants()?,
         })
     }
+
+    fn harness_constants(&self) -> Result<Vec<HarnessConstant<'_>>, GeneratorError> {
+        let invalid = |detail: String| GeneratorError::SpecInvalid { detail };
+        let mut out = Vec::with_capacity(self.constants.len());
+        for c in &self.constants {
+            if !is_identifier(&c.name) {
+                return Err(invalid(format!(
+                    "constant name `{}` is not a C identifier",
+                    c.name
+                )));
+            }
+            if self.constants.iter().filter(|d| d.name == c.name).count() > 1 {
+                return Err(invalid(format!("constant `{}` appears twice", c.name)));
+            }
+            let element = c.element()?;
+            out.push(HarnessConstant {
+                name: &c.name,
+                dtype: element.dtype,
+                lanes: element.lanes,
+                struct_name: element.struct_name,
+                length: c.length,
+                max_bytes: CONSTANT_MEMORY_BYTES,
+            });
+        }
+        Ok(out)
+    }
+}
+
+fn is_identifier(name: &str) -> bool {
+    name.chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn c_types_map_to_the_numpy_dtypes_of_the_tests_format() {
-        let dt = |c: &str| element_type(c).map(|e| (e.dtype, e.lanes));
-        assert_eq!(dt("float"), Some(("float32", 1)));
-        assert_eq!(dt("const float"), Some(("float32", 1)));
-        assert_eq!(dt("int"), Some(("int32", 1)));
-        assert_eq!(dt("double"), Some(("float64", 1)));
-        assert_eq!(dt("unsigned char"), Some(("uint8", 1)));
-        assert_eq!(dt("unsigned  int"), Some(("uint32", 1)));
-        assert_eq!(dt("float3"), Some(("float32", 3)));
-        assert_eq!(dt("uchar4"), Some(("uint8", 4)));
-        assert_eq!(dt("struct Particle"), None);
-    }
 
     #[test]
     fn a_spec_with_a_bad_output_name_is_rejected_before_running_anything() {
@@ -311,6 +249,7 @@ mod tests {
                 ArgSpec::array("a", "float", None),
                 ArgSpec::scalar("n", "int"),
             ],
+            constants: Vec::new(),
             outputs: vec!["n".into()],
             problem_size: None,
             max_total_bytes: 1 << 20,
@@ -319,5 +258,30 @@ mod tests {
             spec.for_harness(1),
             Err(GeneratorError::SpecInvalid { .. })
         ));
+    }
+
+    #[test]
+    fn constants_go_to_the_harness_typed_and_one_of_a_type_kt_cannot_fill_is_refused() {
+        let mut spec = GeneratorSpec {
+            kernel: "k".into(),
+            params: vec![ArgSpec::array("a", "float", None)],
+            constants: vec![
+                ConstantSpec::new("coeffs", "float", Some(16)),
+                ConstantSpec::new("taps", "float4", None),
+            ],
+            outputs: vec!["a".into()],
+            problem_size: None,
+            max_total_bytes: 1 << 20,
+        };
+        let json = serde_json::to_value(spec.for_harness(1).unwrap()).unwrap();
+        assert_eq!(json["constants"][0]["name"], "coeffs");
+        assert_eq!(json["constants"][0]["dtype"], "float32");
+        assert_eq!(json["constants"][0]["length"], 16);
+        assert_eq!(json["constants"][1]["lanes"], 4);
+        assert_eq!(json["constants"][1]["length"], serde_json::Value::Null);
+        spec.constants
+            .push(ConstantSpec::new("table", "float *", Some(1)));
+        let err = spec.for_harness(1).unwrap_err().to_string();
+        assert!(err.contains("`__constant__ float * table`"), "{err}");
     }
 }

@@ -8,7 +8,8 @@ use super::error::GeneratorError;
 use super::output_file;
 use kt_record::tests_format::{DType, FORMAT, ManifestArg, TestManifest, npy};
 
-use super::spec::{ArgSpec, GeneratorSpec, dtype_size};
+use super::element::dtype_size;
+use super::spec::{ArgSpec, GeneratorSpec};
 
 /// The largest array file a spec allows: its total data plus a header.
 fn max_file_bytes(spec: &GeneratorSpec) -> u64 {
@@ -75,10 +76,11 @@ pub(crate) fn validate(
         problem_size,
         expected: None,
         reference_time_ms: None,
+        constants: Vec::new(),
     })
 }
 
-fn invalid(detail: String) -> GeneratorError {
+pub(super) fn invalid(detail: String) -> GeneratorError {
     GeneratorError::OutputInvalid { detail }
 }
 
@@ -115,8 +117,43 @@ fn array_bytes(
             param.name
         )));
     }
+    npy_data_bytes(
+        out,
+        &NpyEntry {
+            file,
+            dtype,
+            shape,
+            lanes: element.lanes,
+        },
+        max_file_bytes(spec),
+    )
+}
+
+/// What the harness reported of one .npy file it wrote (an argument's or a constant's).
+pub(super) struct NpyEntry<'a> {
+    /// Relative to `out`.
+    pub file: &'a str,
+    pub dtype: &'a str,
+    pub shape: Option<&'a Vec<u64>>,
+    /// Lanes of a vector struct: the shape's last dimension.
+    pub lanes: u32,
+}
+
+/// Checks a .npy file in `out` against what the harness reported (header, shape, lanes, length on disk, at
+/// most `max_bytes` on disk); returns its data bytes.
+pub(super) fn npy_data_bytes(
+    out: &Path,
+    entry: &NpyEntry,
+    max_bytes: u64,
+) -> Result<u64, GeneratorError> {
+    let NpyEntry {
+        file,
+        dtype,
+        shape,
+        lanes,
+    } = *entry;
     let path = out.join(file);
-    let (mut opened, len) = output_file::open(out, file, max_file_bytes(spec))?;
+    let (mut opened, len) = output_file::open(out, file, max_bytes)?;
     let header = npy::read_header_of(&mut opened, &path).map_err(|e| invalid(e.to_string()))?;
     let expected = DType::parse_numpy(dtype).ok().map(|(d, _)| d);
     if Some(header.dtype) != expected || shape != Some(&header.shape) {
@@ -125,11 +162,8 @@ fn array_bytes(
         )));
     }
     let shape = &header.shape;
-    if element.lanes > 1 && shape.last() != Some(&(element.lanes as u64)) {
-        return Err(invalid(format!(
-            "{file}: last dimension is not {}",
-            element.lanes
-        )));
+    if lanes > 1 && shape.last() != Some(&(lanes as u64)) {
+        return Err(invalid(format!("{file}: last dimension is not {lanes}")));
     }
     let elements = shape
         .iter()
@@ -171,7 +205,7 @@ fn check_scalar(
 }
 
 /// The test id: the first 16 hex digits of blake3 over the manifest's argument list (canonical JSON) followed by
-/// every array file's bytes in parameter order. The seed and kernel name are deliberately left out: two seeds that
+/// every array file's bytes in parameter order, then (only when there are any) the constants' list and files. The seed and kernel name are deliberately left out: two seeds that
 /// happen to produce the same data are the same test.
 pub(crate) fn content_id(manifest: &TestManifest, out: &Path) -> Result<String, GeneratorError> {
     let mut hasher = blake3::Hasher::new();
@@ -182,24 +216,40 @@ pub(crate) fn content_id(manifest: &TestManifest, out: &Path) -> Result<String, 
     hasher.update(&(args_json.len() as u64).to_le_bytes());
     hasher.update(&args_json);
     let mut buf = vec![0u8; 1 << 20];
-    for arg in &manifest.args {
-        if let ManifestArg::Array { file, .. } = arg {
-            let path = out.join(file);
-            let (mut f, _) = output_file::open(out, file, u64::MAX)?;
-            loop {
-                let n = f.read(&mut buf).map_err(|source| GeneratorError::Io {
-                    what: "read",
-                    path: path.clone(),
-                    source,
-                })?;
-                if n == 0 {
-                    break;
-                }
-                hasher.update(&buf[..n]);
-            }
+    for file in manifest.args.iter().filter_map(ManifestArg::file) {
+        hash_file(&mut hasher, &mut buf, out, file)?;
+    }
+    // a test without constants keeps the id it had before constants were part of the format
+    if !manifest.constants.is_empty() {
+        let json = serde_json::to_vec(&manifest.constants).map_err(|e| invalid(e.to_string()))?;
+        hasher.update(&(json.len() as u64).to_le_bytes());
+        hasher.update(&json);
+        for c in &manifest.constants {
+            hash_file(&mut hasher, &mut buf, out, &c.file)?;
         }
     }
     Ok(hasher.finalize().to_hex()[..16].to_string())
+}
+
+fn hash_file(
+    hasher: &mut blake3::Hasher,
+    buf: &mut [u8],
+    out: &Path,
+    file: &str,
+) -> Result<(), GeneratorError> {
+    let path = out.join(file);
+    let (mut f, _) = output_file::open(out, file, u64::MAX)?;
+    loop {
+        let n = f.read(buf).map_err(|source| GeneratorError::Io {
+            what: "read",
+            path: path.clone(),
+            source,
+        })?;
+        if n == 0 {
+            return Ok(());
+        }
+        hasher.update(&buf[..n]);
+    }
 }
 
 /// Removes half-built tests (`dest/.<id>-XXXXXX`, see [`place`]) that a killed kt left; the caller holds the
@@ -250,13 +300,17 @@ pub(crate) fn place(
         .map_err(io("create a directory in", dest))?;
     let args_dir = staging.path().join("args");
     std::fs::create_dir_all(&args_dir).map_err(io("create", &args_dir))?;
-    for arg in &manifest.args {
-        if let ManifestArg::Array { file, .. } = arg {
-            let (from, to) = (out.join(file), staging.path().join(file));
-            let (mut source, _) = output_file::open(out, file, u64::MAX)?;
-            let mut target = std::fs::File::create(&to).map_err(io("create", &to))?;
-            std::io::copy(&mut source, &mut target).map_err(io("copy", &from))?;
-        }
+    if !manifest.constants.is_empty() {
+        let constants_dir = staging.path().join("constants");
+        std::fs::create_dir_all(&constants_dir).map_err(io("create", &constants_dir))?;
+    }
+    let files = (manifest.args.iter().filter_map(ManifestArg::file))
+        .chain(manifest.constants.iter().map(|c| c.file.as_str()));
+    for file in files {
+        let (from, to) = (out.join(file), staging.path().join(file));
+        let (mut source, _) = output_file::open(out, file, u64::MAX)?;
+        let mut target = std::fs::File::create(&to).map_err(io("create", &to))?;
+        std::io::copy(&mut source, &mut target).map_err(io("copy", &from))?;
     }
     let manifest_path = staging.path().join("manifest.json");
     let json = serde_json::to_vec_pretty(manifest).map_err(|e| GeneratorError::OutputInvalid {

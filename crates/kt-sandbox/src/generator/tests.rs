@@ -9,14 +9,14 @@ use crate::outcome::Limit;
 use crate::policy::Policy;
 use crate::protections::detect_protections;
 
-fn python() -> PythonRuntime {
+pub(super) fn python() -> PythonRuntime {
     PythonRuntime::probe()
         .unwrap_or_else(|e| panic!("these tests need python3 with numpy: {e}. Run scripts/test.sh"))
 }
 
 /// The generator policy with small limits; these tests are about limits, not the network (the test that is
 /// asserts the namespace itself), so they also run where only rlimits work.
-fn small_policy() -> Policy {
+pub(super) fn small_policy() -> Policy {
     let mut p = Policy::for_generator().allow_unsandboxed(true);
     p.wall_timeout = Some(Duration::from_secs(20));
     p.cpu_seconds = Some(5);
@@ -39,6 +39,7 @@ fn spec() -> GeneratorSpec {
             ArgSpec::scalar("n", "int"),
             ArgSpec::scalar("dt", "float"),
         ],
+        constants: Vec::new(),
         outputs: vec!["out".into()],
         problem_size: Some(vec!["n".into()]),
         max_total_bytes: 16 << 20,

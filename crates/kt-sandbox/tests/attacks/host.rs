@@ -85,6 +85,7 @@ pub(super) fn spec() -> GeneratorSpec {
             ArgSpec::array("a", "float", Some("n")),
             ArgSpec::scalar("n", "int"),
         ],
+        constants: Vec::new(),
         outputs: vec!["a".into()],
         problem_size: Some(vec!["n".into()]),
         max_total_bytes: 16 << 20,

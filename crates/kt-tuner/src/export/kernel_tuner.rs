@@ -14,6 +14,7 @@ use crate::model::space::{Config, Restriction, SearchSpace};
 use crate::model::tunable_kernel::TunableKernel;
 
 use super::cache_file::{self, Ordered, verdict_detail};
+use super::cmem::{CmemArg, cmem_args};
 use super::python::{self, config_set, mentions, translate};
 use super::script::{self, RestrictionLine, ScriptSpec};
 
@@ -395,6 +396,13 @@ impl<'a> KernelTunerExport<'a> {
         format!("{safe}.npy")
     }
 
+    /// The stated test's `__constant__` contents as Kernel Tuner's `cmem_args`.
+    fn cmem(&self) -> Result<Vec<CmemArg>, TunerError> {
+        cmem_args(self.test(), &self.kernel.source, |name| {
+            self.array_file(&format!("cmem_{name}"))
+        })
+    }
+
     fn npy_arrays(&self) -> Vec<(String, PathBuf)> {
         self.test()
             .args
@@ -467,6 +475,11 @@ impl<'a> KernelTunerExport<'a> {
                     (n, f)
                 })
                 .collect(),
+            cmem_args: self
+                .cmem()?
+                .into_iter()
+                .map(|c| (c.name, c.python))
+                .collect(),
             time_basis: self.time_basis(),
             objective_basis: format!(
                 "`kt_objective_ms` in the cache, {}",
@@ -478,7 +491,7 @@ impl<'a> KernelTunerExport<'a> {
     }
 
     /// Writes the cache, the script (`script_name`, default `tune_<kernel>.py`), the kernel source and the
-    /// stated test's .npy arrays (hard links where possible) into `dir`. Returns the files written.
+    /// stated test's .npy arrays and constants (hard links where possible) into `dir`. Returns the files written.
     pub fn write(&self, dir: &Path, script_name: Option<&str>) -> Result<Vec<PathBuf>, TunerError> {
         std::fs::create_dir_all(dir).map_err(|e| io_error(dir, e))?;
         let script_name = script_name
@@ -494,8 +507,13 @@ impl<'a> KernelTunerExport<'a> {
         put(&self.cache_file_name(), &self.cache_json()?)?;
         put(&script_name, &self.script(&script_name)?)?;
         put(&self.source_file_name(), &self.kernel.source)?;
-        for (name, from) in self.npy_arrays() {
-            let to = dir.join(self.array_file(&name));
+        let arrays = self
+            .npy_arrays()
+            .into_iter()
+            .map(|(name, from)| (from, self.array_file(&name)));
+        let constants = self.cmem()?.into_iter().filter_map(|c| c.file);
+        for (from, name) in arrays.chain(constants) {
+            let to = dir.join(name);
             let _ = std::fs::remove_file(&to);
             if std::fs::hard_link(&from, &to).is_err() {
                 std::fs::copy(&from, &to).map_err(|e| io_error(&from, e))?;

@@ -277,6 +277,58 @@ fn export_directory_holds_everything_the_script_reads_by_relative_paths() {
 }
 
 #[test]
+fn a_tests_constants_reach_kernel_tuner_as_cmem_args_with_their_file_beside_the_script() {
+    let dir = tempfile::tempdir().unwrap();
+    let npy = dir.path().join("coeffs.npy");
+    let mut bytes = kt_record::tests_format::npy::header(DType::Float32, &[16]);
+    bytes.extend((0..16).flat_map(|i| (i as f32).to_le_bytes()));
+    std::fs::write(&npy, bytes).unwrap();
+    let mut t = generated();
+    let (k, r) = (kernel(), full());
+    let without = KernelTunerExport::new(&k, &t, &r)
+        .unwrap()
+        .script("tune_k.py")
+        .unwrap();
+    assert!(!without.contains("cmem_args"), "{without}");
+    t.tests[0].constants = vec![crate::model::constants::ConstantArg {
+        name: "coeffs".into(),
+        dtype: DType::Float32,
+        elements: Some(16),
+        source: ArraySource::Npy {
+            path: npy.clone(),
+            offset: 0,
+        },
+    }];
+    let out = dir.path().join("export");
+    let written = KernelTunerExport::new(&k, &t, &r)
+        .unwrap()
+        .write(&out, None)
+        .unwrap();
+    assert!(
+        written.contains(&out.join("t0_cmem_coeffs.npy")),
+        "{written:?}"
+    );
+    assert_eq!(
+        std::fs::read(out.join("t0_cmem_coeffs.npy")).unwrap(),
+        std::fs::read(&npy).unwrap()
+    );
+    let script = std::fs::read_to_string(out.join("tune_k.py")).unwrap();
+    assert_lines(
+        &script,
+        &[
+            "cmem_args = dict()",
+            "cmem_args[\"coeffs\"] = np.load(os.path.join(HERE, \"t0_cmem_coeffs.npy\")).astype(np.float32).ravel()",
+        ],
+    );
+    assert!(
+        script.contains(
+            "restrictions=restrictions, compiler_options=[], cmem_args=cmem_args, lang=\"cupy\","
+        ),
+        "{script}"
+    );
+}
+
+#[test]
 fn failed_configurations_name_their_verdicts_once() {
     let r = full();
     let f = failed_configurations(&r);

@@ -10,6 +10,7 @@
 
 pub mod cache;
 mod cache_file;
+mod cmem;
 pub mod import;
 mod kernel_tuner;
 mod python;

@@ -37,6 +37,8 @@ pub struct ScriptSpec {
     pub compiler_options: Vec<String>,
     /// File names of the stated test's .npy arrays beside the script, by argument name.
     pub array_files: Vec<(String, String)>,
+    /// Kernel Tuner's `cmem_args`: each `__constant__` symbol of the stated test and its contents in Python.
+    pub cmem_args: Vec<(String, String)>,
     pub time_basis: String,
     pub objective_basis: String,
     /// kt's best configuration as a Python dict literal (`None` when nothing passed).
@@ -48,7 +50,6 @@ fn array_line(test_arg: &TestArg, files: &[(String, String)]) -> String {
         TestArg::Scalar(s) => format!("np.{}({})", s.dtype.numpy_name(), py_number(s.value)),
         TestArg::Array(a) => {
             let dt = a.dtype.numpy_name();
-            let n = a.elements;
             match &a.source {
                 ArraySource::Npy { .. } => {
                     let file = files
@@ -56,28 +57,38 @@ fn array_line(test_arg: &TestArg, files: &[(String, String)]) -> String {
                         .find(|(name, _)| name == &a.name)
                         .map(|(_, f)| f.as_str())
                         .unwrap_or("missing.npy");
-                    format!(
-                        "np.load(os.path.join(HERE, {})).astype(np.{dt}).ravel()",
-                        py_str(file)
-                    )
+                    npy_load(file, dt)
                 }
-                ArraySource::Generate { dist, .. } => match dist {
-                    Distribution::Randn => format!("rng.standard_normal({n}).astype(np.{dt})"),
-                    Distribution::RandnScaled { sigma } => format!(
-                        "({} * rng.standard_normal({n})).astype(np.{dt})",
-                        py_number(*sigma)
-                    ),
-                    Distribution::Rand => format!("rng.random({n}).astype(np.{dt})"),
-                    Distribution::Zeros => format!("np.zeros({n}, dtype=np.{dt})"),
-                    Distribution::Ones => format!("np.ones({n}, dtype=np.{dt})"),
-                    Distribution::Fill { value } => {
-                        format!("np.full({n}, {}, dtype=np.{dt})", py_number(*value))
-                    }
-                    Distribution::RandInt { lo, hi } => {
-                        format!("rng.integers({lo}, {hi}, {n}).astype(np.{dt})")
-                    }
-                },
+                ArraySource::Generate { dist, .. } => generated(dist, a.elements, dt),
             }
+        }
+    }
+}
+
+/// An array read from `file` beside the script, flattened.
+pub(super) fn npy_load(file: &str, dt: &str) -> String {
+    format!(
+        "np.load(os.path.join(HERE, {})).astype(np.{dt}).ravel()",
+        py_str(file)
+    )
+}
+
+/// `n` elements of dtype `dt` drawn from `dist` with the script's `rng`.
+pub(super) fn generated(dist: &Distribution, n: u64, dt: &str) -> String {
+    match dist {
+        Distribution::Randn => format!("rng.standard_normal({n}).astype(np.{dt})"),
+        Distribution::RandnScaled { sigma } => format!(
+            "({} * rng.standard_normal({n})).astype(np.{dt})",
+            py_number(*sigma)
+        ),
+        Distribution::Rand => format!("rng.random({n}).astype(np.{dt})"),
+        Distribution::Zeros => format!("np.zeros({n}, dtype=np.{dt})"),
+        Distribution::Ones => format!("np.ones({n}, dtype=np.{dt})"),
+        Distribution::Fill { value } => {
+            format!("np.full({n}, {}, dtype=np.{dt})", py_number(*value))
+        }
+        Distribution::RandInt { lo, hi } => {
+            format!("rng.integers({lo}, {hi}, {n}).astype(np.{dt})")
         }
     }
 }
@@ -167,6 +178,12 @@ args = []
             a.name()
         );
     }
+    if !spec.cmem_args.is_empty() {
+        s.push_str("\n# The __constant__ symbols the kernel reads, as in kt's test: written before each launch.\ncmem_args = dict()\n");
+        for (name, python) in &spec.cmem_args {
+            let _ = writeln!(s, "cmem_args[{}] = {python}", py_str(name));
+        }
+    }
     let problem = if spec.problem_size.len() == 1 {
         format!("({},)", spec.problem_size[0])
     } else {
@@ -184,6 +201,11 @@ args = []
         restriction_block(&mut s, std::slice::from_ref(r), "        ");
         s.push_str("    ]\n");
     }
+    let cmem = if spec.cmem_args.is_empty() {
+        ""
+    } else {
+        "cmem_args=cmem_args, "
+    };
     let smem = spec
         .shared_mem
         .as_ref()
@@ -195,7 +217,7 @@ args = []
 results, env = kernel_tuner.tune_kernel(
     {name}, KERNEL_SOURCE, problem_size, args, tune_params,
     grid_div_x={gx}, grid_div_y={gy}, grid_div_z={gz},
-    restrictions=restrictions, compiler_options={opts}, {smem}lang="cupy",
+    restrictions=restrictions, compiler_options={opts}, {smem}{cmem}lang="cupy",
     cache=KT_CACHE if opts.simulate else opts.cache, simulation_mode=opts.simulate,
     objective=opts.objective, objective_higher_is_better=False)
 best = env["best_config"]

@@ -1,11 +1,11 @@
-//! The tests a kernel is tuned or verified on: read from a tests directory (its `__constant__` contents from
-//! the sidecar), or generated from its sidecar with arrays sized over the configurations that will run.
+//! The tests a kernel is tuned or verified on: read from a tests directory (the `__constant__` contents its
+//! tests do not carry from the sidecar), or generated from its sidecar with arrays sized over the configurations that will run.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use crate::error::TunerError;
-use crate::model::args::{SizeChoice, SuiteInputs, TestSet};
+use crate::model::args::{KernelTest, SizeChoice, SuiteInputs, TestSet};
 use crate::model::constants::ConstantInputs;
 use crate::model::space::Config;
 
@@ -35,13 +35,8 @@ pub fn load_tests(
         .unwrap_or_default();
     match source {
         TestSource::Dir(dir) => {
-            let sidecar = sidecar_constants(loaded)?;
             let mut set = TestSet::load_dir(dir, &loaded.params, &tolerances)?;
-            if let Some(inputs) = sidecar {
-                for (i, t) in set.tests.iter_mut().enumerate() {
-                    t.constants = constant_inputs(inputs).args(&t.scalars(), i as u64 + 1)?;
-                }
-            }
+            fill_constants_from_sidecar(loaded, &mut set)?;
             Ok(set)
         }
         TestSource::Generate { size, count } => {
@@ -51,28 +46,42 @@ pub fn load_tests(
     }
 }
 
-/// A tests directory carries arrays and scalars only: the `__constant__` symbols the kernel reads are filled
-/// from its sidecar's `constants` (seeded per test), so a kernel that reads any needs a sidecar. `None` when
-/// it reads none.
-fn sidecar_constants(loaded: &LoadedKernel) -> Result<Option<&SuiteInputs>, TunerError> {
+/// A test of a tests directory carries the `__constant__` symbols its generator filled (Stage 2's tests
+/// do); those it does not carry are filled from the sidecar's `constants` (seeded per test), so a kernel
+/// that reads one no test fills needs a sidecar.
+fn fill_constants_from_sidecar(loaded: &LoadedKernel, set: &mut TestSet) -> Result<(), TunerError> {
     let read = &loaded.parsed.constant_memory;
-    if read.is_empty() {
-        return Ok(None);
+    let unfilled = |t: &KernelTest| -> Vec<String> {
+        read.iter()
+            .filter(|c| !t.constants.iter().any(|given| given.name == c.name))
+            .map(|c| c.name.clone())
+            .collect()
+    };
+    let missing: BTreeSet<String> = set.tests.iter().flat_map(unfilled).collect();
+    if missing.is_empty() {
+        return Ok(());
     }
-    match &loaded.inputs {
-        Some(inputs) => Ok(Some(inputs)),
-        None => {
-            let names: Vec<&str> = read.iter().map(|c| c.name.as_str()).collect();
-            let entries: Vec<String> = names.iter().map(|n| format!("{n} = \"randn\"")).collect();
-            Err(TunerError::Arguments(format!(
-                "kernel `{}` reads constant memory ({}), which a tests directory does not carry: give a \
-                 sidecar with `constants = {{ {} }}`",
-                loaded.parsed.name,
-                names.join(", "),
-                entries.join(", ")
-            )))
-        }
+    let Some(inputs) = &loaded.inputs else {
+        let names: Vec<&str> = missing.iter().map(String::as_str).collect();
+        let entries: Vec<String> = names.iter().map(|n| format!("{n} = \"randn\"")).collect();
+        return Err(TunerError::Arguments(format!(
+            "kernel `{}` reads constant memory ({}), which the tests directory does not carry: give a \
+             sidecar with `constants = {{ {} }}`, or make the tests again (kt testgen) so that they fill it",
+            loaded.parsed.name,
+            names.join(", "),
+            entries.join(", ")
+        )));
+    };
+    for (i, t) in set.tests.iter_mut().enumerate() {
+        let unfilled = unfilled(t);
+        let from_sidecar = constant_inputs(inputs).args(&t.scalars(), i as u64 + 1)?;
+        t.constants.extend(
+            from_sidecar
+                .into_iter()
+                .filter(|c| unfilled.contains(&c.name)),
+        );
     }
+    Ok(())
 }
 
 fn constant_inputs(inputs: &SuiteInputs) -> ConstantInputs<'_> {
@@ -138,26 +147,77 @@ mod tests {
         assert!(err.to_string().contains("give --tests-dir DIR"), "{err}");
     }
 
+    const BLUR: &str = "__constant__ float w[3];\n__global__ void blur(float *o, const float *i, int n) {\n\
+        int x = threadIdx.x; if (x < n) o[x] = w[0] * i[x] + w[1] * i[x + 1] + w[2] * i[x + 2]; }\n";
+
+    /// A tests directory under `dir` with one test of `blur` (n = 4), with `w` when `with_constant`.
+    fn blur_tests(dir: &Path, with_constant: bool) -> PathBuf {
+        use kt_record::tests_format::npy::write_npy;
+        let test = dir.join("tests/t1");
+        std::fs::create_dir_all(test.join("args")).unwrap();
+        std::fs::create_dir_all(test.join("constants")).unwrap();
+        write_npy(&test.join("args/o.npy"), "<f4", &[4], &[0; 16]).unwrap();
+        write_npy(&test.join("args/i.npy"), "<f4", &[6], &[0; 24]).unwrap();
+        write_npy(&test.join("constants/w.npy"), "<f4", &[3], &[0; 12]).unwrap();
+        let constants = if with_constant {
+            r#", "constants": [{"name": "w", "dtype": "float32", "shape": [3], "file": "constants/w.npy"}]"#
+        } else {
+            ""
+        };
+        let manifest = format!(
+            r#"{{"args": [{{"kind": "array", "name": "o", "dtype": "float32", "file": "args/o.npy"}},
+                {{"kind": "array", "name": "i", "dtype": "float32", "file": "args/i.npy"}},
+                {{"kind": "scalar", "name": "n", "dtype": "int32", "value": 4}}]{constants}}}"#
+        );
+        std::fs::write(test.join("manifest.json"), manifest).unwrap();
+        dir.join("tests")
+    }
+
+    fn blur(dir: &Path) -> LoadedKernel {
+        let file = dir.join("blur.cu");
+        std::fs::write(&file, BLUR).unwrap();
+        crate::input::load_kernel_with(&file, None, crate::input::SidecarChoice::Without, &[])
+            .unwrap()
+    }
+
     #[test]
     fn a_tests_directory_for_a_kernel_reading_constant_memory_needs_a_sidecar_saying_so() {
         let dir = tempfile::tempdir().unwrap();
-        let file = dir.path().join("blur.cu");
-        std::fs::write(
-            &file,
-            "__constant__ float w[3];\n__global__ void blur(float *o, const float *i, int n) {\n\
-             int x = threadIdx.x; if (x < n) o[x] = w[0] * i[x] + w[1] * i[x + 1] + w[2] * i[x + 2]; }\n",
+        let tests = blur_tests(dir.path(), false);
+        let err = load_tests(
+            &blur(dir.path()),
+            TestSource::Dir(&tests),
+            &BTreeMap::new(),
+            &[],
         )
-        .unwrap();
-        let loaded =
-            crate::input::load_kernel_with(&file, None, crate::input::SidecarChoice::Without, &[])
-                .unwrap();
-        let err = load_tests(&loaded, TestSource::Dir(dir.path()), &BTreeMap::new(), &[])
-            .unwrap_err()
-            .to_string();
+        .unwrap_err()
+        .to_string();
         assert!(
             err.contains("reads constant memory (w)")
                 && err.contains("`constants = { w = \"randn\" }`"),
             "{err}"
+        );
+    }
+
+    #[test]
+    fn the_constants_a_tests_directory_carries_need_no_sidecar() {
+        let dir = tempfile::tempdir().unwrap();
+        let tests = blur_tests(dir.path(), true);
+        let set = load_tests(
+            &blur(dir.path()),
+            TestSource::Dir(&tests),
+            &BTreeMap::new(),
+            &[],
+        )
+        .unwrap();
+        let w = &set.tests[0].constants;
+        assert_eq!(w.len(), 1);
+        assert_eq!(
+            (w[0].name.as_str(), w[0].dtype, w[0].elements),
+            ("w", kt_record::DType::Float32, Some(3))
+        );
+        assert!(
+            matches!(&w[0].source, crate::model::args::ArraySource::Npy { path, .. } if path.ends_with("t1/constants/w.npy"))
         );
     }
 }

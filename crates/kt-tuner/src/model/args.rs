@@ -290,7 +290,8 @@ fn check_against_signature(
 }
 
 impl TestSet {
-    /// Reads a tests directory (one sub-directory per test with manifest.json, args/, expected/).
+    /// Reads a tests directory (one sub-directory per test with manifest.json, args/, expected/, and
+    /// constants/ for the `__constant__` symbols a generator filled).
     pub fn load_dir(
         dir: &Path,
         params: &[ParamSpec],
@@ -325,11 +326,16 @@ impl TestSet {
                 args.push(test_arg(&id, &t, &m, a)?);
             }
             check_against_signature(&id, &args, params)?;
+            let constants = m
+                .constants
+                .iter()
+                .map(|c| ConstantArg::from_manifest(&id, &t, c))
+                .collect::<Result<_, _>>()?;
             tests.push(KernelTest {
                 id,
                 args,
                 tolerances: tolerance.clone(),
-                constants: Vec::new(),
+                constants,
             });
         }
         Ok(TestSet { tests })

@@ -4,6 +4,7 @@
 //! between tests, a restarted worker) never runs on an empty symbol.
 
 use std::collections::BTreeMap;
+use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
@@ -11,6 +12,8 @@ use crate::error::TunerError;
 use crate::model::array_source::{ArraySource, Distribution};
 use crate::model::expr::{Bindings, eval_count};
 use kt_record::DType;
+use kt_record::tests_format::ManifestConstant;
+use kt_record::tests_format::npy::read_header;
 
 /// One `__constant__` symbol's contents for a test.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -25,6 +28,34 @@ pub struct ConstantArg {
 }
 
 impl ConstantArg {
+    /// A constant of test `id` (directory `dir`) as its manifest describes it: its .npy file, checked against
+    /// the manifest's dtype and shape, written whole.
+    pub fn from_manifest(id: &str, dir: &Path, c: &ManifestConstant) -> Result<Self, TunerError> {
+        let (dtype, _) = DType::parse_numpy(&c.dtype)?;
+        let path = dir.join(&c.file);
+        let info = read_header(&path)?;
+        if info.dtype != dtype.storage() || c.shape.as_ref().is_some_and(|s| s != &info.shape) {
+            return Err(TunerError::Arguments(format!(
+                "test {id}: constant `{}`: {} holds {} {:?} but the manifest says {} {:?}",
+                c.name,
+                path.display(),
+                info.dtype.numpy_name(),
+                info.shape,
+                dtype.numpy_name(),
+                c.shape.as_deref().unwrap_or(&info.shape)
+            )));
+        }
+        Ok(ConstantArg {
+            name: c.name.clone(),
+            dtype,
+            elements: Some(info.elements()),
+            source: ArraySource::Npy {
+                path,
+                offset: info.data_offset,
+            },
+        })
+    }
+
     /// How many elements go into a symbol of `symbol_bytes`: its `elements`, or as many as fit. An error
     /// names the symbol when the contents are larger than the symbol.
     pub fn elements_for(&self, symbol_bytes: u64) -> Result<u64, String> {

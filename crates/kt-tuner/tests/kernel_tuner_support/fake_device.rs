@@ -9,6 +9,7 @@ use kt_record::DType;
 use kt_tuner::check::measure::TimingStats;
 use kt_tuner::export::KernelTunerExport;
 use kt_tuner::model::args::{ArrayArg, ArraySource, Distribution, KernelTest, TestArg, TestSet};
+use kt_tuner::model::constants::ConstantArg;
 use kt_tuner::model::space::{Config, Restriction, SearchSpace, TunableParam};
 use kt_tuner::search::{History, Limits, Strategy, drive};
 use kt_tuner::session::{Measurement, Phases, TunableKernel, TuneResult, Verdict};
@@ -105,6 +106,8 @@ fn vector_model(c: &Config, test: usize) -> Result<f64, Verdict> {
 pub struct FakeRun {
     pub kernel: TunableKernel,
     pub tests_count: usize,
+    /// The `__constant__` contents of every test (none by default).
+    pub constants: Vec<ConstantArg>,
     pub result: TuneResult,
     model: Model,
     tests: TestSet,
@@ -148,6 +151,7 @@ impl FakeRun {
         FakeRun {
             kernel,
             tests_count: 1,
+            constants: Vec::new(),
             result,
             model,
             tests: TestSet::default(),
@@ -216,7 +220,7 @@ impl FakeRun {
                         scalar("n", n),
                     ],
                     tolerances: Default::default(),
-                    constants: Vec::new(),
+                    constants: self.constants.clone(),
                 })
                 .collect(),
         }
