@@ -311,7 +311,9 @@ fn every_attack_of_the_corpus_parses_and_names_a_known_verdict() {
         let out = kt(&["inspect", path.to_str().unwrap(), "--json"]);
         assert!(out.status.success(), "{file}: {}", text(&out.stderr));
         let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-        let globals = json["kernels"][0]["mutable_globals"].as_array().map_or(0, Vec::len);
+        let globals = json["kernels"][0]["mutable_globals"]
+            .as_array()
+            .map_or(0, Vec::len);
         assert_eq!(
             globals > 0,
             keeps_state.contains(&file),

@@ -187,7 +187,15 @@ TIMING_KINDS = {"impossible_time", "timed_run_differs", "reference_timed_run_dif
 
 
 def attack_once(kt, base, c):
-    """One run of attack case `c`: (verdict, whether it is expected, seconds)."""
+    """One run of attack case `c`: (verdict, whether it is expected, seconds), also printed as it ends (a
+    run stopped by a time limit keeps what it did)."""
+    v, ok, secs = attack_verdict(kt, base, c)
+    print(f"run: {pathlib.Path(c['file']).stem} ({c.get('command', 'verify')}) {'ok' if ok else 'FAIL'} "
+          f"{secs:.1f}s {v}", file=sys.stderr, flush=True)
+    return v, ok, secs
+
+
+def attack_verdict(kt, base, c):
     f = str((base / c["file"]).resolve().relative_to(ROOT))
     params = [x for p in c["params"] for x in ("--param", p)]
     command = c.get("command", "verify")
