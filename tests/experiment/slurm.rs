@@ -287,6 +287,18 @@ budget = { time = "1ms" }
 #[test]
 fn a_requeued_task_resumes_its_cell_which_finishes_once() {
     let _one = CLUSTER.lock().unwrap_or_else(|p| p.into_inner());
+    // On a loaded machine SLURM itself now and then drops a requeued array task (it never starts again and
+    // the queue empties, `(restart 1)` never logged): that says nothing of kt, so such a try is made again.
+    for last in [false, true] {
+        if requeue_once(last) {
+            return;
+        }
+        eprintln!("SLURM never restarted the requeued task; trying the scenario again");
+    }
+}
+
+/// One requeue scenario; false (only when not `last`) when SLURM never restarted the requeued task.
+fn requeue_once(last: bool) -> bool {
     let cluster = Cluster::start();
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
@@ -345,6 +357,9 @@ fn a_requeued_task_resumes_its_cell_which_finishes_once() {
         &["update", &format!("JobId={task}"), "StartTime=now"],
     );
     cluster.wait(Duration::from_secs(300));
+    if !last && !job_logs(&out).contains(" (restart 1) ") {
+        return false;
+    }
 
     let calls = lines(&log);
     let count = |what: &str| calls.iter().filter(|l| l.starts_with(what)).count();
@@ -375,4 +390,5 @@ fn a_requeued_task_resumes_its_cell_which_finishes_once() {
         "{task_log}"
     );
     assert!(out.join("report/report.md").is_file());
+    true
 }

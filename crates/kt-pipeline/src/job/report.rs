@@ -8,7 +8,9 @@ use crate::stage3::Stage3State;
 fn outcome_words(o: ResultOutcome) -> &'static str {
     match o {
         ResultOutcome::Improved => "improved",
-        ResultOutcome::NoImprovement => "no improvement (the original kernel is kept)",
+        ResultOutcome::NoImprovement => {
+            "no improvement (nothing faster than the original kernel was found)"
+        }
         ResultOutcome::NotVerified => "not verified",
     }
 }

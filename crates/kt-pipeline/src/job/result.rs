@@ -148,8 +148,8 @@ pub fn build_result(
     let best_time = best.map(|b| b.time_ms);
     let steps = state.map(step_summaries).unwrap_or_default();
     let finished = status == RunStatus::Finished && state.is_some_and(|s| s.finished);
-    let outcome = finished.then(|| delivered_outcome(best));
     let (speedup, gain) = speedup_and_gain(naive, best_time);
+    let outcome = finished.then(|| delivered_outcome(best, speedup));
     let final_timing = state.and_then(|s| s.final_timing.clone());
     Ok(RunResult {
         schema_version: RESULT_SCHEMA_VERSION,
@@ -212,10 +212,14 @@ fn step_summaries(s: &Stage3State) -> Vec<StepSummary> {
         .collect()
 }
 
-/// What a finished run delivered: an accepted step, the original kept, or no verified kernel at all.
-fn delivered_outcome(best: Option<&KernelVersion>) -> ResultOutcome {
+/// What a finished run delivered: an accepted step faster than the original, no improvement (the original
+/// kept, or a step kept as a base that is no faster: a tunable version of the same kernel), or no verified
+/// kernel at all.
+fn delivered_outcome(best: Option<&KernelVersion>, speedup: Option<f64>) -> ResultOutcome {
     match best {
-        Some(b) if b.step != ORIGINAL_STEP => ResultOutcome::Improved,
+        Some(b) if b.step != ORIGINAL_STEP && speedup.is_none_or(|s| s > 1.0) => {
+            ResultOutcome::Improved
+        }
         Some(_) => ResultOutcome::NoImprovement,
         None => ResultOutcome::NotVerified,
     }
@@ -497,6 +501,18 @@ mod tests {
         .unwrap();
         assert!(!stopped.correct, "a stopped run delivers nothing yet");
         assert_eq!((r.speedup, r.gain), (Some(1.0), Some(0.0)));
+
+        // a step kept as the base of others but no faster (a tunable block size) is no improvement
+        let as_fast = finished(version("tunable-block", 8.1));
+        let r = build_result(
+            &run,
+            Some(&as_fast),
+            RunStatus::Finished,
+            WallTimes::default(),
+            None,
+        )
+        .unwrap();
+        assert_eq!(r.outcome, Some(ResultOutcome::NoImprovement));
 
         let improved = finished(version("tile", 2.0));
         let r = build_result(
