@@ -4,8 +4,10 @@
 //! side to shape as Kernel Tuner's `(results, env)`.
 //!
 //! It deliberately holds no tuning rules (they are kt-tuner's) and no result shaping (Python's). What it
-//! adds: callable restrictions (a Python function of a dict of parameter values) as tuner closures, and the
-//! worker's entry point. kt's tuner launches kernels in a worker process; inside Python there is no `kt`
+//! adds: callable restrictions (a Python function of a dict of parameter values) and code generators (a
+//! Python function from that dict to the source) as tuner closures, `record` (the kernel run at given
+//! configurations with its arrays handed back: `kt.run_kernel`, and `verify` functions), and the worker's
+//! entry point. kt's tuner launches kernels in a worker process; inside Python there is no `kt`
 //! binary to start, so the worker is this same module run by the same interpreter:
 //! `python -c "import kt._kt; kt._kt.tuner_worker()"` (see `kt/_worker.py`).
 //!
@@ -27,7 +29,11 @@ use kt_tuner::export::KernelTunerExport;
 use kt_tuner::input::tune_call::TuneCall;
 use kt_tuner::session::{Tuner, TunerConfig};
 use kt_tuner::worker::process::WorkerCommand;
-use kt_tuner::{Config, ParamValue, Restriction, TunerError};
+use kt_tuner::{Config, ParamValue, Restriction, SourceGenerator, TestArg, TunerError};
+
+/// The first exception a Python callable raised inside the tuner (whose closures cannot fail with one),
+/// re-raised when the call returns.
+type Raised = Arc<Mutex<Option<PyErr>>>;
 
 pyo3::create_exception!(
     kt,
@@ -76,7 +82,7 @@ fn config_dict<'py>(py: Python<'py>, config: &Config) -> PyResult<Bound<'py, PyD
 
 /// A Python callable as a restriction. The tuner's closures cannot fail, so the first exception a
 /// callable raises is kept in `raised` (the configuration counts as excluded) and re-raised after tuning.
-fn callable_restriction(f: Py<PyAny>, raised: Arc<Mutex<Option<PyErr>>>) -> Restriction {
+fn callable_restriction(f: Py<PyAny>, raised: Raised) -> Restriction {
     Restriction::closure(move |config| {
         Python::attach(|py| {
             let verdict = config_dict(py, config)
@@ -91,40 +97,38 @@ fn callable_restriction(f: Py<PyAny>, raised: Arc<Mutex<Option<PyErr>>>) -> Rest
     })
 }
 
-/// Tunes the request (`TuneCall` JSON) and returns `{"result": TuneResult, "verdicts": [..],
-/// "kernel_tuner_cache": text or null}` as JSON. `worker` is the
-/// command that starts kt's worker (program first); `callables` are restriction functions.
-#[pyfunction]
-#[pyo3(signature = (request, worker, worker_env, callables, cache_dir=None))]
-fn tune(
-    py: Python<'_>,
-    request: &str,
+/// A Python code generator (Kernel Tuner's callable `kernel_source`: a function of the configuration's dict
+/// that returns the source) as the kernel's source generator. Its exception is kept in `raised` and the
+/// configuration's compilation fails with its message (the tuning stops, as Kernel Tuner's does).
+fn python_generator(f: Py<PyAny>, raised: Raised) -> SourceGenerator {
+    SourceGenerator::new(move |config| {
+        Python::attach(|py| {
+            let text = config_dict(py, config)
+                .and_then(|d| f.bind(py).call1((d,)))
+                .and_then(|r| r.extract::<String>());
+            text.map_err(|e| {
+                let message = e.to_string();
+                let mut slot = raised.lock().unwrap_or_else(|p| p.into_inner());
+                slot.get_or_insert(e);
+                message
+            })
+        })
+    })
+}
+
+/// The tuner with kt's worker started by `worker` (program first). Without a driver library there is
+/// nothing to start (a dlopen, cheap). The full probe initialises the driver: asked before the tuner starts,
+/// it would hold back the worker's own start-up on every call, so it is asked only when the tuner could not
+/// start, to say why in a GPU's terms rather than NVRTC's.
+fn start_tuner(
     worker: Vec<String>,
     worker_env: Vec<(String, String)>,
-    callables: Vec<Py<PyAny>>,
     cache_dir: Option<PathBuf>,
-) -> PyResult<String> {
-    let call = TuneCall::from_json(request).map_err(to_py)?;
-    let mut kernel = call.kernel().map_err(to_py)?;
-    let tests = call.tests().map_err(to_py)?;
-    let mut options = call.options().map_err(to_py)?;
-    let raised = Arc::new(Mutex::new(None));
-    for f in callables {
-        kernel
-            .restrictions
-            .push(callable_restriction(f, raised.clone()));
-    }
+) -> PyResult<Tuner> {
     let (program, args) = worker
         .split_first()
         .ok_or_else(|| PyValueError::new_err("no worker command"))?;
-    let fake = worker_env
-        .iter()
-        .any(|(k, _)| k == kt_tuner::worker::FAKE_ENV);
-    // the fake worker has no copy bandwidth to measure, and needs no GPU
-    options.measure_peak = !fake;
-    // Without a driver library there is nothing to start (a dlopen, cheap). The full probe initialises the
-    // driver: asked before the tuner starts, it would hold back the worker's own start-up on every call, so it
-    // is asked only when the tuner could not start, to say why in a GPU's terms rather than NVRTC's.
+    let fake = is_fake(&worker_env);
     if !fake && !kt_tuner::host::cuda_probe::driver_present() {
         require_gpu()?;
     }
@@ -138,15 +142,57 @@ fn tune(
         cache_dir,
         ..TunerConfig::default()
     };
+    match Tuner::new(config) {
+        Ok(t) => Ok(t),
+        Err(e) if !fake => {
+            require_gpu()?;
+            Err(to_py(e))
+        }
+        Err(e) => Err(to_py(e)),
+    }
+}
+
+fn is_fake(worker_env: &[(String, String)]) -> bool {
+    worker_env
+        .iter()
+        .any(|(k, _)| k == kt_tuner::worker::FAKE_ENV)
+}
+
+fn take_raised(raised: &Raised) -> Option<PyErr> {
+    raised.lock().unwrap_or_else(|p| p.into_inner()).take()
+}
+
+/// Tunes the request (`TuneCall` JSON) and returns `{"result": TuneResult, "verdicts": [..],
+/// "kernel_tuner_cache": text or null}` as JSON. `worker` is the
+/// command that starts kt's worker (program first); `callables` are restriction functions.
+#[pyfunction]
+#[pyo3(signature = (request, worker, worker_env, callables, cache_dir=None, generator=None))]
+fn tune(
+    py: Python<'_>,
+    request: &str,
+    worker: Vec<String>,
+    worker_env: Vec<(String, String)>,
+    callables: Vec<Py<PyAny>>,
+    cache_dir: Option<PathBuf>,
+    generator: Option<Py<PyAny>>,
+) -> PyResult<String> {
+    let call = TuneCall::from_json(request).map_err(to_py)?;
+    let mut kernel = call.kernel().map_err(to_py)?;
+    let tests = call.tests().map_err(to_py)?;
+    let mut options = call.options().map_err(to_py)?;
+    let raised: Raised = Arc::new(Mutex::new(None));
+    for f in callables {
+        kernel
+            .restrictions
+            .push(callable_restriction(f, raised.clone()));
+    }
+    if let Some(f) = generator {
+        kernel.generator = Some(python_generator(f, raised.clone()));
+    }
+    // the fake worker has no copy bandwidth to measure, and needs no GPU
+    options.measure_peak = !is_fake(&worker_env);
     let outcome = py.detach(|| -> Result<_, PyErr> {
-        let mut tuner = match Tuner::new(config) {
-            Ok(t) => t,
-            Err(e) if !fake => {
-                require_gpu()?;
-                return Err(to_py(e));
-            }
-            Err(e) => return Err(to_py(e)),
-        };
+        let mut tuner = start_tuner(worker, worker_env, cache_dir)?;
         let result = tuner
             .tune(&kernel, &tests, &options, &mut |_| {})
             .map_err(to_py)?;
@@ -160,7 +206,7 @@ fn tune(
         };
         Ok((result, cache))
     });
-    if let Some(e) = raised.lock().unwrap_or_else(|p| p.into_inner()).take() {
+    if let Some(e) = take_raised(&raised) {
         return Err(e);
     }
     let (result, cache) = outcome?;
@@ -173,6 +219,86 @@ fn tune(
     let json =
         serde_json::json!({ "result": result, "verdicts": verdicts, "kernel_tuner_cache": cache });
     Ok(json.to_string())
+}
+
+/// Runs the request's kernel once at each of `configs` (JSON: a list of `[[name, value], …]`) and hands the
+/// arrays numbered in `outputs` (argument indices) back as they are after the launch: for each
+/// configuration `on_outputs(i, [(argument index, .npy path), …], None)`, or `on_outputs(i, None, message)`
+/// when it could not run (compile error, fault). The files are in `out_dir/<i>/`; the callback reads them
+/// (and may delete them) before the next configuration runs. An exception the callback raises stops the
+/// run and is raised. What `kt.run_kernel` and `tune_kernel`'s `verify` functions use.
+#[pyfunction]
+#[pyo3(signature = (request, worker, worker_env, configs, outputs, out_dir, on_outputs, cache_dir=None, generator=None))]
+#[allow(clippy::too_many_arguments)]
+fn record(
+    py: Python<'_>,
+    request: &str,
+    worker: Vec<String>,
+    worker_env: Vec<(String, String)>,
+    configs: &str,
+    outputs: Vec<usize>,
+    out_dir: PathBuf,
+    on_outputs: Py<PyAny>,
+    cache_dir: Option<PathBuf>,
+    generator: Option<Py<PyAny>>,
+) -> PyResult<()> {
+    let call = TuneCall::from_json(request).map_err(to_py)?;
+    let mut kernel = call.kernel().map_err(to_py)?;
+    let mut tests = call.tests().map_err(to_py)?;
+    let configs: Vec<Vec<(String, ParamValue)>> = serde_json::from_str(configs)
+        .map_err(|e| PyValueError::new_err(format!("configurations kt cannot read: {e}")))?;
+    let raised: Raised = Arc::new(Mutex::new(None));
+    if let Some(f) = generator {
+        kernel.generator = Some(python_generator(f, raised.clone()));
+    }
+    let Some(test) = tests.tests.first_mut() else {
+        return Err(PyValueError::new_err("no arguments to run the kernel on"));
+    };
+    let mut names = Vec::new();
+    for (i, arg) in test.args.iter_mut().enumerate() {
+        if let TestArg::Array(a) = arg
+            && outputs.contains(&i)
+        {
+            a.is_output = true;
+        }
+        names.push(arg.name().to_string());
+    }
+    let outcome = py.detach(|| -> PyResult<()> {
+        let mut tuner = start_tuner(worker, worker_env, cache_dir)?;
+        for (i, config) in configs.into_iter().enumerate() {
+            let config = Config(config);
+            let dir = out_dir.join(i.to_string());
+            let ran = tuner.record_outputs(&kernel, &config, &tests, std::slice::from_ref(&dir));
+            if let Some(e) = take_raised(&raised) {
+                return Err(e);
+            }
+            Python::attach(|py| -> PyResult<()> {
+                let f = on_outputs.bind(py);
+                match ran {
+                    Ok(runs) => {
+                        let files: Vec<(usize, String)> = runs
+                            .iter()
+                            .flat_map(|r| r.outputs.iter())
+                            .filter_map(|o| {
+                                let index = names.iter().position(|n| *n == o.name)?;
+                                Some((index, o.path.to_string_lossy().into_owned()))
+                            })
+                            .collect();
+                        f.call1((i, files, py.None()))?;
+                    }
+                    Err(e) => {
+                        f.call1((i, py.None(), e.to_string()))?;
+                    }
+                }
+                Ok(())
+            })?;
+        }
+        Ok(())
+    });
+    if let Some(e) = take_raised(&raised) {
+        return Err(e);
+    }
+    outcome
 }
 
 /// kt's worker process: reads launch requests on stdin until told to stop. Started by `tune`, not by hand.
@@ -194,6 +320,7 @@ fn main(py: Python<'_>, args: Vec<String>, kt_command: Vec<String>) -> PyResult<
 #[pymodule]
 fn _kt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(tune, m)?)?;
+    m.add_function(wrap_pyfunction!(record, m)?)?;
     m.add_function(wrap_pyfunction!(tuner_worker, m)?)?;
     m.add_function(wrap_pyfunction!(main, m)?)?;
     m.add_function(wrap_pyfunction!(transform::transform, m)?)?;

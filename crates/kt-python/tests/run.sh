@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds kt's Python module (debug build, quick), installs it into its own virtual environment and runs
-# test_tune_kernel.py on kt's fake device: no GPU needed, but NVRTC compiles every configuration, so NVRTC
+# test_tune_kernel.py and test_kernel_tuner_api.py (run_kernel, file_utils, … of Kernel Tuner's API) on kt's fake device: no GPU needed, but NVRTC compiles every configuration, so NVRTC
 # comes from CUDA_HOME when it has one, else from NVIDIA's nvidia-cuda-nvrtc wheel installed into the venv.
 # Then test_transform.py: kt.transform and kt.runs (to where a GPU is needed; with KT_GPU=1 to the end).
 #   crates/kt-python/tests/run.sh            (scripts/test.sh runs it; PYTHON=... picks the interpreter)
@@ -40,4 +40,6 @@ pip --force-reinstall --no-deps "$wheels"/kt-*.whl
 cd "$wheels"   # not the source tree: `import kt` must find the installed package
 LD_LIBRARY_PATH="$nvrtc_dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" KT_TUNER_FAKE_WORKER=ok \
   "$venv/bin/python" "$here/test_tune_kernel.py"
+LD_LIBRARY_PATH="$nvrtc_dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" KT_TUNER_FAKE_WORKER=ok \
+  "$venv/bin/python" "$here/test_kernel_tuner_api.py"
 KT_REPO=$root "$venv/bin/python" "$here/test_transform.py"

@@ -49,6 +49,7 @@ pub use model::geometry::{Geometry, LaunchDims};
 pub use model::param_value::ParamValue;
 pub use model::space::{Config, Restriction, SearchSpace, TunableParam};
 pub use model::tolerance::Tolerance;
+pub use model::tunable_kernel::SourceGenerator;
 pub use search::Strategy;
 pub use session::{
     Measurement, Phases, Progress, ReferenceOutputs, TunableKernel, TuneOptions, TuneResult, Tuner,

@@ -8,6 +8,23 @@ import os
 import numpy as np
 
 
+def is_array(value):
+    """A numpy array, or a device array kt copies to the host (cupy: ``__cuda_array_interface__`` and
+    ``get()``)."""
+    return isinstance(value, np.ndarray) or (
+        hasattr(value, "__cuda_array_interface__") and callable(getattr(value, "get", None))
+    )
+
+
+def host_array(value):
+    """``value`` as a numpy array: a device array copied to the host, anything else through numpy."""
+    if isinstance(value, np.ndarray):
+        return value
+    if hasattr(value, "__cuda_array_interface__") and callable(getattr(value, "get", None)):
+        return value.get()
+    return np.asarray(value)
+
+
 def array_arg(index, array, expected, folder):
     """An array argument, saved in C order; ``expected`` (the answer) is saved in the array's dtype."""
     path = os.path.join(folder, f"arg{index}.npy")

@@ -49,3 +49,11 @@ def worker_env():
     if os.environ.get(FAKE_ENV):
         env.append((FAKE_ENV, os.environ[FAKE_ENV]))
     return env
+
+
+def tuner_cache_dir():
+    """kt's own tuner cache, shared with `kt tune`: compiled modules and device facts such as the measured copy
+    bandwidth, so a second call does not compile or measure them again. (Kernel Tuner's `cache` is the
+    results file and stays separate.)"""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "kt", "tuner")

@@ -2,7 +2,9 @@
 //! restrictions, its launch geometry and the default launch — and the NVRTC name expression that reaches it
 //! at one configuration (templates instantiated with the tuned values).
 
+use std::fmt;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use crate::input::arg_map::ArgBinding;
 use crate::model::geometry::Geometry;
@@ -39,6 +41,29 @@ pub struct TunableKernel {
     /// Where each parameter's argument comes from when the tests were written for another signature (a
     /// candidate verified against a reference, see `arg_map`); None: the tests' arguments in order.
     pub arguments: Option<Vec<ArgBinding>>,
+    /// Writes the source per configuration (Kernel Tuner's code generators: a function of the parameters, a
+    /// template's `render`); `source` then stands for the kernel wherever one text is needed (its signature,
+    /// the results cache's scope). None: `source` is compiled for every configuration.
+    pub generator: Option<SourceGenerator>,
+}
+
+/// What a source generator is: the configuration to its source, or to a message.
+pub type GenerateSource = dyn Fn(&Config) -> Result<String, String> + Send + Sync;
+
+/// A function that writes a kernel's source for one configuration; its error is a message.
+#[derive(Clone)]
+pub struct SourceGenerator(pub Arc<GenerateSource>);
+
+impl SourceGenerator {
+    pub fn new(f: impl Fn(&Config) -> Result<String, String> + Send + Sync + 'static) -> Self {
+        SourceGenerator(Arc::new(f))
+    }
+}
+
+impl fmt::Debug for SourceGenerator {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "SourceGenerator(..)")
+    }
 }
 
 impl TunableKernel {
@@ -62,6 +87,23 @@ impl TunableKernel {
             template_args: Vec::new(),
             include_dirs: Vec::new(),
             arguments: None,
+            generator: None,
+        }
+    }
+
+    /// The source compiled at `config`: the generator's text, else `source`.
+    pub fn source_at(
+        &self,
+        config: &Config,
+    ) -> Result<std::borrow::Cow<'_, str>, crate::error::TunerError> {
+        match &self.generator {
+            Some(g) => (g.0)(config).map(std::borrow::Cow::Owned).map_err(|e| {
+                crate::error::TunerError::Source(format!(
+                    "the source generator of kernel `{}` failed at {config}: {e}",
+                    self.kernel_name
+                ))
+            }),
+            None => Ok(std::borrow::Cow::Borrowed(&self.source)),
         }
     }
 

@@ -292,6 +292,8 @@ pub fn kernel_program(
     defines.retain(|(n, _)| {
         (grid_defines || !n.starts_with("grid_size_")) && !kernel.is_template_param(n)
     });
+    let generated = kernel.source_at(config)?;
+    let (unroll, source) = unroll_factors(&mut defines, &generated);
     let mut options = vec![nvrtc::arch_option(arch)];
     options.extend(
         kernel
@@ -301,7 +303,7 @@ pub fn kernel_program(
             .map(|d| format!("-I{}", d.display())),
     );
     options.extend(kernel.compiler_options.iter().cloned());
-    let extra: Vec<u8> = headers::user_headers(&kernel.source, &kernel.include_dirs)
+    let extra: Vec<u8> = headers::user_headers(&source, &kernel.include_dirs)
         .into_iter()
         .flat_map(|(path, bytes)| {
             let mut b = path.to_string_lossy().into_owned().into_bytes();
@@ -312,8 +314,9 @@ pub fn kernel_program(
         .collect();
     let family = program_family(&kernel.source, &options);
     let program = Program {
-        source: nvrtc_prelude::standard_prelude(&kernel.source)
-            + &nvrtc::full_source(&defines, &kernel.source),
+        source: nvrtc_prelude::standard_prelude(&source)
+            + &unroll
+            + &nvrtc::full_source(&defines, &source),
         options,
         headers: headers::builtin_headers()
             .into_iter()
@@ -325,6 +328,50 @@ pub fn kernel_program(
     Ok((program, extra))
 }
 
+/// Kernel Tuner's convention for a parameter whose name holds `loop_unroll_factor`: it is the argument of
+/// `#pragma unroll NAME`, which must be an integral constant expression, so it becomes `constexpr int NAME =
+/// value;` instead of a `#define`; the value 0 removes those pragmas (the compiler decides). Returns the
+/// `constexpr` lines and the source with the removed pragmas blanked (line numbers kept).
+fn unroll_factors<'a>(
+    defines: &mut Vec<(String, String)>,
+    source: &'a str,
+) -> (String, std::borrow::Cow<'a, str>) {
+    let (factors, rest): (Vec<_>, Vec<_>) = std::mem::take(defines)
+        .into_iter()
+        .partition(|(n, _)| n.contains("loop_unroll_factor"));
+    *defines = rest;
+    let mut prefix = String::new();
+    let mut removed = Vec::new();
+    for (name, value) in factors {
+        if value.trim() == "0" {
+            removed.push(name);
+        } else {
+            prefix.push_str(&format!("constexpr int {name} = {value};\n"));
+        }
+    }
+    if removed.is_empty() {
+        return (prefix, std::borrow::Cow::Borrowed(source));
+    }
+    let lines: Vec<&str> = source
+        .split_inclusive('\n')
+        .map(|line| {
+            let mut words = line.trim_start().trim_start_matches('#').split_whitespace();
+            let is_pragma = line.trim_start().starts_with('#')
+                && words.next() == Some("pragma")
+                && words.next() == Some("unroll")
+                && words.next().is_some_and(|w| removed.iter().any(|n| n == w));
+            if !is_pragma {
+                line
+            } else if line.ends_with('\n') {
+                "\n"
+            } else {
+                ""
+            }
+        })
+        .collect();
+    (prefix, std::borrow::Cow::Owned(lines.concat()))
+}
+
 /// The same for every configuration of one kernel: its unit and compiler options, hashed.
 fn program_family(source: &str, options: &[String]) -> u64 {
     use std::hash::{Hash, Hasher};
@@ -332,4 +379,77 @@ fn program_family(source: &str, options: &[String]) -> u64 {
     source.hash(&mut h);
     options.hash(&mut h);
     h.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::param_value::ParamValue;
+    use crate::model::space::TunableParam;
+    use crate::model::tunable_kernel::SourceGenerator;
+
+    const REDUCE: &str = "__global__ void sum(float *out, const float *x, int n) {\n    float s = 0;\n    #pragma unroll loop_unroll_factor_0\n    for (int i = threadIdx.x; i < n; i += block_size_x) s += x[i];\n    out[threadIdx.x] = s;\n}\n";
+
+    fn program(kernel: &TunableKernel, config: &Config) -> String {
+        kernel_program(kernel, config, &Bindings::new(), false, (9, 0), &[])
+            .unwrap()
+            .0
+            .source
+    }
+
+    #[test]
+    fn a_loop_unroll_factor_is_a_constexpr_and_zero_removes_its_pragma() {
+        let mut k = TunableKernel::new(REDUCE, "sum", vec!["1".into()]);
+        k.params
+            .push(TunableParam::new("loop_unroll_factor_0", [0, 8]));
+        let eight = program(
+            &k,
+            &Config::ints([("block_size_x", 32), ("loop_unroll_factor_0", 8)]),
+        );
+        assert!(
+            eight.contains("constexpr int loop_unroll_factor_0 = 8;\n"),
+            "{eight}"
+        );
+        assert!(!eight.contains("#define loop_unroll_factor_0"), "{eight}");
+        assert!(
+            eight.contains("#pragma unroll loop_unroll_factor_0"),
+            "{eight}"
+        );
+        let zero = program(
+            &k,
+            &Config::ints([("block_size_x", 32), ("loop_unroll_factor_0", 0)]),
+        );
+        assert!(!zero.contains("loop_unroll_factor_0"), "{zero}");
+        // the line is blanked, not removed: the source's line numbers stay
+        assert_eq!(zero.lines().count(), eight.lines().count() - 1, "{zero}");
+        assert!(zero.contains("#define block_size_x 32"));
+    }
+
+    #[test]
+    fn a_generator_writes_the_source_of_each_configuration() {
+        let mut k = TunableKernel::new(REDUCE, "sum", vec!["1".into()]);
+        k.generator = Some(SourceGenerator::new(|c: &Config| {
+            match c.value("block_size_x") {
+                Some(ParamValue::Int(64)) => Err("no 64".to_string()),
+                Some(v) => Ok(format!("// block {v}\n{REDUCE}")),
+                None => Ok(REDUCE.to_string()),
+            }
+        }));
+        let p = program(&k, &Config::ints([("block_size_x", 32)]));
+        assert!(p.contains("// block 32\n"), "{p}");
+        let e = kernel_program(
+            &k,
+            &Config::ints([("block_size_x", 64)]),
+            &Bindings::new(),
+            false,
+            (9, 0),
+            &[],
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("source generator of kernel `sum` failed") && e.contains("no 64"),
+            "{e}"
+        );
+    }
 }

@@ -27,6 +27,19 @@ pub(crate) fn run(
     out_dirs: &[PathBuf],
     timing: Option<TimingPolicy>,
 ) -> Result<Vec<ReferenceOutputs>, TunerError> {
+    record(e, kernel, config, tests, out_dirs, timing, true)
+}
+
+/// [`run`], with the poisoned second run only when `probe` (see `Request::RecordOutputs`).
+pub(crate) fn record(
+    e: &mut Engine,
+    kernel: &TunableKernel,
+    config: &Config,
+    tests: &TestSet,
+    out_dirs: &[PathBuf],
+    timing: Option<TimingPolicy>,
+    probe: bool,
+) -> Result<Vec<ReferenceOutputs>, TunerError> {
     let tests = &tests.tests;
     let first = tests
         .first()
@@ -82,7 +95,7 @@ pub(crate) fn run(
         };
         let o = match e.link.run(
             &key,
-            Request::RecordOutputs { run, files },
+            Request::RecordOutputs { run, files, probe },
             Duration::from_secs(300),
             &mut e.queue,
         )? {

@@ -172,6 +172,27 @@ impl Tuner {
         reference_run::run(&mut self.engine, kernel, config, tests, out_dirs, timing)
     }
 
+    /// Runs `kernel` at `config` once on every test and writes the arrays marked as outputs to
+    /// `<out_dirs[i]>/<name>.npy`, as they are after the launch (Kernel Tuner's `run_kernel`): no poisoned
+    /// second run, so the arrays may include inputs.
+    pub fn record_outputs(
+        &mut self,
+        kernel: &TunableKernel,
+        config: &Config,
+        tests: &TestSet,
+        out_dirs: &[PathBuf],
+    ) -> Result<Vec<ReferenceOutputs>, TunerError> {
+        reference_run::record(
+            &mut self.engine,
+            kernel,
+            config,
+            tests,
+            out_dirs,
+            None,
+            false,
+        )
+    }
+
     /// Times one launch of `kernel` at `config` on `test` (uploaded alone, outputs from their initial
     /// contents), in milliseconds: how `kt verify` sizes its largest default tests.
     pub fn time_launch(

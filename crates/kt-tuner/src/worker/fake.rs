@@ -97,7 +97,7 @@ impl Fake {
                 self.hack(&run, raced(&run, self.launch(run.dims.block[0], &[])))
             }
             Request::Reference { run } => self.reference(&run),
-            Request::RecordOutputs { run, files } => self.launch(run.dims.block[0], &files),
+            Request::RecordOutputs { run, files, .. } => self.launch(run.dims.block[0], &files),
             Request::Repeat { run, runs } if self.mode == "nondeterministic" => {
                 (Reply::Ran(differing_reruns(&run.test, runs)), false)
             }

@@ -116,6 +116,10 @@ pub struct RecordedOutput {
     pub depends_on_initial: u64,
 }
 
+fn probe_by_default() -> bool {
+    true
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum Request {
     Hello {
@@ -141,11 +145,15 @@ pub enum Request {
         run: RunRequest,
     },
     /// Runs a launch with every output reset to the test's initial contents, writes each output named in
-    /// `files` as a .npy file, then reruns with the outputs poisoned to find elements the kernel never
-    /// writes, and times the launch if `run.timing` is set. The test's own expected values are untouched.
+    /// `files` as a .npy file, then (with `probe`) reruns with the outputs poisoned to find elements the
+    /// kernel never writes, and times the launch if `run.timing` is set. The test's own expected values are
+    /// untouched. Without `probe` the arrays recorded may be inputs too (Kernel Tuner's `run_kernel` returns
+    /// every array): poisoning an input, an index array say, could make the rerun fault.
     RecordOutputs {
         run: RunRequest,
         files: Vec<OutputFile>,
+        #[serde(default = "probe_by_default")]
+        probe: bool,
     },
     /// The launch `runs` times on the same inputs, outputs freshly poisoned before odd runs and reset to
     /// their initial contents before even ones; every output of each later run is compared with the first

@@ -172,6 +172,7 @@ fn record_outputs_writes_the_named_files_and_reports_unwritten_elements() {
             path: path.clone(),
             shape: vec![2, 3],
         }],
+        probe: true,
     };
     let (reply, _) = w.request(&req, &[], Duration::from_secs(10)).unwrap();
     let Reply::Ran(o) = reply else {
@@ -208,6 +209,7 @@ fn record_outputs_request_survives_the_frame_round_trip() {
             path: "/tmp/x/out.npy".into(),
             shape: vec![4],
         }],
+        probe: true,
     };
     let mut buf = Vec::new();
     write_frame(&mut buf, &req, &[]).unwrap();

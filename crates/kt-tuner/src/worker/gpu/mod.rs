@@ -99,11 +99,12 @@ impl GpuWorker {
             Request::Run { run } => {
                 ran_reply(runs::run(&mut self.memory, &mut self.launcher, &run, false))
             }
-            Request::RecordOutputs { run, files } => ran_reply(runs::record(
+            Request::RecordOutputs { run, files, probe } => ran_reply(runs::record(
                 &mut self.memory,
                 &mut self.launcher,
                 &run,
                 &files,
+                probe,
             )),
             Request::Repeat { run, runs } => ran_reply(runs::repeat(
                 &mut self.memory,
