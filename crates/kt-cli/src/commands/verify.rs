@@ -155,10 +155,6 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
         (&mut tuner, &pair.ref_config),
         &mut planned,
     )?;
-    // the device-sized derived test (past-2GiB) too: a grid past the device's limits, say
-    for note in planned.drop_failing_derived(&mut tuner, &pair)? {
-        eprintln!("note: {note}");
-    }
     let (tests, described) = (planned.tests, planned.described);
     let warnings = extras.warnings(&tests);
     for w in &warnings {

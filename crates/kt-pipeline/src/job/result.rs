@@ -149,8 +149,9 @@ pub fn build_result(
     let steps = state.map(step_summaries).unwrap_or_default();
     let finished = status == RunStatus::Finished && state.is_some_and(|s| s.finished);
     let (speedup, gain) = speedup_and_gain(naive, best_time);
-    let outcome = finished.then(|| delivered_outcome(best, speedup));
     let final_timing = state.and_then(|s| s.final_timing.clone());
+    let interval = final_timing.as_ref().and_then(|f| f.speedup_ci95);
+    let outcome = finished.then(|| delivered_outcome(best, speedup, interval));
     Ok(RunResult {
         schema_version: RESULT_SCHEMA_VERSION,
         run_id: meta.run_id,
@@ -212,14 +213,17 @@ fn step_summaries(s: &Stage3State) -> Vec<StepSummary> {
         .collect()
 }
 
-/// What a finished run delivered: an accepted step faster than the original, no improvement (the original
-/// kept, or a step kept as a base that is no faster: a tunable version of the same kernel), or no verified
-/// kernel at all.
-fn delivered_outcome(best: Option<&KernelVersion>, speedup: Option<f64>) -> ResultOutcome {
+/// What a finished run delivered: an accepted step faster than the original (its speedup above 1, and the
+/// final timing's 95 % interval too where there is one), no improvement (the original kept, or a step kept
+/// as a base that is no faster beyond noise: a tunable version of the same kernel), or no verified kernel.
+fn delivered_outcome(
+    best: Option<&KernelVersion>,
+    speedup: Option<f64>,
+    interval: Option<[f64; 2]>,
+) -> ResultOutcome {
+    let faster = speedup.is_none_or(|s| s > 1.0) && interval.is_none_or(|[low, _]| low > 1.0);
     match best {
-        Some(b) if b.step != ORIGINAL_STEP && speedup.is_none_or(|s| s > 1.0) => {
-            ResultOutcome::Improved
-        }
+        Some(b) if b.step != ORIGINAL_STEP && faster => ResultOutcome::Improved,
         Some(_) => ResultOutcome::NoImprovement,
         None => ResultOutcome::NotVerified,
     }
@@ -507,6 +511,20 @@ mod tests {
         let r = build_result(
             &run,
             Some(&as_fast),
+            RunStatus::Finished,
+            WallTimes::default(),
+            None,
+        )
+        .unwrap();
+        assert_eq!(r.outcome, Some(ResultOutcome::NoImprovement));
+        // nor is one a hair faster whose final timing's interval holds 1
+        let mut within_noise = finished(version("tunable-block", 7.99));
+        if let Some(f) = within_noise.final_timing.as_mut() {
+            f.speedup_ci95 = Some([0.98, 1.02]);
+        }
+        let r = build_result(
+            &run,
+            Some(&within_noise),
             RunStatus::Finished,
             WallTimes::default(),
             None,

@@ -30,6 +30,9 @@ pub enum Fitted {
     LeftOut(String),
 }
 
+/// The most blocks a grid may have in y or z.
+const GRID_YZ_MAX: f64 = 65_535.0;
+
 /// What the worker holds on the device for `test`: every array twice (working and pristine copies) and the
 /// expected values of each output.
 pub fn resident_bytes(test: &KernelTest) -> u64 {
@@ -145,11 +148,22 @@ impl DefaultTests<'_> {
             .values()
             .flat_map(|e| kt_cuda::expression_identifiers(e))
             .collect();
+        // a size of the problem's y or z dimension grown past 65,535 takes the grid past the device's
+        // limit there (a grid's y and z are at most 65,535 blocks): grow another
+        let beyond_x: Vec<String> = self
+            .problem_size
+            .iter()
+            .skip(1)
+            .flat_map(|e| kt_cuda::expression_identifiers(e))
+            .collect();
         let mut best: Option<(String, Bindings, KernelTest)> = None;
         for size in self.sizes().into_iter().filter(|s| mentioned.contains(s)) {
             let Some(values) = self.grown_past_2gib(&size)? else {
                 continue;
             };
+            if beyond_x.contains(&size) && values.get(&size).is_some_and(|v| *v > GRID_YZ_MAX) {
+                continue;
+            }
             let test = self.past_2gib_test(&values)?;
             if best
                 .as_ref()
@@ -188,12 +202,10 @@ impl DefaultTests<'_> {
                 gb(scale.total_memory)
             ))));
         }
-        // derived: one size grown alone can take a launch past the device's limits (a grid's y past 65535)
-        // or past what the reference was written for; the reference runs it alone first
         Ok(Some(Fitted::Test(ExtraTest {
             test,
             description,
-            derived: true,
+            derived: false,
         })))
     }
 }
@@ -207,6 +219,19 @@ mod tests {
 
     fn seeded(d: &DefaultTests) -> Vec<KernelTest> {
         vec![d.past_2gib_test(&d.base).unwrap()]
+    }
+
+    #[test]
+    fn mandelbrot_grows_its_width_never_its_height_past_the_grids_65535_blocks_in_y() {
+        let (inputs, params, ps) = kernel("mandelbrot");
+        let d = at_test_size(&inputs, &params, &ps);
+        let scale = DeviceScale::new(132, 2048, 141 << 30);
+        let Some(Fitted::Test(t)) = d.past_2gib(&scale, &seeded(&d)).unwrap() else {
+            panic!("mandelbrot gets a past-2GiB test on an H200");
+        };
+        let s = t.test.scalars();
+        assert_eq!(s["height"], 61.0, "the seeded height: {s:?}");
+        assert!(s["width"] * 61.0 * 4.0 > PAST_2GIB_BYTES as f64, "{s:?}");
     }
 
     #[test]
