@@ -26,8 +26,8 @@
 //! every small size and wrong at the real one (an index computed through `float` is exact only up to
 //! 2^24). So unless the user asks for the quick set there are three more:
 //!
-//! - `bench`: every size at the sidecar's `bench` value, the size the kernel will be timed at (halved
-//!   until the test fits the memory share);
+//! - `bench`: every size and scalar at the sidecar's `bench` value, what the kernel will be timed at (the
+//!   sizes halved until the test fits the memory share);
 //! - `past-2^24`: for an output whose length follows one size (`c` of `n` elements), that size grown
 //!   until the output holds more than 2^24 elements (and made odd), when no test reaches that already;
 //! - `past-2GiB` (`past_2gib.rs`): one size grown until an array passes 2^31 bytes (a 32-bit byte offset
@@ -344,8 +344,10 @@ impl DefaultTests<'_> {
     ) -> Result<Option<ExtraTest>, TunerError> {
         let sizes = self.sizes();
         let mut values = self.base.clone();
-        for name in &sizes {
-            if let (Some(v), Some(b)) = (values.get_mut(name), self.inputs.bench.get(name)) {
+        // every value the kernel is timed at, not only the sizes: an iteration cap that binds only past the
+        // test's max_iter = 100 is wrong at the bench's 1000
+        for (name, b) in &self.inputs.bench {
+            if let Some(v) = values.get_mut(name) {
                 *v = *b;
             }
         }

@@ -278,3 +278,17 @@ fn large_values_draws_randn_inputs_a_hundred_times_wider_and_compares_where_fini
     assert!(t.test.tolerances.values().all(|t| t.finite_expected_only));
     assert_eq!(t.test.scalars(), plan.base);
 }
+
+#[test]
+fn the_bench_test_takes_the_bench_scalars_too_not_only_its_sizes() {
+    let (inputs, params, ps) = kernel("mandelbrot");
+    let d = at_test_size(&inputs, &params, &ps);
+    let h100 = DeviceScale::new(132, 2048, 80 << 30);
+    let bench = d.bench(&h100, None).unwrap().unwrap();
+    assert_eq!(scalar(&bench.test, "width"), 8192.0);
+    assert_eq!(
+        scalar(&bench.test, "max_iter"),
+        1000.0,
+        "the kernel is timed at 1000 iterations"
+    );
+}
