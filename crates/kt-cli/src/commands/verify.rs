@@ -114,8 +114,9 @@ Default tests, when inputs are generated from the reference's sidecar (no --test
   large           the problem's dimensions (the sizes its problem size names) doubled until it covers the
                   GPU several times over (8 x SMs x threads per SM), each at most its `bench` value, the
                   test within an eighth of the GPU's memory: catches races that a few blocks do not show;
-  bench           every size at its `bench` value, the size the kernel is timed at (halved until it fits
-                  an eighth of the GPU's memory): catches kernels right only at small sizes;
+  bench           every size and scalar at its `bench` value, what the kernel is timed at (the sizes
+                  halved until it fits an eighth of the GPU's memory): catches kernels right only at
+                  small sizes, or only at the test's scalars (an iteration cap past max_iter = 100);
   past-2^24       an output whose length follows one size grown past 2^24 elements (odd): catches an
                   index computed through `float`, exact only up to 2^24 (left out when another test is
                   that large);
@@ -124,9 +125,9 @@ Default tests, when inputs are generated from the reference's sidecar (no --test
                   three quarters): catches 32-bit byte offsets and flattened indices.
   The reference is timed at the largest of the other tests (for past-2GiB again at the bench test, when
   that is larger); bench is halved, and past-2^24 and past-2GiB left out, where its launch would take over
-  a second (estimated as growing with the square of the data), and the output says so. varied-scalars and skewed use values the reference was never given:
-  where the reference itself fails on one (a launch error, a write outside its arrays, no output written),
-  it is left out with a note.
+  a second (estimated as growing with the square of the data), and the output says so. varied-scalars
+  and skewed use values the reference was never given: where the reference itself fails on one (a launch
+  error, a write outside its arrays, no output written), it is left out with a note.
 --quick leaves out bench, past-2^24 and past-2GiB; --seeds-only runs only the seeded tests. A size that is
 a multiple of 64 in every test is a warning. Every array sits between guard bytes: a write past either end
 fails.";
