@@ -3,7 +3,8 @@
 #   experiments/physics-check.sh [OUT_DIR]       KT=.device/bin/kt  TESTS=.device/tests
 # Built here with `../shared/scripts/device-pack kt-tuner` (the kt binary and kt-tuner's test executables).
 # PARTS=tests,show,attacks (default: all) picks steps; REPEAT=N runs of each attack case (default 5);
-# SHARD=K/N and ONLY=REGEX pick attack cases (for calls of bounded time); JOBS=N runs the kt verify cases
+# SHARD=K/N and ONLY=REGEX pick attack cases (for calls of bounded time); JOBS=N (at most 3: each kt verify
+# may hold a quarter of the GPU's memory for its past-2GiB test, which a fuller GPU leaves out) runs the kt verify cases
 # judged on outputs N at a time.
 # 1. tests: kt-tuner's GPU tests of the checks, gpu_hacks (the lazy kernel refused at its default launch, a
 #    counter past the samples caught by the check after many launches, tests reloaded then run back to back)

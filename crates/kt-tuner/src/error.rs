@@ -46,6 +46,12 @@ pub enum TunerError {
         "the reference launch failed on test {test}: {reason}; expected outputs cannot be computed, fix the reference kernel or its inputs"
     )]
     ReferenceFault { test: String, reason: String },
+    /// The GPU had no room for a test's arrays (CUDA_ERROR_OUT_OF_MEMORY): most often another process holds
+    /// its memory. Not the kernel's fault, so it is no reference or argument error.
+    #[error(
+        "the GPU has no room for test {test}: {what} (another process may hold its memory: `nvidia-smi` lists them; run again when it is free)"
+    )]
+    GpuMemory { test: String, what: String },
     #[error("with the sidecar {}", path.display())]
     InSidecar {
         path: PathBuf,
@@ -74,6 +80,37 @@ pub enum TunerError {
     KernelTuner { path: PathBuf, message: String },
 }
 
+/// The driver's name for an allocation that found no room.
+const OUT_OF_MEMORY: &str = "CUDA_ERROR_OUT_OF_MEMORY";
+
+impl TunerError {
+    /// `message`, the worker's account of a failure on `test`, as a `GpuMemory` error when the device ran out
+    /// of memory, otherwise as `otherwise` makes it.
+    pub fn on_test(
+        test: &str,
+        message: String,
+        otherwise: impl FnOnce(String) -> TunerError,
+    ) -> Self {
+        if message.contains(OUT_OF_MEMORY) {
+            TunerError::GpuMemory {
+                test: test.to_string(),
+                what: message,
+            }
+        } else {
+            otherwise(message)
+        }
+    }
+
+    /// The test the GPU had no room for, if that is what stopped the run.
+    pub fn no_room_for(&self) -> Option<&str> {
+        match self {
+            TunerError::GpuMemory { test, .. } => Some(test),
+            TunerError::InSidecar { source, .. } => source.no_room_for(),
+            _ => None,
+        }
+    }
+}
+
 /// A tests-format record the tuner cannot use: a bad dtype or scalar is a bad argument, a bad file cannot be read.
 impl From<kt_record::RecordError> for TunerError {
     fn from(e: kt_record::RecordError) -> Self {
@@ -100,5 +137,42 @@ impl TunerError {
             path: path.into(),
             message: err.to_string(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_allocation_without_room_is_named_as_such_not_as_the_kernels_fault() {
+        let full = TunerError::on_test(
+            "bench",
+            "allocating a (1073741824 bytes): CUDA_ERROR_OUT_OF_MEMORY".into(),
+            TunerError::Arguments,
+        );
+        assert_eq!(full.no_room_for(), Some("bench"));
+        let text = full.to_string();
+        assert!(
+            text.starts_with("the GPU has no room for test bench: allocating a"),
+            "{text}"
+        );
+        assert!(
+            text.contains("nvidia-smi") && !text.contains("invalid kernel arguments"),
+            "{text}"
+        );
+        let other = TunerError::on_test("bench", "CUDA_ERROR_ILLEGAL_ADDRESS".into(), |reason| {
+            TunerError::Reference {
+                test: "bench".into(),
+                reason,
+            }
+        });
+        assert!(matches!(other, TunerError::Reference { .. }));
+        assert_eq!(other.no_room_for(), None);
+        let in_sidecar = TunerError::InSidecar {
+            path: "k.toml".into(),
+            source: Box::new(full),
+        };
+        assert_eq!(in_sidecar.no_room_for(), Some("bench"));
     }
 }

@@ -9,6 +9,7 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 use clap::Args;
 use kt_tuner::host::sanitize::{SanitizerReport, run_tools};
+use kt_tuner::input::default_tests::PAST_2GIB;
 use kt_tuner::model::args::TestSet;
 use kt_tuner::model::space::Config;
 use kt_tuner::session::{Tuner, TunerConfig, Verdict, VerifyReport};
@@ -156,16 +157,31 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
         (&mut tuner, &pair.ref_config),
         &mut planned,
     )?;
-    let (tests, described) = (planned.tests, planned.described);
-    let warnings = extras.warnings(&tests);
+    let warnings = extras.warnings(&planned.tests);
     for w in &warnings {
         eprintln!("warning: {w}");
     }
     if !args.json {
-        println!("tests: {}", describe_tests(&tests, &described));
+        println!(
+            "tests: {}",
+            describe_tests(&planned.tests, &planned.described)
+        );
     }
-    let (report, rerun) = verify_and_rerun(&mut tuner, &pair, &tests)?;
+    let (report, rerun) = match verify_and_rerun(&mut tuner, &pair, &planned.tests) {
+        // the GPU is shared and the largest test found no room: the verification goes on without it
+        Err(e) if no_room_for(&e) == Some(PAST_2GIB) => {
+            let Some(description) = planned.leave_out(PAST_2GIB) else {
+                return Err(e);
+            };
+            eprintln!("note: the {description} test is left out: {e:#}");
+            drop(tuner);
+            tuner = Tuner::new(config.clone()).context("starting the tuner again")?;
+            verify_and_rerun(&mut tuner, &pair, &planned.tests)?
+        }
+        r => r?,
+    };
     drop(tuner);
+    let (tests, described) = (planned.tests, planned.described);
     let sanitizer = if args.sanitize && report.passed() && rerun.is_ok() {
         Some(run_tools(
             &config,
@@ -247,6 +263,13 @@ fn dry_run(args: &VerifyArgs) -> anyhow::Result<String> {
 }
 
 /// Verifies the candidate; one that verified is run twice more: differing reruns are a race.
+/// The test the GPU had no room for, where that is what `e` says.
+fn no_room_for(e: &anyhow::Error) -> Option<&str> {
+    e.chain()
+        .find_map(|c| c.downcast_ref::<kt_tuner::TunerError>())
+        .and_then(|t| t.no_room_for())
+}
+
 fn verify_and_rerun(
     tuner: &mut Tuner,
     pair: &Pair,

@@ -44,7 +44,7 @@ mod time_budget;
 mod varied_scalars;
 
 pub use large_values::LARGE_VALUES_SIGMA;
-pub use past_2gib::{Fitted, PAST_2GIB_BYTES, resident_bytes};
+pub use past_2gib::{Fitted, PAST_2GIB, PAST_2GIB_BYTES, resident_bytes};
 pub use skewed::skewed_value;
 pub use varied_scalars::varied_value;
 

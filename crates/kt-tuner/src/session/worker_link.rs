@@ -254,10 +254,9 @@ impl WorkerLink {
                 w.resident.push((test.clone(), stamps));
                 Ok(())
             }
-            (Reply::Error { message, .. }, _) => Err(TunerError::Arguments(format!(
-                "test {}: {message}",
-                test.id
-            ))),
+            (Reply::Error { message, .. }, _) => Err(TunerError::on_test(&test.id, message, |m| {
+                TunerError::Arguments(format!("test {}: {m}", test.id))
+            })),
             (other, _) => Err(TunerError::Worker(format!("upload: {other:?}"))),
         }
     }
@@ -387,9 +386,11 @@ impl WorkerLink {
         queue: &mut CompileQueue,
     ) -> Result<RunOutcome, TunerError> {
         let test = run.test.clone();
-        let failed = |reason: String| TunerError::Reference {
-            test: test.clone(),
-            reason,
+        let failed = |reason: String| {
+            TunerError::on_test(&test, reason, |reason| TunerError::Reference {
+                test: test.clone(),
+                reason,
+            })
         };
         let w = self.live(queue)?;
         match w

@@ -23,6 +23,8 @@ pub(super) struct Planned {
     pub(super) tests: TestSet,
     pub(super) described: Vec<String>,
     derived: Vec<(String, String)>,
+    /// Each extra test's id and description.
+    extras: Vec<(String, String)>,
 }
 
 impl Planned {
@@ -31,8 +33,21 @@ impl Planned {
             self.derived
                 .push((extra.test.id.clone(), extra.description.clone()));
         }
+        self.extras
+            .push((extra.test.id.clone(), extra.description.clone()));
         self.described.push(extra.description);
         self.tests.tests.push(extra.test);
+    }
+
+    /// Leaves the extra test `id` out; its description, if it was planned.
+    pub(super) fn leave_out(&mut self, id: &str) -> Option<String> {
+        let i = self.extras.iter().position(|(e, _)| e == id)?;
+        let (_, description) = self.extras.remove(i);
+        self.tests.tests.retain(|t| t.id != id);
+        if let Some(i) = self.described.iter().position(|d| *d == description) {
+            self.described.remove(i);
+        }
+        Some(description)
     }
 
     /// Runs the reference alone on every derived test: one it fails on (a launch error or fault, a write
@@ -105,6 +120,7 @@ pub(super) fn tests_before_gpu<'a>(
     let mut planned = Planned {
         tests,
         described: Vec::new(),
+        extras: Vec::new(),
         derived: Vec::new(),
     };
     for extra in [

@@ -272,3 +272,30 @@ fn the_histogram_gets_a_skewed_test_and_seeds_only_none() {
     assert_eq!(planned.tests.tests.len(), 3);
     assert!(planned.described.is_empty());
 }
+
+#[test]
+fn a_test_the_gpu_has_no_room_for_is_left_out_by_id() {
+    let file = root().join("naive-kernels/histogram.cu");
+    let f = file.to_string_lossy().to_string();
+    let a = args(&[&f, &f]);
+    let pair = super::pair::load_pair(&a).unwrap();
+    let configs = [pair.ref_config.clone(), pair.cand_config.clone()];
+    let (mut planned, _) =
+        super::test_plan::tests_before_gpu(&a, &pair, &BTreeMap::new(), &configs).unwrap();
+    let before = planned.tests.tests.len();
+    assert_eq!(planned.leave_out("past-2GiB"), None);
+    let skewed = planned.leave_out("skewed").unwrap();
+    assert_eq!(skewed, "skewed: data all 0 (instead of randint:0:256)");
+    assert_eq!(planned.tests.tests.len(), before - 1);
+    assert!(!planned.described.contains(&skewed));
+    assert_eq!(planned.leave_out("skewed"), None);
+    // what the tuner says when the GPU is full, read through the context the CLI adds
+    let full = kt_tuner::TunerError::on_test(
+        "past-2GiB",
+        "allocating a (2147483692 bytes): CUDA_ERROR_OUT_OF_MEMORY".into(),
+        kt_tuner::TunerError::Arguments,
+    );
+    let e = anyhow::Error::new(full).context("verifying");
+    assert_eq!(super::no_room_for(&e), Some("past-2GiB"));
+    assert_eq!(super::no_room_for(&anyhow::anyhow!("compile error")), None);
+}
