@@ -252,13 +252,7 @@ fn saxpys_plan_varies_a_and_a_derived_test_the_reference_fails_on_is_left_out_wi
 
 #[test]
 fn the_histogram_gets_a_skewed_test_and_seeds_only_none() {
-    let file = root().join("naive-kernels/histogram.cu");
-    let f = file.to_string_lossy().to_string();
-    let a = args(&[&f, &f]);
-    let pair = super::pair::load_pair(&a).unwrap();
-    let configs = [pair.ref_config.clone(), pair.cand_config.clone()];
-    let (planned, _) =
-        super::test_plan::tests_before_gpu(&a, &pair, &BTreeMap::new(), &configs).unwrap();
+    let planned = planned("histogram", &[]);
     assert!(
         planned
             .described
@@ -266,22 +260,14 @@ fn the_histogram_gets_a_skewed_test_and_seeds_only_none() {
         "{:?}",
         planned.described
     );
-    let a = args(&[&f, &f, "--seeds-only"]);
-    let (planned, _) =
-        super::test_plan::tests_before_gpu(&a, &pair, &BTreeMap::new(), &configs).unwrap();
+    let planned = self::planned("histogram", &["--seeds-only"]);
     assert_eq!(planned.tests.tests.len(), 3);
     assert!(planned.described.is_empty());
 }
 
 #[test]
 fn a_test_the_gpu_has_no_room_for_is_left_out_by_id() {
-    let file = root().join("naive-kernels/histogram.cu");
-    let f = file.to_string_lossy().to_string();
-    let a = args(&[&f, &f]);
-    let pair = super::pair::load_pair(&a).unwrap();
-    let configs = [pair.ref_config.clone(), pair.cand_config.clone()];
-    let (mut planned, _) =
-        super::test_plan::tests_before_gpu(&a, &pair, &BTreeMap::new(), &configs).unwrap();
+    let mut planned = planned("histogram", &[]);
     let before = planned.tests.tests.len();
     assert_eq!(planned.leave_out("past-2GiB"), None);
     let skewed = planned.leave_out("skewed").unwrap();
@@ -298,4 +284,18 @@ fn a_test_the_gpu_has_no_room_for_is_left_out_by_id() {
     let e = anyhow::Error::new(full).context("verifying");
     assert_eq!(super::no_room_for(&e), Some("past-2GiB"));
     assert_eq!(super::no_room_for(&anyhow::anyhow!("compile error")), None);
+}
+
+/// The tests planned before a GPU for `naive-kernels/KERNEL.cu` verified against itself, with `extra` flags.
+fn planned(kernel: &str, extra: &[&str]) -> super::test_plan::Planned {
+    let f = root()
+        .join(format!("naive-kernels/{kernel}.cu"))
+        .to_string_lossy()
+        .to_string();
+    let a = args(&[&[f.as_str(), f.as_str()], extra].concat());
+    let pair = super::pair::load_pair(&a).unwrap();
+    let configs = [pair.ref_config.clone(), pair.cand_config.clone()];
+    super::test_plan::tests_before_gpu(&a, &pair, &BTreeMap::new(), &configs)
+        .unwrap()
+        .0
 }
