@@ -13,6 +13,7 @@
 #    reported as ignored (the GPU ones run in experiments/gpu-check.sh).
 # 3b. kt's Python module: built with maturin and tested on kt's fake device (crates/kt-python/tests/run.sh).
 # 3c. No circles of `use` between the files of a crate (scripts/file_cycles.py; known ones in file_cycles.allow).
+# 3d. `kt tune` and `kt verify` on kt's fake device playing reward hacks (tests/fake_device.rs, NVRTC from 3b's venv).
 # 4. The tool-dependent tests (ignored in step 3) whose tool this machine has; the end lists those it could not run.
 # A failing step does not stop the others: every step runs, then the end lists what failed and the script exits
 # non-zero when a test failed or a step that this machine can do failed.
@@ -86,6 +87,19 @@ say "3c. circles of files inside each crate (docs/ARCHITECTURE.md: no two files 
 # The check itself is tested on its fixtures first: a check that cannot fail proves nothing.
 scripts/file_cycles_test.sh || failed+=("3c. the circle check's own test")
 python3 scripts/file_cycles.py || failed+=("3c. circles of files")
+
+say "3d. kt tune and kt verify on kt's fake device (reward hacks the fake plays; NVRTC from kt's Python environment)"
+# where 3b found NVRTC: CUDA_HOME's, else the wheel in kt's venv
+fake_nvrtc=""
+for d in "${CUDA_HOME:-/nonexistent}/lib64" "${CUDA_HOME:-/nonexistent}/lib" "$PWD"/target/kt-python-venv/lib/python3*/site-packages/nvidia/cu13/lib; do
+  if compgen -G "$d/libnvrtc.so*" >/dev/null; then fake_nvrtc=$d; break; fi
+done
+if [[ -n $fake_nvrtc ]]; then
+  LD_LIBRARY_PATH="$fake_nvrtc${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+    cargo test --locked --test fake_device -- --include-ignored || failed+=("3d. kt on the fake device")
+else
+  failed+=("3d. kt on the fake device (no NVRTC under CUDA_HOME or in target/kt-python-venv: step 3b installs it)")
+fi
 
 say "4. tests that need a tool this machine has"
 ran_total=0

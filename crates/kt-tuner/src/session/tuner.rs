@@ -65,6 +65,14 @@ fn query_device(ordinal: usize) -> Result<((i32, i32), u64), TunerError> {
 pub fn device_scale(
     ordinal: usize,
 ) -> Result<crate::input::default_tests::DeviceScale, TunerError> {
+    if crate::worker::fake_mode_in_env().is_some() {
+        // what the fake device reports (`worker/fake.rs`): one SM of 2048 threads, 1 GiB
+        return Ok(crate::input::default_tests::DeviceScale::new(
+            1,
+            2048,
+            1 << 30,
+        ));
+    }
     query_device(ordinal)?;
     use cudarc::driver::result;
     use cudarc::driver::sys::CUdevice_attribute as A;
@@ -93,12 +101,12 @@ pub fn device_scale(
 /// block, as `worker/fake.rs` reports. The parent then needs no driver, only NVRTC: CPU tests of a whole
 /// tuning run (kt's Python module in CI) compile for real and launch on the fake.
 fn fake_device(config: &TunerConfig) -> Option<((i32, i32), u64)> {
-    let worker = config.worker.as_ref()?;
-    worker
-        .env
-        .iter()
-        .any(|(k, _)| k == crate::worker::FAKE_ENV)
-        .then_some(((9, 0), 1024))
+    let fake = match config.worker.as_ref() {
+        Some(worker) => worker.env.iter().any(|(k, _)| k == crate::worker::FAKE_ENV),
+        // kt's own binary as the worker: it passes the fake on (`WorkerCommand::current_exe`)
+        None => crate::worker::fake_mode_in_env().is_some(),
+    };
+    fake.then_some(((9, 0), 1024))
 }
 
 impl Tuner {

@@ -23,6 +23,12 @@ use protocol::{Reply, Request, read_frame, write_frame};
 /// `skips-written`, `nondeterministic`; see `fake.rs`).
 pub const FAKE_ENV: &str = "KT_TUNER_FAKE_WORKER";
 
+/// The fake device's mode when this process's environment asks for one (kt's end-to-end tests run the
+/// `kt` binary on it, on machines without a GPU).
+pub fn fake_mode_in_env() -> Option<String> {
+    std::env::var(FAKE_ENV).ok().filter(|m| !m.is_empty())
+}
+
 /// Entry point of the worker process (`kt __tuner-worker`). Reads requests from stdin and replies on the
 /// protocol fd until `Shutdown` or end of input.
 pub fn serve() -> Result<(), TunerError> {

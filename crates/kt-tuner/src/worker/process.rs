@@ -39,7 +39,11 @@ impl WorkerCommand {
         Ok(WorkerCommand {
             program,
             args,
-            env: Vec::new(),
+            // the fake device of kt's CPU tests, asked for in this process's environment, is the worker's
+            // (whose environment kt scrubs)
+            env: crate::worker::fake_mode_in_env()
+                .map(|mode| vec![(crate::worker::FAKE_ENV.to_string(), mode)])
+                .unwrap_or_default(),
             under_profiler: false,
         })
     }
