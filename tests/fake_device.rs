@@ -120,3 +120,22 @@ fn a_write_past_an_array_fails_verification() {
         "{all}"
     );
 }
+
+#[test]
+#[ignore = "needs NVRTC: scripts/test.sh runs it on the fake device"]
+fn a_gpu_without_room_for_a_test_says_so_and_blames_neither_kernel_nor_arguments() {
+    let (out, all) = verify("no-room:bench");
+    assert_eq!(out.status.code(), Some(1), "{all}");
+    assert!(
+        all.contains("the GPU has no room for test bench: allocating"),
+        "{all}"
+    );
+    assert!(
+        all.contains("CUDA_ERROR_OUT_OF_MEMORY") && all.contains("nvidia-smi"),
+        "{all}"
+    );
+    assert!(
+        !all.contains("invalid kernel arguments") && !all.contains("fix the reference kernel"),
+        "{all}"
+    );
+}

@@ -10,6 +10,7 @@
 //! on a simulated kernel that is ten times faster when it finds its output written. `lazy-late` plays a
 //! launch counter that waits past the timed samples: its last timed launch is right, and the late check
 //! after many launches (`crate::check::late_check`), when the policy asks for one, finds its output unwritten.
+//! `no-room:ID` refuses to upload test ID as a full GPU does (CUDA_ERROR_OUT_OF_MEMORY).
 //! As the real worker, it refuses a launch on a test that was never uploaded, refuses an upload whose
 //! `__constant__` contents come from a file it cannot open, and it races: a `Run` is sampled
 //! by the request's timing policy against its best so far.
@@ -33,24 +34,39 @@ impl Fake {
         Fake { mode }
     }
 
+    /// `no-room:ID`: the device has no room for test ID's arrays, as a GPU another process fills.
+    fn no_room_for(&self, test: &crate::model::args::KernelTest) -> Option<String> {
+        let id = self.mode.strip_prefix("no-room:")?;
+        let a = test.arrays().next()?;
+        (test.id == id).then(|| {
+            format!(
+                "allocating {} ({} bytes): CUDA_ERROR_OUT_OF_MEMORY",
+                a.name,
+                a.bytes()
+            )
+        })
+    }
+
     pub fn handler(self) -> impl FnMut(Request, Vec<u8>) -> (Reply, bool) {
         // as the real worker, a launch on a test that was never uploaded is refused
         let mut uploaded = std::collections::HashSet::new();
         move |req, _payload| match req {
-            Request::Upload { test } => match unreadable_constant(&test) {
-                // as the real worker, which reads a constant's file at upload
-                Some(message) => (
-                    Reply::Error {
-                        message,
-                        fatal: false,
-                    },
-                    false,
-                ),
-                None => {
-                    uploaded.insert(test.id);
-                    (Reply::Done { ms: 0.0 }, false)
+            Request::Upload { test } => {
+                match unreadable_constant(&test).or_else(|| self.no_room_for(&test)) {
+                    // as the real worker, which reads a constant's file at upload
+                    Some(message) => (
+                        Reply::Error {
+                            message,
+                            fatal: false,
+                        },
+                        false,
+                    ),
+                    None => {
+                        uploaded.insert(test.id);
+                        (Reply::Done { ms: 0.0 }, false)
+                    }
                 }
-            },
+            }
             Request::Run { run }
             | Request::Reference { run }
             | Request::RecordOutputs { run, .. }
