@@ -123,7 +123,8 @@ Default tests, when inputs are generated from the reference's sidecar (no --test
                   that large);
   past-2GiB       one size grown (odd) until an array passes 2^31 bytes, where the size's integer type
                   holds it and the test fits a quarter of the GPU's memory (and, with the other tests,
-                  three quarters): catches 32-bit byte offsets and flattened indices.
+                  three quarters; left out with a note where another process holds so much of the
+                  GPU that it finds no room): catches 32-bit byte offsets and flattened indices.
   The reference is timed at the largest of the other tests (for past-2GiB again at the bench test, when
   that is larger); bench is halved, and past-2^24 and past-2GiB left out, where its launch would take over
   a second (estimated as growing with the square of the data), and the output says so. varied-scalars
