@@ -96,7 +96,7 @@ for d in "${CUDA_HOME:-/nonexistent}/lib64" "${CUDA_HOME:-/nonexistent}/lib" "$P
 done
 if [[ -n $fake_nvrtc ]]; then
   LD_LIBRARY_PATH="$fake_nvrtc${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
-    cargo test --locked --test fake_device -- --include-ignored || failed+=("3d. kt on the fake device")
+    cargo test --workspace --locked --no-fail-fast --test fake_device -- --include-ignored || failed+=("3d. kt on the fake device")
 else
   failed+=("3d. kt on the fake device (no NVRTC under CUDA_HOME or in target/kt-python-venv: step 3b installs it)")
 fi
