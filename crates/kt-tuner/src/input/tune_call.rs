@@ -154,9 +154,21 @@ impl TuneCall {
             tolerances: Default::default(),
             constants: self.constant_args()?,
         };
+        // Without any answer, Kernel Tuner checks nothing and lets the kernel write any array. kt then
+        // takes every array the kernel may write (a pointer not `const`, or any where the signature is
+        // unknown) as an output without expected values: the reference's own launches set them, nothing
+        // compares a configuration with them, and no launch is refused for "modifying an input" it owns.
+        let may_write = self.pointers_it_may_write();
         for (i, arg) in self.arguments.iter().enumerate() {
             let name = names.get(i).cloned().unwrap_or_else(|| format!("arg{i}"));
-            test.args.push(call_arg(&name, arg)?);
+            let mut test_arg = call_arg(&name, arg)?;
+            if let TestArg::Array(a) = &mut test_arg
+                && !self.has_answer()
+                && may_write.get(i).copied().unwrap_or(true)
+            {
+                a.is_output = true;
+            }
+            test.args.push(test_arg);
             if matches!(
                 arg,
                 CallArg::Array {
@@ -243,6 +255,26 @@ impl TuneCall {
             });
         }
         Ok(out)
+    }
+
+    /// For each argument, whether the kernel may write through it (a pointer not `const`); empty where kt
+    /// cannot read the kernel's signature or it has another number of parameters.
+    fn pointers_it_may_write(&self) -> Vec<bool> {
+        let Ok(parsed) = kt_cuda::parse(&self.kernel_source) else {
+            return Vec::new();
+        };
+        parsed
+            .kernels()
+            .iter()
+            .find(|k| k.name == self.kernel_name)
+            .filter(|k| k.params.len() == self.arguments.len())
+            .map(|k| {
+                k.params
+                    .iter()
+                    .map(|p| p.is_pointer() && !p.is_const)
+                    .collect()
+            })
+            .unwrap_or_default()
     }
 
     fn argument_names(&self) -> Vec<String> {
@@ -465,6 +497,42 @@ mod tests {
             *answer = None;
         }
         assert!(!c.options().unwrap().verify);
-        assert!(c.tests().unwrap().tests[0].arrays().all(|a| !a.is_output));
+        // every array the kernel may write is an output with no expected values (the reference's launches
+        // set them); nothing compares a configuration with them
+        let t = c.tests().unwrap();
+        assert!(
+            t.tests[0]
+                .arrays()
+                .all(|a| a.is_output && a.expected.is_none())
+        );
+    }
+
+    #[test]
+    fn without_an_answer_const_pointers_stay_inputs() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut c = call(dir.path(), "");
+        c.kernel_source = SOURCE.replace("float *a, float *b", "const float *a, const float *b");
+        if let CallArg::Array { answer, .. } = &mut c.arguments[0] {
+            *answer = None;
+        }
+        let t = c.tests().unwrap();
+        let outputs: Vec<&str> = t.tests[0]
+            .arrays()
+            .filter(|a| a.is_output)
+            .map(|a| a.name.as_str())
+            .collect();
+        assert_eq!(outputs, ["c"]);
+    }
+
+    #[test]
+    fn with_an_answer_only_answered_arrays_are_outputs() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = call(dir.path(), "").tests().unwrap();
+        let outputs: Vec<&str> = t.tests[0]
+            .arrays()
+            .filter(|a| a.is_output)
+            .map(|a| a.name.as_str())
+            .collect();
+        assert_eq!(outputs, ["c"]);
     }
 }
