@@ -11,15 +11,17 @@ its default in 1.5, and its `parallel` runner needs Ray and one GPU per worker, 
 runner again). Every kt row prints its tuning efficiency (README.md, crates/kt-record/src/tuning_efficiency.rs: the GPU time the ranking needed over the
 tuning's wall time) and how many configurations lost the race. The last table gives the ratios issue 47 asks for.
 """
-import argparse, json, os, shutil, subprocess, sys, tempfile, time
+import argparse, json, os, shutil, statistics, subprocess, sys, tempfile, time
 from pathlib import Path
 
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[2]
 NK = ROOT / "naive-kernels"
+HERE = Path(__file__).resolve().parent
 rows = []  # (benchmark, tool, wall_s, best_config, best_ms, note)
 runs = {}  # every kt run's full JSON result, by name (written to results.json)
+floors = {}  # benchmark -> GPU seconds that one launch of each configuration takes (gpu_floor)
 
 
 def log(*a):
@@ -80,6 +82,32 @@ def kernel_tuner_modes(bench, name, source, problem, args, params, restrictions,
         best[mode] = (cfg, {" ".join(f"{k}={r[k]}" for k in params): r["time"] for r in ok})
         rows.append((bench, f"Kernel Tuner 1.5 ({mode})", wall, cfg, b["time"], f"{len(res)} configs; iterations={iterations}"))
     return best
+
+
+def process_floor(work, runs=7):
+    """Median wall time of process_floor.cu (start, context, one launch, exit): what any tool pays once."""
+    exe = work / "process_floor"
+    p = subprocess.run(["nvcc", "-O2", "-o", str(exe), str(HERE / "process_floor.cu")], capture_output=True, text=True)
+    if p.returncode != 0:
+        log("process_floor.cu did not compile:", p.stderr[-1000:])
+        return None
+    walls = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        if subprocess.run([str(exe)]).returncode != 0:
+            return None
+        walls.append(time.perf_counter() - t0)
+    return statistics.median(walls)
+
+
+def gpu_floor(res):
+    """Seconds of GPU time a tool that runs every configuration once (its verifying launch) cannot avoid:
+    the sum of each measured configuration's fastest launch, and the reference's two launches."""
+    if not res:
+        return None
+    ms = sum((m.get("timing") or {}).get("min_ms", 0.0) for m in res["measurements"])
+    ref = (res.get("reference") or {}).get("objective") or 0.0
+    return (ms + 2 * ref) / 1e3
 
 
 def write_tests(dirpath, kernel, arrays, scalars, outputs):
@@ -144,6 +172,7 @@ def main():
             if "matmul" in kt_times:
                 note += f"; KT's time for this config {kt_times['matmul'].get(c, float('nan')):.3f} ms"
             rows.append(("matmul 4096^3, 27 cfg", label, wall, c, ms, note))
+            floors.setdefault("matmul 4096^3, 27 cfg", gpu_floor(res))
 
     # ---------------- 2. matrixAdd 16384^2, 19 configs ----------------
     w = h = 16384
@@ -161,6 +190,7 @@ def main():
         if res:
             c, ms, g, pct, bad = kt_summary(res)
             ph = res["phases"]
+            floors.setdefault("matrixAdd 16384^2, 19 cfg", gpu_floor(res))
             rows.append(("matrixAdd 16384^2, 19 cfg", label, wall, c, ms, f"{len(res['measurements'])} cfg verified; {kt_efficiency(res)}; {g or 0:.0f} GB/s; phases ms: ctx {ph['context_ms']:.0f} upload {ph['upload_ms']:.0f} ref {ph['reference_ms']:.0f} bench {ph['benchmark_ms']:.0f} total {ph['total_ms']:.0f}; failed {bad}"))
 
     # ---------------- 2b. register-tiled matmul 4096^3 (the demo's step 3 kernel and space) ----------------
@@ -192,6 +222,7 @@ def main():
         if res:
             c, ms, g, pct, bad = kt_summary(res)
             rows.append((rt_bench, label, wall, c, ms, f"{len(res['measurements'])} cfg; {kt_efficiency(res)}; failed {bad}"))
+            floors.setdefault(rt_bench, gpu_floor(res))
 
     # ---------------- 3. bandwidth after tuning ----------------
     bw = []
@@ -237,6 +268,17 @@ def main():
     log(f"{'benchmark':<26} {'tool':<36} {'wall s':>7} {'best config':<40} {'best ms':>8}  notes")
     for b, tool, wall, c, ms, note in rows:
         log(f"{b:<26} {tool:<36} {wall:7.2f} {c:<40} {ms:8.3f}  {note}")
+    pf = process_floor(work) if shutil.which("nvcc") else None
+    log("\n=== floors: what any tool that runs every configuration once must spend ===")
+    log(f"process floor (process_floor.cu: start, context, one launch, exit; median of 7): "
+        f"{'not measured' if pf is None else f'{pf:.3f} s'}")
+    for b, g in floors.items():
+        if g is None:
+            continue
+        floor = g + (pf or 0.0)
+        kts = [r for r in rows if r[0] == b and r[1] == "Kernel Tuner 1.5 (default)"]
+        bound = f"; Kernel Tuner default / floor = {kts[0][2] / floor:.1f}x (no tool that verifies every configuration can beat that ratio)" if kts else ""
+        log(f"{b:<30} one launch per configuration {g:.3f} s + process floor = {floor:.3f} s{bound}")
     log("\n=== issue 47: Kernel Tuner's wall time over kt's, cold (>= 10x matmul, >= 8x matrixAdd, >= 40x register-tiled) ===")
     for b in dict.fromkeys(r[0] for r in rows):
         mine = [r for r in rows if r[0] == b and r[1].startswith("kt") and "cold" in r[1]]
@@ -252,7 +294,7 @@ def main():
     log(f"{'kernel':<34} {'best config':<62} {'ms':>7} {'GB/s':>7} {'% copy':>7} {'copy GB/s':>9} {'default ms':>10}")
     for name, c, ms, g, pct, peak, ref in bw:
         log(f"{name:<34} {c:<62} {ms:7.3f} {g or 0:7.0f} {pct or 0:6.1f}% {peak or 0:9.0f} {ref:10.3f}")
-    (out / "summary.json").write_text(json.dumps({"gpu": gpu, "rows": rows, "bandwidth": bw}, indent=1))
+    (out / "summary.json").write_text(json.dumps({"gpu": gpu, "rows": rows, "bandwidth": bw, "process_floor_s": pf, "gpu_floor_s": floors}, indent=1))
     (out / "results.json").write_text(json.dumps(runs))
 
 

@@ -288,6 +288,9 @@ pub struct Phases {
     /// The search itself, from the first configuration to the last.
     pub benchmark_ms: f64,
     pub total_ms: f64,
+    /// Time spent waiting for turns on a GPU shared with other kt processes (inside the other phases).
+    #[serde(default)]
+    pub gpu_turns_ms: f64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -39,6 +39,7 @@ pub(crate) fn tune(
     let start = Instant::now();
     let options = &options.for_kernel(kernel);
     let mut phases = Phases::default();
+    let turns_before = e.link.waited_for_turns();
     let tests = &tests.tests;
     let plan = Plan::new(e, kernel, tests)?;
     let ahead = compile_ahead(e, kernel, tests, &plan, options)?;
@@ -90,6 +91,12 @@ pub(crate) fn tune(
         fastest(&measurements).cloned()
     };
     phases.total_ms = start.elapsed().as_secs_f64() * 1e3;
+    phases.gpu_turns_ms = e
+        .link
+        .waited_for_turns()
+        .saturating_sub(turns_before)
+        .as_secs_f64()
+        * 1e3;
     log_phases(kernel, measurements.len(), &phases, &t_bench);
     // what this tuning measured: results read from a cache cost it no GPU time
     let efficiency = kt_record::TuningEfficiency::new(
@@ -327,6 +334,7 @@ fn log_phases(kernel: &TunableKernel, configurations: usize, phases: &Phases, t_
         benchmark_ms = phases.benchmark_ms as u64,
         after_search_ms = (t_bench.elapsed().as_secs_f64() * 1e3 - phases.benchmark_ms) as u64,
         total_ms = phases.total_ms as u64,
+        gpu_turns_ms = phases.gpu_turns_ms as u64,
         "tuning finished"
     );
 }

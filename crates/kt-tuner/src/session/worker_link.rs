@@ -51,6 +51,8 @@ pub(crate) struct WorkerLink {
     uploaded: Vec<(KernelTest, Option<ReferenceLaunch>)>,
     restarts: usize,
     restoring: bool,
+    /// Turn waits of the workers that have stopped.
+    turns_waited_before: std::time::Duration,
 }
 
 /// The arguments of a test's launch, in signature order.
@@ -139,6 +141,7 @@ impl WorkerLink {
             uploaded: Vec::new(),
             restarts: 0,
             restoring: false,
+            turns_waited_before: std::time::Duration::ZERO,
         })
     }
 
@@ -157,10 +160,21 @@ impl WorkerLink {
         Ok(self.live(queue)?.device.clone())
     }
 
+    /// How long this link's workers have waited for turns on a GPU shared with other kt processes.
+    pub fn waited_for_turns(&self) -> std::time::Duration {
+        self.turns_waited_before
+            + self
+                .worker
+                .as_ref()
+                .map_or(std::time::Duration::ZERO, |w| w.client.waited_for_turns())
+    }
+
     /// The live worker, started (and its tests restored) if needed.
     fn live(&mut self, queue: &mut CompileQueue) -> Result<&mut Worker, TunerError> {
         if self.worker.as_ref().is_some_and(|w| w.client.is_dead()) {
-            self.worker = None;
+            if let Some(w) = self.worker.take() {
+                self.turns_waited_before += w.client.waited_for_turns();
+            }
         }
         if self.worker.is_none() {
             let first = self.pending_hello.is_some();
@@ -180,6 +194,7 @@ impl WorkerLink {
                     )));
                 }
             };
+            client.take_turns_on(&device.uuid);
             self.worker = Some(Worker {
                 client,
                 device,

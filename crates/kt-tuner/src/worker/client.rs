@@ -7,6 +7,7 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
 use std::time::Duration;
 
 use crate::error::TunerError;
+use crate::worker::gpu_turns::GpuTurns;
 use crate::worker::process::{WorkerCommand, WorkerProcess};
 use crate::worker::protocol::{Reply, Request, read_frame, write_frame};
 
@@ -38,6 +39,8 @@ pub struct WorkerClient {
     process: WorkerProcess,
     replies: Receiver<std::io::Result<(Reply, Vec<u8>)>>,
     dead: bool,
+    /// Turns on the GPU shared with other kt processes, once the worker has said which GPU it has.
+    turns: Option<GpuTurns>,
 }
 
 impl WorkerClient {
@@ -62,7 +65,18 @@ impl WorkerClient {
             process,
             replies,
             dead: false,
+            turns: None,
         })
+    }
+
+    /// From now on, requests that run work on the GPU with `uuid` wait for their turn (`gpu_turns`).
+    pub fn take_turns_on(&mut self, uuid: &str) {
+        self.turns = GpuTurns::for_gpu(uuid);
+    }
+
+    /// How long this client has waited for its turns on the GPU.
+    pub fn waited_for_turns(&self) -> Duration {
+        self.turns.as_ref().map_or(Duration::ZERO, GpuTurns::waited)
     }
 
     pub fn is_dead(&self) -> bool {
@@ -76,6 +90,11 @@ impl WorkerClient {
         payload: &[u8],
         timeout: Duration,
     ) -> Result<(Reply, Vec<u8>), WorkerFailure> {
+        // the turn is waited for before the watchdog's clock starts, and held until the reply
+        let _turn = match &mut self.turns {
+            Some(turns) if req.runs_on_gpu() => turns.take(),
+            _ => None,
+        };
         self.send(req, payload)?;
         self.wait(timeout)
     }

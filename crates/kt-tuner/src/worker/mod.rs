@@ -5,6 +5,7 @@
 pub mod client;
 mod fake;
 mod gpu;
+pub mod gpu_turns;
 pub mod process;
 pub mod protocol;
 

@@ -191,6 +191,29 @@ pub enum Request {
     Shutdown,
 }
 
+impl Request {
+    /// Whether the request runs kernels or copies on the GPU (and so waits for its turn on a GPU shared
+    /// with other kt processes): loading modules, starting CUPTI and leaving do not.
+    pub fn runs_on_gpu(&self) -> bool {
+        match self {
+            Request::Upload { .. }
+            | Request::Reference { .. }
+            | Request::Run { .. }
+            | Request::RecordOutputs { .. }
+            | Request::Repeat { .. }
+            | Request::MeasureBandwidth { .. }
+            | Request::MeasureFp32
+            | Request::Counters { .. } => true,
+            Request::Hello { .. }
+            | Request::LoadUtilities
+            | Request::Load { .. }
+            | Request::PrepareCounters { .. }
+            | Request::Unload { .. }
+            | Request::Shutdown => false,
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FunctionInfo {
     pub registers: i32,

@@ -158,6 +158,12 @@ fn print_summary(r: &TuneResult, tests: &TestSet) {
         p.compile_cpu_ms,
         p.total_ms
     );
+    if p.gpu_turns_ms >= 1.0 {
+        println!(
+            "waited {:.1} s for turns on the GPU while other kt processes used it (their work never overlaps kt's timings; KT_GPU_TURNS=off to share it freely)",
+            p.gpu_turns_ms / 1e3
+        );
+    }
     if let Some(line) = efficiency_line(r.efficiency.as_ref(), &r.measurements) {
         println!("{line}");
     }
