@@ -51,9 +51,14 @@ def summarise_tuning(name, params, returned, seconds):
     results, env = (returned if isinstance(returned, tuple) and len(returned) == 2 else (returned, {}))
     names = list(params)
     measured = {}
+    # configurations the tool reports failing, with its reason (kt: `kt_verdict`; Kernel Tuner: `__error__`)
+    failures = {}
     for r in results or []:
+        key = json.dumps([plain(r.get(n)) for n in names])
         if not failed(r):
-            measured[json.dumps([plain(r.get(n)) for n in names])] = float(r["time"])
+            measured[key] = float(r["time"])
+        else:
+            failures[key] = str(r.get("kt_verdict") or r.get("__error__") or "no time")[:300]
     best = env.get("best_config") if isinstance(env, dict) else None
     if not isinstance(best, dict) or failed(best):
         ok = [r for r in results or [] if not failed(r)]
@@ -69,6 +74,7 @@ def summarise_tuning(name, params, returned, seconds):
         "best_time_ms": None if best is None else float(best["time"]),
         "device": (env or {}).get("device_name") if isinstance(env, dict) else None,
         "times_ms": measured,
+        "failures": failures,
     }
 
 

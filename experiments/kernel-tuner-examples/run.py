@@ -241,6 +241,19 @@ def compare_call(theirs, ours, noise):
         return out
     key_t = json.dumps([theirs["best"][n] for n in theirs["params"]])
     key_o = json.dumps([ours["best"][n] for n in ours["params"]])
+    fails_in_kt = (ours.get("failures") or {}).get(key_t)
+    if fails_in_kt is not None:
+        # Kernel Tuner timed a configuration that does not run (a launch it did not check): compare kt's
+        # pick with Kernel Tuner's best among the configurations kt ran
+        out["kernel_tuner_pick_fails_in_kt"] = fails_in_kt
+        runs = {k: t for k, t in theirs["times_ms"].items() if k not in (ours.get("failures") or {})}
+        if runs:
+            key_t = min(runs, key=runs.get)
+            out["kernel_tuner_best_that_runs"] = dict(zip(theirs["params"], json.loads(key_t)))
+            out["kernel_tuner_best_that_runs_ms"] = runs[key_t]
+            if key_t == key_o:
+                out["verdict"] = "same, once Kernel Tuner's failed pick is left out"
+                return out
     # how much slower the other's pick is, by each tool's own times (None: that tool did not measure it)
     by_kt_tuner = _slower(theirs["times_ms"], key_o, key_t)
     by_kt = _slower(ours["times_ms"], key_t, key_o)
@@ -248,6 +261,8 @@ def compare_call(theirs, ours, noise):
     out["kernel_tuner_pick_slower_by_kt"] = by_kt
     close = [d for d in (by_kt_tuner, by_kt) if d is not None]
     out["verdict"] = "within noise" if close and min(close) <= noise else "differs"
+    if fails_in_kt is not None:
+        out["verdict"] += ", once Kernel Tuner's failed pick is left out"
     return out
 
 
@@ -272,8 +287,10 @@ def compare(records, noise):
             row["best"] = "-"
         elif all(c["verdict"] == "same" for c in tuned):
             row["best"] = "same"
-        elif all(c["verdict"] in ("same", "within noise") for c in tuned):
-            row["best"] = "within noise"
+        elif all(c["verdict"].split(",")[0] in ("same", "within noise") for c in tuned):
+            row["best"] = "within noise" if any(c["verdict"].startswith("within") for c in tuned) else "same"
+            if any("failed pick" in c["verdict"] for c in tuned):
+                row["best"] += " (Kernel Tuner's own pick failed to run)"
         else:
             row["best"] = "differs"
         if kt_rec.get("wall_s") and kt_tuner.get("wall_s") and kt_rec["status"] == kt_tuner["status"] == "ok":
@@ -317,8 +334,11 @@ def summary_markdown(by_script, noise):
         for i, c in enumerate(row.get("calls", [])):
             if "kt_best" in c:
                 extra = ""
-                if c["verdict"] != "same":
-                    extra = (f"; kt's pick is {_pct(c.get('kt_pick_slower_by_kernel_tuner'))} by Kernel Tuner's times, "
+                if "kernel_tuner_pick_fails_in_kt" in c:
+                    extra += (f"; Kernel Tuner's pick does not run (kt: {c['kernel_tuner_pick_fails_in_kt']}), its best "
+                              f"that runs is {c.get('kernel_tuner_best_that_runs')} {_ms(c.get('kernel_tuner_best_that_runs_ms'))}")
+                if c["verdict"].split(",")[0] != "same":
+                    extra += (f"; kt's pick is {_pct(c.get('kt_pick_slower_by_kernel_tuner'))} by Kernel Tuner's times, "
                              f"Kernel Tuner's pick {_pct(c.get('kernel_tuner_pick_slower_by_kt'))} by kt's")
                 details.append(f"- {script} call {i + 1}: {c['verdict']}: Kernel Tuner {c['kernel_tuner_best']} "
                                f"{_ms(c['kernel_tuner_best_ms'])}, kt {c['kt_best']} {_ms(c['kt_best_ms'])}{extra}; "
