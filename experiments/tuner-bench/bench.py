@@ -64,6 +64,22 @@ def kt_efficiency(res):
             f"{e['spent_gpu_ms'] / 1e3:.2f} s of {e['wall_ms'] / 1e3:.2f} s); {raced} raced")
 
 
+BACKENDS = ["cupy", "nvcuda"]  # Kernel Tuner's backends tried in order; the first that starts is kept
+
+
+def tune_with_a_backend(kernel_tuner, *args, **kwargs):
+    """Kernel Tuner's tune_kernel on the first backend that starts here (Kernel Tuner 1.5's cupy backend fails
+    to read the device UUID of cupy 14, its nvcuda backend needs cuda-python)."""
+    while True:
+        try:
+            return kernel_tuner.tune_kernel(*args, lang=BACKENDS[0], **kwargs)
+        except (ValueError, ImportError) as e:
+            if len(BACKENDS) == 1:
+                raise
+            log(f"Kernel Tuner's {BACKENDS[0]} backend does not start here ({type(e).__name__}: {e}); using {BACKENDS[1]}")
+            BACKENDS.pop(0)
+
+
 def kernel_tuner_modes(bench, name, source, problem, args, params, restrictions, grid_div=None):
     """Kernel Tuner's default and its fastest mode on one GPU on the same space; rows added, best configs returned."""
     import kernel_tuner
@@ -73,8 +89,8 @@ def kernel_tuner_modes(bench, name, source, problem, args, params, restrictions,
         if grid_div:
             extra = {"grid_div_x": grid_div[0], "grid_div_y": grid_div[1]}
         t0 = time.perf_counter()
-        res, env = kernel_tuner.tune_kernel(name, source, problem, args, params, restrictions=restrictions, lang="cupy",
-                                            verbose=False, quiet=True, iterations=iterations, **extra)
+        res, env = tune_with_a_backend(kernel_tuner, name, source, problem, args, params, restrictions=restrictions,
+                                       verbose=False, quiet=True, iterations=iterations, **extra)
         wall = time.perf_counter() - t0
         ok = [r for r in res if isinstance(r.get("time"), float)]
         b = min(ok, key=lambda r: r["time"])
