@@ -84,7 +84,7 @@ def kernel_tuner_modes(bench, name, source, problem, args, params, restrictions,
     """Kernel Tuner's default and its fastest mode on one GPU on the same space; rows added, best configs returned."""
     import kernel_tuner
     best = {}
-    for mode, iterations in [("default", 7), ("fastest, 1 GPU", 1)]:
+    for mode, iterations in [("default", 7), ("iterations=1, after the default run in the same process", 1)]:
         extra = {}
         if grid_div:
             extra = {"grid_div_x": grid_div[0], "grid_div_y": grid_div[1]}
