@@ -2,7 +2,8 @@
 //! kt-tuner's `worker/fake.rs`): the `kt` binary as a user runs it, on a machine without a GPU. The fake
 //! plays the reward hacks the real worker catches on a GPU (the attack corpus checks those there): timed
 //! samples that skip the work the checked launch did (`unwatched`), a launch counter that goes lazy after
-//! the samples (`lazy-late`), a write past an array (`out-of-bounds`). NVRTC still compiles every
+//! the samples (`lazy-late`), a write past an array (`out-of-bounds`); and a time limit that must not wait
+//! for the rest of the space to compile. NVRTC still compiles every
 //! configuration, so these are ignored by a plain `cargo test`; scripts/test.sh runs them with the NVRTC of
 //! kt's Python environment (`--include-ignored`).
 
@@ -137,5 +138,57 @@ fn a_gpu_without_room_for_a_test_says_so_and_blames_neither_kernel_nor_arguments
     assert!(
         !all.contains("invalid kernel arguments") && !all.contains("fix the reference kernel"),
         "{all}"
+    );
+}
+
+#[test]
+#[ignore = "needs NVRTC: scripts/test.sh runs it on the fake device"]
+fn a_time_limit_does_not_wait_for_the_rest_of_the_space_to_compile() {
+    // 1,000 configurations; the limit stops
+    // the search after its first chunk, and kt must not go on compiling the rest of the space before it exits
+    // vectorAdd with its sidecar, and a parameter its code names (each value a module of its own)
+    let dir = tempfile::tempdir().unwrap();
+    let kernel = dir.path().join("vectorAdd.cu");
+    let source = std::fs::read_to_string("naive-kernels/vectorAdd.cu").unwrap();
+    std::fs::write(
+        &kernel,
+        source.replace("a[i] + b[i]", "a[i] + b[i] + (variant - variant)"),
+    )
+    .unwrap();
+    std::fs::copy(
+        "naive-kernels/vectorAdd.toml",
+        dir.path().join("vectorAdd.toml"),
+    )
+    .unwrap();
+    let values: Vec<String> = (1..=1000).map(|v| v.to_string()).collect();
+    let param = format!("variant={}", values.join(","));
+    let start = std::time::Instant::now();
+    let (out, all) = kt_on_fake(
+        "ok",
+        &[
+            "tune",
+            kernel.to_str().unwrap(),
+            "--test-size",
+            "--param",
+            "block_size_x=128",
+            "--param",
+            &param,
+            "--time-limit",
+            "1",
+        ],
+    );
+    let secs = start.elapsed().as_secs_f64();
+    assert_eq!(out.status.code(), Some(0), "{all}");
+    let measured = all
+        .lines()
+        .find_map(|l| l.split(" configs in the space, ").nth(1))
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|n| n.parse::<usize>().ok())
+        .unwrap_or_else(|| panic!("no count of measured configurations: {all}"));
+    assert!(measured < 1000, "the whole space was measured: {all}");
+    // the whole space compiles in ~27 s on two cores, the first two chunks in ~2 s
+    assert!(
+        secs < 10.0,
+        "{secs:.1} s: kt waited for compiles the limit never reached\n{all}"
     );
 }

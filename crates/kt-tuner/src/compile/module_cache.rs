@@ -7,6 +7,7 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, Sender, channel};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -150,6 +151,9 @@ pub struct CompilePool {
     /// NVRTC's version and the fallback nvcc, for module keys.
     compiler: String,
     workers: Vec<JoinHandle<()>>,
+    /// Set when the pool is dropped: jobs still queued are skipped, so a search that stopped early (a time
+    /// limit, an error) does not wait for the rest of its space to compile.
+    closing: Arc<AtomicBool>,
 }
 
 /// How much lower than the search's the compiler threads' priority is (Linux nice steps). The pool has a
@@ -191,7 +195,9 @@ impl CompilePool {
         let (results_tx, results) = channel();
         let memory: Arc<Mutex<HashMap<String, Arc<ModuleOutcome>>>> = Arc::default();
         let mut workers = Vec::new();
+        let closing = Arc::new(AtomicBool::new(false));
         for _ in 0..threads.max(1) {
+            let closing = closing.clone();
             let jobs_rx = jobs_rx.clone();
             let tx = results_tx.clone();
             let memory = memory.clone();
@@ -205,6 +211,9 @@ impl CompilePool {
                         Err(_) => return,
                     };
                     let Ok(job) = job else { return };
+                    if closing.load(Ordering::Relaxed) {
+                        return;
+                    }
                     let outcome =
                         crate::compile::nvcc::compile_with_fallback(&job.program, nvcc.as_deref())
                             .map(|r| {
@@ -244,6 +253,7 @@ impl CompilePool {
             nvrtc_version,
             compiler,
             workers,
+            closing,
         })
     }
 
@@ -288,6 +298,7 @@ impl CompilePool {
 
 impl Drop for CompilePool {
     fn drop(&mut self) {
+        self.closing.store(true, Ordering::Relaxed);
         self.jobs.take();
         for w in self.workers.drain(..) {
             let _ = w.join();

@@ -171,6 +171,11 @@ fn compile_ahead(
     if let Some(m) = options.limits.max_evals {
         prefetched.truncate(m);
     }
+    // under a time limit the search goes a chunk at a time: compiling the whole space ahead would spend
+    // the CPU (and, at the end, the wait) on configurations the limit never reaches
+    if options.limits.time_limit.is_some() {
+        prefetched.truncate(2 * crate::search::TIME_LIMITED_CHUNK);
+    }
     let mut tickets = HashMap::new();
     for &i in &prefetched {
         let s = e.queue.submit(
