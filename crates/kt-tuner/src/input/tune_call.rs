@@ -260,24 +260,16 @@ impl TuneCall {
     /// For each argument, whether the kernel may write through it (a pointer not `const`); empty where kt
     /// cannot read the kernel's signature or it has another number of parameters.
     fn pointers_it_may_write(&self) -> Vec<bool> {
-        let Ok(parsed) = kt_cuda::parse(&self.kernel_source) else {
-            return Vec::new();
-        };
-        parsed
-            .kernels()
-            .iter()
-            .find(|k| k.name == self.kernel_name)
-            .filter(|k| k.params.len() == self.arguments.len())
-            .map(|k| {
-                k.params
-                    .iter()
-                    .map(|p| p.is_pointer() && !p.is_const)
-                    .collect()
-            })
-            .unwrap_or_default()
+        self.each_parameter(|p| p.is_pointer() && !p.is_const)
     }
 
     fn argument_names(&self) -> Vec<String> {
+        self.each_parameter(|p| p.name.clone())
+    }
+
+    /// `f` of each of the kernel's parameters, in order, when kt can read a signature with one parameter per
+    /// argument; else empty.
+    fn each_parameter<T>(&self, f: impl Fn(&kt_cuda::KernelParam) -> T) -> Vec<T> {
         let Ok(parsed) = kt_cuda::parse(&self.kernel_source) else {
             return Vec::new();
         };
@@ -286,7 +278,7 @@ impl TuneCall {
             .iter()
             .find(|k| k.name == self.kernel_name)
             .filter(|k| k.params.len() == self.arguments.len())
-            .map(|k| k.params.iter().map(|p| p.name.clone()).collect())
+            .map(|k| k.params.iter().map(&f).collect())
             .unwrap_or_default()
     }
 }
