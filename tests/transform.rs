@@ -474,11 +474,35 @@ fn a_manual_run_stops_at_each_prompt_and_resume_with_answer_reaches_the_first_gp
     assert_eq!(answered.len(), 5, "{answered:?}");
     assert_eq!(answered[4], "stage2.generator");
     assert!(!run.join("tests").exists());
-    // Stopped in Stage 2: the history of Stage 3 is not there yet, and the error names the newest graph
+    // Stopped in Stage 2: the history shows the newest graph the run has; what works on Stage 3 only says
+    // the run has not reached it, and names the graph it has
     let history = kt(home.path(), &["debug", "history", run.to_str().unwrap()]);
-    let err = text(&history.stderr);
+    assert!(history.status.success(), "{}", text(&history.stderr));
     assert!(
-        !history.status.success() && err.contains("--graph stage2"),
+        text(&history.stdout)
+            .lines()
+            .next()
+            .is_some_and(|l| l.contains("stage2")),
+        "{}",
+        text(&history.stdout)
+    );
+    let fork = kt(
+        home.path(),
+        &[
+            "fork",
+            run.to_str().unwrap(),
+            "--at",
+            "0",
+            "--set",
+            "replans_used=1",
+        ],
+    );
+    let err = text(&fork.stderr);
+    assert!(
+        !fork.status.success()
+            && err.contains("has not reached `stage3`")
+            && err.contains("--graph stage2")
+            && !err.contains("Migration"),
         "{err}"
     );
 }

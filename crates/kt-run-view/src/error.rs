@@ -31,8 +31,9 @@ pub enum RunsError {
     )]
     NoHistory { run: PathBuf, detail: String },
     #[error(
-        "run {run} has no `{wanted}` graph: it has {has} (a run stopped before Stage 3 has only the stages it ran); \
-         read it with --graph {newest}"
+        "run {run} has not reached `{wanted}`: it has {has} (a run stopped before Stage 3 has only the stages it ran; \
+         `kt resume` continues it, on a GPU machine where it stopped for one); `kt debug history RUN --graph {newest}` \
+         reads what it has"
     )]
     NoGraph {
         run: PathBuf,

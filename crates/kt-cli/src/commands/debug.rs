@@ -40,9 +40,10 @@ pub struct RunArg {
     /// Where runs live (default: $KT_RUNS_DIR, else ./kt-runs).
     #[arg(long)]
     pub runs_dir: Option<PathBuf>,
-    /// Which graph of the run: stage1, stage2 or stage3.
-    #[arg(long, default_value = "stage3")]
-    pub graph: String,
+    /// Which graph of the run: stage1, stage2 or stage3 (default: stage3, or the newest one a run that
+    /// stopped before Stage 3 has).
+    #[arg(long)]
+    pub graph: Option<String>,
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
@@ -51,7 +52,7 @@ pub struct RunArg {
 impl RunArg {
     fn open(&self) -> anyhow::Result<RunRecord> {
         let dir = resolve_run(&self.run, &runs_base(self.runs_dir.as_deref()))?;
-        Ok(RunRecord::open_graph(dir, Some(&self.graph))?)
+        Ok(RunRecord::open_graph(dir, self.graph.as_deref())?)
     }
 }
 
@@ -211,12 +212,13 @@ fn show_diff(a: DiffArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn node(a: NodeArgs) -> anyhow::Result<ExitCode> {
-    if a.run.graph != "stage3" {
-        anyhow::bail!(
-            "running a node again is available for Stage 3 graphs (the strategies); `--graph {}` can be inspected with history, state and diff",
-            a.run.graph
-        );
+fn node(mut a: NodeArgs) -> anyhow::Result<ExitCode> {
+    match a.run.graph.as_deref() {
+        None => a.run.graph = Some("stage3".into()),
+        Some("stage3") => {}
+        Some(other) => anyhow::bail!(
+            "running a node again is available for Stage 3 graphs (the strategies); `--graph {other}` can be inspected with history, state and diff"
+        ),
     }
     let record = a.run.open()?;
     let at = match &a.at {
@@ -331,7 +333,9 @@ fn first_checkpoint_before(record: &RunRecord, node: &str) -> anyhow::Result<Che
         })
 }
 
-fn breakpoints(a: BreakArgs) -> anyhow::Result<ExitCode> {
+fn breakpoints(mut a: BreakArgs) -> anyhow::Result<ExitCode> {
+    // breakpoints stop the strategies' nodes: they are stored with the run's Stage 3 graph
+    a.run.graph.get_or_insert_with(|| "stage3".into());
     let record = a.run.open()?;
     let known = breakpoint_nodes(&record)?;
     let mut bp = if a.clear {

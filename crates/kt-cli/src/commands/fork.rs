@@ -33,7 +33,10 @@ pub struct ForkArgs {
 }
 
 pub fn run(a: ForkArgs) -> anyhow::Result<ExitCode> {
-    let record = RunRecord::open(resolve_run(&a.run, &runs_base(a.runs_dir.as_deref()))?)?;
+    let record = RunRecord::open_graph(
+        resolve_run(&a.run, &runs_base(a.runs_dir.as_deref()))?,
+        Some("stage3"),
+    )?;
     let at = record.resolve(&a.at)?;
     let mut sets = a
         .sets

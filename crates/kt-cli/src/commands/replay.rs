@@ -48,7 +48,10 @@ pub(crate) fn llm_choice(spec: &str, record: &RunRecord) -> anyhow::Result<LlmCh
 }
 
 pub fn run(a: ReplayArgs) -> anyhow::Result<ExitCode> {
-    let record = RunRecord::open(resolve_run(&a.run, &runs_base(a.runs_dir.as_deref()))?)?;
+    let record = RunRecord::open_graph(
+        resolve_run(&a.run, &runs_base(a.runs_dir.as_deref()))?,
+        Some("stage3"),
+    )?;
     let from = record.resolve(&a.from)?;
     // Files the replayed nodes write (candidates) go beside the run's own, never over them.
     let setup = Setup::new(llm_choice(&a.llm, &record)?, session_dir(&record, "replay"));
