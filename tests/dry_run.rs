@@ -51,7 +51,7 @@ fn a_bad_restriction_is_refused_without_a_gpu_with_or_without_dry_run() {
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(err.contains("nosuch > 4"), "{err}");
     assert!(
-        !err.contains("starting the tuner"),
+        !err.contains("on a GPU and could not start one"),
         "reached the GPU: {err}"
     );
     let (out, _home) = run(&[&args[..], &["--dry-run"]].concat());
@@ -71,7 +71,7 @@ fn a_parameter_without_a_name_is_refused_before_any_gpu_work() {
         "{err}"
     );
     assert!(
-        !err.contains("starting the tuner"),
+        !err.contains("on a GPU and could not start one"),
         "reached the GPU: {err}"
     );
 }
@@ -307,7 +307,7 @@ fn a_tune_dry_run_refuses_what_the_real_run_would_an_empty_space_a_repeated_or_u
             "{extra:?}: {err}"
         );
         assert!(
-            !err.contains("starting the tuner"),
+            !err.contains("on a GPU and could not start one"),
             "reached the GPU: {err}"
         );
     };

@@ -90,7 +90,7 @@ fn assert_input_error(out: &Output, expected: &[&str]) {
         assert!(err.contains(e), "`{e}` missing from: {err}");
     }
     assert!(
-        !err.contains("starting the tuner"),
+        !err.contains("on a GPU and could not start one"),
         "reached the GPU: {err}"
     );
 }

@@ -146,7 +146,7 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
         cache_dir: default_cache_dir(),
         ..TunerConfig::default()
     };
-    let mut tuner = Tuner::new(config.clone()).context("starting the tuner (this needs an NVIDIA GPU, its driver and NVRTC; `kt doctor` checks them)")?;
+    let mut tuner = Tuner::new(config.clone()).context("kt verify runs both kernels on a GPU and could not start one (it needs an NVIDIA GPU, its driver and NVRTC; `kt doctor` checks them)")?;
     // before the device-sized tests: the reference is timed at the largest test there, never a dropped one
     for note in planned.drop_failing_derived(&mut tuner, &pair)? {
         eprintln!("note: {note}");

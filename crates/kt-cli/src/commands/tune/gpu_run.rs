@@ -20,7 +20,7 @@ pub(super) fn tune_on_gpu(
     options: &TuneOptions,
     json: bool,
 ) -> anyhow::Result<TuneResult> {
-    let mut tuner = Tuner::new(config.clone()).context("starting the tuner (this needs an NVIDIA GPU, its driver and NVRTC; `kt doctor` checks them)")?;
+    let mut tuner = Tuner::new(config.clone()).context("kt tune measures on a GPU and could not start one (it needs an NVIDIA GPU, its driver and NVRTC; `kt doctor` checks them)")?;
     let bar = indicatif::ProgressBar::new(0);
     if !json {
         bar.set_style(
