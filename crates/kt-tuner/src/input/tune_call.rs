@@ -376,6 +376,14 @@ mod tests {
         TuneCall::from_json(&text).unwrap()
     }
 
+    fn output_names(t: &TestSet) -> Vec<&str> {
+        t.tests[0]
+            .arrays()
+            .filter(|a| a.is_output)
+            .map(|a| a.name.as_str())
+            .collect()
+    }
+
     #[test]
     fn arguments_take_the_kernels_parameter_names_and_answers_make_outputs() {
         let dir = tempfile::tempdir().unwrap();
@@ -383,12 +391,7 @@ mod tests {
         let t = c.tests().unwrap();
         let names: Vec<&str> = t.tests[0].args.iter().map(TestArg::name).collect();
         assert_eq!(names, ["c", "a", "b", "n"]);
-        let outputs: Vec<&str> = t.tests[0]
-            .arrays()
-            .filter(|a| a.is_output)
-            .map(|a| a.name.as_str())
-            .collect();
-        assert_eq!(outputs, ["c"]);
+        assert_eq!(output_names(&t), ["c"]);
         assert_eq!(t.tests[0].tolerances["c"].atol, 0.01);
         assert_eq!(t.tests[0].arrays().next().unwrap().elements, 100);
         assert!(c.options().unwrap().verify);
@@ -508,23 +511,13 @@ mod tests {
             *answer = None;
         }
         let t = c.tests().unwrap();
-        let outputs: Vec<&str> = t.tests[0]
-            .arrays()
-            .filter(|a| a.is_output)
-            .map(|a| a.name.as_str())
-            .collect();
-        assert_eq!(outputs, ["c"]);
+        assert_eq!(output_names(&t), ["c"]);
     }
 
     #[test]
     fn with_an_answer_only_answered_arrays_are_outputs() {
         let dir = tempfile::tempdir().unwrap();
         let t = call(dir.path(), "").tests().unwrap();
-        let outputs: Vec<&str> = t.tests[0]
-            .arrays()
-            .filter(|a| a.is_output)
-            .map(|a| a.name.as_str())
-            .collect();
-        assert_eq!(outputs, ["c"]);
+        assert_eq!(output_names(&t), ["c"]);
     }
 }
