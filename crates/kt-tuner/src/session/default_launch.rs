@@ -10,7 +10,7 @@ use crate::model::tunable_kernel::TunableKernel;
 use crate::session::engine::Engine;
 use crate::session::evaluate::fill_rates;
 use crate::session::plan::Plan;
-use crate::session::worker_link::run_request;
+use crate::session::run_request::run_request;
 use crate::worker::protocol::RunRequest;
 
 /// The default launch on every test: its outputs are checked against the tests' own expected values (or

@@ -11,7 +11,7 @@ use crate::check::verify::OutputReport;
 use crate::error::TunerError;
 use crate::model::outcome::Verdict;
 use crate::session::engine::{CheckTarget, Engine};
-use crate::session::worker_link::run_request;
+use crate::session::run_request::run_request;
 use crate::worker::protocol::{Request, RunStatus};
 
 /// Reruns after the verifying one.

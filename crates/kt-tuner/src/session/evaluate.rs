@@ -15,7 +15,7 @@ use crate::model::space::Config;
 use crate::model::tunable_kernel::TunableKernel;
 use crate::session::compile_queue::Submitted;
 use crate::session::engine::Engine;
-use crate::session::worker_link::run_request;
+use crate::session::run_request::run_request;
 use crate::worker::protocol::{Request, RunRequest, RunStatus};
 
 /// What the evaluations of one tuning run share.

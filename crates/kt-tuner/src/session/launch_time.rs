@@ -7,7 +7,7 @@ use crate::model::args::KernelTest;
 use crate::model::space::Config;
 use crate::model::tunable_kernel::TunableKernel;
 use crate::session::engine::Engine;
-use crate::session::worker_link::{run_request, test_dtypes};
+use crate::session::run_request::{run_request, test_dtypes};
 use crate::worker::protocol::RunRequest;
 
 /// Uploads `test` alone and times one launch of `kernel` at `config` on it (as a reference run: a

@@ -24,6 +24,7 @@ mod plan;
 mod plausibility;
 mod reference_probe;
 mod reference_run;
+mod run_request;
 mod search_run;
 pub mod setup;
 mod tuner;

@@ -14,7 +14,7 @@ use crate::model::expr::eval_number;
 use crate::model::outcome::{Measurement, Verdict};
 use crate::model::tunable_kernel::TunableKernel;
 use crate::session::engine::Engine;
-use crate::session::worker_link::run_request;
+use crate::session::run_request::run_request;
 use crate::worker::protocol::{Request, RunRequest, RunStatus};
 
 /// What holding a time against its floor found.

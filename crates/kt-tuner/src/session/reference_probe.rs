@@ -10,7 +10,7 @@ use crate::model::space::Config;
 use crate::model::tunable_kernel::TunableKernel;
 use crate::session::engine::Engine;
 use crate::session::launch_time::load_alone;
-use crate::session::worker_link::run_request;
+use crate::session::run_request::run_request;
 use crate::worker::protocol::RunOutcome;
 
 /// Uploads `test` alone and runs `kernel` at `config` on it as a reference: None when it gives expected

@@ -12,7 +12,7 @@ use crate::model::outcome::{ReferenceOutputs, Verdict};
 use crate::model::space::Config;
 use crate::model::tunable_kernel::TunableKernel;
 use crate::session::engine::Engine;
-use crate::session::worker_link::{run_request, test_dtypes};
+use crate::session::run_request::{run_request, test_dtypes};
 use crate::worker::protocol::{OutputFile, Request, RunRequest, RunStatus};
 
 /// Runs `kernel` at `config` on every test and writes each output to `<out_dirs[i]>/<name>.npy`. Outputs

@@ -23,9 +23,9 @@ use crate::session::engine::Engine;
 use crate::session::evaluate::Bench;
 use crate::session::peak::{PeakCeilings, copy_bandwidth, fp32_rate, share_of_peak, theoretical};
 use crate::session::plan::{Plan, only_the_reference};
+use crate::session::run_request::test_dtypes;
 use crate::session::search_run::{Prefetched, SearchRun};
 use crate::session::setup::TuneOptions;
-use crate::session::worker_link::test_dtypes;
 use crate::worker::protocol::DeviceInfo;
 
 /// Tunes `kernel` on `tests`. Per-config failures become verdicts; only set-up failures are errors.

@@ -27,7 +27,7 @@ use crate::model::outcome::{TestVerdict, Verdict, VerifyReport};
 use crate::model::space::Config;
 use crate::model::tunable_kernel::TunableKernel;
 use crate::session::engine::Engine;
-use crate::session::worker_link::{run_request, test_dtypes};
+use crate::session::run_request::{run_request, test_dtypes};
 use crate::worker::protocol::{Request, RunOutcome, RunRequest, RunStatus};
 
 /// Runs `reference` (its configuration's launch) to get expected outputs, then `candidate`, on the same

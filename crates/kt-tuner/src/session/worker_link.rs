@@ -7,20 +7,17 @@
 use std::collections::HashSet;
 use std::time::Duration;
 
-use crate::compile::device_kernels;
 use crate::compile::module_cache::ModuleOutcome;
 use crate::error::TunerError;
-use crate::model::args::{KernelTest, TestArg};
+use crate::model::args::KernelTest;
 use crate::model::outcome::Verdict;
-use crate::model::space::Config;
-use crate::model::tunable_kernel::TunableKernel;
 use crate::session::compile_queue::CompileQueue;
+use crate::session::run_request::test_dtypes;
 use crate::session::setup::TunerConfig;
 use crate::worker::client::{WorkerClient, WorkerFailure};
 use crate::worker::process::WorkerCommand;
 use crate::worker::protocol::{
-    CounterReport, DeviceInfo, FunctionInfo, LaunchArg, Reply, Request, RunOutcome, RunRequest,
-    RunStatus,
+    CounterReport, DeviceInfo, FunctionInfo, Reply, Request, RunOutcome, RunRequest, RunStatus,
 };
 use kt_record::DType;
 
@@ -53,64 +50,6 @@ pub(crate) struct WorkerLink {
     restoring: bool,
     /// Turn waits of the workers that have stopped.
     turns_waited_before: std::time::Duration,
-}
-
-/// The arguments of a test's launch, in signature order.
-pub(crate) fn launch_args(test: &KernelTest) -> Vec<LaunchArg> {
-    test.args
-        .iter()
-        .map(|a| match a {
-            TestArg::Array(x) => LaunchArg::Array(x.name.clone()),
-            TestArg::Scalar(s) => LaunchArg::Scalar(s.bytes.clone()),
-        })
-        .collect()
-}
-
-/// An untimed, unverified run of `kernel` at `config` on `test` (module `module`): its arguments, launch
-/// and the extents of arrays sized per configuration. Callers set `verify`, `timing` and `best`.
-pub(crate) fn run_request(
-    module: &str,
-    kernel: &TunableKernel,
-    config: &Config,
-    test: &KernelTest,
-) -> Result<RunRequest, TunerError> {
-    let scalars = test.scalars();
-    let lanes = |name: &str| {
-        test.arrays()
-            .find(|a| a.name == name)
-            .map(|a| a.lanes)
-            .unwrap_or(1)
-    };
-    let args = match &kernel.arguments {
-        None => launch_args(test),
-        Some(bindings) => {
-            let env = kernel.geometry.bindings(config, &scalars);
-            bindings
-                .iter()
-                .map(|b| b.resolve(test, &env))
-                .collect::<Result<_, _>>()?
-        }
-    };
-    Ok(RunRequest {
-        module: module.to_string(),
-        test: test.id.clone(),
-        args,
-        dims: kernel.geometry.launch(config, &scalars)?,
-        verify: false,
-        timing: None,
-        best: None,
-        extents: kernel.geometry.extents(config, &scalars, lanes)?,
-    })
-}
-
-/// The dtypes kt's utility kernels must cover for a test.
-pub(crate) fn test_dtypes(test: &KernelTest) -> Vec<DType> {
-    // constants are filled by the same seeded kernels as arrays
-    device_kernels::needed_dtypes(
-        test.arrays()
-            .map(|a| a.dtype)
-            .chain(test.constants.iter().map(|c| c.dtype)),
-    )
 }
 
 fn worker_failure(e: WorkerFailure) -> TunerError {
@@ -171,10 +110,10 @@ impl WorkerLink {
 
     /// The live worker, started (and its tests restored) if needed.
     fn live(&mut self, queue: &mut CompileQueue) -> Result<&mut Worker, TunerError> {
-        if self.worker.as_ref().is_some_and(|w| w.client.is_dead()) {
-            if let Some(w) = self.worker.take() {
-                self.turns_waited_before += w.client.waited_for_turns();
-            }
+        if self.worker.as_ref().is_some_and(|w| w.client.is_dead())
+            && let Some(w) = self.worker.take()
+        {
+            self.turns_waited_before += w.client.waited_for_turns();
         }
         if self.worker.is_none() {
             let first = self.pending_hello.is_some();
