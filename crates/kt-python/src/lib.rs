@@ -15,6 +15,7 @@
 //! (kt-cli's `embed` with typed options, kt-runs' catalog); `main` is kt's command line: the package's `kt`
 //! console command and the processes kt starts itself as. `KtError` is the base of kt's Python exceptions.
 
+mod kept_tuner;
 mod runs;
 mod transform;
 
@@ -29,7 +30,11 @@ use kt_tuner::export::KernelTunerExport;
 use kt_tuner::input::tune_call::TuneCall;
 use kt_tuner::session::{Tuner, TunerConfig};
 use kt_tuner::worker::process::WorkerCommand;
-use kt_tuner::{Config, ParamValue, Restriction, SourceGenerator, TestArg, TunerError};
+use kt_tuner::{
+    Config, ParamValue, ReferenceOutputs, Restriction, SourceGenerator, TestArg, TunerError,
+};
+
+use kept_tuner::TunerKey;
 
 /// The first exception a Python callable raised inside the tuner (whose closures cannot fail with one),
 /// re-raised when the call returns.
@@ -120,15 +125,12 @@ fn python_generator(f: Py<PyAny>, raised: Raised) -> SourceGenerator {
 /// nothing to start (a dlopen, cheap). The full probe initialises the driver: asked before the tuner starts,
 /// it would hold back the worker's own start-up on every call, so it is asked only when the tuner could not
 /// start, to say why in a GPU's terms rather than NVRTC's.
-fn start_tuner(
-    worker: Vec<String>,
-    worker_env: Vec<(String, String)>,
-    cache_dir: Option<PathBuf>,
-) -> PyResult<Tuner> {
-    let (program, args) = worker
+fn start_tuner(key: &TunerKey) -> PyResult<Tuner> {
+    let (program, args) = key
+        .worker
         .split_first()
         .ok_or_else(|| PyValueError::new_err("no worker command"))?;
-    let fake = is_fake(&worker_env);
+    let fake = is_fake(&key.worker_env);
     if !fake && !kt_tuner::host::cuda_probe::driver_present() {
         require_gpu()?;
     }
@@ -136,10 +138,10 @@ fn start_tuner(
         worker: Some(WorkerCommand {
             program: PathBuf::from(program),
             args: args.to_vec(),
-            env: worker_env,
+            env: key.worker_env.clone(),
             under_profiler: false,
         }),
-        cache_dir,
+        cache_dir: key.cache_dir.clone(),
         ..TunerConfig::default()
     };
     match Tuner::new(config) {
@@ -191,11 +193,17 @@ fn tune(
     }
     // the fake worker has no copy bandwidth to measure, and needs no GPU
     options.measure_peak = !is_fake(&worker_env);
+    let key = TunerKey {
+        worker,
+        worker_env,
+        cache_dir,
+    };
     let outcome = py.detach(|| -> Result<_, PyErr> {
-        let mut tuner = start_tuner(worker, worker_env, cache_dir)?;
-        let result = tuner
-            .tune(&kernel, &tests, &options, &mut |_| {})
-            .map_err(to_py)?;
+        let result = kept_tuner::with_tuner(key, start_tuner, |tuner| {
+            tuner
+                .tune(&kernel, &tests, &options, &mut |_| {})
+                .map_err(to_py)
+        })?;
         let cache = match &call.cache {
             Some(_) => Some(
                 KernelTunerExport::new(&kernel, &tests, &result)
@@ -262,42 +270,71 @@ fn record(
         }
         names.push(arg.name().to_string());
     }
+    let key = TunerKey {
+        worker,
+        worker_env,
+        cache_dir,
+    };
     let outcome = py.detach(|| -> PyResult<()> {
-        let mut tuner = start_tuner(worker, worker_env, cache_dir)?;
-        for (i, config) in configs.into_iter().enumerate() {
-            let config = Config(config);
-            let dir = out_dir.join(i.to_string());
-            let ran = tuner.record_outputs(&kernel, &config, &tests, std::slice::from_ref(&dir));
-            if let Some(e) = take_raised(&raised) {
-                return Err(e);
-            }
-            Python::attach(|py| -> PyResult<()> {
-                let f = on_outputs.bind(py);
-                match ran {
-                    Ok(runs) => {
-                        let files: Vec<(usize, String)> = runs
-                            .iter()
-                            .flat_map(|r| r.outputs.iter())
-                            .filter_map(|o| {
-                                let index = names.iter().position(|n| *n == o.name)?;
-                                Some((index, o.path.to_string_lossy().into_owned()))
-                            })
-                            .collect();
-                        f.call1((i, files, py.None()))?;
-                    }
-                    Err(e) => {
-                        f.call1((i, py.None(), e.to_string()))?;
-                    }
+        kept_tuner::with_tuner(key, start_tuner, |tuner| {
+            for (i, config) in configs.into_iter().enumerate() {
+                let config = Config(config);
+                let dir = out_dir.join(i.to_string());
+                let ran =
+                    tuner.record_outputs(&kernel, &config, &tests, std::slice::from_ref(&dir));
+                if let Some(e) = take_raised(&raised) {
+                    return Err(e);
                 }
-                Ok(())
-            })?;
-        }
-        Ok(())
+                Python::attach(|py| hand_back(py, &on_outputs, i, ran, &names))?;
+            }
+            Ok(())
+        })
     });
     if let Some(e) = take_raised(&raised) {
         return Err(e);
     }
     outcome
+}
+
+/// Calls `on_outputs` with what configuration `i`'s run left: its output files by argument index, or why it
+/// could not run.
+fn hand_back(
+    py: Python<'_>,
+    on_outputs: &Py<PyAny>,
+    i: usize,
+    ran: Result<Vec<ReferenceOutputs>, TunerError>,
+    names: &[String],
+) -> PyResult<()> {
+    let f = on_outputs.bind(py);
+    match ran {
+        Ok(runs) => {
+            let files: Vec<(usize, String)> = runs
+                .iter()
+                .flat_map(|r| r.outputs.iter())
+                .filter_map(|o| {
+                    let index = names.iter().position(|n| *n == o.name)?;
+                    Some((index, o.path.to_string_lossy().into_owned()))
+                })
+                .collect();
+            f.call1((i, files, py.None()))?;
+        }
+        Err(e) => {
+            f.call1((i, py.None(), e.to_string()))?;
+        }
+    }
+    Ok(())
+}
+
+/// Shuts down the worker kept between calls (`kt` registers it with `atexit`).
+#[pyfunction]
+fn release_tuner() {
+    kept_tuner::release();
+}
+
+/// Whether a worker is kept for the next call (what kt's tests check).
+#[pyfunction]
+fn tuner_kept() -> bool {
+    kept_tuner::is_kept()
 }
 
 /// kt's worker process: reads launch requests on stdin until told to stop. Started by `tune`, not by hand.
@@ -321,6 +358,8 @@ fn _kt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(tune, m)?)?;
     m.add_function(wrap_pyfunction!(record, m)?)?;
     m.add_function(wrap_pyfunction!(tuner_worker, m)?)?;
+    m.add_function(wrap_pyfunction!(release_tuner, m)?)?;
+    m.add_function(wrap_pyfunction!(tuner_kept, m)?)?;
     m.add_function(wrap_pyfunction!(main, m)?)?;
     m.add_function(wrap_pyfunction!(transform::transform, m)?)?;
     m.add_function(wrap_pyfunction!(transform::resume, m)?)?;

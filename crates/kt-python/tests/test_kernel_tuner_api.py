@@ -81,6 +81,29 @@ def test_run_kernel_returns_every_argument_after_the_launch():
     check("from a file, default block size", out[0].shape == (1000,), out[0])
 
 
+def _children():
+    """This process's child processes (Linux)."""
+    pids = set()
+    for task in os.listdir("/proc/self/task"):
+        with open(f"/proc/self/task/{task}/children") as f:
+            pids.update(f.read().split())
+    return pids
+
+
+def test_the_worker_is_kept_between_calls_as_kernel_tuners_context_is():
+    args = vector_args(512)
+    kt._kt.release_tuner()
+    check("no worker before a call", not kt._kt.tuner_kept() and not _children(), _children())
+    kt.run_kernel("vector_add", VECTOR_ADD, 512, args, {"block_size_x": 64})
+    first = _children()
+    check("one worker after the first call, kept", kt._kt.tuner_kept() and len(first) == 1, first)
+    kt.run_kernel("vector_add", VECTOR_ADD, 512, args, {"block_size_x": 128})
+    kt.tune_kernel("vector_add", VECTOR_ADD, 512, args, {"block_size_x": [32, 64]}, quiet=True)
+    check("the same worker serves the next calls", _children() == first, (first, _children()))
+    kt._kt.release_tuner()
+    check("released: no worker left", not kt._kt.tuner_kept() and not _children(), _children())
+
+
 def test_run_kernel_writes_a_device_array_back_and_refuses_what_kt_lacks():
     args = vector_args(256)
     c = DeviceArray(np.zeros(256, np.float32))

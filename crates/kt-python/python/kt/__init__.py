@@ -23,15 +23,22 @@ kt and say so where a script uses them.
 
 A run stopped for want of a GPU (``kt.RunStopped``) continues with ``kt.resume(path)``. Everything kt could not
 do raises ``kt.KtError`` (``RunStopped`` is one). The package also installs the ``kt`` command.
+
+Like Kernel Tuner (one CUDA context per process), kt keeps its GPU worker between ``tune_kernel`` and
+``run_kernel`` calls, so a second call does not start a worker and a context again; it is shut down at exit.
 """
+
+import atexit
 
 from . import file_utils, kernelbuilder, runs, strategies, util
 from ._errors import KtError, RunStopped
-from ._kt import __version__
+from ._kt import __version__, release_tuner
 from ._run import Run
 from ._run_kernel import run_kernel
 from ._transform import resume, transform
 from ._tune_kernel import tune_kernel
+
+atexit.register(release_tuner)
 
 __all__ = [
     "tune_kernel",
