@@ -90,7 +90,8 @@ pub(crate) fn not_cuda_reason(
     None
 }
 
-fn error_extent(node: Node, total: &mut usize) {
+/// Bytes of the source under ERROR nodes (how much of the file the grammar rejects).
+pub(crate) fn error_extent(node: Node, total: &mut usize) {
     if node.is_error() {
         *total += node.end_byte() - node.start_byte();
         return;

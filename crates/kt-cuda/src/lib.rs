@@ -63,6 +63,7 @@
 // tests may unwrap: a panic there is a failing test with its message
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
+mod conditional_branches;
 mod conflicts;
 mod constant_memory;
 mod constant_symbol;

@@ -13,8 +13,7 @@ use crate::kernel::Kernel;
 use crate::kernel_facts;
 use crate::layout;
 use crate::location::{Location, Span};
-use crate::preprocess::Prepared;
-use crate::scope::{FileScope, span_of, syntax_tree};
+use crate::scope::{FileScope, span_of};
 use crate::source::{CudaSource, DeviceFunction, MacroDefinition};
 
 /// Analyses a whole CUDA source. Fails on text that is not CUDA, on a file without any usable `__global__`
@@ -107,8 +106,7 @@ fn analyse(file: &SourceFile, with_origin: bool) -> Result<CudaSource, CudaError
             reason: "it contains NUL bytes (a binary file?)".into(),
         });
     }
-    let prepared = Prepared::new(source);
-    let tree = syntax_tree(&prepared.text)?;
+    let (prepared, tree) = crate::conditional_branches::prepared_tree(source)?;
     let scope = FileScope::collect(&prepared, tree.root_node());
     let problems = syntax_problems(&prepared, tree.root_node());
     let mut kernels: Vec<Kernel> = scope

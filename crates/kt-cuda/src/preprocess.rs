@@ -95,6 +95,16 @@ pub(crate) struct Prepared {
 
 impl Prepared {
     pub fn new(original: &str) -> Self {
+        Self::build(original, false)
+    }
+
+    /// As `new`, with one branch of every `#if` group left for the grammar (conditional_branches.rs): the
+    /// second try where conditionals inside statements made the first parse fail.
+    pub fn with_one_branch_per_conditional(original: &str) -> Self {
+        Self::build(original, true)
+    }
+
+    fn build(original: &str, one_branch_per_conditional: bool) -> Self {
         let tokens = lexer::tokenize(original);
         let defines = lexer::defines(original, &tokens);
         let mut expansions = substitutable(&defines);
@@ -116,16 +126,20 @@ impl Prepared {
             })
             .collect();
         let macro_kernels = crate::macro_kernels::invocation_spans(original, &tokens, &defines);
-        let unsplit = blank_for_the_grammar(original, &tokens, &macro_kernels);
+        let mut blanked = macro_kernels;
+        if one_branch_per_conditional {
+            blanked.extend(crate::conditional_branches::all_but_one_branch(
+                original, &tokens,
+            ));
+        }
+        let unsplit = blank_for_the_grammar(original, &tokens, &blanked);
         let mut text = String::with_capacity(original.len());
         let mut edits = Vec::new();
         let mut copied = 0;
         for t in &tokens {
             if t.kind != TokenKind::Ident
                 || t.directive.is_some()
-                || macro_kernels
-                    .iter()
-                    .any(|&(s, e)| t.start >= s && t.end <= e)
+                || blanked.iter().any(|&(s, e)| t.start >= s && t.end <= e)
             {
                 continue;
             }

@@ -8,12 +8,10 @@ use std::collections::HashMap;
 use crate::error::CudaError;
 use crate::includes::SourceFile;
 use crate::preprocess::Prepared;
-use crate::scope::syntax_tree;
 use crate::unit_items::{self, Item, ItemKind, Items};
 
 fn items_of(text: &str) -> Result<(Prepared, Items), CudaError> {
-    let prepared = Prepared::new(text);
-    let tree = syntax_tree(&prepared.text)?;
+    let (prepared, tree) = crate::conditional_branches::prepared_tree(text)?;
     let items = unit_items::collect(&prepared, tree.root_node());
     Ok((prepared, items))
 }

@@ -11,8 +11,6 @@ use serde::{Deserialize, Serialize};
 use crate::error::CudaError;
 use crate::includes::SourceFile;
 use crate::parse::parse_source_file;
-use crate::preprocess::Prepared;
-use crate::scope::syntax_tree;
 use crate::unit_items::{self, Item, ItemKind, Items};
 
 /// One item of a unit (or one left out of it).
@@ -47,8 +45,7 @@ pub struct KernelUnit {
 pub fn extract_unit(file: &SourceFile, kernel_name: &str) -> Result<KernelUnit, CudaError> {
     let parsed = parse_source_file(file)?;
     parsed.select_kernel_in(Some(kernel_name), &file.name)?;
-    let prepared = Prepared::new(&file.combined);
-    let tree = syntax_tree(&prepared.text)?;
+    let (prepared, tree) = crate::conditional_branches::prepared_tree(&file.combined)?;
     let all = unit_items::collect(&prepared, tree.root_node());
     let keep = kept_items(&all, kernel_name);
     let text = with_type_headers(unit_text(&prepared.original, &all, &keep), &all, &keep);

@@ -526,3 +526,66 @@ fn the_same_kernel_in_two_preprocessor_branches_is_one_choice() {
     assert_eq!(s.kernel_names(), vec!["k"]);
     assert_eq!(s.select_kernel(None).unwrap().span.start.line, 2);
 }
+
+/// A model's rewrite of game_of_life (the model-in-the-loop run) put an `else` under `#if` and split the
+/// body between `#if interleave == 0` and `#else`: nvcc compiles it; the grammar alone made the kernel an
+/// ERROR node and kt said the file was not CUDA.
+const CONDITIONAL_STATEMENTS: &str = r#"
+#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 900)
+#define FAST 1
+#else
+#define FAST 0
+#endif
+
+__device__ __forceinline__ void fence() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+
+__global__ void step(const int* in, int* out, int width, int height)
+{
+    int x = blockIdx.x * block_size_x + threadIdx.x;
+#if interleave == 0
+    for (int y = 0; y < height; y++) {
+        if (x >= width) {
+            continue;
+        }
+#if FAST
+        else {
+            fence();
+        }
+#endif
+        out[y * width + x] = in[y * width + x];
+    }
+#else
+    for (int y = height - 1; y >= 0; y--) {
+        if (x < width) out[y * width + x] = in[y * width + x];
+    }
+#endif
+}
+"#;
+
+#[test]
+fn conditionals_inside_statements_keep_the_kernel() {
+    let s = parse(CONDITIONAL_STATEMENTS).unwrap();
+    let k = s.select_kernel(None).unwrap();
+    assert_eq!(k.name, "step");
+    let names: Vec<&str> = k.params.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(names, ["in", "out", "width", "height"]);
+    // the unit kt compiles is the source as written: both branches, the helper and the macros
+    let unit = crate::unit::extract_unit(
+        &crate::includes::SourceFile::from_text("gol.cu", CONDITIONAL_STATEMENTS, &[]),
+        "step",
+    )
+    .unwrap();
+    for kept in [
+        "else {",
+        "#if interleave == 0",
+        "y >= 0",
+        "void fence()",
+        "#define FAST 1",
+    ] {
+        assert!(
+            unit.text.contains(kept),
+            "{kept} missing from\n{}",
+            unit.text
+        );
+    }
+}
