@@ -589,3 +589,17 @@ fn conditionals_inside_statements_keep_the_kernel() {
         );
     }
 }
+
+#[test]
+fn a_kernel_defined_once_per_branch_keeps_both_versions_despite_an_error_elsewhere() {
+    // the second parse would read `other` but lose the second `k`: the first parse is kept
+    let src = "#if OLD\n__global__ void k(float *a) { a[0] = 1.0f; }\n#else\n__global__ void k(float *a, int n) { a[n] = 2.0f; }\n#endif\n__global__ void other(int *b, int n) {\n  if (n) { b[0] = 1; }\n#if FAST\n  else { b[1] = 2; }\n#endif\n}\n";
+    let s = parse(src).unwrap();
+    // `other`, whose body the first parse rejects, is set aside as broken; both versions of `k` stay
+    let versions: Vec<(&str, usize)> = s
+        .kernels
+        .iter()
+        .map(|k| (k.name.as_str(), k.params.len()))
+        .collect();
+    assert_eq!(versions, [("k", 1), ("k", 2)], "{versions:?}");
+}
