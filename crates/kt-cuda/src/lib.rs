@@ -70,6 +70,7 @@ mod constant_symbol;
 mod diagnostics;
 mod error;
 mod globals;
+mod grammar_parse;
 mod host_expr;
 mod host_launch;
 mod host_syntax;

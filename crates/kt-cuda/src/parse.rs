@@ -106,7 +106,7 @@ fn analyse(file: &SourceFile, with_origin: bool) -> Result<CudaSource, CudaError
             reason: "it contains NUL bytes (a binary file?)".into(),
         });
     }
-    let (prepared, tree) = crate::conditional_branches::prepared_tree(source)?;
+    let (prepared, tree) = crate::grammar_parse::prepared_tree(source)?;
     let scope = FileScope::collect(&prepared, tree.root_node());
     let problems = syntax_problems(&prepared, tree.root_node());
     let mut kernels: Vec<Kernel> = scope

@@ -11,7 +11,7 @@ use crate::preprocess::Prepared;
 use crate::unit_items::{self, Item, ItemKind, Items};
 
 fn items_of(text: &str) -> Result<(Prepared, Items), CudaError> {
-    let (prepared, tree) = crate::conditional_branches::prepared_tree(text)?;
+    let (prepared, tree) = crate::grammar_parse::prepared_tree(text)?;
     let items = unit_items::collect(&prepared, tree.root_node());
     Ok((prepared, items))
 }

@@ -45,7 +45,7 @@ pub struct KernelUnit {
 pub fn extract_unit(file: &SourceFile, kernel_name: &str) -> Result<KernelUnit, CudaError> {
     let parsed = parse_source_file(file)?;
     parsed.select_kernel_in(Some(kernel_name), &file.name)?;
-    let (prepared, tree) = crate::conditional_branches::prepared_tree(&file.combined)?;
+    let (prepared, tree) = crate::grammar_parse::prepared_tree(&file.combined)?;
     let all = unit_items::collect(&prepared, tree.root_node());
     let keep = kept_items(&all, kernel_name);
     let text = with_type_headers(unit_text(&prepared.original, &all, &keep), &all, &keep);
