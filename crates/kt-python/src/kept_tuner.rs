@@ -5,15 +5,28 @@
 //! the same worker command, environment and cache, and handed back at exit (`release`, from Python's
 //! `atexit`).
 //!
-//! A call that ends in an error gives its tuner up (the next call starts a fresh worker), and a forked child
-//! never uses its parent's tuner: the worker's pipes belong to the parent.
+//! A call that ends in an error gives its tuner up (the next call starts a fresh worker), so does a call whose
+//! arrays are large (the worker would hold them on the GPU until the next call: a script's own GPU work after
+//! tuning should find that memory free), and a forked child never uses its parent's tuner: the worker's pipes
+//! belong to the parent.
 
 use std::path::PathBuf;
 use std::sync::Mutex;
 
 use pyo3::PyResult;
 
+use kt_tuner::TestSet;
 use kt_tuner::session::Tuner;
+
+/// Arrays of more bytes than this (all tests together) are not kept on the GPU between calls: the worker is
+/// shut down after the call. Starting another costs a fifth of a second, less than uploading that much again.
+pub const KEEP_AT_MOST_BYTES: u64 = 256 << 20;
+
+/// Whether a call on `tests` may leave its worker, and so its arrays, on the GPU for the next call.
+pub fn small_enough_to_keep(tests: &TestSet) -> bool {
+    let bytes: u64 = tests.tests.iter().map(|t| t.array_bytes()).sum();
+    bytes <= KEEP_AT_MOST_BYTES
+}
 
 /// What a kept tuner was started with: a call asking for anything else starts its own.
 #[derive(Debug, Clone, PartialEq)]
@@ -37,9 +50,10 @@ fn slot() -> std::sync::MutexGuard<'static, Option<Kept>> {
 }
 
 /// Runs `f` with the kept tuner for `key`, started with `start` when there is none (or it was started for
-/// another key), and keeps it for the next call when `f` succeeds.
+/// another key), and keeps it for the next call when `f` succeeds and `keep` says so.
 pub fn with_tuner<T>(
     key: TunerKey,
+    keep: bool,
     start: impl FnOnce(&TunerKey) -> PyResult<Tuner>,
     f: impl FnOnce(&mut Tuner) -> PyResult<T>,
 ) -> PyResult<T> {
@@ -54,7 +68,7 @@ pub fn with_tuner<T>(
         _ => start(&key)?,
     };
     let outcome = f(&mut tuner);
-    if outcome.is_ok() {
+    if outcome.is_ok() && keep {
         *slot() = Some(Kept {
             key,
             pid: std::process::id(),
@@ -98,6 +112,39 @@ mod tests {
         env.worker_env
             .push(("KT_TUNER_FAKE_WORKER".into(), "1".into()));
         assert_ne!(key, env);
+    }
+
+    fn one_array(elements: u64) -> TestSet {
+        use kt_tuner::{ArrayArg, ArraySource, KernelTest, TestArg};
+        let array = ArrayArg {
+            name: "a".into(),
+            dtype: kt_record::DType::Float32,
+            lanes: 1,
+            elements,
+            source: ArraySource::Npy {
+                path: PathBuf::from("a.npy"),
+                offset: 0,
+            },
+            is_output: true,
+            expected: None,
+        };
+        TestSet {
+            tests: vec![KernelTest {
+                id: "arguments".into(),
+                args: vec![TestArg::Array(array)],
+                tolerances: Default::default(),
+                constants: Vec::new(),
+            }],
+        }
+    }
+
+    #[test]
+    fn large_arrays_are_not_left_on_the_gpu_between_calls() {
+        assert!(small_enough_to_keep(&one_array(1 << 20)));
+        assert!(small_enough_to_keep(&one_array(KEEP_AT_MOST_BYTES / 4)));
+        assert!(!small_enough_to_keep(&one_array(
+            KEEP_AT_MOST_BYTES / 4 + 1
+        )));
     }
 
     #[test]

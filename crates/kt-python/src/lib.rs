@@ -198,8 +198,9 @@ fn tune(
         worker_env,
         cache_dir,
     };
+    let keep = kept_tuner::small_enough_to_keep(&tests);
     let outcome = py.detach(|| -> Result<_, PyErr> {
-        let result = kept_tuner::with_tuner(key, start_tuner, |tuner| {
+        let result = kept_tuner::with_tuner(key, keep, start_tuner, |tuner| {
             tuner
                 .tune(&kernel, &tests, &options, &mut |_| {})
                 .map_err(to_py)
@@ -275,8 +276,9 @@ fn record(
         worker_env,
         cache_dir,
     };
+    let keep = kept_tuner::small_enough_to_keep(&tests);
     let outcome = py.detach(|| -> PyResult<()> {
-        kept_tuner::with_tuner(key, start_tuner, |tuner| {
+        kept_tuner::with_tuner(key, keep, start_tuner, |tuner| {
             for (i, config) in configs.into_iter().enumerate() {
                 let config = Config(config);
                 let dir = out_dir.join(i.to_string());
