@@ -5,7 +5,7 @@
 //! once more with one branch of every conditional group kept (the first, or the one after `#if 0`) and the
 //! directives and the other branches blanked; the source itself, what kt compiles, is unchanged.
 
-use crate::lexer::Token;
+use crate::lexer::{Token, TokenKind};
 
 /// A conditional directive's role in its group.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,6 +29,7 @@ fn conditional_directives(original: &str, tokens: &[Token]) -> Vec<(usize, usize
         let words: Vec<&str> = tokens[i + 1..]
             .iter()
             .take_while(|x| x.directive == Some(i))
+            .filter(|x| x.kind != TokenKind::Comment)
             .map(|x| x.text(original))
             .collect();
         let end = tokens[i..]
@@ -136,6 +137,11 @@ mod tests {
     fn if_0_keeps_the_branch_after_it() {
         assert_eq!(kept("#if 0\nold;\n#else\nnew;\n#endif\n"), "new;");
         assert_eq!(kept("#if 0\nold;\n#endif\nx;\n"), "x;");
+        assert_eq!(
+            kept("#if 0 // the old way\nold;\n#else\nnew;\n#endif\n"),
+            "new;"
+        );
+        assert_eq!(kept("#if 0 /* off */\nold;\n#endif\nx;\n"), "x;");
     }
 
     #[test]
