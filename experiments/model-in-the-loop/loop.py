@@ -14,6 +14,9 @@ This driver moves all cells forward on the machine it runs on, as far as each ca
     loop.py pack OUT.tar.gz           the working state to carry back from a GPU machine (no test arrays:
                                       kt makes them again from each test's generator program where it resumes)
     loop.py unpack IN.tar.gz          take a GPU round's state back
+    loop.py check-record              check each ended run against its record: every answer it used is a file
+                                      in answers/<kernel>/, and `kt replay` (recorded answers and tunings, no
+                                      GPU) ends with the same best kernel, parameters and time
 
 A round is: `step` here (the LLM side: Stage 1, validate, breakdown, apply's rewrite, restrictions, ...),
 answer the prompts it lists, `step` again until nothing moves here; then `step` on the GPU machine (with the
@@ -256,7 +259,9 @@ def llm_records(cell):
         lines = (run / "llm.jsonl").read_text().splitlines()
     except (OSError, TypeError):
         return []
-    return [json.loads(line) for line in lines if line.strip()]
+    records = [json.loads(line) for line in lines if line.strip()]
+    # a call that stopped the run to wait for its answer is recorded too, without one: not a model call
+    return [r for r in records if (r.get("answer") or "").strip()]
 
 
 def llm_calls(cell):
@@ -324,6 +329,46 @@ def unpack(a):
     print(f"unpacked {a.file}")
 
 
+def answer_files(kernel):
+    # kt reads an answer file without its surrounding whitespace
+    return {f.read_text().strip() for f in (ANSWERS / kernel).glob("*.answer.md")}
+
+
+def best_at(run, checkpoint, binary):
+    """The `best` field of the run's Stage 3 state at a checkpoint (`head`: as recorded; `latest`: after a replay)."""
+    p = subprocess.run([binary, "debug", "state", str(run), "--at", checkpoint, "--field", "best", "--json"],
+                       capture_output=True, text=True)
+    return json.loads(p.stdout) if p.returncode == 0 else None
+
+
+def check_record(a):
+    """Every ended run: its answers are the files of record, and replaying it gives the same best kernel."""
+    import shutil, tempfile
+    failures = 0
+    for cell in cells():
+        if state_of(cell)[0] != "done":
+            print(f"{cell:40s} not ended: skipped"); failures += 1
+            continue
+        files = answer_files(kernel_of(cell))
+        records = llm_records(cell)
+        missing = [r["node"] for r in records if (r.get("answer") or "").strip() not in files]
+        with tempfile.TemporaryDirectory() as tmp:
+            run = pathlib.Path(shutil.copytree(run_dir(cell), pathlib.Path(tmp) / run_dir(cell).name))
+            p = subprocess.run([a.kt, "replay", str(run), "--json"], capture_output=True, text=True)
+            finished = p.returncode == 0 and json.loads(p.stdout).get("outcome") == "finished"
+            recorded, replayed = best_at(run, "head", a.kt), best_at(run, "latest", a.kt)
+        same = finished and recorded is not None and recorded == replayed
+        ok = same and not missing
+        failures += not ok
+        print(f"{cell:40s} answers {len(records) - len(missing)}/{len(records)} in answers/{kernel_of(cell)}/, "
+              f"replay {'finished' if finished else 'FAILED'}, best "
+              f"{'the same' if same else 'DIFFERENT'}"
+              + (f" ({recorded['time_ms']:.4f} ms)" if same else "")
+              + (f"; not in the record: {', '.join(missing)}" if missing else ""))
+    print(f"{len(cells()) - failures} of {len(cells())} runs check against their record")
+    return 1 if failures else 0
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--kt", default=str(ROOT / "target/release/kt"))
@@ -338,8 +383,9 @@ def main():
     sub.add_parser("table").set_defaults(f=table)
     k = sub.add_parser("pack"); k.add_argument("file"); k.set_defaults(f=pack)
     u = sub.add_parser("unpack"); u.add_argument("file"); u.set_defaults(f=unpack)
+    sub.add_parser("check-record").set_defaults(f=check_record)
     a = ap.parse_args()
-    a.f(a)
+    return a.f(a)
 
 
 if __name__ == "__main__":

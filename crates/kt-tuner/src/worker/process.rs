@@ -49,6 +49,23 @@ impl WorkerCommand {
     }
 }
 
+/// Whether this process was started by a CUDA tool that injects its library into every process it starts
+/// (`ncu kt tune ...`, `compute-sanitizer kt ...`, `nsys profile kt ...`, `ncu python3 script.py` with kt's
+/// module). The worker must then run as under kt's own profiler (`WorkerCommand::under_profiler`), or it
+/// dies with SIGSEGV. What the tools set (seen under Nsight Compute 2025.3 and compute-sanitizer of CUDA
+/// 13): their process tracker's configuration, `NV_NSIGHT_INJECTION_*` / `NV_SANITIZER_INJECTION_*`
+/// (a Unix socket transport), and for Nsight Systems `CUDA_INJECTION64_PATH`.
+pub fn launched_under_cuda_tool(env: impl IntoIterator<Item = (String, String)>) -> bool {
+    env.into_iter().any(|(name, value)| {
+        name == "NVIDIA-PROCESS-TRACKING-CONFIGURATION"
+            || name.starts_with("NV_NSIGHT_INJECTION_")
+            || name.starts_with("NV_SANITIZER_INJECTION_")
+            || name == "NV_TPS_LAUNCH_TOKEN"
+            || (name == "CUDA_INJECTION64_PATH" && !value.trim().is_empty())
+            || (name == "LD_PRELOAD" && value.contains("TreeLauncher"))
+    })
+}
+
 pub struct WorkerProcess {
     pub child: SandboxedChild,
     pub stdin: ChildStdin,
@@ -65,7 +82,14 @@ impl WorkerProcess {
         for (k, v) in &cmd.env {
             policy = policy.with_env(k, v);
         }
-        if cmd.under_profiler {
+        let under_profiler = cmd.under_profiler || launched_under_cuda_tool(std::env::vars());
+        if under_profiler && !cmd.under_profiler {
+            tracing::info!(
+                "kt runs under a CUDA tool (Nsight Compute or Systems, compute-sanitizer): its GPU worker keeps \
+                 the environment and the network that the tool's library needs"
+            );
+        }
+        if under_profiler {
             policy.network = kt_sandbox::NetworkIsolation::Off;
             policy.env.pass.push("*".into());
         }
@@ -106,5 +130,59 @@ impl WorkerProcess {
         let tail = self.child.stderr_tail();
         let start = tail.len().saturating_sub(4096);
         String::from_utf8_lossy(&tail[start..]).trim().to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::launched_under_cuda_tool;
+
+    fn env(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn a_cuda_tools_injected_library_is_seen_in_the_environment() {
+        // as `ncu env` and `compute-sanitizer env` print them (CUDA 13)
+        assert!(launched_under_cuda_tool(env(&[
+            ("PATH", "/usr/bin"),
+            ("NV_NSIGHT_INJECTION_TRANSPORT_TYPE", "uds")
+        ])));
+        assert!(launched_under_cuda_tool(env(&[(
+            "NV_SANITIZER_INJECTION_PORT_BASE",
+            "49152"
+        )])));
+        assert!(launched_under_cuda_tool(env(&[
+            (
+                "NVIDIA-PROCESS-TRACKING-FILTER",
+                "exclude-tree:nvidia-modprobe"
+            ),
+            (
+                "NVIDIA-PROCESS-TRACKING-CONFIGURATION",
+                "blocking-rpc-events:\n  - AfterExit"
+            )
+        ])));
+        assert!(launched_under_cuda_tool(env(&[(
+            "CUDA_INJECTION64_PATH",
+            "/opt/nvidia/nsight-compute/target/linux-desktop-glibc_2_11_3-x64/libTreeLauncherTargetInjection.so"
+        )])));
+        assert!(launched_under_cuda_tool(env(&[(
+            "LD_PRELOAD",
+            "/usr/lib/libfoo.so:/opt/ncu/libTreeLauncherPlaceholder.so"
+        )])));
+    }
+
+    #[test]
+    fn an_ordinary_environment_is_not_a_tools() {
+        assert!(!launched_under_cuda_tool(env(&[
+            ("PATH", "/usr/bin"),
+            ("LD_PRELOAD", "/usr/lib/libjemalloc.so"),
+            ("CUDA_INJECTION64_PATH", ""),
+            ("NV_CUDA_LIB_VERSION", "13.0.2-1"),
+            ("NVIDIA_VISIBLE_DEVICES", "all"),
+        ])));
     }
 }
