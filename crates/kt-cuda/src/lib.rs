@@ -90,6 +90,7 @@ mod rewrite;
 mod scope;
 mod shared_helpers;
 mod sidecar;
+mod sidecar_compare;
 mod sidecar_constants;
 mod sidecar_text;
 mod sidecar_values;
@@ -118,7 +119,7 @@ pub use macro_kernels::MacroKernel;
 pub use parse::{parse, parse_file, parse_named, parse_source_file, parse_tolerant};
 pub use rewrite::{prepend_defines, remove_defines, rename_identifiers};
 pub use sidecar::{
-    LAUNCH_NAMES, SIDECAR_DTYPES, ScalarValue, Sidecar, SidecarProblem, SizeExpr,
+    LAUNCH_NAMES, OutputCompare, SIDECAR_DTYPES, ScalarValue, Sidecar, SidecarProblem, SizeExpr,
     expression_identifiers, is_sidecar_dtype,
 };
 pub use signature_diff::{

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::CudaError;
 use crate::kernel::Kernel;
+pub use crate::sidecar_compare::OutputCompare;
 pub use crate::sidecar_values::{ScalarValue, SizeExpr};
 
 /// One kernel's sidecar. A key it does not know is refused: a misspelt `rtoll` must not pass silently.
@@ -62,6 +63,14 @@ pub struct Sidecar {
     /// Fraction of elements allowed to differ per output (chaotic kernels such as mandelbrot).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub max_mismatch_fraction: BTreeMap<String, f64>,
+    /// How each output is compared (`compare = { cross_term = "total" }`): element by element (the default)
+    /// or by its total, for outputs of partial sums whose layout depends on the launch.
+    #[serde(
+        default,
+        skip_serializing_if = "BTreeMap::is_empty",
+        deserialize_with = "crate::sidecar_compare::deserialize"
+    )]
+    pub compare: BTreeMap<String, OutputCompare>,
     /// Valid values of size scalars (`n = { multiple_of = 4, min = 16 }`): kt's odd-size, large and bench
     /// tests use the nearest valid value above the one they would use.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
@@ -167,6 +176,11 @@ pub enum SidecarProblem {
         /// The symbols the kernel does read.
         read: Vec<String>,
     },
+    /// `field` (a per-output key) names `name`, a pointer parameter that is not one of `outputs`.
+    NotAnOutput {
+        field: String,
+        name: String,
+    },
     /// A `dtypes` entry that is not one of [`SIDECAR_DTYPES`] (optionally with `xN` lanes).
     UnknownDtype {
         name: String,
@@ -239,6 +253,10 @@ impl std::fmt::Display for SidecarProblem {
                 }
             ),
             SidecarProblem::EmptyField { field } => write!(f, "`{field}` is empty"),
+            SidecarProblem::NotAnOutput { field, name } => write!(
+                f,
+                "`{field}` mentions `{name}`, which is not one of `outputs`"
+            ),
             SidecarProblem::UnknownDtype { name, dtype } => write!(
                 f,
                 "`dtypes` gives `{name}` the unknown dtype `{dtype}` (known: {}; `float32x3` for a float3)",
@@ -340,6 +358,7 @@ impl Sidecar {
         self.check_names_are_parameters(kernel, &mut problems);
         self.check_every_parameter_has_a_value(kernel, &mut problems);
         self.check_constants(kernel, &mut problems);
+        self.check_compare(kernel, &mut problems);
         if problems.is_empty() {
             Ok(())
         } else {
@@ -438,6 +457,9 @@ impl Sidecar {
             for name in per_output.keys() {
                 expect("rtol/atol/max_mismatch_fraction", name, true);
             }
+        }
+        for name in self.compare.keys() {
+            expect("compare", name, true);
         }
     }
 

@@ -87,6 +87,55 @@ fn an_output_sized_by_the_block_size_is_checked_at_each_configuration() {
     assert_eq!(report.tests[0].outputs[0].elements, 79);
 }
 
+/// The partial sums into an output sized for the smallest block (64): a larger block writes fewer slots and
+/// leaves the rest unwritten. Only the total of the output means anything, and by its total every block
+/// size verifies; element by element only the reference's does.
+#[test]
+#[ignore = "needs a GPU"]
+fn partial_sums_laid_out_by_the_block_size_verify_by_their_total() {
+    let (tests, _) = tests_for("float32", "ceil_div(n, 64)", &[]);
+    let mut k = TunableKernel::new(PARTIAL_SUMS, "partial_sums", vec!["n".into()]);
+    k.geometry.shared_mem = Some("block_size_x * 4".into());
+    k.params = vec![TunableParam::new("block_size_x", [64, 128, 256])];
+    k.reference = Some(block(64));
+    let with = |total: bool| {
+        let mut tests = tests.clone();
+        for t in &mut tests.tests {
+            t.tolerances.insert(
+                "out".into(),
+                kt_tuner::Tolerance {
+                    total,
+                    ..Default::default()
+                },
+            );
+        }
+        Tuner::new(config())
+            .unwrap()
+            .tune(&k, &tests, &TuneOptions::default(), &mut |_| {})
+            .unwrap()
+    };
+    let others = |r: &kt_tuner::session::TuneResult| {
+        r.measurements
+            .iter()
+            .filter(|m| m.config != block(64))
+            .map(|m| (m.config.to_string(), m.verdict.clone()))
+            .collect::<Vec<_>>()
+    };
+    let r = with(true);
+    assert_eq!(others(&r).len(), 2);
+    for m in &r.measurements {
+        assert!(m.verdict.is_ok(), "{}: {}", m.config, m.verdict.reason());
+    }
+    for (config, verdict) in others(&with(false)) {
+        assert_eq!(
+            verdict.short(),
+            "wrong answer",
+            "{config}: {}",
+            verdict.reason()
+        );
+    }
+}
+
 const TWO_PER_THREAD: &str = r#"__global__ void scale2(float* out, const float* __restrict__ in, int n, int per_thread) {
     int i = (blockIdx.x * blockDim.x + threadIdx.x) * per_thread;
     for (int j = 0; j < per_thread; j++) if (i + j < n) out[i + j] = 1.5f * in[i + j];

@@ -5,6 +5,7 @@
 //! pass whenever the stale contents of the buffer happen to be right (zeros, or the previous config's
 //! result); with it, an element never written stays poison and is reported as such. Outputs that the
 //! reference accumulates into (a histogram's bins) are detected at set-up and reset instead of poisoned.
+//! An output compared by its total (`total.rs`) counts its never-written elements as zero instead.
 //!
 //! The comparison itself runs on the GPU (see `device_kernels`), so gigabytes are never copied back; this
 //! module holds the same rule for the host (tests, small arrays) and the report types.
@@ -13,11 +14,12 @@ use serde::{Deserialize, Serialize};
 
 use kt_record::DType;
 
+use crate::check::total::{Total, compare_totals};
 pub use crate::model::tolerance::Tolerance;
 
 /// JSON has no NaN or infinity (serde_json writes `null` and cannot read it back as f64): a wrong value is
 /// often exactly that, so these fields travel as a number or as the string "NaN" / "inf" / "-inf".
-mod lossless_f64 {
+pub(crate) mod lossless_f64 {
     use serde::{Deserialize, Deserializer, Serializer};
 
     pub fn serialize<S: Serializer>(v: &f64, s: S) -> Result<S::Ok, S::Error> {
@@ -113,6 +115,9 @@ pub struct OutputReport {
     /// The raised absolute tolerance of an output whose elements are long sums, when it applied.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sum_floor: Option<crate::check::sum_floor::SumFloor>,
+    /// The totals, for an output compared by its total instead of element by element (`crate::check::total`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub totals: Option<crate::check::total::Totals>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -139,6 +144,9 @@ impl OutputReport {
             .sum_floor
             .map(|f| format!("; {}", f.describe()))
             .unwrap_or_default();
+        if let Some(t) = &self.totals {
+            return crate::check::total::describe(self, t, &floor);
+        }
         if self.mismatches == 0 {
             return format!(
                 "output {}: all {} elements match (max abs error {:.3e}, max rel error {:.3e}{floor})",
@@ -185,7 +193,8 @@ impl OutputReport {
     }
 }
 
-/// Host-side comparison with the same rule as the GPU kernel.
+/// Host-side comparison with the same rule as the GPU kernel: element by element, or by the totals of
+/// `got` and `expected` (each over its own length) when `tol.total` says so.
 pub fn compare_host(
     name: &str,
     dtype: DType,
@@ -194,6 +203,10 @@ pub fn compare_host(
     got_is_poison: &[bool],
     expected: &[f64],
 ) -> OutputReport {
+    if tol.total {
+        let (got, expected) = (Total::of(got, got_is_poison), Total::of(expected, &[]));
+        return compare_totals(name, dtype, tol, &got, &expected, false);
+    }
     let mut r = OutputReport {
         name: name.into(),
         elements: got.len() as u64,
@@ -205,6 +218,7 @@ pub fn compare_host(
         first_mismatch: None,
         allowed_mismatches: (tol.max_mismatch_fraction * got.len() as f64) as u64,
         sum_floor: None,
+        totals: None,
     };
     for (i, ((&g, &e), &p)) in got.iter().zip(expected).zip(got_is_poison).enumerate() {
         if !g.is_nan() && !e.is_nan() {

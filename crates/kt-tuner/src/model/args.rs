@@ -363,6 +363,9 @@ pub struct SuiteInputs {
     pub atol: BTreeMap<String, f64>,
     #[serde(default)]
     pub max_mismatch_fraction: BTreeMap<String, f64>,
+    /// How each output is compared (the sidecar's `compare`): element by element unless it says `total`.
+    #[serde(default)]
+    pub compare: BTreeMap<String, kt_cuda::OutputCompare>,
     /// Valid values of size scalars (the sidecar's `size_rules`).
     #[serde(default)]
     pub size_rules: BTreeMap<String, kt_cuda::SizeRule>,
@@ -403,6 +406,7 @@ impl SuiteInputs {
             rtol: s.rtol.clone(),
             atol: s.atol.clone(),
             max_mismatch_fraction: s.max_mismatch_fraction.clone(),
+            compare: s.compare.clone(),
             size_rules: s.size_rules.clone(),
             constants: s.constants.clone(),
             constant_dtypes: BTreeMap::new(),
@@ -418,8 +422,8 @@ impl SuiteInputs {
         }
     }
 
-    /// Each output's tolerance: the sidecar's `rtol` / `atol` / `max_mismatch_fraction`, anything it leaves
-    /// out from the output's dtype (the sidecar's `dtypes`, else float32).
+    /// Each output's tolerance: the sidecar's `rtol` / `atol` / `max_mismatch_fraction` / `compare`, anything
+    /// it leaves out from the output's dtype (the sidecar's `dtypes`, else float32).
     pub fn tolerances(&self) -> BTreeMap<String, Tolerance> {
         self.tolerances_for(&[])
     }
@@ -448,6 +452,7 @@ impl SuiteInputs {
                         .unwrap_or(0.0),
                     terms: None,
                     finite_expected_only: false,
+                    total: self.compare.get(o) == Some(&kt_cuda::OutputCompare::Total),
                 };
                 (o.clone(), t)
             })

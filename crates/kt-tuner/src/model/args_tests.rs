@@ -202,6 +202,56 @@ fn half_outputs_get_their_dtype_tolerance_unless_the_sidecar_sets_one() {
 }
 
 #[test]
+fn a_sidecars_compare_total_reaches_that_outputs_tolerance_and_only_its() {
+    let sidecar = kt_cuda::Sidecar::from_toml(
+        r#"
+kernel = "partials"
+description = "one partial sum per block in `sums`, a copy in `out`"
+problem_size = ["n"]
+outputs = ["sums", "out"]
+default_block = [128, 1, 1]
+bench = { n = 4096 }
+inputs = { sums = "zeros", out = "zeros", in = "randn" }
+dtypes = { sums = "float64" }
+sizes = { sums = "n", out = "n", in = "n" }
+flops = "n"
+bytes = "16 * n"
+rtol = { sums = 1e-8 }
+compare = { sums = "total", out = "elements" }
+"#,
+        Path::new("partials.toml"),
+    )
+    .unwrap();
+    let s = SuiteInputs::from_sidecar(&sidecar);
+    let t = s.tolerances();
+    assert!(t["sums"].total && !t["out"].total, "{t:?}");
+    assert_eq!(t["sums"].rtol, 1e-8);
+    assert_eq!(t["out"], Tolerance::default(), "`elements` is the default");
+    let params: Vec<ParamSpec> = ["sums", "out", "in"]
+        .map(|name| ParamSpec {
+            name: name.into(),
+            is_pointer: true,
+            dtype: Some((DType::Float32, 1)),
+        })
+        .into_iter()
+        .chain([ParamSpec {
+            name: "n".into(),
+            is_pointer: false,
+            dtype: Some((DType::Int32, 1)),
+        }])
+        .collect();
+    let tests = s
+        .make_tests(&params, SizeChoice::Bench, &BTreeMap::new(), 1)
+        .unwrap();
+    assert!(tests.tests[0].tolerances["sums"].total);
+    // the tolerance travels to the worker as JSON; an elementwise one writes no `total`
+    let text = serde_json::to_string(&tests.tests[0].tolerances).unwrap();
+    assert_eq!(text.matches("\"total\":true").count(), 1, "{text}");
+    let back: BTreeMap<String, Tolerance> = serde_json::from_str(&text).unwrap();
+    assert_eq!(back, tests.tests[0].tolerances);
+}
+
+#[test]
 fn bfloat16_tests_dir_files_hold_uint16_bits() {
     let dir = tempfile::tempdir().unwrap();
     let t = dir.path().join("t0");

@@ -23,6 +23,11 @@ pub struct Tolerance {
     /// naive reference may overflow where a careful candidate does not).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub finite_expected_only: bool,
+    /// Compare the output by its total, not element by element (the sidecar's `compare = { out = "total" }`):
+    /// |Σgot − Σexpected| <= atol + rtol · Σ|expected|, elements left unwritten counting as zero (see
+    /// `crate::check::total`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub total: bool,
 }
 
 impl Default for Tolerance {
@@ -34,6 +39,7 @@ impl Default for Tolerance {
             max_mismatch_fraction: 0.0,
             terms: None,
             finite_expected_only: false,
+            total: false,
         }
     }
 }
@@ -55,6 +61,7 @@ impl Tolerance {
             max_mismatch_fraction: 0.0,
             terms: None,
             finite_expected_only: false,
+            total: false,
         }
     }
 
@@ -84,6 +91,7 @@ mod tests {
             max_mismatch_fraction: 0.0,
             terms: None,
             finite_expected_only: false,
+            total: false,
         };
         assert!(!t.accepts(DType::Float32, f64::NAN, f64::NAN));
         assert!(t.accepts(DType::Float32, 1.0005, 1.0));

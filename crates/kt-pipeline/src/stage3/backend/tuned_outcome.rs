@@ -228,6 +228,7 @@ pub(crate) mod tests {
                 }),
                 allowed_mismatches: 0,
                 sum_floor: None,
+                totals: None,
             }],
         }
     }

@@ -23,7 +23,10 @@ use crate::worker::gpu::error::GpuError;
 
 mod constants;
 mod reupload;
+mod totals;
 mod upload;
+
+use totals::Extent;
 
 use kt_record::DType;
 
@@ -253,7 +256,8 @@ impl DeviceMemory {
 
     /// Compares on the GPU; copies back only the five result words and, on mismatch, two elements.
     /// `same_bits_agree`: a rerun against the first run, where the same bits (the same NaN, poison left
-    /// unwritten by both) agree; against a reference a NaN never passes.
+    /// unwritten by both) agree; against a reference a NaN never passes. An output whose tolerance says
+    /// `total` is compared by its total instead (`totals.rs`).
     #[allow(clippy::too_many_arguments)]
     pub fn compare(
         &mut self,
@@ -265,6 +269,10 @@ impl DeviceMemory {
         tol: Tolerance,
         same_bits_agree: bool,
     ) -> Result<OutputReport, GpuError> {
+        if tol.total {
+            let (got, expected) = (Extent::of(got, n), Extent::of(expected, n));
+            return self.compare_totals(name, dtype, got, expected, tol, same_bits_agree);
+        }
         let init: [u64; CMP_WORDS] = [0, u64::MAX, 0, 0, 0, 0];
         // SAFETY: cmp holds CMP_WORDS u64.
         unsafe { result::memcpy_htod_sync(self.cmp, &init) }
@@ -297,6 +305,7 @@ impl DeviceMemory {
             first_mismatch: None,
             allowed_mismatches: (tol.max_mismatch_fraction * n as f64) as u64,
             sum_floor: None,
+            totals: None,
         };
         if r.mismatches > 0 && out[CMP_FIRST] < n {
             let i = out[CMP_FIRST];
@@ -312,21 +321,27 @@ impl DeviceMemory {
         Ok(r)
     }
 
-    /// Compares an output with `expected` under its own tolerance.
+    /// Compares an output with `expected` under its own tolerance. By its total, each buffer is summed over
+    /// its own extent: this launch's partials may lie in places the reference's launch did not fill.
     pub fn compare_output(
         &mut self,
         a: &ArrayView,
         expected: Ptr,
     ) -> Result<OutputReport, GpuError> {
-        // never past the expected values (a reference at another launch may have produced fewer)
-        let n = a.elements.min(a.expected_elements);
-        let mut r = self.compare(&a.name, a.work, expected, a.dtype, n, a.tolerance, false)?;
+        let mut r = if a.tolerance.total {
+            self.compare_output_totals(a, expected)?
+        } else {
+            // never past the expected values (a reference at another launch may have produced fewer)
+            let n = a.elements.min(a.expected_elements);
+            self.compare(&a.name, a.work, expected, a.dtype, n, a.tolerance, false)?
+        };
         r.sum_floor = a.sum_floor;
         Ok(r)
     }
 
     /// Compares `a`'s output with an earlier run's of the same kernel (`first`): the same bits agree (the
-    /// same computed NaN), poison never does.
+    /// same computed NaN), poison never does. By its total when its tolerance says so (`compare`): atomics
+    /// may add a run's partials in another order.
     pub fn compare_rerun(&mut self, a: &ArrayView, first: Ptr) -> Result<OutputReport, GpuError> {
         let n = a.elements.min(a.expected_elements);
         let mut r = self.compare(&a.name, a.work, first, a.dtype, n, a.tolerance, true)?;
@@ -393,6 +408,7 @@ impl DeviceMemory {
             max_mismatch_fraction: 0.0,
             terms: None,
             finite_expected_only: false,
+            total: false,
         };
         let rep = self.compare(&a.name, a.work, a.work, a.dtype, a.elements, any, false)?;
         Ok(rep.mismatches == 0)
@@ -414,6 +430,7 @@ impl DeviceMemory {
             max_mismatch_fraction: 0.0,
             terms: None,
             finite_expected_only: false,
+            total: false,
         };
         Ok(self
             .compare(name, a, b, word, words, exact, false)?
