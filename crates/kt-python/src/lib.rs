@@ -31,7 +31,8 @@ use kt_tuner::input::tune_call::TuneCall;
 use kt_tuner::session::{Tuner, TunerConfig};
 use kt_tuner::worker::process::WorkerCommand;
 use kt_tuner::{
-    Config, ParamValue, ReferenceOutputs, Restriction, SourceGenerator, TestArg, TunerError,
+    Config, ParamValue, Progress, ReferenceOutputs, Restriction, SourceGenerator, TestArg,
+    TunerError,
 };
 
 use kept_tuner::TunerKey;
@@ -164,11 +165,32 @@ fn take_raised(raised: &Raised) -> Option<PyErr> {
     raised.lock().unwrap_or_else(|p| p.into_inner()).take()
 }
 
+/// A Python callable told of each configuration as the tuning finishes it:
+/// `progress(done, total, config_dict, verdict, time_ms or None)` ("ok", "compile error", "wrong answer", …),
+/// so a long tuning prints as it goes, as Kernel Tuner's does. Its first exception is kept in `raised` and
+/// raised after the tuning.
+fn progress_reporter(f: Py<PyAny>, raised: Raised) -> impl FnMut(&Progress) {
+    move |p: &Progress| {
+        Python::attach(|py| {
+            let called = config_dict(py, &p.config).and_then(|d| {
+                f.bind(py)
+                    .call1((p.done, p.total, d, p.verdict.as_str(), p.time_ms))
+            });
+            if let Err(e) = called {
+                let mut slot = raised.lock().unwrap_or_else(|p| p.into_inner());
+                slot.get_or_insert(e);
+            }
+        })
+    }
+}
+
 /// Tunes the request (`TuneCall` JSON) and returns `{"result": TuneResult, "verdicts": [..],
 /// "kernel_tuner_cache": text or null}` as JSON. `worker` is the
-/// command that starts kt's worker (program first); `callables` are restriction functions.
+/// command that starts kt's worker (program first); `callables` are restriction functions; `progress`
+/// hears of each configuration as it is finished ([`progress_reporter`]).
 #[pyfunction]
-#[pyo3(signature = (request, worker, worker_env, callables, cache_dir=None, generator=None))]
+#[pyo3(signature = (request, worker, worker_env, callables, cache_dir=None, generator=None, progress=None))]
+#[allow(clippy::too_many_arguments)]
 fn tune(
     py: Python<'_>,
     request: &str,
@@ -177,6 +199,7 @@ fn tune(
     callables: Vec<Py<PyAny>>,
     cache_dir: Option<PathBuf>,
     generator: Option<Py<PyAny>>,
+    progress: Option<Py<PyAny>>,
 ) -> PyResult<String> {
     let call = TuneCall::from_json(request).map_err(to_py)?;
     let mut kernel = call.kernel().map_err(to_py)?;
@@ -199,10 +222,14 @@ fn tune(
         cache_dir,
     };
     let keep = kept_tuner::small_enough_to_keep(&tests);
+    let mut report: Box<dyn FnMut(&Progress) + Send> = match progress {
+        Some(f) => Box::new(progress_reporter(f, raised.clone())),
+        None => Box::new(|_: &Progress| {}),
+    };
     let outcome = py.detach(|| -> Result<_, PyErr> {
         let result = kept_tuner::with_tuner(key, keep, start_tuner, |tuner| {
             tuner
-                .tune(&kernel, &tests, &options, &mut |_| {})
+                .tune(&kernel, &tests, &options, &mut *report)
                 .map_err(to_py)
         })?;
         let cache = match &call.cache {

@@ -104,6 +104,26 @@ def test_the_worker_is_kept_between_calls_as_kernel_tuners_context_is():
     check("released: no worker left", not kt._kt.tuner_kept() and not _children(), _children())
 
 
+def test_each_configuration_is_printed_as_it_is_tuned_unless_quiet():
+    import contextlib
+    import io
+
+    args = vector_args(512)
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        kt.tune_kernel("vector_add", VECTOR_ADD, 512, args, {"block_size_x": [32, 64, 128]})
+    lines = printed.getvalue().splitlines()
+    per_config = [line for line in lines if line.startswith("block_size_x=") and "[" in line]
+    check("one line per configuration, in Kernel Tuner's form",
+          len(per_config) == 3 and all("time=" in line and line.endswith("/3]") for line in per_config), lines)
+    check("then the best one", "BEST PERFORMING CONFIGURATION FOR OBJECTIVE time:" in lines
+          and lines[-1].startswith("block_size_x=64, time="), lines)
+    quiet = io.StringIO()
+    with contextlib.redirect_stdout(quiet):
+        kt.tune_kernel("vector_add", VECTOR_ADD, 512, args, {"block_size_x": [32, 64]}, quiet=True)
+    check("quiet prints nothing", quiet.getvalue() == "", quiet.getvalue())
+
+
 def test_run_kernel_writes_a_device_array_back_and_refuses_what_kt_lacks():
     args = vector_args(256)
     c = DeviceArray(np.zeros(256, np.float32))

@@ -269,6 +269,10 @@ def tune_kernel(
     ``iterations``: when given, kt times every configuration at least that many times; left out (Kernel
     Tuner's default is 7), kt samples until the median's standard error is under 1 % (at least 3 runs).
 
+    Unless ``quiet``, each configuration is printed as the tuning finishes it (``name=value, …, time=…ms``,
+    the median kt ranks by, or why it failed) and the best one at the end, as Kernel Tuner prints them;
+    ``verbose`` adds every result dict at the end.
+
     ``results`` lists one dict per configuration kt measured: the parameters, ``time`` (ms, the mean of
     ``times`` as in Kernel Tuner), ``times``, ``compile_time``, ``benchmark_time``, and kt's extras
     (``kt_verdict``, ``kt_objective_ms`` (the median kt ranks by), ``kt_per_test_ms``,
@@ -288,7 +292,8 @@ def tune_kernel(
         request, callables = request_for(given, folder, source_text)
         saved = time.perf_counter()
         text = _kt.tune(
-            json.dumps(request), worker_command(), worker_env(), callables, tuner_cache_dir(), generator
+            json.dumps(request), worker_command(), worker_env(), callables, tuner_cache_dir(), generator,
+            None if quiet else print_configuration,
         )
         tuned = time.perf_counter()
         reply = json.loads(text)
@@ -305,7 +310,29 @@ def tune_kernel(
         "tune": tuned - saved,
         "total": time.perf_counter() - started,
     }
+    if not quiet:
+        print_best(env, tune_params)
     if verbose and not quiet:
         for r in results:
             print({k: v for k, v in r.items() if not k.startswith("kt_")})
     return results, env
+
+
+def print_configuration(done, total, config, verdict, time_ms):
+    """One line per configuration as the tuning finishes it, as Kernel Tuner prints them (its
+    ``name=value, …, time=…ms``); the time is the median kt ranks by, a failed configuration says why."""
+    parts = [f"{name}={value}" for name, value in config.items()]
+    parts.append(f"time={time_ms:.3f}ms" if verdict == "ok" and time_ms is not None else f"time={verdict}")
+    print(", ".join(parts) + f"  [{done}/{total}]", flush=True)
+
+
+def print_best(env, tune_params):
+    """Kernel Tuner's closing lines: the best configuration and its time (mean of its runs, as ``time``)."""
+    best = env.get("best_config")
+    if not isinstance(best, dict) or not isinstance(best.get("time"), (int, float)):
+        print("no results to report")
+        return
+    parts = [f"{name}={best[name]}" for name in tune_params if name in best]
+    parts.append(f"time={best['time']:.3f}ms")
+    print("\nBEST PERFORMING CONFIGURATION FOR OBJECTIVE time:")
+    print(", ".join(parts))
