@@ -8,9 +8,7 @@
 //! whatever the totals. A NaN the kernel wrote makes its total NaN, which never passes against a reference.
 //! Sums are taken in f64 with compensation, so the order of the elements hardly matters.
 
-use serde::{Deserialize, Serialize};
-
-use crate::check::verify::{Mismatch, OutputReport};
+use crate::check::report::{Mismatch, OutputReport, Totals};
 use crate::model::tolerance::Tolerance;
 use kt_record::DType;
 
@@ -81,18 +79,6 @@ impl Total {
     }
 }
 
-/// The totals an output was compared by, in its [`OutputReport`].
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct Totals {
-    #[serde(with = "crate::check::verify::lossless_f64")]
-    pub expected: f64,
-    #[serde(with = "crate::check::verify::lossless_f64")]
-    pub got: f64,
-    /// The largest |got − expected| that passes: atol + rtol · Σ|expected| (0 for integers).
-    #[serde(with = "crate::check::verify::lossless_f64")]
-    pub allowed: f64,
-}
-
 /// Compares `got`'s total with `expected`'s under `tol` (its `atol` and `rtol`; `max_mismatch_fraction`
 /// means nothing here). `same_bits_agree`: a rerun against the first run, where two NaN totals agree.
 /// The report has at most one mismatch (the totals, at index 0) unless nothing was written, when every
@@ -157,29 +143,6 @@ pub fn compare_totals(
             allowed,
         }),
     }
-}
-
-/// [`OutputReport::describe`] for an output compared by its total: "output cross_term (compared by its
-/// total): total 1234.5 expected, 1234.5000001 got (abs error 1.000e-7, allowed 1.235e-5)". `floor` is the
-/// sum floor's note ("; tolerance raised …") or empty.
-pub(crate) fn describe(r: &OutputReport, t: &Totals, floor: &str) -> String {
-    let head = format!("output {} (compared by its total)", r.name);
-    if r.never_written > 0 {
-        return format!(
-            "{head}: nothing written, all {} elements still poison; total {} expected",
-            r.elements, t.expected
-        );
-    }
-    let got = if t.got.is_nan() {
-        "NaN (an element is NaN)".to_string()
-    } else {
-        t.got.to_string()
-    };
-    let verdict = if r.passed() { "within" } else { "allowed" };
-    format!(
-        "{head}: total {} expected, {got} got (abs error {:.3e}, {verdict} {:.3e}{floor})",
-        t.expected, r.max_abs_error, t.allowed
-    )
 }
 
 #[cfg(test)]
