@@ -528,7 +528,7 @@ fn record_long_run(runs: &Path, steps: u64) -> String {
         if s.counter < steps { "tick" } else { END }
     });
     let graph = g.compile().unwrap();
-    let store = Arc::new(SqliteStore::open(&run.sqlite()).unwrap());
+    let store = Arc::new(SqliteStore::open(run.sqlite()).unwrap());
     let exec = Executor::new(graph, store);
     let rt = tokio::runtime::Runtime::new().unwrap();
     let opts = RunOptions {

@@ -360,7 +360,8 @@ mod depth_tests {
     /// enough for kt's recursive walks.
     #[test]
     fn the_deepest_accepted_nesting_of_each_kind_is_analysed_on_a_small_stack() {
-        let kinds: [(&str, fn(usize) -> String); 4] = [
+        type MakeInput = fn(usize) -> String;
+        let kinds: [(&str, MakeInput); 4] = [
             ("parentheses", nested_parens),
             ("braces", nested_braces),
             ("#if", nested_ifs),

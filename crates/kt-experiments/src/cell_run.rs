@@ -186,7 +186,7 @@ impl CellRunner {
             }
             if cell.budget.watches_llm() {
                 if run_dir.is_none() {
-                    run_dir = started_run(&cell_dir)?;
+                    run_dir = started_run(cell_dir)?;
                 }
                 if let Some(dir) = &run_dir {
                     llm.update(&dir.join("llm.jsonl"))?;
@@ -266,7 +266,7 @@ impl CellRunner {
             _ => format!(
                 "kt exited with {exit} and no final result.json; last lines of {}:\n{}",
                 log.display(),
-                log_tail(&log, 15)
+                log_tail(log, 15)
             ),
         });
         record.recorded = now_rfc3339();

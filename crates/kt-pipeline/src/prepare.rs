@@ -263,7 +263,7 @@ pub async fn prepare(
         RunId::new(format!("{id}/stage1")),
     )
     .await?;
-    understood.stage1.info.save(&run)?;
+    understood.stage1.info.save(run)?;
     // Without a GPU here, Stage 2 still gets its program from the LLM (which may be reachable only here, as on
     // an HPC login node) and checks it in the sandbox, then stops: the tests are made where they are used.
     // A hand-written program (`--script`) has nothing to ask.

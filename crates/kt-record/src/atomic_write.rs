@@ -55,7 +55,7 @@ fn write_error(path: &Path, parent: &Path, needed: u64, source: std::io::Error) 
         || source.kind() == std::io::ErrorKind::StorageFull
     {
         let available = nix::sys::statvfs::statvfs(parent)
-            .map(|s| s.blocks_available() as u64 * s.fragment_size() as u64)
+            .map(|s| s.blocks_available() * s.fragment_size())
             .ok();
         return RecordError::DiskFull {
             path: path.to_path_buf(),

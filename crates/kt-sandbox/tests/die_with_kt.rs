@@ -3,6 +3,8 @@
 //! This test binary plays kt: it runs itself again as a child that starts a sandboxed program, then kills that
 //! child with SIGKILL.
 
+#![allow(clippy::unwrap_used)]
+
 use std::time::{Duration, Instant};
 
 use kt_sandbox::{Policy, Sandbox};

@@ -364,7 +364,7 @@ mod tests {
         let err = eval_number(&nested, &env).unwrap_err().to_string();
         assert!(err.contains("nests parentheses 65 deep"), "{err}");
         // At the limits: 64 levels, and a chain as long as allowed, on a 2 MiB stack (a tokio worker's).
-        let at_limit = vec![
+        let at_limit = [
             format!("{}n{}", "(".repeat(64), ")".repeat(64)),
             format!("n{}", " + n".repeat((MAX_EXPRESSION_CHARS - 1) / 4)),
             format!("{}n{}", "max(n, ".repeat(64), ")".repeat(64)),

@@ -354,6 +354,8 @@ impl RunOutcome {
     }
 }
 
+// A reply lives for one frame, serialised and read once: boxing `Ran` would save nothing worth a heap trip.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum Reply {
     Hello(DeviceInfo),

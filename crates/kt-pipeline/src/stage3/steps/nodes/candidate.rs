@@ -231,7 +231,7 @@ impl Apply {
     }
 
     /// 1. The rewrite, from the step's own template and the best kernel so far, cut to the kernel's unit:
-    /// the answer and its code.
+    ///    the answer and its code.
     async fn rewrite(
         &self,
         state: &Stage3State,
